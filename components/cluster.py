@@ -1,0 +1,208 @@
+"""Cluster: EKS control plane (pulumi-eks), access entries, system node group, core add-ons,
+the Kubernetes provider and the default gp3 StorageClass.
+
+The physical cluster name is a plain ``str`` from config, so everything that needs it (Karpenter
+settings, discovery tags, IAM conditions, add-ons) is known at preview time without reading the
+remote component's resource-typed outputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+import pulumi_kubernetes as k8s
+
+from components import iam
+
+ACCESS_POLICIES = {
+    "cluster-admin": "AmazonEKSClusterAdminPolicy",
+    "admin": "AmazonEKSAdminPolicy",
+    "edit": "AmazonEKSEditPolicy",
+    "view": "AmazonEKSViewPolicy",
+}
+SYSTEM_NODE_POLICIES = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEC2ContainerRegistryReadOnly",
+    "AmazonEKS_CNI_Policy",
+    "AmazonSSMManagedInstanceCore",
+)
+SYSTEM_NODE_LABEL = "ekstrain.io/node-role"
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdminPrincipal:
+    principal_arn: str
+    access_policy: str = "cluster-admin"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterArgs:
+    cluster_name: str
+    region: str
+    kubernetes_version: str
+    vpc_id: pulumi.Input[str]
+    private_subnet_ids: pulumi.Input[Sequence[str]]
+    """Control-plane ENIs and the system node group."""
+    public_subnet_ids: pulumi.Input[Sequence[str]]
+    """For internet-facing load balancers only; no node runs there."""
+    endpoint_public_access: bool = False
+    """@default false (private endpoint only)."""
+    public_access_cidrs: Sequence[str] = ()
+    admin_principals: Sequence[AdminPrincipal] = ()
+    log_types: Sequence[str] = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+    secrets_encryption: bool = True
+    """@default true: a dedicated, rotated KMS key envelope-encrypts Secrets."""
+    deletion_protection: bool = True
+    system_instance_types: Sequence[str] = ("m7i.xlarge",)
+    system_min_size: int = 2
+    system_desired_size: int = 2
+    system_max_size: int = 4
+    system_disk_size_gib: int = 100
+    addon_versions: Mapping[str, str | None] = field(default_factory=dict)
+    """EKS add-on name -> version; None lets EKS choose its default for the Kubernetes version."""
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+class Cluster(pulumi.ComponentResource):
+    cluster_name: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    oidc_provider_arn: pulumi.Output[str]
+    oidc_issuer: pulumi.Output[str]
+    cluster_security_group_id: pulumi.Output[str]
+    system_node_role_arn: pulumi.Output[str]
+    provider: k8s.Provider
+    eks_cluster: eks.Cluster
+    system_node_group: eks.ManagedNodeGroup
+
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ekstrain:cluster:Cluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        tags = dict(args.tags)
+        partition = iam.partition_of(args.region)
+
+        key_arn = None
+        if args.secrets_encryption:
+            key = aws.kms.Key(f"{name}-secrets", description=f"EKS Secrets envelope encryption for {args.cluster_name}",
+                              enable_key_rotation=True, deletion_window_in_days=30, tags=tags, opts=child)
+            aws.kms.Alias(f"{name}-secrets", name=f"alias/{args.cluster_name}-eks-secrets", target_key_id=key.key_id,
+                          opts=child)
+            key_arn = key.arn
+
+        access_entries = {
+            f"admin-{i}": eks.AccessEntryArgs(
+                principal_arn=p.principal_arn,
+                access_policies={p.access_policy: eks.AccessPolicyAssociationArgs(
+                    policy_arn=f"arn:{partition}:eks::aws:cluster-access-policy/{ACCESS_POLICIES[p.access_policy]}",
+                    access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"))},
+            )
+            for i, p in enumerate(args.admin_principals)
+        }
+
+        self.eks_cluster = eks.Cluster(
+            name,
+            name=args.cluster_name,
+            version=args.kubernetes_version,
+            vpc_id=args.vpc_id,
+            private_subnet_ids=args.private_subnet_ids,
+            public_subnet_ids=args.public_subnet_ids,
+            endpoint_private_access=True,
+            endpoint_public_access=args.endpoint_public_access,
+            public_access_cidrs=list(args.public_access_cidrs) if args.endpoint_public_access else None,
+            authentication_mode=eks.AuthenticationMode.API,
+            access_entries=access_entries,
+            enabled_cluster_log_types=list(args.log_types),
+            encryption_config_key_arn=key_arn,
+            create_oidc_provider=True,
+            deletion_protection=args.deletion_protection,
+            skip_default_node_group=True,
+            # Use the EKS-created cluster SG for every node: it admits the control plane and all
+            # members; Karpenter nodes add the EFA SG on top.
+            skip_default_security_groups=True,
+            vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=args.addon_versions.get("vpc-cni")),
+            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(version=args.addon_versions.get("kube-proxy")),
+            # CoreDNS needs nodes to become healthy; it is installed below, after the node group.
+            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
+            tags=tags,
+            opts=child,
+        )
+
+        node_role = aws.iam.Role(f"{name}-system-node", assume_role_policy=iam.assume_role_policy("ec2.amazonaws.com"),
+                                 description=f"System node group of {args.cluster_name}", tags=tags, opts=child)
+        attachments = [
+            aws.iam.RolePolicyAttachment(f"{name}-system-node-{policy}", role=node_role.name,
+                                         policy_arn=iam.managed_policy_arn(args.region, policy), opts=child)
+            for policy in SYSTEM_NODE_POLICIES
+        ]
+        self.system_node_group = eks.ManagedNodeGroup(
+            f"{name}-system",
+            cluster=self.eks_cluster,
+            node_role_arn=node_role.arn,
+            node_group_name=f"{args.cluster_name}-system",
+            instance_types=list(args.system_instance_types),
+            capacity_type="ON_DEMAND",
+            ami_type="AL2023_x86_64_STANDARD",
+            subnet_ids=args.private_subnet_ids,
+            disk_size=args.system_disk_size_gib,
+            enable_imd_sv2=True,
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=args.system_min_size, desired_size=args.system_desired_size, max_size=args.system_max_size),
+            labels={SYSTEM_NODE_LABEL: "system"},
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=attachments),
+        )
+
+        after_nodes = pulumi.ResourceOptions(parent=self, depends_on=[self.eks_cluster, self.system_node_group])
+
+        def addon(key: str, addon_name: str, **kwargs: object) -> aws.eks.Addon:
+            return aws.eks.Addon(f"{name}-{key}", cluster_name=args.cluster_name, addon_name=addon_name,
+                                 addon_version=args.addon_versions.get(addon_name),
+                                 resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="OVERWRITE",
+                                 tags=tags, opts=after_nodes, **kwargs)
+
+        addon("coredns", "coredns")
+        addon("pod-identity-agent", "eks-pod-identity-agent")
+        ebs_role = aws.iam.Role(f"{name}-ebs-csi", assume_role_policy=iam.pod_identity_trust(),
+                                description=f"EBS CSI controller of {args.cluster_name}", tags=tags, opts=child)
+        ebs_policy = aws.iam.RolePolicyAttachment(
+            f"{name}-ebs-csi", role=ebs_role.name,
+            policy_arn=f"arn:{partition}:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy", opts=child)
+        ebs = aws.eks.Addon(
+            f"{name}-ebs-csi", cluster_name=args.cluster_name, addon_name="aws-ebs-csi-driver",
+            addon_version=args.addon_versions.get("aws-ebs-csi-driver"),
+            pod_identity_associations=[aws.eks.AddonPodIdentityAssociationArgs(
+                role_arn=ebs_role.arn, service_account="ebs-csi-controller-sa")],
+            resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="OVERWRITE", tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks_cluster, self.system_node_group, ebs_policy]))
+
+        self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.eks_cluster.kubeconfig_json,
+                                     enable_server_side_apply=True, opts=child)
+        k8s.storage.v1.StorageClass(
+            f"{name}-gp3",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name="gp3", annotations={"storageclass.kubernetes.io/is-default-class": "true"}),
+            provisioner="ebs.csi.aws.com",
+            parameters={"type": "gp3", "encrypted": "true", "fsType": "ext4"},
+            reclaim_policy="Delete",
+            volume_binding_mode="WaitForFirstConsumer",
+            allow_volume_expansion=True,
+            opts=pulumi.ResourceOptions(parent=self, provider=self.provider, depends_on=[ebs]),
+        )
+
+        self.cluster_name = pulumi.Output.from_input(args.cluster_name)
+        self.kubeconfig = pulumi.Output.secret(self.eks_cluster.kubeconfig_json)
+        self.oidc_provider_arn = self.eks_cluster.oidc_provider_arn
+        self.oidc_issuer = self.eks_cluster.oidc_issuer
+        self.cluster_security_group_id = self.eks_cluster.cluster_security_group_id
+        self.system_node_role_arn = node_role.arn
+        self.register_outputs({
+            "clusterName": self.cluster_name,
+            "kubeconfig": self.kubeconfig,
+            "oidcProviderArn": self.oidc_provider_arn,
+            "oidcIssuer": self.oidc_issuer,
+            "clusterSecurityGroupId": self.cluster_security_group_id,
+            "systemNodeRoleArn": self.system_node_role_arn,
+        })

@@ -1,0 +1,39 @@
+"""IAM policy documents as Python data (no ``get_policy_document`` invokes), and ARN helpers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+
+
+def partition_of(region: str) -> str:
+    """ARN partition for a region, so no ``get_partition`` invoke is needed."""
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+def managed_policy_arn(region: str, name: str) -> str:
+    return f"arn:{partition_of(region)}:iam::aws:policy/{name}"
+
+
+def assume_role_policy(service: str, actions: Sequence[str] = ("sts:AssumeRole",)) -> str:
+    return json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": list(actions)}],
+    })
+
+
+def pod_identity_trust() -> str:
+    """Trust policy for EKS Pod Identity (the agent assumes the role and tags the session)."""
+    return assume_role_policy("pods.eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession"))
+
+
+def policy_document(statements: Sequence[dict[str, Any]]) -> pulumi.Output[str]:
+    """JSON policy from statements that may hold Outputs (ARNs of resources being created)."""
+    return pulumi.Output.json_dumps({"Version": "2012-10-17", "Statement": list(statements)})

@@ -1,0 +1,181 @@
+"""Instance-type catalog: the one source of truth for accelerator, EFA and sizing facts.
+
+Every component, the planner and the job templates read instance facts from here.
+EFA counts are EC2's ``EfaInfo.MaximumEfaInterfaces`` (not ``MaximumNetworkCards``: they differ on
+p6-b200, eksctl#8685) as listed in Karpenter v1.14's generated instance-type reference; see
+``shared/research/platform-anchors.md`` section (d)1 and ``docs/catalog.md``.
+
+Prices are us-east-1 Linux on-demand list prices per hour, as of ``PRICES_AS_OF``; they are a
+planning aid for the offline render only and are never used to provision anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+PRICES_AS_OF = "2025-06-05"
+PRICES_SOURCE = (
+    "AWS EC2 on-demand pricing page, us-east-1, Linux, after the June 2025 P4/P5 price reduction; "
+    "not fetched at render time. None = no public on-demand list price (capacity blocks only)."
+)
+
+GPU = "gpu"
+TRAINIUM = "trainium"
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """One accelerator device as the scheduler and the planner see it."""
+
+    model: str
+    memory_gib: float
+    peak_tflops_bf16: float
+    """Dense BF16 peak per device (no sparsity)."""
+    hbm_gbytes_per_s: float
+    intra_node_gbytes_per_s: float
+    """Per-device bandwidth to the other devices of the node (NVLink / NeuronLink), one direction."""
+    peak_tflops_fp8: float | None = None
+    cores_per_device: int = 1
+    """NeuronCores per Trainium device (logical, at the default LNC); 1 for GPUs."""
+
+
+A100_40 = Accelerator("A100-SXM4-40GB", 40, 312, 1555, 300)
+A100_80 = Accelerator("A100-SXM4-80GB", 80, 312, 2039, 300)
+H100 = Accelerator("H100-SXM5-80GB", 80, 989, 3350, 450, peak_tflops_fp8=1979)
+H200 = Accelerator("H200-SXM-141GB", 141, 989, 4800, 450, peak_tflops_fp8=1979)
+B200 = Accelerator("B200-180GB", 179, 2250, 7700, 900, peak_tflops_fp8=4500)
+B300 = Accelerator("B300-270GB", 268, 2250, 7700, 900, peak_tflops_fp8=4500)
+A10G = Accelerator("A10G-24GB", 22, 125, 600, 32)
+L40S = Accelerator("L40S-48GB", 44, 362, 864, 32, peak_tflops_fp8=733)
+TRAINIUM1 = Accelerator("Trainium", 32, 190, 820, 192, peak_tflops_fp8=190, cores_per_device=2)
+TRAINIUM2 = Accelerator("Trainium2", 96, 667, 2900, 640, peak_tflops_fp8=1299, cores_per_device=4)
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    """Facts about one EC2 instance type that the platform provisions or plans for."""
+
+    name: str
+    family: str
+    """``gpu`` or ``trainium``: decides AMI, device plugin, taint and resource name."""
+    accelerator: Accelerator
+    accelerator_count: int
+    vcpus: int
+    memory_gib: int
+    network_gbps: int
+    efa_max_interfaces: int
+    """EC2 ``EfaInfo.MaximumEfaInterfaces``; 0 when the type has no EFA."""
+    network_cards: int
+    efa_card_indices: tuple[int, ...] = field(default=())
+    """Network cards that can carry an EFA interface, in the order interfaces are laid out.
+    Defaults to every card; p6-b300's card 0 is ENA-only (aws-parallelcluster#7143)."""
+    gpudirect_rdma: bool = False
+    """EFA device RDMA (``FI_EFA_USE_DEVICE_RDMA=1``) is supported."""
+    instance_store_gib: int = 0
+    price_per_hour_usd: float | None = None
+    min_kubernetes_version: str = "1.29"
+
+    def __post_init__(self) -> None:
+        if not self.efa_card_indices:
+            object.__setattr__(self, "efa_card_indices", tuple(range(self.network_cards)))
+
+    @property
+    def efa_capable(self) -> bool:
+        return self.efa_max_interfaces > 0
+
+    @property
+    def accelerator_resource(self) -> str:
+        """Kubernetes extended resource the device plugin advertises."""
+        return "nvidia.com/gpu" if self.family == GPU else "aws.amazon.com/neuron"
+
+    @property
+    def accelerator_taint_key(self) -> str:
+        return self.accelerator_resource
+
+    @property
+    def accelerator_memory_gib_total(self) -> float:
+        return self.accelerator.memory_gib * self.accelerator_count
+
+    @property
+    def neuron_cores(self) -> int:
+        return self.accelerator.cores_per_device * self.accelerator_count if self.family == TRAINIUM else 0
+
+    @property
+    def workers_per_node(self) -> int:
+        """Processes per node a launcher starts: one per GPU, one per NeuronCore."""
+        return self.neuron_cores if self.family == TRAINIUM else self.accelerator_count
+
+    @property
+    def inter_node_gbits_per_s(self) -> int:
+        return self.network_gbps
+
+
+def _types(*items: InstanceType) -> dict[str, InstanceType]:
+    return {t.name: t for t in items}
+
+
+CATALOG: dict[str, InstanceType] = _types(
+    InstanceType("p4d.24xlarge", GPU, A100_40, 8, 96, 1152, 400, efa_max_interfaces=4, network_cards=4,
+                 gpudirect_rdma=True, instance_store_gib=7600, price_per_hour_usd=21.96),
+    InstanceType("p4de.24xlarge", GPU, A100_80, 8, 96, 1152, 400, efa_max_interfaces=4, network_cards=4,
+                 gpudirect_rdma=True, instance_store_gib=7600, price_per_hour_usd=27.45),
+    InstanceType("p5.48xlarge", GPU, H100, 8, 192, 2048, 3200, efa_max_interfaces=32, network_cards=32,
+                 gpudirect_rdma=True, instance_store_gib=30400, price_per_hour_usd=55.04),
+    InstanceType("p5e.48xlarge", GPU, H200, 8, 192, 2048, 3200, efa_max_interfaces=32, network_cards=32,
+                 gpudirect_rdma=True, instance_store_gib=30400, price_per_hour_usd=None),
+    InstanceType("p5en.48xlarge", GPU, H200, 8, 192, 2048, 3200, efa_max_interfaces=16, network_cards=16,
+                 gpudirect_rdma=True, instance_store_gib=30400, price_per_hour_usd=63.30),
+    InstanceType("p6-b200.48xlarge", GPU, B200, 8, 192, 2048, 3200, efa_max_interfaces=8, network_cards=8,
+                 gpudirect_rdma=True, instance_store_gib=30400, price_per_hour_usd=113.93,
+                 min_kubernetes_version="1.31"),
+    InstanceType("p6-b300.48xlarge", GPU, B300, 8, 192, 4096, 6400, efa_max_interfaces=16, network_cards=17,
+                 efa_card_indices=tuple(range(1, 17)), gpudirect_rdma=True, instance_store_gib=30400,
+                 price_per_hour_usd=None, min_kubernetes_version="1.32"),
+    InstanceType("g5.8xlarge", GPU, A10G, 1, 32, 128, 25, efa_max_interfaces=1, network_cards=1,
+                 instance_store_gib=900, price_per_hour_usd=2.448),
+    InstanceType("g5.48xlarge", GPU, A10G, 8, 192, 768, 100, efa_max_interfaces=1, network_cards=1,
+                 instance_store_gib=7600, price_per_hour_usd=16.288),
+    InstanceType("g6e.48xlarge", GPU, L40S, 8, 192, 1536, 400, efa_max_interfaces=4, network_cards=4,
+                 instance_store_gib=7600, price_per_hour_usd=30.131),
+    InstanceType("trn1.2xlarge", TRAINIUM, TRAINIUM1, 1, 8, 32, 12, efa_max_interfaces=0, network_cards=1,
+                 instance_store_gib=474, price_per_hour_usd=1.3438),
+    InstanceType("trn1.32xlarge", TRAINIUM, TRAINIUM1, 16, 128, 512, 800, efa_max_interfaces=8, network_cards=8,
+                 gpudirect_rdma=True, instance_store_gib=7600, price_per_hour_usd=21.50),
+    InstanceType("trn1n.32xlarge", TRAINIUM, TRAINIUM1, 16, 128, 512, 1600, efa_max_interfaces=16,
+                 network_cards=16, gpudirect_rdma=True, instance_store_gib=7600, price_per_hour_usd=24.78),
+    InstanceType("trn2.48xlarge", TRAINIUM, TRAINIUM2, 16, 192, 2048, 3200, efa_max_interfaces=16,
+                 network_cards=16, gpudirect_rdma=True, instance_store_gib=7600, price_per_hour_usd=None,
+                 min_kubernetes_version="1.32"),
+)
+
+# Instance families that carry accelerators; the system node group must never use them.
+ACCELERATED_FAMILY_PREFIXES = ("p", "g", "trn", "inf", "dl", "f1", "vt1")
+
+
+class UnknownInstanceType(KeyError):
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"unknown instance type {self.name!r}; known: {', '.join(sorted(CATALOG))}"
+
+
+def get(name: str) -> InstanceType:
+    try:
+        return CATALOG[name]
+    except KeyError:
+        raise UnknownInstanceType(name) from None
+
+
+def is_accelerated(instance_type: str) -> bool:
+    """True for GPU/Trainium/Inferentia/FPGA families (p4d, g5, trn1, inf2, dl1, ...)."""
+    family = instance_type.split(".", 1)[0]
+    return any(family.startswith(p) and family[len(p):][:1].isdigit() for p in ACCELERATED_FAMILY_PREFIXES)
+
+
+def price_range(names: Iterable[str]) -> tuple[float | None, float | None]:
+    """(min, max) on-demand price per node-hour over the types that have a list price."""
+    prices = [p for p in (get(n).price_per_hour_usd for n in names) if p is not None]
+    return (min(prices), max(prices)) if prices else (None, None)

@@ -1,0 +1,35 @@
+"""Carve a VPC CIDR into public, private and EFA subnets (pure, property-tested).
+
+Layout for a /P VPC, split into four /P+2 blocks:
+- block 0: the EFA subnet (/P+2) in the training AZ: p5 nodes use one IP each with efa-only
+  interfaces, but pods take VPC IPs too, so it gets the biggest share;
+- blocks 1-2: one private /P+3 subnet per AZ (up to four AZs) for the system nodes, control-plane
+  ENIs and non-EFA workloads;
+- block 3: one public /P+6 subnet per AZ for NAT gateways and internet-facing load balancers.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SubnetPlan:
+    efa: str
+    private: dict[str, str]
+    public: dict[str, str]
+
+
+def plan_subnets(vpc_cidr: str, zones: list[str]) -> SubnetPlan:
+    vpc = ipaddress.IPv4Network(vpc_cidr)
+    if len(zones) > 4:
+        raise ValueError("at most four availability zones fit the subnet plan")
+    blocks = list(vpc.subnets(prefixlen_diff=2))
+    private = list(blocks[1].subnets(prefixlen_diff=1)) + list(blocks[2].subnets(prefixlen_diff=1))
+    public = list(blocks[3].subnets(prefixlen_diff=4))
+    return SubnetPlan(
+        efa=str(blocks[0]),
+        private={az: str(private[i]) for i, az in enumerate(zones)},
+        public={az: str(public[i]) for i, az in enumerate(zones)},
+    )

@@ -1,0 +1,66 @@
+"""Compose the platform from a validated StackConfig. No config parsing or validation here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from components.cluster import AdminPrincipal, Cluster, ClusterArgs
+from components.network import Network, NetworkArgs
+from stacks.models import StackConfig
+
+
+def build(cfg: StackConfig) -> dict[str, Any]:
+    """Create every component for ``cfg``; return the stack outputs."""
+    tags = cfg.common_tags
+    c = cfg.cluster
+
+    network = Network("network", NetworkArgs(
+        cluster_name=c.name,
+        region=cfg.region,
+        vpc_cidr=cfg.network.vpc_cidr,
+        availability_zones=cfg.network.availability_zones,
+        training_availability_zone=cfg.network.training_availability_zone,
+        nat_gateways=cfg.network.nat_gateways,
+        placement_group_partitions=[p.name for p in cfg.partitions if p.wants_placement_group],
+        tags=tags,
+    ))
+
+    cluster = Cluster("cluster", ClusterArgs(
+        cluster_name=c.name,
+        region=cfg.region,
+        kubernetes_version=c.kubernetes_version,
+        vpc_id=network.vpc_id,
+        private_subnet_ids=network.private_subnet_ids,
+        public_subnet_ids=network.public_subnet_ids,
+        endpoint_public_access=c.endpoint_public_access,
+        public_access_cidrs=c.public_access_cidrs,
+        admin_principals=[AdminPrincipal(principal_arn=a.principal_arn, access_policy=a.access_policy)
+                          for a in c.admin_access],
+        log_types=c.log_types,
+        secrets_encryption=c.secrets_encryption,
+        deletion_protection=c.deletion_protection,
+        system_instance_types=c.system_node_group.instance_types,
+        system_min_size=c.system_node_group.min_size,
+        system_desired_size=c.system_node_group.desired_size,
+        system_max_size=c.system_node_group.max_size,
+        system_disk_size_gib=c.system_node_group.disk_size_gib,
+        addon_versions={name: cfg.versions.addon(name)
+                        for name in ("vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent",
+                                     "aws-ebs-csi-driver")},
+        tags=tags,
+    ))
+
+    return {
+        "clusterName": cluster.cluster_name,
+        "kubeconfig": cluster.kubeconfig,
+        "oidcProviderArn": cluster.oidc_provider_arn,
+        "clusterSecurityGroupId": cluster.cluster_security_group_id,
+        "vpcId": network.vpc_id,
+        "publicSubnetIds": network.public_subnet_ids,
+        "privateSubnetIds": network.private_subnet_ids,
+        "efaSubnetId": network.efa_subnet_id,
+        "efaSecurityGroupId": network.efa_security_group_id,
+        "placementGroups": pulumi.Output.from_input(network.placement_group_names),
+    }

@@ -1,0 +1,204 @@
+"""Offline render: run the real program for a stack under the mock engine and write what it would apply.
+
+    python -m infra.render --stack prod --out build/prod
+
+This is NOT a cloud preview: no AWS or Kubernetes API is called, provider-side defaults and
+computed values are fakes (see infra/offline.py). It shows exactly what the program asks for:
+every Kubernetes manifest (one file per object, grouped by component), every Helm release with
+its chart, version and values, every AWS resource, the partitions with their EFA layout and an
+on-demand cost range, and whether each manifest validates against the pinned upstream schemas.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import pathlib
+import runpy
+import shutil
+import sys
+import time
+from typing import Any
+
+import yaml
+
+from ekstrain import catalog, validation, versions
+from ekstrain.partitions import shape
+from infra import offline
+from stacks.errors import ConfigError
+from stacks.loader import load_flat, read_stack_file
+from stacks.models import StackConfig
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+BANNER = "OFFLINE RENDER (Pulumi mock engine): not a cloud preview. Nothing was sent to AWS or Kubernetes."
+NOT_MANIFESTS = ("kubernetes:helm.sh/", "kubernetes:yaml/", "kubernetes:kustomize/")
+
+
+def run_program(flat: dict[str, str], secrets: list[str], stack: str, preview: bool = False) -> offline.Recording:
+    """Execute infra/__main__.py under fresh offline mocks."""
+    main = REPO / "infra" / "__main__.py"
+    return offline.run(lambda: runpy.run_path(str(main), run_name="__main__")["OUTPUTS"], flat, secrets,
+                       stack=stack, preview=preview)
+
+
+def manifest_of(record: offline.Record) -> dict[str, Any]:
+    obj = {k: v for k, v in offline.plain(record.inputs).items() if k not in ("id",)}
+    meta = dict(obj.get("metadata") or {})
+    meta.setdefault("name", f"{record.name}-<auto>")
+    obj["metadata"] = meta
+    return obj
+
+
+def manifests(recording: offline.Recording) -> list[tuple[str, dict[str, Any]]]:
+    """(component group, manifest) for every Kubernetes object the program declares."""
+    out = []
+    for r in recording.records:
+        if r.custom and r.type.startswith("kubernetes:") and not r.type.startswith(NOT_MANIFESTS):
+            out.append((recording.top_component(r).name, manifest_of(r)))
+    return out
+
+
+def helm_releases(recording: offline.Recording) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for r in recording.of_type("kubernetes:helm.sh/v3:Release"):
+        keep = ("name", "chart", "version", "namespace", "repositoryOpts", "createNamespace", "values", "skipCrds",
+                "atomic", "timeout", "waitForJobs")
+        out.append((recording.top_component(r).name, {k: offline.plain(r.inputs[k]) for k in keep if k in r.inputs}))
+    return out
+
+
+def _file_name(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata", {})
+    ns = meta.get("namespace")
+    return f"{obj.get('kind', 'Object')}-{ns + '-' if ns else ''}{meta.get('name')}.yaml".replace("/", "_")
+
+
+def partition_rows(cfg: StackConfig) -> list[dict[str, Any]]:
+    rows = []
+    for p in cfg.partitions:
+        s = shape(p.name, p.accelerator, p.instance_types, p.efa)
+        lo, hi = catalog.price_range(p.instance_types)
+        rows.append({
+            "partition": p.name, "instanceTypes": ",".join(p.instance_types), "capacity": p.capacity_type,
+            "nodes": f"{p.min_nodes}-{p.max_nodes}",
+            "accelerators": f"{s.accelerators_per_node}x{s.instance_types[0].accelerator.model} "
+                            f"(max {s.accelerators_per_node * p.max_nodes})",
+            "efa": s.efa_interfaces,
+            "placementGroup": f"{cfg.cluster.name}-{p.name}" if p.wants_placement_group else "-",
+            "usdPerHourAtMax": "n/a" if lo is None else
+            (f"{lo * p.max_nodes:,.0f}" if lo == hi else f"{lo * p.max_nodes:,.0f}-{hi * p.max_nodes:,.0f}"),
+        })
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "(none)\n"
+    cols = list(rows[0])
+    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
+    line = lambda r: "  ".join(str(r[c]).ljust(widths[c]) for c in cols)  # noqa: E731
+    return "\n".join([line({c: c for c in cols}), line({c: "-" * widths[c] for c in cols})] + [line(r) for r in rows]) + "\n"
+
+
+def validate_all(objs: list[tuple[str, dict[str, Any]]], releases: list[tuple[str, dict[str, Any]]],
+                 cfg: StackConfig) -> tuple[list[str], str | None]:
+    """Problems found, and a note when the upstream schemas are absent."""
+    if validation.upstream_dir() is None:
+        return [], "upstream schemas not found (run `make fetch-upstream`); manifests were NOT validated"
+    problems = []
+    for _, obj in objs:
+        problems += validation.validate_object(obj, cfg.cluster.kubernetes_version)
+    by_chart = {c.chart: c for c in (cfg.versions.chart(n) for n in versions.DEFAULT_CHARTS)}
+    for _, rel in releases:
+        chart = by_chart.get(rel.get("chart"))
+        if chart and chart.upstream_dir:
+            for key in validation.unknown_value_keys(rel.get("values") or {},
+                                                     validation.chart_defaults(chart.upstream_dir)):
+                problems.append(f"helm release {rel.get('name')}: values key {key!r} is not in {chart.upstream_dir}"
+                                "/values.yaml")
+    return problems, None
+
+
+def write(out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], rec: offline.Recording,
+          seconds: float) -> tuple[str, list[str]]:
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "manifests").mkdir(parents=True)
+    (out / "helm").mkdir()
+    objs = manifests(rec)
+    for group, obj in objs:
+        d = out / "manifests" / group
+        d.mkdir(exist_ok=True)
+        (d / _file_name(obj)).write_text(yaml.safe_dump(obj, sort_keys=False))
+    releases = helm_releases(rec)
+    for group, rel in releases:
+        (out / "helm" / f"{group}--{rel.get('name', 'release')}.yaml").write_text(yaml.safe_dump(rel, sort_keys=False))
+    resources = [{"type": r.type, "name": r.name, "parent": r.parent.rsplit("::", 1)[-1] if r.parent else "",
+                  "protect": r.protect, "retainOnDelete": r.retain_on_delete, "inputs": offline.plain(r.inputs)}
+                 for r in rec.records]
+    (out / "resources.yaml").write_text(yaml.safe_dump(resources, sort_keys=False, default_flow_style=False))
+
+    counts = collections.Counter(r.type for r in rec.records if r.custom)
+    aws_rows = [{"type": t, "count": n} for t, n in sorted(counts.items()) if not t.startswith("kubernetes:")]
+    comp_rows = [{"type": t, "count": n} for t, n in
+                 sorted(collections.Counter(r.type for r in rec.records if not r.custom).items())]
+    problems, note = validate_all(objs, releases, cfg)
+    exported = {k: ("[secret]" if k == "kubeconfig" else v) for k, v in (rec.outputs or {}).items()}
+    summary = "\n".join([
+        f"# {BANNER}", "",
+        f"stack: {stack}   cluster: {cfg.cluster.name}   region: {cfg.region}   "
+        f"kubernetes: {cfg.cluster.kubernetes_version}   rendered in {seconds:.2f}s", "",
+        "## Warnings", *(f"- {w}" for w in warnings or ["none"]), "",
+        "## Partitions", f"(on-demand list prices as of {catalog.PRICES_AS_OF}; {catalog.PRICES_SOURCE})", "",
+        table(partition_rows(cfg)),
+        "## Components", table(comp_rows),
+        "## Cloud resources by type (custom resources)", table(aws_rows),
+        f"## Kubernetes: {len(objs)} manifests, {len(releases)} Helm releases",
+        *(f"- helm {rel.get('name')}: {rel.get('chart')} {rel.get('version')} (ns {rel.get('namespace')})"
+          for _, rel in releases), "",
+        "## Schema validation",
+        note or (f"{len(problems)} problem(s)" if problems else
+                 f"all {len(objs)} manifests and {len(releases)} Helm values documents valid against the pinned "
+                 "upstream schemas (CRDs; kubernetes-validate strict; chart values.yaml keys)"),
+        *(f"- {p}" for p in problems), "",
+        "## Stack outputs (offline fakes for computed values)", "```", json.dumps(exported, indent=2, default=str),
+        "```", "",
+    ])
+    (out / "SUMMARY.md").write_text(summary)
+    return summary, problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m infra.render", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stack", required=True, help="stack name: reads Pulumi.<stack>.yaml")
+    parser.add_argument("--out", help="output directory (default build/<stack>)")
+    parser.add_argument("--stack-file", help="path of the stack file (default Pulumi.<stack>.yaml in the repo)")
+    parser.add_argument("--preview", action="store_true", help="emulate preview: computed values are unknown")
+    args = parser.parse_args(argv)
+    stack_file = pathlib.Path(args.stack_file) if args.stack_file else REPO / f"Pulumi.{args.stack}.yaml"
+    out = pathlib.Path(args.out or REPO / "build" / args.stack)
+    print(BANNER, file=sys.stderr)
+    if not stack_file.exists():
+        print(f"error: {stack_file} does not exist; stacks here: "
+              f"{sorted(p.name for p in REPO.glob('Pulumi.*.yaml'))}", file=sys.stderr)
+        return 2
+    try:
+        flat, secrets = read_stack_file(stack_file)
+        cfg, warnings = load_flat(flat, stack_file.name)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"[1/3] config {stack_file.name} valid: {len(cfg.partitions)} partition(s)", file=sys.stderr)
+    started = time.perf_counter()
+    rec = run_program(flat, secrets, args.stack, preview=args.preview)
+    seconds = time.perf_counter() - started
+    print(f"[2/3] program ran offline: {len(rec.records)} resources registered in {seconds:.2f}s", file=sys.stderr)
+    summary, problems = write(out, args.stack, cfg, warnings, rec, seconds)
+    print(f"[3/3] wrote {out}", file=sys.stderr)
+    print(summary)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""Load and validate a stack's config, from the Pulumi engine or straight from a stack file.
+
+``load()`` is what ``infra/__main__.py`` calls under a real ``pulumi up`` (the engine hands the
+program the stack's config); ``read_stack_file()`` turns a ``Pulumi.<stack>.yaml`` into the same
+flat config map for the offline render and the tests, which have no CLI to do it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import pathlib
+import typing
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from stacks import keys, rules
+from stacks.errors import ConfigError, ConfigIssue
+from stacks.models import StackConfig
+
+SECRET_PLACEHOLDER = "offline-secret-placeholder"
+
+
+def _sections() -> dict[str, str]:
+    """StackConfig field alias -> stack-file key."""
+    return {(f.alias or name): keys.config_key(f.alias or name) for name, f in StackConfig.model_fields.items()}
+
+
+def read_stack_file(path: pathlib.Path) -> tuple[dict[str, str], list[str]]:
+    """Flat config map (values JSON-encoded as the engine passes them) and the secret keys.
+
+    ``secure:`` values cannot be decrypted without the CLI: they become placeholders, marked secret.
+    """
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError([ConfigIssue(str(path), f"is not valid YAML: {exc}", "fix the YAML syntax")],
+                          str(path)) from None
+    raw = doc.get("config") or {}
+    if not isinstance(raw, dict):
+        raise ConfigError([ConfigIssue(f"{path}: config", "must be a mapping", "see Pulumi.dev.yaml")], str(path))
+    flat: dict[str, str] = {}
+    secrets: list[str] = []
+    for key, value in raw.items():
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            flat[key] = SECRET_PLACEHOLDER
+            secrets.append(key)
+        else:
+            flat[key] = value if isinstance(value, str) else json.dumps(value)
+    return flat, secrets
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def sections_from_flat(flat: dict[str, Any]) -> tuple[dict[str, Any], list[ConfigIssue]]:
+    """Group flat ``ns:key`` config into StackConfig sections; flag unknown ``ekstrain:`` keys."""
+    by_key = {v: k for k, v in _sections().items()}
+    sections: dict[str, Any] = {}
+    issues = []
+    for key, value in flat.items():
+        if key in by_key:
+            section = by_key[key]
+            # Strings such as the region stay strings; objects arrive JSON-encoded.
+            sections[section] = value if section in ("region", "environment", "project") else _decode(value)
+        elif key.startswith(f"{keys.PROJECT}:"):
+            issues.append(ConfigIssue(key, "is not a known setting",
+                                      f"remove it or fix its spelling; known keys: {', '.join(sorted(by_key.values()))}"))
+    return sections, issues
+
+
+def parse(sections: dict[str, Any], source: str = "stack config",
+          today: dt.date | None = None) -> tuple[StackConfig, list[str]]:
+    """Validate sections into a StackConfig; raise ConfigError listing every problem at once."""
+    try:
+        cfg = StackConfig.model_validate(sections)
+    except ValidationError as exc:
+        raise ConfigError([_issue(e, sections) for e in exc.errors()], source) from None
+    errors, warnings = rules.check(cfg, today)
+    if errors:
+        raise ConfigError(errors, source)
+    return cfg, warnings
+
+
+def load_flat(flat: dict[str, Any], source: str, today: dt.date | None = None) -> tuple[StackConfig, list[str]]:
+    sections, unknown = sections_from_flat(flat)
+    if unknown:
+        raise ConfigError(unknown, source)
+    return parse(sections, source, today)
+
+
+def load_stack_file(path: pathlib.Path, today: dt.date | None = None) -> tuple[StackConfig, list[str]]:
+    flat, _ = read_stack_file(path)
+    return load_flat(flat, path.name, today)
+
+
+def load(stack: str) -> tuple[StackConfig, list[str]]:
+    """Read the config the engine handed this program (``pulumi up``/``preview``, or mocks)."""
+    from pulumi.runtime import config as runtime_config
+
+    flat = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    return load_flat(flat, f"Pulumi.{stack}.yaml")
+
+
+# ---- pydantic error -> ConfigIssue -------------------------------------------------------------
+
+def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The model class that owns the last element of ``loc`` (for listing allowed keys)."""
+    model: Any = StackConfig
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
+        if field is None:
+            return None
+        model = _inner_model(field.annotation)
+        if model is None:
+            return None
+    return model
+
+
+def _inner_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _inner_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _issue(error: Any, raw: dict[str, Any]) -> ConfigIssue:
+    loc = tuple(error["loc"])
+    path = keys.key_path(loc, raw)
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        model = _model_at(loc)
+        allowed = sorted(f.alias or n for n, f in model.model_fields.items()) if model else []
+        return ConfigIssue(path, "is not a known setting",
+                           f"remove it or fix its spelling; allowed here: {', '.join(allowed)}")
+    if kind == "missing":
+        return ConfigIssue(path, "is required", "add it to the stack file (see Pulumi.dev.yaml for an example)")
+    message = error["msg"].removeprefix("Value error, ")
+    if kind == "value_error" and "; " in message:
+        problem, fix = message.split("; ", 1)
+        return ConfigIssue(path, problem, fix)
+    return ConfigIssue(path, f"{message} (got {error.get('input')!r})", _hint(kind, error))
+
+
+def _hint(kind: str, error: Any) -> str:
+    ctx = error.get("ctx") or {}
+    if kind == "literal_error":
+        return f"use one of {ctx.get('expected')}"
+    if kind.startswith(("greater_than", "less_than")):
+        return f"use a value {error['msg'].split('should be ', 1)[-1]}"
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        return f"write it as {kind.split('_', 1)[0]}"
+    if kind == "string_pattern_mismatch":
+        return f"match the pattern {ctx.get('pattern')}"
+    return "correct the value as described"

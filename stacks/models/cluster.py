@@ -1,0 +1,62 @@
+"""``ekstrain:cluster``: the EKS control plane, access and the system node group."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from ekstrain import versions
+from stacks.models.base import IPv4Cidr, Model
+
+LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
+AccessPolicy = Literal["cluster-admin", "admin", "edit", "view"]
+
+
+class AdminAccess(Model):
+    """An IAM principal granted cluster access through an EKS access entry."""
+
+    principal_arn: str = Field(pattern=r"^arn:aws[a-z-]*:(iam|sts)::\d{12}:(role|user)/.+$")
+    access_policy: AccessPolicy = "cluster-admin"
+    """@default cluster-admin (AmazonEKSClusterAdminPolicy, cluster scope)."""
+
+
+class SystemNodeGroup(Model):
+    """Managed node group for controllers (Karpenter, CoreDNS, operators). Never accelerated."""
+
+    instance_types: list[str] = Field(default_factory=lambda: ["m7i.xlarge"], min_length=1)
+    """@default [m7i.xlarge]"""
+    min_size: int = Field(default=2, ge=1)
+    desired_size: int = Field(default=2, ge=1)
+    max_size: int = Field(default=4, ge=1)
+    disk_size_gib: int = Field(default=100, ge=20, alias="diskSizeGiB")
+
+
+class ClusterConfig(Model):
+    name: str = Field(pattern=r"^[a-zA-Z][a-zA-Z0-9-]{0,99}$")
+    """Physical EKS cluster name; also the Karpenter discovery tag value and the SQS queue name."""
+    kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION
+    """@default 1.34. Quote it in YAML ("1.30" unquoted is the number 1.3)."""
+    endpoint_public_access: bool = False
+    """@default false: the API server is reachable only from inside the VPC."""
+    public_access_cidrs: list[IPv4Cidr] = Field(default_factory=list)
+    """Required when endpointPublicAccess is true; 0.0.0.0/0 is refused."""
+    admin_access: list[AdminAccess] = Field(default_factory=list)
+    log_types: list[LogType] = Field(
+        default_factory=lambda: ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+    )
+    """@default all five control-plane log types."""
+    secrets_encryption: bool = True
+    """@default true: envelope-encrypt Kubernetes Secrets with a dedicated, rotated KMS key."""
+    deletion_protection: bool = True
+    """@default true: EKS refuses to delete the cluster until this is turned off."""
+    system_node_group: SystemNodeGroup = Field(default_factory=SystemNodeGroup)
+
+    @field_validator("kubernetes_version", mode="before")
+    @classmethod
+    def _version(cls, value: object) -> object:
+        if isinstance(value, float):
+            raise ValueError(f"got the number {value}; quote the version, e.g. \"1.34\"")
+        if value not in versions.SUPPORTED_KUBERNETES_VERSIONS:
+            raise ValueError(f"{value!r} is not supported; use one of {', '.join(versions.SUPPORTED_KUBERNETES_VERSIONS)}")
+        return value

@@ -1,0 +1,67 @@
+"""``ekstrain:partitions``: the compute of the platform, one Karpenter NodePool each."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from stacks.models.base import DNS_LABEL, Model
+
+
+class CapacityReservation(Model):
+    """On-Demand Capacity Reservations or Capacity Blocks the partition consumes (never buys)."""
+
+    ids: list[str] = Field(default_factory=list)
+    """Reservation ids (``cr-...``)."""
+    tags: dict[str, str] = Field(default_factory=dict)
+    """Or select reservations by tags."""
+    instance_count: int | None = Field(default=None, ge=1)
+    """Instances the reservations hold; maxNodes may not exceed it."""
+
+    @field_validator("ids")
+    @classmethod
+    def _ids(cls, value: list[str]) -> list[str]:
+        bad = [v for v in value if not v.startswith("cr-")]
+        if bad:
+            raise ValueError(f"capacity reservation ids start with 'cr-': {bad}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> CapacityReservation:
+        if not self.ids and not self.tags:
+            raise ValueError("give the reservation ids or tags")
+        return self
+
+
+class PartitionConfig(Model):
+    name: str = Field(pattern=DNS_LABEL, max_length=40)
+    """NodePool, EC2NodeClass, Slurm partition and Volcano queue name."""
+    accelerator: Literal["gpu", "trainium"]
+    instance_types: list[str] = Field(min_length=1)
+    capacity_type: Literal["on-demand", "spot", "reserved"] = "on-demand"
+    """@default on-demand. ``reserved`` needs ``capacityReservation``."""
+    min_nodes: int = Field(default=0, ge=0)
+    """@default 0. Nodes above zero are kept warm by a static NodePool replica count."""
+    max_nodes: int = Field(ge=1)
+    efa: bool = True
+    """@default true: nodes launch in the EFA subnet with every EFA interface the type supports."""
+    placement_group: bool | None = None
+    """@default the value of ``efa``: one cluster placement group per EFA partition."""
+    capacity_reservation: CapacityReservation | None = None
+    root_volume_gib: int = Field(default=500, ge=100, alias="rootVolumeGiB")
+    """@default 500 GiB gp3, encrypted (images of training containers are large)."""
+    weight: int | None = Field(default=None, ge=1, le=100)
+    """Karpenter NodePool weight when partitions overlap; @default none."""
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("instance_types")
+    @classmethod
+    def _unique(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("instance types must be unique")
+        return value
+
+    @property
+    def wants_placement_group(self) -> bool:
+        return self.efa if self.placement_group is None else self.placement_group

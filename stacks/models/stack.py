@@ -1,0 +1,40 @@
+"""The whole stack: every ``ekstrain:*`` key of a ``Pulumi.<stack>.yaml`` plus ``aws:region``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from stacks.models.base import DNS_LABEL, Model
+from stacks.models.cluster import ClusterConfig
+from stacks.models.network import NetworkConfig
+from stacks.models.partitions import PartitionConfig
+from stacks.models.schedulers import SchedulersConfig
+from stacks.models.storage import StorageConfig
+from stacks.models.versions import VersionsConfig
+
+
+class StackConfig(Model):
+    region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
+    """From ``aws:region``."""
+    environment: Literal["prod", "staging", "dev", "test"] = "dev"
+    project: str = Field(default="ekstrain", pattern=DNS_LABEL)
+    tags: dict[str, str] = Field(default_factory=dict)
+    """Extra tags on every AWS resource (merged over Project/Environment/ManagedBy)."""
+    cluster: ClusterConfig
+    network: NetworkConfig
+    partitions: list[PartitionConfig] = Field(default_factory=list)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    schedulers: SchedulersConfig = Field(default_factory=SchedulersConfig)
+    versions: VersionsConfig = Field(default_factory=VersionsConfig)
+
+    def partition(self, name: str) -> PartitionConfig:
+        for p in self.partitions:
+            if p.name == name:
+                return p
+        raise KeyError(f"no partition named {name!r}; stack has {[p.name for p in self.partitions]}")
+
+    @property
+    def common_tags(self) -> dict[str, str]:
+        return {"Project": self.project, "Environment": self.environment, "ManagedBy": "pulumi", **self.tags}
