@@ -164,7 +164,7 @@ def validate_object(obj: dict[str, Any], kubernetes_version: str) -> list[str]:
 
 # ---- Helm values ---------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def chart_defaults(upstream_chart_dir: str) -> dict[str, Any]:
     path = _require_upstream() / "charts" / upstream_chart_dir / "values.yaml"
     return yaml.safe_load(path.read_text()) or {}

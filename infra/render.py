@@ -82,8 +82,8 @@ def partition_rows(cfg: StackConfig) -> list[dict[str, Any]]:
         rows.append({
             "partition": p.name, "instanceTypes": ",".join(p.instance_types), "capacity": p.capacity_type,
             "nodes": f"{p.min_nodes}-{p.max_nodes}",
-            "accelerators": f"{s.accelerators_per_node}x{s.instance_types[0].accelerator.model} "
-                            f"(max {s.accelerators_per_node * p.max_nodes})",
+            "acceleratorsPerNode": f"{s.accelerators_per_node}x{s.instance_types[0].accelerator.model}",
+            "maxAccelerators": s.accelerators_per_node * p.max_nodes,
             "efa": s.efa_interfaces,
             "placementGroup": f"{cfg.cluster.name}-{p.name}" if p.wants_placement_group else "-",
             "usdPerHourAtMax": "n/a" if lo is None else
@@ -98,7 +98,8 @@ def table(rows: list[dict[str, Any]]) -> str:
     cols = list(rows[0])
     widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
     line = lambda r: "  ".join(str(r[c]).ljust(widths[c]) for c in cols)  # noqa: E731
-    return "\n".join([line({c: c for c in cols}), line({c: "-" * widths[c] for c in cols})] + [line(r) for r in rows]) + "\n"
+    head = [line({c: c for c in cols}), line({c: "-" * widths[c] for c in cols})]
+    return "\n".join(head + [line(r) for r in rows]) + "\n"
 
 
 def validate_all(objs: list[tuple[str, dict[str, Any]]], releases: list[tuple[str, dict[str, Any]]],

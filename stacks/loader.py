@@ -72,8 +72,9 @@ def sections_from_flat(flat: dict[str, Any]) -> tuple[dict[str, Any], list[Confi
             # Strings such as the region stay strings; objects arrive JSON-encoded.
             sections[section] = value if section in ("region", "environment", "project") else _decode(value)
         elif key.startswith(f"{keys.PROJECT}:"):
+            known = ", ".join(sorted(by_key.values()))
             issues.append(ConfigIssue(key, "is not a known setting",
-                                      f"remove it or fix its spelling; known keys: {', '.join(sorted(by_key.values()))}"))
+                                      f"remove it or fix its spelling; known keys: {known}"))
     return sections, issues
 
 

@@ -141,7 +141,8 @@ def _partitions(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
         cr = part.capacity_reservation
         if cr is not None and cr.instance_count is not None and part.max_nodes > cr.instance_count:
             errors.append(ConfigIssue(_p(i, part, "maxNodes"),
-                                      f"maxNodes {part.max_nodes} exceeds the reservation's {cr.instance_count} instances",
+                                      f"maxNodes {part.max_nodes} exceeds the reservation's {cr.instance_count} "
+                                      "instances",
                                       f"lower maxNodes to {cr.instance_count} or enlarge the reservation"))
     return errors, warnings
 

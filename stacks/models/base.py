@@ -21,7 +21,8 @@ def _ipv4_cidr(value: str) -> str:
     try:
         net = ipaddress.IPv4Network(value, strict=True)
     except ValueError as exc:
-        raise ValueError(f"{value!r} is not an IPv4 CIDR with zero host bits ({exc}); write it like 10.0.0.0/16") from None
+        problem = f"{value!r} is not an IPv4 CIDR with zero host bits ({exc})"
+        raise ValueError(f"{problem}; write it like 10.0.0.0/16") from None
     return str(net)
 
 

@@ -58,5 +58,6 @@ class ClusterConfig(Model):
         if isinstance(value, float):
             raise ValueError(f"got the number {value}; quote the version, e.g. \"1.34\"")
         if value not in versions.SUPPORTED_KUBERNETES_VERSIONS:
-            raise ValueError(f"{value!r} is not supported; use one of {', '.join(versions.SUPPORTED_KUBERNETES_VERSIONS)}")
+            supported = ", ".join(versions.SUPPORTED_KUBERNETES_VERSIONS)
+            raise ValueError(f"{value!r} is not supported; use one of {supported}")
         return value

@@ -1,0 +1,74 @@
+"""`make bench`: wall times that performance targets are judged by (printed, never asserted).
+
+- the offline render of the prod stack (config load + program under the mock engine + writing);
+- the same for a synthetic stack with 32 partitions, so growth with stack size is visible;
+- the planner's search times, when the planner is installed (scripts/bench_planner.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib.util
+import io
+import pathlib
+import resource
+import sys
+import tempfile
+import time
+
+import yaml
+
+from infra import render
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+TYPES = [("gpu", ["p5.48xlarge"]), ("gpu", ["p4d.24xlarge", "p4de.24xlarge"]), ("gpu", ["p5en.48xlarge"]),
+         ("trainium", ["trn1.32xlarge"]), ("trainium", ["trn2.48xlarge"]), ("gpu", ["g5.8xlarge"])]
+
+
+def synthetic_stack(partitions: int, into: pathlib.Path) -> pathlib.Path:
+    doc = yaml.safe_load((REPO / "Pulumi.prod.yaml").read_text())
+    parts = []
+    for i in range(partitions):
+        accelerator, types = TYPES[i % len(TYPES)]
+        parts.append({"name": f"part-{i:02d}", "accelerator": accelerator, "instanceTypes": types, "maxNodes": 4})
+    doc["config"]["ekstrain:partitions"] = parts
+    doc["config"]["ekstrain:schedulers"] = copy.deepcopy(doc["config"].get("ekstrain:schedulers", {}))
+    doc["config"]["ekstrain:schedulers"].setdefault("volcano", {})["queueWeights"] = {}
+    path = into / f"Pulumi.synthetic{partitions}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def time_render(stack: str, stack_file: pathlib.Path, out: pathlib.Path, repeats: int = 3) -> tuple[float, int]:
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            code = render.main(["--stack", stack, "--stack-file", str(stack_file), "--out", str(out)])
+        best = min(best, time.perf_counter() - started)
+        if code != 0:
+            raise SystemExit(f"render of {stack} failed (exit {code})")
+    return best, sum(1 for _ in (out / "manifests").rglob("*.yaml"))
+
+
+def main() -> None:
+    print("offline render (best of 3, wall seconds; includes schema validation of every manifest)")
+    with tempfile.TemporaryDirectory() as tmp:
+        tmpdir = pathlib.Path(tmp)
+        seconds, objs = time_render("prod", REPO / "Pulumi.prod.yaml", tmpdir / "prod")
+        print(f"  prod (3 partitions):       {seconds:6.2f} s   {objs} manifests")
+        for n in (8, 32):
+            seconds, objs = time_render(f"synthetic{n}", synthetic_stack(n, tmpdir), tmpdir / f"s{n}")
+            print(f"  synthetic ({n:2d} partitions): {seconds:6.2f} s   {objs} manifests")
+    print(f"  peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    if importlib.util.find_spec("scripts.bench_planner") is not None:
+        from scripts import bench_planner
+
+        print("\nplanner search (one core)")
+        bench_planner.main()
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""Shared test harness: every Pulumi test runs on fresh strict offline mocks (infra/offline.py).
+
+- ``run_program(fn)`` runs ``fn`` (which registers resources and returns outputs) under new
+  mocks and returns the Recording: exact types, names, inputs, parents, protect flags.
+- ``stack_sections(name)`` gives a stack file's config as StackConfig sections, to mutate
+  into the bad configs that config tests need.
+"""
+
+from __future__ import annotations
+
+import copy
+import pathlib
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from infra import offline
+from infra.program import build
+from stacks.loader import load_flat, parse, read_stack_file, sections_from_flat
+from stacks.models import StackConfig
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+STACK_FILES = sorted(p for p in REPO.glob("Pulumi.*.yaml"))
+STACK_NAMES = [p.name.split(".")[1] for p in STACK_FILES]
+
+
+def run_program(program: Callable[[], Any], region: str = "us-west-2", preview: bool = False) -> offline.Recording:
+    return offline.run(program, {"aws:region": region}, preview=preview)
+
+
+def stack_sections(name: str) -> dict[str, Any]:
+    flat, _ = read_stack_file(REPO / f"Pulumi.{name}.yaml")
+    sections, unknown = sections_from_flat(flat)
+    assert not unknown
+    return copy.deepcopy(sections)
+
+
+def stack_config(name: str) -> StackConfig:
+    flat, _ = read_stack_file(REPO / f"Pulumi.{name}.yaml")
+    return load_flat(flat, name)[0]
+
+
+def run_stack(cfg: StackConfig, preview: bool = False) -> offline.Recording:
+    return run_program(lambda: build(cfg), cfg.region, preview)
+
+
+@pytest.fixture
+def prod_sections() -> dict[str, Any]:
+    return stack_sections("prod")
+
+
+@pytest.fixture
+def dev_sections() -> dict[str, Any]:
+    return stack_sections("dev")
+
+
+@pytest.fixture(scope="session")
+def prod_recording() -> offline.Recording:
+    """The prod stack run once offline; tests read it, never mutate it."""
+    return run_stack(stack_config("prod"))
+
+
+@pytest.fixture(scope="session")
+def dev_recording() -> offline.Recording:
+    return run_stack(stack_config("dev"))
+
+
+__all__ = ["parse", "run_program", "run_stack", "stack_config", "stack_sections", "STACK_NAMES", "REPO"]

@@ -1,0 +1,71 @@
+"""Every stack renders offline, and everything it renders validates against upstream schemas."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+import yaml
+from conftest import REPO, STACK_NAMES
+
+from ekstrain import validation
+from infra import render
+from infra.offline import Recording
+from stacks.loader import read_stack_file
+
+
+@pytest.mark.parametrize("stack", STACK_NAMES)
+def test_stack_renders_and_validates(stack: str, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = render.main(["--stack", stack, "--out", str(tmp_path)])
+    out = capsys.readouterr()
+    assert code == 0, out.out
+    summary = (tmp_path / "SUMMARY.md").read_text()
+    assert "not a cloud preview" in summary
+    assert "OFFLINE RENDER" in out.err
+    manifests = list((tmp_path / "manifests").rglob("*.yaml"))
+    assert manifests, "some Kubernetes objects are rendered"
+    if validation.upstream_dir() is None:
+        pytest.skip("upstream schemas absent: run `make fetch-upstream` to validate")
+    kubernetes_version = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())["config"][
+        "ekstrain:cluster"]["kubernetesVersion"]
+    for path in manifests:
+        assert validation.validate_object(yaml.safe_load(path.read_text()), kubernetes_version) == [], path
+    assert "valid against the pinned upstream schemas" in summary
+
+
+def test_render_reports_bad_config_without_traceback(tmp_path: pathlib.Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "Pulumi.bad.yaml"
+    text = (REPO / "Pulumi.dev.yaml").read_text().replace("maxNodes: 2", "maxNodes: -1")
+    bad.write_text(text)
+    code = render.main(["--stack", "bad", "--stack-file", str(bad), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "ekstrain:partitions[0] (gpu-small).maxNodes" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists(), "nothing is rendered from a bad config"
+
+
+def test_prod_summary_lists_partitions_with_efa_and_cost(tmp_path: pathlib.Path) -> None:
+    assert render.main(["--stack", "prod", "--out", str(tmp_path)]) == 0
+    summary = (tmp_path / "SUMMARY.md").read_text()
+    lines = summary.splitlines()
+    header = next(line.split() for line in lines if line.startswith("partition "))
+    rows = {line.split()[0]: dict(zip(header, line.split(), strict=True))
+            for line in lines if line.startswith(("gpu-", "trainium"))}
+    assert {name: row["efa"] for name, row in rows.items()} == {"gpu-a100": "4", "gpu-h100": "32", "trainium": "8"}
+    assert {name: row["maxAccelerators"] for name, row in rows.items()} == {
+        "gpu-a100": "128", "gpu-h100": "64", "trainium": "512"}
+    assert rows["gpu-a100"]["usdPerHourAtMax"] == "351-439"
+
+
+def test_program_runs_in_preview_mode(prod_recording: Recording) -> None:
+    flat, secrets = read_stack_file(REPO / "Pulumi.prod.yaml")
+    rec = render.run_program(flat, secrets, "prod", preview=True)
+    assert len(rec.records) == len(prod_recording.records)
+
+
+def test_program_entry_point_exports_outputs(prod_recording: Recording) -> None:
+    flat, secrets = read_stack_file(REPO / "Pulumi.prod.yaml")
+    rec = render.run_program(flat, secrets, "prod")
+    assert rec.outputs["clusterName"] == "ekstrain-prod"
+    assert set(rec.outputs["placementGroups"]) == {"gpu-a100", "gpu-h100", "trainium"}

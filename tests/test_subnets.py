@@ -1,0 +1,31 @@
+"""Subnet carving is pure; property-test it over every allowed VPC size and AZ count."""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ekstrain.subnets import plan_subnets
+
+
+@given(prefix=st.integers(16, 20), octet=st.integers(0, 15), azs=st.integers(2, 4))
+def test_subnets_are_disjoint_and_inside_the_vpc(prefix: int, octet: int, azs: int) -> None:
+    vpc = ipaddress.IPv4Network(f"10.{octet * 16}.0.0/{prefix}")
+    zones = [f"us-west-2{c}" for c in "abcd"[:azs]]
+    plan = plan_subnets(str(vpc), zones)
+    nets = [ipaddress.IPv4Network(c) for c in [plan.efa, *plan.private.values(), *plan.public.values()]]
+    assert all(n.subnet_of(vpc) for n in nets)
+    assert not any(a.overlaps(b) for a, b in itertools.combinations(nets, 2))
+    assert set(plan.private) == set(plan.public) == set(zones)
+    # The EFA subnet is the largest: EFA nodes and their pods share one AZ.
+    assert ipaddress.IPv4Network(plan.efa).num_addresses == max(n.num_addresses for n in nets)
+
+
+def test_prod_sized_plan() -> None:
+    plan = plan_subnets("10.40.0.0/16", ["us-west-2a", "us-west-2b", "us-west-2c"])
+    assert plan.efa == "10.40.0.0/18"
+    assert plan.private["us-west-2a"] == "10.40.64.0/19"
+    assert plan.public["us-west-2c"] == "10.40.200.0/22"

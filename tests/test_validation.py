@@ -1,0 +1,53 @@
+"""The schema checks must catch what the API server would refuse."""
+
+from __future__ import annotations
+
+import pytest
+
+from ekstrain import validation
+
+pytestmark = pytest.mark.skipif(validation.upstream_dir() is None,
+                                reason="upstream schemas absent: run `make fetch-upstream`")
+
+NODEPOOL = {
+    "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
+    "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                                    "name": "p"}, "requirements": []}}},
+}
+
+
+def test_valid_custom_resource_passes() -> None:
+    assert validation.validate_object(NODEPOOL, "1.34") == []
+
+
+def test_unknown_field_in_custom_resource_fails() -> None:
+    bad = {**NODEPOOL, "spec": {**NODEPOOL["spec"], "disruptionn": {}}}
+    assert any("disruptionn" in p for p in validation.validate_object(bad, "1.34"))
+
+
+def test_wrong_enum_in_custom_resource_fails() -> None:
+    bad = {**NODEPOOL, "spec": {**NODEPOOL["spec"], "disruption": {"consolidationPolicy": "Never"}}}
+    assert any("consolidationPolicy" in p for p in validation.validate_object(bad, "1.34"))
+
+
+def test_kind_without_schema_fails() -> None:
+    assert validation.validate_object({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "x"}},
+                                      "1.34")
+
+
+def test_builtin_kind_is_validated_strictly() -> None:
+    good = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}}
+    assert validation.validate_object(good, "1.34") == []
+    assert validation.validate_object({**good, "spec": {"finalizerz": []}}, "1.34")
+
+
+def test_crd_cel_rules_are_collected() -> None:
+    ec2 = validation.crd_schemas()[("karpenter.k8s.aws/v1", "EC2NodeClass")]
+    assert any("networkInterfaces" in path for path, _, _ in ec2.cel_rules)
+
+
+def test_unknown_helm_value_keys() -> None:
+    defaults = {"settings": {"clusterName": ""}, "nodeSelector": {}, "tolerations": []}
+    values = {"settings": {"clusterName": "x", "clusterNmae": "y"}, "nodeSelector": {"any": "thing"},
+              "tolerations": [{"key": "k"}], "extra": 1}
+    assert validation.unknown_value_keys(values, defaults) == ["settings.clusterNmae", "extra"]
