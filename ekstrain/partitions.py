@@ -10,11 +10,6 @@ from dataclasses import dataclass
 
 from ekstrain import catalog, efa
 
-PARTITION_LABEL = "ekstrain.io/partition"
-EFA_LABEL = "ekstrain.io/efa"
-NODEPOOL_LABEL = "karpenter.sh/nodepool"
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
-
 
 @dataclass(frozen=True)
 class PartitionShape:

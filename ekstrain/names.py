@@ -1,0 +1,22 @@
+"""Names and labels that several components and the job templates must agree on."""
+
+TRAINING_NAMESPACE = "training"
+"""Namespace for training workloads (jobs, PVCs, queues' jobs)."""
+
+PARTITION_LABEL = "ekstrain.io/partition"
+"""Node label carrying the partition name (Karpenter also sets ``karpenter.sh/nodepool``)."""
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+EFA_NODE_LABEL = "ekstrain.io/efa"
+"""``"true"`` on nodes of EFA partitions: the EFA device plugin is scheduled only there."""
+ACCELERATOR_LABEL = "ekstrain.io/accelerator"
+"""``gpu`` or ``trainium``: where the NVIDIA or Neuron device plugin runs."""
+TAINT_VALUE = "true"
+"""Accelerator nodes are tainted ``<accelerator resource>=true:NoSchedule``."""
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+
+FSX_PV = "fsx-lustre"
+FSX_PVC = "fsx-lustre"
+"""Static ReadWriteMany PVC (in TRAINING_NAMESPACE) for datasets and checkpoints."""
+EFS_STORAGE_CLASS = "efs-ap"
+MODEL_STORE_PVC = "model-store"
+"""EFS-backed PVC (in TRAINING_NAMESPACE) for shared model weights."""
