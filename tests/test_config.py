@@ -157,3 +157,10 @@ def test_unknown_top_level_key_is_rejected() -> None:
 
     with pytest.raises(ConfigError, match="ekstrain:partition: is not a known setting"):
         load_flat({"aws:region": "us-west-2", "ekstrain:partition": "[]"}, "Pulumi.x.yaml")
+
+
+def test_configuration_reference_is_current() -> None:
+    from stacks import reference
+
+    current = (REPO / "docs" / "configuration.md").read_text()
+    assert current.strip() == reference.render().strip(), "run: python -m stacks.reference > docs/configuration.md"

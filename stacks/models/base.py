@@ -13,7 +13,8 @@ class Model(BaseModel):
     """camelCase YAML keys, snake_case attributes, no unknown keys, immutable."""
 
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, validate_default=True
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, validate_default=True,
+        use_attribute_docstrings=True,
     )
 
 

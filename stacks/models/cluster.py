@@ -17,6 +17,7 @@ class AdminAccess(Model):
     """An IAM principal granted cluster access through an EKS access entry."""
 
     principal_arn: str = Field(pattern=r"^arn:aws[a-z-]*:(iam|sts)::\d{12}:(role|user)/.+$")
+    """IAM role or user ARN."""
     access_policy: AccessPolicy = "cluster-admin"
     """@default cluster-admin (AmazonEKSClusterAdminPolicy, cluster scope)."""
 
@@ -27,9 +28,11 @@ class SystemNodeGroup(Model):
     instance_types: list[str] = Field(default_factory=lambda: ["m7i.xlarge"], min_length=1)
     """@default [m7i.xlarge]"""
     min_size: int = Field(default=2, ge=1)
+    """@default 2: controllers keep running through a node replacement."""
     desired_size: int = Field(default=2, ge=1)
     max_size: int = Field(default=4, ge=1)
     disk_size_gib: int = Field(default=100, ge=20, alias="diskSizeGiB")
+    """@default 100 GiB gp3 root volume."""
 
 
 class ClusterConfig(Model):
@@ -42,6 +45,7 @@ class ClusterConfig(Model):
     public_access_cidrs: list[IPv4Cidr] = Field(default_factory=list)
     """Required when endpointPublicAccess is true; 0.0.0.0/0 is refused."""
     admin_access: list[AdminAccess] = Field(default_factory=list)
+    """IAM principals given cluster access entries (API authentication mode)."""
     log_types: list[LogType] = Field(
         default_factory=lambda: ["api", "audit", "authenticator", "controllerManager", "scheduler"]
     )
@@ -51,6 +55,7 @@ class ClusterConfig(Model):
     deletion_protection: bool = True
     """@default true: EKS refuses to delete the cluster until this is turned off."""
     system_node_group: SystemNodeGroup = Field(default_factory=SystemNodeGroup)
+    """Managed node group for controllers; never accelerated."""
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod

@@ -19,15 +19,23 @@ class StackConfig(Model):
     region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
     """From ``aws:region``."""
     environment: Literal["prod", "staging", "dev", "test"] = "dev"
+    """Environment tag and the policy pack's notion of production."""
     project: str = Field(default="ekstrain", pattern=DNS_LABEL)
+    """Project tag on every AWS resource."""
     tags: dict[str, str] = Field(default_factory=dict)
     """Extra tags on every AWS resource (merged over Project/Environment/ManagedBy)."""
     cluster: ClusterConfig
+    """EKS control plane, access and the system node group."""
     network: NetworkConfig
+    """VPC, subnets and the training AZ."""
     partitions: list[PartitionConfig] = Field(default_factory=list)
+    """Compute partitions: one Karpenter NodePool + EC2NodeClass each."""
     storage: StorageConfig = Field(default_factory=StorageConfig)
+    """S3 buckets, FSx for Lustre, EFS."""
     schedulers: SchedulersConfig = Field(default_factory=SchedulersConfig)
+    """Which schedulers and training operators run."""
     versions: VersionsConfig = Field(default_factory=VersionsConfig)
+    """Overrides of the pinned chart and add-on versions (defaults in ekstrain/versions.py)."""
 
     def partition(self, name: str) -> PartitionConfig:
         for p in self.partitions:
