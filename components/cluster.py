@@ -137,6 +137,25 @@ class Cluster(pulumi.ComponentResource):
                                          policy_arn=iam.managed_policy_arn(args.region, policy), opts=child)
             for policy in SYSTEM_NODE_POLICIES
         ]
+        # Our own launch template so the root volume is encrypted gp3 and IMDSv2 is required
+        # (pulumi-eks's generated template sets only the volume size). Hop limit 2: system pods
+        # such as the EBS CSI node plugin read instance metadata from a pod network namespace.
+        launch_template = aws.ec2.LaunchTemplate(
+            f"{name}-system",
+            description=f"System node group of {args.cluster_name}",
+            block_device_mappings=[aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                device_name="/dev/xvda",
+                ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                    volume_size=args.system_disk_size_gib, volume_type="gp3", encrypted="true",
+                    delete_on_termination="true"))],
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2),
+            tag_specifications=[aws.ec2.LaunchTemplateTagSpecificationArgs(
+                resource_type=kind, tags={**tags, "Name": f"{args.cluster_name}-system"})
+                for kind in ("instance", "volume")],
+            tags=tags,
+            opts=child,
+        )
         self.system_node_group = eks.ManagedNodeGroup(
             f"{name}-system",
             cluster=self.eks_cluster,
@@ -146,8 +165,8 @@ class Cluster(pulumi.ComponentResource):
             capacity_type="ON_DEMAND",
             ami_type="AL2023_x86_64_STANDARD",
             subnet_ids=args.private_subnet_ids,
-            disk_size=args.system_disk_size_gib,
-            enable_imd_sv2=True,
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=launch_template.id, version=launch_template.latest_version.apply(str)),
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=args.system_min_size, desired_size=args.system_desired_size, max_size=args.system_max_size),
             labels={SYSTEM_NODE_LABEL: "system"},

@@ -35,7 +35,7 @@ _ID_PREFIX = {
     "aws:ec2/vpc:Vpc": "vpc", "aws:ec2/subnet:Subnet": "subnet", "aws:ec2/securityGroup:SecurityGroup": "sg",
     "aws:ec2/routeTable:RouteTable": "rtb", "aws:ec2/internetGateway:InternetGateway": "igw",
     "aws:ec2/natGateway:NatGateway": "nat", "aws:ec2/eip:Eip": "eipalloc", "aws:ec2/vpcEndpoint:VpcEndpoint": "vpce",
-    "aws:ec2/placementGroup:PlacementGroup": "pg", "aws:fsx/lustreFileSystem:LustreFileSystem": "fs",
+    "aws:ec2/placementGroup:PlacementGroup": "pg", "aws:ec2/launchTemplate:LaunchTemplate": "lt", "aws:fsx/lustreFileSystem:LustreFileSystem": "fs",
     "aws:efs/fileSystem:FileSystem": "fs", "aws:efs/accessPoint:AccessPoint": "fsap",
     "aws:efs/mountTarget:MountTarget": "fsmt", "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": "dra",
     "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "sgr",
@@ -136,6 +136,9 @@ class OfflineMocks(pulumi.runtime.Mocks):
 
     def _aws_efs_accessPoint_AccessPoint(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
         return {"arn": f"arn:aws:elasticfilesystem:{self.region}:{ACCOUNT}:access-point/{rid}"}
+
+    def _aws_ec2_launchTemplate_LaunchTemplate(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
+        return {"latestVersion": 1, "defaultVersion": 1, "arn": f"arn:aws:ec2:{self.region}:{ACCOUNT}:launch-template/{rid}"}
 
     def _random_index_randomPassword_RandomPassword(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
         return {"result": "offline-" + _hex(args.name, n=int(args.inputs.get("length", 32)) - 8)}

@@ -46,7 +46,12 @@ def test_system_node_group_is_small_general_purpose_and_private(rec: Recording) 
     assert i["amiType"] == "AL2023_x86_64_STANDARD"
     assert i["subnetIds"] == ["subnet-a", "subnet-b"]
     assert i["scalingConfig"] == {"minSize": 2, "desiredSize": 2, "maxSize": 4}
-    assert i["enableIMDSv2"] is True or i.get("enableImdSv2") is True
+    lt = rec.one("aws:ec2/launchTemplate:LaunchTemplate", "eks-system")
+    assert i["launchTemplate"] == {"id": lt.outputs["id"], "version": "1"}
+    assert lt.inputs["metadataOptions"]["httpTokens"] == "required"
+    assert lt.inputs["blockDeviceMappings"][0]["ebs"] == {
+        "volumeSize": 100, "volumeType": "gp3", "encrypted": "true", "deleteOnTermination": "true"}
+    assert "diskSize" not in i and "enableIMDSv2" not in i, "the launch template owns disk and metadata settings"
     assert i["cluster"]["$ref"] == rec.one("eks:index:Cluster", "eks").urn
     role = rec.one("aws:iam/role:Role", "eks-system-node")
     assert i["nodeRoleArn"] == role.outputs["arn"]
