@@ -31,13 +31,22 @@ UNKNOWN = "<unknown>"
 ACCOUNT = "123456789012"
 PROJECT = "ekstrain"
 
-_ID_PREFIX = {
-    "aws:ec2/vpc:Vpc": "vpc", "aws:ec2/subnet:Subnet": "subnet", "aws:ec2/securityGroup:SecurityGroup": "sg",
-    "aws:ec2/routeTable:RouteTable": "rtb", "aws:ec2/internetGateway:InternetGateway": "igw",
-    "aws:ec2/natGateway:NatGateway": "nat", "aws:ec2/eip:Eip": "eipalloc", "aws:ec2/vpcEndpoint:VpcEndpoint": "vpce",
-    "aws:ec2/placementGroup:PlacementGroup": "pg", "aws:ec2/launchTemplate:LaunchTemplate": "lt", "aws:fsx/lustreFileSystem:LustreFileSystem": "fs",
-    "aws:efs/fileSystem:FileSystem": "fs", "aws:efs/accessPoint:AccessPoint": "fsap",
-    "aws:efs/mountTarget:MountTarget": "fsmt", "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": "dra",
+_ID_PREFIX = {  # id prefixes of the fakes, as AWS shapes them
+    "aws:ec2/vpc:Vpc": "vpc",
+    "aws:ec2/subnet:Subnet": "subnet",
+    "aws:ec2/securityGroup:SecurityGroup": "sg",
+    "aws:ec2/routeTable:RouteTable": "rtb",
+    "aws:ec2/internetGateway:InternetGateway": "igw",
+    "aws:ec2/natGateway:NatGateway": "nat",
+    "aws:ec2/eip:Eip": "eipalloc",
+    "aws:ec2/vpcEndpoint:VpcEndpoint": "vpce",
+    "aws:ec2/placementGroup:PlacementGroup": "pg",
+    "aws:ec2/launchTemplate:LaunchTemplate": "lt",
+    "aws:fsx/lustreFileSystem:LustreFileSystem": "fs",
+    "aws:efs/fileSystem:FileSystem": "fs",
+    "aws:efs/accessPoint:AccessPoint": "fsap",
+    "aws:efs/mountTarget:MountTarget": "fsmt",
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": "dra",
     "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "sgr",
     "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": "sgr",
 }
@@ -138,7 +147,8 @@ class OfflineMocks(pulumi.runtime.Mocks):
         return {"arn": f"arn:aws:elasticfilesystem:{self.region}:{ACCOUNT}:access-point/{rid}"}
 
     def _aws_ec2_launchTemplate_LaunchTemplate(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
-        return {"latestVersion": 1, "defaultVersion": 1, "arn": f"arn:aws:ec2:{self.region}:{ACCOUNT}:launch-template/{rid}"}
+        arn = f"arn:aws:ec2:{self.region}:{ACCOUNT}:launch-template/{rid}"
+        return {"latestVersion": 1, "defaultVersion": 1, "arn": arn}
 
     def _random_index_randomPassword_RandomPassword(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
         return {"result": "offline-" + _hex(args.name, n=int(args.inputs.get("length", 32)) - 8)}
