@@ -179,3 +179,31 @@ def price_range(names: Iterable[str]) -> tuple[float | None, float | None]:
     """(min, max) on-demand price per node-hour over the types that have a list price."""
     prices = [p for p in (get(n).price_per_hour_usd for n in names) if p is not None]
     return (min(prices), max(prices)) if prices else (None, None)
+
+
+def markdown() -> str:
+    """docs/catalog.md: the catalog as a table (``python -m ekstrain.catalog > docs/catalog.md``)."""
+    lines = [
+        "# Instance catalog",
+        "",
+        "Generated from `ekstrain/catalog.py` by `python -m ekstrain.catalog`; do not edit by hand.",
+        "EFA = EC2 `EfaInfo.MaximumEfaInterfaces` (the count Karpenter advertises as `vpc.amazonaws.com/efa`).",
+        f"Prices: {PRICES_SOURCE} As of {PRICES_AS_OF}.",
+        "",
+        "| type | family | accelerators | HBM/device GiB | BF16 TFLOPS/device | vCPU | memory GiB | network Gbps "
+        "| EFA | network cards | EFA cards | GPUDirect RDMA | USD/h |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for t in CATALOG.values():
+        cards = f"{t.efa_card_indices[0]}-{t.efa_card_indices[-1]}" if t.efa_capable else "-"
+        price = "n/a" if t.price_per_hour_usd is None else f"{t.price_per_hour_usd:.2f}"
+        rdma = "yes" if t.gpudirect_rdma else "no"
+        lines.append(
+            f"| {t.name} | {t.family} | {t.accelerator_count}x {t.accelerator.model} | {t.accelerator.memory_gib:g} "
+            f"| {t.accelerator.peak_tflops_bf16:g} | {t.vcpus} | {t.memory_gib} | {t.network_gbps} "
+            f"| {t.efa_max_interfaces} | {t.network_cards} | {cards} | {rdma} | {price} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")

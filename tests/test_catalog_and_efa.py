@@ -71,3 +71,10 @@ def test_is_accelerated(name: str, accelerated: bool) -> None:
 def test_unknown_type_error_lists_known_types() -> None:
     with pytest.raises(catalog.UnknownInstanceType, match="p5.48xlarge"):
         catalog.get("p9.huge")
+
+
+def test_catalog_doc_is_current() -> None:
+    import pathlib
+
+    doc = pathlib.Path(__file__).resolve().parent.parent / "docs" / "catalog.md"
+    assert doc.read_text() == catalog.markdown(), "run: python -m ekstrain.catalog > docs/catalog.md"
