@@ -98,23 +98,23 @@ class TrainingBuckets(pulumi.ComponentResource):
             # Never empty a bucket on delete: with protect on, deleting data needs a deliberate act.
             force_destroy=False,
             tags={**args.tags, "Name": f"{args.cluster_name}-{role}", "ekstrain.io/bucket-role": role}, opts=kept)
-        aws.s3.BucketOwnershipControls(key, bucket=bucket.id, rule={"object_ownership": "BucketOwnerEnforced"},
+        aws.s3.BucketOwnershipControls(key, bucket=bucket.bucket, rule={"object_ownership": "BucketOwnerEnforced"},
                                        opts=child)
         access_block = aws.s3.BucketPublicAccessBlock(
-            key, bucket=bucket.id, block_public_acls=True, block_public_policy=True, ignore_public_acls=True,
+            key, bucket=bucket.bucket, block_public_acls=True, block_public_policy=True, ignore_public_acls=True,
             restrict_public_buckets=True, opts=child)
-        versioning = aws.s3.BucketVersioning(key, bucket=bucket.id, versioning_configuration={"status": "Enabled"},
+        versioning = aws.s3.BucketVersioning(key, bucket=bucket.bucket, versioning_configuration={"status": "Enabled"},
                                              opts=kept)
         sse: dict[str, Any] = ({"sse_algorithm": "aws:kms", "kms_master_key_id": args.kms_key_arn}
                                if args.kms_key_arn else {"sse_algorithm": "AES256"})
         aws.s3.BucketServerSideEncryptionConfiguration(
-            key, bucket=bucket.id,
+            key, bucket=bucket.bucket,
             rules=[{"apply_server_side_encryption_by_default": sse, "bucket_key_enabled": bool(args.kms_key_arn)}],
             opts=child)
         # S3 rejects concurrent policy and public-access-block changes on one bucket: serialize them.
-        aws.s3.BucketPolicy(key, bucket=bucket.id, policy=iam.policy_document([tls_only_statement(bucket.arn)]),
+        aws.s3.BucketPolicy(key, bucket=bucket.bucket, policy=iam.policy_document([tls_only_statement(bucket.arn)]),
                             opts=pulumi.ResourceOptions(parent=self, depends_on=[access_block]))
         aws.s3.BucketLifecycleConfiguration(
-            key, bucket=bucket.id, rules=lifecycle_rules(noncurrent_days, args.abort_incomplete_multipart_days),
+            key, bucket=bucket.bucket, rules=lifecycle_rules(noncurrent_days, args.abort_incomplete_multipart_days),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]))
         return bucket
