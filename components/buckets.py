@@ -48,6 +48,16 @@ def lifecycle_rules(noncurrent_version_days: int | None, abort_multipart_days: i
     return rules
 
 
+BUCKET_PREFIX_MAX = 37
+"""S3 ``bucket_prefix`` limit (63 minus the 26 characters of the generated suffix)."""
+
+
+def bucket_prefix(cluster_name: str, role: str) -> str:
+    """``<cluster>-<role>-``, with the cluster part shortened to fit the prefix limit."""
+    room = BUCKET_PREFIX_MAX - len(role) - 2
+    return f"{cluster_name[:room].lower().rstrip('-.')}-{role}-"  # bucket names are lowercase
+
+
 @dataclass(frozen=True, kw_only=True)
 class BucketsArgs:
     cluster_name: str
@@ -94,7 +104,7 @@ class TrainingBuckets(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         kept = pulumi.ResourceOptions(parent=self, protect=args.protect, retain_on_delete=args.protect)
         bucket = aws.s3.Bucket(
-            key, bucket=bucket_name, bucket_prefix=None if bucket_name else f"{args.cluster_name}-{role}-",
+            key, bucket=bucket_name, bucket_prefix=None if bucket_name else bucket_prefix(args.cluster_name, role),
             # Never empty a bucket on delete: with protect on, deleting data needs a deliberate act.
             force_destroy=False,
             tags={**args.tags, "Name": f"{args.cluster_name}-{role}", "ekstrain.io/bucket-role": role}, opts=kept)

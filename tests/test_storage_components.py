@@ -8,7 +8,7 @@ import pytest
 from conftest import run_program, run_stack, stack_config
 
 from components import csi, volumes
-from components.buckets import BucketsArgs, TrainingBuckets
+from components.buckets import BucketsArgs, TrainingBuckets, bucket_prefix
 from components.fsx import LustreArgs, LustreStorage
 from ekstrain import names, validation
 from infra.offline import Record, Recording
@@ -105,6 +105,12 @@ def test_lifecycle_expires_only_noncurrent_checkpoint_versions(prod_recording: R
                           "noncurrentVersionExpiration": {"noncurrentDays": 30}}]
     assert _bucket_children(prod_recording, "datasets")["BucketLifecycleConfiguration"].inputs["rules"] == [abort]
     assert not any("expiration" in r for r in ck), "current checkpoints never expire"
+
+
+def test_bucket_prefix_fits_the_s3_limit() -> None:
+    assert bucket_prefix("ekstrain-prod", "checkpoints") == "ekstrain-prod-checkpoints-"
+    long = bucket_prefix("A-very-long-Cluster-name-for-training-platform", "checkpoints")
+    assert len(long) <= 37 and long.endswith("-checkpoints-") and "--" not in long and long == long.lower()
 
 
 def test_kms_key_switches_buckets_to_sse_kms() -> None:
