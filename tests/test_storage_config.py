@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 from conftest import stack_sections
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stacks.errors import ConfigError
 from stacks.loader import parse
@@ -119,3 +121,23 @@ def test_unprotected_prod_warns() -> None:
     sections["storage"]["protect"] = False
     _, warnings = parse(sections, today=TODAY)
     assert any(w.startswith("ekstrain:storage.protect") for w in warnings)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(st.integers(1200, 250_000), st.integers(1, 100).map(lambda n: n * 2400)),
+       st.sampled_from(["SCRATCH_2", "PERSISTENT_2"]), st.sampled_from([125, 250, 300, 1000]))
+def test_fsx_rules_accept_exactly_the_aws_combinations(capacity: int, deployment: str, tier: int) -> None:
+    sections = stack_sections("dev")
+    _fsx(deploymentType=deployment, storageCapacityGiB=capacity,
+         perUnitStorageThroughput=tier if deployment == "PERSISTENT_2" else None)(sections)
+    valid = (capacity == 1200 or capacity % 2400 == 0) and (deployment == "SCRATCH_2" or tier != 300)
+    if valid:
+        parse(sections, today=TODAY)
+    else:
+        keys = {k for k, _, _ in _issues(sections)}
+        expected = set()
+        if not (capacity == 1200 or capacity % 2400 == 0):
+            expected.add(f"{FSX}.storageCapacityGiB")
+        if deployment == "PERSISTENT_2" and tier == 300:
+            expected.add(f"{FSX}.perUnitStorageThroughput")
+        assert keys == expected
