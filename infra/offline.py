@@ -132,7 +132,8 @@ class OfflineMocks(pulumi.runtime.Mocks):
                 "url": f"https://sqs.{self.region}.amazonaws.com/{ACCOUNT}/{name}"}
 
     def _aws_s3_bucket_Bucket(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
-        bucket = args.inputs.get("bucket") or f"{args.name}-{_hex(args.name, n=8)}"
+        prefix = args.inputs.get("bucketPrefix") or f"{args.name}-"
+        bucket = args.inputs.get("bucket") or f"{prefix}{_hex(args.name, n=8)}"
         return {"bucket": bucket, "arn": f"arn:aws:s3:::{bucket}", "id": bucket}
 
     def _aws_fsx_lustreFileSystem_LustreFileSystem(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
@@ -149,6 +150,10 @@ class OfflineMocks(pulumi.runtime.Mocks):
     def _aws_ec2_launchTemplate_LaunchTemplate(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
         arn = f"arn:aws:ec2:{self.region}:{ACCOUNT}:launch-template/{rid}"
         return {"latestVersion": 1, "defaultVersion": 1, "arn": arn}
+
+    def _aws_cloudwatch_logGroup_LogGroup(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
+        name = args.inputs.get("name") or args.name
+        return {"name": name, "arn": f"arn:aws:logs:{self.region}:{ACCOUNT}:log-group:{name}"}
 
     def _random_index_randomPassword_RandomPassword(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
         return {"result": "offline-" + _hex(args.name, n=int(args.inputs.get("length", 32)) - 8)}

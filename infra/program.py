@@ -8,6 +8,7 @@ import pulumi
 
 from components.cluster import AdminPrincipal, Cluster, ClusterArgs
 from components.network import Network, NetworkArgs
+from components.storage import build_storage
 from stacks.models import StackConfig
 
 
@@ -52,7 +53,22 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         tags=tags,
     ))
 
+    # Storage: S3 buckets, FSx for Lustre + DRAs, EFS, CSI drivers, training namespace and PVCs.
+    storage = build_storage(cfg, network, cluster)
+    storage_outputs: dict[str, Any] = {
+        "datasetsBucket": storage.buckets.datasets_bucket,
+        "checkpointsBucket": storage.buckets.checkpoints_bucket,
+        "trainingNamespace": storage.volumes.namespace_name,
+    }
+    if storage.fsx:
+        storage_outputs.update(fsxFileSystemId=storage.fsx.file_system_id, fsxDnsName=storage.fsx.dns_name,
+                               fsxMountName=storage.fsx.mount_name)
+    if storage.efs:
+        storage_outputs.update(efsFileSystemId=storage.efs.file_system_id,
+                               efsModelsAccessPointId=storage.efs.access_point_id)
+
     return {
+        **storage_outputs,
         "clusterName": cluster.cluster_name,
         "kubeconfig": cluster.kubeconfig,
         "oidcProviderArn": cluster.oidc_provider_arn,

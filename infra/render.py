@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from ekstrain import catalog, validation, versions
+from ekstrain import catalog, storage_sizing, validation, versions
 from ekstrain.partitions import shape
 from infra import offline
 from stacks.errors import ConfigError
@@ -92,6 +92,34 @@ def partition_rows(cfg: StackConfig) -> list[dict[str, Any]]:
     return rows
 
 
+def storage_lines(cfg: StackConfig) -> list[str]:
+    """FSx/EFS at a glance and the checkpoint save time (ekstrain/storage_sizing.py model)."""
+    st = cfg.storage
+    fsx = st.fsx
+    lines = [f"- protect: {st.protect} (protect + retainOnDelete on buckets, FSx, DRAs, EFS, KMS keys)"]
+    if not fsx.enabled:
+        lines.append("- FSx for Lustre: disabled")
+    else:
+        tier = storage_sizing.per_unit_throughput(fsx.deployment_type, fsx.per_unit_storage_throughput)
+        mbps = storage_sizing.throughput_mb_s(fsx.deployment_type, fsx.storage_capacity_gib,
+                                              fsx.per_unit_storage_throughput)
+        lines.append(f"- FSx for Lustre: {fsx.deployment_type} {fsx.storage_capacity_gib} GiB @ {tier} MB/s/TiB = "
+                     f"{mbps:,.0f} MB/s baseline; DRAs {fsx.data_path} <- datasets (import "
+                     f"{','.join(fsx.auto_import_events) or 'off'}), {fsx.checkpoint_path} -> checkpoints (export "
+                     f"{','.join(fsx.auto_export_events) or 'off'})")
+        ck = st.checkpoint
+        if ck.size_gib is None:
+            lines.append("- checkpoint save time: no ekstrain:storage.checkpoint.sizeGiB configured")
+        else:
+            result = storage_sizing.report(storage_sizing.gib_to_bytes(ck.size_gib), ck.target_save_seconds,
+                                           fsx.deployment_type, fsx.storage_capacity_gib,
+                                           fsx.per_unit_storage_throughput)
+            lines.append(f"- checkpoint save time: {result.summary()}")
+            lines.append("  (baseline throughput, writers not the bottleneck, no burst/cache, MB = 10^6 B)")
+    lines.append(f"- EFS model store: {'enabled, ' + st.efs.throughput_mode if st.efs.enabled else 'disabled'}")
+    return lines
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "(none)\n"
@@ -153,6 +181,7 @@ def write(out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], 
         "## Warnings", *(f"- {w}" for w in warnings or ["none"]), "",
         "## Partitions", f"(on-demand list prices as of {catalog.PRICES_AS_OF}; {catalog.PRICES_SOURCE})", "",
         table(partition_rows(cfg)),
+        "## Storage", *storage_lines(cfg), "",
         "## Components", table(comp_rows),
         "## Cloud resources by type (custom resources)", table(aws_rows),
         f"## Kubernetes: {len(objs)} manifests, {len(releases)} Helm releases",

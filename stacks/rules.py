@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 
-from ekstrain import catalog, versions
+from ekstrain import catalog, storage_sizing, versions
 from stacks.errors import ConfigIssue
 from stacks.models import StackConfig
 from stacks.models.partitions import PartitionConfig
@@ -30,7 +30,9 @@ def check(cfg: StackConfig, today: dt.date | None = None) -> tuple[list[ConfigIs
     part_errors, part_warnings = _partitions(cfg)
     errors += part_errors
     warnings += part_warnings
-    errors += _storage(cfg)
+    storage_errors, storage_warnings = _storage(cfg)
+    errors += storage_errors
+    warnings += storage_warnings
     errors += _schedulers(cfg)
     errors += _versions(cfg)
     warning = versions.support_warning(cfg.cluster.kubernetes_version, today or dt.date.today())
@@ -147,14 +149,25 @@ def _partitions(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
     return errors, warnings
 
 
-def _storage(cfg: StackConfig) -> list[ConfigIssue]:
-    fsx = cfg.storage.fsx
-    out = []
+def _storage(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
+    st = cfg.storage
+    fsx = st.fsx
+    out: list[ConfigIssue] = []
+    warnings: list[str] = []
+    b = st.buckets
+    if b.datasets_bucket and b.datasets_bucket == b.checkpoints_bucket:
+        out.append(ConfigIssue("ekstrain:storage.buckets.checkpointsBucket",
+                               "datasetsBucket and checkpointsBucket are the same bucket; one bucket cannot be "
+                               "linked twice to a file system and the lifecycles differ",
+                               "name two different buckets (or leave both unset for generated names)"))
+    if cfg.environment == "prod" and not st.protect:
+        warnings.append("ekstrain:storage.protect: false in a prod stack: a destroy or replacement deletes "
+                        "buckets, FSx and EFS with their data")
     if not fsx.enabled:
-        return out
+        return out, warnings
     key = "ekstrain:storage.fsx"
     cap = fsx.storage_capacity_gib
-    if cap != 1200 and cap % 2400 != 0:
+    if not storage_sizing.valid_capacity(cap):
         lower = max(1200, cap // 2400 * 2400)
         out.append(ConfigIssue(f"{key}.storageCapacityGiB", f"{cap} GiB is not a valid Lustre SSD capacity",
                                f"use 1200 or a multiple of 2400 (nearest: {lower} or {(cap // 2400 + 1) * 2400})"))
@@ -163,18 +176,53 @@ def _storage(cfg: StackConfig) -> list[ConfigIssue]:
             out.append(ConfigIssue(f"{key}.perUnitStorageThroughput",
                                    f"{fsx.per_unit_storage_throughput} MB/s/TiB is not offered for PERSISTENT_2",
                                    f"use one of {', '.join(map(str, FSX_PERSISTENT_2_THROUGHPUTS))}"))
-    elif fsx.per_unit_storage_throughput is not None:
-        out.append(ConfigIssue(f"{key}.perUnitStorageThroughput",
-                               f"{fsx.deployment_type} has a fixed throughput (200 MB/s/TiB)",
-                               "remove perUnitStorageThroughput (set it to null)"))
+    else:
+        if fsx.per_unit_storage_throughput is not None:
+            out.append(ConfigIssue(f"{key}.perUnitStorageThroughput",
+                                   f"{fsx.deployment_type} has a fixed throughput (200 MB/s/TiB)",
+                                   "remove perUnitStorageThroughput (set it to null)"))
+        if fsx.kms_key_arn is not None:
+            out.append(ConfigIssue(f"{key}.kmsKeyArn",
+                                   f"{fsx.deployment_type} file systems are always encrypted with an FSx-managed "
+                                   "key and do not accept a customer KMS key",
+                                   "remove kmsKeyArn, or use deploymentType: PERSISTENT_2"))
+        if not fsx.auto_export_events:
+            # DRAs (import and export) work on SCRATCH_2 with Lustre 2.12+; only SCRATCH_1/2.10 lack them.
+            warnings.append(f"{key}.autoExportEvents: empty on {fsx.deployment_type}: scratch data is not "
+                            "replicated, so checkpoints are lost on a file-server failure unless exported to S3")
+    paths = {"dataPath": fsx.data_path, "checkpointPath": fsx.checkpoint_path}
+    for field, path in paths.items():
+        if not path.startswith("/") or path == "/" or path.endswith("/") or "//" in path:
+            out.append(ConfigIssue(f"{key}.{field}", f"{path!r} is not an absolute sub-directory",
+                                   "use a path like /data (leading slash, no trailing slash)"))
     if fsx.data_path == fsx.checkpoint_path:
         out.append(ConfigIssue(f"{key}.checkpointPath", "dataPath and checkpointPath are the same",
                                "use separate paths such as /data and /checkpoints"))
-    for field, path in (("dataPath", fsx.data_path), ("checkpointPath", fsx.checkpoint_path)):
-        if not path.startswith("/") or path == "/":
-            out.append(ConfigIssue(f"{key}.{field}", f"{path!r} is not an absolute sub-directory",
-                                   "use a path like /data"))
-    return out
+    elif (fsx.checkpoint_path + "/").startswith(fsx.data_path + "/") or (
+            fsx.data_path + "/").startswith(fsx.checkpoint_path + "/"):
+        out.append(ConfigIssue(f"{key}.checkpointPath",
+                               f"{fsx.checkpoint_path!r} and {fsx.data_path!r} overlap; two data repository "
+                               "associations cannot have nested file-system paths",
+                               "use sibling paths such as /data and /checkpoints"))
+    for field, events in (("autoImportEvents", fsx.auto_import_events), ("autoExportEvents", fsx.auto_export_events)):
+        if len(set(events)) != len(events):
+            out.append(ConfigIssue(f"{key}.{field}", f"{events} lists an event twice",
+                                   "list each of NEW, CHANGED, DELETED at most once"))
+    ck = st.checkpoint
+    if ck.size_gib is not None and not out:
+        result = storage_sizing.report(storage_sizing.gib_to_bytes(ck.size_gib), ck.target_save_seconds,
+                                       fsx.deployment_type, cap, fsx.per_unit_storage_throughput)
+        if not result.meets_target:
+            r = result.recommended
+            fix = (f"set storageCapacityGiB: {r.capacity_gib} and perUnitStorageThroughput: "
+                   f"{r.per_unit_throughput} ({r.save_seconds:,.0f} s)" if r and fsx.deployment_type == "PERSISTENT_2"
+                   else f"set storageCapacityGiB: {r.capacity_gib} ({r.save_seconds:,.0f} s)" if r
+                   else "use PERSISTENT_2 with a higher tier, or save sharded/asynchronously")
+            warnings.append(f"ekstrain:storage.checkpoint: a {ck.size_gib:,.0f} GiB checkpoint takes "
+                            f"{result.configured.save_seconds:,.0f} s on the configured FSx "
+                            f"({result.configured.throughput_mb_s:,.0f} MB/s baseline), over targetSaveSeconds "
+                            f"{ck.target_save_seconds}; {fix}")
+    return out, warnings
 
 
 def _schedulers(cfg: StackConfig) -> list[ConfigIssue]:

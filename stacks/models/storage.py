@@ -1,4 +1,8 @@
-"""``ekstrain:storage``: S3 buckets, FSx for Lustre, EFS. Stateful: protected by default."""
+"""``ekstrain:storage``: S3 buckets, FSx for Lustre, EFS. Stateful: protected by default.
+
+Layout and behaviour: docs/storage.md. Cross-field rules (capacity steps, throughput tiers,
+data repository paths and events, checkpoint save time): ``stacks.rules._storage``.
+"""
 
 from __future__ import annotations
 
@@ -9,49 +13,78 @@ from pydantic import Field
 from stacks.models.base import Model
 
 RepositoryEvent = Literal["NEW", "CHANGED", "DELETED"]
+BUCKET_NAME = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
 
 
 class BucketsConfig(Model):
-    datasets_bucket: str | None = None
-    """@default ``<cluster>-datasets-<account-suffix>`` chosen by Pulumi auto-naming."""
-    checkpoints_bucket: str | None = None
+    datasets_bucket: str | None = Field(default=None, pattern=BUCKET_NAME)
+    """@default ``<cluster>-datasets-<random>`` (Pulumi auto-naming from a prefix)."""
+    checkpoints_bucket: str | None = Field(default=None, pattern=BUCKET_NAME)
+    """@default ``<cluster>-checkpoints-<random>``."""
     noncurrent_version_days: int = Field(default=30, ge=1)
     """@default 30: old checkpoint object versions are deleted after this many days."""
-    kms_key_arn: str | None = None
-    """@default SSE-S3 (AES256); give a KMS key ARN for SSE-KMS."""
+    abort_incomplete_multipart_days: int = Field(default=7, ge=1)
+    """@default 7: incomplete multipart uploads (both buckets) are aborted after this many days."""
+    kms_key_arn: str | None = Field(default=None, pattern=r"^arn:aws[a-z-]*:kms:")
+    """@default SSE-S3 (AES256); give a KMS key ARN for SSE-KMS (its key policy must let the FSx
+    service-linked role use it, see docs/storage.md)."""
 
 
 class FsxConfig(Model):
     enabled: bool = True
+    """@default true: an FSx for Lustre file system in the EFA subnet (training AZ)."""
     deployment_type: Literal["SCRATCH_2", "PERSISTENT_2"] = "PERSISTENT_2"
+    """@default PERSISTENT_2 (replicated, KMS-encrypted); SCRATCH_2 for cheap dev stacks."""
     storage_capacity_gib: int = Field(default=1200, ge=1200, alias="storageCapacityGiB")
     """@default 1200; then multiples of 2400 GiB."""
     per_unit_storage_throughput: int | None = 250
-    """MB/s/TiB for PERSISTENT_2 (125, 250, 500, 1000); must be null for SCRATCH_2."""
+    """@default 250 MB/s/TiB for PERSISTENT_2 (125, 250, 500, 1000); must be null for SCRATCH_2 (200 fixed)."""
     data_path: str = "/data"
+    """@default /data: file-system path linked to the datasets bucket (auto-import)."""
     checkpoint_path: str = "/checkpoints"
+    """@default /checkpoints: file-system path linked to the checkpoints bucket (auto-export)."""
     auto_import_events: list[RepositoryEvent] = Field(default_factory=lambda: ["NEW", "CHANGED", "DELETED"])
+    """@default [NEW, CHANGED, DELETED]: S3 changes in the datasets bucket that show up under dataPath."""
     auto_export_events: list[RepositoryEvent] = Field(default_factory=lambda: ["NEW", "CHANGED", "DELETED"])
-    kms_key_arn: str | None = None
-    """@default a dedicated KMS key created with the file system (PERSISTENT_2 only)."""
+    """@default [NEW, CHANGED, DELETED]: file changes under checkpointPath that are written to S3."""
+    imported_file_chunk_size_mib: int = Field(default=1024, ge=1, le=512000, alias="importedFileChunkSizeMiB")
+    """@default 1024 MiB: stripe size for files imported from S3 (FSx default)."""
+    kms_key_arn: str | None = Field(default=None, pattern=r"^arn:aws[a-z-]*:kms:")
+    """@default a dedicated, rotated KMS key created with the file system (PERSISTENT_2 only)."""
+    log_retention_days: int = Field(default=30, ge=1)
+    """@default 30: retention of the ``/aws/fsx/<cluster>-lustre`` log group (data repository events)."""
     mount_path: str = "/fsx"
-    """Where pods mount the file system."""
+    """@default /fsx: where pods mount the file system."""
 
 
 class EfsConfig(Model):
     enabled: bool = True
+    """@default true: an EFS file system for shared model weights (``model-store`` PVC)."""
     throughput_mode: Literal["elastic", "bursting"] = "elastic"
+    """@default elastic."""
+    kms_key_arn: str | None = Field(default=None, pattern=r"^arn:aws[a-z-]*:kms:")
+    """@default a dedicated, rotated KMS key."""
+    posix_uid: int = Field(default=1000, ge=0)
+    """@default 1000: user id every access through the model-store access point is mapped to."""
+    posix_gid: int = Field(default=1000, ge=0)
+    """@default 1000."""
+    models_path: str = Field(default="/models", pattern=r"^/[A-Za-z0-9_./-]+$")
+    """@default /models: root directory of the model-store access point."""
+    dynamic_base_path: str = Field(default="/dynamic", pattern=r"^/[A-Za-z0-9_./-]+$")
+    """@default /dynamic: where the ``efs-ap`` StorageClass creates per-PVC access-point directories."""
 
 
 class CheckpointConfig(Model):
     size_gib: float | None = Field(default=None, gt=0, alias="sizeGiB")
-    """Expected checkpoint size; @default taken from the planner for the largest planned model."""
+    """Expected size of one full checkpoint (all shards). @default none: no save-time check; set it
+    from the planner's estimate for the largest planned model."""
     target_save_seconds: int = Field(default=300, ge=10)
+    """@default 300: a warning is raised when the configured FSx cannot write a checkpoint this fast."""
 
 
 class StorageConfig(Model):
     protect: bool = True
-    """@default true: buckets, FSx and EFS get ``protect`` and ``retain_on_delete``."""
+    """@default true: buckets, FSx, DRAs, EFS and their KMS keys get ``protect`` and ``retain_on_delete``."""
     buckets: BucketsConfig = Field(default_factory=BucketsConfig)
     fsx: FsxConfig = Field(default_factory=FsxConfig)
     efs: EfsConfig = Field(default_factory=EfsConfig)

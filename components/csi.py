@@ -1,0 +1,137 @@
+"""CSI drivers for FSx for Lustre and EFS: Helm releases plus EKS Pod Identity roles.
+
+Helm charts rather than EKS add-ons: the chart's upstream values.yaml is a schema the offline tests
+validate every value key against, and node placement (system nodes for controllers, every node for
+the DaemonSets) is set explicitly. Credentials come from EKS Pod Identity associations on the
+chart's service accounts (the pod-identity agent add-on is installed by the cluster component).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components import iam
+from components.cluster import SYSTEM_NODE_LABEL
+from ekstrain.versions import Chart
+
+NAMESPACE = "kube-system"
+FSX_CONTROLLER_SA = "fsx-csi-controller-sa"
+FSX_NODE_SA = "fsx-csi-node-sa"
+EFS_CONTROLLER_SA = "efs-csi-controller-sa"
+EFS_NODE_SA = "efs-csi-node-sa"
+SYSTEM_NODE_SELECTOR = {SYSTEM_NODE_LABEL: "system"}
+CONTROLLER_TOLERATIONS = [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
+# Node plugins must run wherever a pod may mount a volume: accelerator nodes carry
+# nvidia.com/gpu=true:NoSchedule or aws.amazon.com/neuron=true:NoSchedule, and other components
+# may add taints of their own, so the DaemonSets tolerate every taint.
+NODE_TOLERATIONS = [{"operator": "Exists"}]
+
+
+def fsx_values(region: str) -> dict[str, Any]:
+    return {
+        "controller": {
+            "nodeSelector": SYSTEM_NODE_SELECTOR,
+            "tolerations": CONTROLLER_TOLERATIONS,
+            # Explicit region: IMDS is not reachable from pods with IMDSv2 hop limit 1.
+            "region": region,
+            "serviceAccount": {"create": True, "name": FSX_CONTROLLER_SA},
+        },
+        "node": {
+            "tolerateAllTaints": False,
+            "tolerations": NODE_TOLERATIONS,
+            "serviceAccount": {"create": True, "name": FSX_NODE_SA},
+        },
+    }
+
+
+def efs_values() -> dict[str, Any]:
+    return {
+        "controller": {
+            "nodeSelector": SYSTEM_NODE_SELECTOR,
+            "tolerations": CONTROLLER_TOLERATIONS,
+            "serviceAccount": {"create": True, "name": EFS_CONTROLLER_SA},
+            # Keep the data of dynamic PVCs when their access point is deleted.
+            "deleteAccessPointRootDir": False,
+        },
+        "node": {
+            "tolerations": NODE_TOLERATIONS,
+            "serviceAccount": {"create": True, "name": EFS_NODE_SA},
+        },
+    }
+
+
+def fsx_controller_policy(file_system_arn: pulumi.Input[str]) -> list[dict[str, Any]]:
+    """Least privilege for a statically provisioned file system: describe, and resize it."""
+    return [
+        {"Effect": "Allow", "Action": ["fsx:DescribeFileSystems"], "Resource": "*"},
+        {"Effect": "Allow", "Action": ["fsx:UpdateFileSystem"], "Resource": file_system_arn},
+    ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CsiArgs:
+    cluster_name: str
+    region: str
+    fsx_chart: Chart | None = None
+    """@default none: no FSx driver. Set with ``cfg.versions.chart("aws-fsx-csi-driver")``."""
+    fsx_file_system_arn: pulumi.Input[str] | None = None
+    """ARN the FSx controller may resize; required with fsx_chart."""
+    efs_chart: Chart | None = None
+    """@default none: no EFS driver."""
+    cluster_ready: Sequence[pulumi.Resource] = ()
+    """@default none: resources (the Cluster component) the associations and releases wait for."""
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+class CsiDrivers(pulumi.ComponentResource):
+    """Pass ``opts=ResourceOptions(provider=<k8s provider>)`` (used for the Helm releases)."""
+
+    releases: dict[str, k8s.helm.v3.Release]
+
+    def __init__(self, name: str, args: CsiArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ekstrain:storage:CsiDrivers", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        tags = dict(args.tags)
+        self.releases = {}
+
+        def driver(key: str, chart: Chart, values: dict[str, Any], service_accounts: Sequence[str],
+                   role: aws.iam.Role, policy: pulumi.Resource) -> None:
+            associations = [
+                aws.eks.PodIdentityAssociation(
+                    f"{name}-{key}-{sa}", cluster_name=args.cluster_name, namespace=NAMESPACE, service_account=sa,
+                    role_arn=role.arn, tags=tags,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.cluster_ready, policy]))
+                for sa in service_accounts
+            ]
+            # Pods read credentials at start: install after the associations exist.
+            self.releases[key] = k8s.helm.v3.Release(
+                f"{name}-{key}", name=chart.chart.rsplit("/", 1)[-1], chart=chart.chart, version=chart.version,
+                repository_opts={"repo": chart.repo} if chart.repo else None, namespace=NAMESPACE, values=values,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.cluster_ready, *associations]))
+
+        if args.fsx_chart is not None:
+            if args.fsx_file_system_arn is None:
+                raise ValueError("CsiArgs.fsx_file_system_arn is required with fsx_chart")
+            role = aws.iam.Role(f"{name}-fsx", assume_role_policy=iam.pod_identity_trust(),
+                                description=f"FSx CSI controller of {args.cluster_name}", tags=tags, opts=child)
+            policy = aws.iam.RolePolicy(f"{name}-fsx", role=role.id,
+                                        policy=iam.policy_document(fsx_controller_policy(args.fsx_file_system_arn)),
+                                        opts=child)
+            # The node plugin only mounts (kernel Lustre client): no AWS credentials.
+            driver("fsx", args.fsx_chart, fsx_values(args.region), [FSX_CONTROLLER_SA], role, policy)
+        if args.efs_chart is not None:
+            role = aws.iam.Role(f"{name}-efs", assume_role_policy=iam.pod_identity_trust(),
+                                description=f"EFS CSI driver of {args.cluster_name}", tags=tags, opts=child)
+            policy = aws.iam.RolePolicyAttachment(
+                f"{name}-efs", role=role.name,
+                policy_arn=iam.managed_policy_arn(args.region, "service-role/AmazonEFSCSIDriverPolicy"), opts=child)
+            # The node plugin (efs-utils) describes mount targets and AZs to resolve the mount address.
+            driver("efs", args.efs_chart, efs_values(), [EFS_CONTROLLER_SA, EFS_NODE_SA], role, policy)
+
+        self.register_outputs({"releases": list(self.releases)})

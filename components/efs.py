@@ -1,0 +1,100 @@
+"""EFS for shared model weights: encrypted, one mount target per AZ, an access point for models.
+
+EFS allows one mount target per Availability Zone, so targets go in the private subnets (one per
+AZ). Training nodes in the EFA subnet use the mount target of their AZ (the training AZ always has
+a private subnet too): traffic inside a VPC is routed locally, and efs-utils resolves the
+AZ-specific mount-target name, not a subnet one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pulumi
+import pulumi_aws as aws
+
+NFS_PORT = 2049
+
+
+@dataclass(frozen=True, kw_only=True)
+class EfsArgs:
+    cluster_name: str
+    vpc_id: pulumi.Input[str]
+    private_subnet_ids: pulumi.Input[list[str]]
+    """One private subnet per AZ (Network.private_subnet_ids)."""
+    subnet_count: int
+    """How many private subnets (= AZs) there are; known from config, the ids are not at preview."""
+    client_security_group_id: pulumi.Input[str]
+    """SG every node carries (the EKS cluster SG): the only source allowed to NFS."""
+    throughput_mode: Literal["elastic", "bursting"] = "elastic"
+    """@default elastic."""
+    kms_key_arn: str | None = None
+    """@default a dedicated rotated key."""
+    posix_uid: int = 1000
+    """@default 1000."""
+    posix_gid: int = 1000
+    """@default 1000."""
+    models_path: str = "/models"
+    """@default /models: root of the model-store access point (created with posix_uid/gid, mode 0775)."""
+    protect: bool = True
+    """@default true: file system, access point and key are protected and retained on delete."""
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+class ModelStore(pulumi.ComponentResource):
+    file_system_id: pulumi.Output[str]
+    access_point_id: pulumi.Output[str]
+    security_group_id: pulumi.Output[str]
+    mount_targets: list[aws.efs.MountTarget]
+
+    def __init__(self, name: str, args: EfsArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ekstrain:storage:Efs", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        kept = pulumi.ResourceOptions(parent=self, protect=args.protect, retain_on_delete=args.protect)
+        tags = dict(args.tags)
+
+        kms_key_id: pulumi.Input[str]
+        if args.kms_key_arn:
+            kms_key_id = args.kms_key_arn
+        else:
+            key = aws.kms.Key(f"{name}-key", description=f"EFS model store of {args.cluster_name}",
+                              enable_key_rotation=True, deletion_window_in_days=30, tags=tags, opts=kept)
+            aws.kms.Alias(f"{name}-key", name=f"alias/{args.cluster_name}-efs", target_key_id=key.key_id, opts=child)
+            kms_key_id = key.arn
+
+        fs = aws.efs.FileSystem(
+            name, encrypted=True, kms_key_id=kms_key_id, throughput_mode=args.throughput_mode,
+            performance_mode="generalPurpose",
+            # Weights are read far more often than written: infrequent-access tiering would slow loads.
+            tags={**tags, "Name": f"{args.cluster_name}-models"}, opts=kept)
+
+        sg = aws.ec2.SecurityGroup(f"{name}-sg", vpc_id=args.vpc_id, name=f"{args.cluster_name}-efs",
+                                   description="EFS mount targets: NFS from cluster nodes",
+                                   tags={**tags, "Name": f"{args.cluster_name}-efs"}, opts=child)
+        aws.vpc.SecurityGroupIngressRule(f"{name}-nfs", security_group_id=sg.id, ip_protocol="tcp",
+                                         from_port=NFS_PORT, to_port=NFS_PORT,
+                                         referenced_security_group_id=args.client_security_group_id,
+                                         description="NFS from cluster nodes", tags=tags, opts=child)
+
+        subnets = pulumi.Output.from_input(args.private_subnet_ids)
+        self.mount_targets = [
+            aws.efs.MountTarget(f"{name}-mt-{i}", file_system_id=fs.id,
+                                subnet_id=subnets.apply(lambda ids, i=i: ids[i]), security_groups=[sg.id],
+                                opts=child)
+            for i in range(args.subnet_count)
+        ]
+
+        ap = aws.efs.AccessPoint(
+            f"{name}-models", file_system_id=fs.id,
+            posix_user={"uid": args.posix_uid, "gid": args.posix_gid},
+            root_directory={"path": args.models_path, "creation_info": {
+                "owner_uid": args.posix_uid, "owner_gid": args.posix_gid, "permissions": "0775"}},
+            tags={**tags, "Name": f"{args.cluster_name}-models"}, opts=kept)
+
+        self.file_system_id = fs.id
+        self.access_point_id = ap.id
+        self.security_group_id = sg.id
+        self.register_outputs({"fileSystemId": self.file_system_id, "accessPointId": self.access_point_id,
+                               "securityGroupId": self.security_group_id})

@@ -1,0 +1,165 @@
+"""FSx for Lustre in the training AZ's EFA subnet, linked to S3 by two data repository associations.
+
+- ``/data`` <- datasets bucket: metadata imported when the association is created, then kept in sync
+  with the configured auto-import events; file contents load lazily on first read.
+- ``/checkpoints`` -> checkpoints bucket: files written there are exported asynchronously with the
+  configured auto-export events; existing checkpoints' metadata is imported on creation so a
+  re-created file system can resume from them.
+
+DRAs (with auto-import and auto-export) work on PERSISTENT_2 and on SCRATCH_2 with Lustre 2.12+
+(AWS: "aren't available on FSx for Lustre 2.10 file systems or Scratch 1 file systems"); Lustre
+2.15 is pinned. Customer KMS keys, backups and a final backup exist for PERSISTENT_2 only.
+The FSx service-linked role (created by FSx per file system) reads and writes the buckets; no
+bucket policy grant is needed in the same account.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pulumi
+import pulumi_aws as aws
+
+LUSTRE_VERSION = "2.15"
+LUSTRE_PORTS: tuple[tuple[int, int], ...] = ((988, 988), (1018, 1023))
+"""TCP ports Lustre servers and clients use (LNet 988, and 1018-1023)."""
+LOG_LEVEL = "WARN_ERROR"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LustreArgs:
+    cluster_name: str
+    vpc_id: pulumi.Input[str]
+    subnet_id: pulumi.Input[str]
+    """The EFA subnet: single-AZ file system next to the training nodes."""
+    client_security_group_id: pulumi.Input[str]
+    """SG every client node carries (the EKS cluster SG); Lustre ports are opened both ways with it."""
+    datasets_bucket: pulumi.Input[str]
+    checkpoints_bucket: pulumi.Input[str]
+    deployment_type: Literal["SCRATCH_2", "PERSISTENT_2"] = "PERSISTENT_2"
+    """@default PERSISTENT_2."""
+    storage_capacity_gib: int = 1200
+    """@default 1200."""
+    per_unit_storage_throughput: int | None = 250
+    """@default 250 MB/s/TiB; ignored for SCRATCH_2."""
+    kms_key_arn: str | None = None
+    """@default a dedicated rotated key for PERSISTENT_2; SCRATCH_2 uses the FSx-managed key."""
+    data_path: str = "/data"
+    """@default /data."""
+    checkpoint_path: str = "/checkpoints"
+    """@default /checkpoints."""
+    auto_import_events: Sequence[str] = ("NEW", "CHANGED", "DELETED")
+    """@default all three: S3 changes under the datasets bucket appear under data_path."""
+    auto_export_events: Sequence[str] = ("NEW", "CHANGED", "DELETED")
+    """@default all three: changes under checkpoint_path are exported to the checkpoints bucket."""
+    imported_file_chunk_size_mib: int = 1024
+    """@default 1024."""
+    log_retention_days: int = 30
+    """@default 30."""
+    protect: bool = True
+    """@default true: file system, associations and key are protected and retained on delete."""
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+class LustreStorage(pulumi.ComponentResource):
+    file_system_id: pulumi.Output[str]
+    arn: pulumi.Output[str]
+    dns_name: pulumi.Output[str]
+    mount_name: pulumi.Output[str]
+    security_group_id: pulumi.Output[str]
+    storage_capacity_gib: int
+
+    def __init__(self, name: str, args: LustreArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ekstrain:storage:Lustre", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        kept = pulumi.ResourceOptions(parent=self, protect=args.protect, retain_on_delete=args.protect)
+        tags = dict(args.tags)
+        persistent = args.deployment_type.startswith("PERSISTENT")
+
+        sg = aws.ec2.SecurityGroup(
+            f"{name}-sg", vpc_id=args.vpc_id, name=f"{args.cluster_name}-lustre",
+            description="FSx for Lustre: LNet ports between file servers and client nodes",
+            tags={**tags, "Name": f"{args.cluster_name}-lustre"}, opts=child)
+        # Lustre servers talk to each other and to clients in both directions, and the rules must
+        # exist before the file system is created (later changes do not reach its servers).
+        rules: list[pulumi.Resource] = []
+        peers = {"self": sg.id, "clients": args.client_security_group_id}
+        for low, high in LUSTRE_PORTS:
+            ports = f"{low}" if low == high else f"{low}-{high}"
+            for peer, peer_id in peers.items():
+                rules.append(aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-in-{peer}-{ports}", security_group_id=sg.id, ip_protocol="tcp", from_port=low,
+                    to_port=high, referenced_security_group_id=peer_id,
+                    description=f"Lustre {ports} from {peer}", tags=tags, opts=child))
+                rules.append(aws.vpc.SecurityGroupEgressRule(
+                    f"{name}-out-{peer}-{ports}", security_group_id=sg.id, ip_protocol="tcp", from_port=low,
+                    to_port=high, referenced_security_group_id=peer_id,
+                    description=f"Lustre {ports} to {peer}", tags=tags, opts=child))
+            # Client side: the cluster SG admits only itself, so let the servers reach the clients.
+            rules.append(aws.vpc.SecurityGroupIngressRule(
+                f"{name}-clients-from-lustre-{ports}", security_group_id=args.client_security_group_id,
+                ip_protocol="tcp", from_port=low, to_port=high, referenced_security_group_id=sg.id,
+                description=f"Lustre {ports} from the FSx file servers", tags=tags, opts=child))
+
+        kms_key_id: pulumi.Input[str] | None = None
+        if persistent:
+            if args.kms_key_arn:
+                kms_key_id = args.kms_key_arn
+            else:
+                key = aws.kms.Key(f"{name}-key", description=f"FSx for Lustre of {args.cluster_name}",
+                                  enable_key_rotation=True, deletion_window_in_days=30, tags=tags, opts=kept)
+                aws.kms.Alias(f"{name}-key", name=f"alias/{args.cluster_name}-fsx", target_key_id=key.key_id,
+                              opts=child)
+                kms_key_id = key.arn
+
+        # FSx only accepts log groups under /aws/fsx/.
+        logs = aws.cloudwatch.LogGroup(f"{name}-logs", name=f"/aws/fsx/{args.cluster_name}-lustre",
+                                       retention_in_days=args.log_retention_days, tags=tags, opts=child)
+
+        fs = aws.fsx.LustreFileSystem(
+            name,
+            deployment_type=args.deployment_type,
+            storage_type="SSD",
+            storage_capacity=args.storage_capacity_gib,
+            per_unit_storage_throughput=args.per_unit_storage_throughput if persistent else None,
+            file_system_type_version=LUSTRE_VERSION,
+            # pulumi-aws 7 takes the single subnet as a string (FSx for Lustre supports one subnet).
+            subnet_ids=args.subnet_id,
+            security_group_ids=[sg.id],
+            kms_key_id=kms_key_id,
+            data_compression_type="LZ4",
+            log_configuration={"level": LOG_LEVEL, "destination": logs.arn},
+            # Scratch file systems have no backups; persistent ones take a final backup when protected.
+            skip_final_backup=None if not persistent else not args.protect,
+            copy_tags_to_backups=True if persistent else None,
+            tags={**tags, "Name": f"{args.cluster_name}-lustre"},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=rules, protect=args.protect,
+                                        retain_on_delete=args.protect),
+        )
+
+        def events(values: Sequence[str]) -> dict[str, list[str]]:
+            return {"events": list(values)}
+
+        aws.fsx.DataRepositoryAssociation(
+            f"{name}-data", file_system_id=fs.id, file_system_path=args.data_path,
+            data_repository_path=pulumi.Output.concat("s3://", args.datasets_bucket),
+            batch_import_meta_data_on_create=True, imported_file_chunk_size=args.imported_file_chunk_size_mib,
+            s3={"auto_import_policy": events(args.auto_import_events)} if args.auto_import_events else None,
+            delete_data_in_filesystem=False, tags=tags, opts=kept)
+        aws.fsx.DataRepositoryAssociation(
+            f"{name}-checkpoints", file_system_id=fs.id, file_system_path=args.checkpoint_path,
+            data_repository_path=pulumi.Output.concat("s3://", args.checkpoints_bucket),
+            batch_import_meta_data_on_create=True, imported_file_chunk_size=args.imported_file_chunk_size_mib,
+            s3={"auto_export_policy": events(args.auto_export_events)} if args.auto_export_events else None,
+            delete_data_in_filesystem=False, tags=tags, opts=kept)
+
+        self.file_system_id = fs.id
+        self.arn = fs.arn
+        self.dns_name = fs.dns_name
+        self.mount_name = fs.mount_name
+        self.security_group_id = sg.id
+        self.storage_capacity_gib = args.storage_capacity_gib
+        self.register_outputs({"fileSystemId": self.file_system_id, "dnsName": self.dns_name,
+                               "mountName": self.mount_name, "securityGroupId": self.security_group_id})

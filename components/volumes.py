@@ -1,0 +1,161 @@
+"""Kubernetes side of training storage: the ``training`` namespace, the FSx static PV/PVC, the
+``efs-ap`` StorageClass and the ``model-store`` PV/PVC.
+
+Manifests are built by pure functions (unit-tested and schema-validated as plain dicts); the
+component only turns them into resources. Static volumes use ``Retain``: deleting a PVC or PV
+never deletes file-system data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from ekstrain import names
+
+FSX_DRIVER = "fsx.csi.aws.com"
+EFS_DRIVER = "efs.csi.aws.com"
+MODEL_STORE_PV = names.MODEL_STORE_PVC
+MODEL_STORE_NOMINAL_SIZE = "1Ti"
+"""EFS is elastic; Kubernetes still needs a size, which the EFS driver ignores."""
+POD_SECURITY = {
+    # Training pods need IPC_LOCK (EFA memory registration), hostPath /dev/shm or privileged debug
+    # sidecars, which `baseline` forbids; enforce nothing but audit against baseline.
+    "pod-security.kubernetes.io/enforce": "privileged",
+    "pod-security.kubernetes.io/audit": "baseline",
+}
+
+
+def namespace_manifest(name: str = names.TRAINING_NAMESPACE) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "ekstrain", **POD_SECURITY}}}
+
+
+def fsx_pv_manifest(file_system_id: Any, dns_name: Any, mount_name: Any, capacity_gib: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": names.FSX_PV}, "spec": {
+        "capacity": {"storage": f"{capacity_gib}Gi"},
+        "volumeMode": "Filesystem",
+        "accessModes": ["ReadWriteMany"],
+        "persistentVolumeReclaimPolicy": "Retain",
+        "storageClassName": "",
+        # flock: frameworks lock checkpoint and cache files; Lustre refuses locks without it.
+        "mountOptions": ["flock"],
+        "csi": {"driver": FSX_DRIVER, "volumeHandle": file_system_id,
+                "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name}},
+    }}
+
+
+def fsx_pvc_manifest(capacity_gib: int, namespace: str = names.TRAINING_NAMESPACE) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": names.FSX_PVC, "namespace": namespace}, "spec": {
+                "accessModes": ["ReadWriteMany"],
+                # "" (not absent): otherwise the default gp3 class would provision an EBS volume.
+                "storageClassName": "",
+                "volumeName": names.FSX_PV,
+                "resources": {"requests": {"storage": f"{capacity_gib}Gi"}},
+            }}
+
+
+def efs_storage_class_manifest(file_system_id: Any, base_path: str) -> dict[str, Any]:
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": names.EFS_STORAGE_CLASS},
+            "provisioner": EFS_DRIVER,
+            "parameters": {"provisioningMode": "efs-ap", "fileSystemId": file_system_id, "directoryPerms": "700",
+                           "basePath": base_path, "ensureUniqueDirectory": "true"},
+            # Deleting a dynamic PVC removes its access point; the driver keeps the directory
+            # (deleteAccessPointRootDir is false), so the data stays on EFS.
+            "reclaimPolicy": "Delete",
+            "volumeBindingMode": "Immediate"}
+
+
+def model_store_pv_manifest(file_system_id: Any, access_point_id: Any) -> dict[str, Any]:
+    handle = pulumi.Output.concat(file_system_id, "::", access_point_id) if isinstance(
+        file_system_id, pulumi.Output) or isinstance(access_point_id, pulumi.Output) else (
+        f"{file_system_id}::{access_point_id}")
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": MODEL_STORE_PV}, "spec": {
+        "capacity": {"storage": MODEL_STORE_NOMINAL_SIZE},
+        "volumeMode": "Filesystem",
+        "accessModes": ["ReadWriteMany"],
+        "persistentVolumeReclaimPolicy": "Retain",
+        "storageClassName": names.EFS_STORAGE_CLASS,
+        "mountOptions": ["tls"],
+        "csi": {"driver": EFS_DRIVER, "volumeHandle": handle},
+    }}
+
+
+def model_store_pvc_manifest(namespace: str = names.TRAINING_NAMESPACE) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": names.MODEL_STORE_PVC, "namespace": namespace}, "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": names.EFS_STORAGE_CLASS,
+                "volumeName": MODEL_STORE_PV,
+                "resources": {"requests": {"storage": MODEL_STORE_NOMINAL_SIZE}},
+            }}
+
+
+@dataclass(frozen=True, kw_only=True)
+class FsxVolume:
+    file_system_id: pulumi.Input[str]
+    dns_name: pulumi.Input[str]
+    mount_name: pulumi.Input[str]
+    capacity_gib: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class EfsVolume:
+    file_system_id: pulumi.Input[str]
+    access_point_id: pulumi.Input[str]
+    dynamic_base_path: str = "/dynamic"
+    """@default /dynamic."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class VolumesArgs:
+    fsx: FsxVolume | None = None
+    """@default none: no FSx PV/PVC."""
+    efs: EfsVolume | None = None
+    """@default none: no efs-ap class, no model-store PV/PVC."""
+    namespace: str = names.TRAINING_NAMESPACE
+    """@default ``training``."""
+
+
+class TrainingVolumes(pulumi.ComponentResource):
+    """Pass ``opts=ResourceOptions(provider=<k8s provider>)``; children inherit it."""
+
+    namespace: k8s.core.v1.Namespace
+    namespace_name: pulumi.Output[str]
+
+    def __init__(self, name: str, args: VolumesArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ekstrain:storage:Volumes", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        ns = namespace_manifest(args.namespace)
+        self.namespace = k8s.core.v1.Namespace(f"{name}-ns", metadata=ns["metadata"], opts=child)
+
+        if args.fsx is not None:
+            f = args.fsx
+            pv = fsx_pv_manifest(f.file_system_id, f.dns_name, f.mount_name, f.capacity_gib)
+            fsx_pv = k8s.core.v1.PersistentVolume(f"{name}-fsx-pv", metadata=pv["metadata"], spec=pv["spec"],
+                                                  opts=child)
+            pvc = fsx_pvc_manifest(f.capacity_gib, args.namespace)
+            k8s.core.v1.PersistentVolumeClaim(f"{name}-fsx-pvc", metadata=pvc["metadata"], spec=pvc["spec"],
+                                              opts=pulumi.ResourceOptions(parent=self,
+                                                                          depends_on=[self.namespace, fsx_pv]))
+        if args.efs is not None:
+            e = args.efs
+            sc = efs_storage_class_manifest(e.file_system_id, e.dynamic_base_path)
+            storage_class = k8s.storage.v1.StorageClass(
+                f"{name}-efs-ap", metadata=sc["metadata"], provisioner=sc["provisioner"], parameters=sc["parameters"],
+                reclaim_policy=sc["reclaimPolicy"], volume_binding_mode=sc["volumeBindingMode"], opts=child)
+            pv = model_store_pv_manifest(e.file_system_id, e.access_point_id)
+            model_pv = k8s.core.v1.PersistentVolume(f"{name}-model-store-pv", metadata=pv["metadata"],
+                                                    spec=pv["spec"],
+                                                    opts=pulumi.ResourceOptions(parent=self,
+                                                                                depends_on=[storage_class]))
+            pvc = model_store_pvc_manifest(args.namespace)
+            k8s.core.v1.PersistentVolumeClaim(f"{name}-model-store-pvc", metadata=pvc["metadata"], spec=pvc["spec"],
+                                              opts=pulumi.ResourceOptions(parent=self,
+                                                                          depends_on=[self.namespace, model_pv]))
+        self.namespace_name = self.namespace.metadata.apply(lambda m: m.name)
+        self.register_outputs({"namespace": self.namespace_name})
