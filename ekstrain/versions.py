@@ -84,6 +84,9 @@ DEFAULT_CHARTS: dict[str, Chart] = {
                                        upstream_dir="aws-efa-k8s-device-plugin"),
     "neuron-helm-chart": Chart("oci://public.ecr.aws/neuron/neuron-helm-chart", "1.0.0",
                                upstream_dir="neuron-helm-chart"),
+    # 4.8.1 is the DCGM exporter chart ai-on-eks defaults to in 2026 (platform-anchors.md, (d)5).
+    # No upstream values.yaml is pinned in shared/upstream, so its values stay minimal.
+    "dcgm-exporter": Chart("dcgm-exporter", "4.8.1", "https://nvidia.github.io/dcgm-exporter/helm-charts"),
     "aws-fsx-csi-driver": Chart("aws-fsx-csi-driver", "1.17.0",
                                 "https://kubernetes-sigs.github.io/aws-fsx-csi-driver",
                                 upstream_dir="aws-fsx-csi-driver"),
@@ -102,6 +105,9 @@ DEFAULT_CHARTS: dict[str, Chart] = {
     "kubeflow-trainer": Chart("oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "2.3.0",
                               upstream_dir="kubeflow-trainer"),
 }
+
+# neuron-monitor has no chart: it runs as a plain DaemonSet (image from the AWS Neuron samples).
+NEURON_MONITOR_IMAGE = "public.ecr.aws/neuron/neuron-monitor:1.1.0"
 
 # Karpenter AMI alias versions: `latest` follows new AMIs (and drifts nodes); pin per stack in prod.
 DEFAULT_AMI_ALIAS_VERSION = "latest"
