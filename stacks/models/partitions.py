@@ -52,7 +52,7 @@ class PartitionConfig(Model):
     placement_group: bool | None = None
     """@default the value of ``efa``: one cluster placement group per EFA partition."""
     capacity_reservation: CapacityReservation | None = None
-    root_volume_gib: int = Field(default=500, ge=100, alias="rootVolumeGiB")
+    root_volume_gib: int = Field(default=500, ge=100, le=16384, alias="rootVolumeGiB")
     """@default 500 GiB gp3, encrypted (images of training containers are large)."""
     consolidate_after: str | None = Field(default=None, pattern=r"^(([0-9]+(s|m|h))+|Never)$")
     """How long a node must be empty before Karpenter removes it. @default 30m for on-demand and
