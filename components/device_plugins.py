@@ -23,7 +23,7 @@ import pulumi_kubernetes as k8s
 from components.cluster import SYSTEM_NODE_LABEL
 from ekstrain import names
 from ekstrain.catalog import GPU, TRAINIUM
-from ekstrain.versions import NEURON_MONITOR_IMAGE, Chart
+from ekstrain.versions import NEURON_CUSTOM_SCHEDULER_TAGS, NEURON_MONITOR_IMAGE, Chart
 
 NAMESPACE = "kube-system"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -71,7 +71,7 @@ def efa_values(efa_instance_types: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def neuron_values(trainium_instance_types: Sequence[str]) -> dict[str, Any]:
+def neuron_values(trainium_instance_types: Sequence[str], kubernetes_version: str) -> dict[str, Any]:
     return {
         # The chart's device-plugin affinity is built from this list; 1.0.0's default lacks trn2.
         "neuronInstances": sorted(trainium_instance_types),
@@ -82,7 +82,8 @@ def neuron_values(trainium_instance_types: Sequence[str]) -> dict[str, Any]:
             # and run the extension and its kube-scheduler on the system node group.
             "nodeSelector": {"node-role.kubernetes.io/master": None},
             "affinity": _only_on(SYSTEM_NODE_LABEL, "system"),
-            "customScheduler": {"affinity": _only_on(SYSTEM_NODE_LABEL, "system")},
+            "customScheduler": {"affinity": _only_on(SYSTEM_NODE_LABEL, "system"),
+                                "image": {"tag": NEURON_CUSTOM_SCHEDULER_TAGS[kubernetes_version]}},
         },
         "npd": {"enabled": False},
     }
@@ -128,6 +129,8 @@ def neuron_monitor_daemonset() -> dict[str, Any]:
 class DevicePluginsArgs:
     charts: Mapping[str, Chart]
     """Chart name -> pinned chart (``cfg.versions.chart(name)``) for the plugins that are needed."""
+    kubernetes_version: str
+    """Picks the kube-scheduler image of the Neuron scheduler extension."""
     gpu_instance_types: Sequence[str] = ()
     """@default none: instance types of GPU partitions; none = no NVIDIA plugin, no DCGM exporter."""
     efa_instance_types: Sequence[str] = ()
@@ -145,7 +148,7 @@ def plugin_values(args: DevicePluginsArgs) -> dict[str, dict[str, Any]]:
     if args.efa_instance_types:
         out["aws-efa-k8s-device-plugin"] = efa_values(args.efa_instance_types)
     if args.trainium_instance_types:
-        out["neuron-helm-chart"] = neuron_values(args.trainium_instance_types)
+        out["neuron-helm-chart"] = neuron_values(args.trainium_instance_types, args.kubernetes_version)
     return out
 
 

@@ -109,6 +109,16 @@ DEFAULT_CHARTS: dict[str, Chart] = {
 # neuron-monitor has no chart: it runs as a plain DaemonSet (image from the AWS Neuron samples).
 NEURON_MONITOR_IMAGE = "public.ecr.aws/neuron/neuron-monitor:1.1.0"
 
+# kube-scheduler image the Neuron scheduler extension runs beside (the neuron chart 1.0.0 default is
+# v1.28, outside the version-skew policy). EKS Distro tags seen in public Neuron deployments; 1.34
+# uses the 1.33 build (a scheduler may be one minor older than the API server).
+NEURON_CUSTOM_SCHEDULER_TAGS: dict[str, str] = {
+    "1.31": "v1.31.12-eks-1-31-30",
+    "1.32": "v1.32.9-eks-1-32-24",
+    "1.33": "v1.33.3-eks-1-33-10",
+    "1.34": "v1.33.3-eks-1-33-10",
+}
+
 # Karpenter AMI alias versions: `latest` follows new AMIs (and drifts nodes); pin per stack in prod.
 DEFAULT_AMI_ALIAS_VERSION = "latest"
 

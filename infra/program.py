@@ -86,6 +86,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
     DevicePlugins("device-plugins", DevicePluginsArgs(
         charts={n: cfg.versions.chart(n) for n in ("nvidia-device-plugin", "dcgm-exporter",
                                                    "aws-efa-k8s-device-plugin", "neuron-helm-chart")},
+        kubernetes_version=c.kubernetes_version,
         gpu_instance_types=types_of(lambda p: p.accelerator == catalog.GPU),
         efa_instance_types=types_of(lambda p: p.efa),
         trainium_instance_types=types_of(lambda p: p.accelerator == catalog.TRAINIUM),

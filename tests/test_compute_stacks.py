@@ -100,6 +100,11 @@ def test_prod_device_plugins_run_only_on_their_hardware(prod_recording: Recordin
     assert neuron["values"]["scheduler"]["enabled"] is True and neuron["values"]["npd"]["enabled"] is False
     assert neuron["values"]["scheduler"]["nodeSelector"] == {"node-role.kubernetes.io/master": None}
     assert neuron["values"]["neuronInstances"] == ["trn1.32xlarge", "trn1n.32xlarge"]
+    custom = neuron["values"]["scheduler"]["customScheduler"]
+    assert custom["image"]["tag"].startswith(("v1.33.", "v1.34.")), "kube-scheduler within one minor of 1.34"
+    assert custom["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]["matchExpressions"] == [
+        {"key": "ekstrain.io/node-role", "operator": "In", "values": ["system"]}]
     dcgm = rel["dcgm-exporter"].inputs
     assert dcgm["values"]["nodeSelector"] == {names.ACCELERATOR_LABEL: "gpu"}
     assert dcgm["repositoryOpts"] == {"repo": "https://nvidia.github.io/dcgm-exporter/helm-charts"}
@@ -164,3 +169,12 @@ def test_stack_outputs_name_karpenter_pieces(prod_recording: Recording) -> None:
     assert out["karpenterInterruptionQueue"] == "ekstrain-prod"
     assert out["karpenterNodeRole"] == "KarpenterNodeRole-ekstrain-prod"
     assert out["nodePools"] == ["gpu-a100", "gpu-h100", "trainium"]
+
+
+def test_neuron_kube_scheduler_tag_for_every_supported_version_respects_skew() -> None:
+    from ekstrain import versions
+
+    assert set(versions.NEURON_CUSTOM_SCHEDULER_TAGS) == set(versions.SUPPORTED_KUBERNETES_VERSIONS)
+    for k8s, tag in versions.NEURON_CUSTOM_SCHEDULER_TAGS.items():
+        minor, scheduler_minor = versions.parse_semver(k8s)[1], versions.parse_semver(tag)[1]
+        assert minor - 1 <= scheduler_minor <= minor, (k8s, tag)
