@@ -178,3 +178,29 @@ def test_neuron_kube_scheduler_tag_for_every_supported_version_respects_skew() -
     for k8s, tag in versions.NEURON_CUSTOM_SCHEDULER_TAGS.items():
         minor, scheduler_minor = versions.parse_semver(k8s)[1], versions.parse_semver(tag)[1]
         assert minor - 1 <= scheduler_minor <= minor, (k8s, tag)
+
+
+def _matching(rec: Recording, type_token: str, tags: dict[str, str]) -> list[str]:
+    return [r.name for r in rec.of_type(type_token)
+            if all((r.inputs.get("tags") or {}).get(k) == v for k, v in tags.items())]
+
+
+def test_selector_terms_pick_exactly_the_efa_subnet_and_sg(prod_recording: Recording,
+                                                           dev_recording: Recording) -> None:
+    for rec, az in ((prod_recording, "us-west-2b"), (dev_recording, "us-west-2a")):
+        for nc in rec.of_type(NODECLASS):
+            spec = nc.inputs["spec"]
+            (subnet_term,) = spec["subnetSelectorTerms"]
+            assert _matching(rec, "aws:ec2/subnet:Subnet", subnet_term["tags"]) == [f"network-efa-{az}"]
+            sg_terms = [t["tags"] for t in spec["securityGroupSelectorTerms"] if "tags" in t]
+            assert [_matching(rec, "aws:ec2/securityGroup:SecurityGroup", t) for t in sg_terms] == [["network-efa"]]
+
+
+def test_non_efa_partition_selects_only_private_subnets() -> None:
+    sections = stack_sections("dev")
+    sections["partitions"][0]["efa"] = False
+    cfg, _ = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 1, 1))
+    rec = run_stack(cfg)
+    (term,) = rec.one(NODECLASS, "gpu-small-nodeclass").inputs["spec"]["subnetSelectorTerms"]
+    assert sorted(_matching(rec, "aws:ec2/subnet:Subnet", term["tags"])) == [
+        "network-private-us-west-2a", "network-private-us-west-2b"]
