@@ -199,7 +199,7 @@ def _dependencies(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
     deps = opts.depends_on if opts is not None else None
     if deps is None:
         return []
-    return list(deps) if isinstance(deps, Sequence) else [deps]  # type: ignore[list-item]
+    return list(deps) if isinstance(deps, Sequence) else [deps]  # type: ignore[arg-type,list-item]
 
 
 class Karpenter(pulumi.ComponentResource):
@@ -222,9 +222,9 @@ class Karpenter(pulumi.ComponentResource):
         node_role = aws.iam.Role(f"{name}-node", name=specs.node_role_name(cluster),
                                  assume_role_policy=iam.assume_role_policy("ec2.amazonaws.com"),
                                  description=f"Nodes Karpenter launches for {cluster}", tags=tags, opts=child)
-        for policy in NODE_POLICIES:
-            aws.iam.RolePolicyAttachment(f"{name}-node-{policy}", role=node_role.name,
-                                         policy_arn=iam.managed_policy_arn(args.region, policy), opts=child)
+        for managed in NODE_POLICIES:
+            aws.iam.RolePolicyAttachment(f"{name}-node-{managed}", role=node_role.name,
+                                         policy_arn=iam.managed_policy_arn(args.region, managed), opts=child)
         access_entry = aws.eks.AccessEntry(f"{name}-node", cluster_name=cluster, principal_arn=node_role.arn,
                                            type="EC2_LINUX", tags=tags, opts=after_cluster)
 
@@ -244,13 +244,16 @@ class Karpenter(pulumi.ComponentResource):
                                        description=f"Karpenter controller of {cluster}", tags=tags, opts=child)
         documents = pulumi.Output.all(node_role.arn, queue.arn).apply(
             lambda a: controller_policies(cluster, args.region, a[0].split(":")[4], a[0], a[1]))
+        def document(short: str) -> pulumi.Output[str]:
+            return documents.apply(lambda d: json.dumps({"Version": "2012-10-17", "Statement": d[short]}))
+
         attachments = []
         for short in ("NodeLifecycle", "IAMIntegration", "EKSIntegration", "Interruption", "ResourceDiscovery",
                       "ZonalShift"):
             policy = aws.iam.Policy(
                 f"{name}-{short}", name=f"KarpenterController{short}Policy-{cluster}",
                 description=f"Karpenter controller ({short}) for {cluster}",
-                policy=documents.apply(lambda d, s=short: json.dumps({"Version": "2012-10-17", "Statement": d[s]})),
+                policy=document(short),
                 tags=tags, opts=child)
             attachments.append(aws.iam.RolePolicyAttachment(f"{name}-controller-{short}", role=controller_role.name,
                                                             policy_arn=policy.arn, opts=child))

@@ -16,7 +16,10 @@ from ekstrain import catalog, names, validation
 from ekstrain import karpenter_specs as specs
 from ekstrain.partitions import shape
 
-celpy = pytest.importorskip("celpy", reason="cel-python evaluates the CRDs' CEL rules")
+try:  # cel-python (dev dependency) evaluates the CRDs' CEL rules; without it only those checks skip
+    import celpy
+except ImportError:  # pragma: no cover
+    celpy = None
 
 SG = "sg-0123456789abcdef0"
 ROLE = "KarpenterNodeRole-ml"
@@ -82,6 +85,8 @@ SCHEMAS = validation.upstream_dir() is not None
 def _need_schemas() -> None:
     if not SCHEMAS:
         pytest.skip("upstream CRDs absent: run `make fetch-upstream` (or set EKSTRAIN_UPSTREAM_DIR)")
+    if celpy is None:
+        pytest.skip("cel-python not installed: pip install -e '.[dev]'")
 
 
 def cel_results(obj: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
@@ -222,7 +227,7 @@ def test_every_catalog_type_renders_valid_manifests(name: str, max_nodes: int, c
     pairs = [(i["networkCardIndex"], i["deviceIndex"]) for i in nc["spec"].get("networkInterfaces", [])]
     assert len(pairs) == len(set(pairs))
     # AND both manifests are valid against the CRD schema and every CEL rule
-    if SCHEMAS:
+    if SCHEMAS and celpy is not None:
         assert validation.validate_object(nc, K8S) == [] and validation.validate_object(pool, K8S) == []
         assert [r for r in cel_results(nc) + cel_results(pool) if r[2] is not True] == []
 
