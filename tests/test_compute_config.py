@@ -74,3 +74,13 @@ def test_valid_extras_are_accepted() -> None:
     part = cfg.partitions[0]
     assert part.effective_consolidate_after == "2h"
     assert part.labels == {"team.example.com/owner": "llm"}
+
+
+def test_reserved_partition_in_a_placement_group_warns() -> None:
+    sections = stack_sections("dev")
+    sections["partitions"][0].update(capacityType="reserved", capacityReservation={"ids": ["cr-0123abc"]})
+    _, warnings = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 1, 1))
+    assert any(w.startswith(f"{P0}.placementGroup") and "placementGroup: false" in w for w in warnings), warnings
+    sections["partitions"][0]["placementGroup"] = False
+    _, warnings = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 1, 1))
+    assert not any("placementGroup" in w for w in warnings)
