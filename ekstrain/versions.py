@@ -84,6 +84,9 @@ DEFAULT_CHARTS: dict[str, Chart] = {
                                        upstream_dir="aws-efa-k8s-device-plugin"),
     "neuron-helm-chart": Chart("oci://public.ecr.aws/neuron/neuron-helm-chart", "1.0.0",
                                upstream_dir="neuron-helm-chart"),
+    # 4.8.1 is the DCGM exporter chart ai-on-eks defaults to in 2026 (platform-anchors.md, (d)5).
+    # No upstream values.yaml is pinned in shared/upstream, so its values stay minimal.
+    "dcgm-exporter": Chart("dcgm-exporter", "4.8.1", "https://nvidia.github.io/dcgm-exporter/helm-charts"),
     "aws-fsx-csi-driver": Chart("aws-fsx-csi-driver", "1.17.0",
                                 "https://kubernetes-sigs.github.io/aws-fsx-csi-driver",
                                 upstream_dir="aws-fsx-csi-driver"),
@@ -101,6 +104,19 @@ DEFAULT_CHARTS: dict[str, Chart] = {
                               upstream_dir="kuberay-operator"),
     "kubeflow-trainer": Chart("oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "2.3.0",
                               upstream_dir="kubeflow-trainer"),
+}
+
+# neuron-monitor has no chart: it runs as a plain DaemonSet (image from the AWS Neuron samples).
+NEURON_MONITOR_IMAGE = "public.ecr.aws/neuron/neuron-monitor:1.1.0"
+
+# kube-scheduler image the Neuron scheduler extension runs beside (the neuron chart 1.0.0 default is
+# v1.28, outside the version-skew policy). EKS Distro tags seen in public Neuron deployments; 1.34
+# uses the 1.33 build (a scheduler may be one minor older than the API server).
+NEURON_CUSTOM_SCHEDULER_TAGS: dict[str, str] = {
+    "1.31": "v1.31.12-eks-1-31-30",
+    "1.32": "v1.32.9-eks-1-32-24",
+    "1.33": "v1.33.3-eks-1-33-10",
+    "1.34": "v1.33.3-eks-1-33-10",
 }
 
 # Karpenter AMI alias versions: `latest` follows new AMIs (and drifts nodes); pin per stack in prod.

@@ -7,8 +7,14 @@ from typing import Any
 import pulumi
 
 from components.cluster import AdminPrincipal, Cluster, ClusterArgs
+from components.device_plugins import DevicePlugins, DevicePluginsArgs
+from components.karpenter import Karpenter, KarpenterArgs
 from components.network import Network, NetworkArgs
+from components.partitions import Partition, PartitionArgs
 from components.storage import build_storage
+from ekstrain import catalog
+from ekstrain.karpenter_specs import PartitionSpec
+from ekstrain.partitions import shape
 from stacks.models import StackConfig
 
 
@@ -66,6 +72,39 @@ def build(cfg: StackConfig) -> dict[str, Any]:
     if storage.efs:
         storage_outputs.update(efsFileSystemId=storage.efs.file_system_id,
                                efsModelsAccessPointId=storage.efs.access_point_id)
+    # Compute: Karpenter, one Partition (EC2NodeClass + NodePool) per partition, device plugins.
+    k8s_after_cluster = pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster])
+    karpenter = Karpenter("karpenter", KarpenterArgs(
+        cluster_name=c.name, region=cfg.region, chart=cfg.versions.chart("karpenter"),
+        crd_chart=cfg.versions.chart("karpenter-crd"), tags=tags,
+    ), opts=k8s_after_cluster)
+    node_pools = []
+    for p in cfg.partitions:
+        Partition(p.name, PartitionArgs(
+            spec=PartitionSpec(
+                name=p.name, shape=shape(p.name, p.accelerator, p.instance_types, p.efa), cluster_name=c.name,
+                availability_zone=cfg.network.training_availability_zone, max_nodes=p.max_nodes,
+                capacity_type=p.capacity_type, placement_group=p.wants_placement_group,
+                capacity_reservation_ids=tuple(p.capacity_reservation.ids) if p.capacity_reservation else (),
+                capacity_reservation_tags=p.capacity_reservation.tags if p.capacity_reservation else {},
+                root_volume_gib=p.root_volume_gib, consolidate_after=p.effective_consolidate_after,
+                weight=p.weight, labels=p.labels, ami_alias_version=cfg.versions.ami_alias_version),
+            node_role_name=karpenter.node_role_name,
+            cluster_security_group_id=cluster.cluster_security_group_id,
+            placement_group_name=network.placement_group_names.get(p.name),
+            karpenter_release=karpenter.release,
+            tags=tags,
+        ), opts=pulumi.ResourceOptions(provider=cluster.provider))
+        node_pools.append(p.name)
+    types_of = lambda pred: sorted({t for p in cfg.partitions if pred(p) for t in p.instance_types})  # noqa: E731
+    DevicePlugins("device-plugins", DevicePluginsArgs(
+        charts={n: cfg.versions.chart(n) for n in ("nvidia-device-plugin", "dcgm-exporter",
+                                                   "aws-efa-k8s-device-plugin", "neuron-helm-chart")},
+        kubernetes_version=c.kubernetes_version,
+        gpu_instance_types=types_of(lambda p: p.accelerator == catalog.GPU),
+        efa_instance_types=types_of(lambda p: p.efa),
+        trainium_instance_types=types_of(lambda p: p.accelerator == catalog.TRAINIUM),
+    ), opts=pulumi.ResourceOptions(provider=cluster.provider))
 
     return {
         **storage_outputs,
@@ -79,4 +118,8 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         "efaSubnetId": network.efa_subnet_id,
         "efaSecurityGroupId": network.efa_security_group_id,
         "placementGroups": pulumi.Output.from_input(network.placement_group_names),
+        "karpenterInterruptionQueue": karpenter.queue_name,
+        "karpenterNodeRole": karpenter.node_role_name,
+        "karpenterControllerRoleArn": karpenter.controller_role_arn,
+        "nodePools": node_pools,
     }

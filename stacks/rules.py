@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import re
 
-from ekstrain import catalog, storage_sizing, versions
+from ekstrain import catalog, karpenter_specs, storage_sizing, versions
 from stacks.errors import ConfigIssue
 from stacks.models import StackConfig
 from stacks.models.partitions import PartitionConfig
@@ -146,7 +147,59 @@ def _partitions(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
                                       f"maxNodes {part.max_nodes} exceeds the reservation's {cr.instance_count} "
                                       "instances",
                                       f"lower maxNodes to {cr.instance_count} or enlarge the reservation"))
+        if part.capacity_type == "reserved" and part.wants_placement_group:
+            warnings.append(f"{_p(i, part, 'placementGroup')}: instances launch into the placement group "
+                            f"{karpenter_specs.placement_group_name(cfg.cluster.name, part.name)}, so an On-Demand "
+                            "Capacity Reservation is only used if it was created in that group; Capacity Blocks "
+                            "are co-located by EC2 already: set placementGroup: false for them")
+        if part.min_nodes > 0:
+            errors.append(ConfigIssue(_p(i, part, "minNodes"),
+                                      f"minNodes {part.min_nodes}: warm nodes need Karpenter's alpha StaticCapacity "
+                                      "feature gate (NodePool.spec.replicas), which this platform keeps off",
+                                      "set minNodes: 0; nodes are launched when a job asks for them and kept "
+                                      "while busy (raise consolidateAfter to keep idle nodes longer)"))
+        errors += _partition_labels(i, part)
+    if cfg.partitions:
+        errors += _karpenter_names(cfg)
     return errors, warnings
+
+
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                        r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+
+
+def _partition_labels(index: int, part: PartitionConfig) -> list[ConfigIssue]:
+    out = []
+    for key, value in part.labels.items():
+        where = _p(index, part, f"labels.{key}")
+        domain = key.split("/", 1)[0] if "/" in key else ""
+        if any(domain == d or domain.endswith("." + d) for d in karpenter_specs.RESERVED_LABEL_DOMAINS):
+            out.append(ConfigIssue(where, f"the label domain {domain!r} is reserved (Karpenter, Kubernetes or "
+                                          "the platform set these labels)",
+                                   "use your own domain, e.g. team.example.com/owner"))
+        elif not _LABEL_KEY.match(key):
+            out.append(ConfigIssue(where, f"{key!r} is not a valid Kubernetes label key",
+                                   "use [prefix/]name with alphanumerics, '-', '_' or '.' (name at most 63)"))
+        if not _LABEL_VALUE.match(value):
+            out.append(ConfigIssue(where, f"{value!r} is not a valid label value",
+                                   "use at most 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric"))
+    return out
+
+
+def _karpenter_names(cfg: StackConfig) -> list[ConfigIssue]:
+    """IAM role names are at most 64 characters, SQS queue names at most 80."""
+    name = cfg.cluster.name
+    too_long = [n for n in (karpenter_specs.node_role_name(name), karpenter_specs.controller_role_name(name))
+                if len(n) > 64]
+    if len(karpenter_specs.interruption_queue_name(name)) > 80:
+        too_long.append(karpenter_specs.interruption_queue_name(name))
+    if not too_long:
+        return []
+    longest = len(karpenter_specs.node_role_name(""))
+    return [ConfigIssue("ekstrain:cluster.name",
+                        f"{name!r} makes Karpenter resource names too long for AWS: {too_long}",
+                        f"use a cluster name of at most {64 - longest} characters")]
 
 
 def _storage(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -22,9 +23,10 @@ class CapacityReservation(Model):
     @field_validator("ids")
     @classmethod
     def _ids(cls, value: list[str]) -> list[str]:
-        bad = [v for v in value if not v.startswith("cr-")]
+        # The EC2NodeClass CRD's pattern for capacityReservationSelectorTerms[].id.
+        bad = [v for v in value if not re.fullmatch(r"cr-[0-9a-z]+", v)]
         if bad:
-            raise ValueError(f"capacity reservation ids start with 'cr-': {bad}")
+            raise ValueError(f"capacity reservation ids look like cr-0123456789abcdef0, got {bad}")
         return value
 
     @model_validator(mode="after")
@@ -42,18 +44,25 @@ class PartitionConfig(Model):
     capacity_type: Literal["on-demand", "spot", "reserved"] = "on-demand"
     """@default on-demand. ``reserved`` needs ``capacityReservation``."""
     min_nodes: int = Field(default=0, ge=0)
-    """@default 0. Nodes above zero are kept warm by a static NodePool replica count."""
+    """@default 0. Must stay 0 for now: warm nodes need Karpenter's alpha ``StaticCapacity`` gate
+    (``NodePool.spec.replicas``), which this platform leaves off (see docs/partitions.md)."""
     max_nodes: int = Field(ge=1)
     efa: bool = True
     """@default true: nodes launch in the EFA subnet with every EFA interface the type supports."""
     placement_group: bool | None = None
     """@default the value of ``efa``: one cluster placement group per EFA partition."""
     capacity_reservation: CapacityReservation | None = None
-    root_volume_gib: int = Field(default=500, ge=100, alias="rootVolumeGiB")
+    root_volume_gib: int = Field(default=500, ge=100, le=16384, alias="rootVolumeGiB")
     """@default 500 GiB gp3, encrypted (images of training containers are large)."""
+    consolidate_after: str | None = Field(default=None, pattern=r"^(([0-9]+(s|m|h))+|Never)$")
+    """How long a node must be empty before Karpenter removes it. @default 30m for on-demand and
+    spot (a job's restart or the next queued job finds the node still there), Never for reserved
+    (the reservation is paid for whether or not a node runs in it)."""
     weight: int | None = Field(default=None, ge=1, le=100)
     """Karpenter NodePool weight when partitions overlap; @default none."""
     labels: dict[str, str] = Field(default_factory=dict)
+    """Extra node labels; @default none. Keys in the karpenter.sh, karpenter.k8s.aws and ekstrain.io
+    domains are reserved."""
 
     @field_validator("instance_types")
     @classmethod
@@ -65,3 +74,9 @@ class PartitionConfig(Model):
     @property
     def wants_placement_group(self) -> bool:
         return self.efa if self.placement_group is None else self.placement_group
+
+    @property
+    def effective_consolidate_after(self) -> str:
+        if self.consolidate_after is not None:
+            return self.consolidate_after
+        return "Never" if self.capacity_type == "reserved" else "30m"

@@ -1,0 +1,178 @@
+"""Device plugins and accelerator metrics, scheduled only where the hardware is.
+
+- NVIDIA device plugin + DCGM exporter: GPU partition nodes (``ekstrain.io/accelerator=gpu``);
+- EFA device plugin: EFA partition nodes only (``ekstrain.io/efa=true``): on nodes without EFA
+  devices it crash-loops (aws/sagemaker-hyperpod-cli#367);
+- Neuron chart (device plugin + scheduler extension, node problem detector off) and a
+  neuron-monitor DaemonSet: Trainium nodes (``ekstrain.io/accelerator=trainium``).
+
+Each is installed only when the stack has a partition that needs it. Every values key exists in
+the chart's upstream values.yaml (tests check it), except the DCGM exporter chart, whose
+values.yaml is not pinned in shared/upstream: its values are kept to three well-known keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.cluster import SYSTEM_NODE_LABEL
+from ekstrain import names
+from ekstrain.catalog import GPU, TRAINIUM
+from ekstrain.versions import NEURON_CUSTOM_SCHEDULER_TAGS, NEURON_MONITOR_IMAGE, Chart
+
+NAMESPACE = "kube-system"
+GPU_RESOURCE = "nvidia.com/gpu"
+NEURON_RESOURCE = "aws.amazon.com/neuron"
+NEURON_MONITOR_PORT = 8000
+
+
+def _toleration(key: str) -> dict[str, str]:
+    return {"key": key, "operator": "Exists", "effect": "NoSchedule"}
+
+
+def _only_on(label: str, value: str) -> dict[str, Any]:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": label, "operator": "In", "values": [value]}]}]}}}
+
+
+def nvidia_values() -> dict[str, Any]:
+    # The chart's default affinity wants NFD / GFD labels this platform does not run; replace it.
+    return {
+        "nodeSelector": {names.ACCELERATOR_LABEL: GPU},
+        "affinity": _only_on(names.ACCELERATOR_LABEL, GPU),
+        "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, _toleration(GPU_RESOURCE)],
+        "gfd": {"enabled": False},
+    }
+
+
+def dcgm_values() -> dict[str, Any]:
+    # serviceMonitor defaults to on upstream and needs the Prometheus Operator CRDs; the
+    # observability stack turns it on when it installs them.
+    return {
+        "nodeSelector": {names.ACCELERATOR_LABEL: GPU},
+        "tolerations": [_toleration(GPU_RESOURCE)],
+        "serviceMonitor": {"enabled": False},
+    }
+
+
+def efa_values(efa_instance_types: Sequence[str]) -> dict[str, Any]:
+    return {
+        "nodeSelector": {names.EFA_NODE_LABEL: "true"},
+        # EFA partitions are GPU or Trainium nodes: tolerate both accelerator taints.
+        "tolerations": [_toleration(GPU_RESOURCE), _toleration(NEURON_RESOURCE)],
+        # The chart's affinity lists instance types; list exactly the stack's EFA types.
+        "supportedInstanceLabels": {"keys": ["node.kubernetes.io/instance-type"],
+                                    "values": sorted(efa_instance_types)},
+    }
+
+
+def neuron_values(trainium_instance_types: Sequence[str], kubernetes_version: str) -> dict[str, Any]:
+    return {
+        # The chart's device-plugin affinity is built from this list; 1.0.0's default lacks trn2.
+        "neuronInstances": sorted(trainium_instance_types),
+        "devicePlugin": {"nodeSelector": {names.ACCELERATOR_LABEL: TRAINIUM}},
+        "scheduler": {
+            "enabled": True,
+            # EKS has no master nodes: drop the default selector (null deletes a chart default)
+            # and run the extension and its kube-scheduler on the system node group.
+            "nodeSelector": {"node-role.kubernetes.io/master": None},
+            "affinity": _only_on(SYSTEM_NODE_LABEL, "system"),
+            "customScheduler": {"affinity": _only_on(SYSTEM_NODE_LABEL, "system"),
+                                "image": {"tag": NEURON_CUSTOM_SCHEDULER_TAGS[kubernetes_version]}},
+        },
+        "npd": {"enabled": False},
+    }
+
+
+def neuron_monitor_daemonset() -> dict[str, Any]:
+    """neuron-monitor (no chart): Prometheus metrics of the Neuron devices on :8000."""
+    labels = {"app.kubernetes.io/name": "neuron-monitor"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "neuron-monitor", "namespace": NAMESPACE, "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "updateStrategy": {"type": "RollingUpdate"},
+            "template": {
+                "metadata": {"labels": labels, "annotations": {
+                    "prometheus.io/scrape": "true", "prometheus.io/port": str(NEURON_MONITOR_PORT),
+                    "prometheus.io/path": "/metrics"}},
+                "spec": {
+                    "nodeSelector": {names.ACCELERATOR_LABEL: TRAINIUM},
+                    "tolerations": [_toleration(NEURON_RESOURCE)],
+                    "priorityClassName": "system-node-critical",
+                    "containers": [{
+                        "name": "neuron-monitor",
+                        "image": NEURON_MONITOR_IMAGE,
+                        "command": ["/opt/bin/entrypoint.sh"],
+                        "args": ["--port", str(NEURON_MONITOR_PORT)],
+                        "ports": [{"name": "metrics", "containerPort": NEURON_MONITOR_PORT}],
+                        "env": [{"name": "GOMEMLIMIT", "value": "160MiB"}],
+                        "resources": {"requests": {"cpu": "250m", "memory": "128Mi"},
+                                      "limits": {"cpu": "500m", "memory": "256Mi"}},
+                        # Reads the Neuron driver's sysfs and devices.
+                        "securityContext": {"privileged": True},
+                    }],
+                },
+            },
+        },
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class DevicePluginsArgs:
+    charts: Mapping[str, Chart]
+    """Chart name -> pinned chart (``cfg.versions.chart(name)``) for the plugins that are needed."""
+    kubernetes_version: str
+    """Picks the kube-scheduler image of the Neuron scheduler extension."""
+    gpu_instance_types: Sequence[str] = ()
+    """@default none: instance types of GPU partitions; none = no NVIDIA plugin, no DCGM exporter."""
+    efa_instance_types: Sequence[str] = ()
+    """@default none: instance types of EFA partitions; none = no EFA plugin."""
+    trainium_instance_types: Sequence[str] = ()
+    """@default none: instance types of Trainium partitions; none = no Neuron chart, no neuron-monitor."""
+
+
+def plugin_values(args: DevicePluginsArgs) -> dict[str, dict[str, Any]]:
+    """Chart name -> values, for exactly the charts the stack's hardware needs."""
+    out: dict[str, dict[str, Any]] = {}
+    if args.gpu_instance_types:
+        out["nvidia-device-plugin"] = nvidia_values()
+        out["dcgm-exporter"] = dcgm_values()
+    if args.efa_instance_types:
+        out["aws-efa-k8s-device-plugin"] = efa_values(args.efa_instance_types)
+    if args.trainium_instance_types:
+        out["neuron-helm-chart"] = neuron_values(args.trainium_instance_types, args.kubernetes_version)
+    return out
+
+
+RELEASE_NAMES = {
+    "nvidia-device-plugin": "nvidia-device-plugin",
+    "dcgm-exporter": "dcgm-exporter",
+    "aws-efa-k8s-device-plugin": "aws-efa-k8s-device-plugin",
+    "neuron-helm-chart": "neuron",
+}
+
+
+class DevicePlugins(pulumi.ComponentResource):
+    def __init__(self, name: str, args: DevicePluginsArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ekstrain:device_plugins:DevicePlugins", name, None, opts)
+        self.releases: dict[str, k8s.helm.v3.Release] = {}
+        for chart_name, values in plugin_values(args).items():
+            chart = args.charts[chart_name]
+            self.releases[chart_name] = k8s.helm.v3.Release(
+                f"{name}-{RELEASE_NAMES[chart_name]}", name=RELEASE_NAMES[chart_name], chart=chart.chart,
+                version=chart.version, namespace=NAMESPACE, values=values,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo) if chart.repo else None,
+                opts=pulumi.ResourceOptions(parent=self))
+        if args.trainium_instance_types:
+            ds = neuron_monitor_daemonset()
+            k8s.apps.v1.DaemonSet(f"{name}-neuron-monitor", metadata=ds["metadata"], spec=ds["spec"],
+                                  opts=pulumi.ResourceOptions(parent=self))
+        self.register_outputs({"releases": sorted(RELEASE_NAMES[c] for c in self.releases)})

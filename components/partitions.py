@@ -1,0 +1,59 @@
+"""Partition: one Karpenter EC2NodeClass + NodePool pair, the real compute of a training partition.
+
+The manifests come from :mod:`ekstrain.karpenter_specs`; this component only registers them as
+CustomResources after the Karpenter release (which brings the CRDs and the controller).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from ekstrain import karpenter_specs as specs
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionArgs:
+    spec: specs.PartitionSpec
+    node_role_name: pulumi.Input[str]
+    """``EC2NodeClass.spec.role``: Karpenter creates the instance profile from it."""
+    cluster_security_group_id: pulumi.Input[str]
+    """The EKS-created cluster SG; every node carries it."""
+    placement_group_name: pulumi.Input[str] | None = None
+    """@default none; the network's placement group name (an Output, so the group exists first)."""
+    karpenter_release: pulumi.Resource | None = None
+    """@default none; the Karpenter Helm release the custom resources wait for (CRDs + webhook)."""
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def _resource_args(manifest: dict[str, Any]) -> dict[str, Any]:
+    body = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind", "metadata")}
+    meta = manifest["metadata"]
+    return {"api_version": manifest["apiVersion"], "kind": manifest["kind"],
+            "metadata": k8s.meta.v1.ObjectMetaArgs(name=meta["name"], labels=meta.get("labels")), **body}
+
+
+class Partition(pulumi.ComponentResource):
+    node_pool_name: pulumi.Output[str]
+    node_class_name: pulumi.Output[str]
+
+    def __init__(self, name: str, args: PartitionArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ekstrain:partitions:Partition", name, None, opts)
+        deps: Sequence[pulumi.Resource] = [args.karpenter_release] if args.karpenter_release else []
+        node_class = specs.ec2_node_class(args.spec, node_role=args.node_role_name,
+                                          cluster_security_group_id=args.cluster_security_group_id,
+                                          placement_group=args.placement_group_name, tags=args.tags)
+        ec2_node_class = k8s.apiextensions.CustomResource(
+            f"{name}-nodeclass", **_resource_args(node_class),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(deps)))
+        k8s.apiextensions.CustomResource(
+            f"{name}-nodepool", **_resource_args(specs.node_pool(args.spec)),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*deps, ec2_node_class]))
+
+        self.node_pool_name = pulumi.Output.from_input(args.spec.name)
+        self.node_class_name = pulumi.Output.from_input(args.spec.name)
+        self.register_outputs({"nodePoolName": self.node_pool_name, "nodeClassName": self.node_class_name})

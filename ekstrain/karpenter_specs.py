@@ -1,0 +1,229 @@
+"""Karpenter EC2NodeClass and NodePool manifests for a partition, as plain dicts.
+
+Pure functions: the Partition component turns them into CustomResources, the tests validate them
+against the upstream Karpenter v1.14.1 CRDs (schema and CEL rules), and job templates can read
+the same labels, taints and limits. Field choices and the disruption design are explained in
+``docs/partitions.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ekstrain import names
+from ekstrain.partitions import PartitionShape
+
+NODECLASS_API = "karpenter.k8s.aws/v1"
+NODEPOOL_API = "karpenter.sh/v1"
+DISCOVERY_TAG = "karpenter.sh/discovery"
+SUBNET_ROLE_TAG = "ekstrain.io/subnet-role"
+SG_ROLE_TAG = "ekstrain.io/sg-role"
+ROOT_DEVICE = "/dev/xvda"
+"""AL2023's root device name."""
+
+CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+
+# Label domains a partition's extra labels may not use: Karpenter's (the CRD and its webhook
+# refuse them), Kubernetes' own, and ours (set by the platform, read by device plugins and jobs).
+RESERVED_LABEL_DOMAINS = ("karpenter.sh", "karpenter.k8s.aws", "kubernetes.io", "k8s.io", "ekstrain.io")
+
+
+def node_role_name(cluster_name: str) -> str:
+    """IAM role of Karpenter nodes, named as Karpenter's getting-started guide names it."""
+    return f"KarpenterNodeRole-{cluster_name}"
+
+
+def controller_role_name(cluster_name: str) -> str:
+    return f"{cluster_name}-karpenter"
+
+
+def interruption_queue_name(cluster_name: str) -> str:
+    """SQS queue Karpenter reads interruption events from (the guide uses the cluster name)."""
+    return cluster_name
+
+
+def placement_group_name(cluster_name: str, partition: str) -> str:
+    """Name the network component gives the partition's cluster placement group."""
+    return f"{cluster_name}-{partition}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionSpec:
+    """Everything the manifests of one partition depend on."""
+
+    name: str
+    shape: PartitionShape
+    cluster_name: str
+    availability_zone: str
+    """The single training AZ: EFA traffic cannot cross subnets, placement groups are zonal."""
+    max_nodes: int
+    capacity_type: str = "on-demand"
+    """@default on-demand; ``spot`` or ``reserved``."""
+    placement_group: bool = False
+    """@default false: select the ``<cluster>-<partition>`` placement group when true."""
+    capacity_reservation_ids: tuple[str, ...] = ()
+    capacity_reservation_tags: Mapping[str, str] = field(default_factory=dict)
+    root_volume_gib: int = 500
+    """@default 500 (GiB, gp3, encrypted)."""
+    consolidate_after: str = "30m"
+    """@default 30m: how long a node must be empty before Karpenter removes it."""
+    weight: int | None = None
+    """@default none."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """Extra node labels; @default none."""
+    ami_alias_version: str = "latest"
+    """@default latest; pin per stack (a new AMI drifts every node)."""
+
+    @property
+    def efa(self) -> bool:
+        return self.shape.efa_enabled
+
+    @property
+    def accelerator_limit(self) -> int:
+        return self.max_nodes * self.shape.accelerators_per_node
+
+
+def node_labels(spec: PartitionSpec) -> dict[str, str]:
+    """Labels every node of the partition carries (device plugins and jobs select on them)."""
+    labels = {**spec.labels, names.PARTITION_LABEL: spec.name, names.ACCELERATOR_LABEL: spec.shape.family}
+    if spec.efa:
+        labels[names.EFA_NODE_LABEL] = "true"
+    return labels
+
+
+def node_taints(spec: PartitionSpec) -> list[dict[str, str]]:
+    """Only pods that ask for the accelerator (and tolerate it) land on accelerator nodes."""
+    return [{"key": spec.shape.accelerator_resource, "value": names.TAINT_VALUE, "effect": "NoSchedule"}]
+
+
+def limits(spec: PartitionSpec) -> dict[str, str]:
+    """The accelerator limit is the binding one (all types of a partition have the same count);
+    ``nodes`` states maxNodes directly."""
+    return {spec.shape.accelerator_resource: str(spec.accelerator_limit), "nodes": str(spec.max_nodes)}
+
+
+def disruption(spec: PartitionSpec) -> dict[str, Any]:
+    """Training-safe disruption: Karpenter may only remove nodes that are empty.
+
+    - ``WhenEmpty``: never consolidate a node that runs a pod (no bin-packing of training ranks);
+    - budget ``nodes: "0"`` for ``Drifted`` and ``Underutilized``: a new AMI, a changed EC2NodeClass
+      or a cheaper shape never replaces a node with a job on it (drift is rolled out by an operator
+      between jobs, see docs/partitions.md); with WhenEmpty, Underutilized never fires, the budget
+      makes that explicit;
+    - ``Empty`` nodes may all go at once after ``consolidateAfter``: nothing runs on them.
+    """
+    return {
+        "consolidationPolicy": "WhenEmpty",
+        "consolidateAfter": spec.consolidate_after,
+        "budgets": [
+            {"nodes": "0", "reasons": ["Drifted", "Underutilized"]},
+            {"nodes": "100%", "reasons": ["Empty"]},
+        ],
+    }
+
+
+def requirements(spec: PartitionSpec) -> list[dict[str, Any]]:
+    return [
+        {"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": [t.name for t in spec.shape.instance_types]},
+        {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": [spec.capacity_type]},
+        {"key": ZONE_LABEL, "operator": "In", "values": [spec.availability_zone]},
+        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+    ]
+
+
+def node_pool(spec: PartitionSpec) -> dict[str, Any]:
+    pool_spec: dict[str, Any] = {
+        "template": {
+            "metadata": {"labels": node_labels(spec)},
+            "spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": spec.name},
+                "requirements": requirements(spec),
+                "taints": node_taints(spec),
+                # Expiry is forceful and ignores budgets and do-not-disrupt: never for training.
+                "expireAfter": "Never",
+                # No terminationGracePeriod: it would let drift evict do-not-disrupt training pods.
+            },
+        },
+        "limits": limits(spec),
+        "disruption": disruption(spec),
+    }
+    if spec.weight is not None:
+        pool_spec["weight"] = spec.weight
+    return {
+        "apiVersion": NODEPOOL_API,
+        "kind": "NodePool",
+        "metadata": {"name": spec.name, "labels": {names.PARTITION_LABEL: spec.name}},
+        "spec": pool_spec,
+    }
+
+
+def subnet_selector(spec: PartitionSpec) -> list[dict[str, Any]]:
+    """EFA partitions: the single EFA subnet; others: the private subnets (the zone requirement
+    keeps them in the training AZ)."""
+    role = "efa" if spec.efa else "private"
+    return [{"tags": {DISCOVERY_TAG: spec.cluster_name, SUBNET_ROLE_TAG: role}}]
+
+
+def security_group_selector(spec: PartitionSpec, cluster_security_group_id: Any) -> list[dict[str, Any]]:
+    """The EKS cluster SG (control plane and every node talk through it), plus the EFA SG
+    (all traffic to and from itself) on EFA partitions."""
+    terms: list[dict[str, Any]] = [{"id": cluster_security_group_id}]
+    if spec.efa:
+        terms.append({"tags": {DISCOVERY_TAG: spec.cluster_name, SG_ROLE_TAG: "efa"}})
+    return terms
+
+
+def capacity_reservation_selector(spec: PartitionSpec) -> list[dict[str, Any]]:
+    terms: list[dict[str, Any]] = [{"id": i} for i in spec.capacity_reservation_ids]
+    if spec.capacity_reservation_tags:
+        terms.append({"tags": dict(spec.capacity_reservation_tags)})
+    return terms
+
+
+def ec2_node_class(spec: PartitionSpec, *, node_role: Any, cluster_security_group_id: Any,
+                   placement_group: Any = None, tags: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``node_role``, ``cluster_security_group_id`` and ``placement_group`` may be Outputs;
+    ``placement_group`` defaults to the ``<cluster>-<partition>`` name when the spec wants one."""
+    class_spec: dict[str, Any] = {
+        "role": node_role,
+        # The AL2023 alias resolves the NVIDIA or Neuron accelerated variant per instance type;
+        # never AL2 (no EKS-optimized AL2 AMI from Kubernetes 1.33).
+        "amiSelectorTerms": [{"alias": f"al2023@{spec.ami_alias_version}"}],
+        "subnetSelectorTerms": subnet_selector(spec),
+        "securityGroupSelectorTerms": security_group_selector(spec, cluster_security_group_id),
+        # Pods get AWS credentials from EKS Pod Identity; hop limit 1 keeps non-host-network
+        # pods away from the node role's instance credentials.
+        "metadataOptions": {"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled",
+                            "httpPutResponseHopLimit": 1, "httpTokens": "required"},
+        "blockDeviceMappings": [{
+            "deviceName": ROOT_DEVICE,
+            "rootVolume": True,
+            "ebs": {"volumeSize": f"{spec.root_volume_gib}Gi", "volumeType": "gp3", "encrypted": True,
+                    "deleteOnTermination": True},
+        }],
+        # Several NICs cannot be combined with a public IP (aws/karpenter-provider-aws#5666).
+        "associatePublicIPAddress": False,
+        "tags": {**(tags or {}), names.PARTITION_LABEL: spec.name},
+    }
+    if all(t.instance_store_gib > 0 for t in spec.shape.instance_types):
+        # kubelet, containerd and emptyDir on the NVMe instance store, striped.
+        class_spec["instanceStorePolicy"] = "RAID0"
+    if spec.efa:
+        class_spec["networkInterfaces"] = [i.to_karpenter() for i in spec.shape.network_interfaces]
+    if spec.placement_group:
+        pg = placement_group if placement_group is not None else placement_group_name(spec.cluster_name, spec.name)
+        class_spec["placementGroupSelector"] = {"name": pg}
+    reservations = capacity_reservation_selector(spec)
+    if reservations:
+        class_spec["capacityReservationSelectorTerms"] = reservations
+    return {
+        "apiVersion": NODECLASS_API,
+        "kind": "EC2NodeClass",
+        "metadata": {"name": spec.name, "labels": {names.PARTITION_LABEL: spec.name}},
+        "spec": class_spec,
+    }
