@@ -103,6 +103,16 @@ DEFAULT_CHARTS: dict[str, Chart] = {
                               upstream_dir="kubeflow-trainer"),
 }
 
+# Operators published as plain manifests, not charts (installed with yaml/kustomize components).
+MPI_OPERATOR_VERSION = "v0.8.0"
+"""kubeflow/mpi-operator tag; MPIJob kubeflow.org/v2beta1 (matches shared/upstream/crds/kubeflow.org/mpijob.yaml)."""
+MPI_OPERATOR_MANIFEST = (
+    f"https://raw.githubusercontent.com/kubeflow/mpi-operator/{MPI_OPERATOR_VERSION}/deploy/v2beta1/mpi-operator.yaml")
+TRAINING_OPERATOR_VERSION = "v1.9.4"
+"""Legacy Kubeflow training operator (release-1.9 line of kubeflow/trainer); PyTorchJob kubeflow.org/v1."""
+TRAINING_OPERATOR_KUSTOMIZE = (
+    f"https://github.com/kubeflow/trainer/tree/{TRAINING_OPERATOR_VERSION}/manifests/overlays/standalone")
+
 # Karpenter AMI alias versions: `latest` follows new AMIs (and drifts nodes); pin per stack in prod.
 DEFAULT_AMI_ALIAS_VERSION = "latest"
 
