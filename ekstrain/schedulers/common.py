@@ -47,8 +47,8 @@ class PartitionFacts:
     @property
     def toleration(self) -> dict[str, str]:
         """The partition's accelerator taint (set by the compute NodePools)."""
-        return {"key": self.shape.instance_types[0].accelerator_taint_key, "operator": "Equal", "value": names.TAINT_VALUE,
-                "effect": "NoSchedule"}
+        key = self.shape.instance_types[0].accelerator_taint_key
+        return {"key": key, "operator": "Equal", "value": names.TAINT_VALUE, "effect": "NoSchedule"}
 
     @property
     def node_selector(self) -> dict[str, str]:

@@ -238,7 +238,7 @@ def mariadb_statefulset(volume_gib: int) -> dict[str, Any]:
                     "containers": [{
                         "name": "mariadb",
                         "image": MARIADB_IMAGE,
-                        # slurmdbd's documented InnoDB settings (accounting.html#slurm-accounting-configuration-after-build).
+                        # InnoDB settings the Slurm accounting guide asks for (accounting.html).
                         "args": ["--innodb-buffer-pool-size=1G", "--innodb-log-file-size=64M",
                                  "--innodb-lock-wait-timeout=900"],
                         "env": [
