@@ -72,7 +72,7 @@ def test_shared_mount_path_is_configurable() -> None:
     cfg = cfg_with(lambda s: s["schedulers"]["slurm"].update(sharedMountPath="/lustre"))
     values = slurm.slurm_values(cfg)
     assert {v["slurmd"]["volumeMounts"][0]["mountPath"] for v in values["nodesets"].values()} == {"/lustre"}
-    assert values["loginsets"]["login"]["login"]["volumeMounts"][0]["mountPath"] == "/lustre"
+    assert values["loginsets"][slurm.LOGINSET]["login"]["volumeMounts"][0]["mountPath"] == "/lustre"
 
 
 def test_replicas_default_to_min_nodes_and_can_be_overridden() -> None:
@@ -97,7 +97,7 @@ def test_login_open_to_the_world_is_rejected() -> None:
 
 
 def test_login_is_an_internal_nlb_restricted_to_allowed_cidrs() -> None:
-    login = slurm.slurm_values(stack_config("prod"))["loginsets"]["login"]
+    login = slurm.slurm_values(stack_config("prod"))["loginsets"][slurm.LOGINSET]
     assert login["service"]["metadata"]["annotations"] == {
         "service.beta.kubernetes.io/aws-load-balancer-type": "external",
         "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
@@ -110,7 +110,7 @@ def test_login_is_an_internal_nlb_restricted_to_allowed_cidrs() -> None:
 
 def test_login_defaults_to_the_vpc_cidr() -> None:
     cfg = cfg_with(lambda s: s["schedulers"]["slurm"].pop("loginAllowedCidrs"))
-    assert slurm.slurm_values(cfg)["loginsets"]["login"]["service"]["spec"]["loadBalancerSourceRanges"] == [
+    assert slurm.slurm_values(cfg)["loginsets"][slurm.LOGINSET]["service"]["spec"]["loadBalancerSourceRanges"] == [
         "10.40.0.0/16"]
 
 

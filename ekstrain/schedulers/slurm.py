@@ -31,7 +31,7 @@ NAMESPACE = "slurm"
 OPERATOR_NAMESPACE = "slinky"
 CERT_MANAGER_NAMESPACE = "cert-manager"
 RELEASE = "slurm"
-LOGINSET = "login"
+LOGINSET = "main"
 SHARED_VOLUME = "shared"
 
 MARIADB_NAME = "mariadb"
