@@ -258,3 +258,26 @@ def test_accounting_off_removes_the_database() -> None:
     types = {r.type for r in rec.records}
     assert "random:index/randomPassword:RandomPassword" not in types
     assert "kubernetes:apps/v1:StatefulSet" not in types and "kubernetes:core/v1:Secret" not in types
+
+
+def test_fsx_inputs_accept_file_system_outputs() -> None:
+    """What infra/program.py will pass once storage is merged: outputs of a LustreFileSystem."""
+    import pulumi_aws as aws
+
+    cfg = stack_config("prod")
+
+    def program() -> Any:
+        fs = aws.fsx.LustreFileSystem("fsx", subnet_ids="subnet-1", storage_capacity=4800,
+                                      deployment_type="PERSISTENT_2", per_unit_storage_throughput=250)
+        Slurm("slurm", SlurmArgs(
+            crds_chart=DEFAULT_CHARTS["slurm-operator-crds"], operator_chart=DEFAULT_CHARTS["slurm-operator"],
+            slurm_chart=DEFAULT_CHARTS["slurm"], operator_values=slurm.operator_values(cfg),
+            slurm_values=slurm.slurm_values(cfg), fsx_file_system_id=fs.id, fsx_dns_name=fs.dns_name,
+            fsx_mount_name=fs.mount_name, fsx_capacity_gib=4800))
+        return {"id": fs.id}
+
+    rec = run_program(program)
+    fs = rec.one("aws:fsx/lustreFileSystem:LustreFileSystem", "fsx")
+    csi = rec.one("kubernetes:core/v1:PersistentVolume", "slurm-fsx-pv").inputs["spec"]["csi"]
+    assert csi["volumeHandle"] == rec.outputs["id"]
+    assert csi["volumeAttributes"] == {"dnsname": fs.outputs["dnsName"], "mountname": fs.outputs["mountName"]}
