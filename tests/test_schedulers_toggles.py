@@ -92,3 +92,10 @@ def test_prod_partition_nodeset_slurm_partition_queue_chain(prod_recording: Reco
         per_node = nodeset["slurmd"]["resources"]["limits"]
         # The queue admits exactly maxNodes whole nodes of the resources one slurmd pod holds.
         assert {k: int(queues[part]["capability"][k]) for k in per_node} == {k: v * n for k, v in per_node.items()}
+
+
+def test_system_node_label_matches_the_cluster_component() -> None:
+    from components.cluster import SYSTEM_NODE_LABEL
+    from ekstrain.schedulers.common import SYSTEM_NODE_SELECTOR
+
+    assert SYSTEM_NODE_SELECTOR == {SYSTEM_NODE_LABEL: "system"}
