@@ -119,6 +119,17 @@ NEURON_CUSTOM_SCHEDULER_TAGS: dict[str, str] = {
     "1.34": "v1.33.3-eks-1-33-10",
 }
 
+# Operators published as plain manifests, not charts (installed with yaml/kustomize components).
+MPI_OPERATOR_VERSION = "v0.8.0"
+"""kubeflow/mpi-operator tag; MPIJob kubeflow.org/v2beta1 (matches shared/upstream/crds/kubeflow.org/mpijob.yaml)."""
+MPI_OPERATOR_MANIFEST = (
+    f"https://raw.githubusercontent.com/kubeflow/mpi-operator/{MPI_OPERATOR_VERSION}/deploy/v2beta1/mpi-operator.yaml")
+TRAINING_OPERATOR_VERSION = "v1.9.4"
+"""Legacy Kubeflow training operator (release-1.9 line of kubeflow/trainer); PyTorchJob kubeflow.org/v1."""
+TRAINING_OPERATOR_KUSTOMIZE = (
+    # kustomize remote-target form: repo URL, `//` subdirectory, ?ref=tag
+    f"https://github.com/kubeflow/trainer//manifests/overlays/standalone?ref={TRAINING_OPERATOR_VERSION}")
+
 # Karpenter AMI alias versions: `latest` follows new AMIs (and drifts nodes); pin per stack in prod.
 DEFAULT_AMI_ALIAS_VERSION = "latest"
 

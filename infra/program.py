@@ -10,11 +10,17 @@ from components.cluster import AdminPrincipal, Cluster, ClusterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.karpenter import Karpenter, KarpenterArgs
 from components.network import Network, NetworkArgs
+from components.operators import Operators, OperatorsArgs
 from components.partitions import Partition, PartitionArgs
+from components.slurm import Slurm, SlurmArgs
 from components.storage import build_storage
+from components.volcano import Volcano, VolcanoArgs
 from ekstrain import catalog
 from ekstrain.karpenter_specs import PartitionSpec
 from ekstrain.partitions import shape
+from ekstrain.schedulers import operators as operator_values
+from ekstrain.schedulers import slurm as slurm_values
+from ekstrain.schedulers import volcano as volcano_values
 from stacks.models import StackConfig
 
 
@@ -106,8 +112,52 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         trainium_instance_types=types_of(lambda p: p.accelerator == catalog.TRAINIUM),
     ), opts=pulumi.ResourceOptions(provider=cluster.provider))
 
-    return {
-        **storage_outputs,
+    outputs: dict[str, Any] = dict(storage_outputs)
+    # ---- schedulers (ekstrain:schedulers) ----
+    sched = cfg.schedulers
+    k8s_opts = pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster])
+    volcano = None
+    if sched.volcano.enabled:
+        volcano = Volcano("volcano", VolcanoArgs(
+            chart=cfg.versions.chart("volcano"), values=volcano_values.volcano_values(),
+            queues=volcano_values.queues(cfg)), opts=k8s_opts)
+    if sched.slurm.enabled:
+        # The shared file system mounted by slurmd and login pods: a PV/PVC in the slurm namespace
+        # pointing at the same FSx file system (rules require FSx when Slurm is enabled).
+        fsx: dict[str, Any] = {}
+        if storage.fsx:
+            fsx = {"file_system_id": storage.fsx.file_system_id, "dns_name": storage.fsx.dns_name,
+                   "mount_name": storage.fsx.mount_name}
+        slurm = Slurm("slurm", SlurmArgs(
+            cert_manager_chart=cfg.versions.chart("cert-manager") if sched.slurm.cert_manager else None,
+            cert_manager_values=slurm_values.cert_manager_values(),
+            crds_chart=cfg.versions.chart("slurm-operator-crds"),
+            operator_chart=cfg.versions.chart("slurm-operator"),
+            slurm_chart=cfg.versions.chart("slurm"),
+            operator_values=slurm_values.operator_values(cfg),
+            slurm_values=slurm_values.slurm_values(cfg),
+            accounting=sched.slurm.accounting,
+            accounting_volume_gib=sched.slurm.accounting_volume_gib,
+            fsx_file_system_id=fsx.get("file_system_id"),
+            fsx_dns_name=fsx.get("dns_name"),
+            fsx_mount_name=fsx.get("mount_name"),
+            fsx_capacity_gib=cfg.storage.fsx.storage_capacity_gib,
+        ), opts=k8s_opts)
+        if slurm.accounting_password is not None:
+            outputs["slurmAccountingPassword"] = slurm.accounting_password
+    if sched.mpi_operator.enabled or sched.kubeflow.flavor != "none" or sched.kuberay.enabled:
+        Operators("operators", OperatorsArgs(
+            mpi_operator=sched.mpi_operator.enabled,
+            kubeflow_flavor=sched.kubeflow.flavor,
+            trainer_chart=cfg.versions.chart("kubeflow-trainer") if sched.kubeflow.flavor == "trainer" else None,
+            trainer_values=operator_values.trainer_values(),
+            training_runtimes=operator_values.torch_runtimes(cfg) if sched.kubeflow.flavor == "trainer" else (),
+            kuberay_chart=cfg.versions.chart("kuberay-operator") if sched.kuberay.enabled else None,
+            kuberay_values=operator_values.kuberay_values(cfg),
+            after=[volcano] if volcano is not None else [],
+        ), opts=k8s_opts)
+
+    return outputs | {
         "clusterName": cluster.cluster_name,
         "kubeconfig": cluster.kubeconfig,
         "oidcProviderArn": cluster.oidc_provider_arn,

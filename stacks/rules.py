@@ -296,6 +296,19 @@ def _schedulers(cfg: StackConfig) -> list[ConfigIssue]:
     if bad:
         out.append(ConfigIssue("ekstrain:schedulers.volcano.queueWeights", f"weights must be >= 1, got {bad}",
                                "use positive integers"))
+    by_name = {p.name: p for p in cfg.partitions}
+    for part, replicas in sorted(s.slurm.nodeset_replicas.items()):
+        key = f"ekstrain:schedulers.slurm.nodesetReplicas.{part}"
+        if part not in by_name:
+            out.append(ConfigIssue(key, f"{part!r} is not a partition", f"use partition names: {sorted(names)}"))
+        elif not 0 <= replicas <= by_name[part].max_nodes:
+            out.append(ConfigIssue(key, f"{replicas} slurmd pods is outside 0..maxNodes ({by_name[part].max_nodes})",
+                                   "each replica holds one whole node: use a count between 0 and the partition's "
+                                   "maxNodes"))
+    if any(ipaddress.IPv4Network(c).prefixlen == 0 for c in s.slurm.login_allowed_cidrs):
+        out.append(ConfigIssue("ekstrain:schedulers.slurm.loginAllowedCidrs",
+                               "0.0.0.0/0 lets every address that can reach the VPC ssh to the login node",
+                               "list the VPC, VPN or office CIDRs instead"))
     if s.slurm.enabled and not cfg.storage.fsx.enabled:
         out.append(ConfigIssue("ekstrain:schedulers.slurm.enabled",
                                "Slurm needs the shared FSx file system for its NodeSets and login nodes",

@@ -1,0 +1,70 @@
+"""Job operators: MPI operator (manifest), Kubeflow Trainer (chart + runtimes) or the legacy
+training operator (kustomize), and KubeRay (chart).
+
+The MPI operator and the legacy training operator are remote components (yaml/v2 ConfigFile,
+kustomize/v2 Directory): the engine fetches the pinned upstream URL at deploy time, and under
+mocks they register no children, so tests check their inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.scheduler_helm import release
+from ekstrain import versions
+from ekstrain.schedulers import operators as build
+from ekstrain.versions import Chart
+
+
+@dataclass(frozen=True, kw_only=True)
+class OperatorsArgs:
+    mpi_operator: bool = False
+    """@default false."""
+    kubeflow_flavor: str = "none"
+    """``trainer``, ``training-operator`` or ``none`` (@default)."""
+    trainer_chart: Chart | None = None
+    """@default None; required for flavor trainer."""
+    trainer_values: Mapping[str, Any] = field(default_factory=dict)
+    training_runtimes: Sequence[Mapping[str, Any]] = ()
+    """ClusterTrainingRuntime manifests, applied after the trainer chart."""
+    kuberay_chart: Chart | None = None
+    """@default None: no KubeRay."""
+    kuberay_values: Mapping[str, Any] = field(default_factory=dict)
+    after: Sequence[pulumi.Resource] = ()
+    """Resources the operators must follow (e.g. Volcano, KubeRay's batch scheduler)."""
+
+
+class Operators(pulumi.ComponentResource):
+    def __init__(self, name: str, args: OperatorsArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ekstrain:operators:Operators", name, None, opts)
+        installed: list[str] = []
+        if args.mpi_operator:
+            k8s.yaml.v2.ConfigFile(f"{name}-mpi-operator", file=versions.MPI_OPERATOR_MANIFEST,
+                                   opts=pulumi.ResourceOptions(parent=self))
+            installed.append("mpi-operator")
+        if args.kubeflow_flavor == "trainer":
+            if args.trainer_chart is None:
+                raise ValueError("kubeflow flavor trainer needs trainer_chart")
+            trainer = release(f"{name}-kubeflow-trainer", release_name="kubeflow-trainer", chart=args.trainer_chart,
+                              namespace=build.TRAINER_NAMESPACE, values=args.trainer_values, parent=self)
+            after = pulumi.ResourceOptions(parent=self, depends_on=[trainer])
+            for rt in args.training_runtimes:
+                k8s.apiextensions.CustomResource(
+                    f"{name}-runtime-{rt['metadata']['name']}", api_version=rt["apiVersion"], kind=rt["kind"],
+                    metadata=rt["metadata"], spec=rt["spec"], opts=after)
+            installed.append("kubeflow-trainer")
+        elif args.kubeflow_flavor == "training-operator":
+            k8s.kustomize.v2.Directory(f"{name}-training-operator", directory=versions.TRAINING_OPERATOR_KUSTOMIZE,
+                                       opts=pulumi.ResourceOptions(parent=self))
+            installed.append("training-operator")
+        if args.kuberay_chart is not None:
+            release(f"{name}-kuberay", release_name="kuberay-operator", chart=args.kuberay_chart,
+                    namespace=build.KUBERAY_NAMESPACE, values=args.kuberay_values, parent=self,
+                    depends_on=list(args.after))
+            installed.append("kuberay-operator")
+        self.register_outputs({"installed": installed})

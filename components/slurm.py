@@ -1,0 +1,110 @@
+"""Slurm on Kubernetes (Slinky v1.2): cert-manager, the operator CRDs, the operator, then the
+``slurm`` chart with one NodeSet and one Slurm partition per ekstrain partition.
+
+Also owns the objects the chart expects but does not create: the ``slurm`` namespace, a static
+FSx PV/PVC pair in it (PVCs are namespaced; the storage component's ``fsx-lustre`` PVC lives in
+``training``), and the accounting MariaDB with its generated password.
+
+The FSx inputs are optional: None (storage not wired) skips the PV/PVC, and the slurmd and login
+pods stay Pending on the missing ``fsx-lustre`` claim until it exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_random as random
+
+from components.scheduler_helm import release
+from ekstrain.schedulers import slurm as build
+from ekstrain.versions import Chart
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlurmArgs:
+    crds_chart: Chart
+    operator_chart: Chart
+    slurm_chart: Chart
+    operator_values: Mapping[str, Any]
+    slurm_values: Mapping[str, Any]
+    cert_manager_chart: Chart | None = None
+    """@default None: no cert-manager release (the operator values must then say certManager.enabled=false)."""
+    cert_manager_values: Mapping[str, Any] = field(default_factory=dict)
+    accounting: bool = True
+    """@default true: MariaDB + Secret for slurmdbd."""
+    accounting_volume_gib: int = 20
+    """@default 20."""
+    fsx_file_system_id: pulumi.Input[str] | None = None
+    """@default None: no FSx PV/PVC in the slurm namespace (storage not wired)."""
+    fsx_dns_name: pulumi.Input[str] | None = None
+    """@default None."""
+    fsx_mount_name: pulumi.Input[str] | None = None
+    """@default None."""
+    fsx_capacity_gib: int = 1200
+    """@default 1200: the PV's nominal capacity (Lustre does not enforce it)."""
+
+
+class Slurm(pulumi.ComponentResource):
+    accounting_password: pulumi.Output[str] | None
+    slurm_release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: SlurmArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ekstrain:slurm:Slurm", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+
+        cert = None
+        if args.cert_manager_chart is not None:
+            cert = release(f"{name}-cert-manager", release_name="cert-manager", chart=args.cert_manager_chart,
+                           namespace=build.CERT_MANAGER_NAMESPACE, values=args.cert_manager_values, parent=self)
+        crds = release(f"{name}-operator-crds", release_name="slurm-operator-crds", chart=args.crds_chart,
+                       namespace=build.OPERATOR_NAMESPACE, values={}, parent=self,
+                       depends_on=[cert] if cert else [])
+        operator = release(f"{name}-operator", release_name="slurm-operator", chart=args.operator_chart,
+                           namespace=build.OPERATOR_NAMESPACE, values=args.operator_values, parent=self,
+                           depends_on=[crds] + ([cert] if cert else []))
+
+        ns = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": build.NAMESPACE}, opts=child)
+        in_ns = pulumi.ResourceOptions(parent=self, depends_on=[ns])
+        before_chart: list[pulumi.Resource] = [operator, ns]
+
+        if args.fsx_file_system_id is not None:
+            pv_name = f"{build.NAMESPACE}-fsx-lustre"
+            pv = build.fsx_pv(pv_name, args.fsx_file_system_id, args.fsx_dns_name, args.fsx_mount_name,
+                              args.fsx_capacity_gib)
+            pv_res = k8s.core.v1.PersistentVolume(f"{name}-fsx-pv", metadata=pv["metadata"], spec=pv["spec"],
+                                                  opts=child)
+            pvc = build.fsx_pvc(pv_name, args.fsx_capacity_gib)
+            before_chart.append(k8s.core.v1.PersistentVolumeClaim(
+                f"{name}-fsx-pvc", metadata=pvc["metadata"], spec=pvc["spec"],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, pv_res])))
+
+        self.accounting_password = None
+        if args.accounting:
+            # Letters, digits and URL/conf-safe punctuation only: slurmdbd.conf StoragePass and
+            # DB URLs break on '#', quotes, '@' or ':'.
+            password = random.RandomPassword(f"{name}-db-password", length=32, special=True,
+                                             override_special="-_.", opts=child)
+            root_password = random.RandomPassword(f"{name}-db-root-password", length=32, special=True,
+                                                  override_special="-_.", opts=child)
+            self.accounting_password = pulumi.Output.secret(password.result)
+            secret = build.mariadb_secret(self.accounting_password, pulumi.Output.secret(root_password.result))
+            db_secret = k8s.core.v1.Secret(f"{name}-db-secret", metadata=secret["metadata"], type=secret["type"],
+                                           string_data=secret["stringData"], opts=in_ns)
+            svc = build.mariadb_service()
+            db_svc = k8s.core.v1.Service(f"{name}-db", metadata=svc["metadata"], spec=svc["spec"], opts=in_ns)
+            sts = build.mariadb_statefulset(args.accounting_volume_gib)
+            db = k8s.apps.v1.StatefulSet(f"{name}-db", metadata=sts["metadata"], spec=sts["spec"],
+                                         opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, db_secret]))
+            before_chart += [db_secret, db_svc, db]
+
+        self.slurm_release = release(f"{name}-cluster", release_name=build.RELEASE, chart=args.slurm_chart,
+                                     namespace=build.NAMESPACE, values=args.slurm_values, parent=self,
+                                     depends_on=before_chart, create_namespace=False)
+        outputs: dict[str, Any] = {"namespace": build.NAMESPACE}
+        if self.accounting_password is not None:
+            outputs["accountingPassword"] = self.accounting_password
+        self.register_outputs(outputs)

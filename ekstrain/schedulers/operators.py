@@ -1,0 +1,88 @@
+"""KubeRay, Kubeflow Trainer and MPI operator: values and runtimes.
+
+MPI operator v0.8 has no Helm chart (upstream installs ``deploy/v2beta1/mpi-operator.yaml``), and the
+Kubeflow Trainer chart does not bundle it (Trainer v2 runs MPI through its own ``mlPolicy.mpi``
+runtime, not MPIJob). So the MPI operator is installed from the pinned manifest URL
+(``versions.MPI_OPERATOR_MANIFEST``); it coexists with Trainer v2 (different API group,
+``trainer.kubeflow.org``) but not with the legacy training operator, which ships its own
+``mpijobs.kubeflow.org`` (rule in stacks/rules.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ekstrain import names
+from ekstrain.schedulers.common import SYSTEM_NODE_SELECTOR, PartitionFacts, partition_facts
+from stacks.models import StackConfig
+
+KUBERAY_NAMESPACE = "kuberay-system"
+TRAINER_NAMESPACE = "kubeflow-system"
+TRAINER_API = "trainer.kubeflow.org/v1alpha1"
+
+TORCH_IMAGES = {
+    "gpu": "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime",
+    "trainium": "public.ecr.aws/neuron/pytorch-training-neuronx:2.7.0-neuronx-py310-sdk2.24.1-ubuntu22.04",
+}
+"""Default trainer images of the runtimes; a TrainJob overrides them with ``spec.trainer.image``."""
+
+
+def kuberay_values(cfg: StackConfig) -> dict[str, Any]:
+    values: dict[str, Any] = {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)}
+    if cfg.schedulers.volcano.enabled:
+        # kuberay-operator values.yaml: set `name` only (`enabled: true` is the deprecated form and
+        # setting both is an error).
+        values["batchScheduler"] = {"name": "volcano"}
+    return values
+
+
+def trainer_values() -> dict[str, Any]:
+    """Kubeflow Trainer 2.3 with its JobSet dependency; our own per-partition runtimes replace the
+    chart's generic ones (left disabled)."""
+    return {
+        "jobset": {"install": True},
+        "manager": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
+        "runtimes": {"defaultEnabled": False, "installer": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)}},
+    }
+
+
+def runtime_name(partition: str) -> str:
+    return f"torch-distributed-{partition}"
+
+
+def torch_runtime(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
+    """A ClusterTrainingRuntime shaped like upstream ``torch-distributed`` (JobSet with one ``node``
+    replicated job, ``mlPolicy.torch``), pinned to partition P: whole nodes, EFA, /dev/shm, FSx."""
+    resources = {k: str(v) for k, v in p.node_resources.items()}
+    return {
+        "apiVersion": TRAINER_API, "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": runtime_name(p.name),
+                     "labels": {"trainer.kubeflow.org/framework": "torch", names.PARTITION_LABEL: p.name}},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "template": {"spec": {"replicatedJobs": [{
+                "name": "node",
+                "template": {
+                    "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                    "spec": {"template": {"spec": {
+                        "nodeSelector": dict(p.node_selector),
+                        "tolerations": [p.toleration],
+                        "containers": [{
+                            "name": "node",
+                            "image": TORCH_IMAGES[p.shape.family],
+                            "command": ["torchrun"],
+                            "resources": {"requests": dict(resources), "limits": dict(resources)},
+                            "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"},
+                                             {"name": "fsx", "mountPath": cfg.storage.fsx.mount_path}],
+                        }],
+                        "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}},
+                                    {"name": "fsx", "persistentVolumeClaim": {"claimName": names.FSX_PVC}}],
+                    }}},
+                },
+            }]}},
+        },
+    }
+
+
+def torch_runtimes(cfg: StackConfig) -> list[dict[str, Any]]:
+    return [torch_runtime(cfg, p) for p in partition_facts(cfg)]

@@ -1,0 +1,103 @@
+"""Per-stack scheduler choice: disabling one removes exactly its resources; prod's chain
+partition -> NodeSet -> Slurm partition -> Volcano Queue agrees end to end."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from conftest import run_stack, stack_sections
+
+from infra.offline import Recording
+from stacks.loader import parse
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+QUEUE = "kubernetes:scheduling.volcano.sh/v1beta1:Queue"
+
+
+def subtree(rec: Recording, component_type: str) -> set[str]:
+    (root,) = rec.of_type(component_type)
+    out, todo = {root.urn}, [root.urn]
+    while todo:
+        for child in rec.children_of(todo.pop()):
+            out.add(child.urn)
+            todo.append(child.urn)
+    return out
+
+
+def urns(rec: Recording) -> set[str]:
+    return {r.urn for r in rec.records}
+
+
+def _run(change: Callable[[dict[str, Any]], None]) -> Recording:
+    sections = stack_sections("prod")
+    change(sections["schedulers"])
+    return run_stack(parse(sections, "test", today=dt.date(2026, 1, 1))[0])
+
+
+def _named(rec: Recording, type_: str, names: set[str]) -> set[str]:
+    return {r.urn for r in rec.of_type(type_) if r.name in names}
+
+
+CASES: dict[str, tuple[Callable[[dict[str, Any]], None], Callable[[Recording], set[str]]]] = {
+    "slurm": (lambda s: s["slurm"].update(enabled=False), lambda p: subtree(p, "ekstrain:slurm:Slurm")),
+    "mpi operator": (lambda s: s["mpiOperator"].update(enabled=False),
+                     lambda p: {r.urn for r in p.of_type("kubernetes:yaml/v2:ConfigFile")}),
+    "kubeflow trainer": (lambda s: s["kubeflow"].update(flavor="none"),
+                         lambda p: _named(p, RELEASE, {"operators-kubeflow-trainer"})
+                         | {r.urn for r in p.of_type("kubernetes:trainer.kubeflow.org/v1alpha1:"
+                                                     "ClusterTrainingRuntime")}),
+    "kuberay": (lambda s: s["kuberay"].update(enabled=False), lambda p: _named(p, RELEASE, {"operators-kuberay"})),
+    "all operators": (lambda s: (s["mpiOperator"].update(enabled=False), s["kubeflow"].update(flavor="none"),
+                                 s["kuberay"].update(enabled=False)),
+                      lambda p: subtree(p, "ekstrain:operators:Operators")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_disabling_a_scheduler_removes_exactly_its_resources(case: str, prod_recording: Recording) -> None:
+    change, expected = CASES[case]
+    toggled = _run(change)
+    removed = urns(prod_recording) - urns(toggled)
+    assert removed == expected(prod_recording)
+    assert urns(toggled) <= urns(prod_recording), "nothing new appears"
+
+
+def test_disabling_volcano_removes_queues_and_kuberay_stops_using_it(prod_recording: Recording) -> None:
+    toggled = _run(lambda s: s["volcano"].update(enabled=False, queueWeights={}))
+    assert urns(prod_recording) - urns(toggled) == subtree(prod_recording, "ekstrain:volcano:Volcano")
+    assert toggled.of_type(QUEUE) == []
+    ray = next(r for r in toggled.of_type(RELEASE) if r.inputs["name"] == "kuberay-operator")
+    assert "batchScheduler" not in ray.inputs["values"]
+
+
+def test_dev_runs_only_volcano_and_mpi(dev_recording: Recording) -> None:
+    scheduler_types = ("ekstrain:volcano:", "ekstrain:slurm:", "ekstrain:operators:")
+    assert sorted(r.inputs["name"] for r in dev_recording.of_type(RELEASE)
+                  if dev_recording.top_component(r).type.startswith(scheduler_types)) == ["volcano"]
+    assert len(dev_recording.of_type("kubernetes:yaml/v2:ConfigFile")) == 1
+    assert dev_recording.of_type("ekstrain:slurm:Slurm") == []
+    assert [r.inputs["metadata"]["name"] for r in dev_recording.of_type(QUEUE)] == ["gpu-small"]
+
+
+def test_prod_partition_nodeset_slurm_partition_queue_chain(prod_recording: Recording) -> None:
+    slurm = next(r for r in prod_recording.of_type(RELEASE) if r.inputs["name"] == "slurm").inputs["values"]
+    queues = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in prod_recording.of_type(QUEUE)}
+    max_nodes = {"gpu-a100": 16, "gpu-h100": 8, "trainium": 32}
+    assert sorted(slurm["nodesets"]) == sorted(queues) == sorted(max_nodes)
+    for part, n in max_nodes.items():
+        nodeset = slurm["nodesets"][part]
+        assert nodeset["podSpec"]["nodeSelector"]["karpenter.sh/nodepool"] == part
+        assert nodeset["partition"]["enabled"] and nodeset["partition"]["configMap"]["MaxNodes"] == str(n)
+        per_node = nodeset["slurmd"]["resources"]["limits"]
+        # The queue admits exactly maxNodes whole nodes of the resources one slurmd pod holds.
+        assert {k: int(queues[part]["capability"][k]) for k in per_node} == {k: v * n for k, v in per_node.items()}
+
+
+def test_system_node_label_matches_the_cluster_component() -> None:
+    from components.cluster import SYSTEM_NODE_LABEL
+    from ekstrain.schedulers.common import SYSTEM_NODE_SELECTOR
+
+    assert SYSTEM_NODE_SELECTOR == {SYSTEM_NODE_LABEL: "system"}
