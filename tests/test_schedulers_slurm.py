@@ -99,9 +99,8 @@ def test_login_open_to_the_world_is_rejected() -> None:
 def test_login_is_an_internal_nlb_restricted_to_allowed_cidrs() -> None:
     login = slurm.slurm_values(stack_config("prod"))["loginsets"][slurm.LOGINSET]
     assert login["service"]["metadata"]["annotations"] == {
-        "service.beta.kubernetes.io/aws-load-balancer-type": "external",
-        "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
-        "service.beta.kubernetes.io/aws-load-balancer-scheme": "internal",
+        "service.beta.kubernetes.io/aws-load-balancer-type": "nlb",
+        "service.beta.kubernetes.io/aws-load-balancer-internal": "true",
     }
     assert login["service"]["spec"] == {"type": "LoadBalancer", "loadBalancerSourceRanges": ["10.40.0.0/16"]}
     cfg = cfg_with(lambda s: s["schedulers"]["slurm"].update(loginAllowedCidrs=["10.1.0.0/24", "10.2.0.0/24"]))

@@ -44,10 +44,10 @@ MARIADB_DATABASE = "slurm_acct_db"
 MARIADB_USER = "slurm"
 
 NLB_ANNOTATIONS = {
-    # AWS Load Balancer Controller: an NLB that is only reachable inside the VPC.
-    "service.beta.kubernetes.io/aws-load-balancer-type": "external",
-    "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
-    "service.beta.kubernetes.io/aws-load-balancer-scheme": "internal",
+    # Served by the AWS cloud controller EKS runs in its control plane, so no extra controller is
+    # needed: an internal NLB; loadBalancerSourceRanges becomes the node SG ingress for port 22.
+    "service.beta.kubernetes.io/aws-load-balancer-type": "nlb",
+    "service.beta.kubernetes.io/aws-load-balancer-internal": "true",
 }
 
 GRES_NAME = {"nvidia.com/gpu": "gpu", "aws.amazon.com/neuron": "neuron"}
