@@ -1,12 +1,15 @@
 # Two commands on a fresh machine: `make render STACK=prod` and `make test`.
-# Each creates the virtualenv it needs (.venv, the same one Pulumi.yaml points at).
+# Each creates the virtualenvs it needs (.venv, the same one Pulumi.yaml points at; .venv-checkov).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# checkov pins packaging<24 while pulumi needs packaging>=26: it gets a virtualenv of its own.
+CHECKOV_VENV ?= .venv-checkov
+CHECKOV_VERSION ?= 3.3.30
 STACK ?= prod
 OUT ?= build/$(STACK)
 
-.PHONY: render test bench lint fetch-upstream clean
+.PHONY: render test lint bench fetch-upstream clean
 
 $(VENV)/.installed: pyproject.toml requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -14,11 +17,20 @@ $(VENV)/.installed: pyproject.toml requirements.txt
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
+$(CHECKOV_VENV)/.installed: Makefile
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov==$(CHECKOV_VERSION)'
+	touch $@
+
 render: $(VENV)/.installed  ## offline render of one stack (mock engine; not a cloud preview)
 	$(PY) -m infra.render --stack $(STACK) --out $(OUT)
 
-test: $(VENV)/.installed  ## unit, component, config, schema and render tests
-	$(PY) -m pytest
+lint: $(VENV)/.installed  ## ruff, then mypy against the SDKs' types (config in pyproject.toml)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+test: lint $(CHECKOV_VENV)/.installed  ## lint + unit, component, config, schema, render, policy-pack and checkov tests
+	EKSTRAIN_CHECKOV=$(CURDIR)/$(CHECKOV_VENV)/bin/checkov EKSTRAIN_REQUIRE_CHECKOV=1 $(PY) -m pytest
 
 bench: $(VENV)/.installed  ## wall times that targets are judged by (printed, not asserted)
 	$(PY) -m scripts.bench
@@ -27,4 +39,4 @@ fetch-upstream:  ## fetch the pinned upstream CRDs and chart values into .upstre
 	scripts/fetch-upstream.sh .upstream
 
 clean:
-	rm -rf build .pytest_cache
+	rm -rf build .pytest_cache .mypy_cache

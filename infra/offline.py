@@ -182,6 +182,7 @@ class RecordingMonitor(MockMonitor):
             typ=request.type, name=request.name, inputs=inputs, provider=request.provider,
             resource_id=request.importId, custom=bool(request.custom)))
         record.outputs = state
+        rid = rid or ""  # Mocks.new_resource may return no id; the engine's "no id" is the empty string
         obj = _sync_await(rpc.serialize_properties(state, {}))
         self.resources[urn] = MockMonitor.ResourceRegistration(urn, rid, state)
         return resource_pb2.RegisterResourceResponse(urn=urn, id=rid, object=obj)

@@ -43,7 +43,7 @@ class ClusterConfig(Model):
     """Required when endpointPublicAccess is true; 0.0.0.0/0 is refused."""
     admin_access: list[AdminAccess] = Field(default_factory=list)
     log_types: list[LogType] = Field(
-        default_factory=lambda: ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+        default_factory=lambda: list[LogType](["api", "audit", "authenticator", "controllerManager", "scheduler"])
     )
     """@default all five control-plane log types."""
     secrets_encryption: bool = True
