@@ -492,7 +492,8 @@ def _secret_paths(value: Any, path: str = "") -> set[str]:
     return set()
 
 
-def run_recording_secrets(monkeypatch: pytest.MonkeyPatch, program: Any) -> tuple[offline.Recording, dict[str, set[str]]]:
+def run_recording_secrets(monkeypatch: pytest.MonkeyPatch,
+                          program: Any) -> tuple[offline.Recording, dict[str, set[str]]]:
     """Run ``program`` offline and keep, per URN, the input paths the SDK sent as secrets."""
     from google.protobuf import json_format
     seen: dict[str, set[str]] = {}
