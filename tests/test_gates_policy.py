@@ -549,3 +549,47 @@ def test_stack_credentials_are_pulumi_secrets(stack: str, monkeypatch: pytest.Mo
     rec, seen = run_recording_secrets(monkeypatch, lambda: build(cfg))
     assert len(seen) == len(rec.records)
     assert plaintext_credentials(rec, seen) == []
+
+
+# -- the pack as the CLI loads it -------------------------------------------------------------------------------------
+
+
+def _imports(path: Any) -> set[str]:
+    import ast
+    tree = ast.parse(path.read_text())
+    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    return names
+
+
+def test_pack_needs_only_pulumi_policy_and_the_standard_library() -> None:
+    """The CLI runs the pack in policy/venv, which has pulumi-policy only (policy/requirements.txt)."""
+    import sys
+    pack_dir = REPO / "policy"
+    allowed = set(sys.stdlib_module_names) | {"pulumi_policy", "ekstrain_policy"}
+    for path in [pack_dir / "__main__.py", *sorted((pack_dir / "ekstrain_policy").glob("*.py"))]:
+        assert _imports(path) <= allowed, (path.name, _imports(path) - allowed)
+    assert _imports(pack_dir / "ekstrain_policy" / "rules.py") <= set(sys.stdlib_module_names)
+    assert (pack_dir / "requirements.txt").read_text().splitlines()[-1] == "pulumi-policy==1.21.0"
+
+
+def test_main_only_builds_the_pack() -> None:
+    import ast
+    tree = ast.parse((REPO / "policy" / "__main__.py").read_text())
+    calls = [n for n in tree.body if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)]
+    assert len(calls) == 1
+    call = calls[0].value
+    assert isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "PolicyPack"
+    kwargs = {k.arg: k.value for k in call.keywords}
+    assert isinstance(kwargs["policies"], ast.Name) and kwargs["policies"].id == "POLICIES"
+
+
+@pytest.mark.parametrize("stack", ["prod", "dev"])
+def test_pack_config_files_name_real_policies(stack: str) -> None:
+    cfg = pack_config(stack)
+    names = {p.name for p in pack.POLICIES}
+    assert set(cfg) <= names
+    assert cfg["stateful-protected-in-prod"]["environment"] == stack
+    for name, values in cfg.items():
+        schema = pack.CONFIG_SCHEMAS[name]
+        assert set(values) <= set(schema.properties), name
