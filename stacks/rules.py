@@ -149,7 +149,7 @@ def _partitions(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
 
 def _storage(cfg: StackConfig) -> list[ConfigIssue]:
     fsx = cfg.storage.fsx
-    out: list[ConfigIssue] = []
+    out = []
     if not fsx.enabled:
         return out
     key = "ekstrain:storage.fsx"
