@@ -1,15 +1,12 @@
 # Two commands on a fresh machine: `make render STACK=prod` and `make test`.
-# Each creates the virtualenvs it needs (.venv, the same one Pulumi.yaml points at; .venv-checkov).
+# Each creates the virtualenv it needs (.venv, the same one Pulumi.yaml points at).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# checkov pins packaging<24 while pulumi needs packaging>=26: it gets a virtualenv of its own.
-CHECKOV_VENV ?= .venv-checkov
-CHECKOV_VERSION ?= 3.3.30
 STACK ?= prod
 OUT ?= build/$(STACK)
 
-.PHONY: render test lint bench fetch-upstream clean
+.PHONY: render test bench lint fetch-upstream clean
 
 $(VENV)/.installed: pyproject.toml requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +14,9 @@ $(VENV)/.installed: pyproject.toml requirements.txt
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
+# checkov pins packaging<24 while pulumi needs packaging>=26: it gets a virtualenv of its own.
+CHECKOV_VENV ?= .venv-checkov
+CHECKOV_VERSION ?= 3.3.30
 $(CHECKOV_VENV)/.installed: Makefile
 	$(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov==$(CHECKOV_VERSION)'
@@ -39,4 +39,4 @@ fetch-upstream:  ## fetch the pinned upstream CRDs and chart values into .upstre
 	scripts/fetch-upstream.sh .upstream
 
 clean:
-	rm -rf build .pytest_cache .mypy_cache
+	rm -rf build .pytest_cache
