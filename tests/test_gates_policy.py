@@ -133,6 +133,17 @@ def test_ebs_rule_on_nodeclass_volume_template_and_storage_class() -> None:
     assert check(rules.ebs_encrypted, res(rules.STORAGE_CLASS, {"provisioner": "efs.csi.aws.com"})) == []
 
 
+def test_node_group_disks_need_account_default_encryption_or_own_template() -> None:
+    mng = res(rules.EKS_MNG, {"enableIMDSv2": True, "diskSize": 100}, name="system")
+    assert "does not encrypt the root volume" in check_stack(rules.node_groups_disk_encrypted, [mng])[0]
+    default_on = res(rules.EBS_DEFAULT_ENCRYPTION, {"enabled": True})
+    assert check_stack(rules.node_groups_disk_encrypted, [mng, default_on]) == []
+    own = res(rules.EKS_MNG, {"launchTemplate": {"id": "lt-1", "version": "1"}})
+    assert check_stack(rules.node_groups_disk_encrypted, [own]) == []
+    assert check_stack(rules.node_groups_disk_encrypted, [
+        mng, res(rules.EBS_DEFAULT_ENCRYPTION, {"enabled": False})]) != []
+
+
 def test_efs_fsx_and_eks_secrets_encryption() -> None:
     assert check(rules.efs_encrypted, res(rules.EFS, {"encrypted": True, "kmsKeyId": "arn:k"})) == []
     assert check(rules.efs_encrypted, res(rules.EFS, {"throughputMode": "elastic"})) != []

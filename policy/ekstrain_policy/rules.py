@@ -36,6 +36,7 @@ NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 INSTANCE = "aws:ec2/instance:Instance"
 VOLUME = "aws:ebs/volume:Volume"
+EBS_DEFAULT_ENCRYPTION = "aws:ebs/encryptionByDefault:EncryptionByDefault"
 SUBNET = "aws:ec2/subnet:Subnet"
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 SG_INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
@@ -220,12 +221,17 @@ def eks_secrets_encrypted(res: Resource, cfg: Mapping[str, Any]) -> Iterator[str
         yield "EKS cluster has no encryptionConfig.provider.keyArn"
 
 
-def node_groups_disk_encrypted(res: Resource, cfg: Mapping[str, Any]) -> Iterator[str]:
-    """Managed node groups without a launch template get EKS's default one (advisory: the account's
-    EBS encryption-by-default setting, invisible here, decides)."""
-    if res.type == EKS_MNG and not res.props.get("launchTemplate"):
-        yield ("managed node group has no launch template of its own: its root volume is encrypted only if EBS "
-               "encryption by default is on in the account and region (aws.ebs.EncryptionByDefault)")
+def node_groups_disk_encrypted(resources: Sequence[Resource], cfg: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """Managed node groups without a launch template of their own get pulumi-eks's generated one when
+    ``enableIMDSv2``/``diskSize`` are set: its root ``ebs`` block has a size and no ``encrypted``. Their disks
+    are then encrypted only by the account's EBS encryption by default, which this stack should own."""
+    if any(r.type == EBS_DEFAULT_ENCRYPTION and r.props.get("enabled") is not False for r in resources):
+        return
+    for r in resources:
+        if r.type in (EKS_MNG, EKS_NODEGROUP_V2) and not r.props.get("launchTemplate"):
+            yield r.urn, (f"node group {r.name}: the launch template pulumi-eks generates does not encrypt the root "
+                          "volume; add aws.ebs.EncryptionByDefault(enabled=True) to the stack or pass a launch "
+                          "template with an encrypted root volume")
 
 
 # -- S3 access --------------------------------------------------------------------------------------------------------
@@ -559,8 +565,8 @@ class Rule:
 RULES: tuple[Rule, ...] = (
     Rule("ebs-encrypted", "EBS volumes, launch templates, EC2NodeClass block devices and EBS StorageClasses "
          "are encrypted", True, resource=ebs_encrypted),
-    Rule("node-group-disk-encryption", "EKS managed node groups without their own launch template rely on "
-         "account-level EBS encryption by default", False, resource=node_groups_disk_encrypted),
+    Rule("node-group-disk-encryption", "EKS node groups without their own launch template have encrypted disks "
+         "only through account-level EBS encryption by default", False, stack=node_groups_disk_encrypted),
     Rule("efs-encrypted", "EFS file systems are encrypted at rest", True, resource=efs_encrypted),
     Rule("fsx-encrypted", "Persistent FSx for Lustre uses a customer-managed KMS key; no SCRATCH_1", True,
          resource=fsx_encrypted),
