@@ -4,6 +4,8 @@ recordings of the real stacks (zero mandatory violations)."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -186,6 +188,23 @@ def test_s3_rules_pair_buckets_with_their_configuration(by_dependency: bool) -> 
     other = res(rules.S3_BUCKET, {"bucket": "other", "id": "other"}, name="other")
     assert len(check_stack(rules.s3_public_access_blocked, [*good, other])) == 1
     assert check_stack(rules.s3_encrypted, []) == []  # no buckets in the stack yet
+
+
+def test_s3_pairing_at_preview_uses_property_dependencies_without_reading_unknown_ids() -> None:
+    """First preview: every bucket id is unknown; the engine's property dependencies still pair them."""
+    policy = next(p for p in pack.POLICIES if p.name == "s3-public-access-blocked")
+    assert isinstance(policy, StackValidationPolicy)
+
+    def resource(type_: str, name: str, props: dict[str, Any]) -> PolicyResource:
+        return PolicyResource(type_, unknown_checking_proxy(props), f"urn:pulumi:s::p::{type_}::{name}", name,
+                              _opts(), None, None, [], {})
+    a = resource(rules.S3_BUCKET, "a", {"id": UNKNOWN_STRING_VALUE, "bucket": UNKNOWN_STRING_VALUE})
+    b = resource(rules.S3_BUCKET, "b", {"id": UNKNOWN_STRING_VALUE, "bucket": UNKNOWN_STRING_VALUE})
+    block = resource(rules.S3_PAB, "a", {"bucket": UNKNOWN_STRING_VALUE, **{f: True for f in rules.PAB_FLAGS}})
+    block.property_dependencies = {"bucket": [a]}
+    found: list[str | None] = []
+    policy.validate(StackValidationArgs([a, b, block]), lambda message, urn=None: found.append(urn))
+    assert found == [b.urn]
 
 
 # -- IMDSv2, endpoint, logs --------------------------------------------------------------------------------------------
@@ -604,3 +623,19 @@ def test_pack_config_files_name_real_policies(stack: str) -> None:
     for name, values in cfg.items():
         schema = pack.CONFIG_SCHEMAS[name]
         assert set(values) <= set(schema.properties), name
+
+
+def test_policies_defer_on_any_unknown_input_and_never_crash(prod_recording: offline.Recording) -> None:
+    """At preview any input may be unknown. Make each top-level input of each prod resource unknown in
+    turn: every resource policy passes, reports, or defers with UnknownValueError (which the runtime
+    reports as "can't run during preview"); none raises anything else."""
+    policies = [p for p in pack.POLICIES if isinstance(p, ResourceValidationPolicy)]
+    runs = 0
+    for r in prod_recording.records:
+        for key in r.inputs:
+            blind = dataclasses.replace(r, inputs={**r.inputs, key: offline.UNKNOWN})
+            for policy in policies:
+                with contextlib.suppress(UnknownValueError):
+                    policy.validate(resource_args(blind), lambda message, urn=None: None)
+                runs += 1
+    assert runs > 1000

@@ -271,8 +271,14 @@ def _buckets(resources: Sequence[Resource]) -> list[Resource]:
 
 
 def _refers_to(child: Resource, prop: str, target: Resource) -> bool:
-    """``child.<prop>`` names ``target``: by dependency (known at preview) or by value (id / bucket name)."""
-    if target.urn and target.urn in child.deps_of(prop):
+    """``child.<prop>`` names ``target``: by dependency (known at preview) or by value (id / bucket name).
+
+    When the engine says which resources the property came from, that decides, without reading the value
+    (unknown at preview for resources being created)."""
+    from_resources = child.property_dependencies.get(prop)
+    if from_resources:
+        return target.urn in from_resources
+    if target.urn and target.urn in child.dependencies:
         return True
     value = child.props.get(prop)
     return value is not None and value in (target.props.get("id"), target.props.get("bucket"))
