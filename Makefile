@@ -14,11 +14,23 @@ $(VENV)/.installed: pyproject.toml requirements.txt
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
+# checkov pins packaging<24 while pulumi needs packaging>=26: it gets a virtualenv of its own.
+CHECKOV_VENV ?= .venv-checkov
+CHECKOV_VERSION ?= 3.3.30
+$(CHECKOV_VENV)/.installed: Makefile
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov==$(CHECKOV_VERSION)'
+	touch $@
+
 render: $(VENV)/.installed  ## offline render of one stack (mock engine; not a cloud preview)
 	$(PY) -m infra.render --stack $(STACK) --out $(OUT)
 
-test: $(VENV)/.installed  ## unit, component, config, schema and render tests
-	$(PY) -m pytest
+lint: $(VENV)/.installed  ## ruff, then mypy against the SDKs' types (config in pyproject.toml)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+test: lint $(CHECKOV_VENV)/.installed  ## lint + unit, component, config, schema, render, policy-pack and checkov tests
+	EKSTRAIN_CHECKOV=$(CURDIR)/$(CHECKOV_VENV)/bin/checkov EKSTRAIN_REQUIRE_CHECKOV=1 $(PY) -m pytest
 
 bench: $(VENV)/.installed  ## wall times that targets are judged by (printed, not asserted)
 	$(PY) -m scripts.bench

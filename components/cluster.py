@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -176,7 +177,7 @@ class Cluster(pulumi.ComponentResource):
 
         after_nodes = pulumi.ResourceOptions(parent=self, depends_on=[self.eks_cluster, self.system_node_group])
 
-        def addon(key: str, addon_name: str, **kwargs: object) -> aws.eks.Addon:
+        def addon(key: str, addon_name: str, **kwargs: Any) -> aws.eks.Addon:
             return aws.eks.Addon(f"{name}-{key}", cluster_name=args.cluster_name, addon_name=addon_name,
                                  addon_version=args.addon_versions.get(addon_name),
                                  resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="OVERWRITE",

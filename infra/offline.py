@@ -200,7 +200,12 @@ class RecordingMonitor(MockMonitor):
             typ=request.type, name=request.name, inputs=inputs, provider=request.provider,
             resource_id=request.importId, custom=bool(request.custom)))
         record.outputs = state
-        obj = _sync_await(rpc.serialize_properties(state, {}))
+        rid = rid or ""  # Mocks.new_resource may return no id; the engine's "no id" is the empty string
+        # The engine, not the SDK, marks additionalSecretOutputs (RandomPassword.result) secret: do the same.
+        secret_outputs = set(request.additionalSecretOutputs)
+        obj = _sync_await(rpc.serialize_properties(
+            {k: {rpc._special_sig_key: rpc._special_secret_sig, "value": v} if k in secret_outputs else v
+             for k, v in state.items()}, {}))
         self.resources[urn] = MockMonitor.ResourceRegistration(urn, rid, state)
         return resource_pb2.RegisterResourceResponse(urn=urn, id=rid, object=obj)
 

@@ -86,7 +86,7 @@ def partition_rows(cfg: StackConfig) -> list[dict[str, Any]]:
             "maxAccelerators": s.accelerators_per_node * p.max_nodes,
             "efa": s.efa_interfaces,
             "placementGroup": f"{cfg.cluster.name}-{p.name}" if p.wants_placement_group else "-",
-            "usdPerHourAtMax": "n/a" if lo is None else
+            "usdPerHourAtMax": "n/a" if lo is None or hi is None else
             (f"{lo * p.max_nodes:,.0f}" if lo == hi else f"{lo * p.max_nodes:,.0f}-{hi * p.max_nodes:,.0f}"),
         })
     return rows
@@ -140,7 +140,7 @@ def validate_all(objs: list[tuple[str, dict[str, Any]]], releases: list[tuple[st
         problems += validation.validate_object(obj, cfg.cluster.kubernetes_version)
     by_chart = {c.chart: c for c in (cfg.versions.chart(n) for n in versions.DEFAULT_CHARTS)}
     for _, rel in releases:
-        chart = by_chart.get(rel.get("chart"))
+        chart = by_chart.get(str(rel.get("chart")))
         if chart and chart.upstream_dir:
             for key in validation.unknown_value_keys(rel.get("values") or {},
                                                      validation.chart_defaults(chart.upstream_dir)):

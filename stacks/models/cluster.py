@@ -47,7 +47,7 @@ class ClusterConfig(Model):
     admin_access: list[AdminAccess] = Field(default_factory=list)
     """IAM principals given cluster access entries (API authentication mode)."""
     log_types: list[LogType] = Field(
-        default_factory=lambda: ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+        default_factory=lambda: list[LogType](["api", "audit", "authenticator", "controllerManager", "scheduler"])
     )
     """@default all five control-plane log types."""
     secrets_encryption: bool = True

@@ -1,0 +1,1 @@
+"""ekstrain's CrossGuard policy pack: plain rules (``rules``) and their pulumi-policy adapters (``pack``)."""

@@ -1,0 +1,146 @@
+"""checkov over every rendered Kubernetes manifest of every stack: no failed check unless it is
+skipped, with a reason, in security/checkov-skips.yaml.
+
+checkov lives in its own virtualenv (.venv-checkov, made by `make test`): it pins packaging<24,
+which pulumi 3.272 (packaging>=26) cannot share. It runs with no network access at all.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import pathlib
+import re
+import subprocess
+from typing import Any
+
+import pytest
+import yaml
+from conftest import REPO, STACK_NAMES
+
+from infra import render
+
+SKIPS_FILE = REPO / "security" / "checkov-skips.yaml"
+CHECK_ID = re.compile(r"^CKV2?_K8S_\d+$")
+# No guideline download, no platform mapping, no PyPI version check, no upload.
+OFFLINE_ENV = {"BC_SKIP_MAPPING": "TRUE", "CKV_SKIP_PACKAGE_UPDATE_CHECK": "true"}
+
+CANARY = {
+    "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "canary", "namespace": "canary"},
+    "spec": {"selector": {"matchLabels": {"app": "canary"}}, "template": {
+        "metadata": {"labels": {"app": "canary"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "securityContext": {"privileged": True}}]}}},
+}
+
+
+def checkov_binary() -> pathlib.Path | None:
+    path = pathlib.Path(os.environ.get("EKSTRAIN_CHECKOV", REPO / ".venv-checkov" / "bin" / "checkov"))
+    return path.resolve() if path.exists() else None
+
+
+def load_skips(path: pathlib.Path = SKIPS_FILE) -> list[dict[str, str]]:
+    data = yaml.safe_load(path.read_text()) or {}
+    return list(data.get("skips") or [])
+
+
+def skip_problems(skips: list[dict[str, Any]]) -> list[str]:
+    problems = []
+    seen = set()
+    for i, s in enumerate(skips):
+        if set(s) != {"check", "resource", "reason"}:
+            problems.append(f"skips[{i}] must have exactly check, resource, reason (has {sorted(s)})")
+            continue
+        if not CHECK_ID.match(str(s["check"])):
+            problems.append(f"skips[{i}].check {s['check']!r} is not a checkov Kubernetes check id")
+        if str(s["resource"]).strip() in ("", "*"):
+            problems.append(f"skips[{i}].resource must name resources, not everything")
+        if len(str(s["reason"]).strip()) < 15:
+            problems.append(f"skips[{i}].reason must say why ({s['reason']!r})")
+        if (s["check"], s["resource"]) in seen:
+            problems.append(f"skips[{i}] duplicates an earlier entry")
+        seen.add((s["check"], s["resource"]))
+    return problems
+
+
+def unskipped(failed: list[dict[str, Any]], skips: list[dict[str, str]]) -> tuple[list[str], list[dict[str, str]]]:
+    """Failed checks no skip covers, and skips that covered nothing."""
+    used: set[int] = set()
+    left = []
+    for f in failed:
+        hits = [i for i, s in enumerate(skips)
+                if s["check"] == f["check_id"] and fnmatch.fnmatchcase(f["resource"], s["resource"])]
+        used.update(hits)
+        if not hits:
+            left.append(f"{f['check_id']} {f['resource']} ({f['file_path']}): {f.get('check_name', '')}")
+    return left, [s for i, s in enumerate(skips) if i not in used]
+
+
+def failed_checks(report: Any) -> list[dict[str, Any]]:
+    """checkov prints one report object (or a list of them, one per framework); an empty scan has no results."""
+    reports = report if isinstance(report, list) else [report]
+    return [c for r in reports for c in (r.get("results") or {}).get("failed_checks", [])]
+
+
+def run_checkov(directory: pathlib.Path) -> Any:
+    binary = checkov_binary()
+    assert binary is not None
+    proc = subprocess.run(
+        [str(binary), "-d", str(directory), "--framework", "kubernetes", "--compact", "--quiet", "-o", "json",
+         "--skip-download"],
+        capture_output=True, text=True, timeout=600, env={**os.environ, **OFFLINE_ENV}, cwd=directory)
+    # Exit 1 means "some check failed"; anything else is checkov itself failing.
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def test_skip_list_is_well_formed() -> None:
+    skips = load_skips()
+    assert skip_problems(skips) == []
+    assert skip_problems([{"check": "CKV_K8S_16", "resource": "*", "reason": "x"}, {"check": "nope"}]) == [
+        "skips[0].resource must name resources, not everything", "skips[0].reason must say why ('x')",
+        "skips[1] must have exactly check, resource, reason (has ['check'])"]
+
+
+def test_skip_matching() -> None:
+    failed = [{"check_id": "CKV_K8S_16", "resource": "DaemonSet.kube-system.neuron-monitor", "file_path": "/a"},
+              {"check_id": "CKV_K8S_16", "resource": "Deployment.apps.web", "file_path": "/b"}]
+    skips = [{"check": "CKV_K8S_16", "resource": "DaemonSet.kube-system.neuron-*", "reason": "r" * 20},
+             {"check": "CKV_K8S_20", "resource": "Deployment.apps.web", "reason": "r" * 20}]
+    left, unused = unskipped(failed, skips)
+    assert left == ["CKV_K8S_16 Deployment.apps.web (/b): "]
+    assert unused == [skips[1]]
+
+
+@pytest.fixture(scope="module")
+def scan(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
+    if checkov_binary() is None:
+        if os.environ.get("EKSTRAIN_REQUIRE_CHECKOV"):
+            pytest.fail("checkov not found: `make test` installs it into .venv-checkov")
+        pytest.skip("checkov not installed (run `make test`, which creates .venv-checkov)")
+    root = tmp_path_factory.mktemp("checkov")
+    scanned = root / "scan"
+    (scanned / "stacks").mkdir(parents=True)
+    for stack in STACK_NAMES:
+        out = root / "render" / stack
+        assert render.main(["--stack", stack, "--out", str(out)]) == 0
+        (out / "manifests").rename(scanned / "stacks" / stack)
+    (scanned / "canary").mkdir()
+    (scanned / "canary" / "canary.yaml").write_text(yaml.safe_dump(CANARY))
+    failed = failed_checks(run_checkov(scanned))
+    return {"stacks": [f for f in failed if f["file_path"].startswith("/stacks/")],
+            "canary": [f for f in failed if f["file_path"].startswith("/canary/")]}
+
+
+def test_checkov_runs_offline_and_catches_a_privileged_pod(scan: dict[str, list[dict[str, Any]]]) -> None:
+    ids = {f["check_id"] for f in scan["canary"]}
+    assert "CKV_K8S_16" in ids, ids  # "Container should not be privileged"
+
+
+def test_rendered_manifests_pass_checkov(scan: dict[str, list[dict[str, Any]]],
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    left, unused = unskipped(scan["stacks"], load_skips())
+    with capsys.disabled():
+        for s in unused:
+            print(f"\nnote: checkov skip matched nothing, remove it: {s['check']} {s['resource']}")
+    assert left == [], "checkov findings not in security/checkov-skips.yaml:\n" + "\n".join(left)
