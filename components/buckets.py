@@ -31,8 +31,9 @@ def tls_only_statement(bucket_arn: pulumi.Input[str]) -> dict[str, Any]:
     }
 
 
-def lifecycle_rules(noncurrent_version_days: int | None, abort_multipart_days: int) -> list[dict[str, Any]]:
-    rules: list[dict[str, Any]] = [{
+def lifecycle_rules(noncurrent_version_days: int | None,
+                    abort_multipart_days: int) -> list[aws.s3.BucketLifecycleConfigurationRuleArgsDict]:
+    rules: list[aws.s3.BucketLifecycleConfigurationRuleArgsDict] = [{
         "id": "abort-incomplete-multipart-uploads",
         "status": "Enabled",
         "filter": {"prefix": ""},
@@ -115,11 +116,12 @@ class TrainingBuckets(pulumi.ComponentResource):
             restrict_public_buckets=True, opts=child)
         versioning = aws.s3.BucketVersioning(key, bucket=bucket.bucket, versioning_configuration={"status": "Enabled"},
                                              opts=kept)
-        sse: dict[str, Any] = ({"sse_algorithm": "aws:kms", "kms_master_key_id": args.kms_key_arn}
-                               if args.kms_key_arn else {"sse_algorithm": "AES256"})
+        sse = aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+            sse_algorithm="aws:kms" if args.kms_key_arn else "AES256", kms_master_key_id=args.kms_key_arn)
         aws.s3.BucketServerSideEncryptionConfiguration(
             key, bucket=bucket.bucket,
-            rules=[{"apply_server_side_encryption_by_default": sse, "bucket_key_enabled": bool(args.kms_key_arn)}],
+            rules=[aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                apply_server_side_encryption_by_default=sse, bucket_key_enabled=bool(args.kms_key_arn))],
             opts=child)
         # S3 rejects concurrent policy and public-access-block changes on one bucket: serialize them.
         aws.s3.BucketPolicy(key, bucket=bucket.bucket, policy=iam.policy_document([tls_only_statement(bucket.arn)]),

@@ -123,7 +123,10 @@ class Cluster(pulumi.ComponentResource):
             # Use the EKS-created cluster SG for every node: it admits the control plane and all
             # members; Karpenter nodes add the EFA SG on top.
             skip_default_security_groups=True,
-            vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=args.addon_versions.get("vpc-cni")),
+            # enable_network_policy: the VPC CNI enforces NetworkPolicy objects (the databases and
+            # monitors ship their own).
+            vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=args.addon_versions.get("vpc-cni"),
+                                                  enable_network_policy=True),
             kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(version=args.addon_versions.get("kube-proxy")),
             # CoreDNS needs nodes to become healthy; it is installed below, after the node group.
             coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),

@@ -120,7 +120,7 @@ class CsiDrivers(pulumi.ComponentResource):
                 raise ValueError("CsiArgs.fsx_file_system_arn is required with fsx_chart")
             role = aws.iam.Role(f"{name}-fsx", assume_role_policy=iam.pod_identity_trust(),
                                 description=f"FSx CSI controller of {args.cluster_name}", tags=tags, opts=child)
-            policy = aws.iam.RolePolicy(f"{name}-fsx", role=role.id,
+            policy: pulumi.CustomResource = aws.iam.RolePolicy(f"{name}-fsx", role=role.id,
                                         policy=iam.policy_document(fsx_controller_policy(args.fsx_file_system_arn)),
                                         opts=child)
             # The node plugin only mounts (kernel Lustre client): no AWS credentials.

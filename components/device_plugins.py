@@ -107,21 +107,42 @@ def neuron_monitor_daemonset() -> dict[str, Any]:
                     "nodeSelector": {names.ACCELERATOR_LABEL: TRAINIUM},
                     "tolerations": [_toleration(NEURON_RESOURCE)],
                     "priorityClassName": "system-node-critical",
+                    "automountServiceAccountToken": False,
+                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                    "volumes": [{"name": "tmp", "emptyDir": {}}],
                     "containers": [{
                         "name": "neuron-monitor",
                         "image": NEURON_MONITOR_IMAGE,
+                        "imagePullPolicy": "Always",
                         "command": ["/opt/bin/entrypoint.sh"],
                         "args": ["--port", str(NEURON_MONITOR_PORT)],
                         "ports": [{"name": "metrics", "containerPort": NEURON_MONITOR_PORT}],
                         "env": [{"name": "GOMEMLIMIT", "value": "160MiB"}],
                         "resources": {"requests": {"cpu": "250m", "memory": "128Mi"},
                                       "limits": {"cpu": "500m", "memory": "256Mi"}},
-                        # Reads the Neuron driver's sysfs and devices.
-                        "securityContext": {"privileged": True},
+                        "livenessProbe": {"httpGet": {"path": "/metrics", "port": "metrics"},
+                                          "initialDelaySeconds": 30, "periodSeconds": 30, "timeoutSeconds": 10},
+                        "readinessProbe": {"httpGet": {"path": "/metrics", "port": "metrics"},
+                                           "periodSeconds": 15, "timeoutSeconds": 10},
+                        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+                        # Reads the Neuron driver's sysfs and devices; nothing else is granted.
+                        "securityContext": {"privileged": True, "readOnlyRootFilesystem": True,
+                                            "capabilities": {"drop": ["ALL"]}},
                     }],
                 },
             },
         },
+    }
+
+
+def neuron_monitor_network_policy() -> dict[str, Any]:
+    """Only the metrics port is reachable (by Prometheus scrapers anywhere in the cluster)."""
+    labels = {"app.kubernetes.io/name": "neuron-monitor"}
+    return {
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": "neuron-monitor", "namespace": NAMESPACE, "labels": labels},
+        "spec": {"podSelector": {"matchLabels": labels}, "policyTypes": ["Ingress"],
+                 "ingress": [{"ports": [{"protocol": "TCP", "port": NEURON_MONITOR_PORT}]}]},
     }
 
 
@@ -175,4 +196,7 @@ class DevicePlugins(pulumi.ComponentResource):
             ds = neuron_monitor_daemonset()
             k8s.apps.v1.DaemonSet(f"{name}-neuron-monitor", metadata=ds["metadata"], spec=ds["spec"],
                                   opts=pulumi.ResourceOptions(parent=self))
+            policy = neuron_monitor_network_policy()
+            k8s.networking.v1.NetworkPolicy(f"{name}-neuron-monitor", metadata=policy["metadata"],
+                                            spec=policy["spec"], opts=pulumi.ResourceOptions(parent=self))
         self.register_outputs({"releases": sorted(RELEASE_NAMES[c] for c in self.releases)})

@@ -79,9 +79,12 @@ class ModelStore(pulumi.ComponentResource):
                                          description="NFS from cluster nodes", tags=tags, opts=child)
 
         subnets = pulumi.Output.from_input(args.private_subnet_ids)
+
+        def subnet(index: int) -> pulumi.Output[str]:
+            return subnets.apply(lambda ids: ids[index])
+
         self.mount_targets = [
-            aws.efs.MountTarget(f"{name}-mt-{i}", file_system_id=fs.id,
-                                subnet_id=subnets.apply(lambda ids, i=i: ids[i]), security_groups=[sg.id],
+            aws.efs.MountTarget(f"{name}-mt-{i}", file_system_id=fs.id, subnet_id=subnet(i), security_groups=[sg.id],
                                 opts=child)
             for i in range(args.subnet_count)
         ]

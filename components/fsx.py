@@ -139,20 +139,27 @@ class LustreStorage(pulumi.ComponentResource):
                                         retain_on_delete=args.protect),
         )
 
-        def events(values: Sequence[str]) -> dict[str, list[str]]:
-            return {"events": list(values)}
+        def imports(values: Sequence[str]) -> aws.fsx.DataRepositoryAssociationS3Args | None:
+            return aws.fsx.DataRepositoryAssociationS3Args(
+                auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(events=list(values))
+            ) if values else None
+
+        def exports(values: Sequence[str]) -> aws.fsx.DataRepositoryAssociationS3Args | None:
+            return aws.fsx.DataRepositoryAssociationS3Args(
+                auto_export_policy=aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(events=list(values))
+            ) if values else None
 
         aws.fsx.DataRepositoryAssociation(
             f"{name}-data", file_system_id=fs.id, file_system_path=args.data_path,
             data_repository_path=pulumi.Output.concat("s3://", args.datasets_bucket),
             batch_import_meta_data_on_create=True, imported_file_chunk_size=args.imported_file_chunk_size_mib,
-            s3={"auto_import_policy": events(args.auto_import_events)} if args.auto_import_events else None,
+            s3=imports(args.auto_import_events),
             delete_data_in_filesystem=False, tags=tags, opts=kept)
         aws.fsx.DataRepositoryAssociation(
             f"{name}-checkpoints", file_system_id=fs.id, file_system_path=args.checkpoint_path,
             data_repository_path=pulumi.Output.concat("s3://", args.checkpoints_bucket),
             batch_import_meta_data_on_create=True, imported_file_chunk_size=args.imported_file_chunk_size_mib,
-            s3={"auto_export_policy": events(args.auto_export_events)} if args.auto_export_events else None,
+            s3=exports(args.auto_export_events),
             delete_data_in_filesystem=False, tags=tags, opts=kept)
 
         self.file_system_id = fs.id

@@ -99,6 +99,9 @@ class Slurm(pulumi.ComponentResource):
             sts = build.mariadb_statefulset(args.accounting_volume_gib)
             db = k8s.apps.v1.StatefulSet(f"{name}-db", metadata=sts["metadata"], spec=sts["spec"],
                                          opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, db_secret]))
+            policy = build.mariadb_network_policy()
+            k8s.networking.v1.NetworkPolicy(f"{name}-db", metadata=policy["metadata"], spec=policy["spec"],
+                                            opts=in_ns)
             before_chart += [db_secret, db_svc, db]
 
         self.slurm_release = release(f"{name}-cluster", release_name=build.RELEASE, chart=args.slurm_chart,

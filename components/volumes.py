@@ -157,5 +157,5 @@ class TrainingVolumes(pulumi.ComponentResource):
             k8s.core.v1.PersistentVolumeClaim(f"{name}-model-store-pvc", metadata=pvc["metadata"], spec=pvc["spec"],
                                               opts=pulumi.ResourceOptions(parent=self,
                                                                           depends_on=[self.namespace, model_pv]))
-        self.namespace_name = self.namespace.metadata.apply(lambda m: m.name)
+        self.namespace_name = self.namespace.metadata.apply(lambda m: str(m.name))
         self.register_outputs({"namespace": self.namespace_name})

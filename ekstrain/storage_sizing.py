@@ -177,9 +177,9 @@ def gib_to_bytes(gib: float) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ekstrain.storage_sizing",
                                      description="FSx for Lustre checkpoint save time and sizing recommendation")
-    size = parser.add_mutually_exclusive_group(required=True)
-    size.add_argument("--checkpoint-bytes", type=int)
-    size.add_argument("--checkpoint-gib", type=float)
+    checkpoint = parser.add_mutually_exclusive_group(required=True)
+    checkpoint.add_argument("--checkpoint-bytes", type=int)
+    checkpoint.add_argument("--checkpoint-gib", type=float)
     parser.add_argument("--target-seconds", type=float, default=300)
     parser.add_argument("--deployment-type", choices=["PERSISTENT_2", "SCRATCH_2"], default="PERSISTENT_2")
     parser.add_argument("--capacity-gib", type=int, default=MIN_CAPACITY_GIB)

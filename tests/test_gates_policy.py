@@ -482,9 +482,14 @@ def test_rules_read_the_keys_the_program_really_produces(prod_recording: offline
     assert any(n == "eks-secrets-encrypted" for n, _, _ in run_pack(
         [_record(rules.EKS_CLUSTER, {k: v for k, v in prod_cluster.inputs.items() if k != "encryptionConfigKeyArn"})]))
     mng = prod_recording.of_type(rules.EKS_MNG)[0]
-    assert mng.inputs["enableIMDSv2"] is True
-    assert any(n == "imdsv2-required" for n, _, _ in run_pack([_record(rules.EKS_MNG, {**mng.inputs,
-                                                                                       "enableIMDSv2": False})]))
+    assert mng.inputs["launchTemplate"], "the system node group brings its own launch template"
+    template = prod_recording.one(rules.LAUNCH_TEMPLATE, "cluster-system")
+    assert template.inputs["metadataOptions"]["httpTokens"] == "required"
+    optional = {**template.inputs, "metadataOptions": {**template.inputs["metadataOptions"], "httpTokens": "optional"}}
+    assert any(n == "imdsv2-required" for n, _, _ in run_pack([_record(rules.LAUNCH_TEMPLATE, optional)]))
+    unencrypted_root = {**template.inputs, "blockDeviceMappings": [
+        {**template.inputs["blockDeviceMappings"][0], "ebs": {"volumeSize": 100, "volumeType": "gp3"}}]}
+    assert any(n == "ebs-encrypted" for n, _, _ in run_pack([_record(rules.LAUNCH_TEMPLATE, unencrypted_root)]))
     gp3 = prod_recording.of_type(rules.STORAGE_CLASS)[0]
     unencrypted = {**gp3.inputs, "parameters": {"type": "gp3"}}
     assert any(n == "ebs-encrypted" for n, _, _ in run_pack([_record(rules.STORAGE_CLASS, unencrypted)]))

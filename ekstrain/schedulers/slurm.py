@@ -215,11 +215,17 @@ def mariadb_service() -> dict[str, Any]:
     }
 
 
-def mariadb_statefulset(volume_gib: int) -> dict[str, Any]:
-    """One MariaDB replica on a system node with a gp3 volume; slurmdbd is its only client."""
-    def env_secret(name: str, key: str) -> dict[str, Any]:
-        return {"name": name, "valueFrom": {"secretKeyRef": {"name": MARIADB_SECRET, "key": key}}}
+MARIADB_UID = 10001
+"""Non-root uid: the official image runs as any uid whose data dir is writable (fsGroup)."""
+MARIADB_SECRET_DIR = "/run/secrets/mariadb"
 
+
+def mariadb_statefulset(volume_gib: int) -> dict[str, Any]:
+    """One MariaDB replica on a system node with a gp3 volume; slurmdbd is its only client.
+
+    Hardened: non-root, read-only root file system (scratch dirs are emptyDirs), no capabilities,
+    passwords read from files (``MARIADB_*_FILE``) rather than environment variables.
+    """
     probe = {"exec": {"command": ["healthcheck.sh", "--connect", "--innodb_initialized"]},
              "periodSeconds": 10, "timeoutSeconds": 5}
     return {
@@ -235,23 +241,40 @@ def mariadb_statefulset(volume_gib: int) -> dict[str, Any]:
                 "metadata": {"labels": mariadb_labels()},
                 "spec": {
                     "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+                    "automountServiceAccountToken": False,
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": MARIADB_UID, "runAsGroup": MARIADB_UID,
+                                        "fsGroup": MARIADB_UID, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "volumes": [
+                        {"name": "secrets", "secret": {"secretName": MARIADB_SECRET, "defaultMode": 0o400}},
+                        {"name": "tmp", "emptyDir": {}},
+                        {"name": "run", "emptyDir": {}},
+                    ],
                     "containers": [{
                         "name": "mariadb",
                         "image": MARIADB_IMAGE,
+                        "imagePullPolicy": "Always",
+                        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                            "capabilities": {"drop": ["ALL"]}},
                         # InnoDB settings the Slurm accounting guide asks for (accounting.html).
                         "args": ["--innodb-buffer-pool-size=1G", "--innodb-log-file-size=64M",
                                  "--innodb-lock-wait-timeout=900"],
                         "env": [
                             {"name": "MARIADB_DATABASE", "value": MARIADB_DATABASE},
                             {"name": "MARIADB_USER", "value": MARIADB_USER},
-                            env_secret("MARIADB_PASSWORD", "password"),
-                            env_secret("MARIADB_ROOT_PASSWORD", "root-password"),
+                            {"name": "MARIADB_PASSWORD_FILE", "value": f"{MARIADB_SECRET_DIR}/password"},
+                            {"name": "MARIADB_ROOT_PASSWORD_FILE", "value": f"{MARIADB_SECRET_DIR}/root-password"},
                         ],
                         "ports": [{"name": "mysql", "containerPort": 3306}],
-                        "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "2Gi"}},
+                        "resources": {"requests": {"cpu": "500m", "memory": "2Gi"},
+                                      "limits": {"cpu": "2", "memory": "2Gi"}},
                         "readinessProbe": probe,
                         "livenessProbe": {**probe, "initialDelaySeconds": 60},
-                        "volumeMounts": [{"name": "data", "mountPath": "/var/lib/mysql"}],
+                        "volumeMounts": [
+                            {"name": "data", "mountPath": "/var/lib/mysql"},
+                            {"name": "secrets", "mountPath": MARIADB_SECRET_DIR, "readOnly": True},
+                            {"name": "tmp", "mountPath": "/tmp"},
+                            {"name": "run", "mountPath": "/run/mysqld"},
+                        ],
                     }],
                 },
             },
@@ -261,6 +284,16 @@ def mariadb_statefulset(volume_gib: int) -> dict[str, Any]:
                          "resources": {"requests": {"storage": f"{volume_gib}Gi"}}},
             }],
         },
+    }
+
+
+def mariadb_network_policy() -> dict[str, Any]:
+    """Only pods of the slurm namespace (slurmdbd) reach the database."""
+    return {
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": MARIADB_NAME, "namespace": NAMESPACE, "labels": mariadb_labels()},
+        "spec": {"podSelector": {"matchLabels": mariadb_labels()}, "policyTypes": ["Ingress"],
+                 "ingress": [{"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 3306}]}]},
     }
 
 

@@ -13,6 +13,10 @@ from pydantic import Field
 from stacks.models.base import Model
 
 RepositoryEvent = Literal["NEW", "CHANGED", "DELETED"]
+
+
+def _all_events() -> list[RepositoryEvent]:
+    return ["NEW", "CHANGED", "DELETED"]
 BUCKET_NAME = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
 
 
@@ -43,9 +47,9 @@ class FsxConfig(Model):
     """@default /data: file-system path linked to the datasets bucket (auto-import)."""
     checkpoint_path: str = "/checkpoints"
     """@default /checkpoints: file-system path linked to the checkpoints bucket (auto-export)."""
-    auto_import_events: list[RepositoryEvent] = Field(default_factory=lambda: ["NEW", "CHANGED", "DELETED"])
+    auto_import_events: list[RepositoryEvent] = Field(default_factory=_all_events)
     """@default [NEW, CHANGED, DELETED]: S3 changes in the datasets bucket that show up under dataPath."""
-    auto_export_events: list[RepositoryEvent] = Field(default_factory=lambda: ["NEW", "CHANGED", "DELETED"])
+    auto_export_events: list[RepositoryEvent] = Field(default_factory=_all_events)
     """@default [NEW, CHANGED, DELETED]: file changes under checkpointPath that are written to S3."""
     imported_file_chunk_size_mib: int = Field(default=1024, ge=1, le=512000, alias="importedFileChunkSizeMiB")
     """@default 1024 MiB: stripe size for files imported from S3 (FSx default)."""
