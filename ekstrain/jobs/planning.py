@@ -95,6 +95,9 @@ def choose_plan(spec: RunSpec, instance_type: str, backend: PlannerBackend) -> A
                                     **_options(spec))
     except JobRequestError:
         raise
+    except ImportError as exc:
+        raise JobRequestError(f"the parallelism planner is not available ({exc}); pass a precomputed plan "
+                              "(RunSpec.plan) or install ekstrain.planner") from None
     except (KeyError, ValueError, TypeError) as exc:
         raise JobRequestError(f"the planner rejected {where}: {exc}") from None
     fitting = [p for p in candidates if getattr(p, "fits", True)]

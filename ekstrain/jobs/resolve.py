@@ -15,7 +15,8 @@ from typing import Any
 
 from ekstrain import catalog, names
 from ekstrain.jobs import env as envtable
-from ekstrain.jobs.planning import PlannerBackend, RealPlanner, choose_plan, plan_instance_type
+from ekstrain.jobs import planning
+from ekstrain.jobs.planning import PlannerBackend, choose_plan, plan_instance_type
 from ekstrain.jobs.spec import TRAINIUM_FRAMEWORKS, JobRequestError, RunSpec
 from ekstrain.partitions import PartitionShape, shape
 from stacks.models import StackConfig
@@ -280,7 +281,7 @@ def resolve(spec: RunSpec, cfg: StackConfig, planner: PlannerBackend | None = No
         if not _under(path, mount):
             raise JobRequestError(f"{label} {path} is outside the FSx mount {mount}; pods see only {mount}/...")
 
-    plan = spec.plan if spec.plan is not None else choose_plan(spec, instance.name, planner or RealPlanner())
+    plan = spec.plan if spec.plan is not None else choose_plan(spec, instance.name, planner or planning.RealPlanner())
     _check_plan(spec, plan, instance, shp)
     nproc = instance.workers_per_node
     degrees = _degrees(spec, plan, nproc)
