@@ -170,3 +170,12 @@ def test_cli_bad_stack_file_exits_2(tmp_path: Any, capsys: pytest.CaptureFixture
     code = cli.main(["job", "render", "--stack-file", str(bad), "--scheduler", "nccl-test", "--partition", "gpu-h100"])
     err = capsys.readouterr().err
     assert code == 2 and "maxNodes" in err and "Traceback" not in err
+
+
+def test_cli_warns_when_the_stack_lacks_the_controller(fake_planner: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([*ARGS, "--scheduler", "pytorchjob", "--partition", "gpu-a100", "--nodes", "2"]) == 0
+    err = capsys.readouterr().err
+    assert err == ("warning: this stack does not run pytorchjob's controller: ekstrain:schedulers.kubeflow.flavor is "
+                   "'trainer', PyTorchJob needs 'training-operator' (use --scheduler trainjob with 'trainer')\n")
+    assert cli.main([*ARGS, "--scheduler", "trainjob", "--partition", "gpu-a100", "--nodes", "2"]) == 0
+    assert capsys.readouterr().err == ""

@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from ekstrain.jobs import nccl
-from ekstrain.jobs.render import SCHEDULERS, render, render_sbatch, to_yaml
+from ekstrain.jobs.render import SCHEDULERS, render, render_sbatch, scheduler_warning, to_yaml
 from ekstrain.jobs.spec import FRAMEWORKS, JobRequestError, RunSpec
 from stacks.errors import ConfigError
 
@@ -136,6 +136,9 @@ def cmd_render(args: argparse.Namespace) -> int:
     except (JobRequestError, ConfigError) as exc:
         print(f"ekstrain job render: {exc}", file=sys.stderr)
         return EXIT_BAD_REQUEST
+    warning = scheduler_warning(cfg, args.scheduler)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     if args.validate:
         problems = _validate(objects, cfg.cluster.kubernetes_version)
         if problems:

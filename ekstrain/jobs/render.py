@@ -38,6 +38,30 @@ SCHEDULERS: dict[str, Scheduler] = {s.name: s for s in (
 )}
 
 
+def _installed(cfg: StackConfig) -> dict[str, tuple[bool, str]]:
+    s = cfg.schedulers
+    return {
+        "mpijob": (s.mpi_operator.enabled, "ekstrain:schedulers.mpiOperator.enabled is false"),
+        "nccl-test": (s.mpi_operator.enabled, "ekstrain:schedulers.mpiOperator.enabled is false"),
+        "pytorchjob": (s.kubeflow.flavor == "training-operator",
+                       f"ekstrain:schedulers.kubeflow.flavor is {s.kubeflow.flavor!r}, PyTorchJob needs "
+                       "'training-operator' (use --scheduler trainjob with 'trainer')"),
+        "trainjob": (s.kubeflow.flavor == "trainer", f"ekstrain:schedulers.kubeflow.flavor is {s.kubeflow.flavor!r}, "
+                                                     "TrainJob needs 'trainer'"),
+        "volcano": (s.volcano.enabled, "ekstrain:schedulers.volcano.enabled is false"),
+        "rayjob": (s.kuberay.enabled, "ekstrain:schedulers.kuberay.enabled is false"),
+        "raycluster": (s.kuberay.enabled, "ekstrain:schedulers.kuberay.enabled is false"),
+        "slurm": (s.slurm.enabled, "ekstrain:schedulers.slurm.enabled is false"),
+    }
+
+
+def scheduler_warning(cfg: StackConfig, scheduler: str) -> str | None:
+    """A warning when the stack does not install the controller this template needs (rendering still works:
+    kubectl users may apply it elsewhere)."""
+    installed, why = _installed(cfg).get(scheduler, (True, ""))
+    return None if installed else f"this stack does not run {scheduler}'s controller: {why}"
+
+
 def resolve_for(spec: RunSpec, cfg: StackConfig, scheduler: str, planner: PlannerBackend | None = None) -> ResolvedRun:
     if scheduler not in SCHEDULERS:
         raise JobRequestError(f"unknown scheduler {scheduler!r}; use one of {', '.join(SCHEDULERS)}")
