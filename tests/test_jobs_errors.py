@@ -179,3 +179,11 @@ def test_cli_warns_when_the_stack_lacks_the_controller(fake_planner: None, capsy
                    "'trainer', PyTorchJob needs 'training-operator' (use --scheduler trainjob with 'trainer')\n")
     assert cli.main([*ARGS, "--scheduler", "trainjob", "--partition", "gpu-a100", "--nodes", "2"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_plan_instance_type_is_read_from_the_fleet_name() -> None:
+    from types import SimpleNamespace
+
+    assert planning_module.plan_instance_type(SimpleNamespace(fleet=SimpleNamespace(name="p5.48xlarge"))) == \
+        "p5.48xlarge"
+    assert planning_module.plan_instance_type(SimpleNamespace()) is None

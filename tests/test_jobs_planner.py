@@ -32,28 +32,28 @@ def stub_planner(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     models = types.ModuleType("ekstrain.planner.models")
     fleet = types.ModuleType("ekstrain.planner.fleet")
 
-    def get(name: str) -> Any:
+    def get_model(name: str) -> Any:
         if name not in ("llama3-8b", "llama3-70b", "bert-large"):
-            raise KeyError(name)
+            raise ValueError(f"unknown model {name!r}; known: bert-large, llama3-8b, llama3-70b")
         return ("model", name)
 
     class Fleet:
         def __init__(self, instance: str, nodes: int) -> None:
-            self.instance_type, self.nodes = instance, nodes
+            self.name, self.nodes = instance, nodes
 
         @classmethod
         def from_instance(cls, name: str, nodes: int) -> Fleet:
             return cls(name, nodes)
 
     def search(model: Any, fl: Fleet, global_batch: int, seq_len: int, **opts: Any) -> list[Any]:
-        calls.append(("search", model, fl.instance_type, fl.nodes, global_batch, seq_len, opts))
-        return fake.search(model[1], fl.instance_type, fl.nodes, global_batch, seq_len, **opts)
+        calls.append(("search", model, fl.name, fl.nodes, global_batch, seq_len, opts))
+        return fake.search(model[1], fl.name, fl.nodes, global_batch, seq_len, **opts)
 
     def evaluate(model: Any, fl: Fleet, global_batch: int, seq_len: int, **degrees: Any) -> Any:
-        calls.append(("evaluate", model, fl.instance_type, fl.nodes, degrees))
-        return fake.evaluate(model[1], fl.instance_type, fl.nodes, global_batch, seq_len, **degrees)
+        calls.append(("evaluate", model, fl.name, fl.nodes, degrees))
+        return fake.evaluate(model[1], fl.name, fl.nodes, global_batch, seq_len, **degrees)
 
-    models.get = get  # type: ignore[attr-defined]
+    models.get_model = get_model  # type: ignore[attr-defined]
     fleet.Fleet = Fleet  # type: ignore[attr-defined]
     pkg.search, pkg.evaluate, pkg.models, pkg.fleet = search, evaluate, models, fleet  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "ekstrain.planner", pkg)
@@ -73,12 +73,13 @@ def test_adapter_passes_model_fleet_batch_and_lora(stub_planner: list[tuple[Any,
 
 def test_adapter_evaluates_fully_pinned_degrees(stub_planner: list[tuple[Any, ...]]) -> None:
     r = resolve_for(spec_for("gpu-h100", nodes=2, tp=4, pp=2, micro_batch=2), PROD, "volcano", RealPlanner())
-    assert stub_planner[-1][0] == "evaluate" and stub_planner[-1][4] == {"tp": 4, "pp": 2, "micro_batch": 2}
+    assert stub_planner[-1][0] == "evaluate"
+    assert stub_planner[-1][4] == {"tp": 4, "pp": 2, "micro_batch": 2, "dp": 2}
     assert (r.degrees["tp"], r.degrees["pp"], r.degrees["dp"], r.degrees["grad_accum"]) == (4, 2, 2, 64)
 
 
 def test_adapter_unknown_model_is_a_request_error(stub_planner: list[tuple[Any, ...]]) -> None:
-    with pytest.raises(JobRequestError, match="unknown model 'gpt-9'"):
+    with pytest.raises(JobRequestError, match="^unknown model 'gpt-9'; known: bert-large"):
         resolve_for(spec_for("gpu-a100", model="gpt-9"), PROD, "volcano", RealPlanner())
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from ekstrain import catalog
 from ekstrain.jobs.spec import JobRequestError, RunSpec
 
 
@@ -27,19 +28,18 @@ class RealPlanner:
     def _model(self, name: str) -> Any:
         from ekstrain.planner import models
 
-        for attr in ("get", "get_model", "model"):
-            getter = getattr(models, attr, None)
-            if callable(getter):
-                try:
-                    return getter(name)
-                except KeyError:
-                    break
+        getter = getattr(models, "get_model", None) or getattr(models, "get", None)
         catalog = getattr(models, "MODELS", None)
-        if isinstance(catalog, dict) and name in catalog:
-            return catalog[name]
-        known = sorted(catalog) if isinstance(catalog, dict) else []
-        raise JobRequestError(f"unknown model {name!r} for the planner" + (f"; known: {', '.join(known)}"
-                                                                          if known else ""))
+        try:
+            if callable(getter):
+                return getter(name)
+            if isinstance(catalog, dict):
+                return catalog[name]
+        except (KeyError, ValueError) as exc:
+            known = f"; known: {', '.join(sorted(catalog))}" if isinstance(catalog, dict) else ""
+            detail = str(exc).strip("'\"") if not known else f"unknown model {name!r}"
+            raise JobRequestError(f"{detail}{known}") from None
+        raise JobRequestError(f"the planner has no model catalog to look up {name!r}")
 
     def _fleet(self, instance_type: str, nodes: int) -> Any:
         from ekstrain.planner.fleet import Fleet
@@ -62,16 +62,16 @@ class RealPlanner:
 
 
 def plan_instance_type(plan: Any) -> str | None:
-    """The instance type a plan was computed for, wherever the planner keeps it."""
-    for attr in ("instance_type", "instance"):
-        value = getattr(plan, attr, None)
+    """The instance type a plan was computed for: ``plan.instance_type`` or its fleet's name
+    (``Fleet.from_instance`` names the fleet after the instance type)."""
+    value = getattr(plan, "instance_type", None)
+    if isinstance(value, str):
+        return value
+    fleet = getattr(plan, "fleet", None)
+    for attr in ("instance_type", "name"):
+        value = getattr(fleet, attr, None)
         if isinstance(value, str):
             return value
-        if value is not None and isinstance(getattr(value, "name", None), str):
-            return value.name
-    fleet = getattr(plan, "fleet", None)
-    if fleet is not None:
-        return plan_instance_type(fleet)
     return None
 
 
@@ -86,8 +86,9 @@ def _options(spec: RunSpec) -> dict[str, Any]:
     return options
 
 
-def choose_plan(spec: RunSpec, instance_type: str, backend: PlannerBackend) -> Any:
+def choose_plan(spec: RunSpec, instance: catalog.InstanceType, backend: PlannerBackend) -> Any:
     """The planner's best fitting plan that honours every pinned degree of ``spec``."""
+    instance_type = instance.name
     fixed = spec.fixed_degrees
     where = f"{spec.model} on {spec.nodes} x {instance_type} (global batch {spec.global_batch}, seq {spec.seq_len})"
     try:
@@ -103,9 +104,13 @@ def choose_plan(spec: RunSpec, instance_type: str, backend: PlannerBackend) -> A
     fitting = [p for p in candidates if getattr(p, "fits", True)]
     chosen = next((p for p in fitting if _matches(p, fixed)), None)
     if chosen is None and fixed and {"tp", "pp", "micro_batch"} <= fixed.keys():
+        degrees = dict(fixed)
+        if "dp" not in degrees:
+            world = spec.nodes * instance.workers_per_node
+            degrees["dp"] = max(1, world // (degrees["tp"] * degrees["pp"] * degrees.get("cp", 1)))
         try:
             chosen = backend.evaluate(spec.model, instance_type, spec.nodes, spec.global_batch, spec.seq_len,
-                                      **{**_options(spec), **fixed})
+                                      **{**_options(spec), **degrees})
         except (KeyError, ValueError, TypeError) as exc:
             raise JobRequestError(f"the planner rejected the pinned degrees {fixed} for {where}: {exc}") from None
         if not getattr(chosen, "fits", True):

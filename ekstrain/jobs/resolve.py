@@ -281,7 +281,7 @@ def resolve(spec: RunSpec, cfg: StackConfig, planner: PlannerBackend | None = No
         if not _under(path, mount):
             raise JobRequestError(f"{label} {path} is outside the FSx mount {mount}; pods see only {mount}/...")
 
-    plan = spec.plan if spec.plan is not None else choose_plan(spec, instance.name, planner or planning.RealPlanner())
+    plan = spec.plan if spec.plan is not None else choose_plan(spec, instance, planner or planning.RealPlanner())
     _check_plan(spec, plan, instance, shp)
     nproc = instance.workers_per_node
     degrees = _degrees(spec, plan, nproc)
