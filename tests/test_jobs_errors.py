@@ -187,3 +187,22 @@ def test_plan_instance_type_is_read_from_the_fleet_name() -> None:
     assert planning_module.plan_instance_type(SimpleNamespace(fleet=SimpleNamespace(name="p5.48xlarge"))) == \
         "p5.48xlarge"
     assert planning_module.plan_instance_type(SimpleNamespace()) is None
+
+
+def test_planner_torchrun_counts_must_agree_and_launcher_env_is_not_exported() -> None:
+    plan = FakePlanner().search("llama3-8b", "p4d.24xlarge", 2, 256, 4096)[0]
+    r = resolve_for(spec_for("gpu-a100", plan=plan), PROD, "volcano", FakePlanner())
+    assert r.env["NNODES"] == "2" and "WORLD_SIZE" not in r.env
+    bad = dataclasses.replace(plan, accelerators_per_node=4)
+    assert "the plan assumes 4 accelerators per node" in _error(spec_for("gpu-a100", plan=bad))
+
+
+def test_planner_torchrun_args_that_disagree_are_an_error() -> None:
+    plan = FakePlanner().search("llama3-8b", "p4d.24xlarge", 2, 256, 4096)[0]
+
+    class Skewed(type(plan)):  # type: ignore[misc]
+        def torchrun_args(self) -> list[str]:
+            return ["--nnodes=2", "--nproc-per-node=4"]
+
+    skewed = Skewed(**{f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)})
+    assert "the planner's torchrun --nproc-per-node=4 disagrees with 8" in _error(spec_for("gpu-a100", plan=skewed))

@@ -42,10 +42,12 @@ class FakePlan:
                 "zero_optimization": {"stage": self.zero}, "bf16": {"enabled": True}}
 
     def torchrun_args(self) -> list[str]:
-        return []
+        return [f"--nnodes={self.nodes}", f"--nproc-per-node={self.accelerators_per_node}", "--rdzv-backend=c10d",
+                "--rdzv-endpoint=$(MASTER_ADDR):$(MASTER_PORT)"]
 
     def torchrun_env(self) -> dict[str, str]:
-        return {"CUDA_DEVICE_MAX_CONNECTIONS": "1"} if self.tp > 1 else {}
+        env = {"NNODES": str(self.nodes), "WORLD_SIZE": str(self.nodes * self.accelerators_per_node)}
+        return {**env, "CUDA_DEVICE_MAX_CONNECTIONS": "1"} if self.tp > 1 else env
 
     def megatron_args(self) -> list[str]:
         return [f"--tensor-model-parallel-size={self.tp}", f"--pipeline-model-parallel-size={self.pp}",

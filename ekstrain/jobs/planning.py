@@ -100,7 +100,9 @@ def choose_plan(spec: RunSpec, instance: catalog.InstanceType, backend: PlannerB
         raise JobRequestError(f"the parallelism planner is not available ({exc}); pass a precomputed plan "
                               "(RunSpec.plan) or install ekstrain.planner") from None
     except (KeyError, ValueError, TypeError) as exc:
-        raise JobRequestError(f"the planner rejected {where}: {exc}") from None
+        if "fit" not in str(exc):
+            raise JobRequestError(f"the planner rejected {where}: {exc}") from None
+        candidates = []  # the planner raises when no layout fits: same answer as an empty list
     fitting = [p for p in candidates if getattr(p, "fits", True)]
     chosen = next((p for p in fitting if _matches(p, fixed)), None)
     if chosen is None and fixed and {"tp", "pp", "micro_batch"} <= fixed.keys():

@@ -174,11 +174,13 @@ class ResolvedRun:
             return [*_plan_list(self.plan, "megatron_args"), "--save", self.checkpoint_dir, "--load",
                     self.checkpoint_dir, "--data-path", self.data_dir]
         if fw == "neuronx-distributed":
-            return [*common, *_plan_list(self.plan, "neuron_args")]
+            neuron = _plan_list(self.plan, "neuron_args")
+            if "--seq_len" in neuron:
+                common = [a for a in common if not a.startswith("--seq_len=")]
+            return [*common, *neuron]
         return [*common, f"--global_batch_size={self.spec.global_batch}", f"--micro_batch_size={d['micro_batch']}",
                 f"--gradient_accumulation_steps={d['grad_accum']}", f"--tensor_parallel_size={d['tp']}",
-                f"--pipeline_parallel_size={d['pp']}", f"--context_parallel_size={d['cp']}",
-                *_plan_list(self.plan, "torchrun_args")]
+                f"--pipeline_parallel_size={d['pp']}", f"--context_parallel_size={d['cp']}"]
 
     def resume_args(self) -> list[str]:
         if self.spec.framework == "megatron" or not self.spec.resume_flag:
@@ -285,6 +287,7 @@ def resolve(spec: RunSpec, cfg: StackConfig, planner: PlannerBackend | None = No
     _check_plan(spec, plan, instance, shp)
     nproc = instance.workers_per_node
     degrees = _degrees(spec, plan, nproc)
+    _check_torchrun_args(plan, spec.nodes, nproc)
     deepspeed = None
     if spec.framework == "deepspeed":
         deepspeed = _deepspeed_config(plan, degrees, spec)
@@ -345,9 +348,27 @@ def _degrees(spec: RunSpec, plan: Any, nproc: int) -> dict[str, Any]:
             "grad_accum": grad_accum, "zero": getattr(plan, "zero", None)}
 
 
+LAUNCHER_OWNED_ENV = frozenset({"WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"})
+"""Per-process values torchrun / mpirun / Ray Train / the operators set; never exported pod-wide."""
+
+
 def _plan_env(plan: Any) -> dict[str, Any]:
     fn = getattr(plan, "torchrun_env", None)
-    return dict(fn()) if callable(fn) else {}
+    env = dict(fn()) if callable(fn) else {}
+    return {k: v for k, v in env.items() if k not in LAUNCHER_OWNED_ENV}
+
+
+def _check_torchrun_args(plan: Any, nodes: int, nproc: int) -> None:
+    """The planner's torchrun arguments must agree with ours (its rendezvous is replaced per scheduler)."""
+    fn = getattr(plan, "torchrun_args", None)
+    if not callable(fn):
+        return
+    for arg in fn():
+        key, _, value = str(arg).partition("=")
+        expected = {"--nnodes": nodes, "--nproc-per-node": nproc, "--nproc_per_node": nproc}.get(key)
+        if expected is not None and value != str(expected):
+            raise JobRequestError(f"the planner's torchrun {key}={value} disagrees with {expected} for this run; "
+                                  "re-plan for this partition and node count")
 
 
 def _deepspeed_config(plan: Any, degrees: dict[str, Any], spec: RunSpec) -> dict[str, Any]:
