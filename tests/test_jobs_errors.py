@@ -206,3 +206,28 @@ def test_planner_torchrun_args_that_disagree_are_an_error() -> None:
 
     skewed = Skewed(**{f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)})
     assert "the planner's torchrun --nproc-per-node=4 disagrees with 8" in _error(spec_for("gpu-a100", plan=skewed))
+
+
+def test_plans_a_framework_cannot_run_are_skipped() -> None:
+    class PipelinePlanner(FakePlanner):
+        """Ranks a pipelined ZeRO-3 layout first, as a hardware-only ranking may."""
+
+        def search(self, *a: Any, **kw: Any) -> list[Any]:
+            plans = super().search(*a, **kw)
+            return [dataclasses.replace(p, pp=2, dp=p.dp // 2, grad_accum=p.grad_accum * 2) for p in plans[:1]] + \
+                plans
+
+    r = resolve_for(spec_for("gpu-a100", framework="deepspeed"), PROD, "volcano", PipelinePlanner())
+    assert r.degrees["pp"] == 1, "DeepSpeed cannot pipeline with ZeRO-3: the next plan is used"
+    r = resolve_for(spec_for("gpu-a100", framework="torchrun-fsdp"), PROD, "volcano", PipelinePlanner())
+    assert r.degrees["pp"] == 2
+
+
+def test_no_runnable_plan_for_the_framework_is_an_error() -> None:
+    class OnlyPipelines(FakePlanner):
+        def search(self, *a: Any, **kw: Any) -> list[Any]:
+            return [dataclasses.replace(p, pp=2, dp=p.dp // 2, grad_accum=p.grad_accum * 2)
+                    for p in super().search(*a, **kw) if p.dp % 2 == 0]
+
+    text = _error(spec_for("gpu-a100", framework="deepspeed"), planner=OnlyPipelines())
+    assert "can run under deepspeed (DeepSpeed's pipeline engine supports ZeRO stages 0 and 1 only)" in text

@@ -103,6 +103,14 @@ def test_real_planner_plans_are_consistent_with_the_run(partition: str, nodes: i
 
 
 @real
-def test_real_planner_rejects_full_70b_finetune_on_4_p4d() -> None:
-    with pytest.raises(JobRequestError, match="no parallel plan fits llama3-70b on 4 x p4d.24xlarge"):
-        resolve_for(spec_for("gpu-a100", nodes=4, model="llama3-70b", global_batch=64), PROD, "slurm")
+def test_real_planner_llama3_70b_on_one_p4d_is_a_clear_error() -> None:
+    with pytest.raises(JobRequestError, match="^no parallel plan fits llama3-70b on 1 x p4d.24xlarge"):
+        resolve_for(spec_for("gpu-a100", nodes=1, model="llama3-70b", global_batch=64), PROD, "slurm")
+
+
+@real
+def test_real_planner_deepspeed_never_gets_zero3_under_a_pipeline() -> None:
+    r = resolve_for(spec_for("gpu-a100", nodes=4, model="llama3-70b", global_batch=64, framework="deepspeed"),
+                    PROD, "slurm")
+    assert not (r.degrees["pp"] > 1 and r.degrees["zero"] >= 2)
+    assert r.deepspeed_config["train_batch_size"] == 64

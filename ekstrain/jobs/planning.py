@@ -75,6 +75,21 @@ def plan_instance_type(plan: Any) -> str | None:
     return None
 
 
+def framework_problem(framework: str, plan: Any) -> str | None:
+    """Why ``framework``'s launcher cannot run ``plan`` (None: it can). The planner ranks layouts for the
+    hardware; whether a launcher can express a layout is the job template's business."""
+    if framework == "deepspeed" and getattr(plan, "pp", 1) > 1 and (getattr(plan, "zero", 0) or 0) >= 2:
+        return "DeepSpeed's pipeline engine supports ZeRO stages 0 and 1 only"
+    emitter = {"megatron": "megatron_args", "neuronx-distributed": "neuron_args"}.get(framework)
+    fn = getattr(plan, emitter, None) if emitter else None
+    if callable(fn):
+        try:
+            fn()
+        except ValueError as exc:
+            return str(exc)
+    return None
+
+
 def _matches(plan: Any, fixed: dict[str, Any]) -> bool:
     return all(getattr(plan, k, None) == v for k, v in fixed.items())
 
@@ -104,6 +119,12 @@ def choose_plan(spec: RunSpec, instance: catalog.InstanceType, backend: PlannerB
             raise JobRequestError(f"the planner rejected {where}: {exc}") from None
         candidates = []  # the planner raises when no layout fits: same answer as an empty list
     fitting = [p for p in candidates if getattr(p, "fits", True)]
+    problems = {id(p): framework_problem(spec.framework, p) for p in fitting}
+    runnable = [p for p in fitting if problems[id(p)] is None]
+    if fitting and not runnable:
+        raise JobRequestError(f"no plan that fits {where} can run under {spec.framework} "
+                              f"({problems[id(fitting[0])]}); choose another --framework")
+    fitting = runnable
     chosen = next((p for p in fitting if _matches(p, fixed)), None)
     if chosen is None and fixed and {"tp", "pp", "micro_batch"} <= fixed.keys():
         degrees = dict(fixed)
@@ -118,6 +139,9 @@ def choose_plan(spec: RunSpec, instance: catalog.InstanceType, backend: PlannerB
         if not getattr(chosen, "fits", True):
             raise JobRequestError(f"pinned degrees {fixed} do not fit {where} in accelerator memory; "
                                   "drop the pins to let the planner choose, or add nodes")
+        problem = framework_problem(spec.framework, chosen)
+        if problem:
+            raise JobRequestError(f"pinned degrees {fixed} cannot run under {spec.framework}: {problem}")
     if chosen is None:
         if fitting and fixed:
             raise JobRequestError(f"no fitting plan for {where} matches the pinned degrees {fixed}; "
