@@ -47,7 +47,8 @@ class ResolvedRun:
     nodes: int
     nproc_per_node: int
     degrees: dict[str, Any]
-    """nodes, nproc_per_node, world_size, tp, pp, dp, cp, ep, micro_batch, grad_accum, zero (the consistency key)."""
+    """nodes, nproc_per_node, world_size, tp, pp, dp, cp, ep, vpp, micro_batch, grad_accum, zero, recompute,
+    sequence_parallel, offload_optimizer: the consistency key every scheduler shares."""
     efa: int
     hugepages_2mi: str | None
     memory: str
@@ -168,8 +169,15 @@ class ResolvedRun:
                   f"--data_dir={self.data_dir}", f"--checkpoint_dir={self.checkpoint_dir}"]
         if self.spec.lora_rank is not None:
             common.append(f"--lora_rank={self.spec.lora_rank}")
+        layout = [f"--tensor_parallel_size={d['tp']}", f"--pipeline_parallel_size={d['pp']}",
+                  f"--context_parallel_size={d['cp']}"]
+        if d["ep"] > 1:
+            layout.append(f"--expert_parallel_size={d['ep']}")
+        if d["vpp"] > 1:
+            layout.append(f"--virtual_pipeline_stages={d['vpp']}")
         if fw == "deepspeed":
-            return [*common, "--deepspeed", f"--deepspeed_config={files_dir}/ds_config.json"]
+            # DeepSpeed's JSON has the batch, ZeRO and offload; TP/PP/CP are the model code's (Megatron-DeepSpeed).
+            return [*common, *layout, "--deepspeed", f"--deepspeed_config={files_dir}/ds_config.json"]
         if fw == "megatron":
             return [*_plan_list(self.plan, "megatron_args"), "--save", self.checkpoint_dir, "--load",
                     self.checkpoint_dir, "--data-path", self.data_dir]
@@ -178,9 +186,12 @@ class ResolvedRun:
             if "--seq_len" in neuron:
                 common = [a for a in common if not a.startswith("--seq_len=")]
             return [*common, *neuron]
+        extra = []
+        if d["offload_optimizer"]:
+            extra.append("--offload_optimizer")
         return [*common, f"--global_batch_size={self.spec.global_batch}", f"--micro_batch_size={d['micro_batch']}",
-                f"--gradient_accumulation_steps={d['grad_accum']}", f"--tensor_parallel_size={d['tp']}",
-                f"--pipeline_parallel_size={d['pp']}", f"--context_parallel_size={d['cp']}"]
+                f"--gradient_accumulation_steps={d['grad_accum']}", *layout, f"--zero_stage={d['zero']}",
+                f"--recompute={d['recompute']}", f"--sequence_parallel={int(bool(d['sequence_parallel']))}", *extra]
 
     def resume_args(self) -> list[str]:
         if self.spec.framework == "megatron" or not self.spec.resume_flag:
@@ -344,8 +355,13 @@ def _degrees(spec: RunSpec, plan: Any, nproc: int) -> dict[str, Any]:
     if micro * d["dp"] * grad_accum != spec.global_batch:
         raise JobRequestError(f"global batch {spec.global_batch} != micro batch {micro} x dp {d['dp']} x grad accum "
                               f"{grad_accum}; choose a global batch divisible by micro batch x dp")
-    return {"nodes": spec.nodes, "nproc_per_node": nproc, "world_size": world, **d, "micro_batch": micro,
-            "grad_accum": grad_accum, "zero": getattr(plan, "zero", None)}
+    parallel = getattr(plan, "parallel", None)
+    return {"nodes": spec.nodes, "nproc_per_node": nproc, "world_size": world, **d,
+            "vpp": int(getattr(plan, "vpp", 1) or 1), "micro_batch": micro, "grad_accum": grad_accum,
+            "zero": int(getattr(plan, "zero", 0) or 0), "recompute": str(getattr(plan, "recompute", "none")),
+            "sequence_parallel": bool(getattr(plan, "sequence_parallel", False)),
+            "offload_optimizer": bool(getattr(plan, "offload_optimizer", getattr(parallel, "offload_optimizer",
+                                                                                    False)))}
 
 
 LAUNCHER_OWNED_ENV = frozenset({"WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"})

@@ -39,8 +39,9 @@ def script(r: ResolvedRun) -> str:
         "",
         f"# ekstrain run {r.name}: {r.spec.model} on {r.nodes} x {r.instance.name} ({r.efa} EFA each); "
         f"image used elsewhere: {r.spec.image}",
-        f"# plan: tp={d['tp']} pp={d['pp']} dp={d['dp']} cp={d['cp']} ep={d['ep']} micro_batch={d['micro_batch']} "
-        f"grad_accum={d['grad_accum']} zero={d['zero']} (global batch {r.spec.global_batch})",
+        f"# plan: tp={d['tp']} pp={d['pp']} dp={d['dp']} cp={d['cp']} ep={d['ep']} vpp={d['vpp']} "
+        f"micro_batch={d['micro_batch']} grad_accum={d['grad_accum']} zero={d['zero']} recompute={d['recompute']} "
+        f"(global batch {r.spec.global_batch})",
         *r.prelude(),
         "",
     ]
