@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STACK ?= prod
 OUT ?= build/$(STACK)
 
-.PHONY: render test bench lint fetch-upstream clean
+.PHONY: render test bench lint fetch-upstream clean examples
 
 $(VENV)/.installed: pyproject.toml requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,9 @@ test: lint $(CHECKOV_VENV)/.installed  ## lint + unit, component, config, schema
 
 bench: $(VENV)/.installed  ## wall times that targets are judged by (printed, not asserted)
 	$(PY) -m scripts.bench
+
+examples: $(VENV)/.installed  ## the seed example workloads + NCCL health checks into build/examples
+	EKSTRAIN=$(VENV)/bin/ekstrain examples/render-all.sh build/examples
 
 fetch-upstream:  ## fetch the pinned upstream CRDs and chart values into .upstream/
 	scripts/fetch-upstream.sh .upstream

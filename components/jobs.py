@@ -1,0 +1,72 @@
+"""TrainingJob: registers one rendered training workload (or health check) as Kubernetes resources.
+
+Thin on purpose: ``ekstrain.jobs`` renders the objects (pure, tested without Pulumi); this
+component only turns each object into a resource (``CustomResource`` for MPIJob, PyTorchJob,
+TrainJob, Volcano Job, RayJob/RayCluster; typed ConfigMap, Service and batch/v1 Job), children of
+the component, in render order. Pass the Kubernetes provider in ``opts`` and ``depends_on`` the
+operator's Helm release so the CRD exists first. Not wired into any stack by default (training
+runs are not infrastructure); see docs/jobs.md for declaring the NCCL health checks in a stack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from ekstrain.jobs import health_check, render
+from ekstrain.jobs.planning import PlannerBackend
+from ekstrain.jobs.spec import RunSpec
+from stacks.models import StackConfig
+
+_BUILTINS: dict[tuple[str, str], Any] = {
+    ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
+    ("v1", "Service"): k8s.core.v1.Service,
+    ("batch/v1", "Job"): k8s.batch.v1.Job,
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingJobArgs:
+    objects: Sequence[Mapping[str, Any]]
+    """Rendered Kubernetes objects (``ekstrain.jobs.render`` / ``health_check``), applied in this order."""
+
+    @classmethod
+    def for_run(cls, spec: RunSpec, cfg: StackConfig, scheduler: str,
+                planner: PlannerBackend | None = None) -> TrainingJobArgs:
+        return cls(objects=render(spec, cfg, scheduler, planner))
+
+    @classmethod
+    def for_health_check(cls, cfg: StackConfig, partition: str, nodes: int | None = None) -> TrainingJobArgs:
+        return cls(objects=health_check(cfg, partition, nodes))
+
+
+def _suffix(obj: Mapping[str, Any]) -> str:
+    return f"{obj['kind'].lower()}-{obj['metadata']['name']}"
+
+
+class TrainingJob(pulumi.ComponentResource):
+    resources: list[pulumi.CustomResource]
+
+    def __init__(self, name: str, args: TrainingJobArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ekstrain:jobs:TrainingJob", name, None, opts)
+        self.resources = []
+        previous: list[pulumi.Resource] = []
+        for obj in args.objects:
+            # Each object waits for the one before it: the launch ConfigMap exists before the workload mounts it.
+            child = pulumi.ResourceOptions(parent=self, depends_on=list(previous))
+            rname = f"{name}-{_suffix(obj)}"
+            body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+            builtin = _BUILTINS.get((obj["apiVersion"], obj["kind"]))
+            if builtin is not None:
+                res = builtin(rname, metadata=obj["metadata"], opts=child, **body)
+            else:
+                res = k8s.apiextensions.CustomResource(rname, api_version=obj["apiVersion"], kind=obj["kind"],
+                                                       metadata=obj["metadata"], opts=child, **body)
+            self.resources.append(res)
+            previous = [res]
+        self.register_outputs({"kinds": [o["kind"] for o in args.objects],
+                               "names": [o["metadata"]["name"] for o in args.objects]})

@@ -1,0 +1,129 @@
+"""The EFA / NCCL / PyTorch / Neuron environment of every worker, as one data table.
+
+Values are distilled from the AWS reference templates (platform-anchors.md (d)6). Each row says
+when it applies; :func:`platform_env` evaluates the table for one resolved run, so every
+scheduler's workers get exactly the same variables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ekstrain import catalog
+
+
+@dataclass(frozen=True)
+class EnvContext:
+    family: str
+    """``gpu`` or ``trainium``."""
+    efa: int
+    """EFA interfaces each worker requests (0: no EFA)."""
+    gpudirect_rdma: bool
+    hugepages: bool
+    neuron_cores: int
+    checkpoint_dir: str
+    data_dir: str
+    compile_cache: str
+
+
+@dataclass(frozen=True)
+class EnvRule:
+    name: str
+    value: Callable[[EnvContext], str] | str
+    when: Callable[[EnvContext], bool]
+    why: str
+
+
+def _always(_: EnvContext) -> bool:
+    return True
+
+
+def _efa(c: EnvContext) -> bool:
+    return c.efa > 0
+
+
+def _gpu(c: EnvContext) -> bool:
+    return c.family == catalog.GPU
+
+
+def _gpu_efa(c: EnvContext) -> bool:
+    return c.family == catalog.GPU and c.efa > 0
+
+
+def _trainium(c: EnvContext) -> bool:
+    return c.family == catalog.TRAINIUM
+
+
+SOCKET_EXCLUDE = "^lo,docker,veth_def_agent"
+"""Interfaces NCCL/Gloo bootstrap must not use (prefix match: ``docker`` covers ``docker0``)."""
+
+GPU_LIBRARY_PATH = ":".join((
+    "/opt/amazon/efa/lib", "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu", "/opt/amazon/openmpi/lib",
+    "/usr/local/cuda/lib64", "/usr/local/lib", "/usr/lib/x86_64-linux-gnu",
+))
+NEURON_LIBRARY_PATH = ":".join(("/opt/amazon/efa/lib", "/opt/aws/neuron/lib", "/usr/local/lib",
+                                "/usr/lib/x86_64-linux-gnu"))
+
+RULES: tuple[EnvRule, ...] = (
+    # libfabric / EFA
+    EnvRule("FI_PROVIDER", "efa", _efa, "use the EFA libfabric provider, never fall back to TCP sockets"),
+    EnvRule("FI_EFA_USE_DEVICE_RDMA", "1", lambda c: c.efa > 0 and c.gpudirect_rdma,
+            "GPUDirect/Neuron RDMA over EFA (p4d, p5, trn1 and later; catalog gpudirect_rdma)"),
+    EnvRule("FI_EFA_FORK_SAFE", "1", _efa, "DataLoader workers fork after EFA memory registration"),
+    EnvRule("FI_EFA_USE_HUGE_PAGE", "0", lambda c: c.efa > 0 and not c.hugepages,
+            "no hugepages requested: libfabric must not try to map them"),
+    EnvRule("LD_LIBRARY_PATH", lambda c: GPU_LIBRARY_PATH if _gpu(c) else NEURON_LIBRARY_PATH, _always,
+            "EFA, aws-ofi-nccl and Open MPI libraries of the AWS training images"),
+    # NCCL
+    EnvRule("NCCL_DEBUG", "WARN", _gpu, "INFO is too chatty at scale; set INFO to debug EFA"),
+    EnvRule("NCCL_BUFFSIZE", "8388608", _gpu_efa, "8 MiB buffers (AWS tuning for EFA)"),
+    EnvRule("NCCL_P2P_NET_CHUNKSIZE", "524288", _gpu_efa, "512 KiB p2p chunks (AWS tuning for EFA)"),
+    EnvRule("NCCL_TUNER_PLUGIN", "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu/libnccl-ofi-tuner.so", _gpu_efa,
+            "aws-ofi-nccl tuner picks algorithms/protocols per message size on EFA"),
+    EnvRule("NCCL_SOCKET_IFNAME", SOCKET_EXCLUDE, _gpu, "bootstrap over the pod's eth0, not loopback/docker"),
+    EnvRule("NCCL_SOCKET_TIMEOUT_MS", "600000", _gpu, "slow pods at gang start must not fail the bootstrap"),
+    EnvRule("GLOO_SOCKET_IFNAME", "eth0", _always, "Gloo (CPU collectives, barrier) over the pod network"),
+    # PyTorch robustness
+    EnvRule("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", _gpu, "a hung collective kills the process (then restart)"),
+    EnvRule("TORCH_NCCL_ENABLE_MONITORING", "1", _gpu, "watchdog heartbeat monitor"),
+    EnvRule("TORCH_NCCL_DUMP_ON_TIMEOUT", "1", _gpu, "flight-recorder dump on a collective timeout"),
+    EnvRule("TORCH_NCCL_TRACE_BUFFER_SIZE", "20000", _gpu, "flight-recorder entries kept per rank"),
+    EnvRule("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", lambda c: f"{c.checkpoint_dir}/nccl-trace/rank_", _gpu,
+            "dumps go to FSx so they survive the pod restart that follows a timeout"),
+    EnvRule("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", _gpu, "less fragmentation on long runs"),
+    # Neuron
+    EnvRule("NEURON_RT_NUM_CORES", lambda c: str(c.neuron_cores), _trainium, "every NeuronCore of the node"),
+    EnvRule("NEURON_CC_FLAGS", lambda c: f"--model-type transformer --cache_dir={c.compile_cache}", _trainium,
+            "compiled graphs are cached on FSx and shared by every node and every restart"),
+    EnvRule("NEURON_COMPILE_CACHE_URL", lambda c: c.compile_cache, _trainium, "same cache for torch-neuronx"),
+    EnvRule("MALLOC_ARENA_MAX", "64", _trainium, "bounds host memory of 32 ranks per node"),
+    EnvRule("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", "3", _trainium, "AWS reference value"),
+    EnvRule("NEURON_FUSE_SOFTMAX", "1", _trainium, "AWS reference value"),
+    EnvRule("XLA_DOWNCAST_BF16", "1", _trainium, "bf16 training on Trainium"),
+    # Data, checkpoints, resume (read by the training script; see docs/jobs.md)
+    EnvRule("DATA_DIR", lambda c: c.data_dir, _always, "dataset root on FSx"),
+    EnvRule("CHECKPOINT_DIR", lambda c: c.checkpoint_dir, _always, "checkpoints of this run on FSx"),
+    EnvRule("RESUME_FROM_CHECKPOINT", lambda c: f"{c.checkpoint_dir}/latest", _always,
+            "resume from the newest checkpoint when it exists, start fresh otherwise"),
+    EnvRule("PYTHONUNBUFFERED", "1", _always, "logs reach kubectl logs immediately"),
+)
+
+
+def platform_env(ctx: EnvContext) -> dict[str, str]:
+    """Name -> value of every rule that applies, in table order."""
+    out: dict[str, str] = {}
+    for rule in RULES:
+        if rule.when(ctx):
+            out[rule.name] = rule.value(ctx) if callable(rule.value) else rule.value
+    return out
+
+
+MPI_FLAGS: tuple[str, ...] = (
+    "--allow-run-as-root",
+    "--bind-to", "none",
+    "--mca", "pml", "^ucx",
+    "--mca", "btl", "tcp,self",
+    "--mca", "btl_tcp_if_exclude", "lo,docker0,veth_def_agent",
+)
+"""Open MPI flags for EFA clusters: no UCX, TCP only for MPI's own bootstrap (NCCL/libfabric carry the data)."""

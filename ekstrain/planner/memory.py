@@ -1,0 +1,206 @@
+"""Memory per rank: model states (ZeRO), activations (Korthikanti) and buffers, for the worst stage.
+
+Model states follow Rajbhandari et al. 2020 (ZeRO, arXiv 1910.02054) section 3: mixed-precision
+AdamW keeps 2 bytes of bf16 weights, 2 of bf16 gradients and K = 12 of fp32 master weights,
+momentum and variance per parameter; ZeRO stage 1/2/3 shards the optimizer / +gradients /
++weights over the data-parallel ranks.
+
+Activations follow Korthikanti et al. 2022 (arXiv 2205.05198) Table 2, in bytes per layer:
+``sbh(10 + 24/t + 5as/(ht))`` with TP, ``sbh(34/t + 5as/(ht))`` with TP+SP, the ``5as/h`` term
+dropped by selective recompute, ``2sbh`` with full recompute. The 34 is split as the paper does
+(attention 11, MLP 19, LayerNorms 4) and generalised term by term to GQA (K and V scale with
+kv_heads/heads), any MLP width f = ffn/h (19 = 2 + 2f + 2f + 1), gated MLPs (a third f-wide
+tensor) and MoE (the expert tensors scale with top_k); every generalisation reduces to the paper's
+numbers for MHA, f = 4, ungated, dense.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ekstrain.planner.fleet import GIB, Fleet
+from ekstrain.planner.models import ModelSpec
+from ekstrain.planner.parallel import FULL, NONE, SELECTIVE, ParallelConfig
+from ekstrain.planner.training import TrainingSpec
+
+WEIGHT_BYTES = 2
+"""bf16 weights (also under fp8 training: Transformer Engine casts per GEMM and keeps bf16 weights)."""
+GRAD_BYTES = 2
+OPTIMIZER_BYTES = 12
+"""ZeRO's K for mixed-precision Adam(W): fp32 master weights, momentum and variance."""
+ACTIVATION_BYTES = 2
+LOGIT_BYTES = 4
+"""Megatron computes the cross-entropy on fp32 logits (Korthikanti's 4sbv/t term)."""
+RUNTIME_RESERVE_GIB = 1.0
+"""CUDA/Neuron runtime context and allocator fragmentation a framework never gives back."""
+
+
+def model_state_bytes(params: float, zero: int, shards: int, trainable: float | None = None,
+                      offload_optimizer: bool = False) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer states) in bytes on one rank, per ZeRO section 3.
+
+    ``params`` are the rank's weights before ZeRO sharding, ``shards`` the data-parallel ranks they
+    are sharded over, ``trainable`` the subset that has gradients and optimizer states (LoRA).
+    """
+    trainable = params if trainable is None else trainable
+    weights = WEIGHT_BYTES * params / (shards if zero >= 3 else 1)
+    grads = GRAD_BYTES * trainable / (shards if zero >= 2 else 1)
+    optimizer = 0.0 if offload_optimizer else OPTIMIZER_BYTES * trainable / (shards if zero >= 1 else 1)
+    return weights, grads, optimizer
+
+
+def layer_activation_bytes(model: ModelSpec, seq_len: int, micro_batch: int, tp: int = 1, cp: int = 1,
+                           sequence_parallel: bool = False, recompute: str = NONE,
+                           flash_attention: bool = False) -> float:
+    """Activation bytes one layer stores for one micro-batch (Korthikanti Table 2, generalised).
+
+    With CP each rank keeps s/cp of the tokens, and its attention scores cover its s/cp queries
+    against all s keys, hence ``5 a s / h`` with the full s.
+    """
+    sbh = seq_len / cp * micro_batch * model.hidden
+    if recompute == FULL:
+        return 2 * sbh / (tp if sequence_parallel else 1)
+    kv_ratio = model.kv_heads / model.heads
+    f = model.ffn_ratio
+    # Replicated across TP ranks unless SP: 2 LayerNorm inputs (4), QKV and MLP inputs (2 + 2),
+    # attention and MLP dropout masks (1 + 1).
+    replicated = 10.0
+    # Split by TP: Q (2), K and V (4 at MHA), out-projection input (2); MLP activation input and
+    # output (2f + 2f), plus the second branch of a gated MLP (2f); MoE tokens visit top_k experts.
+    mlp = (6 if model.gated_mlp else 4) * f * model.top_k
+    split = 2 + 4 * kv_ratio + 2 + mlp
+    # Attention scores: softmax output (2), dropout mask (1) and dropout output (2) per a*s*s*b.
+    scores = 0.0 if (recompute == SELECTIVE or flash_attention) else 5 * model.heads * seq_len / model.hidden
+    if sequence_parallel:
+        return sbh * (replicated + split + scores) / tp
+    return sbh * (replicated + (split + scores) / tp)
+
+
+def interleave_factor(pp: int, vpp: int) -> float:
+    """Interleaved 1F1B keeps more micro-batches in flight on the first stage (Korthikanti 4.2.3)."""
+    return 1 + (pp - 1) / (pp * vpp) if vpp > 1 else 1.0
+
+
+@dataclass(frozen=True)
+class StageParams:
+    """Parameter elements one rank of a pipeline stage holds, split by how they are replicated."""
+
+    dense: float
+    """Attention, norms, router, embeddings: replicated over dp * cp."""
+    expert: float
+    """Expert MLPs (all of a dense model's MLP is counted in ``dense``)."""
+    trainable_dense: float
+    trainable_expert: float
+
+    @property
+    def total(self) -> float:
+        return self.dense + self.expert
+
+    @property
+    def trainable(self) -> float:
+        return self.trainable_dense + self.trainable_expert
+
+
+def lora_params_per_layer(model: ModelSpec, rank: int, experts_per_rank: float) -> tuple[float, float]:
+    """(attention, expert MLP) LoRA adapter elements of one layer: r * (in + out) per linear."""
+    h, kv, f = model.hidden, model.kv_dim, model.ffn_hidden
+    attention = rank * ((h + h) + 2 * (h + kv) + (h + h))
+    return attention, rank * model.mlp_matrices * (h + f) * experts_per_rank
+
+
+def stage_params(model: ModelSpec, parallel: ParallelConfig, training: TrainingSpec, layers: int,
+                 first: bool, last: bool) -> StageParams:
+    """Weights on one rank of a stage of ``layers`` layers. Norm and bias vectors are counted as
+    TP-split like their matrices (Megatron replicates them; they are < 0.1 % of a layer)."""
+    tp = parallel.tp
+    experts_per_rank = model.experts / parallel.ep if model.is_moe else 0
+    dense_per_layer = model.dense_layer_params + (0 if model.is_moe else model.expert_params)
+    dense = layers * dense_per_layer / tp
+    expert = layers * experts_per_rank * model.expert_params / tp
+    if first:
+        dense += model.embedding_params / tp
+    if last:
+        dense += model.output_params / tp
+        if model.tied_embeddings and not first:
+            dense += model.vocab * model.hidden / tp  # the last stage keeps its own copy of the tied table
+    if not training.is_lora:
+        return StageParams(dense, expert, dense, expert)
+    attention_lora, expert_lora = lora_params_per_layer(model, training.lora_rank, experts_per_rank)
+    if not model.is_moe:
+        attention_lora, expert_lora = attention_lora + expert_lora, 0.0
+    lora_dense, lora_expert = layers * attention_lora / tp, layers * expert_lora / tp
+    return StageParams(dense + lora_dense, expert + lora_expert, lora_dense, lora_expert)
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes on one rank of one pipeline stage."""
+
+    stage: str
+    params: float
+    grads: float
+    optimizer: float
+    activations: float
+    buffers: float
+
+    @property
+    def total(self) -> float:
+        return self.params + self.grads + self.optimizer + self.activations + self.buffers
+
+    def gib(self) -> dict[str, float]:
+        return {"params": self.params / GIB, "grads": self.grads / GIB, "optimizer": self.optimizer / GIB,
+                "activations": self.activations / GIB, "buffers": self.buffers / GIB,
+                "total": self.total / GIB}
+
+
+def stage_memory(model: ModelSpec, parallel: ParallelConfig, training: TrainingSpec, index: int) -> MemoryBreakdown:
+    """Memory of a rank of pipeline stage ``index`` (0 = first, holds the embedding)."""
+    p = parallel
+    edge_layers, full_layers = p.stage_layers(model.layers)
+    first, last = index == 0, index == p.pp - 1
+    layers = edge_layers if p.pp > 1 and (first or last) else full_layers
+    params = stage_params(model, p, training, layers, first, last)
+    dense = model_state_bytes(params.dense, p.zero, p.grad_reduce_ranks, params.trainable_dense,
+                              p.offload_optimizer)
+    expert = model_state_bytes(params.expert, p.zero, p.expert_replicas, params.trainable_expert,
+                               p.offload_optimizer)
+    weights, grads, optimizer = (a + b for a, b in zip(dense, expert))
+
+    per_layer = layer_activation_bytes(model, training.seq_len, p.micro_batch, p.tp, p.cp,
+                                       p.sequence_parallel, p.recompute, training.flash_attention)
+    # 1F1B: stage i holds (pp - i) micro-batches in flight, so the first stage holds pp stages'
+    # worth (the whole model's layers) and the last one stage's worth (Korthikanti 4.2.3).
+    in_flight = min(p.pp - index, p.grad_accum(training))
+    activations = per_layer * layers * in_flight * (interleave_factor(p.pp, p.vpp) if first else 1.0)
+
+    buffers = RUNTIME_RESERVE_GIB * GIB
+    if p.recompute == FULL:
+        # Recomputing a layer materialises its full activations for the current micro-batch.
+        buffers += layer_activation_bytes(model, training.seq_len, p.micro_batch, p.tp, p.cp,
+                                          p.sequence_parallel, NONE, training.flash_attention)
+    if last:
+        buffers += LOGIT_BYTES * training.seq_len / p.cp * p.micro_batch * model.vocab / p.tp
+    if p.zero >= 3:
+        # Gathered weights of the layer being computed and of the prefetched next one.
+        buffers += 2 * WEIGHT_BYTES * model.layer_params / p.tp / (p.ep if model.is_moe else 1)
+    return MemoryBreakdown(f"stage {index}", weights, grads, optimizer, activations, buffers)
+
+
+def candidate_stages(parallel: ParallelConfig, layers: int) -> tuple[int, ...]:
+    """Stages that can be the most loaded: the first (most in flight, embedding), the last (logits,
+    output layer) and, when the edge stages are one layer short, the second (almost as many in
+    flight, one more layer)."""
+    edge, full = parallel.stage_layers(layers)
+    stages = {0, parallel.pp - 1}
+    if edge < full and parallel.pp > 2:
+        stages.add(1)
+    return tuple(sorted(stages))
+
+
+def worst_stage_memory(model: ModelSpec, parallel: ParallelConfig, training: TrainingSpec) -> MemoryBreakdown:
+    return max((stage_memory(model, parallel, training, i) for i in candidate_stages(parallel, model.layers)),
+               key=lambda m: m.total)
+
+
+def fits(memory: MemoryBreakdown, fleet: Fleet) -> bool:
+    return memory.total <= fleet.rank_memory_bytes

@@ -1,0 +1,117 @@
+"""A parallel layout and the rules that make it valid: the one place divisibility is decided.
+
+Rank order is Megatron-core's default ``tp-cp-ep-dp-pp`` (tensor parallel innermost): a TP group is
+``tp`` consecutive ranks, a CP group spans ``tp*cp``, a DP group ``tp*cp*dp``, and pipeline
+neighbours are ``tp*cp*dp`` ranks apart. EP is carved out of DP (as in Megatron-core and DeepSpeed-MoE):
+experts are split ``ep`` ways and each expert is replicated ``dp*cp/ep`` times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ekstrain.planner.errors import PlanError
+from ekstrain.planner.fleet import Fleet
+from ekstrain.planner.models import ModelSpec
+from ekstrain.planner.training import TrainingSpec
+
+NONE = "none"
+SELECTIVE = "selective"
+FULL = "full"
+RECOMPUTE_MODES = (NONE, SELECTIVE, FULL)
+ZERO_STAGES = (0, 1, 2, 3)
+MAX_SHORT_STAGES = 2
+"""Layers that do not divide by pp are absorbed by making the first and last stage one layer
+shorter (Llama 3 405B: 126 layers on 16 stages of 8, 7 at both ends); never more than these two."""
+
+
+@dataclass(frozen=True)
+class ParallelConfig:
+    tp: int
+    pp: int
+    dp: int
+    micro_batch: int
+    cp: int = 1
+    ep: int = 1
+    vpp: int = 1
+    """Virtual pipeline chunks per rank (Megatron interleaved 1F1B); 1 = plain 1F1B."""
+    zero: int = 0
+    """0 = plain DP; 1/2/3 = ZeRO stage (Megatron distributed optimizer = 1, FSDP full shard = 3)."""
+    recompute: str = NONE
+    sequence_parallel: bool = False
+    offload_optimizer: bool = False
+    """ZeRO-Offload: optimizer states and the update live on the host (needs zero >= 1)."""
+
+    @property
+    def ranks(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def grad_reduce_ranks(self) -> int:
+        """Ranks holding a replica of a dense weight: CP ranks see different tokens of the same
+        sequences, so gradients are reduced and ZeRO-sharded over dp * cp."""
+        return self.dp * self.cp
+
+    @property
+    def expert_replicas(self) -> int:
+        return self.grad_reduce_ranks // self.ep
+
+    def stage_layers(self, layers: int) -> tuple[int, int]:
+        """(layers on the first and last stage, layers on each full stage) of one pipeline rank."""
+        full = -(-layers // self.pp)
+        short = full * self.pp - layers
+        return full - (1 if short else 0), full
+
+    def validate(self, model: ModelSpec, fleet: Fleet, training: TrainingSpec) -> None:
+        """Raise PlanError naming the first rule this layout breaks."""
+        degrees = {"tp": self.tp, "pp": self.pp, "dp": self.dp, "cp": self.cp, "ep": self.ep,
+                   "vpp": self.vpp, "micro_batch": self.micro_batch}
+        for key, value in degrees.items():
+            if value < 1:
+                raise PlanError(f"{key} must be >= 1, got {value}")
+        if self.ranks != fleet.ranks:
+            raise PlanError(f"tp*pp*dp*cp = {self.tp}*{self.pp}*{self.dp}*{self.cp} = {self.ranks} "
+                            f"but the fleet has {fleet.ranks} ranks ({fleet.nodes} x {fleet.ranks_per_node})")
+        if self.tp > fleet.ranks_per_node:
+            raise PlanError(f"tp {self.tp} exceeds the {fleet.ranks_per_node} ranks of one node")
+        if model.heads % self.tp or model.kv_heads % self.tp:
+            raise PlanError(f"tp {self.tp} does not divide heads {model.heads} and kv_heads {model.kv_heads}")
+        if model.ffn_hidden % self.tp or model.vocab % self.tp:
+            raise PlanError(f"tp {self.tp} does not divide ffn_hidden {model.ffn_hidden} and vocab {model.vocab}")
+        if training.seq_len % (2 * self.cp) and self.cp > 1:
+            # Megatron's load-balanced causal CP cuts each sequence into 2*cp chunks.
+            raise PlanError(f"seq_len {training.seq_len} is not divisible by 2*cp = {2 * self.cp}")
+        if self.sequence_parallel and training.seq_len % (self.tp * self.cp):
+            raise PlanError(f"sequence parallelism needs seq_len divisible by tp*cp = {self.tp * self.cp}")
+        if self.ep > 1 and not model.is_moe:
+            raise PlanError(f"ep {self.ep} needs an MoE model; {model.name} is dense")
+        if model.experts % self.ep or self.grad_reduce_ranks % self.ep:
+            raise PlanError(f"ep {self.ep} must divide experts {model.experts} and dp*cp {self.grad_reduce_ranks}")
+        if self.pp > model.layers:
+            raise PlanError(f"pp {self.pp} exceeds the {model.layers} layers")
+        edge, full = self.stage_layers(model.layers)
+        short = full * self.pp - model.layers
+        if short > MAX_SHORT_STAGES or (short and self.pp < 2) or edge < 1:
+            raise PlanError(f"{model.layers} layers do not split into {self.pp} stages "
+                            f"(at most the first and last stage may hold one layer less)")
+        if self.vpp > 1 and (self.pp < 2 or short or full % self.vpp):
+            raise PlanError(f"vpp {self.vpp} needs pp >= 2 and {model.layers} layers divisible by pp*vpp")
+        if training.global_batch % (self.dp * self.micro_batch):
+            raise PlanError(f"global batch {training.global_batch} is not divisible by dp*micro_batch = "
+                            f"{self.dp}*{self.micro_batch}")
+        if self.vpp > 1 and self.grad_accum(training) % self.pp:
+            # Megatron's interleaved schedule runs micro-batches in groups of pp.
+            raise PlanError(f"vpp {self.vpp} needs micro-batches per step ({self.grad_accum(training)}) "
+                            f"divisible by pp {self.pp}")
+        if self.zero not in ZERO_STAGES:
+            raise PlanError(f"zero must be one of {ZERO_STAGES}, got {self.zero}")
+        if self.recompute not in RECOMPUTE_MODES:
+            raise PlanError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {self.recompute!r}")
+        if self.sequence_parallel and self.tp == 1:
+            raise PlanError("sequence parallelism needs tp > 1")
+        if self.offload_optimizer and self.zero == 0:
+            raise PlanError("optimizer offload needs zero >= 1")
+
+    def grad_accum(self, training: TrainingSpec) -> int:
+        """Micro-batches per pipeline per step (m in Narayanan's bubble (p-1)/m)."""
+        return training.global_batch // (self.dp * self.micro_batch)

@@ -1,0 +1,134 @@
+"""Enumerate every valid layout for a fleet, prune what does not divide or fit, rank by step time.
+
+Pruning order keeps the search small: degrees that do not divide are never built; a (tp, cp, pp,
+dp, ep, vpp, zero) branch is dropped when even its leanest member (full recompute, micro-batch 1)
+does not fit; micro-batches are tried in increasing order and stop at the first that does not
+fit (memory only grows with the micro-batch). Two options are not enumerated because they are
+dominated in this model: sequence parallelism is always on when tp > 1 (same traffic, less
+memory, Korthikanti 4.2.2), and selective recompute is skipped under FlashAttention (the scores it
+would drop are never stored, so it only adds FLOPs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from math import gcd
+
+from ekstrain import catalog
+from ekstrain.planner.errors import PlanError
+from ekstrain.planner.fleet import Fleet
+from ekstrain.planner.memory import MemoryBreakdown, worst_stage_memory
+from ekstrain.planner.models import ModelSpec
+from ekstrain.planner.parallel import FULL, RECOMPUTE_MODES, SELECTIVE, ZERO_STAGES, ParallelConfig
+from ekstrain.planner.perf import DEFAULT_EFFICIENCY, Efficiency, step_flops, step_time
+from ekstrain.planner.plan import Plan
+from ekstrain.planner.training import TrainingSpec
+
+NEURON_ZERO_STAGES = (0, 1)
+"""neuronx-distributed shards the optimizer (ZeRO-1) and no further; it has no context parallelism."""
+
+
+@lru_cache(maxsize=4096)
+def divisors(n: int) -> tuple[int, ...]:
+    return tuple(d for d in range(1, n + 1) if n % d == 0)
+
+
+def _valid(parallel: ParallelConfig, model: ModelSpec, fleet: Fleet, training: TrainingSpec) -> bool:
+    try:
+        parallel.validate(model, fleet, training)
+    except PlanError:
+        return False
+    return True
+
+
+def candidate_layouts(model: ModelSpec, fleet: Fleet, training: TrainingSpec, *,
+                      zero_stages: Iterable[int], recompute_modes: Iterable[str], allow_offload: bool,
+                      max_cp: int, max_micro_batch: int | None) -> Iterator[tuple[ParallelConfig, MemoryBreakdown]]:
+    """Every valid layout whose memory fits, with that memory, in no particular order."""
+    n, capacity = fleet.ranks, fleet.rank_memory_bytes
+    modes = [r for r in recompute_modes if not (r == SELECTIVE and training.flash_attention)]
+    zero_options = [(z, False) for z in zero_stages] + ([(z, True) for z in zero_stages if z >= 1]
+                                                        if allow_offload else [])
+    for tp in divisors(fleet.ranks_per_node):
+        for cp in divisors(n // tp):
+            if cp > max_cp:
+                break
+            for pp in divisors(n // (tp * cp)):
+                dp = n // (tp * cp * pp)
+                if training.global_batch % dp:
+                    continue
+                ep_options = divisors(gcd(model.experts, dp * cp)) if model.is_moe else (1,)
+                base = ParallelConfig(tp=tp, pp=pp, dp=dp, micro_batch=1, cp=cp, sequence_parallel=tp > 1,
+                                      recompute=FULL)
+                if not _valid(base, model, fleet, training):
+                    continue  # tp, cp or pp does not divide the model: no ep/vpp/zero variant will
+                edge, full = base.stage_layers(model.layers)
+                vpp_options = divisors(full) if pp > 1 and edge == full else (1,)
+                for ep in ep_options:
+                    for vpp in vpp_options:
+                        for zero, offload in zero_options:
+                            lean = ParallelConfig(tp=tp, pp=pp, dp=dp, micro_batch=1, cp=cp, ep=ep, vpp=vpp,
+                                                  zero=zero, recompute=FULL, sequence_parallel=tp > 1,
+                                                  offload_optimizer=offload)
+                            if not _valid(lean, model, fleet, training):
+                                continue
+                            if worst_stage_memory(model, lean, training).total > capacity:
+                                continue  # model states alone do not fit: prune the branch
+                            yield from _fitting_micro_batches(model, fleet, training, lean, modes, max_micro_batch)
+
+
+def _fitting_micro_batches(model: ModelSpec, fleet: Fleet, training: TrainingSpec, lean: ParallelConfig,
+                           modes: list[str], max_micro_batch: int | None
+                           ) -> Iterator[tuple[ParallelConfig, MemoryBreakdown]]:
+    per_replica = training.global_batch // lean.dp
+    for recompute in modes:
+        for micro_batch in divisors(per_replica):
+            if max_micro_batch is not None and micro_batch > max_micro_batch:
+                break
+            candidate = ParallelConfig(tp=lean.tp, pp=lean.pp, dp=lean.dp, micro_batch=micro_batch, cp=lean.cp,
+                                       ep=lean.ep, vpp=lean.vpp, zero=lean.zero, recompute=recompute,
+                                       sequence_parallel=lean.sequence_parallel,
+                                       offload_optimizer=lean.offload_optimizer)
+            memory = worst_stage_memory(model, candidate, training)
+            if memory.total > fleet.rank_memory_bytes:
+                break  # larger micro-batches need more memory still
+            if _valid(candidate, model, fleet, training):  # e.g. interleaving needs pp | micro-batches
+                yield candidate, memory
+
+
+def _rank_key(plan: Plan) -> tuple[float, ...]:
+    """Fastest first; at equal step time to 3 significant digits, the simpler layout (fewer split
+    dimensions, then less memory) wins, because the model does not price the fixed costs (latency,
+    kernel splits) each extra dimension adds."""
+    p = plan.parallel
+    return float(f"{plan.step_time_s:.3g}"), p.tp * p.pp * p.vpp * p.cp * p.ep, plan.memory.total
+
+
+def search(model: ModelSpec, fleet: Fleet, global_batch: int, seq_len: int, *, precision: str = "bf16",
+           lora_rank: int = 0, flash_attention: bool = True, efficiency: Efficiency = DEFAULT_EFFICIENCY,
+           zero_stages: Iterable[int] | None = None, recompute_modes: Iterable[str] = RECOMPUTE_MODES,
+           allow_offload: bool = False, max_cp: int | None = None, max_micro_batch: int | None = None,
+           top: int | None = None) -> list[Plan]:
+    """All fitting plans, fastest first (ties: less memory first). Raises PlanError if none fits."""
+    training = TrainingSpec(global_batch, seq_len, precision=precision, lora_rank=lora_rank,
+                            flash_attention=flash_attention)
+    neuron = fleet.family == catalog.TRAINIUM
+    if zero_stages is None:
+        zero_stages = NEURON_ZERO_STAGES if neuron else ZERO_STAGES
+    if max_cp is None:
+        max_cp = 1 if neuron else fleet.ranks
+    fleet.rank_peak_flops(precision)  # fail fast on fp8 without an fp8 peak
+    plans = []
+    for parallel, memory in candidate_layouts(model, fleet, training, zero_stages=tuple(zero_stages),
+                                      recompute_modes=tuple(recompute_modes), allow_offload=allow_offload,
+                                      max_cp=max_cp, max_micro_batch=max_micro_batch):
+        plans.append(Plan(model, fleet, training, parallel, memory,
+                          step_time(model, fleet, training, parallel, efficiency),
+                          step_flops(model, training, parallel.recompute)))
+    if not plans:
+        raise PlanError(f"{model.name} does not fit on {fleet.nodes} x {fleet.name} "
+                        f"({fleet.ranks} ranks of {fleet.rank_memory_bytes / 2**30:.0f} GiB) at global batch "
+                        f"{global_batch} x {seq_len} with any layout")
+    plans.sort(key=_rank_key)
+    return plans[:top] if top else plans

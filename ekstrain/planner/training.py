@@ -1,0 +1,53 @@
+"""What is trained: batch, sequence, precision, optimizer, full fine-tune or LoRA."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ekstrain.planner.errors import PlanError
+from ekstrain.planner.fleet import BF16, FP8
+
+ADAMW = "adamw"
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    """``global_batch`` counts sequences of ``seq_len`` tokens.
+
+    ``lora_rank`` = 0 is a full fine-tune (or pre-training); r > 0 freezes the base weights and
+    trains rank-r adapters on every linear layer of every transformer layer.
+    ``flash_attention`` = True means the s x s attention scores are never stored (FlashAttention,
+    Dao et al. 2022), so the ``5as/h`` term of Korthikanti's formulas vanishes; Narayanan 2021 and
+    Korthikanti 2022 predate it, so their calibration uses False.
+    """
+
+    global_batch: int
+    seq_len: int
+    precision: str = BF16
+    optimizer: str = ADAMW
+    lora_rank: int = 0
+    flash_attention: bool = True
+
+    def __post_init__(self) -> None:
+        if self.global_batch < 1 or self.seq_len < 1:
+            raise PlanError("global batch and sequence length must be >= 1")
+        if self.precision not in (BF16, FP8):
+            raise PlanError(f"precision must be {BF16} or {FP8}, got {self.precision!r}")
+        if self.optimizer != ADAMW:
+            raise PlanError(f"only the {ADAMW} optimizer is modelled, got {self.optimizer!r}")
+        if self.lora_rank < 0:
+            raise PlanError("LoRA rank must be >= 0")
+
+    @classmethod
+    def from_tokens(cls, global_batch_tokens: int, seq_len: int, **options: object) -> TrainingSpec:
+        if global_batch_tokens % seq_len:
+            raise PlanError(f"global batch of {global_batch_tokens} tokens is not a multiple of seq_len {seq_len}")
+        return cls(global_batch_tokens // seq_len, seq_len, **options)  # type: ignore[arg-type]
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.global_batch * self.seq_len
+
+    @property
+    def is_lora(self) -> bool:
+        return self.lora_rank > 0
