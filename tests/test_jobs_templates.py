@@ -209,11 +209,20 @@ def test_volcano_gang_restarts_the_whole_job_in_the_partition_queue() -> None:
     assert {"ssh", "svc"} <= set(spec["plugins"])
 
 
+def test_trainjob_runtime_is_one_the_schedulers_component_installs() -> None:
+    from ekstrain.schedulers import operators
+
+    installed = {r["metadata"]["name"] for r in operators.torch_runtimes(PROD)}
+    for partition in ("gpu-a100", "gpu-h100"):
+        job = render(spec_for(partition), PROD, "trainjob", FakePlanner())[-1]
+        assert job["spec"]["runtimeRef"]["name"] in installed
+
+
 def test_trainjob_uses_the_torch_runtime_and_patches_placement() -> None:
     job = render(spec_for("gpu-h100"), PROD, "trainjob", FakePlanner())[-1]
     spec = job["spec"]
     assert spec["runtimeRef"] == {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime",
-                                  "name": "torch-distributed"}
+                                  "name": "torch-distributed-gpu-h100"}
     assert spec["trainer"]["numNodes"] == 2 and spec["trainer"]["numProcPerNode"] == 8
     (rj,) = spec["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
     pod = rj["template"]["spec"]["template"]

@@ -56,7 +56,7 @@ def small_container(r: ResolvedRun, *, name: str, command: list[str] | None = No
         c["command"] = command
     c["env"] = r.env_list()
     c["resources"] = {"requests": {"cpu": cpu, "memory": memory}, "limits": {"memory": memory}}
-    mounts = []
+    mounts: list[dict[str, Any]] = []
     if with_fsx:
         mounts.append({"name": "fsx", "mountPath": r.mount_path})
     if with_files and r.files():

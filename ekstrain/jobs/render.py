@@ -28,7 +28,7 @@ class Scheduler:
 SCHEDULERS: dict[str, Scheduler] = {s.name: s for s in (
     Scheduler("mpijob", mpijob.build, catalog.GPU, "MPIJob v2beta1: launcher + one worker per node"),
     Scheduler("pytorchjob", pytorchjob.build, catalog.GPU, "PyTorchJob v1: Master + Workers, torchrun"),
-    Scheduler("trainjob", trainjob.build, None, "TrainJob (Kubeflow Trainer v2) on torch-distributed"),
+    Scheduler("trainjob", trainjob.build, None, "TrainJob (Kubeflow Trainer v2) on torch-distributed-<partition>"),
     Scheduler("volcano", volcano.build, None, "Volcano gang Job in the partition's queue"),
     Scheduler("rayjob", ray.build, catalog.GPU, "RayJob with a TorchTrainer entrypoint"),
     Scheduler("raycluster", ray.build_cluster, catalog.GPU, "RayCluster of the same shape (interactive)"),

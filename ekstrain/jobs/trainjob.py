@@ -13,17 +13,22 @@ from typing import Any
 
 from ekstrain.jobs.pod import TERMINATION_GRACE_SECONDS, launch_configmap
 from ekstrain.jobs.resolve import ResolvedRun
+from ekstrain.schedulers import operators
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
-TORCH_RUNTIME = "torch-distributed"
-"""ClusterTrainingRuntime name assumed from the schedulers component (mirrors upstream's torch-distributed)."""
+def torch_runtime(partition: str) -> str:
+    """The partition's ClusterTrainingRuntime, installed by the schedulers component (one per partition)."""
+    return operators.runtime_name(partition)
+
+
 NODE_JOB = "node"
 """Replicated job and container name of upstream's torch runtimes."""
 PATCH_MANAGER = "ekstrain.io/jobs"
 RENDEZVOUS = ["--node_rank=${PET_NODE_RANK}", "--master_addr=${PET_MASTER_ADDR}", "--master_port=${PET_MASTER_PORT}"]
 
 
-def build(r: ResolvedRun, runtime: str = TORCH_RUNTIME) -> list[dict[str, Any]]:
+def build(r: ResolvedRun, runtime: str | None = None) -> list[dict[str, Any]]:
+    runtime = runtime or torch_runtime(r.shape.name)
     pod_patch = {
         "metadata": {"labels": dict(r.labels), "annotations": r.annotations()},
         "spec": {

@@ -102,7 +102,7 @@ class Plan:
     @property
     def checkpoint_bytes(self) -> int:
         """Bytes of one resumable checkpoint (LoRA: the adapters only; the base model is read-only)."""
-        trainable = self.model.total_params
+        trainable: float = self.model.total_params
         if self.training.is_lora:
             attention, expert = lora_params_per_layer(self.model, self.training.lora_rank, self.model.experts)
             trainable = self.model.layers * (attention + expert)
