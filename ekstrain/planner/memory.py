@@ -180,7 +180,7 @@ def stage_memory(model: ModelSpec, parallel: ParallelConfig, training: TrainingS
                                           p.sequence_parallel, NONE, training.flash_attention)
     if last:
         buffers += LOGIT_BYTES * training.seq_len / p.cp * p.micro_batch * model.vocab / p.tp
-    if p.zero >= 3:
+    if p.zero >= 3 and p.grad_reduce_ranks > 1:
         # Gathered weights of the layer being computed and of the prefetched next one.
         buffers += 2 * WEIGHT_BYTES * model.layer_params / p.tp / (p.ep if model.is_moe else 1)
     return MemoryBreakdown(f"stage {index}", weights, grads, optimizer, activations, buffers)
