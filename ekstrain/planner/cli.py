@@ -60,8 +60,11 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seq-len", type=int, required=True)
     parser.add_argument("--precision", choices=(BF16, FP8), default=BF16)
     parser.add_argument("--lora-rank", type=int, default=0, help="0 = full fine-tune")
-    parser.add_argument("--no-flash-attention", action="store_true",
-                        help="store the attention scores (Korthikanti's 5as/h term)")
+    parser.add_argument(
+        "--no-flash-attention",
+        action="store_true",
+        help="store the attention scores (Korthikanti's 5as/h term)",
+    )
     parser.add_argument("--json", action="store_true")
 
 
@@ -69,23 +72,36 @@ def _inputs(args: argparse.Namespace) -> tuple[ModelSpec, Fleet, int, dict[str, 
     model = get_model(args.model) if args.model else ModelSpec.from_json(args.model_json)
     if args.nodes < 1:
         raise PlanError("--nodes must be >= 1")
-    fleet = Fleet.from_instance(args.instance, args.nodes) if args.instance else Fleet.from_json(args.fleet_json,
-                                                                                                 args.nodes)
+    fleet = (
+        Fleet.from_instance(args.instance, args.nodes)
+        if args.instance
+        else Fleet.from_json(args.fleet_json, args.nodes)
+    )
     if args.global_batch is not None:
         global_batch = args.global_batch
     elif args.global_batch_tokens % args.seq_len:
         raise PlanError(f"--global-batch-tokens {args.global_batch_tokens} is not a multiple of --seq-len")
     else:
         global_batch = args.global_batch_tokens // args.seq_len
-    options = {"precision": args.precision, "lora_rank": args.lora_rank,
-               "flash_attention": not args.no_flash_attention}
+    options = {
+        "precision": args.precision,
+        "lora_rank": args.lora_rank,
+        "flash_attention": not args.no_flash_attention,
+    }
     return model, fleet, global_batch, options
 
 
 def _search(args: argparse.Namespace) -> int:
     model, fleet, global_batch, options = _inputs(args)
-    plans = search(model, fleet, global_batch, args.seq_len, allow_offload=args.allow_offload,
-                   top=args.top or None, **options)
+    plans = search(
+        model,
+        fleet,
+        global_batch,
+        args.seq_len,
+        allow_offload=args.allow_offload,
+        top=args.top or None,
+        **options,
+    )
     if args.json:
         print(json.dumps([p.to_json() for p in plans], indent=2))
     else:
@@ -95,28 +111,50 @@ def _search(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace) -> int:
     model, fleet, global_batch, options = _inputs(args)
-    plan = evaluate(model, fleet, global_batch, args.seq_len, tp=args.tp, pp=args.pp, dp=args.dp, cp=args.cp,
-                    ep=args.ep, vpp=args.vpp, micro_batch=args.micro_batch, recompute=args.recompute,
-                    sequence_parallel=args.sequence_parallel, zero=args.zero,
-                    offload_optimizer=args.offload_optimizer, **options)
+    plan = evaluate(
+        model,
+        fleet,
+        global_batch,
+        args.seq_len,
+        tp=args.tp,
+        pp=args.pp,
+        dp=args.dp,
+        cp=args.cp,
+        ep=args.ep,
+        vpp=args.vpp,
+        micro_batch=args.micro_batch,
+        recompute=args.recompute,
+        sequence_parallel=args.sequence_parallel,
+        zero=args.zero,
+        offload_optimizer=args.offload_optimizer,
+        **options,
+    )
     print(json.dumps(plan.to_json(), indent=2) if args.json else _table([plan]))
     if not plan.fits:
         gib = plan.to_json()["memory_gib"]["total"]
-        print(f"error: {model.name} needs {gib:.1f} GiB per rank with this layout; "
-              f"{fleet.rank_memory_bytes / 2**30:.0f} GiB available", file=sys.stderr)
+        print(
+            f"error: {model.name} needs {gib:.1f} GiB per rank with this layout; "
+            f"{fleet.rank_memory_bytes / 2**30:.0f} GiB available",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     return 0
 
 
 def _table(plans: list[Plan]) -> str:
-    header = (f"{'#':>3} {'tp':>3} {'pp':>3} {'dp':>5} {'cp':>3} {'ep':>3} {'vpp':>3} {'mb':>3} {'ga':>4} "
-              f"{'zero':>4} {'recompute':>9} {'sp':>3} {'mem GiB':>8} {'step s':>8} {'TFLOP/s':>8} {'MFU':>6}  limits")
+    header = (
+        f"{'#':>3} {'tp':>3} {'pp':>3} {'dp':>5} {'cp':>3} {'ep':>3} {'vpp':>3} {'mb':>3} {'ga':>4} "
+        f"{'zero':>4} {'recompute':>9} {'sp':>3} {'mem GiB':>8} {'step s':>8} {'TFLOP/s':>8} {'MFU':>6}"
+        "  limits"
+    )
     rows = [header]
     for i, p in enumerate(plans, 1):
-        rows.append(f"{i:>3} {p.tp:>3} {p.pp:>3} {p.dp:>5} {p.cp:>3} {p.ep:>3} {p.vpp:>3} {p.micro_batch:>3} "
-                    f"{p.grad_accum:>4} {p.zero:>4} {p.recompute:>9} {'y' if p.sequence_parallel else 'n':>3} "
-                    f"{p.memory.total / 2**30:>8.1f} {p.step_time_s:>8.3f} {p.model_tflops_per_gpu:>8.1f} "
-                    f"{p.mfu:>6.1%}  {p.explain()}")
+        rows.append(
+            f"{i:>3} {p.tp:>3} {p.pp:>3} {p.dp:>5} {p.cp:>3} {p.ep:>3} {p.vpp:>3} {p.micro_batch:>3} "
+            f"{p.grad_accum:>4} {p.zero:>4} {p.recompute:>9} {'y' if p.sequence_parallel else 'n':>3} "
+            f"{p.memory.total / 2**30:>8.1f} {p.step_time_s:>8.3f} {p.model_tflops_per_gpu:>8.1f} "
+            f"{p.mfu:>6.1%}  {p.explain()}"
+        )
     return "\n".join(rows)
 
 

@@ -29,14 +29,17 @@ GPT3 = get_model("gpt3-175b")
 SBH = S * B * H
 
 
-@pytest.mark.parametrize("tp, sp, recompute, expected", [
-    (1, False, NONE, SBH * (34 + 5 * A * S / H)),
-    (T, False, NONE, SBH * (10 + 24 / T + 5 * A * S / (H * T))),
-    (T, True, NONE, SBH * (34 / T + 5 * A * S / (H * T))),
-    (T, False, SELECTIVE, SBH * (10 + 24 / T)),
-    (T, True, SELECTIVE, SBH * 34 / T),
-    (T, False, FULL, SBH * 2),
-])
+@pytest.mark.parametrize(
+    "tp, sp, recompute, expected",
+    [
+        (1, False, NONE, SBH * (34 + 5 * A * S / H)),
+        (T, False, NONE, SBH * (10 + 24 / T + 5 * A * S / (H * T))),
+        (T, True, NONE, SBH * (34 / T + 5 * A * S / (H * T))),
+        (T, False, SELECTIVE, SBH * (10 + 24 / T)),
+        (T, True, SELECTIVE, SBH * 34 / T),
+        (T, False, FULL, SBH * 2),
+    ],
+)
 def test_korthikanti_table2(tp, sp, recompute, expected):
     got = layer_activation_bytes(GPT3, S, B, tp=tp, sequence_parallel=sp, recompute=recompute)
     assert got == pytest.approx(expected, rel=1e-12)
@@ -50,8 +53,8 @@ def test_context_parallel_splits_tokens_but_scores_see_all_keys():
 
 @pytest.mark.parametrize("model", NARAYANAN_TABLE1_MODELS, ids=lambda m: m.name)
 def test_parameter_count_is_eq2_plus_final_layernorm(model):
-    l, h, v, s = model.layers, model.hidden, model.vocab, 2048
-    eq2 = 12 * l * h * h * (1 + 13 / (12 * h) + (v + s) / (12 * l * h))
+    n_layers, h, v, s = model.layers, model.hidden, model.vocab, 2048
+    eq2 = 12 * n_layers * h * h * (1 + 13 / (12 * h) + (v + s) / (12 * n_layers * h))
     assert model.total_params == pytest.approx(eq2 + 2 * h, rel=1e-12)
     assert round(model.total_params / 1e9, 1) == pytest.approx(float(model.name[4:-1]), abs=0.051)
 
@@ -59,11 +62,13 @@ def test_parameter_count_is_eq2_plus_final_layernorm(model):
 @pytest.mark.parametrize("row", TABLE1, ids=lambda r: r.model.name)
 def test_hardware_flops_are_eq3(row):
     m = row.model
-    l, h, v, s, b = m.layers, m.hidden, m.vocab, 2048, row.global_batch
-    eq3 = 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h))
+    n_layers, h, v, s, b = m.layers, m.hidden, m.vocab, 2048, row.global_batch
+    eq3 = 96 * b * s * n_layers * h * h * (1 + s / (6 * h) + v / (16 * n_layers * h))
     flops = step_flops(m, TrainingSpec(b, s, flash_attention=False), FULL)
     assert flops.hardware == pytest.approx(eq3, rel=1e-12)
-    eq7 = 72 * b * l * s * h * h * (1 + s / (6 * h) + v / (12 * h * l))  # Korthikanti Eq. 7: model FLOPs
+    eq7 = (
+        72 * b * n_layers * s * h * h * (1 + s / (6 * h) + v / (12 * h * n_layers))
+    )  # Korthikanti Eq. 7: model FLOPs
     assert flops.model == pytest.approx(eq7, rel=1e-12)
 
 

@@ -15,10 +15,19 @@ RECOMPUTE_ORDER = (NONE, SELECTIVE, FULL)
 
 layouts = st.builds(
     lambda tp, pp, cp, zero, rc, mb, flash: (
-        ParallelConfig(tp=tp, pp=pp, dp=64 // (tp * pp * cp) or 1, micro_batch=mb, cp=cp, zero=zero, recompute=rc),
-        TrainingSpec(1024, 8192, flash_attention=flash)),
-    st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2]),
-    st.sampled_from([0, 1, 2, 3]), st.sampled_from(RECOMPUTE_ORDER), st.sampled_from([1, 2, 4]), st.booleans())
+        ParallelConfig(
+            tp=tp, pp=pp, dp=64 // (tp * pp * cp) or 1, micro_batch=mb, cp=cp, zero=zero, recompute=rc
+        ),
+        TrainingSpec(1024, 8192, flash_attention=flash),
+    ),
+    st.sampled_from([1, 2, 4, 8]),
+    st.sampled_from([1, 2, 4, 8]),
+    st.sampled_from([1, 2]),
+    st.sampled_from([0, 1, 2, 3]),
+    st.sampled_from(RECOMPUTE_ORDER),
+    st.sampled_from([1, 2, 4]),
+    st.booleans(),
+)
 
 
 def total(parallel, training):
@@ -29,7 +38,9 @@ def total(parallel, training):
 def test_higher_zero_stage_never_increases_memory(case):
     parallel, training = case
     for zero in range(parallel.zero, 3):
-        assert total(replace(parallel, zero=zero + 1), training) <= total(replace(parallel, zero=zero), training)
+        assert total(replace(parallel, zero=zero + 1), training) <= total(
+            replace(parallel, zero=zero), training
+        )
 
 
 @given(layouts)
@@ -37,7 +48,9 @@ def test_more_recompute_never_increases_memory(case):
     parallel, training = case
     base = replace(parallel, recompute=NONE)
     assert total(replace(base, recompute=SELECTIVE), training) <= total(base, training)
-    assert total(replace(base, recompute=FULL), training) <= total(replace(base, recompute=SELECTIVE), training)
+    assert total(replace(base, recompute=FULL), training) <= total(
+        replace(base, recompute=SELECTIVE), training
+    )
 
 
 @given(layouts)
@@ -57,8 +70,11 @@ def test_smaller_micro_batch_never_increases_memory(case):
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.sampled_from(["p4de.24xlarge", "p5.48xlarge", "trn1.32xlarge"]), st.sampled_from([1, 2, 4]),
-       st.sampled_from(["llama3-8b", "gpt-7.5b", "mixtral-8x7b"]))
+@given(
+    st.sampled_from(["p4de.24xlarge", "p5.48xlarge", "trn1.32xlarge"]),
+    st.sampled_from([1, 2, 4]),
+    st.sampled_from(["llama3-8b", "gpt-7.5b", "mixtral-8x7b"]),
+)
 def test_search_degrees_multiply_to_the_fleet(instance, nodes, name):
     fleet = Fleet.from_instance(instance, nodes)
     try:
