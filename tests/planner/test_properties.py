@@ -5,7 +5,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ekstrain.planner import Fleet, get_model, search
+from ekstrain.planner import Fleet, PlanError, get_model, search
 from ekstrain.planner.memory import worst_stage_memory
 from ekstrain.planner.parallel import FULL, NONE, SELECTIVE, ParallelConfig
 from ekstrain.planner.training import TrainingSpec
@@ -79,11 +79,10 @@ def test_search_degrees_multiply_to_the_fleet(instance, nodes, name):
     fleet = Fleet.from_instance(instance, nodes)
     try:
         plans = search(get_model(name), fleet, 256, 4096, top=50)
-    except Exception as error:  # a model that fits nowhere is the one acceptable outcome
+    except PlanError as error:  # a model that fits nowhere is the one acceptable outcome
         assert "does not fit" in str(error)
         return
     for plan in plans:
         assert plan.tp * plan.pp * plan.dp * plan.cp == fleet.ranks
         assert plan.micro_batch * plan.grad_accum * plan.dp == 256
         assert plan.fits
-    assert [p.step_time_s for p in plans] == sorted(p.step_time_s for p in plans) or len(plans) > 1
