@@ -14,5 +14,16 @@ from ekstrain.planner.plan import Plan, evaluate
 from ekstrain.planner.search import search
 from ekstrain.planner.training import TrainingSpec
 
-__all__ = ["DEFAULT_EFFICIENCY", "MODELS", "Efficiency", "Fleet", "ModelSpec", "Plan", "PlanError",
-           "TrainingSpec", "evaluate", "get_model", "search"]
+__all__ = [
+    "DEFAULT_EFFICIENCY",
+    "MODELS",
+    "Efficiency",
+    "Fleet",
+    "ModelSpec",
+    "Plan",
+    "PlanError",
+    "TrainingSpec",
+    "evaluate",
+    "get_model",
+    "search",
+]

@@ -46,8 +46,13 @@ class Fleet:
         for key in ("nodes", "accelerators_per_node", "ranks_per_accelerator"):
             if getattr(self, key) < 1:
                 raise PlanError(f"fleet {self.name!r}: {key} must be >= 1")
-        for key in ("peak_tflops_bf16", "hbm_gib", "hbm_gbps", "intra_node_gbytes_per_s",
-                    "inter_node_gbits_per_s"):
+        for key in (
+            "peak_tflops_bf16",
+            "hbm_gib",
+            "hbm_gbps",
+            "intra_node_gbytes_per_s",
+            "inter_node_gbits_per_s",
+        ):
             if getattr(self, key) <= 0:
                 raise PlanError(f"fleet {self.name!r}: {key} must be > 0")
 
@@ -59,12 +64,17 @@ class Fleet:
             raise PlanError(str(error)) from None
         acc = it.accelerator
         return cls(
-            name=it.name, nodes=nodes, accelerators_per_node=it.accelerator_count,
-            peak_tflops_bf16=acc.peak_tflops_bf16, peak_tflops_fp8=acc.peak_tflops_fp8,
-            hbm_gib=acc.memory_gib, hbm_gbps=acc.hbm_gbytes_per_s,
+            name=it.name,
+            nodes=nodes,
+            accelerators_per_node=it.accelerator_count,
+            peak_tflops_bf16=acc.peak_tflops_bf16,
+            peak_tflops_fp8=acc.peak_tflops_fp8,
+            hbm_gib=acc.memory_gib,
+            hbm_gbps=acc.hbm_gbytes_per_s,
             intra_node_gbytes_per_s=acc.intra_node_gbytes_per_s,
             inter_node_gbits_per_s=it.inter_node_gbits_per_s,
-            ranks_per_accelerator=it.workers_per_node // it.accelerator_count, family=it.family,
+            ranks_per_accelerator=it.workers_per_node // it.accelerator_count,
+            family=it.family,
         )
 
     @classmethod
@@ -73,8 +83,14 @@ class Fleet:
         intra_node_gbytes_per_s, inter_node_gbits_per_s``; optional ``name, peak_tflops_fp8,
         ranks_per_accelerator, family``. Units and per-accelerator/per-node scope as in Fleet."""
         data = _read_json_object(path, "fleet")
-        required = ("accelerators_per_node", "peak_tflops_bf16", "hbm_gib", "hbm_gbps",
-                    "intra_node_gbytes_per_s", "inter_node_gbits_per_s")
+        required = (
+            "accelerators_per_node",
+            "peak_tflops_bf16",
+            "hbm_gib",
+            "hbm_gbps",
+            "intra_node_gbytes_per_s",
+            "inter_node_gbits_per_s",
+        )
         optional = ("name", "peak_tflops_fp8", "ranks_per_accelerator", "family")
         missing = [k for k in required if k not in data]
         if missing:
@@ -127,4 +143,6 @@ class Fleet:
     def group_bytes_per_s(self, span: int) -> float:
         """Bandwidth per rank of a process group whose ranks lie within ``span`` consecutive ranks:
         the intra-node link if the span fits in one node, else the rank's network share."""
-        return self.rank_intra_node_bytes_per_s if span <= self.ranks_per_node else self.rank_network_bytes_per_s
+        return (
+            self.rank_intra_node_bytes_per_s if span <= self.ranks_per_node else self.rank_network_bytes_per_s
+        )

@@ -35,8 +35,9 @@ RUNTIME_RESERVE_GIB = 1.0
 """CUDA/Neuron runtime context and allocator fragmentation a framework never gives back."""
 
 
-def model_state_bytes(params: float, zero: int, shards: int, trainable: float | None = None,
-                      offload_optimizer: bool = False) -> tuple[float, float, float]:
+def model_state_bytes(
+    params: float, zero: int, shards: int, trainable: float | None = None, offload_optimizer: bool = False
+) -> tuple[float, float, float]:
     """(weights, gradients, optimizer states) in bytes on one rank, per ZeRO section 3.
 
     ``params`` are the rank's weights before ZeRO sharding, ``shards`` the data-parallel ranks they
@@ -49,9 +50,16 @@ def model_state_bytes(params: float, zero: int, shards: int, trainable: float | 
     return weights, grads, optimizer
 
 
-def layer_activation_bytes(model: ModelSpec, seq_len: int, micro_batch: int, tp: int = 1, cp: int = 1,
-                           sequence_parallel: bool = False, recompute: str = NONE,
-                           flash_attention: bool = False) -> float:
+def layer_activation_bytes(
+    model: ModelSpec,
+    seq_len: int,
+    micro_batch: int,
+    tp: int = 1,
+    cp: int = 1,
+    sequence_parallel: bool = False,
+    recompute: str = NONE,
+    flash_attention: bool = False,
+) -> float:
     """Activation bytes one layer stores for one micro-batch (Korthikanti Table 2, generalised).
 
     With CP each rank keeps s/cp of the tokens, and its attention scores cover its s/cp queries
@@ -108,8 +116,9 @@ def lora_params_per_layer(model: ModelSpec, rank: int, experts_per_rank: float) 
     return attention, rank * model.mlp_matrices * (h + f) * experts_per_rank
 
 
-def stage_params(model: ModelSpec, parallel: ParallelConfig, training: TrainingSpec, layers: int,
-                 first: bool, last: bool) -> StageParams:
+def stage_params(
+    model: ModelSpec, parallel: ParallelConfig, training: TrainingSpec, layers: int, first: bool, last: bool
+) -> StageParams:
     """Weights on one rank of a stage of ``layers`` layers. Norm and bias vectors are counted as
     TP-split like their matrices (Megatron replicates them; they are < 0.1 % of a layer)."""
     tp = parallel.tp
@@ -148,26 +157,43 @@ class MemoryBreakdown:
         return self.params + self.grads + self.optimizer + self.activations + self.buffers
 
     def gib(self) -> dict[str, float]:
-        return {"params": self.params / GIB, "grads": self.grads / GIB, "optimizer": self.optimizer / GIB,
-                "activations": self.activations / GIB, "buffers": self.buffers / GIB,
-                "total": self.total / GIB}
+        return {
+            "params": self.params / GIB,
+            "grads": self.grads / GIB,
+            "optimizer": self.optimizer / GIB,
+            "activations": self.activations / GIB,
+            "buffers": self.buffers / GIB,
+            "total": self.total / GIB,
+        }
 
 
-def stage_memory(model: ModelSpec, parallel: ParallelConfig, training: TrainingSpec, index: int) -> MemoryBreakdown:
+def stage_memory(
+    model: ModelSpec, parallel: ParallelConfig, training: TrainingSpec, index: int
+) -> MemoryBreakdown:
     """Memory of a rank of pipeline stage ``index`` (0 = first, holds the embedding)."""
     p = parallel
     edge_layers, full_layers = p.stage_layers(model.layers)
     first, last = index == 0, index == p.pp - 1
     layers = edge_layers if p.pp > 1 and (first or last) else full_layers
     params = stage_params(model, p, training, layers, first, last)
-    dense = model_state_bytes(params.dense, p.zero, p.grad_reduce_ranks, params.trainable_dense,
-                              p.offload_optimizer)
-    expert = model_state_bytes(params.expert, p.zero, p.expert_replicas, params.trainable_expert,
-                               p.offload_optimizer)
-    weights, grads, optimizer = (a + b for a, b in zip(dense, expert))
+    dense = model_state_bytes(
+        params.dense, p.zero, p.grad_reduce_ranks, params.trainable_dense, p.offload_optimizer
+    )
+    expert = model_state_bytes(
+        params.expert, p.zero, p.expert_replicas, params.trainable_expert, p.offload_optimizer
+    )
+    weights, grads, optimizer = (a + b for a, b in zip(dense, expert, strict=True))
 
-    per_layer = layer_activation_bytes(model, training.seq_len, p.micro_batch, p.tp, p.cp,
-                                       p.sequence_parallel, p.recompute, training.flash_attention)
+    per_layer = layer_activation_bytes(
+        model,
+        training.seq_len,
+        p.micro_batch,
+        p.tp,
+        p.cp,
+        p.sequence_parallel,
+        p.recompute,
+        training.flash_attention,
+    )
     # 1F1B: stage i holds (pp - i) micro-batches in flight, so the first stage holds pp stages'
     # worth (the whole model's layers) and the last one stage's worth (Korthikanti 4.2.3).
     in_flight = min(p.pp - index, p.grad_accum(training))
@@ -176,11 +202,19 @@ def stage_memory(model: ModelSpec, parallel: ParallelConfig, training: TrainingS
     buffers = RUNTIME_RESERVE_GIB * GIB
     if p.recompute == FULL:
         # Recomputing a layer materialises its full activations for the current micro-batch.
-        buffers += layer_activation_bytes(model, training.seq_len, p.micro_batch, p.tp, p.cp,
-                                          p.sequence_parallel, NONE, training.flash_attention)
+        buffers += layer_activation_bytes(
+            model,
+            training.seq_len,
+            p.micro_batch,
+            p.tp,
+            p.cp,
+            p.sequence_parallel,
+            NONE,
+            training.flash_attention,
+        )
     if last:
         buffers += LOGIT_BYTES * training.seq_len / p.cp * p.micro_batch * model.vocab / p.tp
-    if p.zero >= 3:
+    if p.zero >= 3 and p.grad_reduce_ranks > 1:
         # Gathered weights of the layer being computed and of the prefetched next one.
         buffers += 2 * WEIGHT_BYTES * model.layer_params / p.tp / (p.ep if model.is_moe else 1)
     return MemoryBreakdown(f"stage {index}", weights, grads, optimizer, activations, buffers)
@@ -198,8 +232,10 @@ def candidate_stages(parallel: ParallelConfig, layers: int) -> tuple[int, ...]:
 
 
 def worst_stage_memory(model: ModelSpec, parallel: ParallelConfig, training: TrainingSpec) -> MemoryBreakdown:
-    return max((stage_memory(model, parallel, training, i) for i in candidate_stages(parallel, model.layers)),
-               key=lambda m: m.total)
+    return max(
+        (stage_memory(model, parallel, training, i) for i in candidate_stages(parallel, model.layers)),
+        key=lambda m: m.total,
+    )
 
 
 def fits(memory: MemoryBreakdown, fleet: Fleet) -> bool:

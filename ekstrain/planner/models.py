@@ -50,9 +50,13 @@ class ModelSpec:
             if getattr(self, key) < 1:
                 raise PlanError(f"model {self.name!r}: {key} must be >= 1, got {getattr(self, key)}")
         if self.hidden % self.heads:
-            raise PlanError(f"model {self.name!r}: hidden {self.hidden} is not divisible by heads {self.heads}")
+            raise PlanError(
+                f"model {self.name!r}: hidden {self.hidden} is not divisible by heads {self.heads}"
+            )
         if self.heads % self.kv_heads:
-            raise PlanError(f"model {self.name!r}: heads {self.heads} not divisible by kv_heads {self.kv_heads}")
+            raise PlanError(
+                f"model {self.name!r}: heads {self.heads} not divisible by kv_heads {self.kv_heads}"
+            )
         if self.top_k > self.experts:
             raise PlanError(f"model {self.name!r}: top_k {self.top_k} exceeds experts {self.experts}")
         if self.norm not in (LAYERNORM, RMSNORM):
@@ -127,7 +131,12 @@ class ModelSpec:
 
         Biases and norms are elementwise work, not matmuls, and are excluded from FLOP counts."""
         h, kv = self.hidden, self.kv_dim
-        return h * (h + 2 * kv) + h * h + self.top_k * self.mlp_matrices * h * self.ffn_hidden + self.router_params
+        return (
+            h * (h + 2 * kv)
+            + h * h
+            + self.top_k * self.mlp_matrices * h * self.ffn_hidden
+            + self.router_params
+        )
 
     @cached_property
     def embedding_params(self) -> int:
@@ -155,8 +164,17 @@ class ModelSpec:
         unknown = sorted(set(data) - known)
         if unknown:
             raise PlanError(f"model JSON: unknown keys {', '.join(unknown)}")
-        required = ("name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
-                    "gated_mlp", "tied_embeddings")
+        required = (
+            "name",
+            "layers",
+            "hidden",
+            "heads",
+            "kv_heads",
+            "ffn_hidden",
+            "vocab",
+            "gated_mlp",
+            "tied_embeddings",
+        )
         missing = [k for k in required if k not in data]
         if missing:
             raise PlanError(f"model JSON: missing keys {', '.join(missing)}")
@@ -177,23 +195,59 @@ def _read_json_object(path: str | Path, what: str) -> dict[str, Any]:
     except OSError as error:
         raise PlanError(f"cannot read {what} JSON {str(path)!r}: {error.strerror}") from None
     except json.JSONDecodeError as error:
-        raise PlanError(f"{what} JSON {str(path)!r} is not valid JSON: {error.msg} at line {error.lineno}") from None
+        raise PlanError(
+            f"{what} JSON {str(path)!r} is not valid JSON: {error.msg} at line {error.lineno}"
+        ) from None
     if not isinstance(data, dict):
         raise PlanError(f"{what} JSON {str(path)!r} must be an object")
     return data
 
 
-def _gpt(name: str, layers: int, hidden: int, heads: int, seq_len: int = 2048, vocab: int = 51200) -> ModelSpec:
+def _gpt(
+    name: str, layers: int, hidden: int, heads: int, seq_len: int = 2048, vocab: int = 51200
+) -> ModelSpec:
     """GPT-2/3 style (Narayanan Table 1): 4h GeLU MLP, biases, LayerNorm, learned positions, tied."""
-    return ModelSpec(name, layers, hidden, heads, heads, 4 * hidden, vocab, gated_mlp=False,
-                     tied_embeddings=True, biases=True, norm=LAYERNORM, max_positions=seq_len)
+    return ModelSpec(
+        name,
+        layers,
+        hidden,
+        heads,
+        heads,
+        4 * hidden,
+        vocab,
+        gated_mlp=False,
+        tied_embeddings=True,
+        biases=True,
+        norm=LAYERNORM,
+        max_positions=seq_len,
+    )
 
 
-def _llama(name: str, layers: int, hidden: int, heads: int, kv_heads: int, ffn: int, vocab: int = 128256,
-           experts: int = 1, top_k: int = 1) -> ModelSpec:
+def _llama(
+    name: str,
+    layers: int,
+    hidden: int,
+    heads: int,
+    kv_heads: int,
+    ffn: int,
+    vocab: int = 128256,
+    experts: int = 1,
+    top_k: int = 1,
+) -> ModelSpec:
     """Llama / Mixtral style: SwiGLU, no biases, RMSNorm, rotary positions, untied output layer."""
-    return ModelSpec(name, layers, hidden, heads, kv_heads, ffn, vocab, gated_mlp=True,
-                     tied_embeddings=False, experts=experts, top_k=top_k)
+    return ModelSpec(
+        name,
+        layers,
+        hidden,
+        heads,
+        kv_heads,
+        ffn,
+        vocab,
+        gated_mlp=True,
+        tied_embeddings=False,
+        experts=experts,
+        top_k=top_k,
+    )
 
 
 # Narayanan et al. 2021 Table 1 (V = 51,200, s = 2048); names carry the published parameter count.
@@ -210,17 +264,32 @@ NARAYANAN_TABLE1_MODELS: tuple[ModelSpec, ...] = (
     _gpt("gpt-1008b", 128, 25600, 160),
 )
 
-MODELS: dict[str, ModelSpec] = {m.name: m for m in (
-    *NARAYANAN_TABLE1_MODELS,
-    _gpt("gpt3-175b", 96, 12288, 96),  # Brown et al. 2020 Table 2.1
-    _llama("llama3-8b", 32, 4096, 32, 8, 14336),  # Llama 3 herd paper (arXiv 2407.21783) Table 3
-    _llama("llama3-70b", 80, 8192, 64, 8, 28672),
-    _llama("llama3-405b", 126, 16384, 128, 8, 53248),
-    _llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, vocab=32000, experts=8, top_k=2),  # arXiv 2401.04088
-    # Devlin et al. 2018; the 2-row token-type table and the pooler are not modelled.
-    ModelSpec("bert-large", 24, 1024, 16, 16, 4096, 30522, gated_mlp=False, tied_embeddings=True,
-              biases=True, norm=LAYERNORM, max_positions=512),
-)}
+MODELS: dict[str, ModelSpec] = {
+    m.name: m
+    for m in (
+        *NARAYANAN_TABLE1_MODELS,
+        _gpt("gpt3-175b", 96, 12288, 96),  # Brown et al. 2020 Table 2.1
+        _llama("llama3-8b", 32, 4096, 32, 8, 14336),  # Llama 3 herd paper (arXiv 2407.21783) Table 3
+        _llama("llama3-70b", 80, 8192, 64, 8, 28672),
+        _llama("llama3-405b", 126, 16384, 128, 8, 53248),
+        _llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, vocab=32000, experts=8, top_k=2),  # arXiv 2401.04088
+        # Devlin et al. 2018; the 2-row token-type table and the pooler are not modelled.
+        ModelSpec(
+            "bert-large",
+            24,
+            1024,
+            16,
+            16,
+            4096,
+            30522,
+            gated_mlp=False,
+            tied_embeddings=True,
+            biases=True,
+            norm=LAYERNORM,
+            max_positions=512,
+        ),
+    )
+}
 
 
 def get_model(name: str) -> ModelSpec:

@@ -64,20 +64,31 @@ class ParallelConfig:
 
     def validate(self, model: ModelSpec, fleet: Fleet, training: TrainingSpec) -> None:
         """Raise PlanError naming the first rule this layout breaks."""
-        degrees = {"tp": self.tp, "pp": self.pp, "dp": self.dp, "cp": self.cp, "ep": self.ep,
-                   "vpp": self.vpp, "micro_batch": self.micro_batch}
+        degrees = {
+            "tp": self.tp,
+            "pp": self.pp,
+            "dp": self.dp,
+            "cp": self.cp,
+            "ep": self.ep,
+            "vpp": self.vpp,
+            "micro_batch": self.micro_batch,
+        }
         for key, value in degrees.items():
             if value < 1:
                 raise PlanError(f"{key} must be >= 1, got {value}")
         if self.ranks != fleet.ranks:
-            raise PlanError(f"tp*pp*dp*cp = {self.tp}*{self.pp}*{self.dp}*{self.cp} = {self.ranks} "
-                            f"but the fleet has {fleet.ranks} ranks ({fleet.nodes} x {fleet.ranks_per_node})")
+            raise PlanError(
+                f"tp*pp*dp*cp = {self.tp}*{self.pp}*{self.dp}*{self.cp} = {self.ranks} "
+                f"but the fleet has {fleet.ranks} ranks ({fleet.nodes} x {fleet.ranks_per_node})"
+            )
         if self.tp > fleet.ranks_per_node:
             raise PlanError(f"tp {self.tp} exceeds the {fleet.ranks_per_node} ranks of one node")
         if model.heads % self.tp or model.kv_heads % self.tp:
             raise PlanError(f"tp {self.tp} does not divide heads {model.heads} and kv_heads {model.kv_heads}")
         if model.ffn_hidden % self.tp or model.vocab % self.tp:
-            raise PlanError(f"tp {self.tp} does not divide ffn_hidden {model.ffn_hidden} and vocab {model.vocab}")
+            raise PlanError(
+                f"tp {self.tp} does not divide ffn_hidden {model.ffn_hidden} and vocab {model.vocab}"
+            )
         if training.seq_len % (2 * self.cp) and self.cp > 1:
             # Megatron's load-balanced causal CP cuts each sequence into 2*cp chunks.
             raise PlanError(f"seq_len {training.seq_len} is not divisible by 2*cp = {2 * self.cp}")
@@ -86,23 +97,31 @@ class ParallelConfig:
         if self.ep > 1 and not model.is_moe:
             raise PlanError(f"ep {self.ep} needs an MoE model; {model.name} is dense")
         if model.experts % self.ep or self.grad_reduce_ranks % self.ep:
-            raise PlanError(f"ep {self.ep} must divide experts {model.experts} and dp*cp {self.grad_reduce_ranks}")
+            raise PlanError(
+                f"ep {self.ep} must divide experts {model.experts} and dp*cp {self.grad_reduce_ranks}"
+            )
         if self.pp > model.layers:
             raise PlanError(f"pp {self.pp} exceeds the {model.layers} layers")
         edge, full = self.stage_layers(model.layers)
         short = full * self.pp - model.layers
         if short > MAX_SHORT_STAGES or (short and self.pp < 2) or edge < 1:
-            raise PlanError(f"{model.layers} layers do not split into {self.pp} stages "
-                            f"(at most the first and last stage may hold one layer less)")
+            raise PlanError(
+                f"{model.layers} layers do not split into {self.pp} stages "
+                f"(at most the first and last stage may hold one layer less)"
+            )
         if self.vpp > 1 and (self.pp < 2 or short or full % self.vpp):
             raise PlanError(f"vpp {self.vpp} needs pp >= 2 and {model.layers} layers divisible by pp*vpp")
         if training.global_batch % (self.dp * self.micro_batch):
-            raise PlanError(f"global batch {training.global_batch} is not divisible by dp*micro_batch = "
-                            f"{self.dp}*{self.micro_batch}")
+            raise PlanError(
+                f"global batch {training.global_batch} is not divisible by dp*micro_batch = "
+                f"{self.dp}*{self.micro_batch}"
+            )
         if self.vpp > 1 and self.grad_accum(training) % self.pp:
             # Megatron's interleaved schedule runs micro-batches in groups of pp.
-            raise PlanError(f"vpp {self.vpp} needs micro-batches per step ({self.grad_accum(training)}) "
-                            f"divisible by pp {self.pp}")
+            raise PlanError(
+                f"vpp {self.vpp} needs micro-batches per step ({self.grad_accum(training)}) "
+                f"divisible by pp {self.pp}"
+            )
         if self.zero not in ZERO_STAGES:
             raise PlanError(f"zero must be one of {ZERO_STAGES}, got {self.zero}")
         if self.recompute not in RECOMPUTE_MODES:

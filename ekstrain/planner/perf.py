@@ -132,13 +132,28 @@ class StepTime:
 
     @property
     def total(self) -> float:
-        return (self.compute + self.tp_comm + self.cp_comm + self.ep_comm + self.pp_p2p + self.pp_bubble
-                + self.dp_comm + self.optimizer)
+        return (
+            self.compute
+            + self.tp_comm
+            + self.cp_comm
+            + self.ep_comm
+            + self.pp_p2p
+            + self.pp_bubble
+            + self.dp_comm
+            + self.optimizer
+        )
 
     def parts(self) -> dict[str, float]:
-        return {"compute": self.compute, "tp_comm": self.tp_comm, "cp_comm": self.cp_comm,
-                "ep_comm": self.ep_comm, "pp_p2p": self.pp_p2p, "pp_bubble": self.pp_bubble,
-                "dp_comm": self.dp_comm, "optimizer": self.optimizer}
+        return {
+            "compute": self.compute,
+            "tp_comm": self.tp_comm,
+            "cp_comm": self.cp_comm,
+            "ep_comm": self.ep_comm,
+            "pp_p2p": self.pp_p2p,
+            "pp_bubble": self.pp_bubble,
+            "dp_comm": self.dp_comm,
+            "optimizer": self.optimizer,
+        }
 
 
 def _all_reduce(bytes_: float, ranks: int, bandwidth: float) -> float:
@@ -172,8 +187,15 @@ class _MicroBatch:
         return self.busy + self.tp + self.cp + self.ep + self.p2p
 
 
-def _micro_batch_time(model: ModelSpec, fleet: Fleet, training: TrainingSpec, p: ParallelConfig,
-                      eff: Efficiency, layers: int, logits: bool) -> _MicroBatch:
+def _micro_batch_time(
+    model: ModelSpec,
+    fleet: Fleet,
+    training: TrainingSpec,
+    p: ParallelConfig,
+    eff: Efficiency,
+    layers: int,
+    logits: bool,
+) -> _MicroBatch:
     s, h, b = training.seq_len, model.hidden, p.micro_batch
     tokens = b * s / p.cp  # tokens a rank processes per micro-batch
     peak = fleet.rank_peak_flops(training.precision) * eff.matmul
@@ -184,7 +206,9 @@ def _micro_batch_time(model: ModelSpec, fleet: Fleet, training: TrainingSpec, p:
     if training.is_lora:
         lora = 2 * tokens * sum(lora_params_per_layer(model, training.lora_rank, model.top_k)) / p.tp
     attention = 4 * tokens * s * h / p.tp
-    stored = layer_activation_bytes(model, s, b, p.tp, p.cp, p.sequence_parallel, NONE, training.flash_attention)
+    stored = layer_activation_bytes(
+        model, s, b, p.tp, p.cp, p.sequence_parallel, NONE, training.flash_attention
+    )
     elementwise = eff.elementwise_traffic * stored / hbm
     attention_time = attention / peak
     layer_forward = (matmul + lora + attention) / peak + elementwise
@@ -204,8 +228,10 @@ def _micro_batch_time(model: ModelSpec, fleet: Fleet, training: TrainingSpec, p:
         link = _bandwidth(fleet, eff, p.tp * p.cp)
         ring = (p.cp - 1) * kv_bytes / link
         # forward and recomputed forward pass K, V once; backward passes K, V and their gradients.
-        per_layer = sum(max(0.0, volume - math) for volume, math in
-                        ((ring, attention_time), (2 * ring, 2 * attention_time)))
+        per_layer = sum(
+            max(0.0, volume - math)
+            for volume, math in ((ring, attention_time), (2 * ring, 2 * attention_time))
+        )
         if p.recompute == FULL:
             per_layer += max(0.0, ring - attention_time)
         cp = layers * per_layer
@@ -217,8 +243,15 @@ def _micro_batch_time(model: ModelSpec, fleet: Fleet, training: TrainingSpec, p:
     if p.pp > 1:
         neighbour = _bandwidth(fleet, eff, p.tp * p.cp * p.dp + 1)
         p2p = 2 * p.vpp * activation_bytes / p.tp / neighbour
-    return _MicroBatch(layers * layer_forward + logits_forward, layers * layer_backward + logits_backward,
-                       layers * layer_recompute, tp, cp, ep, p2p)
+    return _MicroBatch(
+        layers * layer_forward + logits_forward,
+        layers * layer_backward + logits_backward,
+        layers * layer_recompute,
+        tp,
+        cp,
+        ep,
+        p2p,
+    )
 
 
 def _bandwidth(fleet: Fleet, eff: Efficiency, span: int) -> float:
@@ -226,8 +259,13 @@ def _bandwidth(fleet: Fleet, eff: Efficiency, span: int) -> float:
     return fleet.group_bytes_per_s(span) * (eff.intra_node if within_node else eff.network)
 
 
-def step_time(model: ModelSpec, fleet: Fleet, training: TrainingSpec, p: ParallelConfig,
-              eff: Efficiency = DEFAULT_EFFICIENCY) -> StepTime:
+def step_time(
+    model: ModelSpec,
+    fleet: Fleet,
+    training: TrainingSpec,
+    p: ParallelConfig,
+    eff: Efficiency = DEFAULT_EFFICIENCY,
+) -> StepTime:
 
     m = p.grad_accum(training)
     edge, full = p.stage_layers(model.layers)
@@ -244,12 +282,14 @@ def step_time(model: ModelSpec, fleet: Fleet, training: TrainingSpec, p: Paralle
 
     def grads(reduce: Callable[[float, int, float], float]) -> float:
         # Expert replicas lie inside the same span of ranks as the dense replicas (EP is carved out of DP).
-        return (reduce(GRAD_BYTES * params.trainable_dense, p.grad_reduce_ranks, dp_link)
-                + reduce(GRAD_BYTES * params.trainable_expert, p.expert_replicas, dp_link))
+        return reduce(GRAD_BYTES * params.trainable_dense, p.grad_reduce_ranks, dp_link) + reduce(
+            GRAD_BYTES * params.trainable_expert, p.expert_replicas, dp_link
+        )
 
     def weights() -> float:
-        return (_half_collective(WEIGHT_BYTES * params.dense, p.grad_reduce_ranks, dp_link)
-                + _half_collective(WEIGHT_BYTES * params.expert, p.expert_replicas, dp_link))
+        return _half_collective(WEIGHT_BYTES * params.dense, p.grad_reduce_ranks, dp_link) + _half_collective(
+            WEIGHT_BYTES * params.expert, p.expert_replicas, dp_link
+        )
 
     overlap = 1.0 if eff.dp_overlap else 0.0
     if p.zero <= 1:
@@ -263,13 +303,17 @@ def step_time(model: ModelSpec, fleet: Fleet, training: TrainingSpec, p: Paralle
         dp += max(0.0, weights() - overlap * slowest.forward)
     else:
         # Weights are gathered for every forward and backward, gradients scattered every backward.
-        dp = m * (max(0.0, weights() - overlap * slowest.forward)
-                  + max(0.0, weights() + grads(_half_collective) - overlap * slowest.backward))
+        dp = m * (
+            max(0.0, weights() - overlap * slowest.forward)
+            + max(0.0, weights() + grads(_half_collective) - overlap * slowest.backward)
+        )
 
     trainable_shard = params.trainable / (p.grad_reduce_ranks if p.zero >= 1 else 1)
     if p.offload_optimizer:
         link = eff.host_link_gbytes_per_s * 1e9
-        optimizer = (GRAD_BYTES + WEIGHT_BYTES) * trainable_shard / link + trainable_shard / eff.host_adam_params_per_s
+        optimizer = (
+            GRAD_BYTES + WEIGHT_BYTES
+        ) * trainable_shard / link + trainable_shard / eff.host_adam_params_per_s
     else:
         optimizer = ADAMW_HBM_BYTES_PER_PARAM * trainable_shard / (fleet.rank_hbm_bytes_per_s * eff.hbm)
 

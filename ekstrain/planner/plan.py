@@ -152,10 +152,20 @@ class Plan:
         if used > MEMORY_LIMIT:
             found.append((used, f"memory: {used:.0%} of HBM used ({self.memory.stage})"))
         if share["pp_bubble"] > BUBBLE_LIMIT:
-            found.append((share["pp_bubble"], f"pipeline bubble: {share['pp_bubble']:.0%} of the step "
-                                              f"((p-1)/(v m) = {self.pp - 1}/({self.vpp}x{self.grad_accum}))"))
-        network = {"tp_comm": "TP traffic (intra-node)", "cp_comm": "CP traffic", "ep_comm": "EP all-to-all",
-                   "pp_p2p": "PP point-to-point", "dp_comm": "exposed DP/ZeRO traffic"}
+            found.append(
+                (
+                    share["pp_bubble"],
+                    f"pipeline bubble: {share['pp_bubble']:.0%} of the step "
+                    f"((p-1)/(v m) = {self.pp - 1}/({self.vpp}x{self.grad_accum}))",
+                )
+            )
+        network = {
+            "tp_comm": "TP traffic (intra-node)",
+            "cp_comm": "CP traffic",
+            "ep_comm": "EP all-to-all",
+            "pp_p2p": "PP point-to-point",
+            "dp_comm": "exposed DP/ZeRO traffic",
+        }
         for key, label in network.items():
             if share[key] > NETWORK_LIMIT:
                 found.append((share[key], f"{label}: {share[key]:.0%} of the step"))
@@ -172,20 +182,36 @@ class Plan:
 
     def summary(self) -> str:
         p = self
-        return (f"tp={p.tp} pp={p.pp} dp={p.dp} cp={p.cp} ep={p.ep} vpp={p.vpp} mb={p.micro_batch} "
-                f"ga={p.grad_accum} zero={p.zero} recompute={p.recompute} sp={p.sequence_parallel}")
+        return (
+            f"tp={p.tp} pp={p.pp} dp={p.dp} cp={p.cp} ep={p.ep} vpp={p.vpp} mb={p.micro_batch} "
+            f"ga={p.grad_accum} zero={p.zero} recompute={p.recompute} sp={p.sequence_parallel}"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The stable plan contract (see docs/planner.md); extra keys may be added, none removed."""
         return {
-            "model": self.model.name, "fleet": self.fleet.name, "nodes": self.nodes,
-            "accelerators_per_node": self.accelerators_per_node, "workers_per_node": self.workers_per_node,
-            "global_batch": self.training.global_batch, "seq_len": self.training.seq_len,
-            "precision": self.training.precision, "lora_rank": self.training.lora_rank,
-            "tp": self.tp, "pp": self.pp, "dp": self.dp, "cp": self.cp, "ep": self.ep, "vpp": self.vpp,
-            "micro_batch": self.micro_batch, "grad_accum": self.grad_accum, "zero": self.zero,
-            "offload_optimizer": self.parallel.offload_optimizer, "recompute": self.recompute,
-            "sequence_parallel": self.sequence_parallel, "fits": self.fits,
+            "model": self.model.name,
+            "fleet": self.fleet.name,
+            "nodes": self.nodes,
+            "accelerators_per_node": self.accelerators_per_node,
+            "workers_per_node": self.workers_per_node,
+            "global_batch": self.training.global_batch,
+            "seq_len": self.training.seq_len,
+            "precision": self.training.precision,
+            "lora_rank": self.training.lora_rank,
+            "tp": self.tp,
+            "pp": self.pp,
+            "dp": self.dp,
+            "cp": self.cp,
+            "ep": self.ep,
+            "vpp": self.vpp,
+            "micro_batch": self.micro_batch,
+            "grad_accum": self.grad_accum,
+            "zero": self.zero,
+            "offload_optimizer": self.parallel.offload_optimizer,
+            "recompute": self.recompute,
+            "sequence_parallel": self.sequence_parallel,
+            "fits": self.fits,
             "memory_gib": {k: round(v, 3) for k, v in self.memory.gib().items()},
             "memory_capacity_gib": round(self.fleet.rank_memory_bytes / GIB, 3),
             "step_time_s": round(self.step_time_s, 6),
@@ -193,8 +219,10 @@ class Plan:
             "tokens_per_s": round(self.tokens_per_s, 1),
             "model_tflops_per_gpu": round(self.model_tflops_per_gpu, 2),
             "hardware_tflops_per_gpu": round(self.hardware_tflops_per_gpu, 2),
-            "mfu": round(self.mfu, 4), "hfu": round(self.hfu, 4),
-            "checkpoint_bytes": self.checkpoint_bytes, "limits": self.limits(),
+            "mfu": round(self.mfu, 4),
+            "hfu": round(self.hfu, 4),
+            "checkpoint_bytes": self.checkpoint_bytes,
+            "limits": self.limits(),
         }
 
     # --- emitters (see emit.py) -------------------------------------------------------------------
@@ -217,27 +245,66 @@ class Plan:
         return emit.neuron_args(self)
 
 
-def build_plan(model: ModelSpec, fleet: Fleet, training: TrainingSpec, parallel: ParallelConfig,
-               efficiency: Efficiency = DEFAULT_EFFICIENCY) -> Plan:
+def build_plan(
+    model: ModelSpec,
+    fleet: Fleet,
+    training: TrainingSpec,
+    parallel: ParallelConfig,
+    efficiency: Efficiency = DEFAULT_EFFICIENCY,
+) -> Plan:
     """Validate ``parallel`` and evaluate it; raises PlanError when it does not divide."""
     parallel.validate(model, fleet, training)
-    return Plan(model, fleet, training, parallel, worst_stage_memory(model, parallel, training),
-                step_time(model, fleet, training, parallel, efficiency),
-                step_flops(model, training, parallel.recompute))
+    return Plan(
+        model,
+        fleet,
+        training,
+        parallel,
+        worst_stage_memory(model, parallel, training),
+        step_time(model, fleet, training, parallel, efficiency),
+        step_flops(model, training, parallel.recompute),
+    )
 
 
-def evaluate(model: ModelSpec, fleet: Fleet, global_batch: int, seq_len: int, *, tp: int, pp: int, dp: int,
-             cp: int = 1, ep: int = 1, vpp: int = 1, micro_batch: int = 1, recompute: str = NONE,
-             sequence_parallel: bool = False, zero: int = 0, offload_optimizer: bool = False,
-             precision: str = "bf16", lora_rank: int = 0, flash_attention: bool = True,
-             efficiency: Efficiency = DEFAULT_EFFICIENCY) -> Plan:
+def evaluate(
+    model: ModelSpec,
+    fleet: Fleet,
+    global_batch: int,
+    seq_len: int,
+    *,
+    tp: int,
+    pp: int,
+    dp: int,
+    cp: int = 1,
+    ep: int = 1,
+    vpp: int = 1,
+    micro_batch: int = 1,
+    recompute: str = NONE,
+    sequence_parallel: bool = False,
+    zero: int = 0,
+    offload_optimizer: bool = False,
+    precision: str = "bf16",
+    lora_rank: int = 0,
+    flash_attention: bool = True,
+    efficiency: Efficiency = DEFAULT_EFFICIENCY,
+) -> Plan:
     """Evaluate one fixed layout. The plan is returned even when it does not fit (``plan.fits``);
     a layout that does not divide raises PlanError."""
-    training = TrainingSpec(global_batch, seq_len, precision=precision, lora_rank=lora_rank,
-                            flash_attention=flash_attention)
-    parallel = ParallelConfig(tp=tp, pp=pp, dp=dp, micro_batch=micro_batch, cp=cp, ep=ep, vpp=vpp, zero=zero,
-                              recompute=recompute, sequence_parallel=sequence_parallel,
-                              offload_optimizer=offload_optimizer)
+    training = TrainingSpec(
+        global_batch, seq_len, precision=precision, lora_rank=lora_rank, flash_attention=flash_attention
+    )
+    parallel = ParallelConfig(
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        micro_batch=micro_batch,
+        cp=cp,
+        ep=ep,
+        vpp=vpp,
+        zero=zero,
+        recompute=recompute,
+        sequence_parallel=sequence_parallel,
+        offload_optimizer=offload_optimizer,
+    )
     return build_plan(model, fleet, training, parallel, efficiency)
 
 

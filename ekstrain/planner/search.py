@@ -42,14 +42,23 @@ def _valid(parallel: ParallelConfig, model: ModelSpec, fleet: Fleet, training: T
     return True
 
 
-def candidate_layouts(model: ModelSpec, fleet: Fleet, training: TrainingSpec, *,
-                      zero_stages: Iterable[int], recompute_modes: Iterable[str], allow_offload: bool,
-                      max_cp: int, max_micro_batch: int | None) -> Iterator[tuple[ParallelConfig, MemoryBreakdown]]:
+def candidate_layouts(
+    model: ModelSpec,
+    fleet: Fleet,
+    training: TrainingSpec,
+    *,
+    zero_stages: Iterable[int],
+    recompute_modes: Iterable[str],
+    allow_offload: bool,
+    max_cp: int,
+    max_micro_batch: int | None,
+) -> Iterator[tuple[ParallelConfig, MemoryBreakdown]]:
     """Every valid layout whose memory fits, with that memory, in no particular order."""
     n, capacity = fleet.ranks, fleet.rank_memory_bytes
     modes = [r for r in recompute_modes if not (r == SELECTIVE and training.flash_attention)]
-    zero_options = [(z, False) for z in zero_stages] + ([(z, True) for z in zero_stages if z >= 1]
-                                                        if allow_offload else [])
+    zero_options = [(z, False) for z in zero_stages] + (
+        [(z, True) for z in zero_stages if z >= 1] if allow_offload else []
+    )
     for tp in divisors(fleet.ranks_per_node):
         for cp in divisors(n // tp):
             if cp > max_cp:
@@ -59,8 +68,9 @@ def candidate_layouts(model: ModelSpec, fleet: Fleet, training: TrainingSpec, *,
                 if training.global_batch % dp:
                     continue
                 ep_options = divisors(gcd(model.experts, dp * cp)) if model.is_moe else (1,)
-                base = ParallelConfig(tp=tp, pp=pp, dp=dp, micro_batch=1, cp=cp, sequence_parallel=tp > 1,
-                                      recompute=FULL)
+                base = ParallelConfig(
+                    tp=tp, pp=pp, dp=dp, micro_batch=1, cp=cp, sequence_parallel=tp > 1, recompute=FULL
+                )
                 if not _valid(base, model, fleet, training):
                     continue  # tp, cp or pp does not divide the model: no ep/vpp/zero variant will
                 edge, full = base.stage_layers(model.layers)
@@ -68,28 +78,54 @@ def candidate_layouts(model: ModelSpec, fleet: Fleet, training: TrainingSpec, *,
                 for ep in ep_options:
                     for vpp in vpp_options:
                         for zero, offload in zero_options:
-                            lean = ParallelConfig(tp=tp, pp=pp, dp=dp, micro_batch=1, cp=cp, ep=ep, vpp=vpp,
-                                                  zero=zero, recompute=FULL, sequence_parallel=tp > 1,
-                                                  offload_optimizer=offload)
+                            lean = ParallelConfig(
+                                tp=tp,
+                                pp=pp,
+                                dp=dp,
+                                micro_batch=1,
+                                cp=cp,
+                                ep=ep,
+                                vpp=vpp,
+                                zero=zero,
+                                recompute=FULL,
+                                sequence_parallel=tp > 1,
+                                offload_optimizer=offload,
+                            )
                             if not _valid(lean, model, fleet, training):
                                 continue
                             if worst_stage_memory(model, lean, training).total > capacity:
                                 continue  # model states alone do not fit: prune the branch
-                            yield from _fitting_micro_batches(model, fleet, training, lean, modes, max_micro_batch)
+                            yield from _fitting_micro_batches(
+                                model, fleet, training, lean, modes, max_micro_batch
+                            )
 
 
-def _fitting_micro_batches(model: ModelSpec, fleet: Fleet, training: TrainingSpec, lean: ParallelConfig,
-                           modes: list[str], max_micro_batch: int | None
-                           ) -> Iterator[tuple[ParallelConfig, MemoryBreakdown]]:
+def _fitting_micro_batches(
+    model: ModelSpec,
+    fleet: Fleet,
+    training: TrainingSpec,
+    lean: ParallelConfig,
+    modes: list[str],
+    max_micro_batch: int | None,
+) -> Iterator[tuple[ParallelConfig, MemoryBreakdown]]:
     per_replica = training.global_batch // lean.dp
     for recompute in modes:
         for micro_batch in divisors(per_replica):
             if max_micro_batch is not None and micro_batch > max_micro_batch:
                 break
-            candidate = ParallelConfig(tp=lean.tp, pp=lean.pp, dp=lean.dp, micro_batch=micro_batch, cp=lean.cp,
-                                       ep=lean.ep, vpp=lean.vpp, zero=lean.zero, recompute=recompute,
-                                       sequence_parallel=lean.sequence_parallel,
-                                       offload_optimizer=lean.offload_optimizer)
+            candidate = ParallelConfig(
+                tp=lean.tp,
+                pp=lean.pp,
+                dp=lean.dp,
+                micro_batch=micro_batch,
+                cp=lean.cp,
+                ep=lean.ep,
+                vpp=lean.vpp,
+                zero=lean.zero,
+                recompute=recompute,
+                sequence_parallel=lean.sequence_parallel,
+                offload_optimizer=lean.offload_optimizer,
+            )
             memory = worst_stage_memory(model, candidate, training)
             if memory.total > fleet.rank_memory_bytes:
                 break  # larger micro-batches need more memory still
@@ -105,14 +141,27 @@ def _rank_key(plan: Plan) -> tuple[float, ...]:
     return float(f"{plan.step_time_s:.3g}"), p.tp * p.pp * p.vpp * p.cp * p.ep, plan.memory.total
 
 
-def search(model: ModelSpec, fleet: Fleet, global_batch: int, seq_len: int, *, precision: str = "bf16",
-           lora_rank: int = 0, flash_attention: bool = True, efficiency: Efficiency = DEFAULT_EFFICIENCY,
-           zero_stages: Iterable[int] | None = None, recompute_modes: Iterable[str] = RECOMPUTE_MODES,
-           allow_offload: bool = False, max_cp: int | None = None, max_micro_batch: int | None = None,
-           top: int | None = None) -> list[Plan]:
+def search(
+    model: ModelSpec,
+    fleet: Fleet,
+    global_batch: int,
+    seq_len: int,
+    *,
+    precision: str = "bf16",
+    lora_rank: int = 0,
+    flash_attention: bool = True,
+    efficiency: Efficiency = DEFAULT_EFFICIENCY,
+    zero_stages: Iterable[int] | None = None,
+    recompute_modes: Iterable[str] = RECOMPUTE_MODES,
+    allow_offload: bool = False,
+    max_cp: int | None = None,
+    max_micro_batch: int | None = None,
+    top: int | None = None,
+) -> list[Plan]:
     """All fitting plans, fastest first (ties: less memory first). Raises PlanError if none fits."""
-    training = TrainingSpec(global_batch, seq_len, precision=precision, lora_rank=lora_rank,
-                            flash_attention=flash_attention)
+    training = TrainingSpec(
+        global_batch, seq_len, precision=precision, lora_rank=lora_rank, flash_attention=flash_attention
+    )
     neuron = fleet.family == catalog.TRAINIUM
     if zero_stages is None:
         zero_stages = NEURON_ZERO_STAGES if neuron else ZERO_STAGES
@@ -120,15 +169,32 @@ def search(model: ModelSpec, fleet: Fleet, global_batch: int, seq_len: int, *, p
         max_cp = 1 if neuron else fleet.ranks
     fleet.rank_peak_flops(precision)  # fail fast on fp8 without an fp8 peak
     plans = []
-    for parallel, memory in candidate_layouts(model, fleet, training, zero_stages=tuple(zero_stages),
-                                      recompute_modes=tuple(recompute_modes), allow_offload=allow_offload,
-                                      max_cp=max_cp, max_micro_batch=max_micro_batch):
-        plans.append(Plan(model, fleet, training, parallel, memory,
-                          step_time(model, fleet, training, parallel, efficiency),
-                          step_flops(model, training, parallel.recompute)))
+    for parallel, memory in candidate_layouts(
+        model,
+        fleet,
+        training,
+        zero_stages=tuple(zero_stages),
+        recompute_modes=tuple(recompute_modes),
+        allow_offload=allow_offload,
+        max_cp=max_cp,
+        max_micro_batch=max_micro_batch,
+    ):
+        plans.append(
+            Plan(
+                model,
+                fleet,
+                training,
+                parallel,
+                memory,
+                step_time(model, fleet, training, parallel, efficiency),
+                step_flops(model, training, parallel.recompute),
+            )
+        )
     if not plans:
-        raise PlanError(f"{model.name} does not fit on {fleet.nodes} x {fleet.name} "
-                        f"({fleet.ranks} ranks of {fleet.rank_memory_bytes / 2**30:.0f} GiB) at global batch "
-                        f"{global_batch} x {seq_len} with any layout")
+        raise PlanError(
+            f"{model.name} does not fit on {fleet.nodes} x {fleet.name} "
+            f"({fleet.ranks} ranks of {fleet.rank_memory_bytes / 2**30:.0f} GiB) at global batch "
+            f"{global_batch} x {seq_len} with any layout"
+        )
     plans.sort(key=_rank_key)
     return plans[:top] if top else plans

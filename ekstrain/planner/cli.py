@@ -1,0 +1,172 @@
+"""``ekstrain plan search`` and ``ekstrain plan evaluate``: the stable CLI contract (docs/planner.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ekstrain.planner import calibration
+from ekstrain.planner.errors import PlanError
+from ekstrain.planner.fleet import BF16, FP8, Fleet
+from ekstrain.planner.models import MODELS, ModelSpec, get_model
+from ekstrain.planner.parallel import RECOMPUTE_MODES, ZERO_STAGES
+from ekstrain.planner.plan import Plan, evaluate
+from ekstrain.planner.search import search
+
+EXIT_USAGE = 2
+DEFAULT_TOP = 10
+
+
+def add_plan_commands(subparsers: argparse._SubParsersAction) -> None:
+    plan = subparsers.add_parser("plan", help="parallelism planner")
+    commands = plan.add_subparsers(dest="plan_command", required=True)
+
+    search_cmd = commands.add_parser("search", help="rank every layout that fits")
+    _add_common(search_cmd)
+    search_cmd.add_argument("--top", type=int, default=DEFAULT_TOP, help="plans to print (0 = all)")
+    search_cmd.add_argument("--allow-offload", action="store_true", help="also try ZeRO-Offload")
+    search_cmd.set_defaults(handler=_search)
+
+    evaluate_cmd = commands.add_parser("evaluate", help="evaluate one fixed layout")
+    _add_common(evaluate_cmd)
+    for degree in ("tp", "pp", "dp"):
+        evaluate_cmd.add_argument(f"--{degree}", type=int, required=True)
+    for degree in ("cp", "ep", "vpp"):
+        evaluate_cmd.add_argument(f"--{degree}", type=int, default=1)
+    evaluate_cmd.add_argument("--micro-batch", type=int, required=True)
+    evaluate_cmd.add_argument("--recompute", choices=RECOMPUTE_MODES, required=True)
+    evaluate_cmd.add_argument("--sequence-parallel", action="store_true")
+    evaluate_cmd.add_argument("--zero", type=int, choices=ZERO_STAGES, default=0)
+    evaluate_cmd.add_argument("--offload-optimizer", action="store_true")
+    evaluate_cmd.set_defaults(handler=_evaluate)
+
+    calibrate_cmd = commands.add_parser("calibrate", help="print the Narayanan Table 1 prediction errors")
+    calibrate_cmd.set_defaults(handler=_calibrate)
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    model = parser.add_mutually_exclusive_group(required=True)
+    model.add_argument("--model", help=f"built-in model: {', '.join(MODELS)}")
+    model.add_argument("--model-json", help="model JSON file (keys: docs/planner.md)")
+    fleet = parser.add_mutually_exclusive_group(required=True)
+    fleet.add_argument("--instance", help="instance type from ekstrain.catalog")
+    fleet.add_argument("--fleet-json", help="custom fleet JSON file; replaces --instance")
+    parser.add_argument("--nodes", type=int, required=True)
+    batch = parser.add_mutually_exclusive_group(required=True)
+    batch.add_argument("--global-batch", type=int, help="global batch in sequences")
+    batch.add_argument("--global-batch-tokens", type=int, help="global batch in tokens")
+    parser.add_argument("--seq-len", type=int, required=True)
+    parser.add_argument("--precision", choices=(BF16, FP8), default=BF16)
+    parser.add_argument("--lora-rank", type=int, default=0, help="0 = full fine-tune")
+    parser.add_argument(
+        "--no-flash-attention",
+        action="store_true",
+        help="store the attention scores (Korthikanti's 5as/h term)",
+    )
+    parser.add_argument("--json", action="store_true")
+
+
+def _inputs(args: argparse.Namespace) -> tuple[ModelSpec, Fleet, int, dict[str, Any]]:
+    model = get_model(args.model) if args.model else ModelSpec.from_json(args.model_json)
+    if args.nodes < 1:
+        raise PlanError("--nodes must be >= 1")
+    fleet = (
+        Fleet.from_instance(args.instance, args.nodes)
+        if args.instance
+        else Fleet.from_json(args.fleet_json, args.nodes)
+    )
+    if args.global_batch is not None:
+        global_batch = args.global_batch
+    elif args.global_batch_tokens % args.seq_len:
+        raise PlanError(f"--global-batch-tokens {args.global_batch_tokens} is not a multiple of --seq-len")
+    else:
+        global_batch = args.global_batch_tokens // args.seq_len
+    options = {
+        "precision": args.precision,
+        "lora_rank": args.lora_rank,
+        "flash_attention": not args.no_flash_attention,
+    }
+    return model, fleet, global_batch, options
+
+
+def _calibrate(_args: argparse.Namespace) -> int:
+    print(calibration.report())
+    return 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    model, fleet, global_batch, options = _inputs(args)
+    plans = search(
+        model,
+        fleet,
+        global_batch,
+        args.seq_len,
+        allow_offload=args.allow_offload,
+        top=args.top or None,
+        **options,
+    )
+    if args.json:
+        print(json.dumps([p.to_json() for p in plans], indent=2))
+    else:
+        print(_table(plans))
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    model, fleet, global_batch, options = _inputs(args)
+    plan = evaluate(
+        model,
+        fleet,
+        global_batch,
+        args.seq_len,
+        tp=args.tp,
+        pp=args.pp,
+        dp=args.dp,
+        cp=args.cp,
+        ep=args.ep,
+        vpp=args.vpp,
+        micro_batch=args.micro_batch,
+        recompute=args.recompute,
+        sequence_parallel=args.sequence_parallel,
+        zero=args.zero,
+        offload_optimizer=args.offload_optimizer,
+        **options,
+    )
+    print(json.dumps(plan.to_json(), indent=2) if args.json else _table([plan]))
+    if not plan.fits:
+        gib = plan.to_json()["memory_gib"]["total"]
+        print(
+            f"error: {model.name} needs {gib:.1f} GiB per rank with this layout; "
+            f"{fleet.rank_memory_bytes / 2**30:.0f} GiB available",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    return 0
+
+
+def _table(plans: list[Plan]) -> str:
+    header = (
+        f"{'#':>3} {'tp':>3} {'pp':>3} {'dp':>5} {'cp':>3} {'ep':>3} {'vpp':>3} {'mb':>3} {'ga':>4} "
+        f"{'zero':>4} {'recompute':>9} {'sp':>3} {'mem GiB':>8} {'step s':>8} {'TFLOP/s':>8} {'MFU':>6}"
+        "  limits"
+    )
+    rows = [header]
+    for i, p in enumerate(plans, 1):
+        rows.append(
+            f"{i:>3} {p.tp:>3} {p.pp:>3} {p.dp:>5} {p.cp:>3} {p.ep:>3} {p.vpp:>3} {p.micro_batch:>3} "
+            f"{p.grad_accum:>4} {p.zero:>4} {p.recompute:>9} {'y' if p.sequence_parallel else 'n':>3} "
+            f"{p.memory.total / 2**30:>8.1f} {p.step_time_s:>8.3f} {p.model_tflops_per_gpu:>8.1f} "
+            f"{p.mfu:>6.1%}  {p.explain()}"
+        )
+    return "\n".join(rows)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run a parsed ``plan`` command; PlanError becomes one line on stderr and exit code 2."""
+    try:
+        return int(args.handler(args))
+    except PlanError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
