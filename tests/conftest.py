@@ -9,12 +9,14 @@
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import pathlib
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from ekstrain import validation
 from infra import offline
 from infra.program import build
 from stacks.loader import load_flat, parse, read_stack_file, sections_from_flat
@@ -39,6 +41,22 @@ def stack_sections(name: str) -> dict[str, Any]:
 def stack_config(name: str) -> StackConfig:
     flat, _ = read_stack_file(REPO / f"Pulumi.{name}.yaml")
     return load_flat(flat, name)[0]
+
+
+def cfg_with(change: Callable[[dict[str, Any]], None], stack: str = "prod") -> StackConfig:
+    """A stack file's config with ``change`` applied to its sections (validated as of 2026-01-01)."""
+    sections = stack_sections(stack)
+    change(sections)
+    return parse(sections, "test", today=dt.date(2026, 1, 1))[0]
+
+
+def releases(rec: offline.Recording) -> dict[str, Any]:
+    """Helm releases of a recording by release name."""
+    return {r.inputs["name"]: r for r in rec.of_type("kubernetes:helm.sh/v3:Release")}
+
+
+needs_upstream = pytest.mark.skipif(validation.upstream_dir() is None,
+                                    reason="upstream schemas absent: run `make fetch-upstream`")
 
 
 def run_stack(cfg: StackConfig, preview: bool = False) -> offline.Recording:
@@ -66,4 +84,5 @@ def dev_recording() -> offline.Recording:
     return run_stack(stack_config("dev"))
 
 
-__all__ = ["parse", "run_program", "run_stack", "stack_config", "stack_sections", "STACK_NAMES", "REPO"]
+__all__ = ["cfg_with", "needs_upstream", "parse", "releases", "run_program", "run_stack", "stack_config",
+           "stack_sections", "STACK_NAMES", "REPO"]

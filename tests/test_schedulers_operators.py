@@ -2,32 +2,14 @@
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Callable
-from typing import Any
-
-import pytest
-from conftest import run_stack, stack_config, stack_sections
+from conftest import cfg_with, needs_upstream, releases, run_stack, stack_config
 
 from ekstrain import validation, versions
 from ekstrain.schedulers import operators
 from infra.offline import Recording
-from stacks.loader import parse
-from stacks.models import StackConfig
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 RUNTIME = "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime"
-needs_upstream = pytest.mark.skipif(validation.upstream_dir() is None, reason="upstream schemas absent")
-
-
-def cfg_with(change: Callable[[dict[str, Any]], None], stack: str = "prod") -> StackConfig:
-    sections = stack_sections(stack)
-    change(sections)
-    return parse(sections, "test", today=dt.date(2026, 1, 1))[0]
-
-
-def releases(rec: Recording) -> dict[str, Any]:
-    return {r.inputs["name"]: r for r in rec.of_type(RELEASE)}
 
 
 def test_mpi_operator_installs_the_pinned_v2beta1_manifest(prod_recording: Recording) -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
 import pulumi
 import pytest
-from conftest import run_program, run_stack, stack_config, stack_sections
+from conftest import cfg_with, needs_upstream, releases, run_program, run_stack, stack_config
 
 from components.slurm import Slurm, SlurmArgs
 from ekstrain import validation
@@ -16,21 +15,8 @@ from ekstrain.schedulers import slurm, values_check
 from ekstrain.versions import DEFAULT_CHARTS
 from infra.offline import Recording
 from stacks.errors import ConfigError
-from stacks.loader import parse
-from stacks.models import StackConfig
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
-needs_upstream = pytest.mark.skipif(validation.upstream_dir() is None, reason="upstream schemas absent")
-
-
-def cfg_with(change: Callable[[dict[str, Any]], None], stack: str = "prod") -> StackConfig:
-    sections = stack_sections(stack)
-    change(sections)
-    return parse(sections, "test", today=dt.date(2026, 1, 1))[0]
-
-
-def releases(rec: Recording) -> dict[str, Any]:
-    return {r.inputs["name"]: r for r in rec.of_type(RELEASE)}
 
 
 # GIVEN prod's three partitions, THEN each becomes a NodeSet of whole nodes and a Slurm partition.
