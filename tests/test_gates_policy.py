@@ -490,7 +490,7 @@ def test_rules_read_the_keys_the_program_really_produces(prod_recording: offline
     unencrypted_root = {**template.inputs, "blockDeviceMappings": [
         {**template.inputs["blockDeviceMappings"][0], "ebs": {"volumeSize": 100, "volumeType": "gp3"}}]}
     assert any(n == "ebs-encrypted" for n, _, _ in run_pack([_record(rules.LAUNCH_TEMPLATE, unencrypted_root)]))
-    gp3 = prod_recording.of_type(rules.STORAGE_CLASS)[0]
+    gp3 = prod_recording.one(rules.STORAGE_CLASS, "cluster-gp3")
     unencrypted = {**gp3.inputs, "parameters": {"type": "gp3"}}
     assert any(n == "ebs-encrypted" for n, _, _ in run_pack([_record(rules.STORAGE_CLASS, unencrypted)]))
     # The recorded EFA subnet and SG are what the EFA rule resolves selectors against.

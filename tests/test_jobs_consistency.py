@@ -35,8 +35,14 @@ def _torchrun_line(text: str) -> list[str]:
     return argv
 
 
+SLURM_MOUNT = PROD.schedulers.slurm.shared_mount_path
+FSX_MOUNT = PROD.storage.fsx.mount_path
+
+
 def _script_tail(argv: list[str], script: str = "train.py") -> list[str]:
-    return [a for a in argv[argv.index(script):] if "ds_config.json" not in a]
+    # slurmd pods see FSx at the Slurm shared path; the same file is the same path under either mount.
+    return [re.sub(rf"(^|=){re.escape(SLURM_MOUNT)}/", rf"\g<1>{FSX_MOUNT}/", a) for a in argv[argv.index(script):]
+            if "ds_config.json" not in a]
 
 
 def observed(objects: list[dict[str, Any]] | str, scheduler: str) -> dict[str, Any]:
@@ -145,7 +151,8 @@ def test_deepspeed_config_carries_the_plan_batch_arithmetic() -> None:
     cm = render(spec, PROD, "volcano", FakePlanner())[0]
     assert json.loads(cm["data"]["ds_config.json"]) == ds
     sbatch = render_sbatch(spec, PROD, FakePlanner())
-    assert "--deepspeed_config=/fsx/checkpoints/run/ds_config.json" in sbatch and '"train_batch_size": 512' in sbatch
+    assert f"--deepspeed_config={SLURM_MOUNT}/checkpoints/run/ds_config.json" in sbatch
+    assert '"train_batch_size": 512' in sbatch
 
 
 def test_megatron_resumes_with_load_and_gets_the_plan_arguments() -> None:

@@ -157,6 +157,9 @@ def test_slurm_script_for_every_partition() -> None:
         assert f"#SBATCH --partition={part.name}\n" in text and "#SBATCH --exclusive\n" in text
         assert "--rdzv_backend=c10d --rdzv_endpoint=${head_node_ip}:29500" in text
         assert ("#SBATCH --gpus-per-node=8" in text) == (part.accelerator == "gpu")
+        # slurmd pods mount FSx at schedulers.slurm.sharedMountPath, so the script's paths live there.
+        assert f"--checkpoint_dir={PROD.schedulers.slurm.shared_mount_path}/checkpoints/" in text
+        assert "/fsx/" not in text
 
 
 def test_hugepages_are_requested_only_when_asked() -> None:

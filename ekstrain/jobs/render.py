@@ -65,7 +65,9 @@ def scheduler_warning(cfg: StackConfig, scheduler: str) -> str | None:
 def resolve_for(spec: RunSpec, cfg: StackConfig, scheduler: str, planner: PlannerBackend | None = None) -> ResolvedRun:
     if scheduler not in SCHEDULERS:
         raise JobRequestError(f"unknown scheduler {scheduler!r}; use one of {', '.join(SCHEDULERS)}")
-    return resolve(spec, cfg, planner, require_family=SCHEDULERS[scheduler].family)
+    # slurmd pods mount the FSx file system at the Slurm shared path, not at the pods' /fsx.
+    mount = cfg.schedulers.slurm.shared_mount_path if scheduler == "slurm" else None
+    return resolve(spec, cfg, planner, require_family=SCHEDULERS[scheduler].family, mount_path=mount)
 
 
 def render(spec: RunSpec, cfg: StackConfig, scheduler: str, planner: PlannerBackend | None = None) -> list[dict]:

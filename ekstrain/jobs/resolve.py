@@ -250,11 +250,13 @@ def _under(path: str, root: str) -> bool:
 
 
 def resolve(spec: RunSpec, cfg: StackConfig, planner: PlannerBackend | None = None,
-            require_family: str | None = None) -> ResolvedRun:
+            require_family: str | None = None, mount_path: str | None = None) -> ResolvedRun:
     """Every number of ``spec`` on ``cfg``'s partition; :class:`JobRequestError` for a bad request.
 
     ``require_family`` is the accelerator family a template needs (the Trainium Job needs
-    ``trainium``; the GPU-only templates pass ``gpu``).
+    ``trainium``; the GPU-only templates pass ``gpu``). ``mount_path`` is where the workers see the
+    FSx file system when it is not ``storage.fsx.mountPath`` (Slurm's slurmd pods mount it at
+    ``schedulers.slurm.sharedMountPath``).
     """
     try:
         part = cfg.partition(spec.partition)
@@ -287,7 +289,7 @@ def resolve(spec: RunSpec, cfg: StackConfig, planner: PlannerBackend | None = No
     if not fsx.enabled:
         raise JobRequestError("the stack has no FSx file system (ekstrain:storage.fsx.enabled is false); jobs keep "
                               "data, checkpoints and compile caches on FSx")
-    mount = fsx.mount_path.rstrip("/") or "/"
+    mount = (mount_path or fsx.mount_path).rstrip("/") or "/"
     data_dir = spec.dataset_path or posixpath.join(mount, fsx.data_path.lstrip("/"))
     checkpoint_dir = spec.checkpoint_path or posixpath.join(mount, fsx.checkpoint_path.lstrip("/"), spec.name)
     for label, path in (("dataset path", data_dir), ("checkpoint path", checkpoint_dir)):
