@@ -139,28 +139,22 @@ class LustreStorage(pulumi.ComponentResource):
                                         retain_on_delete=args.protect),
         )
 
-        def imports(values: Sequence[str]) -> aws.fsx.DataRepositoryAssociationS3Args | None:
-            return aws.fsx.DataRepositoryAssociationS3Args(
-                auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(events=list(values))
-            ) if values else None
+        def association(suffix: str, path: str, bucket: pulumi.Input[str],
+                        s3: aws.fsx.DataRepositoryAssociationS3Args | None) -> None:
+            aws.fsx.DataRepositoryAssociation(
+                f"{name}-{suffix}", file_system_id=fs.id, file_system_path=path,
+                data_repository_path=pulumi.Output.concat("s3://", bucket),
+                batch_import_meta_data_on_create=True, imported_file_chunk_size=args.imported_file_chunk_size_mib,
+                s3=s3, delete_data_in_filesystem=False, tags=tags, opts=kept)
 
-        def exports(values: Sequence[str]) -> aws.fsx.DataRepositoryAssociationS3Args | None:
-            return aws.fsx.DataRepositoryAssociationS3Args(
-                auto_export_policy=aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(events=list(values))
-            ) if values else None
-
-        aws.fsx.DataRepositoryAssociation(
-            f"{name}-data", file_system_id=fs.id, file_system_path=args.data_path,
-            data_repository_path=pulumi.Output.concat("s3://", args.datasets_bucket),
-            batch_import_meta_data_on_create=True, imported_file_chunk_size=args.imported_file_chunk_size_mib,
-            s3=imports(args.auto_import_events),
-            delete_data_in_filesystem=False, tags=tags, opts=kept)
-        aws.fsx.DataRepositoryAssociation(
-            f"{name}-checkpoints", file_system_id=fs.id, file_system_path=args.checkpoint_path,
-            data_repository_path=pulumi.Output.concat("s3://", args.checkpoints_bucket),
-            batch_import_meta_data_on_create=True, imported_file_chunk_size=args.imported_file_chunk_size_mib,
-            s3=exports(args.auto_export_events),
-            delete_data_in_filesystem=False, tags=tags, opts=kept)
+        imports = aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(events=list(args.auto_import_events))
+        exports = aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(events=list(args.auto_export_events))
+        association("data", args.data_path, args.datasets_bucket,
+                    aws.fsx.DataRepositoryAssociationS3Args(auto_import_policy=imports)
+                    if args.auto_import_events else None)
+        association("checkpoints", args.checkpoint_path, args.checkpoints_bucket,
+                    aws.fsx.DataRepositoryAssociationS3Args(auto_export_policy=exports)
+                    if args.auto_export_events else None)
 
         self.file_system_id = fs.id
         self.arn = fs.arn
