@@ -46,6 +46,11 @@ class ParallelConfig:
     def ranks(self) -> int:
         return self.tp * self.pp * self.dp * self.cp
 
+    def degrees(self) -> dict[str, int]:
+        """The integer layout knobs, under the names of the JSON plan contract."""
+        return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "cp": self.cp, "ep": self.ep, "vpp": self.vpp,
+                "micro_batch": self.micro_batch}
+
     @property
     def grad_reduce_ranks(self) -> int:
         """Ranks holding a replica of a dense weight: CP ranks see different tokens of the same
@@ -64,16 +69,7 @@ class ParallelConfig:
 
     def validate(self, model: ModelSpec, fleet: Fleet, training: TrainingSpec) -> None:
         """Raise PlanError naming the first rule this layout breaks."""
-        degrees = {
-            "tp": self.tp,
-            "pp": self.pp,
-            "dp": self.dp,
-            "cp": self.cp,
-            "ep": self.ep,
-            "vpp": self.vpp,
-            "micro_batch": self.micro_batch,
-        }
-        for key, value in degrees.items():
+        for key, value in self.degrees().items():
             if value < 1:
                 raise PlanError(f"{key} must be >= 1, got {value}")
         if self.ranks != fleet.ranks:
