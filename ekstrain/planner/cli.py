@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 from ekstrain.planner import calibration
 from ekstrain.planner.errors import PlanError
@@ -19,9 +20,16 @@ EXIT_USAGE = 2
 DEFAULT_TOP = 10
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Usage errors (bad type, bad choice, missing option) as one ``error:`` line and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"error: {self.prog}: {message}\n")
+
+
 def add_plan_commands(subparsers: argparse._SubParsersAction) -> None:
     plan = subparsers.add_parser("plan", help="parallelism planner")
-    commands = plan.add_subparsers(dest="plan_command", required=True)
+    commands = plan.add_subparsers(dest="plan_command", required=True, parser_class=_OneLineParser)
 
     search_cmd = commands.add_parser("search", help="rank every layout that fits")
     _add_common(search_cmd)
@@ -38,7 +46,7 @@ def add_plan_commands(subparsers: argparse._SubParsersAction) -> None:
     evaluate_cmd.add_argument("--micro-batch", type=int, required=True)
     evaluate_cmd.add_argument("--recompute", choices=RECOMPUTE_MODES, required=True)
     evaluate_cmd.add_argument("--sequence-parallel", action="store_true")
-    evaluate_cmd.add_argument("--zero", type=int, choices=ZERO_STAGES, default=0)
+    evaluate_cmd.add_argument("--zero", type=int, default=0, help=f"one of {ZERO_STAGES}")
     evaluate_cmd.add_argument("--offload-optimizer", action="store_true")
     evaluate_cmd.set_defaults(handler=_evaluate)
 
@@ -66,12 +74,24 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         help="store the attention scores (Korthikanti's 5as/h term)",
     )
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--out", help="write the output to this file instead of stdout")
+
+
+def _check_positive(args: argparse.Namespace, *names: str, minimum: int = 1) -> None:
+    for name in names:
+        value = getattr(args, name, None)
+        if value is not None and value < minimum:
+            flag = "--" + name.replace("_", "-")
+            raise PlanError(f"{flag} must be >= {minimum}, got {value}")
 
 
 def _inputs(args: argparse.Namespace) -> tuple[ModelSpec, Fleet, int, dict[str, Any]]:
+    _check_positive(args, "nodes", "seq_len", "global_batch", "global_batch_tokens")
+    _check_positive(args, "top", "lora_rank", minimum=0)
+    _check_positive(args, "tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch")
+    if getattr(args, "zero", 0) not in ZERO_STAGES:
+        raise PlanError(f"--zero must be one of {', '.join(map(str, ZERO_STAGES))}, got {args.zero}")
     model = get_model(args.model) if args.model else ModelSpec.from_json(args.model_json)
-    if args.nodes < 1:
-        raise PlanError("--nodes must be >= 1")
     fleet = (
         Fleet.from_instance(args.instance, args.nodes)
         if args.instance
@@ -107,10 +127,7 @@ def _search(args: argparse.Namespace) -> int:
         top=args.top or None,
         **options,
     )
-    if args.json:
-        print(json.dumps([p.to_json() for p in plans], indent=2))
-    else:
-        print(_table(plans))
+    _emit(args, json.dumps([p.to_json() for p in plans], indent=2) if args.json else _table(plans))
     return 0
 
 
@@ -134,32 +151,41 @@ def _evaluate(args: argparse.Namespace) -> int:
         offload_optimizer=args.offload_optimizer,
         **options,
     )
-    print(json.dumps(plan.to_json(), indent=2) if args.json else _table([plan]))
-    if not plan.fits:
-        gib = plan.to_json()["memory_gib"]["total"]
-        print(
-            f"error: {model.name} needs {gib:.1f} GiB per rank with this layout; "
-            f"{fleet.rank_memory_bytes / 2**30:.0f} GiB available",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+    # A layout that does not fit is an answer, not an error: the plan says "fits": false and
+    # carries the memory breakdown (exit 0); only invalid input exits 2.
+    _emit(args, json.dumps(plan.to_json(), indent=2) if args.json else _table([plan], memory=True))
     return 0
 
 
-def _table(plans: list[Plan]) -> str:
+def _emit(args: argparse.Namespace, text: str) -> None:
+    if not args.out:
+        print(text)
+        return
+    try:
+        Path(args.out).write_text(text + "\n")
+    except OSError as error:
+        raise PlanError(f"--out {args.out!r}: cannot write: {error.strerror}") from None
+
+
+def _table(plans: list[Plan], memory: bool = False) -> str:
     header = (
         f"{'#':>3} {'tp':>3} {'pp':>3} {'dp':>5} {'cp':>3} {'ep':>3} {'vpp':>3} {'mb':>3} {'ga':>4} "
-        f"{'zero':>4} {'recompute':>9} {'sp':>3} {'mem GiB':>8} {'step s':>8} {'TFLOP/s':>8} {'MFU':>6}"
-        "  limits"
+        f"{'zero':>4} {'recompute':>9} {'sp':>3} {'fits':>4} {'mem GiB':>8} {'step s':>8} {'TFLOP/s':>8} "
+        f"{'MFU':>6}  limits"
     )
     rows = [header]
     for i, p in enumerate(plans, 1):
         rows.append(
             f"{i:>3} {p.tp:>3} {p.pp:>3} {p.dp:>5} {p.cp:>3} {p.ep:>3} {p.vpp:>3} {p.micro_batch:>3} "
             f"{p.grad_accum:>4} {p.zero:>4} {p.recompute:>9} {'y' if p.sequence_parallel else 'n':>3} "
-            f"{p.memory.total / 2**30:>8.1f} {p.step_time_s:>8.3f} {p.model_tflops_per_gpu:>8.1f} "
-            f"{p.mfu:>6.1%}  {p.explain()}"
+            f"{'y' if p.fits else 'n':>4} {p.memory.total / 2**30:>8.1f} {p.step_time_s:>8.3f} "
+            f"{p.model_tflops_per_gpu:>8.1f} {p.mfu:>6.1%}  {p.explain()}"
         )
+        if memory:
+            parts = ", ".join(f"{k} {v:.1f}" for k, v in p.memory.gib().items())
+            rows.append(
+                f"    memory GiB ({p.memory.stage}): {parts}; capacity {p.fleet.rank_memory_bytes / 2**30:.1f}"
+            )
     return "\n".join(rows)
 
 

@@ -178,15 +178,25 @@ class ModelSpec:
         missing = [k for k in required if k not in data]
         if missing:
             raise PlanError(f"model JSON: missing keys {', '.join(missing)}")
-        try:
-            return cls(**data)
-        except TypeError as error:
-            raise PlanError(f"model JSON: {error}") from None
+        for f in fields(cls):
+            if f.name not in data:
+                continue
+            value, expected = data[f.name], _JSON_TYPES[str(f.type)]
+            # bool is an int in Python: a JSON true must not pass for a layer count, nor 1 for a flag.
+            if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+                raise PlanError(
+                    f"model JSON: {f.name} must be {_TYPE_NAMES[expected]}, got {json.dumps(value)}"
+                )
+        return cls(**data)
 
     @classmethod
     def from_json(cls, path: str | Path) -> ModelSpec:
         """Read the ``--model-json`` file: keys as in the CLI contract (experts/top_k optional)."""
         return cls.from_dict(_read_json_object(path, "model"))
+
+
+_JSON_TYPES: dict[str, type] = {"str": str, "int": int, "bool": bool}
+_TYPE_NAMES: dict[type, str] = {str: "a string", int: "an integer", bool: "true or false"}
 
 
 def _read_json_object(path: str | Path, what: str) -> dict[str, Any]:

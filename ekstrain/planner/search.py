@@ -73,8 +73,8 @@ def candidate_layouts(
                 )
                 if not _valid(base, model, fleet, training):
                     continue  # tp, cp or pp does not divide the model: no ep/vpp/zero variant will
-                edge, full = base.stage_layers(model.layers)
-                vpp_options = divisors(full) if pp > 1 and edge == full else (1,)
+                _, full = base.stage_layers(model.layers)
+                vpp_options = divisors(full) if pp > 1 else (1,)
                 for ep in ep_options:
                     for vpp in vpp_options:
                         for zero, offload in zero_options:

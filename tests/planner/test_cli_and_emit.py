@@ -237,3 +237,120 @@ def test_trainium_ranks_are_neuron_cores():
     assert (plan.accelerators_per_node, plan.workers_per_node) == (16, 32)
     neuron = plan.neuron_args()
     assert neuron[neuron.index("--tensor_parallel_size") + 1] == "8" and "--use_zero_1" in neuron
+
+
+EVALUATE_405B = [
+    "plan",
+    "evaluate",
+    "--model",
+    "llama3-405b",
+    "--instance",
+    "p5.48xlarge",
+    "--global-batch",
+    "2048",
+    "--seq-len",
+    "8192",
+    "--tp",
+    "8",
+    "--pp",
+    "16",
+    "--micro-batch",
+    "1",
+    "--recompute",
+    "full",
+    "--sequence-parallel",
+    "--zero",
+    "1",
+    "--json",
+]
+
+
+def test_interleaved_schedule_on_uneven_stages_is_expressible(capsys):
+    # GIVEN Llama 3 405B's 126 layers on 16 stages (7 on the end stages, 8 elsewhere)
+    # WHEN it is evaluated with 2 virtual chunks per rank
+    argv = [*EVALUATE_405B, "--nodes", "2048", "--dp", "128", "--vpp", "2"]
+    assert main(argv) == 0
+    plan = json.loads(capsys.readouterr().out)
+    # THEN the interleaved bubble (p-1)/(v m) is the one priced: half of plain 1F1B's
+    assert main([*EVALUATE_405B, "--nodes", "2048", "--dp", "128"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert plan["vpp"] == 2 and plan["fits"]
+    ratio = plan["step_time_breakdown_s"]["pp_bubble"] / plain["step_time_breakdown_s"]["pp_bubble"]
+    assert ratio == pytest.approx(0.5, rel=0.1)
+
+
+def test_evaluate_prints_a_plan_that_does_not_fit_and_exits_0(capsys):
+    # GIVEN 405B squeezed onto 4 nodes WHEN evaluated THEN the plan says so, with the breakdown
+    argv = [a if a != "16" else "4" for a in EVALUATE_405B]  # pp 16 -> 4
+    assert main([*argv, "--nodes", "4", "--dp", "1"]) == 0
+    captured = capsys.readouterr()
+    plan = json.loads(captured.out)
+    assert plan["fits"] is False and captured.err == ""
+    assert plan["memory_gib"]["total"] > plan["memory_capacity_gib"]
+    assert plan["memory_gib"]["optimizer"] > 0 and plan["memory_gib"]["activations"] > 0
+
+
+def _model_json(tmp_path, **override):
+    model = {
+        "name": "tiny",
+        "layers": 4,
+        "hidden": 512,
+        "heads": 8,
+        "kv_heads": 8,
+        "ffn_hidden": 2048,
+        "vocab": 32000,
+        "gated_mlp": False,
+        "tied_embeddings": True,
+        **override,
+    }
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(model))
+    return str(path)
+
+
+SEARCH_8B = ["plan", "search", "--model", "llama3-8b", "--instance", "p5.48xlarge", "--global-batch", "64"]
+EVAL_8B = ["plan", "evaluate", "--model", "llama3-8b", "--instance", "p5.48xlarge", "--nodes", "1"]
+EVAL_8B += ["--global-batch", "64", "--seq-len", "4096", "--pp", "1", "--micro-batch", "1", "--recompute", "full"]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        ([*SEARCH_8B, "--nodes", "1", "--seq-len", "0"], "--seq-len must be >= 1"),
+        ([*SEARCH_8B, "--nodes", "0", "--seq-len", "4096"], "--nodes must be >= 1"),
+        ([*SEARCH_8B, "--nodes", "1", "--seq-len", "4096", "--top", "-1"], "--top must be >= 0"),
+        ([*EVAL_8B, "--tp", "0", "--dp", "8"], "--tp must be >= 1"),
+        ([*EVAL_8B, "--tp", "1", "--dp", "8", "--zero", "5"], "--zero must be one of 0, 1, 2, 3"),
+        ([*EVAL_8B, "--tp", "one", "--dp", "8"], "invalid int value"),
+        ([*SEARCH_8B, "--nodes", "1", "--seq-len", "4096", "--out", "/nonexistent/dir/plan.txt"], "cannot write"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
+    assert _exit_code(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def _exit_code(argv):
+    """What the process exits with: argparse's usage errors leave through SystemExit."""
+    try:
+        return main(argv)
+    except SystemExit as exit_:
+        return exit_.code
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [({"layers": "4"}, "layers must be an integer"), ({"gated_mlp": 1}, "gated_mlp must be true or false")],
+)
+def test_mistyped_model_json_is_one_line_and_exit_2(tmp_path, capsys, override, message):
+    argv = ["plan", "search", "--model-json", _model_json(tmp_path, **override), "--instance", "p5.48xlarge"]
+    assert main([*argv, "--nodes", "1", "--global-batch", "8", "--seq-len", "1024"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_out_writes_the_table_to_a_file(tmp_path, capsys):
+    out = tmp_path / "plans.json"
+    assert main([*SEARCH_8B, "--nodes", "1", "--seq-len", "4096", "--top", "2", "--json", "--out", str(out)]) == 0
+    assert capsys.readouterr().out == "" and len(json.loads(out.read_text())) == 2
