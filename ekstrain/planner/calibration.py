@@ -28,8 +28,9 @@ def selene(nodes: int) -> Fleet:
         GPUS_PER_NODE,
         peak_tflops_bf16=312,
         hbm_gib=80,
-        hbm_gbps=2039,
-        intra_node_gbytes_per_s=300,
+        hbm_gbytes_per_s=2039,
+        intra_node_gbytes_per_s=600,
+        generation="a100",
         inter_node_gbits_per_s=8 * 200,
     )
 

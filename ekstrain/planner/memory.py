@@ -1,9 +1,17 @@
-"""Memory per rank: model states (ZeRO), activations (Korthikanti) and buffers, for the worst stage.
+"""Memory per rank: model states (per framework), activations (Korthikanti) and buffers, worst stage.
 
-Model states follow Rajbhandari et al. 2020 (ZeRO, arXiv 1910.02054) section 3: mixed-precision
-AdamW keeps 2 bytes of bf16 weights, 2 of bf16 gradients and K = 12 of fp32 master weights,
-momentum and variance per parameter; ZeRO stage 1/2/3 shards the optimizer / +gradients /
-+weights over the data-parallel ranks.
+Model states per trainable parameter depend on whose bookkeeping runs (``state_bytes_per_param``):
+
+* DeepSpeed: Rajbhandari et al. 2020 (ZeRO, arXiv 1910.02054) section 3: 2 bytes of bf16 weights,
+  2 of bf16 gradients and K = 12 of fp32 master weights, momentum and variance; ZeRO stage 1/2/3
+  shards the optimizer / +gradients / +weights over the data-parallel ranks.
+* Megatron-LM: bf16 weights (2) and fp32 main gradients (4, ``--accumulate-allreduce-grads-in-fp32``
+  default) plus 12 of fp32 main weights, momentum and variance: 18 B/param, or ``6 + 12/d`` with
+  the distributed optimizer (Megatron-LM docs/source/api-guide/dist_optimizer.md, "bf16 param,
+  fp32 grads" row). ZeRO 2 is the same under Megatron (its gradient buffer is not sharded).
+* FSDP (PyTorch FSDP2 with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), also what
+  Megatron's ``--use-torch-fsdp2`` runs): fp32 sharded parameters (4), fp32 gradients (4), Adam
+  m and v (8) = 16/d; the bf16 copy of the layer being computed is a buffer.
 
 Activations follow Korthikanti et al. 2022 (arXiv 2205.05198) Table 2, in bytes per layer:
 ``sbh(10 + 24/t + 5as/(ht))`` with TP, ``sbh(34/t + 5as/(ht))`` with TP+SP, the ``5as/h`` term
@@ -21,13 +29,16 @@ from dataclasses import dataclass
 from ekstrain.planner.fleet import GIB, Fleet
 from ekstrain.planner.models import ModelSpec
 from ekstrain.planner.parallel import FULL, NONE, SELECTIVE, ParallelConfig
-from ekstrain.planner.training import TrainingSpec
+from ekstrain.planner.training import DEEPSPEED, FSDP, TrainingSpec
 
 WEIGHT_BYTES = 2
 """bf16 weights (also under fp8 training: Transformer Engine casts per GEMM and keeps bf16 weights)."""
 GRAD_BYTES = 2
 OPTIMIZER_BYTES = 12
 """ZeRO's K for mixed-precision Adam(W): fp32 master weights, momentum and variance."""
+FP32_BYTES = 4
+ADAM_MOMENTS_BYTES = 8
+"""fp32 momentum and variance (FSDP's optimizer state; its fp32 master is the sharded weight)."""
 ACTIVATION_BYTES = 2
 LOGIT_BYTES = 4
 """Megatron computes the cross-entropy on fp32 logits (Korthikanti's 4sbv/t term)."""
@@ -35,19 +46,44 @@ RUNTIME_RESERVE_GIB = 1.0
 """CUDA/Neuron runtime context and allocator fragmentation a framework never gives back."""
 
 
+def state_bytes_per_param(framework: str, zero: int, shards: int) -> tuple[float, float, float]:
+    """(weight, gradient, optimizer) bytes one rank holds per trainable parameter (module docstring)."""
+    n = max(shards, 1)
+    if framework == DEEPSPEED:
+        return (
+            WEIGHT_BYTES / (n if zero >= 3 else 1),
+            GRAD_BYTES / (n if zero >= 2 else 1),
+            OPTIMIZER_BYTES / (n if zero >= 1 else 1),
+        )
+    if zero >= 3 or (framework == FSDP and zero >= 1):
+        # FSDP full shard (zero 3) or SHARD_GRAD_OP (fsdp zero 1/2: weights stay whole).
+        weights = FP32_BYTES / (n if zero >= 3 else 1)
+        return weights, FP32_BYTES / n, ADAM_MOMENTS_BYTES / n
+    if framework == FSDP:  # DDP with autocast: fp32 weights, fp32 gradients, fp32 m and v
+        return FP32_BYTES, FP32_BYTES, ADAM_MOMENTS_BYTES
+    # Megatron: bf16 weights, fp32 main gradients, distributed optimizer for zero 1/2.
+    return WEIGHT_BYTES, FP32_BYTES, OPTIMIZER_BYTES / (n if zero >= 1 else 1)
+
+
 def model_state_bytes(
-    params: float, zero: int, shards: int, trainable: float | None = None, offload_optimizer: bool = False
+    params: float,
+    zero: int,
+    shards: int,
+    trainable: float | None = None,
+    offload_optimizer: bool = False,
+    framework: str = DEEPSPEED,
 ) -> tuple[float, float, float]:
-    """(weights, gradients, optimizer states) in bytes on one rank, per ZeRO section 3.
+    """(weights, gradients, optimizer states) in bytes on one rank.
 
     ``params`` are the rank's weights before ZeRO sharding, ``shards`` the data-parallel ranks they
-    are sharded over, ``trainable`` the subset that has gradients and optimizer states (LoRA).
+    are sharded over, ``trainable`` the subset that has gradients and optimizer states (LoRA; the
+    frozen rest is bf16). The default framework is the ZeRO paper's accounting.
     """
     trainable = params if trainable is None else trainable
-    weights = WEIGHT_BYTES * params / (shards if zero >= 3 else 1)
-    grads = GRAD_BYTES * trainable / (shards if zero >= 2 else 1)
-    optimizer = 0.0 if offload_optimizer else OPTIMIZER_BYTES * trainable / (shards if zero >= 1 else 1)
-    return weights, grads, optimizer
+    w, g, o = state_bytes_per_param(framework, zero, shards)
+    frozen = WEIGHT_BYTES * (params - trainable) / (shards if zero >= 3 else 1)
+    optimizer = 0.0 if offload_optimizer else o * trainable
+    return frozen + w * trainable, g * trainable, optimizer
 
 
 def layer_activation_bytes(
@@ -151,6 +187,11 @@ class MemoryBreakdown:
     optimizer: float
     activations: float
     buffers: float
+    activation_bytes_per_layer: float = 0.0
+    """Bytes one layer stores for one micro-batch (Korthikanti Table 2, generalised)."""
+    layers_in_flight: float = 0.0
+    """Layer-micro-batches whose activations are held at the peak (layers x in-flight micro-batches,
+    times the interleaving factor on the first stage): activations = the two multiplied."""
 
     @property
     def total(self) -> float:
@@ -176,11 +217,12 @@ def stage_memory(
     first, last = index == 0, index == p.pp - 1
     layers = edge_layers if p.pp > 1 and (first or last) else full_layers
     params = stage_params(model, p, training, layers, first, last)
+    framework = training.framework
     dense = model_state_bytes(
-        params.dense, p.zero, p.grad_reduce_ranks, params.trainable_dense, p.offload_optimizer
+        params.dense, p.zero, p.grad_reduce_ranks, params.trainable_dense, p.offload_optimizer, framework
     )
     expert = model_state_bytes(
-        params.expert, p.zero, p.expert_replicas, params.trainable_expert, p.offload_optimizer
+        params.expert, p.zero, p.expert_replicas, params.trainable_expert, p.offload_optimizer, framework
     )
     weights, grads, optimizer = (a + b for a, b in zip(dense, expert, strict=True))
 
@@ -197,7 +239,8 @@ def stage_memory(
     # 1F1B: stage i holds (pp - i) micro-batches in flight, so the first stage holds pp stages'
     # worth (the whole model's layers) and the last one stage's worth (Korthikanti 4.2.3).
     in_flight = min(p.pp - index, p.grad_accum(training))
-    activations = per_layer * layers * in_flight * (interleave_factor(p.pp, p.vpp) if first else 1.0)
+    in_flight_layers = layers * in_flight * (interleave_factor(p.pp, p.vpp) if first else 1.0)
+    activations = per_layer * in_flight_layers
 
     buffers = RUNTIME_RESERVE_GIB * GIB
     if p.recompute == FULL:
@@ -217,7 +260,9 @@ def stage_memory(
     if p.zero >= 3 and p.grad_reduce_ranks > 1:
         # Gathered weights of the layer being computed and of the prefetched next one.
         buffers += 2 * WEIGHT_BYTES * model.layer_params / p.tp / (p.ep if model.is_moe else 1)
-    return MemoryBreakdown(f"stage {index}", weights, grads, optimizer, activations, buffers)
+    return MemoryBreakdown(
+        f"stage {index}", weights, grads, optimizer, activations, buffers, per_layer, in_flight_layers
+    )
 
 
 def candidate_stages(parallel: ParallelConfig, layers: int) -> tuple[int, ...]:

@@ -12,30 +12,37 @@ FLOP conventions (stated once, used everywhere):
   attention scores (selective). HFU divides these. Narayanan Table 1's TFLOP/s are hardware FLOPs
   with full recomputation (Eq. 3's factor 96 = 4 passes x 24), so MFU = HFU x 3/4 there.
 
-Time model (per micro-batch on the slowest pipeline stage, then the 1F1B schedule):
+Time model (per micro-batch on the slowest pipeline stage, then the pipeline schedule):
 
-* compute = matmul FLOPs / (peak x matmul_efficiency) + elementwise bytes / (HBM bandwidth x
-  hbm_efficiency); the elementwise traffic is ``elementwise_traffic`` times the layer's stored
-  activations (Korthikanti, no recompute) per forward pass, twice that per backward pass;
-* TP: 4 all-reduces (or reduce-scatter + all-gather pairs under SP) of b s h per layer, 6 with full
-  recompute (Narayanan 3.3: ``8bsh(t-1)/t`` per layer), on the intra-node link, not overlapped;
-* CP: ring attention passes K and V (cp - 1) times per pass, hidden behind the attention math;
-* EP: 2 all-to-alls of the routed tokens per MoE layer and pass;
-* PP: step = (m + (p - 1)/v) x stage time (bubble (p-1)/(v m), Narayanan 2.2), plus one activation
-  send forward and one gradient send backward per chunk, scatter/gathered over TP;
-* DP: gradient all-reduce (ZeRO 0/1, once a step), reduce-scatter per micro-batch (ZeRO 2), and
-  two all-gathers + one reduce-scatter per micro-batch (ZeRO 3: 1.5x ZeRO 1's 2 psi), hidden behind
-  the backward (and forward) passes when ``dp_overlap`` is on;
-* optimizer step: AdamW streams 32 bytes per trainable parameter through HBM (or the host link and
+* GEMMs: each of the layer's GEMMs on its per-rank shape (M = tokens, N and K split by TP, experts
+  by EP) costs max(FLOPs x tile quantization / (peak x matmul), bytes / (HBM x hbm)): the memory
+  roofline and 128-wide tile quantization (NVIDIA Deep Learning Performance Guide, "Matrix
+  Multiplication Background", sections on arithmetic intensity and tile quantization) are the
+  small-GEMM loss when TP, CP or EP shrink per-rank work. Backward = 2 x forward GEMMs.
+* Attention: FlashAttention skips the masked half of a causal s x s square (timed at half the
+  FLOPs the convention counts), at ``attention`` x matmul efficiency; backward 2.5 x forward (5
+  GEMMs vs 2, Dao 2023 section 3.2). Without FlashAttention the full square runs at GEMM speed.
+* Elementwise kernels: ``elementwise_traffic`` x stored activations of HBM traffic per forward.
+* Communication: alpha-beta per collective (comm.py): TP all-gathers / reduce-scatters (SP) or
+  all-reduces, CP's K/V ring overlapped step by step with the attention it feeds, EP all-to-alls,
+  PP sends, DP gradient reduce-scatter / all-reduce and parameter all-gathers hidden behind the
+  backward / forward passes where the framework overlaps them (``dp_overlap``).
+* Pipeline: step = m x stage time + bubble; the bubble is the schedule's: (p - 1) stage times for
+  1F1B, (p - 1)/v for interleaved 1F1B (Narayanan 2021 section 2.2), with 2v sends per micro-batch.
+* Optimizer step: AdamW streams 32 bytes per trainable parameter through HBM (or the host link and
   host AdamW with ZeRO-Offload).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
+from math import ceil
 
-from ekstrain.planner.fleet import Fleet
+from ekstrain.planner import comm
+from ekstrain.planner.comm import Links
+from ekstrain.planner.efficiency import DEFAULT_EFFICIENCY, MEGATRON_2021, Efficiency, efficiency_for
+from ekstrain.planner.fleet import BF16, Fleet
 from ekstrain.planner.memory import (
     GRAD_BYTES,
     WEIGHT_BYTES,
@@ -45,46 +52,17 @@ from ekstrain.planner.memory import (
 )
 from ekstrain.planner.models import ModelSpec
 from ekstrain.planner.parallel import FULL, NONE, SELECTIVE, ParallelConfig
-from ekstrain.planner.training import TrainingSpec
+from ekstrain.planner.training import DEEPSPEED, FSDP, MEGATRON, TrainingSpec
 
+__all__ = ["DEFAULT_EFFICIENCY", "MEGATRON_2021", "Efficiency", "StepTime", "step_flops", "step_time"]
+
+TILE = 128
+"""Output tile edge of cuBLAS/CUTLASS tensor-core GEMMs (NVIDIA "Matrix Multiplication Background")."""
 ACT = 2
 """Bytes of one bf16 activation element on the wire."""
 ADAMW_HBM_BYTES_PER_PARAM = 32
 """Read fp32 master, m, v (12) + bf16 grad (2); write master, m, v (12) + bf16 weight (2); plus the
 grad zeroing (2) and fp32 scratch (2)."""
-
-
-@dataclass(frozen=True)
-class Efficiency:
-    """Achieved fractions of hardware peaks: the calibrated constants of the time model.
-
-    Values come from the calibration on Narayanan Table 1 (docs/planner.md, section Calibration):
-    they are the only tuned numbers in the planner.
-    """
-
-    matmul: float = 0.68
-    """Fraction of dense peak the matmuls sustain end to end (fitted; cuBLAS alone reaches ~0.8 on
-    A100, the rest is kernel launch and framework gaps the model does not itemise)."""
-    hbm: float = 0.80
-    """Fraction of HBM bandwidth elementwise kernels (LayerNorm, GeLU, softmax, dropout) reach."""
-    elementwise_traffic: float = 1.5
-    """HBM bytes those kernels move per forward pass, per byte of stored activations."""
-    intra_node: float = 0.75
-    """Bus bandwidth NCCL reaches on NVLink / NeuronLink, as a fraction of the link figure."""
-    network: float = 0.80
-    """Bus bandwidth reached on EFA / InfiniBand, as a fraction of the per-rank share."""
-    dp_overlap: bool = True
-    """Data-parallel traffic runs under the backward pass (Megatron --overlap-grad-reduce, DDP
-    buckets, FSDP prefetch). Megatron-LM as of Narayanan 2021 did not overlap it."""
-    host_link_gbytes_per_s: float = 25.0
-    """Per-rank PCIe bandwidth for ZeRO-Offload (not in the catalog; PCIe Gen4 x16 ~ 25 GB/s)."""
-    host_adam_params_per_s: float = 1.0e9
-    """DeepSpeed CPU-Adam throughput per rank (uncalibrated; ZeRO-Offload paper order of magnitude)."""
-
-
-DEFAULT_EFFICIENCY = Efficiency()
-MEGATRON_2021 = Efficiency(dp_overlap=False)
-"""The software of Narayanan Table 1: same hardware efficiencies, no DP overlap."""
 
 
 @dataclass(frozen=True)
@@ -156,19 +134,36 @@ class StepTime:
         }
 
 
-def _all_reduce(bytes_: float, ranks: int, bandwidth: float) -> float:
-    """Ring all-reduce: each rank sends and receives 2 (n-1)/n of the buffer."""
-    return 2 * (ranks - 1) / ranks * bytes_ / bandwidth if ranks > 1 else 0.0
+def _gemm(m: float, n: float, k: float, peak: float, hbm: float) -> float:
+    """Seconds of one (m x k) @ (k x n) GEMM: the memory roofline, and 128-wide output tiles
+    (a partial tile costs a whole one)."""
+    if m <= 0 or n <= 0 or k <= 0:
+        return 0.0
+    quantization = (ceil(m / TILE) * TILE / m) * (ceil(n / TILE) * TILE / n)
+    return max(2 * m * n * k * quantization / peak, ACT * (m * k + k * n + m * n) / hbm)
 
 
-def _half_collective(bytes_: float, ranks: int, bandwidth: float) -> float:
-    """Reduce-scatter, all-gather or all-to-all of a ``bytes_`` buffer: (n-1)/n of it per rank."""
-    return (ranks - 1) / ranks * bytes_ / bandwidth if ranks > 1 else 0.0
+@lru_cache(maxsize=65536)
+def _layer_gemms(model: ModelSpec, tokens: float, tp: int, ep: int, peak: float, hbm: float) -> float:
+    """Forward seconds of one layer's weight GEMMs on one rank (tokens after SP's all-gather)."""
+    h, kv, f = model.hidden, model.kv_dim, model.ffn_hidden
+    up = (2 if model.gated_mlp else 1) * f
+    time = _gemm(tokens, (h + 2 * kv) / tp, h, peak, hbm) + _gemm(tokens, h, h / tp, peak, hbm)
+    if model.is_moe:
+        local_experts = model.experts / ep
+        per_expert = tokens * model.top_k * ep / model.experts  # balanced routing
+        time += _gemm(tokens, model.experts, h, peak, hbm)  # router
+        time += local_experts * (
+            _gemm(per_expert, up / tp, h, peak, hbm) + _gemm(per_expert, h, f / tp, peak, hbm)
+        )
+    else:
+        time += _gemm(tokens, up / tp, h, peak, hbm) + _gemm(tokens, h, f / tp, peak, hbm)
+    return time
 
 
 @dataclass(frozen=True)
 class _MicroBatch:
-    """Per-micro-batch seconds of one stage's rank, by pass."""
+    """Per-micro-batch seconds of one stage's rank, by pass; communication is the exposed part."""
 
     forward: float
     backward: float
@@ -193,56 +188,64 @@ def _micro_batch_time(
     training: TrainingSpec,
     p: ParallelConfig,
     eff: Efficiency,
+    links: Links,
     layers: int,
     logits: bool,
 ) -> _MicroBatch:
     s, h, b = training.seq_len, model.hidden, p.micro_batch
     tokens = b * s / p.cp  # tokens a rank processes per micro-batch
-    peak = fleet.rank_peak_flops(training.precision) * eff.matmul
+    peak = fleet.rank_peak_flops(training.precision) * eff.matmul_for(training.precision)
+    attention_peak = fleet.rank_peak_flops(BF16) * eff.attention_for(training.precision)
     hbm = fleet.rank_hbm_bytes_per_s * eff.hbm
 
-    matmul = 2 * tokens * model.matmul_params_per_token / p.tp
+    gemms = _layer_gemms(model, tokens, p.tp, p.ep, peak, hbm)
     lora = 0.0
     if training.is_lora:
-        lora = 2 * tokens * sum(lora_params_per_layer(model, training.lora_rank, model.top_k)) / p.tp
-    attention = 4 * tokens * s * h / p.tp
+        lora = 2 * tokens * sum(lora_params_per_layer(model, training.lora_rank, model.top_k)) / p.tp / peak
+    if training.flash_attention:
+        # Causal FlashAttention computes half of the s x s square the FLOP convention counts.
+        attention_forward = 0.5 * 4 * tokens * s * h / p.tp / attention_peak
+        attention_backward = 2.5 * attention_forward
+    else:
+        attention_forward = 4 * tokens * s * h / p.tp / peak
+        attention_backward = 2 * attention_forward
     stored = layer_activation_bytes(
         model, s, b, p.tp, p.cp, p.sequence_parallel, NONE, training.flash_attention
     )
     elementwise = eff.elementwise_traffic * stored / hbm
-    attention_time = attention / peak
-    layer_forward = (matmul + lora + attention) / peak + elementwise
-    weight_grad_matmul = 0.0 if training.is_lora else matmul
-    layer_backward = (matmul + weight_grad_matmul + 2 * lora + 2 * attention) / peak + 2 * elementwise
-    layer_recompute = {NONE: 0.0, SELECTIVE: attention_time, FULL: layer_forward}[p.recompute]
-    logits_forward = 2 * tokens * h * model.vocab / p.tp / peak if logits else 0.0
+    layer_forward = gemms + lora + attention_forward + elementwise
+    weight_grads = 0.0 if training.is_lora else gemms
+    layer_backward = gemms + weight_grads + 2 * lora + attention_backward + 2 * elementwise
+    layer_recompute = {NONE: 0.0, SELECTIVE: attention_forward, FULL: layer_forward}[p.recompute]
+    logits_forward = _gemm(tokens, model.vocab / p.tp, h, peak, hbm) if logits else 0.0
     logits_backward = logits_forward * (1 if training.is_lora else 2)
 
     passes = 3 if p.recompute == FULL else 2  # forward, backward (+ recomputed forward)
     activation_bytes = ACT * tokens * h
-    intra_tp = fleet.group_bytes_per_s(p.tp) * eff.intra_node
-    tp = layers * 2 * passes * _all_reduce(activation_bytes, p.tp, intra_tp)
+    if p.sequence_parallel:  # all-gather before, reduce-scatter after each of attention and MLP
+        per_pass = 2 * (comm.all_gather(links, activation_bytes, p.tp, 1) * 2)
+    else:  # one all-reduce after each of attention and MLP
+        per_pass = 2 * comm.all_reduce(links, activation_bytes, p.tp, 1)
+    tp = (1 - eff.tp_overlap) * layers * passes * per_pass
+
     cp = 0.0
     if p.cp > 1:
+        # Ring attention: cp - 1 steps, each passing this rank's K and V (and their gradients
+        # backward) while the attention of the chunk already held is computed.
         kv_bytes = 2 * ACT * tokens * model.kv_dim / p.tp
-        link = _bandwidth(fleet, eff, p.tp * p.cp)
-        ring = (p.cp - 1) * kv_bytes / link
-        # forward and recomputed forward pass K, V once; backward passes K, V and their gradients.
-        per_layer = sum(
-            max(0.0, volume - math)
-            for volume, math in ((ring, attention_time), (2 * ring, 2 * attention_time))
-        )
-        if p.recompute == FULL:
-            per_layer += max(0.0, ring - attention_time)
-        cp = layers * per_layer
+        step = comm.ring_step(links, kv_bytes, p.cp, p.tp)
+        back_step = comm.ring_step(links, 2 * kv_bytes, p.cp, p.tp)
+        exposed = max(0.0, step - attention_forward / p.cp) * (passes - 1)
+        exposed += max(0.0, back_step - attention_backward / p.cp)
+        cp = layers * (p.cp - 1) * exposed
     ep = 0.0
     if p.ep > 1:
         routed = ACT * tokens * model.top_k * h / (p.tp if p.sequence_parallel else 1)
-        ep = layers * 2 * passes * _half_collective(routed, p.ep, _bandwidth(fleet, eff, p.tp * p.cp * p.ep))
+        ep = layers * 2 * passes * comm.all_to_all(links, routed, p.ep, p.tp * p.cp)
     p2p = 0.0
     if p.pp > 1:
-        neighbour = _bandwidth(fleet, eff, p.tp * p.cp * p.dp + 1)
-        p2p = 2 * p.vpp * activation_bytes / p.tp / neighbour
+        same_node = p.tp * p.cp * p.dp * p.pp <= fleet.ranks_per_node
+        p2p = 2 * p.vpp * comm.send_recv(links, activation_bytes / p.tp, same_node)
     return _MicroBatch(
         layers * layer_forward + logits_forward,
         layers * layer_backward + logits_backward,
@@ -254,9 +257,9 @@ def _micro_batch_time(
     )
 
 
-def _bandwidth(fleet: Fleet, eff: Efficiency, span: int) -> float:
-    within_node = span <= fleet.ranks_per_node
-    return fleet.group_bytes_per_s(span) * (eff.intra_node if within_node else eff.network)
+GRAD_WIRE_BYTES = {MEGATRON: 4, FSDP: 4, DEEPSPEED: 2}
+"""Bytes per gradient element on the wire: Megatron reduces its fp32 main gradients (unless
+--grad-reduce-in-bf16), FSDP2's reduce_dtype=fp32 likewise; DeepSpeed reduces bf16/fp16 gradients."""
 
 
 def step_time(
@@ -264,48 +267,60 @@ def step_time(
     fleet: Fleet,
     training: TrainingSpec,
     p: ParallelConfig,
-    eff: Efficiency = DEFAULT_EFFICIENCY,
+    eff: Efficiency | None = None,
 ) -> StepTime:
-
+    eff = eff or efficiency_for(fleet)
+    links = comm.Links.of(fleet, eff.intra_node, eff.network)
     m = p.grad_accum(training)
     edge, full = p.stage_layers(model.layers)
     last_layers = full if p.pp == 1 else edge
-    stages = [_micro_batch_time(model, fleet, training, p, eff, last_layers, logits=True)]
+    stages = [_micro_batch_time(model, fleet, training, p, eff, links, last_layers, logits=True)]
     if p.pp > 1:
-        stages.append(_micro_batch_time(model, fleet, training, p, eff, full, logits=False))
+        stages.append(_micro_batch_time(model, fleet, training, p, eff, links, full, logits=False))
     slowest = max(stages, key=lambda t: t.total)
+    # 1F1B: p - 1 stage-times of warm-up and cool-down; interleaved: chunks of 1/v of a stage.
     bubble_micro_batches = (p.pp - 1) / p.vpp
 
     # Data-parallel traffic of the stage with the most weights (the last: output layer).
     params = stage_params(model, p, training, last_layers, first=p.pp == 1, last=True)
-    dp_link = _bandwidth(fleet, eff, p.tp * p.cp * p.dp)
+    wire = GRAD_WIRE_BYTES[training.framework]
+    dense_n, expert_n = p.grad_reduce_ranks, p.expert_replicas
+    dense_stride, expert_stride = p.tp, p.tp * p.ep
 
-    def grads(reduce: Callable[[float, int, float], float]) -> float:
-        # Expert replicas lie inside the same span of ranks as the dense replicas (EP is carved out of DP).
-        return reduce(GRAD_BYTES * params.trainable_dense, p.grad_reduce_ranks, dp_link) + reduce(
-            GRAD_BYTES * params.trainable_expert, p.expert_replicas, dp_link
+    def grads_all_reduce() -> float:
+        return comm.all_reduce(links, wire * params.trainable_dense, dense_n, dense_stride) + comm.all_reduce(
+            links, wire * params.trainable_expert, expert_n, expert_stride
         )
 
-    def weights() -> float:
-        return _half_collective(WEIGHT_BYTES * params.dense, p.grad_reduce_ranks, dp_link) + _half_collective(
-            WEIGHT_BYTES * params.expert, p.expert_replicas, dp_link
+    def grads_reduce_scatter() -> float:
+        return comm.reduce_scatter(
+            links, wire * params.trainable_dense, dense_n, dense_stride
+        ) + comm.reduce_scatter(links, wire * params.trainable_expert, expert_n, expert_stride)
+
+    def weights_all_gather() -> float:
+        return comm.all_gather(links, WEIGHT_BYTES * params.dense, dense_n, dense_stride) + comm.all_gather(
+            links, WEIGHT_BYTES * params.expert, expert_n, expert_stride
         )
 
     overlap = 1.0 if eff.dp_overlap else 0.0
-    if p.zero <= 1:
-        # One all-reduce (ZeRO-1: reduce-scatter + all-gather, the same bytes) after the last
-        # micro-batch, hidden behind that micro-batch's backward pass.
-        dp = max(0.0, grads(_all_reduce) - overlap * slowest.backward)
+    megatron_like = training.framework != DEEPSPEED
+    if p.zero == 0:
+        # One all-reduce after the last micro-batch, bucketed under its backward pass.
+        dp = max(0.0, grads_all_reduce() - overlap * slowest.backward)
+    elif p.zero <= 2 and (megatron_like or p.zero == 1):
+        # Distributed optimizer / ZeRO-1: gradients reduce-scattered once a step under the last
+        # backward, updated weights all-gathered under the next step's first forward.
+        dp = max(0.0, grads_reduce_scatter() - overlap * slowest.backward)
+        dp += max(0.0, weights_all_gather() - overlap * slowest.forward)
     elif p.zero == 2:
-        # Gradients are reduce-scattered every micro-batch (that is what frees their memory);
-        # updated weights are all-gathered once, behind the next step's first forward.
-        dp = m * max(0.0, grads(_half_collective) - overlap * slowest.backward)
-        dp += max(0.0, weights() - overlap * slowest.forward)
+        # DeepSpeed ZeRO-2 reduce-scatters every micro-batch (that is what frees the gradients).
+        dp = m * max(0.0, grads_reduce_scatter() - overlap * slowest.backward)
+        dp += max(0.0, weights_all_gather() - overlap * slowest.forward)
     else:
-        # Weights are gathered for every forward and backward, gradients scattered every backward.
+        # ZeRO-3 / FSDP: weights gathered for every forward and backward, gradients scattered.
         dp = m * (
-            max(0.0, weights() - overlap * slowest.forward)
-            + max(0.0, weights() + grads(_half_collective) - overlap * slowest.backward)
+            max(0.0, weights_all_gather() - overlap * slowest.forward)
+            + max(0.0, weights_all_gather() + grads_reduce_scatter() - overlap * slowest.backward)
         )
 
     trainable_shard = params.trainable / (p.grad_reduce_ranks if p.zero >= 1 else 1)

@@ -17,8 +17,8 @@ from ekstrain.planner.memory import (
 )
 from ekstrain.planner.models import ModelSpec
 from ekstrain.planner.parallel import NONE, ParallelConfig
-from ekstrain.planner.perf import DEFAULT_EFFICIENCY, Efficiency, Flops, StepTime, step_flops, step_time
-from ekstrain.planner.training import TrainingSpec
+from ekstrain.planner.perf import Efficiency, Flops, StepTime, step_flops, step_time
+from ekstrain.planner.training import MEGATRON, TrainingSpec
 
 CHECKPOINT_BYTES_PER_PARAM = WEIGHT_BYTES + OPTIMIZER_BYTES
 """A resumable checkpoint holds bf16 weights plus fp32 master weights, momentum and variance."""
@@ -206,7 +206,11 @@ class Plan:
             "recompute": self.recompute,
             "sequence_parallel": self.sequence_parallel,
             "fits": self.fits,
+            "framework": self.training.framework,
             "memory_gib": {k: round(v, 3) for k, v in self.memory.gib().items()},
+            "memory_stage": self.memory.stage,
+            "activation_bytes_per_layer": round(self.memory.activation_bytes_per_layer),
+            "activation_layers_in_flight": round(self.memory.layers_in_flight, 3),
             "memory_capacity_gib": round(self.fleet.rank_memory_bytes / GIB, 3),
             "step_time_s": round(self.step_time_s, 6),
             "step_time_breakdown_s": {k: round(v, 6) for k, v in self.time.parts().items()},
@@ -244,7 +248,7 @@ def build_plan(
     fleet: Fleet,
     training: TrainingSpec,
     parallel: ParallelConfig,
-    efficiency: Efficiency = DEFAULT_EFFICIENCY,
+    efficiency: Efficiency | None = None,
 ) -> Plan:
     """Validate ``parallel`` and evaluate it; raises PlanError when it does not divide."""
     parallel.validate(model, fleet, training)
@@ -279,12 +283,18 @@ def evaluate(
     precision: str = "bf16",
     lora_rank: int = 0,
     flash_attention: bool = True,
-    efficiency: Efficiency = DEFAULT_EFFICIENCY,
+    framework: str = MEGATRON,
+    efficiency: Efficiency | None = None,
 ) -> Plan:
     """Evaluate one fixed layout. The plan is returned even when it does not fit (``plan.fits``);
     a layout that does not divide raises PlanError."""
     training = TrainingSpec(
-        global_batch, seq_len, precision=precision, lora_rank=lora_rank, flash_attention=flash_attention
+        global_batch,
+        seq_len,
+        precision=precision,
+        lora_rank=lora_rank,
+        flash_attention=flash_attention,
+        framework=framework,
     )
     parallel = ParallelConfig(
         tp=tp,

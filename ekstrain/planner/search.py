@@ -21,7 +21,7 @@ from ekstrain.planner.fleet import Fleet
 from ekstrain.planner.memory import MemoryBreakdown, worst_stage_memory
 from ekstrain.planner.models import ModelSpec
 from ekstrain.planner.parallel import FULL, RECOMPUTE_MODES, SELECTIVE, ZERO_STAGES, ParallelConfig
-from ekstrain.planner.perf import DEFAULT_EFFICIENCY, Efficiency, step_flops, step_time
+from ekstrain.planner.perf import Efficiency, step_flops, step_time
 from ekstrain.planner.plan import Plan
 from ekstrain.planner.training import TrainingSpec
 
@@ -150,7 +150,7 @@ def search(
     precision: str = "bf16",
     lora_rank: int = 0,
     flash_attention: bool = True,
-    efficiency: Efficiency = DEFAULT_EFFICIENCY,
+    efficiency: Efficiency | None = None,
     zero_stages: Iterable[int] | None = None,
     recompute_modes: Iterable[str] = RECOMPUTE_MODES,
     allow_offload: bool = False,

@@ -8,6 +8,12 @@ from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import BF16, FP8
 
 ADAMW = "adamw"
+MEGATRON = "megatron"
+DEEPSPEED = "deepspeed"
+FSDP = "fsdp"
+FRAMEWORKS = (MEGATRON, DEEPSPEED, FSDP)
+"""Whose bookkeeping the model states follow (memory.state_bytes_per_param). Neuron's NxD keeps
+Megatron's layout (bf16 weights, fp32 gradients and optimizer, ZeRO-1)."""
 
 
 @dataclass(frozen=True)
@@ -27,8 +33,11 @@ class TrainingSpec:
     optimizer: str = ADAMW
     lora_rank: int = 0
     flash_attention: bool = True
+    framework: str = MEGATRON
 
     def __post_init__(self) -> None:
+        if self.framework not in FRAMEWORKS:
+            raise PlanError(f"framework must be one of {', '.join(FRAMEWORKS)}, got {self.framework!r}")
         if self.global_batch < 1 or self.seq_len < 1:
             raise PlanError("global batch and sequence length must be >= 1")
         if self.precision not in (BF16, FP8):

@@ -1,0 +1,85 @@
+"""Achieved fractions of hardware peaks, per accelerator generation: the time model's constants.
+
+Only ``matmul`` (and ``matmul_fp8``) are fitted, per generation, on the published runs in
+``calibration.py`` (fit set); the held-out rows there are never used for fitting. The other
+constants are fixed from the sources cited at each field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ekstrain.planner.fleet import FP8, Fleet
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    matmul: float = 0.68
+    """Fraction of dense BF16 peak large GEMMs sustain end to end in training (fitted; cuBLAS alone
+    reaches ~0.8 on A100, the rest is launch and framework gaps the model does not itemise). Small
+    per-rank GEMMs lose more through tile quantization and the memory roofline (perf._gemm)."""
+    matmul_fp8: float | None = None
+    """The same against the FP8 peak (FP8 GEMMs reach a lower fraction: scaling, casts and the
+    BF16 GEMMs that stay); None = ``matmul``."""
+    attention: float | None = None
+    """Fraction of the matmul peak FlashAttention kernels reach, relative to ``matmul`` (None = as
+    the GEMMs). FlashAttention-2 reaches 50-73 % of A100 peak forward and 35 % of H100's;
+    FlashAttention-3 / cuDNN 75 % of H100's (Dao 2023, arXiv 2307.08691, section 4; Shah et al.
+    2024, arXiv 2407.08608, section 4.1)."""
+    hbm: float = 0.80
+    """Fraction of HBM bandwidth elementwise kernels reach (STREAM-like copies reach 0.87-0.93 of
+    the H100/H200 datasheet figures in Azure's published ND H100 v5 / H200 v5 runs)."""
+    elementwise_traffic: float = 1.5
+    """HBM bytes LayerNorm/activation/dropout kernels move per forward pass, per byte of stored
+    activations (fitted on Narayanan Table 1 in the first calibration and kept)."""
+    intra_node: float = 0.80
+    """NCCL bus bandwidth on NVLink / NeuronLink as a fraction of the one-direction link figure
+    (nccl-tests all_reduce_perf busbw ~ 360 GB/s of 450 on HGX H100, ~ 230 of 300 on A100)."""
+    network: float = 0.80
+    """Bus bandwidth on EFA / InfiniBand as a fraction of the rank's share of the node's NICs."""
+    dp_overlap: bool = True
+    """Gradient reduce-scatter / all-reduce runs under the backward pass and the parameter
+    all-gather under the forward (Megatron --overlap-grad-reduce/--overlap-param-gather, DDP
+    buckets, FSDP prefetch). Megatron-LM as of Narayanan 2021 did not overlap."""
+    tp_overlap: float = 0.0
+    """Fraction of TP collectives hidden behind GEMMs (Transformer Engine userbuffers,
+    --tp-comm-overlap). Off by default in Megatron-LM, hence 0."""
+    host_link_gbytes_per_s: float = 25.0
+    """Per-rank PCIe bandwidth for ZeRO-Offload (PCIe Gen4 x16 ~ 25 GB/s); uncalibrated."""
+    host_adam_params_per_s: float = 1.0e9
+    """DeepSpeed CPU-Adam throughput per rank (ZeRO-Offload order of magnitude); uncalibrated."""
+
+    def matmul_for(self, precision: str) -> float:
+        return self.matmul_fp8 if precision == FP8 and self.matmul_fp8 is not None else self.matmul
+
+    def attention_for(self, precision: str) -> float:
+        """Attention runs in BF16 even under FP8 training (Transformer Engine keeps it in BF16)."""
+        return self.matmul * (self.attention if self.attention is not None else 1.0)
+
+
+A100 = Efficiency(matmul=0.68, attention=1.0)
+"""Fitted on Narayanan et al. 2021 Table 1 (docs/planner.md, Calibration)."""
+H100 = Efficiency(matmul=0.55, matmul_fp8=0.40, attention=0.85)
+H200 = replace(H100)
+"""Same SM as H100 (only HBM capacity and bandwidth differ, which the fleet carries)."""
+B200 = Efficiency(matmul=0.55, matmul_fp8=0.40, attention=0.85)
+TRAINIUM1 = Efficiency(matmul=0.45)
+TRAINIUM2 = replace(TRAINIUM1)
+"""No public Trainium2 training throughput was found: Trainium1's constants, unvalidated."""
+
+GENERATIONS: dict[str, Efficiency] = {
+    "a100": A100,
+    "h100": H100,
+    "h200": H200,
+    "b200": B200,
+    "trainium1": TRAINIUM1,
+    "trainium2": TRAINIUM2,
+}
+DEFAULT_EFFICIENCY = A100
+MEGATRON_2021 = replace(A100, dp_overlap=False)
+"""The software of Narayanan Table 1: same hardware efficiencies, no DP overlap."""
+
+
+def efficiency_for(fleet: Fleet) -> Efficiency:
+    """The calibrated constants of the fleet's generation (A100's when it has none)."""
+    return GENERATIONS.get(fleet.generation, DEFAULT_EFFICIENCY)
