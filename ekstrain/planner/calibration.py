@@ -8,12 +8,14 @@ and the plain (non-interleaved) 1F1B schedule.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from statistics import mean
 
-from ekstrain.planner.fleet import Fleet
-from ekstrain.planner.models import NARAYANAN_TABLE1_MODELS, ModelSpec
+from ekstrain import catalog
+from ekstrain.planner.efficiency import GENERATIONS, MEGATRON_2021, Efficiency
+from ekstrain.planner.fleet import BF16, FP8, Fleet
+from ekstrain.planner.models import NARAYANAN_TABLE1_MODELS, ModelSpec, get_model
 from ekstrain.planner.parallel import FULL
-from ekstrain.planner.perf import MEGATRON_2021, Efficiency
 from ekstrain.planner.plan import Plan, evaluate
 
 SEQ_LEN = 2048
@@ -99,5 +101,222 @@ def report(efficiency: Efficiency = MEGATRON_2021) -> str:
             f"| {row.model.name} | {row.tp} | {row.pp} | {row.gpus} | {row.global_batch} | "
             f"{row.published_tflops_per_gpu:.0f} | {plan.hardware_tflops_per_gpu:.1f} | "
             f"{row.error(efficiency):+.1%} | {plan.mfu:.1%} | {plan.memory.total / 2**30:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+# --- per-generation calibration ----------------------------------------------------------------
+FIT = "fit"
+VALIDATION = "validation"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One published training run, as printed where the source prints it; what it leaves out
+    (micro-batch, recompute, schedule) is stated in ``assumed``."""
+
+    generation: str
+    split: str
+    """``fit`` rows set the generation's matmul efficiency; ``validation`` rows are never fitted."""
+    source: str
+    model: str
+    instance: str
+    gpus: int
+    global_batch: int
+    seq_len: int
+    tp: int
+    pp: int
+    cp: int
+    vpp: int
+    micro_batch: int
+    zero: int
+    recompute: str
+    precision: str
+    framework: str
+    published_tokens_per_s_per_device: float
+    """Tokens per second per GPU (per Trainium chip), as published or converted as ``assumed`` says."""
+    assumed: str = ""
+
+    @property
+    def nodes(self) -> int:
+        return self.gpus // catalog.get(self.instance).accelerator_count
+
+    def plan(self, efficiency: Efficiency | None = None) -> Plan:
+        fleet = Fleet.from_instance(self.instance, self.nodes)
+        dp = fleet.ranks // (self.tp * self.pp * self.cp)
+        return evaluate(
+            get_model(self.model),
+            fleet,
+            self.global_batch,
+            self.seq_len,
+            tp=self.tp,
+            pp=self.pp,
+            dp=dp,
+            cp=self.cp,
+            vpp=self.vpp,
+            micro_batch=self.micro_batch,
+            recompute=self.recompute,
+            sequence_parallel=self.tp > 1,
+            zero=self.zero,
+            precision=self.precision,
+            framework=self.framework,
+            efficiency=efficiency,
+        )
+
+    def error(self, efficiency: Efficiency | None = None) -> float:
+        predicted = self.plan(efficiency).tokens_per_s / self.gpus
+        return predicted / self.published_tokens_per_s_per_device - 1
+
+
+_LLAMA3 = "Llama 3 herd paper (arXiv 2407.21783) Table 4"
+_NEMO_2407 = "NVIDIA/NeMo docs/source/performance/performance_summary.md (NeMo 24.07, DGX-H100, FP8)"
+_BRIDGE = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md"
+_TITAN_A100 = "pytorch/torchtitan docs/performance.md (64 A100 80GB, FSDP2)"
+_TITAN_H200 = "pytorch/torchtitan benchmarks/llama3_8b_h200_2025-06_torchtitan.md"
+_NEURON = "aws-neuron-sdk general/benchmarks/trn1/training_data_decoder.csv (Neuron 2.15/2.16)"
+_MEGATRON = "megatron"
+_FSDP = "fsdp"
+
+
+def _llama3_tokens(tflops: float, seq_len: int) -> float:
+    """Meta prints model TFLOP/s per GPU; tokens/s = TFLOP/s / FLOPs per token, counted as 6 x the
+    matmul weights + 6 s h per layer (causal attention: half of the 12 s h square)."""
+    model = get_model("llama3-405b")
+    per_token = 6 * (model.layers * model.matmul_params_per_token + model.hidden * model.vocab)
+    per_token += 6 * model.layers * seq_len * model.hidden
+    return tflops * 1e12 / per_token
+
+
+def _neuron(seq_per_s: float, seq_len: int, nodes: int) -> float:
+    return seq_per_s * seq_len / (nodes * 16)  # per Trainium chip; 16 chips per trn1.32xlarge
+
+
+MEASUREMENTS: tuple[Measurement, ...] = (
+    # H100, BF16: Llama 3 405B pre-training on Meta's 16K H100 (400 Gb/s per GPU, like p5).
+    Measurement("h100", FIT, _LLAMA3, "llama3-405b", "p5.48xlarge", 8192, 2048, 8192, 8, 16, 1, 4, 1, 1,
+                "none", "bf16", _MEGATRON, _llama3_tokens(430, 8192),
+                "vpp 4 (the 430 -> 400 drop from m = 32 to 16 fits v = 4-8), no recompute, distributed "
+                "optimizer, causal attention FLOPs: none of these is printed"),
+    Measurement("h100", FIT, _LLAMA3, "llama3-405b", "p5.48xlarge", 16384, 2048, 8192, 8, 16, 1, 4, 1, 1,
+                "none", "bf16", _MEGATRON, _llama3_tokens(400, 8192), "as above"),
+    Measurement("h100", VALIDATION, _LLAMA3, "llama3-405b", "p5.48xlarge", 16384, 128, 131072, 8, 16, 16, 4,
+                1, 1, "none", "bf16", _MEGATRON, _llama3_tokens(380, 131072), "as above; 16M tokens/step"),
+    # H100, FP8 (NeMo 24.07 fit; Megatron-Bridge 25.09 held out).
+    Measurement("h100", FIT, _NEMO_2407, "llama3-8b", "p5.48xlarge", 8, 128, 8192, 1, 1, 2, 1, 1, 1, "none",
+                "fp8", _MEGATRON, 12036),
+    Measurement("h100", FIT, _NEMO_2407, "llama3-70b", "p5.48xlarge", 64, 128, 8192, 4, 4, 2, 5, 1, 1, "none",
+                "fp8", _MEGATRON, 1533),
+    Measurement("h100", FIT, _NEMO_2407, "gpt3-175b", "p5.48xlarge", 128, 256, 2048, 4, 8, 1, 6, 1, 1, "none",
+                "fp8", _MEGATRON, 726),
+    Measurement("h100", FIT, _NEMO_2407, "gpt3-175b", "p5.48xlarge", 512, 2048, 2048, 4, 8, 1, 6, 2, 1, "none",
+                "fp8", _MEGATRON, 782),
+    Measurement("h100", VALIDATION, _BRIDGE + " 25.09 DGX-H100", "llama3-8b", "p5.48xlarge", 8, 128, 8192, 1, 1,
+                1, 1, 1, 3, "none", "fp8", _MEGATRON, 14079, "FSDP 8 = zero 3"),
+    Measurement("h100", VALIDATION, _BRIDGE + " 25.09 DGX-H100", "llama3-70b", "p5.48xlarge", 64, 128, 8192, 4,
+                8, 1, 5, 1, 1, "none", "fp8", _MEGATRON, 1619),
+    Measurement("h100", VALIDATION, _BRIDGE + " 25.09 DGX-H100", "llama3-405b", "p5.48xlarge", 1024, 512, 8192,
+                8, 8, 2, 8, 1, 1, "none", "fp8", _MEGATRON, 302),
+    # H200: held out entirely; it runs on H100's fitted constants.
+    Measurement("h200", VALIDATION, _TITAN_H200, "llama3-8b", "p5e.48xlarge", 32, 64, 8192, 1, 1, 1, 1, 2, 3,
+                "none", "fp8", _FSDP, 10938, "torch.compile + float8; selective AC taken as none"),
+    Measurement("h200", VALIDATION, _TITAN_H200, "llama3-8b", "p5e.48xlarge", 64, 128, 8192, 1, 1, 1, 1, 2, 3,
+                "none", "fp8", _FSDP, 10753, "as above"),
+    # B200, FP8: Megatron-Bridge 25.09 fit, 25.11 (same recipes, newer container) held out.
+    Measurement("b200", FIT, _BRIDGE + " 25.09 DGX-B200", "llama3-8b", "p6-b200.48xlarge", 8, 128, 8192, 1, 1,
+                1, 1, 2, 1, "none", "fp8", _MEGATRON, 29994),
+    Measurement("b200", FIT, _BRIDGE + " 25.09 DGX-B200", "llama3-405b", "p6-b200.48xlarge", 128, 64, 8192, 4,
+                8, 2, 8, 1, 1, "none", "fp8", _MEGATRON, 664),
+    Measurement("b200", VALIDATION, _BRIDGE + " 25.11 DGX-B200", "llama3-8b", "p6-b200.48xlarge", 8, 128, 8192,
+                1, 1, 1, 1, 2, 1, "none", "fp8", _MEGATRON, 30624),
+    Measurement("b200", VALIDATION, _BRIDGE + " 25.11 DGX-B200", "llama3-405b", "p6-b200.48xlarge", 128, 64,
+                8192, 4, 8, 2, 8, 1, 1, "none", "fp8", _MEGATRON, 661),
+    # A100 held out (fit: Narayanan Table 1 above): torchtitan FSDP2, local batch 1.
+    Measurement("a100", VALIDATION, _TITAN_A100, "llama3-8b", "p4de.24xlarge", 64, 64, 8192, 1, 1, 1, 1, 1, 3,
+                "none", "bf16", _FSDP, 2973, "selective-op AC taken as none"),
+    Measurement("a100", VALIDATION, _TITAN_A100, "llama3-70b", "p4de.24xlarge", 64, 64, 8192, 1, 1, 1, 1, 1, 3,
+                "full", "bf16", _FSDP, 331),
+    # Trainium1 (trn1.32xlarge, NxD, BF16 + fp32 optimizer): GBS 1024, MBS 1, ZeRO-1.
+    Measurement("trainium1", FIT, _NEURON, "llama2-7b", "trn1.32xlarge", 16 * 16, 1024, 4096, 8, 1, 1, 1, 1, 1,
+                "none", "bf16", _MEGATRON, _neuron(93.3, 4096, 16), "selective recompute taken as none"),
+    Measurement("trainium1", FIT, _NEURON, "llama2-70b", "trn1.32xlarge", 32 * 16, 1024, 4096, 32, 4, 1, 1, 1, 1,
+                "full", "bf16", _MEGATRON, _neuron(15.34, 4096, 32), "full recompute"),
+    Measurement("trainium1", VALIDATION, _NEURON, "llama2-13b", "trn1.32xlarge", 32 * 16, 1024, 4096, 8, 4, 1, 1,
+                1, 1, "none", "bf16", _MEGATRON, _neuron(85.65, 4096, 32), "selective recompute taken as none"),
+    Measurement("trainium1", VALIDATION, _NEURON, "gpt3-175b", "trn1.32xlarge", 32 * 16, 1024, 2048, 32, 8, 1,
+                1, 1, 1, "full", "bf16", _MEGATRON, _neuron(13.3, 2048, 32), "NeMo-Megatron, full recompute"),
+)
+
+
+def _rows(generation: str, split: str, precision: str | None = None) -> list[Measurement]:
+    return [
+        m
+        for m in MEASUREMENTS
+        if m.generation == generation and m.split == split and precision in (None, m.precision)
+    ]
+
+
+def _with_matmul(base: Efficiency, precision: str, value: float) -> Efficiency:
+    return replace(base, matmul_fp8=value) if precision == FP8 else replace(base, matmul=value)
+
+
+def fit_error(generation: str, precision: str, value: float) -> float:
+    """Mean absolute relative error of the fit rows with the matmul efficiency set to ``value``."""
+    if generation == "a100" and precision == BF16:
+        eff = _with_matmul(MEGATRON_2021, BF16, value)
+        return mean(abs(row.error(eff)) for row in TABLE1)
+    eff = _with_matmul(GENERATIONS[generation], precision, value)
+    return mean(abs(row.error(eff)) for row in _rows(generation, FIT, precision))
+
+
+def fit(generation: str, precision: str, low: float = 0.2, high: float = 0.98) -> float:
+    """The matmul efficiency minimising the fit rows' mean absolute error (golden-section search,
+    to 0.005). Validation rows play no part."""
+    ratio = (5**0.5 - 1) / 2
+    a, b = low, high
+    while b - a > 0.005:
+        c, d = b - ratio * (b - a), a + ratio * (b - a)
+        if fit_error(generation, precision, c) <= fit_error(generation, precision, d):
+            b = d
+        else:
+            a = c
+    return round((a + b) / 2, 3)
+
+
+def fitted_keys() -> list[tuple[str, str]]:
+    """(generation, precision) pairs that have fit rows."""
+    keys = [("a100", BF16)]
+    for m in MEASUREMENTS:
+        if m.split == FIT and (m.generation, m.precision) not in keys:
+            keys.append((m.generation, m.precision))
+    return keys
+
+
+def generation_report() -> str:
+    """Per generation: fit and held-out mean absolute error, then every row."""
+    lines = [
+        "| Generation | Fit rows | Fit MAE | Fit worst | Validation rows | Validation MAE | Validation worst |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for generation in GENERATIONS:
+        fit_errors = [abs(m.error()) for m in _rows(generation, FIT)]
+        if generation == "a100":
+            fit_errors += [abs(row.error()) for row in TABLE1]
+        validation = [abs(m.error()) for m in _rows(generation, VALIDATION)]
+
+        def cell(errors: list[float]) -> str:
+            return f"{len(errors)} | {mean(errors):.1%} | {max(errors):.1%}" if errors else "0 | - | -"
+
+        lines.append(f"| {generation} | {cell(fit_errors)} | {cell(validation)} |")
+    lines += [
+        "",
+        "| Generation | Split | Model | Devices | Layout | Precision | Published tok/s/dev | Predicted | Error |",
+        "|---|---|---|---:|---|---|---:|---:|---:|",
+    ]
+    for m in MEASUREMENTS:
+        plan = m.plan()
+        layout = f"tp{m.tp} pp{m.pp} cp{m.cp} vpp{m.vpp} mb{m.micro_batch} z{m.zero} {m.recompute}"
+        lines.append(
+            f"| {m.generation} | {m.split} | {m.model} | {m.gpus} | {layout} | {m.precision} | "
+            f"{m.published_tokens_per_s_per_device:.0f} | {plan.tokens_per_s / m.gpus:.0f} | {m.error():+.1%} |"
         )
     return "\n".join(lines)

@@ -50,7 +50,7 @@ def add_plan_commands(subparsers: argparse._SubParsersAction) -> None:
     evaluate_cmd.add_argument("--offload-optimizer", action="store_true")
     evaluate_cmd.set_defaults(handler=_evaluate)
 
-    calibrate_cmd = commands.add_parser("calibrate", help="print the Narayanan Table 1 prediction errors")
+    calibrate_cmd = commands.add_parser("calibrate", help="print fit and validation errors per hardware generation")
     calibrate_cmd.set_defaults(handler=_calibrate)
 
 
@@ -112,7 +112,10 @@ def _inputs(args: argparse.Namespace) -> tuple[ModelSpec, Fleet, int, dict[str, 
 
 
 def _calibrate(_args: argparse.Namespace) -> int:
+    print("Narayanan et al. 2021 Table 1 (A100 fit set):\n")
     print(calibration.report())
+    print("\nPer-generation fit and held-out validation (tokens/s per device):\n")
+    print(calibration.generation_report())
     return 0
 
 

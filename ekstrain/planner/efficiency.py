@@ -57,13 +57,19 @@ class Efficiency:
         return self.matmul * (self.attention if self.attention is not None else 1.0)
 
 
-A100 = Efficiency(matmul=0.68, attention=1.0)
+A100 = Efficiency(matmul=0.69, attention=1.0)
 """Fitted on Narayanan et al. 2021 Table 1 (docs/planner.md, Calibration)."""
-H100 = Efficiency(matmul=0.55, matmul_fp8=0.40, attention=0.85)
+H100 = Efficiency(matmul=0.61, matmul_fp8=0.53, attention=0.9)
+"""BF16 fitted on the Llama 3 405B runs, FP8 on NeMo 24.07's DGX-H100 table (calibration.py).
+attention 0.9: FlashAttention-3 reaches ~75 % of H100 peak where cuBLAS GEMMs reach ~80-85 %."""
 H200 = replace(H100)
-"""Same SM as H100 (only HBM capacity and bandwidth differ, which the fleet carries)."""
-B200 = Efficiency(matmul=0.55, matmul_fp8=0.40, attention=0.85)
-TRAINIUM1 = Efficiency(matmul=0.45)
+"""Same SM as H100 (only HBM capacity and bandwidth differ, which the fleet carries): H100's
+constants, validated on held-out H200 runs only."""
+B200 = Efficiency(matmul=0.49, matmul_fp8=0.45, attention=0.9)
+"""FP8 fitted on Megatron-Bridge 25.09's DGX-B200 table. No public B200 BF16 dense-LLM run was
+found: BF16 is H100's BF16 x (B200 FP8 / H100 FP8), unvalidated."""
+TRAINIUM1 = Efficiency(matmul=0.43)
+"""Fitted on the Neuron SDK's trn1.32xlarge NxD table."""
 TRAINIUM2 = replace(TRAINIUM1)
 """No public Trainium2 training throughput was found: Trainium1's constants, unvalidated."""
 

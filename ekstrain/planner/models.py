@@ -282,6 +282,10 @@ MODELS: dict[str, ModelSpec] = {
         _llama("llama3-8b", 32, 4096, 32, 8, 14336),  # Llama 3 herd paper (arXiv 2407.21783) Table 3
         _llama("llama3-70b", 80, 8192, 64, 8, 28672),
         _llama("llama3-405b", 126, 16384, 128, 8, 53248),
+        # Touvron et al. 2023 (Llama 2, arXiv 2307.09288) Table 1 / released configs: MHA for 7B/13B.
+        _llama("llama2-7b", 32, 4096, 32, 32, 11008, vocab=32000),
+        _llama("llama2-13b", 40, 5120, 40, 40, 13824, vocab=32000),
+        _llama("llama2-70b", 80, 8192, 64, 8, 28672, vocab=32000),
         _llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, vocab=32000, experts=8, top_k=2),  # arXiv 2401.04088
         # Devlin et al. 2018; the 2-row token-type table and the pooler are not modelled.
         ModelSpec(

@@ -79,8 +79,13 @@ class ParallelConfig:
             )
         if self.tp > fleet.ranks_per_node:
             raise PlanError(f"tp {self.tp} exceeds the {fleet.ranks_per_node} ranks of one node")
-        if model.heads % self.tp or model.kv_heads % self.tp:
-            raise PlanError(f"tp {self.tp} does not divide heads {model.heads} and kv_heads {model.kv_heads}")
+        # tp may exceed kv_heads when it is a multiple of them: each K/V head is then replicated
+        # tp/kv_heads times (neuronx-distributed's GQA replication; Llama 2 70B runs at TP32 on trn1).
+        if model.heads % self.tp or (model.kv_heads % self.tp and self.tp % model.kv_heads):
+            raise PlanError(
+                f"tp {self.tp} must divide heads {model.heads} and divide or be a multiple of "
+                f"kv_heads {model.kv_heads}"
+            )
         if model.ffn_hidden % self.tp or model.vocab % self.tp:
             raise PlanError(
                 f"tp {self.tp} does not divide ffn_hidden {model.ffn_hidden} and vocab {model.vocab}"
