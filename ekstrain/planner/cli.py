@@ -15,6 +15,7 @@ from ekstrain.planner.models import MODELS, ModelSpec, get_model
 from ekstrain.planner.parallel import RECOMPUTE_MODES, ZERO_STAGES
 from ekstrain.planner.plan import Plan, evaluate
 from ekstrain.planner.search import search
+from ekstrain.planner.training import FRAMEWORKS, MEGATRON
 
 EXIT_USAGE = 2
 DEFAULT_TOP = 10
@@ -73,6 +74,9 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="store the attention scores (Korthikanti's 5as/h term)",
     )
+    parser.add_argument(
+        "--framework", choices=FRAMEWORKS, default=MEGATRON, help="whose model-state bookkeeping to assume"
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--out", help="write the output to this file instead of stdout")
 
@@ -107,6 +111,7 @@ def _inputs(args: argparse.Namespace) -> tuple[ModelSpec, Fleet, int, dict[str, 
         "precision": args.precision,
         "lora_rank": args.lora_rank,
         "flash_attention": not args.no_flash_attention,
+        "framework": args.framework,
     }
     return model, fleet, global_batch, options
 
@@ -184,6 +189,8 @@ def _table(plans: list[Plan], memory: bool = False) -> str:
             f"{'y' if p.fits else 'n':>4} {p.memory.total / 2**30:>8.1f} {p.step_time_s:>8.3f} "
             f"{p.model_tflops_per_gpu:>8.1f} {p.mfu:>6.1%}  {p.explain()}"
         )
+        if p.notes:
+            rows.append(f"    vs #1: {'; '.join(p.notes)}")
         if memory:
             parts = ", ".join(f"{k} {v:.1f}" for k, v in p.memory.gib().items())
             rows.append(

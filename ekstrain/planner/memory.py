@@ -25,6 +25,7 @@ numbers for MHA, f = 4, ungated, dense.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ekstrain.planner.fleet import GIB, Fleet
 from ekstrain.planner.models import ModelSpec
@@ -86,6 +87,7 @@ def model_state_bytes(
     return frozen + w * trainable, g * trainable, optimizer
 
 
+@lru_cache(maxsize=65536)
 def layer_activation_bytes(
     model: ModelSpec,
     seq_len: int,

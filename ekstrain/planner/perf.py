@@ -54,7 +54,15 @@ from ekstrain.planner.models import ModelSpec
 from ekstrain.planner.parallel import FULL, NONE, SELECTIVE, ParallelConfig
 from ekstrain.planner.training import DEEPSPEED, FSDP, MEGATRON, TrainingSpec
 
-__all__ = ["DEFAULT_EFFICIENCY", "MEGATRON_2021", "Efficiency", "StepTime", "step_flops", "step_time"]
+__all__ = [
+    "DEFAULT_EFFICIENCY",
+    "MEGATRON_2021",
+    "Efficiency",
+    "StepTime",
+    "efficiency_for",
+    "step_flops",
+    "step_time",
+]
 
 TILE = 128
 """Output tile edge of cuBLAS/CUTLASS tensor-core GEMMs (NVIDIA "Matrix Multiplication Background")."""
@@ -268,15 +276,28 @@ def step_time(
     training: TrainingSpec,
     p: ParallelConfig,
     eff: Efficiency | None = None,
+    cache: dict[tuple[object, ...], _MicroBatch] | None = None,
 ) -> StepTime:
+    """``cache`` (one dict per model, fleet, training and efficiency, e.g. one search) reuses
+    micro-batch times across layouts that differ only in ZeRO stage or offload."""
     eff = eff or efficiency_for(fleet)
     links = comm.Links.of(fleet, eff.intra_node, eff.network)
     m = p.grad_accum(training)
     edge, full = p.stage_layers(model.layers)
     last_layers = full if p.pp == 1 else edge
-    stages = [_micro_batch_time(model, fleet, training, p, eff, links, last_layers, logits=True)]
+
+    def micro_batch(layers: int, logits: bool) -> _MicroBatch:
+        if cache is None:
+            return _micro_batch_time(model, fleet, training, p, eff, links, layers, logits)
+        key = (p.tp, p.pp, p.dp, p.cp, p.ep, p.vpp, p.micro_batch, p.recompute, p.sequence_parallel, layers, logits)
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = _micro_batch_time(model, fleet, training, p, eff, links, layers, logits)
+        return found
+
+    stages = [micro_batch(last_layers, True)]
     if p.pp > 1:
-        stages.append(_micro_batch_time(model, fleet, training, p, eff, links, full, logits=False))
+        stages.append(micro_batch(full, False))
     slowest = max(stages, key=lambda t: t.total)
     # 1F1B: p - 1 stage-times of warm-up and cool-down; interleaved: chunks of 1/v of a stage.
     bubble_micro_batches = (p.pp - 1) / p.vpp

@@ -38,6 +38,8 @@ class Plan:
     """The worst pipeline stage's rank."""
     time: StepTime
     flops: Flops
+    notes: tuple[str, ...] = ()
+    """Set by the search's ranking: why this plan is not the first (empty for the first)."""
 
     # --- degrees (the JSON contract names) --------------------------------------------------
     @property
@@ -221,6 +223,7 @@ class Plan:
             "hfu": round(self.hfu, 4),
             "checkpoint_bytes": self.checkpoint_bytes,
             "limits": self.limits(),
+            "vs_best": list(self.notes),
         }
 
     # --- emitters (see emit.py) -------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from math import gcd
+from typing import Any
 
 from ekstrain import catalog
 from ekstrain.planner.errors import PlanError
@@ -21,10 +22,14 @@ from ekstrain.planner.fleet import Fleet
 from ekstrain.planner.memory import MemoryBreakdown, worst_stage_memory
 from ekstrain.planner.models import ModelSpec
 from ekstrain.planner.parallel import FULL, RECOMPUTE_MODES, SELECTIVE, ZERO_STAGES, ParallelConfig
-from ekstrain.planner.perf import Efficiency, step_flops, step_time
+from ekstrain.planner.perf import Efficiency, efficiency_for, step_flops, step_time
 from ekstrain.planner.plan import Plan
-from ekstrain.planner.training import TrainingSpec
+from ekstrain.planner.ranking import HEADROOM, rank
+from ekstrain.planner.training import DEEPSPEED, FSDP, MEGATRON, TrainingSpec
 
+FRAMEWORK_ZERO_STAGES = {MEGATRON: (0, 1, 3), DEEPSPEED: ZERO_STAGES, FSDP: (0, 2, 3)}
+"""Stages that differ in memory or traffic under each framework: Megatron's distributed optimizer
+is its ZeRO-1 and ZeRO-2 alike (its gradient buffer stays whole), FSDP has no ZeRO-1."""
 NEURON_ZERO_STAGES = (0, 1)
 """neuronx-distributed shards the optimizer (ZeRO-1) and no further; it has no context parallelism."""
 
@@ -77,6 +82,9 @@ def candidate_layouts(
                 vpp_options = divisors(full) if pp > 1 else (1,)
                 for ep in ep_options:
                     for vpp in vpp_options:
+                        # (micro-batch, recompute) pairs that fit within the headroom at a lower,
+                        # non-offloaded ZeRO stage: ZeRO-3 or offload there would only add traffic.
+                        covered: set[tuple[int, str]] = set()
                         for zero, offload in zero_options:
                             lean = ParallelConfig(
                                 tp=tp,
@@ -95,9 +103,13 @@ def candidate_layouts(
                                 continue
                             if worst_stage_memory(model, lean, training).total > capacity:
                                 continue  # model states alone do not fit: prune the branch
-                            yield from _fitting_micro_batches(
-                                model, fleet, training, lean, modes, max_micro_batch
-                            )
+                            dominated = covered if (zero >= 3 or offload) else set()
+                            for candidate, memory in _fitting_micro_batches(
+                                model, fleet, training, lean, modes, max_micro_batch, dominated
+                            ):
+                                if zero < 3 and not offload and memory.total <= HEADROOM * capacity:
+                                    covered.add((candidate.micro_batch, candidate.recompute))
+                                yield candidate, memory
 
 
 def _fitting_micro_batches(
@@ -107,12 +119,20 @@ def _fitting_micro_batches(
     lean: ParallelConfig,
     modes: list[str],
     max_micro_batch: int | None,
+    dominated: set[tuple[int, str]],
 ) -> Iterator[tuple[ParallelConfig, MemoryBreakdown]]:
+    """Fitting (recompute, micro-batch) variants of ``lean``, lightest recompute first. A heavier
+    recompute mode is skipped for a micro-batch a lighter one already fits within the headroom:
+    same traffic, more FLOPs, and the headroom rule no longer needs its memory."""
     per_replica = training.global_batch // lean.dp
+    capacity = fleet.rank_memory_bytes
+    light_enough: set[int] = set()
     for recompute in modes:
         for micro_batch in divisors(per_replica):
             if max_micro_batch is not None and micro_batch > max_micro_batch:
                 break
+            if micro_batch in light_enough or (micro_batch, recompute) in dominated:
+                continue
             candidate = ParallelConfig(
                 tp=lean.tp,
                 pp=lean.pp,
@@ -127,18 +147,12 @@ def _fitting_micro_batches(
                 offload_optimizer=lean.offload_optimizer,
             )
             memory = worst_stage_memory(model, candidate, training)
-            if memory.total > fleet.rank_memory_bytes:
+            if memory.total > capacity:
                 break  # larger micro-batches need more memory still
+            if memory.total <= HEADROOM * capacity:
+                light_enough.add(micro_batch)
             if _valid(candidate, model, fleet, training):  # e.g. interleaving needs pp | micro-batches
                 yield candidate, memory
-
-
-def _rank_key(plan: Plan) -> tuple[float, ...]:
-    """Fastest first; at equal step time to 3 significant digits, the simpler layout (fewer split
-    dimensions, then less memory) wins, because the model does not price the fixed costs (latency,
-    kernel splits) each extra dimension adds."""
-    p = plan.parallel
-    return float(f"{plan.step_time_s:.3g}"), p.tp * p.pp * p.vpp * p.cp * p.ep, plan.memory.total
 
 
 def search(
@@ -150,6 +164,7 @@ def search(
     precision: str = "bf16",
     lora_rank: int = 0,
     flash_attention: bool = True,
+    framework: str = MEGATRON,
     efficiency: Efficiency | None = None,
     zero_stages: Iterable[int] | None = None,
     recompute_modes: Iterable[str] = RECOMPUTE_MODES,
@@ -160,15 +175,22 @@ def search(
 ) -> list[Plan]:
     """All fitting plans, fastest first (ties: less memory first). Raises PlanError if none fits."""
     training = TrainingSpec(
-        global_batch, seq_len, precision=precision, lora_rank=lora_rank, flash_attention=flash_attention
+        global_batch,
+        seq_len,
+        precision=precision,
+        lora_rank=lora_rank,
+        flash_attention=flash_attention,
+        framework=framework,
     )
     neuron = fleet.family == catalog.TRAINIUM
     if zero_stages is None:
-        zero_stages = NEURON_ZERO_STAGES if neuron else ZERO_STAGES
+        zero_stages = NEURON_ZERO_STAGES if neuron else FRAMEWORK_ZERO_STAGES[framework]
     if max_cp is None:
         max_cp = 1 if neuron else fleet.ranks
     fleet.rank_peak_flops(precision)  # fail fast on fp8 without an fp8 peak
     plans = []
+    eff = efficiency or efficiency_for(fleet)
+    cache: dict[tuple[object, ...], Any] = {}
     for parallel, memory in candidate_layouts(
         model,
         fleet,
@@ -186,7 +208,7 @@ def search(
                 training,
                 parallel,
                 memory,
-                step_time(model, fleet, training, parallel, efficiency),
+                step_time(model, fleet, training, parallel, eff, cache),
                 step_flops(model, training, parallel.recompute),
             )
         )
@@ -196,5 +218,4 @@ def search(
             f"({fleet.ranks} ranks of {fleet.rank_memory_bytes / 2**30:.0f} GiB) at global batch "
             f"{global_batch} x {seq_len} with any layout"
         )
-    plans.sort(key=_rank_key)
-    return plans[:top] if top else plans
+    return rank(plans, top)
