@@ -159,8 +159,14 @@ def stage_params(
 ) -> StageParams:
     """Weights on one rank of a stage of ``layers`` layers. Norm and bias vectors are counted as
     TP-split like their matrices (Megatron replicates them; they are < 0.1 % of a layer)."""
-    tp = parallel.tp
-    experts_per_rank = model.experts / parallel.ep if model.is_moe else 0
+    return _stage_params(model, training.lora_rank, parallel.tp, parallel.ep, layers, first, last)
+
+
+@lru_cache(maxsize=65536)
+def _stage_params(
+    model: ModelSpec, lora_rank: int, tp: int, ep: int, layers: int, first: bool, last: bool
+) -> StageParams:
+    experts_per_rank = model.experts / ep if model.is_moe else 0
     dense_per_layer = model.dense_layer_params + (0 if model.is_moe else model.expert_params)
     dense = layers * dense_per_layer / tp
     expert = layers * experts_per_rank * model.expert_params / tp
@@ -170,9 +176,9 @@ def stage_params(
         dense += model.output_params / tp
         if model.tied_embeddings and not first:
             dense += model.vocab * model.hidden / tp  # the last stage keeps its own copy of the tied table
-    if not training.is_lora:
+    if not lora_rank:
         return StageParams(dense, expert, dense, expert)
-    attention_lora, expert_lora = lora_params_per_layer(model, training.lora_rank, experts_per_rank)
+    attention_lora, expert_lora = lora_params_per_layer(model, lora_rank, experts_per_rank)
     if not model.is_moe:
         attention_lora, expert_lora = attention_lora + expert_lora, 0.0
     lora_dense, lora_expert = layers * attention_lora / tp, layers * expert_lora / tp
@@ -214,56 +220,57 @@ def stage_memory(
     model: ModelSpec, parallel: ParallelConfig, training: TrainingSpec, index: int
 ) -> MemoryBreakdown:
     """Memory of a rank of pipeline stage ``index`` (0 = first, holds the embedding)."""
-    p = parallel
+    return _stage_memory(model, parallel, training, index, *_per_layer(model, parallel, training))
+
+
+def _per_layer(model: ModelSpec, p: ParallelConfig, training: TrainingSpec) -> tuple[float, float]:
+    """(activation bytes a layer stores per micro-batch, bytes of the layer being recomputed)."""
+    args = (model, training.seq_len, p.micro_batch, p.tp, p.cp, p.sequence_parallel)
+    stored = layer_activation_bytes(*args, p.recompute, training.flash_attention)
+    # Recomputing a layer materialises its full activations for the current micro-batch.
+    recomputing = layer_activation_bytes(*args, NONE, training.flash_attention) if p.recompute == FULL else 0.0
+    return stored, recomputing
+
+
+def _stage_memory(
+    model: ModelSpec,
+    p: ParallelConfig,
+    training: TrainingSpec,
+    index: int,
+    per_layer: float,
+    recomputing: float,
+) -> MemoryBreakdown:
     edge_layers, full_layers = p.stage_layers(model.layers)
     first, last = index == 0, index == p.pp - 1
     layers = edge_layers if p.pp > 1 and (first or last) else full_layers
     params = stage_params(model, p, training, layers, first, last)
     framework = training.framework
-    dense = model_state_bytes(
+    dw, dg, do = model_state_bytes(
         params.dense, p.zero, p.grad_reduce_ranks, params.trainable_dense, p.offload_optimizer, framework
     )
-    expert = model_state_bytes(
+    ew, eg, eo = model_state_bytes(
         params.expert, p.zero, p.expert_replicas, params.trainable_expert, p.offload_optimizer, framework
-    )
-    weights, grads, optimizer = (a + b for a, b in zip(dense, expert, strict=True))
-
-    per_layer = layer_activation_bytes(
-        model,
-        training.seq_len,
-        p.micro_batch,
-        p.tp,
-        p.cp,
-        p.sequence_parallel,
-        p.recompute,
-        training.flash_attention,
     )
     # 1F1B: stage i holds (pp - i) micro-batches in flight, so the first stage holds pp stages'
     # worth (the whole model's layers) and the last one stage's worth (Korthikanti 4.2.3).
     in_flight = min(p.pp - index, p.grad_accum(training))
     in_flight_layers = layers * in_flight * (interleave_factor(p.pp, p.vpp) if first else 1.0)
-    activations = per_layer * in_flight_layers
 
-    buffers = RUNTIME_RESERVE_GIB * GIB
-    if p.recompute == FULL:
-        # Recomputing a layer materialises its full activations for the current micro-batch.
-        buffers += layer_activation_bytes(
-            model,
-            training.seq_len,
-            p.micro_batch,
-            p.tp,
-            p.cp,
-            p.sequence_parallel,
-            NONE,
-            training.flash_attention,
-        )
+    buffers = RUNTIME_RESERVE_GIB * GIB + recomputing
     if last:
         buffers += LOGIT_BYTES * training.seq_len / p.cp * p.micro_batch * model.vocab / p.tp
     if p.zero >= 3 and p.grad_reduce_ranks > 1:
         # Gathered weights of the layer being computed and of the prefetched next one.
         buffers += 2 * WEIGHT_BYTES * model.layer_params / p.tp / (p.ep if model.is_moe else 1)
     return MemoryBreakdown(
-        f"stage {index}", weights, grads, optimizer, activations, buffers, per_layer, in_flight_layers
+        f"stage {index}",
+        dw + ew,
+        dg + eg,
+        do + eo,
+        per_layer * in_flight_layers,
+        buffers,
+        per_layer,
+        in_flight_layers,
     )
 
 
@@ -279,10 +286,14 @@ def candidate_stages(parallel: ParallelConfig, layers: int) -> tuple[int, ...]:
 
 
 def worst_stage_memory(model: ModelSpec, parallel: ParallelConfig, training: TrainingSpec) -> MemoryBreakdown:
-    return max(
-        (stage_memory(model, parallel, training, i) for i in candidate_stages(parallel, model.layers)),
-        key=lambda m: m.total,
-    )
+    per_layer = _per_layer(model, parallel, training)
+    worst: MemoryBreakdown | None = None
+    for index in candidate_stages(parallel, model.layers):
+        memory = _stage_memory(model, parallel, training, index, *per_layer)
+        if worst is None or memory.total > worst.total:
+            worst = memory
+    assert worst is not None  # candidate_stages always holds the first stage
+    return worst
 
 
 def fits(memory: MemoryBreakdown, fleet: Fleet) -> bool:

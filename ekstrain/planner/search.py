@@ -151,7 +151,9 @@ def _fitting_micro_batches(
                 break  # larger micro-batches need more memory still
             if memory.total <= HEADROOM * capacity:
                 light_enough.add(micro_batch)
-            if _valid(candidate, model, fleet, training):  # e.g. interleaving needs pp | micro-batches
+            # The rest of validate() was checked on ``lean``; what the micro-batch changes is
+            # interleaving's rule that micro-batches per step divide by pp.
+            if lean.vpp == 1 or (per_replica // micro_batch) % lean.pp == 0:
                 yield candidate, memory
 
 
@@ -191,6 +193,7 @@ def search(
     plans = []
     eff = efficiency or efficiency_for(fleet)
     cache: dict[tuple[object, ...], Any] = {}
+    flops = {mode: step_flops(model, training, mode) for mode in RECOMPUTE_MODES}
     for parallel, memory in candidate_layouts(
         model,
         fleet,
@@ -209,7 +212,7 @@ def search(
                 parallel,
                 memory,
                 step_time(model, fleet, training, parallel, eff, cache),
-                step_flops(model, training, parallel.recompute),
+                flops[parallel.recompute],
             )
         )
     if not plans:
