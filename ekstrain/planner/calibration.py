@@ -16,7 +16,9 @@ from ekstrain.planner.efficiency import GENERATIONS, MEGATRON_2021, Efficiency
 from ekstrain.planner.fleet import BF16, FP8, Fleet
 from ekstrain.planner.models import NARAYANAN_TABLE1_MODELS, ModelSpec, get_model
 from ekstrain.planner.parallel import FULL
+from ekstrain.planner.perf import step_flops
 from ekstrain.planner.plan import Plan, evaluate
+from ekstrain.planner.training import TrainingSpec
 
 SEQ_LEN = 2048
 GPUS_PER_NODE = 8
@@ -138,11 +140,21 @@ class Measurement:
     assumed: str = ""
 
     @property
+    def legacy(self) -> bool:
+        """Megatron-LM 2021 on Selene: no DP overlap, no FlashAttention (as Table 1)."""
+        return self.instance == SELENE
+
+    @property
     def nodes(self) -> int:
-        return self.gpus // catalog.get(self.instance).accelerator_count
+        per_node = GPUS_PER_NODE if self.legacy else catalog.get(self.instance).accelerator_count
+        return self.gpus // per_node
 
     def plan(self, efficiency: Efficiency | None = None) -> Plan:
-        fleet = Fleet.from_instance(self.instance, self.nodes)
+        if self.legacy:
+            fleet = selene(self.nodes)
+            efficiency = efficiency or MEGATRON_2021
+        else:
+            fleet = Fleet.from_instance(self.instance, self.nodes)
         dp = fleet.ranks // (self.tp * self.pp * self.cp)
         return evaluate(
             get_model(self.model),
@@ -160,6 +172,7 @@ class Measurement:
             zero=self.zero,
             precision=self.precision,
             framework=self.framework,
+            flash_attention=not self.legacy,
             efficiency=efficiency,
         )
 
@@ -185,6 +198,16 @@ def _llama3_tokens(tflops: float, seq_len: int) -> float:
     per_token = 6 * (model.layers * model.matmul_params_per_token + model.hidden * model.vocab)
     per_token += 6 * model.layers * seq_len * model.hidden
     return tflops * 1e12 / per_token
+
+
+SELENE = "selene"
+
+
+def _table2_tokens(model: str, global_batch: int, hardware_tflops: float) -> float:
+    """Narayanan Table 2 prints hardware TFLOP/s (Eq. 3, full recompute): tokens/s per GPU."""
+    training = TrainingSpec(global_batch, SEQ_LEN, flash_attention=False)
+    flops = step_flops(get_model(model), training, FULL)
+    return hardware_tflops * 1e12 / (flops.hardware / training.tokens_per_step)
 
 
 def _neuron(seq_per_s: float, seq_len: int, nodes: int) -> float:
@@ -230,7 +253,22 @@ MEASUREMENTS: tuple[Measurement, ...] = (
                 1, 1, 1, 1, 2, 1, "none", "fp8", _MEGATRON, 30624),
     Measurement("b200", VALIDATION, _BRIDGE + " 25.11 DGX-B200", "llama3-405b", "p6-b200.48xlarge", 128, 64,
                 8192, 4, 8, 2, 8, 1, 1, "none", "fp8", _MEGATRON, 661),
-    # A100 held out (fit: Narayanan Table 1 above): torchtitan FSDP2, local batch 1.
+    # A100 held out (fit: Narayanan Table 1 above): Narayanan Table 2 (PTD-P rows, same software,
+    # model-parallel size 96 = TP8 x PP12 and 280 = TP8 x PP35), then torchtitan FSDP2.
+    *(
+        Measurement("a100", VALIDATION, "Narayanan et al. 2021 Table 2 (PTD-P)", model, SELENE, gpus, batch,
+                    SEQ_LEN, 8, pp, 1, 1, 1, 0, "full", "bf16", _MEGATRON, _table2_tokens(model, batch, tflops),
+                    "micro-batch 1 as printed; hardware TFLOP/s converted with Eq. 3")
+        for model, pp, batch, gpus, tflops in (
+            ("gpt3-175b", 12, 1536, 384, 153),
+            ("gpt3-175b", 12, 1536, 768, 149),
+            ("gpt3-175b", 12, 1536, 1536, 141),
+            ("gpt-529.6b", 35, 2240, 560, 171),
+            ("gpt-529.6b", 35, 2240, 1120, 167),
+            ("gpt-529.6b", 35, 2240, 2240, 159),
+        )
+    ),
+    # torchtitan FSDP2 on 64 A100 80GB, local batch 1.
     Measurement("a100", VALIDATION, _TITAN_A100, "llama3-8b", "p4de.24xlarge", 64, 64, 8192, 1, 1, 1, 1, 1, 3,
                 "none", "bf16", _FSDP, 2973, "selective-op AC taken as none"),
     Measurement("a100", VALIDATION, _TITAN_A100, "llama3-70b", "p4de.24xlarge", 64, 64, 8192, 1, 1, 1, 1, 1, 3,
