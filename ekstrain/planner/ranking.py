@@ -81,12 +81,15 @@ def _why_not_first(plan: Plan, best: Plan, cp_needed: bool) -> list[str]:
     if plan.cp > 1 and not cp_needed:
         reasons.append(f"CP{plan.cp} not needed at {plan.training.seq_len} tokens")
     p, b = plan.parallel, best.parallel
-    if _dimensions(plan) > _dimensions(best):
-        extra = [f"{name}{getattr(p, name)}" for name in ("tp", "pp", "cp", "ep", "vpp")
-                 if getattr(p, name) > 1 and getattr(b, name) == 1]
-        reasons.append("more dimensions: " + ", ".join(extra) if extra else "more dimensions")
     if RECOMPUTE_COST[p.recompute] > RECOMPUTE_COST[b.recompute]:
         reasons.append(f"{p.recompute} recompute")
     if p.zero > b.zero:
         reasons.append(f"ZeRO-{p.zero}")
-    return reasons or ["tie: larger degrees"]
+    differs = [
+        f"{name} {getattr(p, name)} (vs {getattr(b, name)})"
+        for name in ("tp", "pp", "cp", "ep", "vpp", "micro_batch")
+        if getattr(p, name) != getattr(b, name)
+    ]
+    if differs and (len(reasons) == 0 or abs(slower) < TIE):
+        reasons.append("layout: " + ", ".join(differs))
+    return reasons or ["same layout, more memory"]
