@@ -7,7 +7,7 @@ Model states per trainable parameter depend on whose bookkeeping runs (``state_b
   shards the optimizer / +gradients / +weights over the data-parallel ranks.
 * Megatron-LM: bf16 weights (2) and fp32 main gradients (4, ``--accumulate-allreduce-grads-in-fp32``
   default) plus 12 of fp32 main weights, momentum and variance: 18 B/param, or ``6 + 12/d`` with
-  the distributed optimizer (Megatron-LM docs/source/api-guide/dist_optimizer.md, "bf16 param,
+  the distributed optimizer (Megatron-LM README, "Distributed Optimizer" table, "bf16 param,
   fp32 grads" row). ZeRO 2 is the same under Megatron (its gradient buffer is not sharded).
 * FSDP (PyTorch FSDP2 with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), also what
   Megatron's ``--use-torch-fsdp2`` runs): fp32 sharded parameters (4), fp32 gradients (4), Adam

@@ -289,7 +289,11 @@ def step_time(
     def micro_batch(layers: int, logits: bool) -> _MicroBatch:
         if cache is None:
             return _micro_batch_time(model, fleet, training, p, eff, links, layers, logits)
-        key = (p.tp, p.pp, p.dp, p.cp, p.ep, p.vpp, p.micro_batch, p.recompute, p.sequence_parallel, layers, logits)
+        # Everything _micro_batch_time reads: pp and dp only through "pipelined" and "same node".
+        pipelined = p.pp > 1
+        same_node = p.tp * p.cp * p.dp * p.pp <= fleet.ranks_per_node
+        key = (p.tp, p.cp, p.ep, p.vpp, p.micro_batch, p.recompute, p.sequence_parallel, layers, logits)
+        key += (pipelined, same_node)
         found = cache.get(key)
         if found is None:
             found = cache[key] = _micro_batch_time(model, fleet, training, p, eff, links, layers, logits)
