@@ -292,8 +292,8 @@ def step_time(
         # Everything _micro_batch_time reads: pp and dp only through "pipelined" and "same node".
         pipelined = p.pp > 1
         same_node = p.tp * p.cp * p.dp * p.pp <= fleet.ranks_per_node
-        key = (p.tp, p.cp, p.ep, p.vpp, p.micro_batch, p.recompute, p.sequence_parallel, layers, logits)
-        key += (pipelined, same_node)
+        key: tuple[object, ...] = (p.tp, p.cp, p.ep, p.vpp, p.micro_batch, p.recompute, p.sequence_parallel)
+        key += (layers, logits, pipelined, same_node)
         found = cache.get(key)
         if found is None:
             found = cache[key] = _micro_batch_time(model, fleet, training, p, eff, links, layers, logits)
