@@ -86,7 +86,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
     ), opts=k8s_after_cluster)
     node_pools = []
     for p in cfg.partitions:
-        Partition(p.name, PartitionArgs(
+        partition = Partition(p.name, PartitionArgs(
             spec=PartitionSpec(
                 name=p.name, shape=shape(p.name, p.accelerator, p.instance_types, p.efa), cluster_name=c.name,
                 availability_zone=cfg.network.training_availability_zone, max_nodes=p.max_nodes,
@@ -101,7 +101,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             karpenter_release=karpenter.release,
             tags=tags,
         ), opts=pulumi.ResourceOptions(provider=cluster.provider))
-        node_pools.append(p.name)
+        node_pools.append(partition.node_pool_names)
     types_of = lambda pred: sorted({t for p in cfg.partitions if pred(p) for t in p.instance_types})  # noqa: E731
     DevicePlugins("device-plugins", DevicePluginsArgs(
         charts={n: cfg.versions.chart(n) for n in ("nvidia-device-plugin", "dcgm-exporter",
@@ -171,5 +171,5 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         "karpenterInterruptionQueue": karpenter.queue_name,
         "karpenterNodeRole": karpenter.node_role_name,
         "karpenterControllerRoleArn": karpenter.controller_role_arn,
-        "nodePools": node_pools,
+        "nodePools": pulumi.Output.all(*node_pools).apply(lambda pools: [n for ns in pools for n in ns]),
     }

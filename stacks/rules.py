@@ -10,7 +10,7 @@ import datetime as dt
 import ipaddress
 import re
 
-from ekstrain import catalog, karpenter_specs, storage_sizing, versions
+from ekstrain import catalog, efa, karpenter_specs, storage_sizing, versions
 from stacks.errors import ConfigIssue
 from stacks.models import StackConfig
 from stacks.models.partitions import PartitionConfig
@@ -125,11 +125,21 @@ def _partitions(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
                                       f"({ {t.name: t.accelerator_count for t in known} })",
                                       "keep types with the same accelerators per node in one partition; "
                                       "split the others into their own partition"))
-        if part.efa and len({t.efa_max_interfaces for t in known}) > 1:
-            least = min(t.efa_max_interfaces for t in known)
-            more = [t.name for t in known if t.efa_max_interfaces > least]
-            warnings.append(f"{_p(i, part, 'instanceTypes')}: nodes get {least} EFA interfaces (the common layout); "
-                            f"{more} support more, put them in their own partition to use all of them")
+        generations = {t.accelerator.generation for t in known}
+        if len(generations) > 1:
+            by_gen = {g: [t.name for t in known if t.accelerator.generation == g] for g in sorted(generations)}
+            errors.append(ConfigIssue(_p(i, part, "instanceTypes"),
+                                      f"instance types mix accelerator generations ({by_gen}); one job's ranks "
+                                      "would run at the slowest generation's speed",
+                                      "keep one generation per partition: move "
+                                      + " / ".join(", ".join(ts) for ts in list(by_gen.values())[1:])
+                                      + " into a partition of its own"))
+        layouts = len({tuple(efa.efa_layout(t)) for t in known if t.efa_capable}) if part.efa else 1
+        if layouts > 1 and part.max_nodes < layouts:
+            errors.append(ConfigIssue(_p(i, part, "maxNodes"),
+                                      f"maxNodes {part.max_nodes} cannot be split over the {layouts} EFA layouts of "
+                                      f"{part.instance_types} (one NodePool each)",
+                                      f"raise maxNodes to at least {layouts} or keep one EFA layout per partition"))
         if part.wants_placement_group and not part.efa:
             errors.append(ConfigIssue(_p(i, part, "placementGroup"), "a placement group needs efa: true",
                                       "set efa: true or placementGroup: false"))
