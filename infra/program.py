@@ -59,7 +59,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         system_desired_size=c.system_node_group.desired_size,
         system_max_size=c.system_node_group.max_size,
         system_disk_size_gib=c.system_node_group.disk_size_gib,
-        addon_versions={name: cfg.versions.addon(name)
+        addon_versions={name: cfg.versions.addon(name, c.kubernetes_version)
                         for name in ("vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent",
                                      "aws-ebs-csi-driver")},
         tags=tags,

@@ -36,10 +36,36 @@ def check(cfg: StackConfig, today: dt.date | None = None) -> tuple[list[ConfigIs
     warnings += storage_warnings
     errors += _schedulers(cfg)
     errors += _versions(cfg)
-    warning = versions.support_warning(cfg.cluster.kubernetes_version, today or dt.date.today())
-    if warning:
+    day = today or dt.date.today()
+    errors += _kubernetes_window(cfg, day)
+    warning = versions.support_warning(cfg.cluster.kubernetes_version, day)
+    if warning and not errors:
         warnings.append(f"ekstrain:cluster.kubernetesVersion: {warning}")
     return errors, warnings
+
+
+def _kubernetes_window(cfg: StackConfig, today: dt.date) -> list[ConfigIssue]:
+    """The version must be on EKS's calendar today; a pinned AMI must be newer than the version."""
+    out = []
+    k8s = cfg.cluster.kubernetes_version
+    standard, extended = versions.window(today)
+    reason = versions.unsupported_reason(k8s, today)
+    if reason:
+        out.append(ConfigIssue("ekstrain:cluster.kubernetesVersion", f"{reason} (as of {today})",
+                               f"use {versions.DEFAULT_KUBERNETES_VERSION}; in standard support: "
+                               f"{', '.join(standard) or 'none'}; in extended support (extra cost): "
+                               f"{', '.join(extended) or 'none'}"))
+    ami = cfg.versions.ami_alias_version
+    released = versions.ami_release_date(ami)
+    if ami != "latest" and released is None:
+        out.append(ConfigIssue("ekstrain:versions.amiAliasVersion", f"{ami!r} is not an AMI release version",
+                               f"use latest or a release such as {versions.AMI_ALIAS_VERSIONS[k8s]}"))
+    elif released is not None and released < versions.KUBERNETES_RELEASES[k8s].released:
+        out.append(ConfigIssue("ekstrain:versions.amiAliasVersion",
+                               f"AMI release {ami} predates Kubernetes {k8s} on EKS "
+                               f"({versions.KUBERNETES_RELEASES[k8s].released}): al2023@{ami} has no {k8s} image",
+                               f"use amiAliasVersion: {versions.AMI_ALIAS_VERSIONS[k8s]} (or a later release)"))
+    return out
 
 
 def _network(cfg: StackConfig) -> list[ConfigIssue]:

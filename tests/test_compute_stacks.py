@@ -108,7 +108,7 @@ def test_prod_device_plugins_run_only_on_their_hardware(prod_recording: Recordin
     assert neuron["values"]["scheduler"]["nodeSelector"] == {"node-role.kubernetes.io/master": None}
     assert neuron["values"]["neuronInstances"] == ["trn1.32xlarge", "trn1n.32xlarge"]
     custom = neuron["values"]["scheduler"]["customScheduler"]
-    assert custom["image"]["tag"].startswith(("v1.33.", "v1.34.")), "kube-scheduler within one minor of 1.34"
+    assert custom["image"]["tag"].startswith(("v1.34.", "v1.35.")), "kube-scheduler within one minor of 1.35"
     assert custom["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"][0]["matchExpressions"] == [
         {"key": "ekstrain.io/node-role", "operator": "In", "values": ["system"]}]
@@ -140,7 +140,7 @@ def test_dev_has_no_neuron_components(dev_recording: Recording) -> None:
 def test_no_efa_plugin_without_an_efa_partition() -> None:
     sections = stack_sections("dev")
     sections["partitions"][0]["efa"] = False
-    cfg, _ = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 1, 1))
+    cfg, _ = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 12, 3))
     rec = run_stack(cfg)
     assert "aws-efa-k8s-device-plugin" not in _releases(rec)
     nc = rec.one(NODECLASS, "gpu-small-nodeclass").inputs["spec"]
@@ -153,7 +153,7 @@ def test_reserved_partition_selects_its_reservation_and_keeps_idle_nodes() -> No
     sections = stack_sections("dev")
     sections["partitions"][0].update(capacityType="reserved",
                                      capacityReservation={"ids": ["cr-0123456789abcdef0"], "instanceCount": 2})
-    cfg, _ = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 1, 1))
+    cfg, _ = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 12, 3))
     rec = run_stack(cfg)
     nc = rec.one(NODECLASS, "gpu-small-nodeclass").inputs["spec"]
     assert nc["capacityReservationSelectorTerms"] == [{"id": "cr-0123456789abcdef0"}]
@@ -206,7 +206,7 @@ def test_selector_terms_pick_exactly_the_efa_subnet_and_sg(prod_recording: Recor
 def test_non_efa_partition_selects_only_private_subnets() -> None:
     sections = stack_sections("dev")
     sections["partitions"][0]["efa"] = False
-    cfg, _ = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 1, 1))
+    cfg, _ = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 12, 3))
     rec = run_stack(cfg)
     (term,) = rec.one(NODECLASS, "gpu-small-nodeclass").inputs["spec"]["subnetSelectorTerms"]
     assert sorted(_matching(rec, "aws:ec2/subnet:Subnet", term["tags"])) == [
