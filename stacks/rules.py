@@ -10,7 +10,7 @@ import datetime as dt
 import ipaddress
 import re
 
-from ekstrain import catalog, efa, karpenter_specs, storage_sizing, versions
+from ekstrain import catalog, efa, karpenter_specs, names, storage_sizing, versions
 from stacks.errors import ConfigIssue
 from stacks.models import StackConfig
 from stacks.models.partitions import PartitionConfig
@@ -253,6 +253,10 @@ def _storage(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
         warnings.append("ekstrain:storage.protect: false in a prod stack: a destroy or replacement deletes "
                         "buckets, FSx and EFS with their data")
     if not fsx.enabled:
+        if fsx.scratch.enabled:
+            out.append(ConfigIssue("ekstrain:storage.fsx.scratch.enabled",
+                                   "dynamic FSx scratch needs the FSx CSI driver, installed with the FSx file system",
+                                   "set ekstrain:storage.fsx.enabled: true or scratch.enabled: false"))
         return out, warnings
     key = "ekstrain:storage.fsx"
     cap = fsx.storage_capacity_gib
@@ -297,6 +301,19 @@ def _storage(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
         if len(set(events)) != len(events):
             out.append(ConfigIssue(f"{key}.{field}", f"{events} lists an event twice",
                                    "list each of NEW, CHANGED, DELETED at most once"))
+    sc = fsx.scratch
+    if sc.enabled and sc.deployment_type == "PERSISTENT_2" and sc.per_unit_storage_throughput not in (
+            FSX_PERSISTENT_2_THROUGHPUTS):
+        out.append(ConfigIssue(f"{key}.scratch.perUnitStorageThroughput",
+                               f"{sc.per_unit_storage_throughput} MB/s/TiB is not offered for PERSISTENT_2",
+                               f"use one of {', '.join(map(str, FSX_PERSISTENT_2_THROUGHPUTS))}"))
+    if sc.enabled and sc.deployment_type == "SCRATCH_2" and sc.per_unit_storage_throughput is not None:
+        out.append(ConfigIssue(f"{key}.scratch.perUnitStorageThroughput",
+                               "SCRATCH_2 has a fixed throughput (200 MB/s/TiB)", "remove perUnitStorageThroughput"))
+    if sc.enabled and sc.storage_class_name in ("gp3", names.EFS_STORAGE_CLASS):
+        out.append(ConfigIssue(f"{key}.scratch.storageClassName",
+                               f"{sc.storage_class_name!r} is already a StorageClass of the platform",
+                               "use another name, e.g. fsx-scratch"))
     ck = st.checkpoint
     if ck.size_gib is not None and not out:
         result = storage_sizing.report(storage_sizing.gib_to_bytes(ck.size_gib), ck.target_save_seconds,
