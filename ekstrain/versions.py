@@ -148,7 +148,25 @@ DEFAULT_CHARTS: dict[str, Chart] = {
                               upstream_dir="kuberay-operator"),
     "kubeflow-trainer": Chart("oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "2.3.0",
                               upstream_dir="kubeflow-trainer"),
+    # Platform pieces (shared/upstream/chart-src/SOURCES.md, "Added for the platform pieces").
+    "kube-prometheus-stack": Chart("kube-prometheus-stack", "88.5.3",
+                                   "https://prometheus-community.github.io/helm-charts",
+                                   upstream_dir="kube-prometheus-stack"),
+    "jupyterhub": Chart("jupyterhub", "4.4.0", "https://hub.jupyter.org/helm-chart/", upstream_dir="jupyterhub"),
+    "argo-cd": Chart("argo-cd", "10.1.1", "https://argoproj.github.io/argo-helm", upstream_dir="argo-cd"),
 }
+
+# Images the platform pieces run outside any chart's defaults.
+EFA_EXPORTER_IMAGE = "public.ecr.aws/docker/library/python:3.12.11-slim-bookworm"
+"""Runs the EFA metrics exporter script (standard library only) from a ConfigMap."""
+JUPYTER_GPU_IMAGE = "quay.io/jupyter/pytorch-notebook:cuda12-2025-10-20"
+"""Jupyter docker-stacks PyTorch + CUDA 12 notebook (ships jupyterhub-singleuser)."""
+JUPYTER_NEURON_IMAGE = "public.ecr.aws/neuron/pytorch-training-neuronx:2.7.0-neuronx-py310-sdk2.24.1-ubuntu22.04"
+"""The Neuron SDK image the Trainium job templates use; JupyterLab is added at start (it has none)."""
+JUPYTER_NEURON_SINGLEUSER = "jupyterhub==5.4.2 jupyterlab==4.4.9"
+"""pip requirements installed into the Neuron image at start: the singleuser server JupyterHub 5.x needs."""
+BIONEMO_IMAGE = "nvcr.io/nvidia/clara/bionemo-framework:2.6.3"
+"""NVIDIA BioNeMo Framework container (molecule generation: MolMIM)."""
 
 # neuron-monitor has no chart: it runs as a plain DaemonSet (image from the AWS Neuron samples).
 NEURON_MONITOR_IMAGE = "public.ecr.aws/neuron/neuron-monitor:1.1.0"

@@ -10,6 +10,7 @@ from components.cluster import AdminPrincipal, Cluster, ClusterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.karpenter import Karpenter, KarpenterArgs
 from components.network import Network, NetworkArgs
+from components.observability import Observability, ObservabilityArgs
 from components.operators import Operators, OperatorsArgs
 from components.partitions import Partition, PartitionArgs
 from components.slurm import Slurm, SlurmArgs
@@ -113,6 +114,14 @@ def build(cfg: StackConfig) -> dict[str, Any]:
     ), opts=pulumi.ResourceOptions(provider=cluster.provider))
 
     outputs: dict[str, Any] = dict(storage_outputs)
+    # ---- platform pieces (ekstrain:observability, ekstrain:jupyterhub, ekstrain:delivery) ----
+    if cfg.observability.enabled:
+        observability = Observability("observability", ObservabilityArgs(
+            cfg=cfg, chart=cfg.versions.chart("kube-prometheus-stack"), after=[cluster], tags=tags),
+            opts=pulumi.ResourceOptions(provider=cluster.provider))
+        outputs["grafanaAdminPassword"] = observability.grafana_admin_password
+        if observability.remote_write_url is not None:
+            outputs["ampRemoteWriteUrl"] = observability.remote_write_url
     # ---- schedulers (ekstrain:schedulers) ----
     sched = cfg.schedulers
     k8s_opts = pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster])
