@@ -8,6 +8,7 @@ import pulumi
 
 from components.cluster import AdminPrincipal, Cluster, ClusterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
+from components.jupyterhub import JupyterHub, JupyterHubArgs
 from components.karpenter import Karpenter, KarpenterArgs
 from components.network import Network, NetworkArgs
 from components.observability import Observability, ObservabilityArgs
@@ -122,6 +123,13 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         outputs["grafanaAdminPassword"] = observability.grafana_admin_password
         if observability.remote_write_url is not None:
             outputs["ampRemoteWriteUrl"] = observability.remote_write_url
+    if cfg.jupyterhub.enabled and storage.fsx:
+        JupyterHub("jupyterhub", JupyterHubArgs(
+            cfg=cfg, chart=cfg.versions.chart("jupyterhub"),
+            client_secret=pulumi.Output.secret(cfg.jupyterhub_client_secret) if cfg.jupyterhub_client_secret else None,
+            fsx_file_system_id=storage.fsx.file_system_id, fsx_dns_name=storage.fsx.dns_name,
+            fsx_mount_name=storage.fsx.mount_name, after=[cluster, storage.csi, storage.volumes]),
+            opts=pulumi.ResourceOptions(provider=cluster.provider))
     # ---- schedulers (ekstrain:schedulers) ----
     sched = cfg.schedulers
     k8s_opts = pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster])

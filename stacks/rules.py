@@ -36,6 +36,9 @@ def check(cfg: StackConfig, today: dt.date | None = None) -> tuple[list[ConfigIs
     warnings += storage_warnings
     errors += _schedulers(cfg)
     errors += _versions(cfg)
+    hub_errors, hub_warnings = _jupyterhub(cfg)
+    errors += hub_errors
+    warnings += hub_warnings
     day = today or dt.date.today()
     errors += _kubernetes_window(cfg, day)
     warning = versions.support_warning(cfg.cluster.kubernetes_version, day)
@@ -367,6 +370,63 @@ def _schedulers(cfg: StackConfig) -> list[ConfigIssue]:
                                "Slurm needs the shared FSx file system for its NodeSets and login nodes",
                                "set ekstrain:storage.fsx.enabled: true"))
     return out
+
+
+def _jupyterhub(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
+    """No open hub: an authenticator restricted to listed users/organizations, never dummy in prod."""
+    j = cfg.jupyterhub
+    if not j.enabled:
+        return [], []
+    key = "ekstrain:jupyterhub"
+    a = j.auth
+    out = []
+    if a.type == "dummy" and cfg.environment == "prod":
+        out.append(ConfigIssue(f"{key}.auth.type", "the dummy authenticator lets anyone with the shared password in; "
+                                                   "it is not allowed in a prod stack",
+                               "use type: github (clientId, callbackUrl, allowedOrganizations) or generic-oauth"))
+    warnings = []
+    if cfg.jupyterhub_client_secret is None:
+        if a.type == "dummy":
+            out.append(ConfigIssue("ekstrain:jupyterhubClientSecret", "the dummy authenticator needs a password",
+                                   "pulumi config set --secret ekstrain:jupyterhubClientSecret <password>"))
+        else:
+            warnings.append("ekstrain:jupyterhubClientSecret: not set; the hub reads its OAuth client secret from the "
+                            "Secret jupyterhub/jupyterhub-oauth (key client-secret): create it (kubectl -n jupyterhub "
+                            "create secret generic jupyterhub-oauth --from-literal=client-secret=...) or set the "
+                            "stack secret")
+    if a.type in ("github", "generic-oauth"):
+        missing = [f for f, v in (("clientId", a.client_id), ("callbackUrl", a.callback_url)) if not v]
+        if a.type == "generic-oauth":
+            missing += [f for f, v in (("authorizeUrl", a.authorize_url), ("tokenUrl", a.token_url),
+                                       ("userdataUrl", a.userdata_url)) if not v]
+        if missing:
+            out.append(ConfigIssue(f"{key}.auth", f"{a.type} needs {', '.join(missing)}",
+                                   "set them from your OAuth application"))
+    if not (a.allowed_users or a.allowed_organizations or a.admin_users):
+        out.append(ConfigIssue(f"{key}.auth.allowedUsers", "nobody is listed, so the hub would be open to every "
+                                                           "account of the identity provider",
+                               "list allowedUsers or (github) allowedOrganizations"))
+    if a.allowed_organizations and a.type != "github":
+        out.append(ConfigIssue(f"{key}.auth.allowedOrganizations", "only the github authenticator has organizations",
+                               "use allowedUsers"))
+    if any(ipaddress.IPv4Network(c).prefixlen == 0 for c in j.allowed_cidrs):
+        out.append(ConfigIssue(f"{key}.allowedCidrs", "0.0.0.0/0 opens the hub's load balancer to every address that "
+                                                      "reaches the VPC", "list the VPC, VPN or office CIDRs"))
+    names_ = {p.name for p in cfg.partitions}
+    unknown = sorted(set(j.profiles) - names_)
+    if unknown:
+        out.append(ConfigIssue(f"{key}.profiles", f"{unknown} are not partitions", f"use some of {sorted(names_)}"))
+    if not cfg.partitions:
+        out.append(ConfigIssue(f"{key}.enabled", "there are no partitions to offer as profiles",
+                               "add a partition or disable JupyterHub"))
+    if not cfg.storage.efs.enabled:
+        out.append(ConfigIssue(f"{key}.enabled", "user homes live on EFS but ekstrain:storage.efs.enabled is false",
+                               "set ekstrain:storage.efs.enabled: true"))
+    if not cfg.storage.fsx.enabled:
+        out.append(ConfigIssue(f"{key}.enabled", "notebooks mount the training FSx read-only but "
+                                                 "ekstrain:storage.fsx.enabled is false",
+                               "set ekstrain:storage.fsx.enabled: true"))
+    return out, warnings
 
 
 def _versions(cfg: StackConfig) -> list[ConfigIssue]:

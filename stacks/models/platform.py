@@ -37,12 +37,10 @@ class ObservabilityConfig(Model):
 
 class JupyterHubAuth(Model):
     type: Literal["github", "generic-oauth", "dummy"] = "github"
-    """@default github. ``dummy`` (any user, one shared password) is refused in prod."""
+    """@default github. ``dummy`` (listed users, one shared password) is refused in prod. The OAuth
+    client secret (or the dummy password) is the stack secret ``ekstrain:jupyterhubClientSecret``."""
     client_id: str | None = None
     """OAuth client id (github, generic-oauth)."""
-    client_secret_name: str | None = None
-    """Pulumi secret config key (in this stack) holding the OAuth client secret, e.g.
-    ``ekstrain:jupyterhubClientSecret``; read with ``pulumi config set --secret``."""
     allowed_organizations: list[str] = Field(default_factory=list)
     """github: members of these organizations may log in."""
     allowed_users: list[str] = Field(default_factory=list)

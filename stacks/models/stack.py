@@ -41,6 +41,9 @@ class StackConfig(Model):
     """Prometheus, Grafana, GPU/Neuron/EFA metrics, dashboards, optional AMP remote write."""
     jupyterhub: JupyterHubConfig = Field(default_factory=JupyterHubConfig)
     """Interactive notebooks on the partitions."""
+    jupyterhub_client_secret: str | None = None
+    """JupyterHub's OAuth client secret (the dummy password outside prod). A secret: set it with
+    ``pulumi config set --secret ekstrain:jupyterhubClientSecret <value>``; @default none."""
     delivery: DeliveryConfig = Field(default_factory=DeliveryConfig)
     """Argo CD as a delivery option."""
 
