@@ -159,6 +159,9 @@ def validate_object(obj: dict[str, Any], kubernetes_version: str) -> list[str]:
     for key in ("apiVersion", "kind", "metadata"):
         props.pop(key, None)
     schema["properties"] = props
+    # Some CRDs (Argo CD's) list metadata as required at the root: it is checked by the API server, not here.
+    if "required" in schema:
+        schema["required"] = [r for r in schema["required"] if r not in ("apiVersion", "kind", "metadata")]
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(body), key=lambda e: list(e.absolute_path))
     return [f"{where}: {'.'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors]

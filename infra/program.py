@@ -6,6 +6,7 @@ from typing import Any
 
 import pulumi
 
+from components.argocd import ArgoCd, ArgoCdArgs
 from components.cluster import AdminPrincipal, Cluster, ClusterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.jupyterhub import JupyterHub, JupyterHubArgs
@@ -17,7 +18,7 @@ from components.partitions import Partition, PartitionArgs
 from components.slurm import Slurm, SlurmArgs
 from components.storage import build_storage
 from components.volcano import Volcano, VolcanoArgs
-from ekstrain import catalog
+from ekstrain import catalog, versions
 from ekstrain.karpenter_specs import PartitionSpec
 from ekstrain.partitions import shape
 from ekstrain.schedulers import operators as operator_values
@@ -130,6 +131,11 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             fsx_file_system_id=storage.fsx.file_system_id, fsx_dns_name=storage.fsx.dns_name,
             fsx_mount_name=storage.fsx.mount_name, after=[cluster, storage.csi, storage.volumes]),
             opts=pulumi.ResourceOptions(provider=cluster.provider))
+    if cfg.delivery.argocd:
+        ArgoCd("argocd", ArgoCdArgs(
+            chart=cfg.versions.chart("argo-cd"),
+            platform_charts=[cfg.versions.chart(n) for n in versions.DEFAULT_CHARTS if n != "argo-cd"],
+            after=[cluster]), opts=pulumi.ResourceOptions(provider=cluster.provider))
     # ---- schedulers (ekstrain:schedulers) ----
     sched = cfg.schedulers
     k8s_opts = pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster])

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from ekstrain import catalog, storage_sizing, validation, versions
+from ekstrain import argocd, catalog, storage_sizing, validation, versions
 from ekstrain.partitions import layout_nodes, shape
 from infra import offline
 from stacks.errors import ConfigError
@@ -177,6 +177,14 @@ def write(out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], 
     comp_rows = [{"type": t, "count": n} for t, n in
                  sorted(collections.Counter(r.type for r in rec.records if not r.custom).items())]
     problems, note = validate_all(objs, releases, cfg)
+    apps = argocd.applications(rel for _, rel in releases) if cfg.delivery.argocd else []
+    if apps:
+        # ekstrain:delivery.argocd: one Application per Helm release, for a GitOps repository.
+        (out / "argocd").mkdir()
+        for app in apps:
+            (out / "argocd" / _file_name(app)).write_text(yaml.safe_dump(app, sort_keys=False))
+            if note is None:
+                problems += validation.validate_object(app, cfg.cluster.kubernetes_version)
     exported = {k: ("[secret]" if k == "kubeconfig" else v) for k, v in (rec.outputs or {}).items()}
     summary = "\n".join([
         f"# {BANNER}", "",
@@ -188,7 +196,8 @@ def write(out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], 
         "## Storage", *storage_lines(cfg), "",
         "## Components", table(comp_rows),
         "## Cloud resources by type (custom resources)", table(aws_rows),
-        f"## Kubernetes: {len(objs)} manifests, {len(releases)} Helm releases",
+        f"## Kubernetes: {len(objs)} manifests, {len(releases)} Helm releases"
+        + (f", {len(apps)} Argo CD Applications in argocd/" if apps else ""),
         *(f"- helm {rel.get('name')}: {rel.get('chart')} {rel.get('version')} (ns {rel.get('namespace')})"
           for _, rel in releases), "",
         "## Schema validation",
