@@ -165,8 +165,8 @@ JUPYTER_NEURON_IMAGE = "public.ecr.aws/neuron/pytorch-training-neuronx:2.7.0-neu
 """The Neuron SDK image the Trainium job templates use; JupyterLab is added at start (it has none)."""
 JUPYTER_NEURON_SINGLEUSER = "jupyterhub==5.5.0 jupyterlab==4.4.9"
 """pip requirements installed into the Neuron image at start: the singleuser server JupyterHub 5.x needs."""
-BIONEMO_IMAGE = "nvcr.io/nvidia/clara/bionemo-framework:2.6.3"
-"""NVIDIA BioNeMo Framework container (molecule generation: MolMIM)."""
+BIONEMO_IMAGE = "nvcr.io/nvidia/clara/bionemo-framework:1.5"
+"""NVIDIA BioNeMo Framework 1.x container: MolMIM (molecule generation) lives in 1.x, not in 2.x."""
 
 # neuron-monitor has no chart: it runs as a plain DaemonSet (image from the AWS Neuron samples).
 NEURON_MONITOR_IMAGE = "public.ecr.aws/neuron/neuron-monitor:1.1.0"

@@ -85,7 +85,7 @@ def test_template_renders_and_validates(scheduler: str, partition: str) -> None:
 
 def test_every_prod_partition_gets_every_applicable_template() -> None:
     assert {p for _, p in CASES} == {p.name for p in PROD.partitions}
-    assert len(CASES) == len(GPU_PARTITIONS) * 8 + len(TRN_PARTITIONS) * 5
+    assert len(CASES) == len(GPU_PARTITIONS) * 9 + len(TRN_PARTITIONS) * 5
 
 
 @pytest.mark.parametrize(("scheduler", "partition"), [c for c in CASES if c[0] != "slurm"])
