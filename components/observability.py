@@ -96,6 +96,9 @@ class Observability(pulumi.ComponentResource):
                                   opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, script]))
             svc = obs.metrics_service(obs.EFA_EXPORTER, obs.NAMESPACE, obs.EFA_EXPORTER_PORT)
             k8s.core.v1.Service(f"{name}-efa-exporter", metadata=_meta(svc["metadata"]), spec=svc["spec"], opts=in_ns)
+            netpol = obs.efa_exporter_network_policy()
+            k8s.networking.v1.NetworkPolicy(f"{name}-efa-exporter", metadata=_meta(netpol["metadata"]),
+                                            spec=netpol["spec"], opts=in_ns)
         if obs.has(cfg, "trainium"):
             # neuron-monitor itself is a device-plugins DaemonSet in kube-system; this Service exposes it.
             svc = obs.metrics_service(obs.NEURON_MONITOR, "kube-system", obs.NEURON_MONITOR_PORT)

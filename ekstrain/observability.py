@@ -165,11 +165,14 @@ def efa_exporter_daemonset() -> dict[str, Any]:
                                         "seccompProfile": {"type": "RuntimeDefault"}},
                     "containers": [{
                         "name": "exporter", "image": versions.EFA_EXPORTER_IMAGE,
+                        "imagePullPolicy": "Always",
                         "command": ["python3", "/opt/efa/efa_exporter.py"],
                         "env": [{"name": "EFA_SYSFS", "value": "/host/sys/class/infiniband"},
                                 {"name": "PORT", "value": str(EFA_EXPORTER_PORT)}],
                         "ports": [{"name": "metrics", "containerPort": EFA_EXPORTER_PORT}],
                         "readinessProbe": {"httpGet": {"path": "/healthz", "port": "metrics"}, "periodSeconds": 30},
+                        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "metrics"}, "periodSeconds": 60,
+                                          "timeoutSeconds": 5},
                         "resources": {"requests": {"cpu": "20m", "memory": "32Mi"},
                                       "limits": {"cpu": "200m", "memory": "64Mi"}},
                         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
@@ -184,6 +187,15 @@ def efa_exporter_daemonset() -> dict[str, Any]:
             },
         },
     }
+
+
+def efa_exporter_network_policy() -> dict[str, Any]:
+    """Only the metrics port is reachable (Prometheus scrapes it); nothing else gets in."""
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": EFA_EXPORTER, "namespace": NAMESPACE, "labels": _labels(EFA_EXPORTER)},
+            "spec": {"podSelector": {"matchLabels": {"app.kubernetes.io/name": EFA_EXPORTER}},
+                     "policyTypes": ["Ingress"],
+                     "ingress": [{"ports": [{"protocol": "TCP", "port": EFA_EXPORTER_PORT}]}]}}
 
 
 def metrics_service(name: str, namespace: str, port: int) -> dict[str, Any]:

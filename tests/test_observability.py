@@ -53,6 +53,7 @@ def test_component_children_are_exactly_these(rec: Recording) -> None:
         ("kubernetes:core/v1:ConfigMap", "observability-efa-exporter"),
         ("kubernetes:apps/v1:DaemonSet", "observability-efa-exporter"),
         ("kubernetes:core/v1:Service", "observability-efa-exporter"),
+        ("kubernetes:networking.k8s.io/v1:NetworkPolicy", "observability-efa-exporter"),
         ("kubernetes:core/v1:Service", "observability-neuron-monitor"),
         *(("kubernetes:core/v1:ConfigMap", f"observability-dashboard-{d}")
           for d in ("gpu-utilisation", "neuron-utilisation", "efa-traffic", "job-health")),
