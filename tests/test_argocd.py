@@ -103,6 +103,9 @@ def test_chart_renders_one_repository_secret_per_registry(rec: Recording, tmp_pa
     out = subprocess.run([HELM, "template", "argo-cd", str(chart), "-n", "argocd", "-f", str(values),
                           "--kube-version", "1.35.0"], capture_output=True, text=True, check=True).stdout
     objs = [d for d in yaml.safe_load_all(out) if d]
+    for o in objs:
+        if o["kind"] != "CustomResourceDefinition":
+            assert validation.validate_object(o, "1.35") == [], (o["kind"], o["metadata"]["name"])
     repo_secrets = [o for o in objs if o["kind"] == "Secret"
                     and o["metadata"].get("labels", {}).get("argocd.argoproj.io/secret-type") == "repository"]
     assert len(repo_secrets) == 5
