@@ -66,12 +66,28 @@ def efs_values() -> dict[str, Any]:
     }
 
 
-def fsx_controller_policy(file_system_arn: pulumi.Input[str]) -> list[dict[str, Any]]:
-    """Least privilege for a statically provisioned file system: describe, and resize it."""
-    return [
+def fsx_controller_policy(file_system_arn: pulumi.Input[str],
+                          scratch_tag: tuple[str, str] | None = None) -> list[dict[str, Any]]:
+    """Least privilege for a statically provisioned file system: describe, and resize it. With
+    ``scratch_tag`` (key, value) also create file systems carrying that tag and delete only those
+    (dynamic per-PVC scratch), plus the FSx service-linked role EC2 needs the first time."""
+    statements: list[dict[str, Any]] = [
         {"Effect": "Allow", "Action": ["fsx:DescribeFileSystems"], "Resource": "*"},
         {"Effect": "Allow", "Action": ["fsx:UpdateFileSystem"], "Resource": file_system_arn},
     ]
+    if scratch_tag is not None:
+        key, value = scratch_tag
+        statements += [
+            {"Effect": "Allow", "Action": ["fsx:CreateFileSystem", "fsx:TagResource"], "Resource": "*",
+             "Condition": {"StringEquals": {f"aws:RequestTag/{key}": value}}},
+            {"Effect": "Allow", "Action": ["fsx:DeleteFileSystem"], "Resource": "*",
+             "Condition": {"StringEquals": {f"aws:ResourceTag/{key}": value}}},
+            {"Effect": "Allow", "Action": ["ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DescribeVpcs"],
+             "Resource": "*"},
+            {"Effect": "Allow", "Action": ["iam:CreateServiceLinkedRole"], "Resource": "*",
+             "Condition": {"StringLike": {"iam:AWSServiceName": ["fsx.amazonaws.com"]}}},
+        ]
+    return statements
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,6 +98,9 @@ class CsiArgs:
     """@default none: no FSx driver. Set with ``cfg.versions.chart("aws-fsx-csi-driver")``."""
     fsx_file_system_arn: pulumi.Input[str] | None = None
     """ARN the FSx controller may resize; required with fsx_chart."""
+    fsx_scratch_tag: tuple[str, str] | None = None
+    """@default none; (tag key, value) of dynamically provisioned scratch file systems the controller
+    may create and delete."""
     efs_chart: Chart | None = None
     """@default none: no EFS driver."""
     cluster_ready: Sequence[pulumi.Resource] = ()
@@ -121,7 +140,8 @@ class CsiDrivers(pulumi.ComponentResource):
             role = aws.iam.Role(f"{name}-fsx", assume_role_policy=iam.pod_identity_trust(),
                                 description=f"FSx CSI controller of {args.cluster_name}", tags=tags, opts=child)
             policy: pulumi.CustomResource = aws.iam.RolePolicy(f"{name}-fsx", role=role.id,
-                                        policy=iam.policy_document(fsx_controller_policy(args.fsx_file_system_arn)),
+                                        policy=iam.policy_document(fsx_controller_policy(args.fsx_file_system_arn,
+                                                                                         args.fsx_scratch_tag)),
                                         opts=child)
             # The node plugin only mounts (kernel Lustre client): no AWS credentials.
             driver("fsx", args.fsx_chart, fsx_values(args.region), [FSX_CONTROLLER_SA], role, policy)

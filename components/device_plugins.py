@@ -22,13 +22,14 @@ import pulumi_kubernetes as k8s
 
 from components.cluster import SYSTEM_NODE_LABEL
 from ekstrain import names
+from ekstrain import observability as obs
 from ekstrain.catalog import GPU, TRAINIUM
 from ekstrain.versions import NEURON_CUSTOM_SCHEDULER_TAGS, NEURON_MONITOR_IMAGE, Chart
 
 NAMESPACE = "kube-system"
 GPU_RESOURCE = "nvidia.com/gpu"
 NEURON_RESOURCE = "aws.amazon.com/neuron"
-NEURON_MONITOR_PORT = 8000
+NEURON_MONITOR_PORT = obs.NEURON_MONITOR_PORT
 
 
 def _toleration(key: str) -> dict[str, str]:

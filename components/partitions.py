@@ -1,4 +1,8 @@
-"""Partition: one Karpenter EC2NodeClass + NodePool pair, the real compute of a training partition.
+"""Partition: one Karpenter EC2NodeClass + NodePool pair per EFA layout, the real compute of a partition.
+
+A partition whose instance types share one EFA layout gets one pair named after the partition; a
+mixed one (trn1 + trn1n) gets one pair per layout (``trainium-trn1``, ``trainium-trn1n``), see
+:func:`ekstrain.karpenter_specs.layout_specs`.
 
 The manifests come from :mod:`ekstrain.karpenter_specs`; this component only registers them as
 CustomResources after the Karpenter release (which brings the CRDs and the controller).
@@ -38,22 +42,27 @@ def _resource_args(manifest: dict[str, Any]) -> dict[str, Any]:
 
 
 class Partition(pulumi.ComponentResource):
-    node_pool_name: pulumi.Output[str]
-    node_class_name: pulumi.Output[str]
+    node_pool_names: pulumi.Output[list[str]]
+    node_class_names: pulumi.Output[list[str]]
 
     def __init__(self, name: str, args: PartitionArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:partitions:Partition", name, None, opts)
         deps: Sequence[pulumi.Resource] = [args.karpenter_release] if args.karpenter_release else []
-        node_class = specs.ec2_node_class(args.spec, node_role=args.node_role_name,
-                                          cluster_security_group_id=args.cluster_security_group_id,
-                                          placement_group=args.placement_group_name, tags=args.tags)
-        ec2_node_class = k8s.apiextensions.CustomResource(
-            f"{name}-nodeclass", **_resource_args(node_class),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(deps)))
-        k8s.apiextensions.CustomResource(
-            f"{name}-nodepool", **_resource_args(specs.node_pool(args.spec)),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*deps, ec2_node_class]))
+        layouts = specs.layout_specs(args.spec)
+        for spec in layouts:
+            # Single-layout partitions keep the `<partition>-nodeclass` names (no replacement on upgrade).
+            child = name if len(layouts) == 1 else f"{name}-{spec.resource_name.removeprefix(args.spec.name + '-')}"
+            node_class = specs.ec2_node_class(spec, node_role=args.node_role_name,
+                                              cluster_security_group_id=args.cluster_security_group_id,
+                                              placement_group=args.placement_group_name, tags=args.tags)
+            ec2_node_class = k8s.apiextensions.CustomResource(
+                f"{child}-nodeclass", **_resource_args(node_class),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(deps)))
+            k8s.apiextensions.CustomResource(
+                f"{child}-nodepool", **_resource_args(specs.node_pool(spec)),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[*deps, ec2_node_class]))
 
-        self.node_pool_name = pulumi.Output.from_input(args.spec.name)
-        self.node_class_name = pulumi.Output.from_input(args.spec.name)
-        self.register_outputs({"nodePoolName": self.node_pool_name, "nodeClassName": self.node_class_name})
+        pools = [s.resource_name for s in layouts]
+        self.node_pool_names = pulumi.Output.from_input(pools)
+        self.node_class_names = pulumi.Output.from_input(pools)
+        self.register_outputs({"nodePoolNames": self.node_pool_names, "nodeClassNames": self.node_class_names})

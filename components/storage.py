@@ -18,7 +18,7 @@ from components.csi import CsiArgs, CsiDrivers
 from components.efs import EfsArgs, ModelStore
 from components.fsx import LustreArgs, LustreStorage
 from components.network import Network
-from components.volumes import EfsVolume, FsxVolume, TrainingVolumes, VolumesArgs
+from components.volumes import SCRATCH_TAG, EfsVolume, FsxScratch, FsxVolume, TrainingVolumes, VolumesArgs
 from stacks.models import StackConfig
 
 
@@ -69,6 +69,7 @@ def build_storage(cfg: StackConfig, network: Network, cluster: Cluster) -> Stora
         cluster_name=name, region=cfg.region,
         fsx_chart=cfg.versions.chart("aws-fsx-csi-driver") if fsx else None,
         fsx_file_system_arn=fsx.arn if fsx else None,
+        fsx_scratch_tag=(SCRATCH_TAG, name) if fsx and st.fsx.scratch.enabled else None,
         efs_chart=cfg.versions.chart("aws-efs-csi-driver") if efs else None,
         cluster_ready=[cluster], tags=tags), opts=on_cluster)
 
@@ -77,5 +78,10 @@ def build_storage(cfg: StackConfig, network: Network, cluster: Cluster) -> Stora
                       capacity_gib=fsx.storage_capacity_gib) if fsx else None,
         efs=EfsVolume(file_system_id=efs.file_system_id, access_point_id=efs.access_point_id,
                       dynamic_base_path=st.efs.dynamic_base_path) if efs else None,
+        fsx_scratch=FsxScratch(subnet_id=network.efa_subnet_id, security_group_id=fsx.security_group_id,
+                               cluster_name=name, storage_class_name=st.fsx.scratch.storage_class_name,
+                               deployment_type=st.fsx.scratch.deployment_type,
+                               per_unit_throughput=st.fsx.scratch.per_unit_storage_throughput)
+        if fsx and st.fsx.scratch.enabled else None,
     ), opts=on_cluster)
     return StorageParts(buckets=buckets, fsx=fsx, efs=efs, csi=csi, volumes=volumes)

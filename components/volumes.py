@@ -1,5 +1,6 @@
 """Kubernetes side of training storage: the ``training`` namespace, the FSx static PV/PVC, the
-``efs-ap`` StorageClass and the ``model-store`` PV/PVC.
+optional ``fsx-scratch`` StorageClass (one new Lustre file system per PVC), the ``efs-ap``
+StorageClass and the ``model-store`` PV/PVC.
 
 Manifests are built by pure functions (unit-tested and schema-validated as plain dicts); the
 component only turns them into resources. Static volumes use ``Retain``: deleting a PVC or PV
@@ -59,6 +60,32 @@ def fsx_pvc_manifest(capacity_gib: int, namespace: str = names.TRAINING_NAMESPAC
             }}
 
 
+SCRATCH_TAG = "ekstrain.io/fsx-scratch"
+"""Tag on every dynamically created file system (value: cluster name); the CSI role may delete only those."""
+LUSTRE_VERSION = "2.15"
+"""Lustre 2.15: the client AL2023 ships (the CSI driver's default would be 2.10 for SCRATCH_2)."""
+
+
+def fsx_scratch_storage_class_manifest(name: str, subnet_id: Any, security_group_id: Any, deployment_type: str,
+                                       per_unit_throughput: int | None, cluster_name: str) -> dict[str, Any]:
+    """aws-fsx-csi-driver dynamic provisioning: each PVC creates its own file system in ``subnet_id``."""
+    params: dict[str, Any] = {
+        "subnetId": subnet_id, "securityGroupIds": security_group_id, "deploymentType": deployment_type,
+        "fileSystemTypeVersion": LUSTRE_VERSION, "dataCompressionType": "LZ4",
+        "extraTags": f"{SCRATCH_TAG}={cluster_name}",
+    }
+    if per_unit_throughput is not None:
+        params["perUnitStorageThroughput"] = str(per_unit_throughput)
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "ekstrain"}},
+            "provisioner": FSX_DRIVER, "parameters": params,
+            # Scratch: deleting the PVC deletes the file system and its data (no DRA, no backup).
+            "reclaimPolicy": "Delete",
+            # The subnet is fixed (the training AZ), so there is nothing to wait for.
+            "volumeBindingMode": "Immediate",
+            "mountOptions": ["flock"]}
+
+
 def efs_storage_class_manifest(file_system_id: Any, base_path: str) -> dict[str, Any]:
     return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": names.EFS_STORAGE_CLASS},
             "provisioner": EFS_DRIVER,
@@ -104,6 +131,17 @@ class FsxVolume:
 
 
 @dataclass(frozen=True, kw_only=True)
+class FsxScratch:
+    subnet_id: pulumi.Input[str]
+    security_group_id: pulumi.Input[str]
+    """The Lustre SG (ports 988 and 1018-1023 with the cluster SG), shared with the static file system."""
+    cluster_name: str
+    storage_class_name: str = "fsx-scratch"
+    deployment_type: str = "SCRATCH_2"
+    per_unit_throughput: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class EfsVolume:
     file_system_id: pulumi.Input[str]
     access_point_id: pulumi.Input[str]
@@ -117,6 +155,8 @@ class VolumesArgs:
     """@default none: no FSx PV/PVC."""
     efs: EfsVolume | None = None
     """@default none: no efs-ap class, no model-store PV/PVC."""
+    fsx_scratch: FsxScratch | None = None
+    """@default none: no dynamic FSx StorageClass."""
     namespace: str = names.TRAINING_NAMESPACE
     """@default ``training``."""
 
@@ -142,6 +182,14 @@ class TrainingVolumes(pulumi.ComponentResource):
             k8s.core.v1.PersistentVolumeClaim(f"{name}-fsx-pvc", metadata=pvc["metadata"], spec=pvc["spec"],
                                               opts=pulumi.ResourceOptions(parent=self,
                                                                           depends_on=[self.namespace, fsx_pv]))
+        if args.fsx_scratch is not None:
+            x = args.fsx_scratch
+            sc = fsx_scratch_storage_class_manifest(x.storage_class_name, x.subnet_id, x.security_group_id,
+                                                    x.deployment_type, x.per_unit_throughput, x.cluster_name)
+            k8s.storage.v1.StorageClass(
+                f"{name}-fsx-scratch", metadata=sc["metadata"], provisioner=sc["provisioner"],
+                parameters=sc["parameters"], reclaim_policy=sc["reclaimPolicy"],
+                volume_binding_mode=sc["volumeBindingMode"], mount_options=sc["mountOptions"], opts=child)
         if args.efs is not None:
             e = args.efs
             sc = efs_storage_class_manifest(e.file_system_id, e.dynamic_base_path)

@@ -38,18 +38,23 @@ class Accelerator:
     peak_tflops_fp8: float | None = None
     cores_per_device: int = 1
     """NeuronCores per Trainium device (logical, at the default LNC); 1 for GPUs."""
+    generation: str = ""
+    """Architecture generation (A100, Hopper, Blackwell, ...): one partition never mixes two, a
+    job's ranks would run at the slowest generation's speed with different kernels."""
 
 
-A100_40 = Accelerator("A100-SXM4-40GB", 40, 312, 1555, 300)
-A100_80 = Accelerator("A100-SXM4-80GB", 80, 312, 2039, 300)
-H100 = Accelerator("H100-SXM5-80GB", 80, 989, 3350, 450, peak_tflops_fp8=1979)
-H200 = Accelerator("H200-SXM-141GB", 141, 989, 4800, 450, peak_tflops_fp8=1979)
-B200 = Accelerator("B200-180GB", 179, 2250, 7700, 900, peak_tflops_fp8=4500)
-B300 = Accelerator("B300-270GB", 268, 2250, 7700, 900, peak_tflops_fp8=4500)
-A10G = Accelerator("A10G-24GB", 22, 125, 600, 32)
-L40S = Accelerator("L40S-48GB", 44, 362, 864, 32, peak_tflops_fp8=733)
-TRAINIUM1 = Accelerator("Trainium", 32, 190, 820, 192, peak_tflops_fp8=190, cores_per_device=2)
-TRAINIUM2 = Accelerator("Trainium2", 96, 667, 2900, 640, peak_tflops_fp8=1299, cores_per_device=4)
+A100_40 = Accelerator("A100-SXM4-40GB", 40, 312, 1555, 300, generation="Ampere A100")
+A100_80 = Accelerator("A100-SXM4-80GB", 80, 312, 2039, 300, generation="Ampere A100")
+H100 = Accelerator("H100-SXM5-80GB", 80, 989, 3350, 450, peak_tflops_fp8=1979, generation="Hopper")
+H200 = Accelerator("H200-SXM-141GB", 141, 989, 4800, 450, peak_tflops_fp8=1979, generation="Hopper")
+B200 = Accelerator("B200-180GB", 179, 2250, 7700, 900, peak_tflops_fp8=4500, generation="Blackwell")
+B300 = Accelerator("B300-270GB", 268, 2250, 7700, 900, peak_tflops_fp8=4500, generation="Blackwell Ultra")
+A10G = Accelerator("A10G-24GB", 22, 125, 600, 32, generation="Ampere A10G")
+L40S = Accelerator("L40S-48GB", 44, 362, 864, 32, peak_tflops_fp8=733, generation="Ada")
+TRAINIUM1 = Accelerator("Trainium", 32, 190, 820, 192, peak_tflops_fp8=190, cores_per_device=2,
+                        generation="Trainium")
+TRAINIUM2 = Accelerator("Trainium2", 96, 667, 2900, 640, peak_tflops_fp8=1299, cores_per_device=4,
+                        generation="Trainium2")
 
 
 @dataclass(frozen=True)

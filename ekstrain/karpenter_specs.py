@@ -9,11 +9,11 @@ the same labels, taints and limits. Field choices and the disruption design are 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ekstrain import names
-from ekstrain.partitions import PartitionShape
+from ekstrain.partitions import PartitionShape, layout_nodes
 
 NODECLASS_API = "karpenter.k8s.aws/v1"
 NODEPOOL_API = "karpenter.sh/v1"
@@ -77,6 +77,12 @@ class PartitionSpec:
     """Extra node labels; @default none."""
     ami_alias_version: str = "latest"
     """@default latest; pin per stack (a new AMI drifts every node)."""
+    pool_name: str | None = None
+    """NodePool/EC2NodeClass name; @default the partition name (set per layout by :func:`layout_specs`)."""
+
+    @property
+    def resource_name(self) -> str:
+        return self.pool_name or self.name
 
     @property
     def efa(self) -> bool:
@@ -85,6 +91,15 @@ class PartitionSpec:
     @property
     def accelerator_limit(self) -> int:
         return self.max_nodes * self.shape.accelerators_per_node
+
+
+def layout_specs(spec: PartitionSpec) -> list[PartitionSpec]:
+    """One spec per EFA layout of the partition (itself when it has one): same partition name, labels,
+    placement group and taints; its own instance types, EFA interfaces, name and a share of maxNodes."""
+    pools = layout_nodes(spec.shape, spec.max_nodes)
+    if len(pools) == 1:
+        return [spec]
+    return [replace(spec, shape=layout, max_nodes=nodes, pool_name=layout.name) for layout, nodes in pools]
 
 
 def node_labels(spec: PartitionSpec) -> dict[str, str]:
@@ -102,7 +117,7 @@ def node_taints(spec: PartitionSpec) -> list[dict[str, str]]:
 
 def limits(spec: PartitionSpec) -> dict[str, str]:
     """The accelerator limit is the binding one (all types of a partition have the same count);
-    ``nodes`` states maxNodes directly."""
+    ``nodes`` states maxNodes directly (a layout's share of it in a mixed partition)."""
     return {spec.shape.accelerator_resource: str(spec.accelerator_limit), "nodes": str(spec.max_nodes)}
 
 
@@ -141,7 +156,7 @@ def node_pool(spec: PartitionSpec) -> dict[str, Any]:
         "template": {
             "metadata": {"labels": node_labels(spec)},
             "spec": {
-                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": spec.name},
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": spec.resource_name},
                 "requirements": requirements(spec),
                 "taints": node_taints(spec),
                 # Expiry is forceful and ignores budgets and do-not-disrupt: never for training.
@@ -157,7 +172,7 @@ def node_pool(spec: PartitionSpec) -> dict[str, Any]:
     return {
         "apiVersion": NODEPOOL_API,
         "kind": "NodePool",
-        "metadata": {"name": spec.name, "labels": {names.PARTITION_LABEL: spec.name}},
+        "metadata": {"name": spec.resource_name, "labels": {names.PARTITION_LABEL: spec.name}},
         "spec": pool_spec,
     }
 
@@ -224,6 +239,6 @@ def ec2_node_class(spec: PartitionSpec, *, node_role: Any, cluster_security_grou
     return {
         "apiVersion": NODECLASS_API,
         "kind": "EC2NodeClass",
-        "metadata": {"name": spec.name, "labels": {names.PARTITION_LABEL: spec.name}},
+        "metadata": {"name": spec.resource_name, "labels": {names.PARTITION_LABEL: spec.name}},
         "spec": class_spec,
     }

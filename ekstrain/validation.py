@@ -159,6 +159,9 @@ def validate_object(obj: dict[str, Any], kubernetes_version: str) -> list[str]:
     for key in ("apiVersion", "kind", "metadata"):
         props.pop(key, None)
     schema["properties"] = props
+    # Some CRDs (Argo CD's) list metadata as required at the root: it is checked by the API server, not here.
+    if "required" in schema:
+        schema["required"] = [r for r in schema["required"] if r not in ("apiVersion", "kind", "metadata")]
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(body), key=lambda e: list(e.absolute_path))
     return [f"{where}: {'.'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors]
@@ -166,10 +169,24 @@ def validate_object(obj: dict[str, Any], kubernetes_version: str) -> list[str]:
 
 # ---- Helm values ---------------------------------------------------------------------------------
 
+FREE_FORM_VALUES: dict[str, tuple[tuple[str, ...], ...]] = {
+    # zero-to-jupyterhub passes hub.config through as traitlets config (c.<Class>.<trait>): any class.
+    "jupyterhub": (("hub", "config"),),
+}
+"""Value paths a chart documents as free-form although its values.yaml has example keys there."""
+
+
 @functools.cache
 def chart_defaults(upstream_chart_dir: str) -> dict[str, Any]:
     path = _require_upstream() / "charts" / upstream_chart_dir / "values.yaml"
-    return yaml.safe_load(path.read_text()) or {}
+    defaults = yaml.safe_load(path.read_text()) or {}
+    for free in FREE_FORM_VALUES.get(upstream_chart_dir, ()):
+        node = defaults
+        for key in free[:-1]:
+            node = node.get(key, {})
+        if isinstance(node, dict) and free[-1] in node:
+            node[free[-1]] = {}
+    return defaults
 
 
 def unknown_value_keys(values: Any, defaults: Any, path: str = "") -> list[str]:

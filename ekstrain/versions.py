@@ -14,29 +14,58 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class KubernetesRelease:
     version: str
+    released: dt.date
+    """Available on EKS from this date (no EKS-optimized AMI for it exists before)."""
     standard_support_end: dt.date
     extended_support_end: dt.date
 
 
-# EKS release calendar. 1.31-1.33 from platform-anchors.md (d)5; 1.34 from the EKS
-# Kubernetes version calendar (released 2025-10-02, 14 months of standard support).
+# The EKS Kubernetes release calendar (docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html;
+# 14 months of standard support, then 12 of extended). 1.31-1.33 from platform-anchors.md (d)5; 1.34
+# released 2025-10-02; 1.35 released 2026-01-27 (standard to 2027-03-27, extended to 2028-03-27).
+# Which versions a stack may use follows from these dates and the day it is validated: see
+# :func:`window`. Add a row here when EKS publishes a new version (and its Neuron scheduler tag below).
 KUBERNETES_RELEASES: dict[str, KubernetesRelease] = {
     r.version: r
     for r in (
-        KubernetesRelease("1.31", dt.date(2025, 11, 26), dt.date(2026, 11, 26)),
-        KubernetesRelease("1.32", dt.date(2026, 3, 23), dt.date(2027, 3, 23)),
-        KubernetesRelease("1.33", dt.date(2026, 7, 29), dt.date(2027, 7, 29)),
-        KubernetesRelease("1.34", dt.date(2026, 12, 2), dt.date(2027, 12, 2)),
+        KubernetesRelease("1.31", dt.date(2024, 9, 26), dt.date(2025, 11, 26), dt.date(2026, 11, 26)),
+        KubernetesRelease("1.32", dt.date(2025, 1, 23), dt.date(2026, 3, 23), dt.date(2027, 3, 23)),
+        KubernetesRelease("1.33", dt.date(2025, 5, 29), dt.date(2026, 7, 29), dt.date(2027, 7, 29)),
+        KubernetesRelease("1.34", dt.date(2025, 10, 2), dt.date(2026, 12, 2), dt.date(2027, 12, 2)),
+        KubernetesRelease("1.35", dt.date(2026, 1, 27), dt.date(2027, 3, 27), dt.date(2028, 3, 27)),
     )
 }
-SUPPORTED_KUBERNETES_VERSIONS = tuple(KUBERNETES_RELEASES)
-DEFAULT_KUBERNETES_VERSION = "1.34"
+KNOWN_KUBERNETES_VERSIONS = tuple(KUBERNETES_RELEASES)
+SUPPORTED_KUBERNETES_VERSIONS = KNOWN_KUBERNETES_VERSIONS
+"""Versions the program has facts for (add-ons, scheduler tags); :func:`window` decides which a stack may use."""
+DEFAULT_KUBERNETES_VERSION = "1.35"
+"""For new stacks and prod: the newest version in EKS standard support."""
+
+
+def window(today: dt.date) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(versions in standard support, versions in extended support) on ``today``; anything else is
+    either not released yet or past extended support (EKS has upgraded such clusters)."""
+    standard = tuple(v for v, r in KUBERNETES_RELEASES.items() if r.released <= today < r.standard_support_end)
+    extended = tuple(v for v, r in KUBERNETES_RELEASES.items()
+                     if r.standard_support_end <= today < r.extended_support_end)
+    return standard, extended
+
+
+def unsupported_reason(version: str, today: dt.date) -> str | None:
+    """Why ``version`` cannot be used on ``today`` (None when it can)."""
+    release = KUBERNETES_RELEASES[version]
+    if today < release.released:
+        return f"Kubernetes {version} is not available on EKS before {release.released}"
+    if today >= release.extended_support_end:
+        return (f"Kubernetes {version} left EKS extended support on {release.extended_support_end}; "
+                "EKS upgrades such clusters automatically")
+    return None
 
 
 def support_warning(version: str, today: dt.date) -> str | None:
-    """A one-line warning when ``version`` is past EKS standard (or extended) support on ``today``."""
+    """A one-line warning when ``version`` is past EKS standard support on ``today``."""
     release = KUBERNETES_RELEASES[version]
-    if today > release.extended_support_end:
+    if today >= release.extended_support_end:
         return (
             f"Kubernetes {version} left EKS extended support on {release.extended_support_end}; "
             f"EKS upgrades such clusters automatically. Move to {DEFAULT_KUBERNETES_VERSION}."
@@ -44,7 +73,8 @@ def support_warning(version: str, today: dt.date) -> str | None:
     if today >= release.standard_support_end:
         return (
             f"Kubernetes {version} is past EKS standard support (ended {release.standard_support_end}); "
-            f"extended support costs extra and ends {release.extended_support_end}."
+            f"extended support costs extra and ends {release.extended_support_end}. "
+            f"Move to {DEFAULT_KUBERNETES_VERSION}."
         )
     return None
 
@@ -61,6 +91,20 @@ DEFAULT_ADDON_VERSIONS: dict[str, str | None] = {
     "eks-pod-identity-agent": None,
     "aws-ebs-csi-driver": None,
 }
+
+# Per-Kubernetes-version add-on pins where EKS's add-on table gives one (coredns is built per minor
+# version; the EKS CoreDNS page lists v1.14.2-eksbuild.4 as the 1.35 build). Missing entries fall
+# back to DEFAULT_ADDON_VERSIONS; a stack's ekstrain:versions.addons wins over both.
+ADDON_VERSIONS_BY_KUBERNETES: dict[str, dict[str, str]] = {
+    "1.33": {"coredns": "v1.12.4-eksbuild.1"},
+    "1.34": {"coredns": "v1.13.2-eksbuild.7"},
+    "1.35": {"coredns": "v1.14.2-eksbuild.4"},
+}
+
+
+def addon_version(name: str, kubernetes_version: str) -> str | None:
+    """The default pin of add-on ``name`` for a cluster of ``kubernetes_version``."""
+    return ADDON_VERSIONS_BY_KUBERNETES.get(kubernetes_version, {}).get(name, DEFAULT_ADDON_VERSIONS[name])
 
 
 @dataclass(frozen=True)
@@ -104,7 +148,25 @@ DEFAULT_CHARTS: dict[str, Chart] = {
                               upstream_dir="kuberay-operator"),
     "kubeflow-trainer": Chart("oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "2.3.0",
                               upstream_dir="kubeflow-trainer"),
+    # Platform pieces (shared/upstream/chart-src/SOURCES.md, "Added for the platform pieces").
+    "kube-prometheus-stack": Chart("kube-prometheus-stack", "88.5.3",
+                                   "https://prometheus-community.github.io/helm-charts",
+                                   upstream_dir="kube-prometheus-stack"),
+    "jupyterhub": Chart("jupyterhub", "4.4.0", "https://hub.jupyter.org/helm-chart/", upstream_dir="jupyterhub"),
+    "argo-cd": Chart("argo-cd", "10.1.1", "https://argoproj.github.io/argo-helm", upstream_dir="argo-cd"),
 }
+
+# Images the platform pieces run outside any chart's defaults.
+EFA_EXPORTER_IMAGE = "public.ecr.aws/docker/library/python:3.12.11-slim-bookworm"
+"""Runs the EFA metrics exporter script (standard library only) from a ConfigMap."""
+JUPYTER_GPU_IMAGE = "quay.io/jupyter/pytorch-notebook:cuda12-2025-10-20"
+"""Jupyter docker-stacks PyTorch + CUDA 12 notebook (ships jupyterhub-singleuser)."""
+JUPYTER_NEURON_IMAGE = "public.ecr.aws/neuron/pytorch-training-neuronx:2.7.0-neuronx-py310-sdk2.24.1-ubuntu22.04"
+"""The Neuron SDK image the Trainium job templates use; JupyterLab is added at start (it has none)."""
+JUPYTER_NEURON_SINGLEUSER = "jupyterhub==5.5.0 jupyterlab==4.4.9"
+"""pip requirements installed into the Neuron image at start: the singleuser server JupyterHub 5.x needs."""
+BIONEMO_IMAGE = "nvcr.io/nvidia/clara/bionemo-framework:1.5"
+"""NVIDIA BioNeMo Framework 1.x container: MolMIM (molecule generation) lives in 1.x, not in 2.x."""
 
 # neuron-monitor has no chart: it runs as a plain DaemonSet (image from the AWS Neuron samples).
 NEURON_MONITOR_IMAGE = "public.ecr.aws/neuron/neuron-monitor:1.1.0"
@@ -117,6 +179,7 @@ NEURON_CUSTOM_SCHEDULER_TAGS: dict[str, str] = {
     "1.32": "v1.32.9-eks-1-32-24",
     "1.33": "v1.33.3-eks-1-33-10",
     "1.34": "v1.33.3-eks-1-33-10",
+    "1.35": "v1.35.6-eks-1-35-12",  # kube-scheduler of EKS Distro release v1-35-eks-12
 }
 
 # Operators published as plain manifests, not charts (installed with yaml/kustomize components).
@@ -132,6 +195,27 @@ TRAINING_OPERATOR_KUSTOMIZE = (
 
 # Karpenter AMI alias versions: `latest` follows new AMIs (and drifts nodes); pin per stack in prod.
 DEFAULT_AMI_ALIAS_VERSION = "latest"
+
+# A known amazon-eks-ami release (weekly, one tag for every supported Kubernetes version) per
+# Kubernetes version, recommended as the prod pin. A pin dated before the version's EKS release
+# cannot resolve (no AL2023 AMI of that version existed): the stack rules refuse it.
+AMI_ALIAS_VERSIONS: dict[str, str] = {
+    "1.31": "v20251120",
+    "1.32": "v20251120",
+    "1.33": "v20251120",
+    "1.34": "v20251120",
+    "1.35": "v20260818",
+}
+
+
+def ami_release_date(alias_version: str) -> dt.date | None:
+    """'v20260818' -> 2026-08-18; None for 'latest' or a malformed value."""
+    if not (alias_version.startswith("v") and len(alias_version) == 9 and alias_version[1:].isdigit()):
+        return None
+    try:
+        return dt.datetime.strptime(alias_version[1:], "%Y%m%d").date()
+    except ValueError:
+        return None
 
 
 def parse_semver(version: str) -> tuple[int, int, int]:

@@ -155,6 +155,11 @@ class OfflineMocks(pulumi.runtime.Mocks):
         name = args.inputs.get("name") or args.name
         return {"name": name, "arn": f"arn:aws:logs:{self.region}:{ACCOUNT}:log-group:{name}"}
 
+    def _aws_amp_workspace_Workspace(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
+        ws = f"ws-{_hex(args.name, n=8)}-{_hex(args.name, 'w', n=4)}-4000-8000-{_hex(args.name, 'p', n=12)}"
+        return {"arn": f"arn:aws:aps:{self.region}:{ACCOUNT}:workspace/{ws}", "id": ws,
+                "prometheusEndpoint": f"https://aps-workspaces.{self.region}.amazonaws.com/workspaces/{ws}/"}
+
     def _random_index_randomPassword_RandomPassword(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
         return {"result": "offline-" + _hex(args.name, n=int(args.inputs.get("length", 32)) - 8)}
 

@@ -6,16 +6,19 @@ from typing import Any
 
 import pulumi
 
+from components.argocd import ArgoCd, ArgoCdArgs
 from components.cluster import AdminPrincipal, Cluster, ClusterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
+from components.jupyterhub import JupyterHub, JupyterHubArgs
 from components.karpenter import Karpenter, KarpenterArgs
 from components.network import Network, NetworkArgs
+from components.observability import Observability, ObservabilityArgs
 from components.operators import Operators, OperatorsArgs
 from components.partitions import Partition, PartitionArgs
 from components.slurm import Slurm, SlurmArgs
 from components.storage import build_storage
 from components.volcano import Volcano, VolcanoArgs
-from ekstrain import catalog
+from ekstrain import catalog, versions
 from ekstrain.karpenter_specs import PartitionSpec
 from ekstrain.partitions import shape
 from ekstrain.schedulers import operators as operator_values
@@ -59,7 +62,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         system_desired_size=c.system_node_group.desired_size,
         system_max_size=c.system_node_group.max_size,
         system_disk_size_gib=c.system_node_group.disk_size_gib,
-        addon_versions={name: cfg.versions.addon(name)
+        addon_versions={name: cfg.versions.addon(name, c.kubernetes_version)
                         for name in ("vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent",
                                      "aws-ebs-csi-driver")},
         tags=tags,
@@ -86,7 +89,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
     ), opts=k8s_after_cluster)
     node_pools = []
     for p in cfg.partitions:
-        Partition(p.name, PartitionArgs(
+        partition = Partition(p.name, PartitionArgs(
             spec=PartitionSpec(
                 name=p.name, shape=shape(p.name, p.accelerator, p.instance_types, p.efa), cluster_name=c.name,
                 availability_zone=cfg.network.training_availability_zone, max_nodes=p.max_nodes,
@@ -101,7 +104,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             karpenter_release=karpenter.release,
             tags=tags,
         ), opts=pulumi.ResourceOptions(provider=cluster.provider))
-        node_pools.append(p.name)
+        node_pools.append(partition.node_pool_names)
     types_of = lambda pred: sorted({t for p in cfg.partitions if pred(p) for t in p.instance_types})  # noqa: E731
     DevicePlugins("device-plugins", DevicePluginsArgs(
         charts={n: cfg.versions.chart(n) for n in ("nvidia-device-plugin", "dcgm-exporter",
@@ -113,6 +116,26 @@ def build(cfg: StackConfig) -> dict[str, Any]:
     ), opts=pulumi.ResourceOptions(provider=cluster.provider))
 
     outputs: dict[str, Any] = dict(storage_outputs)
+    # ---- platform pieces (ekstrain:observability, ekstrain:jupyterhub, ekstrain:delivery) ----
+    if cfg.observability.enabled:
+        observability = Observability("observability", ObservabilityArgs(
+            cfg=cfg, chart=cfg.versions.chart("kube-prometheus-stack"), after=[cluster], tags=tags),
+            opts=pulumi.ResourceOptions(provider=cluster.provider))
+        outputs["grafanaAdminPassword"] = observability.grafana_admin_password
+        if observability.remote_write_url is not None:
+            outputs["ampRemoteWriteUrl"] = observability.remote_write_url
+    if cfg.jupyterhub.enabled and storage.fsx:
+        JupyterHub("jupyterhub", JupyterHubArgs(
+            cfg=cfg, chart=cfg.versions.chart("jupyterhub"),
+            client_secret=pulumi.Output.secret(cfg.jupyterhub_client_secret) if cfg.jupyterhub_client_secret else None,
+            fsx_file_system_id=storage.fsx.file_system_id, fsx_dns_name=storage.fsx.dns_name,
+            fsx_mount_name=storage.fsx.mount_name, after=[cluster, storage.csi, storage.volumes]),
+            opts=pulumi.ResourceOptions(provider=cluster.provider))
+    if cfg.delivery.argocd:
+        ArgoCd("argocd", ArgoCdArgs(
+            chart=cfg.versions.chart("argo-cd"),
+            platform_charts=[cfg.versions.chart(n) for n in versions.DEFAULT_CHARTS if n != "argo-cd"],
+            after=[cluster]), opts=pulumi.ResourceOptions(provider=cluster.provider))
     # ---- schedulers (ekstrain:schedulers) ----
     sched = cfg.schedulers
     k8s_opts = pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster])
@@ -171,5 +194,5 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         "karpenterInterruptionQueue": karpenter.queue_name,
         "karpenterNodeRole": karpenter.node_role_name,
         "karpenterControllerRoleArn": karpenter.controller_role_arn,
-        "nodePools": node_pools,
+        "nodePools": pulumi.Output.all(*node_pools).apply(lambda pools: [n for ns in pools for n in ns]),
     }

@@ -23,8 +23,8 @@ from typing import Any
 
 import yaml
 
-from ekstrain import catalog, storage_sizing, validation, versions
-from ekstrain.partitions import shape
+from ekstrain import argocd, catalog, storage_sizing, validation, versions
+from ekstrain.partitions import layout_nodes, shape
 from infra import offline
 from stacks.errors import ConfigError
 from stacks.loader import load_flat, read_stack_file
@@ -75,16 +75,20 @@ def _file_name(obj: dict[str, Any]) -> str:
 
 
 def partition_rows(cfg: StackConfig) -> list[dict[str, Any]]:
+    """One row per partition; accelerators and EFA per instance type, NodePools with their node limits."""
     rows = []
     for p in cfg.partitions:
         s = shape(p.name, p.accelerator, p.instance_types, p.efa)
         lo, hi = catalog.price_range(p.instance_types)
+        pools = layout_nodes(s, p.max_nodes)
         rows.append({
             "partition": p.name, "instanceTypes": ",".join(p.instance_types), "capacity": p.capacity_type,
             "nodes": f"{p.min_nodes}-{p.max_nodes}",
-            "acceleratorsPerNode": f"{s.accelerators_per_node}x{s.instance_types[0].accelerator.model}",
+            "acceleratorsPerNode": ",".join(f"{t.name.split('.')[0]}:{t.accelerator_count}x{t.accelerator.model}"
+                                            for t in s.instance_types),
             "maxAccelerators": s.accelerators_per_node * p.max_nodes,
-            "efa": s.efa_interfaces,
+            "efa": ",".join(f"{t.name.split('.')[0]}:{s.efa_for(t.name)}" for t in s.instance_types),
+            "nodePools": ",".join(f"{layout.name}({n})" for layout, n in pools),
             "placementGroup": f"{cfg.cluster.name}-{p.name}" if p.wants_placement_group else "-",
             "usdPerHourAtMax": "n/a" if lo is None or hi is None else
             (f"{lo * p.max_nodes:,.0f}" if lo == hi else f"{lo * p.max_nodes:,.0f}-{hi * p.max_nodes:,.0f}"),
@@ -173,6 +177,14 @@ def write(out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], 
     comp_rows = [{"type": t, "count": n} for t, n in
                  sorted(collections.Counter(r.type for r in rec.records if not r.custom).items())]
     problems, note = validate_all(objs, releases, cfg)
+    apps = argocd.applications(rel for _, rel in releases) if cfg.delivery.argocd else []
+    if apps:
+        # ekstrain:delivery.argocd: one Application per Helm release, for a GitOps repository.
+        (out / "argocd").mkdir()
+        for app in apps:
+            (out / "argocd" / _file_name(app)).write_text(yaml.safe_dump(app, sort_keys=False))
+            if note is None:
+                problems += validation.validate_object(app, cfg.cluster.kubernetes_version)
     exported = {k: ("[secret]" if k == "kubeconfig" else v) for k, v in (rec.outputs or {}).items()}
     summary = "\n".join([
         f"# {BANNER}", "",
@@ -184,7 +196,8 @@ def write(out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], 
         "## Storage", *storage_lines(cfg), "",
         "## Components", table(comp_rows),
         "## Cloud resources by type (custom resources)", table(aws_rows),
-        f"## Kubernetes: {len(objs)} manifests, {len(releases)} Helm releases",
+        f"## Kubernetes: {len(objs)} manifests, {len(releases)} Helm releases"
+        + (f", {len(apps)} Argo CD Applications in argocd/" if apps else ""),
         *(f"- helm {rel.get('name')}: {rel.get('chart')} {rel.get('version')} (ns {rel.get('namespace')})"
           for _, rel in releases), "",
         "## Schema validation",

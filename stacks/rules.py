@@ -10,7 +10,7 @@ import datetime as dt
 import ipaddress
 import re
 
-from ekstrain import catalog, karpenter_specs, storage_sizing, versions
+from ekstrain import catalog, efa, karpenter_specs, names, storage_sizing, versions
 from stacks.errors import ConfigIssue
 from stacks.models import StackConfig
 from stacks.models.partitions import PartitionConfig
@@ -36,10 +36,39 @@ def check(cfg: StackConfig, today: dt.date | None = None) -> tuple[list[ConfigIs
     warnings += storage_warnings
     errors += _schedulers(cfg)
     errors += _versions(cfg)
-    warning = versions.support_warning(cfg.cluster.kubernetes_version, today or dt.date.today())
-    if warning:
+    hub_errors, hub_warnings = _jupyterhub(cfg)
+    errors += hub_errors
+    warnings += hub_warnings
+    day = today or dt.date.today()
+    errors += _kubernetes_window(cfg, day)
+    warning = versions.support_warning(cfg.cluster.kubernetes_version, day)
+    if warning and not errors:
         warnings.append(f"ekstrain:cluster.kubernetesVersion: {warning}")
     return errors, warnings
+
+
+def _kubernetes_window(cfg: StackConfig, today: dt.date) -> list[ConfigIssue]:
+    """The version must be on EKS's calendar today; a pinned AMI must be newer than the version."""
+    out = []
+    k8s = cfg.cluster.kubernetes_version
+    standard, extended = versions.window(today)
+    reason = versions.unsupported_reason(k8s, today)
+    if reason:
+        out.append(ConfigIssue("ekstrain:cluster.kubernetesVersion", f"{reason} (as of {today})",
+                               f"use {versions.DEFAULT_KUBERNETES_VERSION}; in standard support: "
+                               f"{', '.join(standard) or 'none'}; in extended support (extra cost): "
+                               f"{', '.join(extended) or 'none'}"))
+    ami = cfg.versions.ami_alias_version
+    released = versions.ami_release_date(ami)
+    if ami != "latest" and released is None:
+        out.append(ConfigIssue("ekstrain:versions.amiAliasVersion", f"{ami!r} is not an AMI release version",
+                               f"use latest or a release such as {versions.AMI_ALIAS_VERSIONS[k8s]}"))
+    elif released is not None and released < versions.KUBERNETES_RELEASES[k8s].released:
+        out.append(ConfigIssue("ekstrain:versions.amiAliasVersion",
+                               f"AMI release {ami} predates Kubernetes {k8s} on EKS "
+                               f"({versions.KUBERNETES_RELEASES[k8s].released}): al2023@{ami} has no {k8s} image",
+                               f"use amiAliasVersion: {versions.AMI_ALIAS_VERSIONS[k8s]} (or a later release)"))
+    return out
 
 
 def _network(cfg: StackConfig) -> list[ConfigIssue]:
@@ -125,11 +154,21 @@ def _partitions(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
                                       f"({ {t.name: t.accelerator_count for t in known} })",
                                       "keep types with the same accelerators per node in one partition; "
                                       "split the others into their own partition"))
-        if part.efa and len({t.efa_max_interfaces for t in known}) > 1:
-            least = min(t.efa_max_interfaces for t in known)
-            more = [t.name for t in known if t.efa_max_interfaces > least]
-            warnings.append(f"{_p(i, part, 'instanceTypes')}: nodes get {least} EFA interfaces (the common layout); "
-                            f"{more} support more, put them in their own partition to use all of them")
+        generations = {t.accelerator.generation for t in known}
+        if len(generations) > 1:
+            by_gen = {g: [t.name for t in known if t.accelerator.generation == g] for g in sorted(generations)}
+            errors.append(ConfigIssue(_p(i, part, "instanceTypes"),
+                                      f"instance types mix accelerator generations ({by_gen}); one job's ranks "
+                                      "would run at the slowest generation's speed",
+                                      "keep one generation per partition: move "
+                                      + " / ".join(", ".join(ts) for ts in list(by_gen.values())[1:])
+                                      + " into a partition of its own"))
+        layouts = len({tuple(efa.efa_layout(t)) for t in known if t.efa_capable}) if part.efa else 1
+        if layouts > 1 and part.max_nodes < layouts:
+            errors.append(ConfigIssue(_p(i, part, "maxNodes"),
+                                      f"maxNodes {part.max_nodes} cannot be split over the {layouts} EFA layouts of "
+                                      f"{part.instance_types} (one NodePool each)",
+                                      f"raise maxNodes to at least {layouts} or keep one EFA layout per partition"))
         if part.wants_placement_group and not part.efa:
             errors.append(ConfigIssue(_p(i, part, "placementGroup"), "a placement group needs efa: true",
                                       "set efa: true or placementGroup: false"))
@@ -217,6 +256,10 @@ def _storage(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
         warnings.append("ekstrain:storage.protect: false in a prod stack: a destroy or replacement deletes "
                         "buckets, FSx and EFS with their data")
     if not fsx.enabled:
+        if fsx.scratch.enabled:
+            out.append(ConfigIssue("ekstrain:storage.fsx.scratch.enabled",
+                                   "dynamic FSx scratch needs the FSx CSI driver, installed with the FSx file system",
+                                   "set ekstrain:storage.fsx.enabled: true or scratch.enabled: false"))
         return out, warnings
     key = "ekstrain:storage.fsx"
     cap = fsx.storage_capacity_gib
@@ -261,6 +304,19 @@ def _storage(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
         if len(set(events)) != len(events):
             out.append(ConfigIssue(f"{key}.{field}", f"{events} lists an event twice",
                                    "list each of NEW, CHANGED, DELETED at most once"))
+    sc = fsx.scratch
+    if sc.enabled and sc.deployment_type == "PERSISTENT_2" and sc.per_unit_storage_throughput not in (
+            FSX_PERSISTENT_2_THROUGHPUTS):
+        out.append(ConfigIssue(f"{key}.scratch.perUnitStorageThroughput",
+                               f"{sc.per_unit_storage_throughput} MB/s/TiB is not offered for PERSISTENT_2",
+                               f"use one of {', '.join(map(str, FSX_PERSISTENT_2_THROUGHPUTS))}"))
+    if sc.enabled and sc.deployment_type == "SCRATCH_2" and sc.per_unit_storage_throughput is not None:
+        out.append(ConfigIssue(f"{key}.scratch.perUnitStorageThroughput",
+                               "SCRATCH_2 has a fixed throughput (200 MB/s/TiB)", "remove perUnitStorageThroughput"))
+    if sc.enabled and sc.storage_class_name in ("gp3", names.EFS_STORAGE_CLASS):
+        out.append(ConfigIssue(f"{key}.scratch.storageClassName",
+                               f"{sc.storage_class_name!r} is already a StorageClass of the platform",
+                               "use another name, e.g. fsx-scratch"))
     ck = st.checkpoint
     if ck.size_gib is not None and not out:
         result = storage_sizing.report(storage_sizing.gib_to_bytes(ck.size_gib), ck.target_save_seconds,
@@ -314,6 +370,63 @@ def _schedulers(cfg: StackConfig) -> list[ConfigIssue]:
                                "Slurm needs the shared FSx file system for its NodeSets and login nodes",
                                "set ekstrain:storage.fsx.enabled: true"))
     return out
+
+
+def _jupyterhub(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
+    """No open hub: an authenticator restricted to listed users/organizations, never dummy in prod."""
+    j = cfg.jupyterhub
+    if not j.enabled:
+        return [], []
+    key = "ekstrain:jupyterhub"
+    a = j.auth
+    out = []
+    if a.type == "dummy" and cfg.environment == "prod":
+        out.append(ConfigIssue(f"{key}.auth.type", "the dummy authenticator lets anyone with the shared password in; "
+                                                   "it is not allowed in a prod stack",
+                               "use type: github (clientId, callbackUrl, allowedOrganizations) or generic-oauth"))
+    warnings = []
+    if cfg.jupyterhub_client_secret is None:
+        if a.type == "dummy":
+            out.append(ConfigIssue("ekstrain:jupyterhubClientSecret", "the dummy authenticator needs a password",
+                                   "pulumi config set --secret ekstrain:jupyterhubClientSecret <password>"))
+        else:
+            warnings.append("ekstrain:jupyterhubClientSecret: not set; the hub reads its OAuth client secret from the "
+                            "Secret jupyterhub/jupyterhub-oauth (key client-secret): create it (kubectl -n jupyterhub "
+                            "create secret generic jupyterhub-oauth --from-literal=client-secret=...) or set the "
+                            "stack secret")
+    if a.type in ("github", "generic-oauth"):
+        missing = [f for f, v in (("clientId", a.client_id), ("callbackUrl", a.callback_url)) if not v]
+        if a.type == "generic-oauth":
+            missing += [f for f, v in (("authorizeUrl", a.authorize_url), ("tokenUrl", a.token_url),
+                                       ("userdataUrl", a.userdata_url)) if not v]
+        if missing:
+            out.append(ConfigIssue(f"{key}.auth", f"{a.type} needs {', '.join(missing)}",
+                                   "set them from your OAuth application"))
+    if not (a.allowed_users or a.allowed_organizations or a.admin_users):
+        out.append(ConfigIssue(f"{key}.auth.allowedUsers", "nobody is listed, so the hub would be open to every "
+                                                           "account of the identity provider",
+                               "list allowedUsers or (github) allowedOrganizations"))
+    if a.allowed_organizations and a.type != "github":
+        out.append(ConfigIssue(f"{key}.auth.allowedOrganizations", "only the github authenticator has organizations",
+                               "use allowedUsers"))
+    if any(ipaddress.IPv4Network(c).prefixlen == 0 for c in j.allowed_cidrs):
+        out.append(ConfigIssue(f"{key}.allowedCidrs", "0.0.0.0/0 opens the hub's load balancer to every address that "
+                                                      "reaches the VPC", "list the VPC, VPN or office CIDRs"))
+    names_ = {p.name for p in cfg.partitions}
+    unknown = sorted(set(j.profiles) - names_)
+    if unknown:
+        out.append(ConfigIssue(f"{key}.profiles", f"{unknown} are not partitions", f"use some of {sorted(names_)}"))
+    if not cfg.partitions:
+        out.append(ConfigIssue(f"{key}.enabled", "there are no partitions to offer as profiles",
+                               "add a partition or disable JupyterHub"))
+    if not cfg.storage.efs.enabled:
+        out.append(ConfigIssue(f"{key}.enabled", "user homes live on EFS but ekstrain:storage.efs.enabled is false",
+                               "set ekstrain:storage.efs.enabled: true"))
+    if not cfg.storage.fsx.enabled:
+        out.append(ConfigIssue(f"{key}.enabled", "notebooks mount the training FSx read-only but "
+                                                 "ekstrain:storage.fsx.enabled is false",
+                               "set ekstrain:storage.fsx.enabled: true"))
+    return out, warnings
 
 
 def _versions(cfg: StackConfig) -> list[ConfigIssue]:

@@ -44,10 +44,10 @@ def stack_config(name: str) -> StackConfig:
 
 
 def cfg_with(change: Callable[[dict[str, Any]], None], stack: str = "prod") -> StackConfig:
-    """A stack file's config with ``change`` applied to its sections (validated as of 2026-01-01)."""
+    """A stack file's config with ``change`` applied to its sections (validated as of 2026-12-03)."""
     sections = stack_sections(stack)
     change(sections)
-    return parse(sections, "test", today=dt.date(2026, 1, 1))[0]
+    return parse(sections, "test", today=dt.date(2026, 12, 3))[0]
 
 
 def releases(rec: offline.Recording) -> dict[str, Any]:

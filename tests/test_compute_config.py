@@ -17,7 +17,7 @@ P0 = "ekstrain:partitions[0] (gpu-small)"
 
 def _errors(sections: dict[str, Any]) -> list[tuple[str, str]]:
     with pytest.raises(ConfigError) as caught:
-        parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 1, 1))
+        parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 12, 3))
     return [(i.key, f"{i.problem} | {i.fix}") for i in caught.value.issues]
 
 
@@ -70,7 +70,7 @@ def test_valid_extras_are_accepted() -> None:
     sections = stack_sections("dev")
     sections["partitions"][0].update(labels={"team.example.com/owner": "llm"}, consolidateAfter="2h",
                                      capacityType="reserved", capacityReservation={"ids": ["cr-0123abc"]})
-    cfg, _ = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 1, 1))
+    cfg, _ = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 12, 3))
     part = cfg.partitions[0]
     assert part.effective_consolidate_after == "2h"
     assert part.labels == {"team.example.com/owner": "llm"}
@@ -79,8 +79,8 @@ def test_valid_extras_are_accepted() -> None:
 def test_reserved_partition_in_a_placement_group_warns() -> None:
     sections = stack_sections("dev")
     sections["partitions"][0].update(capacityType="reserved", capacityReservation={"ids": ["cr-0123abc"]})
-    _, warnings = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 1, 1))
+    _, warnings = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 12, 3))
     assert any(w.startswith(f"{P0}.placementGroup") and "placementGroup: false" in w for w in warnings), warnings
     sections["partitions"][0]["placementGroup"] = False
-    _, warnings = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 1, 1))
+    _, warnings = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 12, 3))
     assert not any("placementGroup" in w for w in warnings)

@@ -248,12 +248,12 @@ def test_prod_partitions_efa_counts_and_limits() -> None:
     parts = stack_specs("prod")
     efa = {n: sum(i["interfaceType"] == "efa-only" for i in node_class(s)["spec"]["networkInterfaces"])
            for n, s in parts.items()}
-    assert efa == {"gpu-a100": 4, "gpu-h100": 32, "trainium": 8}
+    assert efa == {"gpu-a100": 4, "gpu-h100": 32, "trainium": 8}, "the partition-level layout (the common one)"
     limits = {n: specs.node_pool(s)["spec"]["limits"] for n, s in parts.items()}
     assert limits == {"gpu-a100": {"nvidia.com/gpu": "128", "nodes": "16"},
                       "gpu-h100": {"nvidia.com/gpu": "64", "nodes": "8"},
                       "trainium": {"aws.amazon.com/neuron": "512", "nodes": "32"}}
-    assert {node_class(s)["spec"]["amiSelectorTerms"][0]["alias"] for s in parts.values()} == {"al2023@v20251120"}
+    assert {node_class(s)["spec"]["amiSelectorTerms"][0]["alias"] for s in parts.values()} == {"al2023@v20260818"}
 
 
 @pytest.mark.parametrize("stack", ["prod", "dev"])

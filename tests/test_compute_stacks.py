@@ -16,6 +16,8 @@ NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 PROD_PARTITIONS = {"gpu-a100", "gpu-h100", "trainium"}
+# NodePool/EC2NodeClass names per partition: trainium (trn1 8 EFA + trn1n 16 EFA) has one per layout.
+PROD_POOLS = {"gpu-a100": ["gpu-a100"], "gpu-h100": ["gpu-h100"], "trainium": ["trainium-trn1", "trainium-trn1n"]}
 
 
 def _releases(rec: Recording) -> dict[str, dict]:
@@ -27,7 +29,8 @@ def test_prod_has_one_partition_component_per_partition(prod_recording: Recordin
     assert {p.name for p in parts} == PROD_PARTITIONS
     for p in parts:
         children = {(c.type, c.name) for c in prod_recording.children_of(p.urn)}
-        assert children == {(NODECLASS, f"{p.name}-nodeclass"), (NODEPOOL, f"{p.name}-nodepool")}
+        assert children == {(kind, f"{pool}-{suffix}") for pool in PROD_POOLS[p.name]
+                            for kind, suffix in ((NODECLASS, "nodeclass"), (NODEPOOL, "nodepool"))}
 
 
 def test_prod_nodeclasses_are_wired_to_network_cluster_and_karpenter(prod_recording: Recording) -> None:
@@ -36,12 +39,14 @@ def test_prod_nodeclasses_are_wired_to_network_cluster_and_karpenter(prod_record
     provider = rec.one("pulumi:providers:kubernetes", "cluster-k8s")
     cluster_sg = rec.one("eks:index:Cluster", "cluster").outputs["clusterSecurityGroupId"]
     node_role = rec.one("aws:iam/role:Role", "karpenter-node").outputs["name"]
-    for name in PROD_PARTITIONS:
-        nc = rec.one(NODECLASS, f"{name}-nodeclass")
-        pool = rec.one(NODEPOOL, f"{name}-nodepool")
+    for name, pool_name in ((n, pn) for n, pns in PROD_POOLS.items() for pn in pns):
+        nc = rec.one(NODECLASS, f"{pool_name}-nodeclass")
+        pool = rec.one(NODEPOOL, f"{pool_name}-nodepool")
         pg = rec.one("aws:ec2/placementGroup:PlacementGroup", f"network-pg-{name}")
         spec = nc.inputs["spec"]
-        assert nc.inputs["metadata"]["name"] == pool.inputs["metadata"]["name"] == name
+        assert nc.inputs["metadata"]["name"] == pool.inputs["metadata"]["name"] == pool_name
+        assert pool.inputs["spec"]["template"]["spec"]["nodeClassRef"]["name"] == pool_name
+        assert pool.inputs["spec"]["template"]["metadata"]["labels"][names.PARTITION_LABEL] == name
         assert spec["role"] == node_role == "KarpenterNodeRole-ekstrain-prod"
         assert spec["securityGroupSelectorTerms"][0] == {"id": cluster_sg}
         assert spec["placementGroupSelector"] == {"name": pg.outputs["name"]}
@@ -53,7 +58,7 @@ def test_prod_nodeclasses_are_wired_to_network_cluster_and_karpenter(prod_record
 
 def test_prod_efa_layouts_limits_and_zone(prod_recording: Recording) -> None:
     efa, limits, zones = {}, {}, set()
-    for name in PROD_PARTITIONS:
+    for name in (pn for pns in PROD_POOLS.values() for pn in pns):
         layout = prod_recording.one(NODECLASS, f"{name}-nodeclass").inputs["spec"]["networkInterfaces"]
         efa[name] = sum(i["interfaceType"] == "efa-only" for i in layout)
         assert layout[0] == {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}
@@ -61,10 +66,12 @@ def test_prod_efa_layouts_limits_and_zone(prod_recording: Recording) -> None:
         limits[name] = pool["limits"]
         zones |= {v for r in pool["template"]["spec"]["requirements"] if r["key"] == "topology.kubernetes.io/zone"
                   for v in r["values"]}
-    assert efa == {"gpu-a100": 4, "gpu-h100": 32, "trainium": 8}
+    # trn1n gets its full 16 EFA interfaces; trainium's 32 nodes / 512 devices are split 16 + 16
+    assert efa == {"gpu-a100": 4, "gpu-h100": 32, "trainium-trn1": 8, "trainium-trn1n": 16}
     assert limits == {"gpu-a100": {"nvidia.com/gpu": "128", "nodes": "16"},
                       "gpu-h100": {"nvidia.com/gpu": "64", "nodes": "8"},
-                      "trainium": {"aws.amazon.com/neuron": "512", "nodes": "32"}}
+                      "trainium-trn1": {"aws.amazon.com/neuron": "256", "nodes": "16"},
+                      "trainium-trn1n": {"aws.amazon.com/neuron": "256", "nodes": "16"}}
     assert zones == {"us-west-2b"}
 
 
@@ -75,7 +82,7 @@ def test_every_nodeclass_and_nodepool_validates_against_upstream_crds(stack: str
         pytest.skip("upstream CRDs absent")
     rec = prod_recording if stack == "prod" else dev_recording
     objs = rec.of_type(NODECLASS) + rec.of_type(NODEPOOL)
-    assert len(objs) == (6 if stack == "prod" else 2)
+    assert len(objs) == (8 if stack == "prod" else 2)
     for r in objs:
         manifest = {k: v for k, v in r.inputs.items() if k != "id"}
         assert validation.validate_object(manifest, "1.34") == [], r.name
@@ -101,7 +108,7 @@ def test_prod_device_plugins_run_only_on_their_hardware(prod_recording: Recordin
     assert neuron["values"]["scheduler"]["nodeSelector"] == {"node-role.kubernetes.io/master": None}
     assert neuron["values"]["neuronInstances"] == ["trn1.32xlarge", "trn1n.32xlarge"]
     custom = neuron["values"]["scheduler"]["customScheduler"]
-    assert custom["image"]["tag"].startswith(("v1.33.", "v1.34.")), "kube-scheduler within one minor of 1.34"
+    assert custom["image"]["tag"].startswith(("v1.34.", "v1.35.")), "kube-scheduler within one minor of 1.35"
     assert custom["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"][0]["matchExpressions"] == [
         {"key": "ekstrain.io/node-role", "operator": "In", "values": ["system"]}]
@@ -133,7 +140,7 @@ def test_dev_has_no_neuron_components(dev_recording: Recording) -> None:
 def test_no_efa_plugin_without_an_efa_partition() -> None:
     sections = stack_sections("dev")
     sections["partitions"][0]["efa"] = False
-    cfg, _ = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 1, 1))
+    cfg, _ = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 12, 3))
     rec = run_stack(cfg)
     assert "aws-efa-k8s-device-plugin" not in _releases(rec)
     nc = rec.one(NODECLASS, "gpu-small-nodeclass").inputs["spec"]
@@ -146,7 +153,7 @@ def test_reserved_partition_selects_its_reservation_and_keeps_idle_nodes() -> No
     sections = stack_sections("dev")
     sections["partitions"][0].update(capacityType="reserved",
                                      capacityReservation={"ids": ["cr-0123456789abcdef0"], "instanceCount": 2})
-    cfg, _ = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 1, 1))
+    cfg, _ = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 12, 3))
     rec = run_stack(cfg)
     nc = rec.one(NODECLASS, "gpu-small-nodeclass").inputs["spec"]
     assert nc["capacityReservationSelectorTerms"] == [{"id": "cr-0123456789abcdef0"}]
@@ -168,7 +175,7 @@ def test_stack_outputs_name_karpenter_pieces(prod_recording: Recording) -> None:
     out = prod_recording.outputs
     assert out["karpenterInterruptionQueue"] == "ekstrain-prod"
     assert out["karpenterNodeRole"] == "KarpenterNodeRole-ekstrain-prod"
-    assert out["nodePools"] == ["gpu-a100", "gpu-h100", "trainium"]
+    assert out["nodePools"] == ["gpu-a100", "gpu-h100", "trainium-trn1", "trainium-trn1n"]
 
 
 def test_neuron_kube_scheduler_tag_for_every_supported_version_respects_skew() -> None:
@@ -199,7 +206,7 @@ def test_selector_terms_pick_exactly_the_efa_subnet_and_sg(prod_recording: Recor
 def test_non_efa_partition_selects_only_private_subnets() -> None:
     sections = stack_sections("dev")
     sections["partitions"][0]["efa"] = False
-    cfg, _ = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 1, 1))
+    cfg, _ = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 12, 3))
     rec = run_stack(cfg)
     (term,) = rec.one(NODECLASS, "gpu-small-nodeclass").inputs["spec"]["subnetSelectorTerms"]
     assert sorted(_matching(rec, "aws:ec2/subnet:Subnet", term["tags"])) == [

@@ -41,13 +41,13 @@ def planner(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(planning, "RealPlanner", FakePlanner)
 
 
-def test_script_has_the_five_seed_workloads_and_three_health_checks(tmp_path: pathlib.Path) -> None:
+def test_script_has_the_six_seed_workloads_and_three_health_checks(tmp_path: pathlib.Path) -> None:
     schedulers = [c[c.index("--scheduler") + 1] for c in _commands(tmp_path)]
-    assert schedulers == ["slurm", "mpijob", "trainium", "rayjob", "volcano", "slurm", "nccl-test", "nccl-test",
-                          "nccl-test"]
+    assert schedulers == ["slurm", "mpijob", "trainium", "rayjob", "volcano", "bionemo", "slurm", "nccl-test",
+                          "nccl-test", "nccl-test"]
 
 
-@pytest.mark.parametrize("index", range(9))
+@pytest.mark.parametrize("index", range(10))
 def test_example_renders_and_validates(index: int, tmp_path: pathlib.Path, planner: None,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     if validation.upstream_dir() is None:

@@ -85,14 +85,14 @@ def test_template_renders_and_validates(scheduler: str, partition: str) -> None:
 
 def test_every_prod_partition_gets_every_applicable_template() -> None:
     assert {p for _, p in CASES} == {p.name for p in PROD.partitions}
-    assert len(CASES) == len(GPU_PARTITIONS) * 8 + len(TRN_PARTITIONS) * 5
+    assert len(CASES) == len(GPU_PARTITIONS) * 9 + len(TRN_PARTITIONS) * 5
 
 
 @pytest.mark.parametrize(("scheduler", "partition"), [c for c in CASES if c[0] != "slurm"])
 def test_workers_carry_the_platform_contract(scheduler: str, partition: str) -> None:
     part = PROD.partition(partition)
     it = catalog.get(part.instance_types[0])
-    expected_efa = min(catalog.get(t).efa_max_interfaces for t in part.instance_types)
+    expected_efa = it.efa_max_interfaces  # every layout of a partition gets its type's full EFA count
     objects = render(spec_for(partition), PROD, scheduler, FakePlanner())
     workload = next(o for o in objects if o["kind"] not in ("ConfigMap", "Service"))
     workers = accelerator_containers(workload)
@@ -109,7 +109,7 @@ def test_workers_carry_the_platform_contract(scheduler: str, partition: str) -> 
     assert specs
     for s in specs:
         if "nodeSelector" in s:
-            assert s["nodeSelector"] == {names.NODEPOOL_LABEL: partition, INSTANCE_TYPE_LABEL: it.name}
+            assert s["nodeSelector"] == {names.PARTITION_LABEL: partition, INSTANCE_TYPE_LABEL: it.name}
             assert {"key": it.accelerator_resource, "operator": "Equal", "value": "true",
                     "effect": "NoSchedule"} in s["tolerations"]
             vols = {v["name"]: v for v in s["volumes"]}
@@ -231,7 +231,7 @@ def test_trainjob_uses_the_torch_runtime_and_patches_placement() -> None:
     pod = rj["template"]["spec"]["template"]
     assert rj["name"] == "node" and pod["spec"]["containers"][0]["name"] == "node"
     assert pod["metadata"]["annotations"] == {DO_NOT_DISRUPT: "true"}
-    assert pod["spec"]["nodeSelector"][names.NODEPOOL_LABEL] == "gpu-h100"
+    assert pod["spec"]["nodeSelector"][names.PARTITION_LABEL] == "gpu-h100"
 
 
 def test_ray_head_is_cpu_only_and_workers_are_whole_gpu_nodes() -> None:

@@ -52,7 +52,8 @@ def test_prod_summary_lists_partitions_with_efa_and_cost(tmp_path: pathlib.Path)
     header = next(line.split() for line in lines if line.startswith("partition "))
     rows = {line.split()[0]: dict(zip(header, line.split(), strict=True))
             for line in lines if line.startswith(("gpu-", "trainium"))}
-    assert {name: row["efa"] for name, row in rows.items()} == {"gpu-a100": "4", "gpu-h100": "32", "trainium": "8"}
+    assert {name: row["efa"] for name, row in rows.items()} == {
+        "gpu-a100": "p4d:4,p4de:4", "gpu-h100": "p5:32", "trainium": "trn1:8,trn1n:16"}
     assert {name: row["maxAccelerators"] for name, row in rows.items()} == {
         "gpu-a100": "128", "gpu-h100": "64", "trainium": "512"}
     assert rows["gpu-a100"]["usdPerHourAtMax"] == "351-439"

@@ -53,7 +53,7 @@ def test_trainer_chart_and_per_partition_torch_runtimes(prod_recording: Recordin
     (job,) = h100.inputs["spec"]["template"]["spec"]["replicatedJobs"]
     pod = job["template"]["spec"]["template"]["spec"]
     assert job["name"] == "node"
-    assert pod["nodeSelector"] == {"karpenter.sh/nodepool": "gpu-h100"}
+    assert pod["nodeSelector"] == {"ekstrain.io/partition": "gpu-h100"}  # every NodePool of the partition
     assert pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}
     trn_job = runtimes["torch-distributed-trainium"].inputs["spec"]["template"]["spec"]["replicatedJobs"][0]
     trn_pod = trn_job["template"]["spec"]["template"]["spec"]

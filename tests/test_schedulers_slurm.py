@@ -32,7 +32,8 @@ EXPECTED = {
 def test_prod_partition_becomes_nodeset_and_slurm_partition(part: str) -> None:
     resources, taint, gres, max_nodes = EXPECTED[part]
     ns = slurm.slurm_values(stack_config("prod"))["nodesets"][part]
-    assert ns["podSpec"]["nodeSelector"] == {"kubernetes.io/os": "linux", "karpenter.sh/nodepool": part}
+    # The partition label: every NodePool of a mixed-layout partition (trainium-trn1, -trn1n) sets it.
+    assert ns["podSpec"]["nodeSelector"] == {"kubernetes.io/os": "linux", "ekstrain.io/partition": part}
     assert ns["podSpec"]["tolerations"] == [{"key": taint, "operator": "Equal", "value": "true",
                                             "effect": "NoSchedule"}]
     assert ns["slurmd"]["resources"] == {"requests": resources, "limits": resources}

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from stacks.errors import ConfigError
 from stacks.loader import parse
 
-TODAY = dt.date(2026, 1, 1)
+TODAY = dt.date(2026, 12, 3)
 FSX = "ekstrain:storage.fsx"
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from ekstrain import catalog
-from ekstrain.jobs import mpijob, nccl, pytorchjob, ray, slurm, trainium, trainjob, volcano
+from ekstrain.jobs import bionemo, mpijob, nccl, pytorchjob, ray, slurm, trainium, trainjob, volcano
 from ekstrain.jobs.planning import PlannerBackend
 from ekstrain.jobs.resolve import ResolvedRun, resolve
 from ekstrain.jobs.spec import JobRequestError, RunSpec
@@ -35,6 +35,7 @@ SCHEDULERS: dict[str, Scheduler] = {s.name: s for s in (
     Scheduler("trainium", trainium.build, catalog.TRAINIUM, "Indexed Job for Trainium with Neuron pre-compile"),
     Scheduler("slurm", lambda r: [slurm.configmap(r)], None, "Slurm sbatch script (text, or --configmap)"),
     Scheduler("nccl-test", nccl.build, None, "all-reduce health check with the catalog's device counts"),
+    Scheduler("bionemo", bionemo.build, catalog.GPU, "BioNeMo MolMIM molecule-generation pre-training (Volcano)"),
 )}
 
 
@@ -49,6 +50,7 @@ def _installed(cfg: StackConfig) -> dict[str, tuple[bool, str]]:
         "trainjob": (s.kubeflow.flavor == "trainer", f"ekstrain:schedulers.kubeflow.flavor is {s.kubeflow.flavor!r}, "
                                                      "TrainJob needs 'trainer'"),
         "volcano": (s.volcano.enabled, "ekstrain:schedulers.volcano.enabled is false"),
+        "bionemo": (s.volcano.enabled, "ekstrain:schedulers.volcano.enabled is false"),
         "rayjob": (s.kuberay.enabled, "ekstrain:schedulers.kuberay.enabled is false"),
         "raycluster": (s.kuberay.enabled, "ekstrain:schedulers.kuberay.enabled is false"),
         "slurm": (s.slurm.enabled, "ekstrain:schedulers.slurm.enabled is false"),

@@ -100,7 +100,8 @@ class ResolvedRun:
 
     def node_selector(self) -> dict[str, str]:
         # One instance type per job: a mixed partition (p4d + p4de) must not mix GPU memory sizes in one plan.
-        return {names.NODEPOOL_LABEL: self.shape.name, INSTANCE_TYPE_LABEL: self.instance.name}
+        # The partition label: a mixed-layout partition (trn1 + trn1n) has one NodePool per layout.
+        return {names.PARTITION_LABEL: self.shape.name, INSTANCE_TYPE_LABEL: self.instance.name}
 
     def tolerations(self) -> list[dict[str, str]]:
         return [{"key": self.accelerator_resource, "operator": "Equal", "value": names.TAINT_VALUE,
@@ -306,7 +307,7 @@ def resolve(spec: RunSpec, cfg: StackConfig, planner: PlannerBackend | None = No
         deepspeed = _deepspeed_config(plan, degrees, spec)
     compile_cache = posixpath.join(mount, "neuron-cache")
     ctx = envtable.EnvContext(
-        family=instance.family, efa=shp.efa_interfaces, gpudirect_rdma=shp.gpudirect_rdma,
+        family=instance.family, efa=shp.efa_for(instance.name), gpudirect_rdma=shp.gpudirect_rdma,
         hugepages=spec.hugepages_2mi is not None, neuron_cores=instance.neuron_cores,
         checkpoint_dir=checkpoint_dir, data_dir=data_dir, compile_cache=compile_cache)
     env = envtable.platform_env(ctx)
@@ -315,7 +316,7 @@ def resolve(spec: RunSpec, cfg: StackConfig, planner: PlannerBackend | None = No
     cpu_reserve = max(2, instance.vcpus // 16)
     return ResolvedRun(
         spec=spec, shape=shp, instance=instance, plan=plan, namespace=spec.namespace or names.TRAINING_NAMESPACE,
-        nodes=spec.nodes, nproc_per_node=nproc, degrees=degrees, efa=shp.efa_interfaces,
+        nodes=spec.nodes, nproc_per_node=nproc, degrees=degrees, efa=shp.efa_for(instance.name),
         hugepages_2mi=spec.hugepages_2mi, memory=_gib(instance.memory_gib * MEMORY_FRACTION),
         cpu=str(instance.vcpus - cpu_reserve), shm_size=_gib(instance.memory_gib * SHM_FRACTION),
         mount_path=mount, data_dir=data_dir, checkpoint_dir=checkpoint_dir, compile_cache=compile_cache,

@@ -287,6 +287,9 @@ MODELS: dict[str, ModelSpec] = {
         _llama("llama2-13b", 40, 5120, 40, 40, 13824, vocab=32000),
         _llama("llama2-70b", 80, 8192, 64, 8, 28672, vocab=32000),
         _llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, vocab=32000, experts=8, top_k=2),  # arXiv 2401.04088
+        # BioNeMo MolMIM-small (6-layer encoder + 6-layer decoder, hidden 512, 8 heads, 128 SMILES tokens,
+        # regex vocabulary 523) as one 12-layer dense stack: the decoder's cross-attention is not modelled.
+        _gpt("molmim-70m", 12, 512, 8, seq_len=128, vocab=523),
         # Devlin et al. 2018; the 2-row token-type table and the pooler are not modelled.
         ModelSpec(
             "bert-large",

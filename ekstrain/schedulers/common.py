@@ -52,7 +52,9 @@ class PartitionFacts:
 
     @property
     def node_selector(self) -> dict[str, str]:
-        return {names.NODEPOOL_LABEL: self.name}
+        """The partition label every NodePool of the partition sets (a mixed-layout partition has
+        several NodePools, so ``karpenter.sh/nodepool`` would select only one of them)."""
+        return {names.PARTITION_LABEL: self.name}
 
     @property
     def max_vcpus(self) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ekstrain import names
+from ekstrain.partitions import layout_nodes
 from ekstrain.schedulers.common import SYSTEM_NODE_SELECTOR, PartitionFacts, partition_facts
 from stacks.models import StackConfig
 
@@ -38,7 +39,8 @@ def queue_capability(p: PartitionFacts) -> dict[str, str]:
         p.accelerator_resource: str(p.shape.accelerators_per_node * n),
     }
     if p.shape.efa_interfaces:
-        cap[names.EFA_RESOURCE] = str(p.shape.efa_interfaces * n)
+        # Each layout of a mixed partition contributes its own EFA count times its share of maxNodes.
+        cap[names.EFA_RESOURCE] = str(sum(s.efa_interfaces * k for s, k in layout_nodes(p.shape, n)))
     return cap
 
 

@@ -39,7 +39,8 @@ class ClusterConfig(Model):
     name: str = Field(pattern=r"^[a-zA-Z][a-zA-Z0-9-]{0,99}$")
     """Physical EKS cluster name; also the Karpenter discovery tag value and the SQS queue name."""
     kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION
-    """@default 1.34. Quote it in YAML ("1.30" unquoted is the number 1.3)."""
+    """@default 1.35 (the newest in EKS standard support). Quote it in YAML ("1.30" unquoted is the
+    number 1.3). Versions past EKS extended support on the day of validation are refused."""
     endpoint_public_access: bool = False
     """@default false: the API server is reachable only from inside the VPC."""
     public_access_cidrs: list[IPv4Cidr] = Field(default_factory=list)
@@ -61,7 +62,8 @@ class ClusterConfig(Model):
     @classmethod
     def _version(cls, value: object) -> object:
         if isinstance(value, float):
-            raise ValueError(f"got the number {value}; quote the version, e.g. \"1.34\"")
+            example = versions.DEFAULT_KUBERNETES_VERSION
+            raise ValueError(f"got the number {value}; quote the version, e.g. \"{example}\"")
         if value not in versions.SUPPORTED_KUBERNETES_VERSIONS:
             supported = ", ".join(versions.SUPPORTED_KUBERNETES_VERSIONS)
             raise ValueError(f"{value!r} is not supported; use one of {supported}")

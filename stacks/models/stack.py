@@ -10,6 +10,7 @@ from stacks.models.base import DNS_LABEL, Model
 from stacks.models.cluster import ClusterConfig
 from stacks.models.network import NetworkConfig
 from stacks.models.partitions import PartitionConfig
+from stacks.models.platform import DeliveryConfig, JupyterHubConfig, ObservabilityConfig
 from stacks.models.schedulers import SchedulersConfig
 from stacks.models.storage import StorageConfig
 from stacks.models.versions import VersionsConfig
@@ -36,6 +37,15 @@ class StackConfig(Model):
     """Which schedulers and training operators run."""
     versions: VersionsConfig = Field(default_factory=VersionsConfig)
     """Overrides of the pinned chart and add-on versions (defaults in ekstrain/versions.py)."""
+    observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
+    """Prometheus, Grafana, GPU/Neuron/EFA metrics, dashboards, optional AMP remote write."""
+    jupyterhub: JupyterHubConfig = Field(default_factory=JupyterHubConfig)
+    """Interactive notebooks on the partitions."""
+    jupyterhub_client_secret: str | None = None
+    """JupyterHub's OAuth client secret (the dummy password outside prod). A secret: set it with
+    ``pulumi config set --secret ekstrain:jupyterhubClientSecret <value>``; @default none."""
+    delivery: DeliveryConfig = Field(default_factory=DeliveryConfig)
+    """Argo CD as a delivery option."""
 
     def partition(self, name: str) -> PartitionConfig:
         for p in self.partitions:

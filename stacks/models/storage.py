@@ -34,6 +34,20 @@ class BucketsConfig(Model):
     service-linked role use it, see docs/storage.md)."""
 
 
+class ScratchConfig(Model):
+    """A StorageClass that creates a new FSx for Lustre file system per PVC (per-job scratch)."""
+
+    enabled: bool = False
+    """@default false. Each PVC of class ``storageClassName`` creates (and, on delete, destroys) its own
+    Lustre file system in the training AZ's EFA subnet: fast scratch that never outlives its job."""
+    storage_class_name: str = Field(default="fsx-scratch", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    """@default fsx-scratch."""
+    deployment_type: Literal["SCRATCH_2", "PERSISTENT_2"] = "SCRATCH_2"
+    """@default SCRATCH_2 (no replication, 200 MB/s/TiB; the data is disposable)."""
+    per_unit_storage_throughput: int | None = None
+    """PERSISTENT_2 only: 125, 250, 500 or 1000 MB/s/TiB; @default none."""
+
+
 class FsxConfig(Model):
     enabled: bool = True
     """@default true: an FSx for Lustre file system in the EFA subnet (training AZ)."""
@@ -59,6 +73,8 @@ class FsxConfig(Model):
     """@default 30: retention of the ``/aws/fsx/<cluster>-lustre`` log group (data repository events)."""
     mount_path: str = "/fsx"
     """@default /fsx: where pods mount the file system."""
+    scratch: ScratchConfig = Field(default_factory=ScratchConfig)
+    """Dynamic provisioning next to the static volume: @default off."""
 
 
 class EfsConfig(Model):

@@ -38,5 +38,10 @@ class VersionsConfig(Model):
         base = versions.DEFAULT_CHARTS[name]
         return versions.Chart(base.chart, self.charts.get(name, base.version), base.repo, base.upstream_dir)
 
-    def addon(self, name: str) -> str | None:
-        return self.addons.get(name, versions.DEFAULT_ADDON_VERSIONS[name])
+    def addon(self, name: str, kubernetes_version: str | None = None) -> str | None:
+        """The stack's pin, else the default for ``kubernetes_version`` (ekstrain/versions.py)."""
+        if name in self.addons:
+            return self.addons[name]
+        if kubernetes_version is None:
+            return versions.DEFAULT_ADDON_VERSIONS[name]
+        return versions.addon_version(name, kubernetes_version)

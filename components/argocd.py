@@ -1,0 +1,48 @@
+"""Argo CD: the argo-cd chart and the ``ekstrain`` AppProject the emitted Applications belong to.
+
+The Applications themselves are emitted by the render (``build/<stack>/argocd/``) from the
+program's Helm releases, see :mod:`ekstrain.argocd`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from ekstrain import argocd
+from ekstrain.versions import Chart
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArgoCdArgs:
+    chart: Chart
+    """The argo-cd chart (pinned in ekstrain/versions.py)."""
+    platform_charts: Sequence[Chart]
+    """Every chart the platform pins: their registries become repositories and project sources."""
+    after: Sequence[pulumi.Resource] = ()
+
+
+class ArgoCd(pulumi.ComponentResource):
+    """Pass ``opts=ResourceOptions(provider=<k8s provider>)``."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: ArgoCdArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ekstrain:delivery:ArgoCd", name, None, opts)
+        self.release = k8s.helm.v3.Release(
+            name, name=argocd.RELEASE, chart=args.chart.chart, version=args.chart.version,
+            namespace=argocd.NAMESPACE, create_namespace=True,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.chart.repo) if args.chart.repo else None,
+            values=argocd.chart_values(c.chart for c in args.platform_charts),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)))
+        project = argocd.app_project(argocd.chart_repo(c.chart, c.repo) for c in args.platform_charts)
+        # The AppProject CRD comes with the chart: create the project after the release.
+        k8s.apiextensions.CustomResource(
+            f"{name}-project", api_version=project["apiVersion"], kind=project["kind"],
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=project["metadata"]["name"],
+                                                namespace=project["metadata"]["namespace"]),
+            spec=project["spec"], opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]))
+        self.register_outputs({"namespace": argocd.NAMESPACE, "project": argocd.PROJECT})

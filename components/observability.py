@@ -1,0 +1,115 @@
+"""Observability: kube-prometheus-stack with GPU (DCGM), Neuron and EFA metrics, the training
+dashboards, and optional remote write to Amazon Managed Service for Prometheus.
+
+Values, scrape targets, exporter objects and dashboards come from :mod:`ekstrain.observability`;
+this component registers them. Grafana's admin password is generated (never the chart's default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+import pulumi_random as random
+
+from components import iam
+from ekstrain import observability as obs
+from ekstrain.versions import Chart
+from stacks.models import StackConfig
+
+POD_SECURITY = {
+    # node-exporter uses the host network, PID namespace and root file system.
+    "pod-security.kubernetes.io/enforce": "privileged",
+    "pod-security.kubernetes.io/audit": "baseline",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ObservabilityArgs:
+    cfg: StackConfig
+    chart: Chart
+    """The kube-prometheus-stack chart (pinned in ekstrain/versions.py)."""
+    after: Sequence[pulumi.Resource] = ()
+    """@default none: resources the release waits for (the cluster, for the gp3 class and add-ons)."""
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def _meta(m: dict[str, Any]) -> k8s.meta.v1.ObjectMetaArgs:
+    return k8s.meta.v1.ObjectMetaArgs(name=m["name"], namespace=m.get("namespace"), labels=m.get("labels"))
+
+
+class Observability(pulumi.ComponentResource):
+    """Pass ``opts=ResourceOptions(provider=<k8s provider>)``; AWS children use the default provider."""
+
+    release: k8s.helm.v3.Release
+    grafana_admin_password: pulumi.Output[str]
+    remote_write_url: pulumi.Output[str] | None
+
+    def __init__(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ekstrain:observability:Observability", name, None, opts)
+        cfg = args.cfg
+        child = pulumi.ResourceOptions(parent=self)
+        tags = dict(args.tags)
+        ns = k8s.core.v1.Namespace(f"{name}-ns", metadata=k8s.meta.v1.ObjectMetaArgs(
+            name=obs.NAMESPACE, labels={"app.kubernetes.io/part-of": "ekstrain", **POD_SECURITY}),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)))
+        in_ns = pulumi.ResourceOptions(parent=self, depends_on=[ns])
+
+        password = random.RandomPassword(f"{name}-grafana-admin", length=32, special=False, opts=child)
+        self.grafana_admin_password = pulumi.Output.secret(password.result)
+        admin = k8s.core.v1.Secret(f"{name}-grafana-admin", metadata=k8s.meta.v1.ObjectMetaArgs(
+            name=obs.GRAFANA_ADMIN_SECRET, namespace=obs.NAMESPACE), type="Opaque",
+            string_data={"admin-user": "admin", "admin-password": self.grafana_admin_password}, opts=in_ns)
+
+        deps: list[pulumi.Resource] = [ns, admin, *args.after]
+        self.remote_write_url = None
+        if cfg.observability.amp.enabled:
+            alias = cfg.observability.amp.workspace_alias or f"{cfg.cluster.name}-metrics"
+            workspace = aws.amp.Workspace(f"{name}-amp", alias=alias, tags=tags, opts=child)
+            role = aws.iam.Role(f"{name}-amp-writer", assume_role_policy=iam.pod_identity_trust(),
+                                description=f"Prometheus of {cfg.cluster.name} writes to AMP", tags=tags, opts=child)
+            policy = aws.iam.RolePolicy(f"{name}-amp-writer", role=role.id, policy=iam.policy_document([
+                {"Effect": "Allow", "Action": ["aps:RemoteWrite"], "Resource": workspace.arn}]), opts=child)
+            association = aws.eks.PodIdentityAssociation(
+                f"{name}-amp-writer", cluster_name=cfg.cluster.name, namespace=obs.NAMESPACE,
+                service_account=obs.PROMETHEUS_SA, role_arn=role.arn, tags=tags,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[policy, *args.after]))
+            self.remote_write_url = workspace.prometheus_endpoint.apply(obs.remote_write_url)
+            deps.append(association)
+
+        self.release = k8s.helm.v3.Release(
+            name, name=obs.RELEASE, chart=args.chart.chart, version=args.chart.version, namespace=obs.NAMESPACE,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.chart.repo) if args.chart.repo else None,
+            values=obs.chart_values(cfg, self.remote_write_url),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=deps))
+
+        if obs.has_efa(cfg):
+            cm = obs.efa_exporter_configmap()
+            script = k8s.core.v1.ConfigMap(f"{name}-efa-exporter", metadata=_meta(cm["metadata"]), data=cm["data"],
+                                           opts=in_ns)
+            ds = obs.efa_exporter_daemonset()
+            k8s.apps.v1.DaemonSet(f"{name}-efa-exporter", metadata=_meta(ds["metadata"]), spec=ds["spec"],
+                                  opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, script]))
+            svc = obs.metrics_service(obs.EFA_EXPORTER, obs.NAMESPACE, obs.EFA_EXPORTER_PORT)
+            k8s.core.v1.Service(f"{name}-efa-exporter", metadata=_meta(svc["metadata"]), spec=svc["spec"], opts=in_ns)
+            netpol = obs.efa_exporter_network_policy()
+            k8s.networking.v1.NetworkPolicy(f"{name}-efa-exporter", metadata=_meta(netpol["metadata"]),
+                                            spec=netpol["spec"], opts=in_ns)
+        if obs.has(cfg, "trainium"):
+            # neuron-monitor itself is a device-plugins DaemonSet in kube-system; this Service exposes it.
+            svc = obs.metrics_service(obs.NEURON_MONITOR, "kube-system", obs.NEURON_MONITOR_PORT)
+            k8s.core.v1.Service(f"{name}-neuron-monitor", metadata=_meta(svc["metadata"]), spec=svc["spec"],
+                                opts=child)
+        for uid, board in obs.dashboards(cfg).items():
+            cm = obs.dashboard_configmap(uid, board)
+            k8s.core.v1.ConfigMap(f"{name}-dashboard-{uid}", metadata=_meta(cm["metadata"]), data=cm["data"],
+                                  opts=in_ns)
+
+        outputs: dict[str, Any] = {"grafanaAdminPassword": self.grafana_admin_password}
+        if self.remote_write_url is not None:
+            outputs["remoteWriteUrl"] = self.remote_write_url
+        self.register_outputs(outputs)
