@@ -68,21 +68,14 @@ def add_job_commands(subparsers: Any) -> None:
 
 
 def _stack_file(args: argparse.Namespace) -> pathlib.Path:
-    if args.stack_file:
-        return args.stack_file
-    here = pathlib.Path.cwd() / f"Pulumi.{args.stack}.yaml"
-    if here.exists():
-        return here
-    return pathlib.Path(__file__).resolve().parents[2] / f"Pulumi.{args.stack}.yaml"
+    # The project being deployed is the current directory, never the installed ekstrain checkout.
+    return args.stack_file or pathlib.Path.cwd() / f"Pulumi.{args.stack}.yaml"
 
 
 def _load(args: argparse.Namespace) -> Any:
     from stacks.loader import load_stack_file
 
-    path = _stack_file(args)
-    if not path.exists():
-        raise JobRequestError(f"stack file {path} not found; pass --stack-file or run from the repository root")
-    cfg, _warnings = load_stack_file(path)
+    cfg, _warnings = load_stack_file(_stack_file(args))
     return cfg
 
 
