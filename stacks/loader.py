@@ -175,7 +175,8 @@ def _issue(error: Any, raw: dict[str, Any]) -> ConfigIssue:
     if kind == "value_error" and "; " in message:
         problem, fix = message.split("; ", 1)
         return ConfigIssue(path, problem, fix)
-    return ConfigIssue(path, f"{message} (got {error.get('input')!r})", _hint(kind, error))
+    got = repr(error.get("input"))
+    return ConfigIssue(path, f"{message} (got {got if len(got) <= 80 else got[:77] + '...'})", _hint(kind, error))
 
 
 def _hint(kind: str, error: Any) -> str:
