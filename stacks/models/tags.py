@@ -33,7 +33,7 @@ def tag_problems(tags: dict[str, str], own: bool) -> list[str]:
             out.append(f"tag key {key[:40]!r}... has {len(key)} characters; use 1-128")
         if len(value) > 256:
             out.append(f"the value of tag {key[:40]!r} has {len(value)} characters; use at most 256")
-        if key.lower().startswith("aws:"):
+        if own and key.lower().startswith("aws:"):  # selecting by AWS's own tags is fine
             out.append(f"tag key {key!r} uses the aws: prefix that AWS reserves; drop the prefix")
         if not _CHARS.fullmatch(key) or not _CHARS.fullmatch(value):
             out.append(f"tag {key[:40]!r} has characters AWS refuses; use letters, digits, spaces and _ . : / = + - @")
