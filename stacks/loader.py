@@ -78,7 +78,7 @@ def _decode(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return value
     return value
 
@@ -93,6 +93,10 @@ def sections_from_flat(flat: dict[str, Any]) -> tuple[dict[str, Any], list[Confi
             section = by_key[key]
             # Strings such as the region stay strings; objects arrive JSON-encoded.
             sections[section] = value if section in ("region", "environment", "project") else _decode(value)
+            # The engine's values bypass the stack-file reader: the same limits on what they hold.
+            problem = yaml_reader.check_value(sections[section], key)
+            if problem:
+                issues.append(problem)
         elif key.startswith(f"{keys.PROJECT}:"):
             known = ", ".join(sorted(by_key.values()))
             issues.append(ConfigIssue(key, "is not a known setting",

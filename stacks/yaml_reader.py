@@ -111,17 +111,20 @@ def _check_expansion(root: yaml.Node | None) -> None:
         size(root, 0)
 
 
-def _check_values(value: Any, where: str) -> None:
-    """Only what JSON can carry (the engine hands config to the program as JSON)."""
+def _check_values(value: Any, where: str, depth: int = 0) -> None:
+    """Only what JSON can carry (the engine hands config to the program as JSON), at most MAX_DEPTH deep."""
+    if depth > MAX_DEPTH:
+        raise _Refused(where, f"nests deeper than {MAX_DEPTH} levels", "flatten it; stack settings are at most a few "
+                       "levels deep")
     if isinstance(value, dict):
         for k, v in value.items():
             if not isinstance(k, str):
                 raise _Refused(f"{where}.{k!r}" if where else repr(k), f"key {k!r} is a {type(k).__name__}, "
                                "not text", f"quote it: \"{k}\" (YAML reads yes/no/on/off as booleans)")
-            _check_values(v, f"{where}.{k}" if where else k)
+            _check_values(v, f"{where}.{k}" if where else k, depth + 1)
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            _check_values(v, f"{where}[{i}]")
+            _check_values(v, f"{where}[{i}]", depth + 1)
     elif isinstance(value, bool) or value is None or isinstance(value, str):
         return
     elif isinstance(value, int):
@@ -133,6 +136,15 @@ def _check_values(value: Any, where: str) -> None:
     else:
         raise _Refused(where, f"is a YAML {type(value).__name__} ({str(value)[:40]!r}), not text, a number or "
                        "a list/mapping", "quote it to make it text")
+
+
+def check_value(value: Any, key: str) -> ConfigIssue | None:
+    """The same checks for a config value the engine hands over (already decoded from JSON)."""
+    try:
+        _check_values(value, key)
+    except _Refused as exc:
+        return ConfigIssue(*exc.issue)
+    return None
 
 
 def load_document(path: pathlib.Path) -> dict[str, Any]:

@@ -121,3 +121,18 @@ def test_read_stack_file_raises_only_config_error(tmp_path: pathlib.Path) -> Non
     path.write_bytes(b"\x00\x01\x02")
     with pytest.raises(ConfigError):
         read_stack_file(path)
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("[" * 5000 + "]" * 5000, "ekstrain:cluster"),
+    ('{"name": NaN}', "ekstrain:cluster.name: nan is not a finite number"),
+    ("[" * 40 + "]" * 40, "nests deeper than 32"),
+])
+def test_engine_config_gets_the_same_limits(value: str, expected: str) -> None:
+    """GIVEN config as `pulumi up` hands it over (JSON strings, no stack-file reader in between)
+    THEN the same limits apply and only a ConfigError is raised."""
+    from stacks.loader import load_flat
+
+    with pytest.raises(ConfigError) as caught:
+        load_flat({"aws:region": "us-west-2", "ekstrain:cluster": value}, "Pulumi.x.yaml")
+    assert expected in str(caught.value)

@@ -183,6 +183,8 @@ ACCEPTED: dict[str, Callable[[dict[str, Any]], None]] = {
     "40 tags of maximum size": _set("tags", {f"{i:03d}" + "k" * 125: "v" * 256 for i in range(40)}),
     "reservation by 17-hex id": lambda s: s["partitions"][0].update(
         capacityType="reserved", capacityReservation={"ids": ["cr-0123456789abcdef0"]}),
+    "reservation selected by an aws: tag": lambda s: s["partitions"][0].update(
+        capacityType="reserved", capacityReservation={"tags": {"aws:cloudformation:stack-name": "gpu"}}),
     "KMS key of the region": _set("storage.efs.kmsKeyArn", KEY_ARN),
     "multi-region KMS key": _set("storage.buckets.kmsKeyArn",
                                  "arn:aws:kms:us-west-2:111122223333:key/mrk-1234abcd12ab34cd56ef1234567890ab"),
