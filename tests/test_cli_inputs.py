@@ -106,3 +106,14 @@ def test_real_process_prints_one_line_without_traceback() -> None:
     proc = subprocess.run([sys.executable, "-m", "ekstrain", *_with("--nodes", "0")], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_job_reads_the_stack_file_of_the_current_directory(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """GIVEN a directory without Pulumi.prod.yaml WHEN `ekstrain job render` runs there without --stack-file
+    THEN it does not fall back to the installed checkout's stack file: exit 2 naming the missing file."""
+    monkeypatch.chdir(tmp_path)
+    argv = [a for a in BASE if a not in ("--stack-file", str(REPO / "Pulumi.prod.yaml"))]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'Pulumi.prod.yaml'}: does not exist" in err and "Traceback" not in err
