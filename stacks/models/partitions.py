@@ -52,7 +52,7 @@ class PartitionConfig(Model):
     """@default 0. Must stay 0 for now: warm nodes need Karpenter's alpha ``StaticCapacity`` gate
     (``NodePool.spec.replicas``), which this platform leaves off (see docs/partitions.md)."""
     max_nodes: int = Field(ge=1, le=MAX_NODES_PER_PARTITION)
-    """At most 2000; the EFA subnet must also hold every node's IPs (see docs/partitions.md)."""
+    """At most 2000; the EFA subnet must also hold every node's IPs (see docs/validation.md)."""
     efa: bool = True
     """@default true: nodes launch in the EFA subnet with every EFA interface the type supports."""
     placement_group: bool | None = None
