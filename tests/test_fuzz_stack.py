@@ -13,7 +13,8 @@ cases additionally run the real program under the mock engine (up to ``EKSTRAIN_
 
 CI runs a modest number of examples (about 20 s). Bigger runs print how many cases fell in each class:
 
-    EKSTRAIN_FUZZ_EXAMPLES=2000 EKSTRAIN_FUZZ_RENDER=20 .venv/bin/python -m pytest tests/test_fuzz_stack.py -s -q
+    EKSTRAIN_FUZZ_EXAMPLES=3000 EKSTRAIN_FUZZ_RENDER=20 .venv/bin/python -m pytest tests/test_fuzz_stack.py -s -q \\
+        --hypothesis-seed=14
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def _bomb(levels: int) -> str:
 
 CLASSES = ("valid", "not-a-stack-file", "invalid-by-model", "invalid-by-rule")
 counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
-rendered: list[int] = []
+rendered: dict[str, list[int]] = collections.defaultdict(list)
 
 
 def _classify_sections(sections: dict[str, Any]) -> str:
@@ -178,20 +179,20 @@ def _flat(sections: dict[str, Any]) -> dict[str, str]:
     return {keys.config_key(k): v if isinstance(v, str) else json.dumps(v) for k, v in sections.items()}
 
 
-def _maybe_render(flat: dict[str, str], secrets: list[str]) -> None:
-    """A valid case runs the real program offline (the slow part: only the first few per run)."""
-    if len(rendered) >= RENDERS:
+def _maybe_render(name: str, flat: dict[str, str], secrets: list[str]) -> None:
+    """A valid case runs the real program offline (the slow part: only the first few per generator)."""
+    if len(rendered[name]) >= RENDERS:
         return
     rec = render.run_program(flat, secrets, "fuzz")
     assert rec.records and rec.outputs, "a valid stack registers resources and exports outputs"
-    rendered.append(len(rec.records))
+    rendered[name].append(len(rec.records))
 
 
 def _report(name: str) -> None:
     if "EKSTRAIN_FUZZ_EXAMPLES" in os.environ:
         c = counts[name]
         print(f"\n{name}: {sum(c.values())} cases: " + ", ".join(f"{k} {c[k]}" for k in CLASSES)
-              + f"; valid cases rendered under mocks: {len(rendered)}")
+              + f"; valid cases run under the mock engine: {len(rendered[name])}")
 
 
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize="CI" in os.environ,
@@ -211,7 +212,7 @@ def test_fuzz_stack_models() -> None:
         assert time.perf_counter() - started < SECONDS_PER_CASE
         counts["models"][klass] += 1
         if klass == "valid":
-            _maybe_render(_flat(sections), [])
+            _maybe_render("models", _flat(sections), [])
 
     run()
     _report("models")
@@ -244,7 +245,7 @@ def test_fuzz_raw_yaml(tmp_path_factory: pytest.TempPathFactory) -> None:
         assert time.perf_counter() - started < SECONDS_PER_CASE
         counts["yaml"][klass] += 1
         if klass == "valid":
-            _maybe_render(flat, secrets)
+            _maybe_render("yaml", flat, secrets)
 
     run()
     _report("yaml")
