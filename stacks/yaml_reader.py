@@ -21,7 +21,7 @@ MAX_BYTES = 1 << 20
 """A stack file is a few KiB; 1 MiB is generous and bounds the parse time."""
 MAX_DEPTH = 32
 """The deepest real key is about six levels below ``config``."""
-MAX_NODES = 50_000
+MAX_NODES = 10_000
 """Scalars + collections after alias expansion: real stack files have a few hundred."""
 MAX_INT = 2**63 - 1
 
