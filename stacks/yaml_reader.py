@@ -119,8 +119,10 @@ def _check_values(value: Any, where: str, depth: int = 0) -> None:
     if isinstance(value, dict):
         for k, v in value.items():
             if not isinstance(k, str):
-                raise _Refused(f"{where}.{k!r}" if where else repr(k), f"key {k!r} is a {type(k).__name__}, "
-                               "not text", f"quote it: \"{k}\" (YAML reads yes/no/on/off as booleans)")
+                kind = type(k).__name__
+                raise _Refused(f"{where}.{k!r}" if where else repr(k),
+                               f"key {k!r} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}, not text",
+                               f"quote it: \"{k}\" (YAML reads yes/no/on/off as booleans)")
             _check_values(v, f"{where}.{k}" if where else k, depth + 1)
     elif isinstance(value, list):
         for i, v in enumerate(value):

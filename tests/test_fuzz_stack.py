@@ -11,7 +11,7 @@ Two generators, both seeded from the real stack files:
 render and ``infra/__main__.py`` turn it into one report); any other exception fails the test. Valid
 cases additionally run the real program under the mock engine (up to ``EKSTRAIN_FUZZ_RENDER`` of them).
 
-CI runs a modest number of examples (about 20 s). Bigger runs print how many cases fell in each class:
+CI runs 300 examples per generator (about 25 s). Bigger runs print how many cases fell in each class:
 
     EKSTRAIN_FUZZ_EXAMPLES=3000 EKSTRAIN_FUZZ_RENDER=20 .venv/bin/python -m pytest tests/test_fuzz_stack.py -s -q \\
         --hypothesis-seed=14
@@ -32,16 +32,16 @@ import pytest
 from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ekstrain import catalog
 from infra import render
 from stacks import keys
 from stacks.errors import ConfigError
-from stacks.loader import load_flat, parse, read_stack_file, sections_from_flat
+from stacks.loader import _inner_model, load_flat, parse, read_stack_file, sections_from_flat
 from stacks.models import StackConfig
 
-EXAMPLES = int(os.environ.get("EKSTRAIN_FUZZ_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("EKSTRAIN_FUZZ_EXAMPLES", "300"))
 RENDERS = int(os.environ.get("EKSTRAIN_FUZZ_RENDER", "2"))
 SECONDS_PER_CASE = 2.0
 TODAY = dt.date(2026, 1, 1)
@@ -53,7 +53,8 @@ INTERESTING = [
     "us-west-2-lax-1a", "0.0.0.0/0", "0.0.0.0/1", "10.0.0.0/8", "10.40.0.0/16", "::/0", "/fsx/../etc", "/", "relative",
     "cr-0123456789abcdef0", "cr-x", "arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab",
     "1.34", "1.31", "1.3", "latest", "v20251120", "ssh-ed25519 AAAA", "on-demand", "reserved", "PERSISTENT_2",
-    "SCRATCH_2", "gpu", "trainium", *sorted(catalog.CATALOG), "m7g.large", "30m", "Never",
+    "SCRATCH_2", "gpu", "trainium", *sorted(catalog.CATALOG), "m7g.large", "30m", "Never", "spot", "single", "perAz",
+    "trainer", "training-operator", "none", "elastic", "bursting", "prod", "dev", "us-west-2a", "us-west-2d",
 ]
 SCALARS = st.one_of(
     st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70), st.integers(min_value=-2, max_value=70),
@@ -61,6 +62,23 @@ SCALARS = st.one_of(
 )
 VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
                       | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=12)
+
+
+
+def _model_keys(model: type[BaseModel], seen: set[type[BaseModel]] | None = None) -> set[str]:
+    """Every key the stack models know (camelCase), so "add" edits often write a real setting."""
+    seen = seen if seen is not None else set()
+    seen.add(model)
+    out = set()
+    for name, field in model.model_fields.items():
+        out.add(field.alias or name)
+        inner = _inner_model(field.annotation)
+        if inner is not None and inner not in seen:
+            out |= _model_keys(inner, seen)
+    return out
+
+
+KNOWN_KEYS = sorted(_model_keys(StackConfig))
 
 YAML_TOKENS = [
     ".inf", "-.inf", ".nan", "~", "null", "yes", "no", "on", "2024-01-01", "0x1F", "0o17", "1e999", "9" * 40,
@@ -108,21 +126,32 @@ def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return out
 
 
+def _at(node: Any, path: tuple[Any, ...]) -> Any:
+    for part in path:
+        node = node[part]
+    return node
+
+
 def _nudge(value: Any, data: st.DataObject) -> Any:
     """A small, often still-valid change: the kind a user makes by hand."""
     if isinstance(value, bool):
         return not value
     if isinstance(value, int):
-        return value + data.draw(st.sampled_from([-1, 1, -value, value, 2400]))
+        return value + data.draw(st.sampled_from([-1, 1, 1, 2, -value, value, 2400]))
     if isinstance(value, str) and value in catalog.CATALOG:
         return data.draw(st.sampled_from(sorted(catalog.CATALOG)))
+    if isinstance(value, str):
+        return data.draw(st.sampled_from(INTERESTING))
     return data.draw(SCALARS)
 
 
 def _mutate_sections(sections: dict[str, Any], data: st.DataObject) -> None:
-    for _ in range(data.draw(st.integers(1, 3))):
-        paths = _paths(sections)
-        path = data.draw(st.sampled_from(paths[1:]))
+    # Mostly one edit: a case with several is usually refused by the first, hiding the rules behind it.
+    for _ in range(data.draw(st.sampled_from([1, 1, 1, 2, 3]))):
+        paths = _paths(sections)[1:]
+        # Leaves (the values users edit) twice as often as whole sections and lists.
+        leaves = [p for p in paths if not isinstance(_at(sections, p), (dict, list))]
+        path = data.draw(st.sampled_from(leaves if leaves and data.draw(st.booleans()) else paths))
         parent: Any = sections
         for part in path[:-1]:
             parent = parent[part]
@@ -135,7 +164,8 @@ def _mutate_sections(sections: dict[str, Any], data: st.DataObject) -> None:
         elif op == "delete":
             del parent[last]
         elif op == "add" and isinstance(parent[last], dict):
-            parent[last][data.draw(st.text(min_size=1, max_size=12))] = data.draw(VALUES)
+            key = data.draw(st.sampled_from(KNOWN_KEYS) | st.text(min_size=1, max_size=12))
+            parent[last][key] = data.draw(st.sampled_from(INTERESTING) | VALUES)
         elif op == "clone" and isinstance(parent, list):
             parent.append(copy.deepcopy(parent[last]))
 
