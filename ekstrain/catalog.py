@@ -80,6 +80,8 @@ class InstanceType:
     instance_store_gib: int = 0
     price_per_hour_usd: float | None = None
     min_kubernetes_version: str = "1.29"
+    ipv4_per_eni: int = 50
+    """EC2 ``Ipv4AddressesPerInterface``: the VPC CNI fills each ENI it attaches with this many IPs."""
 
     def __post_init__(self) -> None:
         if not self.efa_card_indices:
@@ -138,13 +140,13 @@ CATALOG: dict[str, InstanceType] = _types(
                  efa_card_indices=tuple(range(1, 17)), gpudirect_rdma=True, instance_store_gib=30400,
                  price_per_hour_usd=None, min_kubernetes_version="1.32"),
     InstanceType("g5.8xlarge", GPU, A10G, 1, 32, 128, 25, efa_max_interfaces=1, network_cards=1,
-                 instance_store_gib=900, price_per_hour_usd=2.448),
+                 instance_store_gib=900, price_per_hour_usd=2.448, ipv4_per_eni=30),
     InstanceType("g5.48xlarge", GPU, A10G, 8, 192, 768, 100, efa_max_interfaces=1, network_cards=1,
                  instance_store_gib=7600, price_per_hour_usd=16.288),
     InstanceType("g6e.48xlarge", GPU, L40S, 8, 192, 1536, 400, efa_max_interfaces=4, network_cards=4,
                  instance_store_gib=7600, price_per_hour_usd=30.131),
     InstanceType("trn1.2xlarge", TRAINIUM, TRAINIUM1, 1, 8, 32, 12, efa_max_interfaces=0, network_cards=1,
-                 instance_store_gib=474, price_per_hour_usd=1.3438),
+                 instance_store_gib=474, price_per_hour_usd=1.3438, ipv4_per_eni=15),
     InstanceType("trn1.32xlarge", TRAINIUM, TRAINIUM1, 16, 128, 512, 800, efa_max_interfaces=8, network_cards=8,
                  gpudirect_rdma=True, instance_store_gib=7600, price_per_hour_usd=21.50),
     InstanceType("trn1n.32xlarge", TRAINIUM, TRAINIUM1, 16, 128, 512, 1600, efa_max_interfaces=16,

@@ -10,13 +10,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from ekstrain.cli_types import OneLineParser
 from ekstrain.jobs.cli import add_job_commands
 from ekstrain.planner.cli import add_plan_commands
 from ekstrain.planner.cli import run as run_plan
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ekstrain", description="ekstrain: EKS distributed-training platform tools")
+    # Subcommand parsers inherit the class: a bad argument is one line and exit 2.
+    parser = OneLineParser(prog="ekstrain", description="ekstrain: EKS distributed-training platform tools")
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_plan_commands(subparsers)
     add_job_commands(subparsers)

@@ -13,6 +13,15 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
+from ekstrain.catalog import InstanceType
+
+AWS_RESERVED_PER_SUBNET = 5
+"""EC2 keeps the first four and the last address of every subnet."""
+VPC_CNI_WARM_ENI_TARGET = 1
+"""The VPC CNI default; the program sets no WARM_IP_TARGET, MINIMUM_IP_TARGET or prefix delegation."""
+EFA_SUBNET_NODE_SHARE = 0.9
+"""Nodes may use 90% of the EFA subnet; the rest is for the FSx file servers' ENIs and replacements."""
+
 
 @dataclass(frozen=True)
 class SubnetPlan:
@@ -33,3 +42,14 @@ def plan_subnets(vpc_cidr: str, zones: list[str]) -> SubnetPlan:
         private={az: str(private[i]) for i, az in enumerate(zones)},
         public={az: str(public[i]) for i, az in enumerate(zones)},
     )
+
+
+def usable_ips(cidr: str) -> int:
+    return ipaddress.IPv4Network(cidr).num_addresses - AWS_RESERVED_PER_SUBNET
+
+
+def ips_per_node(instance_type: InstanceType) -> int:
+    """Subnet IPs one training node holds with VPC CNI defaults: its pods (daemonsets and one worker
+    pod) fit the primary ENI, and WARM_ENI_TARGET keeps one more ENI attached; each ENI is filled with
+    ``ipv4_per_eni`` addresses. ``efa-only`` interfaces take none (ekstrain/efa.py)."""
+    return (1 + VPC_CNI_WARM_ENI_TARGET) * instance_type.ipv4_per_eni

@@ -15,6 +15,7 @@ import argparse
 import collections
 import json
 import pathlib
+import re
 import runpy
 import shutil
 import sys
@@ -32,6 +33,7 @@ from stacks.models import StackConfig
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BANNER = "OFFLINE RENDER (Pulumi mock engine): not a cloud preview. Nothing was sent to AWS or Kubernetes."
+STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 NOT_MANIFESTS = ("kubernetes:helm.sh/", "kubernetes:yaml/", "kubernetes:kustomize/")
 
 
@@ -216,21 +218,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m infra.render", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="stack name: reads Pulumi.<stack>.yaml")
     parser.add_argument("--out", help="output directory (default build/<stack>)")
-    parser.add_argument("--stack-file", help="path of the stack file (default Pulumi.<stack>.yaml in the repo)")
+    parser.add_argument("--stack-file", help="path of the stack file (default ./Pulumi.<stack>.yaml in the current "
+                                             "directory)")
     parser.add_argument("--preview", action="store_true", help="emulate preview: computed values are unknown")
     args = parser.parse_args(argv)
-    stack_file = pathlib.Path(args.stack_file) if args.stack_file else REPO / f"Pulumi.{args.stack}.yaml"
+    if not STACK_NAME.fullmatch(args.stack):
+        parser.error(f"--stack {args.stack!r}: use letters, digits, '-', '_' or '.' (the stack name)")
+    # The stack file of the project being deployed: the current directory, never this checkout.
+    stack_file = pathlib.Path(args.stack_file) if args.stack_file else pathlib.Path.cwd() / f"Pulumi.{args.stack}.yaml"
     out = pathlib.Path(args.out or REPO / "build" / args.stack)
     print(BANNER, file=sys.stderr)
-    if not stack_file.exists():
-        print(f"error: {stack_file} does not exist; stacks here: "
-              f"{sorted(p.name for p in REPO.glob('Pulumi.*.yaml'))}", file=sys.stderr)
-        return 2
     try:
         flat, secrets = read_stack_file(stack_file)
         cfg, warnings = load_flat(flat, stack_file.name)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        if not args.stack_file and not stack_file.exists():
+            print(f"  stacks in {stack_file.parent}: {sorted(p.name for p in stack_file.parent.glob('Pulumi.*.yaml'))}",
+                  file=sys.stderr)
         return 2
     print(f"[1/3] config {stack_file.name} valid: {len(cfg.partitions)} partition(s)", file=sys.stderr)
     started = time.perf_counter()

@@ -2,7 +2,8 @@
 
 - the offline render of the prod stack (config load + program under the mock engine + writing);
 - the same for a synthetic stack with 32 partitions, so growth with stack size is visible;
-- the planner's search times, when the planner is installed (scripts/bench_planner.py).
+- the planner's search times, when the planner is installed (scripts/bench_planner.py);
+- how long the render takes to refuse the largest bad stack files the reader's limits let through.
 """
 
 from __future__ import annotations
@@ -52,6 +53,34 @@ def time_render(stack: str, stack_file: pathlib.Path, out: pathlib.Path, repeats
     return best, sum(1 for _ in (out / "manifests").rglob("*.yaml"))
 
 
+def bad_stack_files(into: pathlib.Path) -> dict[str, pathlib.Path]:
+    """Worst cases just inside or at the limits of stacks/yaml_reader.py."""
+    from stacks import yaml_reader
+
+    files = {
+        "1 MiB scalar": "config:\n  ekstrain:project: '" + "a" * (yaml_reader.MAX_BYTES - 40) + "'\n",
+        "10,000-value mapping": "config:\n  ekstrain:tags:\n" + "".join(
+            f"    k{i}: v\n" for i in range(yaml_reader.MAX_NODES // 2 - 10)),
+        "alias bomb (10^9 values)": "config:\n  ekstrain:a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+            f"  ekstrain:a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9)),
+        "nesting 100,000 deep": "config:\n  ekstrain:tags: " + "[" * 100_000 + "]" * 100_000 + "\n",
+    }
+    paths = {}
+    for i, (name, text) in enumerate(files.items()):
+        paths[name] = into / f"Pulumi.bad{i}.yaml"
+        paths[name].write_text(text)
+    return paths
+
+
+def time_refusal(path: pathlib.Path, out: pathlib.Path) -> float:
+    started = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = render.main(["--stack", "bad", "--stack-file", str(path), "--out", str(out)])
+    if code != 2:
+        raise SystemExit(f"{path.name} was not refused (exit {code})")
+    return time.perf_counter() - started
+
+
 def main() -> None:
     print("offline render (best of 3, wall seconds; includes schema validation of every manifest)")
     with tempfile.TemporaryDirectory() as tmp:
@@ -61,6 +90,9 @@ def main() -> None:
         for n in (8, 32):
             seconds, objs = time_render(f"synthetic{n}", synthetic_stack(n, tmpdir), tmpdir / f"s{n}")
             print(f"  synthetic ({n:2d} partitions): {seconds:6.2f} s   {objs} manifests")
+        print("refusing bad stack files (render exit 2, wall seconds)")
+        for name, path in bad_stack_files(tmpdir).items():
+            print(f"  {name + ':':26s} {time_refusal(path, tmpdir / 'bad'):6.2f} s")
     print(f"  peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     if importlib.util.find_spec("scripts.bench_planner") is not None:
         from scripts import bench_planner

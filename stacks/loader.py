@@ -13,10 +13,9 @@ import pathlib
 import typing
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
-from stacks import keys, rules
+from stacks import keys, rules, yaml_reader
 from stacks.errors import ConfigError, ConfigIssue
 from stacks.models import StackConfig
 
@@ -28,27 +27,50 @@ def _sections() -> dict[str, str]:
     return {(f.alias or name): keys.config_key(f.alias or name) for name, f in StackConfig.model_fields.items()}
 
 
+STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment")
+"""Top-level keys of a Pulumi stack settings file."""
+
+
 def read_stack_file(path: pathlib.Path) -> tuple[dict[str, str], list[str]]:
     """Flat config map (values JSON-encoded as the engine passes them) and the secret keys.
 
     ``secure:`` values cannot be decrypted without the CLI: they become placeholders, marked secret.
+    Anything that is not a plain stack file (see :mod:`stacks.yaml_reader`) raises ConfigError.
     """
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError([ConfigIssue(str(path), f"is not valid YAML: {exc}", "fix the YAML syntax")],
-                          str(path)) from None
-    raw = doc.get("config") or {}
+    doc = yaml_reader.load_document(path)
+    name = str(path)
+    unknown = sorted(set(doc) - set(STACK_FILE_KEYS))
+    if unknown:
+        raise ConfigError([ConfigIssue(f"{name}: {unknown[0]}", "is not a stack-file key",
+                                       f"put settings under config:; top-level keys are {', '.join(STACK_FILE_KEYS)}")],
+                          name)
+    raw = doc.get("config")
+    if raw is None:
+        raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError([ConfigIssue(f"{path}: config", "must be a mapping", "see Pulumi.dev.yaml")], str(path))
+        raise ConfigError([ConfigIssue(f"{name}: config", f"is a {type(raw).__name__}, not a mapping",
+                                       "write config: followed by indented key: value lines (see Pulumi.dev.yaml)")],
+                          name)
     flat: dict[str, str] = {}
     secrets: list[str] = []
+    issues = []
     for key, value in raw.items():
-        if isinstance(value, dict) and set(value) == {"secure"}:
+        namespace, sep, rest = key.partition(":")
+        if not sep or not namespace or not rest:
+            issues.append(ConfigIssue(f"{name}: config.{key}", "is not a namespaced key",
+                                      f"write it as {keys.PROJECT}:{key} (or aws:{key} for a provider setting)"))
+            continue
+        if isinstance(value, dict) and "secure" in value:
+            if set(value) != {"secure"} or not isinstance(value["secure"], str):
+                issues.append(ConfigIssue(f"{name}: config.{key}", "a secure: value must be the only key, and text",
+                                          f"set it with `pulumi config set --secret {key} ...`"))
+                continue
             flat[key] = SECRET_PLACEHOLDER
             secrets.append(key)
         else:
             flat[key] = value if isinstance(value, str) else json.dumps(value)
+    if issues:
+        raise ConfigError(issues, name)
     return flat, secrets
 
 
@@ -56,7 +78,7 @@ def _decode(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return value
     return value
 
@@ -71,6 +93,10 @@ def sections_from_flat(flat: dict[str, Any]) -> tuple[dict[str, Any], list[Confi
             section = by_key[key]
             # Strings such as the region stay strings; objects arrive JSON-encoded.
             sections[section] = value if section in ("region", "environment", "project") else _decode(value)
+            # The engine's values bypass the stack-file reader: the same limits on what they hold.
+            problem = yaml_reader.check_value(sections[section], key)
+            if problem:
+                issues.append(problem)
         elif key.startswith(f"{keys.PROJECT}:"):
             known = ", ".join(sorted(by_key.values()))
             issues.append(ConfigIssue(key, "is not a known setting",
@@ -153,7 +179,8 @@ def _issue(error: Any, raw: dict[str, Any]) -> ConfigIssue:
     if kind == "value_error" and "; " in message:
         problem, fix = message.split("; ", 1)
         return ConfigIssue(path, problem, fix)
-    return ConfigIssue(path, f"{message} (got {error.get('input')!r})", _hint(kind, error))
+    got = repr(error.get("input"))
+    return ConfigIssue(path, f"{message} (got {got if len(got) <= 80 else got[:77] + '...'})", _hint(kind, error))
 
 
 def _hint(kind: str, error: Any) -> str:

@@ -10,9 +10,10 @@ import datetime as dt
 import ipaddress
 import re
 
-from ekstrain import catalog, efa, karpenter_specs, names, storage_sizing, versions
+from ekstrain import catalog, efa, karpenter_specs, names, regions, storage_sizing, subnets, versions
 from stacks.errors import ConfigIssue
 from stacks.models import StackConfig
+from stacks.models.base import kms_key_region
 from stacks.models.partitions import PartitionConfig
 
 FSX_PERSISTENT_2_THROUGHPUTS = (125, 250, 500, 1000)
@@ -36,6 +37,7 @@ def check(cfg: StackConfig, today: dt.date | None = None) -> tuple[list[ConfigIs
     warnings += storage_warnings
     errors += _schedulers(cfg)
     errors += _versions(cfg)
+    errors += _kms_keys(cfg)
     hub_errors, hub_warnings = _jupyterhub(cfg)
     errors += hub_errors
     warnings += hub_warnings
@@ -71,20 +73,77 @@ def _kubernetes_window(cfg: StackConfig, today: dt.date) -> list[ConfigIssue]:
     return out
 
 
+# Ranges AWS refuses for a VPC or that collide with what every node runs (docker0 on 172.17.0.0/16).
+VPC_RANGES = tuple(ipaddress.IPv4Network(c) for c in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+                                                      "100.64.0.0/10"))
+VPC_CONFLICTS = {"172.17.0.0/16": "the Docker bridge network on nodes"}
+# Not routable from the internet: an allow-list for a public endpoint must not name them.
+NON_PUBLIC = tuple(ipaddress.IPv4Network(c) for c in (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+    "192.168.0.0/16", "224.0.0.0/4", "240.0.0.0/4"))
+MAX_ALLOWED_ADDRESSES = 2**24
+"""An allow-list covering more than a /8 is the internet in pieces (0.0.0.0/1 + 128.0.0.0/1)."""
+
+
 def _network(cfg: StackConfig) -> list[ConfigIssue]:
     net = cfg.network
     out = []
-    wrong_region = [az for az in net.availability_zones if not az.startswith(cfg.region) or az == cfg.region]
-    if wrong_region:
-        out.append(ConfigIssue("ekstrain:network.availabilityZones",
-                               f"{wrong_region} are not availability zones of aws:region {cfg.region}",
-                               f"use zones such as {cfg.region}a, {cfg.region}b"))
+    for i, az in enumerate(net.availability_zones):
+        problem = regions.zone_problem(cfg.region, az)
+        if problem:
+            out.append(ConfigIssue(f"ekstrain:network.availabilityZones[{i}]", *problem))
     if net.training_availability_zone not in net.availability_zones:
         out.append(ConfigIssue("ekstrain:network.trainingAvailabilityZone",
                                f"{net.training_availability_zone!r} is not one of availabilityZones "
                                f"{net.availability_zones}",
                                "pick the training AZ from ekstrain:network.availabilityZones (the AZ where "
                                "your accelerator capacity or reservation is)"))
+    vpc = ipaddress.IPv4Network(net.vpc_cidr)
+    if not any(vpc.subnet_of(r) for r in VPC_RANGES):
+        out.append(ConfigIssue("ekstrain:network.vpcCidr", f"{vpc} is not inside a private range (RFC 1918 or "
+                                                           "100.64.0.0/10)",
+                               "use a private range such as 10.40.0.0/16"))
+    for conflict, why in VPC_CONFLICTS.items():
+        if vpc.overlaps(ipaddress.IPv4Network(conflict)):
+            out.append(ConfigIssue("ekstrain:network.vpcCidr", f"{vpc} overlaps {conflict}, {why}",
+                                   "use another range such as 10.40.0.0/16"))
+    out += _efa_subnet_capacity(cfg)
+    return out
+
+
+def _efa_subnet_capacity(cfg: StackConfig) -> list[ConfigIssue]:
+    """Every EFA node lands in the one EFA subnet: its IPs at maxNodes must fit."""
+    efa_parts = [p for p in cfg.partitions if p.efa and all(t in catalog.CATALOG for t in p.instance_types)]
+    if not efa_parts:
+        return []
+    plan = subnets.plan_subnets(cfg.network.vpc_cidr, cfg.network.availability_zones[:4])
+    room = int(subnets.usable_ips(plan.efa) * subnets.EFA_SUBNET_NODE_SHARE)
+    need = {p.name: p.max_nodes * max(subnets.ips_per_node(catalog.get(t)) for t in p.instance_types)
+            for p in efa_parts}
+    if sum(need.values()) <= room:
+        return []
+    detail = ", ".join(f"{name} {ips}" for name, ips in need.items())
+    return [ConfigIssue("ekstrain:network.vpcCidr",
+                        f"the EFA subnet {plan.efa} has room for {room} node IPs but the EFA partitions at maxNodes "
+                        f"need {sum(need.values())} ({detail}; VPC CNI defaults: two ENIs of IPs per node)",
+                        "use a larger vpcCidr (e.g. a /16) or lower maxNodes")]
+
+
+def _allow_list(key: str, cidrs: list[str], public: bool) -> list[ConfigIssue]:
+    """No world-open list (whole or split), and for a public endpoint no private or reserved ranges."""
+    nets = [ipaddress.IPv4Network(c) for c in cidrs]
+    out = []
+    covered = sum(n.num_addresses for n in ipaddress.collapse_addresses(nets))
+    if covered > MAX_ALLOWED_ADDRESSES:
+        out.append(ConfigIssue(key, f"the list covers {covered:,} addresses (more than a /8): that opens the port to "
+                                    "the internet, whether written as 0.0.0.0/0 or split into pieces",
+                               "list the specific office, VPN or VPC CIDRs"))
+    if public:
+        private = [str(n) for n in nets if any(n.overlaps(r) for r in NON_PUBLIC)]
+        if private:
+            out.append(ConfigIssue(key, f"{private} are private or reserved ranges; the public endpoint only sees "
+                                        "public source addresses",
+                                   "list public CIDRs (in-VPC clients use the private endpoint)"))
     return out
 
 
@@ -96,9 +155,7 @@ def _cluster(cfg: StackConfig) -> list[ConfigIssue]:
                                "endpointPublicAccess is true but no CIDR allow-list is given",
                                "list the office/VPN CIDRs that may reach the API server, or set "
                                "endpointPublicAccess: false"))
-    if any(ipaddress.IPv4Network(x).prefixlen == 0 for x in c.public_access_cidrs):
-        out.append(ConfigIssue("ekstrain:cluster.publicAccessCidrs", "0.0.0.0/0 opens the API server to the internet",
-                               "list specific CIDRs instead"))
+    out += _allow_list("ekstrain:cluster.publicAccessCidrs", c.public_access_cidrs, public=True)
     accelerated = [t for t in c.system_node_group.instance_types if catalog.is_accelerated(t)]
     if accelerated:
         out.append(ConfigIssue("ekstrain:cluster.systemNodeGroup.instanceTypes",
@@ -217,7 +274,7 @@ def _partition_labels(index: int, part: PartitionConfig) -> list[ConfigIssue]:
             out.append(ConfigIssue(where, f"the label domain {domain!r} is reserved (Karpenter, Kubernetes or "
                                           "the platform set these labels)",
                                    "use your own domain, e.g. team.example.com/owner"))
-        elif not _LABEL_KEY.match(key):
+        elif not _LABEL_KEY.match(key) or len(domain) > 253:
             out.append(ConfigIssue(where, f"{key!r} is not a valid Kubernetes label key",
                                    "use [prefix/]name with alphanumerics, '-', '_' or '.' (name at most 63)"))
         if not _LABEL_VALUE.match(value):
@@ -361,10 +418,7 @@ def _schedulers(cfg: StackConfig) -> list[ConfigIssue]:
             out.append(ConfigIssue(key, f"{replicas} slurmd pods is outside 0..maxNodes ({by_name[part].max_nodes})",
                                    "each replica holds one whole node: use a count between 0 and the partition's "
                                    "maxNodes"))
-    if any(ipaddress.IPv4Network(c).prefixlen == 0 for c in s.slurm.login_allowed_cidrs):
-        out.append(ConfigIssue("ekstrain:schedulers.slurm.loginAllowedCidrs",
-                               "0.0.0.0/0 lets every address that can reach the VPC ssh to the login node",
-                               "list the VPC, VPN or office CIDRs instead"))
+    out += _allow_list("ekstrain:schedulers.slurm.loginAllowedCidrs", s.slurm.login_allowed_cidrs, public=False)
     if s.slurm.enabled and not cfg.storage.fsx.enabled:
         out.append(ConfigIssue("ekstrain:schedulers.slurm.enabled",
                                "Slurm needs the shared FSx file system for its NodeSets and login nodes",
@@ -441,4 +495,22 @@ def _versions(cfg: StackConfig) -> list[ConfigIssue]:
             out.append(ConfigIssue("ekstrain:versions.addons.vpc-cni",
                                    f"{cni} cannot attach efa-only interfaces (needs v1.18.4 or later)",
                                    f"use {versions.DEFAULT_ADDON_VERSIONS['vpc-cni']}"))
+    return out
+
+
+def _kms_keys(cfg: StackConfig) -> list[ConfigIssue]:
+    """KMS keys are regional and partitioned: a key elsewhere fails at create time."""
+    st = cfg.storage
+    out = []
+    for key, arn in (("buckets.kmsKeyArn", st.buckets.kms_key_arn), ("fsx.kmsKeyArn", st.fsx.kms_key_arn),
+                     ("efs.kmsKeyArn", st.efs.kms_key_arn)):
+        if arn is None:
+            continue
+        if not arn.startswith("arn:aws:"):
+            out.append(ConfigIssue(f"ekstrain:storage.{key}", f"{arn} is not in the aws partition",
+                                   "use a key of the aws partition (arn:aws:kms:...)"))
+        elif kms_key_region(arn) != cfg.region:
+            out.append(ConfigIssue(f"ekstrain:storage.{key}", f"the key is in {kms_key_region(arn)}, the stack in "
+                                                              f"{cfg.region}",
+                                   f"use a KMS key created in {cfg.region}"))
     return out

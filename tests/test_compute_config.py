@@ -69,7 +69,7 @@ def test_field_level_partition_errors_name_the_field(field: str, value: Any) -> 
 def test_valid_extras_are_accepted() -> None:
     sections = stack_sections("dev")
     sections["partitions"][0].update(labels={"team.example.com/owner": "llm"}, consolidateAfter="2h",
-                                     capacityType="reserved", capacityReservation={"ids": ["cr-0123abc"]})
+                                     capacityType="reserved", capacityReservation={"ids": ["cr-0123456789abcdef0"]})
     cfg, _ = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 12, 3))
     part = cfg.partitions[0]
     assert part.effective_consolidate_after == "2h"
@@ -78,7 +78,7 @@ def test_valid_extras_are_accepted() -> None:
 
 def test_reserved_partition_in_a_placement_group_warns() -> None:
     sections = stack_sections("dev")
-    sections["partitions"][0].update(capacityType="reserved", capacityReservation={"ids": ["cr-0123abc"]})
+    sections["partitions"][0].update(capacityType="reserved", capacityReservation={"ids": ["cr-0123456789abcdef0"]})
     _, warnings = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 12, 3))
     assert any(w.startswith(f"{P0}.placementGroup") and "placementGroup: false" in w for w in warnings), warnings
     sections["partitions"][0]["placementGroup"] = False

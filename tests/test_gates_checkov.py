@@ -123,7 +123,8 @@ def scan(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, A
     (scanned / "stacks").mkdir(parents=True)
     for stack in STACK_NAMES:
         out = root / "render" / stack
-        assert render.main(["--stack", stack, "--out", str(out)]) == 0
+        stack_file = str(REPO / f"Pulumi.{stack}.yaml")
+        assert render.main(["--stack", stack, "--stack-file", stack_file, "--out", str(out)]) == 0
         (out / "manifests").rename(scanned / "stacks" / stack)
     (scanned / "canary").mkdir()
     (scanned / "canary" / "canary.yaml").write_text(yaml.safe_dump(CANARY))

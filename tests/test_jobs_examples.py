@@ -24,7 +24,7 @@ REAL_PLANNER = importlib.util.find_spec("ekstrain.planner") is not None
 
 def _commands(out: pathlib.Path) -> list[list[str]]:
     text = SCRIPT.read_text()
-    variables = dict(re.findall(r"^([A-Z_]+)=([^\s$]+)$", text, flags=re.M))
+    variables = dict(re.findall(r"^([A-Z_]+)=([^\s$#]+)(?:\s+#.*)?$", text, flags=re.M))
     variables["OUT"] = str(out)
     commands = []
     for line in text.splitlines():

@@ -16,7 +16,7 @@ from stacks.loader import read_stack_file
 
 @pytest.mark.parametrize("stack", STACK_NAMES)
 def test_stack_renders_and_validates(stack: str, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = render.main(["--stack", stack, "--out", str(tmp_path)])
+    code = render.main(["--stack", stack, "--stack-file", str(REPO / f"Pulumi.{stack}.yaml"), "--out", str(tmp_path)])
     out = capsys.readouterr()
     assert code == 0, out.out
     summary = (tmp_path / "SUMMARY.md").read_text()
@@ -45,7 +45,9 @@ def test_render_reports_bad_config_without_traceback(tmp_path: pathlib.Path,
     assert not (tmp_path / "out").exists(), "nothing is rendered from a bad config"
 
 
-def test_prod_summary_lists_partitions_with_efa_and_cost(tmp_path: pathlib.Path) -> None:
+def test_prod_summary_lists_partitions_with_efa_and_cost(tmp_path: pathlib.Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
     assert render.main(["--stack", "prod", "--out", str(tmp_path)]) == 0
     summary = (tmp_path / "SUMMARY.md").read_text()
     lines = summary.splitlines()
@@ -70,3 +72,22 @@ def test_program_entry_point_exports_outputs(prod_recording: Recording) -> None:
     rec = render.run_program(flat, secrets, "prod")
     assert rec.outputs["clusterName"] == "ekstrain-prod"
     assert set(rec.outputs["placementGroups"]) == {"gpu-a100", "gpu-h100", "trainium"}
+
+
+def test_render_reads_the_stack_file_of_the_current_directory(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """GIVEN a project directory whose Pulumi.prod.yaml differs from this checkout's
+    WHEN the render runs there without --stack-file THEN it reads that file, not the installed one."""
+    text = (REPO / "Pulumi.prod.yaml").read_text().replace("maxNodes: 8", "maxNodes: 0")
+    (tmp_path / "Pulumi.prod.yaml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    assert render.main(["--stack", "prod", "--out", str(tmp_path / "out")]) == 2
+    assert "(gpu-h100).maxNodes" in capsys.readouterr().err
+
+
+def test_render_without_a_stack_file_here_exits_2(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert render.main(["--stack", "prod", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "Pulumi.prod.yaml: does not exist" in err and "--stack-file" in err and "Traceback" not in err

@@ -42,8 +42,8 @@ BAD: dict[str, tuple[Callable[[dict[str, Any]], None], str, str]] = {
     "PERSISTENT_2 without tier": (_fsx(deploymentType="PERSISTENT_2", perUnitStorageThroughput=None),
                                   f"{FSX}.perUnitStorageThroughput", "125, 250, 500, 1000"),
     "SCRATCH_2 with tier": (_fsx(perUnitStorageThroughput=250), f"{FSX}.perUnitStorageThroughput", "null"),
-    "SCRATCH_2 with KMS": (_fsx(kmsKeyArn="arn:aws:kms:us-west-2:111122223333:key/abc"), f"{FSX}.kmsKeyArn",
-                           "PERSISTENT_2"),
+    "SCRATCH_2 with KMS": (_fsx(kmsKeyArn="arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-"
+                                          "1234567890ab"), f"{FSX}.kmsKeyArn", "PERSISTENT_2"),
     "unknown deployment": (_fsx(deploymentType="PERSISTENT_1"), f"{FSX}.deploymentType", "SCRATCH_2"),
     "same paths": (_fsx(checkpointPath="/data"), f"{FSX}.checkpointPath", "/checkpoints"),
     "nested paths": (_fsx(checkpointPath="/data/ckpt"), f"{FSX}.checkpointPath", "sibling"),
@@ -56,7 +56,7 @@ BAD: dict[str, tuple[Callable[[dict[str, Any]], None], str, str]] = {
         buckets={"datasetsBucket": "ml-data", "checkpointsBucket": "ml-data"}),
                     "ekstrain:storage.buckets.checkpointsBucket", "two different buckets"),
     "bad bucket name": (lambda s: s["storage"].update(buckets={"datasetsBucket": "ML_Data"}),
-                        "ekstrain:storage.buckets.datasetsBucket", "pattern"),
+                        "ekstrain:storage.buckets.datasetsBucket", "lowercase"),
     "unknown storage key": (lambda s: s["storage"]["fsx"].update(throughput=250), f"{FSX}.throughput",
                             "perUnitStorageThroughput"),
 }

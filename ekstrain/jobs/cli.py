@@ -16,6 +16,7 @@ import pathlib
 import sys
 from typing import Any
 
+from ekstrain import cli_types as t
 from ekstrain.jobs import nccl
 from ekstrain.jobs.render import SCHEDULERS, render, render_sbatch, scheduler_warning, to_yaml
 from ekstrain.jobs.spec import FRAMEWORKS, JobRequestError, RunSpec
@@ -31,36 +32,39 @@ def add_job_commands(subparsers: Any) -> None:
     sub = job.add_subparsers(dest="job_command", required=True)
 
     r = sub.add_parser("render", help="print the manifests (YAML) or the sbatch script of one training run")
-    r.add_argument("--stack", default="prod", help="stack name: reads Pulumi.<stack>.yaml (default prod)")
+    r.add_argument("--stack", type=t.stack_name, default="prod",
+                   help="stack name: reads Pulumi.<stack>.yaml (default prod)")
     r.add_argument("--stack-file", type=pathlib.Path, help="explicit stack file (default ./Pulumi.<stack>.yaml)")
     r.add_argument("--scheduler", required=True, choices=list(SCHEDULERS))
     r.add_argument("--partition", required=True)
-    r.add_argument("--nodes", type=int, help="nodes (default: 2 for nccl-test; required otherwise)")
+    r.add_argument("--nodes", type=t.positive_int, help="nodes (default: 2 for nccl-test; required otherwise)")
     r.add_argument("--name", help="workload name (default: <model>-<scheduler>)")
-    r.add_argument("--image", help="training image (required except for nccl-test)")
+    r.add_argument("--image", type=t.image, help="training image (required except for nccl-test)")
     r.add_argument("--model", help="planner model name, e.g. llama3-70b (required except for nccl-test)")
-    r.add_argument("--global-batch", type=int)
-    r.add_argument("--seq-len", type=int)
+    r.add_argument("--global-batch", type=t.positive_int)
+    r.add_argument("--seq-len", type=t.positive_int)
     r.add_argument("--framework", choices=FRAMEWORKS, default=None,
                    help="default torchrun-fsdp (neuronx-distributed on trainium partitions)")
     r.add_argument("--script", default="train.py")
-    r.add_argument("--lora-rank", type=int)
+    r.add_argument("--lora-rank", type=t.positive_int)
     r.add_argument("--instance-type", help="one of the partition's instance types (default: its first)")
     r.add_argument("--dataset-path")
     r.add_argument("--checkpoint-path")
-    r.add_argument("--namespace")
-    r.add_argument("--hugepages-2mi", help="request hugepages-2Mi (e.g. 5120Mi) on nodes that pre-allocate them")
+    r.add_argument("--namespace", type=t.namespace)
+    r.add_argument("--hugepages-2mi", type=t.quantity,
+                   help="request hugepages-2Mi (e.g. 5120Mi) on nodes that pre-allocate them")
     r.add_argument("--resume-flag", default="--resume_from_checkpoint",
                    help="script flag for <checkpoint dir>/latest ('' for none)")
     r.add_argument("--no-precompile", action="store_true", help="Trainium: skip neuron_parallel_compile")
-    r.add_argument("--max-restarts", type=int, default=3)
-    for degree in ("tp", "pp", "cp", "ep", "micro-batch", "zero"):
-        r.add_argument(f"--{degree}", type=int, help=f"pin the plan's {degree.replace('-', ' ')}")
+    r.add_argument("--max-restarts", type=t.nonneg_int, default=3)
+    for degree in ("tp", "pp", "cp", "ep", "micro-batch"):
+        r.add_argument(f"--{degree}", type=t.positive_int, help=f"pin the plan's {degree.replace('-', ' ')}")
+    r.add_argument("--zero", type=int, choices=range(4), metavar="{0,1,2,3}", help="pin the plan's ZeRO stage")
     r.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="extra env (repeatable)")
     r.add_argument("--configmap", action="store_true", help="slurm: wrap the sbatch script in a ConfigMap")
     r.add_argument("--validate", action="store_true",
                    help="validate every object against the upstream CRDs / built-in schemas; exit 1 if invalid")
-    r.add_argument("--out", type=pathlib.Path, help="write to FILE instead of stdout")
+    r.add_argument("--out", type=t.writable_out, help="write to FILE instead of stdout")
     r.set_defaults(func=cmd_render)
 
     s = sub.add_parser("schedulers", help="list the templates")
@@ -68,21 +72,14 @@ def add_job_commands(subparsers: Any) -> None:
 
 
 def _stack_file(args: argparse.Namespace) -> pathlib.Path:
-    if args.stack_file:
-        return args.stack_file
-    here = pathlib.Path.cwd() / f"Pulumi.{args.stack}.yaml"
-    if here.exists():
-        return here
-    return pathlib.Path(__file__).resolve().parents[2] / f"Pulumi.{args.stack}.yaml"
+    # The project being deployed is the current directory, never the installed ekstrain checkout.
+    return args.stack_file or pathlib.Path.cwd() / f"Pulumi.{args.stack}.yaml"
 
 
 def _load(args: argparse.Namespace) -> Any:
     from stacks.loader import load_stack_file
 
-    path = _stack_file(args)
-    if not path.exists():
-        raise JobRequestError(f"stack file {path} not found; pass --stack-file or run from the repository root")
-    cfg, _warnings = load_stack_file(path)
+    cfg, _warnings = load_stack_file(_stack_file(args))
     return cfg
 
 

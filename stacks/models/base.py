@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ipaddress
+import posixpath
+import re
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
@@ -30,3 +32,82 @@ def _ipv4_cidr(value: str) -> str:
 IPv4Cidr = Annotated[str, AfterValidator(_ipv4_cidr)]
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
+def _fail(problem: str, fix: str) -> ValueError:
+    # stacks.loader splits "problem; fix" into the two halves of a ConfigIssue.
+    return ValueError(f"{problem}; {fix}")
+
+
+_KMS_KEY_ARN = re.compile(r"arn:(?P<partition>[a-z-]+):kms:(?P<region>[a-z0-9-]+):\d{12}:"
+                          r"key/(mrk-[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+
+
+def _kms_key_arn(value: str) -> str:
+    if not _KMS_KEY_ARN.fullmatch(value):
+        raise _fail(f"{value!r} is not a KMS key ARN",
+                    "write arn:aws:kms:<region>:<account>:key/<key id> (key ARNs only: FSx refuses alias ARNs)")
+    return value
+
+
+KmsKeyArn = Annotated[str, AfterValidator(_kms_key_arn)]
+"""Region and partition are checked against the stack by ``stacks.rules`` (keys are regional)."""
+
+
+def kms_key_region(arn: str) -> str:
+    match = _KMS_KEY_ARN.fullmatch(arn)
+    return match["region"] if match else ""
+
+
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_BUCKET_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+_BUCKET_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
+
+
+def _bucket_name(value: str) -> str:
+    """Every S3 general-purpose bucket naming rule (docs: "General purpose bucket naming rules")."""
+    fix = "use 3-63 lowercase letters, digits and hyphens, starting and ending with a letter or digit"
+    if not _BUCKET.fullmatch(value):
+        raise _fail(f"{value!r} is not a valid S3 bucket name", fix)
+    if ".." in value or ".-" in value or "-." in value:
+        raise _fail(f"{value!r} has adjacent periods or a period next to a hyphen", fix)
+    if re.fullmatch(r"\d+\.\d+\.\d+\.\d+", value):
+        raise _fail(f"{value!r} is formatted as an IP address, which S3 refuses", fix)
+    bad = [x for x in _BUCKET_PREFIXES if value.startswith(x)] + [x for x in _BUCKET_SUFFIXES if value.endswith(x)]
+    if bad:
+        raise _fail(f"{value!r} uses the prefix or suffix {bad[0]!r} that S3 reserves", fix)
+    if "." in value:
+        raise _fail(f"{value!r} contains periods: virtual-hosted HTTPS (and S3 Transfer Acceleration) fail on "
+                    "them", fix)
+    return value
+
+
+BucketName = Annotated[str, AfterValidator(_bucket_name)]
+
+_SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/run", "/sbin", "/sys", "/usr",
+                "/var/run", "/var/lib/kubelet")
+
+
+def _absolute_path(value: str) -> str:
+    fix = "use an absolute, normalised path such as /data (leading slash, no trailing slash, no . or ..)"
+    if not re.fullmatch(r"/[A-Za-z0-9_./-]{1,255}", value):
+        raise _fail(f"{value!r} is not an absolute path of letters, digits, '_', '-', '.' and '/'", fix)
+    if posixpath.normpath(value) != value or value == "/" or any(p in (".", "..") for p in value.split("/")):
+        raise _fail(f"{value!r} is not a normalised absolute path", fix)
+    return value
+
+
+AbsolutePath = Annotated[str, AfterValidator(_absolute_path)]
+"""A path inside a file system (FSx data repository path, EFS access point root)."""
+
+
+def _mount_path(value: str) -> str:
+    _absolute_path(value)
+    if any(value == d or value.startswith(d + "/") for d in _SYSTEM_DIRS):
+        raise _fail(f"{value!r} would mount over a system directory of the container",
+                    "use a dedicated directory such as /fsx or /shared")
+    return value
+
+
+MountPath = Annotated[str, AfterValidator(_mount_path)]
+"""Where a volume is mounted in a container: absolute, normalised, not over a system directory."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -27,12 +28,25 @@ class SystemNodeGroup(Model):
 
     instance_types: list[str] = Field(default_factory=lambda: ["m7i.xlarge"], min_length=1)
     """@default [m7i.xlarge]"""
-    min_size: int = Field(default=2, ge=1)
+    min_size: int = Field(default=2, ge=1, le=100)
     """@default 2: controllers keep running through a node replacement."""
-    desired_size: int = Field(default=2, ge=1)
-    max_size: int = Field(default=4, ge=1)
-    disk_size_gib: int = Field(default=100, ge=20, alias="diskSizeGiB")
+    desired_size: int = Field(default=2, ge=1, le=100)
+    max_size: int = Field(default=4, ge=1, le=100)
+    disk_size_gib: int = Field(default=100, ge=20, le=16384, alias="diskSizeGiB")
     """@default 100 GiB gp3 root volume."""
+
+    @field_validator("instance_types")
+    @classmethod
+    def _x86(cls, value: list[str]) -> list[str]:
+        # The node group's AMI type is AL2023_x86_64_STANDARD (components/cluster.py).
+        for name in value:
+            match = re.fullmatch(r"[a-z]+\d+(?P<attrs>[a-z-]*)\.[a-z0-9]+", name)
+            if match is None:
+                raise ValueError(f"{name!r} is not an EC2 instance type name; write it like m7i.xlarge")
+            if "g" in match["attrs"]:
+                raise ValueError(f"{name} is a Graviton (arm64) type but the system node group runs the "
+                                 f"AL2023_x86_64_STANDARD AMI; use an x86_64 type such as m7i.xlarge")
+        return value
 
 
 class ClusterConfig(Model):

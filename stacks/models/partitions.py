@@ -8,6 +8,11 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from stacks.models.base import DNS_LABEL, Model
+from stacks.models.tags import SelectorTags
+
+RESERVED_PARTITION_NAMES = ("default", "root")
+"""Volcano's built-in queues (default, root) and Slurm's DEFAULT partition line (case-insensitive)."""
+MAX_NODES_PER_PARTITION = 2000
 
 
 class CapacityReservation(Model):
@@ -15,7 +20,7 @@ class CapacityReservation(Model):
 
     ids: list[str] = Field(default_factory=list)
     """Reservation ids (``cr-...``)."""
-    tags: dict[str, str] = Field(default_factory=dict)
+    tags: SelectorTags = Field(default_factory=dict)
     """Or select reservations by tags."""
     instance_count: int | None = Field(default=None, ge=1)
     """Instances the reservations hold; maxNodes may not exceed it."""
@@ -23,8 +28,8 @@ class CapacityReservation(Model):
     @field_validator("ids")
     @classmethod
     def _ids(cls, value: list[str]) -> list[str]:
-        # The EC2NodeClass CRD's pattern for capacityReservationSelectorTerms[].id.
-        bad = [v for v in value if not re.fullmatch(r"cr-[0-9a-z]+", v)]
+        # EC2 reservation ids (On-Demand Capacity Reservations and Capacity Blocks): cr- and 17 hex digits.
+        bad = [v for v in value if not re.fullmatch(r"cr-[0-9a-f]{17}", v)]
         if bad:
             raise ValueError(f"capacity reservation ids look like cr-0123456789abcdef0, got {bad}")
         return value
@@ -46,7 +51,8 @@ class PartitionConfig(Model):
     min_nodes: int = Field(default=0, ge=0)
     """@default 0. Must stay 0 for now: warm nodes need Karpenter's alpha ``StaticCapacity`` gate
     (``NodePool.spec.replicas``), which this platform leaves off (see docs/partitions.md)."""
-    max_nodes: int = Field(ge=1)
+    max_nodes: int = Field(ge=1, le=MAX_NODES_PER_PARTITION)
+    """At most 2000; the EFA subnet must also hold every node's IPs (see docs/validation.md)."""
     efa: bool = True
     """@default true: nodes launch in the EFA subnet with every EFA interface the type supports."""
     placement_group: bool | None = None
@@ -63,6 +69,14 @@ class PartitionConfig(Model):
     labels: dict[str, str] = Field(default_factory=dict)
     """Extra node labels; @default none. Keys in the karpenter.sh, karpenter.k8s.aws and ekstrain.io
     domains are reserved."""
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, value: str) -> str:
+        if value.lower() in RESERVED_PARTITION_NAMES:
+            raise ValueError(f"{value!r} collides with Volcano's built-in {value.lower()} queue or Slurm's DEFAULT "
+                             "partition line; choose another name such as gpu-h100")
+        return value
 
     @field_validator("instance_types")
     @classmethod

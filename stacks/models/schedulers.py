@@ -6,11 +6,40 @@ one installs.
 
 from __future__ import annotations
 
-from typing import Literal
+import base64
+import binascii
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
-from stacks.models.base import IPv4Cidr, Model
+from stacks.models.base import IPv4Cidr, Model, MountPath
+
+SSH_KEY_TYPES = ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "ssh-rsa",
+                 "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com")
+
+
+def _ssh_public_key(value: str) -> str:
+    """One OpenSSH public key: ``<type> <base64 blob> [comment]``; no options, one line."""
+    fix = "paste one public key per list entry, as in id_ed25519.pub: ssh-ed25519 AAAA... comment"
+    if "\n" in value.strip() or "\r" in value:
+        raise ValueError(f"an entry holds several lines; {fix}")
+    parts = value.split()
+    if len(parts) < 2 or parts[0] not in SSH_KEY_TYPES:
+        raise ValueError(f"{value[:40]!r} does not start with a key type ({', '.join(SSH_KEY_TYPES[:3])}, ...); "
+                         "authorized_keys options such as command= are not accepted; " + fix)
+    try:
+        blob = base64.b64decode(parts[1], validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(f"the key data of {value[:40]!r} is not base64; {fix}") from None
+    size = int.from_bytes(blob[:4], "big")
+    if len(blob) < 4 + size or blob[4:4 + size] != parts[0].encode():
+        raise ValueError(f"the key data of {value[:40]!r} is not a {parts[0]} key; {fix}")
+    if any(not c.isprintable() for c in value.strip()):
+        raise ValueError(f"{value[:40]!r} has control characters; {fix}")
+    return value.strip()
+
+
+SshPublicKey = Annotated[str, AfterValidator(_ssh_public_key)]
 
 
 class SlurmConfig(Model):
@@ -20,16 +49,16 @@ class SlurmConfig(Model):
     """CIDRs allowed to reach the login node's internal NLB on port 22; @default the VPC CIDR."""
     accounting: bool = True
     """@default true: slurmdbd backed by a MariaDB StatefulSet (gp3 volume, generated password)."""
-    shared_mount_path: str = "/shared"
+    shared_mount_path: MountPath = "/shared"
     """@default /shared: where the FSx for Lustre file system is mounted in slurmd and login pods."""
     cert_manager: bool = True
     """@default true: install cert-manager for the operator's webhook certificates; false uses the
     documented ``certManager.enabled=false`` install of slurm-operator."""
     nodeset_replicas: dict[str, int] = Field(default_factory=dict)
     """Per-partition slurmd pods (= whole nodes kept running); @default the partition's minNodes."""
-    login_ssh_authorized_keys: list[str] = Field(default_factory=list)
+    login_ssh_authorized_keys: list[SshPublicKey] = Field(default_factory=list)
     """SSH public keys for root on the login node; @default none (add keys before first login)."""
-    accounting_volume_gib: int = Field(default=20, ge=1, alias="accountingVolumeGiB")
+    accounting_volume_gib: int = Field(default=20, ge=1, le=16384, alias="accountingVolumeGiB")
     """@default 20: gp3 volume of the MariaDB that backs slurmdbd."""
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from ekstrain import regions
 from stacks.models.base import DNS_LABEL, Model
 from stacks.models.cluster import ClusterConfig
 from stacks.models.network import NetworkConfig
@@ -13,18 +14,21 @@ from stacks.models.partitions import PartitionConfig
 from stacks.models.platform import DeliveryConfig, JupyterHubConfig, ObservabilityConfig
 from stacks.models.schedulers import SchedulersConfig
 from stacks.models.storage import StorageConfig
+from stacks.models.tags import ResourceTags
 from stacks.models.versions import VersionsConfig
 
 
 class StackConfig(Model):
-    region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
+    region: str
     """From ``aws:region``."""
     environment: Literal["prod", "staging", "dev", "test"] = "dev"
     """Environment tag and the policy pack's notion of production."""
-    project: str = Field(default="ekstrain", pattern=DNS_LABEL)
+    project: str = Field(default="ekstrain", pattern=DNS_LABEL, max_length=63)
     """Project tag on every AWS resource."""
-    tags: dict[str, str] = Field(default_factory=dict)
-    """Extra tags on every AWS resource (merged over Project/Environment/ManagedBy)."""
+    tags: ResourceTags = Field(default_factory=dict)
+    """Extra tags on every AWS resource: at most 40 (AWS allows 50; the program adds up to 10), keys <= 128 and
+    values <= 256 characters, no ``aws:`` prefix, never one of the program's own tags (Project, Environment,
+    ManagedBy, Name, ekstrain.io/, kubernetes.io/, karpenter.sh/, eks: ...)."""
     cluster: ClusterConfig
     """EKS control plane, access and the system node group."""
     network: NetworkConfig
@@ -47,6 +51,14 @@ class StackConfig(Model):
     delivery: DeliveryConfig = Field(default_factory=DeliveryConfig)
     """Argo CD as a delivery option."""
 
+    @field_validator("region")
+    @classmethod
+    def _region(cls, value: str) -> str:
+        problem = regions.region_problem(value)
+        if problem:
+            raise ValueError("; ".join(problem))
+        return value
+
     def partition(self, name: str) -> PartitionConfig:
         for p in self.partitions:
             if p.name == name:
@@ -55,4 +67,5 @@ class StackConfig(Model):
 
     @property
     def common_tags(self) -> dict[str, str]:
-        return {"Project": self.project, "Environment": self.environment, "ManagedBy": "pulumi", **self.tags}
+        # The program's own tags last: user tags never replace them (the models refuse such keys too).
+        return {**self.tags, "Project": self.project, "Environment": self.environment, "ManagedBy": "pulumi"}

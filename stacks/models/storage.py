@@ -8,28 +8,30 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from stacks.models.base import Model
+from stacks.models.base import AbsolutePath, BucketName, KmsKeyArn, Model, MountPath
 
 RepositoryEvent = Literal["NEW", "CHANGED", "DELETED"]
 
 
 def _all_events() -> list[RepositoryEvent]:
     return ["NEW", "CHANGED", "DELETED"]
-BUCKET_NAME = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
+# CloudWatch Logs accepts only these retention periods (PutRetentionPolicy).
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
+                      3288, 3653)
 
 
 class BucketsConfig(Model):
-    datasets_bucket: str | None = Field(default=None, pattern=BUCKET_NAME)
+    datasets_bucket: BucketName | None = None
     """@default ``<cluster>-datasets-<random>`` (Pulumi auto-naming from a prefix)."""
-    checkpoints_bucket: str | None = Field(default=None, pattern=BUCKET_NAME)
+    checkpoints_bucket: BucketName | None = None
     """@default ``<cluster>-checkpoints-<random>``."""
-    noncurrent_version_days: int = Field(default=30, ge=1)
+    noncurrent_version_days: int = Field(default=30, ge=1, le=36500)
     """@default 30: old checkpoint object versions are deleted after this many days."""
-    abort_incomplete_multipart_days: int = Field(default=7, ge=1)
+    abort_incomplete_multipart_days: int = Field(default=7, ge=1, le=36500)
     """@default 7: incomplete multipart uploads (both buckets) are aborted after this many days."""
-    kms_key_arn: str | None = Field(default=None, pattern=r"^arn:aws[a-z-]*:kms:")
+    kms_key_arn: KmsKeyArn | None = None
     """@default SSE-S3 (AES256); give a KMS key ARN for SSE-KMS (its key policy must let the FSx
     service-linked role use it, see docs/storage.md)."""
 
@@ -53,13 +55,13 @@ class FsxConfig(Model):
     """@default true: an FSx for Lustre file system in the EFA subnet (training AZ)."""
     deployment_type: Literal["SCRATCH_2", "PERSISTENT_2"] = "PERSISTENT_2"
     """@default PERSISTENT_2 (replicated, KMS-encrypted); SCRATCH_2 for cheap dev stacks."""
-    storage_capacity_gib: int = Field(default=1200, ge=1200, alias="storageCapacityGiB")
+    storage_capacity_gib: int = Field(default=1200, ge=1200, le=2_400_000, alias="storageCapacityGiB")
     """@default 1200; then multiples of 2400 GiB."""
     per_unit_storage_throughput: int | None = 250
     """@default 250 MB/s/TiB for PERSISTENT_2 (125, 250, 500, 1000); must be null for SCRATCH_2 (200 fixed)."""
-    data_path: str = "/data"
+    data_path: AbsolutePath = "/data"
     """@default /data: file-system path linked to the datasets bucket (auto-import)."""
-    checkpoint_path: str = "/checkpoints"
+    checkpoint_path: AbsolutePath = "/checkpoints"
     """@default /checkpoints: file-system path linked to the checkpoints bucket (auto-export)."""
     auto_import_events: list[RepositoryEvent] = Field(default_factory=_all_events)
     """@default [NEW, CHANGED, DELETED]: S3 changes in the datasets bucket that show up under dataPath."""
@@ -67,14 +69,22 @@ class FsxConfig(Model):
     """@default [NEW, CHANGED, DELETED]: file changes under checkpointPath that are written to S3."""
     imported_file_chunk_size_mib: int = Field(default=1024, ge=1, le=512000, alias="importedFileChunkSizeMiB")
     """@default 1024 MiB: stripe size for files imported from S3 (FSx default)."""
-    kms_key_arn: str | None = Field(default=None, pattern=r"^arn:aws[a-z-]*:kms:")
+    kms_key_arn: KmsKeyArn | None = None
     """@default a dedicated, rotated KMS key created with the file system (PERSISTENT_2 only)."""
-    log_retention_days: int = Field(default=30, ge=1)
+    log_retention_days: int = 30
     """@default 30: retention of the ``/aws/fsx/<cluster>-lustre`` log group (data repository events)."""
-    mount_path: str = "/fsx"
+    mount_path: MountPath = "/fsx"
     """@default /fsx: where pods mount the file system."""
     scratch: ScratchConfig = Field(default_factory=ScratchConfig)
     """Dynamic provisioning next to the static volume: @default off."""
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, value: int) -> int:
+        if value not in LOG_RETENTION_DAYS:
+            raise ValueError(f"CloudWatch Logs does not offer {value} days; use one of "
+                             f"{', '.join(map(str, LOG_RETENTION_DAYS))}")
+        return value
 
 
 class EfsConfig(Model):
@@ -82,23 +92,23 @@ class EfsConfig(Model):
     """@default true: an EFS file system for shared model weights (``model-store`` PVC)."""
     throughput_mode: Literal["elastic", "bursting"] = "elastic"
     """@default elastic."""
-    kms_key_arn: str | None = Field(default=None, pattern=r"^arn:aws[a-z-]*:kms:")
+    kms_key_arn: KmsKeyArn | None = None
     """@default a dedicated, rotated KMS key."""
-    posix_uid: int = Field(default=1000, ge=0)
+    posix_uid: int = Field(default=1000, ge=0, le=4294967295)
     """@default 1000: user id every access through the model-store access point is mapped to."""
-    posix_gid: int = Field(default=1000, ge=0)
+    posix_gid: int = Field(default=1000, ge=0, le=4294967295)
     """@default 1000."""
-    models_path: str = Field(default="/models", pattern=r"^/[A-Za-z0-9_./-]+$")
+    models_path: AbsolutePath = "/models"
     """@default /models: root directory of the model-store access point."""
-    dynamic_base_path: str = Field(default="/dynamic", pattern=r"^/[A-Za-z0-9_./-]+$")
+    dynamic_base_path: AbsolutePath = "/dynamic"
     """@default /dynamic: where the ``efs-ap`` StorageClass creates per-PVC access-point directories."""
 
 
 class CheckpointConfig(Model):
-    size_gib: float | None = Field(default=None, gt=0, alias="sizeGiB")
+    size_gib: float | None = Field(default=None, gt=0, le=1_000_000, alias="sizeGiB")
     """Expected size of one full checkpoint (all shards). @default none: no save-time check; set it
     from the planner's estimate for the largest planned model."""
-    target_save_seconds: int = Field(default=300, ge=10)
+    target_save_seconds: int = Field(default=300, ge=10, le=86400)
     """@default 300: a warning is raised when the configured FSx cannot write a checkpoint this fast."""
 
 

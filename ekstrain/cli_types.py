@@ -1,0 +1,138 @@
+"""argparse ``type=`` functions shared by ``ekstrain plan`` and ``ekstrain job``.
+
+Each turns one command-line string into a checked value or raises ``ArgumentTypeError`` with a
+one-line reason; :class:`OneLineParser` prints that as ``prog: error: argument --x: reason`` and
+exits 2 (no usage block, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import pathlib
+import re
+from typing import Any, NoReturn
+
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+# OCI distribution reference grammar (github.com/distribution/reference), anchored.
+_DOMAIN = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?/)"
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+IMAGE = re.compile(rf"(?P<name>{_DOMAIN}?{_COMPONENT}(?:/{_COMPONENT})*)(?::[\w][\w.-]{{0,127}})?"
+                   r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?")
+QUANTITY = re.compile(r"[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Bad arguments: one line on stderr and exit 2 (argparse's own code), without the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def positive_int(text: str) -> int:
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def nonneg_int(text: str) -> int:
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be 0 or more")
+    return value
+
+
+def _float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def nonneg_float(text: str) -> float:
+    value = _float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value:g} must be 0 or more")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = _float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value:g} must be more than 0")
+    return value
+
+
+def namespace(text: str) -> str:
+    if not DNS_LABEL.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Kubernetes namespace (DNS-1123 label: at most 63 "
+                                         "lowercase letters, digits and '-', starting and ending alphanumeric)")
+    return text
+
+
+def image(text: str) -> str:
+    match = IMAGE.fullmatch(text)
+    if match is None or len(match["name"]) > 255:
+        raise argparse.ArgumentTypeError(f"{text[:80]!r} is not a container image reference "
+                                         "(registry/repository[:tag][@sha256:digest], lowercase repository)")
+    return text
+
+
+def quantity(text: str) -> str:
+    if not QUANTITY.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Kubernetes quantity such as 5120Mi")
+    return text
+
+
+def writable_out(text: str) -> pathlib.Path:
+    """A file path whose file can be created or replaced (checked before any work is done)."""
+    path = pathlib.Path(text)
+    if not text or path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file path")
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            raise argparse.ArgumentTypeError(f"{text!r} exists and is not writable")
+        return path
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"cannot create {text!r}: {parent} is not a writable directory")
+    return path
+
+
+def json_object_file(text: str) -> dict[str, Any]:
+    """A JSON file holding one object (the caller checks its keys and types)."""
+    try:
+        doc = json.loads(pathlib.Path(text).read_text(encoding="utf-8"),
+                         parse_constant=lambda c: (_ for _ in ()).throw(ValueError(f"{c} is not allowed")))
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {text!r}: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not valid JSON: {str(exc)[:200]}") from None
+    if not isinstance(doc, dict):
+        raise argparse.ArgumentTypeError(f"{text!r} holds a JSON {type(doc).__name__}, not an object")
+    return doc
+
+
+def stack_name(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a stack name (letters, digits, '-', '_', '.')")
+    return text
+
+
+__all__ = ["OneLineParser", "image", "json_object_file", "namespace", "nonneg_float", "nonneg_int", "positive_float",
+           "positive_int", "quantity", "stack_name", "writable_out"]

@@ -1,0 +1,61 @@
+"""AWS resource tags a stack adds (``ekstrain:tags``) and tags that select reservations.
+
+AWS allows 50 tags per resource, keys of 1-128 and values of 0-256 characters, and reserves the
+``aws:`` prefix. The program adds its own tags (Project, Environment, ManagedBy, Name, bucket role;
+Karpenter adds nodepool, nodeclaim, ec2nodeclass, cluster and partition tags to instances), so user
+tags may use at most ``MAX_USER_TAGS`` and never one of the program's keys.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator
+
+AWS_MAX_TAGS = 50
+PROGRAM_TAG_BUDGET = 10
+"""The most tags the program and Karpenter put on one resource (an accelerated instance)."""
+MAX_USER_TAGS = AWS_MAX_TAGS - PROGRAM_TAG_BUDGET
+PROGRAM_TAG_KEYS = ("Project", "Environment", "ManagedBy", "Name")
+PROGRAM_TAG_PREFIXES = ("ekstrain.io/", "kubernetes.io/", "k8s.io/", "karpenter.sh/", "karpenter.k8s.aws/", "eks:")
+_CHARS = re.compile(r"[\w .:/=+\-@]*", re.UNICODE)
+
+
+def tag_problems(tags: dict[str, str], own: bool) -> list[str]:
+    """Problems as "problem; fix" strings; ``own`` = tags the stack adds to resources (not a selector)."""
+    out = []
+    if own and len(tags) > MAX_USER_TAGS:
+        out.append(f"{len(tags)} tags are more than AWS's {AWS_MAX_TAGS} per resource minus the program's "
+                   f"{PROGRAM_TAG_BUDGET}; keep at most {MAX_USER_TAGS}")
+    for key, value in tags.items():
+        if not 1 <= len(key) <= 128:
+            out.append(f"tag key {key[:40]!r}... has {len(key)} characters; use 1-128")
+        if len(value) > 256:
+            out.append(f"the value of tag {key[:40]!r} has {len(value)} characters; use at most 256")
+        if own and key.lower().startswith("aws:"):  # selecting by AWS's own tags is fine
+            out.append(f"tag key {key!r} uses the aws: prefix that AWS reserves; drop the prefix")
+        if not _CHARS.fullmatch(key) or not _CHARS.fullmatch(value):
+            out.append(f"tag {key[:40]!r} has characters AWS refuses; use letters, digits, spaces and _ . : / = + - @")
+        if own and (key in PROGRAM_TAG_KEYS or key.startswith(PROGRAM_TAG_PREFIXES)):
+            out.append(f"tag {key!r} is set by the program (Project/Environment come from ekstrain:project and "
+                       "ekstrain:environment); remove it or use your own key such as team:owner")
+    return out
+
+
+def _own(tags: dict[str, str]) -> dict[str, str]:
+    problems = tag_problems(tags, own=True)
+    if problems:
+        raise ValueError(problems[0])
+    return tags
+
+
+def _selector(tags: dict[str, str]) -> dict[str, str]:
+    problems = tag_problems(tags, own=False)
+    if problems:
+        raise ValueError(problems[0])
+    return tags
+
+
+ResourceTags = Annotated[dict[str, str], AfterValidator(_own)]
+SelectorTags = Annotated[dict[str, str], AfterValidator(_selector)]
