@@ -25,6 +25,7 @@ import yaml
 
 from ekstrain import catalog, storage_sizing, validation, versions
 from ekstrain.partitions import shape
+from ekstrain.verify import Check, charts
 from infra import offline
 from stacks.errors import ConfigError
 from stacks.loader import load_flat, read_stack_file
@@ -32,6 +33,7 @@ from stacks.models import StackConfig
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BANNER = "OFFLINE RENDER (Pulumi mock engine): not a cloud preview. Nothing was sent to AWS or Kubernetes."
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 NOT_MANIFESTS = ("kubernetes:helm.sh/", "kubernetes:yaml/", "kubernetes:kustomize/")
 
 
@@ -130,23 +132,59 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(head + [line(r) for r in rows]) + "\n"
 
 
-def validate_all(objs: list[tuple[str, dict[str, Any]]], releases: list[tuple[str, dict[str, Any]]],
-                 cfg: StackConfig) -> tuple[list[str], str | None]:
-    """Problems found, and a note when the upstream schemas are absent."""
+def chart_releases(recording: offline.Recording) -> list[charts.Release]:
+    return [charts.Release.from_inputs(group, rel) for group, rel in helm_releases(recording)]
+
+
+def run_checks(out: pathlib.Path, objs: list[tuple[str, dict[str, Any]]], rec: offline.Recording,
+               cfg: StackConfig) -> tuple[list[Check], int]:
+    """Every check of the render, and the number of chart-rendered objects written under out/charts."""
+    kv = cfg.cluster.kubernetes_version
+    manifests_check = Check("kubernetes manifests: upstream schemas", len(objs))
+    values_check = Check("helm values: keys in the chart's values.yaml", what="releases")
+    render_check = Check("helm template: every release renders", what="releases")
+    chart_check = Check("chart objects: upstream schemas + chart CRDs")
+    noop_check = Check("helm values: keys that change the output", what="releases")
+    checks = [manifests_check, values_check, render_check, chart_check, noop_check]
     if validation.upstream_dir() is None:
-        return [], "upstream schemas not found (run `make fetch-upstream`); manifests were NOT validated"
-    problems = []
+        for c in checks:
+            c.note = "upstream schemas not found (run `make fetch-upstream`): NOT checked"
+        return checks, 0
+    releases = chart_releases(rec)
+    render_check.checked = values_check.checked = noop_check.checked = len(releases)
+    if charts.helm_binary() is None:
+        render_check.problems.append("helm not found: put helm on PATH, set EKSTRAIN_HELM, or run `make .tools/helm`")
+        rendered = charts.Rendered({}, {}, [], set())
+    else:
+        crd_manifests = [o for _, o in objs if o.get("kind") == "CustomResourceDefinition"]
+        rendered = charts.render_all(releases, kv, crd_manifests)
+        render_check.problems += rendered.problems
+    written = charts.write(out, rendered)
     for _, obj in objs:
-        problems += validation.validate_object(obj, cfg.cluster.kubernetes_version)
+        manifests_check.problems += validation.validate_object(obj, kv, rendered.crds)
     by_chart = {c.chart: c for c in (cfg.versions.chart(n) for n in versions.DEFAULT_CHARTS)}
-    for _, rel in releases:
+    for _, rel in helm_releases(rec):
         chart = by_chart.get(str(rel.get("chart")))
         if chart and chart.upstream_dir:
             for key in validation.unknown_value_keys(rel.get("values") or {},
                                                      validation.chart_defaults(chart.upstream_dir)):
-                problems.append(f"helm release {rel.get('name')}: values key {key!r} is not in {chart.upstream_dir}"
-                                "/values.yaml")
-    return problems, None
+                values_check.problems.append(f"helm release {rel.get('name')}: values key {key!r} is not in "
+                                             f"{chart.upstream_dir}/values.yaml")
+    for key, chart_objs in sorted(rendered.objects.items()):
+        chart_check.checked += len(chart_objs)
+        for obj in chart_objs:
+            chart_check.problems += [f"{key}: {p}" for p in validation.validate_object(obj, kv, rendered.crds)]
+    for r in releases:
+        if r.key in rendered.objects:
+            for key in charts.noop_leaves(r, kv, charts.apis_for(r, rendered.api_versions)):
+                noop_check.warnings.append(f"helm release {r.key}: values key {key!r} changes nothing in the "
+                                           "rendered objects (misplaced, or the chart's default anyway)")
+    return checks, written
+
+
+def checks_table(checks: list[Check]) -> str:
+    return table([{"check": c.name, "checked": f"{c.checked} {c.what}", "problems": len(c.problems),
+                   "warnings": len(c.warnings), "note": c.note or "-"} for c in checks])
 
 
 def write(out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], rec: offline.Recording,
@@ -159,20 +197,23 @@ def write(out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], 
     for group, obj in objs:
         d = out / "manifests" / group
         d.mkdir(exist_ok=True)
-        (d / _file_name(obj)).write_text(yaml.safe_dump(obj, sort_keys=False))
+        (d / _file_name(obj)).write_text(yaml.dump(obj, Dumper=_DUMPER, sort_keys=False))
     releases = helm_releases(rec)
     for group, rel in releases:
-        (out / "helm" / f"{group}--{rel.get('name', 'release')}.yaml").write_text(yaml.safe_dump(rel, sort_keys=False))
+        (out / "helm" / f"{group}--{rel.get('name', 'release')}.yaml").write_text(
+            yaml.dump(rel, Dumper=_DUMPER, sort_keys=False))
     resources = [{"type": r.type, "name": r.name, "parent": r.parent.rsplit("::", 1)[-1] if r.parent else "",
                   "protect": r.protect, "retainOnDelete": r.retain_on_delete, "inputs": offline.plain(r.inputs)}
                  for r in rec.records]
-    (out / "resources.yaml").write_text(yaml.safe_dump(resources, sort_keys=False, default_flow_style=False))
+    (out / "resources.yaml").write_text(yaml.dump(resources, Dumper=_DUMPER, sort_keys=False,
+                                                  default_flow_style=False))
 
     counts = collections.Counter(r.type for r in rec.records if r.custom)
     aws_rows = [{"type": t, "count": n} for t, n in sorted(counts.items()) if not t.startswith("kubernetes:")]
     comp_rows = [{"type": t, "count": n} for t, n in
                  sorted(collections.Counter(r.type for r in rec.records if not r.custom).items())]
-    problems, note = validate_all(objs, releases, cfg)
+    checks, chart_objects = run_checks(out, objs, rec, cfg)
+    problems = [p for c in checks for p in c.problems]
     exported = {k: ("[secret]" if k == "kubeconfig" else v) for k, v in (rec.outputs or {}).items()}
     summary = "\n".join([
         f"# {BANNER}", "",
@@ -184,14 +225,16 @@ def write(out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], 
         "## Storage", *storage_lines(cfg), "",
         "## Components", table(comp_rows),
         "## Cloud resources by type (custom resources)", table(aws_rows),
-        f"## Kubernetes: {len(objs)} manifests, {len(releases)} Helm releases",
+        f"## Kubernetes: {len(objs)} manifests, {len(releases)} Helm releases rendering {chart_objects} objects "
+        "(charts/<component>--<release>/)",
         *(f"- helm {rel.get('name')}: {rel.get('chart')} {rel.get('version')} (ns {rel.get('namespace')})"
           for _, rel in releases), "",
-        "## Schema validation",
-        note or (f"{len(problems)} problem(s)" if problems else
-                 f"all {len(objs)} manifests and {len(releases)} Helm values documents valid against the pinned "
-                 "upstream schemas (CRDs; kubernetes-validate strict; chart values.yaml keys)"),
-        *(f"- {p}" for p in problems), "",
+        "## Checks", checks_table(checks),
+        (f"{len(problems)} problem(s)" if problems else
+         f"all {len(objs)} manifests, {chart_objects} chart-rendered objects and {len(releases)} Helm values "
+         "documents valid against the pinned upstream schemas (CRDs; kubernetes-validate strict; chart values)"),
+        *(f"- {c.name}: {p}" for c in checks for p in c.problems),
+        *(f"- warning: {w}" for c in checks for w in c.warnings), "",
         "## Stack outputs (offline fakes for computed values)", "```", json.dumps(exported, indent=2, default=str),
         "```", "",
     ])
@@ -225,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - started
     print(f"[2/3] program ran offline: {len(rec.records)} resources registered in {seconds:.2f}s", file=sys.stderr)
     summary, problems = write(out, args.stack, cfg, warnings, rec, seconds)
-    print(f"[3/3] wrote {out}", file=sys.stderr)
+    print(f"[3/3] wrote and checked {out} in {time.perf_counter() - started - seconds:.2f}s", file=sys.stderr)
     print(summary)
     return 1 if problems else 0
 

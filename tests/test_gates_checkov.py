@@ -1,4 +1,4 @@
-"""checkov over every rendered Kubernetes manifest of every stack: no failed check unless it is
+"""checkov over every rendered manifest and chart-rendered object of every stack: no failed check unless it is
 skipped, with a reason, in security/checkov-skips.yaml.
 
 checkov lives in its own virtualenv (.venv-checkov, made by `make test`): it pins packaging<24,
@@ -48,12 +48,13 @@ def skip_problems(skips: list[dict[str, Any]]) -> list[str]:
     problems = []
     seen = set()
     for i, s in enumerate(skips):
-        if set(s) != {"check", "resource", "reason"}:
-            problems.append(f"skips[{i}] must have exactly check, resource, reason (has {sorted(s)})")
+        if set(s) - {"source"} != {"check", "resource", "reason"} or s.get("source", "charts") != "charts":
+            problems.append(f"skips[{i}] must have exactly check, resource, reason (+ source: charts) "
+                            f"(has {sorted(s)})")
             continue
         if not CHECK_ID.match(str(s["check"])):
             problems.append(f"skips[{i}].check {s['check']!r} is not a checkov Kubernetes check id")
-        if str(s["resource"]).strip() in ("", "*"):
+        if str(s["resource"]).strip() in ("", "*") and s.get("source") != "charts":
             problems.append(f"skips[{i}].resource must name resources, not everything")
         if len(str(s["reason"]).strip()) < 15:
             problems.append(f"skips[{i}].reason must say why ({s['reason']!r})")
@@ -68,8 +69,10 @@ def unskipped(failed: list[dict[str, Any]], skips: list[dict[str, str]]) -> tupl
     used: set[int] = set()
     left = []
     for f in failed:
+        from_charts = f["file_path"].startswith("/charts/")
         hits = [i for i, s in enumerate(skips)
-                if s["check"] == f["check_id"] and fnmatch.fnmatchcase(f["resource"], s["resource"])]
+                if s["check"] == f["check_id"] and fnmatch.fnmatchcase(f["resource"], s["resource"])
+                and (s.get("source") == "charts") == from_charts]
         used.update(hits)
         if not hits:
             left.append(f"{f['check_id']} {f['resource']} ({f['file_path']}): {f.get('check_name', '')}")
@@ -99,7 +102,7 @@ def test_skip_list_is_well_formed() -> None:
     assert skip_problems(skips) == []
     assert skip_problems([{"check": "CKV_K8S_16", "resource": "*", "reason": "x"}, {"check": "nope"}]) == [
         "skips[0].resource must name resources, not everything", "skips[0].reason must say why ('x')",
-        "skips[1] must have exactly check, resource, reason (has ['check'])"]
+        "skips[1] must have exactly check, resource, reason (+ source: charts) (has ['check'])"]
 
 
 def test_skip_matching() -> None:
@@ -110,6 +113,11 @@ def test_skip_matching() -> None:
     left, unused = unskipped(failed, skips)
     assert left == ["CKV_K8S_16 Deployment.apps.web (/b): "]
     assert unused == [skips[1]]
+    # a skip for chart-rendered objects does not cover our own manifests, and the other way round
+    chart_skip = [{"check": "CKV_K8S_16", "resource": "*", "source": "charts", "reason": "r" * 20}]
+    assert skip_problems(chart_skip) == []
+    left, _ = unskipped([{**failed[1], "file_path": "/charts/prod/x/a.yaml"}, failed[1]], chart_skip)
+    assert left == ["CKV_K8S_16 Deployment.apps.web (/b): "]
 
 
 @pytest.fixture(scope="module")
@@ -121,14 +129,16 @@ def scan(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, A
     root = tmp_path_factory.mktemp("checkov")
     scanned = root / "scan"
     (scanned / "stacks").mkdir(parents=True)
+    (scanned / "charts").mkdir(parents=True)
     for stack in STACK_NAMES:
         out = root / "render" / stack
         assert render.main(["--stack", stack, "--out", str(out)]) == 0
         (out / "manifests").rename(scanned / "stacks" / stack)
+        (out / "charts").rename(scanned / "charts" / stack)
     (scanned / "canary").mkdir()
     (scanned / "canary" / "canary.yaml").write_text(yaml.safe_dump(CANARY))
     failed = failed_checks(run_checkov(scanned))
-    return {"stacks": [f for f in failed if f["file_path"].startswith("/stacks/")],
+    return {"stacks": [f for f in failed if f["file_path"].startswith(("/stacks/", "/charts/"))],
             "canary": [f for f in failed if f["file_path"].startswith("/canary/")]}
 
 
