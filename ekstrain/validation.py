@@ -246,7 +246,7 @@ def _builtin_validator(kubernetes_version: str, api: str, kind: str) -> Any:
 @functools.cache
 def chart_defaults(upstream_chart_dir: str) -> dict[str, Any]:
     path = _require_upstream() / "charts" / upstream_chart_dir / "values.yaml"
-    return yaml.safe_load(path.read_text()) or {}
+    return yaml.load(path.read_text(), Loader=_YAML_LOADER) or {}
 
 
 def unknown_value_keys(values: Any, defaults: Any, path: str = "") -> list[str]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
+import yaml
 
 from ekstrain import validation
 
@@ -51,3 +54,37 @@ def test_unknown_helm_value_keys() -> None:
     values = {"settings": {"clusterName": "x", "clusterNmae": "y"}, "nodeSelector": {"any": "thing"},
               "tolerations": [{"key": "k"}], "extra": 1}
     assert validation.unknown_value_keys(values, defaults) == ["settings.clusterNmae", "extra"]
+
+
+def test_parsed_crd_schemas_are_cached_by_content(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN an upstream dir with one CRD and an empty cache
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "spec": {"group": "example.com", "names": {"kind": "Thing"}, "scope": "Cluster", "versions": [
+               {"name": "v1", "served": True, "schema": {"openAPIV3Schema": {
+                   "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                       "size": {"type": "integer"}}}}}}}]}}
+    (tmp_path / "up" / "crds").mkdir(parents=True)
+    path = tmp_path / "up" / "crds" / "thing.yaml"
+    path.write_text(yaml.safe_dump(crd))
+    monkeypatch.setenv("EKSTRAIN_UPSTREAM_DIR", str(tmp_path / "up"))
+    monkeypatch.setenv("EKSTRAIN_CACHE_DIR", str(tmp_path / "cache"))
+    validation.crd_schemas.cache_clear()
+    try:
+        thing = {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"}, "spec": {"colour": 1}}
+        # WHEN validated twice in "two processes" (the in-memory cache cleared between)
+        first = validation.validate_object(thing, "1.34")
+        validation.crd_schemas.cache_clear()
+        second = validation.validate_object(thing, "1.34")
+        # THEN the second run read the pickle, with the same answer
+        assert len(list((tmp_path / "cache").glob("crd-schemas-*.pickle"))) == 1
+        assert first == second and "colour" in first[0]
+        assert validation.crd_schemas()[("example.com/v1", "Thing")].namespaced is False
+        # AND a changed CRD file is parsed again, not served stale
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["colour"] = {
+            "type": "integer"}
+        path.write_text(yaml.safe_dump(crd))
+        validation.crd_schemas.cache_clear()
+        assert validation.validate_object(thing, "1.34") == []
+        assert len(list((tmp_path / "cache").glob("crd-schemas-*.pickle"))) == 2
+    finally:
+        validation.crd_schemas.cache_clear()

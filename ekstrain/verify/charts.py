@@ -167,8 +167,13 @@ def parse(text: str) -> list[Any]:
 
 def objects(text: str, release: Release, crds: dict[tuple[str, str], validation.CrdVersion]) -> list[dict[str, Any]]:
     """The objects of one render, as the cluster would store them (namespace set, CR nulls pruned)."""
+    return objects_of(parse(text), release, crds)
+
+
+def objects_of(docs: list[Any], release: Release,
+               crds: dict[tuple[str, str], validation.CrdVersion]) -> list[dict[str, Any]]:
     out = []
-    for doc in parse(text):
+    for doc in docs:
         if not isinstance(doc, dict) or not doc:
             continue
         obj = doc if _is_builtin(doc) else prune_nulls(doc)
@@ -238,6 +243,8 @@ class Rendered:
     crds: dict[tuple[str, str], validation.CrdVersion]
     problems: list[str]
     api_versions: set[str]
+    digests: dict[str, str] = field(default_factory=dict)
+    """Release key -> hash of what its objects were made from (keys the written-file cache)."""
 
 
 def render_all(releases: list[Release], kube_version: str, extra_crds: Iterable[dict[str, Any]] = ()) -> Rendered:
@@ -261,15 +268,19 @@ def render_all(releases: list[Release], kube_version: str, extra_crds: Iterable[
     digest = hashlib.sha256(json.dumps(crd_docs, sort_keys=True, default=str).encode())
     for key in sorted(texts):
         digest.update(hashlib.sha256(texts[key].encode()).digest())
-    for text in texts.values():
-        crd_docs += [d for d in parse(text) if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"]
+    docs = {key: parse(text) for key, text in texts.items()}
+    for parsed in docs.values():
+        crd_docs += [d for d in parsed if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"]
     apis = api_versions_of(crd_docs)
     again = [r for r in releases if r.key in texts and apis_for(r, apis)]
     if again:
         run(again, apis)
+        docs.update({r.key: parse(texts[r.key]) for r in again if r.key in texts})
     crds = validation.pickled(f"crd-schemas-charts-{digest.hexdigest()[:40]}", lambda: validation.schemas_of(crd_docs))
-    objs = {r.key: objects(texts[r.key], r, crds) for r in releases if r.key in texts}
-    return Rendered(objs, crds, sorted(problems), apis)
+    objs = {r.key: objects_of(docs[r.key], r, crds) for r in releases if r.key in texts}
+    digests = {r.key: hashlib.sha256(f"{digest.hexdigest()}|{r.key}|{r.namespace}|".encode()
+                                     + texts[r.key].encode()).hexdigest()[:40] for r in releases if r.key in texts}
+    return Rendered(objs, crds, sorted(problems), apis, digests)
 
 
 def apis_for(release: Release, apis: set[str]) -> set[str]:
@@ -287,8 +298,15 @@ def write(out: pathlib.Path, rendered: Rendered) -> int:
     for key, objs in sorted(rendered.objects.items()):
         d = root / key
         d.mkdir(parents=True)
-        for obj in objs:
-            (d / file_name(obj)).write_text(yaml.dump(obj, Dumper=_DUMPER, sort_keys=False))
+
+        def dump(objs: list[dict[str, Any]] = objs) -> list[tuple[str, str]]:
+            return [(file_name(o), yaml.dump(o, Dumper=_DUMPER, sort_keys=False)) for o in objs]
+
+        # YAML emission of the charts' CRDs is most of the write time: reuse it while the render is the same
+        digest = rendered.digests.get(key)
+        files = validation.pickled(f"helm/files-{digest}", dump) if digest else dump()
+        for name, text in files:
+            (d / name).write_text(text)
             n += 1
     return n
 
