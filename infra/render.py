@@ -25,7 +25,7 @@ import yaml
 
 from ekstrain import catalog, storage_sizing, validation, versions
 from ekstrain.partitions import shape
-from ekstrain.verify import Check, charts
+from ekstrain.verify import Check, charts, sdk_schema
 from infra import offline
 from stacks.errors import ConfigError
 from stacks.loader import load_flat, read_stack_file
@@ -146,10 +146,11 @@ def run_checks(out: pathlib.Path, objs: list[tuple[str, dict[str, Any]]], rec: o
     chart_check = Check("chart objects: upstream schemas + chart CRDs")
     noop_check = Check("helm values: keys that change the output", what="releases")
     checks = [manifests_check, values_check, render_check, chart_check, noop_check]
+    aws_checks = [sdk_schema.check_recording(rec)]
     if validation.upstream_dir() is None:
         for c in checks:
             c.note = "upstream schemas not found (run `make fetch-upstream`): NOT checked"
-        return checks, 0
+        return checks + aws_checks, 0
     releases = chart_releases(rec)
     render_check.checked = values_check.checked = noop_check.checked = len(releases)
     if charts.helm_binary() is None:
@@ -179,7 +180,7 @@ def run_checks(out: pathlib.Path, objs: list[tuple[str, dict[str, Any]]], rec: o
             for key in charts.noop_leaves(r, kv, charts.apis_for(r, rendered.api_versions)):
                 noop_check.warnings.append(f"helm release {r.key}: values key {key!r} changes nothing in the "
                                            "rendered objects (misplaced, or the chart's default anyway)")
-    return checks, written
+    return checks + aws_checks, written
 
 
 def checks_table(checks: list[Check]) -> str:
