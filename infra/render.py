@@ -25,7 +25,7 @@ import yaml
 
 from ekstrain import catalog, storage_sizing, validation, versions
 from ekstrain.partitions import shape
-from ekstrain.verify import Check, charts, iam, sdk_schema
+from ekstrain.verify import Check, aws_rules, charts, iam, sdk_schema
 from infra import offline
 from stacks.errors import ConfigError
 from stacks.loader import load_flat, read_stack_file
@@ -146,7 +146,7 @@ def run_checks(out: pathlib.Path, objs: list[tuple[str, dict[str, Any]]], rec: o
     chart_check = Check("chart objects: upstream schemas + chart CRDs")
     noop_check = Check("helm values: keys that change the output", what="releases")
     checks = [manifests_check, values_check, render_check, chart_check, noop_check]
-    aws_checks = [sdk_schema.check_recording(rec), iam.check_recording(rec)]
+    aws_checks = [sdk_schema.check_recording(rec), iam.check_recording(rec), aws_rules.check_recording(rec)]
     if validation.upstream_dir() is None:
         for c in checks:
             c.note = "upstream schemas not found (run `make fetch-upstream`): NOT checked"
