@@ -25,7 +25,7 @@ import yaml
 
 from ekstrain import catalog, storage_sizing, validation, versions
 from ekstrain.partitions import shape
-from ekstrain.verify import Check, aws_rules, charts, iam, sdk_schema
+from ekstrain.verify import Check, aws_rules, charts, iam, sdk_schema, tfplan
 from infra import offline
 from stacks.errors import ConfigError
 from stacks.loader import load_flat, read_stack_file
@@ -208,6 +208,8 @@ def write(out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], 
                  for r in rec.records]
     (out / "resources.yaml").write_text(yaml.dump(resources, Dumper=_DUMPER, sort_keys=False,
                                                   default_flow_style=False))
+    # The AWS resources as a Terraform plan, for `checkov --framework terraform_plan` (tests/test_gates_checkov.py).
+    (out / "aws-plan.json").write_text(json.dumps(tfplan.plan(rec), indent=1, default=str))
 
     counts = collections.Counter(r.type for r in rec.records if r.custom)
     aws_rows = [{"type": t, "count": n} for t, n in sorted(counts.items()) if not t.startswith("kubernetes:")]

@@ -19,10 +19,11 @@ import pytest
 import yaml
 from conftest import REPO, STACK_NAMES
 
-from infra import render
+from ekstrain.verify import tfplan
+from infra import offline, render
 
 SKIPS_FILE = REPO / "security" / "checkov-skips.yaml"
-CHECK_ID = re.compile(r"^CKV2?_K8S_\d+$")
+CHECK_ID = re.compile(r"^CKV2?_(K8S|AWS)_\d+$")
 # No guideline download, no platform mapping, no PyPI version check, no upload.
 OFFLINE_ENV = {"BC_SKIP_MAPPING": "TRUE", "CKV_SKIP_PACKAGE_UPDATE_CHECK": "true"}
 
@@ -53,7 +54,7 @@ def skip_problems(skips: list[dict[str, Any]]) -> list[str]:
                             f"(has {sorted(s)})")
             continue
         if not CHECK_ID.match(str(s["check"])):
-            problems.append(f"skips[{i}].check {s['check']!r} is not a checkov Kubernetes check id")
+            problems.append(f"skips[{i}].check {s['check']!r} is not a checkov Kubernetes or AWS check id")
         if str(s["resource"]).strip() in ("", "*") and s.get("source") != "charts":
             problems.append(f"skips[{i}].resource must name resources, not everything")
         if len(str(s["reason"]).strip()) < 15:
@@ -85,11 +86,11 @@ def failed_checks(report: Any) -> list[dict[str, Any]]:
     return [c for r in reports for c in (r.get("results") or {}).get("failed_checks", [])]
 
 
-def run_checkov(directory: pathlib.Path) -> Any:
+def run_checkov(directory: pathlib.Path, framework: str = "kubernetes") -> Any:
     binary = checkov_binary()
     assert binary is not None
     proc = subprocess.run(
-        [str(binary), "-d", str(directory), "--framework", "kubernetes", "--compact", "--quiet", "-o", "json",
+        [str(binary), "-d", str(directory), "--framework", framework, "--compact", "--quiet", "-o", "json",
          "--skip-download"],
         capture_output=True, text=True, timeout=600, env={**os.environ, **OFFLINE_ENV}, cwd=directory)
     # Exit 1 means "some check failed"; anything else is checkov itself failing.
@@ -130,21 +131,46 @@ def scan(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, A
     scanned = root / "scan"
     (scanned / "stacks").mkdir(parents=True)
     (scanned / "charts").mkdir(parents=True)
+    plans = root / "plans"
+    plans.mkdir()
     for stack in STACK_NAMES:
         out = root / "render" / stack
         assert render.main(["--stack", stack, "--out", str(out)]) == 0
         (out / "manifests").rename(scanned / "stacks" / stack)
         (out / "charts").rename(scanned / "charts" / stack)
+        (out / "aws-plan.json").rename(plans / f"{stack}.tfplan.json")
     (scanned / "canary").mkdir()
     (scanned / "canary" / "canary.yaml").write_text(yaml.safe_dump(CANARY))
+    (plans / "canary.tfplan.json").write_text(json.dumps(tfplan.plan(_canary_recording())))
     failed = failed_checks(run_checkov(scanned))
-    return {"stacks": [f for f in failed if f["file_path"].startswith(("/stacks/", "/charts/"))],
-            "canary": [f for f in failed if f["file_path"].startswith("/canary/")]}
+    aws = failed_checks(run_checkov(plans, "terraform_plan"))
+    return {"stacks": [f for f in failed if f["file_path"].startswith(("/stacks/", "/charts/"))]
+            + [f for f in aws if not f["file_path"].startswith("/canary")],
+            "canary": [f for f in failed if f["file_path"].startswith("/canary/")],
+            "aws-canary": [f for f in aws if f["file_path"].startswith("/canary")]}
+
+
+def _canary_recording() -> offline.Recording:
+    """A security group open to the world on SSH and an unencrypted-by-KMS log group, as recorded."""
+    import pulumi_aws as aws
+
+    def program() -> Any:
+        aws.ec2.SecurityGroup("canary", description="canary", ingress=[aws.ec2.SecurityGroupIngressArgs(
+            protocol="tcp", from_port=22, to_port=22, cidr_blocks=["0.0.0.0/0"], description="ssh")])
+        return {}
+
+    return offline.run(program, {"aws:region": "us-west-2"})
 
 
 def test_checkov_runs_offline_and_catches_a_privileged_pod(scan: dict[str, list[dict[str, Any]]]) -> None:
     ids = {f["check_id"] for f in scan["canary"]}
     assert "CKV_K8S_16" in ids, ids  # "Container should not be privileged"
+
+
+def test_checkov_terraform_plan_catches_ssh_open_to_the_world(scan: dict[str, list[dict[str, Any]]]) -> None:
+    # the recorded canary went through the same conversion (tfplan.plan) as every stack
+    ids = {f["check_id"] for f in scan["aws-canary"]}
+    assert "CKV_AWS_24" in ids, ids  # "Ensure no security groups allow ingress from 0.0.0.0:0 to port 22"
 
 
 def test_rendered_manifests_pass_checkov(scan: dict[str, list[dict[str, Any]]],
