@@ -104,14 +104,34 @@ def crd_schemas() -> dict[tuple[str, str], CrdVersion]:
     Parsing ~8 MB of CRD YAML takes seconds; the result is pickled under cache_dir(), keyed by the
     hash of every CRD file's path and content, so a changed or added CRD re-parses.
     """
+    digest, texts = _upstream_crds()
+    return pickled(f"crd-schemas-{digest}", lambda: {
+        k: v for t in texts for k, v in schemas_of(list(yaml.load_all(t, Loader=_YAML_LOADER))).items()})
+
+
+@functools.lru_cache(maxsize=1)
+def _upstream_crds() -> tuple[str, list[bytes]]:
     root = _require_upstream() / "crds"
     paths = sorted(root.rglob("*.yaml"))
     texts = [p.read_bytes() for p in paths]
     digest = hashlib.sha256(_CACHE_FORMAT.encode())
     for p, t in zip(paths, texts, strict=True):
         digest.update(str(p.relative_to(root)).encode() + b"\0" + hashlib.sha256(t).digest())
-    return pickled(f"crd-schemas-{digest.hexdigest()[:32]}", lambda: {
-        k: v for t in texts for k, v in schemas_of(list(yaml.load_all(t, Loader=_YAML_LOADER))).items()})
+    return digest.hexdigest()[:32], texts
+
+
+def schemas_digest() -> str:
+    """Hash of everything validate_object's answer depends on besides the object: the upstream CRDs, this
+    module's conversion and the kubernetes-validate release (keys caches of validation results)."""
+    from importlib import metadata
+
+    return hashlib.sha256(f"{_upstream_crds()[0]}|{metadata.version('kubernetes-validate')}|"
+                          f"{_source_hash()}".encode()).hexdigest()[:32]
+
+
+@functools.cache
+def _source_hash() -> str:
+    return hashlib.sha256(pathlib.Path(__file__).read_bytes()).hexdigest()
 
 
 def pickled(key: str, compute: Callable[[], T]) -> T:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
 import json
 import pathlib
 import runpy
@@ -171,16 +172,27 @@ def run_checks(out: pathlib.Path, objs: list[tuple[str, dict[str, Any]]], rec: o
                                                      validation.chart_defaults(chart.upstream_dir)):
                 values_check.problems.append(f"helm release {rel.get('name')}: values key {key!r} is not in "
                                              f"{chart.upstream_dir}/values.yaml")
-    for key, chart_objs in sorted(rendered.objects.items()):
-        chart_check.checked += len(chart_objs)
-        for obj in chart_objs:
-            chart_check.problems += [f"{key}: {p}" for p in validation.validate_object(obj, kv, rendered.crds)]
+    chart_check.checked = sum(len(o) for o in rendered.objects.values())
+    chart_check.problems += validate_chart_objects(rendered, kv)
     for r in releases:
         if r.key in rendered.objects:
             for key in charts.noop_leaves(r, kv, charts.apis_for(r, rendered.api_versions)):
                 noop_check.warnings.append(f"helm release {r.key}: values key {key!r} changes nothing in the "
                                            "rendered objects (misplaced, or the chart's default anyway)")
     return checks + aws_checks, written
+
+
+def validate_chart_objects(rendered: charts.Rendered, kv: str) -> list[str]:
+    """Problems of every chart-rendered object. The objects are a function of the render digests, so the
+    answer is cached on them and on the schemas (a warm render skips re-validating unchanged charts)."""
+    def validate() -> list[str]:
+        return [f"{key}: {p}" for key, objs in sorted(rendered.objects.items()) for obj in objs
+                for p in validation.validate_object(obj, kv, rendered.crds)]
+
+    if set(rendered.digests) != set(rendered.objects):
+        return validate()
+    key = hashlib.sha256(json.dumps([kv, validation.schemas_digest(), sorted(rendered.digests.items())]).encode())
+    return validation.pickled(f"chart-validation-{key.hexdigest()[:40]}", validate)
 
 
 def checks_table(checks: list[Check]) -> str:
