@@ -120,6 +120,12 @@ def _upstream_crds() -> tuple[str, list[bytes]]:
     return digest.hexdigest()[:32], texts
 
 
+def clear_caches() -> None:
+    """Forget the in-process caches of upstream schemas (tests that point at another upstream dir)."""
+    crd_schemas.cache_clear()
+    _upstream_crds.cache_clear()
+
+
 def schemas_digest() -> str:
     """Hash of everything validate_object's answer depends on besides the object: the upstream CRDs, this
     module's conversion and the kubernetes-validate release (keys caches of validation results)."""
@@ -227,7 +233,45 @@ def validate_object(obj: dict[str, Any], kubernetes_version: str,
     schema["properties"] = props
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(body), key=lambda e: list(e.absolute_path))
-    return [f"{where}: {'.'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors]
+    out = [f"{where}: {'.'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors]
+    return out + [f"{where}: {p}" for p in embedded_problems(crd.group, body, kubernetes_version)]
+
+
+# Core types some CRDs embed as x-kubernetes-preserve-unknown-fields: the operator decodes them into the
+# corev1 structs, silently dropping unknown fields, so a misspelt key never reaches the pod. Checked here
+# with the strict built-in schema. group -> (path under the object, core type).
+EMBEDDED_CORE_TYPES: dict[str, tuple[tuple[str, str], ...]] = {
+    # Slinky slurm-operator v1beta1: template, service and container fields are corev1 types in its API
+    "slinky.slurm.net": (
+        ("spec.template.spec", "PodSpec"), ("spec.service.spec", "ServiceSpec"), ("spec.slurmd", "Container"),
+        ("spec.logfile", "Container"), ("spec.login", "Container"), ("spec.initconf", "Container"),
+        ("spec.slurmctld", "Container"), ("spec.reconfigure", "Container"), ("spec.slurmdbd", "Container"),
+        ("spec.slurmrestd", "Container")),
+}
+
+
+def embedded_problems(group: str, body: dict[str, Any], kubernetes_version: str) -> list[str]:
+    out = []
+    for path, core in EMBEDDED_CORE_TYPES.get(group, ()):
+        node: Any = body
+        for key in path.split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            continue
+        kind = "Service" if core == "ServiceSpec" else "Pod"
+        spec: dict[str, Any] = dict(node)
+        prefix = "spec"
+        if core == "PodSpec":
+            spec["containers"] = node.get("containers") or [{"name": "x"}]
+        elif core == "Container":
+            spec, prefix = {"containers": [{"name": "x", **node}]}, "spec.containers.0"
+        obj = {"apiVersion": "v1", "kind": kind, "metadata": {"name": "x"}, "spec": spec}
+        validator = _builtin_validator(kubernetes_version, "v1", kind)
+        for e in validator.iter_errors(obj) if validator is not None else ():
+            at = ".".join(map(str, e.absolute_path))
+            at = path + at[len(prefix):] if at.startswith(prefix) else path
+            out.append(f"{at}: {e.message} (as a {core}, the way the operator decodes it)")
+    return out
 
 
 @functools.cache

@@ -68,12 +68,12 @@ def test_parsed_crd_schemas_are_cached_by_content(tmp_path: pathlib.Path, monkey
     path.write_text(yaml.safe_dump(crd))
     monkeypatch.setenv("EKSTRAIN_UPSTREAM_DIR", str(tmp_path / "up"))
     monkeypatch.setenv("EKSTRAIN_CACHE_DIR", str(tmp_path / "cache"))
-    validation.crd_schemas.cache_clear()
+    validation.clear_caches()
     try:
         thing = {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"}, "spec": {"colour": 1}}
         # WHEN validated twice in "two processes" (the in-memory cache cleared between)
         first = validation.validate_object(thing, "1.34")
-        validation.crd_schemas.cache_clear()
+        validation.clear_caches()
         second = validation.validate_object(thing, "1.34")
         # THEN the second run read the pickle, with the same answer
         assert len(list((tmp_path / "cache").glob("crd-schemas-*.pickle"))) == 1
@@ -83,8 +83,8 @@ def test_parsed_crd_schemas_are_cached_by_content(tmp_path: pathlib.Path, monkey
         crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["colour"] = {
             "type": "integer"}
         path.write_text(yaml.safe_dump(crd))
-        validation.crd_schemas.cache_clear()
+        validation.clear_caches()
         assert validation.validate_object(thing, "1.34") == []
         assert len(list((tmp_path / "cache").glob("crd-schemas-*.pickle"))) == 2
     finally:
-        validation.crd_schemas.cache_clear()
+        validation.clear_caches()

@@ -139,6 +139,25 @@ def test_a_misplaced_value_that_breaks_an_object_is_caught(prod_build: pathlib.P
 
 @needs_upstream
 @needs_helm
+def test_a_misplaced_pod_key_in_a_nodeset_is_caught(prod_build: pathlib.Path) -> None:
+    # GIVEN NodeSet pod and slurmd fields the CRD keeps as preserve-unknown-fields, with misspelt keys
+    rel = _release("slurm", prod_build)
+    values: dict[str, Any] = yaml.safe_load(yaml.safe_dump(rel.values))
+    values["nodesets"]["gpu-h100"]["podSpec"]["nodeSelectr"] = {"a": "b"}
+    values["nodesets"]["gpu-h100"]["slurmd"]["resourcez"] = {"limits": {}}
+    bad = charts.Release(rel.group, rel.name, rel.chart, rel.version, rel.namespace, values)
+    rendered = charts.render_all([bad, _release("slurm-operator-crds", prod_build)], "1.34")
+    problems = [p for o in rendered.objects[bad.key] for p in validation.validate_object(o, "1.34", rendered.crds)]
+    # THEN both are caught against the core PodSpec/Container the operator decodes them into
+    assert problems == [
+        "NodeSet slurm/slurm-worker-gpu-h100: spec.template.spec: Additional properties are not allowed "
+        "('nodeSelectr' was unexpected) (as a PodSpec, the way the operator decodes it)",
+        "NodeSet slurm/slurm-worker-gpu-h100: spec.slurmd: Additional properties are not allowed "
+        "('resourcez' was unexpected) (as a Container, the way the operator decodes it)"]
+
+
+@needs_upstream
+@needs_helm
 def test_a_release_that_cannot_render_fails_the_render(prod_build: pathlib.Path) -> None:
     rel = _release("karpenter", prod_build)
     missing = charts.Release(rel.group, rel.name, rel.chart, "0.0.1", rel.namespace, rel.values)
