@@ -89,3 +89,13 @@ def test_args_class_resolution() -> None:
     assert sdk_schema.args_class("kubernetes:storage.k8s.io/v1:StorageClass") is (
         pulumi_kubernetes.storage.v1.StorageClassInitArgs)
     assert sdk_schema.args_class("kubernetes:karpenter.sh/v1:NodePool") is None
+
+
+def test_a_value_outside_an_sdk_enum_is_caught(prod: offline.Recording) -> None:
+    # GIVEN the EKS cluster's authentication mode (pulumi_eks.AuthenticationMode) misspelt
+    def misspell(inputs: dict[str, Any]) -> None:
+        assert inputs["authenticationMode"] == "API"
+        inputs["authenticationMode"] = "API_ONLY"
+
+    [problem] = sdk_schema.check_recording(_with(prod, "eks:index:Cluster", misspell)).problems
+    assert problem == "eks:index:Cluster cluster: authenticationMode: expected AuthenticationMode, got str 'API_ONLY'"
