@@ -101,3 +101,15 @@ def test_karpenter_node_role_policies_equal_the_reference_cloudformation(prod: o
                       if r.name.startswith("karpenter-node-"))
     assert attached == sorted(node_policies)
     assert "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly" in attached
+
+
+def test_storage_keys_have_an_explicit_account_key_policy(prod: offline.Recording) -> None:
+    # GIVEN the FSx and EFS keys the stack creates (checkov CKV2_AWS_64: a key policy is defined)
+    for name in ("fsx-key", "efs-key"):
+        key = prod.one("aws:kms/key:Key", name)
+        policy = prod.one("aws:kms/keyPolicy:KeyPolicy", name)
+        assert policy.inputs["keyId"] == key.outputs["keyId"]
+        # THEN the account root administers it (AWS's default, made explicit) and IAM grants use
+        assert json.loads(policy.inputs["policy"])["Statement"] == [{
+            "Sid": "EnableIAMPolicies", "Effect": "Allow",
+            "Principal": {"AWS": f"arn:aws:iam::{offline.ACCOUNT}:root"}, "Action": "kms:*", "Resource": "*"}]

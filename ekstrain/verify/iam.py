@@ -30,10 +30,11 @@ POLICY_TYPES = {  # type token -> the input holding a policy document
     "aws:sqs/queuePolicy:QueuePolicy": "policy",
     "aws:s3/bucketPolicy:BucketPolicy": "policy",
     "aws:kms/key:Key": "policy",
+    "aws:kms/keyPolicy:KeyPolicy": "policy",
 }
 # Resource-based and trust policies: their Principal/Resource semantics differ from identity policies.
 RESOURCE_POLICIES = {"aws:sqs/queuePolicy:QueuePolicy", "aws:s3/bucketPolicy:BucketPolicy", "aws:kms/key:Key",
-                     "aws:iam/role:Role"}
+                     "aws:kms/keyPolicy:KeyPolicy", "aws:iam/role:Role"}
 
 
 def as_list(value: Any) -> list[Any]:
