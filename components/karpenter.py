@@ -30,7 +30,7 @@ SERVICE_ACCOUNT = "karpenter"
 NODE_POLICIES = (
     "AmazonEKS_CNI_Policy",
     "AmazonEKSWorkerNodePolicy",
-    "AmazonEC2ContainerRegistryReadOnly",
+    "AmazonEC2ContainerRegistryPullOnly",  # what Karpenter v1.14's CloudFormation attaches: pull, no listing
     "AmazonSSMManagedInstanceCore",
 )
 
@@ -105,7 +105,7 @@ def controller_policies(cluster: str, region: str, account: str, node_role_arn: 
         ],
         "IAMIntegration": [
             {"Sid": "AllowPassingInstanceRole", "Effect": "Allow", "Resource": node_role_arn, "Action": "iam:PassRole",
-             "Condition": {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com"]}}},
+             "Condition": {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]}}},
             {"Sid": "AllowScopedInstanceProfileCreationActions", "Effect": "Allow", "Resource": profile,
              "Action": ["iam:CreateInstanceProfile"],
              "Condition": {"StringEquals": {**owned, **region_tag},
@@ -123,10 +123,6 @@ def controller_policies(cluster: str, region: str, account: str, node_role_arn: 
              "Condition": {"StringEquals": {**resource_owned,
                                             "aws:ResourceTag/topology.kubernetes.io/region": region},
                            "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"}}},
-            {"Sid": "AllowInstanceProfileReadActions", "Effect": "Allow", "Resource": profile,
-             "Action": "iam:GetInstanceProfile"},
-            {"Sid": "AllowUnscopedInstanceProfileListAction", "Effect": "Allow", "Resource": "*",
-             "Action": "iam:ListInstanceProfiles"},
         ],
         "EKSIntegration": [
             {"Sid": "AllowAPIServerEndpointDiscovery", "Effect": "Allow", "Resource": cluster_arn,
@@ -146,10 +142,17 @@ def controller_policies(cluster: str, region: str, account: str, node_role_arn: 
             {"Sid": "AllowSSMReadActions", "Effect": "Allow",
              "Resource": _arn(region, "ssm", "parameter/aws/service/*", account=""), "Action": "ssm:GetParameter"},
             {"Sid": "AllowPricingReadActions", "Effect": "Allow", "Resource": "*", "Action": "pricing:GetProducts"},
+            {"Sid": "AllowInstanceProfileReadActions", "Effect": "Allow", "Resource": profile,
+             "Action": "iam:GetInstanceProfile"},
+            {"Sid": "AllowUnscopedInstanceProfileListAction", "Effect": "Allow", "Resource": "*",
+             "Action": "iam:ListInstanceProfiles"},
         ],
         "ZonalShift": [
-            {"Sid": "AllowZonalShiftReadActions", "Effect": "Allow", "Resource": cluster_arn,
-             "Action": "arc-zonal-shift:GetManagedResource"},
+            # GetManagedResource is authorised on `*` with the managed resource in a condition key: an EKS
+            # cluster ARN as Resource matches nothing the action takes (it would grant nothing).
+            {"Sid": "AllowZonalShiftStatusReadOnly", "Effect": "Allow", "Resource": "*",
+             "Action": ["arc-zonal-shift:GetManagedResource"],
+             "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier": cluster_arn}}},
         ],
     }
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from components import iam
 from ekstrain.subnets import plan_subnets
 
 DISCOVERY_TAG = "karpenter.sh/discovery"
@@ -30,12 +31,28 @@ class NetworkArgs:
     training_availability_zone: str
     nat_gateways: str = "single"
     """@default single: one NAT gateway, in the training AZ (where the heavy traffic is); perAz: one per AZ."""
+    flow_log_retention_days: int = 90
+    """@default 90 days of VPC flow logs in CloudWatch Logs."""
     placement_group_partitions: Sequence[str] = ()
     """Partitions that get a cluster placement group, named ``<cluster>-<partition>``."""
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
 class Network(pulumi.ComponentResource):
+    def _flow_logs(self, name: str, vpc: aws.ec2.Vpc, args: NetworkArgs, tags: dict[str, str],
+                   flow_tags: dict[str, str], child: pulumi.ResourceOptions) -> None:
+        """VPC flow logs (accepted and rejected) to CloudWatch Logs, for incident response (CKV2_AWS_11)."""
+        group = aws.cloudwatch.LogGroup(f"{name}-flow-logs", name=f"/aws/vpc/{args.cluster_name}-flow-logs",
+                                        retention_in_days=args.flow_log_retention_days, tags=tags, opts=child)
+        role = aws.iam.Role(f"{name}-flow-logs", assume_role_policy=iam.assume_role_policy(
+            "vpc-flow-logs.amazonaws.com"), description=f"VPC flow logs of {args.cluster_name}", tags=tags,
+            opts=child)
+        aws.iam.RolePolicy(f"{name}-flow-logs", role=role.id, policy=iam.policy_document([{
+            "Effect": "Allow", "Action": ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+            "Resource": [group.arn, pulumi.Output.concat(group.arn, ":*")]}]), opts=child)
+        aws.ec2.FlowLog(f"{name}-flow-logs", vpc_id=vpc.id, traffic_type="ALL", log_destination_type="cloud-watch-logs",
+                        log_destination=group.arn, iam_role_arn=role.arn, tags=flow_tags, opts=child)
+
     vpc_id: pulumi.Output[str]
     public_subnet_ids: pulumi.Output[list[str]]
     private_subnet_ids: pulumi.Output[list[str]]
@@ -55,6 +72,10 @@ class Network(pulumi.ComponentResource):
         vpc = aws.ec2.Vpc(name, cidr_block=args.vpc_cidr, enable_dns_hostnames=True, enable_dns_support=True,
                           tags=named("vpc"), opts=child)
         igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags=named("igw"), opts=child)
+        # Nothing uses the VPC's default security group; managing it with no rules strips the all-members
+        # rules AWS creates, so nothing attached to it by mistake can talk (checkov CKV2_AWS_12).
+        aws.ec2.DefaultSecurityGroup(f"{name}-default", vpc_id=vpc.id, tags=named("default-no-rules"), opts=child)
+        self._flow_logs(name, vpc, args, tags, named("flow-logs"), child)
 
         public_rt = aws.ec2.RouteTable(f"{name}-public", vpc_id=vpc.id, tags=named("public"), opts=child)
         aws.ec2.Route(f"{name}-public-default", route_table_id=public_rt.id, destination_cidr_block="0.0.0.0/0",

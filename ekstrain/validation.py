@@ -17,16 +17,27 @@ The upstream files are not copied into this repository. They are read from, in o
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import pathlib
+import pickle
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import yaml
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 # The upstream CRDs are several MB of YAML: libyaml's loader parses them ~10x faster when present.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+class KubeYamlLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """Safe YAML as Kubernetes reads it: a bare ``=`` (YAML 1.1's value tag, e.g. in Prometheus operator CRD
+    enums ``[=, !=, =~, !~]``) is the string "=", which PyYAML's safe loader refuses."""
+
+
+KubeYamlLoader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
+_YAML_LOADER = KubeYamlLoader
+T = TypeVar("T")
 
 # API groups served by Kubernetes itself (validated by kubernetes-validate, not by a CRD).
 BUILTIN_GROUPS = {
@@ -63,27 +74,94 @@ class CrdVersion:
     schema: dict[str, Any]
     cel_rules: tuple[tuple[str, str, str], ...]
     """(json path, rule, message) of every x-kubernetes-validations entry."""
+    namespaced: bool = True
+
+
+def schemas_of(docs: list[Any]) -> dict[tuple[str, str], CrdVersion]:
+    """(apiVersion, kind) -> schema for every served version of the CustomResourceDefinitions in ``docs``."""
+    out: dict[tuple[str, str], CrdVersion] = {}
+    for doc in docs:
+        if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
+            continue
+        spec = doc["spec"]
+        for v in spec["versions"]:
+            if not v.get("served", True):
+                continue
+            raw = v["schema"]["openAPIV3Schema"]
+            api = f"{spec['group']}/{v['name']}"
+            out[(api, spec["names"]["kind"])] = CrdVersion(
+                spec["group"], v["name"], spec["names"]["kind"], _to_json_schema(raw),
+                tuple(_cel_rules(raw, "$")), spec.get("scope", "Namespaced") == "Namespaced")
+    return out
+
+
+def cache_dir() -> pathlib.Path:
+    """Where parsed schemas and chart renders are cached ($EKSTRAIN_CACHE_DIR, default build/.cache)."""
+    return pathlib.Path(os.environ.get("EKSTRAIN_CACHE_DIR") or REPO / "build" / ".cache")
+
+
+_CACHE_FORMAT = "crd-schemas-v2"  # bump when schemas_of/_to_json_schema change what they produce
 
 
 @functools.lru_cache(maxsize=1)
 def crd_schemas() -> dict[tuple[str, str], CrdVersion]:
-    """(apiVersion, kind) -> schema for every served version of every upstream CRD."""
+    """(apiVersion, kind) -> schema for every served version of every upstream CRD.
+
+    Parsing ~8 MB of CRD YAML takes seconds; the result is pickled under cache_dir(), keyed by the
+    hash of every CRD file's path and content, so a changed or added CRD re-parses.
+    """
+    digest, texts = _upstream_crds()
+    return pickled(f"crd-schemas-{digest}", lambda: {
+        k: v for t in texts for k, v in schemas_of(list(yaml.load_all(t, Loader=_YAML_LOADER))).items()})
+
+
+@functools.lru_cache(maxsize=1)
+def _upstream_crds() -> tuple[str, list[bytes]]:
     root = _require_upstream() / "crds"
-    out: dict[tuple[str, str], CrdVersion] = {}
-    for path in sorted(root.rglob("*.yaml")):
-        for doc in yaml.load_all(path.read_text(), Loader=_YAML_LOADER):
-            if not doc or doc.get("kind") != "CustomResourceDefinition":
-                continue
-            spec = doc["spec"]
-            for v in spec["versions"]:
-                if not v.get("served", True):
-                    continue
-                raw = v["schema"]["openAPIV3Schema"]
-                api = f"{spec['group']}/{v['name']}"
-                out[(api, spec["names"]["kind"])] = CrdVersion(
-                    spec["group"], v["name"], spec["names"]["kind"], _to_json_schema(raw),
-                    tuple(_cel_rules(raw, "$")))
-    return out
+    paths = sorted(root.rglob("*.yaml"))
+    texts = [p.read_bytes() for p in paths]
+    digest = hashlib.sha256(_CACHE_FORMAT.encode())
+    for p, t in zip(paths, texts, strict=True):
+        digest.update(str(p.relative_to(root)).encode() + b"\0" + hashlib.sha256(t).digest())
+    return digest.hexdigest()[:32], texts
+
+
+def clear_caches() -> None:
+    """Forget the in-process caches of upstream schemas (tests that point at another upstream dir)."""
+    crd_schemas.cache_clear()
+    _upstream_crds.cache_clear()
+
+
+def schemas_digest() -> str:
+    """Hash of everything validate_object's answer depends on besides the object: the upstream CRDs, this
+    module's conversion and the kubernetes-validate release (keys caches of validation results)."""
+    from importlib import metadata
+
+    return hashlib.sha256(f"{_upstream_crds()[0]}|{metadata.version('kubernetes-validate')}|"
+                          f"{_source_hash()}".encode()).hexdigest()[:32]
+
+
+@functools.cache
+def _source_hash() -> str:
+    return hashlib.sha256(pathlib.Path(__file__).read_bytes()).hexdigest()
+
+
+def pickled(key: str, compute: Callable[[], T]) -> T:
+    """``compute()``, memoised on disk under cache_dir() as ``key``.pickle (key must name the inputs' hash)."""
+    cached = cache_dir() / f"{key}.pickle"
+    try:
+        return cast(T, pickle.loads(cached.read_bytes()))
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        pass
+    value = compute()
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(f".{os.getpid()}.{threading.get_ident()}.partial")
+        partial.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        partial.replace(cached)
+    except OSError:
+        pass  # a read-only checkout still works, just slower
+    return value
 
 
 def _cel_rules(node: Any, path: str) -> list[tuple[str, str, str]]:
@@ -132,23 +210,23 @@ def _to_json_schema(node: Any) -> Any:
     return out
 
 
-def validate_object(obj: dict[str, Any], kubernetes_version: str) -> list[str]:
-    """Problems with one manifest; empty when it is valid."""
+def validate_object(obj: dict[str, Any], kubernetes_version: str,
+                    extra_crds: dict[tuple[str, str], CrdVersion] | None = None) -> list[str]:
+    """Problems with one manifest; empty when it is valid.
+
+    ``extra_crds``: schemas of CRDs installed beside the upstream set (e.g. the ones charts render).
+    """
     api = obj.get("apiVersion", "")
     kind = obj.get("kind", "")
     group = api.rsplit("/", 1)[0] if "/" in api else ""
     where = f"{kind} {obj.get('metadata', {}).get('namespace', '')}/{obj.get('metadata', {}).get('name', '?')}"
     if group in BUILTIN_GROUPS:
-        import kubernetes_validate
-
-        try:
-            kubernetes_validate.validate(obj, kubernetes_version, strict=True)
-        except kubernetes_validate.ValidationError as exc:
-            return [f"{where}: {exc.message}"]
-        except kubernetes_validate.SchemaNotFoundError:
+        validator = _builtin_validator(kubernetes_version, api, kind)
+        if validator is None:
             return [f"{where}: no built-in schema for {api} {kind} in Kubernetes {kubernetes_version}"]
-        return []
-    crd = crd_schemas().get((api, kind))
+        error = next(iter(validator.iter_errors(obj)), None)
+        return [f"{where}: {error.message}"] if error is not None else []
+    crd = (extra_crds or {}).get((api, kind)) or crd_schemas().get((api, kind))
     if crd is None:
         return [f"{where}: no upstream CRD schema for {api} {kind} (add the CRD to the pinned upstream set)"]
     import jsonschema
@@ -164,7 +242,76 @@ def validate_object(obj: dict[str, Any], kubernetes_version: str) -> list[str]:
         schema["required"] = [r for r in schema["required"] if r not in ("apiVersion", "kind", "metadata")]
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(body), key=lambda e: list(e.absolute_path))
-    return [f"{where}: {'.'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors]
+    out = [f"{where}: {'.'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors]
+    return out + [f"{where}: {p}" for p in embedded_problems(crd.group, body, kubernetes_version)]
+
+
+# Core types some CRDs embed as x-kubernetes-preserve-unknown-fields: the operator decodes them into the
+# corev1 structs, silently dropping unknown fields, so a misspelt key never reaches the pod. Checked here
+# with the strict built-in schema. group -> (path under the object, core type).
+EMBEDDED_CORE_TYPES: dict[str, tuple[tuple[str, str], ...]] = {
+    # Slinky slurm-operator v1beta1: template, service and container fields are corev1 types in its API
+    "slinky.slurm.net": (
+        ("spec.template.spec", "PodSpec"), ("spec.service.spec", "ServiceSpec"), ("spec.slurmd", "Container"),
+        ("spec.logfile", "Container"), ("spec.login", "Container"), ("spec.initconf", "Container"),
+        ("spec.slurmctld", "Container"), ("spec.reconfigure", "Container"), ("spec.slurmdbd", "Container"),
+        ("spec.slurmrestd", "Container")),
+}
+
+
+def embedded_problems(group: str, body: dict[str, Any], kubernetes_version: str) -> list[str]:
+    out = []
+    for path, core in EMBEDDED_CORE_TYPES.get(group, ()):
+        node: Any = body
+        for key in path.split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            continue
+        kind = "Service" if core == "ServiceSpec" else "Pod"
+        spec: dict[str, Any] = dict(node)
+        prefix = "spec"
+        if core == "PodSpec":
+            spec["containers"] = node.get("containers") or [{"name": "x"}]
+        elif core == "Container":
+            spec, prefix = {"containers": [{"name": "x", **node}]}, "spec.containers.0"
+        obj = {"apiVersion": "v1", "kind": kind, "metadata": {"name": "x"}, "spec": spec}
+        validator = _builtin_validator(kubernetes_version, "v1", kind)
+        for e in validator.iter_errors(obj) if validator is not None else ():
+            at = ".".join(map(str, e.absolute_path))
+            at = path + at[len(prefix):] if at.startswith(prefix) else path
+            out.append(f"{at}: {e.message} (as a {core}, the way the operator decodes it)")
+    return out
+
+
+@functools.cache
+def _builtin_definitions(schema_dir: str) -> Any:
+    from kubernetes_validate import utils
+    from referencing import Registry, Resource
+
+    defs = utils.schema_contents(f"kubernetes-json-schema/{schema_dir}/_definitions.json", schema_dir)
+    return Resource.from_contents(defs) @ Registry()
+
+
+@functools.cache
+def _builtin_validator(kubernetes_version: str, api: str, kind: str) -> Any:
+    """kubernetes-validate's strict schema for a built-in kind, as ``kubernetes_validate.validate`` picks it,
+    with its multi-MB definitions file loaded once per process instead of once per object."""
+    import re
+
+    import jsonschema
+    from kubernetes_validate import utils
+    from referencing import Resource
+
+    wanted = utils.major_minor(kubernetes_version)
+    version = [v for v in utils.all_versions() if utils.major_minor(v) <= wanted][-1]
+    schema_dir = f"v{version}-local-strict"
+    api_part = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api)
+    try:
+        schema = utils.schema_contents(f"kubernetes-json-schema/{schema_dir}/{kind.lower()}-{api_part}.json", wanted)
+    except FileNotFoundError:
+        return None
+    registry = Resource.from_contents(schema) @ _builtin_definitions(schema_dir)
+    return jsonschema.validators.Draft202012Validator(schema, registry=registry)
 
 
 # ---- Helm values ---------------------------------------------------------------------------------
@@ -179,7 +326,7 @@ FREE_FORM_VALUES: dict[str, tuple[tuple[str, ...], ...]] = {
 @functools.cache
 def chart_defaults(upstream_chart_dir: str) -> dict[str, Any]:
     path = _require_upstream() / "charts" / upstream_chart_dir / "values.yaml"
-    defaults = yaml.safe_load(path.read_text()) or {}
+    defaults = yaml.load(path.read_text(), Loader=_YAML_LOADER) or {}
     for free in FREE_FORM_VALUES.get(upstream_chart_dir, ()):
         node = defaults
         for key in free[:-1]:

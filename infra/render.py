@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
 import json
+import os
 import pathlib
 import re
 import runpy
@@ -26,6 +28,7 @@ import yaml
 
 from ekstrain import argocd, catalog, storage_sizing, validation, versions
 from ekstrain.partitions import layout_nodes, shape
+from ekstrain.verify import Check, aws_rules, charts, iam, sdk_schema, tfplan
 from infra import offline
 from stacks.errors import ConfigError
 from stacks.loader import load_flat, read_stack_file
@@ -34,6 +37,7 @@ from stacks.models import StackConfig
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BANNER = "OFFLINE RENDER (Pulumi mock engine): not a cloud preview. Nothing was sent to AWS or Kubernetes."
 STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 NOT_MANIFESTS = ("kubernetes:helm.sh/", "kubernetes:yaml/", "kubernetes:kustomize/")
 
 
@@ -136,23 +140,71 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(head + [line(r) for r in rows]) + "\n"
 
 
-def validate_all(objs: list[tuple[str, dict[str, Any]]], releases: list[tuple[str, dict[str, Any]]],
-                 cfg: StackConfig) -> tuple[list[str], str | None]:
-    """Problems found, and a note when the upstream schemas are absent."""
+def chart_releases(recording: offline.Recording) -> list[charts.Release]:
+    return [charts.Release.from_inputs(group, rel) for group, rel in helm_releases(recording)]
+
+
+def run_checks(out: pathlib.Path, objs: list[tuple[str, dict[str, Any]]], rec: offline.Recording,
+               cfg: StackConfig) -> tuple[list[Check], int]:
+    """Every check of the render, and the number of chart-rendered objects written under out/charts."""
+    kv = cfg.cluster.kubernetes_version
+    manifests_check = Check("kubernetes manifests: upstream schemas", len(objs))
+    values_check = Check("helm values: keys in the chart's values.yaml", what="releases")
+    render_check = Check("helm template: every release renders", what="releases")
+    chart_check = Check("chart objects: upstream schemas + chart CRDs")
+    noop_check = Check("helm values: keys that change the output", what="releases")
+    checks = [manifests_check, values_check, render_check, chart_check, noop_check]
+    aws_checks = [sdk_schema.check_recording(rec), iam.check_recording(rec), aws_rules.check_recording(rec)]
     if validation.upstream_dir() is None:
-        return [], "upstream schemas not found (run `make fetch-upstream`); manifests were NOT validated"
-    problems = []
+        for c in checks:
+            c.note = "upstream schemas not found (run `make fetch-upstream`): NOT checked"
+        return checks + aws_checks, 0
+    releases = chart_releases(rec)
+    render_check.checked = values_check.checked = noop_check.checked = len(releases)
+    if charts.helm_binary() is None:
+        render_check.problems.append("helm not found: put helm on PATH, set EKSTRAIN_HELM, or run `make .tools/helm`")
+        rendered = charts.Rendered({}, {}, [], set())
+    else:
+        crd_manifests = [o for _, o in objs if o.get("kind") == "CustomResourceDefinition"]
+        rendered = charts.render_all(releases, kv, crd_manifests)
+        render_check.problems += rendered.problems
+    written = charts.write(out, rendered)
     for _, obj in objs:
-        problems += validation.validate_object(obj, cfg.cluster.kubernetes_version)
+        manifests_check.problems += validation.validate_object(obj, kv, rendered.crds)
     by_chart = {c.chart: c for c in (cfg.versions.chart(n) for n in versions.DEFAULT_CHARTS)}
-    for _, rel in releases:
+    for _, rel in helm_releases(rec):
         chart = by_chart.get(str(rel.get("chart")))
         if chart and chart.upstream_dir:
             for key in validation.unknown_value_keys(rel.get("values") or {},
                                                      validation.chart_defaults(chart.upstream_dir)):
-                problems.append(f"helm release {rel.get('name')}: values key {key!r} is not in {chart.upstream_dir}"
-                                "/values.yaml")
-    return problems, None
+                values_check.problems.append(f"helm release {rel.get('name')}: values key {key!r} is not in "
+                                             f"{chart.upstream_dir}/values.yaml")
+    chart_check.checked = sum(len(o) for o in rendered.objects.values())
+    chart_check.problems += validate_chart_objects(rendered, kv)
+    for r in releases:
+        if r.key in rendered.objects:
+            for key in charts.noop_leaves(r, kv, charts.apis_for(r, rendered.api_versions)):
+                noop_check.warnings.append(f"helm release {r.key}: values key {key!r} changes nothing in the "
+                                           "rendered objects (misplaced, or the chart's default anyway)")
+    return checks + aws_checks, written
+
+
+def validate_chart_objects(rendered: charts.Rendered, kv: str) -> list[str]:
+    """Problems of every chart-rendered object. The objects are a function of the render digests, so the
+    answer is cached on them and on the schemas (a warm render skips re-validating unchanged charts)."""
+    def validate() -> list[str]:
+        return [f"{key}: {p}" for key, objs in sorted(rendered.objects.items()) for obj in objs
+                for p in validation.validate_object(obj, kv, rendered.crds)]
+
+    if set(rendered.digests) != set(rendered.objects):
+        return validate()
+    key = hashlib.sha256(json.dumps([kv, validation.schemas_digest(), sorted(rendered.digests.items())]).encode())
+    return validation.pickled(f"chart-validation-{key.hexdigest()[:40]}", validate)
+
+
+def checks_table(checks: list[Check]) -> str:
+    return table([{"check": c.name, "checked": f"{c.checked} {c.what}", "problems": len(c.problems),
+                   "warnings": len(c.warnings), "note": c.note or "-"} for c in checks])
 
 
 def write(out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], rec: offline.Recording,
@@ -165,28 +217,35 @@ def write(out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], 
     for group, obj in objs:
         d = out / "manifests" / group
         d.mkdir(exist_ok=True)
-        (d / _file_name(obj)).write_text(yaml.safe_dump(obj, sort_keys=False))
+        (d / _file_name(obj)).write_text(yaml.dump(obj, Dumper=_DUMPER, sort_keys=False))
     releases = helm_releases(rec)
     for group, rel in releases:
-        (out / "helm" / f"{group}--{rel.get('name', 'release')}.yaml").write_text(yaml.safe_dump(rel, sort_keys=False))
+        (out / "helm" / f"{group}--{rel.get('name', 'release')}.yaml").write_text(
+            yaml.dump(rel, Dumper=_DUMPER, sort_keys=False))
     resources = [{"type": r.type, "name": r.name, "parent": r.parent.rsplit("::", 1)[-1] if r.parent else "",
                   "protect": r.protect, "retainOnDelete": r.retain_on_delete, "inputs": offline.plain(r.inputs)}
                  for r in rec.records]
-    (out / "resources.yaml").write_text(yaml.safe_dump(resources, sort_keys=False, default_flow_style=False))
+    (out / "resources.yaml").write_text(yaml.dump(resources, Dumper=_DUMPER, sort_keys=False,
+                                                  default_flow_style=False))
+    # The AWS resources as a Terraform plan, for `checkov --framework terraform_plan` (tests/test_gates_checkov.py).
+    (out / "aws-plan.json").write_text(json.dumps(tfplan.plan(rec), indent=1, default=str))
 
     counts = collections.Counter(r.type for r in rec.records if r.custom)
     aws_rows = [{"type": t, "count": n} for t, n in sorted(counts.items()) if not t.startswith("kubernetes:")]
     comp_rows = [{"type": t, "count": n} for t, n in
                  sorted(collections.Counter(r.type for r in rec.records if not r.custom).items())]
-    problems, note = validate_all(objs, releases, cfg)
+    checks, chart_objects = run_checks(out, objs, rec, cfg)
     apps = argocd.applications(rel for _, rel in releases) if cfg.delivery.argocd else []
     if apps:
         # ekstrain:delivery.argocd: one Application per Helm release, for a GitOps repository.
+        apps_check = Check("argo cd applications: upstream schemas", len(apps))
         (out / "argocd").mkdir()
         for app in apps:
             (out / "argocd" / _file_name(app)).write_text(yaml.safe_dump(app, sort_keys=False))
-            if note is None:
-                problems += validation.validate_object(app, cfg.cluster.kubernetes_version)
+            if validation.upstream_dir() is not None:
+                apps_check.problems += validation.validate_object(app, cfg.cluster.kubernetes_version)
+        checks.append(apps_check)
+    problems = [p for c in checks for p in c.problems]
     exported = {k: ("[secret]" if k == "kubeconfig" else v) for k, v in (rec.outputs or {}).items()}
     summary = "\n".join([
         f"# {BANNER}", "",
@@ -198,15 +257,16 @@ def write(out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], 
         "## Storage", *storage_lines(cfg), "",
         "## Components", table(comp_rows),
         "## Cloud resources by type (custom resources)", table(aws_rows),
-        f"## Kubernetes: {len(objs)} manifests, {len(releases)} Helm releases"
-        + (f", {len(apps)} Argo CD Applications in argocd/" if apps else ""),
+        f"## Kubernetes: {len(objs)} manifests, {len(releases)} Helm releases rendering {chart_objects} objects "
+        "(charts/<component>--<release>/)" + (f", {len(apps)} Argo CD Applications in argocd/" if apps else ""),
         *(f"- helm {rel.get('name')}: {rel.get('chart')} {rel.get('version')} (ns {rel.get('namespace')})"
           for _, rel in releases), "",
-        "## Schema validation",
-        note or (f"{len(problems)} problem(s)" if problems else
-                 f"all {len(objs)} manifests and {len(releases)} Helm values documents valid against the pinned "
-                 "upstream schemas (CRDs; kubernetes-validate strict; chart values.yaml keys)"),
-        *(f"- {p}" for p in problems), "",
+        "## Checks", checks_table(checks),
+        (f"{len(problems)} problem(s)" if problems else
+         f"all {len(objs)} manifests, {chart_objects} chart-rendered objects and {len(releases)} Helm values "
+         "documents valid against the pinned upstream schemas (CRDs; kubernetes-validate strict; chart values)"),
+        *(f"- {c.name}: {p}" for c in checks for p in c.problems),
+        *(f"- warning: {w}" for c in checks for w in c.warnings), "",
         "## Stack outputs (offline fakes for computed values)", "```", json.dumps(exported, indent=2, default=str),
         "```", "",
     ])
@@ -243,10 +303,15 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - started
     print(f"[2/3] program ran offline: {len(rec.records)} resources registered in {seconds:.2f}s", file=sys.stderr)
     summary, problems = write(out, args.stack, cfg, warnings, rec, seconds)
-    print(f"[3/3] wrote {out}", file=sys.stderr)
+    print(f"[3/3] wrote and checked {out} in {time.perf_counter() - started - seconds:.2f}s", file=sys.stderr)
     print(summary)
     return 1 if problems else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_code = main()
+    # Skip interpreter teardown (about a second of freeing the SDKs' module graph, as mypy's hard_exit does):
+    # every file has been written and closed; only the standard streams need flushing.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(exit_code)

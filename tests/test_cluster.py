@@ -57,7 +57,7 @@ def test_system_node_group_is_small_general_purpose_and_private(rec: Recording) 
     assert i["nodeRoleArn"] == role.outputs["arn"]
     attached = sorted(r.inputs["policyArn"].rsplit("/", 1)[1] for r in rec.of_type(
         "aws:iam/rolePolicyAttachment:RolePolicyAttachment") if r.name.startswith("eks-system-node-"))
-    assert attached == ["AmazonEC2ContainerRegistryReadOnly", "AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy",
+    assert attached == ["AmazonEC2ContainerRegistryPullOnly", "AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy",
                         "AmazonSSMManagedInstanceCore"]
 
 

@@ -37,7 +37,7 @@ def test_node_role_access_entry_and_managed_policies(rec: Recording) -> None:
     attached = sorted(r.inputs["policyArn"] for r in rec.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
                       if r.name.startswith("karpenter-node-"))
     assert attached == [f"arn:aws:iam::aws:policy/{p}" for p in (
-        "AmazonEC2ContainerRegistryReadOnly", "AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy",
+        "AmazonEC2ContainerRegistryPullOnly", "AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy",
         "AmazonSSMManagedInstanceCore")]
     entry = rec.one("aws:eks/accessEntry:AccessEntry", "karpenter-node")
     assert entry.inputs["type"] == "EC2_LINUX" and entry.inputs["clusterName"] == "ml-prod"
@@ -94,7 +94,10 @@ def test_discovery_iam_eks_interruption_and_zonal_shift(rec: Recording) -> None:
         f"arn:aws:iam::{account}:instance-profile/*")
     cluster_arn = f"arn:aws:eks:us-west-2:{account}:cluster/ml-prod"
     assert _policy(rec, "EKSIntegration")["Statement"][0]["Resource"] == cluster_arn
-    assert _policy(rec, "ZonalShift")["Statement"][0]["Action"] == "arc-zonal-shift:GetManagedResource"
+    assert _policy(rec, "ZonalShift")["Statement"] == [{
+        "Sid": "AllowZonalShiftStatusReadOnly", "Effect": "Allow", "Resource": "*",
+        "Action": ["arc-zonal-shift:GetManagedResource"],
+        "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier": cluster_arn}}}]
     queue = rec.one("aws:sqs/queue:Queue", "karpenter-interruption")
     interruption = _policy(rec, "Interruption")["Statement"][0]
     assert interruption["Resource"] == queue.outputs["arn"]

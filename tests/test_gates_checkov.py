@@ -1,4 +1,4 @@
-"""checkov over every rendered Kubernetes manifest of every stack: no failed check unless it is
+"""checkov over every rendered manifest and chart-rendered object of every stack: no failed check unless it is
 skipped, with a reason, in security/checkov-skips.yaml.
 
 checkov lives in its own virtualenv (.venv-checkov, made by `make test`): it pins packaging<24,
@@ -19,10 +19,11 @@ import pytest
 import yaml
 from conftest import REPO, STACK_NAMES
 
-from infra import render
+from ekstrain.verify import tfplan
+from infra import offline, render
 
 SKIPS_FILE = REPO / "security" / "checkov-skips.yaml"
-CHECK_ID = re.compile(r"^CKV2?_K8S_\d+$")
+CHECK_ID = re.compile(r"^CKV2?_(K8S|AWS)_\d+$")
 # No guideline download, no platform mapping, no PyPI version check, no upload.
 OFFLINE_ENV = {"BC_SKIP_MAPPING": "TRUE", "CKV_SKIP_PACKAGE_UPDATE_CHECK": "true"}
 
@@ -48,12 +49,13 @@ def skip_problems(skips: list[dict[str, Any]]) -> list[str]:
     problems = []
     seen = set()
     for i, s in enumerate(skips):
-        if set(s) != {"check", "resource", "reason"}:
-            problems.append(f"skips[{i}] must have exactly check, resource, reason (has {sorted(s)})")
+        if set(s) - {"source"} != {"check", "resource", "reason"} or s.get("source", "charts") != "charts":
+            problems.append(f"skips[{i}] must have exactly check, resource, reason (+ source: charts) "
+                            f"(has {sorted(s)})")
             continue
         if not CHECK_ID.match(str(s["check"])):
-            problems.append(f"skips[{i}].check {s['check']!r} is not a checkov Kubernetes check id")
-        if str(s["resource"]).strip() in ("", "*"):
+            problems.append(f"skips[{i}].check {s['check']!r} is not a checkov Kubernetes or AWS check id")
+        if str(s["resource"]).strip() in ("", "*") and s.get("source") != "charts":
             problems.append(f"skips[{i}].resource must name resources, not everything")
         if len(str(s["reason"]).strip()) < 15:
             problems.append(f"skips[{i}].reason must say why ({s['reason']!r})")
@@ -68,8 +70,10 @@ def unskipped(failed: list[dict[str, Any]], skips: list[dict[str, str]]) -> tupl
     used: set[int] = set()
     left = []
     for f in failed:
+        from_charts = f["file_path"].startswith("/charts/")
         hits = [i for i, s in enumerate(skips)
-                if s["check"] == f["check_id"] and fnmatch.fnmatchcase(f["resource"], s["resource"])]
+                if s["check"] == f["check_id"] and fnmatch.fnmatchcase(f["resource"], s["resource"])
+                and (s.get("source") == "charts") == from_charts]
         used.update(hits)
         if not hits:
             left.append(f"{f['check_id']} {f['resource']} ({f['file_path']}): {f.get('check_name', '')}")
@@ -82,11 +86,11 @@ def failed_checks(report: Any) -> list[dict[str, Any]]:
     return [c for r in reports for c in (r.get("results") or {}).get("failed_checks", [])]
 
 
-def run_checkov(directory: pathlib.Path) -> Any:
+def run_checkov(directory: pathlib.Path, framework: str = "kubernetes") -> Any:
     binary = checkov_binary()
     assert binary is not None
     proc = subprocess.run(
-        [str(binary), "-d", str(directory), "--framework", "kubernetes", "--compact", "--quiet", "-o", "json",
+        [str(binary), "-d", str(directory), "--framework", framework, "--compact", "--quiet", "-o", "json",
          "--skip-download"],
         capture_output=True, text=True, timeout=600, env={**os.environ, **OFFLINE_ENV}, cwd=directory)
     # Exit 1 means "some check failed"; anything else is checkov itself failing.
@@ -99,7 +103,7 @@ def test_skip_list_is_well_formed() -> None:
     assert skip_problems(skips) == []
     assert skip_problems([{"check": "CKV_K8S_16", "resource": "*", "reason": "x"}, {"check": "nope"}]) == [
         "skips[0].resource must name resources, not everything", "skips[0].reason must say why ('x')",
-        "skips[1] must have exactly check, resource, reason (has ['check'])"]
+        "skips[1] must have exactly check, resource, reason (+ source: charts) (has ['check'])"]
 
 
 def test_skip_matching() -> None:
@@ -110,6 +114,11 @@ def test_skip_matching() -> None:
     left, unused = unskipped(failed, skips)
     assert left == ["CKV_K8S_16 Deployment.apps.web (/b): "]
     assert unused == [skips[1]]
+    # a skip for chart-rendered objects does not cover our own manifests, and the other way round
+    chart_skip = [{"check": "CKV_K8S_16", "resource": "*", "source": "charts", "reason": "r" * 20}]
+    assert skip_problems(chart_skip) == []
+    left, _ = unskipped([{**failed[1], "file_path": "/charts/prod/x/a.yaml"}, failed[1]], chart_skip)
+    assert left == ["CKV_K8S_16 Deployment.apps.web (/b): "]
 
 
 @pytest.fixture(scope="module")
@@ -121,21 +130,48 @@ def scan(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, A
     root = tmp_path_factory.mktemp("checkov")
     scanned = root / "scan"
     (scanned / "stacks").mkdir(parents=True)
+    (scanned / "charts").mkdir(parents=True)
+    plans = root / "plans"
+    plans.mkdir()
     for stack in STACK_NAMES:
         out = root / "render" / stack
         stack_file = str(REPO / f"Pulumi.{stack}.yaml")
         assert render.main(["--stack", stack, "--stack-file", stack_file, "--out", str(out)]) == 0
         (out / "manifests").rename(scanned / "stacks" / stack)
+        (out / "charts").rename(scanned / "charts" / stack)
+        (out / "aws-plan.json").rename(plans / f"{stack}.tfplan.json")
     (scanned / "canary").mkdir()
     (scanned / "canary" / "canary.yaml").write_text(yaml.safe_dump(CANARY))
+    (plans / "canary.tfplan.json").write_text(json.dumps(tfplan.plan(_canary_recording())))
     failed = failed_checks(run_checkov(scanned))
-    return {"stacks": [f for f in failed if f["file_path"].startswith("/stacks/")],
-            "canary": [f for f in failed if f["file_path"].startswith("/canary/")]}
+    aws = failed_checks(run_checkov(plans, "terraform_plan"))
+    return {"stacks": [f for f in failed if f["file_path"].startswith(("/stacks/", "/charts/"))]
+            + [f for f in aws if not f["file_path"].startswith("/canary")],
+            "canary": [f for f in failed if f["file_path"].startswith("/canary/")],
+            "aws-canary": [f for f in aws if f["file_path"].startswith("/canary")]}
+
+
+def _canary_recording() -> offline.Recording:
+    """A security group open to the world on SSH and an unencrypted-by-KMS log group, as recorded."""
+    import pulumi_aws as aws
+
+    def program() -> Any:
+        aws.ec2.SecurityGroup("canary", description="canary", ingress=[aws.ec2.SecurityGroupIngressArgs(
+            protocol="tcp", from_port=22, to_port=22, cidr_blocks=["0.0.0.0/0"], description="ssh")])
+        return {}
+
+    return offline.run(program, {"aws:region": "us-west-2"})
 
 
 def test_checkov_runs_offline_and_catches_a_privileged_pod(scan: dict[str, list[dict[str, Any]]]) -> None:
     ids = {f["check_id"] for f in scan["canary"]}
     assert "CKV_K8S_16" in ids, ids  # "Container should not be privileged"
+
+
+def test_checkov_terraform_plan_catches_ssh_open_to_the_world(scan: dict[str, list[dict[str, Any]]]) -> None:
+    # the recorded canary went through the same conversion (tfplan.plan) as every stack
+    ids = {f["check_id"] for f in scan["aws-canary"]}
+    assert "CKV_AWS_24" in ids, ids  # "Ensure no security groups allow ingress from 0.0.0.0:0 to port 22"
 
 
 def test_rendered_manifests_pass_checkov(scan: dict[str, list[dict[str, Any]]],

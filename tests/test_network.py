@@ -86,3 +86,26 @@ def test_per_az_nat() -> None:
     rec = run_program(lambda: Network("net", args).vpc_id)
     assert sorted(n.name for n in rec.of_type("aws:ec2/natGateway:NatGateway")) == ["net-nat-us-west-2a",
                                                                                     "net-nat-us-west-2b"]
+
+
+def test_default_security_group_is_managed_with_no_rules(rec: Recording) -> None:
+    vpc = rec.one("aws:ec2/vpc:Vpc", "net")
+    default = rec.one("aws:ec2/defaultSecurityGroup:DefaultSecurityGroup", "net-default")
+    assert default.inputs["vpcId"] == vpc.outputs["id"]
+    assert "ingress" not in default.inputs and "egress" not in default.inputs
+
+
+def test_vpc_flow_logs_go_to_a_log_group_through_a_scoped_role(rec: Recording) -> None:
+    import json
+
+    flow = rec.one("aws:ec2/flowLog:FlowLog", "net-flow-logs")
+    group = rec.one("aws:cloudwatch/logGroup:LogGroup", "net-flow-logs")
+    role = rec.one("aws:iam/role:Role", "net-flow-logs")
+    assert flow.inputs["vpcId"] == rec.one("aws:ec2/vpc:Vpc", "net").outputs["id"]
+    assert (flow.inputs["trafficType"], flow.inputs["logDestinationType"]) == ("ALL", "cloud-watch-logs")
+    assert flow.inputs["logDestination"] == group.outputs["arn"] and flow.inputs["iamRoleArn"] == role.outputs["arn"]
+    assert group.inputs["retentionInDays"] == 90
+    trust = json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]
+    assert trust["Principal"] == {"Service": "vpc-flow-logs.amazonaws.com"}
+    policy = json.loads(rec.one("aws:iam/rolePolicy:RolePolicy", "net-flow-logs").inputs["policy"])
+    assert policy["Statement"][0]["Resource"] == [group.outputs["arn"], group.outputs["arn"] + ":*"]

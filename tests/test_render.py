@@ -91,3 +91,23 @@ def test_render_without_a_stack_file_here_exits_2(tmp_path: pathlib.Path, monkey
     assert render.main(["--stack", "prod", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "Pulumi.prod.yaml: does not exist" in err and "--stack-file" in err and "Traceback" not in err
+
+
+def test_a_finding_of_any_check_fails_the_render(prod_recording: Recording, tmp_path: pathlib.Path) -> None:
+    # GIVEN the prod recording with an IAM role whose autoname AWS would reject and a misspelt input
+    import copy
+
+    from conftest import stack_config
+
+    records = copy.deepcopy(prod_recording.records)
+    role = next(r for r in records if r.type == "aws:iam/role:Role" and "name" not in r.inputs)
+    role.name = "r" * 60
+    subnet = next(r for r in records if r.type == "aws:ec2/subnet:Subnet")
+    subnet.inputs["availabilityZon"] = subnet.inputs.pop("availabilityZone")
+    rec = Recording(records, prod_recording.outputs, prod_recording.invokes)
+    # WHEN written and checked as the render does
+    summary, problems = render.write(tmp_path, "prod", stack_config("prod"), [], rec, 0.0)
+    # THEN both are problems (the render exits 1 on any), listed under their check in SUMMARY.md
+    assert any("IAM CreateRole RoleName allows 1-64" in p for p in problems)
+    assert any("availabilityZon: unknown property of Subnet" in p for p in problems)
+    assert "- AWS create-time rules: names, tags, buckets, CIDRs, EFS, FSx: aws:iam/role:Role rrrr" in summary

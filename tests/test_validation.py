@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
+import yaml
 
 from ekstrain import validation
 
@@ -51,3 +54,45 @@ def test_unknown_helm_value_keys() -> None:
     values = {"settings": {"clusterName": "x", "clusterNmae": "y"}, "nodeSelector": {"any": "thing"},
               "tolerations": [{"key": "k"}], "extra": 1}
     assert validation.unknown_value_keys(values, defaults) == ["settings.clusterNmae", "extra"]
+
+
+def test_parsed_crd_schemas_are_cached_by_content(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN an upstream dir with one CRD and an empty cache
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "spec": {"group": "example.com", "names": {"kind": "Thing"}, "scope": "Cluster", "versions": [
+               {"name": "v1", "served": True, "schema": {"openAPIV3Schema": {
+                   "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                       "size": {"type": "integer"}}}}}}}]}}
+    (tmp_path / "up" / "crds").mkdir(parents=True)
+    path = tmp_path / "up" / "crds" / "thing.yaml"
+    path.write_text(yaml.safe_dump(crd))
+    monkeypatch.setenv("EKSTRAIN_UPSTREAM_DIR", str(tmp_path / "up"))
+    monkeypatch.setenv("EKSTRAIN_CACHE_DIR", str(tmp_path / "cache"))
+    validation.clear_caches()
+    try:
+        thing = {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"}, "spec": {"colour": 1}}
+        # WHEN validated twice in "two processes" (the in-memory cache cleared between)
+        first = validation.validate_object(thing, "1.34")
+        validation.clear_caches()
+        second = validation.validate_object(thing, "1.34")
+        # THEN the second run read the pickle, with the same answer
+        assert len(list((tmp_path / "cache").glob("crd-schemas-*.pickle"))) == 1
+        assert first == second and "colour" in first[0]
+        assert validation.crd_schemas()[("example.com/v1", "Thing")].namespaced is False
+        # AND a changed CRD file is parsed again, not served stale
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["colour"] = {
+            "type": "integer"}
+        path.write_text(yaml.safe_dump(crd))
+        validation.clear_caches()
+        assert validation.validate_object(thing, "1.34") == []
+        assert len(list((tmp_path / "cache").glob("crd-schemas-*.pickle"))) == 2
+    finally:
+        validation.clear_caches()
+
+
+def test_bare_equals_sign_reads_as_a_string_as_kubernetes_reads_it() -> None:
+    """GIVEN a CRD enum written [=, !=, =~, !~] as kube-prometheus-stack's CRDs do
+    WHEN the render's YAML loader reads it THEN "=" is a string (PyYAML's safe loader refuses the value tag)."""
+    import yaml as _yaml
+
+    assert _yaml.load("enum: [=, '!=', =~]", Loader=validation.KubeYamlLoader) == {"enum": ["=", "!=", "=~"]}

@@ -1,0 +1,19 @@
+"""Checks the offline render runs over what a stack would apply (see infra/render.py).
+
+Each check returns a ``Check``: how many things it looked at, the problems (the render exits
+non-zero on any) and warnings (reported, not failing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Check:
+    name: str
+    checked: int = 0
+    what: str = "objects"
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    note: str = ""

@@ -1,0 +1,423 @@
+"""Render every recorded Helm release with the real ``helm template``, as an install would.
+
+Each release (``kubernetes:helm.sh/v3:Release`` inputs: chart, version, namespace, values) is
+rendered from the pinned chart source archive ``<upstream>/chart-src/<chart>-<version>.tgz``
+with the stack's ``--kube-version``, ``--api-versions`` for the CRDs this stack installs and
+``--include-crds`` (unless the release sets ``skipCrds``) and without test hooks. The objects are written one per file:
+
+    <build>/charts/<component>--<release>/<Kind>-<namespace>-<name>.yaml
+
+That layout is the contract other tools read (``read_rendered``), like ``manifests/``.
+Namespaced objects without a namespace get the release's, as ``helm install`` applies them;
+null fields of custom resources are pruned as the API server prunes them.
+
+Renders are cached under ``validation.cache_dir()`` keyed by the helm binary, the chart
+archive, and every argument and value, so a warm render does not run helm again.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import copy
+import functools
+import hashlib
+import io
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import tarfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from ekstrain import validation
+
+REPO = pathlib.Path(__file__).resolve().parent.parent.parent
+HELM_ENV = "EKSTRAIN_HELM"
+JOBS = 2  # the machines this runs on have 2 cores; helm is CPU-bound
+_LOADER = validation.KubeYamlLoader
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+# Built-in kinds that are not namespaced (custom resources: the CRD's scope says).
+CLUSTER_SCOPED = {
+    "Namespace", "Node", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
+    "StorageClass", "CSIDriver", "CSINode", "VolumeAttachment", "PriorityClass", "RuntimeClass", "IngressClass",
+    "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding", "APIService", "ComponentStatus", "DeviceClass",
+}
+
+
+class HelmMissing(RuntimeError):
+    pass
+
+
+def helm_binary() -> str | None:
+    """$EKSTRAIN_HELM, else ``helm`` on PATH, else the pinned copy ``make`` fetches into .tools/helm."""
+    if os.environ.get(HELM_ENV):
+        return os.environ[HELM_ENV]
+    on_path = shutil.which("helm")
+    if on_path:
+        return on_path
+    local = REPO / ".tools" / "helm"
+    return str(local) if local.exists() else None
+
+
+@dataclass(frozen=True)
+class Release:
+    """What a ``kubernetes:helm.sh/v3:Release`` asks Helm to install."""
+
+    group: str
+    """The top-level component that declared it (the directory prefix)."""
+    name: str
+    chart: str
+    version: str
+    namespace: str
+    values: dict[str, Any] = field(default_factory=dict)
+    skip_crds: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.group}--{self.name}"
+
+    @property
+    def chart_name(self) -> str:
+        """``oci://ghcr.io/x/charts/slurm`` -> ``slurm``."""
+        return self.chart.rstrip("/").rsplit("/", 1)[-1]
+
+    @classmethod
+    def from_inputs(cls, group: str, inputs: dict[str, Any]) -> Release:
+        return cls(group, str(inputs.get("name")), str(inputs.get("chart")), str(inputs.get("version")),
+                   str(inputs.get("namespace") or "default"), dict(inputs.get("values") or {}),
+                   bool(inputs.get("skipCrds")))
+
+
+def chart_archive(release: Release) -> pathlib.Path | None:
+    root = validation.upstream_dir()
+    if root is None:
+        return None
+    path = root / "chart-src" / f"{release.chart_name}-{release.version}.tgz"
+    return path if path.exists() else None
+
+
+def _fingerprint(path: pathlib.Path) -> str:
+    st = path.stat()
+    return f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def template(release: Release, kube_version: str, api_versions: Iterable[str] = (),
+             values: dict[str, Any] | None = None) -> str:
+    """``helm template`` output (multi-document YAML) for ``release``, cached on disk."""
+    helm = helm_binary()
+    if helm is None:
+        raise HelmMissing("helm not found: put helm on PATH, set EKSTRAIN_HELM, or run `make .tools/helm`")
+    archive = chart_archive(release)
+    if archive is None:
+        raise FileNotFoundError(f"no chart source chart-src/{release.chart_name}-{release.version}.tgz under "
+                                f"{validation.upstream_dir()}")
+    args = [release.name, str(archive), "--namespace", release.namespace, "--kube-version", f"{kube_version}.0",
+            "--values", "-", "--skip-tests"]  # test hooks run on `helm test`, not on install
+    if not release.skip_crds:
+        args.append("--include-crds")
+    apis = sorted(set(api_versions))
+    if apis:
+        args += ["--api-versions", ",".join(apis)]
+    body = json.dumps(release.values if values is None else values, sort_keys=True)
+    key = hashlib.sha256(json.dumps([_fingerprint(pathlib.Path(helm)), _fingerprint(archive), args, body]).encode())
+    cached = validation.cache_dir() / "helm" / f"{key.hexdigest()[:40]}.yaml"
+    if cached.exists():
+        return cached.read_text()
+    proc = subprocess.run([helm, "template", *args], input=body, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HELM_CACHE_HOME": str(validation.cache_dir() / "helm-home")})
+    if proc.returncode != 0:
+        raise RuntimeError(f"helm template {release.name} ({release.chart_name} {release.version}) failed: "
+                           f"{proc.stderr.strip()[-2000:]}")
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(f".{os.getpid()}.partial")
+        partial.write_text(proc.stdout)
+        partial.replace(cached)
+    except OSError:
+        pass
+    return proc.stdout
+
+
+def prune_nulls(value: Any) -> Any:
+    """Drop null map entries recursively, as the API server does for custom resources."""
+    if isinstance(value, dict):
+        return {k: prune_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [prune_nulls(v) for v in value]
+    return value
+
+
+def _is_builtin(obj: dict[str, Any]) -> bool:
+    api = str(obj.get("apiVersion", ""))
+    return (api.rsplit("/", 1)[0] if "/" in api else "") in validation.BUILTIN_GROUPS
+
+
+def parse(text: str) -> list[Any]:
+    """The YAML documents of a render (parsed once per distinct text; charts' CRDs are megabytes)."""
+    digest = hashlib.sha256(text.encode()).hexdigest()[:40]
+    return validation.pickled(f"helm/{digest}", lambda: list(yaml.load_all(text, Loader=_LOADER)))
+
+
+def objects(text: str, release: Release, crds: dict[tuple[str, str], validation.CrdVersion]) -> list[dict[str, Any]]:
+    """The objects of one render, as the cluster would store them (namespace set, CR nulls pruned)."""
+    return objects_of(parse(text), release, crds)
+
+
+def _flatten_lists(docs: list[Any]) -> list[Any]:
+    """Documents with every ``v1 List`` replaced by its items, as helm's kube client applies them
+    (resource builder ``Flatten()``): a List is a client-side envelope, never an object on the cluster."""
+    out: list[Any] = []
+    for doc in docs:
+        if isinstance(doc, dict) and doc.get("apiVersion") == "v1" and str(doc.get("kind", "")).endswith("List"):
+            out += _flatten_lists(list(doc.get("items") or []))
+        else:
+            out.append(doc)
+    return out
+
+
+def objects_of(docs: list[Any], release: Release,
+               crds: dict[tuple[str, str], validation.CrdVersion]) -> list[dict[str, Any]]:
+    out = []
+    for doc in _flatten_lists(docs):
+        if not isinstance(doc, dict) or not doc:
+            continue
+        obj = doc if _is_builtin(doc) else prune_nulls(doc)
+        meta = obj.setdefault("metadata", {})
+        gvk = (str(obj.get("apiVersion")), str(obj.get("kind")))
+        crd = crds.get(gvk) or (validation.crd_schemas().get(gvk) if not _is_builtin(obj) else None)
+        namespaced = crd.namespaced if crd else obj.get("kind") not in CLUSTER_SCOPED
+        if namespaced and not meta.get("namespace"):
+            meta["namespace"] = release.namespace
+        out.append(obj)
+    return out
+
+
+def mask_generated(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` with values that differ on every render masked (Secret data that templates generate,
+    since ``lookup`` returns nothing in template mode), for comparing renders."""
+    if obj.get("kind") != "Secret":
+        return obj
+    masked = copy.deepcopy(obj)
+    for key in ("data", "stringData"):
+        if isinstance(masked.get(key), dict):
+            masked[key] = {k: "<generated>" for k in masked[key]}
+    return masked
+
+
+def file_name(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{obj.get('kind', 'Object')}-{ns + '-' if ns else ''}{meta.get('name')}.yaml".replace("/", "_")
+
+
+def api_versions_of(crds: Iterable[dict[str, Any]]) -> set[str]:
+    """``group/version`` and ``group/version/Kind`` for every served version of ``crds``."""
+    out = set()
+    for doc in crds:
+        if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+            spec = doc["spec"]
+            for v in spec["versions"]:
+                if v.get("served", True):
+                    api = f"{spec['group']}/{v['name']}"
+                    out |= {api, f"{api}/{spec['names']['kind']}"}
+    return out
+
+
+@functools.cache
+def _uses_capabilities(archive: pathlib.Path) -> bool:
+    """Whether any template of the chart asks ``.Capabilities.APIVersions`` (only those need a second pass)."""
+    key = hashlib.sha256(_fingerprint(archive).encode()).hexdigest()[:40]
+    return validation.pickled(f"helm/capabilities-{key}", lambda: _scan_capabilities(archive))
+
+
+def _scan_capabilities(archive: pathlib.Path) -> bool:
+    with tarfile.open(archive) as tgz:
+        for member in tgz.getmembers():
+            if member.isfile() and member.name.endswith((".yaml", ".tpl", ".txt")):
+                f = tgz.extractfile(member)
+                if f is not None and b"APIVersions" in f.read():
+                    return True
+    return False
+
+
+@dataclass
+class Rendered:
+    """Every release of a stack rendered: objects per release key, and what failed."""
+
+    objects: dict[str, list[dict[str, Any]]]
+    crds: dict[tuple[str, str], validation.CrdVersion]
+    problems: list[str]
+    api_versions: set[str]
+    digests: dict[str, str] = field(default_factory=dict)
+    """Release key -> hash of what its objects were made from (keys the written-file cache)."""
+
+
+def render_all(releases: list[Release], kube_version: str, extra_crds: Iterable[dict[str, Any]] = ()) -> Rendered:
+    """Render every release (in parallel). Charts that test ``.Capabilities.APIVersions`` are rendered
+    again with the API versions of every CRD the stack installs (charts' and ``extra_crds``)."""
+    problems: list[str] = []
+    texts: dict[str, str] = {}
+
+    def run(rels: list[Release], apis: set[str]) -> None:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=JOBS) as pool:
+            futures = {pool.submit(template, r, kube_version, apis): r for r in rels}
+            for fut in concurrent.futures.as_completed(futures):
+                r = futures[fut]
+                try:
+                    texts[r.key] = fut.result()
+                except (RuntimeError, FileNotFoundError) as exc:
+                    problems.append(f"helm release {r.key}: {exc}")
+
+    run(releases, set())
+    crd_docs = list(extra_crds)
+    digest = hashlib.sha256(json.dumps(crd_docs, sort_keys=True, default=str).encode())
+    for key in sorted(texts):
+        digest.update(hashlib.sha256(texts[key].encode()).digest())
+    docs = {key: parse(text) for key, text in texts.items()}
+    for parsed in docs.values():
+        crd_docs += [d for d in parsed if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"]
+    apis = api_versions_of(crd_docs)
+    again = [r for r in releases if r.key in texts and apis_for(r, apis)]
+    if again:
+        run(again, apis)
+        docs.update({r.key: parse(texts[r.key]) for r in again if r.key in texts})
+    crds = validation.pickled(f"crd-schemas-charts-{digest.hexdigest()[:40]}", lambda: validation.schemas_of(crd_docs))
+    objs = {r.key: objects_of(docs[r.key], r, crds) for r in releases if r.key in texts}
+    digests = {r.key: hashlib.sha256(f"{digest.hexdigest()}|{r.key}|{r.namespace}|".encode()
+                                     + texts[r.key].encode()).hexdigest()[:40] for r in releases if r.key in texts}
+    return Rendered(objs, crds, sorted(problems), apis, digests)
+
+
+def apis_for(release: Release, apis: set[str]) -> set[str]:
+    """The ``--api-versions`` a release is rendered with: only charts that ask get them."""
+    archive = chart_archive(release)
+    return apis if apis and archive is not None and _uses_capabilities(archive) else set()
+
+
+def write(out: pathlib.Path, rendered: Rendered) -> int:
+    """Write ``out/charts/<component>--<release>/<Kind>-<ns>-<name>.yaml``; returns the object count."""
+    root = out / "charts"
+    if root.exists():
+        shutil.rmtree(root)
+    n = 0
+    for key, objs in sorted(rendered.objects.items()):
+        d = root / key
+        d.mkdir(parents=True)
+
+        def dump(objs: list[dict[str, Any]] = objs) -> list[tuple[str, str]]:
+            return [(file_name(o), yaml.dump(o, Dumper=_DUMPER, sort_keys=False)) for o in objs]
+
+        # YAML emission of the charts' CRDs is most of the write time: reuse it while the render is the same
+        digest = rendered.digests.get(key)
+        files = validation.pickled(f"helm/files-{digest}", dump) if digest else dump()
+        for name, text in files:
+            (d / name).write_text(text)
+            n += 1
+    return n
+
+
+def read_rendered(build_dir: pathlib.Path | str) -> list[tuple[str, dict[str, Any]]]:
+    """(``<component>--<release>``, object) for every chart-rendered object under ``build_dir/charts``.
+
+    The public reader of the on-disk layout (e.g. for the scheduling simulator)."""
+    root = pathlib.Path(build_dir) / "charts"
+    out = []
+    for path in sorted(root.glob("*/*.yaml")):
+        out.append((path.parent.name, yaml.load(path.read_text(), Loader=_LOADER)))
+    return out
+
+
+# ---- values leaves that change nothing --------------------------------------------------------
+
+def chart_defaults(release: Release) -> dict[str, Any]:
+    """The chart's own values.yaml, read from the archive that is rendered."""
+    archive = chart_archive(release)
+    if archive is None:
+        return {}
+    with tarfile.open(archive) as tgz:
+        f = tgz.extractfile(f"{release.chart_name}/values.yaml")
+        return (yaml.load(io.TextIOWrapper(f), Loader=_LOADER) or {}) if f is not None else {}
+
+
+def leaves(values: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Key paths of scalar/list values (lists are leaves: their items are not addressed by key)."""
+    if isinstance(values, dict) and values:
+        return [p for k, v in values.items() for p in leaves(v, (*path, str(k)))]
+    return [path] if path else []
+
+
+def _get(tree: Any, path: tuple[str, ...]) -> Any:
+    for k in path:
+        if not isinstance(tree, dict) or k not in tree:
+            return _MISSING
+        tree = tree[k]
+    return tree
+
+
+_MISSING = object()
+
+
+def without(values: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    out = copy.deepcopy(values)
+    node = out
+    for k in path[:-1]:
+        node = node[k]
+    del node[path[-1]]
+    return out
+
+
+def _comparable(text: str, release: Release) -> list[Any]:
+    return sorted(json.dumps(mask_generated(o), sort_keys=True, default=str) for o in objects(text, release, {}))
+
+
+def noop_leaves(release: Release, kube_version: str, api_versions: Iterable[str] = ()) -> list[str]:
+    """Values keys set to something other than the chart default whose removal leaves every rendered
+    object unchanged (generated secrets masked): the chart ignores them, usually a misplaced key.
+
+    One render per such key (cached); the answer itself is cached on the same inputs."""
+    apis = sorted(api_versions)
+    archive = chart_archive(release)
+    key = hashlib.sha256(json.dumps([_fingerprint(archive) if archive else "", str(helm_binary()), release.name,
+                                     release.namespace, release.values, kube_version, apis, release.skip_crds],
+                                    sort_keys=True, default=str).encode()).hexdigest()[:40]
+    return validation.pickled(f"helm/noop-{key}", lambda: _noop_leaves(release, kube_version, apis))
+
+
+def _noop_leaves(release: Release, kube_version: str, apis: list[str]) -> list[str]:
+    defaults = chart_defaults(release)
+    candidates = [p for p in leaves(release.values) if _get(defaults, p) != _get(release.values, p)]
+    if not candidates:
+        return []
+    base = _comparable(template(release, kube_version, apis), release)
+
+    def same_without(path: tuple[str, ...]) -> bool:
+        try:
+            return _comparable(template(release, kube_version, apis, without(release.values, path)), release) == base
+        except RuntimeError:  # the chart refuses to render without it (a required value): it matters
+            return False
+
+    def changes_nothing(paths: list[tuple[str, ...]]) -> list[bool]:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=JOBS) as pool:
+            return list(pool.map(same_without, paths))
+
+    noop = {p for p, same in zip(candidates, changes_nothing(candidates), strict=True) if same}
+    # Report the outermost key that changes nothing (``scheduler.affinity``, not each leaf below it).
+    tried: set[tuple[str, ...]] = set()
+    while True:
+        parents = sorted({p[:-1] for p in noop if len(p) > 1} - tried)
+        parents = [q for q in parents
+                   if all(any(c[:len(n)] == n for n in noop) for c in candidates if c[:len(q)] == q)]
+        if not parents:
+            break
+        tried |= set(parents)
+        for parent, same in zip(parents, changes_nothing(parents), strict=True):
+            if same:
+                noop = {q for q in noop if q[:len(parent)] != parent} | {parent}
+    return sorted(".".join(p) for p in noop)
