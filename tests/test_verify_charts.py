@@ -199,7 +199,8 @@ def test_a_v1_list_is_applied_as_its_items() -> None:
     release = charts.Release("g", "r", "c", "1", "ns")
     text = ("apiVersion: v1\nkind: List\nitems:\n"
             "- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n"
-            "- {apiVersion: v1, kind: ConfigMapList, items: [{apiVersion: v1, kind: ConfigMap, metadata: {name: b}}]}\n")
+            "- {apiVersion: v1, kind: ConfigMapList,\n"
+            "   items: [{apiVersion: v1, kind: ConfigMap, metadata: {name: b}}]}\n")
     objs = charts.objects(text, release, {})
     assert [(o["kind"], o["metadata"]["name"], o["metadata"]["namespace"]) for o in objs] == [
         ("ConfigMap", "a", "ns"), ("ConfigMap", "b", "ns")]
