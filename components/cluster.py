@@ -142,8 +142,11 @@ class Cluster(pulumi.ComponentResource):
             for policy in SYSTEM_NODE_POLICIES
         ]
         # Our own launch template so the root volume is encrypted gp3 and IMDSv2 is required
-        # (pulumi-eks's generated template sets only the volume size). Hop limit 2: system pods
-        # such as the EBS CSI node plugin read instance metadata from a pod network namespace.
+        # (pulumi-eks's generated template sets only the volume size). Hop limit 1: Slurm login pods
+        # (root SSH) run on system nodes and must not reach the node role's credentials. hostNetwork
+        # pods (aws-node, kube-proxy, pod identity agent) still reach IMDS; the EBS/EFS CSI drivers fall
+        # back to Kubernetes node metadata (their pkg/cloud metadata.go); Karpenter and the FSx
+        # controller get the region explicitly.
         launch_template = aws.ec2.LaunchTemplate(
             f"{name}-system",
             description=f"System node group of {args.cluster_name}",
@@ -153,7 +156,7 @@ class Cluster(pulumi.ComponentResource):
                     volume_size=args.system_disk_size_gib, volume_type="gp3", encrypted="true",
                     delete_on_termination="true"))],
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
-                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2),
+                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=1),
             tag_specifications=[aws.ec2.LaunchTemplateTagSpecificationArgs(
                 resource_type=kind, tags={**tags, "Name": f"{args.cluster_name}-system"})
                 for kind in ("instance", "volume")],

@@ -106,6 +106,17 @@ DEFAULT_CHARTS: dict[str, Chart] = {
                               upstream_dir="kubeflow-trainer"),
 }
 
+# Container images the platform itself names (never `:latest`: a moving tag changes NCCL/EFA under a
+# running fleet). Users pass their own training images to `ekstrain job render --image`.
+NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
+"""AWS's nccl-tests build: CUDA, EFA installer, aws-ofi-nccl, NCCL, Open MPI and all_reduce_perf."""
+GPU_TRAINING_IMAGE = ("public.ecr.aws/deep-learning-containers/pytorch-training:"
+                      "2.8.0-gpu-py312-cu129-ubuntu22.04-ec2-v1.0")
+"""AWS Deep Learning Container (EC2 flavour): PyTorch with the EFA installer, libfabric and aws-ofi-nccl,
+unlike ``pytorch/pytorch:*-runtime`` (no libfabric: NCCL would fall back to TCP sockets)."""
+NEURON_TRAINING_IMAGE = "public.ecr.aws/neuron/pytorch-training-neuronx:2.7.0-neuronx-py310-sdk2.24.1-ubuntu22.04"
+"""Neuron SDK training image (torch-neuronx, neuronx-distributed, nccom-test, neuron-ls, EFA)."""
+
 # neuron-monitor has no chart: it runs as a plain DaemonSet (image from the AWS Neuron samples).
 NEURON_MONITOR_IMAGE = "public.ecr.aws/neuron/neuron-monitor:1.1.0"
 

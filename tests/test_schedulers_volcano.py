@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 from conftest import stack_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -35,7 +36,10 @@ def test_queues_follow_the_volcano_release(prod_recording: Recording) -> None:
     rel = next(r for r in prod_recording.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "volcano")
     assert (rel.inputs["namespace"], rel.inputs["version"]) == ("volcano-system", "1.15.1")
     assert rel.inputs["repositoryOpts"] == {"repo": "https://volcano-sh.github.io/helm-charts"}
-    assert rel.inputs["values"] == {"custom": {"default_ns": {"ekstrain.io/node-role": "system"}}}
+    custom = rel.inputs["values"]["custom"]
+    assert custom["default_ns"] == {"ekstrain.io/node-role": "system"}
+    actions = [a.strip() for a in yaml.safe_load(custom["scheduler_config_override"])["actions"].split(",")]
+    assert "enqueue" not in actions and actions[0] == "allocate"  # gang jobs start from zero nodes
     for q in prod_recording.of_type(QUEUE):
         assert q.dependencies == [rel.urn]
 

@@ -218,7 +218,7 @@ class ResolvedRun:
             return []
         marker = f"{self.compile_cache}/.{self.name}-compiled"
         cmd = ["neuron_parallel_compile", *self.torchrun(rendezvous), f"--max_steps={self.spec.precompile_steps}"]
-        return [f"if [ ! -f {shlex.quote(marker)} ]; then", f"  {shlex.join(cmd)}",
+        return [f"if [ ! -f {shlex.quote(marker)} ]; then", f"  {join_keep_vars(cmd)}",
                 f"  touch {shlex.quote(marker)}", "fi"]
 
     def shell(self, rendezvous: list[str], extra_lines: list[str] | None = None) -> str:
@@ -228,7 +228,7 @@ class ResolvedRun:
         left unquoted so the shell expands them, everything else is quoted.
         """
         lines = [*self.prelude(), *(extra_lines or []), *self.precompile_lines(rendezvous),
-                 "exec " + _join_keep_vars(self.torchrun(rendezvous))]
+                 "exec " + join_keep_vars(self.torchrun(rendezvous))]
         return "\n".join(lines) + "\n"
 
 
@@ -237,8 +237,19 @@ def _plan_list(plan: Any, method: str) -> list[str]:
     return [str(a) for a in fn()] if callable(fn) else []
 
 
-def _join_keep_vars(argv: list[str]) -> str:
-    return " ".join(a if "${" in a and "'" not in a and " " not in a else shlex.quote(a) for a in argv)
+def join_keep_vars(argv: list[str]) -> str:
+    """Shell words: ``${VAR}`` arguments stay expandable (double-quoted), everything else single-quoted.
+
+    ``shlex.join`` would single-quote ``--node_rank=${JOB_COMPLETION_INDEX}`` and torchrun would get
+    the literal text."""
+    return " ".join(_word(a) for a in argv)
+
+
+def _word(arg: str) -> str:
+    if "${" not in arg:
+        return shlex.quote(arg)
+    # Double quotes expand ${...} but nothing else dangerous once ` \ " are escaped; $ stays live.
+    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`") + '"'
 
 
 def _gib(value: float) -> str:

@@ -12,7 +12,7 @@ import posixpath
 import shlex
 from typing import Any
 
-from ekstrain.jobs.resolve import MASTER_PORT, ResolvedRun
+from ekstrain.jobs.resolve import MASTER_PORT, ResolvedRun, join_keep_vars
 
 
 def _rendezvous() -> list[str]:
@@ -61,13 +61,9 @@ def script(r: ResolvedRun) -> str:
         marker = f"{r.compile_cache}/.{r.name}-compiled"
         pre = ["neuron_parallel_compile", *r.torchrun(rdzv, files_dir), f"--max_steps={r.spec.precompile_steps}"]
         lines += [f"if [ ! -f {shlex.quote(marker)} ]; then",
-                  f"  srun --kill-on-bad-exit=1 {_join(pre)}", f"  touch {shlex.quote(marker)}", "fi"]
-    lines.append("srun --kill-on-bad-exit=1 " + _join(r.torchrun(rdzv, files_dir)))
+                  f"  srun --kill-on-bad-exit=1 {join_keep_vars(pre)}", f"  touch {shlex.quote(marker)}", "fi"]
+    lines.append("srun --kill-on-bad-exit=1 " + join_keep_vars(r.torchrun(rdzv, files_dir)))
     return "\n".join(lines) + "\n"
-
-
-def _join(argv: list[str]) -> str:
-    return " ".join(a if "${" in a and " " not in a and "'" not in a else shlex.quote(a) for a in argv)
 
 
 def configmap(r: ResolvedRun) -> dict[str, Any]:

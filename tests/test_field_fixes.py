@@ -1,0 +1,88 @@
+"""Field defects of issue 13 (each test fails on the code before its fix).
+
+GIVEN the prod stack rendered offline (mock engine) and the job templates
+WHEN a platform engineer would deploy and run it
+THEN system nodes keep pods away from the node role (IMDS hop limit 1), images are pinned, GPU
+Trainer runtimes can use EFA, and no worker env overrides where the image keeps aws-ofi-nccl.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import stack_config
+from test_jobs_support import FakePlanner
+from test_jobs_templates import spec_for
+
+from ekstrain import versions
+from ekstrain.jobs import env as envtable
+from ekstrain.jobs import nccl, render
+from ekstrain.schedulers import operators
+from infra.offline import Recording
+
+PROD = stack_config("prod")
+
+
+def _images(node: Any) -> list[str]:
+    out: list[str] = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "image" and isinstance(v, str):
+                out.append(v)
+            else:
+                out += _images(v)
+    elif isinstance(node, list):
+        for v in node:
+            out += _images(v)
+    return out
+
+
+def test_system_launch_template_keeps_pods_off_imds(prod_recording: Recording) -> None:
+    lt = prod_recording.one("aws:ec2/launchTemplate:LaunchTemplate", "cluster-system")
+    assert lt.inputs["metadataOptions"]["httpPutResponseHopLimit"] == 1  # Slurm login pods run here
+    karpenter = next(r for r in prod_recording.of_type("kubernetes:helm.sh/v3:Release")
+                     if r.inputs["name"] == "karpenter")
+    assert {"name": "AWS_REGION", "value": "us-west-2"} in karpenter.inputs["values"]["controller"]["env"]
+
+
+def test_no_platform_image_floats(prod_recording: Recording) -> None:
+    images = [i for r in prod_recording.records for i in _images(r.inputs)]
+    images += _images(nccl.render(PROD, "gpu-h100")) + _images(nccl.render(PROD, "trainium"))
+    images += [versions.NCCL_TESTS_IMAGE, versions.GPU_TRAINING_IMAGE, versions.NEURON_TRAINING_IMAGE]
+    assert images
+    for image in images:
+        tag = image.rsplit("/", 1)[-1]
+        assert ":" in tag or "@sha256:" in image, image
+        assert not tag.endswith(":latest"), image
+
+
+def test_gpu_trainer_runtime_uses_an_efa_image_and_the_env_table() -> None:
+    for runtime in operators.torch_runtimes(PROD):
+        (c,) = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+            "containers"]
+        env = {e["name"]: e["value"] for e in c["env"]}
+        assert "pytorch/pytorch" not in c["image"] and "-runtime" not in c["image"], c["image"]
+        assert env["FI_PROVIDER"] == "efa" and env["FI_EFA_USE_DEVICE_RDMA"] == "1"
+        if runtime["metadata"]["labels"]["ekstrain.io/partition"].startswith("gpu"):
+            assert c["image"] == versions.GPU_TRAINING_IMAGE and env["NCCL_SOCKET_IFNAME"].startswith("^lo")
+
+
+def test_worker_env_leaves_library_paths_to_the_image() -> None:
+    for partition, scheduler in (("gpu-h100", "volcano"), ("trainium", "trainium")):
+        objects = render(spec_for(partition), PROD, scheduler, FakePlanner())
+        names = {e["name"] for o in objects for e in _envs(o)}
+        assert names and not names & envtable.IMAGE_OWNED_ENV, names & envtable.IMAGE_OWNED_ENV
+
+
+def _envs(node: Any) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "env" and isinstance(v, list):
+                out += v
+            else:
+                out += _envs(v)
+    elif isinstance(node, list):
+        for v in node:
+            out += _envs(v)
+    return out
