@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from ekstrain.jobs.cli import add_job_commands
 from ekstrain.planner.cli import add_plan_commands
 from ekstrain.planner.cli import run as run_plan
+from ekstrain.simulate.cli import add_simulate_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_plan_commands(subparsers)
     add_job_commands(subparsers)
+    add_simulate_command(subparsers)
     return parser
 
 
