@@ -117,6 +117,11 @@ unlike ``pytorch/pytorch:*-runtime`` (no libfabric: NCCL would fall back to TCP 
 NEURON_TRAINING_IMAGE = "public.ecr.aws/neuron/pytorch-training-neuronx:2.7.0-neuronx-py310-sdk2.24.1-ubuntu22.04"
 """Neuron SDK training image (torch-neuronx, neuronx-distributed, nccom-test, neuron-ls, EFA)."""
 
+# Slinky images: slurmd with pyxis + enroot (``srun --container-image``), same Slurm build as the chart's
+# slurmctld (26.05-ubuntu26.04); alpine for the chart's logfile/initconf helpers (chart default: latest).
+SLURMD_PYXIS_IMAGE = {"repository": "ghcr.io/slinkyproject/slurmd-pyxis", "tag": "26.05-ubuntu26.04"}
+ALPINE_IMAGE = {"repository": "docker.io/library/alpine", "tag": "3.22"}
+
 # neuron-monitor has no chart: it runs as a plain DaemonSet (image from the AWS Neuron samples).
 NEURON_MONITOR_IMAGE = "public.ecr.aws/neuron/neuron-monitor:1.1.0"
 

@@ -74,6 +74,9 @@ def test_slurm_script_expands_job_id_and_head_ip(tmp_path: pathlib.Path) -> None
     lines = _run(text, tmp_path, {"SLURM_JOB_ID": "42", "SLURM_JOB_NODELIST": "node-[0-1]"})
     assert lines and all("${" not in line for line in lines), lines
     assert "--rdzv_id=42" in lines[-1].split() and "--rdzv_endpoint=10.0.0.7:29500" in lines[-1].split()
+    # torchrun runs in the training image through pyxis, with the slurmd pod's FSx mount.
+    srun = next(line for line in text.splitlines() if line.startswith("srun --kill-on-bad-exit=1 "))
+    assert "--container-image=registry.example#train:1" in srun and "--container-mounts=/shared:/shared" in srun
 
 
 ALL_REDUCE_ROWS = """#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong

@@ -152,3 +152,27 @@ def test_cli_reports_blocked_and_exit_codes(prod_build: pathlib.Path, tmp_path: 
     out = capsys.readouterr().out
     assert out.count("BLOCKED") == 1 and "BLOCKED Job/run worker x2" in out
     assert main(["simulate", "--stack", "prod", "--build", str(tmp_path / "none")]) == 2
+
+
+def test_make_examples_output_starts(prod_build: pathlib.Path, tmp_path: pathlib.Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from test_jobs_examples import REAL_PLANNER, _commands
+
+    from ekstrain.jobs import planning
+
+    if not REAL_PLANNER:
+        pytest.skip("the examples need the real planner")
+    out = tmp_path / "examples"
+    for argv in _commands(out):
+        assert main([a for a in argv if a != "--validate"]) == 0, argv
+    assert planning.RealPlanner is not None
+    capsys.readouterr()
+    # Slurm: the documented procedure scales the NodeSet first; without it the job is reported held.
+    assert main(["simulate", "--stack", "prod", "--build", str(prod_build), str(out)]) == 1
+    held = capsys.readouterr().out
+    assert "BLOCKED sbatch/llama3-70b-lora.sbatch *: NodeSet slurm-worker-gpu-a100 has 0 replicas" in held
+    assert held.count("BLOCKED") == 2 and "9 workloads" not in held  # the .sbatch and its ConfigMap form
+    assert main(["simulate", "--stack", "prod", "--build", str(prod_build), "--scale-nodesets", str(out)]) == 0
+    started = capsys.readouterr().out
+    assert "9 workloads start, 0 blocked" in started
+    assert "STARTS Job/llama3-70b-megatron: worker x8 -> gpu-h100/p5.48xlarge" in started

@@ -28,6 +28,8 @@ def add_simulate_command(subparsers: Any) -> None:
     p.add_argument("--stack", default="prod")
     p.add_argument("--build", type=pathlib.Path, help="rendered stack directory (default build/<stack>)")
     p.add_argument("--stack-file", type=pathlib.Path, help="default ./Pulumi.<stack>.yaml")
+    p.add_argument("--scale-nodesets", action="store_true",
+                   help="assume Slurm NodeSets are scaled to each sbatch's --nodes first (docs/schedulers.md)")
     p.add_argument("files", nargs="*", type=pathlib.Path, help="workload files or directories (default build/examples)")
     p.set_defaults(func=cmd_simulate)
 
@@ -85,7 +87,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if not p.exists():
             print(f"ekstrain simulate: {p} not found (run `make examples` or pass workload files)", file=sys.stderr)
             return EXIT_BAD_INPUT
-    result = simulate(load(build, system), _workload_objects(paths))
+    cluster = load(build, system)
+    cluster.scale_nodesets = args.scale_nodesets
+    result = simulate(cluster, _workload_objects(paths))
     for line in result.started:
         print(line)
     for b in result.blocked:

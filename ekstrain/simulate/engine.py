@@ -42,7 +42,8 @@ class Cluster:
     runtimes: dict[str, dict[str, Any]]
     nodesets: dict[str, dict[str, Any]]
     """Slurm partition -> NodeSet object."""
-    system_max_nodes: int = 0
+    scale_nodesets: bool = False
+    """Model the documented Slurm procedure: scale a partition's NodeSet to the job's nodes before sbatch."""
 
 
 @dataclass
@@ -167,7 +168,7 @@ def _nodeset_groups(cluster: Cluster, w: Workload) -> tuple[list[PodGroup], list
         return [], [f"no Slinky NodeSet serves Slurm partition {part!r}"]
     problems = []
     replicas = int(ns["spec"].get("replicas", 1) or 0)
-    if replicas < nodes:
+    if replicas < nodes and not cluster.scale_nodesets:
         problems.append(f"NodeSet {ns['metadata']['name']} has {replicas} replicas < {nodes} nodes asked: Slurm "
                         "holds the job (scale it: schedulers.slurm.nodesetReplicas or kubectl scale nodeset)")
     return [PodGroup("slurmd", nodes, nodeset_pod(ns))], problems
