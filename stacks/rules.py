@@ -59,6 +59,9 @@ def _network(cfg: StackConfig) -> list[ConfigIssue]:
     return out
 
 
+DOCUMENTATION_NETWORKS = tuple(ipaddress.IPv4Network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"))
+
+
 def _cluster(cfg: StackConfig) -> list[ConfigIssue]:
     c = cfg.cluster
     out = []
@@ -70,6 +73,21 @@ def _cluster(cfg: StackConfig) -> list[ConfigIssue]:
     if any(ipaddress.IPv4Network(x).prefixlen == 0 for x in c.public_access_cidrs):
         out.append(ConfigIssue("ekstrain:cluster.publicAccessCidrs", "0.0.0.0/0 opens the API server to the internet",
                                "list specific CIDRs instead"))
+    if not c.endpoint_public_access and not (c.deploy_cidrs or c.deploy_security_group_ids):
+        out.append(ConfigIssue("ekstrain:cluster.deployCidrs",
+                               "the API endpoint is private and the EKS cluster security group admits only its "
+                               "members, so nothing that deploys can reach it",
+                               "list the CIDR of the in-VPC (or peered) deploy runner in deployCidrs, or its "
+                               "security group in deploySecurityGroupIds (docs/delivery.md)"))
+    for key, cidrs in (("publicAccessCidrs", c.public_access_cidrs), ("deployCidrs", c.deploy_cidrs)):
+        doc = [x for x in cidrs if any(ipaddress.IPv4Network(x).subnet_of(d) for d in DOCUMENTATION_NETWORKS)]
+        if doc:
+            out.append(ConfigIssue(f"ekstrain:cluster.{key}", f"{doc} are documentation ranges (RFC 5737): no "
+                                   "runner or office has them", "list the real CIDRs that run `pulumi up` and kubectl"))
+    bad_sg = [g for g in c.deploy_security_group_ids if not g.startswith("sg-")]
+    if bad_sg:
+        out.append(ConfigIssue("ekstrain:cluster.deploySecurityGroupIds", f"{bad_sg} are not security group ids",
+                               "use ids of the form sg-0123456789abcdef0"))
     accelerated = [t for t in c.system_node_group.instance_types if catalog.is_accelerated(t)]
     if accelerated:
         out.append(ConfigIssue("ekstrain:cluster.systemNodeGroup.instanceTypes",

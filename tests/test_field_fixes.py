@@ -86,3 +86,29 @@ def _envs(node: Any) -> list[dict[str, str]]:
         for v in node:
             out += _envs(v)
     return out
+
+
+def test_deploy_runner_reaches_the_private_endpoint(prod_recording: Recording) -> None:
+    rules = [r for r in prod_recording.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+             if r.name.startswith("cluster-deploy-")]
+    assert [(r.inputs["cidrIpv4"], r.inputs["fromPort"], r.inputs["toPort"]) for r in rules] == [
+        ("10.40.0.0/16", 443, 443)]
+    cluster = prod_recording.one("eks:index:Cluster", "cluster")
+    assert rules[0].inputs["securityGroupId"] == cluster.outputs["clusterSecurityGroupId"]
+    provider = prod_recording.one("pulumi:providers:kubernetes", "cluster-k8s")
+    assert rules[0].urn in provider.dependencies  # no Kubernetes call before the runner may connect
+
+
+def test_private_endpoint_without_deploy_access_and_documentation_cidrs_are_refused() -> None:
+    import pytest
+    from conftest import cfg_with
+
+    from stacks.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="ekstrain:cluster.deployCidrs"):
+        cfg_with(lambda s: s["cluster"].pop("deployCidrs"))
+    with pytest.raises(ConfigError, match="documentation ranges"):
+        cfg_with(lambda s: s["cluster"].update(endpointPublicAccess=True, publicAccessCidrs=["203.0.113.0/24"]),
+                 stack="dev")
+    sg = cfg_with(lambda s: s["cluster"].update(deployCidrs=[], deploySecurityGroupIds=["sg-0123456789abcdef0"]))
+    assert sg.cluster.deploy_security_group_ids == ["sg-0123456789abcdef0"]
