@@ -26,7 +26,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(list(argv) if argv is not None else None)
+    words = list(argv) if argv is not None else sys.argv[1:]
+    # `ekstrain job render ... -- --lr 1e-4 --foo`: everything after `--` goes to the training script as is.
+    script_args: list[str] = []
+    if "--" in words:
+        cut = words.index("--")
+        words, script_args = words[:cut], words[cut + 1:]
+    args = build_parser().parse_args(words)
+    args.script_args = script_args
     if hasattr(args, "func"):
         return int(args.func(args))
     return run_plan(args)

@@ -8,6 +8,7 @@ THEN every ``${VAR}`` reached torchrun expanded (no literal ``${``), for pre-com
 
 from __future__ import annotations
 
+import argparse
 import os
 import pathlib
 import stat
@@ -123,3 +124,47 @@ def test_neuron_check_gates_on_bus_bandwidth(tmp_path: pathlib.Path) -> None:
     assert ok.returncode == 0, ok.stdout + ok.stderr
     slow = _health(tmp_path / "slow", "trainium", "Avg bus bandwidth:\t20.1 GB/s\n")
     assert slow.returncode != 0 and "< 60.0" in slow.stdout
+
+
+def _megatron_parser() -> argparse.ArgumentParser:
+    # The subset of megatron/training/arguments.py the platform must set (same names; last occurrence wins).
+    p = argparse.ArgumentParser(allow_abbrev=False)
+    for flag in ("--num-layers", "--hidden-size", "--num-attention-heads", "--num-query-groups", "--ffn-hidden-size",
+                 "--seq-length", "--max-position-embeddings", "--train-iters", "--tensor-model-parallel-size",
+                 "--pipeline-model-parallel-size", "--micro-batch-size", "--global-batch-size"):
+        p.add_argument(flag, type=int, required=True)
+    for flag in ("--lr", "--min-lr", "--weight-decay", "--clip-grad"):
+        p.add_argument(flag, type=float, required=True)
+    for flag in ("--position-embedding-type", "--normalization", "--tokenizer-type", "--tokenizer-model",
+                 "--data-path", "--save", "--load"):
+        p.add_argument(flag, required=True)
+    for flag in ("--group-query-attention", "--swiglu", "--untie-embeddings-and-output-weights", "--bf16"):
+        p.add_argument(flag, action="store_true")
+    return p
+
+
+def test_megatron_launch_has_the_model_and_user_arguments(tmp_path: pathlib.Path) -> None:
+    import yaml
+
+    from ekstrain.cli import main
+    from ekstrain.planner.models import get_model
+
+    out = tmp_path / "job.yaml"
+    assert main(["job", "render", "--stack", "prod", "--scheduler", "volcano", "--partition", "gpu-h100",
+                 "--nodes", "8", "--model", "llama3-70b", "--framework", "megatron", "--global-batch", "512",
+                 "--seq-len", "8192",
+                 "--image", "img:1", "--script", "/fsx/code/Megatron-LM/pretrain_gpt.py", "--out", str(out),
+                 "--", "--lr", "1e-4", "--train-iters", "5000"]) == 0
+    job = list(yaml.safe_load_all(out.read_text()))[-1]
+    (line,) = _run(_container_body(job), tmp_path, {"VC_TASK_INDEX": "0"})
+    argv = line.split()
+    script = argv.index("/fsx/code/Megatron-LM/pretrain_gpt.py")
+    args, unknown = _megatron_parser().parse_known_args(argv[script + 1:])
+    m = get_model("llama3-70b")
+    assert (args.num_layers, args.hidden_size, args.num_attention_heads, args.num_query_groups, args.ffn_hidden_size) \
+        == (m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden)
+    assert args.group_query_attention and args.swiglu and args.untie_embeddings_and_output_weights and args.bf16
+    assert (args.position_embedding_type, args.normalization) == ("rope", "RMSNorm")
+    assert args.seq_length == args.max_position_embeddings == 8192 and args.global_batch_size == 512
+    assert args.data_path == "/fsx/data/llama3-70b_text_document" and args.tokenizer_type == "HuggingFaceTokenizer"
+    assert (args.lr, args.train_iters) == (1e-4, 5000)  # the user's `--` arguments come last and win

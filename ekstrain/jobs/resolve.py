@@ -179,8 +179,10 @@ class ResolvedRun:
             # DeepSpeed's JSON has the batch, ZeRO and offload; TP/PP/CP are the model code's (Megatron-DeepSpeed).
             return [*common, *layout, "--deepspeed", f"--deepspeed_config={files_dir}/ds_config.json"]
         if fw == "megatron":
+            # Megatron's indexed dataset prefix (<prefix>.bin/.idx) and a Hugging Face tokenizer, both on FSx.
             return [*_plan_list(self.plan, "megatron_args"), "--save", self.checkpoint_dir, "--load",
-                    self.checkpoint_dir, "--data-path", self.data_dir]
+                    self.checkpoint_dir, "--data-path", f"{self.data_dir}/{self.spec.model}_text_document",
+                    "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", f"{self.data_dir}/tokenizer"]
         if fw == "neuronx-distributed":
             neuron = _plan_list(self.plan, "neuron_args")
             if "--seq_len" in neuron:
