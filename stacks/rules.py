@@ -36,6 +36,9 @@ def check(cfg: StackConfig, today: dt.date | None = None) -> tuple[list[ConfigIs
     warnings += storage_warnings
     errors += _schedulers(cfg)
     errors += _versions(cfg)
+    slurm_errors, slurm_warnings = _slurm_login(cfg)
+    errors += slurm_errors
+    warnings += slurm_warnings
     warning = versions.support_warning(cfg.cluster.kubernetes_version, today or dt.date.today())
     if warning:
         warnings.append(f"ekstrain:cluster.kubernetesVersion: {warning}")
@@ -60,6 +63,23 @@ def _network(cfg: StackConfig) -> list[ConfigIssue]:
 
 
 DOCUMENTATION_NETWORKS = tuple(ipaddress.IPv4Network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"))
+
+
+def _slurm_login(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
+    from ekstrain.schedulers.slurm import authorized_keys, keys_file
+
+    s = cfg.schedulers.slurm
+    if not s.enabled:
+        return [], []
+    path = keys_file(cfg)
+    if path is not None and not path.is_file():
+        return [ConfigIssue("ekstrain:schedulers.slurm.loginSshAuthorizedKeysFile", f"{path} does not exist",
+                            "create it (one OpenSSH public key per line) or remove the key")], []
+    if not authorized_keys(cfg):
+        return [], ["ekstrain:schedulers.slurm.loginSshAuthorizedKeys: the login node has no SSH key, so "
+                    "`ssh root@<login>` is refused; add a public key to loginSshAuthorizedKeys or to the "
+                    "loginSshAuthorizedKeysFile, then deploy (README, Slurm)"]
+    return [], []
 
 
 def _cluster(cfg: StackConfig) -> list[ConfigIssue]:

@@ -112,3 +112,24 @@ def test_private_endpoint_without_deploy_access_and_documentation_cidrs_are_refu
                  stack="dev")
     sg = cfg_with(lambda s: s["cluster"].update(deployCidrs=[], deploySecurityGroupIds=["sg-0123456789abcdef0"]))
     assert sg.cluster.deploy_security_group_ids == ["sg-0123456789abcdef0"]
+
+
+def test_prod_login_keys_come_from_the_key_file(tmp_path: Any) -> None:
+    import pytest
+    from conftest import cfg_with
+
+    from ekstrain.schedulers import slurm
+    from stacks import rules
+    from stacks.errors import ConfigError
+
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleExampleExampleExampleExampleExample ops@example"
+    keys = tmp_path / "login.pub"  # an absolute path works too; relative ones are under the project
+    keys.write_text(f"# team keys\n\n{key}\n")
+    cfg = cfg_with(lambda s: s["schedulers"]["slurm"].update(loginSshAuthorizedKeysFile=str(keys)))
+    assert slurm.slurm_values(cfg)["loginsets"]["main"]["rootSshAuthorizedKeys"] == key
+    assert PROD.schedulers.slurm.login_ssh_authorized_keys_file == "security/slurm-login.pub"
+    assert (slurm.PROJECT_DIR / "security" / "slurm-login.pub").is_file()
+    _, warnings = rules.check(PROD)
+    assert any("loginSshAuthorizedKeys: the login node has no SSH key" in w for w in warnings)  # file still empty
+    with pytest.raises(ConfigError, match="loginSshAuthorizedKeysFile"):
+        cfg_with(lambda s: s["schedulers"]["slurm"].update(loginSshAuthorizedKeysFile="security/missing.pub"))

@@ -21,6 +21,7 @@ Mapping (the seed's ``SlurmCluster``/``SlurmNodeSet`` were not real APIs; this i
 
 from __future__ import annotations
 
+import pathlib
 from typing import Any
 
 from ekstrain import names, versions
@@ -57,6 +58,24 @@ GRES_NAME = {"nvidia.com/gpu": "gpu", "aws.amazon.com/neuron": "neuron"}
 def login_source_ranges(cfg: StackConfig) -> list[str]:
     """Who may reach port 22 of the login NLB: the configured CIDRs, else the VPC."""
     return list(cfg.schedulers.slurm.login_allowed_cidrs) or [cfg.network.vpc_cidr]
+
+
+PROJECT_DIR = pathlib.Path(__file__).resolve().parents[2]
+
+
+def keys_file(cfg: StackConfig) -> pathlib.Path | None:
+    name = cfg.schedulers.slurm.login_ssh_authorized_keys_file
+    return None if name is None else PROJECT_DIR / name
+
+
+def authorized_keys(cfg: StackConfig) -> list[str]:
+    """Root's keys on the login node: the listed ones, then the key file's (blank and # lines skipped)."""
+    keys = list(cfg.schedulers.slurm.login_ssh_authorized_keys)
+    path = keys_file(cfg)
+    if path is not None and path.exists():
+        keys += [line.strip() for line in path.read_text().splitlines()
+                 if line.strip() and not line.lstrip().startswith("#")]
+    return keys
 
 
 def nodeset_replicas(cfg: StackConfig, part: str) -> int:
@@ -168,7 +187,7 @@ def slurm_values(cfg: StackConfig) -> dict[str, Any]:
             "replicas": 1,
             "login": {"volumeMounts": [{"name": SHARED_VOLUME, "mountPath": s.shared_mount_path}]},
             "initconf": {"image": dict(versions.ALPINE_IMAGE)},
-            "rootSshAuthorizedKeys": "\n".join(s.login_ssh_authorized_keys) or None,
+            "rootSshAuthorizedKeys": "\n".join(authorized_keys(cfg)) or None,
             "podSpec": _system({"volumes": [{"name": SHARED_VOLUME,
                                              "persistentVolumeClaim": {"claimName": names.FSX_PVC}}]}),
             "service": {
