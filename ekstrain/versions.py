@@ -148,6 +148,31 @@ TRAINING_OPERATOR_KUSTOMIZE = (
 
 # Karpenter AMI alias versions: `latest` follows new AMIs (and drifts nodes); pin per stack in prod.
 DEFAULT_AMI_ALIAS_VERSION = "latest"
+DEFAULT_AMI_ALIAS_MAX_AGE_DAYS = 60
+"""EKS publishes AL2023 AMIs (kernel, NVIDIA/Neuron driver, EFA fixes) every one to two weeks; a pin older
+than two months misses security fixes. The runbook (docs/runbook-ami.md) rolls nodes between jobs."""
+
+
+def ami_alias_date(version: str) -> dt.date | None:
+    """``v20251120`` -> 2025-11-20; None for ``latest`` or another form."""
+    core = version.removeprefix("v")
+    if len(core) != 8 or not core.isdigit():
+        return None
+    try:
+        return dt.date(int(core[:4]), int(core[4:6]), int(core[6:]))
+    except ValueError:
+        return None
+
+
+def ami_alias_warning(version: str, max_age_days: int, today: dt.date) -> str | None:
+    released = ami_alias_date(version)
+    if released is None:
+        return None
+    age = (today - released).days
+    if age <= max_age_days:
+        return None
+    return (f"AMI alias {version} is {age} days old, over amiAliasMaxAgeDays {max_age_days}: bump it to the newest "
+            "AL2023 release and roll nodes between jobs (docs/runbook-ami.md)")
 
 
 def parse_semver(version: str) -> tuple[int, int, int]:

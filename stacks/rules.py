@@ -39,6 +39,10 @@ def check(cfg: StackConfig, today: dt.date | None = None) -> tuple[list[ConfigIs
     slurm_errors, slurm_warnings = _slurm_login(cfg)
     errors += slurm_errors
     warnings += slurm_warnings
+    ami = versions.ami_alias_warning(cfg.versions.ami_alias_version, cfg.versions.ami_alias_max_age_days,
+                                     today or dt.date.today())
+    if ami:
+        warnings.append(f"ekstrain:versions.amiAliasVersion: {ami}")
     warning = versions.support_warning(cfg.cluster.kubernetes_version, today or dt.date.today())
     if warning:
         warnings.append(f"ekstrain:cluster.kubernetesVersion: {warning}")

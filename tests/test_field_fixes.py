@@ -133,3 +133,22 @@ def test_prod_login_keys_come_from_the_key_file(tmp_path: Any) -> None:
     assert any("loginSshAuthorizedKeys: the login node has no SSH key" in w for w in warnings)  # file still empty
     with pytest.raises(ConfigError, match="loginSshAuthorizedKeysFile"):
         cfg_with(lambda s: s["schedulers"]["slurm"].update(loginSshAuthorizedKeysFile="security/missing.pub"))
+
+
+def test_ami_alias_age_warns_at_the_configured_cadence() -> None:
+    import datetime as dt
+
+    from conftest import cfg_with
+
+    from stacks import rules
+
+    def ami(w: list[str]) -> list[str]:
+        return [x for x in w if x.startswith("ekstrain:versions.amiAliasVersion")]
+
+    today = dt.date(2026, 12, 3)
+    (warning,) = ami(rules.check(PROD, today)[1])  # v20251120 is 378 days old
+    assert "378 days old, over amiAliasMaxAgeDays 60" in warning and "docs/runbook-ami.md" in warning
+    relaxed = cfg_with(lambda s: s["versions"].update(amiAliasMaxAgeDays=400))
+    assert ami(rules.check(relaxed, today)[1]) == []
+    assert ami(rules.check(stack_config("dev"), today)[1]) == []  # latest: nothing to age
+    assert (versions.ami_alias_date("v20251120"), versions.ami_alias_date("latest")) == (dt.date(2025, 11, 20), None)
