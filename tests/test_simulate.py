@@ -125,6 +125,17 @@ def test_slurm_jobs_need_nodeset_replicas(tmp_path: pathlib.Path, cluster: engin
     assert _lines(dataclasses.replace(cluster, nodesets=ns), [sbatch]) == []  # the slurmd pods fit p4d
 
 
+def test_chart_images_are_pinned(prod_build: pathlib.Path) -> None:
+    from ekstrain.simulate.load import read_objects
+
+    images = [c["image"] for o in read_objects(sorted((prod_build / "charts").rglob("*.yaml")))
+              for spec in [o.get("spec") or {}] for key in ("slurmd", "logfile", "initconf") if key in spec
+              for c in [spec[key]] if isinstance(c.get("image"), str)]
+    images += [c["image"] for o in read_objects(sorted((prod_build / "charts").rglob("DaemonSet-*.yaml")))
+               for c in o["spec"]["template"]["spec"]["containers"]]
+    assert images and [i for i in images if i.endswith(":latest") or ":" not in i.rsplit("/", 1)[-1]] == []
+
+
 def test_karpenter_allocatable_formulas() -> None:
     from ekstrain import catalog
 
@@ -171,8 +182,9 @@ def test_make_examples_output_starts(prod_build: pathlib.Path, tmp_path: pathlib
     assert main(["simulate", "--stack", "prod", "--build", str(prod_build), str(out)]) == 1
     held = capsys.readouterr().out
     assert "BLOCKED sbatch/llama3-70b-lora.sbatch *: NodeSet slurm-worker-gpu-a100 has 0 replicas" in held
-    assert held.count("BLOCKED") == 2 and "9 workloads" not in held  # the .sbatch and its ConfigMap form
+    assert held.count("BLOCKED") == 2 and "10 workloads start, 1 blocked" in held  # .sbatch + its ConfigMap
     assert main(["simulate", "--stack", "prod", "--build", str(prod_build), "--scale-nodesets", str(out)]) == 0
     started = capsys.readouterr().out
-    assert "9 workloads start, 0 blocked" in started
+    assert "12 workloads start, 0 blocked" in started  # 9 examples + one slurmd pod per NodeSet
+    assert "STARTS Pod/slurm-worker-gpu-h100-0: pod x1 -> gpu-h100/p5.48xlarge" in started
     assert "STARTS Job/llama3-70b-megatron: worker x8 -> gpu-h100/p5.48xlarge" in started

@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from ekstrain.simulate import charts
-from ekstrain.simulate.engine import simulate
+from ekstrain.simulate.engine import nodeset_workloads, simulate
 from ekstrain.simulate.load import load, read_objects
 from ekstrain.simulate.workloads import sbatch
 
@@ -89,7 +89,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
     cluster = load(build, system)
     cluster.scale_nodesets = args.scale_nodesets
-    result = simulate(cluster, _workload_objects(paths))
+    # Every NodeSet's slurmd pod must be able to start too, whether or not an sbatch names it.
+    result = simulate(cluster, nodeset_workloads(cluster) + _workload_objects(paths))
     for line in result.started:
         print(line)
     for b in result.blocked:

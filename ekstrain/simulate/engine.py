@@ -187,6 +187,12 @@ def nodeset_pod(ns: dict[str, Any]) -> dict[str, Any]:
     return pod
 
 
+def nodeset_workloads(cluster: Cluster) -> list[dict[str, Any]]:
+    """Each Slinky NodeSet as a workload of its slurmd pods (at least one: what scaling it up creates)."""
+    return [{"kind": "Pod", "metadata": {"name": f"{ns['metadata']['name']}-0"}, "spec": nodeset_pod(ns)}
+            for ns in cluster.nodesets.values()]
+
+
 def simulate(cluster: Cluster, objects: list[dict[str, Any]]) -> Result:
     result = Result()
     # Empty cluster: only the system node group exists (its free cpu/memory; no accelerator, no EFA).
