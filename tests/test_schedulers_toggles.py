@@ -91,9 +91,14 @@ def test_prod_partition_nodeset_slurm_partition_queue_chain(prod_recording: Reco
         nodeset = slurm["nodesets"][part]
         assert nodeset["podSpec"]["nodeSelector"]["karpenter.sh/nodepool"] == part
         assert nodeset["partition"]["enabled"] and nodeset["partition"]["configMap"]["MaxNodes"] == str(n)
-        per_node = nodeset["slurmd"]["resources"]["limits"]
-        # The queue admits exactly maxNodes whole nodes of the resources one slurmd pod holds.
+        limits = nodeset["slurmd"]["resources"]["limits"]
+        per_node = {k: v for k, v in limits.items() if k not in ("cpu", "memory")}
+        # The queue admits exactly maxNodes whole nodes of the devices one slurmd pod holds, and at
+        # least maxNodes of its cpu/memory (the queue counts whole instances, slurmd their allocatable).
         assert {k: int(queues[part]["capability"][k]) for k in per_node} == {k: v * n for k, v in per_node.items()}
+        cap = queues[part]["capability"]
+        assert int(cap["cpu"]) >= int(limits["cpu"]) * n
+        assert int(cap["memory"].removesuffix("Gi")) >= int(limits["memory"].removesuffix("Gi")) * n
 
 
 def test_system_node_label_matches_the_cluster_component() -> None:
