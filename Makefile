@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STACK ?= prod
 OUT ?= build/$(STACK)
 
-.PHONY: render test bench lint fetch-upstream clean examples
+.PHONY: render test bench lint fetch-upstream clean examples simulate
 
 $(VENV)/.installed: pyproject.toml requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,9 @@ bench: $(VENV)/.installed $(HELM_TOOL)  ## wall times that targets are judged by
 
 examples: $(VENV)/.installed  ## the seed example workloads + NCCL health checks into build/examples
 	EKSTRAIN=$(VENV)/bin/ekstrain examples/render-all.sh build/examples
+
+simulate: $(VENV)/.installed  ## empty-cluster scheduling simulation of build/examples on build/$(STACK)
+	$(PY) -m ekstrain simulate --stack $(STACK) --scale-nodesets build/examples
 
 fetch-upstream:  ## fetch the pinned upstream CRDs and chart values into .upstream/
 	scripts/fetch-upstream.sh .upstream

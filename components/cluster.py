@@ -53,6 +53,10 @@ class ClusterArgs:
     endpoint_public_access: bool = False
     """@default false (private endpoint only)."""
     public_access_cidrs: Sequence[str] = ()
+    deploy_cidrs: Sequence[str] = ()
+    """Where `pulumi up` runs (in-VPC or peered runner): HTTPS to the API server's private endpoint."""
+    deploy_security_group_ids: Sequence[str] = ()
+    """Security groups of the deploy runners: HTTPS to the private endpoint."""
     admin_principals: Sequence[AdminPrincipal] = ()
     log_types: Sequence[str] = ("api", "audit", "authenticator", "controllerManager", "scheduler")
     secrets_encryption: bool = True
@@ -142,8 +146,11 @@ class Cluster(pulumi.ComponentResource):
             for policy in SYSTEM_NODE_POLICIES
         ]
         # Our own launch template so the root volume is encrypted gp3 and IMDSv2 is required
-        # (pulumi-eks's generated template sets only the volume size). Hop limit 2: system pods
-        # such as the EBS CSI node plugin read instance metadata from a pod network namespace.
+        # (pulumi-eks's generated template sets only the volume size). Hop limit 1: Slurm login pods
+        # (root SSH) run on system nodes and must not reach the node role's credentials. hostNetwork
+        # pods (aws-node, kube-proxy, pod identity agent) still reach IMDS; the EBS/EFS CSI drivers fall
+        # back to Kubernetes node metadata (their pkg/cloud metadata.go); Karpenter and the FSx
+        # controller get the region explicitly.
         launch_template = aws.ec2.LaunchTemplate(
             f"{name}-system",
             description=f"System node group of {args.cluster_name}",
@@ -153,7 +160,7 @@ class Cluster(pulumi.ComponentResource):
                     volume_size=args.system_disk_size_gib, volume_type="gp3", encrypted="true",
                     delete_on_termination="true"))],
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
-                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2),
+                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=1),
             tag_specifications=[aws.ec2.LaunchTemplateTagSpecificationArgs(
                 resource_type=kind, tags={**tags, "Name": f"{args.cluster_name}-system"})
                 for kind in ("instance", "volume")],
@@ -201,8 +208,17 @@ class Cluster(pulumi.ComponentResource):
             resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="OVERWRITE", tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks_cluster, self.system_node_group, ebs_policy]))
 
+        # The EKS-created cluster SG (on the private endpoint's ENIs) admits only its members: the deploy
+        # runner gets 443 explicitly, and the Kubernetes provider waits for it.
+        cluster_sg = self.eks_cluster.cluster_security_group_id
+        deploy = [aws.vpc.SecurityGroupIngressRule(
+            f"{name}-deploy-{i}", security_group_id=cluster_sg, ip_protocol="tcp", from_port=443, to_port=443,
+            description="Kubernetes API from the deploy runner", tags=tags, opts=child,
+            **({"referenced_security_group_id": src} if src.startswith("sg-") else {"cidr_ipv4": src}))
+            for i, src in enumerate([*args.deploy_cidrs, *args.deploy_security_group_ids])]
         self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.eks_cluster.kubeconfig_json,
-                                     enable_server_side_apply=True, opts=child)
+                                     enable_server_side_apply=True,
+                                     opts=pulumi.ResourceOptions(parent=self, depends_on=list(deploy)))
         k8s.storage.v1.StorageClass(
             f"{name}-gp3",
             metadata=k8s.meta.v1.ObjectMetaArgs(

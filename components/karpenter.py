@@ -176,8 +176,13 @@ def event_pattern(source: str, detail_type: str) -> str:
     return json.dumps({"source": [source], "detail-type": [detail_type]})
 
 
-def chart_values(cluster_name: str, queue_name: Any, replicas: int) -> dict[str, Any]:
+def chart_values(cluster_name: str, queue_name: Any, replicas: int, region: str | None = None) -> dict[str, Any]:
     """Values of the karpenter chart (every key exists in its upstream values.yaml)."""
+    controller: dict[str, Any] = {"resources": {"requests": {"cpu": "1", "memory": "1Gi"},
+                                                "limits": {"cpu": "1", "memory": "1Gi"}}}
+    if region:
+        # System nodes use IMDS hop limit 1: the controller cannot discover its region from IMDS.
+        controller["env"] = [{"name": "AWS_REGION", "value": region}]
     return {
         "replicas": replicas,
         "serviceAccount": {"name": SERVICE_ACCOUNT},
@@ -186,8 +191,7 @@ def chart_values(cluster_name: str, queue_name: Any, replicas: int) -> dict[str,
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"},
                                   {"key": SYSTEM_NODE_LABEL, "operator": "In", "values": ["system"]}]}]}}},
-        "controller": {"resources": {"requests": {"cpu": "1", "memory": "1Gi"},
-                                     "limits": {"cpu": "1", "memory": "1Gi"}}},
+        "controller": controller,
         "settings": {
             "clusterName": cluster_name,
             "interruptionQueue": queue_name,
@@ -271,7 +275,7 @@ class Karpenter(pulumi.ComponentResource):
             name, name=RELEASE_NAME, chart=args.chart.chart, version=args.chart.version, namespace=NAMESPACE,
             # The CRDs belong to the karpenter-crd release (upgraded with the chart, unlike crds/).
             skip_crds=True,
-            values=chart_values(cluster, queue.name, args.replicas),
+            values=chart_values(cluster, queue.name, args.replicas, args.region),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[crds, association, access_entry, queue_policy_res,
                                                                  *attachments]))
 

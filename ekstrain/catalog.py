@@ -156,6 +156,25 @@ CATALOG: dict[str, InstanceType] = _types(
                  min_kubernetes_version="1.32"),
 )
 
+# Minimum all-reduce bus bandwidth (GB/s) the pre-flight health check accepts across >= 2 nodes, at the
+# largest message (2 GiB all_reduce_perf; 1 GiB nccom-test): about 60 % of the EFA line rate
+# (network_gbps / 8). Measured runs on healthy nodes sit near 80-90 % of line rate (AWS
+# awsome-distributed-training nccl-tests results: p4d ~45, p5 ~350 GB/s); a node that fell back to
+# TCP sockets or lost EFA interfaces lands far below. Types without an entry are checked for NET/OFI only.
+NCCL_MIN_BUSBW_GB_S: dict[str, float] = {
+    "p4d.24xlarge": 30.0,
+    "p4de.24xlarge": 30.0,
+    "p5.48xlarge": 240.0,
+    "p5e.48xlarge": 240.0,
+    "p5en.48xlarge": 240.0,
+    "p6-b200.48xlarge": 240.0,
+    "p6-b300.48xlarge": 480.0,
+    "g6e.48xlarge": 30.0,
+    "trn1.32xlarge": 60.0,
+    "trn1n.32xlarge": 120.0,
+    "trn2.48xlarge": 240.0,
+}
+
 # Instance families that carry accelerators; the system node group must never use them.
 ACCELERATED_FAMILY_PREFIXES = ("p", "g", "trn", "inf", "dl", "f1", "vt1")
 

@@ -14,6 +14,7 @@ from ekstrain.cli_types import OneLineParser
 from ekstrain.jobs.cli import add_job_commands
 from ekstrain.planner.cli import add_plan_commands
 from ekstrain.planner.cli import run as run_plan
+from ekstrain.simulate.cli import add_simulate_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,11 +23,19 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_plan_commands(subparsers)
     add_job_commands(subparsers)
+    add_simulate_command(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(list(argv) if argv is not None else None)
+    words = list(argv) if argv is not None else sys.argv[1:]
+    # `ekstrain job render ... -- --lr 1e-4 --foo`: everything after `--` goes to the training script as is.
+    script_args: list[str] = []
+    if "--" in words:
+        cut = words.index("--")
+        words, script_args = words[:cut], words[cut + 1:]
+    args = build_parser().parse_args(words)
+    args.script_args = script_args
     if hasattr(args, "func"):
         return int(args.func(args))
     return run_plan(args)

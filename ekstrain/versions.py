@@ -156,12 +156,28 @@ DEFAULT_CHARTS: dict[str, Chart] = {
     "argo-cd": Chart("argo-cd", "10.1.1", "https://argoproj.github.io/argo-helm", upstream_dir="argo-cd"),
 }
 
+# Container images the platform itself names (never `:latest`: a moving tag changes NCCL/EFA under a
+# running fleet). Users pass their own training images to `ekstrain job render --image`.
+NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
+"""AWS's nccl-tests build: CUDA, EFA installer, aws-ofi-nccl, NCCL, Open MPI and all_reduce_perf."""
+GPU_TRAINING_IMAGE = ("public.ecr.aws/deep-learning-containers/pytorch-training:"
+                      "2.8.0-gpu-py312-cu129-ubuntu22.04-ec2-v1.0")
+"""AWS Deep Learning Container (EC2 flavour): PyTorch with the EFA installer, libfabric and aws-ofi-nccl,
+unlike ``pytorch/pytorch:*-runtime`` (no libfabric: NCCL would fall back to TCP sockets)."""
+NEURON_TRAINING_IMAGE = "public.ecr.aws/neuron/pytorch-training-neuronx:2.7.0-neuronx-py310-sdk2.24.1-ubuntu22.04"
+"""Neuron SDK training image (torch-neuronx, neuronx-distributed, nccom-test, neuron-ls, EFA)."""
+
+# Slinky images: slurmd with pyxis + enroot (``srun --container-image``), same Slurm build as the chart's
+# slurmctld (26.05-ubuntu26.04); alpine for the chart's logfile/initconf helpers (chart default: latest).
+SLURMD_PYXIS_IMAGE = {"repository": "ghcr.io/slinkyproject/slurmd-pyxis", "tag": "26.05-ubuntu26.04"}
+ALPINE_IMAGE = {"repository": "docker.io/library/alpine", "tag": "3.22"}
+
 # Images the platform pieces run outside any chart's defaults.
 EFA_EXPORTER_IMAGE = "public.ecr.aws/docker/library/python:3.12.11-slim-bookworm"
 """Runs the EFA metrics exporter script (standard library only) from a ConfigMap."""
 JUPYTER_GPU_IMAGE = "quay.io/jupyter/pytorch-notebook:cuda12-2025-10-20"
 """Jupyter docker-stacks PyTorch + CUDA 12 notebook (ships jupyterhub-singleuser)."""
-JUPYTER_NEURON_IMAGE = "public.ecr.aws/neuron/pytorch-training-neuronx:2.7.0-neuronx-py310-sdk2.24.1-ubuntu22.04"
+JUPYTER_NEURON_IMAGE = NEURON_TRAINING_IMAGE
 """The Neuron SDK image the Trainium job templates use; JupyterLab is added at start (it has none)."""
 JUPYTER_NEURON_SINGLEUSER = "jupyterhub==5.5.0 jupyterlab==4.4.9"
 """pip requirements installed into the Neuron image at start: the singleuser server JupyterHub 5.x needs."""
@@ -195,6 +211,20 @@ TRAINING_OPERATOR_KUSTOMIZE = (
 
 # Karpenter AMI alias versions: `latest` follows new AMIs (and drifts nodes); pin per stack in prod.
 DEFAULT_AMI_ALIAS_VERSION = "latest"
+DEFAULT_AMI_ALIAS_MAX_AGE_DAYS = 60
+"""EKS publishes AL2023 AMIs (kernel, NVIDIA/Neuron driver, EFA fixes) every one to two weeks; a pin older
+than two months misses security fixes. The runbook (docs/runbook-ami.md) rolls nodes between jobs."""
+
+
+def ami_alias_warning(version: str, max_age_days: int, today: dt.date) -> str | None:
+    released = ami_release_date(version)
+    if released is None:
+        return None
+    age = (today - released).days
+    if age <= max_age_days:
+        return None
+    return (f"AMI alias {version} is {age} days old, over amiAliasMaxAgeDays {max_age_days}: bump it to the newest "
+            "AL2023 release and roll nodes between jobs (docs/runbook-ami.md)")
 
 # A known amazon-eks-ami release (weekly, one tag for every supported Kubernetes version) per
 # Kubernetes version, recommended as the prod pin. A pin dated before the version's EKS release

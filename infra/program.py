@@ -52,6 +52,8 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         public_subnet_ids=network.public_subnet_ids,
         endpoint_public_access=c.endpoint_public_access,
         public_access_cidrs=c.public_access_cidrs,
+        deploy_cidrs=c.deploy_cidrs,
+        deploy_security_group_ids=c.deploy_security_group_ids,
         admin_principals=[AdminPrincipal(principal_arn=a.principal_arn, access_policy=a.access_policy)
                           for a in c.admin_access],
         log_types=c.log_types,

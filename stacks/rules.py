@@ -41,8 +41,14 @@ def check(cfg: StackConfig, today: dt.date | None = None) -> tuple[list[ConfigIs
     hub_errors, hub_warnings = _jupyterhub(cfg)
     errors += hub_errors
     warnings += hub_warnings
+    slurm_errors, slurm_warnings = _slurm_login(cfg)
+    errors += slurm_errors
+    warnings += slurm_warnings
     day = today or dt.date.today()
     errors += _kubernetes_window(cfg, day)
+    ami = versions.ami_alias_warning(cfg.versions.ami_alias_version, cfg.versions.ami_alias_max_age_days, day)
+    if ami:
+        warnings.append(f"ekstrain:versions.amiAliasVersion: {ami}")
     warning = versions.support_warning(cfg.cluster.kubernetes_version, day)
     if warning and not errors:
         warnings.append(f"ekstrain:cluster.kubernetesVersion: {warning}")
@@ -147,6 +153,26 @@ def _allow_list(key: str, cidrs: list[str], public: bool) -> list[ConfigIssue]:
     return out
 
 
+DOCUMENTATION_NETWORKS = tuple(ipaddress.IPv4Network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"))
+
+
+def _slurm_login(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
+    from ekstrain.schedulers.slurm import authorized_keys, keys_file
+
+    s = cfg.schedulers.slurm
+    if not s.enabled:
+        return [], []
+    path = keys_file(cfg)
+    if path is not None and not path.is_file():
+        return [ConfigIssue("ekstrain:schedulers.slurm.loginSshAuthorizedKeysFile", f"{path} does not exist",
+                            "create it (one OpenSSH public key per line) or remove the key")], []
+    if not authorized_keys(cfg):
+        return [], ["ekstrain:schedulers.slurm.loginSshAuthorizedKeys: the login node has no SSH key, so "
+                    "`ssh root@<login>` is refused; add a public key to loginSshAuthorizedKeys or to the "
+                    "loginSshAuthorizedKeysFile, then deploy (README, Slurm)"]
+    return [], []
+
+
 def _cluster(cfg: StackConfig) -> list[ConfigIssue]:
     c = cfg.cluster
     out = []
@@ -156,6 +182,22 @@ def _cluster(cfg: StackConfig) -> list[ConfigIssue]:
                                "list the office/VPN CIDRs that may reach the API server, or set "
                                "endpointPublicAccess: false"))
     out += _allow_list("ekstrain:cluster.publicAccessCidrs", c.public_access_cidrs, public=True)
+    out += _allow_list("ekstrain:cluster.deployCidrs", c.deploy_cidrs, public=False)
+    if not c.endpoint_public_access and not (c.deploy_cidrs or c.deploy_security_group_ids):
+        out.append(ConfigIssue("ekstrain:cluster.deployCidrs",
+                               "the API endpoint is private and the EKS cluster security group admits only its "
+                               "members, so nothing that deploys can reach it",
+                               "list the CIDR of the in-VPC (or peered) deploy runner in deployCidrs, or its "
+                               "security group in deploySecurityGroupIds (docs/delivery.md)"))
+    for key, cidrs in (("publicAccessCidrs", c.public_access_cidrs), ("deployCidrs", c.deploy_cidrs)):
+        doc = [x for x in cidrs if any(ipaddress.IPv4Network(x).subnet_of(d) for d in DOCUMENTATION_NETWORKS)]
+        if doc:
+            out.append(ConfigIssue(f"ekstrain:cluster.{key}", f"{doc} are documentation ranges (RFC 5737): no "
+                                   "runner or office has them", "list the real CIDRs that run `pulumi up` and kubectl"))
+    bad_sg = [g for g in c.deploy_security_group_ids if not g.startswith("sg-")]
+    if bad_sg:
+        out.append(ConfigIssue("ekstrain:cluster.deploySecurityGroupIds", f"{bad_sg} are not security group ids",
+                               "use ids of the form sg-0123456789abcdef0"))
     accelerated = [t for t in c.system_node_group.instance_types if catalog.is_accelerated(t)]
     if accelerated:
         out.append(ConfigIssue("ekstrain:cluster.systemNodeGroup.instanceTypes",

@@ -475,8 +475,9 @@ def test_rules_read_the_keys_the_program_really_produces(prod_recording: offline
                                                           dev_recording: offline.Recording) -> None:
     """Each rule is wired to real engine keys: break one recorded input and the rule fires."""
     dev_cluster = dev_recording.of_type(rules.EKS_CLUSTER)[0]
-    assert dev_cluster.inputs["endpointPublicAccess"] is True
-    opened = _record(rules.EKS_CLUSTER, {**dev_cluster.inputs, "publicAccessCidrs": ["0.0.0.0/0"]})
+    assert dev_cluster.inputs["endpointPublicAccess"] is False  # private; the deploy runner is in the VPC
+    opened = _record(rules.EKS_CLUSTER, {**dev_cluster.inputs, "endpointPublicAccess": True,
+                                         "publicAccessCidrs": ["0.0.0.0/0"]})
     assert any(n == "eks-endpoint-restricted" for n, _, _ in run_pack([opened]))
     prod_cluster = prod_recording.of_type(rules.EKS_CLUSTER)[0]
     assert any(n == "eks-secrets-encrypted" for n, _, _ in run_pack(

@@ -180,7 +180,7 @@ def test_efa_count_and_env_match_the_catalog(partition: str) -> None:
     if part.accelerator == "gpu":
         assert env["NCCL_SOCKET_IFNAME"].startswith("^") and "lo" in env["NCCL_SOCKET_IFNAME"]
         assert env["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1"
-        assert env["NCCL_TUNER_PLUGIN"].endswith("libnccl-ofi-tuner.so")
+        assert "NCCL_TUNER_PLUGIN" not in env  # aws-ofi-nccl's path differs by installer version
 
 
 def test_expected_prod_efa_counts() -> None:

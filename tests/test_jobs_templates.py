@@ -155,7 +155,7 @@ def test_slurm_script_for_every_partition() -> None:
     for part in PROD.partitions:
         text = render_sbatch(spec_for(part.name), PROD, FakePlanner())
         assert f"#SBATCH --partition={part.name}\n" in text and "#SBATCH --exclusive\n" in text
-        assert "--rdzv_backend=c10d --rdzv_endpoint=${head_node_ip}:29500" in text
+        assert '--rdzv_backend=c10d "--rdzv_endpoint=${head_node_ip}:29500"' in text
         assert ("#SBATCH --gpus-per-node=8" in text) == (part.accelerator == "gpu")
         # slurmd pods mount FSx at schedulers.slurm.sharedMountPath, so the script's paths live there.
         assert f"--checkpoint_dir={PROD.schedulers.slurm.shared_mount_path}/checkpoints/" in text

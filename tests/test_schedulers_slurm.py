@@ -20,11 +20,15 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 # GIVEN prod's three partitions, THEN each becomes a NodeSet of whole nodes and a Slurm partition.
+# cpu/memory: Karpenter allocatable (vCPU - kube-reserved; RAM - 7.5 % - 11 MiB x pods - 355 MiB) - 2 vCPU/8 GiB
+# DaemonSet reserve - the logfile sidecar, e.g. p4d: 96 - 0.335 - 2.1 -> 93; 1152 GiB -> 1049 GiB.
 EXPECTED = {
-    "gpu-a100": ({"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 4}, "nvidia.com/gpu", "gpu:8", "16"),
-    "gpu-h100": ({"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 32}, "nvidia.com/gpu", "gpu:8", "8"),
-    "trainium": ({"aws.amazon.com/neuron": 16, "vpc.amazonaws.com/efa": 8}, "aws.amazon.com/neuron", "neuron:16",
-                 "32"),
+    "gpu-a100": ({"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 4, "cpu": "93", "memory": "1049Gi"},
+                 "nvidia.com/gpu", "gpu:8", "16"),
+    "gpu-h100": ({"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 32, "cpu": "189", "memory": "1884Gi"},
+                 "nvidia.com/gpu", "gpu:8", "8"),
+    "trainium": ({"aws.amazon.com/neuron": 16, "vpc.amazonaws.com/efa": 8, "cpu": "125", "memory": "462Gi"},
+                 "aws.amazon.com/neuron", "neuron:16", "32"),
 }
 
 
@@ -41,8 +45,13 @@ def test_prod_partition_becomes_nodeset_and_slurm_partition(part: str) -> None:
     assert ns["partition"]["enabled"] is True
     assert ns["partition"]["configMap"]["MaxNodes"] == max_nodes
     assert ns["partition"]["configMap"]["OverSubscribe"] == "EXCLUSIVE"
-    assert ns["slurmd"]["volumeMounts"] == [{"name": "shared", "mountPath": "/shared"}]
-    assert ns["podSpec"]["volumes"] == [{"name": "shared", "persistentVolumeClaim": {"claimName": "fsx-lustre"}}]
+    assert ns["slurmd"]["volumeMounts"] == [{"name": "shared", "mountPath": "/shared"},
+                                            {"name": "dshm", "mountPath": "/dev/shm"}]
+    shm = f"{int(int(resources['memory'][:-2]) / 8)}Gi"  # memory-backed, not the runtime's 64 MiB
+    assert ns["podSpec"]["volumes"] == [{"name": "shared", "persistentVolumeClaim": {"claimName": "fsx-lustre"}},
+                                        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}}]
+    assert ns["slurmd"]["image"]["repository"] == "ghcr.io/slinkyproject/slurmd-pyxis"  # srun --container-image
+    assert ns["logfile"]["resources"]["requests"] == ns["logfile"]["resources"]["limits"]  # Guaranteed QoS
 
 
 def test_exactly_one_default_partition_and_gres_types() -> None:
@@ -51,7 +60,8 @@ def test_exactly_one_default_partition_and_gres_types() -> None:
     defaults = [n for n, v in values["nodesets"].items() if v["partition"]["configMap"]["Default"] == "YES"]
     assert defaults == ["gpu-a100"]
     assert values["controller"]["extraConfMap"]["GresTypes"] == ["gpu", "neuron"]
-    assert values["configFiles"] == {"gres.conf": "AutoDetect=nvidia\n"}
+    assert values["configFiles"] == {"gres.conf": "AutoDetect=nvidia\n",
+                                     "plugstack.conf": "include /usr/share/pyxis/*\n"}
     assert "partitions" not in values, "the chart's own partitions map stays at its default"
 
 
@@ -174,7 +184,7 @@ def test_prod_releases_install_in_order(prod_recording: Recording) -> None:
         "kubernetes:core/v1:Service"}
     assert rel["slurm"].inputs["chart"] == DEFAULT_CHARTS["slurm"].chart
     assert rel["slurm"].inputs["values"]["nodesets"]["gpu-h100"]["slurmd"]["resources"]["limits"] == {
-        "nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 32}
+        "nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 32, "cpu": "189", "memory": "1884Gi"}
 
 
 def test_no_cert_manager_uses_the_documented_install() -> None:

@@ -91,13 +91,16 @@ def test_prod_partition_nodeset_slurm_partition_queue_chain(prod_recording: Reco
         nodeset = slurm["nodesets"][part]
         assert nodeset["podSpec"]["nodeSelector"]["ekstrain.io/partition"] == part
         assert nodeset["partition"]["enabled"] and nodeset["partition"]["configMap"]["MaxNodes"] == str(n)
-        per_node = nodeset["slurmd"]["resources"]["limits"]
-        # The queue admits maxNodes whole nodes of the resources one slurmd pod holds (exactly, except
-        # EFA in a mixed-layout partition: trn1n nodes have more interfaces than a slurmd pod asks for).
-        cap = {k: int(queues[part]["capability"][k]) for k in per_node}
-        assert {k: v for k, v in cap.items() if k != "vpc.amazonaws.com/efa"} == {
-            k: v * n for k, v in per_node.items() if k != "vpc.amazonaws.com/efa"}
-        assert cap["vpc.amazonaws.com/efa"] >= per_node["vpc.amazonaws.com/efa"] * n
+        limits = nodeset["slurmd"]["resources"]["limits"]
+        devices = {k: v for k, v in limits.items() if k not in ("cpu", "memory", "vpc.amazonaws.com/efa")}
+        cap = queues[part]["capability"]
+        # The queue admits exactly maxNodes whole nodes of the devices one slurmd pod holds; at least maxNodes
+        # of its cpu/memory (the queue counts whole instances, slurmd their allocatable) and of its EFA (in a
+        # mixed-layout partition trn1n nodes have more interfaces than a slurmd pod asks for).
+        assert {k: int(cap[k]) for k in devices} == {k: v * n for k, v in devices.items()}
+        assert int(cap["vpc.amazonaws.com/efa"]) >= limits["vpc.amazonaws.com/efa"] * n
+        assert int(cap["cpu"]) >= int(limits["cpu"]) * n
+        assert int(cap["memory"].removesuffix("Gi")) >= int(limits["memory"].removesuffix("Gi")) * n
 
 
 def test_system_node_label_matches_the_cluster_component() -> None:

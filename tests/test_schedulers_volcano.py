@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 from conftest import stack_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -36,7 +37,10 @@ def test_queues_follow_the_volcano_release(prod_recording: Recording) -> None:
     rel = next(r for r in prod_recording.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "volcano")
     assert (rel.inputs["namespace"], rel.inputs["version"]) == ("volcano-system", "1.15.1")
     assert rel.inputs["repositoryOpts"] == {"repo": "https://volcano-sh.github.io/helm-charts"}
-    assert rel.inputs["values"] == {"custom": {"default_ns": {"ekstrain.io/node-role": "system"}}}
+    custom = rel.inputs["values"]["custom"]
+    assert custom["default_ns"] == {"ekstrain.io/node-role": "system"}
+    actions = [a.strip() for a in yaml.safe_load(custom["scheduler_config_override"])["actions"].split(",")]
+    assert "enqueue" not in actions and actions[0] == "allocate"  # gang jobs start from zero nodes
     for q in prod_recording.of_type(QUEUE):
         assert q.dependencies == [rel.urn]
 
@@ -80,7 +84,8 @@ def test_queue_capability_is_max_nodes_times_one_slurmd_pod(instance: str, max_n
     assert pod["requests"] == pod["limits"]
     assert pod["limits"][it.accelerator_resource] == it.accelerator_count
     assert ("vpc.amazonaws.com/efa" in pod["limits"]) == efa
-    assert {k: int(q["spec"]["capability"][k]) for k in pod["limits"]} == {
-        k: v * max_nodes for k, v in pod["limits"].items()}
+    devices = {k: v for k, v in pod["limits"].items() if k not in ("cpu", "memory")}
+    assert {k: int(q["spec"]["capability"][k]) for k in devices} == {k: v * max_nodes for k, v in devices.items()}
+    assert int(pod["limits"]["cpu"]) * max_nodes <= int(q["spec"]["capability"]["cpu"])  # allocatable < vCPUs
     assert q["spec"]["capability"]["cpu"] == str(it.vcpus * max_nodes)
     assert q["spec"]["weight"] == weight

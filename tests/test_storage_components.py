@@ -353,7 +353,7 @@ def test_efs_storage_class_and_model_store_pvc(prod_recording: Recording) -> Non
 def test_training_namespace_comes_first(prod_recording: Recording) -> None:
     ns = prod_recording.one("kubernetes:core/v1:Namespace", "storage-volumes-ns")
     assert ns.inputs["metadata"]["name"] == "training"
-    assert ns.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert ns.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
     for name in ("storage-volumes-fsx-pvc", "storage-volumes-model-store-pvc"):
         assert ns.urn in prod_recording.one(PVC, name).dependencies
     assert prod_recording.outputs["trainingNamespace"] == "training"

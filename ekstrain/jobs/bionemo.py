@@ -20,7 +20,7 @@ import copy
 from typing import Any
 
 from ekstrain.jobs import volcano
-from ekstrain.jobs.resolve import ResolvedRun, _join_keep_vars
+from ekstrain.jobs.resolve import ResolvedRun, join_keep_vars
 
 BIONEMO_HOME = "/workspace/bionemo"
 SCRIPT = f"{BIONEMO_HOME}/examples/molecule/molmim/pretrain.py"
@@ -54,7 +54,7 @@ def command(r: ResolvedRun, rendezvous: list[str]) -> str:
     """``bash -c`` body: the FSx directories, then torchrun of the MolMIM pre-training script."""
     argv = ["torchrun", f"--nnodes={r.nodes}", f"--nproc_per_node={r.nproc_per_node}", *rendezvous, SCRIPT,
             f"--config-path={CONFIG_PATH}", f"--config-name={CONFIG_NAME}", *hydra_overrides(r)]
-    return "\n".join([*r.prelude(), "exec " + _join_keep_vars(argv)]) + "\n"
+    return "\n".join([*r.prelude(), "exec " + join_keep_vars(argv)]) + "\n"
 
 
 def build(r: ResolvedRun) -> list[dict[str, Any]]:

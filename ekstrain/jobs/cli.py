@@ -3,6 +3,7 @@
     ekstrain job render --stack prod --partition gpu-a100 --nodes 4 --scheduler volcano \\
         --model llama3-8b --image <image> --global-batch 256 --seq-len 4096 > job.yaml
     ekstrain job render --stack prod --partition gpu-h100 --scheduler nccl-test > nccl.yaml
+    ekstrain job render ... --framework megatron -- --lr 1e-4 --train-iters 5000   # args for the script
     ekstrain job schedulers
 
 Bad requests (too many nodes, wrong accelerator family, no fitting plan, unknown partition)
@@ -105,7 +106,8 @@ def spec_from_args(args: argparse.Namespace, cfg: Any) -> RunSpec:
         lora_rank=args.lora_rank, instance_type=args.instance_type, dataset_path=args.dataset_path,
         checkpoint_path=args.checkpoint_path, namespace=args.namespace, hugepages_2mi=args.hugepages_2mi,
         resume_flag=args.resume_flag, precompile=not args.no_precompile, max_restarts=args.max_restarts,
-        env=env, tp=args.tp, pp=args.pp, cp=args.cp, ep=args.ep, micro_batch=args.micro_batch, zero=args.zero,
+        env=env, args=tuple(getattr(args, "script_args", ()) or ()),
+        tp=args.tp, pp=args.pp, cp=args.cp, ep=args.ep, micro_batch=args.micro_batch, zero=args.zero,
     )
 
 

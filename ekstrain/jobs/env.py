@@ -58,12 +58,11 @@ def _trainium(c: EnvContext) -> bool:
 SOCKET_EXCLUDE = "^lo,docker,veth_def_agent"
 """Interfaces NCCL/Gloo bootstrap must not use (prefix match: ``docker`` covers ``docker0``)."""
 
-GPU_LIBRARY_PATH = ":".join((
-    "/opt/amazon/efa/lib", "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu", "/opt/amazon/openmpi/lib",
-    "/usr/local/cuda/lib64", "/usr/local/lib", "/usr/lib/x86_64-linux-gnu",
-))
-NEURON_LIBRARY_PATH = ":".join(("/opt/amazon/efa/lib", "/opt/aws/neuron/lib", "/usr/local/lib",
-                                "/usr/lib/x86_64-linux-gnu"))
+# No LD_LIBRARY_PATH and no NCCL_TUNER_PLUGIN path: the image's own ld.so configuration finds libfabric
+# and aws-ofi-nccl wherever its EFA installer put them (1.50 installs aws-ofi-nccl in /opt/amazon/ofi-nccl/lib/,
+# older ones in .../lib/x86_64-linux-gnu/), and NCCL >= 2.19 loads the tuner from the net plugin library itself
+# when NCCL_TUNER_PLUGIN is unset. Overriding either breaks one image layout or the other.
+IMAGE_OWNED_ENV = frozenset({"LD_LIBRARY_PATH", "NCCL_TUNER_PLUGIN", "NCCL_NET_PLUGIN"})
 
 RULES: tuple[EnvRule, ...] = (
     # libfabric / EFA
@@ -73,14 +72,10 @@ RULES: tuple[EnvRule, ...] = (
     EnvRule("FI_EFA_FORK_SAFE", "1", _efa, "DataLoader workers fork after EFA memory registration"),
     EnvRule("FI_EFA_USE_HUGE_PAGE", "0", lambda c: c.efa > 0 and not c.hugepages,
             "no hugepages requested: libfabric must not try to map them"),
-    EnvRule("LD_LIBRARY_PATH", lambda c: GPU_LIBRARY_PATH if _gpu(c) else NEURON_LIBRARY_PATH, _always,
-            "EFA, aws-ofi-nccl and Open MPI libraries of the AWS training images"),
     # NCCL
     EnvRule("NCCL_DEBUG", "WARN", _gpu, "INFO is too chatty at scale; set INFO to debug EFA"),
     EnvRule("NCCL_BUFFSIZE", "8388608", _gpu_efa, "8 MiB buffers (AWS tuning for EFA)"),
     EnvRule("NCCL_P2P_NET_CHUNKSIZE", "524288", _gpu_efa, "512 KiB p2p chunks (AWS tuning for EFA)"),
-    EnvRule("NCCL_TUNER_PLUGIN", "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu/libnccl-ofi-tuner.so", _gpu_efa,
-            "aws-ofi-nccl tuner picks algorithms/protocols per message size on EFA"),
     EnvRule("NCCL_SOCKET_IFNAME", SOCKET_EXCLUDE, _gpu, "bootstrap over the pod's eth0, not loopback/docker"),
     EnvRule("NCCL_SOCKET_TIMEOUT_MS", "600000", _gpu, "slow pods at gang start must not fail the bootstrap"),
     EnvRule("GLOO_SOCKET_IFNAME", "eth0", _always, "Gloo (CPU collectives, barrier) over the pod network"),

@@ -13,15 +13,15 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from ekstrain import catalog
+from ekstrain import catalog, versions
 from ekstrain.jobs import mpijob
 from ekstrain.jobs.resolve import ResolvedRun, resolve
 from ekstrain.jobs.spec import RunSpec
 from stacks.models import StackConfig
 
-GPU_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:latest"
-"""AWS's nccl-tests image with EFA, aws-ofi-nccl and Open MPI (override with --image to pin a digest)."""
-NEURON_IMAGE = "public.ecr.aws/neuron/pytorch-training-neuronx:2.7.0-neuronx-py310-sdk2.24.1-ubuntu22.04"
+GPU_IMAGE = versions.NCCL_TESTS_IMAGE
+"""AWS's nccl-tests image with EFA, aws-ofi-nccl and Open MPI (override with --image)."""
+NEURON_IMAGE = versions.NEURON_TRAINING_IMAGE
 """A Neuron training image with nccom-test and neuron-ls (override with --image)."""
 ALL_REDUCE = "/opt/nccl-tests/build/all_reduce_perf"
 DEFAULT_NODES = 2
@@ -79,19 +79,48 @@ def node_check(r: ResolvedRun) -> str:
     return "\n".join(lines) + "\n"
 
 
+LOG = "/tmp/allreduce.log"
+
+
+def verdict(r: ResolvedRun, log: str = LOG) -> list[str]:
+    """Shell lines that fail the check unless the collective ran over EFA and reached the catalog's
+    minimum bus bandwidth (``catalog.NCCL_MIN_BUSBW_GB_S``) at the largest message size."""
+    lines: list[str] = []
+    if r.is_trainium:
+        busbw = f"bw=$(grep -oE 'Avg bus bandwidth[^0-9]*[0-9.]+' {log} | grep -oE '[0-9.]+$' | tail -n 1)"
+    else:
+        lines.append(f'grep -q "Out of bounds values : 0 OK" {log} || {{ echo "all-reduce: wrong results"; exit 1; }}')
+        if r.efa:
+            # aws-ofi-nccl logs "NET/OFI ..." at init when NCCL loaded it (NCCL_DEBUG=INFO); without it NCCL
+            # would have used its socket transport over the pod network.
+            lines.append(f'grep -q "NET/OFI" {log} || {{ echo "all-reduce: NCCL did not load aws-ofi-nccl (NET/OFI)"; '
+                         "exit 1; }")
+            lines.append(f'! grep -q "Using network Socket" {log} || {{ echo "all-reduce: NCCL used TCP sockets"; '
+                         "exit 1; }")
+        # Last data row = largest message; column 8 = out-of-place busbw (all_reduce_perf's table).
+        busbw = f"bw=$(awk '$1 ~ /^[0-9]+$/ && NF >= 8 {{v=$8}} END {{print v}}' {log})"
+    floor = catalog.NCCL_MIN_BUSBW_GB_S.get(r.instance.name)
+    if floor is not None and r.nodes >= 2:
+        lines += [busbw,
+                  f'awk -v bw="${{bw:-0}}" \'BEGIN {{ exit !(bw + 0 >= {floor}) }}\' || '
+                  f'{{ echo "all-reduce: bus bandwidth ${{bw:-none}} GB/s < {floor} GB/s for {r.instance.name}"; '
+                  "exit 1; }"]
+    return lines
+
+
 def launcher_shell(r: ResolvedRun) -> str:
     check = mpijob.mpirun(r, ["bash", "-c", node_check(r)], r.nodes, 1, r.env)
     if r.is_trainium:
-        collective = ["nccom-test", "-r", str(r.world_size), "-N", str(r.nodes), "-b", "8", "-e", "1G", "-f", "2",
+        # Large messages only: nccom-test's gate is its average bus bandwidth over the sweep.
+        collective = ["nccom-test", "-r", str(r.world_size), "-N", str(r.nodes), "-b", "256M", "-e", "1G", "-f", "2",
                       "-n", "20", "-d", "fp32", "allr", "--hosts"]
         run = shlex.join(collective) + " $(awk '{print $1}' /etc/mpi/hostfile)"
-        verdict = 'grep -q "Avg bus bandwidth" /tmp/allreduce.log'
     else:
+        env = {**r.env, "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
         collective = mpijob.mpirun(r, [ALL_REDUCE, "-b", "8", "-e", "2G", "-f", "2", "-g", "1", "-c", "1",
-                                       "-n", "50"], r.world_size, r.nproc_per_node, r.env)
-        run = shlex.join(collective)
-        verdict = 'grep -q "Out of bounds values : 0 OK" /tmp/allreduce.log'
-    return "\n".join(["set -euo pipefail", shlex.join(check), f"{run} 2>&1 | tee /tmp/allreduce.log", verdict,
+                                       "-n", "50"], r.world_size, r.nproc_per_node, env)
+        run = "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET " + shlex.join(collective)
+    return "\n".join(["set -euo pipefail", shlex.join(check), f"{run} 2>&1 | tee {LOG}", *verdict(r),
                       'echo "all-reduce on ' + f'{r.nodes} x {r.instance.name}: OK"']) + "\n"
 
 

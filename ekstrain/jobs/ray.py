@@ -83,12 +83,26 @@ def cluster_spec(r: ResolvedRun) -> dict[str, Any]:
     }
 
 
+SCHEDULER_LABEL = "ray.io/scheduler-name"
+QUEUE_LABEL = "volcano.sh/queue-name"
+
+
+def metadata(r: ResolvedRun) -> dict[str, Any]:
+    """KubeRay's Volcano integration (operator installed with ``batchScheduler.name: volcano``) reads these
+    labels: one PodGroup per Ray cluster (head + workers, minMember = all) in the partition's queue, so a
+    RayJob is gang-scheduled and bounded by its partition like every other template. Without the batch
+    scheduler the operator ignores them."""
+    meta = r.metadata()
+    meta["labels"] = {**meta["labels"], SCHEDULER_LABEL: "volcano", QUEUE_LABEL: r.shape.name}
+    return meta
+
+
 def build(r: ResolvedRun) -> list[dict[str, Any]]:
     r = with_launcher(r)
     job = {
         "apiVersion": API_VERSION,
         "kind": "RayJob",
-        "metadata": r.metadata(),
+        "metadata": metadata(r),
         "spec": {
             "entrypoint": f"python {FILES_DIR}/{LAUNCHER}",
             "shutdownAfterJobFinishes": True,
@@ -103,5 +117,5 @@ def build(r: ResolvedRun) -> list[dict[str, Any]]:
 def build_cluster(r: ResolvedRun) -> list[dict[str, Any]]:
     """A long-lived RayCluster of the same shape, for interactive ``ray job submit`` use."""
     r = with_launcher(r)
-    cluster = {"apiVersion": API_VERSION, "kind": "RayCluster", "metadata": r.metadata(), "spec": cluster_spec(r)}
+    cluster = {"apiVersion": API_VERSION, "kind": "RayCluster", "metadata": metadata(r), "spec": cluster_spec(r)}
     return [*launch_configmap(r), cluster]

@@ -180,8 +180,10 @@ class ResolvedRun:
             # DeepSpeed's JSON has the batch, ZeRO and offload; TP/PP/CP are the model code's (Megatron-DeepSpeed).
             return [*common, *layout, "--deepspeed", f"--deepspeed_config={files_dir}/ds_config.json"]
         if fw == "megatron":
+            # Megatron's indexed dataset prefix (<prefix>.bin/.idx) and a Hugging Face tokenizer, both on FSx.
             return [*_plan_list(self.plan, "megatron_args"), "--save", self.checkpoint_dir, "--load",
-                    self.checkpoint_dir, "--data-path", self.data_dir]
+                    self.checkpoint_dir, "--data-path", f"{self.data_dir}/{self.spec.model}_text_document",
+                    "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", f"{self.data_dir}/tokenizer"]
         if fw == "neuronx-distributed":
             neuron = _plan_list(self.plan, "neuron_args")
             if "--seq_len" in neuron:
@@ -219,7 +221,7 @@ class ResolvedRun:
             return []
         marker = f"{self.compile_cache}/.{self.name}-compiled"
         cmd = ["neuron_parallel_compile", *self.torchrun(rendezvous), f"--max_steps={self.spec.precompile_steps}"]
-        return [f"if [ ! -f {shlex.quote(marker)} ]; then", f"  {shlex.join(cmd)}",
+        return [f"if [ ! -f {shlex.quote(marker)} ]; then", f"  {join_keep_vars(cmd)}",
                 f"  touch {shlex.quote(marker)}", "fi"]
 
     def shell(self, rendezvous: list[str], extra_lines: list[str] | None = None) -> str:
@@ -229,7 +231,7 @@ class ResolvedRun:
         left unquoted so the shell expands them, everything else is quoted.
         """
         lines = [*self.prelude(), *(extra_lines or []), *self.precompile_lines(rendezvous),
-                 "exec " + _join_keep_vars(self.torchrun(rendezvous))]
+                 "exec " + join_keep_vars(self.torchrun(rendezvous))]
         return "\n".join(lines) + "\n"
 
 
@@ -238,8 +240,19 @@ def _plan_list(plan: Any, method: str) -> list[str]:
     return [str(a) for a in fn()] if callable(fn) else []
 
 
-def _join_keep_vars(argv: list[str]) -> str:
-    return " ".join(a if "${" in a and "'" not in a and " " not in a else shlex.quote(a) for a in argv)
+def join_keep_vars(argv: list[str]) -> str:
+    """Shell words: ``${VAR}`` arguments stay expandable (double-quoted), everything else single-quoted.
+
+    ``shlex.join`` would single-quote ``--node_rank=${JOB_COMPLETION_INDEX}`` and torchrun would get
+    the literal text."""
+    return " ".join(_word(a) for a in argv)
+
+
+def _word(arg: str) -> str:
+    if "${" not in arg:
+        return shlex.quote(arg)
+    # Double quotes expand ${...} but nothing else dangerous once ` \ " are escaped; $ stays live.
+    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`") + '"'
 
 
 def _gib(value: float) -> str:

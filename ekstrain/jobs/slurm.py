@@ -12,7 +12,20 @@ import posixpath
 import shlex
 from typing import Any
 
-from ekstrain.jobs.resolve import MASTER_PORT, ResolvedRun
+from ekstrain.jobs.resolve import MASTER_PORT, ResolvedRun, join_keep_vars
+
+
+def enroot_uri(image: str) -> str:
+    """pyxis/enroot image reference: ``registry#repository:tag`` for a registry other than Docker Hub."""
+    first, sep, rest = image.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        return f"{first}#{rest}"
+    return image
+
+
+def container_flags(r: ResolvedRun) -> list[str]:
+    return [f"--container-image={enroot_uri(r.spec.image)}", f"--container-mounts={r.mount_path}:{r.mount_path}",
+            "--no-container-mount-home"]
 
 
 def _rendezvous() -> list[str]:
@@ -37,8 +50,8 @@ def script(r: ResolvedRun) -> str:
         f"#SBATCH --output={posixpath.dirname(r.checkpoint_dir)}/%x-%j.out",
         "#SBATCH --requeue",
         "",
-        f"# ekstrain run {r.name}: {r.spec.model} on {r.nodes} x {r.instance.name} ({r.efa} EFA each); "
-        f"image used elsewhere: {r.spec.image}",
+        f"# ekstrain run {r.name}: {r.spec.model} on {r.nodes} x {r.instance.name} ({r.efa} EFA each) "
+        f"in {r.spec.image} (pyxis; private registries need enroot credentials, docs/jobs.md)",
         f"# plan: tp={d['tp']} pp={d['pp']} dp={d['dp']} cp={d['cp']} ep={d['ep']} vpp={d['vpp']} "
         f"micro_batch={d['micro_batch']} grad_accum={d['grad_accum']} zero={d['zero']} recompute={d['recompute']} "
         f"(global batch {r.spec.global_batch})",
@@ -61,13 +74,10 @@ def script(r: ResolvedRun) -> str:
         marker = f"{r.compile_cache}/.{r.name}-compiled"
         pre = ["neuron_parallel_compile", *r.torchrun(rdzv, files_dir), f"--max_steps={r.spec.precompile_steps}"]
         lines += [f"if [ ! -f {shlex.quote(marker)} ]; then",
-                  f"  srun --kill-on-bad-exit=1 {_join(pre)}", f"  touch {shlex.quote(marker)}", "fi"]
-    lines.append("srun --kill-on-bad-exit=1 " + _join(r.torchrun(rdzv, files_dir)))
+                  f"  srun --kill-on-bad-exit=1 {join_keep_vars([*container_flags(r), *pre])}",
+                  f"  touch {shlex.quote(marker)}", "fi"]
+    lines.append("srun --kill-on-bad-exit=1 " + join_keep_vars([*container_flags(r), *r.torchrun(rdzv, files_dir)]))
     return "\n".join(lines) + "\n"
-
-
-def _join(argv: list[str]) -> str:
-    return " ".join(a if "${" in a and " " not in a and "'" not in a else shlex.quote(a) for a in argv)
 
 
 def configmap(r: ResolvedRun) -> dict[str, Any]:

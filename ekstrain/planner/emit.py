@@ -6,11 +6,13 @@ expressed in a framework raises PlanError instead of emitting something subtly d
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ekstrain import catalog
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import FP8
+from ekstrain.planner.models import LAYERNORM
 from ekstrain.planner.parallel import FULL, SELECTIVE
 
 if TYPE_CHECKING:
@@ -18,6 +20,28 @@ if TYPE_CHECKING:
 
 DEEPSPEED_BUCKET_BYTES = 500_000_000
 """reduce/allgather bucket elements: DeepSpeed's own default (5e8)."""
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Optimizer schedule every emitter writes (Llama 3 / GPT-3 paper values). The plan does not decide
+    these; users override them by appending arguments (``ekstrain job render ... -- --lr 1e-4``: the
+    last occurrence of an argparse option wins) or editing the DeepSpeed JSON."""
+
+    train_iters: int = 100_000
+    lr: float = 3.0e-4
+    min_lr: float = 3.0e-5
+    warmup_iters: int = 2_000
+    weight_decay: float = 0.1
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.95
+    adam_eps: float = 1.0e-8
+    clip_grad: float = 1.0
+
+
+SCHEDULE = Schedule()
+ROPE_BASE = 500_000
+"""Rotary base of Llama 3 (the catalog's rotary models); GPT/BERT use learned positions (max_positions > 0)."""
 
 
 def deepspeed_config(plan: Plan) -> dict[str, Any]:
@@ -39,8 +63,17 @@ def deepspeed_config(plan: Plan) -> dict[str, Any]:
         "gradient_accumulation_steps": plan.grad_accum,
         "bf16": {"enabled": True},
         "zero_optimization": zero,
-        "optimizer": {"type": "AdamW", "params": {"lr": "auto", "weight_decay": "auto"}},
-        "gradient_clipping": 1.0,
+        # Concrete values: "auto" is resolved only by the Hugging Face Trainer integration, and plain
+        # deepspeed.initialize rejects it.
+        "optimizer": {"type": "AdamW", "params": {
+            "lr": SCHEDULE.lr, "betas": [SCHEDULE.adam_beta1, SCHEDULE.adam_beta2], "eps": SCHEDULE.adam_eps,
+            "weight_decay": SCHEDULE.weight_decay}},
+        "scheduler": {"type": "WarmupDecayLR", "params": {
+            "warmup_min_lr": 0.0, "warmup_max_lr": SCHEDULE.lr, "warmup_num_steps": SCHEDULE.warmup_iters,
+            "total_num_steps": SCHEDULE.train_iters}},
+        "gradient_clipping": SCHEDULE.clip_grad,
+        "steps_per_print": 10,
+        "wall_clock_breakdown": False,
     }
     if plan.recompute != "none":
         config["activation_checkpointing"] = {
@@ -90,13 +123,48 @@ def _recompute_megatron(plan: Plan) -> list[str]:
     return []
 
 
+def megatron_model_args(plan: Plan) -> list[str]:
+    """Megatron-LM ``pretrain_gpt.py`` model, sequence and optimizer arguments for ``plan.model``
+    (megatron/training/arguments.py names). Tokenizer, data path and checkpoint dirs are the job's."""
+    m, t = plan.model, plan.training
+    args = ["--num-layers", str(m.layers), "--hidden-size", str(m.hidden), "--num-attention-heads", str(m.heads),
+            "--ffn-hidden-size", str(m.ffn_hidden)]
+    if m.kv_heads != m.heads:
+        args += ["--group-query-attention", "--num-query-groups", str(m.kv_heads)]
+    if m.gated_mlp:
+        args.append("--swiglu")
+    if m.max_positions:
+        args += ["--position-embedding-type", "learned_absolute"]
+    else:
+        args += ["--position-embedding-type", "rope", "--rotary-base", str(ROPE_BASE)]
+    args += ["--normalization", "LayerNorm" if m.norm == LAYERNORM else "RMSNorm"]
+    if not m.tied_embeddings:
+        args.append("--untie-embeddings-and-output-weights")
+    if not m.biases:
+        args.append("--disable-bias-linear")
+    if m.is_moe:
+        args += ["--num-experts", str(m.experts), "--moe-router-topk", str(m.top_k)]
+    args += ["--seq-length", str(t.seq_len), "--max-position-embeddings", str(max(m.max_positions, t.seq_len)),
+             "--make-vocab-size-divisible-by", "128",
+             "--attention-dropout", "0.0", "--hidden-dropout", "0.0",
+             "--train-iters", str(SCHEDULE.train_iters), "--lr", str(SCHEDULE.lr), "--min-lr", str(SCHEDULE.min_lr),
+             "--lr-decay-style", "cosine", "--lr-warmup-iters", str(SCHEDULE.warmup_iters),
+             "--weight-decay", str(SCHEDULE.weight_decay), "--adam-beta1", str(SCHEDULE.adam_beta1),
+             "--adam-beta2", str(SCHEDULE.adam_beta2), "--adam-eps", str(SCHEDULE.adam_eps),
+             "--clip-grad", str(SCHEDULE.clip_grad), "--init-method-std", "0.02",
+             "--log-interval", "10", "--save-interval", "1000", "--eval-interval", "1000", "--eval-iters", "10"]
+    return args
+
+
 def megatron_args(plan: Plan) -> list[str]:
-    """Megatron-LM (megatron-core) ``pretrain_gpt.py`` parallelism arguments.
+    """Megatron-LM (megatron-core) ``pretrain_gpt.py`` arguments: the model's (megatron_model_args), then
+    parallelism.
 
     ZeRO 1 and 2 map to ``--use-distributed-optimizer`` (it shards optimizer states and reduce-scatters
     gradients), ZeRO 3 to ``--use-torch-fsdp2``; uneven stages to the first/last-stage layer counts."""
     p = plan
     args = [
+        *megatron_model_args(plan),
         "--tensor-model-parallel-size",
         str(p.tp),
         "--pipeline-model-parallel-size",
@@ -109,8 +177,6 @@ def megatron_args(plan: Plan) -> list[str]:
         str(p.micro_batch),
         "--global-batch-size",
         str(p.training.global_batch),
-        "--seq-length",
-        str(p.training.seq_len),
         "--bf16",
     ]
     edge, full = p.parallel.stage_layers(p.model.layers)
@@ -151,7 +217,28 @@ def nemo_overrides(plan: Plan) -> list[str]:
         f"model.micro_batch_size={p.micro_batch}",
         f"model.global_batch_size={p.training.global_batch}",
         f"model.encoder_seq_length={p.training.seq_len}",
+        f"model.max_position_embeddings={max(p.model.max_positions, p.training.seq_len)}",
+        f"model.num_layers={p.model.layers}",
+        f"model.hidden_size={p.model.hidden}",
+        f"model.ffn_hidden_size={p.model.ffn_hidden}",
+        f"model.num_attention_heads={p.model.heads}",
+        f"model.num_query_groups={p.model.kv_heads}",
+        f"model.normalization={'layernorm' if p.model.norm == LAYERNORM else 'rmsnorm'}",
+        f"model.activation={'fast-swiglu' if p.model.gated_mlp else 'gelu'}",
+        f"model.position_embedding_type={'learned_absolute' if p.model.max_positions else 'rope'}",
+        f"model.share_embeddings_and_output_weights={str(p.model.tied_embeddings).lower()}",
+        f"model.bias={str(p.model.biases).lower()}",
+        "trainer.precision=bf16-mixed",
+        f"trainer.max_steps={SCHEDULE.train_iters}",
+        f"model.optim.lr={SCHEDULE.lr}",
+        f"model.optim.weight_decay={SCHEDULE.weight_decay}",
+        f"model.optim.betas=[{SCHEDULE.adam_beta1},{SCHEDULE.adam_beta2}]",
+        f"model.optim.sched.warmup_steps={SCHEDULE.warmup_iters}",
+        f"model.optim.sched.min_lr={SCHEDULE.min_lr}",
+        f"trainer.gradient_clip_val={SCHEDULE.clip_grad}",
     ]
+    if p.model.is_moe:
+        overrides += [f"model.num_moe_experts={p.model.experts}", f"model.moe_router_topk={p.model.top_k}"]
     if p.zero >= 1:
         overrides.append("model.optim.name=distributed_fused_adam")
     if p.recompute == SELECTIVE:
@@ -197,4 +284,8 @@ def neuron_args(plan: Plan) -> list[str]:
         args += ["--expert_parallel_size", str(p.ep)]
     if p.zero == 1:
         args.append("--use_zero_1")
+    args += ["--max_steps", str(SCHEDULE.train_iters), "--warmup_steps", str(SCHEDULE.warmup_iters),
+             "--lr", str(SCHEDULE.lr), "--min_lr", str(SCHEDULE.min_lr), "--weight_decay", str(SCHEDULE.weight_decay),
+             "--beta1", str(SCHEDULE.adam_beta1), "--beta2", str(SCHEDULE.adam_beta2),
+             "--grad_clip", str(SCHEDULE.clip_grad), "--use_mix_precision", "1"]
     return args

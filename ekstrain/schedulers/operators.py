@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ekstrain import names
+from ekstrain import names, versions
+from ekstrain.jobs import env as envtable
 from ekstrain.schedulers.common import SYSTEM_NODE_SELECTOR, PartitionFacts, partition_facts
 from stacks.models import StackConfig
 
@@ -21,10 +22,22 @@ TRAINER_NAMESPACE = "kubeflow-system"
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
 
 TORCH_IMAGES = {
-    "gpu": "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime",
-    "trainium": "public.ecr.aws/neuron/pytorch-training-neuronx:2.7.0-neuronx-py310-sdk2.24.1-ubuntu22.04",
+    "gpu": versions.GPU_TRAINING_IMAGE,
+    "trainium": versions.NEURON_TRAINING_IMAGE,
 }
-"""Default trainer images of the runtimes; a TrainJob overrides them with ``spec.trainer.image``."""
+"""Default trainer images of the runtimes (EFA-capable); a TrainJob overrides them with ``spec.trainer.image``."""
+
+
+def runtime_env(cfg: StackConfig, p: PartitionFacts) -> list[dict[str, str]]:
+    """The EFA/NCCL/Neuron env table (ekstrain/jobs/env.py) for a whole node of the partition; a TrainJob's
+    ``spec.trainer.env`` adds or overrides per run."""
+    it = p.shape.instance_types[0]
+    mount = cfg.storage.fsx.mount_path.rstrip("/")
+    ctx = envtable.EnvContext(
+        family=p.shape.family, efa=p.shape.efa_interfaces, gpudirect_rdma=p.shape.gpudirect_rdma, hugepages=False,
+        neuron_cores=it.neuron_cores, checkpoint_dir=f"{mount}{cfg.storage.fsx.checkpoint_path}",
+        data_dir=f"{mount}{cfg.storage.fsx.data_path}", compile_cache=f"{mount}/neuron-cache")
+    return [{"name": k, "value": v} for k, v in envtable.platform_env(ctx).items()]
 
 
 def kuberay_values(cfg: StackConfig) -> dict[str, Any]:
@@ -71,6 +84,7 @@ def torch_runtime(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
                             "name": "node",
                             "image": TORCH_IMAGES[p.shape.family],
                             "command": ["torchrun"],
+                            "env": runtime_env(cfg, p),
                             "resources": {"requests": dict(resources), "limits": dict(resources)},
                             "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"},
                                              {"name": "fsx", "mountPath": cfg.storage.fsx.mount_path}],

@@ -21,10 +21,12 @@ Mapping (the seed's ``SlurmCluster``/``SlurmNodeSet`` were not real APIs; this i
 
 from __future__ import annotations
 
+import pathlib
 from typing import Any
 
-from ekstrain import names
+from ekstrain import names, versions
 from ekstrain.schedulers.common import SYSTEM_NODE_AFFINITY, SYSTEM_NODE_SELECTOR, PartitionFacts, partition_facts
+from ekstrain.simulate.nodes import allocatable, capacity
 from stacks.models import StackConfig
 
 NAMESPACE = "slurm"
@@ -58,6 +60,24 @@ def login_source_ranges(cfg: StackConfig) -> list[str]:
     return list(cfg.schedulers.slurm.login_allowed_cidrs) or [cfg.network.vpc_cidr]
 
 
+PROJECT_DIR = pathlib.Path(__file__).resolve().parents[2]
+
+
+def keys_file(cfg: StackConfig) -> pathlib.Path | None:
+    name = cfg.schedulers.slurm.login_ssh_authorized_keys_file
+    return None if name is None else PROJECT_DIR / name
+
+
+def authorized_keys(cfg: StackConfig) -> list[str]:
+    """Root's keys on the login node: the listed ones, then the key file's (blank and # lines skipped)."""
+    keys = list(cfg.schedulers.slurm.login_ssh_authorized_keys)
+    path = keys_file(cfg)
+    if path is not None and path.exists():
+        keys += [line.strip() for line in path.read_text().splitlines()
+                 if line.strip() and not line.lstrip().startswith("#")]
+    return keys
+
+
 def nodeset_replicas(cfg: StackConfig, part: str) -> int:
     """slurmd pods of a partition. Each one holds a whole node (Karpenter launches it for the pending
     pod and keeps it while the pod runs), so the default is the partition's minNodes: zero cost when
@@ -65,18 +85,46 @@ def nodeset_replicas(cfg: StackConfig, part: str) -> int:
     return cfg.schedulers.slurm.nodeset_replicas.get(part, cfg.partition(part).min_nodes)
 
 
+NODE_DAEMONSET_RESERVE = {"cpu": 2.0, "memory": 8 * 2**30}
+"""Left on every accelerator node for its DaemonSets (device plugins, CSI node plugins, DCGM exporter or
+neuron-monitor, EKS add-ons): their requests sum to well under this; ``ekstrain simulate`` checks the
+slurmd pod still fits beside the rendered DaemonSets."""
+LOGFILE_RESOURCES = {"cpu": "100m", "memory": "128Mi"}
+SHM_VOLUME = "dshm"
+SHM_FRACTION = 0.125
+"""Memory-backed /dev/shm size limit as a share of the slurmd memory (NCCL and DataLoader workers use it)."""
+PLUGSTACK = "include /usr/share/pyxis/*\n"
+"""plugstack.conf loading pyxis (the slurmd-pyxis image installs its spank config there)."""
+
+
+def slurmd_resources(p: PartitionFacts) -> dict[str, Any]:
+    """Whole-node Guaranteed resources for slurmd: every accelerator and EFA interface, and cpu/memory =
+    the smallest allocatable of the partition's types (Karpenter's formulas, ekstrain/simulate/nodes.py)
+    minus the DaemonSet reserve and the logfile sidecar; requests == limits."""
+    alloc = [allocatable(t, capacity(t, None)) for t in p.shape.instance_types]
+    cpu = int(min(a["cpu"] for a in alloc) - NODE_DAEMONSET_RESERVE["cpu"] - 0.1)
+    mem_gib = int((min(a["memory"] for a in alloc) - NODE_DAEMONSET_RESERVE["memory"] - 128 * 2**20) // 2**30)
+    res: dict[str, Any] = {**p.node_resources, "cpu": str(cpu), "memory": f"{mem_gib}Gi"}
+    return {"requests": dict(res), "limits": dict(res)}
+
+
 def nodeset(cfg: StackConfig, p: PartitionFacts, default: bool = False) -> dict[str, Any]:
     """``nodesets.<partition>`` value of the slurm chart."""
-    resources = p.node_resources
+    resources = slurmd_resources(p)
+    shm = f"{int(int(resources['limits']['memory'][:-2]) * SHM_FRACTION)}Gi"
     return {
         "enabled": True,
         "replicas": nodeset_replicas(cfg, p.name),
         "slurmd": {
             # Extended resources must have requests == limits; asking for all of them pins the pod
-            # to a whole node of the partition.
-            "resources": {"requests": dict(resources), "limits": dict(resources)},
-            "volumeMounts": [{"name": SHARED_VOLUME, "mountPath": cfg.schedulers.slurm.shared_mount_path}],
+            # to a whole node of the partition. cpu/memory too: a Guaranteed pod, never evicted first.
+            "image": dict(versions.SLURMD_PYXIS_IMAGE),
+            "resources": resources,
+            "volumeMounts": [{"name": SHARED_VOLUME, "mountPath": cfg.schedulers.slurm.shared_mount_path},
+                             {"name": SHM_VOLUME, "mountPath": "/dev/shm"}],
         },
+        "logfile": {"image": dict(versions.ALPINE_IMAGE),
+                    "resources": {"requests": dict(LOGFILE_RESOURCES), "limits": dict(LOGFILE_RESOURCES)}},
         "extraConfMap": {
             "Gres": [f"{GRES_NAME[p.accelerator_resource]}:{p.shape.accelerators_per_node}"],
             "Features": [p.name],
@@ -85,7 +133,9 @@ def nodeset(cfg: StackConfig, p: PartitionFacts, default: bool = False) -> dict[
         "podSpec": {
             "nodeSelector": {"kubernetes.io/os": "linux", **p.node_selector},
             "tolerations": [p.toleration],
-            "volumes": [{"name": SHARED_VOLUME, "persistentVolumeClaim": {"claimName": names.FSX_PVC}}],
+            "volumes": [{"name": SHARED_VOLUME, "persistentVolumeClaim": {"claimName": names.FSX_PVC}},
+                        # The container runtime's default /dev/shm is 64 MiB: NCCL would fail on it.
+                        {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": shm}}],
         },
     }
 
@@ -116,8 +166,10 @@ def slurm_values(cfg: StackConfig) -> dict[str, Any]:
     gres_types = sorted({GRES_NAME[p.accelerator_resource] for p in parts})
     values: dict[str, Any] = {
         "clusterName": cfg.cluster.name,
-        "configFiles": {"gres.conf": "AutoDetect=nvidia\n"} if any(p.is_gpu for p in parts) else {},
+        "configFiles": {"plugstack.conf": PLUGSTACK,
+                        **({"gres.conf": "AutoDetect=nvidia\n"} if any(p.is_gpu for p in parts) else {})},
         "controller": {
+            "logfile": {"image": dict(versions.ALPINE_IMAGE)},
             "extraConfMap": {"GresTypes": gres_types, "AccountingStorageTRES": [f"gres/{g}" for g in gres_types]}
             if gres_types else {},
             "podSpec": _system(),
@@ -134,7 +186,8 @@ def slurm_values(cfg: StackConfig) -> dict[str, Any]:
             "enabled": True,
             "replicas": 1,
             "login": {"volumeMounts": [{"name": SHARED_VOLUME, "mountPath": s.shared_mount_path}]},
-            "rootSshAuthorizedKeys": "\n".join(s.login_ssh_authorized_keys) or None,
+            "initconf": {"image": dict(versions.ALPINE_IMAGE)},
+            "rootSshAuthorizedKeys": "\n".join(authorized_keys(cfg)) or None,
             "podSpec": _system({"volumes": [{"name": SHARED_VOLUME,
                                              "persistentVolumeClaim": {"claimName": names.FSX_PVC}}]}),
             "service": {

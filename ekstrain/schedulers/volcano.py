@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
 from ekstrain import names
 from ekstrain.partitions import layout_nodes
 from ekstrain.schedulers.common import SYSTEM_NODE_SELECTOR, PartitionFacts, partition_facts
@@ -25,10 +27,31 @@ RELEASE = "volcano"
 QUEUE_API = "scheduling.volcano.sh/v1beta1"
 
 
+# Scheduler actions without ``enqueue``. The chart default (``enqueue, allocate, backfill`` with the
+# ``overcommit`` plugin) moves a PodGroup Pending -> Inqueue only when the cluster's idle resources x 1.2
+# cover minResources (volcano pkg/scheduler/plugins/overcommit/overcommit.go, JobEnqueueableFn), and
+# the controller creates pods only for Inqueue PodGroups (volcano docs, actions.md "Enqueue"). With
+# every Karpenter pool at zero nodes there is no idle GPU, no pod is ever created and Karpenter never
+# scales. Without ``enqueue``, allocate moves Pending jobs to Inqueue itself ("no enqueue action is
+# configured", pkg/scheduler/actions/allocate/allocate.go); pods are created, stay Pending until
+# Karpenter's nodes join, and gang still binds all-or-nothing. Queue capability bounds each partition.
+SCHEDULER_ACTIONS = ("allocate", "backfill")
+SCHEDULER_TIERS: tuple[tuple[dict[str, Any], ...], ...] = (
+    ({"name": "priority"}, {"name": "gang", "enablePreemptable": False}, {"name": "conformance"}),
+    ({"name": "drf", "enablePreemptable": False}, {"name": "predicates"}, {"name": "proportion"},
+     {"name": "nodeorder"}, {"name": "binpack"}),
+)
+
+
+def scheduler_config() -> dict[str, Any]:
+    return {"actions": ", ".join(SCHEDULER_ACTIONS), "tiers": [{"plugins": list(t)} for t in SCHEDULER_TIERS]}
+
+
 def volcano_values() -> dict[str, Any]:
     """Admission, controllers and scheduler on system nodes (``custom.default_ns`` is the chart's
-    node selector for all of its components)."""
-    return {"custom": {"default_ns": dict(SYSTEM_NODE_SELECTOR)}}
+    node selector for all of its components); the scheduler config that starts jobs from zero nodes."""
+    return {"custom": {"default_ns": dict(SYSTEM_NODE_SELECTOR),
+                       "scheduler_config_override": yaml.safe_dump(scheduler_config(), sort_keys=False)}}
 
 
 def queue_capability(p: PartitionFacts) -> dict[str, str]:

@@ -58,7 +58,12 @@ class ClusterConfig(Model):
     endpoint_public_access: bool = False
     """@default false: the API server is reachable only from inside the VPC."""
     public_access_cidrs: list[IPv4Cidr] = Field(default_factory=list)
-    """Required when endpointPublicAccess is true; 0.0.0.0/0 is refused."""
+    """Required when endpointPublicAccess is true; 0.0.0.0/0 and documentation ranges are refused."""
+    deploy_cidrs: list[IPv4Cidr] = Field(default_factory=list)
+    """CIDRs of the runners that run `pulumi up` (in the VPC or peered): 443 on the EKS cluster security group.
+    Required (or deploySecurityGroupIds) when endpointPublicAccess is false."""
+    deploy_security_group_ids: list[str] = Field(default_factory=list)
+    """Security groups (sg-...) of the deploy runners: 443 on the EKS cluster security group."""
     admin_access: list[AdminAccess] = Field(default_factory=list)
     """IAM principals given cluster access entries (API authentication mode)."""
     log_types: list[LogType] = Field(

@@ -58,6 +58,9 @@ class SlurmConfig(Model):
     """Per-partition slurmd pods (= whole nodes kept running); @default the partition's minNodes."""
     login_ssh_authorized_keys: list[SshPublicKey] = Field(default_factory=list)
     """SSH public keys for root on the login node; @default none (add keys before first login)."""
+    login_ssh_authorized_keys_file: str | None = None
+    """Path (relative to the project directory) of an authorized_keys file whose keys are added to
+    loginSshAuthorizedKeys: keys change by pull request without editing the stack file."""
     accounting_volume_gib: int = Field(default=20, ge=1, le=16384, alias="accountingVolumeGiB")
     """@default 20: gp3 volume of the MariaDB that backs slurmdbd."""
 

@@ -24,6 +24,9 @@ class VersionsConfig(Model):
     """EKS add-on name -> version, e.g. ``vpc-cni: v1.20.1-eksbuild.3``."""
     ami_alias_version: str = versions.DEFAULT_AMI_ALIAS_VERSION
     """AL2023 AMI alias version for Karpenter (``al2023@<this>``); @default latest."""
+    ami_alias_max_age_days: int = Field(default=versions.DEFAULT_AMI_ALIAS_MAX_AGE_DAYS, ge=1)
+    """Bump cadence of a pinned amiAliasVersion (vYYYYMMDD): older than this many days is a render warning
+    pointing at docs/runbook-ami.md; @default 60."""
 
     @field_validator("charts")
     @classmethod

@@ -1,0 +1,72 @@
+"""Chart-rendered objects in ``build/<stack>/charts/<component>--<release>/<Kind>-<ns>-<name>.yaml``.
+
+``infra.render`` writes that layout with real ``helm template`` output. For a build directory made before
+it did, :func:`render_missing` produces the same layout from ``build/<stack>/helm/*.yaml`` (release name,
+namespace, values) and the pinned chart archives in the upstream directory, with a local helm binary.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+from typing import Any
+
+import yaml
+
+HELM_CANDIDATES = ("/work/tools/helm",)
+
+
+def helm_binary() -> str | None:
+    env = os.environ.get("EKSTRAIN_HELM")
+    if env:
+        return env
+    found = shutil.which("helm")
+    if found:
+        return found
+    return next((c for c in HELM_CANDIDATES if pathlib.Path(c).exists()), None)
+
+
+def _archive(chart_src: pathlib.Path, chart: str, version: str) -> pathlib.Path | None:
+    path = chart_src / f"{chart.rstrip('/').rsplit('/', 1)[-1]}-{version}.tgz"
+    return path if path.exists() else None
+
+
+def file_name(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace") or "_"
+    return f"{obj.get('kind')}-{ns}-{meta.get('name')}.yaml"
+
+
+def render_missing(build: pathlib.Path, chart_src: pathlib.Path, helm: str,
+                   only: tuple[str, ...] = ()) -> list[str]:
+    """Render every release of ``build/helm`` (those starting with one of ``only``, when given) that has no
+    ``build/charts`` directory yet; returns problems."""
+    problems = []
+    for release_file in sorted((build / "helm").glob("*.yaml")):
+        out_dir = build / "charts" / release_file.stem
+        if out_dir.exists() or (only and not release_file.stem.startswith(only)):
+            continue
+        rel = yaml.safe_load(release_file.read_text()) or {}
+        archive = _archive(chart_src, str(rel.get("chart")), str(rel.get("version")))
+        if archive is None:
+            problems.append(f"{release_file.name}: chart archive {rel.get('chart')} {rel.get('version')} not in "
+                            f"{chart_src}")
+            continue
+        values = out_dir.with_suffix(".values.yaml")
+        values.parent.mkdir(parents=True, exist_ok=True)
+        values.write_text(yaml.safe_dump(rel.get("values") or {}))
+        proc = subprocess.run([helm, "template", str(rel["name"]), str(archive), "-n", str(rel["namespace"]),
+                               "-f", str(values), "--include-crds"], capture_output=True, text=True, check=False)
+        values.unlink()
+        if proc.returncode != 0:
+            problems.append(f"{release_file.name}: helm template failed: {proc.stderr.strip()[:200]}")
+            continue
+        out_dir.mkdir(parents=True)
+        for doc in yaml.safe_load_all(proc.stdout):
+            if isinstance(doc, dict) and doc.get("kind"):
+                doc.setdefault("metadata", {}).setdefault("namespace", rel["namespace"]) \
+                    if doc["kind"] not in ("CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding") else None
+                (out_dir / file_name(doc)).write_text(yaml.safe_dump(doc, sort_keys=False))
+    return problems

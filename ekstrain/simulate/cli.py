@@ -1,0 +1,102 @@
+"""``ekstrain simulate --stack STACK [FILE ...]``: would each workload start on an empty cluster?
+
+Reads ``build/<stack>/manifests/**`` and ``build/<stack>/charts/**`` (``make render STACK=...``) and the
+workload files (YAML objects or ``.sbatch`` scripts; directories are read recursively; default
+``build/examples``). Prints one ``BLOCKED`` line per blocked pod group with the reason, one ``STARTS``
+line per workload that starts; exit 0 when everything starts, 1 otherwise, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+from typing import Any
+
+from ekstrain.simulate import charts
+from ekstrain.simulate.engine import nodeset_workloads, simulate
+from ekstrain.simulate.load import load, read_objects
+from ekstrain.simulate.workloads import sbatch
+
+EXIT_BLOCKED = 1
+EXIT_BAD_INPUT = 2
+
+
+def add_simulate_command(subparsers: Any) -> None:
+    p = subparsers.add_parser("simulate", help="empty-cluster scheduling simulation of workloads on a rendered stack")
+    p.add_argument("--stack", default="prod")
+    p.add_argument("--build", type=pathlib.Path, help="rendered stack directory (default build/<stack>)")
+    p.add_argument("--stack-file", type=pathlib.Path, help="default ./Pulumi.<stack>.yaml")
+    p.add_argument("--scale-nodesets", action="store_true",
+                   help="assume Slurm NodeSets are scaled to each sbatch's --nodes first (docs/schedulers.md)")
+    p.add_argument("files", nargs="*", type=pathlib.Path, help="workload files or directories (default build/examples)")
+    p.set_defaults(func=cmd_simulate)
+
+
+def _workload_objects(paths: list[pathlib.Path]) -> list[dict[str, Any]]:
+    files: list[pathlib.Path] = []
+    for p in paths:
+        files += sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+    objects: list[dict[str, Any]] = []
+    for f in files:
+        if f.suffix == ".sbatch":
+            objects.append({"kind": "ConfigMap", "metadata": {"name": f.stem}, "data": {f.name: f.read_text()}})
+        elif f.suffix in (".yaml", ".yml"):
+            objects += read_objects([f])
+    return objects
+
+
+def _system_types(args: argparse.Namespace) -> list[str]:
+    from stacks.loader import load_stack_file
+
+    path = args.stack_file or pathlib.Path(f"Pulumi.{args.stack}.yaml")
+    cfg, _ = load_stack_file(path)
+    return list(cfg.cluster.system_node_group.instance_types)
+
+
+def _upstream() -> pathlib.Path:
+    from ekstrain import validation
+
+    root = validation.upstream_dir() or pathlib.Path(os.environ.get("EKSTRAIN_UPSTREAM_DIR", "../shared/upstream"))
+    return pathlib.Path(root) / "chart-src"
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    build = args.build or pathlib.Path("build") / args.stack
+    if not (build / "manifests").is_dir():
+        print(f"ekstrain simulate: {build}/manifests not found; run `make render STACK={args.stack}` first",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if (build / "helm").is_dir():
+        helm = charts.helm_binary()
+        missing = [f for f in (build / "helm").glob("*.yaml") if not (build / "charts" / f.stem).exists()]
+        if missing and helm is None:
+            print(f"ekstrain simulate: {build}/charts lacks {len(missing)} releases and no helm binary is available "
+                  "(set EKSTRAIN_HELM)", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        for problem in charts.render_missing(build, _upstream(), helm) if missing and helm else []:
+            print(f"warning: {problem}", file=sys.stderr)
+    try:
+        system = _system_types(args)
+    except Exception as exc:  # noqa: BLE001 - the loader's ConfigError and a missing file read alike
+        print(f"ekstrain simulate: stack {args.stack}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    paths = args.files or [pathlib.Path("build/examples")]
+    for p in paths:
+        if not p.exists():
+            print(f"ekstrain simulate: {p} not found (run `make examples` or pass workload files)", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    cluster = load(build, system)
+    cluster.scale_nodesets = args.scale_nodesets
+    # Every NodeSet's slurmd pod must be able to start too, whether or not an sbatch names it.
+    result = simulate(cluster, nodeset_workloads(cluster) + _workload_objects(paths))
+    for line in result.started:
+        print(line)
+    for b in result.blocked:
+        print(b.line())
+    print(f"{len(result.started)} workloads start, {len({b.workload for b in result.blocked})} blocked")
+    return EXIT_BLOCKED if result.blocked else 0
+
+
+__all__ = ["add_simulate_command", "cmd_simulate", "sbatch"]

@@ -1,0 +1,91 @@
+"""Read a stack's rendered build directory into a :class:`Cluster` (plain YAML, no Pulumi)."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+from typing import Any
+
+import yaml
+
+from ekstrain import catalog
+from ekstrain.simulate import volcano
+from ekstrain.simulate.engine import Cluster
+from ekstrain.simulate.nodes import Node, allocatable, max_pods, nodes_of
+from ekstrain.simulate.quantity import parse
+
+SYSTEM_LABEL = "ekstrain.io/node-role"
+MEMORY_PER_VCPU = {"m": 4, "c": 2, "r": 8}
+"""GiB per vCPU of the general-purpose families a system node group may use (m7i, c7i, r7i, ...)."""
+
+
+def read_objects(paths: list[pathlib.Path]) -> list[dict[str, Any]]:
+    out = []
+    for path in paths:
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and doc.get("kind"):
+                out.append(doc)
+    return out
+
+
+def build_objects(build: pathlib.Path) -> list[dict[str, Any]]:
+    files = sorted((build / "manifests").rglob("*.yaml")) + sorted((build / "charts").rglob("*.yaml"))
+    return read_objects(files)
+
+
+def general_purpose(name: str) -> catalog.InstanceType | None:
+    """vCPU/memory of an m/c/r instance type from its name (m7i.2xlarge = 8 vCPU, 32 GiB)."""
+    m = re.fullmatch(r"([mcr])\d+[a-z]*\.(\d*)(x?large)", name)
+    if not m:
+        return None
+    vcpus = 2 if m.group(3) == "large" else 4 * int(m.group(2) or 1)
+    return catalog.InstanceType(name, "cpu", catalog.A10G, 0, vcpus, vcpus * MEMORY_PER_VCPU[m.group(1)], 12,
+                                efa_max_interfaces=0, network_cards=1)
+
+
+def system_nodes(instance_types: list[str]) -> list[Node]:
+    out = []
+    for name in instance_types:
+        it = general_purpose(name)
+        if it is None:
+            continue
+        mib = it.memory_gib * 1024
+        cap = {"cpu": float(it.vcpus), "memory": float(mib * 2**20 * (1 - 0.075)), "pods": float(max_pods(name))}
+        labels = {SYSTEM_LABEL: {"system"}, "node.kubernetes.io/instance-type": {name}, "kubernetes.io/os": {"linux"},
+                  "kubernetes.io/arch": {"amd64"}, "eks.amazonaws.com/capacityType": {"ON_DEMAND"}}
+        out.append(Node(pool="system", instance=it, labels=labels, taints=[], capacity=cap,
+                        allocatable=allocatable(it, cap)))
+    return out
+
+
+def _scheduler_config(objects: list[dict[str, Any]], build: pathlib.Path) -> dict[str, Any] | None:
+    for o in objects:
+        if o["kind"] == "ConfigMap" and "volcano-scheduler.conf" in (o.get("data") or {}):
+            return volcano.parse_config(o["data"]["volcano-scheduler.conf"])
+    release = build / "helm" / "volcano--volcano.yaml"
+    if not release.exists():
+        return None
+    values = (yaml.safe_load(release.read_text()) or {}).get("values") or {}
+    return volcano.parse_config((values.get("custom") or {}).get("scheduler_config_override"))
+
+
+def load(build: pathlib.Path, system_instance_types: list[str]) -> Cluster:
+    objects = build_objects(build)
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for o in objects:
+        by_kind.setdefault(o["kind"], []).append(o)
+    classes = {o["metadata"]["name"]: o for o in by_kind.get("EC2NodeClass", [])}
+    nodes = system_nodes(system_instance_types)
+    for pool in by_kind.get("NodePool", []):
+        nodes += nodes_of(pool, classes)
+    daemonsets = [(o["metadata"]["name"], o["spec"]["template"].get("spec") or {})
+                  for o in by_kind.get("DaemonSet", [])]
+    config = _scheduler_config(objects, build)
+    queues = {o["metadata"]["name"]: {k: parse(v) for k, v in ((o.get("spec") or {}).get("capability") or {}).items()}
+              for o in by_kind.get("Queue", [])}
+    if config is not None:
+        queues.setdefault("default", {})  # the volcano chart creates it
+    nodesets = {re.sub(r"^.*?-worker-", "", o["metadata"]["name"]): o for o in by_kind.get("NodeSet", [])}
+    return Cluster(nodes=nodes, daemonsets=daemonsets, scheduler_config=config or {}, queues=queues,
+                   runtimes={o["metadata"]["name"]: o for o in by_kind.get("ClusterTrainingRuntime", [])},
+                   nodesets=nodesets)

@@ -1,0 +1,77 @@
+"""Volcano admission of a gang on an empty cluster, under the rendered scheduler config.
+
+volcano v1.15 pkg/scheduler/actions/enqueue/enqueue.go moves a PodGroup Pending -> Inqueue only when
+every plugin's JobEnqueueable votes yes; the controller creates pods only for Inqueue PodGroups.
+- overcommit (plugins/overcommit/overcommit.go): idle x overcommit-factor (1.2) - inqueue >= minResources;
+  idle of a resource no node has yet (nvidia.com/gpu, EFA, Neuron with every NodePool at zero) is 0.
+- proportion (plugins/proportion/proportion.go): minResources within the queue's realCapability,
+  min(capability, cluster total) - again 0 for resources no node has yet.
+Without ``enqueue`` in ``actions``, allocate moves Pending jobs to Inqueue itself
+(actions/allocate/allocate.go, "no enqueue action is configured"), so pods are created and Karpenter sees them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+ENQUEUE_VOTERS = ("overcommit", "proportion", "capacity")
+CHART_DEFAULT_CONFIG = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+"""volcano chart 1.15.1 config/volcano-scheduler.conf (used when neither an override nor a rendered
+ConfigMap is found)."""
+
+
+def parse_config(text: str | None) -> dict[str, Any]:
+    return yaml.safe_load(text or CHART_DEFAULT_CONFIG) or {}
+
+
+def actions(config: dict[str, Any]) -> list[str]:
+    return [a.strip() for a in str(config.get("actions", "")).split(",") if a.strip()]
+
+
+def plugins(config: dict[str, Any]) -> list[str]:
+    return [p["name"] for tier in config.get("tiers") or [] for p in tier.get("plugins") or []
+            if p.get("enabledJobEnqueued", True) is not False]
+
+
+def enqueue_block(config: dict[str, Any], requests: dict[str, float], idle: dict[str, float]) -> str | None:
+    """Why the gang's PodGroup never leaves Pending on an empty cluster, or None when it is enqueued."""
+    if "enqueue" not in actions(config):
+        return None
+    voters = [p for p in plugins(config) if p in ENQUEUE_VOTERS]
+    if not voters:
+        return None
+    short = sorted((r for r, v in requests.items() if v > 0 and idle.get(r, 0.0) * 1.2 < v),
+                   key=lambda r: (r in ("cpu", "memory", "pods"), r))
+    if not short:
+        return None
+    return (f"Volcano enqueue ({'/'.join(voters)}) keeps the PodGroup Pending: idle {short[0]} is "
+            f"{idle.get(short[0], 0.0):g} with every NodePool at zero, so no pod is created and Karpenter never scales "
+            "(drop `enqueue` from the scheduler actions)")
+
+
+def queue_block(queue: str, queues: dict[str, dict[str, float]], requests: dict[str, float]) -> str | None:
+    if queue not in queues:
+        return f"Volcano queue {queue!r} does not exist (known: {', '.join(sorted(queues)) or 'none'})"
+    cap = queues[queue]
+    over = sorted(r for r, v in requests.items() if r in cap and v > cap[r])
+    if over:
+        return f"queue {queue} capability {over[0]}={cap[over[0]]:g} < gang request {requests[over[0]]:g}"
+    return None

@@ -1,0 +1,127 @@
+"""Workload objects -> the pods their controllers create (one PodGroup per role)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+VOLCANO = "volcano"
+
+
+@dataclass
+class PodGroup:
+    role: str
+    count: int
+    spec: dict[str, Any]
+
+
+@dataclass
+class Workload:
+    name: str
+    """``Kind/name`` as reported."""
+    groups: list[PodGroup]
+    volcano_queue: str | None = None
+    """Set when Volcano gang-schedules the workload (its PodGroup is admitted by the scheduler config)."""
+    slurm: dict[str, Any] = field(default_factory=dict)
+    """sbatch: partition and nodes; the pods are the partition's Slinky NodeSet pods."""
+    problems: list[str] = field(default_factory=list)
+
+
+def _spec(template: dict[str, Any] | None) -> dict[str, Any]:
+    return (template or {}).get("spec") or {}
+
+
+def _replicas(specs: dict[str, Any]) -> list[PodGroup]:
+    return [PodGroup(role, int(s.get("replicas", 1)), _spec(s.get("template"))) for role, s in specs.items()]
+
+
+def _ray(obj: dict[str, Any], cluster: dict[str, Any]) -> list[PodGroup]:
+    groups = [PodGroup("head", 1, _spec(cluster.get("headGroupSpec", {}).get("template")))]
+    for g in cluster.get("workerGroupSpecs") or []:
+        count = int(g.get("replicas", g.get("minReplicas", 0)) or 0) * int(g.get("numOfHosts", 1) or 1)
+        groups.append(PodGroup(g.get("groupName", "workers"), count, _spec(g.get("template"))))
+    return groups
+
+
+def _trainjob(obj: dict[str, Any], runtimes: dict[str, dict[str, Any]]) -> Workload:
+    """Trainer v2: the runtime's JobSet, ``numNodes`` pods of the ``node`` job with the trainer's resources,
+    runtime patches applied (kubeflow/trainer pkg/runtime/framework/plugins/torch + jobset builder)."""
+    name = f"TrainJob/{obj['metadata']['name']}"
+    spec = obj.get("spec", {})
+    ref = spec.get("runtimeRef", {}).get("name")
+    runtime = runtimes.get(ref or "")
+    if runtime is None:
+        return Workload(name, [], problems=[f"ClusterTrainingRuntime {ref!r} is not installed by this stack"])
+    trainer = spec.get("trainer") or {}
+    groups = []
+    for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        pod = dict(_spec(job["template"]["spec"].get("template")))
+        count = int(job.get("replicas", 1))
+        if job["name"] == "node":
+            count = int(trainer.get("numNodes", runtime["spec"].get("mlPolicy", {}).get("numNodes", 1)))
+            containers = []
+            for c in pod.get("containers", []):
+                if c["name"] == "node" and "resourcesPerNode" in trainer:
+                    c = {**c, "resources": trainer["resourcesPerNode"]}
+                containers.append(c)
+            pod["containers"] = containers
+        for patch in spec.get("runtimePatches") or []:
+            for pj in (patch.get("trainingRuntimeSpec", {}).get("template", {}).get("spec", {})
+                       .get("replicatedJobs") or []):
+                if pj.get("name") != job["name"]:
+                    continue
+                ps = _spec(pj.get("template", {}).get("spec", {}).get("template"))
+                for key in ("nodeSelector", "tolerations", "affinity"):
+                    if key in ps:
+                        pod[key] = ps[key]
+        groups.append(PodGroup(job["name"], count, pod))
+    return Workload(name, groups)
+
+
+SBATCH = re.compile(r"^#SBATCH\s+--(partition|nodes)=(\S+)", re.MULTILINE)
+
+
+def sbatch(name: str, text: str) -> Workload:
+    found = dict(SBATCH.findall(text))
+    return Workload(f"sbatch/{name}", [], slurm={"partition": found.get("partition"),
+                                                 "nodes": int(found.get("nodes", "1"))})
+
+
+def expand(obj: dict[str, Any], runtimes: dict[str, dict[str, Any]]) -> Workload | None:
+    """The pods ``obj``'s controller creates, or None for objects that create none (ConfigMap, Service)."""
+    kind, meta, spec = obj.get("kind"), obj.get("metadata", {}), obj.get("spec") or {}
+    group = str(obj.get("apiVersion", "")).split("/")[0]
+    name = f"{kind}/{meta.get('name')}"
+    labels = meta.get("labels") or {}
+    if kind == "ConfigMap":
+        texts = [(k, v) for k, v in (obj.get("data") or {}).items() if k.endswith(".sbatch")]
+        return sbatch(texts[0][0], texts[0][1]) if texts else None
+    if kind == "Pod":
+        return Workload(name, [PodGroup("pod", 1, spec)],
+                        volcano_queue=_pod_queue(obj) if spec.get("schedulerName") == VOLCANO else None)
+    if kind == "Job" and group == "batch":
+        return Workload(name, [PodGroup("pod", int(spec.get("parallelism", 1)), _spec(spec.get("template")))])
+    if kind in ("Deployment", "StatefulSet", "ReplicaSet"):
+        return Workload(name, [PodGroup("pod", int(spec.get("replicas", 1)), _spec(spec.get("template")))])
+    if kind == "Job" and group == "batch.volcano.sh":
+        groups = [PodGroup(t.get("name", "task"), int(t.get("replicas", 1)), _spec(t.get("template")))
+                  for t in spec.get("tasks") or []]
+        return Workload(name, groups, volcano_queue=spec.get("queue", "default"))
+    if kind == "MPIJob":
+        return Workload(name, _replicas(spec.get("mpiReplicaSpecs") or {}))
+    if kind == "PyTorchJob":
+        return Workload(name, _replicas(spec.get("pytorchReplicaSpecs") or {}))
+    if kind in ("RayJob", "RayCluster"):
+        cluster = spec.get("rayClusterSpec", {}) if kind == "RayJob" else spec
+        queue = labels.get("volcano.sh/queue-name", "default") if labels.get("ray.io/scheduler-name") == VOLCANO \
+            else None
+        return Workload(name, _ray(obj, cluster), volcano_queue=queue)
+    if kind == "TrainJob":
+        return _trainjob(obj, runtimes)
+    return None
+
+
+def _pod_queue(obj: dict[str, Any]) -> str:
+    ann = obj.get("metadata", {}).get("annotations") or {}
+    return str(ann.get("scheduling.volcano.sh/queue-name", "default"))
