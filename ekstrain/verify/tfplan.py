@@ -88,10 +88,9 @@ def to_tf(value: dict[str, Any], cls: type | None) -> dict[str, Any]:
     return out
 
 
-def plan(rec: offline.Recording) -> dict[str, Any]:
-    """A Terraform plan (format 1.2) creating every recorded AWS resource."""
-    resources, changes, config = [], [], []
-    addresses: dict[str, str] = {}
+def _addressed(rec: offline.Recording) -> list[tuple[offline.Record, str, str, str]]:
+    """(record, TF type, TF name, address) of every AWS custom resource; repeated names get _2, _3, ..."""
+    out = []
     seen: dict[str, int] = {}
     for r in rec.records:
         typ = tf_type(r.type)
@@ -100,21 +99,21 @@ def plan(rec: offline.Recording) -> dict[str, Any]:
         base = tf_name(r.name)
         seen[f"{typ}.{base}"] = seen.get(f"{typ}.{base}", 0) + 1
         name = base if seen[f"{typ}.{base}"] == 1 else f"{base}_{seen[f'{typ}.{base}']}"
-        address = f"{typ}.{name}"
+        out.append((r, typ, name, f"{typ}.{name}"))
+    return out
+
+
+def plan(rec: offline.Recording) -> dict[str, Any]:
+    """A Terraform plan (format 1.2) creating every recorded AWS resource."""
+    resources, changes, config = [], [], []
+    addressed = _addressed(rec)
+    by_value: dict[str, str] = {}
+    for r, _, _, address in addressed:
         for attr in ("id", "arn", "name", "bucket", "keyId", "url"):
             out = r.outputs.get(attr)
             if isinstance(out, str) and len(out) > 6:
-                addresses.setdefault(out, f"{address}.{snake_case(attr)}")
-    by_value = addresses
-    seen.clear()
-    for r in rec.records:
-        typ = tf_type(r.type)
-        if typ is None or not r.custom:
-            continue
-        base = tf_name(r.name)
-        seen[f"{typ}.{base}"] = seen.get(f"{typ}.{base}", 0) + 1
-        name = base if seen[f"{typ}.{base}"] == 1 else f"{base}_{seen[f'{typ}.{base}']}"
-        address = f"{typ}.{name}"
+                by_value.setdefault(out, f"{address}.{snake_case(attr)}")
+    for r, typ, name, address in addressed:
         values = to_tf(r.inputs, sdk_schema.args_class(r.type))
         common = {"address": address, "mode": "managed", "type": typ, "name": name,
                   "provider_name": "registry.terraform.io/hashicorp/aws"}
