@@ -96,8 +96,27 @@ def schemas_of(docs: list[Any]) -> dict[tuple[str, str], CrdVersion]:
 
 
 def cache_dir() -> pathlib.Path:
-    """Where parsed schemas and chart renders are cached ($EKSTRAIN_CACHE_DIR, default build/.cache)."""
+    """Where parsed schemas and chart renders are cached ($EKSTRAIN_CACHE_DIR, default build/.cache), one
+    subdirectory per version of the checking code: a cache entry is keyed by its inputs' hash, and a
+    changed checker must not reuse what an older one computed from the same inputs."""
+    return cache_root() / _checker_digest()
+
+
+def cache_root() -> pathlib.Path:
+    """The cache's top directory: what depends only on external tools and inputs (raw helm output) lives
+    here, shared by every version of the checking code."""
     return pathlib.Path(os.environ.get("EKSTRAIN_CACHE_DIR") or REPO / "build" / ".cache")
+
+
+@functools.cache
+def _checker_digest() -> str:
+    sources = [pathlib.Path(__file__)]
+    for package in ("ekstrain/verify", "infra/verify"):
+        sources += sorted((REPO / package).glob("*.py"))
+    digest = hashlib.sha256()
+    for path in sources:
+        digest.update(path.name.encode() + path.read_bytes())
+    return f"code-{digest.hexdigest()[:16]}"
 
 
 _CACHE_FORMAT = "crd-schemas-v2"  # bump when schemas_of/_to_json_schema change what they produce

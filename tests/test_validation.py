@@ -76,7 +76,7 @@ def test_parsed_crd_schemas_are_cached_by_content(tmp_path: pathlib.Path, monkey
         validation.clear_caches()
         second = validation.validate_object(thing, "1.34")
         # THEN the second run read the pickle, with the same answer
-        assert len(list((tmp_path / "cache").glob("crd-schemas-*.pickle"))) == 1
+        assert len(list(validation.cache_dir().glob("crd-schemas-*.pickle"))) == 1
         assert first == second and "colour" in first[0]
         assert validation.crd_schemas()[("example.com/v1", "Thing")].namespaced is False
         # AND a changed CRD file is parsed again, not served stale
@@ -85,7 +85,7 @@ def test_parsed_crd_schemas_are_cached_by_content(tmp_path: pathlib.Path, monkey
         path.write_text(yaml.safe_dump(crd))
         validation.clear_caches()
         assert validation.validate_object(thing, "1.34") == []
-        assert len(list((tmp_path / "cache").glob("crd-schemas-*.pickle"))) == 2
+        assert len(list(validation.cache_dir().glob("crd-schemas-*.pickle"))) == 2
     finally:
         validation.clear_caches()
 
@@ -96,3 +96,13 @@ def test_bare_equals_sign_reads_as_a_string_as_kubernetes_reads_it() -> None:
     import yaml as _yaml
 
     assert _yaml.load("enum: [=, '!=', =~]", Loader=validation.KubeYamlLoader) == {"enum": ["=", "!=", "=~"]}
+
+
+def test_derived_caches_are_per_checker_version_and_helm_output_is_shared() -> None:
+    """GIVEN the on-disk cache WHEN the checking code changes THEN derived entries (parsed schemas, validation
+    results) are not reused: they live under a directory named by the checker's source hash, below the root
+    that keeps raw helm output (which depends only on helm, the chart and the values)."""
+    import re as _re
+
+    derived, root = validation.cache_dir(), validation.cache_root()
+    assert derived.parent == root and _re.fullmatch(r"code-[0-9a-f]{16}", derived.name), derived

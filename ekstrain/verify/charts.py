@@ -127,11 +127,11 @@ def template(release: Release, kube_version: str, api_versions: Iterable[str] = 
         args += ["--api-versions", ",".join(apis)]
     body = json.dumps(release.values if values is None else values, sort_keys=True)
     key = hashlib.sha256(json.dumps([_fingerprint(pathlib.Path(helm)), _fingerprint(archive), args, body]).encode())
-    cached = validation.cache_dir() / "helm" / f"{key.hexdigest()[:40]}.yaml"
+    cached = validation.cache_root() / "helm" / f"{key.hexdigest()[:40]}.yaml"
     if cached.exists():
         return cached.read_text()
     proc = subprocess.run([helm, "template", *args], input=body, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "HELM_CACHE_HOME": str(validation.cache_dir() / "helm-home")})
+                          env={**os.environ, "HELM_CACHE_HOME": str(validation.cache_root() / "helm-home")})
     if proc.returncode != 0:
         raise RuntimeError(f"helm template {release.name} ({release.chart_name} {release.version}) failed: "
                            f"{proc.stderr.strip()[-2000:]}")
