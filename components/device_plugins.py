@@ -20,9 +20,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from assembly import observability as obs
 from components.cluster import SYSTEM_NODE_LABEL
 from ekstrain import names
-from ekstrain import observability as obs
 from ekstrain.catalog import GPU, TRAINIUM
 from ekstrain.versions import NEURON_CUSTOM_SCHEDULER_TAGS, NEURON_MONITOR_IMAGE, Chart
 

@@ -28,8 +28,8 @@ import yaml
 
 from ekstrain import argocd, catalog, storage_sizing, validation, versions
 from ekstrain.partitions import layout_nodes, shape
-from ekstrain.verify import Check, aws_rules, charts, iam, sdk_schema, tfplan
 from infra import offline
+from infra.verify import Check, aws_rules, charts, iam, sdk_schema, tfplan
 from stacks.errors import ConfigError
 from stacks.loader import load_flat, read_stack_file
 from stacks.models import StackConfig

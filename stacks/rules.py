@@ -157,7 +157,7 @@ DOCUMENTATION_NETWORKS = tuple(ipaddress.IPv4Network(n) for n in ("192.0.2.0/24"
 
 
 def _slurm_login(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
-    from ekstrain.schedulers.slurm import authorized_keys, keys_file
+    from stacks.slurm_login import authorized_keys, keys_file
 
     s = cfg.schedulers.slurm
     if not s.enabled:

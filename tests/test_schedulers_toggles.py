@@ -104,7 +104,7 @@ def test_prod_partition_nodeset_slurm_partition_queue_chain(prod_recording: Reco
 
 
 def test_system_node_label_matches_the_cluster_component() -> None:
+    from assembly.schedulers.common import SYSTEM_NODE_SELECTOR
     from components.cluster import SYSTEM_NODE_LABEL
-    from ekstrain.schedulers.common import SYSTEM_NODE_SELECTOR
 
     assert SYSTEM_NODE_SELECTOR == {SYSTEM_NODE_LABEL: "system"}
