@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from assembly.schedulers.common import SYSTEM_NODE_SELECTOR
 from ekstrain import catalog, names, versions
+from ekstrain.names import SYSTEM_NODE_SELECTOR
 from ekstrain.partitions import shape
 from stacks.models import StackConfig
 from stacks.models.partitions import PartitionConfig

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from assembly.schedulers.common import SYSTEM_NODE_SELECTOR
 from ekstrain import catalog, efa_exporter, names, versions
+from ekstrain.names import SYSTEM_NODE_SELECTOR
 from stacks.models import StackConfig
 
 NAMESPACE = "monitoring"

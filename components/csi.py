@@ -17,7 +17,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import iam
-from components.cluster import SYSTEM_NODE_LABEL
+from ekstrain.names import CRITICAL_ADDONS_TOLERATION, SYSTEM_NODE_SELECTOR
 from ekstrain.versions import Chart
 
 NAMESPACE = "kube-system"
@@ -25,8 +25,7 @@ FSX_CONTROLLER_SA = "fsx-csi-controller-sa"
 FSX_NODE_SA = "fsx-csi-node-sa"
 EFS_CONTROLLER_SA = "efs-csi-controller-sa"
 EFS_NODE_SA = "efs-csi-node-sa"
-SYSTEM_NODE_SELECTOR = {SYSTEM_NODE_LABEL: "system"}
-CONTROLLER_TOLERATIONS = [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
+CONTROLLER_TOLERATIONS = [CRITICAL_ADDONS_TOLERATION]
 # Node plugins must run wherever a pod may mount a volume: accelerator nodes carry
 # nvidia.com/gpu=true:NoSchedule or aws.amazon.com/neuron=true:NoSchedule, and other components
 # may add taints of their own, so the DaemonSets tolerate every taint.

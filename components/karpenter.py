@@ -19,8 +19,8 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import iam
-from components.cluster import SYSTEM_NODE_LABEL
 from ekstrain import karpenter_specs as specs
+from ekstrain.names import SYSTEM_NODE_TERM
 from ekstrain.versions import Chart
 
 NAMESPACE = "kube-system"
@@ -190,7 +190,7 @@ def chart_values(cluster_name: str, queue_name: Any, replicas: int, region: str 
         # the default's "not on a Karpenter node" expression; podAntiAffinity stays the chart's.
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"},
-                                  {"key": SYSTEM_NODE_LABEL, "operator": "In", "values": ["system"]}]}]}}},
+                                  SYSTEM_NODE_TERM]}]}}},
         "controller": controller,
         "settings": {
             "clusterName": cluster_name,

@@ -3,22 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ekstrain import catalog, names
 from ekstrain.partitions import PartitionShape, shape
 from stacks.models import StackConfig
 from stacks.models.partitions import PartitionConfig
-
-SYSTEM_NODE_LABEL = "ekstrain.io/node-role"
-"""Same label as ``components.cluster.SYSTEM_NODE_LABEL`` (the system node group carries it)."""
-SYSTEM_NODE_SELECTOR = {SYSTEM_NODE_LABEL: "system"}
-
-SYSTEM_NODE_AFFINITY: dict[str, Any] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-    "nodeSelectorTerms": [{"matchExpressions": [
-        {"key": SYSTEM_NODE_LABEL, "operator": "In", "values": ["system"]}]}]}}}
-"""For charts whose ``nodeSelector`` default is non-empty (so adding a key would not be a chart key):
-an affinity expresses the same placement through an empty-by-default value."""
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from assembly.jobs import env as envtable
-from assembly.schedulers.common import SYSTEM_NODE_SELECTOR, PartitionFacts, partition_facts
+from assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain import names, versions
+from ekstrain.names import SYSTEM_NODE_SELECTOR
 from stacks.models import StackConfig
 
 KUBERAY_NAMESPACE = "kuberay-system"

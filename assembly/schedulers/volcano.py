@@ -17,8 +17,9 @@ from typing import Any
 
 import yaml
 
-from assembly.schedulers.common import SYSTEM_NODE_SELECTOR, PartitionFacts, partition_facts
+from assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain import names
+from ekstrain.names import SYSTEM_NODE_SELECTOR
 from ekstrain.partitions import layout_nodes
 from stacks.models import StackConfig
 
