@@ -17,6 +17,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import iam
+from components.deps import dependencies
 from ekstrain.names import CRITICAL_ADDONS_TOLERATION, SYSTEM_NODE_SELECTOR
 from ekstrain.versions import Chart
 
@@ -102,13 +103,12 @@ class CsiArgs:
     may create and delete."""
     efs_chart: Chart | None = None
     """@default none: no EFS driver."""
-    cluster_ready: Sequence[pulumi.Resource] = ()
-    """@default none: resources (the Cluster component) the associations and releases wait for."""
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
 class CsiDrivers(pulumi.ComponentResource):
-    """Pass ``opts=ResourceOptions(provider=<k8s provider>)`` (used for the Helm releases)."""
+    """Pass ``opts=ResourceOptions(provider=<k8s provider>, depends_on=[<cluster>])`` (the provider is
+    used for the Helm releases)."""
 
     releases: dict[str, k8s.helm.v3.Release]
 
@@ -117,6 +117,7 @@ class CsiDrivers(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(args.tags)
         self.releases = {}
+        after = dependencies(opts)  # the Cluster component
 
         def driver(key: str, chart: Chart, values: dict[str, Any], service_accounts: Sequence[str],
                    role: aws.iam.Role, policy: pulumi.Resource) -> None:
@@ -124,14 +125,14 @@ class CsiDrivers(pulumi.ComponentResource):
                 aws.eks.PodIdentityAssociation(
                     f"{name}-{key}-{sa}", cluster_name=args.cluster_name, namespace=NAMESPACE, service_account=sa,
                     role_arn=role.arn, tags=tags,
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.cluster_ready, policy]))
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[*after, policy]))
                 for sa in service_accounts
             ]
             # Pods read credentials at start: install after the associations exist.
             self.releases[key] = k8s.helm.v3.Release(
                 f"{name}-{key}", name=chart.chart.rsplit("/", 1)[-1], chart=chart.chart, version=chart.version,
                 repository_opts={"repo": chart.repo} if chart.repo else None, namespace=NAMESPACE, values=values,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.cluster_ready, *associations]))
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[*after, *associations]))
 
         if args.fsx_chart is not None:
             if args.fsx_file_system_arn is None:

@@ -6,7 +6,6 @@ internal load balancer); this component registers them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from assembly import jupyterhub as hub
+from components.deps import dependencies
 from ekstrain.versions import Chart
 
 
@@ -28,8 +28,6 @@ class JupyterHubArgs:
     fsx_file_system_id: pulumi.Input[str]
     fsx_dns_name: pulumi.Input[str]
     fsx_mount_name: pulumi.Input[str]
-    after: Sequence[pulumi.Resource] = ()
-    """@default none: what the release waits for (the EFS/FSx CSI drivers and the efs-ap class)."""
 
 
 def _meta(m: dict[str, Any]) -> k8s.meta.v1.ObjectMetaArgs:
@@ -37,17 +35,18 @@ def _meta(m: dict[str, Any]) -> k8s.meta.v1.ObjectMetaArgs:
 
 
 class JupyterHub(pulumi.ComponentResource):
-    """Pass ``opts=ResourceOptions(provider=<k8s provider>)``."""
+    """Pass ``opts=ResourceOptions(provider=<k8s provider>, depends_on=[...])``."""
 
     release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: JupyterHubArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:jupyterhub:JupyterHub", name, None, opts)
         plan = args.plan
+        after = dependencies(opts)  # the cluster, the EFS/FSx CSI drivers and the efs-ap class
         ns = k8s.core.v1.Namespace(f"{name}-ns", metadata=k8s.meta.v1.ObjectMetaArgs(
             name=hub.NAMESPACE, labels={"app.kubernetes.io/part-of": "ekstrain",
                                         "pod-security.kubernetes.io/enforce": "baseline"}),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)))
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after))
         capacity = plan.fsx_capacity_gib
         pv = hub.fsx_pv(args.fsx_file_system_id, args.fsx_dns_name, args.fsx_mount_name, capacity)
         pv_res = k8s.core.v1.PersistentVolume(f"{name}-fsx-pv", metadata=_meta(pv["metadata"]), spec=pv["spec"],
@@ -56,7 +55,7 @@ class JupyterHub(pulumi.ComponentResource):
         pvc_res = k8s.core.v1.PersistentVolumeClaim(f"{name}-fsx-pvc", metadata=_meta(pvc["metadata"]),
                                                     spec=pvc["spec"],
                                                     opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, pv_res]))
-        deps: list[pulumi.Resource] = [ns, pvc_res, *args.after]
+        deps: list[pulumi.Resource] = [ns, pvc_res, *after]
         secret = pulumi.Output.secret(args.client_secret) if args.client_secret is not None else None
         dummy = plan.dummy_auth
         if secret is not None and not dummy:

@@ -7,7 +7,7 @@ this component registers them. Grafana's admin password is generated (never the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ import pulumi_random as random
 
 from assembly import observability as obs
 from components import iam
+from components.deps import dependencies
 from ekstrain.versions import Chart
 
 POD_SECURITY = {
@@ -33,8 +34,6 @@ class ObservabilityArgs:
     """From ``assembly.observability.plan(cfg)``."""
     chart: Chart
     """The kube-prometheus-stack chart (pinned in ekstrain/versions.py)."""
-    after: Sequence[pulumi.Resource] = ()
-    """@default none: resources the release waits for (the cluster, for the gp3 class and add-ons)."""
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -43,7 +42,8 @@ def _meta(m: dict[str, Any]) -> k8s.meta.v1.ObjectMetaArgs:
 
 
 class Observability(pulumi.ComponentResource):
-    """Pass ``opts=ResourceOptions(provider=<k8s provider>)``; AWS children use the default provider."""
+    """Pass ``opts=ResourceOptions(provider=<k8s provider>, depends_on=[<cluster>])``; AWS children use the
+    default provider."""
 
     release: k8s.helm.v3.Release
     grafana_admin_password: pulumi.Output[str]
@@ -52,11 +52,12 @@ class Observability(pulumi.ComponentResource):
     def __init__(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:observability:Observability", name, None, opts)
         plan = args.plan
+        after = dependencies(opts)  # the cluster: the gp3 class and add-ons
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(args.tags)
         ns = k8s.core.v1.Namespace(f"{name}-ns", metadata=k8s.meta.v1.ObjectMetaArgs(
             name=obs.NAMESPACE, labels={"app.kubernetes.io/part-of": "ekstrain", **POD_SECURITY}),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)))
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after))
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[ns])
 
         password = random.RandomPassword(f"{name}-grafana-admin", length=32, special=False, opts=child)
@@ -65,7 +66,7 @@ class Observability(pulumi.ComponentResource):
             name=obs.GRAFANA_ADMIN_SECRET, namespace=obs.NAMESPACE), type="Opaque",
             string_data={"admin-user": "admin", "admin-password": self.grafana_admin_password}, opts=in_ns)
 
-        deps: list[pulumi.Resource] = [ns, admin, *args.after]
+        deps: list[pulumi.Resource] = [ns, admin, *after]
         self.remote_write_url = None
         if plan.amp_alias is not None:
             workspace = aws.amp.Workspace(f"{name}-amp", alias=plan.amp_alias, tags=tags, opts=child)
@@ -76,7 +77,7 @@ class Observability(pulumi.ComponentResource):
             association = aws.eks.PodIdentityAssociation(
                 f"{name}-amp-writer", cluster_name=plan.cluster_name, namespace=obs.NAMESPACE,
                 service_account=obs.PROMETHEUS_SA, role_arn=role.arn, tags=tags,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[policy, *args.after]))
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[policy, *after]))
             self.remote_write_url = workspace.prometheus_endpoint.apply(obs.remote_write_url)
             deps.append(association)
 

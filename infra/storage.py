@@ -72,7 +72,7 @@ def build_storage(cfg: StackConfig, network: Network, cluster: Cluster) -> Stora
         fsx_file_system_arn=fsx.arn if fsx else None,
         fsx_scratch_tag=(SCRATCH_TAG, name) if fsx and st.fsx.scratch.enabled else None,
         efs_chart=cfg.versions.chart("aws-efs-csi-driver") if efs else None,
-        cluster_ready=[cluster], tags=tags), opts=on_cluster)
+        tags=tags), opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster]))
 
     volumes = TrainingVolumes("storage-volumes", VolumesArgs(
         fsx=FsxVolume(file_system_id=fsx.file_system_id, dns_name=fsx.dns_name, mount_name=fsx.mount_name,
