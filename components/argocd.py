@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.deps import dependencies
 from ekstrain import argocd
 from ekstrain.versions import Chart
 
@@ -22,11 +23,10 @@ class ArgoCdArgs:
     """The argo-cd chart (pinned in ekstrain/versions.py)."""
     platform_charts: Sequence[Chart]
     """Every chart the platform pins: their registries become repositories and project sources."""
-    after: Sequence[pulumi.Resource] = ()
 
 
 class ArgoCd(pulumi.ComponentResource):
-    """Pass ``opts=ResourceOptions(provider=<k8s provider>)``."""
+    """Pass ``opts=ResourceOptions(provider=<k8s provider>, depends_on=[<cluster>])``."""
 
     release: k8s.helm.v3.Release
 
@@ -37,7 +37,7 @@ class ArgoCd(pulumi.ComponentResource):
             namespace=argocd.NAMESPACE, create_namespace=True,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.chart.repo) if args.chart.repo else None,
             values=argocd.chart_values(c.chart for c in args.platform_charts),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)))
+            opts=pulumi.ResourceOptions(parent=self, depends_on=dependencies(opts)))
         project = argocd.app_project(argocd.chart_repo(c.chart, c.repo) for c in args.platform_charts)
         # The AppProject CRD comes with the chart: create the project after the release.
         k8s.apiextensions.CustomResource(

@@ -18,6 +18,7 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from components import iam
+from ekstrain.names import SYSTEM_NODE_SELECTOR
 
 ACCESS_POLICIES = {
     "cluster-admin": "AmazonEKSClusterAdminPolicy",
@@ -31,7 +32,6 @@ SYSTEM_NODE_POLICIES = (
     "AmazonEKS_CNI_Policy",
     "AmazonSSMManagedInstanceCore",
 )
-SYSTEM_NODE_LABEL = "ekstrain.io/node-role"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -180,7 +180,7 @@ class Cluster(pulumi.ComponentResource):
                 id=launch_template.id, version=launch_template.latest_version.apply(str)),
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=args.system_min_size, desired_size=args.system_desired_size, max_size=args.system_max_size),
-            labels={SYSTEM_NODE_LABEL: "system"},
+            labels=dict(SYSTEM_NODE_SELECTOR),
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=attachments),
         )

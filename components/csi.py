@@ -17,7 +17,8 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import iam
-from components.cluster import SYSTEM_NODE_LABEL
+from components.deps import dependencies
+from ekstrain.names import CRITICAL_ADDONS_TOLERATION, SYSTEM_NODE_SELECTOR
 from ekstrain.versions import Chart
 
 NAMESPACE = "kube-system"
@@ -25,8 +26,7 @@ FSX_CONTROLLER_SA = "fsx-csi-controller-sa"
 FSX_NODE_SA = "fsx-csi-node-sa"
 EFS_CONTROLLER_SA = "efs-csi-controller-sa"
 EFS_NODE_SA = "efs-csi-node-sa"
-SYSTEM_NODE_SELECTOR = {SYSTEM_NODE_LABEL: "system"}
-CONTROLLER_TOLERATIONS = [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
+CONTROLLER_TOLERATIONS = [CRITICAL_ADDONS_TOLERATION]
 # Node plugins must run wherever a pod may mount a volume: accelerator nodes carry
 # nvidia.com/gpu=true:NoSchedule or aws.amazon.com/neuron=true:NoSchedule, and other components
 # may add taints of their own, so the DaemonSets tolerate every taint.
@@ -103,13 +103,12 @@ class CsiArgs:
     may create and delete."""
     efs_chart: Chart | None = None
     """@default none: no EFS driver."""
-    cluster_ready: Sequence[pulumi.Resource] = ()
-    """@default none: resources (the Cluster component) the associations and releases wait for."""
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
 class CsiDrivers(pulumi.ComponentResource):
-    """Pass ``opts=ResourceOptions(provider=<k8s provider>)`` (used for the Helm releases)."""
+    """Pass ``opts=ResourceOptions(provider=<k8s provider>, depends_on=[<cluster>])`` (the provider is
+    used for the Helm releases)."""
 
     releases: dict[str, k8s.helm.v3.Release]
 
@@ -118,6 +117,7 @@ class CsiDrivers(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(args.tags)
         self.releases = {}
+        after = dependencies(opts)  # the Cluster component
 
         def driver(key: str, chart: Chart, values: dict[str, Any], service_accounts: Sequence[str],
                    role: aws.iam.Role, policy: pulumi.Resource) -> None:
@@ -125,14 +125,14 @@ class CsiDrivers(pulumi.ComponentResource):
                 aws.eks.PodIdentityAssociation(
                     f"{name}-{key}-{sa}", cluster_name=args.cluster_name, namespace=NAMESPACE, service_account=sa,
                     role_arn=role.arn, tags=tags,
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.cluster_ready, policy]))
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[*after, policy]))
                 for sa in service_accounts
             ]
             # Pods read credentials at start: install after the associations exist.
             self.releases[key] = k8s.helm.v3.Release(
                 f"{name}-{key}", name=chart.chart.rsplit("/", 1)[-1], chart=chart.chart, version=chart.version,
                 repository_opts={"repo": chart.repo} if chart.repo else None, namespace=NAMESPACE, values=values,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.cluster_ready, *associations]))
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[*after, *associations]))
 
         if args.fsx_chart is not None:
             if args.fsx_file_system_arn is None:

@@ -20,10 +20,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.cluster import SYSTEM_NODE_LABEL
+from assembly import observability as obs
 from ekstrain import names
-from ekstrain import observability as obs
 from ekstrain.catalog import GPU, TRAINIUM
+from ekstrain.names import CRITICAL_ADDONS_TOLERATION, SYSTEM_NODE_LABEL
 from ekstrain.versions import NEURON_CUSTOM_SCHEDULER_TAGS, NEURON_MONITOR_IMAGE, Chart
 
 NAMESPACE = "kube-system"
@@ -46,7 +46,7 @@ def nvidia_values() -> dict[str, Any]:
     return {
         "nodeSelector": {names.ACCELERATOR_LABEL: GPU},
         "affinity": _only_on(names.ACCELERATOR_LABEL, GPU),
-        "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, _toleration(GPU_RESOURCE)],
+        "tolerations": [CRITICAL_ADDONS_TOLERATION, _toleration(GPU_RESOURCE)],
         "gfd": {"enabled": False},
     }
 

@@ -1,6 +1,6 @@
 """TrainingJob: registers one rendered training workload (or health check) as Kubernetes resources.
 
-Thin on purpose: ``ekstrain.jobs`` renders the objects (pure, tested without Pulumi); this
+Thin on purpose: ``assembly.jobs`` renders the objects (pure, tested without Pulumi); this
 component only turns each object into a resource (``CustomResource`` for MPIJob, PyTorchJob,
 TrainJob, Volcano Job, RayJob/RayCluster; typed ConfigMap, Service and batch/v1 Job), children of
 the component, in render order. Pass the Kubernetes provider in ``opts`` and ``depends_on`` the
@@ -17,11 +17,6 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ekstrain.jobs import health_check, render
-from ekstrain.jobs.planning import PlannerBackend
-from ekstrain.jobs.spec import RunSpec
-from stacks.models import StackConfig
-
 _BUILTINS: dict[tuple[str, str], Any] = {
     ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
     ("v1", "Service"): k8s.core.v1.Service,
@@ -31,17 +26,10 @@ _BUILTINS: dict[tuple[str, str], Any] = {
 
 @dataclass(frozen=True, kw_only=True)
 class TrainingJobArgs:
+    """``TrainingJobArgs(objects=assembly.jobs.render(spec, cfg, scheduler))`` or ``objects=health_check(cfg, p)``."""
+
     objects: Sequence[Mapping[str, Any]]
-    """Rendered Kubernetes objects (``ekstrain.jobs.render`` / ``health_check``), applied in this order."""
-
-    @classmethod
-    def for_run(cls, spec: RunSpec, cfg: StackConfig, scheduler: str,
-                planner: PlannerBackend | None = None) -> TrainingJobArgs:
-        return cls(objects=render(spec, cfg, scheduler, planner))
-
-    @classmethod
-    def for_health_check(cls, cfg: StackConfig, partition: str, nodes: int | None = None) -> TrainingJobArgs:
-        return cls(objects=health_check(cfg, partition, nodes))
+    """Rendered Kubernetes objects (``assembly.jobs.render`` / ``health_check``), applied in this order."""
 
 
 def _suffix(obj: Mapping[str, Any]) -> str:

@@ -1,26 +1,26 @@
 """JupyterHub: the zero-to-jupyterhub release, its namespace and the read-only FSx volume.
 
-Values come from :mod:`ekstrain.jupyterhub` (profiles per partition, EFS homes, culling, auth,
+Values come from :mod:`assembly.jupyterhub` (profiles per partition, EFS homes, culling, auth,
 internal load balancer); this component registers them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ekstrain import jupyterhub as hub
+from assembly import jupyterhub as hub
+from components.deps import dependencies
 from ekstrain.versions import Chart
-from stacks.models import StackConfig
 
 
 @dataclass(frozen=True, kw_only=True)
 class JupyterHubArgs:
-    cfg: StackConfig
+    plan: hub.HubPlan
+    """From ``assembly.jupyterhub.plan(cfg)``."""
     chart: Chart
     client_secret: pulumi.Input[str] | None = None
     """OAuth client secret (or the dummy password outside prod); kept secret in state. @default none:
@@ -28,8 +28,6 @@ class JupyterHubArgs:
     fsx_file_system_id: pulumi.Input[str]
     fsx_dns_name: pulumi.Input[str]
     fsx_mount_name: pulumi.Input[str]
-    after: Sequence[pulumi.Resource] = ()
-    """@default none: what the release waits for (the EFS/FSx CSI drivers and the efs-ap class)."""
 
 
 def _meta(m: dict[str, Any]) -> k8s.meta.v1.ObjectMetaArgs:
@@ -37,18 +35,19 @@ def _meta(m: dict[str, Any]) -> k8s.meta.v1.ObjectMetaArgs:
 
 
 class JupyterHub(pulumi.ComponentResource):
-    """Pass ``opts=ResourceOptions(provider=<k8s provider>)``."""
+    """Pass ``opts=ResourceOptions(provider=<k8s provider>, depends_on=[...])``."""
 
     release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: JupyterHubArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:jupyterhub:JupyterHub", name, None, opts)
-        cfg = args.cfg
+        plan = args.plan
+        after = dependencies(opts)  # the cluster, the EFS/FSx CSI drivers and the efs-ap class
         ns = k8s.core.v1.Namespace(f"{name}-ns", metadata=k8s.meta.v1.ObjectMetaArgs(
             name=hub.NAMESPACE, labels={"app.kubernetes.io/part-of": "ekstrain",
                                         "pod-security.kubernetes.io/enforce": "baseline"}),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)))
-        capacity = cfg.storage.fsx.storage_capacity_gib
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after))
+        capacity = plan.fsx_capacity_gib
         pv = hub.fsx_pv(args.fsx_file_system_id, args.fsx_dns_name, args.fsx_mount_name, capacity)
         pv_res = k8s.core.v1.PersistentVolume(f"{name}-fsx-pv", metadata=_meta(pv["metadata"]), spec=pv["spec"],
                                               opts=pulumi.ResourceOptions(parent=self))
@@ -56,9 +55,9 @@ class JupyterHub(pulumi.ComponentResource):
         pvc_res = k8s.core.v1.PersistentVolumeClaim(f"{name}-fsx-pvc", metadata=_meta(pvc["metadata"]),
                                                     spec=pvc["spec"],
                                                     opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, pv_res]))
-        deps: list[pulumi.Resource] = [ns, pvc_res, *args.after]
+        deps: list[pulumi.Resource] = [ns, pvc_res, *after]
         secret = pulumi.Output.secret(args.client_secret) if args.client_secret is not None else None
-        dummy = cfg.jupyterhub.auth.type == "dummy"
+        dummy = plan.dummy_auth
         if secret is not None and not dummy:
             s = hub.oauth_secret(secret)
             deps.append(k8s.core.v1.Secret(f"{name}-oauth", metadata=_meta(s["metadata"]), type=s["type"],
@@ -67,6 +66,6 @@ class JupyterHub(pulumi.ComponentResource):
         self.release = k8s.helm.v3.Release(
             name, name=hub.RELEASE, chart=args.chart.chart, version=args.chart.version, namespace=hub.NAMESPACE,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.chart.repo) if args.chart.repo else None,
-            values=hub.chart_values(cfg, secret if dummy else None),
+            values=plan.values(secret if dummy else None),
             opts=pulumi.ResourceOptions(parent=self, depends_on=deps))
         self.register_outputs({"namespace": hub.NAMESPACE})

@@ -10,7 +10,7 @@ id comes from the node role's ARN once it exists.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,8 +19,9 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import iam
-from components.cluster import SYSTEM_NODE_LABEL
+from components.deps import dependencies
 from ekstrain import karpenter_specs as specs
+from ekstrain.names import SYSTEM_NODE_TERM
 from ekstrain.versions import Chart
 
 NAMESPACE = "kube-system"
@@ -190,7 +191,7 @@ def chart_values(cluster_name: str, queue_name: Any, replicas: int, region: str 
         # the default's "not on a Karpenter node" expression; podAntiAffinity stays the chart's.
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"},
-                                  {"key": SYSTEM_NODE_LABEL, "operator": "In", "values": ["system"]}]}]}}},
+                                  SYSTEM_NODE_TERM]}]}}},
         "controller": controller,
         "settings": {
             "clusterName": cluster_name,
@@ -200,13 +201,6 @@ def chart_values(cluster_name: str, queue_name: Any, replicas: int, region: str 
             "featureGates": {"reservedCapacity": True, "staticCapacity": False},
         },
     }
-
-
-def _dependencies(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
-    deps = opts.depends_on if opts is not None else None
-    if deps is None:
-        return []
-    return list(deps) if isinstance(deps, Sequence) else [deps]  # type: ignore[arg-type,list-item]
 
 
 class Karpenter(pulumi.ComponentResource):
@@ -222,7 +216,7 @@ class Karpenter(pulumi.ComponentResource):
     def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:karpenter:Karpenter", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        after_cluster = pulumi.ResourceOptions(parent=self, depends_on=_dependencies(opts))
+        after_cluster = pulumi.ResourceOptions(parent=self, depends_on=dependencies(opts))
         tags = dict(args.tags)
         cluster = args.cluster_name
 
@@ -270,7 +264,7 @@ class Karpenter(pulumi.ComponentResource):
 
         crds = k8s.helm.v3.Release(f"{name}-crd", name="karpenter-crd", chart=args.crd_chart.chart,
                                    version=args.crd_chart.version, namespace=NAMESPACE,
-                                   opts=pulumi.ResourceOptions(parent=self, depends_on=_dependencies(opts)))
+                                   opts=pulumi.ResourceOptions(parent=self, depends_on=dependencies(opts)))
         self.release = k8s.helm.v3.Release(
             name, name=RELEASE_NAME, chart=args.chart.chart, version=args.chart.version, namespace=NAMESPACE,
             # The CRDs belong to the karpenter-crd release (upgraded with the chart, unlike crds/).

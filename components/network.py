@@ -14,11 +14,9 @@ import pulumi
 import pulumi_aws as aws
 
 from components import iam
+from ekstrain import names
+from ekstrain.names import DISCOVERY_TAG, SG_ROLE_TAG, SUBNET_ROLE_TAG
 from ekstrain.subnets import plan_subnets
-
-DISCOVERY_TAG = "karpenter.sh/discovery"
-SUBNET_ROLE_TAG = "ekstrain.io/subnet-role"
-SG_ROLE_TAG = "ekstrain.io/sg-role"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,7 +134,8 @@ class Network(pulumi.ComponentResource):
 
         self.placement_group_names = {}
         for partition in args.placement_group_partitions:
-            pg = aws.ec2.PlacementGroup(f"{name}-pg-{partition}", name=f"{args.cluster_name}-{partition}",
+            pg = aws.ec2.PlacementGroup(f"{name}-pg-{partition}",
+                                        name=names.placement_group_name(args.cluster_name, partition),
                                         strategy="cluster", tags=named(f"pg-{partition}"), opts=child)
             self.placement_group_names[partition] = pg.name
 

@@ -1,13 +1,13 @@
 """Observability: kube-prometheus-stack with GPU (DCGM), Neuron and EFA metrics, the training
 dashboards, and optional remote write to Amazon Managed Service for Prometheus.
 
-Values, scrape targets, exporter objects and dashboards come from :mod:`ekstrain.observability`;
+Values, scrape targets, exporter objects and dashboards come from :mod:`assembly.observability`;
 this component registers them. Grafana's admin password is generated (never the chart's default).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,10 +16,10 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+from assembly import observability as obs
 from components import iam
-from ekstrain import observability as obs
+from components.deps import dependencies
 from ekstrain.versions import Chart
-from stacks.models import StackConfig
 
 POD_SECURITY = {
     # node-exporter uses the host network, PID namespace and root file system.
@@ -30,11 +30,10 @@ POD_SECURITY = {
 
 @dataclass(frozen=True, kw_only=True)
 class ObservabilityArgs:
-    cfg: StackConfig
+    plan: obs.ObservabilityPlan
+    """From ``assembly.observability.plan(cfg)``."""
     chart: Chart
     """The kube-prometheus-stack chart (pinned in ekstrain/versions.py)."""
-    after: Sequence[pulumi.Resource] = ()
-    """@default none: resources the release waits for (the cluster, for the gp3 class and add-ons)."""
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -43,7 +42,8 @@ def _meta(m: dict[str, Any]) -> k8s.meta.v1.ObjectMetaArgs:
 
 
 class Observability(pulumi.ComponentResource):
-    """Pass ``opts=ResourceOptions(provider=<k8s provider>)``; AWS children use the default provider."""
+    """Pass ``opts=ResourceOptions(provider=<k8s provider>, depends_on=[<cluster>])``; AWS children use the
+    default provider."""
 
     release: k8s.helm.v3.Release
     grafana_admin_password: pulumi.Output[str]
@@ -51,12 +51,13 @@ class Observability(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:observability:Observability", name, None, opts)
-        cfg = args.cfg
+        plan = args.plan
+        after = dependencies(opts)  # the cluster: the gp3 class and add-ons
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(args.tags)
         ns = k8s.core.v1.Namespace(f"{name}-ns", metadata=k8s.meta.v1.ObjectMetaArgs(
             name=obs.NAMESPACE, labels={"app.kubernetes.io/part-of": "ekstrain", **POD_SECURITY}),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)))
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after))
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[ns])
 
         password = random.RandomPassword(f"{name}-grafana-admin", length=32, special=False, opts=child)
@@ -65,29 +66,28 @@ class Observability(pulumi.ComponentResource):
             name=obs.GRAFANA_ADMIN_SECRET, namespace=obs.NAMESPACE), type="Opaque",
             string_data={"admin-user": "admin", "admin-password": self.grafana_admin_password}, opts=in_ns)
 
-        deps: list[pulumi.Resource] = [ns, admin, *args.after]
+        deps: list[pulumi.Resource] = [ns, admin, *after]
         self.remote_write_url = None
-        if cfg.observability.amp.enabled:
-            alias = cfg.observability.amp.workspace_alias or f"{cfg.cluster.name}-metrics"
-            workspace = aws.amp.Workspace(f"{name}-amp", alias=alias, tags=tags, opts=child)
+        if plan.amp_alias is not None:
+            workspace = aws.amp.Workspace(f"{name}-amp", alias=plan.amp_alias, tags=tags, opts=child)
             role = aws.iam.Role(f"{name}-amp-writer", assume_role_policy=iam.pod_identity_trust(),
-                                description=f"Prometheus of {cfg.cluster.name} writes to AMP", tags=tags, opts=child)
+                                description=f"Prometheus of {plan.cluster_name} writes to AMP", tags=tags, opts=child)
             policy = aws.iam.RolePolicy(f"{name}-amp-writer", role=role.id, policy=iam.policy_document([
                 {"Effect": "Allow", "Action": ["aps:RemoteWrite"], "Resource": workspace.arn}]), opts=child)
             association = aws.eks.PodIdentityAssociation(
-                f"{name}-amp-writer", cluster_name=cfg.cluster.name, namespace=obs.NAMESPACE,
+                f"{name}-amp-writer", cluster_name=plan.cluster_name, namespace=obs.NAMESPACE,
                 service_account=obs.PROMETHEUS_SA, role_arn=role.arn, tags=tags,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[policy, *args.after]))
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[policy, *after]))
             self.remote_write_url = workspace.prometheus_endpoint.apply(obs.remote_write_url)
             deps.append(association)
 
         self.release = k8s.helm.v3.Release(
             name, name=obs.RELEASE, chart=args.chart.chart, version=args.chart.version, namespace=obs.NAMESPACE,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.chart.repo) if args.chart.repo else None,
-            values=obs.chart_values(cfg, self.remote_write_url),
+            values=plan.values(self.remote_write_url),
             opts=pulumi.ResourceOptions(parent=self, depends_on=deps))
 
-        if obs.has_efa(cfg):
+        if plan.efa_exporter:
             cm = obs.efa_exporter_configmap()
             script = k8s.core.v1.ConfigMap(f"{name}-efa-exporter", metadata=_meta(cm["metadata"]), data=cm["data"],
                                            opts=in_ns)
@@ -99,12 +99,12 @@ class Observability(pulumi.ComponentResource):
             netpol = obs.efa_exporter_network_policy()
             k8s.networking.v1.NetworkPolicy(f"{name}-efa-exporter", metadata=_meta(netpol["metadata"]),
                                             spec=netpol["spec"], opts=in_ns)
-        if obs.has(cfg, "trainium"):
+        if plan.neuron_monitor:
             # neuron-monitor itself is a device-plugins DaemonSet in kube-system; this Service exposes it.
             svc = obs.metrics_service(obs.NEURON_MONITOR, "kube-system", obs.NEURON_MONITOR_PORT)
             k8s.core.v1.Service(f"{name}-neuron-monitor", metadata=_meta(svc["metadata"]), spec=svc["spec"],
                                 opts=child)
-        for uid, board in obs.dashboards(cfg).items():
+        for uid, board in plan.dashboards.items():
             cm = obs.dashboard_configmap(uid, board)
             k8s.core.v1.ConfigMap(f"{name}-dashboard-{uid}", metadata=_meta(cm["metadata"]), data=cm["data"],
                                   opts=in_ns)

@@ -15,9 +15,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from assembly.schedulers import operators as build
 from components.scheduler_helm import release
 from ekstrain import versions
-from ekstrain.schedulers import operators as build
 from ekstrain.versions import Chart
 
 

@@ -10,13 +10,14 @@ CustomResources after the Karpenter release (which brings the CRDs and the contr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.deps import dependencies
 from ekstrain import karpenter_specs as specs
 
 
@@ -29,8 +30,6 @@ class PartitionArgs:
     """The EKS-created cluster SG; every node carries it."""
     placement_group_name: pulumi.Input[str] | None = None
     """@default none; the network's placement group name (an Output, so the group exists first)."""
-    karpenter_release: pulumi.Resource | None = None
-    """@default none; the Karpenter Helm release the custom resources wait for (CRDs + webhook)."""
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -47,7 +46,7 @@ class Partition(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: PartitionArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:partitions:Partition", name, None, opts)
-        deps: Sequence[pulumi.Resource] = [args.karpenter_release] if args.karpenter_release else []
+        deps = dependencies(opts)  # the Karpenter Helm release: CRDs + webhook
         layouts = specs.layout_specs(args.spec)
         for spec in layouts:
             # Single-layout partitions keep the `<partition>-nodeclass` names (no replacement on upgrade).

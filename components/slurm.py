@@ -19,8 +19,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+from assembly.schedulers import slurm as build
 from components.scheduler_helm import release
-from ekstrain.schedulers import slurm as build
 from ekstrain.versions import Chart
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from assembly.schedulers import volcano as build
 from components.scheduler_helm import release
-from ekstrain.schedulers import volcano as build
 from ekstrain.versions import Chart
 
 
@@ -19,7 +19,7 @@ class VolcanoArgs:
     chart: Chart
     values: Mapping[str, Any]
     queues: Sequence[Mapping[str, Any]]
-    """``scheduling.volcano.sh/v1beta1`` Queue manifests (ekstrain.schedulers.volcano.queues)."""
+    """``scheduling.volcano.sh/v1beta1`` Queue manifests (assembly.schedulers.volcano.queues)."""
 
 
 class Volcano(pulumi.ComponentResource):

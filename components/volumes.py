@@ -25,7 +25,7 @@ MODEL_STORE_NOMINAL_SIZE = "1Ti"
 POD_SECURITY = {
     # Every template's pods meet `baseline`: no privilege, capabilities dropped (sshd's five are in the
     # baseline list), /dev/shm is a memory emptyDir, no host namespaces or hostPath; EFA needs no
-    # IPC_LOCK (ekstrain/jobs/resolve.py). Enforce it; warn/audit against `restricted` to show the gap.
+    # IPC_LOCK (assembly/jobs/resolve.py). Enforce it; warn/audit against `restricted` to show the gap.
     "pod-security.kubernetes.io/enforce": "baseline",
     "pod-security.kubernetes.io/warn": "restricted",
     "pod-security.kubernetes.io/audit": "restricted",

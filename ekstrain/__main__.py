@@ -1,5 +1,5 @@
 import sys
 
-from ekstrain.cli import main
+from assembly.cli import main
 
 sys.exit(main())

@@ -13,13 +13,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ekstrain import names
+from ekstrain.names import DISCOVERY_TAG, SG_ROLE_TAG, SUBNET_ROLE_TAG, placement_group_name
 from ekstrain.partitions import PartitionShape, layout_nodes
 
 NODECLASS_API = "karpenter.k8s.aws/v1"
 NODEPOOL_API = "karpenter.sh/v1"
-DISCOVERY_TAG = "karpenter.sh/discovery"
-SUBNET_ROLE_TAG = "ekstrain.io/subnet-role"
-SG_ROLE_TAG = "ekstrain.io/sg-role"
 ROOT_DEVICE = "/dev/xvda"
 """AL2023's root device name."""
 
@@ -44,11 +42,6 @@ def controller_role_name(cluster_name: str) -> str:
 def interruption_queue_name(cluster_name: str) -> str:
     """SQS queue Karpenter reads interruption events from (the guide uses the cluster name)."""
     return cluster_name
-
-
-def placement_group_name(cluster_name: str, partition: str) -> str:
-    """Name the network component gives the partition's cluster placement group."""
-    return f"{cluster_name}-{partition}"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,5 +1,7 @@
 """Names and labels that several components and the job templates must agree on."""
 
+from typing import Any
+
 TRAINING_NAMESPACE = "training"
 """Namespace for training workloads (jobs, PVCs, queues' jobs)."""
 
@@ -20,3 +22,27 @@ FSX_PVC = "fsx-lustre"
 EFS_STORAGE_CLASS = "efs-ap"
 MODEL_STORE_PVC = "model-store"
 """EFS-backed PVC (in TRAINING_NAMESPACE) for shared model weights."""
+
+SYSTEM_NODE_LABEL = "ekstrain.io/node-role"
+"""``system`` on the managed system node group: controllers and add-ons run only there."""
+SYSTEM_NODE_SELECTOR = {SYSTEM_NODE_LABEL: "system"}
+SYSTEM_NODE_TERM = {"key": SYSTEM_NODE_LABEL, "operator": "In", "values": ["system"]}
+"""The same placement as a node-affinity match expression."""
+SYSTEM_NODE_AFFINITY: dict[str, Any] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+    "nodeSelectorTerms": [{"matchExpressions": [SYSTEM_NODE_TERM]}]}}}
+"""For charts whose ``nodeSelector`` default is non-empty (so adding a key would not be a chart key):
+an affinity expresses the same placement through an empty-by-default value."""
+CRITICAL_ADDONS_TOLERATION = {"key": "CriticalAddonsOnly", "operator": "Exists"}
+"""Lets add-on controllers run on nodes reserved for critical add-ons."""
+
+DISCOVERY_TAG = "karpenter.sh/discovery"
+"""``<cluster>`` on the subnets and security groups Karpenter's EC2NodeClasses select."""
+SUBNET_ROLE_TAG = "ekstrain.io/subnet-role"
+"""``private`` or ``efa``: which subnets a partition's nodes launch into."""
+SG_ROLE_TAG = "ekstrain.io/sg-role"
+"""``efa`` on the EFA security group."""
+
+
+def placement_group_name(cluster_name: str, partition: str) -> str:
+    """The partition's cluster placement group (the network creates it, Karpenter selects it)."""
+    return f"{cluster_name}-{partition}"

@@ -6,6 +6,11 @@ from typing import Any
 
 import pulumi
 
+from assembly.jupyterhub import plan as hub_plan
+from assembly.observability import plan as obs_plan
+from assembly.schedulers import operators as operator_values
+from assembly.schedulers import slurm as slurm_values
+from assembly.schedulers import volcano as volcano_values
 from components.argocd import ArgoCd, ArgoCdArgs
 from components.cluster import AdminPrincipal, Cluster, ClusterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
@@ -16,14 +21,11 @@ from components.observability import Observability, ObservabilityArgs
 from components.operators import Operators, OperatorsArgs
 from components.partitions import Partition, PartitionArgs
 from components.slurm import Slurm, SlurmArgs
-from components.storage import build_storage
 from components.volcano import Volcano, VolcanoArgs
 from ekstrain import catalog, versions
 from ekstrain.karpenter_specs import PartitionSpec
 from ekstrain.partitions import shape
-from ekstrain.schedulers import operators as operator_values
-from ekstrain.schedulers import slurm as slurm_values
-from ekstrain.schedulers import volcano as volcano_values
+from infra.storage import build_storage
 from stacks.models import StackConfig
 
 
@@ -103,9 +105,8 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             node_role_name=karpenter.node_role_name,
             cluster_security_group_id=cluster.cluster_security_group_id,
             placement_group_name=network.placement_group_names.get(p.name),
-            karpenter_release=karpenter.release,
             tags=tags,
-        ), opts=pulumi.ResourceOptions(provider=cluster.provider))
+        ), opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[karpenter.release]))
         node_pools.append(partition.node_pool_names)
     types_of = lambda pred: sorted({t for p in cfg.partitions if pred(p) for t in p.instance_types})  # noqa: E731
     DevicePlugins("device-plugins", DevicePluginsArgs(
@@ -121,23 +122,23 @@ def build(cfg: StackConfig) -> dict[str, Any]:
     # ---- platform pieces (ekstrain:observability, ekstrain:jupyterhub, ekstrain:delivery) ----
     if cfg.observability.enabled:
         observability = Observability("observability", ObservabilityArgs(
-            cfg=cfg, chart=cfg.versions.chart("kube-prometheus-stack"), after=[cluster], tags=tags),
-            opts=pulumi.ResourceOptions(provider=cluster.provider))
+            plan=obs_plan(cfg), chart=cfg.versions.chart("kube-prometheus-stack"), tags=tags),
+            opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster]))
         outputs["grafanaAdminPassword"] = observability.grafana_admin_password
         if observability.remote_write_url is not None:
             outputs["ampRemoteWriteUrl"] = observability.remote_write_url
     if cfg.jupyterhub.enabled and storage.fsx:
         JupyterHub("jupyterhub", JupyterHubArgs(
-            cfg=cfg, chart=cfg.versions.chart("jupyterhub"),
+            plan=hub_plan(cfg), chart=cfg.versions.chart("jupyterhub"),
             client_secret=pulumi.Output.secret(cfg.jupyterhub_client_secret) if cfg.jupyterhub_client_secret else None,
             fsx_file_system_id=storage.fsx.file_system_id, fsx_dns_name=storage.fsx.dns_name,
-            fsx_mount_name=storage.fsx.mount_name, after=[cluster, storage.csi, storage.volumes]),
-            opts=pulumi.ResourceOptions(provider=cluster.provider))
+            fsx_mount_name=storage.fsx.mount_name),
+            opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster, storage.csi, storage.volumes]))
     if cfg.delivery.argocd:
         ArgoCd("argocd", ArgoCdArgs(
             chart=cfg.versions.chart("argo-cd"),
             platform_charts=[cfg.versions.chart(n) for n in versions.DEFAULT_CHARTS if n != "argo-cd"],
-            after=[cluster]), opts=pulumi.ResourceOptions(provider=cluster.provider))
+            ), opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster]))
     # ---- schedulers (ekstrain:schedulers) ----
     sched = cfg.schedulers
     k8s_opts = pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster])

@@ -26,10 +26,10 @@ from typing import Any
 
 import yaml
 
-from ekstrain import argocd, catalog, storage_sizing, validation, versions
+from ekstrain import argocd, catalog, names, storage_sizing, validation, versions
 from ekstrain.partitions import layout_nodes, shape
-from ekstrain.verify import Check, aws_rules, charts, iam, sdk_schema, tfplan
 from infra import offline
+from infra.verify import Check, aws_rules, charts, iam, sdk_schema, tfplan
 from stacks.errors import ConfigError
 from stacks.loader import load_flat, read_stack_file
 from stacks.models import StackConfig
@@ -95,7 +95,7 @@ def partition_rows(cfg: StackConfig) -> list[dict[str, Any]]:
             "maxAccelerators": s.accelerators_per_node * p.max_nodes,
             "efa": ",".join(f"{t.name.split('.')[0]}:{s.efa_for(t.name)}" for t in s.instance_types),
             "nodePools": ",".join(f"{layout.name}({n})" for layout, n in pools),
-            "placementGroup": f"{cfg.cluster.name}-{p.name}" if p.wants_placement_group else "-",
+            "placementGroup": names.placement_group_name(cfg.cluster.name, p.name) if p.wants_placement_group else "-",
             "usdPerHourAtMax": "n/a" if lo is None or hi is None else
             (f"{lo * p.max_nodes:,.0f}" if lo == hi else f"{lo * p.max_nodes:,.0f}-{hi * p.max_nodes:,.0f}"),
         })

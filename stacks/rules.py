@@ -157,7 +157,7 @@ DOCUMENTATION_NETWORKS = tuple(ipaddress.IPv4Network(n) for n in ("192.0.2.0/24"
 
 
 def _slurm_login(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
-    from ekstrain.schedulers.slurm import authorized_keys, keys_file
+    from stacks.slurm_login import authorized_keys, keys_file
 
     s = cfg.schedulers.slurm
     if not s.enabled:
@@ -287,7 +287,7 @@ def _partitions(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
                                       f"lower maxNodes to {cr.instance_count} or enlarge the reservation"))
         if part.capacity_type == "reserved" and part.wants_placement_group:
             warnings.append(f"{_p(i, part, 'placementGroup')}: instances launch into the placement group "
-                            f"{karpenter_specs.placement_group_name(cfg.cluster.name, part.name)}, so an On-Demand "
+                            f"{names.placement_group_name(cfg.cluster.name, part.name)}, so an On-Demand "
                             "Capacity Reservation is only used if it was created in that group; Capacity Blocks "
                             "are co-located by EC2 already: set placementGroup: false for them")
         if part.min_nodes > 0:

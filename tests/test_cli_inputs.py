@@ -10,7 +10,8 @@ import sys
 import pytest
 from conftest import REPO
 
-from ekstrain import cli, cli_types
+from assembly import cli
+from ekstrain import cli_types
 
 BASE = ["job", "render", "--stack-file", str(REPO / "Pulumi.prod.yaml"), "--scheduler", "volcano",
         "--partition", "gpu-h100", "--nodes", "2", "--model", "llama3-8b",

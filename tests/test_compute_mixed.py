@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 from test_compute_specs import assert_valid, spec_for
 from test_jobs_support import FakePlanner
 
+from assembly.jobs import render as render_job
+from assembly.jobs.spec import RunSpec
+from assembly.schedulers import slurm, volcano
 from components.partitions import Partition, PartitionArgs
 from ekstrain import karpenter_specs as specs
 from ekstrain import names
-from ekstrain.jobs import render as render_job
-from ekstrain.jobs.spec import RunSpec
 from ekstrain.partitions import split_nodes
-from ekstrain.schedulers import slurm, volcano
 from infra.offline import Recording
 from infra.render import partition_rows
 from stacks.errors import ConfigError

@@ -262,9 +262,3 @@ def test_stack_manifests_pass_schema_and_cel(stack: str) -> None:
         assert_valid(node_class(s))
         assert_valid(specs.node_pool(s))
 
-
-def test_selector_tags_match_what_the_network_component_sets() -> None:
-    from components import network
-
-    assert (specs.DISCOVERY_TAG, specs.SUBNET_ROLE_TAG, specs.SG_ROLE_TAG) == (
-        network.DISCOVERY_TAG, network.SUBNET_ROLE_TAG, network.SG_ROLE_TAG)

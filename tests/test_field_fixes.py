@@ -14,10 +14,10 @@ from conftest import stack_config
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 
+from assembly.jobs import env as envtable
+from assembly.jobs import nccl, render
+from assembly.schedulers import operators
 from ekstrain import versions
-from ekstrain.jobs import env as envtable
-from ekstrain.jobs import nccl, render
-from ekstrain.schedulers import operators
 from infra.offline import Recording
 
 PROD = stack_config("prod")
@@ -118,8 +118,8 @@ def test_prod_login_keys_come_from_the_key_file(tmp_path: Any) -> None:
     import pytest
     from conftest import cfg_with
 
-    from ekstrain.schedulers import slurm
-    from stacks import rules
+    from assembly.schedulers import slurm
+    from stacks import rules, slurm_login
     from stacks.errors import ConfigError
 
     key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleExampleExampleExampleExampleExample ops@example"
@@ -128,7 +128,7 @@ def test_prod_login_keys_come_from_the_key_file(tmp_path: Any) -> None:
     cfg = cfg_with(lambda s: s["schedulers"]["slurm"].update(loginSshAuthorizedKeysFile=str(keys)))
     assert slurm.slurm_values(cfg)["loginsets"]["main"]["rootSshAuthorizedKeys"] == key
     assert PROD.schedulers.slurm.login_ssh_authorized_keys_file == "security/slurm-login.pub"
-    assert (slurm.PROJECT_DIR / "security" / "slurm-login.pub").is_file()
+    assert (slurm_login.PROJECT_DIR / "security" / "slurm-login.pub").is_file()
     _, warnings = rules.check(PROD)
     assert any("loginSshAuthorizedKeys: the login node has no SSH key" in w for w in warnings)  # file still empty
     with pytest.raises(ConfigError, match="loginSshAuthorizedKeysFile"):

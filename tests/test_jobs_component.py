@@ -6,13 +6,14 @@ from conftest import run_program, stack_config
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 
+from assembly.jobs import health_check, render
 from components.jobs import TrainingJob, TrainingJobArgs
 
 PROD = stack_config("prod")
 
 
 def test_volcano_run_becomes_configmap_then_custom_resource() -> None:
-    args = TrainingJobArgs.for_run(spec_for("gpu-a100", framework="deepspeed"), PROD, "volcano", FakePlanner())
+    args = TrainingJobArgs(objects=render(spec_for("gpu-a100", framework="deepspeed"), PROD, "volcano", FakePlanner()))
     rec = run_program(lambda: TrainingJob("llama", args))
     comp = rec.one("ekstrain:jobs:TrainingJob", "llama")
     children = list(rec.children_of(comp.urn))
@@ -27,7 +28,7 @@ def test_volcano_run_becomes_configmap_then_custom_resource() -> None:
 
 
 def test_trainium_run_registers_service_and_builtin_job() -> None:
-    args = TrainingJobArgs.for_run(spec_for("trainium"), PROD, "trainium", FakePlanner())
+    args = TrainingJobArgs(objects=render(spec_for("trainium"), PROD, "trainium", FakePlanner()))
     rec = run_program(lambda: TrainingJob("trn", args))
     types = [r.type for r in rec.children_of(rec.one("ekstrain:jobs:TrainingJob", "trn").urn)]
     assert types == ["kubernetes:core/v1:Service", "kubernetes:batch/v1:Job"]
@@ -38,7 +39,7 @@ def test_trainium_run_registers_service_and_builtin_job() -> None:
 def test_health_checks_for_every_prod_partition() -> None:
     def program() -> None:
         for part in PROD.partitions:
-            TrainingJob(f"nccl-{part.name}", TrainingJobArgs.for_health_check(PROD, part.name))
+            TrainingJob(f"nccl-{part.name}", TrainingJobArgs(objects=health_check(PROD, part.name)))
 
     rec = run_program(program)
     mpijobs = rec.of_type("kubernetes:kubeflow.org/v2beta1:MPIJob")

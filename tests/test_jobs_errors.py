@@ -11,9 +11,10 @@ from conftest import REPO, stack_config
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 
-from ekstrain import cli, validation
-from ekstrain.jobs import JobRequestError, RunSpec, render, resolve_for
-from ekstrain.jobs import planning as planning_module
+from assembly import cli
+from assembly.jobs import JobRequestError, RunSpec, render, resolve_for
+from assembly.jobs import planning as planning_module
+from ekstrain import validation
 
 PROD = stack_config("prod")
 

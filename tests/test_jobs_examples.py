@@ -15,8 +15,9 @@ import yaml
 from conftest import REPO
 from test_jobs_support import FakePlanner
 
-from ekstrain import cli, validation
-from ekstrain.jobs import planning
+from assembly import cli
+from assembly.jobs import planning
+from ekstrain import validation
 
 SCRIPT = REPO / "examples" / "render-all.sh"
 REAL_PLANNER = importlib.util.find_spec("ekstrain.planner") is not None

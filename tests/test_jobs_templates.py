@@ -16,9 +16,9 @@ import pytest
 from conftest import stack_config
 from test_jobs_support import FakePlanner
 
+from assembly.jobs import SCHEDULERS, RunSpec, render, render_sbatch
+from assembly.jobs.resolve import DO_NOT_DISRUPT, INSTANCE_TYPE_LABEL
 from ekstrain import catalog, names, validation
-from ekstrain.jobs import SCHEDULERS, RunSpec, render, render_sbatch
-from ekstrain.jobs.resolve import DO_NOT_DISRUPT, INSTANCE_TYPE_LABEL
 
 PROD = stack_config("prod")
 GPU_PARTITIONS = [p.name for p in PROD.partitions if p.accelerator == "gpu"]
@@ -213,7 +213,7 @@ def test_volcano_gang_restarts_the_whole_job_in_the_partition_queue() -> None:
 
 
 def test_trainjob_runtime_is_one_the_schedulers_component_installs() -> None:
-    from ekstrain.schedulers import operators
+    from assembly.schedulers import operators
 
     installed = {r["metadata"]["name"] for r in operators.torch_runtimes(PROD)}
     for partition in ("gpu-a100", "gpu-h100"):

@@ -14,8 +14,8 @@ import pytest
 import yaml
 from conftest import needs_upstream, run_program, stack_config, stack_sections
 
+from assembly import jupyterhub as hub
 from components.jupyterhub import JupyterHub, JupyterHubArgs
-from ekstrain import jupyterhub as hub
 from ekstrain import validation
 from infra.offline import Recording
 from stacks.errors import ConfigError
@@ -29,8 +29,9 @@ HELM = os.environ.get("EKSTRAIN_HELM", "/work/tools/helm")
 def _run(cfg: Any, secret: str | None) -> Recording:
     def program() -> pulumi.Output[str]:
         h = JupyterHub("jupyterhub", JupyterHubArgs(
-            cfg=cfg, chart=cfg.versions.chart("jupyterhub"), client_secret=secret, fsx_file_system_id="fs-0abc",
-            fsx_dns_name="fs-0abc.fsx.us-west-2.amazonaws.com", fsx_mount_name="abcdef12"))
+            plan=hub.plan(cfg), chart=cfg.versions.chart("jupyterhub"), client_secret=secret,
+            fsx_file_system_id="fs-0abc", fsx_dns_name="fs-0abc.fsx.us-west-2.amazonaws.com",
+            fsx_mount_name="abcdef12"))
         return h.release.name
     return run_program(program)
 

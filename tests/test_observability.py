@@ -20,9 +20,9 @@ from conftest import needs_upstream, run_program, stack_config
 from hypothesis import given
 from hypothesis import strategies as st
 
+from assembly import observability as obs
 from components.observability import Observability, ObservabilityArgs
 from ekstrain import efa_exporter, validation
-from ekstrain import observability as obs
 from infra.offline import Recording
 
 PROD = stack_config("prod")
@@ -33,7 +33,7 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 @pytest.fixture(scope="module")
 def rec() -> Recording:
     def program() -> pulumi.Output[str]:
-        o = Observability("observability", ObservabilityArgs(cfg=PROD, chart=PROD.versions.chart(
+        o = Observability("observability", ObservabilityArgs(plan=obs.plan(PROD), chart=PROD.versions.chart(
             "kube-prometheus-stack"), tags={"Team": "ml"}))
         return o.grafana_admin_password
     return run_program(program)

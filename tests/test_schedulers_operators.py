@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from conftest import cfg_with, needs_upstream, releases, run_stack, stack_config
 
+from assembly.schedulers import operators
 from ekstrain import validation, versions
-from ekstrain.schedulers import operators
 from infra.offline import Recording
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -9,9 +9,9 @@ import pulumi
 import pytest
 from conftest import cfg_with, needs_upstream, releases, run_program, run_stack, stack_config
 
+from assembly.schedulers import slurm, values_check
 from components.slurm import Slurm, SlurmArgs
 from ekstrain import validation
-from ekstrain.schedulers import slurm, values_check
 from ekstrain.versions import DEFAULT_CHARTS
 from infra.offline import Recording
 from stacks.errors import ConfigError

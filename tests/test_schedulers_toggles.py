@@ -101,10 +101,3 @@ def test_prod_partition_nodeset_slurm_partition_queue_chain(prod_recording: Reco
         assert int(cap["vpc.amazonaws.com/efa"]) >= limits["vpc.amazonaws.com/efa"] * n
         assert int(cap["cpu"]) >= int(limits["cpu"]) * n
         assert int(cap["memory"].removesuffix("Gi")) >= int(limits["memory"].removesuffix("Gi")) * n
-
-
-def test_system_node_label_matches_the_cluster_component() -> None:
-    from components.cluster import SYSTEM_NODE_LABEL
-    from ekstrain.schedulers.common import SYSTEM_NODE_SELECTOR
-
-    assert SYSTEM_NODE_SELECTOR == {SYSTEM_NODE_LABEL: "system"}

@@ -18,9 +18,9 @@ from conftest import cfg_with, stack_config
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 
+from assembly.cli import main
+from assembly.jobs import render, render_sbatch
 from ekstrain import validation
-from ekstrain.cli import main
-from ekstrain.jobs import render, render_sbatch
 from ekstrain.simulate import charts, engine, volcano
 from ekstrain.simulate.load import load
 from ekstrain.simulate.nodes import capacity, kube_reserved_cpu
@@ -171,7 +171,7 @@ def test_make_examples_output_starts(prod_build: pathlib.Path, tmp_path: pathlib
                                      capsys: pytest.CaptureFixture[str]) -> None:
     from test_jobs_examples import REAL_PLANNER, _commands
 
-    from ekstrain.jobs import planning
+    from assembly.jobs import planning
 
     if not REAL_PLANNER:
         pytest.skip("the examples need the real planner")

@@ -15,8 +15,8 @@ import yaml
 from conftest import REPO, needs_upstream, stack_config
 
 from ekstrain import validation
-from ekstrain.verify import charts
 from infra import render
+from infra.verify import charts
 
 needs_helm = pytest.mark.skipif(charts.helm_binary() is None, reason="no helm: run `make .tools/helm`")
 PROD = stack_config("prod")

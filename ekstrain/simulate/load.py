@@ -8,13 +8,12 @@ from typing import Any
 
 import yaml
 
-from ekstrain import catalog
+from ekstrain import catalog, names
 from ekstrain.simulate import volcano
 from ekstrain.simulate.engine import Cluster
 from ekstrain.simulate.nodes import Node, allocatable, max_pods, nodes_of
 from ekstrain.simulate.quantity import parse
 
-SYSTEM_LABEL = "ekstrain.io/node-role"
 MEMORY_PER_VCPU = {"m": 4, "c": 2, "r": 8}
 """GiB per vCPU of the general-purpose families a system node group may use (m7i, c7i, r7i, ...)."""
 
@@ -51,8 +50,9 @@ def system_nodes(instance_types: list[str]) -> list[Node]:
             continue
         mib = it.memory_gib * 1024
         cap = {"cpu": float(it.vcpus), "memory": float(mib * 2**20 * (1 - 0.075)), "pods": float(max_pods(name))}
-        labels = {SYSTEM_LABEL: {"system"}, "node.kubernetes.io/instance-type": {name}, "kubernetes.io/os": {"linux"},
-                  "kubernetes.io/arch": {"amd64"}, "eks.amazonaws.com/capacityType": {"ON_DEMAND"}}
+        labels = {names.SYSTEM_NODE_LABEL: {"system"}, "node.kubernetes.io/instance-type": {name},
+                  "kubernetes.io/os": {"linux"}, "kubernetes.io/arch": {"amd64"},
+                  "eks.amazonaws.com/capacityType": {"ON_DEMAND"}}
         out.append(Node(pool="system", instance=it, labels=labels, taints=[], capacity=cap,
                         allocatable=allocatable(it, cap)))
     return out

@@ -1,0 +1,67 @@
+"""MPIJob v2beta1 (kubeflow/mpi-operator): one launcher running ``mpirun``, one worker per node.
+
+``slotsPerWorker`` = processes per node; ``mpirun -np <world> --npernode <slots>`` starts one rank
+per accelerator. Ranks get the platform env through ``-x`` (ssh sessions do not inherit the
+container env) and map Open MPI's ranks onto the torch.distributed variables before ``exec``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from assembly.jobs import env as envtable
+from assembly.jobs.pod import launch_configmap, small_container, worker_container, worker_template
+from assembly.jobs.resolve import MASTER_PORT, ResolvedRun
+
+API_VERSION = "kubeflow.org/v2beta1"
+
+
+def master_addr(r: ResolvedRun) -> str:
+    # mpi-operator's headless Service is named after the job; worker i is <job>-worker-i.<job>.<ns>.svc
+    return f"{r.name}-worker-0.{r.name}.{r.namespace}.svc"
+
+
+def rank_shell(r: ResolvedRun) -> str:
+    exports = ("export RANK=$OMPI_COMM_WORLD_RANK LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK "
+               "WORLD_SIZE=$OMPI_COMM_WORLD_SIZE LOCAL_WORLD_SIZE=$OMPI_COMM_WORLD_LOCAL_SIZE "
+               f"MASTER_ADDR={master_addr(r)} MASTER_PORT={MASTER_PORT}")
+    return "\n".join([*r.prelude(), exports, "exec " + shlex.join(["python", *r.script_args()])]) + "\n"
+
+
+def mpirun(r: ResolvedRun, program: list[str], ranks: int, per_node: int, env: dict[str, str]) -> list[str]:
+    cmd = ["mpirun", *envtable.MPI_FLAGS, "-np", str(ranks), "--npernode", str(per_node)]
+    for key in env:
+        cmd += ["-x", key]
+    return [*cmd, *program]
+
+
+def build(r: ResolvedRun, launcher_command: list[str] | None = None) -> list[dict[str, Any]]:
+    command = launcher_command or mpirun(r, ["bash", "-c", rank_shell(r)], r.world_size, r.nproc_per_node, r.env)
+    launcher = small_container(r, name="launcher", command=command)
+    worker = worker_container(r, name="worker", command=["/usr/sbin/sshd", "-De"], ssh=True)
+    job = {
+        "apiVersion": API_VERSION,
+        "kind": "MPIJob",
+        "metadata": r.metadata(),
+        "spec": {
+            "slotsPerWorker": r.nproc_per_node,
+            "mpiImplementation": "OpenMPI",
+            "launcherCreationPolicy": "WaitForWorkersReady",
+            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": r.spec.max_restarts},
+            "mpiReplicaSpecs": {
+                "Launcher": {
+                    "replicas": 1,
+                    "restartPolicy": "OnFailure",
+                    "template": {"metadata": {"labels": dict(r.labels)},
+                                 "spec": {"containers": [launcher]}},
+                },
+                "Worker": {
+                    "replicas": r.nodes,
+                    "restartPolicy": "Never",
+                    "template": worker_template(r, worker),
+                },
+            },
+        },
+    }
+    return [*launch_configmap(r), job]

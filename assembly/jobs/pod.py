@@ -1,0 +1,81 @@
+"""Pod pieces every scheduler's workers share: one container and one pod template per run.
+
+Each builder calls :func:`worker_template` and only adds what its controller needs (restart
+policy, scheduler name, hostname/subdomain, the launcher), so resources, EFA, volumes, env,
+node placement, the do-not-disrupt annotation and the security context cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assembly.jobs.resolve import ResolvedRun
+
+TERMINATION_GRACE_SECONDS = 120
+"""Time a worker gets after SIGTERM to finish writing a checkpoint shard."""
+
+
+def worker_container(r: ResolvedRun, *, name: str, command: list[str] | None = None,
+                     args: list[str] | None = None, ssh: bool = False, with_env: bool = True) -> dict[str, Any]:
+    c: dict[str, Any] = {"name": name, "image": r.spec.image, "imagePullPolicy": "IfNotPresent"}
+    if command is not None:
+        c["command"] = command
+    if args is not None:
+        c["args"] = args
+    if with_env:
+        c["env"] = r.env_list()
+    c["resources"] = r.resources()
+    c["volumeMounts"] = r.volume_mounts()
+    c["securityContext"] = r.security_context(ssh=ssh)
+    return c
+
+
+def worker_pod_spec(r: ResolvedRun, container: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "nodeSelector": r.node_selector(),
+        "tolerations": r.tolerations(),
+        "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
+        "containers": [container],
+        "volumes": r.volumes(),
+    }
+    spec.update(extra)
+    return spec
+
+
+def worker_template(r: ResolvedRun, container: dict[str, Any], labels: dict[str, str] | None = None,
+                    **extra: Any) -> dict[str, Any]:
+    return {"metadata": {"labels": {**r.labels, **(labels or {})}, "annotations": r.annotations()},
+            "spec": worker_pod_spec(r, container, **extra)}
+
+
+def small_container(r: ResolvedRun, *, name: str, command: list[str] | None = None, cpu: str = "2",
+                    memory: str = "4Gi", with_files: bool = False, with_fsx: bool = False) -> dict[str, Any]:
+    """A CPU-only helper container (MPI launcher, Ray head) that runs on any non-accelerator node."""
+    c: dict[str, Any] = {"name": name, "image": r.spec.image, "imagePullPolicy": "IfNotPresent"}
+    if command is not None:
+        c["command"] = command
+    c["env"] = r.env_list()
+    c["resources"] = {"requests": {"cpu": cpu, "memory": memory}, "limits": {"memory": memory}}
+    mounts: list[dict[str, Any]] = []
+    if with_fsx:
+        mounts.append({"name": "fsx", "mountPath": r.mount_path})
+    if with_files and r.files():
+        mounts.append({"name": "launch", "mountPath": "/etc/ekstrain", "readOnly": True})
+    if mounts:
+        c["volumeMounts"] = mounts
+    c["securityContext"] = r.security_context()
+    return c
+
+
+def small_volumes(r: ResolvedRun, *, with_files: bool = False, with_fsx: bool = False) -> list[dict[str, Any]]:
+    vols = [v for v in r.volumes() if (v["name"] == "fsx" and with_fsx) or (v["name"] == "launch" and with_files)]
+    return vols
+
+
+def launch_configmap(r: ResolvedRun) -> list[dict[str, Any]]:
+    """The ConfigMap with the run's files (DeepSpeed JSON, Ray launcher); [] when there are none."""
+    files = r.files()
+    if not files:
+        return []
+    return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": r.metadata(r.launch_configmap_name),
+             "data": files}]

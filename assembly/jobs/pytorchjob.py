@@ -1,0 +1,38 @@
+"""PyTorchJob v1 (Kubeflow Training Operator): a Master and ``nodes - 1`` Workers, torchrun in each.
+
+The operator sets ``RANK`` (the pod's replica rank = node rank), ``MASTER_ADDR`` and ``MASTER_PORT``
+in every replica; torchrun's static rendezvous uses them, and torchrun itself then sets the
+per-process RANK/LOCAL_RANK/WORLD_SIZE.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assembly.jobs.pod import launch_configmap, worker_container, worker_template
+from assembly.jobs.resolve import ResolvedRun
+
+API_VERSION = "kubeflow.org/v1"
+CONTAINER = "pytorch"
+"""The operator finds the training container by this exact name."""
+RENDEZVOUS = ["--node_rank=${RANK}", "--master_addr=${MASTER_ADDR}", "--master_port=${MASTER_PORT}"]
+
+
+def build(r: ResolvedRun) -> list[dict[str, Any]]:
+    body = r.shell(RENDEZVOUS)
+    container = worker_container(r, name=CONTAINER, command=["/bin/bash", "-c", body])
+    replica = {"restartPolicy": "OnFailure", "template": worker_template(r, container)}
+    specs: dict[str, Any] = {"Master": {"replicas": 1, **replica}}
+    if r.nodes > 1:
+        specs["Worker"] = {"replicas": r.nodes - 1, **replica}
+    job = {
+        "apiVersion": API_VERSION,
+        "kind": "PyTorchJob",
+        "metadata": r.metadata(),
+        "spec": {
+            "nprocPerNode": str(r.nproc_per_node),
+            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": r.spec.max_restarts},
+            "pytorchReplicaSpecs": specs,
+        },
+    }
+    return [*launch_configmap(r), job]

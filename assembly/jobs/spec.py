@@ -1,0 +1,110 @@
+"""What a user asks for: one description of a training run, independent of the scheduler.
+
+A :class:`RunSpec` names the model, the partition, the node count, the image, the training
+script and the batch; the resolver (:mod:`assembly.jobs.resolve`) turns it plus the stack config
+into every number a manifest needs, and the per-scheduler builders only lay those numbers out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Framework = Literal["torchrun-fsdp", "deepspeed", "megatron", "neuronx-distributed"]
+FRAMEWORKS: tuple[str, ...] = ("torchrun-fsdp", "deepspeed", "megatron", "neuronx-distributed")
+TRAINIUM_FRAMEWORKS = frozenset({"neuronx-distributed"})
+"""Frameworks that only run on Trainium; every other framework needs GPUs (CUDA/NCCL)."""
+
+NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+MAX_NAME = 40
+"""Room for the longest suffix a controller adds (``-launcher``, ``-worker-127``, ``-sbatch``) within 63."""
+
+FIXED_DEGREES = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recompute", "sequence_parallel")
+"""Plan fields a RunSpec may pin; the planner's best plan that matches all pinned ones is used."""
+
+
+class JobRequestError(ValueError):
+    """A request that cannot become a valid workload; ``str()`` is one line naming the fix."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSpec:
+    """One training run. Everything not given is derived from the stack and the planner."""
+
+    name: str
+    """Workload name (DNS-1035 label, at most 40 characters)."""
+    partition: str
+    """Partition of the stack (``ekstrain:partitions[].name``): NodePool, Volcano queue and Slurm partition."""
+    nodes: int
+    """Whole nodes; one worker pod (or Slurm task) per node."""
+    image: str
+    """Training container image (unused by Slurm, whose slurmd pods run their own image)."""
+    model: str
+    """Planner model name (``ekstrain plan models``), e.g. ``llama3-70b``."""
+    global_batch: int
+    """Sequences per optimizer step across all data-parallel replicas."""
+    seq_len: int
+    script: str = "train.py"
+    """@default ``train.py``: the training entry point, relative to the image's working dir or absolute."""
+    args: tuple[str, ...] = ()
+    """@default none: extra script arguments, appended after the plan's."""
+    framework: Framework = "torchrun-fsdp"
+    """@default torchrun-fsdp; ``neuronx-distributed`` for Trainium."""
+    lora_rank: int | None = None
+    """@default none (full fine-tune); a rank makes the planner size a LoRA fine-tune."""
+    instance_type: str | None = None
+    """@default the partition's first instance type; must be one of the partition's types."""
+    dataset_path: str | None = None
+    """@default ``<fsx mount><fsx dataPath>`` (``/fsx/data``)."""
+    checkpoint_path: str | None = None
+    """@default ``<fsx mount><fsx checkpointPath>/<name>`` (``/fsx/checkpoints/<name>``)."""
+    namespace: str | None = None
+    """@default ``training`` (``ekstrain.names.TRAINING_NAMESPACE``)."""
+    hugepages_2mi: str | None = None
+    """@default none. Request ``hugepages-2Mi`` (e.g. ``5120Mi``) only on nodes that pre-allocate them:
+    Karpenter does not model hugepages (aws/karpenter-provider-aws#3315), see docs/jobs.md."""
+    resume_flag: str = "--resume_from_checkpoint"
+    """@default ``--resume_from_checkpoint``: passed ``<flag>=<checkpoint dir>/latest``; "" to pass no flag
+    (the ``RESUME_FROM_CHECKPOINT`` env is always set). Megatron resumes with ``--load`` instead."""
+    precompile: bool = True
+    """@default true: Trainium jobs run ``neuron_parallel_compile`` once before training (cache on FSx)."""
+    precompile_steps: int = 10
+    """@default 10: training steps the Neuron pre-compilation runs to trace the graphs."""
+    max_restarts: int = 3
+    """@default 3: whole-job restarts (Volcano maxRetry, backoffLimit, torchrun/srun requeue)."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """@default none: extra environment, applied last (overrides the platform's values)."""
+    planner_options: Mapping[str, Any] = field(default_factory=dict)
+    """@default none: passed to ``ekstrain.planner.search`` unchanged."""
+    tp: int | None = None
+    pp: int | None = None
+    dp: int | None = None
+    cp: int | None = None
+    ep: int | None = None
+    vpp: int | None = None
+    micro_batch: int | None = None
+    zero: int | None = None
+    recompute: str | None = None
+    sequence_parallel: bool | None = None
+    """Pinned plan fields (@default none: the planner chooses)."""
+    plan: Any | None = None
+    """@default none: a plan computed beforehand; it must be for this partition's instance type and ``nodes``."""
+
+    def __post_init__(self) -> None:
+        if not NAME_PATTERN.match(self.name) or len(self.name) > MAX_NAME:
+            raise JobRequestError(f"job name {self.name!r} must be a DNS-1035 label (a-z, 0-9, '-', starting with a "
+                                  f"letter) of at most {MAX_NAME} characters")
+        if self.framework not in FRAMEWORKS:
+            raise JobRequestError(f"unknown framework {self.framework!r}; use one of {', '.join(FRAMEWORKS)}")
+        for label, value in (("nodes", self.nodes), ("global batch", self.global_batch),
+                             ("sequence length", self.seq_len)):
+            if value < 1:
+                raise JobRequestError(f"{label} must be at least 1, got {value}")
+        if self.max_restarts < 0:
+            raise JobRequestError(f"max restarts must be >= 0, got {self.max_restarts}")
+
+    @property
+    def fixed_degrees(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in FIXED_DEGREES if getattr(self, k) is not None}

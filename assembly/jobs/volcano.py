@@ -1,0 +1,47 @@
+"""Volcano Job (``batch.volcano.sh/v1alpha1``): a gang of ``nodes`` workers in the partition's queue.
+
+``minAvailable`` = workers, so nothing starts until every worker can; a PodEvicted or PodFailed
+restarts the whole job (``RestartJob``), which torchrun's static rendezvous needs. The ``svc``
+plugin gives stable hostnames (``<job>-worker-<i>.<job>``), ``ssh`` lets users mpirun between
+workers, and ``env`` provides ``VC_TASK_INDEX`` (the node rank).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assembly.jobs.pod import launch_configmap, worker_container, worker_template
+from assembly.jobs.resolve import MASTER_PORT, ResolvedRun
+
+API_VERSION = "batch.volcano.sh/v1alpha1"
+SCHEDULER = "volcano"
+TASK = "worker"
+
+
+def rendezvous(r: ResolvedRun) -> list[str]:
+    return r.static_rendezvous("${VC_TASK_INDEX}", f"{r.name}-{TASK}-0.{r.name}", MASTER_PORT)
+
+
+def build(r: ResolvedRun) -> list[dict[str, Any]]:
+    container = worker_container(r, name=TASK, command=["/bin/bash", "-c", r.shell(rendezvous(r))])
+    job = {
+        "apiVersion": API_VERSION,
+        "kind": "Job",
+        "metadata": r.metadata(),
+        "spec": {
+            "schedulerName": SCHEDULER,
+            "queue": r.shape.name,
+            "minAvailable": r.nodes,
+            "maxRetry": r.spec.max_restarts,
+            "plugins": {"ssh": [], "svc": [], "env": []},
+            "policies": [{"event": "PodEvicted", "action": "RestartJob"},
+                         {"event": "PodFailed", "action": "RestartJob"}],
+            "tasks": [{
+                "name": TASK,
+                "replicas": r.nodes,
+                "minAvailable": r.nodes,
+                "template": worker_template(r, container, restartPolicy="Never"),
+            }],
+        },
+    }
+    return [*launch_configmap(r), job]

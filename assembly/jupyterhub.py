@@ -1,0 +1,190 @@
+"""JupyterHub (zero-to-jupyterhub 4.4.0) values and the read-only FSx volume, from a StackConfig.
+
+- one profile per partition (``jupyterhub.profiles`` or all): GPU profiles ask for 1, 2, 4 or 8
+  GPUs of the partition's node (a choice), Trainium profiles for 1 or all 16 Neuron devices; pods
+  are pinned to the partition by ``ekstrain.io/partition`` and tolerate its accelerator taint, so
+  Karpenter launches a node of that partition for a notebook and removes it when the notebook is
+  culled and the node is empty;
+- home directories on EFS: a dynamic ReadWriteMany PVC per user of class ``efs-ap`` (one EFS access
+  point per user, kept when the PVC goes);
+- the training FSx file system mounted read-only at ``/fsx`` (datasets, checkpoints to inspect);
+- idle servers culled after ``cullIdleMinutes``;
+- auth: GitHub or generic OAuth restricted to listed organizations/users; the dummy authenticator
+  only outside prod and only with a password; never an open hub;
+- the proxy behind an internal NLB restricted to ``allowedCidrs`` (default: the VPC).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ekstrain import catalog, names, versions
+from ekstrain.names import SYSTEM_NODE_SELECTOR
+from ekstrain.partitions import shape
+from stacks.models import StackConfig
+from stacks.models.partitions import PartitionConfig
+
+NAMESPACE = "jupyterhub"
+RELEASE = "jupyterhub"
+FSX_PV = f"{NAMESPACE}-fsx-lustre"
+FSX_PVC = names.FSX_PVC
+HOME = "/home/jovyan"
+NLB_ANNOTATIONS = {
+    # The AWS cloud controller in the EKS control plane serves these: an internal NLB.
+    "service.beta.kubernetes.io/aws-load-balancer-type": "nlb",
+    "service.beta.kubernetes.io/aws-load-balancer-internal": "true",
+}
+OAUTH_SECRET = "jupyterhub-oauth"
+"""Secret (key ``client-secret``) the hub reads its OAuth client secret from: created by Pulumi from
+``ekstrain:jupyterhubClientSecret`` when set, else by the operator (the secret never has to be in
+the stack file)."""
+OAUTH_SECRET_KEY = "client-secret"
+GPU_CHOICES = (1, 2, 4, 8)
+NEURON_CHOICES = (1, 16)
+
+
+def source_ranges(cfg: StackConfig) -> list[str]:
+    return list(cfg.jupyterhub.allowed_cidrs) or [cfg.network.vpc_cidr]
+
+
+def offered(cfg: StackConfig) -> list[PartitionConfig]:
+    wanted = cfg.jupyterhub.profiles
+    return [p for p in cfg.partitions if not wanted or p.name in wanted]
+
+
+def _devices(p: PartitionConfig) -> tuple[int, ...]:
+    per_node = shape(p.name, p.accelerator, p.instance_types, p.efa).accelerators_per_node
+    choices = GPU_CHOICES if p.accelerator == catalog.GPU else NEURON_CHOICES
+    return tuple(c for c in choices if c <= per_node) or (per_node,)
+
+
+def profile(p: PartitionConfig, default: bool) -> dict[str, Any]:
+    """One kubespawner profile: the partition's nodes, its taint, an accelerator-count choice."""
+    it = catalog.get(p.instance_types[0])
+    resource = it.accelerator_resource
+    gpu = p.accelerator == catalog.GPU
+    choices = {
+        str(n): {"display_name": f"{n} {'GPU' if gpu else 'Neuron device'}{'s' if n > 1 else ''}",
+                 "kubespawner_override": {"extra_resource_limits": {resource: str(n)},
+                                          "extra_resource_guarantees": {resource: str(n)}}}
+        for n in _devices(p)}
+    override: dict[str, Any] = {
+        "image": versions.JUPYTER_GPU_IMAGE if gpu else versions.JUPYTER_NEURON_IMAGE,
+        "node_selector": {names.PARTITION_LABEL: p.name},
+        "tolerations": [{"key": resource, "operator": "Equal", "value": names.TAINT_VALUE, "effect": "NoSchedule"}],
+        "cpu_guarantee": 4, "mem_guarantee": "32G",
+    }
+    if not gpu:
+        # The Neuron SDK image has no Jupyter: install the singleuser server, then start it.
+        override["cmd"] = ["bash", "-c", f"pip install --no-cache-dir {versions.JUPYTER_NEURON_SINGLEUSER} "
+                                         "&& exec jupyterhub-singleuser"]
+    return {
+        "display_name": f"{p.name} ({', '.join(p.instance_types)})",
+        "description": f"{it.accelerator.model} on a {p.name} node; the node is launched for you (a few minutes)",
+        "slug": p.name,
+        "default": default,
+        "kubespawner_override": override,
+        "profile_options": {"devices": {"display_name": "Accelerators", "choices": choices}},
+    }
+
+
+def auth_config(cfg: StackConfig, client_secret: Any = None) -> dict[str, Any]:
+    """``hub.config``: the authenticator and who may log in (rules refuse an open hub). OAuth client
+    secrets come from the environment (``OAUTH_CLIENT_SECRET``, see :func:`chart_values`); only the
+    dummy password (never in prod) is passed here."""
+    a = cfg.jupyterhub.auth
+    common: dict[str, Any] = {"admin_users": list(a.admin_users)}
+    if a.allowed_users:
+        common["allowed_users"] = list(a.allowed_users)
+    if a.type == "github":
+        return {"JupyterHub": {"authenticator_class": "github", "admin_access": False},
+                "Authenticator": common,
+                "GitHubOAuthenticator": {"client_id": a.client_id, "oauth_callback_url": a.callback_url,
+                                         "allowed_organizations": list(a.allowed_organizations),
+                                         "scope": ["read:org"]}}
+    if a.type == "generic-oauth":
+        return {"JupyterHub": {"authenticator_class": "generic-oauth", "admin_access": False},
+                "Authenticator": common,
+                "GenericOAuthenticator": {"client_id": a.client_id, "oauth_callback_url": a.callback_url,
+                                          "authorize_url": a.authorize_url,
+                                          "token_url": a.token_url, "userdata_url": a.userdata_url,
+                                          "username_claim": a.username_claim, "scope": ["openid", "profile"]}}
+    # dummy (not in prod): one shared password, still only the listed users
+    return {"JupyterHub": {"authenticator_class": "dummy", "admin_access": False}, "Authenticator": common,
+            "DummyAuthenticator": {"password": client_secret}}
+
+
+def chart_values(cfg: StackConfig, dummy_password: Any = None) -> dict[str, Any]:
+    j = cfg.jupyterhub
+    parts = offered(cfg)
+    hub: dict[str, Any] = {"config": auth_config(cfg, dummy_password), "nodeSelector": dict(SYSTEM_NODE_SELECTOR)}
+    if j.auth.type != "dummy":
+        # oauthenticator reads client_secret from OAUTH_CLIENT_SECRET.
+        hub["extraEnv"] = {"OAUTH_CLIENT_SECRET": {"valueFrom": {"secretKeyRef": {
+            "name": OAUTH_SECRET, "key": OAUTH_SECRET_KEY}}}}
+    return {
+        "hub": hub,
+        "proxy": {
+            "service": {"type": "LoadBalancer", "annotations": dict(NLB_ANNOTATIONS),
+                        "loadBalancerSourceRanges": source_ranges(cfg)},
+            "chp": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
+        },
+        "singleuser": {
+            "storage": {
+                "type": "dynamic", "capacity": f"{j.user_storage_gib}Gi", "homeMountPath": HOME,
+                "dynamic": {"storageClass": names.EFS_STORAGE_CLASS, "storageAccessModes": ["ReadWriteMany"]},
+                "extraVolumes": [{"name": "fsx", "persistentVolumeClaim": {"claimName": FSX_PVC, "readOnly": True}}],
+                "extraVolumeMounts": [{"name": "fsx", "mountPath": cfg.storage.fsx.mount_path, "readOnly": True}],
+            },
+            "profileList": [profile(p, i == 0) for i, p in enumerate(parts)],
+        },
+        # Karpenter launches the nodes; the user scheduler and image pre-pullers (which would pull
+        # the multi-GB notebook images onto every node) stay off.
+        "scheduling": {"userScheduler": {"enabled": False}, "userPlaceholder": {"enabled": False}},
+        "prePuller": {"hook": {"enabled": False}, "continuous": {"enabled": False}},
+        "cull": {"enabled": True, "timeout": j.cull_idle_minutes * 60, "every": 300, "users": False},
+    }
+
+
+def oauth_secret(client_secret: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": OAUTH_SECRET, "namespace": NAMESPACE},
+            "stringData": {OAUTH_SECRET_KEY: client_secret}}
+
+
+def fsx_pv(file_system_id: Any, dns_name: Any, mount_name: Any, capacity_gib: int) -> dict[str, Any]:
+    """The training FSx file system again, for the jupyterhub namespace, read-only."""
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": FSX_PV}, "spec": {
+        "capacity": {"storage": f"{capacity_gib}Gi"}, "volumeMode": "Filesystem", "accessModes": ["ReadOnlyMany"],
+        "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "", "mountOptions": ["flock", "ro"],
+        "csi": {"driver": "fsx.csi.aws.com", "volumeHandle": file_system_id, "readOnly": True,
+                "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name}},
+        "claimRef": {"namespace": NAMESPACE, "name": FSX_PVC},
+    }}
+
+
+def fsx_pvc(capacity_gib: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": FSX_PVC, "namespace": NAMESPACE},
+            "spec": {"accessModes": ["ReadOnlyMany"], "storageClassName": "", "volumeName": FSX_PV,
+                     "resources": {"requests": {"storage": f"{capacity_gib}Gi"}}}}
+
+
+@dataclass(frozen=True, kw_only=True)
+class HubPlan:
+    """What the JupyterHub component needs from the stack config, and nothing else of it."""
+
+    fsx_capacity_gib: int
+    dummy_auth: bool
+    """Dummy authenticator: the client secret is the shared password (in the values), not an OAuth Secret."""
+    values: Callable[[Any], dict[str, Any]]
+    """Chart values given the dummy password (an Output, or None)."""
+
+
+def plan(cfg: StackConfig) -> HubPlan:
+    return HubPlan(fsx_capacity_gib=cfg.storage.fsx.storage_capacity_gib,
+                   dummy_auth=cfg.jupyterhub.auth.type == "dummy",
+                   values=functools.partial(chart_values, cfg))

@@ -1,0 +1,342 @@
+"""Slinky (slurm-operator v1.2) values and the plain objects around it, from a StackConfig.
+
+Mapping (the seed's ``SlurmCluster``/``SlurmNodeSet`` were not real APIs; this is the real chart):
+
+- partition P -> ``nodesets.P`` of the ``slurm`` chart (the operator turns it into a
+  ``slinky.slurm.net/v1beta1`` NodeSet): slurmd pods selected onto ``karpenter.sh/nodepool: P``,
+  tolerating P's accelerator taint, each requesting (= limiting) every accelerator and EFA interface
+  of one node, so one slurmd pod owns one whole node. Pending slurmd pods are what make Karpenter
+  launch the nodes.
+- partition P -> ``nodesets.P.partition`` (the operator's per-NodeSet Slurm partition, named P like
+  the NodeSet, holding exactly its nodes ``P-0 .. P-<n>``). The chart's top-level ``partitions`` map
+  is left at its default (its ``all`` example stays disabled).
+- GRES: ``GresTypes`` on the controller, ``Gres=<gpu|neuron>:<n>`` on the NodeSet (the operator also
+  copies it to the slurm.conf NodeSet line since slurm-operator#191, so first registrations are not
+  ``Gres=(null)``: slurm-operator#106), ``gres.conf: AutoDetect=nvidia`` for GPU devices (the
+  maintainers' recipe in slurm-operator#57; needs no NVML library). Neuron devices are declared as
+  count-only GRES: Slurm has no Neuron autodetection and the pod owns every device of its node.
+- login: one LoginSet behind an internal NLB restricted to ``loginAllowedCidrs``.
+- slurmrestd and slurmdbd (accounting) with MariaDB, all on system nodes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assembly.schedulers.common import PartitionFacts, partition_facts
+from ekstrain import names, versions
+from ekstrain.names import SYSTEM_NODE_AFFINITY, SYSTEM_NODE_SELECTOR
+from ekstrain.simulate.nodes import allocatable, capacity
+from stacks.models import StackConfig
+from stacks.slurm_login import authorized_keys
+
+NAMESPACE = "slurm"
+OPERATOR_NAMESPACE = "slinky"
+CERT_MANAGER_NAMESPACE = "cert-manager"
+RELEASE = "slurm"
+LOGINSET = "main"
+SHARED_VOLUME = "shared"
+
+MARIADB_NAME = "mariadb"
+"""Service name of the accounting database (the chart's ``accounting.storageConfig.host`` default)."""
+MARIADB_SECRET = "mariadb-password"
+"""Secret with keys ``password`` (slurm user) and ``root-password``; the chart's default passwordKeyRef."""
+MARIADB_IMAGE = "docker.io/library/mariadb:11.4"
+"""MariaDB 11.4 LTS (supported until 2029); slurmdbd supports MariaDB/MySQL."""
+MARIADB_DATABASE = "slurm_acct_db"
+MARIADB_USER = "slurm"
+
+NLB_ANNOTATIONS = {
+    # Served by the AWS cloud controller EKS runs in its control plane, so no extra controller is
+    # needed: an internal NLB; loadBalancerSourceRanges becomes the node SG ingress for port 22.
+    "service.beta.kubernetes.io/aws-load-balancer-type": "nlb",
+    "service.beta.kubernetes.io/aws-load-balancer-internal": "true",
+}
+
+GRES_NAME = {"nvidia.com/gpu": "gpu", "aws.amazon.com/neuron": "neuron"}
+
+
+def login_source_ranges(cfg: StackConfig) -> list[str]:
+    """Who may reach port 22 of the login NLB: the configured CIDRs, else the VPC."""
+    return list(cfg.schedulers.slurm.login_allowed_cidrs) or [cfg.network.vpc_cidr]
+
+
+def nodeset_replicas(cfg: StackConfig, part: str) -> int:
+    """slurmd pods of a partition. Each one holds a whole node (Karpenter launches it for the pending
+    pod and keeps it while the pod runs), so the default is the partition's minNodes: zero cost when
+    idle, and users scale the NodeSet up before submitting (docs/schedulers.md)."""
+    return cfg.schedulers.slurm.nodeset_replicas.get(part, cfg.partition(part).min_nodes)
+
+
+NODE_DAEMONSET_RESERVE = {"cpu": 2.0, "memory": 8 * 2**30}
+"""Left on every accelerator node for its DaemonSets (device plugins, CSI node plugins, DCGM exporter or
+neuron-monitor, EKS add-ons): their requests sum to well under this; ``ekstrain simulate`` checks the
+slurmd pod still fits beside the rendered DaemonSets."""
+LOGFILE_RESOURCES = {"cpu": "100m", "memory": "128Mi"}
+SHM_VOLUME = "dshm"
+SHM_FRACTION = 0.125
+"""Memory-backed /dev/shm size limit as a share of the slurmd memory (NCCL and DataLoader workers use it)."""
+PLUGSTACK = "include /usr/share/pyxis/*\n"
+"""plugstack.conf loading pyxis (the slurmd-pyxis image installs its spank config there)."""
+
+
+def slurmd_resources(p: PartitionFacts) -> dict[str, Any]:
+    """Whole-node Guaranteed resources for slurmd: every accelerator and EFA interface, and cpu/memory =
+    the smallest allocatable of the partition's types (Karpenter's formulas, ekstrain/simulate/nodes.py)
+    minus the DaemonSet reserve and the logfile sidecar; requests == limits."""
+    alloc = [allocatable(t, capacity(t, None)) for t in p.shape.instance_types]
+    cpu = int(min(a["cpu"] for a in alloc) - NODE_DAEMONSET_RESERVE["cpu"] - 0.1)
+    mem_gib = int((min(a["memory"] for a in alloc) - NODE_DAEMONSET_RESERVE["memory"] - 128 * 2**20) // 2**30)
+    res: dict[str, Any] = {**p.node_resources, "cpu": str(cpu), "memory": f"{mem_gib}Gi"}
+    return {"requests": dict(res), "limits": dict(res)}
+
+
+def nodeset(cfg: StackConfig, p: PartitionFacts, default: bool = False) -> dict[str, Any]:
+    """``nodesets.<partition>`` value of the slurm chart."""
+    resources = slurmd_resources(p)
+    shm = f"{int(int(resources['limits']['memory'][:-2]) * SHM_FRACTION)}Gi"
+    return {
+        "enabled": True,
+        "replicas": nodeset_replicas(cfg, p.name),
+        "slurmd": {
+            # Extended resources must have requests == limits; asking for all of them pins the pod
+            # to a whole node of the partition. cpu/memory too: a Guaranteed pod, never evicted first.
+            "image": dict(versions.SLURMD_PYXIS_IMAGE),
+            "resources": resources,
+            "volumeMounts": [{"name": SHARED_VOLUME, "mountPath": cfg.schedulers.slurm.shared_mount_path},
+                             {"name": SHM_VOLUME, "mountPath": "/dev/shm"}],
+        },
+        "logfile": {"image": dict(versions.ALPINE_IMAGE),
+                    "resources": {"requests": dict(LOGFILE_RESOURCES), "limits": dict(LOGFILE_RESOURCES)}},
+        "extraConfMap": {
+            "Gres": [f"{GRES_NAME[p.accelerator_resource]}:{p.shape.accelerators_per_node}"],
+            "Features": [p.name],
+        },
+        "partition": slurm_partition(p, default),
+        "podSpec": {
+            "nodeSelector": {"kubernetes.io/os": "linux", **p.node_selector},
+            "tolerations": [p.toleration],
+            "volumes": [{"name": SHARED_VOLUME, "persistentVolumeClaim": {"claimName": names.FSX_PVC}},
+                        # The container runtime's default /dev/shm is 64 MiB: NCCL would fail on it.
+                        {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": shm}}],
+        },
+    }
+
+
+def slurm_partition(p: PartitionFacts, default: bool) -> dict[str, Any]:
+    """``nodesets.<partition>.partition``: the Slurm partition of exactly this NodeSet."""
+    return {
+        "enabled": True,
+        "configMap": {
+            "Default": "YES" if default else "NO",
+            "MaxTime": "UNLIMITED",
+            "State": "UP",
+            "MaxNodes": str(p.config.max_nodes),
+            # Training jobs get whole nodes: no other job shares a node's GPUs/EFA.
+            "OverSubscribe": "EXCLUSIVE",
+        },
+    }
+
+
+def _system(extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"affinity": SYSTEM_NODE_AFFINITY, **(extra or {})}
+
+
+def slurm_values(cfg: StackConfig) -> dict[str, Any]:
+    """Values of the ``slurm`` chart for the stack's partitions."""
+    s = cfg.schedulers.slurm
+    parts = partition_facts(cfg)
+    gres_types = sorted({GRES_NAME[p.accelerator_resource] for p in parts})
+    values: dict[str, Any] = {
+        "clusterName": cfg.cluster.name,
+        "configFiles": {"plugstack.conf": PLUGSTACK,
+                        **({"gres.conf": "AutoDetect=nvidia\n"} if any(p.is_gpu for p in parts) else {})},
+        "controller": {
+            "logfile": {"image": dict(versions.ALPINE_IMAGE)},
+            "extraConfMap": {"GresTypes": gres_types, "AccountingStorageTRES": [f"gres/{g}" for g in gres_types]}
+            if gres_types else {},
+            "podSpec": _system(),
+        },
+        "restapi": {"podSpec": _system()},
+        "accounting": {
+            "enabled": s.accounting,
+            "storageConfig": {"host": MARIADB_NAME, "port": 3306, "database": MARIADB_DATABASE,
+                              "username": MARIADB_USER,
+                              "passwordKeyRef": {"name": MARIADB_SECRET, "key": "password"}},
+            "podSpec": _system(),
+        },
+        "loginsets": {LOGINSET: {
+            "enabled": True,
+            "replicas": 1,
+            "login": {"volumeMounts": [{"name": SHARED_VOLUME, "mountPath": s.shared_mount_path}]},
+            "initconf": {"image": dict(versions.ALPINE_IMAGE)},
+            "rootSshAuthorizedKeys": "\n".join(authorized_keys(cfg)) or None,
+            "podSpec": _system({"volumes": [{"name": SHARED_VOLUME,
+                                             "persistentVolumeClaim": {"claimName": names.FSX_PVC}}]}),
+            "service": {
+                "metadata": {"annotations": dict(NLB_ANNOTATIONS)},
+                "spec": {"type": "LoadBalancer", "loadBalancerSourceRanges": login_source_ranges(cfg)},
+            },
+        }},
+        "nodesets": {p.name: nodeset(cfg, p, default=i == 0) for i, p in enumerate(parts)},
+    }
+    if values["loginsets"][LOGINSET]["rootSshAuthorizedKeys"] is None:
+        del values["loginsets"][LOGINSET]["rootSshAuthorizedKeys"]
+    if not s.accounting:
+        values["accounting"] = {"enabled": False}
+    return values
+
+
+def operator_values(cfg: StackConfig) -> dict[str, Any]:
+    """Values of the ``slurm-operator`` chart (CRDs come from the separate slurm-operator-crds release)."""
+    return {
+        "crds": {"enabled": False},
+        "operator": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
+        "webhook": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
+        "certManager": {"enabled": cfg.schedulers.slurm.cert_manager},
+    }
+
+
+def cert_manager_values() -> dict[str, Any]:
+    """cert-manager chart values (its values.yaml is not in shared/upstream: keys checked against
+    CERT_MANAGER_KEYS, taken from the v1.19 chart's documented values)."""
+    sel = dict(SYSTEM_NODE_SELECTOR)
+    return {"crds": {"enabled": True}, "nodeSelector": sel, "webhook": {"nodeSelector": dict(sel)},
+            "cainjector": {"nodeSelector": dict(sel)}, "startupapicheck": {"nodeSelector": dict(sel)}}
+
+
+CERT_MANAGER_KEYS = {"crds.enabled", "nodeSelector", "webhook.nodeSelector", "cainjector.nodeSelector",
+                     "startupapicheck.nodeSelector"}
+
+
+# ---- plain objects in the slurm namespace -------------------------------------------------------
+
+def fsx_pv(name: str, file_system_id: Any, dns_name: Any, mount_name: Any, capacity_gib: int) -> dict[str, Any]:
+    """Static PV for the stack's FSx for Lustre file system, bound only to the slurm namespace's PVC."""
+    return {
+        "apiVersion": "v1", "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": f"{capacity_gib}Gi"},
+            "volumeMode": "Filesystem",
+            "accessModes": ["ReadWriteMany"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "",
+            "claimRef": {"namespace": NAMESPACE, "name": names.FSX_PVC},
+            "mountOptions": ["flock"],
+            "csi": {"driver": "fsx.csi.aws.com", "volumeHandle": file_system_id,
+                    "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name}},
+        },
+    }
+
+
+def fsx_pvc(pv_name: str, capacity_gib: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": names.FSX_PVC, "namespace": NAMESPACE},
+        "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": pv_name,
+                 "resources": {"requests": {"storage": f"{capacity_gib}Gi"}}},
+    }
+
+
+def mariadb_labels() -> dict[str, str]:
+    return {"app.kubernetes.io/name": MARIADB_NAME, "app.kubernetes.io/part-of": "slurm-accounting"}
+
+
+def mariadb_service() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": MARIADB_NAME, "namespace": NAMESPACE, "labels": mariadb_labels()},
+        "spec": {"selector": mariadb_labels(), "ports": [{"name": "mysql", "port": 3306, "targetPort": 3306}]},
+    }
+
+
+MARIADB_UID = 10001
+"""Non-root uid: the official image runs as any uid whose data dir is writable (fsGroup)."""
+MARIADB_SECRET_DIR = "/run/secrets/mariadb"
+
+
+def mariadb_statefulset(volume_gib: int) -> dict[str, Any]:
+    """One MariaDB replica on a system node with a gp3 volume; slurmdbd is its only client.
+
+    Hardened: non-root, read-only root file system (scratch dirs are emptyDirs), no capabilities,
+    passwords read from files (``MARIADB_*_FILE``) rather than environment variables.
+    """
+    probe = {"exec": {"command": ["healthcheck.sh", "--connect", "--innodb_initialized"]},
+             "periodSeconds": 10, "timeoutSeconds": 5}
+    return {
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": MARIADB_NAME, "namespace": NAMESPACE, "labels": mariadb_labels()},
+        "spec": {
+            "serviceName": MARIADB_NAME,
+            "replicas": 1,
+            "selector": {"matchLabels": mariadb_labels()},
+            # Keep the accounting volume when the StatefulSet is deleted or scaled down.
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
+            "template": {
+                "metadata": {"labels": mariadb_labels()},
+                "spec": {
+                    "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+                    "automountServiceAccountToken": False,
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": MARIADB_UID, "runAsGroup": MARIADB_UID,
+                                        "fsGroup": MARIADB_UID, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "volumes": [
+                        {"name": "secrets", "secret": {"secretName": MARIADB_SECRET, "defaultMode": 0o400}},
+                        {"name": "tmp", "emptyDir": {}},
+                        {"name": "run", "emptyDir": {}},
+                    ],
+                    "containers": [{
+                        "name": "mariadb",
+                        "image": MARIADB_IMAGE,
+                        "imagePullPolicy": "Always",
+                        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                            "capabilities": {"drop": ["ALL"]}},
+                        # InnoDB settings the Slurm accounting guide asks for (accounting.html).
+                        "args": ["--innodb-buffer-pool-size=1G", "--innodb-log-file-size=64M",
+                                 "--innodb-lock-wait-timeout=900"],
+                        "env": [
+                            {"name": "MARIADB_DATABASE", "value": MARIADB_DATABASE},
+                            {"name": "MARIADB_USER", "value": MARIADB_USER},
+                            {"name": "MARIADB_PASSWORD_FILE", "value": f"{MARIADB_SECRET_DIR}/password"},
+                            {"name": "MARIADB_ROOT_PASSWORD_FILE", "value": f"{MARIADB_SECRET_DIR}/root-password"},
+                        ],
+                        "ports": [{"name": "mysql", "containerPort": 3306}],
+                        "resources": {"requests": {"cpu": "500m", "memory": "2Gi"},
+                                      "limits": {"cpu": "2", "memory": "2Gi"}},
+                        "readinessProbe": probe,
+                        "livenessProbe": {**probe, "initialDelaySeconds": 60},
+                        "volumeMounts": [
+                            {"name": "data", "mountPath": "/var/lib/mysql"},
+                            {"name": "secrets", "mountPath": MARIADB_SECRET_DIR, "readOnly": True},
+                            {"name": "tmp", "mountPath": "/tmp"},
+                            {"name": "run", "mountPath": "/run/mysqld"},
+                        ],
+                    }],
+                },
+            },
+            "volumeClaimTemplates": [{
+                "metadata": {"name": "data"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gp3",
+                         "resources": {"requests": {"storage": f"{volume_gib}Gi"}}},
+            }],
+        },
+    }
+
+
+def mariadb_network_policy() -> dict[str, Any]:
+    """Only pods of the slurm namespace (slurmdbd) reach the database."""
+    return {
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": MARIADB_NAME, "namespace": NAMESPACE, "labels": mariadb_labels()},
+        "spec": {"podSelector": {"matchLabels": mariadb_labels()}, "policyTypes": ["Ingress"],
+                 "ingress": [{"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 3306}]}]},
+    }
+
+
+def mariadb_secret(password: Any, root_password: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": MARIADB_SECRET, "namespace": NAMESPACE, "labels": mariadb_labels()},
+        "type": "Opaque",
+        "stringData": {"password": password, "root-password": root_password},
+    }
