@@ -111,7 +111,7 @@ def cache_root() -> pathlib.Path:
 @functools.cache
 def _checker_digest() -> str:
     sources = [pathlib.Path(__file__)]
-    for package in ("ekstrain/verify", "infra/verify"):
+    for package in ("infra/verify",):
         sources += sorted((REPO / package).glob("*.py"))
     digest = hashlib.sha256()
     for path in sources:
