@@ -46,7 +46,7 @@ examples: $(VENV)/.installed  ## the seed example workloads + NCCL health checks
 	EKSTRAIN=$(VENV)/bin/ekstrain examples/render-all.sh build/examples
 
 simulate: $(VENV)/.installed  ## empty-cluster scheduling simulation of build/examples on build/$(STACK)
-	$(PY) -m ekstrain simulate --stack $(STACK) --scale-nodesets build/examples
+	$(PY) -m ekstrain simulate --stack $(STACK) build/examples
 
 fetch-upstream:  ## fetch the pinned upstream CRDs and chart values into .upstream/
 	scripts/fetch-upstream.sh .upstream

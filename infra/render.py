@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from assembly.schedulers.slurm import nodeset_replicas
 from ekstrain import argocd, catalog, names, storage_sizing, validation, versions
 from ekstrain.partitions import layout_nodes, shape
 from infra import offline
@@ -87,6 +88,7 @@ def partition_rows(cfg: StackConfig) -> list[dict[str, Any]]:
         s = shape(p.name, p.accelerator, p.instance_types, p.efa)
         lo, hi = catalog.price_range(p.instance_types)
         pools = layout_nodes(s, p.max_nodes)
+        standing = nodeset_replicas(cfg, p.name) if cfg.schedulers.slurm.enabled else 0
         rows.append({
             "partition": p.name, "instanceTypes": ",".join(p.instance_types), "capacity": p.capacity_type,
             "nodes": f"{p.min_nodes}-{p.max_nodes}",
@@ -98,6 +100,10 @@ def partition_rows(cfg: StackConfig) -> list[dict[str, Any]]:
             "placementGroup": names.placement_group_name(cfg.cluster.name, p.name) if p.wants_placement_group else "-",
             "usdPerHourAtMax": "n/a" if lo is None or hi is None else
             (f"{lo * p.max_nodes:,.0f}" if lo == hi else f"{lo * p.max_nodes:,.0f}-{hi * p.max_nodes:,.0f}"),
+            # slurmd pods hold whole nodes whether or not Slurm has work (schedulers.slurm.nodesetReplicas);
+            # Karpenter launches the cheapest type that fits, so the low price is the idle cost.
+            "slurmAlwaysOn": "-" if not standing else
+            f"{standing}" + ("" if lo is None else f"(${lo * standing:,.0f}/h)"),
         })
     return rows
 

@@ -59,6 +59,9 @@ def test_prod_summary_lists_partitions_with_efa_and_cost(tmp_path: pathlib.Path,
     assert {name: row["maxAccelerators"] for name, row in rows.items()} == {
         "gpu-a100": "128", "gpu-h100": "64", "trainium": "512"}
     assert rows["gpu-a100"]["usdPerHourAtMax"] == "351-439"
+    # 4 standing slurmd pods (schedulers.slurm.nodesetReplicas) hold 4 p4d.24xlarge at $21.96/h each.
+    assert {name: row["slurmAlwaysOn"] for name, row in rows.items()} == {
+        "gpu-a100": "4($88/h)", "gpu-h100": "-", "trainium": "-"}
 
 
 def test_program_runs_in_preview_mode(prod_recording: Recording) -> None:

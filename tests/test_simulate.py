@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 import pytest
-from conftest import cfg_with, stack_config
+from conftest import stack_config
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 
@@ -115,16 +115,35 @@ def test_nodepool_limits_block_a_job_larger_than_the_partition(cluster: engine.C
     assert "NodePool gpu-h100 limit" in " ".join(_lines(cluster, objects))
 
 
-def test_slurm_jobs_need_nodeset_replicas(tmp_path: pathlib.Path, cluster: engine.Cluster) -> None:
+def test_slurm_jobs_need_nodeset_replicas(cluster: engine.Cluster) -> None:
+    # GIVEN prod, whose gpu-a100 NodeSet keeps 4 slurmd pods (schedulers.slurm.nodesetReplicas)
+    assert PROD.schedulers.slurm.nodeset_replicas == {"gpu-a100": 4}
+    assert cluster.nodesets["gpu-a100"]["spec"]["replicas"] == 4  # the chart-rendered NodeSet carries it
     text = render_sbatch(spec_for("gpu-a100"), PROD, FakePlanner())
     sbatch = {"kind": "ConfigMap", "metadata": {"name": "run"}, "data": {"run.sbatch": text}}
-    (line,) = _lines(cluster, [sbatch])
-    assert "NodeSet slurm-worker-gpu-a100 has 0 replicas < 2 nodes asked" in line
-    scaled = cfg_with(lambda s: s["schedulers"]["slurm"].update({"nodesetReplicas": {"gpu-a100": 2}}))
-    assert scaled.schedulers.slurm.nodeset_replicas == {"gpu-a100": 2}
+    # WHEN a 2-node sbatch job is simulated THEN it starts on the standing pods
+    assert _lines(cluster, [sbatch]) == []
+    # and a NodeSet at 0 replicas (the default) holds it, with the key that fixes it
     ns = copy.deepcopy(cluster.nodesets)
-    ns["gpu-a100"]["spec"]["replicas"] = 2
-    assert _lines(dataclasses.replace(cluster, nodesets=ns), [sbatch]) == []  # the slurmd pods fit p4d
+    ns["gpu-a100"]["spec"]["replicas"] = 0
+    (line,) = _lines(dataclasses.replace(cluster, nodesets=ns), [sbatch])
+    assert "NodeSet slurm-worker-gpu-a100 has 0 replicas < 2 nodes asked" in line
+    assert "schedulers.slurm.nodesetReplicas" in line
+    # unless the documented `kubectl scale nodeset` comes first (--scale-nodesets)
+    scaled = dataclasses.replace(cluster, nodesets=ns, scale_nodesets=True)
+    assert _lines(scaled, [sbatch]) == []
+
+
+def test_standing_slurmd_pods_count_against_the_nodepool_limits(cluster: engine.Cluster) -> None:
+    # GIVEN 4 of gpu-a100's 16 nodes held by slurmd pods
+    objects = render(spec_for("gpu-a100"), PROD, "volcano", FakePlanner())
+    objects[-1]["spec"]["queue"] = "default"
+    # WHEN a gang asks the other 12 THEN it starts; 13 exceed the NodePool's limits
+    objects[-1]["spec"]["tasks"][0]["replicas"] = 12
+    assert _lines(cluster, objects) == []
+    objects[-1]["spec"]["tasks"][0]["replicas"] = 13
+    assert _lines(cluster, objects) == ["BLOCKED Job/run *: NodePool gpu-a100 limit nodes=16 < 17 needed",
+                                        "BLOCKED Job/run *: NodePool gpu-a100 limit nvidia.com/gpu=128 < 136 needed"]
 
 
 def test_chart_images_are_pinned(prod_build: pathlib.Path) -> None:
@@ -180,14 +199,11 @@ def test_make_examples_output_starts(prod_build: pathlib.Path, tmp_path: pathlib
         assert main([a for a in argv if a != "--validate"]) == 0, argv
     assert planning.RealPlanner is not None
     capsys.readouterr()
-    # Slurm: the documented procedure scales the NodeSet first; without it the job is reported held.
-    assert main(["simulate", "--stack", "prod", "--build", str(prod_build), str(out)]) == 1
-    held = capsys.readouterr().out
-    assert "BLOCKED sbatch/llama3-70b-lora.sbatch *: NodeSet slurm-worker-gpu-a100 has 0 replicas" in held
-    assert held.count("BLOCKED") == 2 and "11 workloads start, 1 blocked" in held  # .sbatch + its ConfigMap
-    assert main(["simulate", "--stack", "prod", "--build", str(prod_build), "--scale-nodesets", str(out)]) == 0
+    # Prod keeps 4 slurmd pods on gpu-a100: the sbatch example (4 nodes) starts without scaling anything.
+    assert main(["simulate", "--stack", "prod", "--build", str(prod_build), str(out)]) == 0
     started = capsys.readouterr().out
     assert "13 workloads start, 0 blocked" in started  # 10 examples + one slurmd pod per NodeSet
+    assert "STARTS sbatch/llama3-70b-lora.sbatch: slurmd x4 -> gpu-a100/p4d.24xlarge" in started
     assert "STARTS Job/molmim-pretrain: worker x2 -> gpu-h100/p5.48xlarge" in started
     assert "STARTS Pod/slurm-worker-gpu-h100-0: pod x1 -> gpu-h100/p5.48xlarge" in started
     assert "STARTS Job/llama3-70b-megatron: worker x8 -> gpu-h100/p5.48xlarge" in started

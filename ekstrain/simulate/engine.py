@@ -139,10 +139,31 @@ def _requests_total(groups: list[PodGroup]) -> dict[str, float]:
     return total
 
 
+def _replicas(ns: dict[str, Any]) -> int:
+    return int(ns["spec"].get("replicas", 1) or 0)
+
+
+def standing(cluster: Cluster, skip: str | None = None) -> list[tuple[PodGroup, Node]]:
+    """The slurmd pods NodeSets keep running (``spec.replicas``) and the node each lands on: they hold
+    their nodes whether or not Slurm has work, so every other workload sees the rest of the pool's limits.
+    ``skip`` leaves out the partition whose Slurm job is being simulated (it runs on those pods)."""
+    out = []
+    for part, ns in sorted(cluster.nodesets.items()):
+        group = PodGroup("slurmd", _replicas(ns), nodeset_pod(ns))
+        if part == skip or group.count == 0:
+            continue
+        node, _ = place(cluster, group)
+        if node is not None:
+            out.append((group, node))
+    return out
+
+
 def _limits(cluster: Cluster, w: Workload, placed: list[tuple[PodGroup, Node]]) -> list[Blocked]:
-    """NodePool spec.limits over the nodes the workload needs (karpenter pkg/controllers/provisioning:
-    a NodeClaim whose capacity would exceed the pool's limits is not launched)."""
+    """NodePool spec.limits over the nodes the workload needs plus the nodes standing slurmd pods hold
+    (karpenter pkg/controllers/provisioning: a NodeClaim whose capacity would exceed the pool's limits is
+    not launched)."""
     use: dict[str, dict[str, float]] = {}
+    placed = placed + standing(cluster, skip=str(w.slurm["partition"]) if w.slurm else None)
     for g, node in placed:
         if not node.pool_limits:
             continue
@@ -167,11 +188,12 @@ def _nodeset_groups(cluster: Cluster, w: Workload) -> tuple[list[PodGroup], list
     if ns is None:
         return [], [f"no Slinky NodeSet serves Slurm partition {part!r}"]
     problems = []
-    replicas = int(ns["spec"].get("replicas", 1) or 0)
+    replicas = _replicas(ns)
     if replicas < nodes and not cluster.scale_nodesets:
         problems.append(f"NodeSet {ns['metadata']['name']} has {replicas} replicas < {nodes} nodes asked: Slurm "
                         "holds the job (scale it: schedulers.slurm.nodesetReplicas or kubectl scale nodeset)")
-    return [PodGroup("slurmd", nodes, nodeset_pod(ns))], problems
+    # The job runs on the NodeSet's pods: all of them hold nodes (scaled up to the job's size if asked).
+    return [PodGroup("slurmd", max(nodes, replicas), nodeset_pod(ns))], problems
 
 
 def nodeset_pod(ns: dict[str, Any]) -> dict[str, Any]:
