@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from assembly.schedulers.slurm import nodeset_replicas
+from assembly.schedulers.slurm import standing_nodes
 from ekstrain import argocd, catalog, names, storage_sizing, validation, versions
 from ekstrain.partitions import layout_nodes, shape
 from infra import offline
@@ -88,7 +88,7 @@ def partition_rows(cfg: StackConfig) -> list[dict[str, Any]]:
         s = shape(p.name, p.accelerator, p.instance_types, p.efa)
         lo, hi = catalog.price_range(p.instance_types)
         pools = layout_nodes(s, p.max_nodes)
-        standing = nodeset_replicas(cfg, p.name) if cfg.schedulers.slurm.enabled else 0
+        standing = standing_nodes(cfg, p.name)
         rows.append({
             "partition": p.name, "instanceTypes": ",".join(p.instance_types), "capacity": p.capacity_type,
             "nodes": f"{p.min_nodes}-{p.max_nodes}",

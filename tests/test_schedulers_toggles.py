@@ -87,6 +87,7 @@ def test_prod_partition_nodeset_slurm_partition_queue_chain(prod_recording: Reco
     queues = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in prod_recording.of_type(QUEUE)}
     max_nodes = {"gpu-a100": 16, "gpu-h100": 8, "trainium": 32}
     assert sorted(slurm["nodesets"]) == sorted(queues) == sorted(max_nodes)
+    assert {p: ns["replicas"] for p, ns in slurm["nodesets"].items()} == {"gpu-a100": 4, "gpu-h100": 0, "trainium": 0}
     for part, n in max_nodes.items():
         nodeset = slurm["nodesets"][part]
         assert nodeset["podSpec"]["nodeSelector"]["ekstrain.io/partition"] == part
@@ -94,9 +95,11 @@ def test_prod_partition_nodeset_slurm_partition_queue_chain(prod_recording: Reco
         limits = nodeset["slurmd"]["resources"]["limits"]
         devices = {k: v for k, v in limits.items() if k not in ("cpu", "memory", "vpc.amazonaws.com/efa")}
         cap = queues[part]["capability"]
-        # The queue admits exactly maxNodes whole nodes of the devices one slurmd pod holds; at least maxNodes
-        # of its cpu/memory (the queue counts whole instances, slurmd their allocatable) and of its EFA (in a
-        # mixed-layout partition trn1n nodes have more interfaces than a slurmd pod asks for).
+        # The queue admits exactly the nodes slurmd does not hold (prod: 4 of gpu-a100's 16) in whole nodes of
+        # the devices one slurmd pod holds; at least that many of its cpu/memory (the queue counts whole
+        # instances, slurmd their allocatable) and of its EFA (in a mixed-layout partition trn1n nodes have
+        # more interfaces than a slurmd pod asks for).
+        n -= nodeset["replicas"]
         assert {k: int(cap[k]) for k in devices} == {k: v * n for k, v in devices.items()}
         assert int(cap["vpc.amazonaws.com/efa"]) >= limits["vpc.amazonaws.com/efa"] * n
         assert int(cap["cpu"]) >= int(limits["cpu"]) * n

@@ -68,6 +68,12 @@ def nodeset_replicas(cfg: StackConfig, part: str) -> int:
     return cfg.schedulers.slurm.nodeset_replicas.get(part, cfg.partition(part).min_nodes)
 
 
+def standing_nodes(cfg: StackConfig, part: str) -> int:
+    """Nodes of a partition that slurmd pods hold all the time (0 when Slurm is off): the rest of the
+    partition's maxNodes is what Kubernetes jobs can get."""
+    return nodeset_replicas(cfg, part) if cfg.schedulers.slurm.enabled else 0
+
+
 NODE_DAEMONSET_RESERVE = {"cpu": 2.0, "memory": 8 * 2**30}
 """Left on every accelerator node for its DaemonSets (device plugins, CSI node plugins, DCGM exporter or
 neuron-monitor, EKS add-ons): their requests sum to well under this; ``ekstrain simulate`` checks the

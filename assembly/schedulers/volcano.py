@@ -2,8 +2,10 @@
 
 A Queue's ``capability`` is the partition's ceiling: maxNodes whole nodes of accelerators, EFA
 interfaces, vCPUs and memory (largest instance type of the partition, so a full node of any of its
-types fits). Gang-scheduled jobs submitted to queue P therefore never ask for more than partition P
-can launch, and queues of different partitions do not borrow each other's capacity.
+types fits), less the nodes standing slurmd pods hold (``schedulers.slurm.nodesetReplicas``). Gang-
+scheduled jobs submitted to queue P therefore never ask for more than partition P can launch (a gang
+admitted beyond it would leave Karpenter's nodes idle at the NodePool limit, never binding), and
+queues of different partitions do not borrow each other's capacity.
 
 ``reclaimable: false``: Volcano's reclaim action evicts running pods of a queue that is over its
 deserved share when another queue needs resources. A distributed training job loses every rank
@@ -18,6 +20,7 @@ from typing import Any
 import yaml
 
 from assembly.schedulers.common import PartitionFacts, partition_facts
+from assembly.schedulers.slurm import standing_nodes
 from ekstrain import names
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 from ekstrain.partitions import layout_nodes
@@ -55,8 +58,8 @@ def volcano_values() -> dict[str, Any]:
                        "scheduler_config_override": yaml.safe_dump(scheduler_config(), sort_keys=False)}}
 
 
-def queue_capability(p: PartitionFacts) -> dict[str, str]:
-    n = p.config.max_nodes
+def queue_capability(p: PartitionFacts, n: int) -> dict[str, str]:
+    """What ``n`` whole nodes of the partition hold."""
     cap = {
         "cpu": str(p.max_vcpus * n),
         "memory": f"{p.max_memory_gib * n}Gi",
@@ -75,7 +78,7 @@ def queue(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
         "spec": {
             "weight": cfg.schedulers.volcano.queue_weights.get(p.name, 1),
             "reclaimable": False,
-            "capability": queue_capability(p),
+            "capability": queue_capability(p, p.config.max_nodes - standing_nodes(cfg, p.name)),
         },
     }
 
