@@ -15,6 +15,7 @@ from ekstrain import validation
 from ekstrain.versions import DEFAULT_CHARTS
 from infra.offline import Recording
 from stacks.errors import ConfigError
+from stacks.models import StackConfig
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -73,10 +74,15 @@ def test_shared_mount_path_is_configurable() -> None:
 
 
 def test_replicas_default_to_min_nodes_and_can_be_overridden() -> None:
-    assert {n: v["replicas"] for n, v in slurm.slurm_values(stack_config("prod"))["nodesets"].items()} == {
-        "gpu-a100": 0, "gpu-h100": 0, "trainium": 0}
+    def replicas(cfg: StackConfig) -> dict[str, int]:
+        return {n: v["replicas"] for n, v in slurm.slurm_values(cfg)["nodesets"].items()}
+
+    # prod keeps 4 standing slurmd nodes on gpu-a100 only
+    assert replicas(stack_config("prod")) == {"gpu-a100": 4, "gpu-h100": 0, "trainium": 0}
+    unset = cfg_with(lambda s: s["schedulers"]["slurm"].pop("nodesetReplicas"))
+    assert replicas(unset) == {"gpu-a100": 0, "gpu-h100": 0, "trainium": 0}  # minNodes
     cfg = cfg_with(lambda s: s["schedulers"]["slurm"].update(nodesetReplicas={"gpu-h100": 2}))
-    assert slurm.slurm_values(cfg)["nodesets"]["gpu-h100"]["replicas"] == 2
+    assert replicas(cfg) == {"gpu-a100": 0, "gpu-h100": 2, "trainium": 0}
 
 
 @pytest.mark.parametrize("replicas, key", [({"gpu-h100": 9}, "ekstrain:schedulers.slurm.nodesetReplicas.gpu-h100"),
