@@ -111,3 +111,28 @@ def test_a_finding_of_any_check_fails_the_render(prod_recording: Recording, tmp_
     assert any("IAM CreateRole RoleName allows 1-64" in p for p in problems)
     assert any("availabilityZon: unknown property of Subnet" in p for p in problems)
     assert "- AWS create-time rules: names, tags, buckets, CIDRs, EFS, FSx: aws:iam/role:Role rrrr" in summary
+
+
+def test_render_runs_the_strict_slurm_values_check(prod_recording: Recording, tmp_path: pathlib.Path) -> None:
+    # GIVEN the prod recording whose slurm release has a typo inside a NodeSet (below the chart's empty
+    # `nodesets` map, where a key check against values.yaml sees nothing) and in its pod spec
+    import copy
+
+    from conftest import stack_config
+
+    if validation.upstream_dir() is None:
+        pytest.skip("upstream schemas absent: run `make fetch-upstream`")
+    records = copy.deepcopy(prod_recording.records)
+    slurm = next(r for r in records if r.type == "kubernetes:helm.sh/v3:Release" and r.inputs["name"] == "slurm")
+    nodeset = slurm.inputs["values"]["nodesets"]["gpu-h100"]
+    nodeset["replica"] = 1
+    nodeset["podSpec"]["tolerations"][0]["efect"] = "NoSchedule"
+    rec = Recording(records, prod_recording.outputs, prod_recording.invokes)
+    # WHEN written and checked as the render does
+    summary, problems = render.write(tmp_path, "prod", stack_config("prod"), [], rec, 0.0)
+    # THEN both are problems (exit 1), counted in the Checks table: each NodeSet and the login set
+    assert "helm release slurm: unknown key nodesets.gpu-h100.replica" in problems
+    assert any(p.startswith("helm release slurm: nodesets.gpu-h100: ") and "efect" in p for p in problems)
+    row = next(line for line in summary.splitlines() if line.startswith("helm values: templated entries"))
+    entries = len(slurm.inputs["values"]["nodesets"]) + len(slurm.inputs["values"]["loginsets"])
+    assert (entries, row.split()[-5:-2]) == (4, ["4", "entries", "2"])
