@@ -136,3 +136,23 @@ def test_render_runs_the_strict_slurm_values_check(prod_recording: Recording, tm
     row = next(line for line in summary.splitlines() if line.startswith("helm values: templated entries"))
     entries = len(slurm.inputs["values"]["nodesets"]) + len(slurm.inputs["values"]["loginsets"])
     assert (entries, row.split()[-5:-2]) == (4, ["4", "entries", "2"])
+
+
+def test_render_runs_the_policy_pack(prod_recording: Recording, tmp_path: pathlib.Path) -> None:
+    # GIVEN the prod recording with the FSx file system no longer protected (mandatory in prod)
+    import copy
+
+    from conftest import stack_config
+
+    records = copy.deepcopy(prod_recording.records)
+    fsx = next(r for r in records if r.type == "aws:fsx/lustreFileSystem:LustreFileSystem")
+    fsx.protect = False
+    rec = Recording(records, prod_recording.outputs, prod_recording.invokes)
+    # WHEN written and checked as the render does
+    summary, problems = render.write(tmp_path, "prod", stack_config("prod"), [], rec, 0.0)
+    # THEN the pack's finding is a problem (exit 1) under its check, with policy/config/prod.json applied
+    assert problems == [f"stateful-protected-in-prod ({fsx.name}): LustreFileSystem in environment 'prod' must be "
+                        "protect=True (and retain_on_delete)"]
+    row = next(line for line in summary.splitlines() if line.startswith("policy pack: CrossGuard rules"))
+    assert row.split()[-5:-3] == [str(len(records)), "resources"]
+    assert "- policy pack: CrossGuard rules (policy/ekstrain_policy): stateful-protected-in-prod" in summary
