@@ -29,6 +29,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
+from ekstrain import names
 from infra import offline
 
 # -- bridge: offline recording -> what the policy runtime hands a pack -------------------------------------------------
@@ -254,7 +255,7 @@ def nodepool(policy: str = "WhenEmpty", expire: str | None = "Never", labels: di
         tspec["expireAfter"] = expire
     return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "gpu"},
             "spec": {"template": {"metadata": {"labels": labels if labels is not None
-                                               else {rules.PARTITION_LABEL: "gpu"}}, "spec": tspec},
+                                               else {names.PARTITION_LABEL: "gpu"}}, "spec": tspec},
                      "disruption": {"consolidationPolicy": policy, "consolidateAfter": "30m"}}}
 
 
@@ -278,11 +279,11 @@ def _efa_world(subnet_terms: list[dict[str, Any]], sg_terms: list[dict[str, Any]
                self_rules: bool = True) -> list[Resource]:
     disc = {"karpenter.sh/discovery": "c"}
     out = [res(rules.SUBNET, {"id": "subnet-priv", "availabilityZone": "us-west-2a",
-                              "tags": {**disc, rules.SUBNET_ROLE_TAG: "private"}}, name="private-a")]
+                              "tags": {**disc, names.SUBNET_ROLE_TAG: "private"}}, name="private-a")]
     out += [res(rules.SUBNET, {"id": f"subnet-efa{i}", "availabilityZone": "us-west-2a",
-                               "tags": {**disc, rules.SUBNET_ROLE_TAG: "efa"}}, name=f"efa-{i}")
+                               "tags": {**disc, names.SUBNET_ROLE_TAG: "efa"}}, name=f"efa-{i}")
             for i in range(efa_subnets)]
-    sg = res(rules.SECURITY_GROUP, {"id": "sg-efa", "tags": {**disc, rules.SG_ROLE_TAG: "efa"}}, name="efa")
+    sg = res(rules.SECURITY_GROUP, {"id": "sg-efa", "tags": {**disc, names.SG_ROLE_TAG: "efa"}}, name="efa")
     out.append(sg)
     if self_rules:
         for t in (rules.SG_INGRESS, rules.SG_EGRESS):
@@ -294,8 +295,8 @@ def _efa_world(subnet_terms: list[dict[str, Any]], sg_terms: list[dict[str, Any]
     return out
 
 
-EFA_SUBNET_TERM = {"tags": {"karpenter.sh/discovery": "c", rules.SUBNET_ROLE_TAG: "efa"}}
-EFA_SG_TERMS = [{"id": "sg-cluster"}, {"tags": {"karpenter.sh/discovery": "c", rules.SG_ROLE_TAG: "efa"}}]
+EFA_SUBNET_TERM = {"tags": {"karpenter.sh/discovery": "c", names.SUBNET_ROLE_TAG: "efa"}}
+EFA_SG_TERMS = [{"id": "sg-cluster"}, {"tags": {"karpenter.sh/discovery": "c", names.SG_ROLE_TAG: "efa"}}]
 
 
 def test_efa_classes_select_exactly_the_efa_subnet_and_sg() -> None:
@@ -496,7 +497,7 @@ def test_rules_read_the_keys_the_program_really_produces(prod_recording: offline
     assert any(n == "ebs-encrypted" for n, _, _ in run_pack([_record(rules.STORAGE_CLASS, unencrypted)]))
     # The recorded EFA subnet and SG are what the EFA rule resolves selectors against.
     efa = [r for r in prod_recording.of_type(rules.SUBNET)
-           if (r.outputs.get("tags") or {}).get(rules.SUBNET_ROLE_TAG) == "efa"]
+           if (r.outputs.get("tags") or {}).get(names.SUBNET_ROLE_TAG) == "efa"]
     assert len(efa) == 1
 
 
@@ -602,11 +603,26 @@ def test_pack_needs_only_pulumi_policy_and_the_standard_library() -> None:
     """The CLI runs the pack in policy/venv, which has pulumi-policy only (policy/requirements.txt)."""
     import sys
     pack_dir = REPO / "policy"
-    allowed = set(sys.stdlib_module_names) | {"pulumi_policy", "ekstrain_policy"}
+    allowed = set(sys.stdlib_module_names) | {"pulumi_policy", "ekstrain_policy", "ekstrain"}
     for path in [pack_dir / "__main__.py", *sorted((pack_dir / "ekstrain_policy").glob("*.py"))]:
         assert _imports(path) <= allowed, (path.name, _imports(path) - allowed)
-    assert _imports(pack_dir / "ekstrain_policy" / "rules.py") <= set(sys.stdlib_module_names)
     assert (pack_dir / "requirements.txt").read_text().splitlines()[-1] == "pulumi-policy==1.21.0"
+
+
+def test_rules_load_with_the_standard_library_and_ekstrain_names_only(tmp_path: Any) -> None:
+    # GIVEN a Python without site-packages (not even pulumi-policy) whose path is the pack directory,
+    # as the CLI starts it elsewhere than this checkout's root
+    import subprocess
+    import sys
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import ekstrain_policy.rules as r; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names) - {'__main__'}), "
+            "'ekstrain.names' in sys.modules, r.ACCELERATOR_TAINTS)")
+    # WHEN the rules are imported
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(REPO / "policy")], cwd=tmp_path,
+                         capture_output=True, text=True, check=True).stdout
+    # THEN they load, and the shared names come from ekstrain.names (one copy, no third-party import)
+    assert out.split() == ["['ekstrain',", "'ekstrain_policy']", "True",
+                           "('nvidia.com/gpu',", "'aws.amazon.com/neuron',", "'vpc.amazonaws.com/efa')"]
 
 
 def test_main_only_builds_the_pack() -> None:
