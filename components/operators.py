@@ -17,7 +17,8 @@ import pulumi_kubernetes as k8s
 
 from assembly.schedulers import operators as build
 from components.deps import dependencies
-from components.scheduler_helm import release
+from components.helm import release
+from components.manifest import resource
 from ekstrain import versions
 from ekstrain.versions import Chart
 
@@ -55,12 +56,10 @@ class Operators(pulumi.ComponentResource):
                 raise ValueError("kubeflow flavor trainer needs trainer_chart")
             trainer = release(f"{name}-kubeflow-trainer", release_name="kubeflow-trainer", chart=args.trainer_chart,
                               namespace=build.TRAINER_NAMESPACE, values=args.trainer_values, parent=self,
-                              depends_on=deps)
+                              depends_on=deps, create_namespace=True)
             after = pulumi.ResourceOptions(parent=self, depends_on=[trainer])
             for rt in args.training_runtimes:
-                k8s.apiextensions.CustomResource(
-                    f"{name}-runtime-{rt['metadata']['name']}", api_version=rt["apiVersion"], kind=rt["kind"],
-                    metadata=rt["metadata"], spec=rt["spec"], opts=after)
+                resource(f"{name}-runtime-{rt['metadata']['name']}", rt, opts=after)
             installed.append("kubeflow-trainer")
         elif args.kubeflow_flavor == "training-operator":
             k8s.kustomize.v2.Directory(f"{name}-training-operator", directory=versions.TRAINING_OPERATOR_KUSTOMIZE,
@@ -69,6 +68,6 @@ class Operators(pulumi.ComponentResource):
         if args.kuberay_chart is not None:
             release(f"{name}-kuberay", release_name="kuberay-operator", chart=args.kuberay_chart,
                     namespace=build.KUBERAY_NAMESPACE, values=args.kuberay_values, parent=self,
-                    depends_on=deps)
+                    depends_on=deps, create_namespace=True)
             installed.append("kuberay-operator")
         self.register_outputs({"installed": installed})
