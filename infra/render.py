@@ -29,7 +29,7 @@ import yaml
 from ekstrain import argocd, catalog, names, storage_sizing, validation, versions
 from ekstrain.partitions import layout_nodes, shape
 from infra import offline
-from infra.verify import Check, aws_rules, chart_values, charts, iam, policy, sdk_schema, tfplan
+from infra.verify import Check, aws_rules, chart_values, charts, iam, policy, sdk_schema, secrets, tfplan
 from stacks.errors import ConfigError
 from stacks.loader import load_flat, read_stack_file
 from stacks.models import StackConfig
@@ -156,7 +156,7 @@ def run_checks(out: pathlib.Path, objs: list[tuple[str, dict[str, Any]]], rec: o
     entries_check = Check("helm values: templated entries (slurm nodesets/loginsets), strict", what="entries")
     checks = [manifests_check, values_check, entries_check, render_check, chart_check, noop_check]
     aws_checks = [sdk_schema.check_recording(rec), iam.check_recording(rec), aws_rules.check_recording(rec),
-                  policy.check_recording(rec, stack)]
+                  policy.check_recording(rec, stack), secrets.check_recording(rec)]
     if validation.upstream_dir() is None:
         for c in checks:
             c.note = "upstream schemas not found (run `make fetch-upstream`): NOT checked"

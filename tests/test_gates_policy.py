@@ -31,6 +31,7 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown
 
 from ekstrain import names
 from infra import offline
+from infra.verify import secrets
 
 # -- bridge: offline recording -> what the policy runtime hands a pack -------------------------------------------------
 
@@ -518,50 +519,7 @@ def test_secret_provenance_over_a_recorded_program() -> None:
 # -- secrets reach the engine as Pulumi secrets (what the policy runtime cannot see) -----------------------------------
 
 
-def _secret_paths(value: Any, path: str = "") -> set[str]:
-    from pulumi.runtime import rpc
-    if isinstance(value, dict):
-        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
-            return {path}
-        return set().union(*(_secret_paths(v, f"{path}.{k}" if path else k) for k, v in value.items()))
-    if isinstance(value, list):
-        return set().union(*(_secret_paths(v, f"{path}[{i}]") for i, v in enumerate(value)))
-    return set()
-
-
-def run_recording_secrets(monkeypatch: pytest.MonkeyPatch,
-                          program: Any) -> tuple[offline.Recording, dict[str, set[str]]]:
-    """Run ``program`` offline and keep, per URN, the input paths the SDK sent as secrets."""
-    from google.protobuf import json_format
-    seen: dict[str, set[str]] = {}
-    original = offline.RecordingMonitor.RegisterResource
-
-    def register(self: offline.RecordingMonitor, request: Any) -> Any:
-        seen[self.make_urn(request.parent, request.type, request.name)] = _secret_paths(
-            json_format.MessageToDict(request.object))
-        return original(self, request)
-    monkeypatch.setattr(offline.RecordingMonitor, "RegisterResource", register)
-    return run_program(program), seen
-
-
-def plaintext_credentials(rec: offline.Recording, secret_paths: dict[str, set[str]]) -> list[str]:
-    """Credential-bearing inputs that would be stored in plaintext in the state file."""
-    out = []
-    for r in rec.records:
-        secret = secret_paths.get(r.urn, set())
-        if r.type == rules.K8S_SECRET:
-            for prop in ("data", "stringData"):
-                if prop in secret:
-                    continue
-                out += [f"{r.name}.{prop}.{k}" for k, v in (r.inputs.get(prop) or {}).items()
-                        if v and f"{prop}.{k}" not in secret]
-        elif r.type == rules.HELM_RELEASE and "values" not in secret:
-            out += [f"{r.name}.values.{p}" for p in rules.sensitive_values(r.inputs.get("values"))
-                    if f"values.{p}" not in secret]
-    return out
-
-
-def test_plaintext_credential_detector(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plaintext_credential_detector() -> None:
     def program() -> dict[str, Any]:
         pw = random.RandomPassword("db", length=24, special=False)
         # pulumi-kubernetes itself wraps Secret data/stringData in Output.secret, even a literal
@@ -573,19 +531,16 @@ def test_plaintext_credential_detector(monkeypatch: pytest.MonkeyPatch) -> None:
                             values={"auth": {"rootPassword": pulumi.Output.secret("from-config")}})
         k8s.helm.v3.Release("literal", name="literal", values={"auth": {"rootPassword": "hunter2"}}, **chart)
         return {"ok": pulumi.Output.from_input(True)}
-    rec, seen = run_recording_secrets(monkeypatch, program)
-    assert plaintext_credentials(rec, seen) == ["literal.values.auth.rootPassword"]
+    rec = run_program(program)
+    assert rec.one(rules.K8S_SECRET, "db-literal").secret_inputs == {"stringData"}
+    assert rec.one(rules.HELM_RELEASE, "wrapped").secret_inputs == {"values.auth.rootPassword"}
+    assert secrets.plaintext_credentials(rec.records) == ["literal.values.auth.rootPassword"]
 
 
 @pytest.mark.parametrize("stack", ["prod", "dev"])
-def test_stack_credentials_are_pulumi_secrets(stack: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from conftest import stack_config
-
-    from infra.program import build
-    cfg = stack_config(stack)
-    rec, seen = run_recording_secrets(monkeypatch, lambda: build(cfg))
-    assert len(seen) == len(rec.records)
-    assert plaintext_credentials(rec, seen) == []
+def test_stack_credentials_are_pulumi_secrets(stack: str, request: pytest.FixtureRequest) -> None:
+    recording: offline.Recording = request.getfixturevalue(f"{stack}_recording")
+    assert secrets.plaintext_credentials(recording.records) == []
 
 
 # -- the pack as the CLI loads it -------------------------------------------------------------------------------------

@@ -156,3 +156,24 @@ def test_render_runs_the_policy_pack(prod_recording: Recording, tmp_path: pathli
     row = next(line for line in summary.splitlines() if line.startswith("policy pack: CrossGuard rules"))
     assert row.split()[-5:-3] == [str(len(records)), "resources"]
     assert "- policy pack: CrossGuard rules (policy/ekstrain_policy): stateful-protected-in-prod" in summary
+
+
+def test_render_checks_credentials_are_pulumi_secrets(prod_recording: Recording, tmp_path: pathlib.Path) -> None:
+    # GIVEN the prod recording in which Grafana's admin Secret reached the engine as plain inputs
+    import copy
+
+    from conftest import stack_config
+
+    records = copy.deepcopy(prod_recording.records)
+    admin = next(r for r in records
+                 if r.type == "kubernetes:core/v1:Secret" and r.name == "observability-grafana-admin")
+    assert admin.secret_inputs == {"stringData"}
+    admin.secret_inputs = set()
+    rec = Recording(records, prod_recording.outputs, prod_recording.invokes)
+    # WHEN written and checked as the render does
+    summary, problems = render.write(tmp_path, "prod", stack_config("prod"), [], rec, 0.0)
+    # THEN each credential is a problem (exit 1) under the credentials check
+    assert sorted(p.split(":")[0] for p in problems) == ["observability-grafana-admin.stringData.admin-password",
+                                                          "observability-grafana-admin.stringData.admin-user"]
+    assert ("- credentials: Pulumi secrets in the state: observability-grafana-admin.stringData.admin-password"
+            in summary)
