@@ -13,6 +13,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.deps import dependencies
+from components.helm import release
+from components.manifest import resource
 from ekstrain import argocd
 from ekstrain.versions import Chart
 
@@ -32,17 +34,10 @@ class ArgoCd(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ArgoCdArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:delivery:ArgoCd", name, None, opts)
-        self.release = k8s.helm.v3.Release(
-            name, name=argocd.RELEASE, chart=args.chart.chart, version=args.chart.version,
-            namespace=argocd.NAMESPACE, create_namespace=True,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.chart.repo) if args.chart.repo else None,
-            values=argocd.chart_values(c.chart for c in args.platform_charts),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=dependencies(opts)))
+        self.release = release(name, release_name=argocd.RELEASE, chart=args.chart, namespace=argocd.NAMESPACE,
+                               create_namespace=True, values=argocd.chart_values(c.chart for c in args.platform_charts),
+                               parent=self, depends_on=dependencies(opts))
         project = argocd.app_project(argocd.chart_repo(c.chart, c.repo) for c in args.platform_charts)
         # The AppProject CRD comes with the chart: create the project after the release.
-        k8s.apiextensions.CustomResource(
-            f"{name}-project", api_version=project["apiVersion"], kind=project["kind"],
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=project["metadata"]["name"],
-                                                namespace=project["metadata"]["namespace"]),
-            spec=project["spec"], opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]))
+        resource(f"{name}-project", project, opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]))
         self.register_outputs({"namespace": argocd.NAMESPACE, "project": argocd.PROJECT})

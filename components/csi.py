@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 
 from components import iam
 from components.deps import dependencies
+from components.helm import release
 from ekstrain.names import CRITICAL_ADDONS_TOLERATION, SYSTEM_NODE_SELECTOR
 from ekstrain.versions import Chart
 
@@ -129,10 +130,9 @@ class CsiDrivers(pulumi.ComponentResource):
                 for sa in service_accounts
             ]
             # Pods read credentials at start: install after the associations exist.
-            self.releases[key] = k8s.helm.v3.Release(
-                f"{name}-{key}", name=chart.chart.rsplit("/", 1)[-1], chart=chart.chart, version=chart.version,
-                repository_opts={"repo": chart.repo} if chart.repo else None, namespace=NAMESPACE, values=values,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[*after, *associations]))
+            self.releases[key] = release(f"{name}-{key}", release_name=chart.chart.rsplit("/", 1)[-1], chart=chart,
+                                         namespace=NAMESPACE, values=values, parent=self,
+                                         depends_on=[*after, *associations])
 
         if args.fsx_chart is not None:
             if args.fsx_file_system_arn is None:

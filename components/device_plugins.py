@@ -21,6 +21,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from assembly import observability as obs
+from components.helm import release
+from components.manifest import resource
 from ekstrain import names
 from ekstrain.catalog import GPU, TRAINIUM
 from ekstrain.names import CRITICAL_ADDONS_TOLERATION, SYSTEM_NODE_LABEL
@@ -188,16 +190,12 @@ class DevicePlugins(pulumi.ComponentResource):
         self.releases: dict[str, k8s.helm.v3.Release] = {}
         for chart_name, values in plugin_values(args).items():
             chart = args.charts[chart_name]
-            self.releases[chart_name] = k8s.helm.v3.Release(
-                f"{name}-{RELEASE_NAMES[chart_name]}", name=RELEASE_NAMES[chart_name], chart=chart.chart,
-                version=chart.version, namespace=NAMESPACE, values=values,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo) if chart.repo else None,
-                opts=pulumi.ResourceOptions(parent=self))
+            self.releases[chart_name] = release(f"{name}-{RELEASE_NAMES[chart_name]}",
+                                                release_name=RELEASE_NAMES[chart_name], chart=chart,
+                                                namespace=NAMESPACE, values=values, parent=self)
         if args.trainium_instance_types:
             ds = neuron_monitor_daemonset()
-            k8s.apps.v1.DaemonSet(f"{name}-neuron-monitor", metadata=ds["metadata"], spec=ds["spec"],
-                                  opts=pulumi.ResourceOptions(parent=self))
+            resource(f"{name}-neuron-monitor", ds, opts=pulumi.ResourceOptions(parent=self))
             policy = neuron_monitor_network_policy()
-            k8s.networking.v1.NetworkPolicy(f"{name}-neuron-monitor", metadata=policy["metadata"],
-                                            spec=policy["spec"], opts=pulumi.ResourceOptions(parent=self))
+            resource(f"{name}-neuron-monitor", policy, opts=pulumi.ResourceOptions(parent=self))
         self.register_outputs({"releases": sorted(RELEASE_NAMES[c] for c in self.releases)})

@@ -15,13 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
-_BUILTINS: dict[tuple[str, str], Any] = {
-    ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
-    ("v1", "Service"): k8s.core.v1.Service,
-    ("batch/v1", "Job"): k8s.batch.v1.Job,
-}
+from components.manifest import resource
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,13 +42,7 @@ class TrainingJob(pulumi.ComponentResource):
             # Each object waits for the one before it: the launch ConfigMap exists before the workload mounts it.
             child = pulumi.ResourceOptions(parent=self, depends_on=list(previous))
             rname = f"{name}-{_suffix(obj)}"
-            body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
-            builtin = _BUILTINS.get((obj["apiVersion"], obj["kind"]))
-            if builtin is not None:
-                res = builtin(rname, metadata=obj["metadata"], opts=child, **body)
-            else:
-                res = k8s.apiextensions.CustomResource(rname, api_version=obj["apiVersion"], kind=obj["kind"],
-                                                       metadata=obj["metadata"], opts=child, **body)
+            res = resource(rname, obj, opts=child)
             self.resources.append(res)
             previous = [res]
         self.register_outputs({"kinds": [o["kind"] for o in args.objects],

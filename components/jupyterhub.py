@@ -7,13 +7,14 @@ internal load balancer); this component registers them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from assembly import jupyterhub as hub
 from components.deps import dependencies
+from components.helm import release
+from components.manifest import resource
 from ekstrain.versions import Chart
 
 
@@ -28,10 +29,6 @@ class JupyterHubArgs:
     fsx_file_system_id: pulumi.Input[str]
     fsx_dns_name: pulumi.Input[str]
     fsx_mount_name: pulumi.Input[str]
-
-
-def _meta(m: dict[str, Any]) -> k8s.meta.v1.ObjectMetaArgs:
-    return k8s.meta.v1.ObjectMetaArgs(name=m["name"], namespace=m.get("namespace"), labels=m.get("labels"))
 
 
 class JupyterHub(pulumi.ComponentResource):
@@ -49,23 +46,15 @@ class JupyterHub(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=after))
         capacity = plan.fsx_capacity_gib
         pv = hub.fsx_pv(args.fsx_file_system_id, args.fsx_dns_name, args.fsx_mount_name, capacity)
-        pv_res = k8s.core.v1.PersistentVolume(f"{name}-fsx-pv", metadata=_meta(pv["metadata"]), spec=pv["spec"],
-                                              opts=pulumi.ResourceOptions(parent=self))
+        pv_res = resource(f"{name}-fsx-pv", pv, opts=pulumi.ResourceOptions(parent=self))
         pvc = hub.fsx_pvc(capacity)
-        pvc_res = k8s.core.v1.PersistentVolumeClaim(f"{name}-fsx-pvc", metadata=_meta(pvc["metadata"]),
-                                                    spec=pvc["spec"],
-                                                    opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, pv_res]))
+        pvc_res = resource(f"{name}-fsx-pvc", pvc, opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, pv_res]))
         deps: list[pulumi.Resource] = [ns, pvc_res, *after]
         secret = pulumi.Output.secret(args.client_secret) if args.client_secret is not None else None
         dummy = plan.dummy_auth
         if secret is not None and not dummy:
             s = hub.oauth_secret(secret)
-            deps.append(k8s.core.v1.Secret(f"{name}-oauth", metadata=_meta(s["metadata"]), type=s["type"],
-                                           string_data=s["stringData"],
-                                           opts=pulumi.ResourceOptions(parent=self, depends_on=[ns])))
-        self.release = k8s.helm.v3.Release(
-            name, name=hub.RELEASE, chart=args.chart.chart, version=args.chart.version, namespace=hub.NAMESPACE,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.chart.repo) if args.chart.repo else None,
-            values=plan.values(secret if dummy else None),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=deps))
+            deps.append(resource(f"{name}-oauth", s, opts=pulumi.ResourceOptions(parent=self, depends_on=[ns])))
+        self.release = release(name, release_name=hub.RELEASE, chart=args.chart, namespace=hub.NAMESPACE,
+                               values=plan.values(secret if dummy else None), parent=self, depends_on=deps)
         self.register_outputs({"namespace": hub.NAMESPACE})

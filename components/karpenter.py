@@ -20,6 +20,7 @@ import pulumi_kubernetes as k8s
 
 from components import iam
 from components.deps import dependencies
+from components.helm import release
 from ekstrain import karpenter_specs as specs
 from ekstrain.names import SYSTEM_NODE_TERM
 from ekstrain.versions import Chart
@@ -262,16 +263,14 @@ class Karpenter(pulumi.ComponentResource):
                                                      service_account=SERVICE_ACCOUNT, role_arn=controller_role.arn,
                                                      tags=tags, opts=after_cluster)
 
-        crds = k8s.helm.v3.Release(f"{name}-crd", name="karpenter-crd", chart=args.crd_chart.chart,
-                                   version=args.crd_chart.version, namespace=NAMESPACE,
-                                   opts=pulumi.ResourceOptions(parent=self, depends_on=dependencies(opts)))
-        self.release = k8s.helm.v3.Release(
-            name, name=RELEASE_NAME, chart=args.chart.chart, version=args.chart.version, namespace=NAMESPACE,
+        crds = release(f"{name}-crd", release_name="karpenter-crd", chart=args.crd_chart, namespace=NAMESPACE,
+                       parent=self, depends_on=dependencies(opts))
+        self.release = release(
+            name, release_name=RELEASE_NAME, chart=args.chart, namespace=NAMESPACE,
             # The CRDs belong to the karpenter-crd release (upgraded with the chart, unlike crds/).
             skip_crds=True,
-            values=chart_values(cluster, queue.name, args.replicas, args.region),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[crds, association, access_entry, queue_policy_res,
-                                                                 *attachments]))
+            values=chart_values(cluster, queue.name, args.replicas, args.region), parent=self,
+            depends_on=[crds, association, access_entry, queue_policy_res, *attachments])
 
         self.node_role_name = node_role.name
         self.node_role_arn = node_role.arn

@@ -19,6 +19,8 @@ import pulumi_random as random
 from assembly import observability as obs
 from components import iam
 from components.deps import dependencies
+from components.helm import release
+from components.manifest import resource
 from ekstrain.versions import Chart
 
 POD_SECURITY = {
@@ -35,10 +37,6 @@ class ObservabilityArgs:
     chart: Chart
     """The kube-prometheus-stack chart (pinned in ekstrain/versions.py)."""
     tags: Mapping[str, str] = field(default_factory=dict)
-
-
-def _meta(m: dict[str, Any]) -> k8s.meta.v1.ObjectMetaArgs:
-    return k8s.meta.v1.ObjectMetaArgs(name=m["name"], namespace=m.get("namespace"), labels=m.get("labels"))
 
 
 class Observability(pulumi.ComponentResource):
@@ -81,33 +79,25 @@ class Observability(pulumi.ComponentResource):
             self.remote_write_url = workspace.prometheus_endpoint.apply(obs.remote_write_url)
             deps.append(association)
 
-        self.release = k8s.helm.v3.Release(
-            name, name=obs.RELEASE, chart=args.chart.chart, version=args.chart.version, namespace=obs.NAMESPACE,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.chart.repo) if args.chart.repo else None,
-            values=plan.values(self.remote_write_url),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=deps))
+        self.release = release(name, release_name=obs.RELEASE, chart=args.chart, namespace=obs.NAMESPACE,
+                               values=plan.values(self.remote_write_url), parent=self, depends_on=deps)
 
         if plan.efa_exporter:
             cm = obs.efa_exporter_configmap()
-            script = k8s.core.v1.ConfigMap(f"{name}-efa-exporter", metadata=_meta(cm["metadata"]), data=cm["data"],
-                                           opts=in_ns)
+            script = resource(f"{name}-efa-exporter", cm, opts=in_ns)
             ds = obs.efa_exporter_daemonset()
-            k8s.apps.v1.DaemonSet(f"{name}-efa-exporter", metadata=_meta(ds["metadata"]), spec=ds["spec"],
-                                  opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, script]))
+            resource(f"{name}-efa-exporter", ds, opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, script]))
             svc = obs.metrics_service(obs.EFA_EXPORTER, obs.NAMESPACE, obs.EFA_EXPORTER_PORT)
-            k8s.core.v1.Service(f"{name}-efa-exporter", metadata=_meta(svc["metadata"]), spec=svc["spec"], opts=in_ns)
+            resource(f"{name}-efa-exporter", svc, opts=in_ns)
             netpol = obs.efa_exporter_network_policy()
-            k8s.networking.v1.NetworkPolicy(f"{name}-efa-exporter", metadata=_meta(netpol["metadata"]),
-                                            spec=netpol["spec"], opts=in_ns)
+            resource(f"{name}-efa-exporter", netpol, opts=in_ns)
         if plan.neuron_monitor:
             # neuron-monitor itself is a device-plugins DaemonSet in kube-system; this Service exposes it.
             svc = obs.metrics_service(obs.NEURON_MONITOR, "kube-system", obs.NEURON_MONITOR_PORT)
-            k8s.core.v1.Service(f"{name}-neuron-monitor", metadata=_meta(svc["metadata"]), spec=svc["spec"],
-                                opts=child)
+            resource(f"{name}-neuron-monitor", svc, opts=child)
         for uid, board in plan.dashboards.items():
             cm = obs.dashboard_configmap(uid, board)
-            k8s.core.v1.ConfigMap(f"{name}-dashboard-{uid}", metadata=_meta(cm["metadata"]), data=cm["data"],
-                                  opts=in_ns)
+            resource(f"{name}-dashboard-{uid}", cm, opts=in_ns)
 
         outputs: dict[str, Any] = {"grafanaAdminPassword": self.grafana_admin_password}
         if self.remote_write_url is not None:

@@ -16,7 +16,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from assembly.schedulers import operators as build
-from components.scheduler_helm import release
+from components.deps import dependencies
+from components.helm import release
+from components.manifest import resource
 from ekstrain import versions
 from ekstrain.versions import Chart
 
@@ -35,36 +37,37 @@ class OperatorsArgs:
     kuberay_chart: Chart | None = None
     """@default None: no KubeRay."""
     kuberay_values: Mapping[str, Any] = field(default_factory=dict)
-    after: Sequence[pulumi.Resource] = ()
-    """Resources the operators must follow (e.g. Volcano, KubeRay's batch scheduler)."""
 
 
 class Operators(pulumi.ComponentResource):
+    """``opts.depends_on`` (the cluster; Volcano when KubeRay uses it as batch scheduler) reaches every
+    install: the manifest, the charts and, through the trainer chart, the runtimes."""
+
     def __init__(self, name: str, args: OperatorsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:operators:Operators", name, None, opts)
+        deps = dependencies(opts)
+        child = pulumi.ResourceOptions(parent=self, depends_on=deps)
         installed: list[str] = []
         if args.mpi_operator:
-            k8s.yaml.v2.ConfigFile(f"{name}-mpi-operator", file=versions.MPI_OPERATOR_MANIFEST,
-                                   opts=pulumi.ResourceOptions(parent=self))
+            k8s.yaml.v2.ConfigFile(f"{name}-mpi-operator", file=versions.MPI_OPERATOR_MANIFEST, opts=child)
             installed.append("mpi-operator")
         if args.kubeflow_flavor == "trainer":
             if args.trainer_chart is None:
                 raise ValueError("kubeflow flavor trainer needs trainer_chart")
             trainer = release(f"{name}-kubeflow-trainer", release_name="kubeflow-trainer", chart=args.trainer_chart,
-                              namespace=build.TRAINER_NAMESPACE, values=args.trainer_values, parent=self)
+                              namespace=build.TRAINER_NAMESPACE, values=args.trainer_values, parent=self,
+                              depends_on=deps, create_namespace=True)
             after = pulumi.ResourceOptions(parent=self, depends_on=[trainer])
             for rt in args.training_runtimes:
-                k8s.apiextensions.CustomResource(
-                    f"{name}-runtime-{rt['metadata']['name']}", api_version=rt["apiVersion"], kind=rt["kind"],
-                    metadata=rt["metadata"], spec=rt["spec"], opts=after)
+                resource(f"{name}-runtime-{rt['metadata']['name']}", rt, opts=after)
             installed.append("kubeflow-trainer")
         elif args.kubeflow_flavor == "training-operator":
             k8s.kustomize.v2.Directory(f"{name}-training-operator", directory=versions.TRAINING_OPERATOR_KUSTOMIZE,
-                                       opts=pulumi.ResourceOptions(parent=self))
+                                       opts=child)
             installed.append("training-operator")
         if args.kuberay_chart is not None:
             release(f"{name}-kuberay", release_name="kuberay-operator", chart=args.kuberay_chart,
                     namespace=build.KUBERAY_NAMESPACE, values=args.kuberay_values, parent=self,
-                    depends_on=list(args.after))
+                    depends_on=deps, create_namespace=True)
             installed.append("kuberay-operator")
         self.register_outputs({"installed": installed})

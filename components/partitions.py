@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components.deps import dependencies
+from components.manifest import resource
 from ekstrain import karpenter_specs as specs
 
 
@@ -31,13 +30,6 @@ class PartitionArgs:
     placement_group_name: pulumi.Input[str] | None = None
     """@default none; the network's placement group name (an Output, so the group exists first)."""
     tags: Mapping[str, str] = field(default_factory=dict)
-
-
-def _resource_args(manifest: dict[str, Any]) -> dict[str, Any]:
-    body = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind", "metadata")}
-    meta = manifest["metadata"]
-    return {"api_version": manifest["apiVersion"], "kind": manifest["kind"],
-            "metadata": k8s.meta.v1.ObjectMetaArgs(name=meta["name"], labels=meta.get("labels")), **body}
 
 
 class Partition(pulumi.ComponentResource):
@@ -54,12 +46,10 @@ class Partition(pulumi.ComponentResource):
             node_class = specs.ec2_node_class(spec, node_role=args.node_role_name,
                                               cluster_security_group_id=args.cluster_security_group_id,
                                               placement_group=args.placement_group_name, tags=args.tags)
-            ec2_node_class = k8s.apiextensions.CustomResource(
-                f"{child}-nodeclass", **_resource_args(node_class),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=list(deps)))
-            k8s.apiextensions.CustomResource(
-                f"{child}-nodepool", **_resource_args(specs.node_pool(spec)),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[*deps, ec2_node_class]))
+            ec2_node_class = resource(f"{child}-nodeclass", node_class,
+                                      opts=pulumi.ResourceOptions(parent=self, depends_on=list(deps)))
+            resource(f"{child}-nodepool", specs.node_pool(spec),
+                     opts=pulumi.ResourceOptions(parent=self, depends_on=[*deps, ec2_node_class]))
 
         pools = [s.resource_name for s in layouts]
         self.node_pool_names = pulumi.Output.from_input(pools)

@@ -20,7 +20,8 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 from assembly.schedulers import slurm as build
-from components.scheduler_helm import release
+from components.helm import release
+from components.manifest import resource
 from ekstrain.versions import Chart
 
 
@@ -59,13 +60,14 @@ class Slurm(pulumi.ComponentResource):
         cert = None
         if args.cert_manager_chart is not None:
             cert = release(f"{name}-cert-manager", release_name="cert-manager", chart=args.cert_manager_chart,
-                           namespace=build.CERT_MANAGER_NAMESPACE, values=args.cert_manager_values, parent=self)
+                           namespace=build.CERT_MANAGER_NAMESPACE, values=args.cert_manager_values, parent=self,
+                           create_namespace=True)
         crds = release(f"{name}-operator-crds", release_name="slurm-operator-crds", chart=args.crds_chart,
                        namespace=build.OPERATOR_NAMESPACE, values={}, parent=self,
-                       depends_on=[cert] if cert else [])
+                       depends_on=[cert] if cert else [], create_namespace=True)
         operator = release(f"{name}-operator", release_name="slurm-operator", chart=args.operator_chart,
                            namespace=build.OPERATOR_NAMESPACE, values=args.operator_values, parent=self,
-                           depends_on=[crds] + ([cert] if cert else []))
+                           depends_on=[crds] + ([cert] if cert else []), create_namespace=True)
 
         ns = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": build.NAMESPACE}, opts=child)
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[ns])
@@ -75,12 +77,10 @@ class Slurm(pulumi.ComponentResource):
             pv_name = f"{build.NAMESPACE}-fsx-lustre"
             pv = build.fsx_pv(pv_name, args.fsx_file_system_id, args.fsx_dns_name, args.fsx_mount_name,
                               args.fsx_capacity_gib)
-            pv_res = k8s.core.v1.PersistentVolume(f"{name}-fsx-pv", metadata=pv["metadata"], spec=pv["spec"],
-                                                  opts=child)
+            pv_res = resource(f"{name}-fsx-pv", pv, opts=child)
             pvc = build.fsx_pvc(pv_name, args.fsx_capacity_gib)
-            before_chart.append(k8s.core.v1.PersistentVolumeClaim(
-                f"{name}-fsx-pvc", metadata=pvc["metadata"], spec=pvc["spec"],
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, pv_res])))
+            before_chart.append(resource(f"{name}-fsx-pvc", pvc,
+                                         opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, pv_res])))
 
         self.accounting_password = None
         if args.accounting:
@@ -92,16 +92,13 @@ class Slurm(pulumi.ComponentResource):
                                                   override_special="-_.", opts=child)
             self.accounting_password = pulumi.Output.secret(password.result)
             secret = build.mariadb_secret(self.accounting_password, pulumi.Output.secret(root_password.result))
-            db_secret = k8s.core.v1.Secret(f"{name}-db-secret", metadata=secret["metadata"], type=secret["type"],
-                                           string_data=secret["stringData"], opts=in_ns)
+            db_secret = resource(f"{name}-db-secret", secret, opts=in_ns)
             svc = build.mariadb_service()
-            db_svc = k8s.core.v1.Service(f"{name}-db", metadata=svc["metadata"], spec=svc["spec"], opts=in_ns)
+            db_svc = resource(f"{name}-db", svc, opts=in_ns)
             sts = build.mariadb_statefulset(args.accounting_volume_gib)
-            db = k8s.apps.v1.StatefulSet(f"{name}-db", metadata=sts["metadata"], spec=sts["spec"],
-                                         opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, db_secret]))
+            db = resource(f"{name}-db", sts, opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, db_secret]))
             policy = build.mariadb_network_policy()
-            k8s.networking.v1.NetworkPolicy(f"{name}-db", metadata=policy["metadata"], spec=policy["spec"],
-                                            opts=in_ns)
+            resource(f"{name}-db", policy, opts=in_ns)
             before_chart += [db_secret, db_svc, db]
 
         self.slurm_release = release(f"{name}-cluster", release_name=build.RELEASE, chart=args.slurm_chart,

@@ -10,7 +10,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from assembly.schedulers import volcano as build
-from components.scheduler_helm import release
+from components.helm import release
+from components.manifest import resource
 from ekstrain.versions import Chart
 
 
@@ -28,9 +29,9 @@ class Volcano(pulumi.ComponentResource):
     def __init__(self, name: str, args: VolcanoArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:volcano:Volcano", name, None, opts)
         self.volcano_release = release(name, release_name=build.RELEASE, chart=args.chart,
-                                       namespace=build.NAMESPACE, values=args.values, parent=self)
+                                       namespace=build.NAMESPACE, values=args.values, parent=self,
+                                       create_namespace=True)
         after = pulumi.ResourceOptions(parent=self, depends_on=[self.volcano_release])
         for q in args.queues:
-            k8s.apiextensions.CustomResource(f"{name}-queue-{q['metadata']['name']}", api_version=q["apiVersion"],
-                                             kind=q["kind"], metadata=q["metadata"], spec=q["spec"], opts=after)
+            resource(f"{name}-queue-{q['metadata']['name']}", q, opts=after)
         self.register_outputs({"queues": [q["metadata"]["name"] for q in args.queues]})

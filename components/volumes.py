@@ -15,6 +15,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.manifest import resource
 from ekstrain import names
 
 FSX_DRIVER = "fsx.csi.aws.com"
@@ -173,39 +174,31 @@ class TrainingVolumes(pulumi.ComponentResource):
         super().__init__("ekstrain:storage:Volumes", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         ns = namespace_manifest(args.namespace)
-        self.namespace = k8s.core.v1.Namespace(f"{name}-ns", metadata=ns["metadata"], opts=child)
+        namespace = resource(f"{name}-ns", ns, opts=child)
+        assert isinstance(namespace, k8s.core.v1.Namespace)  # the adapter's typed class for v1 Namespace
+        self.namespace = namespace
 
         if args.fsx is not None:
             f = args.fsx
             pv = fsx_pv_manifest(f.file_system_id, f.dns_name, f.mount_name, f.capacity_gib)
-            fsx_pv = k8s.core.v1.PersistentVolume(f"{name}-fsx-pv", metadata=pv["metadata"], spec=pv["spec"],
-                                                  opts=child)
+            fsx_pv = resource(f"{name}-fsx-pv", pv, opts=child)
             pvc = fsx_pvc_manifest(f.capacity_gib, args.namespace)
-            k8s.core.v1.PersistentVolumeClaim(f"{name}-fsx-pvc", metadata=pvc["metadata"], spec=pvc["spec"],
-                                              opts=pulumi.ResourceOptions(parent=self,
-                                                                          depends_on=[self.namespace, fsx_pv]))
+            resource(f"{name}-fsx-pvc", pvc,
+                     opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace, fsx_pv]))
         if args.fsx_scratch is not None:
             x = args.fsx_scratch
             sc = fsx_scratch_storage_class_manifest(x.storage_class_name, x.subnet_id, x.security_group_id,
                                                     x.deployment_type, x.per_unit_throughput, x.cluster_name)
-            k8s.storage.v1.StorageClass(
-                f"{name}-fsx-scratch", metadata=sc["metadata"], provisioner=sc["provisioner"],
-                parameters=sc["parameters"], reclaim_policy=sc["reclaimPolicy"],
-                volume_binding_mode=sc["volumeBindingMode"], mount_options=sc["mountOptions"], opts=child)
+            resource(f"{name}-fsx-scratch", sc, opts=child)
         if args.efs is not None:
             e = args.efs
             sc = efs_storage_class_manifest(e.file_system_id, e.dynamic_base_path)
-            storage_class = k8s.storage.v1.StorageClass(
-                f"{name}-efs-ap", metadata=sc["metadata"], provisioner=sc["provisioner"], parameters=sc["parameters"],
-                reclaim_policy=sc["reclaimPolicy"], volume_binding_mode=sc["volumeBindingMode"], opts=child)
+            storage_class = resource(f"{name}-efs-ap", sc, opts=child)
             pv = model_store_pv_manifest(e.file_system_id, e.access_point_id)
-            model_pv = k8s.core.v1.PersistentVolume(f"{name}-model-store-pv", metadata=pv["metadata"],
-                                                    spec=pv["spec"],
-                                                    opts=pulumi.ResourceOptions(parent=self,
-                                                                                depends_on=[storage_class]))
+            model_pv = resource(f"{name}-model-store-pv", pv,
+                                opts=pulumi.ResourceOptions(parent=self, depends_on=[storage_class]))
             pvc = model_store_pvc_manifest(args.namespace)
-            k8s.core.v1.PersistentVolumeClaim(f"{name}-model-store-pvc", metadata=pvc["metadata"], spec=pvc["spec"],
-                                              opts=pulumi.ResourceOptions(parent=self,
-                                                                          depends_on=[self.namespace, model_pv]))
+            resource(f"{name}-model-store-pvc", pvc,
+                     opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace, model_pv]))
         self.namespace_name = self.namespace.metadata.apply(lambda m: str(m.name))
         self.register_outputs({"namespace": self.namespace_name})

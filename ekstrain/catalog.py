@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ekstrain import names
+
 PRICES_AS_OF = "2025-06-05"
 PRICES_SOURCE = (
     "AWS EC2 on-demand pricing page, us-east-1, Linux, after the June 2025 P4/P5 price reduction; "
@@ -94,7 +96,7 @@ class InstanceType:
     @property
     def accelerator_resource(self) -> str:
         """Kubernetes extended resource the device plugin advertises."""
-        return "nvidia.com/gpu" if self.family == GPU else "aws.amazon.com/neuron"
+        return names.GPU_RESOURCE if self.family == GPU else names.NEURON_RESOURCE
 
     @property
     def accelerator_taint_key(self) -> str:

@@ -73,6 +73,9 @@ class Record:
     protect: bool = False
     retain_on_delete: bool = False
     ignore_changes: list[str] = field(default_factory=list)
+    secret_inputs: set[str] = field(default_factory=set)
+    """Input paths the SDK sent as Pulumi secrets (``stringData.password``, ``values.auth.rootPassword``):
+    stored encrypted in the state."""
 
 
 class OfflineMocks(pulumi.runtime.Mocks):
@@ -192,12 +195,14 @@ class RecordingMonitor(MockMonitor):
             raise ValueError(f"duplicate URN {urn}: two resources share type {request.type} and name {request.name}")
         # Decode without re-hydrating resource references: MockMonitor's own decoding builds
         # Resource objects on this executor thread's event loop ("attached to a different loop").
-        inputs = _decode(json_format.MessageToDict(request.object))
+        wire = json_format.MessageToDict(request.object)
+        inputs = _decode(wire)
         record = Record(
             urn=urn, type=request.type, name=request.name, custom=bool(request.custom), remote=bool(request.remote),
             parent=request.parent, inputs=inputs, provider=request.provider,
             dependencies=list(request.dependencies), protect=bool(request.protect),
             retain_on_delete=bool(request.retainOnDelete), ignore_changes=list(request.ignoreChanges),
+            secret_inputs=_secret_paths(wire),
         )
         self._by_urn[urn] = record
         self.records.append(record)
@@ -213,6 +218,17 @@ class RecordingMonitor(MockMonitor):
              for k, v in state.items()}, {}))
         self.resources[urn] = MockMonitor.ResourceRegistration(urn, rid, state)
         return resource_pb2.RegisterResourceResponse(urn=urn, id=rid, object=obj)
+
+
+def _secret_paths(value: Any, path: str = "") -> set[str]:
+    """Dotted paths of the values the SDK wrapped as secrets in a protobuf-JSON object."""
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return {path}
+        return set().union(*(_secret_paths(v, f"{path}.{k}" if path else k) for k, v in value.items()))
+    if isinstance(value, list):
+        return set().union(*(_secret_paths(v, f"{path}[{i}]") for i, v in enumerate(value)))
+    return set()
 
 
 def _decode(value: Any) -> Any:

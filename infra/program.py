@@ -180,8 +180,8 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             training_runtimes=operator_values.torch_runtimes(cfg) if sched.kubeflow.flavor == "trainer" else (),
             kuberay_chart=cfg.versions.chart("kuberay-operator") if sched.kuberay.enabled else None,
             kuberay_values=operator_values.kuberay_values(cfg),
-            after=[volcano] if volcano is not None else [],
-        ), opts=k8s_opts)
+        ), opts=k8s_opts if volcano is None else pulumi.ResourceOptions.merge(
+            k8s_opts, pulumi.ResourceOptions(depends_on=[volcano])))  # KubeRay's batch scheduler
 
     return outputs | {
         "clusterName": cluster.cluster_name,

@@ -30,7 +30,7 @@ from assembly.schedulers.slurm import standing_nodes
 from ekstrain import argocd, catalog, names, storage_sizing, validation, versions
 from ekstrain.partitions import layout_nodes, shape
 from infra import offline
-from infra.verify import Check, aws_rules, charts, iam, sdk_schema, tfplan
+from infra.verify import Check, aws_rules, chart_values, charts, iam, policy, sdk_schema, secrets, tfplan
 from stacks.errors import ConfigError
 from stacks.loader import load_flat, read_stack_file
 from stacks.models import StackConfig
@@ -151,7 +151,7 @@ def chart_releases(recording: offline.Recording) -> list[charts.Release]:
 
 
 def run_checks(out: pathlib.Path, objs: list[tuple[str, dict[str, Any]]], rec: offline.Recording,
-               cfg: StackConfig) -> tuple[list[Check], int]:
+               cfg: StackConfig, stack: str) -> tuple[list[Check], int]:
     """Every check of the render, and the number of chart-rendered objects written under out/charts."""
     kv = cfg.cluster.kubernetes_version
     manifests_check = Check("kubernetes manifests: upstream schemas", len(objs))
@@ -159,8 +159,10 @@ def run_checks(out: pathlib.Path, objs: list[tuple[str, dict[str, Any]]], rec: o
     render_check = Check("helm template: every release renders", what="releases")
     chart_check = Check("chart objects: upstream schemas + chart CRDs")
     noop_check = Check("helm values: keys that change the output", what="releases")
-    checks = [manifests_check, values_check, render_check, chart_check, noop_check]
-    aws_checks = [sdk_schema.check_recording(rec), iam.check_recording(rec), aws_rules.check_recording(rec)]
+    entries_check = Check("helm values: templated entries (slurm nodesets/loginsets), strict", what="entries")
+    checks = [manifests_check, values_check, entries_check, render_check, chart_check, noop_check]
+    aws_checks = [sdk_schema.check_recording(rec), iam.check_recording(rec), aws_rules.check_recording(rec),
+                  policy.check_recording(rec, stack), secrets.check_recording(rec)]
     if validation.upstream_dir() is None:
         for c in checks:
             c.note = "upstream schemas not found (run `make fetch-upstream`): NOT checked"
@@ -185,6 +187,11 @@ def run_checks(out: pathlib.Path, objs: list[tuple[str, dict[str, Any]]], rec: o
                                                      validation.chart_defaults(chart.upstream_dir)):
                 values_check.problems.append(f"helm release {rel.get('name')}: values key {key!r} is not in "
                                              f"{chart.upstream_dir}/values.yaml")
+            # Below a map that is empty upstream the key check sees nothing: each entry against its template.
+            values = rel.get("values") or {}
+            entries_check.checked += len(chart_values.templated_entries(chart.upstream_dir, values))
+            entries_check.problems += [f"helm release {rel.get('name')}: {p}" for p in
+                                       chart_values.entry_problems(chart.upstream_dir, values, kv)]
     chart_check.checked = sum(len(o) for o in rendered.objects.values())
     chart_check.problems += validate_chart_objects(rendered, kv)
     for r in releases:
@@ -240,7 +247,7 @@ def write(out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], 
     aws_rows = [{"type": t, "count": n} for t, n in sorted(counts.items()) if not t.startswith("kubernetes:")]
     comp_rows = [{"type": t, "count": n} for t, n in
                  sorted(collections.Counter(r.type for r in rec.records if not r.custom).items())]
-    checks, chart_objects = run_checks(out, objs, rec, cfg)
+    checks, chart_objects = run_checks(out, objs, rec, cfg, stack)
     apps = argocd.applications(rel for _, rel in releases) if cfg.delivery.argocd else []
     if apps:
         # ekstrain:delivery.argocd: one Application per Helm release, for a GitOps repository.

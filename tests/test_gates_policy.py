@@ -29,7 +29,9 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
+from ekstrain import names
 from infra import offline
+from infra.verify import secrets
 
 # -- bridge: offline recording -> what the policy runtime hands a pack -------------------------------------------------
 
@@ -254,7 +256,7 @@ def nodepool(policy: str = "WhenEmpty", expire: str | None = "Never", labels: di
         tspec["expireAfter"] = expire
     return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "gpu"},
             "spec": {"template": {"metadata": {"labels": labels if labels is not None
-                                               else {rules.PARTITION_LABEL: "gpu"}}, "spec": tspec},
+                                               else {names.PARTITION_LABEL: "gpu"}}, "spec": tspec},
                      "disruption": {"consolidationPolicy": policy, "consolidateAfter": "30m"}}}
 
 
@@ -278,11 +280,11 @@ def _efa_world(subnet_terms: list[dict[str, Any]], sg_terms: list[dict[str, Any]
                self_rules: bool = True) -> list[Resource]:
     disc = {"karpenter.sh/discovery": "c"}
     out = [res(rules.SUBNET, {"id": "subnet-priv", "availabilityZone": "us-west-2a",
-                              "tags": {**disc, rules.SUBNET_ROLE_TAG: "private"}}, name="private-a")]
+                              "tags": {**disc, names.SUBNET_ROLE_TAG: "private"}}, name="private-a")]
     out += [res(rules.SUBNET, {"id": f"subnet-efa{i}", "availabilityZone": "us-west-2a",
-                               "tags": {**disc, rules.SUBNET_ROLE_TAG: "efa"}}, name=f"efa-{i}")
+                               "tags": {**disc, names.SUBNET_ROLE_TAG: "efa"}}, name=f"efa-{i}")
             for i in range(efa_subnets)]
-    sg = res(rules.SECURITY_GROUP, {"id": "sg-efa", "tags": {**disc, rules.SG_ROLE_TAG: "efa"}}, name="efa")
+    sg = res(rules.SECURITY_GROUP, {"id": "sg-efa", "tags": {**disc, names.SG_ROLE_TAG: "efa"}}, name="efa")
     out.append(sg)
     if self_rules:
         for t in (rules.SG_INGRESS, rules.SG_EGRESS):
@@ -294,8 +296,8 @@ def _efa_world(subnet_terms: list[dict[str, Any]], sg_terms: list[dict[str, Any]
     return out
 
 
-EFA_SUBNET_TERM = {"tags": {"karpenter.sh/discovery": "c", rules.SUBNET_ROLE_TAG: "efa"}}
-EFA_SG_TERMS = [{"id": "sg-cluster"}, {"tags": {"karpenter.sh/discovery": "c", rules.SG_ROLE_TAG: "efa"}}]
+EFA_SUBNET_TERM = {"tags": {"karpenter.sh/discovery": "c", names.SUBNET_ROLE_TAG: "efa"}}
+EFA_SG_TERMS = [{"id": "sg-cluster"}, {"tags": {"karpenter.sh/discovery": "c", names.SG_ROLE_TAG: "efa"}}]
 
 
 def test_efa_classes_select_exactly_the_efa_subnet_and_sg() -> None:
@@ -496,7 +498,7 @@ def test_rules_read_the_keys_the_program_really_produces(prod_recording: offline
     assert any(n == "ebs-encrypted" for n, _, _ in run_pack([_record(rules.STORAGE_CLASS, unencrypted)]))
     # The recorded EFA subnet and SG are what the EFA rule resolves selectors against.
     efa = [r for r in prod_recording.of_type(rules.SUBNET)
-           if (r.outputs.get("tags") or {}).get(rules.SUBNET_ROLE_TAG) == "efa"]
+           if (r.outputs.get("tags") or {}).get(names.SUBNET_ROLE_TAG) == "efa"]
     assert len(efa) == 1
 
 
@@ -517,50 +519,7 @@ def test_secret_provenance_over_a_recorded_program() -> None:
 # -- secrets reach the engine as Pulumi secrets (what the policy runtime cannot see) -----------------------------------
 
 
-def _secret_paths(value: Any, path: str = "") -> set[str]:
-    from pulumi.runtime import rpc
-    if isinstance(value, dict):
-        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
-            return {path}
-        return set().union(*(_secret_paths(v, f"{path}.{k}" if path else k) for k, v in value.items()))
-    if isinstance(value, list):
-        return set().union(*(_secret_paths(v, f"{path}[{i}]") for i, v in enumerate(value)))
-    return set()
-
-
-def run_recording_secrets(monkeypatch: pytest.MonkeyPatch,
-                          program: Any) -> tuple[offline.Recording, dict[str, set[str]]]:
-    """Run ``program`` offline and keep, per URN, the input paths the SDK sent as secrets."""
-    from google.protobuf import json_format
-    seen: dict[str, set[str]] = {}
-    original = offline.RecordingMonitor.RegisterResource
-
-    def register(self: offline.RecordingMonitor, request: Any) -> Any:
-        seen[self.make_urn(request.parent, request.type, request.name)] = _secret_paths(
-            json_format.MessageToDict(request.object))
-        return original(self, request)
-    monkeypatch.setattr(offline.RecordingMonitor, "RegisterResource", register)
-    return run_program(program), seen
-
-
-def plaintext_credentials(rec: offline.Recording, secret_paths: dict[str, set[str]]) -> list[str]:
-    """Credential-bearing inputs that would be stored in plaintext in the state file."""
-    out = []
-    for r in rec.records:
-        secret = secret_paths.get(r.urn, set())
-        if r.type == rules.K8S_SECRET:
-            for prop in ("data", "stringData"):
-                if prop in secret:
-                    continue
-                out += [f"{r.name}.{prop}.{k}" for k, v in (r.inputs.get(prop) or {}).items()
-                        if v and f"{prop}.{k}" not in secret]
-        elif r.type == rules.HELM_RELEASE and "values" not in secret:
-            out += [f"{r.name}.values.{p}" for p in rules.sensitive_values(r.inputs.get("values"))
-                    if f"values.{p}" not in secret]
-    return out
-
-
-def test_plaintext_credential_detector(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plaintext_credential_detector() -> None:
     def program() -> dict[str, Any]:
         pw = random.RandomPassword("db", length=24, special=False)
         # pulumi-kubernetes itself wraps Secret data/stringData in Output.secret, even a literal
@@ -572,19 +531,16 @@ def test_plaintext_credential_detector(monkeypatch: pytest.MonkeyPatch) -> None:
                             values={"auth": {"rootPassword": pulumi.Output.secret("from-config")}})
         k8s.helm.v3.Release("literal", name="literal", values={"auth": {"rootPassword": "hunter2"}}, **chart)
         return {"ok": pulumi.Output.from_input(True)}
-    rec, seen = run_recording_secrets(monkeypatch, program)
-    assert plaintext_credentials(rec, seen) == ["literal.values.auth.rootPassword"]
+    rec = run_program(program)
+    assert rec.one(rules.K8S_SECRET, "db-literal").secret_inputs == {"stringData"}
+    assert rec.one(rules.HELM_RELEASE, "wrapped").secret_inputs == {"values.auth.rootPassword"}
+    assert secrets.plaintext_credentials(rec.records) == ["literal.values.auth.rootPassword"]
 
 
 @pytest.mark.parametrize("stack", ["prod", "dev"])
-def test_stack_credentials_are_pulumi_secrets(stack: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from conftest import stack_config
-
-    from infra.program import build
-    cfg = stack_config(stack)
-    rec, seen = run_recording_secrets(monkeypatch, lambda: build(cfg))
-    assert len(seen) == len(rec.records)
-    assert plaintext_credentials(rec, seen) == []
+def test_stack_credentials_are_pulumi_secrets(stack: str, request: pytest.FixtureRequest) -> None:
+    recording: offline.Recording = request.getfixturevalue(f"{stack}_recording")
+    assert secrets.plaintext_credentials(recording.records) == []
 
 
 # -- the pack as the CLI loads it -------------------------------------------------------------------------------------
@@ -602,11 +558,26 @@ def test_pack_needs_only_pulumi_policy_and_the_standard_library() -> None:
     """The CLI runs the pack in policy/venv, which has pulumi-policy only (policy/requirements.txt)."""
     import sys
     pack_dir = REPO / "policy"
-    allowed = set(sys.stdlib_module_names) | {"pulumi_policy", "ekstrain_policy"}
+    allowed = set(sys.stdlib_module_names) | {"pulumi_policy", "ekstrain_policy", "ekstrain"}
     for path in [pack_dir / "__main__.py", *sorted((pack_dir / "ekstrain_policy").glob("*.py"))]:
         assert _imports(path) <= allowed, (path.name, _imports(path) - allowed)
-    assert _imports(pack_dir / "ekstrain_policy" / "rules.py") <= set(sys.stdlib_module_names)
     assert (pack_dir / "requirements.txt").read_text().splitlines()[-1] == "pulumi-policy==1.21.0"
+
+
+def test_rules_load_with_the_standard_library_and_ekstrain_names_only(tmp_path: Any) -> None:
+    # GIVEN a Python without site-packages (not even pulumi-policy) whose path is the pack directory,
+    # as the CLI starts it elsewhere than this checkout's root
+    import subprocess
+    import sys
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import ekstrain_policy.rules as r; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names) - {'__main__'}), "
+            "'ekstrain.names' in sys.modules, r.ACCELERATOR_TAINTS)")
+    # WHEN the rules are imported
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(REPO / "policy")], cwd=tmp_path,
+                         capture_output=True, text=True, check=True).stdout
+    # THEN they load, and the shared names come from ekstrain.names (one copy, no third-party import)
+    assert out.split() == ["['ekstrain',", "'ekstrain_policy']", "True",
+                           "('nvidia.com/gpu',", "'aws.amazon.com/neuron',", "'vpc.amazonaws.com/efa')"]
 
 
 def test_main_only_builds_the_pack() -> None:

@@ -114,3 +114,69 @@ def test_a_finding_of_any_check_fails_the_render(prod_recording: Recording, tmp_
     assert any("IAM CreateRole RoleName allows 1-64" in p for p in problems)
     assert any("availabilityZon: unknown property of Subnet" in p for p in problems)
     assert "- AWS create-time rules: names, tags, buckets, CIDRs, EFS, FSx: aws:iam/role:Role rrrr" in summary
+
+
+def test_render_runs_the_strict_slurm_values_check(prod_recording: Recording, tmp_path: pathlib.Path) -> None:
+    # GIVEN the prod recording whose slurm release has a typo inside a NodeSet (below the chart's empty
+    # `nodesets` map, where a key check against values.yaml sees nothing) and in its pod spec
+    import copy
+
+    from conftest import stack_config
+
+    if validation.upstream_dir() is None:
+        pytest.skip("upstream schemas absent: run `make fetch-upstream`")
+    records = copy.deepcopy(prod_recording.records)
+    slurm = next(r for r in records if r.type == "kubernetes:helm.sh/v3:Release" and r.inputs["name"] == "slurm")
+    nodeset = slurm.inputs["values"]["nodesets"]["gpu-h100"]
+    nodeset["replica"] = 1
+    nodeset["podSpec"]["tolerations"][0]["efect"] = "NoSchedule"
+    rec = Recording(records, prod_recording.outputs, prod_recording.invokes)
+    # WHEN written and checked as the render does
+    summary, problems = render.write(tmp_path, "prod", stack_config("prod"), [], rec, 0.0)
+    # THEN both are problems (exit 1), counted in the Checks table: each NodeSet and the login set
+    assert "helm release slurm: unknown key nodesets.gpu-h100.replica" in problems
+    assert any(p.startswith("helm release slurm: nodesets.gpu-h100: ") and "efect" in p for p in problems)
+    row = next(line for line in summary.splitlines() if line.startswith("helm values: templated entries"))
+    entries = len(slurm.inputs["values"]["nodesets"]) + len(slurm.inputs["values"]["loginsets"])
+    assert (entries, row.split()[-5:-2]) == (4, ["4", "entries", "2"])
+
+
+def test_render_runs_the_policy_pack(prod_recording: Recording, tmp_path: pathlib.Path) -> None:
+    # GIVEN the prod recording with the FSx file system no longer protected (mandatory in prod)
+    import copy
+
+    from conftest import stack_config
+
+    records = copy.deepcopy(prod_recording.records)
+    fsx = next(r for r in records if r.type == "aws:fsx/lustreFileSystem:LustreFileSystem")
+    fsx.protect = False
+    rec = Recording(records, prod_recording.outputs, prod_recording.invokes)
+    # WHEN written and checked as the render does
+    summary, problems = render.write(tmp_path, "prod", stack_config("prod"), [], rec, 0.0)
+    # THEN the pack's finding is a problem (exit 1) under its check, with policy/config/prod.json applied
+    assert problems == [f"stateful-protected-in-prod ({fsx.name}): LustreFileSystem in environment 'prod' must be "
+                        "protect=True (and retain_on_delete)"]
+    row = next(line for line in summary.splitlines() if line.startswith("policy pack: CrossGuard rules"))
+    assert row.split()[-5:-3] == [str(len(records)), "resources"]
+    assert "- policy pack: CrossGuard rules (policy/ekstrain_policy): stateful-protected-in-prod" in summary
+
+
+def test_render_checks_credentials_are_pulumi_secrets(prod_recording: Recording, tmp_path: pathlib.Path) -> None:
+    # GIVEN the prod recording in which Grafana's admin Secret reached the engine as plain inputs
+    import copy
+
+    from conftest import stack_config
+
+    records = copy.deepcopy(prod_recording.records)
+    admin = next(r for r in records
+                 if r.type == "kubernetes:core/v1:Secret" and r.name == "observability-grafana-admin")
+    assert admin.secret_inputs == {"stringData"}
+    admin.secret_inputs = set()
+    rec = Recording(records, prod_recording.outputs, prod_recording.invokes)
+    # WHEN written and checked as the render does
+    summary, problems = render.write(tmp_path, "prod", stack_config("prod"), [], rec, 0.0)
+    # THEN each credential is a problem (exit 1) under the credentials check
+    assert sorted(p.split(":")[0] for p in problems) == ["observability-grafana-admin.stringData.admin-password",
+                                                          "observability-grafana-admin.stringData.admin-user"]
+    assert ("- credentials: Pulumi secrets in the state: observability-grafana-admin.stringData.admin-password"
+            in summary)

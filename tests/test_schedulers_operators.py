@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from conftest import cfg_with, needs_upstream, releases, run_stack, stack_config
+import pulumi
+from conftest import cfg_with, needs_upstream, releases, run_program, run_stack, stack_config
 
 from assembly.schedulers import operators
+from components.operators import Operators, OperatorsArgs
 from ekstrain import validation, versions
 from infra.offline import Recording
 
@@ -27,16 +29,21 @@ def test_kuberay_uses_volcano_when_enabled(prod_recording: Recording) -> None:
     assert ray.inputs["values"] == {"nodeSelector": {"ekstrain.io/node-role": "system"},
                                     "batchScheduler": {"name": "volcano"}}
     volcano_component = prod_recording.one("ekstrain:volcano:Volcano", "volcano")
-    # depends_on a component waits for all of its children: the chart and every queue.
-    assert set(ray.dependencies) == {r.urn for r in prod_recording.children_of(volcano_component.urn)}
-    assert len(ray.dependencies) == 4
+    cluster = prod_recording.one("ekstrain:cluster:Cluster", "cluster")
+    # depends_on a component waits for all of its children: the cluster's, Volcano's chart and every queue.
+    volcano = {r.urn for r in prod_recording.children_of(volcano_component.urn)}
+    assert len(volcano) == 4
+    assert set(ray.dependencies) == volcano | {r.urn for r in prod_recording.children_of(cluster.urn)}
 
 
 def test_kuberay_without_volcano_has_no_batch_scheduler() -> None:
     cfg = cfg_with(lambda s: s["schedulers"]["volcano"].update(enabled=False, queueWeights={}))
     assert "batchScheduler" not in operators.kuberay_values(cfg)
-    ray = releases(run_stack(cfg))["kuberay-operator"]
-    assert "batchScheduler" not in ray.inputs["values"] and ray.dependencies == []
+    rec = run_stack(cfg)
+    ray = releases(rec)["kuberay-operator"]
+    assert "batchScheduler" not in ray.inputs["values"]
+    cluster = rec.one("ekstrain:cluster:Cluster", "cluster")
+    assert set(ray.dependencies) == {r.urn for r in rec.children_of(cluster.urn)}  # the cluster only
 
 
 def test_trainer_chart_and_per_partition_torch_runtimes(prod_recording: Recording) -> None:
@@ -81,3 +88,19 @@ def test_values_and_runtimes_validate() -> None:
                                          validation.chart_defaults("kubeflow-trainer")) == []
     for rt in operators.torch_runtimes(cfg):
         assert validation.validate_object(rt, "1.34") == []
+
+
+def test_operators_take_dependencies_through_opts() -> None:
+    # GIVEN Operators built with every install and opts=ResourceOptions(depends_on=[dep])
+    def program() -> None:
+        dep = pulumi.CustomResource("test:index:Scheduler", "volcano", {})
+        Operators("operators", OperatorsArgs(
+            mpi_operator=True, kubeflow_flavor="trainer", trainer_chart=versions.DEFAULT_CHARTS["kubeflow-trainer"],
+            kuberay_chart=versions.DEFAULT_CHARTS["kuberay-operator"]), opts=pulumi.ResourceOptions(depends_on=[dep]))
+    # WHEN recorded
+    rec = run_program(program)
+    dep = rec.one("test:index:Scheduler", "volcano").urn
+    # THEN the manifest and both charts wait for it (the runtimes wait for the trainer chart)
+    for typ, name in (("kubernetes:yaml/v2:ConfigFile", "operators-mpi-operator"),
+                      (RELEASE, "operators-kubeflow-trainer"), (RELEASE, "operators-kuberay")):
+        assert rec.one(typ, name).dependencies == [dep], (typ, name)

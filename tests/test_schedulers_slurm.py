@@ -9,11 +9,12 @@ import pulumi
 import pytest
 from conftest import cfg_with, needs_upstream, releases, run_program, run_stack, stack_config
 
-from assembly.schedulers import slurm, values_check
+from assembly.schedulers import slurm
 from components.slurm import Slurm, SlurmArgs
 from ekstrain import validation
 from ekstrain.versions import DEFAULT_CHARTS
 from infra.offline import Recording
+from infra.verify import chart_values
 from stacks.errors import ConfigError
 from stacks.models import StackConfig
 
@@ -142,7 +143,7 @@ def test_values_use_only_chart_keys(change: Callable[[dict[str, Any]], None]) ->
     cfg = cfg_with(change)
     values = slurm.slurm_values(cfg)
     assert validation.unknown_value_keys(values, validation.chart_defaults("slurm")) == []
-    assert values_check.value_problems("slurm", values, "1.34") == []
+    assert chart_values.value_problems("slurm", values, "1.34") == []
     assert validation.unknown_value_keys(slurm.operator_values(cfg), validation.chart_defaults("slurm-operator")) == []
 
 
@@ -151,7 +152,7 @@ def test_strict_check_catches_typos_inside_nodesets() -> None:
     values = slurm.slurm_values(stack_config("prod"))
     values["nodesets"]["gpu-h100"]["replica"] = 1
     values["nodesets"]["gpu-h100"]["podSpec"]["tolerations"][0]["efect"] = "NoSchedule"
-    problems = values_check.value_problems("slurm", values, "1.34")
+    problems = chart_values.value_problems("slurm", values, "1.34")
     assert problems[0] == "unknown key nodesets.gpu-h100.replica"
     assert len(problems) == 2 and "efect" in problems[1]
 

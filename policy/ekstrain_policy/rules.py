@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ekstrain import names  # stdlib-only: loads in the pack's own virtualenv (ekstrain_policy/__init__.py)
+
 # -- resource type tokens ---------------------------------------------------------------------------------------------
 EKS_CLUSTER = "eks:index:Cluster"
 EKS_MNG = "eks:index:ManagedNodeGroup"
@@ -66,11 +68,7 @@ IAM_ATTACHMENTS = ("aws:iam/rolePolicyAttachment:RolePolicyAttachment",
 STATEFUL_TYPES = (FSX_LUSTRE, EFS, S3_BUCKET, S3_BUCKET_V2)
 """Resources whose deletion loses data: protected in prod."""
 
-# Tags the network component puts on the EFA subnet and security group (components/network.py).
-SUBNET_ROLE_TAG = "ekstrain.io/subnet-role"
-SG_ROLE_TAG = "ekstrain.io/sg-role"
-PARTITION_LABEL = "ekstrain.io/partition"
-ACCELERATOR_TAINTS = ("nvidia.com/gpu", "aws.amazon.com/neuron", "vpc.amazonaws.com/efa")
+ACCELERATOR_TAINTS = (names.GPU_RESOURCE, names.NEURON_RESOURCE, names.EFA_RESOURCE)
 EFA_INTERFACE_TYPES = ("efa", "efa-only")
 
 DEFAULT_PROD_ENVIRONMENTS = ("prod",)
@@ -343,7 +341,7 @@ def is_training_pool(res: Resource) -> bool:
     """A NodePool of a training partition: partition label, or accelerator/EFA taints."""
     labels = {**(_get(res.props, "metadata", "labels") or {}),
               **(_get(res.props, "spec", "template", "metadata", "labels") or {})}
-    if PARTITION_LABEL in labels:
+    if names.PARTITION_LABEL in labels:
         return True
     taints = _list(_get(res.props, "spec", "template", "spec", "taints"))
     return any(_get(t, "key") in ACCELERATOR_TAINTS for t in taints)
@@ -376,11 +374,11 @@ def efa_single_subnet_and_sg(resources: Sequence[Resource], cfg: Mapping[str, An
         return
     subnets = [r for r in resources if r.type == SUBNET]
     sgs = [r for r in resources if r.type == SECURITY_GROUP]
-    efa_subnets = [s for s in subnets if _tags(s).get(SUBNET_ROLE_TAG) == "efa"]
-    efa_sgs = [g for g in sgs if _tags(g).get(SG_ROLE_TAG) == "efa"]
+    efa_subnets = [s for s in subnets if _tags(s).get(names.SUBNET_ROLE_TAG) == "efa"]
+    efa_sgs = [g for g in sgs if _tags(g).get(names.SG_ROLE_TAG) == "efa"]
     if len(efa_subnets) != 1:
-        yield classes[0].urn, (f"{len(efa_subnets)} subnets are tagged {SUBNET_ROLE_TAG}=efa: EFA partitions need "
-                               "exactly one")
+        yield classes[0].urn, (f"{len(efa_subnets)} subnets are tagged {names.SUBNET_ROLE_TAG}=efa: EFA partitions "
+                               "need exactly one")
         return
     efa_subnet = efa_subnets[0]
     if not efa_subnet.props.get("availabilityZone"):
@@ -389,8 +387,8 @@ def efa_single_subnet_and_sg(resources: Sequence[Resource], cfg: Mapping[str, An
         terms = _list(_get(nc.props, "spec", "subnetSelectorTerms"))
         selected = {s.urn for t in terms for s in subnets if _selects(t, s)}
         if selected != {efa_subnet.urn}:
-            names = sorted(s.name for s in subnets if s.urn in selected)
-            yield nc.urn, (f"EFA EC2NodeClass {nc.name} subnetSelectorTerms select {names or 'no subnet'}: must "
+            chosen = sorted(s.name for s in subnets if s.urn in selected)
+            yield nc.urn, (f"EFA EC2NodeClass {nc.name} subnetSelectorTerms select {chosen or 'no subnet'}: must "
                            f"select only the EFA subnet {efa_subnet.name}")
         sg_terms = _list(_get(nc.props, "spec", "securityGroupSelectorTerms"))
         if not efa_sgs or not any(_selects(t, g) for t in sg_terms for g in efa_sgs):

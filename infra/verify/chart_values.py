@@ -36,7 +36,24 @@ def value_problems(chart_dir: str, values: dict[str, Any], kubernetes_version: s
     """Unknown keys (whole document and every templated entry) and invalid embedded Kubernetes specs."""
     defaults = validation.chart_defaults(chart_dir)
     problems = [f"unknown key {k}" for k in validation.unknown_value_keys(values, defaults)]
-    for map_key, (template_key, container_key) in TEMPLATED_MAPS.get(chart_dir, {}).items():
+    return problems + entry_problems(chart_dir, values, kubernetes_version)
+
+
+def templated_entries(chart_dir: str, values: dict[str, Any]) -> list[str]:
+    """``map.entry`` of every templated entry the values hold (what ``entry_problems`` checks)."""
+    return [f"{map_key}.{name}" for map_key in TEMPLATED_MAPS.get(chart_dir, {})
+            for name in (values.get(map_key) or {})]
+
+
+def entry_problems(chart_dir: str, values: dict[str, Any], kubernetes_version: str) -> list[str]:
+    """Each templated entry against its template, and its embedded Kubernetes specs (the part
+    ``unknown_value_keys`` lets through)."""
+    templated = TEMPLATED_MAPS.get(chart_dir, {})
+    if not templated:
+        return []
+    defaults = validation.chart_defaults(chart_dir)
+    problems: list[str] = []
+    for map_key, (template_key, container_key) in templated.items():
         template = defaults[template_key]
         for entry_name, entry in (values.get(map_key) or {}).items():
             here = f"{map_key}.{entry_name}"
