@@ -87,6 +87,15 @@ def _trainium_layouts() -> str:
     return (f"`{t1.name}` {efa['trn1.32xlarge']} EFA and `{t2.name}` {efa['trn1n.32xlarge']}, {n1} nodes each")
 
 
+def _prod_full_size_per_hour() -> str:
+    """Every prod partition at maxNodes, cheapest-to-dearest instance type of each."""
+    ranges = [catalog.price_range(p.instance_types) for p in stack_config("prod").partitions]
+    parts = stack_config("prod").partitions
+    lo = sum((r[0] or 0) * p.max_nodes for r, p in zip(ranges, parts, strict=True))
+    hi = sum((r[1] or 0) * p.max_nodes for r, p in zip(ranges, parts, strict=True))
+    return f"${lo:,.0f}-{hi:,.0f}"
+
+
 def _prometheus() -> str:
     gib = observability.storage_gib(stack_config("prod"))
     return f"prod: {gib} GiB, `retentionSize` {int(gib * observability.RETENTION_SIZE_FRACTION)} GiB"
@@ -120,6 +129,10 @@ FACTS: list[tuple[str, str, Callable[[], object]]] = [
              f"({_recommended().save_seconds:,.0f} s, about ${_recommended().usd_per_month:,.0f}"),
     ("docs/storage.md", "{}\n```", lambda: storage_sizing.report(
         prod_checkpoint_plan()[1], 300, "PERSISTENT_2", 4800, 250).summary().replace(" -> ", "\n-> ")),
+    # -- Slurm capacity (catalog prices x prod partitions, schedulers.slurm.nodesetReplicas) --
+    ("docs/schedulers.md", "at full size: roughly {} per hour on demand", _prod_full_size_per_hour),
+    ("Pulumi.prod.yaml", "slurmd pods hold {} p4d.24xlarge nodes",
+     lambda: stack_config("prod").schedulers.slurm.nodeset_replicas["gpu-a100"]),
     # -- observability sizing (assembly/observability.py) --
     ("README.md", "{}),", _prometheus),
     ("docs/platform.md", ": {} gp3, `retentionSize: ",
