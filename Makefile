@@ -32,7 +32,8 @@ $(HELM_TOOL): scripts/fetch_helm.py | $(VENV)/.installed
 render: $(VENV)/.installed $(HELM_TOOL)  ## offline render of one stack (mock engine; not a cloud preview)
 	$(PY) -m infra.render --stack $(STACK) --out $(OUT)
 
-lint: $(VENV)/.installed  ## ruff, then mypy against the SDKs' types (config in pyproject.toml)
+lint: $(VENV)/.installed  ## ruff format --check, ruff, then mypy against the SDKs' types (config in pyproject.toml)
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 

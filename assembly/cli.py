@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     script_args: list[str] = []
     if "--" in words:
         cut = words.index("--")
-        words, script_args = words[:cut], words[cut + 1:]
+        words, script_args = words[:cut], words[cut + 1 :]
     args = build_parser().parse_args(words)
     args.script_args = script_args
     if hasattr(args, "func"):

@@ -67,20 +67,29 @@ def profile(p: PartitionConfig, default: bool) -> dict[str, Any]:
     resource = it.accelerator_resource
     gpu = p.accelerator == catalog.GPU
     choices = {
-        str(n): {"display_name": f"{n} {'GPU' if gpu else 'Neuron device'}{'s' if n > 1 else ''}",
-                 "kubespawner_override": {"extra_resource_limits": {resource: str(n)},
-                                          "extra_resource_guarantees": {resource: str(n)}}}
-        for n in _devices(p)}
+        str(n): {
+            "display_name": f"{n} {'GPU' if gpu else 'Neuron device'}{'s' if n > 1 else ''}",
+            "kubespawner_override": {
+                "extra_resource_limits": {resource: str(n)},
+                "extra_resource_guarantees": {resource: str(n)},
+            },
+        }
+        for n in _devices(p)
+    }
     override: dict[str, Any] = {
         "image": versions.JUPYTER_GPU_IMAGE if gpu else versions.JUPYTER_NEURON_IMAGE,
         "node_selector": {names.PARTITION_LABEL: p.name},
         "tolerations": [{"key": resource, "operator": "Equal", "value": names.TAINT_VALUE, "effect": "NoSchedule"}],
-        "cpu_guarantee": 4, "mem_guarantee": "32G",
+        "cpu_guarantee": 4,
+        "mem_guarantee": "32G",
     }
     if not gpu:
         # The Neuron SDK image has no Jupyter: install the singleuser server, then start it.
-        override["cmd"] = ["bash", "-c", f"pip install --no-cache-dir {versions.JUPYTER_NEURON_SINGLEUSER} "
-                                         "&& exec jupyterhub-singleuser"]
+        override["cmd"] = [
+            "bash",
+            "-c",
+            f"pip install --no-cache-dir {versions.JUPYTER_NEURON_SINGLEUSER} && exec jupyterhub-singleuser",
+        ]
     return {
         "display_name": f"{p.name} ({', '.join(p.instance_types)})",
         "description": f"{it.accelerator.model} on a {p.name} node; the node is launched for you (a few minutes)",
@@ -100,21 +109,36 @@ def auth_config(cfg: StackConfig, client_secret: Any = None) -> dict[str, Any]:
     if a.allowed_users:
         common["allowed_users"] = list(a.allowed_users)
     if a.type == "github":
-        return {"JupyterHub": {"authenticator_class": "github", "admin_access": False},
-                "Authenticator": common,
-                "GitHubOAuthenticator": {"client_id": a.client_id, "oauth_callback_url": a.callback_url,
-                                         "allowed_organizations": list(a.allowed_organizations),
-                                         "scope": ["read:org"]}}
+        return {
+            "JupyterHub": {"authenticator_class": "github", "admin_access": False},
+            "Authenticator": common,
+            "GitHubOAuthenticator": {
+                "client_id": a.client_id,
+                "oauth_callback_url": a.callback_url,
+                "allowed_organizations": list(a.allowed_organizations),
+                "scope": ["read:org"],
+            },
+        }
     if a.type == "generic-oauth":
-        return {"JupyterHub": {"authenticator_class": "generic-oauth", "admin_access": False},
-                "Authenticator": common,
-                "GenericOAuthenticator": {"client_id": a.client_id, "oauth_callback_url": a.callback_url,
-                                          "authorize_url": a.authorize_url,
-                                          "token_url": a.token_url, "userdata_url": a.userdata_url,
-                                          "username_claim": a.username_claim, "scope": ["openid", "profile"]}}
+        return {
+            "JupyterHub": {"authenticator_class": "generic-oauth", "admin_access": False},
+            "Authenticator": common,
+            "GenericOAuthenticator": {
+                "client_id": a.client_id,
+                "oauth_callback_url": a.callback_url,
+                "authorize_url": a.authorize_url,
+                "token_url": a.token_url,
+                "userdata_url": a.userdata_url,
+                "username_claim": a.username_claim,
+                "scope": ["openid", "profile"],
+            },
+        }
     # dummy (not in prod): one shared password, still only the listed users
-    return {"JupyterHub": {"authenticator_class": "dummy", "admin_access": False}, "Authenticator": common,
-            "DummyAuthenticator": {"password": client_secret}}
+    return {
+        "JupyterHub": {"authenticator_class": "dummy", "admin_access": False},
+        "Authenticator": common,
+        "DummyAuthenticator": {"password": client_secret},
+    }
 
 
 def chart_values(cfg: StackConfig, dummy_password: Any = None) -> dict[str, Any]:
@@ -123,18 +147,24 @@ def chart_values(cfg: StackConfig, dummy_password: Any = None) -> dict[str, Any]
     hub: dict[str, Any] = {"config": auth_config(cfg, dummy_password), "nodeSelector": dict(SYSTEM_NODE_SELECTOR)}
     if j.auth.type != "dummy":
         # oauthenticator reads client_secret from OAUTH_CLIENT_SECRET.
-        hub["extraEnv"] = {"OAUTH_CLIENT_SECRET": {"valueFrom": {"secretKeyRef": {
-            "name": OAUTH_SECRET, "key": OAUTH_SECRET_KEY}}}}
+        hub["extraEnv"] = {
+            "OAUTH_CLIENT_SECRET": {"valueFrom": {"secretKeyRef": {"name": OAUTH_SECRET, "key": OAUTH_SECRET_KEY}}}
+        }
     return {
         "hub": hub,
         "proxy": {
-            "service": {"type": "LoadBalancer", "annotations": dict(NLB_ANNOTATIONS),
-                        "loadBalancerSourceRanges": source_ranges(cfg)},
+            "service": {
+                "type": "LoadBalancer",
+                "annotations": dict(NLB_ANNOTATIONS),
+                "loadBalancerSourceRanges": source_ranges(cfg),
+            },
             "chp": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
         },
         "singleuser": {
             "storage": {
-                "type": "dynamic", "capacity": f"{j.user_storage_gib}Gi", "homeMountPath": HOME,
+                "type": "dynamic",
+                "capacity": f"{j.user_storage_gib}Gi",
+                "homeMountPath": HOME,
                 "dynamic": {"storageClass": names.EFS_STORAGE_CLASS, "storageAccessModes": ["ReadWriteMany"]},
                 "extraVolumes": [{"name": "fsx", "persistentVolumeClaim": {"claimName": FSX_PVC, "readOnly": True}}],
                 "extraVolumeMounts": [{"name": "fsx", "mountPath": cfg.storage.fsx.mount_path, "readOnly": True}],
@@ -150,27 +180,51 @@ def chart_values(cfg: StackConfig, dummy_password: Any = None) -> dict[str, Any]
 
 
 def oauth_secret(client_secret: Any) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": {"name": OAUTH_SECRET, "namespace": NAMESPACE},
-            "stringData": {OAUTH_SECRET_KEY: client_secret}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {"name": OAUTH_SECRET, "namespace": NAMESPACE},
+        "stringData": {OAUTH_SECRET_KEY: client_secret},
+    }
 
 
 def fsx_pv(file_system_id: Any, dns_name: Any, mount_name: Any, capacity_gib: int) -> dict[str, Any]:
     """The training FSx file system again, for the jupyterhub namespace, read-only."""
-    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": FSX_PV}, "spec": {
-        "capacity": {"storage": f"{capacity_gib}Gi"}, "volumeMode": "Filesystem", "accessModes": ["ReadOnlyMany"],
-        "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "", "mountOptions": ["flock", "ro"],
-        "csi": {"driver": "fsx.csi.aws.com", "volumeHandle": file_system_id, "readOnly": True,
-                "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name}},
-        "claimRef": {"namespace": NAMESPACE, "name": FSX_PVC},
-    }}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": FSX_PV},
+        "spec": {
+            "capacity": {"storage": f"{capacity_gib}Gi"},
+            "volumeMode": "Filesystem",
+            "accessModes": ["ReadOnlyMany"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "",
+            "mountOptions": ["flock", "ro"],
+            "csi": {
+                "driver": "fsx.csi.aws.com",
+                "volumeHandle": file_system_id,
+                "readOnly": True,
+                "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name},
+            },
+            "claimRef": {"namespace": NAMESPACE, "name": FSX_PVC},
+        },
+    }
 
 
 def fsx_pvc(capacity_gib: int) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": FSX_PVC, "namespace": NAMESPACE},
-            "spec": {"accessModes": ["ReadOnlyMany"], "storageClassName": "", "volumeName": FSX_PV,
-                     "resources": {"requests": {"storage": f"{capacity_gib}Gi"}}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": FSX_PVC, "namespace": NAMESPACE},
+        "spec": {
+            "accessModes": ["ReadOnlyMany"],
+            "storageClassName": "",
+            "volumeName": FSX_PV,
+            "resources": {"requests": {"storage": f"{capacity_gib}Gi"}},
+        },
+    }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,6 +239,8 @@ class HubPlan:
 
 
 def plan(cfg: StackConfig) -> HubPlan:
-    return HubPlan(fsx_capacity_gib=cfg.storage.fsx.storage_capacity_gib,
-                   dummy_auth=cfg.jupyterhub.auth.type == "dummy",
-                   values=functools.partial(chart_values, cfg))
+    return HubPlan(
+        fsx_capacity_gib=cfg.storage.fsx.storage_capacity_gib,
+        dummy_auth=cfg.jupyterhub.auth.type == "dummy",
+        values=functools.partial(chart_values, cfg),
+    )

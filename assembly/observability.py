@@ -47,8 +47,9 @@ RETENTION_SIZE_FRACTION = 0.85
 """retentionSize: Prometheus deletes old blocks before the volume fills."""
 
 
-def prometheus_storage_gib(retention_days: int, scrape_interval_s: int, accelerator_nodes: int,
-                           system_nodes: int) -> int:
+def prometheus_storage_gib(
+    retention_days: int, scrape_interval_s: int, accelerator_nodes: int, system_nodes: int
+) -> int:
     """Volume size for ``retention_days`` of samples from every node the stack can have, rounded up to 10 GiB."""
     series = accelerator_nodes * SERIES_PER_ACCELERATOR_NODE + system_nodes * SERIES_PER_SYSTEM_NODE + SERIES_BASE
     data = series * (86400 / scrape_interval_s) * retention_days * BYTES_PER_SAMPLE * HEADROOM
@@ -59,8 +60,12 @@ def storage_gib(cfg: StackConfig) -> int:
     o = cfg.observability
     if o.storage_gib is not None:
         return o.storage_gib
-    return prometheus_storage_gib(o.retention_days, o.scrape_interval_seconds,
-                                  sum(p.max_nodes for p in cfg.partitions), cfg.cluster.system_node_group.max_size)
+    return prometheus_storage_gib(
+        o.retention_days,
+        o.scrape_interval_seconds,
+        sum(p.max_nodes for p in cfg.partitions),
+        cfg.cluster.system_node_group.max_size,
+    )
 
 
 def has(cfg: StackConfig, family: str) -> bool:
@@ -77,17 +82,32 @@ def service_monitors(cfg: StackConfig) -> list[dict[str, Any]]:
     relabel = [{"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}]
     out = []
     if has(cfg, catalog.GPU):
-        out.append({"name": "dcgm-exporter", "selector": {"matchLabels": {"app.kubernetes.io/name": "dcgm-exporter"}},
-                    "namespaceSelector": {"matchNames": ["kube-system"]},
-                    "endpoints": [{"port": DCGM_PORT_NAME, "interval": interval, "relabelings": relabel}]})
+        out.append(
+            {
+                "name": "dcgm-exporter",
+                "selector": {"matchLabels": {"app.kubernetes.io/name": "dcgm-exporter"}},
+                "namespaceSelector": {"matchNames": ["kube-system"]},
+                "endpoints": [{"port": DCGM_PORT_NAME, "interval": interval, "relabelings": relabel}],
+            }
+        )
     if has(cfg, catalog.TRAINIUM):
-        out.append({"name": NEURON_MONITOR, "selector": {"matchLabels": {"app.kubernetes.io/name": NEURON_MONITOR}},
-                    "namespaceSelector": {"matchNames": ["kube-system"]},
-                    "endpoints": [{"port": "metrics", "interval": interval, "relabelings": relabel}]})
+        out.append(
+            {
+                "name": NEURON_MONITOR,
+                "selector": {"matchLabels": {"app.kubernetes.io/name": NEURON_MONITOR}},
+                "namespaceSelector": {"matchNames": ["kube-system"]},
+                "endpoints": [{"port": "metrics", "interval": interval, "relabelings": relabel}],
+            }
+        )
     if has_efa(cfg):
-        out.append({"name": EFA_EXPORTER, "selector": {"matchLabels": {"app.kubernetes.io/name": EFA_EXPORTER}},
-                    "namespaceSelector": {"matchNames": [NAMESPACE]},
-                    "endpoints": [{"port": "metrics", "interval": interval, "relabelings": relabel}]})
+        out.append(
+            {
+                "name": EFA_EXPORTER,
+                "selector": {"matchLabels": {"app.kubernetes.io/name": EFA_EXPORTER}},
+                "namespaceSelector": {"matchNames": [NAMESPACE]},
+                "endpoints": [{"port": "metrics", "interval": interval, "relabelings": relabel}],
+            }
+        )
     return out
 
 
@@ -104,9 +124,15 @@ def chart_values(cfg: StackConfig, remote_write: Any = None) -> dict[str, Any]:
         "scrapeInterval": f"{o.scrape_interval_seconds}s",
         "retention": f"{o.retention_days}d",
         "retentionSize": f"{int(size * RETENTION_SIZE_FRACTION)}GiB",
-        "storageSpec": {"volumeClaimTemplate": {"spec": {
-            "storageClassName": "gp3", "accessModes": ["ReadWriteOnce"],
-            "resources": {"requests": {"storage": f"{size}Gi"}}}}},
+        "storageSpec": {
+            "volumeClaimTemplate": {
+                "spec": {
+                    "storageClassName": "gp3",
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": f"{size}Gi"}},
+                }
+            }
+        },
         # Pick up ServiceMonitors/PodMonitors/rules of every release, not only this one's.
         "serviceMonitorSelectorNilUsesHelmValues": False,
         "podMonitorSelectorNilUsesHelmValues": False,
@@ -140,20 +166,25 @@ def chart_values(cfg: StackConfig, remote_write: Any = None) -> dict[str, Any]:
 
 # ---- EFA exporter and the neuron-monitor Service -------------------------------------------------
 
+
 def _labels(name: str) -> dict[str, str]:
     return {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "ekstrain"}
 
 
 def efa_exporter_configmap() -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": EFA_EXPORTER, "namespace": NAMESPACE, "labels": _labels(EFA_EXPORTER)},
-            "data": {"efa_exporter.py": pathlib.Path(efa_exporter.__file__).read_text()}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": EFA_EXPORTER, "namespace": NAMESPACE, "labels": _labels(EFA_EXPORTER)},
+        "data": {"efa_exporter.py": pathlib.Path(efa_exporter.__file__).read_text()},
+    }
 
 
 def efa_exporter_daemonset() -> dict[str, Any]:
     sel = {"app.kubernetes.io/name": EFA_EXPORTER}
     return {
-        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
         "metadata": {"name": EFA_EXPORTER, "namespace": NAMESPACE, "labels": _labels(EFA_EXPORTER)},
         "spec": {
             "selector": {"matchLabels": sel},
@@ -161,31 +192,54 @@ def efa_exporter_daemonset() -> dict[str, Any]:
                 "metadata": {"labels": _labels(EFA_EXPORTER)},
                 "spec": {
                     "nodeSelector": {names.EFA_NODE_LABEL: "true"},
-                    "tolerations": [{"key": r, "operator": "Exists", "effect": "NoSchedule"}
-                                    for r in ("nvidia.com/gpu", "aws.amazon.com/neuron")],
+                    "tolerations": [
+                        {"key": r, "operator": "Exists", "effect": "NoSchedule"}
+                        for r in ("nvidia.com/gpu", "aws.amazon.com/neuron")
+                    ],
                     "automountServiceAccountToken": False,
-                    "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534,
-                                        "seccompProfile": {"type": "RuntimeDefault"}},
-                    "containers": [{
-                        "name": "exporter", "image": versions.EFA_EXPORTER_IMAGE,
-                        "imagePullPolicy": "Always",
-                        "command": ["python3", "/opt/efa/efa_exporter.py"],
-                        "env": [{"name": "EFA_SYSFS", "value": "/host/sys/class/infiniband"},
-                                {"name": "PORT", "value": str(EFA_EXPORTER_PORT)}],
-                        "ports": [{"name": "metrics", "containerPort": EFA_EXPORTER_PORT}],
-                        "readinessProbe": {"httpGet": {"path": "/healthz", "port": "metrics"}, "periodSeconds": 30},
-                        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "metrics"}, "periodSeconds": 60,
-                                          "timeoutSeconds": 5},
-                        "resources": {"requests": {"cpu": "20m", "memory": "32Mi"},
-                                      "limits": {"cpu": "200m", "memory": "64Mi"}},
-                        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                            "capabilities": {"drop": ["ALL"]}},
-                        # /sys/class/infiniband entries are symlinks into /sys/devices: mount /sys.
-                        "volumeMounts": [{"name": "sys", "mountPath": "/host/sys", "readOnly": True},
-                                         {"name": "script", "mountPath": "/opt/efa", "readOnly": True}],
-                    }],
-                    "volumes": [{"name": "sys", "hostPath": {"path": "/sys", "type": "Directory"}},
-                                {"name": "script", "configMap": {"name": EFA_EXPORTER}}],
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 65534,
+                        "runAsGroup": 65534,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "containers": [
+                        {
+                            "name": "exporter",
+                            "image": versions.EFA_EXPORTER_IMAGE,
+                            "imagePullPolicy": "Always",
+                            "command": ["python3", "/opt/efa/efa_exporter.py"],
+                            "env": [
+                                {"name": "EFA_SYSFS", "value": "/host/sys/class/infiniband"},
+                                {"name": "PORT", "value": str(EFA_EXPORTER_PORT)},
+                            ],
+                            "ports": [{"name": "metrics", "containerPort": EFA_EXPORTER_PORT}],
+                            "readinessProbe": {"httpGet": {"path": "/healthz", "port": "metrics"}, "periodSeconds": 30},
+                            "livenessProbe": {
+                                "httpGet": {"path": "/healthz", "port": "metrics"},
+                                "periodSeconds": 60,
+                                "timeoutSeconds": 5,
+                            },
+                            "resources": {
+                                "requests": {"cpu": "20m", "memory": "32Mi"},
+                                "limits": {"cpu": "200m", "memory": "64Mi"},
+                            },
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"]},
+                            },
+                            # /sys/class/infiniband entries are symlinks into /sys/devices: mount /sys.
+                            "volumeMounts": [
+                                {"name": "sys", "mountPath": "/host/sys", "readOnly": True},
+                                {"name": "script", "mountPath": "/opt/efa", "readOnly": True},
+                            ],
+                        }
+                    ],
+                    "volumes": [
+                        {"name": "sys", "hostPath": {"path": "/sys", "type": "Directory"}},
+                        {"name": "script", "configMap": {"name": EFA_EXPORTER}},
+                    ],
                 },
             },
         },
@@ -194,19 +248,30 @@ def efa_exporter_daemonset() -> dict[str, Any]:
 
 def efa_exporter_network_policy() -> dict[str, Any]:
     """Only the metrics port is reachable (Prometheus scrapes it); nothing else gets in."""
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-            "metadata": {"name": EFA_EXPORTER, "namespace": NAMESPACE, "labels": _labels(EFA_EXPORTER)},
-            "spec": {"podSelector": {"matchLabels": {"app.kubernetes.io/name": EFA_EXPORTER}},
-                     "policyTypes": ["Ingress"],
-                     "ingress": [{"ports": [{"protocol": "TCP", "port": EFA_EXPORTER_PORT}]}]}}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": EFA_EXPORTER, "namespace": NAMESPACE, "labels": _labels(EFA_EXPORTER)},
+        "spec": {
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": EFA_EXPORTER}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"ports": [{"protocol": "TCP", "port": EFA_EXPORTER_PORT}]}],
+        },
+    }
 
 
 def metrics_service(name: str, namespace: str, port: int) -> dict[str, Any]:
     """Headless Service the ServiceMonitor selects (one endpoint per exporter pod)."""
-    return {"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": name, "namespace": namespace, "labels": _labels(name)},
-            "spec": {"clusterIP": "None", "selector": {"app.kubernetes.io/name": name},
-                     "ports": [{"name": "metrics", "port": port, "targetPort": "metrics", "protocol": "TCP"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace, "labels": _labels(name)},
+        "spec": {
+            "clusterIP": "None",
+            "selector": {"app.kubernetes.io/name": name},
+            "ports": [{"name": "metrics", "port": port, "targetPort": "metrics", "protocol": "TCP"}],
+        },
+    }
 
 
 # ---- dashboards ------------------------------------------------------------------------------------
@@ -215,71 +280,121 @@ PanelDef = tuple[str, str, str]
 """(title, PromQL, unit)."""
 
 DASHBOARDS: dict[str, tuple[str, list[PanelDef]]] = {
-    "gpu-utilisation": ("GPU utilisation (DCGM)", [
-        ("GPU utilisation by node", "avg by (node) (DCGM_FI_DEV_GPU_UTIL)", "percent"),
-        ("GPU utilisation by GPU", "DCGM_FI_DEV_GPU_UTIL", "percent"),
-        ("GPU memory used", "sum by (node) (DCGM_FI_DEV_FB_USED) * 1024 * 1024", "bytes"),
-        ("Tensor core activity", "avg by (node) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE) * 100", "percent"),
-        ("Power", "sum by (node) (DCGM_FI_DEV_POWER_USAGE)", "watt"),
-        ("GPU temperature", "max by (node) (DCGM_FI_DEV_GPU_TEMP)", "celsius"),
-    ]),
-    "neuron-utilisation": ("Neuron utilisation (neuron-monitor)", [
-        ("NeuronCore utilisation by node", "avg by (node) (neuroncore_utilization_ratio) * 100", "percent"),
-        ("NeuronCore utilisation by core", "neuroncore_utilization_ratio * 100", "percent"),
-        ("Neuron device memory used", "sum by (node) (neuron_runtime_memory_used_bytes)", "bytes"),
-        ("Execution errors", "sum by (node) (rate(execution_errors_total[5m]))", "ops"),
-        ("Hardware ECC events", "sum by (node) (increase(neuron_hardware_ecc_events_total[1h]))", "short"),
-    ]),
-    "efa-traffic": ("EFA traffic", [
-        ("EFA transmit by node", 'sum by (node) (rate(efa_hw_counter_total{counter="tx_bytes"}[1m]))', "Bps"),
-        ("EFA receive by node", 'sum by (node) (rate(efa_hw_counter_total{counter="rx_bytes"}[1m]))', "Bps"),
-        ("RDMA read", 'sum by (node) (rate(efa_hw_counter_total{counter="rdma_read_bytes"}[1m]))', "Bps"),
-        ("RDMA write", 'sum by (node) (rate(efa_hw_counter_total{counter="rdma_write_bytes"}[1m]))', "Bps"),
-        ("Receive drops", 'sum by (node) (rate(efa_hw_counter_total{counter="rx_drops"}[5m]))', "pps"),
-        ("EFA devices per node", "efa_devices", "short"),
-    ]),
-    "job-health": ("Training job health", [
-        ("Training pods by phase", f'sum by (phase) (kube_pod_status_phase{{namespace="{names.TRAINING_NAMESPACE}"}})',
-         "short"),
-        ("Container restarts (15m)", "sum by (pod) (increase(kube_pod_container_status_restarts_total"
-         f'{{namespace="{names.TRAINING_NAMESPACE}"}}[15m]))', "short"),
-        ("Training pods pending", f'sum(kube_pod_status_phase{{namespace="{names.TRAINING_NAMESPACE}",'
-         'phase="Pending"}) or vector(0)', "short"),
-        ("Nodes not ready", 'sum(kube_node_status_condition{condition="Ready",status!="true"}) or vector(0)', "short"),
-        ("GPU XID errors", "sum by (node) (DCGM_FI_DEV_XID_ERRORS > 0) or vector(0)", "short"),
-        ("Failed jobs", f'sum(kube_job_status_failed{{namespace="{names.TRAINING_NAMESPACE}"}}) or vector(0)', "short"),
-    ]),
+    "gpu-utilisation": (
+        "GPU utilisation (DCGM)",
+        [
+            ("GPU utilisation by node", "avg by (node) (DCGM_FI_DEV_GPU_UTIL)", "percent"),
+            ("GPU utilisation by GPU", "DCGM_FI_DEV_GPU_UTIL", "percent"),
+            ("GPU memory used", "sum by (node) (DCGM_FI_DEV_FB_USED) * 1024 * 1024", "bytes"),
+            ("Tensor core activity", "avg by (node) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE) * 100", "percent"),
+            ("Power", "sum by (node) (DCGM_FI_DEV_POWER_USAGE)", "watt"),
+            ("GPU temperature", "max by (node) (DCGM_FI_DEV_GPU_TEMP)", "celsius"),
+        ],
+    ),
+    "neuron-utilisation": (
+        "Neuron utilisation (neuron-monitor)",
+        [
+            ("NeuronCore utilisation by node", "avg by (node) (neuroncore_utilization_ratio) * 100", "percent"),
+            ("NeuronCore utilisation by core", "neuroncore_utilization_ratio * 100", "percent"),
+            ("Neuron device memory used", "sum by (node) (neuron_runtime_memory_used_bytes)", "bytes"),
+            ("Execution errors", "sum by (node) (rate(execution_errors_total[5m]))", "ops"),
+            ("Hardware ECC events", "sum by (node) (increase(neuron_hardware_ecc_events_total[1h]))", "short"),
+        ],
+    ),
+    "efa-traffic": (
+        "EFA traffic",
+        [
+            ("EFA transmit by node", 'sum by (node) (rate(efa_hw_counter_total{counter="tx_bytes"}[1m]))', "Bps"),
+            ("EFA receive by node", 'sum by (node) (rate(efa_hw_counter_total{counter="rx_bytes"}[1m]))', "Bps"),
+            ("RDMA read", 'sum by (node) (rate(efa_hw_counter_total{counter="rdma_read_bytes"}[1m]))', "Bps"),
+            ("RDMA write", 'sum by (node) (rate(efa_hw_counter_total{counter="rdma_write_bytes"}[1m]))', "Bps"),
+            ("Receive drops", 'sum by (node) (rate(efa_hw_counter_total{counter="rx_drops"}[5m]))', "pps"),
+            ("EFA devices per node", "efa_devices", "short"),
+        ],
+    ),
+    "job-health": (
+        "Training job health",
+        [
+            (
+                "Training pods by phase",
+                f'sum by (phase) (kube_pod_status_phase{{namespace="{names.TRAINING_NAMESPACE}"}})',
+                "short",
+            ),
+            (
+                "Container restarts (15m)",
+                "sum by (pod) (increase(kube_pod_container_status_restarts_total"
+                f'{{namespace="{names.TRAINING_NAMESPACE}"}}[15m]))',
+                "short",
+            ),
+            (
+                "Training pods pending",
+                f'sum(kube_pod_status_phase{{namespace="{names.TRAINING_NAMESPACE}",phase="Pending"}}) or vector(0)',
+                "short",
+            ),
+            (
+                "Nodes not ready",
+                'sum(kube_node_status_condition{condition="Ready",status!="true"}) or vector(0)',
+                "short",
+            ),
+            ("GPU XID errors", "sum by (node) (DCGM_FI_DEV_XID_ERRORS > 0) or vector(0)", "short"),
+            (
+                "Failed jobs",
+                f'sum(kube_job_status_failed{{namespace="{names.TRAINING_NAMESPACE}"}}) or vector(0)',
+                "short",
+            ),
+        ],
+    ),
 }
 
 
 def dashboard(uid: str, title: str, panels: list[PanelDef]) -> dict[str, Any]:
     """A Grafana dashboard (schemaVersion 39) of time-series panels, two per row."""
     return {
-        "uid": f"ekstrain-{uid}", "title": title, "tags": ["ekstrain"], "timezone": "utc",
-        "schemaVersion": 39, "refresh": "30s", "time": {"from": "now-6h", "to": "now"},
+        "uid": f"ekstrain-{uid}",
+        "title": title,
+        "tags": ["ekstrain"],
+        "timezone": "utc",
+        "schemaVersion": 39,
+        "refresh": "30s",
+        "time": {"from": "now-6h", "to": "now"},
         "templating": {"list": []},
-        "panels": [{
-            "id": i + 1, "type": "timeseries", "title": t,
-            "datasource": {"type": "prometheus", "uid": "prometheus"},
-            "gridPos": {"h": 8, "w": 12, "x": (i % 2) * 12, "y": (i // 2) * 8},
-            "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
-            "targets": [{"refId": "A", "expr": expr, "datasource": {"type": "prometheus", "uid": "prometheus"}}],
-        } for i, (t, expr, unit) in enumerate(panels)],
+        "panels": [
+            {
+                "id": i + 1,
+                "type": "timeseries",
+                "title": t,
+                "datasource": {"type": "prometheus", "uid": "prometheus"},
+                "gridPos": {"h": 8, "w": 12, "x": (i % 2) * 12, "y": (i // 2) * 8},
+                "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+                "targets": [{"refId": "A", "expr": expr, "datasource": {"type": "prometheus", "uid": "prometheus"}}],
+            }
+            for i, (t, expr, unit) in enumerate(panels)
+        ],
     }
 
 
 def dashboards(cfg: StackConfig) -> dict[str, dict[str, Any]]:
     """The dashboards that apply to the stack's hardware."""
-    want = {"gpu-utilisation": has(cfg, catalog.GPU), "neuron-utilisation": has(cfg, catalog.TRAINIUM),
-            "efa-traffic": has_efa(cfg), "job-health": True}
+    want = {
+        "gpu-utilisation": has(cfg, catalog.GPU),
+        "neuron-utilisation": has(cfg, catalog.TRAINIUM),
+        "efa-traffic": has_efa(cfg),
+        "job-health": True,
+    }
     return {uid: dashboard(uid, title, panels) for uid, (title, panels) in DASHBOARDS.items() if want[uid]}
 
 
 def dashboard_configmap(uid: str, board: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": f"dashboard-{uid}", "namespace": NAMESPACE,
-                         "labels": {**DASHBOARD_LABEL, "app.kubernetes.io/part-of": "ekstrain"}},
-            "data": {f"{uid}.json": json.dumps(board, indent=1, sort_keys=True)}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"dashboard-{uid}",
+            "namespace": NAMESPACE,
+            "labels": {**DASHBOARD_LABEL, "app.kubernetes.io/part-of": "ekstrain"},
+        },
+        "data": {f"{uid}.json": json.dumps(board, indent=1, sort_keys=True)},
+    }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -301,5 +416,8 @@ def plan(cfg: StackConfig) -> ObservabilityPlan:
     return ObservabilityPlan(
         cluster_name=cfg.cluster.name,
         amp_alias=(amp.workspace_alias or f"{cfg.cluster.name}-metrics") if amp.enabled else None,
-        efa_exporter=has_efa(cfg), neuron_monitor=has(cfg, "trainium"), dashboards=dashboards(cfg),
-        values=functools.partial(chart_values, cfg))
+        efa_exporter=has_efa(cfg),
+        neuron_monitor=has(cfg, "trainium"),
+        dashboards=dashboards(cfg),
+        values=functools.partial(chart_values, cfg),
+    )

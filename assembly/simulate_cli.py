@@ -28,8 +28,11 @@ def add_simulate_command(subparsers: Any) -> None:
     p.add_argument("--stack", default="prod")
     p.add_argument("--build", type=pathlib.Path, help="rendered stack directory (default build/<stack>)")
     p.add_argument("--stack-file", type=pathlib.Path, help="default ./Pulumi.<stack>.yaml")
-    p.add_argument("--scale-nodesets", action="store_true",
-                   help="assume Slurm NodeSets are scaled to each sbatch's --nodes first (docs/schedulers.md)")
+    p.add_argument(
+        "--scale-nodesets",
+        action="store_true",
+        help="assume Slurm NodeSets are scaled to each sbatch's --nodes first (docs/schedulers.md)",
+    )
     p.add_argument("files", nargs="*", type=pathlib.Path, help="workload files or directories (default build/examples)")
     p.set_defaults(func=cmd_simulate)
 
@@ -65,15 +68,20 @@ def _upstream() -> pathlib.Path:
 def cmd_simulate(args: argparse.Namespace) -> int:
     build = args.build or pathlib.Path("build") / args.stack
     if not (build / "manifests").is_dir():
-        print(f"ekstrain simulate: {build}/manifests not found; run `make render STACK={args.stack}` first",
-              file=sys.stderr)
+        print(
+            f"ekstrain simulate: {build}/manifests not found; run `make render STACK={args.stack}` first",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
     if (build / "helm").is_dir():
         helm = charts.helm_binary()
         missing = [f for f in (build / "helm").glob("*.yaml") if not (build / "charts" / f.stem).exists()]
         if missing and helm is None:
-            print(f"ekstrain simulate: {build}/charts lacks {len(missing)} releases and no helm binary is available "
-                  "(set EKSTRAIN_HELM)", file=sys.stderr)
+            print(
+                f"ekstrain simulate: {build}/charts lacks {len(missing)} releases and no helm binary is available "
+                "(set EKSTRAIN_HELM)",
+                file=sys.stderr,
+            )
             return EXIT_BAD_INPUT
         for problem in charts.render_missing(build, _upstream(), helm) if missing and helm else []:
             print(f"warning: {problem}", file=sys.stderr)

@@ -34,9 +34,16 @@ class ArgoCd(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ArgoCdArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:delivery:ArgoCd", name, None, opts)
-        self.release = release(name, release_name=argocd.RELEASE, chart=args.chart, namespace=argocd.NAMESPACE,
-                               create_namespace=True, values=argocd.chart_values(c.chart for c in args.platform_charts),
-                               parent=self, depends_on=dependencies(opts))
+        self.release = release(
+            name,
+            release_name=argocd.RELEASE,
+            chart=args.chart,
+            namespace=argocd.NAMESPACE,
+            create_namespace=True,
+            values=argocd.chart_values(c.chart for c in args.platform_charts),
+            parent=self,
+            depends_on=dependencies(opts),
+        )
         project = argocd.app_project(argocd.chart_repo(c.chart, c.repo) for c in args.platform_charts)
         # The AppProject CRD comes with the chart: create the project after the release.
         resource(f"{name}-project", project, opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]))

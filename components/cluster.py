@@ -91,18 +91,28 @@ class Cluster(pulumi.ComponentResource):
 
         key_arn = None
         if args.secrets_encryption:
-            key = aws.kms.Key(f"{name}-secrets", description=f"EKS Secrets envelope encryption for {args.cluster_name}",
-                              enable_key_rotation=True, deletion_window_in_days=30, tags=tags, opts=child)
-            aws.kms.Alias(f"{name}-secrets", name=f"alias/{args.cluster_name}-eks-secrets", target_key_id=key.key_id,
-                          opts=child)
+            key = aws.kms.Key(
+                f"{name}-secrets",
+                description=f"EKS Secrets envelope encryption for {args.cluster_name}",
+                enable_key_rotation=True,
+                deletion_window_in_days=30,
+                tags=tags,
+                opts=child,
+            )
+            aws.kms.Alias(
+                f"{name}-secrets", name=f"alias/{args.cluster_name}-eks-secrets", target_key_id=key.key_id, opts=child
+            )
             key_arn = key.arn
 
         access_entries = {
             f"admin-{i}": eks.AccessEntryArgs(
                 principal_arn=p.principal_arn,
-                access_policies={p.access_policy: eks.AccessPolicyAssociationArgs(
-                    policy_arn=f"arn:{partition}:eks::aws:cluster-access-policy/{ACCESS_POLICIES[p.access_policy]}",
-                    access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"))},
+                access_policies={
+                    p.access_policy: eks.AccessPolicyAssociationArgs(
+                        policy_arn=f"arn:{partition}:eks::aws:cluster-access-policy/{ACCESS_POLICIES[p.access_policy]}",
+                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                    )
+                },
             )
             for i, p in enumerate(args.admin_principals)
         }
@@ -129,8 +139,9 @@ class Cluster(pulumi.ComponentResource):
             skip_default_security_groups=True,
             # enable_network_policy: the VPC CNI enforces NetworkPolicy objects (the databases and
             # monitors ship their own).
-            vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=args.addon_versions.get("vpc-cni"),
-                                                  enable_network_policy=True),
+            vpc_cni_options=eks.VpcCniOptionsArgs(
+                addon_version=args.addon_versions.get("vpc-cni"), enable_network_policy=True
+            ),
             kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(version=args.addon_versions.get("kube-proxy")),
             # CoreDNS needs nodes to become healthy; it is installed below, after the node group.
             coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
@@ -138,11 +149,20 @@ class Cluster(pulumi.ComponentResource):
             opts=child,
         )
 
-        node_role = aws.iam.Role(f"{name}-system-node", assume_role_policy=iam.assume_role_policy("ec2.amazonaws.com"),
-                                 description=f"System node group of {args.cluster_name}", tags=tags, opts=child)
+        node_role = aws.iam.Role(
+            f"{name}-system-node",
+            assume_role_policy=iam.assume_role_policy("ec2.amazonaws.com"),
+            description=f"System node group of {args.cluster_name}",
+            tags=tags,
+            opts=child,
+        )
         attachments = [
-            aws.iam.RolePolicyAttachment(f"{name}-system-node-{policy}", role=node_role.name,
-                                         policy_arn=iam.managed_policy_arn(args.region, policy), opts=child)
+            aws.iam.RolePolicyAttachment(
+                f"{name}-system-node-{policy}",
+                role=node_role.name,
+                policy_arn=iam.managed_policy_arn(args.region, policy),
+                opts=child,
+            )
             for policy in SYSTEM_NODE_POLICIES
         ]
         # Our own launch template so the root volume is encrypted gp3 and IMDSv2 is required
@@ -154,16 +174,26 @@ class Cluster(pulumi.ComponentResource):
         launch_template = aws.ec2.LaunchTemplate(
             f"{name}-system",
             description=f"System node group of {args.cluster_name}",
-            block_device_mappings=[aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
-                device_name="/dev/xvda",
-                ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-                    volume_size=args.system_disk_size_gib, volume_type="gp3", encrypted="true",
-                    delete_on_termination="true"))],
+            block_device_mappings=[
+                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name="/dev/xvda",
+                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                        volume_size=args.system_disk_size_gib,
+                        volume_type="gp3",
+                        encrypted="true",
+                        delete_on_termination="true",
+                    ),
+                )
+            ],
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
-                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=1),
-            tag_specifications=[aws.ec2.LaunchTemplateTagSpecificationArgs(
-                resource_type=kind, tags={**tags, "Name": f"{args.cluster_name}-system"})
-                for kind in ("instance", "volume")],
+                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=1
+            ),
+            tag_specifications=[
+                aws.ec2.LaunchTemplateTagSpecificationArgs(
+                    resource_type=kind, tags={**tags, "Name": f"{args.cluster_name}-system"}
+                )
+                for kind in ("instance", "volume")
+            ],
             tags=tags,
             opts=child,
         )
@@ -177,9 +207,11 @@ class Cluster(pulumi.ComponentResource):
             ami_type="AL2023_x86_64_STANDARD",
             subnet_ids=args.private_subnet_ids,
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
-                id=launch_template.id, version=launch_template.latest_version.apply(str)),
+                id=launch_template.id, version=launch_template.latest_version.apply(str)
+            ),
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
-                min_size=args.system_min_size, desired_size=args.system_desired_size, max_size=args.system_max_size),
+                min_size=args.system_min_size, desired_size=args.system_desired_size, max_size=args.system_max_size
+            ),
             labels=dict(SYSTEM_NODE_SELECTOR),
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=attachments),
@@ -188,41 +220,75 @@ class Cluster(pulumi.ComponentResource):
         after_nodes = pulumi.ResourceOptions(parent=self, depends_on=[self.eks_cluster, self.system_node_group])
 
         def addon(key: str, addon_name: str, **kwargs: Any) -> aws.eks.Addon:
-            return aws.eks.Addon(f"{name}-{key}", cluster_name=args.cluster_name, addon_name=addon_name,
-                                 addon_version=args.addon_versions.get(addon_name),
-                                 resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="OVERWRITE",
-                                 tags=tags, opts=after_nodes, **kwargs)
+            return aws.eks.Addon(
+                f"{name}-{key}",
+                cluster_name=args.cluster_name,
+                addon_name=addon_name,
+                addon_version=args.addon_versions.get(addon_name),
+                resolve_conflicts_on_create="OVERWRITE",
+                resolve_conflicts_on_update="OVERWRITE",
+                tags=tags,
+                opts=after_nodes,
+                **kwargs,
+            )
 
         addon("coredns", "coredns")
         addon("pod-identity-agent", "eks-pod-identity-agent")
-        ebs_role = aws.iam.Role(f"{name}-ebs-csi", assume_role_policy=iam.pod_identity_trust(),
-                                description=f"EBS CSI controller of {args.cluster_name}", tags=tags, opts=child)
+        ebs_role = aws.iam.Role(
+            f"{name}-ebs-csi",
+            assume_role_policy=iam.pod_identity_trust(),
+            description=f"EBS CSI controller of {args.cluster_name}",
+            tags=tags,
+            opts=child,
+        )
         ebs_policy = aws.iam.RolePolicyAttachment(
-            f"{name}-ebs-csi", role=ebs_role.name,
-            policy_arn=f"arn:{partition}:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy", opts=child)
+            f"{name}-ebs-csi",
+            role=ebs_role.name,
+            policy_arn=f"arn:{partition}:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
+            opts=child,
+        )
         ebs = aws.eks.Addon(
-            f"{name}-ebs-csi", cluster_name=args.cluster_name, addon_name="aws-ebs-csi-driver",
+            f"{name}-ebs-csi",
+            cluster_name=args.cluster_name,
+            addon_name="aws-ebs-csi-driver",
             addon_version=args.addon_versions.get("aws-ebs-csi-driver"),
-            pod_identity_associations=[aws.eks.AddonPodIdentityAssociationArgs(
-                role_arn=ebs_role.arn, service_account="ebs-csi-controller-sa")],
-            resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="OVERWRITE", tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks_cluster, self.system_node_group, ebs_policy]))
+            pod_identity_associations=[
+                aws.eks.AddonPodIdentityAssociationArgs(role_arn=ebs_role.arn, service_account="ebs-csi-controller-sa")
+            ],
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks_cluster, self.system_node_group, ebs_policy]),
+        )
 
         # The EKS-created cluster SG (on the private endpoint's ENIs) admits only its members: the deploy
         # runner gets 443 explicitly, and the Kubernetes provider waits for it.
         cluster_sg = self.eks_cluster.cluster_security_group_id
-        deploy = [aws.vpc.SecurityGroupIngressRule(
-            f"{name}-deploy-{i}", security_group_id=cluster_sg, ip_protocol="tcp", from_port=443, to_port=443,
-            description="Kubernetes API from the deploy runner", tags=tags, opts=child,
-            **({"referenced_security_group_id": src} if src.startswith("sg-") else {"cidr_ipv4": src}))
-            for i, src in enumerate([*args.deploy_cidrs, *args.deploy_security_group_ids])]
-        self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.eks_cluster.kubeconfig_json,
-                                     enable_server_side_apply=True,
-                                     opts=pulumi.ResourceOptions(parent=self, depends_on=list(deploy)))
+        deploy = [
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-deploy-{i}",
+                security_group_id=cluster_sg,
+                ip_protocol="tcp",
+                from_port=443,
+                to_port=443,
+                description="Kubernetes API from the deploy runner",
+                tags=tags,
+                opts=child,
+                **({"referenced_security_group_id": src} if src.startswith("sg-") else {"cidr_ipv4": src}),
+            )
+            for i, src in enumerate([*args.deploy_cidrs, *args.deploy_security_group_ids])
+        ]
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.eks_cluster.kubeconfig_json,
+            enable_server_side_apply=True,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(deploy)),
+        )
         k8s.storage.v1.StorageClass(
             f"{name}-gp3",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name="gp3", annotations={"storageclass.kubernetes.io/is-default-class": "true"}),
+                name="gp3", annotations={"storageclass.kubernetes.io/is-default-class": "true"}
+            ),
             provisioner="ebs.csi.aws.com",
             parameters={"type": "gp3", "encrypted": "true", "fsType": "ext4"},
             reclaim_policy="Delete",
@@ -237,11 +303,13 @@ class Cluster(pulumi.ComponentResource):
         self.oidc_issuer = self.eks_cluster.oidc_issuer
         self.cluster_security_group_id = self.eks_cluster.cluster_security_group_id
         self.system_node_role_arn = node_role.arn
-        self.register_outputs({
-            "clusterName": self.cluster_name,
-            "kubeconfig": self.kubeconfig,
-            "oidcProviderArn": self.oidc_provider_arn,
-            "oidcIssuer": self.oidc_issuer,
-            "clusterSecurityGroupId": self.cluster_security_group_id,
-            "systemNodeRoleArn": self.system_node_role_arn,
-        })
+        self.register_outputs(
+            {
+                "clusterName": self.cluster_name,
+                "kubeconfig": self.kubeconfig,
+                "oidcProviderArn": self.oidc_provider_arn,
+                "oidcIssuer": self.oidc_issuer,
+                "clusterSecurityGroupId": self.cluster_security_group_id,
+                "systemNodeRoleArn": self.system_node_role_arn,
+            }
+        )

@@ -67,8 +67,9 @@ def efs_values() -> dict[str, Any]:
     }
 
 
-def fsx_controller_policy(file_system_arn: pulumi.Input[str],
-                          scratch_tag: tuple[str, str] | None = None) -> list[dict[str, Any]]:
+def fsx_controller_policy(
+    file_system_arn: pulumi.Input[str], scratch_tag: tuple[str, str] | None = None
+) -> list[dict[str, Any]]:
     """Least privilege for a statically provisioned file system: describe, and resize it. With
     ``scratch_tag`` (key, value) also create file systems carrying that tag and delete only those
     (dynamic per-PVC scratch), plus the FSx service-linked role EC2 needs the first time."""
@@ -79,14 +80,29 @@ def fsx_controller_policy(file_system_arn: pulumi.Input[str],
     if scratch_tag is not None:
         key, value = scratch_tag
         statements += [
-            {"Effect": "Allow", "Action": ["fsx:CreateFileSystem", "fsx:TagResource"], "Resource": "*",
-             "Condition": {"StringEquals": {f"aws:RequestTag/{key}": value}}},
-            {"Effect": "Allow", "Action": ["fsx:DeleteFileSystem"], "Resource": "*",
-             "Condition": {"StringEquals": {f"aws:ResourceTag/{key}": value}}},
-            {"Effect": "Allow", "Action": ["ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DescribeVpcs"],
-             "Resource": "*"},
-            {"Effect": "Allow", "Action": ["iam:CreateServiceLinkedRole"], "Resource": "*",
-             "Condition": {"StringLike": {"iam:AWSServiceName": ["fsx.amazonaws.com"]}}},
+            {
+                "Effect": "Allow",
+                "Action": ["fsx:CreateFileSystem", "fsx:TagResource"],
+                "Resource": "*",
+                "Condition": {"StringEquals": {f"aws:RequestTag/{key}": value}},
+            },
+            {
+                "Effect": "Allow",
+                "Action": ["fsx:DeleteFileSystem"],
+                "Resource": "*",
+                "Condition": {"StringEquals": {f"aws:ResourceTag/{key}": value}},
+            },
+            {
+                "Effect": "Allow",
+                "Action": ["ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DescribeVpcs"],
+                "Resource": "*",
+            },
+            {
+                "Effect": "Allow",
+                "Action": ["iam:CreateServiceLinkedRole"],
+                "Resource": "*",
+                "Condition": {"StringLike": {"iam:AWSServiceName": ["fsx.amazonaws.com"]}},
+            },
         ]
     return statements
 
@@ -120,37 +136,69 @@ class CsiDrivers(pulumi.ComponentResource):
         self.releases = {}
         after = dependencies(opts)  # the Cluster component
 
-        def driver(key: str, chart: Chart, values: dict[str, Any], service_accounts: Sequence[str],
-                   role: aws.iam.Role, policy: pulumi.Resource) -> None:
+        def driver(
+            key: str,
+            chart: Chart,
+            values: dict[str, Any],
+            service_accounts: Sequence[str],
+            role: aws.iam.Role,
+            policy: pulumi.Resource,
+        ) -> None:
             associations = [
                 aws.eks.PodIdentityAssociation(
-                    f"{name}-{key}-{sa}", cluster_name=args.cluster_name, namespace=NAMESPACE, service_account=sa,
-                    role_arn=role.arn, tags=tags,
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[*after, policy]))
+                    f"{name}-{key}-{sa}",
+                    cluster_name=args.cluster_name,
+                    namespace=NAMESPACE,
+                    service_account=sa,
+                    role_arn=role.arn,
+                    tags=tags,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[*after, policy]),
+                )
                 for sa in service_accounts
             ]
             # Pods read credentials at start: install after the associations exist.
-            self.releases[key] = release(f"{name}-{key}", release_name=chart.chart.rsplit("/", 1)[-1], chart=chart,
-                                         namespace=NAMESPACE, values=values, parent=self,
-                                         depends_on=[*after, *associations])
+            self.releases[key] = release(
+                f"{name}-{key}",
+                release_name=chart.chart.rsplit("/", 1)[-1],
+                chart=chart,
+                namespace=NAMESPACE,
+                values=values,
+                parent=self,
+                depends_on=[*after, *associations],
+            )
 
         if args.fsx_chart is not None:
             if args.fsx_file_system_arn is None:
                 raise ValueError("CsiArgs.fsx_file_system_arn is required with fsx_chart")
-            role = aws.iam.Role(f"{name}-fsx", assume_role_policy=iam.pod_identity_trust(),
-                                description=f"FSx CSI controller of {args.cluster_name}", tags=tags, opts=child)
-            policy: pulumi.CustomResource = aws.iam.RolePolicy(f"{name}-fsx", role=role.id,
-                                        policy=iam.policy_document(fsx_controller_policy(args.fsx_file_system_arn,
-                                                                                         args.fsx_scratch_tag)),
-                                        opts=child)
+            role = aws.iam.Role(
+                f"{name}-fsx",
+                assume_role_policy=iam.pod_identity_trust(),
+                description=f"FSx CSI controller of {args.cluster_name}",
+                tags=tags,
+                opts=child,
+            )
+            policy: pulumi.CustomResource = aws.iam.RolePolicy(
+                f"{name}-fsx",
+                role=role.id,
+                policy=iam.policy_document(fsx_controller_policy(args.fsx_file_system_arn, args.fsx_scratch_tag)),
+                opts=child,
+            )
             # The node plugin only mounts (kernel Lustre client): no AWS credentials.
             driver("fsx", args.fsx_chart, fsx_values(args.region), [FSX_CONTROLLER_SA], role, policy)
         if args.efs_chart is not None:
-            role = aws.iam.Role(f"{name}-efs", assume_role_policy=iam.pod_identity_trust(),
-                                description=f"EFS CSI driver of {args.cluster_name}", tags=tags, opts=child)
+            role = aws.iam.Role(
+                f"{name}-efs",
+                assume_role_policy=iam.pod_identity_trust(),
+                description=f"EFS CSI driver of {args.cluster_name}",
+                tags=tags,
+                opts=child,
+            )
             policy = aws.iam.RolePolicyAttachment(
-                f"{name}-efs", role=role.name,
-                policy_arn=iam.managed_policy_arn(args.region, "service-role/AmazonEFSCSIDriverPolicy"), opts=child)
+                f"{name}-efs",
+                role=role.name,
+                policy_arn=iam.managed_policy_arn(args.region, "service-role/AmazonEFSCSIDriverPolicy"),
+                opts=child,
+            )
             # The node plugin (efs-utils) describes mount targets and AZs to resolve the mount address.
             driver("efs", args.efs_chart, efs_values(), [EFS_CONTROLLER_SA, EFS_NODE_SA], role, policy)
 

@@ -39,8 +39,13 @@ def _toleration(key: str) -> dict[str, str]:
 
 
 def _only_on(label: str, value: str) -> dict[str, Any]:
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": label, "operator": "In", "values": [value]}]}]}}}
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": label, "operator": "In", "values": [value]}]}]
+            }
+        }
+    }
 
 
 def nvidia_values() -> dict[str, Any]:
@@ -69,8 +74,7 @@ def efa_values(efa_instance_types: Sequence[str]) -> dict[str, Any]:
         # EFA partitions are GPU or Trainium nodes: tolerate both accelerator taints.
         "tolerations": [_toleration(GPU_RESOURCE), _toleration(NEURON_RESOURCE)],
         # The chart's affinity lists instance types; list exactly the stack's EFA types.
-        "supportedInstanceLabels": {"keys": ["node.kubernetes.io/instance-type"],
-                                    "values": sorted(efa_instance_types)},
+        "supportedInstanceLabels": {"keys": ["node.kubernetes.io/instance-type"], "values": sorted(efa_instance_types)},
     }
 
 
@@ -85,8 +89,10 @@ def neuron_values(trainium_instance_types: Sequence[str], kubernetes_version: st
             # and run the extension and its kube-scheduler on the system node group.
             "nodeSelector": {"node-role.kubernetes.io/master": None},
             "affinity": _only_on(SYSTEM_NODE_LABEL, "system"),
-            "customScheduler": {"affinity": _only_on(SYSTEM_NODE_LABEL, "system"),
-                                "image": {"tag": NEURON_CUSTOM_SCHEDULER_TAGS[kubernetes_version]}},
+            "customScheduler": {
+                "affinity": _only_on(SYSTEM_NODE_LABEL, "system"),
+                "image": {"tag": NEURON_CUSTOM_SCHEDULER_TAGS[kubernetes_version]},
+            },
         },
         "npd": {"enabled": False},
     }
@@ -103,9 +109,14 @@ def neuron_monitor_daemonset() -> dict[str, Any]:
             "selector": {"matchLabels": labels},
             "updateStrategy": {"type": "RollingUpdate"},
             "template": {
-                "metadata": {"labels": labels, "annotations": {
-                    "prometheus.io/scrape": "true", "prometheus.io/port": str(NEURON_MONITOR_PORT),
-                    "prometheus.io/path": "/metrics"}},
+                "metadata": {
+                    "labels": labels,
+                    "annotations": {
+                        "prometheus.io/scrape": "true",
+                        "prometheus.io/port": str(NEURON_MONITOR_PORT),
+                        "prometheus.io/path": "/metrics",
+                    },
+                },
                 "spec": {
                     "nodeSelector": {names.ACCELERATOR_LABEL: TRAINIUM},
                     "tolerations": [_toleration(NEURON_RESOURCE)],
@@ -113,25 +124,39 @@ def neuron_monitor_daemonset() -> dict[str, Any]:
                     "automountServiceAccountToken": False,
                     "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                     "volumes": [{"name": "tmp", "emptyDir": {}}],
-                    "containers": [{
-                        "name": "neuron-monitor",
-                        "image": NEURON_MONITOR_IMAGE,
-                        "imagePullPolicy": "Always",
-                        "command": ["/opt/bin/entrypoint.sh"],
-                        "args": ["--port", str(NEURON_MONITOR_PORT)],
-                        "ports": [{"name": "metrics", "containerPort": NEURON_MONITOR_PORT}],
-                        "env": [{"name": "GOMEMLIMIT", "value": "160MiB"}],
-                        "resources": {"requests": {"cpu": "250m", "memory": "128Mi"},
-                                      "limits": {"cpu": "500m", "memory": "256Mi"}},
-                        "livenessProbe": {"httpGet": {"path": "/metrics", "port": "metrics"},
-                                          "initialDelaySeconds": 30, "periodSeconds": 30, "timeoutSeconds": 10},
-                        "readinessProbe": {"httpGet": {"path": "/metrics", "port": "metrics"},
-                                           "periodSeconds": 15, "timeoutSeconds": 10},
-                        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-                        # Reads the Neuron driver's sysfs and devices; nothing else is granted.
-                        "securityContext": {"privileged": True, "readOnlyRootFilesystem": True,
-                                            "capabilities": {"drop": ["ALL"]}},
-                    }],
+                    "containers": [
+                        {
+                            "name": "neuron-monitor",
+                            "image": NEURON_MONITOR_IMAGE,
+                            "imagePullPolicy": "Always",
+                            "command": ["/opt/bin/entrypoint.sh"],
+                            "args": ["--port", str(NEURON_MONITOR_PORT)],
+                            "ports": [{"name": "metrics", "containerPort": NEURON_MONITOR_PORT}],
+                            "env": [{"name": "GOMEMLIMIT", "value": "160MiB"}],
+                            "resources": {
+                                "requests": {"cpu": "250m", "memory": "128Mi"},
+                                "limits": {"cpu": "500m", "memory": "256Mi"},
+                            },
+                            "livenessProbe": {
+                                "httpGet": {"path": "/metrics", "port": "metrics"},
+                                "initialDelaySeconds": 30,
+                                "periodSeconds": 30,
+                                "timeoutSeconds": 10,
+                            },
+                            "readinessProbe": {
+                                "httpGet": {"path": "/metrics", "port": "metrics"},
+                                "periodSeconds": 15,
+                                "timeoutSeconds": 10,
+                            },
+                            "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+                            # Reads the Neuron driver's sysfs and devices; nothing else is granted.
+                            "securityContext": {
+                                "privileged": True,
+                                "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"]},
+                            },
+                        }
+                    ],
                 },
             },
         },
@@ -142,10 +167,14 @@ def neuron_monitor_network_policy() -> dict[str, Any]:
     """Only the metrics port is reachable (by Prometheus scrapers anywhere in the cluster)."""
     labels = {"app.kubernetes.io/name": "neuron-monitor"}
     return {
-        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
         "metadata": {"name": "neuron-monitor", "namespace": NAMESPACE, "labels": labels},
-        "spec": {"podSelector": {"matchLabels": labels}, "policyTypes": ["Ingress"],
-                 "ingress": [{"ports": [{"protocol": "TCP", "port": NEURON_MONITOR_PORT}]}]},
+        "spec": {
+            "podSelector": {"matchLabels": labels},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"ports": [{"protocol": "TCP", "port": NEURON_MONITOR_PORT}]}],
+        },
     }
 
 
@@ -190,9 +219,14 @@ class DevicePlugins(pulumi.ComponentResource):
         self.releases: dict[str, k8s.helm.v3.Release] = {}
         for chart_name, values in plugin_values(args).items():
             chart = args.charts[chart_name]
-            self.releases[chart_name] = release(f"{name}-{RELEASE_NAMES[chart_name]}",
-                                                release_name=RELEASE_NAMES[chart_name], chart=chart,
-                                                namespace=NAMESPACE, values=values, parent=self)
+            self.releases[chart_name] = release(
+                f"{name}-{RELEASE_NAMES[chart_name]}",
+                release_name=RELEASE_NAMES[chart_name],
+                chart=chart,
+                namespace=NAMESPACE,
+                values=values,
+                parent=self,
+            )
         if args.trainium_instance_types:
             ds = neuron_monitor_daemonset()
             resource(f"{name}-neuron-monitor", ds, opts=pulumi.ResourceOptions(parent=self))

@@ -61,26 +61,49 @@ class ModelStore(pulumi.ComponentResource):
         if args.kms_key_arn:
             kms_key_id = args.kms_key_arn
         else:
-            key = aws.kms.Key(f"{name}-key", description=f"EFS model store of {args.cluster_name}",
-                              enable_key_rotation=True, deletion_window_in_days=30, tags=tags, opts=kept)
+            key = aws.kms.Key(
+                f"{name}-key",
+                description=f"EFS model store of {args.cluster_name}",
+                enable_key_rotation=True,
+                deletion_window_in_days=30,
+                tags=tags,
+                opts=kept,
+            )
             aws.kms.Alias(f"{name}-key", name=f"alias/{args.cluster_name}-efs", target_key_id=key.key_id, opts=child)
             # An explicit, reviewable key policy (checkov CKV2_AWS_64); the same grants as AWS's default.
             aws.kms.KeyPolicy(f"{name}-key", key_id=key.key_id, policy=iam.account_key_policy(key.arn), opts=child)
             kms_key_id = key.arn
 
         fs = aws.efs.FileSystem(
-            name, encrypted=True, kms_key_id=kms_key_id, throughput_mode=args.throughput_mode,
+            name,
+            encrypted=True,
+            kms_key_id=kms_key_id,
+            throughput_mode=args.throughput_mode,
             performance_mode="generalPurpose",
             # Weights are read far more often than written: infrequent-access tiering would slow loads.
-            tags={**tags, "Name": f"{args.cluster_name}-models"}, opts=kept)
+            tags={**tags, "Name": f"{args.cluster_name}-models"},
+            opts=kept,
+        )
 
-        sg = aws.ec2.SecurityGroup(f"{name}-sg", vpc_id=args.vpc_id, name=f"{args.cluster_name}-efs",
-                                   description="EFS mount targets: NFS from cluster nodes",
-                                   tags={**tags, "Name": f"{args.cluster_name}-efs"}, opts=child)
-        aws.vpc.SecurityGroupIngressRule(f"{name}-nfs", security_group_id=sg.id, ip_protocol="tcp",
-                                         from_port=NFS_PORT, to_port=NFS_PORT,
-                                         referenced_security_group_id=args.client_security_group_id,
-                                         description="NFS from cluster nodes", tags=tags, opts=child)
+        sg = aws.ec2.SecurityGroup(
+            f"{name}-sg",
+            vpc_id=args.vpc_id,
+            name=f"{args.cluster_name}-efs",
+            description="EFS mount targets: NFS from cluster nodes",
+            tags={**tags, "Name": f"{args.cluster_name}-efs"},
+            opts=child,
+        )
+        aws.vpc.SecurityGroupIngressRule(
+            f"{name}-nfs",
+            security_group_id=sg.id,
+            ip_protocol="tcp",
+            from_port=NFS_PORT,
+            to_port=NFS_PORT,
+            referenced_security_group_id=args.client_security_group_id,
+            description="NFS from cluster nodes",
+            tags=tags,
+            opts=child,
+        )
 
         subnets = pulumi.Output.from_input(args.private_subnet_ids)
 
@@ -88,20 +111,31 @@ class ModelStore(pulumi.ComponentResource):
             return subnets.apply(lambda ids: ids[index])
 
         self.mount_targets = [
-            aws.efs.MountTarget(f"{name}-mt-{i}", file_system_id=fs.id, subnet_id=subnet(i), security_groups=[sg.id],
-                                opts=child)
+            aws.efs.MountTarget(
+                f"{name}-mt-{i}", file_system_id=fs.id, subnet_id=subnet(i), security_groups=[sg.id], opts=child
+            )
             for i in range(args.subnet_count)
         ]
 
         ap = aws.efs.AccessPoint(
-            f"{name}-models", file_system_id=fs.id,
+            f"{name}-models",
+            file_system_id=fs.id,
             posix_user={"uid": args.posix_uid, "gid": args.posix_gid},
-            root_directory={"path": args.models_path, "creation_info": {
-                "owner_uid": args.posix_uid, "owner_gid": args.posix_gid, "permissions": "0775"}},
-            tags={**tags, "Name": f"{args.cluster_name}-models"}, opts=kept)
+            root_directory={
+                "path": args.models_path,
+                "creation_info": {"owner_uid": args.posix_uid, "owner_gid": args.posix_gid, "permissions": "0775"},
+            },
+            tags={**tags, "Name": f"{args.cluster_name}-models"},
+            opts=kept,
+        )
 
         self.file_system_id = fs.id
         self.access_point_id = ap.id
         self.security_group_id = sg.id
-        self.register_outputs({"fileSystemId": self.file_system_id, "accessPointId": self.access_point_id,
-                               "securityGroupId": self.security_group_id})
+        self.register_outputs(
+            {
+                "fileSystemId": self.file_system_id,
+                "accessPointId": self.access_point_id,
+                "securityGroupId": self.security_group_id,
+            }
+        )

@@ -81,9 +81,13 @@ class LustreStorage(pulumi.ComponentResource):
         persistent = args.deployment_type.startswith("PERSISTENT")
 
         sg = aws.ec2.SecurityGroup(
-            f"{name}-sg", vpc_id=args.vpc_id, name=f"{args.cluster_name}-lustre",
+            f"{name}-sg",
+            vpc_id=args.vpc_id,
+            name=f"{args.cluster_name}-lustre",
             description="FSx for Lustre: LNet ports between file servers and client nodes",
-            tags={**tags, "Name": f"{args.cluster_name}-lustre"}, opts=child)
+            tags={**tags, "Name": f"{args.cluster_name}-lustre"},
+            opts=child,
+        )
         # Lustre servers talk to each other and to clients in both directions, and the rules must
         # exist before the file system is created (later changes do not reach its servers).
         rules: list[pulumi.Resource] = []
@@ -91,37 +95,75 @@ class LustreStorage(pulumi.ComponentResource):
         for low, high in LUSTRE_PORTS:
             ports = f"{low}" if low == high else f"{low}-{high}"
             for peer, peer_id in peers.items():
-                rules.append(aws.vpc.SecurityGroupIngressRule(
-                    f"{name}-in-{peer}-{ports}", security_group_id=sg.id, ip_protocol="tcp", from_port=low,
-                    to_port=high, referenced_security_group_id=peer_id,
-                    description=f"Lustre {ports} from {peer}", tags=tags, opts=child))
-                rules.append(aws.vpc.SecurityGroupEgressRule(
-                    f"{name}-out-{peer}-{ports}", security_group_id=sg.id, ip_protocol="tcp", from_port=low,
-                    to_port=high, referenced_security_group_id=peer_id,
-                    description=f"Lustre {ports} to {peer}", tags=tags, opts=child))
+                rules.append(
+                    aws.vpc.SecurityGroupIngressRule(
+                        f"{name}-in-{peer}-{ports}",
+                        security_group_id=sg.id,
+                        ip_protocol="tcp",
+                        from_port=low,
+                        to_port=high,
+                        referenced_security_group_id=peer_id,
+                        description=f"Lustre {ports} from {peer}",
+                        tags=tags,
+                        opts=child,
+                    )
+                )
+                rules.append(
+                    aws.vpc.SecurityGroupEgressRule(
+                        f"{name}-out-{peer}-{ports}",
+                        security_group_id=sg.id,
+                        ip_protocol="tcp",
+                        from_port=low,
+                        to_port=high,
+                        referenced_security_group_id=peer_id,
+                        description=f"Lustre {ports} to {peer}",
+                        tags=tags,
+                        opts=child,
+                    )
+                )
             # Client side: the cluster SG admits only itself, so let the servers reach the clients.
-            rules.append(aws.vpc.SecurityGroupIngressRule(
-                f"{name}-clients-from-lustre-{ports}", security_group_id=args.client_security_group_id,
-                ip_protocol="tcp", from_port=low, to_port=high, referenced_security_group_id=sg.id,
-                description=f"Lustre {ports} from the FSx file servers", tags=tags, opts=child))
+            rules.append(
+                aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-clients-from-lustre-{ports}",
+                    security_group_id=args.client_security_group_id,
+                    ip_protocol="tcp",
+                    from_port=low,
+                    to_port=high,
+                    referenced_security_group_id=sg.id,
+                    description=f"Lustre {ports} from the FSx file servers",
+                    tags=tags,
+                    opts=child,
+                )
+            )
 
         kms_key_id: pulumi.Input[str] | None = None
         if persistent:
             if args.kms_key_arn:
                 kms_key_id = args.kms_key_arn
             else:
-                key = aws.kms.Key(f"{name}-key", description=f"FSx for Lustre of {args.cluster_name}",
-                                  enable_key_rotation=True, deletion_window_in_days=30, tags=tags, opts=kept)
-                aws.kms.Alias(f"{name}-key", name=f"alias/{args.cluster_name}-fsx", target_key_id=key.key_id,
-                              opts=child)
+                key = aws.kms.Key(
+                    f"{name}-key",
+                    description=f"FSx for Lustre of {args.cluster_name}",
+                    enable_key_rotation=True,
+                    deletion_window_in_days=30,
+                    tags=tags,
+                    opts=kept,
+                )
+                aws.kms.Alias(
+                    f"{name}-key", name=f"alias/{args.cluster_name}-fsx", target_key_id=key.key_id, opts=child
+                )
                 # An explicit, reviewable key policy (checkov CKV2_AWS_64); the same grants as AWS's default.
-                aws.kms.KeyPolicy(f"{name}-key", key_id=key.key_id, policy=iam.account_key_policy(key.arn),
-                                  opts=child)
+                aws.kms.KeyPolicy(f"{name}-key", key_id=key.key_id, policy=iam.account_key_policy(key.arn), opts=child)
                 kms_key_id = key.arn
 
         # FSx only accepts log groups under /aws/fsx/.
-        logs = aws.cloudwatch.LogGroup(f"{name}-logs", name=f"/aws/fsx/{args.cluster_name}-lustre",
-                                       retention_in_days=args.log_retention_days, tags=tags, opts=child)
+        logs = aws.cloudwatch.LogGroup(
+            f"{name}-logs",
+            name=f"/aws/fsx/{args.cluster_name}-lustre",
+            retention_in_days=args.log_retention_days,
+            tags=tags,
+            opts=child,
+        )
 
         fs = aws.fsx.LustreFileSystem(
             name,
@@ -140,26 +182,41 @@ class LustreStorage(pulumi.ComponentResource):
             skip_final_backup=None if not persistent else not args.protect,
             copy_tags_to_backups=True if persistent else None,
             tags={**tags, "Name": f"{args.cluster_name}-lustre"},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=rules, protect=args.protect,
-                                        retain_on_delete=args.protect),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=rules, protect=args.protect, retain_on_delete=args.protect
+            ),
         )
 
-        def association(suffix: str, path: str, bucket: pulumi.Input[str],
-                        s3: aws.fsx.DataRepositoryAssociationS3Args | None) -> None:
+        def association(
+            suffix: str, path: str, bucket: pulumi.Input[str], s3: aws.fsx.DataRepositoryAssociationS3Args | None
+        ) -> None:
             aws.fsx.DataRepositoryAssociation(
-                f"{name}-{suffix}", file_system_id=fs.id, file_system_path=path,
+                f"{name}-{suffix}",
+                file_system_id=fs.id,
+                file_system_path=path,
                 data_repository_path=pulumi.Output.concat("s3://", bucket),
-                batch_import_meta_data_on_create=True, imported_file_chunk_size=args.imported_file_chunk_size_mib,
-                s3=s3, delete_data_in_filesystem=False, tags=tags, opts=kept)
+                batch_import_meta_data_on_create=True,
+                imported_file_chunk_size=args.imported_file_chunk_size_mib,
+                s3=s3,
+                delete_data_in_filesystem=False,
+                tags=tags,
+                opts=kept,
+            )
 
         imports = aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(events=list(args.auto_import_events))
         exports = aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(events=list(args.auto_export_events))
-        association("data", args.data_path, args.datasets_bucket,
-                    aws.fsx.DataRepositoryAssociationS3Args(auto_import_policy=imports)
-                    if args.auto_import_events else None)
-        association("checkpoints", args.checkpoint_path, args.checkpoints_bucket,
-                    aws.fsx.DataRepositoryAssociationS3Args(auto_export_policy=exports)
-                    if args.auto_export_events else None)
+        association(
+            "data",
+            args.data_path,
+            args.datasets_bucket,
+            aws.fsx.DataRepositoryAssociationS3Args(auto_import_policy=imports) if args.auto_import_events else None,
+        )
+        association(
+            "checkpoints",
+            args.checkpoint_path,
+            args.checkpoints_bucket,
+            aws.fsx.DataRepositoryAssociationS3Args(auto_export_policy=exports) if args.auto_export_events else None,
+        )
 
         self.file_system_id = fs.id
         self.arn = fs.arn
@@ -167,5 +224,11 @@ class LustreStorage(pulumi.ComponentResource):
         self.mount_name = fs.mount_name
         self.security_group_id = sg.id
         self.storage_capacity_gib = args.storage_capacity_gib
-        self.register_outputs({"fileSystemId": self.file_system_id, "dnsName": self.dns_name,
-                               "mountName": self.mount_name, "securityGroupId": self.security_group_id})
+        self.register_outputs(
+            {
+                "fileSystemId": self.file_system_id,
+                "dnsName": self.dns_name,
+                "mountName": self.mount_name,
+                "securityGroupId": self.security_group_id,
+            }
+        )

@@ -15,10 +15,18 @@ import pulumi_kubernetes as k8s
 from ekstrain.versions import Chart
 
 
-def release(resource_name: str, *, chart: Chart, namespace: str, parent: pulumi.Resource,
-            release_name: str | None = None, values: Mapping[str, Any] | None = None,
-            depends_on: Sequence[pulumi.Resource] = (), create_namespace: bool | None = None,
-            skip_crds: bool | None = None) -> k8s.helm.v3.Release:
+def release(
+    resource_name: str,
+    *,
+    chart: Chart,
+    namespace: str,
+    parent: pulumi.Resource,
+    release_name: str | None = None,
+    values: Mapping[str, Any] | None = None,
+    depends_on: Sequence[pulumi.Resource] = (),
+    create_namespace: bool | None = None,
+    skip_crds: bool | None = None,
+) -> k8s.helm.v3.Release:
     """``release_name`` defaults to the resource name; ``chart.repo`` (unset for OCI charts) becomes
     ``repositoryOpts``."""
     return k8s.helm.v3.Release(

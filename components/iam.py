@@ -23,10 +23,12 @@ def managed_policy_arn(region: str, name: str) -> str:
 
 
 def assume_role_policy(service: str, actions: Sequence[str] = ("sts:AssumeRole",)) -> str:
-    return json.dumps({
-        "Version": "2012-10-17",
-        "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": list(actions)}],
-    })
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": list(actions)}],
+        }
+    )
 
 
 def pod_identity_trust() -> str:
@@ -42,10 +44,23 @@ def policy_document(statements: Sequence[dict[str, Any]]) -> pulumi.Output[str]:
 def account_key_policy(key_arn: pulumi.Input[str]) -> pulumi.Output[str]:
     """A KMS key's policy made explicit: the account administers it and IAM policies grant its use (what
     AWS applies when no policy is given). The account comes from the key's own ARN: no invoke."""
+
     def document(arn: str) -> str:
         partition, account = arn.split(":")[1], arn.split(":")[4]
-        return json.dumps({"Version": "2012-10-17", "Id": "account-administers-iam-grants-use", "Statement": [{
-            "Sid": "EnableIAMPolicies", "Effect": "Allow", "Principal": {"AWS": f"arn:{partition}:iam::{account}:root"},
-            "Action": "kms:*", "Resource": "*"}]})
+        return json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Id": "account-administers-iam-grants-use",
+                "Statement": [
+                    {
+                        "Sid": "EnableIAMPolicies",
+                        "Effect": "Allow",
+                        "Principal": {"AWS": f"arn:{partition}:iam::{account}:root"},
+                        "Action": "kms:*",
+                        "Resource": "*",
+                    }
+                ],
+            }
+        )
 
     return pulumi.Output.from_input(key_arn).apply(document)

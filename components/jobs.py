@@ -45,5 +45,6 @@ class TrainingJob(pulumi.ComponentResource):
             res = resource(rname, obj, opts=child)
             self.resources.append(res)
             previous = [res]
-        self.register_outputs({"kinds": [o["kind"] for o in args.objects],
-                               "names": [o["metadata"]["name"] for o in args.objects]})
+        self.register_outputs(
+            {"kinds": [o["kind"] for o in args.objects], "names": [o["metadata"]["name"] for o in args.objects]}
+        )

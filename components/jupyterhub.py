@@ -40,10 +40,14 @@ class JupyterHub(pulumi.ComponentResource):
         super().__init__("ekstrain:jupyterhub:JupyterHub", name, None, opts)
         plan = args.plan
         after = dependencies(opts)  # the cluster, the EFS/FSx CSI drivers and the efs-ap class
-        ns = k8s.core.v1.Namespace(f"{name}-ns", metadata=k8s.meta.v1.ObjectMetaArgs(
-            name=hub.NAMESPACE, labels={"app.kubernetes.io/part-of": "ekstrain",
-                                        "pod-security.kubernetes.io/enforce": "baseline"}),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=after))
+        ns = k8s.core.v1.Namespace(
+            f"{name}-ns",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=hub.NAMESPACE,
+                labels={"app.kubernetes.io/part-of": "ekstrain", "pod-security.kubernetes.io/enforce": "baseline"},
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+        )
         capacity = plan.fsx_capacity_gib
         pv = hub.fsx_pv(args.fsx_file_system_id, args.fsx_dns_name, args.fsx_mount_name, capacity)
         pv_res = resource(f"{name}-fsx-pv", pv, opts=pulumi.ResourceOptions(parent=self))
@@ -55,6 +59,13 @@ class JupyterHub(pulumi.ComponentResource):
         if secret is not None and not dummy:
             s = hub.oauth_secret(secret)
             deps.append(resource(f"{name}-oauth", s, opts=pulumi.ResourceOptions(parent=self, depends_on=[ns])))
-        self.release = release(name, release_name=hub.RELEASE, chart=args.chart, namespace=hub.NAMESPACE,
-                               values=plan.values(secret if dummy else None), parent=self, depends_on=deps)
+        self.release = release(
+            name,
+            release_name=hub.RELEASE,
+            chart=args.chart,
+            namespace=hub.NAMESPACE,
+            values=plan.values(secret if dummy else None),
+            parent=self,
+            depends_on=deps,
+        )
         self.register_outputs({"namespace": hub.NAMESPACE})

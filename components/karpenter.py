@@ -63,8 +63,9 @@ def _arn(region: str, service: str, resource: str, account: str = "*", regional:
     return f"arn:{iam.partition_of(region)}:{service}:{region if regional else ''}:{account}:{resource}"
 
 
-def controller_policies(cluster: str, region: str, account: str, node_role_arn: str,
-                        queue_arn: str) -> dict[str, list[dict[str, Any]]]:
+def controller_policies(
+    cluster: str, region: str, account: str, node_role_arn: str, queue_arn: str
+) -> dict[str, list[dict[str, Any]]]:
     """Policy short name -> statements, as in Karpenter v1.14's getting-started CloudFormation."""
     owned = {f"aws:RequestTag/kubernetes.io/cluster/{cluster}": "owned", "aws:RequestTag/eks:eks-cluster-name": cluster}
     resource_owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster}": "owned"}
@@ -76,85 +77,191 @@ def controller_policies(cluster: str, region: str, account: str, node_role_arn: 
     region_tag = {"aws:RequestTag/topology.kubernetes.io/region": region}
     return {
         "NodeLifecycle": [
-            {"Sid": "AllowScopedEC2InstanceAccessActions", "Effect": "Allow",
-             "Resource": [ec2_global("image"), ec2_global("snapshot"), ec2("security-group"), ec2("subnet"),
-                          ec2("capacity-reservation"), ec2("placement-group")],
-             "Action": ["ec2:RunInstances", "ec2:CreateFleet"]},
-            {"Sid": "AllowScopedEC2LaunchTemplateAccessActions", "Effect": "Allow",
-             "Resource": ec2("launch-template"), "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
-             "Condition": {"StringEquals": resource_owned,
-                           "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}},
-            {"Sid": "AllowScopedEC2InstanceActionsWithTags", "Effect": "Allow",
-             "Resource": [ec2(k) for k in tagged_kinds],
-             "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
-             "Condition": {"StringEquals": owned, "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}},
-            {"Sid": "AllowScopedResourceCreationTagging", "Effect": "Allow",
-             "Resource": [ec2(k) for k in tagged_kinds], "Action": "ec2:CreateTags",
-             "Condition": {"StringEquals": {
-                               **owned, "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"]},
-                           "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}},
-            {"Sid": "AllowScopedResourceTagging", "Effect": "Allow", "Resource": ec2("instance"),
-             "Action": "ec2:CreateTags",
-             "Condition": {"StringEquals": resource_owned,
-                           "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
-                           "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": cluster},
-                           "ForAllValues:StringEquals": {
-                               "aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]}}},
-            {"Sid": "AllowScopedDeletion", "Effect": "Allow", "Resource": [ec2("instance"), ec2("launch-template")],
-             "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
-             "Condition": {"StringEquals": resource_owned,
-                           "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}},
+            {
+                "Sid": "AllowScopedEC2InstanceAccessActions",
+                "Effect": "Allow",
+                "Resource": [
+                    ec2_global("image"),
+                    ec2_global("snapshot"),
+                    ec2("security-group"),
+                    ec2("subnet"),
+                    ec2("capacity-reservation"),
+                    ec2("placement-group"),
+                ],
+                "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
+            },
+            {
+                "Sid": "AllowScopedEC2LaunchTemplateAccessActions",
+                "Effect": "Allow",
+                "Resource": ec2("launch-template"),
+                "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
+                "Condition": {
+                    "StringEquals": resource_owned,
+                    "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
+                },
+            },
+            {
+                "Sid": "AllowScopedEC2InstanceActionsWithTags",
+                "Effect": "Allow",
+                "Resource": [ec2(k) for k in tagged_kinds],
+                "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
+                "Condition": {"StringEquals": owned, "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}},
+            },
+            {
+                "Sid": "AllowScopedResourceCreationTagging",
+                "Effect": "Allow",
+                "Resource": [ec2(k) for k in tagged_kinds],
+                "Action": "ec2:CreateTags",
+                "Condition": {
+                    "StringEquals": {
+                        **owned,
+                        "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"],
+                    },
+                    "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"},
+                },
+            },
+            {
+                "Sid": "AllowScopedResourceTagging",
+                "Effect": "Allow",
+                "Resource": ec2("instance"),
+                "Action": "ec2:CreateTags",
+                "Condition": {
+                    "StringEquals": resource_owned,
+                    "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
+                    "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": cluster},
+                    "ForAllValues:StringEquals": {
+                        "aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]
+                    },
+                },
+            },
+            {
+                "Sid": "AllowScopedDeletion",
+                "Effect": "Allow",
+                "Resource": [ec2("instance"), ec2("launch-template")],
+                "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
+                "Condition": {
+                    "StringEquals": resource_owned,
+                    "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
+                },
+            },
         ],
         "IAMIntegration": [
-            {"Sid": "AllowPassingInstanceRole", "Effect": "Allow", "Resource": node_role_arn, "Action": "iam:PassRole",
-             "Condition": {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]}}},
-            {"Sid": "AllowScopedInstanceProfileCreationActions", "Effect": "Allow", "Resource": profile,
-             "Action": ["iam:CreateInstanceProfile"],
-             "Condition": {"StringEquals": {**owned, **region_tag},
-                           "StringLike": {"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"}}},
-            {"Sid": "AllowScopedInstanceProfileTagActions", "Effect": "Allow", "Resource": profile,
-             "Action": ["iam:TagInstanceProfile"],
-             "Condition": {"StringEquals": {**resource_owned,
-                                            "aws:ResourceTag/topology.kubernetes.io/region": region,
-                                            **owned, **region_tag},
-                           "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*",
-                                          "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"}}},
-            {"Sid": "AllowScopedInstanceProfileActions", "Effect": "Allow", "Resource": profile,
-             "Action": ["iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile",
-                        "iam:DeleteInstanceProfile"],
-             "Condition": {"StringEquals": {**resource_owned,
-                                            "aws:ResourceTag/topology.kubernetes.io/region": region},
-                           "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"}}},
+            {
+                "Sid": "AllowPassingInstanceRole",
+                "Effect": "Allow",
+                "Resource": node_role_arn,
+                "Action": "iam:PassRole",
+                "Condition": {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]}},
+            },
+            {
+                "Sid": "AllowScopedInstanceProfileCreationActions",
+                "Effect": "Allow",
+                "Resource": profile,
+                "Action": ["iam:CreateInstanceProfile"],
+                "Condition": {
+                    "StringEquals": {**owned, **region_tag},
+                    "StringLike": {"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"},
+                },
+            },
+            {
+                "Sid": "AllowScopedInstanceProfileTagActions",
+                "Effect": "Allow",
+                "Resource": profile,
+                "Action": ["iam:TagInstanceProfile"],
+                "Condition": {
+                    "StringEquals": {
+                        **resource_owned,
+                        "aws:ResourceTag/topology.kubernetes.io/region": region,
+                        **owned,
+                        **region_tag,
+                    },
+                    "StringLike": {
+                        "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*",
+                        "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*",
+                    },
+                },
+            },
+            {
+                "Sid": "AllowScopedInstanceProfileActions",
+                "Effect": "Allow",
+                "Resource": profile,
+                "Action": [
+                    "iam:AddRoleToInstanceProfile",
+                    "iam:RemoveRoleFromInstanceProfile",
+                    "iam:DeleteInstanceProfile",
+                ],
+                "Condition": {
+                    "StringEquals": {**resource_owned, "aws:ResourceTag/topology.kubernetes.io/region": region},
+                    "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"},
+                },
+            },
         ],
         "EKSIntegration": [
-            {"Sid": "AllowAPIServerEndpointDiscovery", "Effect": "Allow", "Resource": cluster_arn,
-             "Action": "eks:DescribeCluster"},
+            {
+                "Sid": "AllowAPIServerEndpointDiscovery",
+                "Effect": "Allow",
+                "Resource": cluster_arn,
+                "Action": "eks:DescribeCluster",
+            },
         ],
         "Interruption": [
-            {"Sid": "AllowInterruptionQueueActions", "Effect": "Allow", "Resource": queue_arn,
-             "Action": ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"]},
+            {
+                "Sid": "AllowInterruptionQueueActions",
+                "Effect": "Allow",
+                "Resource": queue_arn,
+                "Action": ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
+            },
         ],
         "ResourceDiscovery": [
-            {"Sid": "AllowRegionalReadActions", "Effect": "Allow", "Resource": "*",
-             "Action": ["ec2:DescribeCapacityReservations", "ec2:DescribeImages", "ec2:DescribeInstances",
-                        "ec2:DescribeInstanceStatus", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes",
-                        "ec2:DescribeLaunchTemplates", "ec2:DescribePlacementGroups", "ec2:DescribeSecurityGroups",
-                        "ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets"],
-             "Condition": {"StringEquals": {"aws:RequestedRegion": region}}},
-            {"Sid": "AllowSSMReadActions", "Effect": "Allow",
-             "Resource": _arn(region, "ssm", "parameter/aws/service/*", account=""), "Action": "ssm:GetParameter"},
+            {
+                "Sid": "AllowRegionalReadActions",
+                "Effect": "Allow",
+                "Resource": "*",
+                "Action": [
+                    "ec2:DescribeCapacityReservations",
+                    "ec2:DescribeImages",
+                    "ec2:DescribeInstances",
+                    "ec2:DescribeInstanceStatus",
+                    "ec2:DescribeInstanceTypeOfferings",
+                    "ec2:DescribeInstanceTypes",
+                    "ec2:DescribeLaunchTemplates",
+                    "ec2:DescribePlacementGroups",
+                    "ec2:DescribeSecurityGroups",
+                    "ec2:DescribeSpotPriceHistory",
+                    "ec2:DescribeSubnets",
+                ],
+                "Condition": {"StringEquals": {"aws:RequestedRegion": region}},
+            },
+            {
+                "Sid": "AllowSSMReadActions",
+                "Effect": "Allow",
+                "Resource": _arn(region, "ssm", "parameter/aws/service/*", account=""),
+                "Action": "ssm:GetParameter",
+            },
             {"Sid": "AllowPricingReadActions", "Effect": "Allow", "Resource": "*", "Action": "pricing:GetProducts"},
-            {"Sid": "AllowInstanceProfileReadActions", "Effect": "Allow", "Resource": profile,
-             "Action": "iam:GetInstanceProfile"},
-            {"Sid": "AllowUnscopedInstanceProfileListAction", "Effect": "Allow", "Resource": "*",
-             "Action": "iam:ListInstanceProfiles"},
+            {
+                "Sid": "AllowInstanceProfileReadActions",
+                "Effect": "Allow",
+                "Resource": profile,
+                "Action": "iam:GetInstanceProfile",
+            },
+            {
+                "Sid": "AllowUnscopedInstanceProfileListAction",
+                "Effect": "Allow",
+                "Resource": "*",
+                "Action": "iam:ListInstanceProfiles",
+            },
         ],
         "ZonalShift": [
             # GetManagedResource is authorised on `*` with the managed resource in a condition key: an EKS
             # cluster ARN as Resource matches nothing the action takes (it would grant nothing).
-            {"Sid": "AllowZonalShiftStatusReadOnly", "Effect": "Allow", "Resource": "*",
-             "Action": ["arc-zonal-shift:GetManagedResource"],
-             "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier": cluster_arn}}},
+            {
+                "Sid": "AllowZonalShiftStatusReadOnly",
+                "Effect": "Allow",
+                "Resource": "*",
+                "Action": ["arc-zonal-shift:GetManagedResource"],
+                "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier": cluster_arn}},
+            },
         ],
     }
 
@@ -165,11 +272,21 @@ def queue_policy(queue_arn: str) -> dict[str, Any]:
         "Version": "2012-10-17",
         "Id": "EC2InterruptionPolicy",
         "Statement": [
-            {"Sid": "AllowEventsToSend", "Effect": "Allow",
-             "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
-             "Action": "sqs:SendMessage", "Resource": queue_arn},
-            {"Sid": "DenyHTTP", "Effect": "Deny", "Principal": "*", "Action": "sqs:*", "Resource": queue_arn,
-             "Condition": {"Bool": {"aws:SecureTransport": "false"}}},
+            {
+                "Sid": "AllowEventsToSend",
+                "Effect": "Allow",
+                "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
+                "Action": "sqs:SendMessage",
+                "Resource": queue_arn,
+            },
+            {
+                "Sid": "DenyHTTP",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "sqs:*",
+                "Resource": queue_arn,
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            },
         ],
     }
 
@@ -180,8 +297,9 @@ def event_pattern(source: str, detail_type: str) -> str:
 
 def chart_values(cluster_name: str, queue_name: Any, replicas: int, region: str | None = None) -> dict[str, Any]:
     """Values of the karpenter chart (every key exists in its upstream values.yaml)."""
-    controller: dict[str, Any] = {"resources": {"requests": {"cpu": "1", "memory": "1Gi"},
-                                                "limits": {"cpu": "1", "memory": "1Gi"}}}
+    controller: dict[str, Any] = {
+        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+    }
     if region:
         # System nodes use IMDS hop limit 1: the controller cannot discover its region from IMDS.
         controller["env"] = [{"name": "AWS_REGION", "value": region}]
@@ -190,9 +308,20 @@ def chart_values(cluster_name: str, queue_name: Any, replicas: int, region: str 
         "serviceAccount": {"name": SERVICE_ACCOUNT},
         # On the system node group only. The list replaces the chart's default term, so it keeps
         # the default's "not on a Karpenter node" expression; podAntiAffinity stays the chart's.
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"},
-                                  SYSTEM_NODE_TERM]}]}}},
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"},
+                                SYSTEM_NODE_TERM,
+                            ]
+                        }
+                    ]
+                }
+            }
+        },
         "controller": controller,
         "settings": {
             "clusterName": cluster_name,
@@ -221,64 +350,132 @@ class Karpenter(pulumi.ComponentResource):
         tags = dict(args.tags)
         cluster = args.cluster_name
 
-        node_role = aws.iam.Role(f"{name}-node", name=specs.node_role_name(cluster),
-                                 assume_role_policy=iam.assume_role_policy("ec2.amazonaws.com"),
-                                 description=f"Nodes Karpenter launches for {cluster}", tags=tags, opts=child)
+        node_role = aws.iam.Role(
+            f"{name}-node",
+            name=specs.node_role_name(cluster),
+            assume_role_policy=iam.assume_role_policy("ec2.amazonaws.com"),
+            description=f"Nodes Karpenter launches for {cluster}",
+            tags=tags,
+            opts=child,
+        )
         for managed in NODE_POLICIES:
-            aws.iam.RolePolicyAttachment(f"{name}-node-{managed}", role=node_role.name,
-                                         policy_arn=iam.managed_policy_arn(args.region, managed), opts=child)
-        access_entry = aws.eks.AccessEntry(f"{name}-node", cluster_name=cluster, principal_arn=node_role.arn,
-                                           type="EC2_LINUX", tags=tags, opts=after_cluster)
+            aws.iam.RolePolicyAttachment(
+                f"{name}-node-{managed}",
+                role=node_role.name,
+                policy_arn=iam.managed_policy_arn(args.region, managed),
+                opts=child,
+            )
+        access_entry = aws.eks.AccessEntry(
+            f"{name}-node",
+            cluster_name=cluster,
+            principal_arn=node_role.arn,
+            type="EC2_LINUX",
+            tags=tags,
+            opts=after_cluster,
+        )
 
-        queue = aws.sqs.Queue(f"{name}-interruption", name=specs.interruption_queue_name(cluster),
-                              message_retention_seconds=300, sqs_managed_sse_enabled=True, tags=tags, opts=child)
-        queue_policy_res = aws.sqs.QueuePolicy(f"{name}-interruption", queue_url=queue.url,
-                                               policy=queue.arn.apply(lambda arn: json.dumps(queue_policy(arn))),
-                                               opts=child)
+        queue = aws.sqs.Queue(
+            f"{name}-interruption",
+            name=specs.interruption_queue_name(cluster),
+            message_retention_seconds=300,
+            sqs_managed_sse_enabled=True,
+            tags=tags,
+            opts=child,
+        )
+        queue_policy_res = aws.sqs.QueuePolicy(
+            f"{name}-interruption",
+            queue_url=queue.url,
+            policy=queue.arn.apply(lambda arn: json.dumps(queue_policy(arn))),
+            opts=child,
+        )
         for key, (source, detail_type) in INTERRUPTION_EVENTS.items():
-            rule = aws.cloudwatch.EventRule(f"{name}-{key}", description=f"Karpenter interruption: {detail_type}",
-                                            event_pattern=event_pattern(source, detail_type), tags=tags, opts=child)
-            aws.cloudwatch.EventTarget(f"{name}-{key}", rule=rule.name, arn=queue.arn,
-                                       target_id="KarpenterInterruptionQueueTarget", opts=child)
+            rule = aws.cloudwatch.EventRule(
+                f"{name}-{key}",
+                description=f"Karpenter interruption: {detail_type}",
+                event_pattern=event_pattern(source, detail_type),
+                tags=tags,
+                opts=child,
+            )
+            aws.cloudwatch.EventTarget(
+                f"{name}-{key}", rule=rule.name, arn=queue.arn, target_id="KarpenterInterruptionQueueTarget", opts=child
+            )
 
-        controller_role = aws.iam.Role(f"{name}-controller", name=specs.controller_role_name(cluster),
-                                       assume_role_policy=iam.pod_identity_trust(),
-                                       description=f"Karpenter controller of {cluster}", tags=tags, opts=child)
+        controller_role = aws.iam.Role(
+            f"{name}-controller",
+            name=specs.controller_role_name(cluster),
+            assume_role_policy=iam.pod_identity_trust(),
+            description=f"Karpenter controller of {cluster}",
+            tags=tags,
+            opts=child,
+        )
         documents = pulumi.Output.all(node_role.arn, queue.arn).apply(
-            lambda a: controller_policies(cluster, args.region, a[0].split(":")[4], a[0], a[1]))
+            lambda a: controller_policies(cluster, args.region, a[0].split(":")[4], a[0], a[1])
+        )
+
         def document(short: str) -> pulumi.Output[str]:
             return documents.apply(lambda d: json.dumps({"Version": "2012-10-17", "Statement": d[short]}))
 
         attachments = []
-        for short in ("NodeLifecycle", "IAMIntegration", "EKSIntegration", "Interruption", "ResourceDiscovery",
-                      "ZonalShift"):
+        for short in (
+            "NodeLifecycle",
+            "IAMIntegration",
+            "EKSIntegration",
+            "Interruption",
+            "ResourceDiscovery",
+            "ZonalShift",
+        ):
             policy = aws.iam.Policy(
-                f"{name}-{short}", name=f"KarpenterController{short}Policy-{cluster}",
+                f"{name}-{short}",
+                name=f"KarpenterController{short}Policy-{cluster}",
                 description=f"Karpenter controller ({short}) for {cluster}",
                 policy=document(short),
-                tags=tags, opts=child)
-            attachments.append(aws.iam.RolePolicyAttachment(f"{name}-controller-{short}", role=controller_role.name,
-                                                            policy_arn=policy.arn, opts=child))
-        association = aws.eks.PodIdentityAssociation(f"{name}-controller", cluster_name=cluster, namespace=NAMESPACE,
-                                                     service_account=SERVICE_ACCOUNT, role_arn=controller_role.arn,
-                                                     tags=tags, opts=after_cluster)
+                tags=tags,
+                opts=child,
+            )
+            attachments.append(
+                aws.iam.RolePolicyAttachment(
+                    f"{name}-controller-{short}", role=controller_role.name, policy_arn=policy.arn, opts=child
+                )
+            )
+        association = aws.eks.PodIdentityAssociation(
+            f"{name}-controller",
+            cluster_name=cluster,
+            namespace=NAMESPACE,
+            service_account=SERVICE_ACCOUNT,
+            role_arn=controller_role.arn,
+            tags=tags,
+            opts=after_cluster,
+        )
 
-        crds = release(f"{name}-crd", release_name="karpenter-crd", chart=args.crd_chart, namespace=NAMESPACE,
-                       parent=self, depends_on=dependencies(opts))
+        crds = release(
+            f"{name}-crd",
+            release_name="karpenter-crd",
+            chart=args.crd_chart,
+            namespace=NAMESPACE,
+            parent=self,
+            depends_on=dependencies(opts),
+        )
         self.release = release(
-            name, release_name=RELEASE_NAME, chart=args.chart, namespace=NAMESPACE,
+            name,
+            release_name=RELEASE_NAME,
+            chart=args.chart,
+            namespace=NAMESPACE,
             # The CRDs belong to the karpenter-crd release (upgraded with the chart, unlike crds/).
             skip_crds=True,
-            values=chart_values(cluster, queue.name, args.replicas, args.region), parent=self,
-            depends_on=[crds, association, access_entry, queue_policy_res, *attachments])
+            values=chart_values(cluster, queue.name, args.replicas, args.region),
+            parent=self,
+            depends_on=[crds, association, access_entry, queue_policy_res, *attachments],
+        )
 
         self.node_role_name = node_role.name
         self.node_role_arn = node_role.arn
         self.controller_role_arn = controller_role.arn
         self.queue_name = queue.name
-        self.register_outputs({
-            "nodeRoleName": self.node_role_name,
-            "nodeRoleArn": self.node_role_arn,
-            "controllerRoleArn": self.controller_role_arn,
-            "interruptionQueueName": self.queue_name,
-        })
+        self.register_outputs(
+            {
+                "nodeRoleName": self.node_role_name,
+                "nodeRoleArn": self.node_role_arn,
+                "controllerRoleArn": self.controller_role_arn,
+                "interruptionQueueName": self.queue_name,
+            }
+        )

@@ -34,15 +34,18 @@ def _snake(key: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
 
 
-def resource(resource_name: str, manifest: Mapping[str, Any],
-             opts: pulumi.ResourceOptions | None = None) -> pulumi.CustomResource:
+def resource(
+    resource_name: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions | None = None
+) -> pulumi.CustomResource:
     body = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind", "metadata")}
     metadata = dict(manifest["metadata"])
     typed = BUILTINS.get((manifest["apiVersion"], manifest["kind"]))
     if typed is not None:
         # Typed classes take the top-level fields as snake_case arguments (stringData -> string_data).
-        res: pulumi.CustomResource = typed(resource_name, metadata=metadata, opts=opts,
-                                           **{_snake(k): v for k, v in body.items()})
+        res: pulumi.CustomResource = typed(
+            resource_name, metadata=metadata, opts=opts, **{_snake(k): v for k, v in body.items()}
+        )
         return res
-    return k8s.apiextensions.CustomResource(resource_name, api_version=manifest["apiVersion"],
-                                            kind=manifest["kind"], metadata=metadata, opts=opts, **body)
+    return k8s.apiextensions.CustomResource(
+        resource_name, api_version=manifest["apiVersion"], kind=manifest["kind"], metadata=metadata, opts=opts, **body
+    )

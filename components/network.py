@@ -37,19 +37,54 @@ class NetworkArgs:
 
 
 class Network(pulumi.ComponentResource):
-    def _flow_logs(self, name: str, vpc: aws.ec2.Vpc, args: NetworkArgs, tags: dict[str, str],
-                   flow_tags: dict[str, str], child: pulumi.ResourceOptions) -> None:
+    def _flow_logs(
+        self,
+        name: str,
+        vpc: aws.ec2.Vpc,
+        args: NetworkArgs,
+        tags: dict[str, str],
+        flow_tags: dict[str, str],
+        child: pulumi.ResourceOptions,
+    ) -> None:
         """VPC flow logs (accepted and rejected) to CloudWatch Logs, for incident response (CKV2_AWS_11)."""
-        group = aws.cloudwatch.LogGroup(f"{name}-flow-logs", name=f"/aws/vpc/{args.cluster_name}-flow-logs",
-                                        retention_in_days=args.flow_log_retention_days, tags=tags, opts=child)
-        role = aws.iam.Role(f"{name}-flow-logs", assume_role_policy=iam.assume_role_policy(
-            "vpc-flow-logs.amazonaws.com"), description=f"VPC flow logs of {args.cluster_name}", tags=tags,
-            opts=child)
-        aws.iam.RolePolicy(f"{name}-flow-logs", role=role.id, policy=iam.policy_document([{
-            "Effect": "Allow", "Action": ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-            "Resource": [group.arn, pulumi.Output.concat(group.arn, ":*")]}]), opts=child)
-        aws.ec2.FlowLog(f"{name}-flow-logs", vpc_id=vpc.id, traffic_type="ALL", log_destination_type="cloud-watch-logs",
-                        log_destination=group.arn, iam_role_arn=role.arn, tags=flow_tags, opts=child)
+        group = aws.cloudwatch.LogGroup(
+            f"{name}-flow-logs",
+            name=f"/aws/vpc/{args.cluster_name}-flow-logs",
+            retention_in_days=args.flow_log_retention_days,
+            tags=tags,
+            opts=child,
+        )
+        role = aws.iam.Role(
+            f"{name}-flow-logs",
+            assume_role_policy=iam.assume_role_policy("vpc-flow-logs.amazonaws.com"),
+            description=f"VPC flow logs of {args.cluster_name}",
+            tags=tags,
+            opts=child,
+        )
+        aws.iam.RolePolicy(
+            f"{name}-flow-logs",
+            role=role.id,
+            policy=iam.policy_document(
+                [
+                    {
+                        "Effect": "Allow",
+                        "Action": ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                        "Resource": [group.arn, pulumi.Output.concat(group.arn, ":*")],
+                    }
+                ]
+            ),
+            opts=child,
+        )
+        aws.ec2.FlowLog(
+            f"{name}-flow-logs",
+            vpc_id=vpc.id,
+            traffic_type="ALL",
+            log_destination_type="cloud-watch-logs",
+            log_destination=group.arn,
+            iam_role_arn=role.arn,
+            tags=flow_tags,
+            opts=child,
+        )
 
     vpc_id: pulumi.Output[str]
     public_subnet_ids: pulumi.Output[list[str]]
@@ -67,8 +102,14 @@ class Network(pulumi.ComponentResource):
         def named(suffix: str, **extra: str) -> dict[str, str]:
             return {**tags, "Name": f"{args.cluster_name}-{suffix}", **extra}
 
-        vpc = aws.ec2.Vpc(name, cidr_block=args.vpc_cidr, enable_dns_hostnames=True, enable_dns_support=True,
-                          tags=named("vpc"), opts=child)
+        vpc = aws.ec2.Vpc(
+            name,
+            cidr_block=args.vpc_cidr,
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            tags=named("vpc"),
+            opts=child,
+        )
         igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags=named("igw"), opts=child)
         # Nothing uses the VPC's default security group; managing it with no rules strips the all-members
         # rules AWS creates, so nothing attached to it by mistake can talk (checkov CKV2_AWS_12).
@@ -76,67 +117,119 @@ class Network(pulumi.ComponentResource):
         self._flow_logs(name, vpc, args, tags, named("flow-logs"), child)
 
         public_rt = aws.ec2.RouteTable(f"{name}-public", vpc_id=vpc.id, tags=named("public"), opts=child)
-        aws.ec2.Route(f"{name}-public-default", route_table_id=public_rt.id, destination_cidr_block="0.0.0.0/0",
-                      gateway_id=igw.id, opts=child)
+        aws.ec2.Route(
+            f"{name}-public-default",
+            route_table_id=public_rt.id,
+            destination_cidr_block="0.0.0.0/0",
+            gateway_id=igw.id,
+            opts=child,
+        )
         public: dict[str, aws.ec2.Subnet] = {}
         for az, cidr in plan.public.items():
             public[az] = aws.ec2.Subnet(
-                f"{name}-public-{az}", vpc_id=vpc.id, cidr_block=cidr, availability_zone=az,
-                map_public_ip_on_launch=False, tags=named(f"public-{az}", **{"kubernetes.io/role/elb": "1"}),
-                opts=child)
-            aws.ec2.RouteTableAssociation(f"{name}-public-{az}", subnet_id=public[az].id,
-                                          route_table_id=public_rt.id, opts=child)
+                f"{name}-public-{az}",
+                vpc_id=vpc.id,
+                cidr_block=cidr,
+                availability_zone=az,
+                map_public_ip_on_launch=False,
+                tags=named(f"public-{az}", **{"kubernetes.io/role/elb": "1"}),
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-public-{az}", subnet_id=public[az].id, route_table_id=public_rt.id, opts=child
+            )
 
         nat_azs = list(args.availability_zones) if args.nat_gateways == "perAz" else [args.training_availability_zone]
         nats: dict[str, aws.ec2.NatGateway] = {}
         for az in nat_azs:
             eip = aws.ec2.Eip(f"{name}-nat-{az}", domain="vpc", tags=named(f"nat-{az}"), opts=child)
-            nats[az] = aws.ec2.NatGateway(f"{name}-nat-{az}", allocation_id=eip.id, subnet_id=public[az].id,
-                                          tags=named(f"nat-{az}"),
-                                          opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]))
+            nats[az] = aws.ec2.NatGateway(
+                f"{name}-nat-{az}",
+                allocation_id=eip.id,
+                subnet_id=public[az].id,
+                tags=named(f"nat-{az}"),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
+            )
 
         route_tables = []
 
         def private_subnet(key: str, az: str, cidr: str, role: str, extra: dict[str, str]) -> aws.ec2.Subnet:
             nat = nats.get(az) or nats[args.training_availability_zone]
             rt = aws.ec2.RouteTable(f"{name}-{key}", vpc_id=vpc.id, tags=named(key), opts=child)
-            aws.ec2.Route(f"{name}-{key}-default", route_table_id=rt.id, destination_cidr_block="0.0.0.0/0",
-                          nat_gateway_id=nat.id, opts=child)
+            aws.ec2.Route(
+                f"{name}-{key}-default",
+                route_table_id=rt.id,
+                destination_cidr_block="0.0.0.0/0",
+                nat_gateway_id=nat.id,
+                opts=child,
+            )
             route_tables.append(rt)
-            subnet = aws.ec2.Subnet(f"{name}-{key}", vpc_id=vpc.id, cidr_block=cidr, availability_zone=az,
-                                    map_public_ip_on_launch=False,
-                                    tags=named(key, **{SUBNET_ROLE_TAG: role, DISCOVERY_TAG: args.cluster_name,
-                                                       **extra}),
-                                    opts=child)
+            subnet = aws.ec2.Subnet(
+                f"{name}-{key}",
+                vpc_id=vpc.id,
+                cidr_block=cidr,
+                availability_zone=az,
+                map_public_ip_on_launch=False,
+                tags=named(key, **{SUBNET_ROLE_TAG: role, DISCOVERY_TAG: args.cluster_name, **extra}),
+                opts=child,
+            )
             aws.ec2.RouteTableAssociation(f"{name}-{key}", subnet_id=subnet.id, route_table_id=rt.id, opts=child)
             return subnet
 
-        private = {az: private_subnet(f"private-{az}", az, cidr, "private", {"kubernetes.io/role/internal-elb": "1"})
-                   for az, cidr in plan.private.items()}
+        private = {
+            az: private_subnet(f"private-{az}", az, cidr, "private", {"kubernetes.io/role/internal-elb": "1"})
+            for az, cidr in plan.private.items()
+        }
         efa_az = args.training_availability_zone
         efa_subnet = private_subnet(f"efa-{efa_az}", efa_az, plan.efa, "efa", {})
 
         # Training data and checkpoints flow to S3: a gateway endpoint keeps that off the NAT bill.
-        aws.ec2.VpcEndpoint(f"{name}-s3", vpc_id=vpc.id, service_name=f"com.amazonaws.{args.region}.s3",
-                            vpc_endpoint_type="Gateway", route_table_ids=[rt.id for rt in route_tables],
-                            tags=named("s3"), opts=child)
+        aws.ec2.VpcEndpoint(
+            f"{name}-s3",
+            vpc_id=vpc.id,
+            service_name=f"com.amazonaws.{args.region}.s3",
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[rt.id for rt in route_tables],
+            tags=named("s3"),
+            opts=child,
+        )
 
         efa_sg = aws.ec2.SecurityGroup(
-            f"{name}-efa", vpc_id=vpc.id, name=f"{args.cluster_name}-efa",
+            f"{name}-efa",
+            vpc_id=vpc.id,
+            name=f"{args.cluster_name}-efa",
             description="EFA: all traffic to and from members (OS-bypass needs both directions)",
-            tags=named("efa", **{DISCOVERY_TAG: args.cluster_name, SG_ROLE_TAG: "efa"}), opts=child)
-        aws.vpc.SecurityGroupIngressRule(f"{name}-efa-self-ingress", security_group_id=efa_sg.id, ip_protocol="-1",
-                                         referenced_security_group_id=efa_sg.id,
-                                         description="EFA from members", tags=named("efa-self-ingress"), opts=child)
-        aws.vpc.SecurityGroupEgressRule(f"{name}-efa-self-egress", security_group_id=efa_sg.id, ip_protocol="-1",
-                                        referenced_security_group_id=efa_sg.id,
-                                        description="EFA to members", tags=named("efa-self-egress"), opts=child)
+            tags=named("efa", **{DISCOVERY_TAG: args.cluster_name, SG_ROLE_TAG: "efa"}),
+            opts=child,
+        )
+        aws.vpc.SecurityGroupIngressRule(
+            f"{name}-efa-self-ingress",
+            security_group_id=efa_sg.id,
+            ip_protocol="-1",
+            referenced_security_group_id=efa_sg.id,
+            description="EFA from members",
+            tags=named("efa-self-ingress"),
+            opts=child,
+        )
+        aws.vpc.SecurityGroupEgressRule(
+            f"{name}-efa-self-egress",
+            security_group_id=efa_sg.id,
+            ip_protocol="-1",
+            referenced_security_group_id=efa_sg.id,
+            description="EFA to members",
+            tags=named("efa-self-egress"),
+            opts=child,
+        )
 
         self.placement_group_names = {}
         for partition in args.placement_group_partitions:
-            pg = aws.ec2.PlacementGroup(f"{name}-pg-{partition}",
-                                        name=names.placement_group_name(args.cluster_name, partition),
-                                        strategy="cluster", tags=named(f"pg-{partition}"), opts=child)
+            pg = aws.ec2.PlacementGroup(
+                f"{name}-pg-{partition}",
+                name=names.placement_group_name(args.cluster_name, partition),
+                strategy="cluster",
+                tags=named(f"pg-{partition}"),
+                opts=child,
+            )
             self.placement_group_names[partition] = pg.name
 
         self.vpc_id = vpc.id
@@ -144,11 +237,13 @@ class Network(pulumi.ComponentResource):
         self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private.values()])
         self.efa_subnet_id = efa_subnet.id
         self.efa_security_group_id = efa_sg.id
-        self.register_outputs({
-            "vpcId": self.vpc_id,
-            "publicSubnetIds": self.public_subnet_ids,
-            "privateSubnetIds": self.private_subnet_ids,
-            "efaSubnetId": self.efa_subnet_id,
-            "efaSecurityGroupId": self.efa_security_group_id,
-            "placementGroupNames": self.placement_group_names,
-        })
+        self.register_outputs(
+            {
+                "vpcId": self.vpc_id,
+                "publicSubnetIds": self.public_subnet_ids,
+                "privateSubnetIds": self.private_subnet_ids,
+                "efaSubnetId": self.efa_subnet_id,
+                "efaSecurityGroupId": self.efa_security_group_id,
+                "placementGroupNames": self.placement_group_names,
+            }
+        )

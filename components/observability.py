@@ -53,34 +53,65 @@ class Observability(pulumi.ComponentResource):
         after = dependencies(opts)  # the cluster: the gp3 class and add-ons
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(args.tags)
-        ns = k8s.core.v1.Namespace(f"{name}-ns", metadata=k8s.meta.v1.ObjectMetaArgs(
-            name=obs.NAMESPACE, labels={"app.kubernetes.io/part-of": "ekstrain", **POD_SECURITY}),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=after))
+        ns = k8s.core.v1.Namespace(
+            f"{name}-ns",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=obs.NAMESPACE, labels={"app.kubernetes.io/part-of": "ekstrain", **POD_SECURITY}
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+        )
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[ns])
 
         password = random.RandomPassword(f"{name}-grafana-admin", length=32, special=False, opts=child)
         self.grafana_admin_password = pulumi.Output.secret(password.result)
-        admin = k8s.core.v1.Secret(f"{name}-grafana-admin", metadata=k8s.meta.v1.ObjectMetaArgs(
-            name=obs.GRAFANA_ADMIN_SECRET, namespace=obs.NAMESPACE), type="Opaque",
-            string_data={"admin-user": "admin", "admin-password": self.grafana_admin_password}, opts=in_ns)
+        admin = k8s.core.v1.Secret(
+            f"{name}-grafana-admin",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=obs.GRAFANA_ADMIN_SECRET, namespace=obs.NAMESPACE),
+            type="Opaque",
+            string_data={"admin-user": "admin", "admin-password": self.grafana_admin_password},
+            opts=in_ns,
+        )
 
         deps: list[pulumi.Resource] = [ns, admin, *after]
         self.remote_write_url = None
         if plan.amp_alias is not None:
             workspace = aws.amp.Workspace(f"{name}-amp", alias=plan.amp_alias, tags=tags, opts=child)
-            role = aws.iam.Role(f"{name}-amp-writer", assume_role_policy=iam.pod_identity_trust(),
-                                description=f"Prometheus of {plan.cluster_name} writes to AMP", tags=tags, opts=child)
-            policy = aws.iam.RolePolicy(f"{name}-amp-writer", role=role.id, policy=iam.policy_document([
-                {"Effect": "Allow", "Action": ["aps:RemoteWrite"], "Resource": workspace.arn}]), opts=child)
+            role = aws.iam.Role(
+                f"{name}-amp-writer",
+                assume_role_policy=iam.pod_identity_trust(),
+                description=f"Prometheus of {plan.cluster_name} writes to AMP",
+                tags=tags,
+                opts=child,
+            )
+            policy = aws.iam.RolePolicy(
+                f"{name}-amp-writer",
+                role=role.id,
+                policy=iam.policy_document(
+                    [{"Effect": "Allow", "Action": ["aps:RemoteWrite"], "Resource": workspace.arn}]
+                ),
+                opts=child,
+            )
             association = aws.eks.PodIdentityAssociation(
-                f"{name}-amp-writer", cluster_name=plan.cluster_name, namespace=obs.NAMESPACE,
-                service_account=obs.PROMETHEUS_SA, role_arn=role.arn, tags=tags,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[policy, *after]))
+                f"{name}-amp-writer",
+                cluster_name=plan.cluster_name,
+                namespace=obs.NAMESPACE,
+                service_account=obs.PROMETHEUS_SA,
+                role_arn=role.arn,
+                tags=tags,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[policy, *after]),
+            )
             self.remote_write_url = workspace.prometheus_endpoint.apply(obs.remote_write_url)
             deps.append(association)
 
-        self.release = release(name, release_name=obs.RELEASE, chart=args.chart, namespace=obs.NAMESPACE,
-                               values=plan.values(self.remote_write_url), parent=self, depends_on=deps)
+        self.release = release(
+            name,
+            release_name=obs.RELEASE,
+            chart=args.chart,
+            namespace=obs.NAMESPACE,
+            values=plan.values(self.remote_write_url),
+            parent=self,
+            depends_on=deps,
+        )
 
         if plan.efa_exporter:
             cm = obs.efa_exporter_configmap()

@@ -54,20 +54,35 @@ class Operators(pulumi.ComponentResource):
         if args.kubeflow_flavor == "trainer":
             if args.trainer_chart is None:
                 raise ValueError("kubeflow flavor trainer needs trainer_chart")
-            trainer = release(f"{name}-kubeflow-trainer", release_name="kubeflow-trainer", chart=args.trainer_chart,
-                              namespace=build.TRAINER_NAMESPACE, values=args.trainer_values, parent=self,
-                              depends_on=deps, create_namespace=True)
+            trainer = release(
+                f"{name}-kubeflow-trainer",
+                release_name="kubeflow-trainer",
+                chart=args.trainer_chart,
+                namespace=build.TRAINER_NAMESPACE,
+                values=args.trainer_values,
+                parent=self,
+                depends_on=deps,
+                create_namespace=True,
+            )
             after = pulumi.ResourceOptions(parent=self, depends_on=[trainer])
             for rt in args.training_runtimes:
                 resource(f"{name}-runtime-{rt['metadata']['name']}", rt, opts=after)
             installed.append("kubeflow-trainer")
         elif args.kubeflow_flavor == "training-operator":
-            k8s.kustomize.v2.Directory(f"{name}-training-operator", directory=versions.TRAINING_OPERATOR_KUSTOMIZE,
-                                       opts=child)
+            k8s.kustomize.v2.Directory(
+                f"{name}-training-operator", directory=versions.TRAINING_OPERATOR_KUSTOMIZE, opts=child
+            )
             installed.append("training-operator")
         if args.kuberay_chart is not None:
-            release(f"{name}-kuberay", release_name="kuberay-operator", chart=args.kuberay_chart,
-                    namespace=build.KUBERAY_NAMESPACE, values=args.kuberay_values, parent=self,
-                    depends_on=deps, create_namespace=True)
+            release(
+                f"{name}-kuberay",
+                release_name="kuberay-operator",
+                chart=args.kuberay_chart,
+                namespace=build.KUBERAY_NAMESPACE,
+                values=args.kuberay_values,
+                parent=self,
+                depends_on=deps,
+                create_namespace=True,
+            )
             installed.append("kuberay-operator")
         self.register_outputs({"installed": installed})

@@ -43,13 +43,21 @@ class Partition(pulumi.ComponentResource):
         for spec in layouts:
             # Single-layout partitions keep the `<partition>-nodeclass` names (no replacement on upgrade).
             child = name if len(layouts) == 1 else f"{name}-{spec.resource_name.removeprefix(args.spec.name + '-')}"
-            node_class = specs.ec2_node_class(spec, node_role=args.node_role_name,
-                                              cluster_security_group_id=args.cluster_security_group_id,
-                                              placement_group=args.placement_group_name, tags=args.tags)
-            ec2_node_class = resource(f"{child}-nodeclass", node_class,
-                                      opts=pulumi.ResourceOptions(parent=self, depends_on=list(deps)))
-            resource(f"{child}-nodepool", specs.node_pool(spec),
-                     opts=pulumi.ResourceOptions(parent=self, depends_on=[*deps, ec2_node_class]))
+            node_class = specs.ec2_node_class(
+                spec,
+                node_role=args.node_role_name,
+                cluster_security_group_id=args.cluster_security_group_id,
+                placement_group=args.placement_group_name,
+                tags=args.tags,
+            )
+            ec2_node_class = resource(
+                f"{child}-nodeclass", node_class, opts=pulumi.ResourceOptions(parent=self, depends_on=list(deps))
+            )
+            resource(
+                f"{child}-nodepool",
+                specs.node_pool(spec),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[*deps, ec2_node_class]),
+            )
 
         pools = [s.resource_name for s in layouts]
         self.node_pool_names = pulumi.Output.from_input(pools)

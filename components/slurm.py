@@ -59,15 +59,35 @@ class Slurm(pulumi.ComponentResource):
 
         cert = None
         if args.cert_manager_chart is not None:
-            cert = release(f"{name}-cert-manager", release_name="cert-manager", chart=args.cert_manager_chart,
-                           namespace=build.CERT_MANAGER_NAMESPACE, values=args.cert_manager_values, parent=self,
-                           create_namespace=True)
-        crds = release(f"{name}-operator-crds", release_name="slurm-operator-crds", chart=args.crds_chart,
-                       namespace=build.OPERATOR_NAMESPACE, values={}, parent=self,
-                       depends_on=[cert] if cert else [], create_namespace=True)
-        operator = release(f"{name}-operator", release_name="slurm-operator", chart=args.operator_chart,
-                           namespace=build.OPERATOR_NAMESPACE, values=args.operator_values, parent=self,
-                           depends_on=[crds] + ([cert] if cert else []), create_namespace=True)
+            cert = release(
+                f"{name}-cert-manager",
+                release_name="cert-manager",
+                chart=args.cert_manager_chart,
+                namespace=build.CERT_MANAGER_NAMESPACE,
+                values=args.cert_manager_values,
+                parent=self,
+                create_namespace=True,
+            )
+        crds = release(
+            f"{name}-operator-crds",
+            release_name="slurm-operator-crds",
+            chart=args.crds_chart,
+            namespace=build.OPERATOR_NAMESPACE,
+            values={},
+            parent=self,
+            depends_on=[cert] if cert else [],
+            create_namespace=True,
+        )
+        operator = release(
+            f"{name}-operator",
+            release_name="slurm-operator",
+            chart=args.operator_chart,
+            namespace=build.OPERATOR_NAMESPACE,
+            values=args.operator_values,
+            parent=self,
+            depends_on=[crds] + ([cert] if cert else []),
+            create_namespace=True,
+        )
 
         ns = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": build.NAMESPACE}, opts=child)
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[ns])
@@ -75,21 +95,25 @@ class Slurm(pulumi.ComponentResource):
 
         if args.fsx_file_system_id is not None:
             pv_name = f"{build.NAMESPACE}-fsx-lustre"
-            pv = build.fsx_pv(pv_name, args.fsx_file_system_id, args.fsx_dns_name, args.fsx_mount_name,
-                              args.fsx_capacity_gib)
+            pv = build.fsx_pv(
+                pv_name, args.fsx_file_system_id, args.fsx_dns_name, args.fsx_mount_name, args.fsx_capacity_gib
+            )
             pv_res = resource(f"{name}-fsx-pv", pv, opts=child)
             pvc = build.fsx_pvc(pv_name, args.fsx_capacity_gib)
-            before_chart.append(resource(f"{name}-fsx-pvc", pvc,
-                                         opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, pv_res])))
+            before_chart.append(
+                resource(f"{name}-fsx-pvc", pvc, opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, pv_res]))
+            )
 
         self.accounting_password = None
         if args.accounting:
             # Letters, digits and URL/conf-safe punctuation only: slurmdbd.conf StoragePass and
             # DB URLs break on '#', quotes, '@' or ':'.
-            password = random.RandomPassword(f"{name}-db-password", length=32, special=True,
-                                             override_special="-_.", opts=child)
-            root_password = random.RandomPassword(f"{name}-db-root-password", length=32, special=True,
-                                                  override_special="-_.", opts=child)
+            password = random.RandomPassword(
+                f"{name}-db-password", length=32, special=True, override_special="-_.", opts=child
+            )
+            root_password = random.RandomPassword(
+                f"{name}-db-root-password", length=32, special=True, override_special="-_.", opts=child
+            )
             self.accounting_password = pulumi.Output.secret(password.result)
             secret = build.mariadb_secret(self.accounting_password, pulumi.Output.secret(root_password.result))
             db_secret = resource(f"{name}-db-secret", secret, opts=in_ns)
@@ -101,9 +125,16 @@ class Slurm(pulumi.ComponentResource):
             resource(f"{name}-db", policy, opts=in_ns)
             before_chart += [db_secret, db_svc, db]
 
-        self.slurm_release = release(f"{name}-cluster", release_name=build.RELEASE, chart=args.slurm_chart,
-                                     namespace=build.NAMESPACE, values=args.slurm_values, parent=self,
-                                     depends_on=before_chart, create_namespace=False)
+        self.slurm_release = release(
+            f"{name}-cluster",
+            release_name=build.RELEASE,
+            chart=args.slurm_chart,
+            namespace=build.NAMESPACE,
+            values=args.slurm_values,
+            parent=self,
+            depends_on=before_chart,
+            create_namespace=False,
+        )
         outputs: dict[str, Any] = {"namespace": build.NAMESPACE}
         if self.accounting_password is not None:
             outputs["accountingPassword"] = self.accounting_password

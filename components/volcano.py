@@ -28,9 +28,15 @@ class Volcano(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: VolcanoArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:volcano:Volcano", name, None, opts)
-        self.volcano_release = release(name, release_name=build.RELEASE, chart=args.chart,
-                                       namespace=build.NAMESPACE, values=args.values, parent=self,
-                                       create_namespace=True)
+        self.volcano_release = release(
+            name,
+            release_name=build.RELEASE,
+            chart=args.chart,
+            namespace=build.NAMESPACE,
+            values=args.values,
+            parent=self,
+            create_namespace=True,
+        )
         after = pulumi.ResourceOptions(parent=self, depends_on=[self.volcano_release])
         for q in args.queues:
             resource(f"{name}-queue-{q['metadata']['name']}", q, opts=after)

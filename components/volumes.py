@@ -34,33 +34,48 @@ POD_SECURITY = {
 
 
 def namespace_manifest(name: str = names.TRAINING_NAMESPACE) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "ekstrain", **POD_SECURITY}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "ekstrain", **POD_SECURITY}},
+    }
 
 
 def fsx_pv_manifest(file_system_id: Any, dns_name: Any, mount_name: Any, capacity_gib: int) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": names.FSX_PV}, "spec": {
-        "capacity": {"storage": f"{capacity_gib}Gi"},
-        "volumeMode": "Filesystem",
-        "accessModes": ["ReadWriteMany"],
-        "persistentVolumeReclaimPolicy": "Retain",
-        "storageClassName": "",
-        # flock: frameworks lock checkpoint and cache files; Lustre refuses locks without it.
-        "mountOptions": ["flock"],
-        "csi": {"driver": FSX_DRIVER, "volumeHandle": file_system_id,
-                "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name}},
-    }}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": names.FSX_PV},
+        "spec": {
+            "capacity": {"storage": f"{capacity_gib}Gi"},
+            "volumeMode": "Filesystem",
+            "accessModes": ["ReadWriteMany"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "",
+            # flock: frameworks lock checkpoint and cache files; Lustre refuses locks without it.
+            "mountOptions": ["flock"],
+            "csi": {
+                "driver": FSX_DRIVER,
+                "volumeHandle": file_system_id,
+                "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name},
+            },
+        },
+    }
 
 
 def fsx_pvc_manifest(capacity_gib: int, namespace: str = names.TRAINING_NAMESPACE) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": names.FSX_PVC, "namespace": namespace}, "spec": {
-                "accessModes": ["ReadWriteMany"],
-                # "" (not absent): otherwise the default gp3 class would provision an EBS volume.
-                "storageClassName": "",
-                "volumeName": names.FSX_PV,
-                "resources": {"requests": {"storage": f"{capacity_gib}Gi"}},
-            }}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": names.FSX_PVC, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            # "" (not absent): otherwise the default gp3 class would provision an EBS volume.
+            "storageClassName": "",
+            "volumeName": names.FSX_PV,
+            "resources": {"requests": {"storage": f"{capacity_gib}Gi"}},
+        },
+    }
 
 
 SCRATCH_TAG = "ekstrain.io/fsx-scratch"
@@ -69,60 +84,93 @@ LUSTRE_VERSION = "2.15"
 """Lustre 2.15: the client AL2023 ships (the CSI driver's default would be 2.10 for SCRATCH_2)."""
 
 
-def fsx_scratch_storage_class_manifest(name: str, subnet_id: Any, security_group_id: Any, deployment_type: str,
-                                       per_unit_throughput: int | None, cluster_name: str) -> dict[str, Any]:
+def fsx_scratch_storage_class_manifest(
+    name: str,
+    subnet_id: Any,
+    security_group_id: Any,
+    deployment_type: str,
+    per_unit_throughput: int | None,
+    cluster_name: str,
+) -> dict[str, Any]:
     """aws-fsx-csi-driver dynamic provisioning: each PVC creates its own file system in ``subnet_id``."""
     params: dict[str, Any] = {
-        "subnetId": subnet_id, "securityGroupIds": security_group_id, "deploymentType": deployment_type,
-        "fileSystemTypeVersion": LUSTRE_VERSION, "dataCompressionType": "LZ4",
+        "subnetId": subnet_id,
+        "securityGroupIds": security_group_id,
+        "deploymentType": deployment_type,
+        "fileSystemTypeVersion": LUSTRE_VERSION,
+        "dataCompressionType": "LZ4",
         "extraTags": f"{SCRATCH_TAG}={cluster_name}",
     }
     if per_unit_throughput is not None:
         params["perUnitStorageThroughput"] = str(per_unit_throughput)
-    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-            "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "ekstrain"}},
-            "provisioner": FSX_DRIVER, "parameters": params,
-            # Scratch: deleting the PVC deletes the file system and its data (no DRA, no backup).
-            "reclaimPolicy": "Delete",
-            # The subnet is fixed (the training AZ), so there is nothing to wait for.
-            "volumeBindingMode": "Immediate",
-            "mountOptions": ["flock"]}
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "ekstrain"}},
+        "provisioner": FSX_DRIVER,
+        "parameters": params,
+        # Scratch: deleting the PVC deletes the file system and its data (no DRA, no backup).
+        "reclaimPolicy": "Delete",
+        # The subnet is fixed (the training AZ), so there is nothing to wait for.
+        "volumeBindingMode": "Immediate",
+        "mountOptions": ["flock"],
+    }
 
 
 def efs_storage_class_manifest(file_system_id: Any, base_path: str) -> dict[str, Any]:
-    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": names.EFS_STORAGE_CLASS},
-            "provisioner": EFS_DRIVER,
-            "parameters": {"provisioningMode": "efs-ap", "fileSystemId": file_system_id, "directoryPerms": "700",
-                           "basePath": base_path, "ensureUniqueDirectory": "true"},
-            # Deleting a dynamic PVC removes its access point; the driver keeps the directory
-            # (deleteAccessPointRootDir is false), so the data stays on EFS.
-            "reclaimPolicy": "Delete",
-            "volumeBindingMode": "Immediate"}
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": names.EFS_STORAGE_CLASS},
+        "provisioner": EFS_DRIVER,
+        "parameters": {
+            "provisioningMode": "efs-ap",
+            "fileSystemId": file_system_id,
+            "directoryPerms": "700",
+            "basePath": base_path,
+            "ensureUniqueDirectory": "true",
+        },
+        # Deleting a dynamic PVC removes its access point; the driver keeps the directory
+        # (deleteAccessPointRootDir is false), so the data stays on EFS.
+        "reclaimPolicy": "Delete",
+        "volumeBindingMode": "Immediate",
+    }
 
 
 def model_store_pv_manifest(file_system_id: Any, access_point_id: Any) -> dict[str, Any]:
-    handle = pulumi.Output.concat(file_system_id, "::", access_point_id) if isinstance(
-        file_system_id, pulumi.Output) or isinstance(access_point_id, pulumi.Output) else (
-        f"{file_system_id}::{access_point_id}")
-    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": MODEL_STORE_PV}, "spec": {
-        "capacity": {"storage": MODEL_STORE_NOMINAL_SIZE},
-        "volumeMode": "Filesystem",
-        "accessModes": ["ReadWriteMany"],
-        "persistentVolumeReclaimPolicy": "Retain",
-        "storageClassName": names.EFS_STORAGE_CLASS,
-        "mountOptions": ["tls"],
-        "csi": {"driver": EFS_DRIVER, "volumeHandle": handle},
-    }}
+    handle = (
+        pulumi.Output.concat(file_system_id, "::", access_point_id)
+        if isinstance(file_system_id, pulumi.Output) or isinstance(access_point_id, pulumi.Output)
+        else (f"{file_system_id}::{access_point_id}")
+    )
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": MODEL_STORE_PV},
+        "spec": {
+            "capacity": {"storage": MODEL_STORE_NOMINAL_SIZE},
+            "volumeMode": "Filesystem",
+            "accessModes": ["ReadWriteMany"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": names.EFS_STORAGE_CLASS,
+            "mountOptions": ["tls"],
+            "csi": {"driver": EFS_DRIVER, "volumeHandle": handle},
+        },
+    }
 
 
 def model_store_pvc_manifest(namespace: str = names.TRAINING_NAMESPACE) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": names.MODEL_STORE_PVC, "namespace": namespace}, "spec": {
-                "accessModes": ["ReadWriteMany"],
-                "storageClassName": names.EFS_STORAGE_CLASS,
-                "volumeName": MODEL_STORE_PV,
-                "resources": {"requests": {"storage": MODEL_STORE_NOMINAL_SIZE}},
-            }}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": names.MODEL_STORE_PVC, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": names.EFS_STORAGE_CLASS,
+            "volumeName": MODEL_STORE_PV,
+            "resources": {"requests": {"storage": MODEL_STORE_NOMINAL_SIZE}},
+        },
+    }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -183,22 +231,33 @@ class TrainingVolumes(pulumi.ComponentResource):
             pv = fsx_pv_manifest(f.file_system_id, f.dns_name, f.mount_name, f.capacity_gib)
             fsx_pv = resource(f"{name}-fsx-pv", pv, opts=child)
             pvc = fsx_pvc_manifest(f.capacity_gib, args.namespace)
-            resource(f"{name}-fsx-pvc", pvc,
-                     opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace, fsx_pv]))
+            resource(
+                f"{name}-fsx-pvc", pvc, opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace, fsx_pv])
+            )
         if args.fsx_scratch is not None:
             x = args.fsx_scratch
-            sc = fsx_scratch_storage_class_manifest(x.storage_class_name, x.subnet_id, x.security_group_id,
-                                                    x.deployment_type, x.per_unit_throughput, x.cluster_name)
+            sc = fsx_scratch_storage_class_manifest(
+                x.storage_class_name,
+                x.subnet_id,
+                x.security_group_id,
+                x.deployment_type,
+                x.per_unit_throughput,
+                x.cluster_name,
+            )
             resource(f"{name}-fsx-scratch", sc, opts=child)
         if args.efs is not None:
             e = args.efs
             sc = efs_storage_class_manifest(e.file_system_id, e.dynamic_base_path)
             storage_class = resource(f"{name}-efs-ap", sc, opts=child)
             pv = model_store_pv_manifest(e.file_system_id, e.access_point_id)
-            model_pv = resource(f"{name}-model-store-pv", pv,
-                                opts=pulumi.ResourceOptions(parent=self, depends_on=[storage_class]))
+            model_pv = resource(
+                f"{name}-model-store-pv", pv, opts=pulumi.ResourceOptions(parent=self, depends_on=[storage_class])
+            )
             pvc = model_store_pvc_manifest(args.namespace)
-            resource(f"{name}-model-store-pvc", pvc,
-                     opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace, model_pv]))
+            resource(
+                f"{name}-model-store-pvc",
+                pvc,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace, model_pv]),
+            )
         self.namespace_name = self.namespace.metadata.apply(lambda m: str(m.name))
         self.register_outputs({"namespace": self.namespace_name})

@@ -38,17 +38,20 @@ def source(release: Mapping[str, Any]) -> dict[str, Any]:
         helm["valuesObject"] = release["values"]
     if release.get("skipCrds"):
         helm["skipCrds"] = True
-    return {"repoURL": repo, "chart": oci[1] if oci else chart, "targetRevision": str(release["version"]),
-            "helm": helm}
+    return {"repoURL": repo, "chart": oci[1] if oci else chart, "targetRevision": str(release["version"]), "helm": helm}
 
 
 def application(release: Mapping[str, Any]) -> dict[str, Any]:
     return {
-        "apiVersion": API, "kind": "Application",
-        "metadata": {"name": release["name"], "namespace": NAMESPACE,
-                     "labels": {"app.kubernetes.io/part-of": "ekstrain"},
-                     # Argo CD never cascades a delete into the platform's workloads.
-                     "finalizers": []},
+        "apiVersion": API,
+        "kind": "Application",
+        "metadata": {
+            "name": release["name"],
+            "namespace": NAMESPACE,
+            "labels": {"app.kubernetes.io/part-of": "ekstrain"},
+            # Argo CD never cascades a delete into the platform's workloads.
+            "finalizers": [],
+        },
         "spec": {
             "project": PROJECT,
             "source": source(release),
@@ -96,7 +99,8 @@ def chart_repo(chart: str, repo: str | None) -> str:
 def app_project(repos: Iterable[str], namespaces: Iterable[str] = ("*",)) -> dict[str, Any]:
     """The ``ekstrain`` AppProject: only the platform's pinned chart repositories, in-cluster only."""
     return {
-        "apiVersion": API, "kind": "AppProject",
+        "apiVersion": API,
+        "kind": "AppProject",
         "metadata": {"name": PROJECT, "namespace": NAMESPACE},
         "spec": {
             "description": "ekstrain platform charts",

@@ -19,8 +19,10 @@ DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 # OCI distribution reference grammar (github.com/distribution/reference), anchored.
 _DOMAIN = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?/)"
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-IMAGE = re.compile(rf"(?P<name>{_DOMAIN}?{_COMPONENT}(?:/{_COMPONENT})*)(?::[\w][\w.-]{{0,127}})?"
-                   r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?")
+IMAGE = re.compile(
+    rf"(?P<name>{_DOMAIN}?{_COMPONENT}(?:/{_COMPONENT})*)(?::[\w][\w.-]{{0,127}})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?"
+)
 QUANTITY = re.compile(r"[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?")
 
 
@@ -78,16 +80,20 @@ def positive_float(text: str) -> float:
 
 def namespace(text: str) -> str:
     if not DNS_LABEL.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a Kubernetes namespace (DNS-1123 label: at most 63 "
-                                         "lowercase letters, digits and '-', starting and ending alphanumeric)")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a Kubernetes namespace (DNS-1123 label: at most 63 "
+            "lowercase letters, digits and '-', starting and ending alphanumeric)"
+        )
     return text
 
 
 def image(text: str) -> str:
     match = IMAGE.fullmatch(text)
     if match is None or len(match["name"]) > 255:
-        raise argparse.ArgumentTypeError(f"{text[:80]!r} is not a container image reference "
-                                         "(registry/repository[:tag][@sha256:digest], lowercase repository)")
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} is not a container image reference "
+            "(registry/repository[:tag][@sha256:digest], lowercase repository)"
+        )
     return text
 
 
@@ -117,8 +123,10 @@ def writable_out(text: str) -> pathlib.Path:
 def json_object_file(text: str) -> dict[str, Any]:
     """A JSON file holding one object (the caller checks its keys and types)."""
     try:
-        doc = json.loads(pathlib.Path(text).read_text(encoding="utf-8"),
-                         parse_constant=lambda c: (_ for _ in ()).throw(ValueError(f"{c} is not allowed")))
+        doc = json.loads(
+            pathlib.Path(text).read_text(encoding="utf-8"),
+            parse_constant=lambda c: (_ for _ in ()).throw(ValueError(f"{c} is not allowed")),
+        )
     except OSError as exc:
         raise argparse.ArgumentTypeError(f"cannot read {text!r}: {exc.strerror or exc}") from None
     except (ValueError, RecursionError) as exc:
@@ -134,5 +142,16 @@ def stack_name(text: str) -> str:
     return text
 
 
-__all__ = ["OneLineParser", "image", "json_object_file", "namespace", "nonneg_float", "nonneg_int", "positive_float",
-           "positive_int", "quantity", "stack_name", "writable_out"]
+__all__ = [
+    "OneLineParser",
+    "image",
+    "json_object_file",
+    "namespace",
+    "nonneg_float",
+    "nonneg_int",
+    "positive_float",
+    "positive_int",
+    "quantity",
+    "stack_name",
+    "writable_out",
+]

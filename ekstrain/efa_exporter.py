@@ -60,8 +60,11 @@ def render(root: str) -> str:
     lines = [f"# HELP {METRIC} EFA device hardware counter (sysfs hw_counters).", f"# TYPE {METRIC} counter"]
     lines += [f'{METRIC}{{device="{_label(d)}",port="{_label(p)}",counter="{_label(c)}"}} {v}' for d, p, c, v in found]
     devices = len({d for d, _, _, _ in found})
-    lines += ["# HELP efa_devices EFA devices with readable counters.", "# TYPE efa_devices gauge",
-              f"efa_devices {devices}"]
+    lines += [
+        "# HELP efa_devices EFA devices with readable counters.",
+        "# TYPE efa_devices gauge",
+        f"efa_devices {devices}",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -193,8 +193,14 @@ def capacity_reservation_selector(spec: PartitionSpec) -> list[dict[str, Any]]:
     return terms
 
 
-def ec2_node_class(spec: PartitionSpec, *, node_role: Any, cluster_security_group_id: Any,
-                   placement_group: Any = None, tags: Mapping[str, str] | None = None) -> dict[str, Any]:
+def ec2_node_class(
+    spec: PartitionSpec,
+    *,
+    node_role: Any,
+    cluster_security_group_id: Any,
+    placement_group: Any = None,
+    tags: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """``node_role``, ``cluster_security_group_id`` and ``placement_group`` may be Outputs;
     ``placement_group`` defaults to the ``<cluster>-<partition>`` name when the spec wants one."""
     class_spec: dict[str, Any] = {
@@ -206,14 +212,24 @@ def ec2_node_class(spec: PartitionSpec, *, node_role: Any, cluster_security_grou
         "securityGroupSelectorTerms": security_group_selector(spec, cluster_security_group_id),
         # Pods get AWS credentials from EKS Pod Identity; hop limit 1 keeps non-host-network
         # pods away from the node role's instance credentials.
-        "metadataOptions": {"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled",
-                            "httpPutResponseHopLimit": 1, "httpTokens": "required"},
-        "blockDeviceMappings": [{
-            "deviceName": ROOT_DEVICE,
-            "rootVolume": True,
-            "ebs": {"volumeSize": f"{spec.root_volume_gib}Gi", "volumeType": "gp3", "encrypted": True,
-                    "deleteOnTermination": True},
-        }],
+        "metadataOptions": {
+            "httpEndpoint": "enabled",
+            "httpProtocolIPv6": "disabled",
+            "httpPutResponseHopLimit": 1,
+            "httpTokens": "required",
+        },
+        "blockDeviceMappings": [
+            {
+                "deviceName": ROOT_DEVICE,
+                "rootVolume": True,
+                "ebs": {
+                    "volumeSize": f"{spec.root_volume_gib}Gi",
+                    "volumeType": "gp3",
+                    "encrypted": True,
+                    "deleteOnTermination": True,
+                },
+            }
+        ],
         # Several NICs cannot be combined with a public IP (aws/karpenter-provider-aws#5666).
         "associatePublicIPAddress": False,
         "tags": {**(tags or {}), names.PARTITION_LABEL: spec.name},

@@ -31,8 +31,13 @@ SYSTEM_NODE_LABEL = "ekstrain.io/node-role"
 SYSTEM_NODE_SELECTOR = {SYSTEM_NODE_LABEL: "system"}
 SYSTEM_NODE_TERM = {"key": SYSTEM_NODE_LABEL, "operator": "In", "values": ["system"]}
 """The same placement as a node-affinity match expression."""
-SYSTEM_NODE_AFFINITY: dict[str, Any] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-    "nodeSelectorTerms": [{"matchExpressions": [SYSTEM_NODE_TERM]}]}}}
+SYSTEM_NODE_AFFINITY: dict[str, Any] = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [SYSTEM_NODE_TERM]}]
+        }
+    }
+}
 """For charts whose ``nodeSelector`` default is non-empty (so adding a key would not be a chart key):
 an affinity expresses the same placement through an empty-by-default value."""
 CRITICAL_ADDONS_TOLERATION = {"key": "CriticalAddonsOnly", "operator": "Exists"}

@@ -64,8 +64,9 @@ class PartitionShape:
             groups.setdefault(tuple(efa.efa_layout(t)), []).append(t)
         if len(groups) == 1:
             return (self,)
-        return tuple(PartitionShape(layout_name(self.name, tuple(ts)), self.family, tuple(ts), True)
-                     for ts in groups.values())
+        return tuple(
+            PartitionShape(layout_name(self.name, tuple(ts)), self.family, tuple(ts), True) for ts in groups.values()
+        )
 
     @property
     def mixed_layout(self) -> bool:

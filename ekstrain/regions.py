@@ -58,8 +58,13 @@ EKS_UNSUPPORTED_ZONES = frozenset({"us-east-1e"})
 """EKS refuses control-plane subnets here (UnsupportedAvailabilityZoneException)."""
 
 OTHER_PARTITIONS: dict[str, str] = {
-    "cn-": "aws-cn", "us-gov-": "aws-us-gov", "us-isob-": "aws-iso-b", "us-isof-": "aws-iso-f",
-    "us-iso-": "aws-iso", "eu-isoe-": "aws-iso-e", "eusc-": "aws-eusc",
+    "cn-": "aws-cn",
+    "us-gov-": "aws-us-gov",
+    "us-isob-": "aws-iso-b",
+    "us-isof-": "aws-iso-f",
+    "us-iso-": "aws-iso",
+    "eu-isoe-": "aws-iso-e",
+    "eusc-": "aws-eusc",
 }
 
 _ZONE_ID = re.compile(r"[a-z]{3,5}\d{1,2}-az\d{1,2}")
@@ -75,12 +80,16 @@ def region_problem(region: str) -> tuple[str, str] | None:
     """(problem, fix) when ``region`` cannot host this platform, else None."""
     other = partition(region)
     if other != "aws":
-        return (f"{region!r} is in the {other} partition, which this program does not support (its ARNs, "
-                "service principals and endpoints are built for the aws partition)",
-                "use a region of the aws partition, e.g. us-west-2")
+        return (
+            f"{region!r} is in the {other} partition, which this program does not support (its ARNs, "
+            "service principals and endpoints are built for the aws partition)",
+            "use a region of the aws partition, e.g. us-west-2",
+        )
     if region not in AVAILABILITY_ZONES:
-        return (f"{region!r} is not an AWS region (table as of {AS_OF})",
-                f"use one of {', '.join(sorted(AVAILABILITY_ZONES))}")
+        return (
+            f"{region!r} is not an AWS region (table as of {AS_OF})",
+            f"use one of {', '.join(sorted(AVAILABILITY_ZONES))}",
+        )
     return None
 
 
@@ -91,16 +100,19 @@ def zone_problem(region: str, zone: str) -> tuple[str, str] | None:
     if _WAVELENGTH_ZONE.fullmatch(zone):
         return (f"{zone!r} is a Wavelength Zone", f"training needs a full availability zone, e.g. {examples}")
     if _LOCAL_ZONE.fullmatch(zone):
-        return (f"{zone!r} is a Local Zone (no EKS control plane, FSx or accelerator capacity for training)",
-                f"use an availability zone such as {examples}")
+        return (
+            f"{zone!r} is a Local Zone (no EKS control plane, FSx or accelerator capacity for training)",
+            f"use an availability zone such as {examples}",
+        )
     if _ZONE_ID.fullmatch(zone):
         return (f"{zone!r} is a zone ID, not a zone name", f"use the zone name, e.g. {examples}")
     if not (zone.startswith(region) and len(zone) == len(region) + 1):
         return (f"{zone!r} is not an availability zone of aws:region {region}", f"use zones such as {examples}")
     if zone[-1] not in letters:
-        return (f"{zone!r} does not exist (zones of {region} as of {AS_OF}: "
-                f"{', '.join(region + x for x in letters)})", f"use one of them, e.g. {examples}")
+        return (
+            f"{zone!r} does not exist (zones of {region} as of {AS_OF}: {', '.join(region + x for x in letters)})",
+            f"use one of them, e.g. {examples}",
+        )
     if zone in EKS_UNSUPPORTED_ZONES:
         return (f"EKS does not place clusters in {zone}", f"use another zone, e.g. {examples}")
     return None
-

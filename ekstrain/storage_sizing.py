@@ -56,8 +56,9 @@ PRICE_PER_GIB_MONTH: dict[tuple[str, int], float] = {
 
 
 def valid_capacity(capacity_gib: int) -> bool:
-    return capacity_gib == MIN_CAPACITY_GIB or (capacity_gib >= CAPACITY_STEP_GIB
-                                                and capacity_gib % CAPACITY_STEP_GIB == 0)
+    return capacity_gib == MIN_CAPACITY_GIB or (
+        capacity_gib >= CAPACITY_STEP_GIB and capacity_gib % CAPACITY_STEP_GIB == 0
+    )
 
 
 def per_unit_throughput(deployment_type: DeploymentType, per_unit: int | None) -> int:
@@ -74,8 +75,9 @@ def throughput_mb_s(deployment_type: DeploymentType, capacity_gib: int, per_unit
     return capacity_gib / 1024 * per_unit_throughput(deployment_type, per_unit)
 
 
-def save_seconds(checkpoint_bytes: int, deployment_type: DeploymentType, capacity_gib: int,
-                 per_unit: int | None) -> float:
+def save_seconds(
+    checkpoint_bytes: int, deployment_type: DeploymentType, capacity_gib: int, per_unit: int | None
+) -> float:
     """Seconds to write one checkpoint at the file system's baseline throughput."""
     if checkpoint_bytes < 0:
         raise ValueError("checkpoint size must be >= 0 bytes")
@@ -93,14 +95,23 @@ class Option:
 
 
 def _option(checkpoint_bytes: int, deployment_type: DeploymentType, capacity_gib: int, per_unit: int) -> Option:
-    return Option(deployment_type=deployment_type, capacity_gib=capacity_gib, per_unit_throughput=per_unit,
-                  throughput_mb_s=throughput_mb_s(deployment_type, capacity_gib, per_unit),
-                  save_seconds=save_seconds(checkpoint_bytes, deployment_type, capacity_gib, per_unit),
-                  usd_per_month=capacity_gib * PRICE_PER_GIB_MONTH[(deployment_type, per_unit)])
+    return Option(
+        deployment_type=deployment_type,
+        capacity_gib=capacity_gib,
+        per_unit_throughput=per_unit,
+        throughput_mb_s=throughput_mb_s(deployment_type, capacity_gib, per_unit),
+        save_seconds=save_seconds(checkpoint_bytes, deployment_type, capacity_gib, per_unit),
+        usd_per_month=capacity_gib * PRICE_PER_GIB_MONTH[(deployment_type, per_unit)],
+    )
 
 
-def smallest_capacity(checkpoint_bytes: int, target_seconds: float, deployment_type: DeploymentType,
-                      per_unit: int, min_capacity_gib: int = MIN_CAPACITY_GIB) -> int | None:
+def smallest_capacity(
+    checkpoint_bytes: int,
+    target_seconds: float,
+    deployment_type: DeploymentType,
+    per_unit: int,
+    min_capacity_gib: int = MIN_CAPACITY_GIB,
+) -> int | None:
     """Smallest valid capacity >= ``min_capacity_gib`` that saves within the target; None if unreachable."""
     if target_seconds <= 0:
         raise ValueError("target must be > 0 seconds")
@@ -112,14 +123,20 @@ def smallest_capacity(checkpoint_bytes: int, target_seconds: float, deployment_t
     else:
         capacity = math.ceil(needed / CAPACITY_STEP_GIB) * CAPACITY_STEP_GIB
     # Guard against float rounding at the boundary.
-    while capacity <= MAX_RECOMMENDED_CAPACITY_GIB and save_seconds(
-            checkpoint_bytes, deployment_type, capacity, per_unit) > target_seconds:
+    while (
+        capacity <= MAX_RECOMMENDED_CAPACITY_GIB
+        and save_seconds(checkpoint_bytes, deployment_type, capacity, per_unit) > target_seconds
+    ):
         capacity = CAPACITY_STEP_GIB if capacity < CAPACITY_STEP_GIB else capacity + CAPACITY_STEP_GIB
     return capacity if capacity <= MAX_RECOMMENDED_CAPACITY_GIB else None
 
 
-def recommend(checkpoint_bytes: int, target_seconds: float, deployment_type: DeploymentType = "PERSISTENT_2",
-              min_capacity_gib: int = MIN_CAPACITY_GIB) -> Option | None:
+def recommend(
+    checkpoint_bytes: int,
+    target_seconds: float,
+    deployment_type: DeploymentType = "PERSISTENT_2",
+    min_capacity_gib: int = MIN_CAPACITY_GIB,
+) -> Option | None:
     """Cheapest (capacity, tier) of ``deployment_type`` that saves the checkpoint within the target.
 
     ``min_capacity_gib`` keeps room for data (e.g. the configured capacity). Ties go to the higher
@@ -150,24 +167,36 @@ class SaveReport:
 
     def summary(self) -> str:
         c = self.configured
-        head = (f"checkpoint {self.checkpoint_bytes / GIB:,.1f} GiB on {c.deployment_type} {c.capacity_gib} GiB @ "
-                f"{c.per_unit_throughput} MB/s/TiB ({c.throughput_mb_s:,.0f} MB/s baseline): "
-                f"save {c.save_seconds:,.0f} s, target {self.target_seconds:,.0f} s -> "
-                f"{'OK' if self.meets_target else 'TOO SLOW'}")
+        head = (
+            f"checkpoint {self.checkpoint_bytes / GIB:,.1f} GiB on {c.deployment_type} {c.capacity_gib} GiB @ "
+            f"{c.per_unit_throughput} MB/s/TiB ({c.throughput_mb_s:,.0f} MB/s baseline): "
+            f"save {c.save_seconds:,.0f} s, target {self.target_seconds:,.0f} s -> "
+            f"{'OK' if self.meets_target else 'TOO SLOW'}"
+        )
         r = self.recommended
         if r is None:
             return head + "; no capacity/tier of this deployment type meets the target"
-        return (head + f"; cheapest meeting the target: {r.capacity_gib} GiB @ {r.per_unit_throughput} MB/s/TiB "
-                f"({r.save_seconds:,.0f} s, ~${r.usd_per_month:,.0f}/month)")
+        return (
+            head + f"; cheapest meeting the target: {r.capacity_gib} GiB @ {r.per_unit_throughput} MB/s/TiB "
+            f"({r.save_seconds:,.0f} s, ~${r.usd_per_month:,.0f}/month)"
+        )
 
 
-def report(checkpoint_bytes: int, target_seconds: float, deployment_type: DeploymentType, capacity_gib: int,
-           per_unit: int | None) -> SaveReport:
+def report(
+    checkpoint_bytes: int,
+    target_seconds: float,
+    deployment_type: DeploymentType,
+    capacity_gib: int,
+    per_unit: int | None,
+) -> SaveReport:
     """Save time of the configured file system and the cheapest configuration that meets the target."""
     tier = per_unit_throughput(deployment_type, per_unit)
-    return SaveReport(checkpoint_bytes=checkpoint_bytes, target_seconds=target_seconds,
-                      configured=_option(checkpoint_bytes, deployment_type, capacity_gib, tier),
-                      recommended=recommend(checkpoint_bytes, target_seconds, deployment_type, capacity_gib))
+    return SaveReport(
+        checkpoint_bytes=checkpoint_bytes,
+        target_seconds=target_seconds,
+        configured=_option(checkpoint_bytes, deployment_type, capacity_gib, tier),
+        recommended=recommend(checkpoint_bytes, target_seconds, deployment_type, capacity_gib),
+    )
 
 
 def gib_to_bytes(gib: float) -> int:
@@ -175,8 +204,10 @@ def gib_to_bytes(gib: float) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ekstrain.storage_sizing",
-                                     description="FSx for Lustre checkpoint save time and sizing recommendation")
+    parser = argparse.ArgumentParser(
+        prog="python -m ekstrain.storage_sizing",
+        description="FSx for Lustre checkpoint save time and sizing recommendation",
+    )
     checkpoint = parser.add_mutually_exclusive_group(required=True)
     checkpoint.add_argument("--checkpoint-bytes", type=int)
     checkpoint.add_argument("--checkpoint-gib", type=float)

@@ -29,6 +29,8 @@ from typing import Any, TypeVar, cast
 import yaml
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
+
+
 # The upstream CRDs are several MB of YAML: libyaml's loader parses them ~10x faster when present.
 class KubeYamlLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """Safe YAML as Kubernetes reads it: a bare ``=`` (YAML 1.1's value tag, e.g. in Prometheus operator CRD
@@ -41,9 +43,21 @@ T = TypeVar("T")
 
 # API groups served by Kubernetes itself (validated by kubernetes-validate, not by a CRD).
 BUILTIN_GROUPS = {
-    "", "apps", "batch", "policy", "rbac.authorization.k8s.io", "storage.k8s.io", "networking.k8s.io",
-    "scheduling.k8s.io", "autoscaling", "coordination.k8s.io", "node.k8s.io", "apiextensions.k8s.io",
-    "admissionregistration.k8s.io", "discovery.k8s.io", "resource.k8s.io",
+    "",
+    "apps",
+    "batch",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "storage.k8s.io",
+    "networking.k8s.io",
+    "scheduling.k8s.io",
+    "autoscaling",
+    "coordination.k8s.io",
+    "node.k8s.io",
+    "apiextensions.k8s.io",
+    "admissionregistration.k8s.io",
+    "discovery.k8s.io",
+    "resource.k8s.io",
 }
 
 
@@ -90,8 +104,13 @@ def schemas_of(docs: list[Any]) -> dict[tuple[str, str], CrdVersion]:
             raw = v["schema"]["openAPIV3Schema"]
             api = f"{spec['group']}/{v['name']}"
             out[(api, spec["names"]["kind"])] = CrdVersion(
-                spec["group"], v["name"], spec["names"]["kind"], _to_json_schema(raw),
-                tuple(_cel_rules(raw, "$")), spec.get("scope", "Namespaced") == "Namespaced")
+                spec["group"],
+                v["name"],
+                spec["names"]["kind"],
+                _to_json_schema(raw),
+                tuple(_cel_rules(raw, "$")),
+                spec.get("scope", "Namespaced") == "Namespaced",
+            )
     return out
 
 
@@ -130,8 +149,10 @@ def crd_schemas() -> dict[tuple[str, str], CrdVersion]:
     hash of every CRD file's path and content, so a changed or added CRD re-parses.
     """
     digest, texts = _upstream_crds()
-    return pickled(f"crd-schemas-{digest}", lambda: {
-        k: v for t in texts for k, v in schemas_of(list(yaml.load_all(t, Loader=_YAML_LOADER))).items()})
+    return pickled(
+        f"crd-schemas-{digest}",
+        lambda: {k: v for t in texts for k, v in schemas_of(list(yaml.load_all(t, Loader=_YAML_LOADER))).items()},
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -156,8 +177,9 @@ def schemas_digest() -> str:
     module's conversion and the kubernetes-validate release (keys caches of validation results)."""
     from importlib import metadata
 
-    return hashlib.sha256(f"{_upstream_crds()[0]}|{metadata.version('kubernetes-validate')}|"
-                          f"{_source_hash()}".encode()).hexdigest()[:32]
+    return hashlib.sha256(
+        f"{_upstream_crds()[0]}|{metadata.version('kubernetes-validate')}|{_source_hash()}".encode()
+    ).hexdigest()[:32]
 
 
 @functools.cache
@@ -202,10 +224,20 @@ def _to_json_schema(node: Any) -> Any:
         return node
     out: dict[str, Any] = {}
     for key, value in node.items():
-        if key in ("x-kubernetes-validations", "x-kubernetes-list-type", "x-kubernetes-list-map-keys",
-                   "x-kubernetes-map-type", "x-kubernetes-embedded-resource", "nullable", "format",
-                   "description", "example", "default", "x-kubernetes-preserve-unknown-fields",
-                   "x-kubernetes-int-or-string"):
+        if key in (
+            "x-kubernetes-validations",
+            "x-kubernetes-list-type",
+            "x-kubernetes-list-map-keys",
+            "x-kubernetes-map-type",
+            "x-kubernetes-embedded-resource",
+            "nullable",
+            "format",
+            "description",
+            "example",
+            "default",
+            "x-kubernetes-preserve-unknown-fields",
+            "x-kubernetes-int-or-string",
+        ):
             continue
         if key == "properties":
             out[key] = {k: _to_json_schema(v) for k, v in value.items()}
@@ -224,13 +256,15 @@ def _to_json_schema(node: Any) -> Any:
     if node.get("type") == "object" and "additionalProperties" not in node and not preserve:
         out["additionalProperties"] = False
     if node.get("x-kubernetes-embedded-resource"):
-        out.setdefault("properties", {}).update({"apiVersion": {"type": "string"}, "kind": {"type": "string"},
-                                                  "metadata": {"type": "object"}})
+        out.setdefault("properties", {}).update(
+            {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"}}
+        )
     return out
 
 
-def validate_object(obj: dict[str, Any], kubernetes_version: str,
-                    extra_crds: dict[tuple[str, str], CrdVersion] | None = None) -> list[str]:
+def validate_object(
+    obj: dict[str, Any], kubernetes_version: str, extra_crds: dict[tuple[str, str], CrdVersion] | None = None
+) -> list[str]:
     """Problems with one manifest; empty when it is valid.
 
     ``extra_crds``: schemas of CRDs installed beside the upstream set (e.g. the ones charts render).
@@ -271,10 +305,17 @@ def validate_object(obj: dict[str, Any], kubernetes_version: str,
 EMBEDDED_CORE_TYPES: dict[str, tuple[tuple[str, str], ...]] = {
     # Slinky slurm-operator v1beta1: template, service and container fields are corev1 types in its API
     "slinky.slurm.net": (
-        ("spec.template.spec", "PodSpec"), ("spec.service.spec", "ServiceSpec"), ("spec.slurmd", "Container"),
-        ("spec.logfile", "Container"), ("spec.login", "Container"), ("spec.initconf", "Container"),
-        ("spec.slurmctld", "Container"), ("spec.reconfigure", "Container"), ("spec.slurmdbd", "Container"),
-        ("spec.slurmrestd", "Container")),
+        ("spec.template.spec", "PodSpec"),
+        ("spec.service.spec", "ServiceSpec"),
+        ("spec.slurmd", "Container"),
+        ("spec.logfile", "Container"),
+        ("spec.login", "Container"),
+        ("spec.initconf", "Container"),
+        ("spec.slurmctld", "Container"),
+        ("spec.reconfigure", "Container"),
+        ("spec.slurmdbd", "Container"),
+        ("spec.slurmrestd", "Container"),
+    ),
 }
 
 
@@ -297,7 +338,7 @@ def embedded_problems(group: str, body: dict[str, Any], kubernetes_version: str)
         validator = _builtin_validator(kubernetes_version, "v1", kind)
         for e in validator.iter_errors(obj) if validator is not None else ():
             at = ".".join(map(str, e.absolute_path))
-            at = path + at[len(prefix):] if at.startswith(prefix) else path
+            at = path + at[len(prefix) :] if at.startswith(prefix) else path
             out.append(f"{at}: {e.message} (as a {core}, the way the operator decodes it)")
     return out
 

@@ -46,8 +46,9 @@ def window(today: dt.date) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(versions in standard support, versions in extended support) on ``today``; anything else is
     either not released yet or past extended support (EKS has upgraded such clusters)."""
     standard = tuple(v for v, r in KUBERNETES_RELEASES.items() if r.released <= today < r.standard_support_end)
-    extended = tuple(v for v, r in KUBERNETES_RELEASES.items()
-                     if r.standard_support_end <= today < r.extended_support_end)
+    extended = tuple(
+        v for v, r in KUBERNETES_RELEASES.items() if r.standard_support_end <= today < r.extended_support_end
+    )
     return standard, extended
 
 
@@ -57,8 +58,10 @@ def unsupported_reason(version: str, today: dt.date) -> str | None:
     if today < release.released:
         return f"Kubernetes {version} is not available on EKS before {release.released}"
     if today >= release.extended_support_end:
-        return (f"Kubernetes {version} left EKS extended support on {release.extended_support_end}; "
-                "EKS upgrades such clusters automatically")
+        return (
+            f"Kubernetes {version} left EKS extended support on {release.extended_support_end}; "
+            "EKS upgrades such clusters automatically"
+        )
     return None
 
 
@@ -122,36 +125,58 @@ class Chart:
 DEFAULT_CHARTS: dict[str, Chart] = {
     "karpenter-crd": Chart("oci://public.ecr.aws/karpenter/karpenter-crd", "1.14.1"),
     "karpenter": Chart("oci://public.ecr.aws/karpenter/karpenter", "1.14.1", upstream_dir="karpenter"),
-    "nvidia-device-plugin": Chart("nvidia-device-plugin", "0.20.0", "https://nvidia.github.io/k8s-device-plugin",
-                                  upstream_dir="nvidia-device-plugin"),
-    "aws-efa-k8s-device-plugin": Chart("aws-efa-k8s-device-plugin", "v0.5.30", "https://aws.github.io/eks-charts",
-                                       upstream_dir="aws-efa-k8s-device-plugin"),
-    "neuron-helm-chart": Chart("oci://public.ecr.aws/neuron/neuron-helm-chart", "1.0.0",
-                               upstream_dir="neuron-helm-chart"),
+    "nvidia-device-plugin": Chart(
+        "nvidia-device-plugin",
+        "0.20.0",
+        "https://nvidia.github.io/k8s-device-plugin",
+        upstream_dir="nvidia-device-plugin",
+    ),
+    "aws-efa-k8s-device-plugin": Chart(
+        "aws-efa-k8s-device-plugin",
+        "v0.5.30",
+        "https://aws.github.io/eks-charts",
+        upstream_dir="aws-efa-k8s-device-plugin",
+    ),
+    "neuron-helm-chart": Chart(
+        "oci://public.ecr.aws/neuron/neuron-helm-chart", "1.0.0", upstream_dir="neuron-helm-chart"
+    ),
     # 4.8.1 is the DCGM exporter chart ai-on-eks defaults to in 2026 (platform-anchors.md, (d)5).
     # No upstream values.yaml is pinned in shared/upstream, so its values stay minimal.
     "dcgm-exporter": Chart("dcgm-exporter", "4.8.1", "https://nvidia.github.io/dcgm-exporter/helm-charts"),
-    "aws-fsx-csi-driver": Chart("aws-fsx-csi-driver", "1.17.0",
-                                "https://kubernetes-sigs.github.io/aws-fsx-csi-driver",
-                                upstream_dir="aws-fsx-csi-driver"),
-    "aws-efs-csi-driver": Chart("aws-efs-csi-driver", "4.4.1",
-                                "https://kubernetes-sigs.github.io/aws-efs-csi-driver/",
-                                upstream_dir="aws-efs-csi-driver"),
+    "aws-fsx-csi-driver": Chart(
+        "aws-fsx-csi-driver",
+        "1.17.0",
+        "https://kubernetes-sigs.github.io/aws-fsx-csi-driver",
+        upstream_dir="aws-fsx-csi-driver",
+    ),
+    "aws-efs-csi-driver": Chart(
+        "aws-efs-csi-driver",
+        "4.4.1",
+        "https://kubernetes-sigs.github.io/aws-efs-csi-driver/",
+        upstream_dir="aws-efs-csi-driver",
+    ),
     "cert-manager": Chart("oci://quay.io/jetstack/charts/cert-manager", "v1.19.1"),
-    "slurm-operator-crds": Chart("oci://ghcr.io/slinkyproject/charts/slurm-operator-crds", "1.2.1",
-                                 upstream_dir="slurm-operator-crds"),
-    "slurm-operator": Chart("oci://ghcr.io/slinkyproject/charts/slurm-operator", "1.2.1",
-                            upstream_dir="slurm-operator"),
+    "slurm-operator-crds": Chart(
+        "oci://ghcr.io/slinkyproject/charts/slurm-operator-crds", "1.2.1", upstream_dir="slurm-operator-crds"
+    ),
+    "slurm-operator": Chart(
+        "oci://ghcr.io/slinkyproject/charts/slurm-operator", "1.2.1", upstream_dir="slurm-operator"
+    ),
     "slurm": Chart("oci://ghcr.io/slinkyproject/charts/slurm", "1.2.1", upstream_dir="slurm"),
     "volcano": Chart("volcano", "1.15.1", "https://volcano-sh.github.io/helm-charts", upstream_dir="volcano"),
-    "kuberay-operator": Chart("kuberay-operator", "1.7.0", "https://ray-project.github.io/kuberay-helm/",
-                              upstream_dir="kuberay-operator"),
-    "kubeflow-trainer": Chart("oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "2.3.0",
-                              upstream_dir="kubeflow-trainer"),
+    "kuberay-operator": Chart(
+        "kuberay-operator", "1.7.0", "https://ray-project.github.io/kuberay-helm/", upstream_dir="kuberay-operator"
+    ),
+    "kubeflow-trainer": Chart(
+        "oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "2.3.0", upstream_dir="kubeflow-trainer"
+    ),
     # Platform pieces (shared/upstream/chart-src/SOURCES.md, "Added for the platform pieces").
-    "kube-prometheus-stack": Chart("kube-prometheus-stack", "88.5.3",
-                                   "https://prometheus-community.github.io/helm-charts",
-                                   upstream_dir="kube-prometheus-stack"),
+    "kube-prometheus-stack": Chart(
+        "kube-prometheus-stack",
+        "88.5.3",
+        "https://prometheus-community.github.io/helm-charts",
+        upstream_dir="kube-prometheus-stack",
+    ),
     "jupyterhub": Chart("jupyterhub", "4.4.0", "https://hub.jupyter.org/helm-chart/", upstream_dir="jupyterhub"),
     "argo-cd": Chart("argo-cd", "10.1.1", "https://argoproj.github.io/argo-helm", upstream_dir="argo-cd"),
 }
@@ -160,8 +185,9 @@ DEFAULT_CHARTS: dict[str, Chart] = {
 # running fleet). Users pass their own training images to `ekstrain job render --image`.
 NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
 """AWS's nccl-tests build: CUDA, EFA installer, aws-ofi-nccl, NCCL, Open MPI and all_reduce_perf."""
-GPU_TRAINING_IMAGE = ("public.ecr.aws/deep-learning-containers/pytorch-training:"
-                      "2.8.0-gpu-py312-cu129-ubuntu22.04-ec2-v1.0")
+GPU_TRAINING_IMAGE = (
+    "public.ecr.aws/deep-learning-containers/pytorch-training:2.8.0-gpu-py312-cu129-ubuntu22.04-ec2-v1.0"
+)
 """AWS Deep Learning Container (EC2 flavour): PyTorch with the EFA installer, libfabric and aws-ofi-nccl,
 unlike ``pytorch/pytorch:*-runtime`` (no libfabric: NCCL would fall back to TCP sockets)."""
 NEURON_TRAINING_IMAGE = "public.ecr.aws/neuron/pytorch-training-neuronx:2.7.0-neuronx-py310-sdk2.24.1-ubuntu22.04"
@@ -202,12 +228,14 @@ NEURON_CUSTOM_SCHEDULER_TAGS: dict[str, str] = {
 MPI_OPERATOR_VERSION = "v0.8.0"
 """kubeflow/mpi-operator tag; MPIJob kubeflow.org/v2beta1 (matches shared/upstream/crds/kubeflow.org/mpijob.yaml)."""
 MPI_OPERATOR_MANIFEST = (
-    f"https://raw.githubusercontent.com/kubeflow/mpi-operator/{MPI_OPERATOR_VERSION}/deploy/v2beta1/mpi-operator.yaml")
+    f"https://raw.githubusercontent.com/kubeflow/mpi-operator/{MPI_OPERATOR_VERSION}/deploy/v2beta1/mpi-operator.yaml"
+)
 TRAINING_OPERATOR_VERSION = "v1.9.4"
 """Legacy Kubeflow training operator (release-1.9 line of kubeflow/trainer); PyTorchJob kubeflow.org/v1."""
 TRAINING_OPERATOR_KUSTOMIZE = (
     # kustomize remote-target form: repo URL, `//` subdirectory, ?ref=tag
-    f"https://github.com/kubeflow/trainer//manifests/overlays/standalone?ref={TRAINING_OPERATOR_VERSION}")
+    f"https://github.com/kubeflow/trainer//manifests/overlays/standalone?ref={TRAINING_OPERATOR_VERSION}"
+)
 
 # Karpenter AMI alias versions: `latest` follows new AMIs (and drifts nodes); pin per stack in prod.
 DEFAULT_AMI_ALIAS_VERSION = "latest"
@@ -223,8 +251,11 @@ def ami_alias_warning(version: str, max_age_days: int, today: dt.date) -> str | 
     age = (today - released).days
     if age <= max_age_days:
         return None
-    return (f"AMI alias {version} is {age} days old, over amiAliasMaxAgeDays {max_age_days}: bump it to the newest "
-            "AL2023 release and roll nodes between jobs (docs/runbook-ami.md)")
+    return (
+        f"AMI alias {version} is {age} days old, over amiAliasMaxAgeDays {max_age_days}: bump it to the newest "
+        "AL2023 release and roll nodes between jobs (docs/runbook-ami.md)"
+    )
+
 
 # A known amazon-eks-ami release (weekly, one tag for every supported Kubernetes version) per
 # Kubernetes version, recommended as the prod pin. A pin dated before the version's EKS release

@@ -104,21 +104,40 @@ class OfflineMocks(pulumi.runtime.Mocks):
         name = args.inputs.get("name", args.name)
         issuer = f"oidc.eks.{self.region}.amazonaws.com/id/{_hex(name, n=32).upper()}"
         kubeconfig = {
-            "apiVersion": "v1", "kind": "Config", "current-context": "aws",
-            "clusters": [{"name": "kubernetes", "cluster": {
-                "server": f"https://{_hex(name, n=32).upper()}.gr7.{self.region}.eks.amazonaws.com",
-                "certificate-authority-data": "T0ZGTElORQ=="}}],
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "aws",
+            "clusters": [
+                {
+                    "name": "kubernetes",
+                    "cluster": {
+                        "server": f"https://{_hex(name, n=32).upper()}.gr7.{self.region}.eks.amazonaws.com",
+                        "certificate-authority-data": "T0ZGTElORQ==",
+                    },
+                }
+            ],
             "contexts": [{"name": "aws", "context": {"cluster": "kubernetes", "user": "aws"}}],
-            "users": [{"name": "aws", "user": {"exec": {
-                "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "aws",
-                "args": ["eks", "get-token", "--cluster-name", name, "--region", self.region]}}}],
+            "users": [
+                {
+                    "name": "aws",
+                    "user": {
+                        "exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1beta1",
+                            "command": "aws",
+                            "args": ["eks", "get-token", "--cluster-name", name, "--region", self.region],
+                        }
+                    },
+                }
+            ],
         }
         return {
-            "kubeconfig": kubeconfig, "kubeconfigJson": json.dumps(kubeconfig),
+            "kubeconfig": kubeconfig,
+            "kubeconfigJson": json.dumps(kubeconfig),
             "clusterSecurityGroupId": f"sg-{_hex(name, 'cluster')}",
             "nodeSecurityGroupId": f"sg-{_hex(name, 'node')}",
             "oidcProviderArn": f"arn:aws:iam::{ACCOUNT}:oidc-provider/{issuer}",
-            "oidcProviderUrl": f"https://{issuer}", "oidcIssuer": issuer,
+            "oidcProviderUrl": f"https://{issuer}",
+            "oidcIssuer": issuer,
         }
 
     def _aws_iam_role_Role(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
@@ -131,8 +150,11 @@ class OfflineMocks(pulumi.runtime.Mocks):
 
     def _aws_sqs_queue_Queue(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
         name = args.inputs.get("name") or args.name
-        return {"name": name, "arn": f"arn:aws:sqs:{self.region}:{ACCOUNT}:{name}",
-                "url": f"https://sqs.{self.region}.amazonaws.com/{ACCOUNT}/{name}"}
+        return {
+            "name": name,
+            "arn": f"arn:aws:sqs:{self.region}:{ACCOUNT}:{name}",
+            "url": f"https://sqs.{self.region}.amazonaws.com/{ACCOUNT}/{name}",
+        }
 
     def _aws_s3_bucket_Bucket(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
         prefix = args.inputs.get("bucketPrefix") or f"{args.name}-"
@@ -140,12 +162,17 @@ class OfflineMocks(pulumi.runtime.Mocks):
         return {"bucket": bucket, "arn": f"arn:aws:s3:::{bucket}", "id": bucket}
 
     def _aws_fsx_lustreFileSystem_LustreFileSystem(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
-        return {"dnsName": f"{rid}.fsx.{self.region}.amazonaws.com", "mountName": _hex(rid, n=8),
-                "arn": f"arn:aws:fsx:{self.region}:{ACCOUNT}:file-system/{rid}"}
+        return {
+            "dnsName": f"{rid}.fsx.{self.region}.amazonaws.com",
+            "mountName": _hex(rid, n=8),
+            "arn": f"arn:aws:fsx:{self.region}:{ACCOUNT}:file-system/{rid}",
+        }
 
     def _aws_efs_fileSystem_FileSystem(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
-        return {"arn": f"arn:aws:elasticfilesystem:{self.region}:{ACCOUNT}:file-system/{rid}",
-                "dnsName": f"{rid}.efs.{self.region}.amazonaws.com"}
+        return {
+            "arn": f"arn:aws:elasticfilesystem:{self.region}:{ACCOUNT}:file-system/{rid}",
+            "dnsName": f"{rid}.efs.{self.region}.amazonaws.com",
+        }
 
     def _aws_efs_accessPoint_AccessPoint(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
         return {"arn": f"arn:aws:elasticfilesystem:{self.region}:{ACCOUNT}:access-point/{rid}"}
@@ -160,8 +187,11 @@ class OfflineMocks(pulumi.runtime.Mocks):
 
     def _aws_amp_workspace_Workspace(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
         ws = f"ws-{_hex(args.name, n=8)}-{_hex(args.name, 'w', n=4)}-4000-8000-{_hex(args.name, 'p', n=12)}"
-        return {"arn": f"arn:aws:aps:{self.region}:{ACCOUNT}:workspace/{ws}", "id": ws,
-                "prometheusEndpoint": f"https://aps-workspaces.{self.region}.amazonaws.com/workspaces/{ws}/"}
+        return {
+            "arn": f"arn:aws:aps:{self.region}:{ACCOUNT}:workspace/{ws}",
+            "id": ws,
+            "prometheusEndpoint": f"https://aps-workspaces.{self.region}.amazonaws.com/workspaces/{ws}/",
+        }
 
     def _random_index_randomPassword_RandomPassword(self, args: Any, rid: str) -> dict[str, Any]:  # noqa: N802
         return {"result": "offline-" + _hex(args.name, n=int(args.inputs.get("length", 32)) - 8)}
@@ -175,7 +205,8 @@ class OfflineMocks(pulumi.runtime.Mocks):
         if handler is None:
             raise NotImplementedError(
                 f"unmocked invoke {args.token}: the program should not need it offline "
-                "(use a literal, or add a handler to OfflineMocks.INVOKES)")
+                "(use a literal, or add a handler to OfflineMocks.INVOKES)"
+            )
         return handler(self, dict(args.args)), None
 
 
@@ -198,24 +229,45 @@ class RecordingMonitor(MockMonitor):
         wire = json_format.MessageToDict(request.object)
         inputs = _decode(wire)
         record = Record(
-            urn=urn, type=request.type, name=request.name, custom=bool(request.custom), remote=bool(request.remote),
-            parent=request.parent, inputs=inputs, provider=request.provider,
-            dependencies=list(request.dependencies), protect=bool(request.protect),
-            retain_on_delete=bool(request.retainOnDelete), ignore_changes=list(request.ignoreChanges),
+            urn=urn,
+            type=request.type,
+            name=request.name,
+            custom=bool(request.custom),
+            remote=bool(request.remote),
+            parent=request.parent,
+            inputs=inputs,
+            provider=request.provider,
+            dependencies=list(request.dependencies),
+            protect=bool(request.protect),
+            retain_on_delete=bool(request.retainOnDelete),
+            ignore_changes=list(request.ignoreChanges),
             secret_inputs=_secret_paths(wire),
         )
         self._by_urn[urn] = record
         self.records.append(record)
-        rid, state = self.mocks.new_resource(pulumi.runtime.MockResourceArgs(
-            typ=request.type, name=request.name, inputs=inputs, provider=request.provider,
-            resource_id=request.importId, custom=bool(request.custom)))
+        rid, state = self.mocks.new_resource(
+            pulumi.runtime.MockResourceArgs(
+                typ=request.type,
+                name=request.name,
+                inputs=inputs,
+                provider=request.provider,
+                resource_id=request.importId,
+                custom=bool(request.custom),
+            )
+        )
         record.outputs = state
         rid = rid or ""  # Mocks.new_resource may return no id; the engine's "no id" is the empty string
         # The engine, not the SDK, marks additionalSecretOutputs (RandomPassword.result) secret: do the same.
         secret_outputs = set(request.additionalSecretOutputs)
-        obj = _sync_await(rpc.serialize_properties(
-            {k: {rpc._special_sig_key: rpc._special_secret_sig, "value": v} if k in secret_outputs else v
-             for k, v in state.items()}, {}))
+        obj = _sync_await(
+            rpc.serialize_properties(
+                {
+                    k: {rpc._special_sig_key: rpc._special_secret_sig, "value": v} if k in secret_outputs else v
+                    for k, v in state.items()
+                },
+                {},
+            )
+        )
         self.resources[urn] = MockMonitor.ResourceRegistration(urn, rid, state)
         return resource_pb2.RegisterResourceResponse(urn=urn, id=rid, object=obj)
 
@@ -298,8 +350,14 @@ class Recording:
             current = parent
 
 
-def run(program: Callable[[], Any], config: dict[str, str], secret_keys: list[str] | None = None,
-        stack: str = "offline", region: str | None = None, preview: bool = False) -> Recording:
+def run(
+    program: Callable[[], Any],
+    config: dict[str, str],
+    secret_keys: list[str] | None = None,
+    stack: str = "offline",
+    region: str | None = None,
+    preview: bool = False,
+) -> Recording:
     """Run ``program`` once under fresh mocks with ``config``; return what it registered.
 
     ``program`` returns the value to resolve (usually the stack outputs dict); if it never

@@ -34,43 +34,51 @@ def build(cfg: StackConfig) -> dict[str, Any]:
     tags = cfg.common_tags
     c = cfg.cluster
 
-    network = Network("network", NetworkArgs(
-        cluster_name=c.name,
-        region=cfg.region,
-        vpc_cidr=cfg.network.vpc_cidr,
-        availability_zones=cfg.network.availability_zones,
-        training_availability_zone=cfg.network.training_availability_zone,
-        nat_gateways=cfg.network.nat_gateways,
-        placement_group_partitions=[p.name for p in cfg.partitions if p.wants_placement_group],
-        tags=tags,
-    ))
+    network = Network(
+        "network",
+        NetworkArgs(
+            cluster_name=c.name,
+            region=cfg.region,
+            vpc_cidr=cfg.network.vpc_cidr,
+            availability_zones=cfg.network.availability_zones,
+            training_availability_zone=cfg.network.training_availability_zone,
+            nat_gateways=cfg.network.nat_gateways,
+            placement_group_partitions=[p.name for p in cfg.partitions if p.wants_placement_group],
+            tags=tags,
+        ),
+    )
 
-    cluster = Cluster("cluster", ClusterArgs(
-        cluster_name=c.name,
-        region=cfg.region,
-        kubernetes_version=c.kubernetes_version,
-        vpc_id=network.vpc_id,
-        private_subnet_ids=network.private_subnet_ids,
-        public_subnet_ids=network.public_subnet_ids,
-        endpoint_public_access=c.endpoint_public_access,
-        public_access_cidrs=c.public_access_cidrs,
-        deploy_cidrs=c.deploy_cidrs,
-        deploy_security_group_ids=c.deploy_security_group_ids,
-        admin_principals=[AdminPrincipal(principal_arn=a.principal_arn, access_policy=a.access_policy)
-                          for a in c.admin_access],
-        log_types=c.log_types,
-        secrets_encryption=c.secrets_encryption,
-        deletion_protection=c.deletion_protection,
-        system_instance_types=c.system_node_group.instance_types,
-        system_min_size=c.system_node_group.min_size,
-        system_desired_size=c.system_node_group.desired_size,
-        system_max_size=c.system_node_group.max_size,
-        system_disk_size_gib=c.system_node_group.disk_size_gib,
-        addon_versions={name: cfg.versions.addon(name, c.kubernetes_version)
-                        for name in ("vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent",
-                                     "aws-ebs-csi-driver")},
-        tags=tags,
-    ))
+    cluster = Cluster(
+        "cluster",
+        ClusterArgs(
+            cluster_name=c.name,
+            region=cfg.region,
+            kubernetes_version=c.kubernetes_version,
+            vpc_id=network.vpc_id,
+            private_subnet_ids=network.private_subnet_ids,
+            public_subnet_ids=network.public_subnet_ids,
+            endpoint_public_access=c.endpoint_public_access,
+            public_access_cidrs=c.public_access_cidrs,
+            deploy_cidrs=c.deploy_cidrs,
+            deploy_security_group_ids=c.deploy_security_group_ids,
+            admin_principals=[
+                AdminPrincipal(principal_arn=a.principal_arn, access_policy=a.access_policy) for a in c.admin_access
+            ],
+            log_types=c.log_types,
+            secrets_encryption=c.secrets_encryption,
+            deletion_protection=c.deletion_protection,
+            system_instance_types=c.system_node_group.instance_types,
+            system_min_size=c.system_node_group.min_size,
+            system_desired_size=c.system_node_group.desired_size,
+            system_max_size=c.system_node_group.max_size,
+            system_disk_size_gib=c.system_node_group.disk_size_gib,
+            addon_versions={
+                name: cfg.versions.addon(name, c.kubernetes_version)
+                for name in ("vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent", "aws-ebs-csi-driver")
+            },
+            tags=tags,
+        ),
+    )
 
     # Storage: S3 buckets, FSx for Lustre + DRAs, EFS, CSI drivers, training namespace and PVCs.
     storage = build_storage(cfg, network, cluster)
@@ -80,108 +88,169 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         "trainingNamespace": storage.volumes.namespace_name,
     }
     if storage.fsx:
-        storage_outputs.update(fsxFileSystemId=storage.fsx.file_system_id, fsxDnsName=storage.fsx.dns_name,
-                               fsxMountName=storage.fsx.mount_name)
+        storage_outputs.update(
+            fsxFileSystemId=storage.fsx.file_system_id,
+            fsxDnsName=storage.fsx.dns_name,
+            fsxMountName=storage.fsx.mount_name,
+        )
     if storage.efs:
-        storage_outputs.update(efsFileSystemId=storage.efs.file_system_id,
-                               efsModelsAccessPointId=storage.efs.access_point_id)
+        storage_outputs.update(
+            efsFileSystemId=storage.efs.file_system_id, efsModelsAccessPointId=storage.efs.access_point_id
+        )
     # Compute: Karpenter, one Partition (EC2NodeClass + NodePool) per partition, device plugins.
     k8s_after_cluster = pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster])
-    karpenter = Karpenter("karpenter", KarpenterArgs(
-        cluster_name=c.name, region=cfg.region, chart=cfg.versions.chart("karpenter"),
-        crd_chart=cfg.versions.chart("karpenter-crd"), tags=tags,
-    ), opts=k8s_after_cluster)
+    karpenter = Karpenter(
+        "karpenter",
+        KarpenterArgs(
+            cluster_name=c.name,
+            region=cfg.region,
+            chart=cfg.versions.chart("karpenter"),
+            crd_chart=cfg.versions.chart("karpenter-crd"),
+            tags=tags,
+        ),
+        opts=k8s_after_cluster,
+    )
     node_pools = []
     for p in cfg.partitions:
-        partition = Partition(p.name, PartitionArgs(
-            spec=PartitionSpec(
-                name=p.name, shape=shape(p.name, p.accelerator, p.instance_types, p.efa), cluster_name=c.name,
-                availability_zone=cfg.network.training_availability_zone, max_nodes=p.max_nodes,
-                capacity_type=p.capacity_type, placement_group=p.wants_placement_group,
-                capacity_reservation_ids=tuple(p.capacity_reservation.ids) if p.capacity_reservation else (),
-                capacity_reservation_tags=p.capacity_reservation.tags if p.capacity_reservation else {},
-                root_volume_gib=p.root_volume_gib, consolidate_after=p.effective_consolidate_after,
-                weight=p.weight, labels=p.labels, ami_alias_version=cfg.versions.ami_alias_version),
-            node_role_name=karpenter.node_role_name,
-            cluster_security_group_id=cluster.cluster_security_group_id,
-            placement_group_name=network.placement_group_names.get(p.name),
-            tags=tags,
-        ), opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[karpenter.release]))
+        partition = Partition(
+            p.name,
+            PartitionArgs(
+                spec=PartitionSpec(
+                    name=p.name,
+                    shape=shape(p.name, p.accelerator, p.instance_types, p.efa),
+                    cluster_name=c.name,
+                    availability_zone=cfg.network.training_availability_zone,
+                    max_nodes=p.max_nodes,
+                    capacity_type=p.capacity_type,
+                    placement_group=p.wants_placement_group,
+                    capacity_reservation_ids=tuple(p.capacity_reservation.ids) if p.capacity_reservation else (),
+                    capacity_reservation_tags=p.capacity_reservation.tags if p.capacity_reservation else {},
+                    root_volume_gib=p.root_volume_gib,
+                    consolidate_after=p.effective_consolidate_after,
+                    weight=p.weight,
+                    labels=p.labels,
+                    ami_alias_version=cfg.versions.ami_alias_version,
+                ),
+                node_role_name=karpenter.node_role_name,
+                cluster_security_group_id=cluster.cluster_security_group_id,
+                placement_group_name=network.placement_group_names.get(p.name),
+                tags=tags,
+            ),
+            opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[karpenter.release]),
+        )
         node_pools.append(partition.node_pool_names)
     types_of = lambda pred: sorted({t for p in cfg.partitions if pred(p) for t in p.instance_types})  # noqa: E731
-    DevicePlugins("device-plugins", DevicePluginsArgs(
-        charts={n: cfg.versions.chart(n) for n in ("nvidia-device-plugin", "dcgm-exporter",
-                                                   "aws-efa-k8s-device-plugin", "neuron-helm-chart")},
-        kubernetes_version=c.kubernetes_version,
-        gpu_instance_types=types_of(lambda p: p.accelerator == catalog.GPU),
-        efa_instance_types=types_of(lambda p: p.efa),
-        trainium_instance_types=types_of(lambda p: p.accelerator == catalog.TRAINIUM),
-    ), opts=pulumi.ResourceOptions(provider=cluster.provider))
+    DevicePlugins(
+        "device-plugins",
+        DevicePluginsArgs(
+            charts={
+                n: cfg.versions.chart(n)
+                for n in ("nvidia-device-plugin", "dcgm-exporter", "aws-efa-k8s-device-plugin", "neuron-helm-chart")
+            },
+            kubernetes_version=c.kubernetes_version,
+            gpu_instance_types=types_of(lambda p: p.accelerator == catalog.GPU),
+            efa_instance_types=types_of(lambda p: p.efa),
+            trainium_instance_types=types_of(lambda p: p.accelerator == catalog.TRAINIUM),
+        ),
+        opts=pulumi.ResourceOptions(provider=cluster.provider),
+    )
 
     outputs: dict[str, Any] = dict(storage_outputs)
     # ---- platform pieces (ekstrain:observability, ekstrain:jupyterhub, ekstrain:delivery) ----
     if cfg.observability.enabled:
-        observability = Observability("observability", ObservabilityArgs(
-            plan=obs_plan(cfg), chart=cfg.versions.chart("kube-prometheus-stack"), tags=tags),
-            opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster]))
+        observability = Observability(
+            "observability",
+            ObservabilityArgs(plan=obs_plan(cfg), chart=cfg.versions.chart("kube-prometheus-stack"), tags=tags),
+            opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster]),
+        )
         outputs["grafanaAdminPassword"] = observability.grafana_admin_password
         if observability.remote_write_url is not None:
             outputs["ampRemoteWriteUrl"] = observability.remote_write_url
     if cfg.jupyterhub.enabled and storage.fsx:
-        JupyterHub("jupyterhub", JupyterHubArgs(
-            plan=hub_plan(cfg), chart=cfg.versions.chart("jupyterhub"),
-            client_secret=pulumi.Output.secret(cfg.jupyterhub_client_secret) if cfg.jupyterhub_client_secret else None,
-            fsx_file_system_id=storage.fsx.file_system_id, fsx_dns_name=storage.fsx.dns_name,
-            fsx_mount_name=storage.fsx.mount_name),
-            opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster, storage.csi, storage.volumes]))
+        JupyterHub(
+            "jupyterhub",
+            JupyterHubArgs(
+                plan=hub_plan(cfg),
+                chart=cfg.versions.chart("jupyterhub"),
+                client_secret=pulumi.Output.secret(cfg.jupyterhub_client_secret)
+                if cfg.jupyterhub_client_secret
+                else None,
+                fsx_file_system_id=storage.fsx.file_system_id,
+                fsx_dns_name=storage.fsx.dns_name,
+                fsx_mount_name=storage.fsx.mount_name,
+            ),
+            opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster, storage.csi, storage.volumes]),
+        )
     if cfg.delivery.argocd:
-        ArgoCd("argocd", ArgoCdArgs(
-            chart=cfg.versions.chart("argo-cd"),
-            platform_charts=[cfg.versions.chart(n) for n in versions.DEFAULT_CHARTS if n != "argo-cd"],
-            ), opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster]))
+        ArgoCd(
+            "argocd",
+            ArgoCdArgs(
+                chart=cfg.versions.chart("argo-cd"),
+                platform_charts=[cfg.versions.chart(n) for n in versions.DEFAULT_CHARTS if n != "argo-cd"],
+            ),
+            opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster]),
+        )
     # ---- schedulers (ekstrain:schedulers) ----
     sched = cfg.schedulers
     k8s_opts = pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster])
     volcano = None
     if sched.volcano.enabled:
-        volcano = Volcano("volcano", VolcanoArgs(
-            chart=cfg.versions.chart("volcano"), values=volcano_values.volcano_values(),
-            queues=volcano_values.queues(cfg)), opts=k8s_opts)
+        volcano = Volcano(
+            "volcano",
+            VolcanoArgs(
+                chart=cfg.versions.chart("volcano"),
+                values=volcano_values.volcano_values(),
+                queues=volcano_values.queues(cfg),
+            ),
+            opts=k8s_opts,
+        )
     if sched.slurm.enabled:
         # The shared file system mounted by slurmd and login pods: a PV/PVC in the slurm namespace
         # pointing at the same FSx file system (rules require FSx when Slurm is enabled).
         fsx: dict[str, Any] = {}
         if storage.fsx:
-            fsx = {"file_system_id": storage.fsx.file_system_id, "dns_name": storage.fsx.dns_name,
-                   "mount_name": storage.fsx.mount_name}
-        slurm = Slurm("slurm", SlurmArgs(
-            cert_manager_chart=cfg.versions.chart("cert-manager") if sched.slurm.cert_manager else None,
-            cert_manager_values=slurm_values.cert_manager_values(),
-            crds_chart=cfg.versions.chart("slurm-operator-crds"),
-            operator_chart=cfg.versions.chart("slurm-operator"),
-            slurm_chart=cfg.versions.chart("slurm"),
-            operator_values=slurm_values.operator_values(cfg),
-            slurm_values=slurm_values.slurm_values(cfg),
-            accounting=sched.slurm.accounting,
-            accounting_volume_gib=sched.slurm.accounting_volume_gib,
-            fsx_file_system_id=fsx.get("file_system_id"),
-            fsx_dns_name=fsx.get("dns_name"),
-            fsx_mount_name=fsx.get("mount_name"),
-            fsx_capacity_gib=cfg.storage.fsx.storage_capacity_gib,
-        ), opts=k8s_opts)
+            fsx = {
+                "file_system_id": storage.fsx.file_system_id,
+                "dns_name": storage.fsx.dns_name,
+                "mount_name": storage.fsx.mount_name,
+            }
+        slurm = Slurm(
+            "slurm",
+            SlurmArgs(
+                cert_manager_chart=cfg.versions.chart("cert-manager") if sched.slurm.cert_manager else None,
+                cert_manager_values=slurm_values.cert_manager_values(),
+                crds_chart=cfg.versions.chart("slurm-operator-crds"),
+                operator_chart=cfg.versions.chart("slurm-operator"),
+                slurm_chart=cfg.versions.chart("slurm"),
+                operator_values=slurm_values.operator_values(cfg),
+                slurm_values=slurm_values.slurm_values(cfg),
+                accounting=sched.slurm.accounting,
+                accounting_volume_gib=sched.slurm.accounting_volume_gib,
+                fsx_file_system_id=fsx.get("file_system_id"),
+                fsx_dns_name=fsx.get("dns_name"),
+                fsx_mount_name=fsx.get("mount_name"),
+                fsx_capacity_gib=cfg.storage.fsx.storage_capacity_gib,
+            ),
+            opts=k8s_opts,
+        )
         if slurm.accounting_password is not None:
             outputs["slurmAccountingPassword"] = slurm.accounting_password
     if sched.mpi_operator.enabled or sched.kubeflow.flavor != "none" or sched.kuberay.enabled:
-        Operators("operators", OperatorsArgs(
-            mpi_operator=sched.mpi_operator.enabled,
-            kubeflow_flavor=sched.kubeflow.flavor,
-            trainer_chart=cfg.versions.chart("kubeflow-trainer") if sched.kubeflow.flavor == "trainer" else None,
-            trainer_values=operator_values.trainer_values(),
-            training_runtimes=operator_values.torch_runtimes(cfg) if sched.kubeflow.flavor == "trainer" else (),
-            kuberay_chart=cfg.versions.chart("kuberay-operator") if sched.kuberay.enabled else None,
-            kuberay_values=operator_values.kuberay_values(cfg),
-        ), opts=k8s_opts if volcano is None else pulumi.ResourceOptions.merge(
-            k8s_opts, pulumi.ResourceOptions(depends_on=[volcano])))  # KubeRay's batch scheduler
+        Operators(
+            "operators",
+            OperatorsArgs(
+                mpi_operator=sched.mpi_operator.enabled,
+                kubeflow_flavor=sched.kubeflow.flavor,
+                trainer_chart=cfg.versions.chart("kubeflow-trainer") if sched.kubeflow.flavor == "trainer" else None,
+                trainer_values=operator_values.trainer_values(),
+                training_runtimes=operator_values.torch_runtimes(cfg) if sched.kubeflow.flavor == "trainer" else (),
+                kuberay_chart=cfg.versions.chart("kuberay-operator") if sched.kuberay.enabled else None,
+                kuberay_values=operator_values.kuberay_values(cfg),
+            ),
+            opts=k8s_opts
+            if volcano is None
+            else pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[volcano])),
+        )  # KubeRay's batch scheduler
 
     return outputs | {
         "clusterName": cluster.cluster_name,

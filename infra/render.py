@@ -45,8 +45,9 @@ NOT_MANIFESTS = ("kubernetes:helm.sh/", "kubernetes:yaml/", "kubernetes:kustomiz
 def run_program(flat: dict[str, str], secrets: list[str], stack: str, preview: bool = False) -> offline.Recording:
     """Execute infra/__main__.py under fresh offline mocks."""
     main = REPO / "infra" / "__main__.py"
-    return offline.run(lambda: runpy.run_path(str(main), run_name="__main__")["OUTPUTS"], flat, secrets,
-                       stack=stack, preview=preview)
+    return offline.run(
+        lambda: runpy.run_path(str(main), run_name="__main__")["OUTPUTS"], flat, secrets, stack=stack, preview=preview
+    )
 
 
 def manifest_of(record: offline.Record) -> dict[str, Any]:
@@ -69,8 +70,19 @@ def manifests(recording: offline.Recording) -> list[tuple[str, dict[str, Any]]]:
 def helm_releases(recording: offline.Recording) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for r in recording.of_type("kubernetes:helm.sh/v3:Release"):
-        keep = ("name", "chart", "version", "namespace", "repositoryOpts", "createNamespace", "values", "skipCrds",
-                "atomic", "timeout", "waitForJobs")
+        keep = (
+            "name",
+            "chart",
+            "version",
+            "namespace",
+            "repositoryOpts",
+            "createNamespace",
+            "values",
+            "skipCrds",
+            "atomic",
+            "timeout",
+            "waitForJobs",
+        )
         out.append((recording.top_component(r).name, {k: offline.plain(r.inputs[k]) for k in keep if k in r.inputs}))
     return out
 
@@ -89,22 +101,31 @@ def partition_rows(cfg: StackConfig) -> list[dict[str, Any]]:
         lo, hi = catalog.price_range(p.instance_types)
         pools = layout_nodes(s, p.max_nodes)
         standing = standing_nodes(cfg, p.name)
-        rows.append({
-            "partition": p.name, "instanceTypes": ",".join(p.instance_types), "capacity": p.capacity_type,
-            "nodes": f"{p.min_nodes}-{p.max_nodes}",
-            "acceleratorsPerNode": ",".join(f"{t.name.split('.')[0]}:{t.accelerator_count}x{t.accelerator.model}"
-                                            for t in s.instance_types),
-            "maxAccelerators": s.accelerators_per_node * p.max_nodes,
-            "efa": ",".join(f"{t.name.split('.')[0]}:{s.efa_for(t.name)}" for t in s.instance_types),
-            "nodePools": ",".join(f"{layout.name}({n})" for layout, n in pools),
-            "placementGroup": names.placement_group_name(cfg.cluster.name, p.name) if p.wants_placement_group else "-",
-            "usdPerHourAtMax": "n/a" if lo is None or hi is None else
-            (f"{lo * p.max_nodes:,.0f}" if lo == hi else f"{lo * p.max_nodes:,.0f}-{hi * p.max_nodes:,.0f}"),
-            # slurmd pods hold whole nodes whether or not Slurm has work (schedulers.slurm.nodesetReplicas);
-            # Karpenter launches the cheapest type that fits, so the low price is the idle cost.
-            "slurmAlwaysOn": "-" if not standing else
-            f"{standing}" + ("" if lo is None else f"(${lo * standing:,.0f}/h)"),
-        })
+        rows.append(
+            {
+                "partition": p.name,
+                "instanceTypes": ",".join(p.instance_types),
+                "capacity": p.capacity_type,
+                "nodes": f"{p.min_nodes}-{p.max_nodes}",
+                "acceleratorsPerNode": ",".join(
+                    f"{t.name.split('.')[0]}:{t.accelerator_count}x{t.accelerator.model}" for t in s.instance_types
+                ),
+                "maxAccelerators": s.accelerators_per_node * p.max_nodes,
+                "efa": ",".join(f"{t.name.split('.')[0]}:{s.efa_for(t.name)}" for t in s.instance_types),
+                "nodePools": ",".join(f"{layout.name}({n})" for layout, n in pools),
+                "placementGroup": names.placement_group_name(cfg.cluster.name, p.name)
+                if p.wants_placement_group
+                else "-",
+                "usdPerHourAtMax": "n/a"
+                if lo is None or hi is None
+                else (f"{lo * p.max_nodes:,.0f}" if lo == hi else f"{lo * p.max_nodes:,.0f}-{hi * p.max_nodes:,.0f}"),
+                # slurmd pods hold whole nodes whether or not Slurm has work (schedulers.slurm.nodesetReplicas);
+                # Karpenter launches the cheapest type that fits, so the low price is the idle cost.
+                "slurmAlwaysOn": "-"
+                if not standing
+                else f"{standing}" + ("" if lo is None else f"(${lo * standing:,.0f}/h)"),
+            }
+        )
     return rows
 
 
@@ -117,19 +138,26 @@ def storage_lines(cfg: StackConfig) -> list[str]:
         lines.append("- FSx for Lustre: disabled")
     else:
         tier = storage_sizing.per_unit_throughput(fsx.deployment_type, fsx.per_unit_storage_throughput)
-        mbps = storage_sizing.throughput_mb_s(fsx.deployment_type, fsx.storage_capacity_gib,
-                                              fsx.per_unit_storage_throughput)
-        lines.append(f"- FSx for Lustre: {fsx.deployment_type} {fsx.storage_capacity_gib} GiB @ {tier} MB/s/TiB = "
-                     f"{mbps:,.0f} MB/s baseline; DRAs {fsx.data_path} <- datasets (import "
-                     f"{','.join(fsx.auto_import_events) or 'off'}), {fsx.checkpoint_path} -> checkpoints (export "
-                     f"{','.join(fsx.auto_export_events) or 'off'})")
+        mbps = storage_sizing.throughput_mb_s(
+            fsx.deployment_type, fsx.storage_capacity_gib, fsx.per_unit_storage_throughput
+        )
+        lines.append(
+            f"- FSx for Lustre: {fsx.deployment_type} {fsx.storage_capacity_gib} GiB @ {tier} MB/s/TiB = "
+            f"{mbps:,.0f} MB/s baseline; DRAs {fsx.data_path} <- datasets (import "
+            f"{','.join(fsx.auto_import_events) or 'off'}), {fsx.checkpoint_path} -> checkpoints (export "
+            f"{','.join(fsx.auto_export_events) or 'off'})"
+        )
         ck = st.checkpoint
         if ck.size_gib is None:
             lines.append("- checkpoint save time: no ekstrain:storage.checkpoint.sizeGiB configured")
         else:
-            result = storage_sizing.report(storage_sizing.gib_to_bytes(ck.size_gib), ck.target_save_seconds,
-                                           fsx.deployment_type, fsx.storage_capacity_gib,
-                                           fsx.per_unit_storage_throughput)
+            result = storage_sizing.report(
+                storage_sizing.gib_to_bytes(ck.size_gib),
+                ck.target_save_seconds,
+                fsx.deployment_type,
+                fsx.storage_capacity_gib,
+                fsx.per_unit_storage_throughput,
+            )
             lines.append(f"- checkpoint save time: {result.summary()}")
             lines.append("  (baseline throughput, writers not the bottleneck, no burst/cache, MB = 10^6 B)")
     lines.append(f"- EFS model store: {'enabled, ' + st.efs.throughput_mode if st.efs.enabled else 'disabled'}")
@@ -150,8 +178,9 @@ def chart_releases(recording: offline.Recording) -> list[charts.Release]:
     return [charts.Release.from_inputs(group, rel) for group, rel in helm_releases(recording)]
 
 
-def run_checks(out: pathlib.Path, objs: list[tuple[str, dict[str, Any]]], rec: offline.Recording,
-               cfg: StackConfig, stack: str) -> tuple[list[Check], int]:
+def run_checks(
+    out: pathlib.Path, objs: list[tuple[str, dict[str, Any]]], rec: offline.Recording, cfg: StackConfig, stack: str
+) -> tuple[list[Check], int]:
     """Every check of the render, and the number of chart-rendered objects written under out/charts."""
     kv = cfg.cluster.kubernetes_version
     manifests_check = Check("kubernetes manifests: upstream schemas", len(objs))
@@ -161,8 +190,13 @@ def run_checks(out: pathlib.Path, objs: list[tuple[str, dict[str, Any]]], rec: o
     noop_check = Check("helm values: keys that change the output", what="releases")
     entries_check = Check("helm values: templated entries (slurm nodesets/loginsets), strict", what="entries")
     checks = [manifests_check, values_check, entries_check, render_check, chart_check, noop_check]
-    aws_checks = [sdk_schema.check_recording(rec), iam.check_recording(rec), aws_rules.check_recording(rec),
-                  policy.check_recording(rec, stack), secrets.check_recording(rec)]
+    aws_checks = [
+        sdk_schema.check_recording(rec),
+        iam.check_recording(rec),
+        aws_rules.check_recording(rec),
+        policy.check_recording(rec, stack),
+        secrets.check_recording(rec),
+    ]
     if validation.upstream_dir() is None:
         for c in checks:
             c.note = "upstream schemas not found (run `make fetch-upstream`): NOT checked"
@@ -183,31 +217,42 @@ def run_checks(out: pathlib.Path, objs: list[tuple[str, dict[str, Any]]], rec: o
     for _, rel in helm_releases(rec):
         chart = by_chart.get(str(rel.get("chart")))
         if chart and chart.upstream_dir:
-            for key in validation.unknown_value_keys(rel.get("values") or {},
-                                                     validation.chart_defaults(chart.upstream_dir)):
-                values_check.problems.append(f"helm release {rel.get('name')}: values key {key!r} is not in "
-                                             f"{chart.upstream_dir}/values.yaml")
+            for key in validation.unknown_value_keys(
+                rel.get("values") or {}, validation.chart_defaults(chart.upstream_dir)
+            ):
+                values_check.problems.append(
+                    f"helm release {rel.get('name')}: values key {key!r} is not in {chart.upstream_dir}/values.yaml"
+                )
             # Below a map that is empty upstream the key check sees nothing: each entry against its template.
             values = rel.get("values") or {}
             entries_check.checked += len(chart_values.templated_entries(chart.upstream_dir, values))
-            entries_check.problems += [f"helm release {rel.get('name')}: {p}" for p in
-                                       chart_values.entry_problems(chart.upstream_dir, values, kv)]
+            entries_check.problems += [
+                f"helm release {rel.get('name')}: {p}"
+                for p in chart_values.entry_problems(chart.upstream_dir, values, kv)
+            ]
     chart_check.checked = sum(len(o) for o in rendered.objects.values())
     chart_check.problems += validate_chart_objects(rendered, kv)
     for r in releases:
         if r.key in rendered.objects:
             for key in charts.noop_leaves(r, kv, charts.apis_for(r, rendered.api_versions)):
-                noop_check.warnings.append(f"helm release {r.key}: values key {key!r} changes nothing in the "
-                                           "rendered objects (misplaced, or the chart's default anyway)")
+                noop_check.warnings.append(
+                    f"helm release {r.key}: values key {key!r} changes nothing in the "
+                    "rendered objects (misplaced, or the chart's default anyway)"
+                )
     return checks + aws_checks, written
 
 
 def validate_chart_objects(rendered: charts.Rendered, kv: str) -> list[str]:
     """Problems of every chart-rendered object. The objects are a function of the render digests, so the
     answer is cached on them and on the schemas (a warm render skips re-validating unchanged charts)."""
+
     def validate() -> list[str]:
-        return [f"{key}: {p}" for key, objs in sorted(rendered.objects.items()) for obj in objs
-                for p in validation.validate_object(obj, kv, rendered.crds)]
+        return [
+            f"{key}: {p}"
+            for key, objs in sorted(rendered.objects.items())
+            for obj in objs
+            for p in validation.validate_object(obj, kv, rendered.crds)
+        ]
 
     if set(rendered.digests) != set(rendered.objects):
         return validate()
@@ -216,12 +261,23 @@ def validate_chart_objects(rendered: charts.Rendered, kv: str) -> list[str]:
 
 
 def checks_table(checks: list[Check]) -> str:
-    return table([{"check": c.name, "checked": f"{c.checked} {c.what}", "problems": len(c.problems),
-                   "warnings": len(c.warnings), "note": c.note or "-"} for c in checks])
+    return table(
+        [
+            {
+                "check": c.name,
+                "checked": f"{c.checked} {c.what}",
+                "problems": len(c.problems),
+                "warnings": len(c.warnings),
+                "note": c.note or "-",
+            }
+            for c in checks
+        ]
+    )
 
 
-def write(out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], rec: offline.Recording,
-          seconds: float) -> tuple[str, list[str]]:
+def write(
+    out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], rec: offline.Recording, seconds: float
+) -> tuple[str, list[str]]:
     if out.exists():
         shutil.rmtree(out)
     (out / "manifests").mkdir(parents=True)
@@ -234,19 +290,29 @@ def write(out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], 
     releases = helm_releases(rec)
     for group, rel in releases:
         (out / "helm" / f"{group}--{rel.get('name', 'release')}.yaml").write_text(
-            yaml.dump(rel, Dumper=_DUMPER, sort_keys=False))
-    resources = [{"type": r.type, "name": r.name, "parent": r.parent.rsplit("::", 1)[-1] if r.parent else "",
-                  "protect": r.protect, "retainOnDelete": r.retain_on_delete, "inputs": offline.plain(r.inputs)}
-                 for r in rec.records]
-    (out / "resources.yaml").write_text(yaml.dump(resources, Dumper=_DUMPER, sort_keys=False,
-                                                  default_flow_style=False))
+            yaml.dump(rel, Dumper=_DUMPER, sort_keys=False)
+        )
+    resources = [
+        {
+            "type": r.type,
+            "name": r.name,
+            "parent": r.parent.rsplit("::", 1)[-1] if r.parent else "",
+            "protect": r.protect,
+            "retainOnDelete": r.retain_on_delete,
+            "inputs": offline.plain(r.inputs),
+        }
+        for r in rec.records
+    ]
+    (out / "resources.yaml").write_text(yaml.dump(resources, Dumper=_DUMPER, sort_keys=False, default_flow_style=False))
     # The AWS resources as a Terraform plan, for `checkov --framework terraform_plan` (tests/test_gates_checkov.py).
     (out / "aws-plan.json").write_text(json.dumps(tfplan.plan(rec), indent=1, default=str))
 
     counts = collections.Counter(r.type for r in rec.records if r.custom)
     aws_rows = [{"type": t, "count": n} for t, n in sorted(counts.items()) if not t.startswith("kubernetes:")]
-    comp_rows = [{"type": t, "count": n} for t, n in
-                 sorted(collections.Counter(r.type for r in rec.records if not r.custom).items())]
+    comp_rows = [
+        {"type": t, "count": n}
+        for t, n in sorted(collections.Counter(r.type for r in rec.records if not r.custom).items())
+    ]
     checks, chart_objects = run_checks(out, objs, rec, cfg, stack)
     apps = argocd.applications(rel for _, rel in releases) if cfg.delivery.argocd else []
     if apps:
@@ -260,29 +326,53 @@ def write(out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], 
         checks.append(apps_check)
     problems = [p for c in checks for p in c.problems]
     exported = {k: ("[secret]" if k == "kubeconfig" else v) for k, v in (rec.outputs or {}).items()}
-    summary = "\n".join([
-        f"# {BANNER}", "",
-        f"stack: {stack}   cluster: {cfg.cluster.name}   region: {cfg.region}   "
-        f"kubernetes: {cfg.cluster.kubernetes_version}   rendered in {seconds:.2f}s", "",
-        "## Warnings", *(f"- {w}" for w in warnings or ["none"]), "",
-        "## Partitions", f"(on-demand list prices as of {catalog.PRICES_AS_OF}; {catalog.PRICES_SOURCE})", "",
-        table(partition_rows(cfg)),
-        "## Storage", *storage_lines(cfg), "",
-        "## Components", table(comp_rows),
-        "## Cloud resources by type (custom resources)", table(aws_rows),
-        f"## Kubernetes: {len(objs)} manifests, {len(releases)} Helm releases rendering {chart_objects} objects "
-        "(charts/<component>--<release>/)" + (f", {len(apps)} Argo CD Applications in argocd/" if apps else ""),
-        *(f"- helm {rel.get('name')}: {rel.get('chart')} {rel.get('version')} (ns {rel.get('namespace')})"
-          for _, rel in releases), "",
-        "## Checks", checks_table(checks),
-        (f"{len(problems)} problem(s)" if problems else
-         f"all {len(objs)} manifests, {chart_objects} chart-rendered objects and {len(releases)} Helm values "
-         "documents valid against the pinned upstream schemas (CRDs; kubernetes-validate strict; chart values)"),
-        *(f"- {c.name}: {p}" for c in checks for p in c.problems),
-        *(f"- warning: {w}" for c in checks for w in c.warnings), "",
-        "## Stack outputs (offline fakes for computed values)", "```", json.dumps(exported, indent=2, default=str),
-        "```", "",
-    ])
+    summary = "\n".join(
+        [
+            f"# {BANNER}",
+            "",
+            f"stack: {stack}   cluster: {cfg.cluster.name}   region: {cfg.region}   "
+            f"kubernetes: {cfg.cluster.kubernetes_version}   rendered in {seconds:.2f}s",
+            "",
+            "## Warnings",
+            *(f"- {w}" for w in warnings or ["none"]),
+            "",
+            "## Partitions",
+            f"(on-demand list prices as of {catalog.PRICES_AS_OF}; {catalog.PRICES_SOURCE})",
+            "",
+            table(partition_rows(cfg)),
+            "## Storage",
+            *storage_lines(cfg),
+            "",
+            "## Components",
+            table(comp_rows),
+            "## Cloud resources by type (custom resources)",
+            table(aws_rows),
+            f"## Kubernetes: {len(objs)} manifests, {len(releases)} Helm releases rendering {chart_objects} objects "
+            "(charts/<component>--<release>/)" + (f", {len(apps)} Argo CD Applications in argocd/" if apps else ""),
+            *(
+                f"- helm {rel.get('name')}: {rel.get('chart')} {rel.get('version')} (ns {rel.get('namespace')})"
+                for _, rel in releases
+            ),
+            "",
+            "## Checks",
+            checks_table(checks),
+            (
+                f"{len(problems)} problem(s)"
+                if problems
+                else f"all {len(objs)} manifests, {chart_objects} chart-rendered objects and {len(releases)} "
+                "Helm values documents valid against the pinned upstream schemas (CRDs; kubernetes-validate "
+                "strict; chart values)"
+            ),
+            *(f"- {c.name}: {p}" for c in checks for p in c.problems),
+            *(f"- warning: {w}" for c in checks for w in c.warnings),
+            "",
+            "## Stack outputs (offline fakes for computed values)",
+            "```",
+            json.dumps(exported, indent=2, default=str),
+            "```",
+            "",
+        ]
+    )
     (out / "SUMMARY.md").write_text(summary)
     return summary, problems
 
@@ -291,8 +381,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m infra.render", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="stack name: reads Pulumi.<stack>.yaml")
     parser.add_argument("--out", help="output directory (default build/<stack>)")
-    parser.add_argument("--stack-file", help="path of the stack file (default ./Pulumi.<stack>.yaml in the current "
-                                             "directory)")
+    parser.add_argument(
+        "--stack-file", help="path of the stack file (default ./Pulumi.<stack>.yaml in the current directory)"
+    )
     parser.add_argument("--preview", action="store_true", help="emulate preview: computed values are unknown")
     args = parser.parse_args(argv)
     if not STACK_NAME.fullmatch(args.stack):
@@ -307,8 +398,10 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         if not args.stack_file and not stack_file.exists():
-            print(f"  stacks in {stack_file.parent}: {sorted(p.name for p in stack_file.parent.glob('Pulumi.*.yaml'))}",
-                  file=sys.stderr)
+            print(
+                f"  stacks in {stack_file.parent}: {sorted(p.name for p in stack_file.parent.glob('Pulumi.*.yaml'))}",
+                file=sys.stderr,
+            )
         return 2
     print(f"[1/3] config {stack_file.name} valid: {len(cfg.partitions)} partition(s)", file=sys.stderr)
     started = time.perf_counter()

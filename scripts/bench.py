@@ -28,8 +28,14 @@ import yaml
 from infra import render
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-TYPES = [("gpu", ["p5.48xlarge"]), ("gpu", ["p4d.24xlarge", "p4de.24xlarge"]), ("gpu", ["p5en.48xlarge"]),
-         ("trainium", ["trn1.32xlarge"]), ("trainium", ["trn2.48xlarge"]), ("gpu", ["g5.8xlarge"])]
+TYPES = [
+    ("gpu", ["p5.48xlarge"]),
+    ("gpu", ["p4d.24xlarge", "p4de.24xlarge"]),
+    ("gpu", ["p5en.48xlarge"]),
+    ("trainium", ["trn1.32xlarge"]),
+    ("trainium", ["trn2.48xlarge"]),
+    ("gpu", ["g5.8xlarge"]),
+]
 
 
 def synthetic_stack(partitions: int, into: pathlib.Path) -> pathlib.Path:
@@ -64,10 +70,10 @@ def bad_stack_files(into: pathlib.Path) -> dict[str, pathlib.Path]:
 
     files = {
         "1 MiB scalar": "config:\n  ekstrain:project: '" + "a" * (yaml_reader.MAX_BYTES - 40) + "'\n",
-        "10,000-value mapping": "config:\n  ekstrain:tags:\n" + "".join(
-            f"    k{i}: v\n" for i in range(yaml_reader.MAX_NODES // 2 - 10)),
-        "alias bomb (10^9 values)": "config:\n  ekstrain:a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-            f"  ekstrain:a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9)),
+        "10,000-value mapping": "config:\n  ekstrain:tags:\n"
+        + "".join(f"    k{i}: v\n" for i in range(yaml_reader.MAX_NODES // 2 - 10)),
+        "alias bomb (10^9 values)": "config:\n  ekstrain:a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
+        + "".join(f"  ekstrain:a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9)),
         "nesting 100,000 deep": "config:\n  ekstrain:tags: " + "[" * 100_000 + "]" * 100_000 + "\n",
     }
     paths = {}
@@ -90,8 +96,13 @@ def time_make_render(out: pathlib.Path, env: dict[str, str]) -> tuple[float, flo
     """Wall and CPU seconds of the command `make render STACK=prod` runs, in a fresh process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "infra.render", "--stack", "prod", "--out", str(out)], cwd=REPO,
-                          env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "infra.render", "--stack", "prod", "--out", str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -102,8 +113,10 @@ def time_make_render(out: pathlib.Path, env: dict[str, str]) -> tuple[float, flo
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmpdir = pathlib.Path(tmp)
-        print("make render STACK=prod (fresh process; wall / CPU seconds; machine load "
-              f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+        print(
+            "make render STACK=prod (fresh process; wall / CPU seconds; machine load "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+        )
         cold_env = {**os.environ, "EKSTRAIN_CACHE_DIR": str(tmpdir / "cold-cache")}
         wall, cpu = time_make_render(tmpdir / "cold", cold_env)
         print(f"  cold (empty cache):  {wall:6.2f} s wall  {cpu:6.2f} s CPU")

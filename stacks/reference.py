@@ -1,6 +1,6 @@
 """Generate docs/configuration.md from the config models (one source of truth for keys and defaults).
 
-    python -m stacks.reference > docs/configuration.md      (tests fail when it is stale)
+python -m stacks.reference > docs/configuration.md      (tests fail when it is stale)
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ def _type_name(annotation: Any) -> str:
         return "map"
     if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
         parts = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return " or ".join(_type_name(a) for a in parts) + (" or null" if len(parts) < len(typing.get_args(annotation))
-                                                             else "")
+        return " or ".join(_type_name(a) for a in parts) + (
+            " or null" if len(parts) < len(typing.get_args(annotation)) else ""
+        )
     if origin is typing.Annotated:
         return _type_name(typing.get_args(annotation)[0])
     return getattr(annotation, "__name__", str(annotation))
@@ -75,8 +76,14 @@ def render() -> str:
     ]
     for name, field in StackConfig.model_fields.items():
         section = keys.config_key(field.alias or name)
-        lines += [f"## `{section}`", "", " ".join((field.description or "").split()), "",
-                  "| key | type | default | meaning |", "|---|---|---|---|"]
+        lines += [
+            f"## `{section}`",
+            "",
+            " ".join((field.description or "").split()),
+            "",
+            "| key | type | default | meaning |",
+            "|---|---|---|---|",
+        ]
         rows: list[str] = []
         sub = _model_of(field.annotation)
         if sub is None:

@@ -62,31 +62,55 @@ def _kubernetes_window(cfg: StackConfig, today: dt.date) -> list[ConfigIssue]:
     standard, extended = versions.window(today)
     reason = versions.unsupported_reason(k8s, today)
     if reason:
-        out.append(ConfigIssue("ekstrain:cluster.kubernetesVersion", f"{reason} (as of {today})",
-                               f"use {versions.DEFAULT_KUBERNETES_VERSION}; in standard support: "
-                               f"{', '.join(standard) or 'none'}; in extended support (extra cost): "
-                               f"{', '.join(extended) or 'none'}"))
+        out.append(
+            ConfigIssue(
+                "ekstrain:cluster.kubernetesVersion",
+                f"{reason} (as of {today})",
+                f"use {versions.DEFAULT_KUBERNETES_VERSION}; in standard support: "
+                f"{', '.join(standard) or 'none'}; in extended support (extra cost): "
+                f"{', '.join(extended) or 'none'}",
+            )
+        )
     ami = cfg.versions.ami_alias_version
     released = versions.ami_release_date(ami)
     if ami != "latest" and released is None:
-        out.append(ConfigIssue("ekstrain:versions.amiAliasVersion", f"{ami!r} is not an AMI release version",
-                               f"use latest or a release such as {versions.AMI_ALIAS_VERSIONS[k8s]}"))
+        out.append(
+            ConfigIssue(
+                "ekstrain:versions.amiAliasVersion",
+                f"{ami!r} is not an AMI release version",
+                f"use latest or a release such as {versions.AMI_ALIAS_VERSIONS[k8s]}",
+            )
+        )
     elif released is not None and released < versions.KUBERNETES_RELEASES[k8s].released:
-        out.append(ConfigIssue("ekstrain:versions.amiAliasVersion",
-                               f"AMI release {ami} predates Kubernetes {k8s} on EKS "
-                               f"({versions.KUBERNETES_RELEASES[k8s].released}): al2023@{ami} has no {k8s} image",
-                               f"use amiAliasVersion: {versions.AMI_ALIAS_VERSIONS[k8s]} (or a later release)"))
+        out.append(
+            ConfigIssue(
+                "ekstrain:versions.amiAliasVersion",
+                f"AMI release {ami} predates Kubernetes {k8s} on EKS "
+                f"({versions.KUBERNETES_RELEASES[k8s].released}): al2023@{ami} has no {k8s} image",
+                f"use amiAliasVersion: {versions.AMI_ALIAS_VERSIONS[k8s]} (or a later release)",
+            )
+        )
     return out
 
 
 # Ranges AWS refuses for a VPC or that collide with what every node runs (docker0 on 172.17.0.0/16).
-VPC_RANGES = tuple(ipaddress.IPv4Network(c) for c in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
-                                                      "100.64.0.0/10"))
+VPC_RANGES = tuple(ipaddress.IPv4Network(c) for c in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"))
 VPC_CONFLICTS = {"172.17.0.0/16": "the Docker bridge network on nodes"}
 # Not routable from the internet: an allow-list for a public endpoint must not name them.
-NON_PUBLIC = tuple(ipaddress.IPv4Network(c) for c in (
-    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-    "192.168.0.0/16", "224.0.0.0/4", "240.0.0.0/4"))
+NON_PUBLIC = tuple(
+    ipaddress.IPv4Network(c)
+    for c in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+    )
+)
 MAX_ALLOWED_ADDRESSES = 2**24
 """An allow-list covering more than a /8 is the internet in pieces (0.0.0.0/1 + 128.0.0.0/1)."""
 
@@ -99,20 +123,32 @@ def _network(cfg: StackConfig) -> list[ConfigIssue]:
         if problem:
             out.append(ConfigIssue(f"ekstrain:network.availabilityZones[{i}]", *problem))
     if net.training_availability_zone not in net.availability_zones:
-        out.append(ConfigIssue("ekstrain:network.trainingAvailabilityZone",
-                               f"{net.training_availability_zone!r} is not one of availabilityZones "
-                               f"{net.availability_zones}",
-                               "pick the training AZ from ekstrain:network.availabilityZones (the AZ where "
-                               "your accelerator capacity or reservation is)"))
+        out.append(
+            ConfigIssue(
+                "ekstrain:network.trainingAvailabilityZone",
+                f"{net.training_availability_zone!r} is not one of availabilityZones {net.availability_zones}",
+                "pick the training AZ from ekstrain:network.availabilityZones (the AZ where "
+                "your accelerator capacity or reservation is)",
+            )
+        )
     vpc = ipaddress.IPv4Network(net.vpc_cidr)
     if not any(vpc.subnet_of(r) for r in VPC_RANGES):
-        out.append(ConfigIssue("ekstrain:network.vpcCidr", f"{vpc} is not inside a private range (RFC 1918 or "
-                                                           "100.64.0.0/10)",
-                               "use a private range such as 10.40.0.0/16"))
+        out.append(
+            ConfigIssue(
+                "ekstrain:network.vpcCidr",
+                f"{vpc} is not inside a private range (RFC 1918 or 100.64.0.0/10)",
+                "use a private range such as 10.40.0.0/16",
+            )
+        )
     for conflict, why in VPC_CONFLICTS.items():
         if vpc.overlaps(ipaddress.IPv4Network(conflict)):
-            out.append(ConfigIssue("ekstrain:network.vpcCidr", f"{vpc} overlaps {conflict}, {why}",
-                                   "use another range such as 10.40.0.0/16"))
+            out.append(
+                ConfigIssue(
+                    "ekstrain:network.vpcCidr",
+                    f"{vpc} overlaps {conflict}, {why}",
+                    "use another range such as 10.40.0.0/16",
+                )
+            )
     out += _efa_subnet_capacity(cfg)
     return out
 
@@ -124,15 +160,20 @@ def _efa_subnet_capacity(cfg: StackConfig) -> list[ConfigIssue]:
         return []
     plan = subnets.plan_subnets(cfg.network.vpc_cidr, cfg.network.availability_zones[:4])
     room = int(subnets.usable_ips(plan.efa) * subnets.EFA_SUBNET_NODE_SHARE)
-    need = {p.name: p.max_nodes * max(subnets.ips_per_node(catalog.get(t)) for t in p.instance_types)
-            for p in efa_parts}
+    need = {
+        p.name: p.max_nodes * max(subnets.ips_per_node(catalog.get(t)) for t in p.instance_types) for p in efa_parts
+    }
     if sum(need.values()) <= room:
         return []
     detail = ", ".join(f"{name} {ips}" for name, ips in need.items())
-    return [ConfigIssue("ekstrain:network.vpcCidr",
-                        f"the EFA subnet {plan.efa} has room for {room} node IPs but the EFA partitions at maxNodes "
-                        f"need {sum(need.values())} ({detail}; VPC CNI defaults: two ENIs of IPs per node)",
-                        "use a larger vpcCidr (e.g. a /16) or lower maxNodes")]
+    return [
+        ConfigIssue(
+            "ekstrain:network.vpcCidr",
+            f"the EFA subnet {plan.efa} has room for {room} node IPs but the EFA partitions at maxNodes "
+            f"need {sum(need.values())} ({detail}; VPC CNI defaults: two ENIs of IPs per node)",
+            "use a larger vpcCidr (e.g. a /16) or lower maxNodes",
+        )
+    ]
 
 
 def _allow_list(key: str, cidrs: list[str], public: bool) -> list[ConfigIssue]:
@@ -141,15 +182,24 @@ def _allow_list(key: str, cidrs: list[str], public: bool) -> list[ConfigIssue]:
     out = []
     covered = sum(n.num_addresses for n in ipaddress.collapse_addresses(nets))
     if covered > MAX_ALLOWED_ADDRESSES:
-        out.append(ConfigIssue(key, f"the list covers {covered:,} addresses (more than a /8): that opens the port to "
-                                    "the internet, whether written as 0.0.0.0/0 or split into pieces",
-                               "list the specific office, VPN or VPC CIDRs"))
+        out.append(
+            ConfigIssue(
+                key,
+                f"the list covers {covered:,} addresses (more than a /8): that opens the port to "
+                "the internet, whether written as 0.0.0.0/0 or split into pieces",
+                "list the specific office, VPN or VPC CIDRs",
+            )
+        )
     if public:
         private = [str(n) for n in nets if any(n.overlaps(r) for r in NON_PUBLIC)]
         if private:
-            out.append(ConfigIssue(key, f"{private} are private or reserved ranges; the public endpoint only sees "
-                                        "public source addresses",
-                                   "list public CIDRs (in-VPC clients use the private endpoint)"))
+            out.append(
+                ConfigIssue(
+                    key,
+                    f"{private} are private or reserved ranges; the public endpoint only sees public source addresses",
+                    "list public CIDRs (in-VPC clients use the private endpoint)",
+                )
+            )
     return out
 
 
@@ -164,12 +214,19 @@ def _slurm_login(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
         return [], []
     path = keys_file(cfg)
     if path is not None and not path.is_file():
-        return [ConfigIssue("ekstrain:schedulers.slurm.loginSshAuthorizedKeysFile", f"{path} does not exist",
-                            "create it (one OpenSSH public key per line) or remove the key")], []
+        return [
+            ConfigIssue(
+                "ekstrain:schedulers.slurm.loginSshAuthorizedKeysFile",
+                f"{path} does not exist",
+                "create it (one OpenSSH public key per line) or remove the key",
+            )
+        ], []
     if not authorized_keys(cfg):
-        return [], ["ekstrain:schedulers.slurm.loginSshAuthorizedKeys: the login node has no SSH key, so "
-                    "`ssh root@<login>` is refused; add a public key to loginSshAuthorizedKeys or to the "
-                    "loginSshAuthorizedKeysFile, then deploy (README, Slurm)"]
+        return [], [
+            "ekstrain:schedulers.slurm.loginSshAuthorizedKeys: the login node has no SSH key, so "
+            "`ssh root@<login>` is refused; add a public key to loginSshAuthorizedKeys or to the "
+            "loginSshAuthorizedKeysFile, then deploy (README, Slurm)"
+        ]
     return [], []
 
 
@@ -177,37 +234,62 @@ def _cluster(cfg: StackConfig) -> list[ConfigIssue]:
     c = cfg.cluster
     out = []
     if c.endpoint_public_access and not c.public_access_cidrs:
-        out.append(ConfigIssue("ekstrain:cluster.publicAccessCidrs",
-                               "endpointPublicAccess is true but no CIDR allow-list is given",
-                               "list the office/VPN CIDRs that may reach the API server, or set "
-                               "endpointPublicAccess: false"))
+        out.append(
+            ConfigIssue(
+                "ekstrain:cluster.publicAccessCidrs",
+                "endpointPublicAccess is true but no CIDR allow-list is given",
+                "list the office/VPN CIDRs that may reach the API server, or set endpointPublicAccess: false",
+            )
+        )
     out += _allow_list("ekstrain:cluster.publicAccessCidrs", c.public_access_cidrs, public=True)
     out += _allow_list("ekstrain:cluster.deployCidrs", c.deploy_cidrs, public=False)
     if not c.endpoint_public_access and not (c.deploy_cidrs or c.deploy_security_group_ids):
-        out.append(ConfigIssue("ekstrain:cluster.deployCidrs",
-                               "the API endpoint is private and the EKS cluster security group admits only its "
-                               "members, so nothing that deploys can reach it",
-                               "list the CIDR of the in-VPC (or peered) deploy runner in deployCidrs, or its "
-                               "security group in deploySecurityGroupIds (docs/delivery.md)"))
+        out.append(
+            ConfigIssue(
+                "ekstrain:cluster.deployCidrs",
+                "the API endpoint is private and the EKS cluster security group admits only its "
+                "members, so nothing that deploys can reach it",
+                "list the CIDR of the in-VPC (or peered) deploy runner in deployCidrs, or its "
+                "security group in deploySecurityGroupIds (docs/delivery.md)",
+            )
+        )
     for key, cidrs in (("publicAccessCidrs", c.public_access_cidrs), ("deployCidrs", c.deploy_cidrs)):
         doc = [x for x in cidrs if any(ipaddress.IPv4Network(x).subnet_of(d) for d in DOCUMENTATION_NETWORKS)]
         if doc:
-            out.append(ConfigIssue(f"ekstrain:cluster.{key}", f"{doc} are documentation ranges (RFC 5737): no "
-                                   "runner or office has them", "list the real CIDRs that run `pulumi up` and kubectl"))
+            out.append(
+                ConfigIssue(
+                    f"ekstrain:cluster.{key}",
+                    f"{doc} are documentation ranges (RFC 5737): no runner or office has them",
+                    "list the real CIDRs that run `pulumi up` and kubectl",
+                )
+            )
     bad_sg = [g for g in c.deploy_security_group_ids if not g.startswith("sg-")]
     if bad_sg:
-        out.append(ConfigIssue("ekstrain:cluster.deploySecurityGroupIds", f"{bad_sg} are not security group ids",
-                               "use ids of the form sg-0123456789abcdef0"))
+        out.append(
+            ConfigIssue(
+                "ekstrain:cluster.deploySecurityGroupIds",
+                f"{bad_sg} are not security group ids",
+                "use ids of the form sg-0123456789abcdef0",
+            )
+        )
     accelerated = [t for t in c.system_node_group.instance_types if catalog.is_accelerated(t)]
     if accelerated:
-        out.append(ConfigIssue("ekstrain:cluster.systemNodeGroup.instanceTypes",
-                               f"{accelerated} are accelerated instances; the system node group runs controllers only",
-                               "use general-purpose types such as m7i.xlarge; accelerators belong in partitions"))
+        out.append(
+            ConfigIssue(
+                "ekstrain:cluster.systemNodeGroup.instanceTypes",
+                f"{accelerated} are accelerated instances; the system node group runs controllers only",
+                "use general-purpose types such as m7i.xlarge; accelerators belong in partitions",
+            )
+        )
     ng = c.system_node_group
     if not ng.min_size <= ng.desired_size <= ng.max_size:
-        out.append(ConfigIssue("ekstrain:cluster.systemNodeGroup",
-                               f"needs minSize <= desiredSize <= maxSize, got {ng.min_size}/{ng.desired_size}/"
-                               f"{ng.max_size}", "adjust the three sizes"))
+        out.append(
+            ConfigIssue(
+                "ekstrain:cluster.systemNodeGroup",
+                f"needs minSize <= desiredSize <= maxSize, got {ng.min_size}/{ng.desired_size}/{ng.max_size}",
+                "adjust the three sizes",
+            )
+        )
     return out
 
 
@@ -218,92 +300,155 @@ def _partitions(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
     k8s = versions.parse_semver(cfg.cluster.kubernetes_version)
     for i, part in enumerate(cfg.partitions):
         if part.name in seen:
-            errors.append(ConfigIssue(_p(i, part, "name"), f"partition name {part.name!r} is used twice",
-                                      "give every partition a unique name"))
+            errors.append(
+                ConfigIssue(
+                    _p(i, part, "name"),
+                    f"partition name {part.name!r} is used twice",
+                    "give every partition a unique name",
+                )
+            )
         seen.add(part.name)
         if part.min_nodes > part.max_nodes:
-            errors.append(ConfigIssue(_p(i, part, "maxNodes"),
-                                      f"maxNodes {part.max_nodes} is below minNodes {part.min_nodes}",
-                                      f"raise maxNodes to at least {part.min_nodes} or lower minNodes"))
+            errors.append(
+                ConfigIssue(
+                    _p(i, part, "maxNodes"),
+                    f"maxNodes {part.max_nodes} is below minNodes {part.min_nodes}",
+                    f"raise maxNodes to at least {part.min_nodes} or lower minNodes",
+                )
+            )
         known: list[catalog.InstanceType] = []
         for j, name in enumerate(part.instance_types):
             key = _p(i, part, f"instanceTypes[{j}]")
             if name not in catalog.CATALOG:
-                errors.append(ConfigIssue(key, f"{name!r} is not in the instance catalog",
-                                          f"use one of {', '.join(sorted(catalog.CATALOG))} (or add it to "
-                                          "ekstrain/catalog.py with its EFA facts)"))
+                errors.append(
+                    ConfigIssue(
+                        key,
+                        f"{name!r} is not in the instance catalog",
+                        f"use one of {', '.join(sorted(catalog.CATALOG))} (or add it to "
+                        "ekstrain/catalog.py with its EFA facts)",
+                    )
+                )
                 continue
             it = catalog.get(name)
             known.append(it)
             if it.family != part.accelerator:
-                errors.append(ConfigIssue(key, f"{name} is a {it.family} instance but the partition's accelerator is "
-                                               f"{part.accelerator}",
-                                          f"set accelerator: {it.family} or move {name} to a {it.family} partition"))
+                errors.append(
+                    ConfigIssue(
+                        key,
+                        f"{name} is a {it.family} instance but the partition's accelerator is {part.accelerator}",
+                        f"set accelerator: {it.family} or move {name} to a {it.family} partition",
+                    )
+                )
             if part.efa and not it.efa_capable:
-                errors.append(ConfigIssue(key, f"{name} has no EFA interfaces but the partition has efa: true",
-                                          f"remove {name} or set efa: false for this partition"))
+                errors.append(
+                    ConfigIssue(
+                        key,
+                        f"{name} has no EFA interfaces but the partition has efa: true",
+                        f"remove {name} or set efa: false for this partition",
+                    )
+                )
             if versions.parse_semver(it.min_kubernetes_version) > k8s:
-                errors.append(ConfigIssue(key, f"{name} needs Kubernetes >= {it.min_kubernetes_version} "
-                                               f"(cluster is {cfg.cluster.kubernetes_version})",
-                                          f"set ekstrain:cluster.kubernetesVersion to {it.min_kubernetes_version} "
-                                          "or later"))
+                errors.append(
+                    ConfigIssue(
+                        key,
+                        f"{name} needs Kubernetes >= {it.min_kubernetes_version} "
+                        f"(cluster is {cfg.cluster.kubernetes_version})",
+                        f"set ekstrain:cluster.kubernetesVersion to {it.min_kubernetes_version} or later",
+                    )
+                )
         if len({t.accelerator_count for t in known}) > 1:
-            errors.append(ConfigIssue(_p(i, part, "instanceTypes"),
-                                      "instance types have different accelerator counts "
-                                      f"({ {t.name: t.accelerator_count for t in known} })",
-                                      "keep types with the same accelerators per node in one partition; "
-                                      "split the others into their own partition"))
+            errors.append(
+                ConfigIssue(
+                    _p(i, part, "instanceTypes"),
+                    "instance types have different accelerator counts "
+                    f"({ {t.name: t.accelerator_count for t in known} })",
+                    "keep types with the same accelerators per node in one partition; "
+                    "split the others into their own partition",
+                )
+            )
         generations = {t.accelerator.generation for t in known}
         if len(generations) > 1:
             by_gen = {g: [t.name for t in known if t.accelerator.generation == g] for g in sorted(generations)}
-            errors.append(ConfigIssue(_p(i, part, "instanceTypes"),
-                                      f"instance types mix accelerator generations ({by_gen}); one job's ranks "
-                                      "would run at the slowest generation's speed",
-                                      "keep one generation per partition: move "
-                                      + " / ".join(", ".join(ts) for ts in list(by_gen.values())[1:])
-                                      + " into a partition of its own"))
+            errors.append(
+                ConfigIssue(
+                    _p(i, part, "instanceTypes"),
+                    f"instance types mix accelerator generations ({by_gen}); one job's ranks "
+                    "would run at the slowest generation's speed",
+                    "keep one generation per partition: move "
+                    + " / ".join(", ".join(ts) for ts in list(by_gen.values())[1:])
+                    + " into a partition of its own",
+                )
+            )
         layouts = len({tuple(efa.efa_layout(t)) for t in known if t.efa_capable}) if part.efa else 1
         if layouts > 1 and part.max_nodes < layouts:
-            errors.append(ConfigIssue(_p(i, part, "maxNodes"),
-                                      f"maxNodes {part.max_nodes} cannot be split over the {layouts} EFA layouts of "
-                                      f"{part.instance_types} (one NodePool each)",
-                                      f"raise maxNodes to at least {layouts} or keep one EFA layout per partition"))
+            errors.append(
+                ConfigIssue(
+                    _p(i, part, "maxNodes"),
+                    f"maxNodes {part.max_nodes} cannot be split over the {layouts} EFA layouts of "
+                    f"{part.instance_types} (one NodePool each)",
+                    f"raise maxNodes to at least {layouts} or keep one EFA layout per partition",
+                )
+            )
         if part.wants_placement_group and not part.efa:
-            errors.append(ConfigIssue(_p(i, part, "placementGroup"), "a placement group needs efa: true",
-                                      "set efa: true or placementGroup: false"))
+            errors.append(
+                ConfigIssue(
+                    _p(i, part, "placementGroup"),
+                    "a placement group needs efa: true",
+                    "set efa: true or placementGroup: false",
+                )
+            )
         if part.capacity_type == "reserved" and part.capacity_reservation is None:
-            errors.append(ConfigIssue(_p(i, part, "capacityReservation"),
-                                      "capacityType is reserved but no reservation is selected",
-                                      "add capacityReservation: {ids: [cr-...]} or {tags: {...}}"))
+            errors.append(
+                ConfigIssue(
+                    _p(i, part, "capacityReservation"),
+                    "capacityType is reserved but no reservation is selected",
+                    "add capacityReservation: {ids: [cr-...]} or {tags: {...}}",
+                )
+            )
         if part.capacity_reservation is not None and part.capacity_type != "reserved":
-            errors.append(ConfigIssue(_p(i, part, "capacityType"),
-                                      "a capacityReservation is given but capacityType is not reserved",
-                                      "set capacityType: reserved"))
+            errors.append(
+                ConfigIssue(
+                    _p(i, part, "capacityType"),
+                    "a capacityReservation is given but capacityType is not reserved",
+                    "set capacityType: reserved",
+                )
+            )
         cr = part.capacity_reservation
         if cr is not None and cr.instance_count is not None and part.max_nodes > cr.instance_count:
-            errors.append(ConfigIssue(_p(i, part, "maxNodes"),
-                                      f"maxNodes {part.max_nodes} exceeds the reservation's {cr.instance_count} "
-                                      "instances",
-                                      f"lower maxNodes to {cr.instance_count} or enlarge the reservation"))
+            errors.append(
+                ConfigIssue(
+                    _p(i, part, "maxNodes"),
+                    f"maxNodes {part.max_nodes} exceeds the reservation's {cr.instance_count} instances",
+                    f"lower maxNodes to {cr.instance_count} or enlarge the reservation",
+                )
+            )
         if part.capacity_type == "reserved" and part.wants_placement_group:
-            warnings.append(f"{_p(i, part, 'placementGroup')}: instances launch into the placement group "
-                            f"{names.placement_group_name(cfg.cluster.name, part.name)}, so an On-Demand "
-                            "Capacity Reservation is only used if it was created in that group; Capacity Blocks "
-                            "are co-located by EC2 already: set placementGroup: false for them")
+            warnings.append(
+                f"{_p(i, part, 'placementGroup')}: instances launch into the placement group "
+                f"{names.placement_group_name(cfg.cluster.name, part.name)}, so an On-Demand "
+                "Capacity Reservation is only used if it was created in that group; Capacity Blocks "
+                "are co-located by EC2 already: set placementGroup: false for them"
+            )
         if part.min_nodes > 0:
-            errors.append(ConfigIssue(_p(i, part, "minNodes"),
-                                      f"minNodes {part.min_nodes}: warm nodes need Karpenter's alpha StaticCapacity "
-                                      "feature gate (NodePool.spec.replicas), which this platform keeps off",
-                                      "set minNodes: 0; nodes are launched when a job asks for them and kept "
-                                      "while busy (raise consolidateAfter to keep idle nodes longer)"))
+            errors.append(
+                ConfigIssue(
+                    _p(i, part, "minNodes"),
+                    f"minNodes {part.min_nodes}: warm nodes need Karpenter's alpha StaticCapacity "
+                    "feature gate (NodePool.spec.replicas), which this platform keeps off",
+                    "set minNodes: 0; nodes are launched when a job asks for them and kept "
+                    "while busy (raise consolidateAfter to keep idle nodes longer)",
+                )
+            )
         errors += _partition_labels(i, part)
     if cfg.partitions:
         errors += _karpenter_names(cfg)
     return errors, warnings
 
 
-_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-                        r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 
 
@@ -313,31 +458,50 @@ def _partition_labels(index: int, part: PartitionConfig) -> list[ConfigIssue]:
         where = _p(index, part, f"labels.{key}")
         domain = key.split("/", 1)[0] if "/" in key else ""
         if any(domain == d or domain.endswith("." + d) for d in karpenter_specs.RESERVED_LABEL_DOMAINS):
-            out.append(ConfigIssue(where, f"the label domain {domain!r} is reserved (Karpenter, Kubernetes or "
-                                          "the platform set these labels)",
-                                   "use your own domain, e.g. team.example.com/owner"))
+            out.append(
+                ConfigIssue(
+                    where,
+                    f"the label domain {domain!r} is reserved (Karpenter, Kubernetes or the platform set these labels)",
+                    "use your own domain, e.g. team.example.com/owner",
+                )
+            )
         elif not _LABEL_KEY.match(key) or len(domain) > 253:
-            out.append(ConfigIssue(where, f"{key!r} is not a valid Kubernetes label key",
-                                   "use [prefix/]name with alphanumerics, '-', '_' or '.' (name at most 63)"))
+            out.append(
+                ConfigIssue(
+                    where,
+                    f"{key!r} is not a valid Kubernetes label key",
+                    "use [prefix/]name with alphanumerics, '-', '_' or '.' (name at most 63)",
+                )
+            )
         if not _LABEL_VALUE.match(value):
-            out.append(ConfigIssue(where, f"{value!r} is not a valid label value",
-                                   "use at most 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric"))
+            out.append(
+                ConfigIssue(
+                    where,
+                    f"{value!r} is not a valid label value",
+                    "use at most 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric",
+                )
+            )
     return out
 
 
 def _karpenter_names(cfg: StackConfig) -> list[ConfigIssue]:
     """IAM role names are at most 64 characters, SQS queue names at most 80."""
     name = cfg.cluster.name
-    too_long = [n for n in (karpenter_specs.node_role_name(name), karpenter_specs.controller_role_name(name))
-                if len(n) > 64]
+    too_long = [
+        n for n in (karpenter_specs.node_role_name(name), karpenter_specs.controller_role_name(name)) if len(n) > 64
+    ]
     if len(karpenter_specs.interruption_queue_name(name)) > 80:
         too_long.append(karpenter_specs.interruption_queue_name(name))
     if not too_long:
         return []
     longest = len(karpenter_specs.node_role_name(""))
-    return [ConfigIssue("ekstrain:cluster.name",
-                        f"{name!r} makes Karpenter resource names too long for AWS: {too_long}",
-                        f"use a cluster name of at most {64 - longest} characters")]
+    return [
+        ConfigIssue(
+            "ekstrain:cluster.name",
+            f"{name!r} makes Karpenter resource names too long for AWS: {too_long}",
+            f"use a cluster name of at most {64 - longest} characters",
+        )
+    ]
 
 
 def _storage(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
@@ -347,89 +511,165 @@ def _storage(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
     warnings: list[str] = []
     b = st.buckets
     if b.datasets_bucket and b.datasets_bucket == b.checkpoints_bucket:
-        out.append(ConfigIssue("ekstrain:storage.buckets.checkpointsBucket",
-                               "datasetsBucket and checkpointsBucket are the same bucket; one bucket cannot be "
-                               "linked twice to a file system and the lifecycles differ",
-                               "name two different buckets (or leave both unset for generated names)"))
+        out.append(
+            ConfigIssue(
+                "ekstrain:storage.buckets.checkpointsBucket",
+                "datasetsBucket and checkpointsBucket are the same bucket; one bucket cannot be "
+                "linked twice to a file system and the lifecycles differ",
+                "name two different buckets (or leave both unset for generated names)",
+            )
+        )
     if cfg.environment == "prod" and not st.protect:
-        warnings.append("ekstrain:storage.protect: false in a prod stack: a destroy or replacement deletes "
-                        "buckets, FSx and EFS with their data")
+        warnings.append(
+            "ekstrain:storage.protect: false in a prod stack: a destroy or replacement deletes "
+            "buckets, FSx and EFS with their data"
+        )
     if not fsx.enabled:
         if fsx.scratch.enabled:
-            out.append(ConfigIssue("ekstrain:storage.fsx.scratch.enabled",
-                                   "dynamic FSx scratch needs the FSx CSI driver, installed with the FSx file system",
-                                   "set ekstrain:storage.fsx.enabled: true or scratch.enabled: false"))
+            out.append(
+                ConfigIssue(
+                    "ekstrain:storage.fsx.scratch.enabled",
+                    "dynamic FSx scratch needs the FSx CSI driver, installed with the FSx file system",
+                    "set ekstrain:storage.fsx.enabled: true or scratch.enabled: false",
+                )
+            )
         return out, warnings
     key = "ekstrain:storage.fsx"
     cap = fsx.storage_capacity_gib
     if not storage_sizing.valid_capacity(cap):
         lower = max(1200, cap // 2400 * 2400)
-        out.append(ConfigIssue(f"{key}.storageCapacityGiB", f"{cap} GiB is not a valid Lustre SSD capacity",
-                               f"use 1200 or a multiple of 2400 (nearest: {lower} or {(cap // 2400 + 1) * 2400})"))
+        out.append(
+            ConfigIssue(
+                f"{key}.storageCapacityGiB",
+                f"{cap} GiB is not a valid Lustre SSD capacity",
+                f"use 1200 or a multiple of 2400 (nearest: {lower} or {(cap // 2400 + 1) * 2400})",
+            )
+        )
     if fsx.deployment_type == "PERSISTENT_2":
         if fsx.per_unit_storage_throughput not in FSX_PERSISTENT_2_THROUGHPUTS:
-            out.append(ConfigIssue(f"{key}.perUnitStorageThroughput",
-                                   f"{fsx.per_unit_storage_throughput} MB/s/TiB is not offered for PERSISTENT_2",
-                                   f"use one of {', '.join(map(str, FSX_PERSISTENT_2_THROUGHPUTS))}"))
+            out.append(
+                ConfigIssue(
+                    f"{key}.perUnitStorageThroughput",
+                    f"{fsx.per_unit_storage_throughput} MB/s/TiB is not offered for PERSISTENT_2",
+                    f"use one of {', '.join(map(str, FSX_PERSISTENT_2_THROUGHPUTS))}",
+                )
+            )
     else:
         if fsx.per_unit_storage_throughput is not None:
-            out.append(ConfigIssue(f"{key}.perUnitStorageThroughput",
-                                   f"{fsx.deployment_type} has a fixed throughput (200 MB/s/TiB)",
-                                   "remove perUnitStorageThroughput (set it to null)"))
+            out.append(
+                ConfigIssue(
+                    f"{key}.perUnitStorageThroughput",
+                    f"{fsx.deployment_type} has a fixed throughput (200 MB/s/TiB)",
+                    "remove perUnitStorageThroughput (set it to null)",
+                )
+            )
         if fsx.kms_key_arn is not None:
-            out.append(ConfigIssue(f"{key}.kmsKeyArn",
-                                   f"{fsx.deployment_type} file systems are always encrypted with an FSx-managed "
-                                   "key and do not accept a customer KMS key",
-                                   "remove kmsKeyArn, or use deploymentType: PERSISTENT_2"))
+            out.append(
+                ConfigIssue(
+                    f"{key}.kmsKeyArn",
+                    f"{fsx.deployment_type} file systems are always encrypted with an FSx-managed "
+                    "key and do not accept a customer KMS key",
+                    "remove kmsKeyArn, or use deploymentType: PERSISTENT_2",
+                )
+            )
         if not fsx.auto_export_events:
             # DRAs (import and export) work on SCRATCH_2 with Lustre 2.12+; only SCRATCH_1/2.10 lack them.
-            warnings.append(f"{key}.autoExportEvents: empty on {fsx.deployment_type}: scratch data is not "
-                            "replicated, so checkpoints are lost on a file-server failure unless exported to S3")
+            warnings.append(
+                f"{key}.autoExportEvents: empty on {fsx.deployment_type}: scratch data is not "
+                "replicated, so checkpoints are lost on a file-server failure unless exported to S3"
+            )
     paths = {"dataPath": fsx.data_path, "checkpointPath": fsx.checkpoint_path}
     for field, path in paths.items():
         if not path.startswith("/") or path == "/" or path.endswith("/") or "//" in path:
-            out.append(ConfigIssue(f"{key}.{field}", f"{path!r} is not an absolute sub-directory",
-                                   "use a path like /data (leading slash, no trailing slash)"))
+            out.append(
+                ConfigIssue(
+                    f"{key}.{field}",
+                    f"{path!r} is not an absolute sub-directory",
+                    "use a path like /data (leading slash, no trailing slash)",
+                )
+            )
     if fsx.data_path == fsx.checkpoint_path:
-        out.append(ConfigIssue(f"{key}.checkpointPath", "dataPath and checkpointPath are the same",
-                               "use separate paths such as /data and /checkpoints"))
-    elif (fsx.checkpoint_path + "/").startswith(fsx.data_path + "/") or (
-            fsx.data_path + "/").startswith(fsx.checkpoint_path + "/"):
-        out.append(ConfigIssue(f"{key}.checkpointPath",
-                               f"{fsx.checkpoint_path!r} and {fsx.data_path!r} overlap; two data repository "
-                               "associations cannot have nested file-system paths",
-                               "use sibling paths such as /data and /checkpoints"))
+        out.append(
+            ConfigIssue(
+                f"{key}.checkpointPath",
+                "dataPath and checkpointPath are the same",
+                "use separate paths such as /data and /checkpoints",
+            )
+        )
+    elif (fsx.checkpoint_path + "/").startswith(fsx.data_path + "/") or (fsx.data_path + "/").startswith(
+        fsx.checkpoint_path + "/"
+    ):
+        out.append(
+            ConfigIssue(
+                f"{key}.checkpointPath",
+                f"{fsx.checkpoint_path!r} and {fsx.data_path!r} overlap; two data repository "
+                "associations cannot have nested file-system paths",
+                "use sibling paths such as /data and /checkpoints",
+            )
+        )
     for field, events in (("autoImportEvents", fsx.auto_import_events), ("autoExportEvents", fsx.auto_export_events)):
         if len(set(events)) != len(events):
-            out.append(ConfigIssue(f"{key}.{field}", f"{events} lists an event twice",
-                                   "list each of NEW, CHANGED, DELETED at most once"))
+            out.append(
+                ConfigIssue(
+                    f"{key}.{field}",
+                    f"{events} lists an event twice",
+                    "list each of NEW, CHANGED, DELETED at most once",
+                )
+            )
     sc = fsx.scratch
-    if sc.enabled and sc.deployment_type == "PERSISTENT_2" and sc.per_unit_storage_throughput not in (
-            FSX_PERSISTENT_2_THROUGHPUTS):
-        out.append(ConfigIssue(f"{key}.scratch.perUnitStorageThroughput",
-                               f"{sc.per_unit_storage_throughput} MB/s/TiB is not offered for PERSISTENT_2",
-                               f"use one of {', '.join(map(str, FSX_PERSISTENT_2_THROUGHPUTS))}"))
+    if (
+        sc.enabled
+        and sc.deployment_type == "PERSISTENT_2"
+        and sc.per_unit_storage_throughput not in (FSX_PERSISTENT_2_THROUGHPUTS)
+    ):
+        out.append(
+            ConfigIssue(
+                f"{key}.scratch.perUnitStorageThroughput",
+                f"{sc.per_unit_storage_throughput} MB/s/TiB is not offered for PERSISTENT_2",
+                f"use one of {', '.join(map(str, FSX_PERSISTENT_2_THROUGHPUTS))}",
+            )
+        )
     if sc.enabled and sc.deployment_type == "SCRATCH_2" and sc.per_unit_storage_throughput is not None:
-        out.append(ConfigIssue(f"{key}.scratch.perUnitStorageThroughput",
-                               "SCRATCH_2 has a fixed throughput (200 MB/s/TiB)", "remove perUnitStorageThroughput"))
+        out.append(
+            ConfigIssue(
+                f"{key}.scratch.perUnitStorageThroughput",
+                "SCRATCH_2 has a fixed throughput (200 MB/s/TiB)",
+                "remove perUnitStorageThroughput",
+            )
+        )
     if sc.enabled and sc.storage_class_name in ("gp3", names.EFS_STORAGE_CLASS):
-        out.append(ConfigIssue(f"{key}.scratch.storageClassName",
-                               f"{sc.storage_class_name!r} is already a StorageClass of the platform",
-                               "use another name, e.g. fsx-scratch"))
+        out.append(
+            ConfigIssue(
+                f"{key}.scratch.storageClassName",
+                f"{sc.storage_class_name!r} is already a StorageClass of the platform",
+                "use another name, e.g. fsx-scratch",
+            )
+        )
     ck = st.checkpoint
     if ck.size_gib is not None and not out:
-        result = storage_sizing.report(storage_sizing.gib_to_bytes(ck.size_gib), ck.target_save_seconds,
-                                       fsx.deployment_type, cap, fsx.per_unit_storage_throughput)
+        result = storage_sizing.report(
+            storage_sizing.gib_to_bytes(ck.size_gib),
+            ck.target_save_seconds,
+            fsx.deployment_type,
+            cap,
+            fsx.per_unit_storage_throughput,
+        )
         if not result.meets_target:
             r = result.recommended
-            fix = (f"set storageCapacityGiB: {r.capacity_gib} and perUnitStorageThroughput: "
-                   f"{r.per_unit_throughput} ({r.save_seconds:,.0f} s)" if r and fsx.deployment_type == "PERSISTENT_2"
-                   else f"set storageCapacityGiB: {r.capacity_gib} ({r.save_seconds:,.0f} s)" if r
-                   else "use PERSISTENT_2 with a higher tier, or save sharded/asynchronously")
-            warnings.append(f"ekstrain:storage.checkpoint: a {ck.size_gib:,.0f} GiB checkpoint takes "
-                            f"{result.configured.save_seconds:,.0f} s on the configured FSx "
-                            f"({result.configured.throughput_mb_s:,.0f} MB/s baseline), over targetSaveSeconds "
-                            f"{ck.target_save_seconds}; {fix}")
+            fix = (
+                f"set storageCapacityGiB: {r.capacity_gib} and perUnitStorageThroughput: "
+                f"{r.per_unit_throughput} ({r.save_seconds:,.0f} s)"
+                if r and fsx.deployment_type == "PERSISTENT_2"
+                else f"set storageCapacityGiB: {r.capacity_gib} ({r.save_seconds:,.0f} s)"
+                if r
+                else "use PERSISTENT_2 with a higher tier, or save sharded/asynchronously"
+            )
+            warnings.append(
+                f"ekstrain:storage.checkpoint: a {ck.size_gib:,.0f} GiB checkpoint takes "
+                f"{result.configured.save_seconds:,.0f} s on the configured FSx "
+                f"({result.configured.throughput_mb_s:,.0f} MB/s baseline), over targetSaveSeconds "
+                f"{ck.target_save_seconds}; {fix}"
+            )
     return out, warnings
 
 
@@ -437,34 +677,53 @@ def _schedulers(cfg: StackConfig) -> list[ConfigIssue]:
     s = cfg.schedulers
     out = []
     if s.mpi_operator.enabled and s.kubeflow.flavor == "training-operator":
-        out.append(ConfigIssue("ekstrain:schedulers.kubeflow.flavor",
-                               "the legacy training operator and the MPI operator both own the CRD "
-                               "mpijobs.kubeflow.org and cannot be installed together",
-                               "use flavor: trainer (Kubeflow Trainer v2) with the MPI operator, or disable "
-                               "mpiOperator"))
+        out.append(
+            ConfigIssue(
+                "ekstrain:schedulers.kubeflow.flavor",
+                "the legacy training operator and the MPI operator both own the CRD "
+                "mpijobs.kubeflow.org and cannot be installed together",
+                "use flavor: trainer (Kubeflow Trainer v2) with the MPI operator, or disable mpiOperator",
+            )
+        )
     names = {p.name for p in cfg.partitions}
     unknown = sorted(set(s.volcano.queue_weights) - names)
     if unknown:
-        out.append(ConfigIssue("ekstrain:schedulers.volcano.queueWeights", f"{unknown} are not partitions",
-                               f"use partition names: {sorted(names)}"))
+        out.append(
+            ConfigIssue(
+                "ekstrain:schedulers.volcano.queueWeights",
+                f"{unknown} are not partitions",
+                f"use partition names: {sorted(names)}",
+            )
+        )
     bad = {k: v for k, v in s.volcano.queue_weights.items() if v < 1}
     if bad:
-        out.append(ConfigIssue("ekstrain:schedulers.volcano.queueWeights", f"weights must be >= 1, got {bad}",
-                               "use positive integers"))
+        out.append(
+            ConfigIssue(
+                "ekstrain:schedulers.volcano.queueWeights", f"weights must be >= 1, got {bad}", "use positive integers"
+            )
+        )
     by_name = {p.name: p for p in cfg.partitions}
     for part, replicas in sorted(s.slurm.nodeset_replicas.items()):
         key = f"ekstrain:schedulers.slurm.nodesetReplicas.{part}"
         if part not in by_name:
             out.append(ConfigIssue(key, f"{part!r} is not a partition", f"use partition names: {sorted(names)}"))
         elif not 0 <= replicas <= by_name[part].max_nodes:
-            out.append(ConfigIssue(key, f"{replicas} slurmd pods is outside 0..maxNodes ({by_name[part].max_nodes})",
-                                   "each replica holds one whole node: use a count between 0 and the partition's "
-                                   "maxNodes"))
+            out.append(
+                ConfigIssue(
+                    key,
+                    f"{replicas} slurmd pods is outside 0..maxNodes ({by_name[part].max_nodes})",
+                    "each replica holds one whole node: use a count between 0 and the partition's maxNodes",
+                )
+            )
     out += _allow_list("ekstrain:schedulers.slurm.loginAllowedCidrs", s.slurm.login_allowed_cidrs, public=False)
     if s.slurm.enabled and not cfg.storage.fsx.enabled:
-        out.append(ConfigIssue("ekstrain:schedulers.slurm.enabled",
-                               "Slurm needs the shared FSx file system for its NodeSets and login nodes",
-                               "set ekstrain:storage.fsx.enabled: true"))
+        out.append(
+            ConfigIssue(
+                "ekstrain:schedulers.slurm.enabled",
+                "Slurm needs the shared FSx file system for its NodeSets and login nodes",
+                "set ekstrain:storage.fsx.enabled: true",
+            )
+        )
     return out
 
 
@@ -477,51 +736,100 @@ def _jupyterhub(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
     a = j.auth
     out = []
     if a.type == "dummy" and cfg.environment == "prod":
-        out.append(ConfigIssue(f"{key}.auth.type", "the dummy authenticator lets anyone with the shared password in; "
-                                                   "it is not allowed in a prod stack",
-                               "use type: github (clientId, callbackUrl, allowedOrganizations) or generic-oauth"))
+        out.append(
+            ConfigIssue(
+                f"{key}.auth.type",
+                "the dummy authenticator lets anyone with the shared password in; it is not allowed in a prod stack",
+                "use type: github (clientId, callbackUrl, allowedOrganizations) or generic-oauth",
+            )
+        )
     warnings = []
     if cfg.jupyterhub_client_secret is None:
         if a.type == "dummy":
-            out.append(ConfigIssue("ekstrain:jupyterhubClientSecret", "the dummy authenticator needs a password",
-                                   "pulumi config set --secret ekstrain:jupyterhubClientSecret <password>"))
+            out.append(
+                ConfigIssue(
+                    "ekstrain:jupyterhubClientSecret",
+                    "the dummy authenticator needs a password",
+                    "pulumi config set --secret ekstrain:jupyterhubClientSecret <password>",
+                )
+            )
         else:
-            warnings.append("ekstrain:jupyterhubClientSecret: not set; the hub reads its OAuth client secret from the "
-                            "Secret jupyterhub/jupyterhub-oauth (key client-secret): create it (kubectl -n jupyterhub "
-                            "create secret generic jupyterhub-oauth --from-literal=client-secret=...) or set the "
-                            "stack secret")
+            warnings.append(
+                "ekstrain:jupyterhubClientSecret: not set; the hub reads its OAuth client secret from the "
+                "Secret jupyterhub/jupyterhub-oauth (key client-secret): create it (kubectl -n jupyterhub "
+                "create secret generic jupyterhub-oauth --from-literal=client-secret=...) or set the "
+                "stack secret"
+            )
     if a.type in ("github", "generic-oauth"):
         missing = [f for f, v in (("clientId", a.client_id), ("callbackUrl", a.callback_url)) if not v]
         if a.type == "generic-oauth":
-            missing += [f for f, v in (("authorizeUrl", a.authorize_url), ("tokenUrl", a.token_url),
-                                       ("userdataUrl", a.userdata_url)) if not v]
+            missing += [
+                f
+                for f, v in (
+                    ("authorizeUrl", a.authorize_url),
+                    ("tokenUrl", a.token_url),
+                    ("userdataUrl", a.userdata_url),
+                )
+                if not v
+            ]
         if missing:
-            out.append(ConfigIssue(f"{key}.auth", f"{a.type} needs {', '.join(missing)}",
-                                   "set them from your OAuth application"))
+            out.append(
+                ConfigIssue(
+                    f"{key}.auth", f"{a.type} needs {', '.join(missing)}", "set them from your OAuth application"
+                )
+            )
     if not (a.allowed_users or a.allowed_organizations or a.admin_users):
-        out.append(ConfigIssue(f"{key}.auth.allowedUsers", "nobody is listed, so the hub would be open to every "
-                                                           "account of the identity provider",
-                               "list allowedUsers or (github) allowedOrganizations"))
+        out.append(
+            ConfigIssue(
+                f"{key}.auth.allowedUsers",
+                "nobody is listed, so the hub would be open to every account of the identity provider",
+                "list allowedUsers or (github) allowedOrganizations",
+            )
+        )
     if a.allowed_organizations and a.type != "github":
-        out.append(ConfigIssue(f"{key}.auth.allowedOrganizations", "only the github authenticator has organizations",
-                               "use allowedUsers"))
+        out.append(
+            ConfigIssue(
+                f"{key}.auth.allowedOrganizations",
+                "only the github authenticator has organizations",
+                "use allowedUsers",
+            )
+        )
     if any(ipaddress.IPv4Network(c).prefixlen == 0 for c in j.allowed_cidrs):
-        out.append(ConfigIssue(f"{key}.allowedCidrs", "0.0.0.0/0 opens the hub's load balancer to every address that "
-                                                      "reaches the VPC", "list the VPC, VPN or office CIDRs"))
+        out.append(
+            ConfigIssue(
+                f"{key}.allowedCidrs",
+                "0.0.0.0/0 opens the hub's load balancer to every address that reaches the VPC",
+                "list the VPC, VPN or office CIDRs",
+            )
+        )
     names_ = {p.name for p in cfg.partitions}
     unknown = sorted(set(j.profiles) - names_)
     if unknown:
         out.append(ConfigIssue(f"{key}.profiles", f"{unknown} are not partitions", f"use some of {sorted(names_)}"))
     if not cfg.partitions:
-        out.append(ConfigIssue(f"{key}.enabled", "there are no partitions to offer as profiles",
-                               "add a partition or disable JupyterHub"))
+        out.append(
+            ConfigIssue(
+                f"{key}.enabled",
+                "there are no partitions to offer as profiles",
+                "add a partition or disable JupyterHub",
+            )
+        )
     if not cfg.storage.efs.enabled:
-        out.append(ConfigIssue(f"{key}.enabled", "user homes live on EFS but ekstrain:storage.efs.enabled is false",
-                               "set ekstrain:storage.efs.enabled: true"))
+        out.append(
+            ConfigIssue(
+                f"{key}.enabled",
+                "user homes live on EFS but ekstrain:storage.efs.enabled is false",
+                "set ekstrain:storage.efs.enabled: true",
+            )
+        )
     if not cfg.storage.fsx.enabled:
-        out.append(ConfigIssue(f"{key}.enabled", "notebooks mount the training FSx read-only but "
-                                                 "ekstrain:storage.fsx.enabled is false",
-                               "set ekstrain:storage.fsx.enabled: true"))
+        out.append(
+            ConfigIssue(
+                f"{key}.enabled",
+                "notebooks mount the training FSx read-only but ekstrain:storage.fsx.enabled is false",
+                "set ekstrain:storage.fsx.enabled: true",
+            )
+        )
     return out, warnings
 
 
@@ -534,9 +842,13 @@ def _versions(cfg: StackConfig) -> list[ConfigIssue]:
         except ValueError:
             parsed = None
         if parsed is None or parsed < versions.MIN_VPC_CNI_FOR_EFA_ONLY:
-            out.append(ConfigIssue("ekstrain:versions.addons.vpc-cni",
-                                   f"{cni} cannot attach efa-only interfaces (needs v1.18.4 or later)",
-                                   f"use {versions.DEFAULT_ADDON_VERSIONS['vpc-cni']}"))
+            out.append(
+                ConfigIssue(
+                    "ekstrain:versions.addons.vpc-cni",
+                    f"{cni} cannot attach efa-only interfaces (needs v1.18.4 or later)",
+                    f"use {versions.DEFAULT_ADDON_VERSIONS['vpc-cni']}",
+                )
+            )
     return out
 
 
@@ -544,15 +856,27 @@ def _kms_keys(cfg: StackConfig) -> list[ConfigIssue]:
     """KMS keys are regional and partitioned: a key elsewhere fails at create time."""
     st = cfg.storage
     out = []
-    for key, arn in (("buckets.kmsKeyArn", st.buckets.kms_key_arn), ("fsx.kmsKeyArn", st.fsx.kms_key_arn),
-                     ("efs.kmsKeyArn", st.efs.kms_key_arn)):
+    for key, arn in (
+        ("buckets.kmsKeyArn", st.buckets.kms_key_arn),
+        ("fsx.kmsKeyArn", st.fsx.kms_key_arn),
+        ("efs.kmsKeyArn", st.efs.kms_key_arn),
+    ):
         if arn is None:
             continue
         if not arn.startswith("arn:aws:"):
-            out.append(ConfigIssue(f"ekstrain:storage.{key}", f"{arn} is not in the aws partition",
-                                   "use a key of the aws partition (arn:aws:kms:...)"))
+            out.append(
+                ConfigIssue(
+                    f"ekstrain:storage.{key}",
+                    f"{arn} is not in the aws partition",
+                    "use a key of the aws partition (arn:aws:kms:...)",
+                )
+            )
         elif kms_key_region(arn) != cfg.region:
-            out.append(ConfigIssue(f"ekstrain:storage.{key}", f"the key is in {kms_key_region(arn)}, the stack in "
-                                                              f"{cfg.region}",
-                                   f"use a KMS key created in {cfg.region}"))
+            out.append(
+                ConfigIssue(
+                    f"ekstrain:storage.{key}",
+                    f"the key is in {kms_key_region(arn)}, the stack in {cfg.region}",
+                    f"use a KMS key created in {cfg.region}",
+                )
+            )
     return out

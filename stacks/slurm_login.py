@@ -23,6 +23,7 @@ def authorized_keys(cfg: StackConfig) -> list[str]:
     keys = list(cfg.schedulers.slurm.login_ssh_authorized_keys)
     path = keys_file(cfg)
     if path is not None and path.exists():
-        keys += [line.strip() for line in path.read_text().splitlines()
-                 if line.strip() and not line.lstrip().startswith("#")]
+        keys += [
+            line.strip() for line in path.read_text().splitlines() if line.strip() and not line.lstrip().startswith("#")
+        ]
     return keys

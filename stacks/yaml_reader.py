@@ -49,11 +49,15 @@ class _Loader(yaml.SafeLoader):
             try:
                 hash(key)
             except TypeError:
-                raise _Refused(_line(key_node), f"a mapping key is a {type(key).__name__}",
-                               "use plain text keys") from None
+                raise _Refused(
+                    _line(key_node), f"a mapping key is a {type(key).__name__}", "use plain text keys"
+                ) from None
             if key in seen:
-                raise _Refused(_line(key_node), f"key {key!r} appears twice in one mapping (also at "
-                               f"{seen[key]})", "keep one of them; YAML does not merge duplicate keys")
+                raise _Refused(
+                    _line(key_node),
+                    f"key {key!r} appears twice in one mapping (also at {seen[key]})",
+                    "keep one of them; YAML does not merge duplicate keys",
+                )
             seen[key] = _line(key_node)
         return super().construct_mapping(node, deep=deep)
 
@@ -67,8 +71,11 @@ def _check_events(text: str) -> None:
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1
             if depth > MAX_DEPTH:
-                raise _Refused(_line(event), f"nests deeper than {MAX_DEPTH} levels",
-                               "flatten it; stack settings are at most a few levels deep")
+                raise _Refused(
+                    _line(event),
+                    f"nests deeper than {MAX_DEPTH} levels",
+                    "flatten it; stack settings are at most a few levels deep",
+                )
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
 
@@ -83,11 +90,17 @@ def _check_expansion(root: yaml.Node | None) -> None:
         if key in sizes:
             return sizes[key]
         if key in active:
-            raise _Refused(_line(node), "an alias refers to the collection that contains it",
-                           "write the value out instead of a recursive alias")
+            raise _Refused(
+                _line(node),
+                "an alias refers to the collection that contains it",
+                "write the value out instead of a recursive alias",
+            )
         if depth > MAX_DEPTH:
-            raise _Refused(_line(node), f"nests deeper than {MAX_DEPTH} levels (through aliases)",
-                           "flatten it; stack settings are at most a few levels deep")
+            raise _Refused(
+                _line(node),
+                f"nests deeper than {MAX_DEPTH} levels (through aliases)",
+                "flatten it; stack settings are at most a few levels deep",
+            )
         total = 1
         active.add(key)
         if isinstance(node, yaml.SequenceNode):
@@ -102,8 +115,11 @@ def _check_expansion(root: yaml.Node | None) -> None:
                     break
         active.discard(key)
         if total > MAX_NODES:
-            raise _Refused(_line(node), f"expands (through aliases) to more than {MAX_NODES} values",
-                           "write the values out; aliases that multiply are refused")
+            raise _Refused(
+                _line(node),
+                f"expands (through aliases) to more than {MAX_NODES} values",
+                "write the values out; aliases that multiply are refused",
+            )
         sizes[key] = total
         return total
 
@@ -114,15 +130,18 @@ def _check_expansion(root: yaml.Node | None) -> None:
 def _check_values(value: Any, where: str, depth: int = 0) -> None:
     """Only what JSON can carry (the engine hands config to the program as JSON), at most MAX_DEPTH deep."""
     if depth > MAX_DEPTH:
-        raise _Refused(where, f"nests deeper than {MAX_DEPTH} levels", "flatten it; stack settings are at most a few "
-                       "levels deep")
+        raise _Refused(
+            where, f"nests deeper than {MAX_DEPTH} levels", "flatten it; stack settings are at most a few levels deep"
+        )
     if isinstance(value, dict):
         for k, v in value.items():
             if not isinstance(k, str):
                 kind = type(k).__name__
-                raise _Refused(f"{where}.{k!r}" if where else repr(k),
-                               f"key {k!r} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}, not text",
-                               f"quote it: \"{k}\" (YAML reads yes/no/on/off as booleans)")
+                raise _Refused(
+                    f"{where}.{k!r}" if where else repr(k),
+                    f"key {k!r} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}, not text",
+                    f'quote it: "{k}" (YAML reads yes/no/on/off as booleans)',
+                )
             _check_values(v, f"{where}.{k}" if where else k, depth + 1)
     elif isinstance(value, list):
         for i, v in enumerate(value):
@@ -136,8 +155,11 @@ def _check_values(value: Any, where: str, depth: int = 0) -> None:
         if not math.isfinite(value):
             raise _Refused(where, f"{value} is not a finite number", "use a finite number")
     else:
-        raise _Refused(where, f"is a YAML {type(value).__name__} ({str(value)[:40]!r}), not text, a number or "
-                       "a list/mapping", "quote it to make it text")
+        raise _Refused(
+            where,
+            f"is a YAML {type(value).__name__} ({str(value)[:40]!r}), not text, a number or a list/mapping",
+            "quote it to make it text",
+        )
 
 
 def check_value(value: Any, key: str) -> ConfigIssue | None:
@@ -164,8 +186,9 @@ def load_document(path: pathlib.Path) -> dict[str, Any]:
     except ConfigError:
         raise
     except FileNotFoundError:
-        raise fail("", "does not exist", "run from the directory holding Pulumi.<stack>.yaml or pass "
-                   "--stack-file") from None
+        raise fail(
+            "", "does not exist", "run from the directory holding Pulumi.<stack>.yaml or pass --stack-file"
+        ) from None
     except OSError as exc:
         raise fail("", f"cannot be read ({exc.strerror or exc})", "check the path and its permissions") from None
     if len(data) > MAX_BYTES:
@@ -173,9 +196,10 @@ def load_document(path: pathlib.Path) -> dict[str, Any]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise fail(f"line {line}", f"is not UTF-8 text (byte {data[exc.start]:#04x})",
-                   "save the file as UTF-8") from None
+        line = data[: exc.start].count(b"\n") + 1
+        raise fail(
+            f"line {line}", f"is not UTF-8 text (byte {data[exc.start]:#04x})", "save the file as UTF-8"
+        ) from None
     try:
         _check_events(text)
         loader = _Loader(text)
@@ -188,8 +212,11 @@ def load_document(path: pathlib.Path) -> dict[str, Any]:
         if doc is None:
             raise _Refused("", "is empty", "start from Pulumi.dev.yaml")
         if not isinstance(doc, dict):
-            raise _Refused("", f"its top level is a {type(doc).__name__}, not a mapping",
-                           "a stack file is a mapping with a config: key (see Pulumi.dev.yaml)")
+            raise _Refused(
+                "",
+                f"its top level is a {type(doc).__name__}, not a mapping",
+                "a stack file is a mapping with a config: key (see Pulumi.dev.yaml)",
+            )
         _check_values(doc, "")
     except _Refused as exc:
         raise fail(*exc.issue) from None
@@ -198,6 +225,7 @@ def load_document(path: pathlib.Path) -> dict[str, Any]:
         raise fail("", f"is not valid YAML: {problem[:300]}", "fix the YAML syntax") from None
     except (RecursionError, ValueError, OverflowError) as exc:
         # ValueError: e.g. an integer with more digits than Python converts; RecursionError: defensive.
-        raise fail("", f"cannot be read as a stack file ({type(exc).__name__}: {str(exc)[:200]})",
-                   "simplify the YAML") from None
+        raise fail(
+            "", f"cannot be read as a stack file ({type(exc).__name__}: {str(exc)[:200]})", "simplify the YAML"
+        ) from None
     return doc

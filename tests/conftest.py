@@ -55,8 +55,9 @@ def releases(rec: offline.Recording) -> dict[str, Any]:
     return {r.inputs["name"]: r for r in rec.of_type("kubernetes:helm.sh/v3:Release")}
 
 
-needs_upstream = pytest.mark.skipif(validation.upstream_dir() is None,
-                                    reason="upstream schemas absent: run `make fetch-upstream`")
+needs_upstream = pytest.mark.skipif(
+    validation.upstream_dir() is None, reason="upstream schemas absent: run `make fetch-upstream`"
+)
 
 
 def run_stack(cfg: StackConfig, preview: bool = False) -> offline.Recording:
@@ -84,5 +85,15 @@ def dev_recording() -> offline.Recording:
     return run_stack(stack_config("dev"))
 
 
-__all__ = ["cfg_with", "needs_upstream", "parse", "releases", "run_program", "run_stack", "stack_config",
-           "stack_sections", "STACK_NAMES", "REPO"]
+__all__ = [
+    "cfg_with",
+    "needs_upstream",
+    "parse",
+    "releases",
+    "run_program",
+    "run_stack",
+    "stack_config",
+    "stack_sections",
+    "STACK_NAMES",
+    "REPO",
+]

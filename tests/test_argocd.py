@@ -29,16 +29,23 @@ def rec() -> Recording:
     def program() -> pulumi.Output[str]:
         a = ArgoCd("argocd", ArgoCdArgs(chart=PROD.versions.chart("argo-cd"), platform_charts=PLATFORM))
         return a.release.name
+
     return run_program(program)
 
 
 def test_component_installs_the_chart_then_the_project(rec: Recording) -> None:
     (comp,) = rec.of_type("ekstrain:delivery:ArgoCd")
     assert sorted((c.type, c.name) for c in rec.children_of(comp.urn)) == [
-        ("kubernetes:argoproj.io/v1alpha1:AppProject", "argocd-project"), (RELEASE, "argocd")]
+        ("kubernetes:argoproj.io/v1alpha1:AppProject", "argocd-project"),
+        (RELEASE, "argocd"),
+    ]
     rel = rec.one(RELEASE, "argocd")
     assert (rel.inputs["name"], rel.inputs["chart"], rel.inputs["version"], rel.inputs["namespace"]) == (
-        "argo-cd", "argo-cd", "10.1.1", "argocd")
+        "argo-cd",
+        "argo-cd",
+        "10.1.1",
+        "argocd",
+    )
     assert rel.inputs["repositoryOpts"] == {"repo": "https://argoproj.github.io/argo-helm"}
     project = rec.one("kubernetes:argoproj.io/v1alpha1:AppProject", "argocd-project")
     assert rel.urn in project.dependencies
@@ -48,12 +55,19 @@ def test_component_installs_the_chart_then_the_project(rec: Recording) -> None:
 
 def test_oci_registries_become_helm_oci_repositories(rec: Recording) -> None:
     repos = rec.one(RELEASE, "argocd").inputs["values"]["configs"]["repositories"]
-    assert repos["ghcr-io-slinkyproject-charts"] == {"url": "ghcr.io/slinkyproject/charts",
-                                                     "name": "ghcr-io-slinkyproject-charts", "type": "helm",
-                                                     "enableOCI": "true"}
-    assert sorted(r["url"] for r in repos.values()) == ["ghcr.io/kubeflow/charts", "ghcr.io/slinkyproject/charts",
-                                                        "public.ecr.aws/karpenter", "public.ecr.aws/neuron",
-                                                        "quay.io/jetstack/charts"]
+    assert repos["ghcr-io-slinkyproject-charts"] == {
+        "url": "ghcr.io/slinkyproject/charts",
+        "name": "ghcr-io-slinkyproject-charts",
+        "type": "helm",
+        "enableOCI": "true",
+    }
+    assert sorted(r["url"] for r in repos.values()) == [
+        "ghcr.io/kubeflow/charts",
+        "ghcr.io/slinkyproject/charts",
+        "public.ecr.aws/karpenter",
+        "public.ecr.aws/neuron",
+        "quay.io/jetstack/charts",
+    ]
 
 
 def test_every_prod_release_gets_an_application_that_matches_it(prod_recording: Recording) -> None:
@@ -77,8 +91,7 @@ def test_every_prod_release_gets_an_application_that_matches_it(prod_recording: 
 
 
 @needs_upstream
-def test_applications_and_project_validate_against_the_argo_cd_crds(prod_recording: Recording,
-                                                                    rec: Recording) -> None:
+def test_applications_and_project_validate_against_the_argo_cd_crds(prod_recording: Recording, rec: Recording) -> None:
     for app in argocd.applications(rel for _, rel in render.helm_releases(prod_recording)):
         assert validation.validate_object(app, "1.35") == [], app["metadata"]["name"]
     project = rec.one("kubernetes:argoproj.io/v1alpha1:AppProject", "argocd-project").inputs
@@ -100,13 +113,21 @@ def test_chart_renders_one_repository_secret_per_registry(rec: Recording, tmp_pa
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(rec.one(RELEASE, "argocd").inputs["values"]))
     chart = validation.upstream_dir() / "chart-src" / "argo-cd-10.1.1.tgz"  # type: ignore[operator]
-    out = subprocess.run([HELM, "template", "argo-cd", str(chart), "-n", "argocd", "-f", str(values),
-                          "--kube-version", "1.35.0"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [HELM, "template", "argo-cd", str(chart), "-n", "argocd", "-f", str(values), "--kube-version", "1.35.0"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     objs = [d for d in yaml.safe_load_all(out) if d]
     for o in objs:
         if o["kind"] != "CustomResourceDefinition":
             assert validation.validate_object(o, "1.35") == [], (o["kind"], o["metadata"]["name"])
-    repo_secrets = [o for o in objs if o["kind"] == "Secret"
-                    and o["metadata"].get("labels", {}).get("argocd.argoproj.io/secret-type") == "repository"]
+    repo_secrets = [
+        o
+        for o in objs
+        if o["kind"] == "Secret"
+        and o["metadata"].get("labels", {}).get("argocd.argoproj.io/secret-type") == "repository"
+    ]
     assert len(repo_secrets) == 5
     assert not [o for o in objs if o["kind"] == "Deployment" and "dex" in o["metadata"]["name"]]

@@ -10,9 +10,18 @@ from ekstrain import catalog, efa
 
 # Oracle from platform-anchors.md (d)1 (EC2 EfaInfo.MaximumEfaInterfaces).
 EXPECTED_EFA = {
-    "p4d.24xlarge": 4, "p4de.24xlarge": 4, "p5.48xlarge": 32, "p5e.48xlarge": 32, "p5en.48xlarge": 16,
-    "p6-b200.48xlarge": 8, "p6-b300.48xlarge": 16, "trn1.32xlarge": 8, "trn1n.32xlarge": 16,
-    "trn2.48xlarge": 16, "trn1.2xlarge": 0, "g5.8xlarge": 1,
+    "p4d.24xlarge": 4,
+    "p4de.24xlarge": 4,
+    "p5.48xlarge": 32,
+    "p5e.48xlarge": 32,
+    "p5en.48xlarge": 16,
+    "p6-b200.48xlarge": 8,
+    "p6-b300.48xlarge": 16,
+    "trn1.32xlarge": 8,
+    "trn1n.32xlarge": 16,
+    "trn2.48xlarge": 16,
+    "trn1.2xlarge": 0,
+    "g5.8xlarge": 1,
 }
 EFA_TYPES = sorted(n for n, t in catalog.CATALOG.items() if t.efa_capable)
 
@@ -45,8 +54,11 @@ def test_layout_invariants_hold_for_every_efa_type(name: str) -> None:
 
 def test_p5_layout_is_the_aws_recommended_one() -> None:
     layout = efa.efa_layout(catalog.get("p5.48xlarge"))
-    assert layout[:3] == [efa.NetworkInterface(0, 0, "interface"), efa.NetworkInterface(0, 1, "efa-only"),
-                          efa.NetworkInterface(1, 0, "efa-only")]
+    assert layout[:3] == [
+        efa.NetworkInterface(0, 0, "interface"),
+        efa.NetworkInterface(0, 1, "efa-only"),
+        efa.NetworkInterface(1, 0, "efa-only"),
+    ]
     assert max(i.device_index for i in layout) == 1
 
 
@@ -60,10 +72,19 @@ def test_layout_refuses_types_without_efa() -> None:
         efa.efa_layout(catalog.get("trn1.2xlarge"))
 
 
-@pytest.mark.parametrize(("name", "accelerated"), [
-    ("p5.48xlarge", True), ("g5.8xlarge", True), ("trn1.32xlarge", True), ("inf2.xlarge", True),
-    ("m7i.xlarge", False), ("c6i.large", False), ("r7g.2xlarge", False), ("gr6.4xlarge", False),
-])
+@pytest.mark.parametrize(
+    ("name", "accelerated"),
+    [
+        ("p5.48xlarge", True),
+        ("g5.8xlarge", True),
+        ("trn1.32xlarge", True),
+        ("inf2.xlarge", True),
+        ("m7i.xlarge", False),
+        ("c6i.large", False),
+        ("r7g.2xlarge", False),
+        ("gr6.4xlarge", False),
+    ],
+)
 def test_is_accelerated(name: str, accelerated: bool) -> None:
     assert catalog.is_accelerated(name) is accelerated
 

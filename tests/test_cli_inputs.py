@@ -13,9 +13,26 @@ from conftest import REPO
 from assembly import cli
 from ekstrain import cli_types
 
-BASE = ["job", "render", "--stack-file", str(REPO / "Pulumi.prod.yaml"), "--scheduler", "volcano",
-        "--partition", "gpu-h100", "--nodes", "2", "--model", "llama3-8b",
-        "--image", "nvcr.io/nvidia/pytorch:25.01-py3", "--global-batch", "256", "--seq-len", "4096"]
+BASE = [
+    "job",
+    "render",
+    "--stack-file",
+    str(REPO / "Pulumi.prod.yaml"),
+    "--scheduler",
+    "volcano",
+    "--partition",
+    "gpu-h100",
+    "--nodes",
+    "2",
+    "--model",
+    "llama3-8b",
+    "--image",
+    "nvcr.io/nvidia/pytorch:25.01-py3",
+    "--global-batch",
+    "256",
+    "--seq-len",
+    "4096",
+]
 
 
 def _with(flag: str, value: str) -> list[str]:
@@ -57,8 +74,9 @@ def test_bad_argument_is_one_line_and_exit_2(case: str, capsys: pytest.CaptureFi
     assert err.count("\n") == 1 and f"argument {flag}" in err and words in err, err
 
 
-def test_unwritable_out_is_refused_before_rendering(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str],
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unwritable_out_is_refused_before_rendering(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
     if os.geteuid() == 0:
@@ -91,8 +109,15 @@ def test_out_that_is_a_directory_is_refused(tmp_path: pathlib.Path, capsys: pyte
     assert caught.value.code == 2 and "is a directory" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("ref", ["nvcr.io/nvidia/pytorch:25.01-py3", "localhost:5000/a/b_c:v1",
-                                 "public.ecr.aws/neuron/pytorch-training-neuronx@sha256:" + "a" * 64, "busybox"])
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "nvcr.io/nvidia/pytorch:25.01-py3",
+        "localhost:5000/a/b_c:v1",
+        "public.ecr.aws/neuron/pytorch-training-neuronx@sha256:" + "a" * 64,
+        "busybox",
+    ],
+)
 def test_valid_images_pass(ref: str) -> None:
     assert cli_types.image(ref) == ref
 
@@ -109,13 +134,15 @@ def test_json_object_file_refuses_malformed_and_non_objects(tmp_path: pathlib.Pa
 
 def test_real_process_prints_one_line_without_traceback() -> None:
     """GIVEN the installed entry point WHEN --nodes 0 THEN exactly one stderr line and exit 2."""
-    proc = subprocess.run([sys.executable, "-m", "ekstrain", *_with("--nodes", "0")], cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ekstrain", *_with("--nodes", "0")], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
 
 
-def test_job_reads_the_stack_file_of_the_current_directory(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_job_reads_the_stack_file_of_the_current_directory(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """GIVEN a directory without Pulumi.prod.yaml WHEN `ekstrain job render` runs there without --stack-file
     THEN it does not fall back to the installed checkout's stack file: exit 2 naming the missing file."""
     monkeypatch.chdir(tmp_path)

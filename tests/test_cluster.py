@@ -8,10 +8,17 @@ from conftest import run_program
 from components.cluster import AdminPrincipal, Cluster, ClusterArgs
 from infra.offline import Recording
 
-ARGS = ClusterArgs(cluster_name="ml-prod", region="us-west-2", kubernetes_version="1.33", vpc_id="vpc-1",
-                   private_subnet_ids=["subnet-a", "subnet-b"], public_subnet_ids=["subnet-c", "subnet-d"],
-                   admin_principals=[AdminPrincipal(principal_arn="arn:aws:iam::111122223333:role/Admin")],
-                   addon_versions={"vpc-cni": "v1.20.1-eksbuild.3"}, tags={"Team": "ml"})
+ARGS = ClusterArgs(
+    cluster_name="ml-prod",
+    region="us-west-2",
+    kubernetes_version="1.33",
+    vpc_id="vpc-1",
+    private_subnet_ids=["subnet-a", "subnet-b"],
+    public_subnet_ids=["subnet-c", "subnet-d"],
+    admin_principals=[AdminPrincipal(principal_arn="arn:aws:iam::111122223333:role/Admin")],
+    addon_versions={"vpc-cni": "v1.20.1-eksbuild.3"},
+    tags={"Team": "ml"},
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +43,8 @@ def test_eks_cluster_inputs(rec: Recording) -> None:
     entry = i["accessEntries"]["admin-0"]
     assert entry["principalArn"] == "arn:aws:iam::111122223333:role/Admin"
     assert entry["accessPolicies"]["cluster-admin"]["policyArn"] == (
-        "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy")
+        "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+    )
 
 
 def test_system_node_group_is_small_general_purpose_and_private(rec: Recording) -> None:
@@ -50,15 +58,26 @@ def test_system_node_group_is_small_general_purpose_and_private(rec: Recording) 
     assert i["launchTemplate"] == {"id": lt.outputs["id"], "version": "1"}
     assert lt.inputs["metadataOptions"]["httpTokens"] == "required"
     assert lt.inputs["blockDeviceMappings"][0]["ebs"] == {
-        "volumeSize": 100, "volumeType": "gp3", "encrypted": "true", "deleteOnTermination": "true"}
+        "volumeSize": 100,
+        "volumeType": "gp3",
+        "encrypted": "true",
+        "deleteOnTermination": "true",
+    }
     assert "diskSize" not in i and "enableIMDSv2" not in i, "the launch template owns disk and metadata settings"
     assert i["cluster"]["$ref"] == rec.one("eks:index:Cluster", "eks").urn
     role = rec.one("aws:iam/role:Role", "eks-system-node")
     assert i["nodeRoleArn"] == role.outputs["arn"]
-    attached = sorted(r.inputs["policyArn"].rsplit("/", 1)[1] for r in rec.of_type(
-        "aws:iam/rolePolicyAttachment:RolePolicyAttachment") if r.name.startswith("eks-system-node-"))
-    assert attached == ["AmazonEC2ContainerRegistryPullOnly", "AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy",
-                        "AmazonSSMManagedInstanceCore"]
+    attached = sorted(
+        r.inputs["policyArn"].rsplit("/", 1)[1]
+        for r in rec.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if r.name.startswith("eks-system-node-")
+    )
+    assert attached == [
+        "AmazonEC2ContainerRegistryPullOnly",
+        "AmazonEKSWorkerNodePolicy",
+        "AmazonEKS_CNI_Policy",
+        "AmazonSSMManagedInstanceCore",
+    ]
 
 
 def test_core_addons_wait_for_nodes(rec: Recording) -> None:

@@ -27,24 +27,48 @@ def _part(**changes: Any) -> Callable[[dict[str, Any]], None]:
 
 CASES: dict[str, tuple[Callable[[dict[str, Any]], Any], str, str]] = {
     "unknown instance type": (_part(instanceTypes=["p9.96xlarge"]), f"{P0}.instanceTypes[0]", "catalog"),
-    "EFA on a type without EFA": (_part(accelerator="trainium", instanceTypes=["trn1.2xlarge"]),
-                                  "ekstrain:partitions[0] (gpu-small).instanceTypes[0]", "efa: false"),
+    "EFA on a type without EFA": (
+        _part(accelerator="trainium", instanceTypes=["trn1.2xlarge"]),
+        "ekstrain:partitions[0] (gpu-small).instanceTypes[0]",
+        "efa: false",
+    ),
     "placement group without EFA": (_part(efa=False, placementGroup=True), f"{P0}.placementGroup", "efa: true"),
-    "beyond the reservation": (_part(capacityType="reserved", maxNodes=3,
-                                     capacityReservation={"tags": {"purpose": "train"}, "instanceCount": 2}),
-                               f"{P0}.maxNodes", "lower maxNodes to 2"),
-    "trn2 on Kubernetes 1.31": (lambda s: (s["cluster"].update(kubernetesVersion="1.31"),
-                                           _part(accelerator="trainium", instanceTypes=["trn2.48xlarge"])(s)),
-                                f"{P0}.instanceTypes[0]", "1.32"),
+    "beyond the reservation": (
+        _part(
+            capacityType="reserved", maxNodes=3, capacityReservation={"tags": {"purpose": "train"}, "instanceCount": 2}
+        ),
+        f"{P0}.maxNodes",
+        "lower maxNodes to 2",
+    ),
+    "trn2 on Kubernetes 1.31": (
+        lambda s: (
+            s["cluster"].update(kubernetesVersion="1.31"),
+            _part(accelerator="trainium", instanceTypes=["trn2.48xlarge"])(s),
+        ),
+        f"{P0}.instanceTypes[0]",
+        "1.32",
+    ),
     "warm nodes": (_part(minNodes=1), f"{P0}.minNodes", "minNodes: 0"),
-    "Karpenter label domain": (_part(labels={"karpenter.sh/owner": "me"}), f"{P0}.labels.karpenter.sh/owner",
-                               "reserved"),
-    "platform label domain": (_part(labels={"ekstrain.io/partition": "other"}),
-                              f"{P0}.labels.ekstrain.io/partition", "reserved"),
-    "bad label value": (_part(labels={"team.example.com/owner": "not ok!"}), f"{P0}.labels.team.example.com/owner",
-                        "label value"),
-    "cluster name too long for Karpenter's IAM role": (lambda s: s["cluster"].update(name="c" * 47),
-                                                       "ekstrain:cluster.name", "at most 46"),
+    "Karpenter label domain": (
+        _part(labels={"karpenter.sh/owner": "me"}),
+        f"{P0}.labels.karpenter.sh/owner",
+        "reserved",
+    ),
+    "platform label domain": (
+        _part(labels={"ekstrain.io/partition": "other"}),
+        f"{P0}.labels.ekstrain.io/partition",
+        "reserved",
+    ),
+    "bad label value": (
+        _part(labels={"team.example.com/owner": "not ok!"}),
+        f"{P0}.labels.team.example.com/owner",
+        "label value",
+    ),
+    "cluster name too long for Karpenter's IAM role": (
+        lambda s: s["cluster"].update(name="c" * 47),
+        "ekstrain:cluster.name",
+        "at most 46",
+    ),
 }
 
 
@@ -57,8 +81,10 @@ def test_impossible_partition_is_refused(case: str) -> None:
     assert any(k == key and words in text for k, text in errors), errors
 
 
-@pytest.mark.parametrize("field,value", [("consolidateAfter", "5 minutes"), ("rootVolumeGiB", 20000),
-                                         ("capacityReservation", {"ids": ["cr-ABC"]})])
+@pytest.mark.parametrize(
+    "field,value",
+    [("consolidateAfter", "5 minutes"), ("rootVolumeGiB", 20000), ("capacityReservation", {"ids": ["cr-ABC"]})],
+)
 def test_field_level_partition_errors_name_the_field(field: str, value: Any) -> None:
     sections = stack_sections("dev")
     sections["partitions"][0][field] = value
@@ -68,8 +94,12 @@ def test_field_level_partition_errors_name_the_field(field: str, value: Any) -> 
 
 def test_valid_extras_are_accepted() -> None:
     sections = stack_sections("dev")
-    sections["partitions"][0].update(labels={"team.example.com/owner": "llm"}, consolidateAfter="2h",
-                                     capacityType="reserved", capacityReservation={"ids": ["cr-0123456789abcdef0"]})
+    sections["partitions"][0].update(
+        labels={"team.example.com/owner": "llm"},
+        consolidateAfter="2h",
+        capacityType="reserved",
+        capacityReservation={"ids": ["cr-0123456789abcdef0"]},
+    )
     cfg, _ = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 12, 3))
     part = cfg.partitions[0]
     assert part.effective_consolidate_after == "2h"

@@ -13,8 +13,13 @@ from ekstrain import validation
 from ekstrain.versions import DEFAULT_CHARTS
 from infra.offline import Recording
 
-ARGS = KarpenterArgs(cluster_name="ml-prod", region="us-west-2", chart=DEFAULT_CHARTS["karpenter"],
-                     crd_chart=DEFAULT_CHARTS["karpenter-crd"], tags={"Team": "ml"})
+ARGS = KarpenterArgs(
+    cluster_name="ml-prod",
+    region="us-west-2",
+    chart=DEFAULT_CHARTS["karpenter"],
+    crd_chart=DEFAULT_CHARTS["karpenter-crd"],
+    tags={"Team": "ml"},
+)
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
@@ -23,6 +28,7 @@ def rec() -> Recording:
     def program() -> pulumi.Output[str]:
         k = Karpenter("karpenter", ARGS)
         return k.queue_name
+
     return run_program(program)
 
 
@@ -34,11 +40,20 @@ def test_node_role_access_entry_and_managed_policies(rec: Recording) -> None:
     role = rec.one("aws:iam/role:Role", "karpenter-node")
     assert role.inputs["name"] == "KarpenterNodeRole-ml-prod"
     assert json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]["Principal"] == {"Service": "ec2.amazonaws.com"}
-    attached = sorted(r.inputs["policyArn"] for r in rec.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
-                      if r.name.startswith("karpenter-node-"))
-    assert attached == [f"arn:aws:iam::aws:policy/{p}" for p in (
-        "AmazonEC2ContainerRegistryPullOnly", "AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy",
-        "AmazonSSMManagedInstanceCore")]
+    attached = sorted(
+        r.inputs["policyArn"]
+        for r in rec.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if r.name.startswith("karpenter-node-")
+    )
+    assert attached == [
+        f"arn:aws:iam::aws:policy/{p}"
+        for p in (
+            "AmazonEC2ContainerRegistryPullOnly",
+            "AmazonEKSWorkerNodePolicy",
+            "AmazonEKS_CNI_Policy",
+            "AmazonSSMManagedInstanceCore",
+        )
+    ]
     entry = rec.one("aws:eks/accessEntry:AccessEntry", "karpenter-node")
     assert entry.inputs["type"] == "EC2_LINUX" and entry.inputs["clusterName"] == "ml-prod"
     assert entry.inputs["principalArn"] == role.outputs["arn"]
@@ -53,12 +68,23 @@ def test_controller_role_uses_pod_identity_for_the_chart_service_account(rec: Re
     assoc = rec.one("aws:eks/podIdentityAssociation:PodIdentityAssociation", "karpenter-controller")
     assert (assoc.inputs["namespace"], assoc.inputs["serviceAccount"]) == ("kube-system", "karpenter")
     assert assoc.inputs["roleArn"] == role.outputs["arn"]
-    attached = {r.inputs["policyArn"] for r in rec.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
-                if r.name.startswith("karpenter-controller-")}
+    attached = {
+        r.inputs["policyArn"]
+        for r in rec.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if r.name.startswith("karpenter-controller-")
+    }
     policies = {r.name: r for r in rec.of_type("aws:iam/policy:Policy")}
     assert sorted(p.inputs["name"] for p in policies.values()) == sorted(
-        f"KarpenterController{s}Policy-ml-prod" for s in (
-            "NodeLifecycle", "IAMIntegration", "EKSIntegration", "Interruption", "ResourceDiscovery", "ZonalShift"))
+        f"KarpenterController{s}Policy-ml-prod"
+        for s in (
+            "NodeLifecycle",
+            "IAMIntegration",
+            "EKSIntegration",
+            "Interruption",
+            "ResourceDiscovery",
+            "ZonalShift",
+        )
+    )
     assert attached == {p.outputs["arn"] for p in policies.values()}
 
 
@@ -69,14 +95,17 @@ def test_node_lifecycle_allows_placement_groups_and_reservations_scoped_to_the_c
     assert "arn:aws:ec2:us-west-2:*:capacity-reservation/*" in access
     assert "arn:aws:ec2:us-west-2::image/*" in access
     tagged = statements["AllowScopedEC2InstanceActionsWithTags"]["Condition"]
-    assert tagged["StringEquals"] == {"aws:RequestTag/kubernetes.io/cluster/ml-prod": "owned",
-                                      "aws:RequestTag/eks:eks-cluster-name": "ml-prod"}
+    assert tagged["StringEquals"] == {
+        "aws:RequestTag/kubernetes.io/cluster/ml-prod": "owned",
+        "aws:RequestTag/eks:eks-cluster-name": "ml-prod",
+    }
     assert tagged["StringLike"] == {"aws:RequestTag/karpenter.sh/nodepool": "*"}
     deletion = statements["AllowScopedDeletion"]
     assert deletion["Action"] == ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"]
     assert deletion["Condition"]["StringEquals"] == {"aws:ResourceTag/kubernetes.io/cluster/ml-prod": "owned"}
-    every_action = [a for s in statements.values() for a in ([s["Action"]] if isinstance(s["Action"], str)
-                                                             else s["Action"])]
+    every_action = [
+        a for s in statements.values() for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    ]
     assert "*" not in every_action and "ec2:*" not in every_action
 
 
@@ -91,13 +120,19 @@ def test_discovery_iam_eks_interruption_and_zonal_shift(rec: Recording) -> None:
     iam_stmts = {s["Sid"]: s for s in _policy(rec, "IAMIntegration")["Statement"]}
     assert iam_stmts["AllowPassingInstanceRole"]["Resource"] == node_role_arn
     assert iam_stmts["AllowScopedInstanceProfileCreationActions"]["Resource"] == (
-        f"arn:aws:iam::{account}:instance-profile/*")
+        f"arn:aws:iam::{account}:instance-profile/*"
+    )
     cluster_arn = f"arn:aws:eks:us-west-2:{account}:cluster/ml-prod"
     assert _policy(rec, "EKSIntegration")["Statement"][0]["Resource"] == cluster_arn
-    assert _policy(rec, "ZonalShift")["Statement"] == [{
-        "Sid": "AllowZonalShiftStatusReadOnly", "Effect": "Allow", "Resource": "*",
-        "Action": ["arc-zonal-shift:GetManagedResource"],
-        "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier": cluster_arn}}}]
+    assert _policy(rec, "ZonalShift")["Statement"] == [
+        {
+            "Sid": "AllowZonalShiftStatusReadOnly",
+            "Effect": "Allow",
+            "Resource": "*",
+            "Action": ["arc-zonal-shift:GetManagedResource"],
+            "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier": cluster_arn}},
+        }
+    ]
     queue = rec.one("aws:sqs/queue:Queue", "karpenter-interruption")
     interruption = _policy(rec, "Interruption")["Statement"][0]
     assert interruption["Resource"] == queue.outputs["arn"]
@@ -134,9 +169,16 @@ def test_crd_chart_installs_before_the_controller_chart(rec: Recording) -> None:
     crd = rec.one(RELEASE, "karpenter-crd")
     main = rec.one(RELEASE, "karpenter")
     assert (crd.inputs["name"], crd.inputs["chart"], crd.inputs["version"]) == (
-        "karpenter-crd", "oci://public.ecr.aws/karpenter/karpenter-crd", "1.14.1")
+        "karpenter-crd",
+        "oci://public.ecr.aws/karpenter/karpenter-crd",
+        "1.14.1",
+    )
     assert (main.inputs["name"], main.inputs["chart"], main.inputs["version"], main.inputs["namespace"]) == (
-        "karpenter", "oci://public.ecr.aws/karpenter/karpenter", "1.14.1", "kube-system")
+        "karpenter",
+        "oci://public.ecr.aws/karpenter/karpenter",
+        "1.14.1",
+        "kube-system",
+    )
     assert crd.urn in main.dependencies
     assert main.inputs["skipCrds"] is True
     assoc = rec.one("aws:eks/podIdentityAssociation:PodIdentityAssociation", "karpenter-controller")
@@ -151,9 +193,14 @@ def test_chart_values_settings_and_system_node_placement(rec: Recording) -> None
     assert values["serviceAccount"]["name"] == "karpenter"
     assert values["settings"]["featureGates"]["staticCapacity"] is False
     terms = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert terms == [{"matchExpressions": [
-        {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"},
-        {"key": "ekstrain.io/node-role", "operator": "In", "values": ["system"]}]}]
+    assert terms == [
+        {
+            "matchExpressions": [
+                {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"},
+                {"key": "ekstrain.io/node-role", "operator": "In", "values": ["system"]},
+            ]
+        }
+    ]
     if validation.upstream_dir() is None:
         pytest.skip("upstream values.yaml absent")
     assert validation.unknown_value_keys(values, validation.chart_defaults("karpenter")) == []
@@ -163,9 +210,12 @@ def test_cluster_dependency_reaches_children_that_name_the_cluster() -> None:
     def program() -> pulumi.Output[str]:
         dep = pulumi.CustomResource("test:index:Cluster", "eks", {})
         return Karpenter("karpenter", ARGS, opts=pulumi.ResourceOptions(depends_on=[dep])).queue_name
+
     rec = run_program(program)
     dep = rec.one("test:index:Cluster", "eks").urn
-    for typ, name in (("aws:eks/accessEntry:AccessEntry", "karpenter-node"),
-                      ("aws:eks/podIdentityAssociation:PodIdentityAssociation", "karpenter-controller"),
-                      (RELEASE, "karpenter-crd")):
+    for typ, name in (
+        ("aws:eks/accessEntry:AccessEntry", "karpenter-node"),
+        ("aws:eks/podIdentityAssociation:PodIdentityAssociation", "karpenter-controller"),
+        (RELEASE, "karpenter-crd"),
+    ):
         assert dep in rec.one(typ, name).dependencies, (typ, name)

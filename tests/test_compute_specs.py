@@ -29,9 +29,15 @@ K8S = "1.34"
 def spec_for(types: list[str], name: str = "part", efa: bool | None = None, **kw: Any) -> specs.PartitionSpec:
     family = catalog.get(types[0]).family
     efa = all(catalog.get(t).efa_capable for t in types) if efa is None else efa
-    return specs.PartitionSpec(name=name, shape=shape(name, family, types, efa), cluster_name="ml",
-                               availability_zone="us-west-2b", max_nodes=kw.pop("max_nodes", 4),
-                               placement_group=kw.pop("placement_group", efa), **kw)
+    return specs.PartitionSpec(
+        name=name,
+        shape=shape(name, family, types, efa),
+        cluster_name="ml",
+        availability_zone="us-west-2b",
+        max_nodes=kw.pop("max_nodes", 4),
+        placement_group=kw.pop("placement_group", efa),
+        **kw,
+    )
 
 
 def node_class(spec: specs.PartitionSpec) -> dict[str, Any]:
@@ -124,6 +130,7 @@ def test_cel_extensions_reject_restricted_labels() -> None:
 
 # ---- builders ------------------------------------------------------------------------------------
 
+
 def test_networkinterfaces_cel_rules_are_evaluated_and_catch_bad_layouts() -> None:
     obj = node_class(spec_for(["p5.48xlarge"]))
     results = assert_valid(obj)
@@ -131,12 +138,16 @@ def test_networkinterfaces_cel_rules_are_evaluated_and_catch_bad_layouts() -> No
     assert ni_rules == [True, True], "both networkInterfaces CEL rules ran and passed"
     bad_layouts = {
         "no primary": [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "efa-only"}],
-        "duplicate pair": [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
-                           {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
-                           {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"}],
-        "two efa-only on one card": [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
-                                     {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
-                                     {"networkCardIndex": 1, "deviceIndex": 1, "interfaceType": "efa-only"}],
+        "duplicate pair": [
+            {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+            {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
+            {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
+        ],
+        "two efa-only on one card": [
+            {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+            {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
+            {"networkCardIndex": 1, "deviceIndex": 1, "interfaceType": "efa-only"},
+        ],
     }
     for case, layout in bad_layouts.items():
         broken = {**obj, "spec": {**obj["spec"], "networkInterfaces": layout}}
@@ -144,18 +155,32 @@ def test_networkinterfaces_cel_rules_are_evaluated_and_catch_bad_layouts() -> No
 
 
 def test_ec2nodeclass_fields_for_an_efa_gpu_partition() -> None:
-    s = node_class(spec_for(["p5.48xlarge"], name="h100", capacity_reservation_ids=("cr-0abc",),
-                            capacity_type="reserved", root_volume_gib=800))["spec"]
+    s = node_class(
+        spec_for(
+            ["p5.48xlarge"],
+            name="h100",
+            capacity_reservation_ids=("cr-0abc",),
+            capacity_type="reserved",
+            root_volume_gib=800,
+        )
+    )["spec"]
     assert s["role"] == ROLE
     assert s["amiSelectorTerms"] == [{"alias": "al2023@latest"}]
     assert s["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "ml", "ekstrain.io/subnet-role": "efa"}}]
     assert s["securityGroupSelectorTerms"] == [
-        {"id": SG}, {"tags": {"karpenter.sh/discovery": "ml", "ekstrain.io/sg-role": "efa"}}]
+        {"id": SG},
+        {"tags": {"karpenter.sh/discovery": "ml", "ekstrain.io/sg-role": "efa"}},
+    ]
     assert s["placementGroupSelector"] == {"name": "ml-h100"}
     assert s["metadataOptions"]["httpTokens"] == "required"
     assert s["metadataOptions"]["httpPutResponseHopLimit"] == 1
-    assert s["blockDeviceMappings"] == [{"deviceName": "/dev/xvda", "rootVolume": True, "ebs": {
-        "volumeSize": "800Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}}]
+    assert s["blockDeviceMappings"] == [
+        {
+            "deviceName": "/dev/xvda",
+            "rootVolume": True,
+            "ebs": {"volumeSize": "800Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True},
+        }
+    ]
     assert s["instanceStorePolicy"] == "RAID0"
     assert s["capacityReservationSelectorTerms"] == [{"id": "cr-0abc"}]
     assert s["tags"] == {"Team": "ml", names.PARTITION_LABEL: "h100"}
@@ -173,23 +198,35 @@ def test_non_efa_partition_has_no_interfaces_placement_group_or_efa_sg() -> None
 
 
 def test_capacity_reservation_by_tags() -> None:
-    s = node_class(spec_for(["p5.48xlarge"], capacity_type="reserved",
-                            capacity_reservation_tags={"purpose": "training"}))
+    s = node_class(
+        spec_for(["p5.48xlarge"], capacity_type="reserved", capacity_reservation_tags={"purpose": "training"})
+    )
     assert s["spec"]["capacityReservationSelectorTerms"] == [{"tags": {"purpose": "training"}}]
     assert_valid(s)
 
 
 def test_nodepool_requirements_taints_labels_limits() -> None:
-    pool = specs.node_pool(spec_for(["trn1.32xlarge", "trn1n.32xlarge"], name="trn", max_nodes=32,
-                                    labels={"team.example.com/owner": "llm"}, weight=10))
+    pool = specs.node_pool(
+        spec_for(
+            ["trn1.32xlarge", "trn1n.32xlarge"],
+            name="trn",
+            max_nodes=32,
+            labels={"team.example.com/owner": "llm"},
+            weight=10,
+        )
+    )
     tmpl = pool["spec"]["template"]
     reqs = {r["key"]: r["values"] for r in tmpl["spec"]["requirements"]}
     assert reqs["node.kubernetes.io/instance-type"] == ["trn1.32xlarge", "trn1n.32xlarge"]
     assert reqs["karpenter.sh/capacity-type"] == ["on-demand"]
     assert reqs["topology.kubernetes.io/zone"] == ["us-west-2b"]
     assert tmpl["spec"]["taints"] == [{"key": "aws.amazon.com/neuron", "value": "true", "effect": "NoSchedule"}]
-    assert tmpl["metadata"]["labels"] == {"team.example.com/owner": "llm", names.PARTITION_LABEL: "trn",
-                                          names.ACCELERATOR_LABEL: "trainium", names.EFA_NODE_LABEL: "true"}
+    assert tmpl["metadata"]["labels"] == {
+        "team.example.com/owner": "llm",
+        names.PARTITION_LABEL: "trn",
+        names.ACCELERATOR_LABEL: "trainium",
+        names.EFA_NODE_LABEL: "true",
+    }
     assert pool["spec"]["limits"] == {"aws.amazon.com/neuron": "512", "nodes": "32"}
     assert pool["spec"]["weight"] == 10
     assert tmpl["spec"]["nodeClassRef"] == {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "trn"}
@@ -212,13 +249,22 @@ def test_nodepool_disruption_never_touches_running_jobs() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(name=st.sampled_from(sorted(catalog.CATALOG)), max_nodes=st.integers(1, 500),
-       capacity=st.sampled_from(["on-demand", "spot", "reserved"]), root=st.integers(100, 16384))
+@given(
+    name=st.sampled_from(sorted(catalog.CATALOG)),
+    max_nodes=st.integers(1, 500),
+    capacity=st.sampled_from(["on-demand", "spot", "reserved"]),
+    root=st.integers(100, 16384),
+)
 def test_every_catalog_type_renders_valid_manifests(name: str, max_nodes: int, capacity: str, root: int) -> None:
     # GIVEN any catalog type as a one-type partition (EFA whenever the type has it)
     it = catalog.get(name)
-    spec = spec_for([name], max_nodes=max_nodes, capacity_type=capacity, root_volume_gib=root,
-                    capacity_reservation_ids=("cr-0123",) if capacity == "reserved" else ())
+    spec = spec_for(
+        [name],
+        max_nodes=max_nodes,
+        capacity_type=capacity,
+        root_volume_gib=root,
+        capacity_reservation_ids=("cr-0123",) if capacity == "reserved" else (),
+    )
     nc, pool = node_class(spec), specs.node_pool(spec)
     # THEN the limits are maxNodes x accelerators, the EFA count is EC2's maximum, pairs are unique
     assert int(pool["spec"]["limits"][it.accelerator_resource]) == max_nodes * it.accelerator_count
@@ -234,25 +280,38 @@ def test_every_catalog_type_renders_valid_manifests(name: str, max_nodes: int, c
 
 # ---- the real stacks ------------------------------------------------------------------------------
 
+
 def stack_specs(stack: str) -> dict[str, specs.PartitionSpec]:
     cfg = stack_config(stack)
-    return {p.name: specs.PartitionSpec(
-        name=p.name, shape=shape(p.name, p.accelerator, p.instance_types, p.efa), cluster_name=cfg.cluster.name,
-        availability_zone=cfg.network.training_availability_zone, max_nodes=p.max_nodes,
-        capacity_type=p.capacity_type, placement_group=p.wants_placement_group,
-        consolidate_after=p.effective_consolidate_after, ami_alias_version=cfg.versions.ami_alias_version)
-        for p in cfg.partitions}
+    return {
+        p.name: specs.PartitionSpec(
+            name=p.name,
+            shape=shape(p.name, p.accelerator, p.instance_types, p.efa),
+            cluster_name=cfg.cluster.name,
+            availability_zone=cfg.network.training_availability_zone,
+            max_nodes=p.max_nodes,
+            capacity_type=p.capacity_type,
+            placement_group=p.wants_placement_group,
+            consolidate_after=p.effective_consolidate_after,
+            ami_alias_version=cfg.versions.ami_alias_version,
+        )
+        for p in cfg.partitions
+    }
 
 
 def test_prod_partitions_efa_counts_and_limits() -> None:
     parts = stack_specs("prod")
-    efa = {n: sum(i["interfaceType"] == "efa-only" for i in node_class(s)["spec"]["networkInterfaces"])
-           for n, s in parts.items()}
+    efa = {
+        n: sum(i["interfaceType"] == "efa-only" for i in node_class(s)["spec"]["networkInterfaces"])
+        for n, s in parts.items()
+    }
     assert efa == {"gpu-a100": 4, "gpu-h100": 32, "trainium": 8}, "the partition-level layout (the common one)"
     limits = {n: specs.node_pool(s)["spec"]["limits"] for n, s in parts.items()}
-    assert limits == {"gpu-a100": {"nvidia.com/gpu": "128", "nodes": "16"},
-                      "gpu-h100": {"nvidia.com/gpu": "64", "nodes": "8"},
-                      "trainium": {"aws.amazon.com/neuron": "512", "nodes": "32"}}
+    assert limits == {
+        "gpu-a100": {"nvidia.com/gpu": "128", "nodes": "16"},
+        "gpu-h100": {"nvidia.com/gpu": "64", "nodes": "8"},
+        "trainium": {"aws.amazon.com/neuron": "512", "nodes": "32"},
+    }
     assert {node_class(s)["spec"]["amiSelectorTerms"][0]["alias"] for s in parts.values()} == {"al2023@v20260818"}
 
 
@@ -261,4 +320,3 @@ def test_stack_manifests_pass_schema_and_cel(stack: str) -> None:
     for s in stack_specs(stack).values():
         assert_valid(node_class(s))
         assert_valid(specs.node_pool(s))
-

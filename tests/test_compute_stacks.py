@@ -29,8 +29,11 @@ def test_prod_has_one_partition_component_per_partition(prod_recording: Recordin
     assert {p.name for p in parts} == PROD_PARTITIONS
     for p in parts:
         children = {(c.type, c.name) for c in prod_recording.children_of(p.urn)}
-        assert children == {(kind, f"{pool}-{suffix}") for pool in PROD_POOLS[p.name]
-                            for kind, suffix in ((NODECLASS, "nodeclass"), (NODEPOOL, "nodepool"))}
+        assert children == {
+            (kind, f"{pool}-{suffix}")
+            for pool in PROD_POOLS[p.name]
+            for kind, suffix in ((NODECLASS, "nodeclass"), (NODEPOOL, "nodepool"))
+        }
 
 
 def test_prod_nodeclasses_are_wired_to_network_cluster_and_karpenter(prod_recording: Recording) -> None:
@@ -64,20 +67,27 @@ def test_prod_efa_layouts_limits_and_zone(prod_recording: Recording) -> None:
         assert layout[0] == {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}
         pool = prod_recording.one(NODEPOOL, f"{name}-nodepool").inputs["spec"]
         limits[name] = pool["limits"]
-        zones |= {v for r in pool["template"]["spec"]["requirements"] if r["key"] == "topology.kubernetes.io/zone"
-                  for v in r["values"]}
+        zones |= {
+            v
+            for r in pool["template"]["spec"]["requirements"]
+            if r["key"] == "topology.kubernetes.io/zone"
+            for v in r["values"]
+        }
     # trn1n gets its full 16 EFA interfaces; trainium's 32 nodes / 512 devices are split 16 + 16
     assert efa == {"gpu-a100": 4, "gpu-h100": 32, "trainium-trn1": 8, "trainium-trn1n": 16}
-    assert limits == {"gpu-a100": {"nvidia.com/gpu": "128", "nodes": "16"},
-                      "gpu-h100": {"nvidia.com/gpu": "64", "nodes": "8"},
-                      "trainium-trn1": {"aws.amazon.com/neuron": "256", "nodes": "16"},
-                      "trainium-trn1n": {"aws.amazon.com/neuron": "256", "nodes": "16"}}
+    assert limits == {
+        "gpu-a100": {"nvidia.com/gpu": "128", "nodes": "16"},
+        "gpu-h100": {"nvidia.com/gpu": "64", "nodes": "8"},
+        "trainium-trn1": {"aws.amazon.com/neuron": "256", "nodes": "16"},
+        "trainium-trn1n": {"aws.amazon.com/neuron": "256", "nodes": "16"},
+    }
     assert zones == {"us-west-2b"}
 
 
 @pytest.mark.parametrize("stack", ["prod", "dev"])
-def test_every_nodeclass_and_nodepool_validates_against_upstream_crds(stack: str, prod_recording: Recording,
-                                                                      dev_recording: Recording) -> None:
+def test_every_nodeclass_and_nodepool_validates_against_upstream_crds(
+    stack: str, prod_recording: Recording, dev_recording: Recording
+) -> None:
     if validation.upstream_dir() is None:
         pytest.skip("upstream CRDs absent")
     rec = prod_recording if stack == "prod" else dev_recording
@@ -100,7 +110,12 @@ def test_prod_device_plugins_run_only_on_their_hardware(prod_recording: Recordin
     assert efa["nodeSelector"] == {names.EFA_NODE_LABEL: "true"}
     assert {t["key"] for t in efa["tolerations"]} == {"nvidia.com/gpu", "aws.amazon.com/neuron"}
     assert efa["supportedInstanceLabels"]["values"] == [
-        "p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "trn1.32xlarge", "trn1n.32xlarge"]
+        "p4d.24xlarge",
+        "p4de.24xlarge",
+        "p5.48xlarge",
+        "trn1.32xlarge",
+        "trn1n.32xlarge",
+    ]
     neuron = rel["neuron"].inputs
     assert neuron["chart"] == "oci://public.ecr.aws/neuron/neuron-helm-chart" and "repositoryOpts" not in neuron
     assert neuron["values"]["devicePlugin"]["nodeSelector"] == {names.ACCELERATOR_LABEL: "trainium"}
@@ -109,9 +124,9 @@ def test_prod_device_plugins_run_only_on_their_hardware(prod_recording: Recordin
     assert neuron["values"]["neuronInstances"] == ["trn1.32xlarge", "trn1n.32xlarge"]
     custom = neuron["values"]["scheduler"]["customScheduler"]
     assert custom["image"]["tag"].startswith(("v1.34.", "v1.35.")), "kube-scheduler within one minor of 1.35"
-    assert custom["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-        "nodeSelectorTerms"][0]["matchExpressions"] == [
-        {"key": "ekstrain.io/node-role", "operator": "In", "values": ["system"]}]
+    assert custom["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+        "matchExpressions"
+    ] == [{"key": "ekstrain.io/node-role", "operator": "In", "values": ["system"]}]
     dcgm = rel["dcgm-exporter"].inputs
     assert dcgm["values"]["nodeSelector"] == {names.ACCELERATOR_LABEL: "gpu"}
     assert dcgm["repositoryOpts"] == {"repo": "https://nvidia.github.io/dcgm-exporter/helm-charts"}
@@ -122,12 +137,17 @@ def test_prod_device_plugins_run_only_on_their_hardware(prod_recording: Recordin
 def test_device_plugin_values_keys_exist_upstream(prod_recording: Recording) -> None:
     if validation.upstream_dir() is None:
         pytest.skip("upstream values.yaml absent")
-    upstream = {"nvidia-device-plugin": "nvidia-device-plugin", "aws-efa-k8s-device-plugin":
-                "aws-efa-k8s-device-plugin", "neuron": "neuron-helm-chart", "karpenter": "karpenter"}
+    upstream = {
+        "nvidia-device-plugin": "nvidia-device-plugin",
+        "aws-efa-k8s-device-plugin": "aws-efa-k8s-device-plugin",
+        "neuron": "neuron-helm-chart",
+        "karpenter": "karpenter",
+    }
     rel = _releases(prod_recording)
     for release, chart_dir in upstream.items():
-        assert validation.unknown_value_keys(rel[release].inputs["values"],
-                                             validation.chart_defaults(chart_dir)) == [], release
+        assert (
+            validation.unknown_value_keys(rel[release].inputs["values"], validation.chart_defaults(chart_dir)) == []
+        ), release
 
 
 def test_dev_has_no_neuron_components(dev_recording: Recording) -> None:
@@ -145,21 +165,25 @@ def test_no_efa_plugin_without_an_efa_partition() -> None:
     assert "aws-efa-k8s-device-plugin" not in _releases(rec)
     nc = rec.one(NODECLASS, "gpu-small-nodeclass").inputs["spec"]
     assert "networkInterfaces" not in nc and "placementGroupSelector" not in nc
-    assert names.EFA_NODE_LABEL not in rec.one(NODEPOOL, "gpu-small-nodepool").inputs["spec"]["template"][
-        "metadata"]["labels"]
+    assert (
+        names.EFA_NODE_LABEL
+        not in rec.one(NODEPOOL, "gpu-small-nodepool").inputs["spec"]["template"]["metadata"]["labels"]
+    )
 
 
 def test_reserved_partition_selects_its_reservation_and_keeps_idle_nodes() -> None:
     sections = stack_sections("dev")
-    sections["partitions"][0].update(capacityType="reserved",
-                                     capacityReservation={"ids": ["cr-0123456789abcdef0"], "instanceCount": 2})
+    sections["partitions"][0].update(
+        capacityType="reserved", capacityReservation={"ids": ["cr-0123456789abcdef0"], "instanceCount": 2}
+    )
     cfg, _ = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 12, 3))
     rec = run_stack(cfg)
     nc = rec.one(NODECLASS, "gpu-small-nodeclass").inputs["spec"]
     assert nc["capacityReservationSelectorTerms"] == [{"id": "cr-0123456789abcdef0"}]
     pool = rec.one(NODEPOOL, "gpu-small-nodepool").inputs["spec"]
-    assert {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]} in pool["template"][
-        "spec"]["requirements"]
+    assert {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]} in pool["template"]["spec"][
+        "requirements"
+    ]
     assert pool["disruption"]["consolidateAfter"] == "Never"
 
 
@@ -188,12 +212,14 @@ def test_neuron_kube_scheduler_tag_for_every_supported_version_respects_skew() -
 
 
 def _matching(rec: Recording, type_token: str, tags: dict[str, str]) -> list[str]:
-    return [r.name for r in rec.of_type(type_token)
-            if all((r.inputs.get("tags") or {}).get(k) == v for k, v in tags.items())]
+    return [
+        r.name
+        for r in rec.of_type(type_token)
+        if all((r.inputs.get("tags") or {}).get(k) == v for k, v in tags.items())
+    ]
 
 
-def test_selector_terms_pick_exactly_the_efa_subnet_and_sg(prod_recording: Recording,
-                                                           dev_recording: Recording) -> None:
+def test_selector_terms_pick_exactly_the_efa_subnet_and_sg(prod_recording: Recording, dev_recording: Recording) -> None:
     for rec, az in ((prod_recording, "us-west-2b"), (dev_recording, "us-west-2a")):
         for nc in rec.of_type(NODECLASS):
             spec = nc.inputs["spec"]
@@ -210,4 +236,6 @@ def test_non_efa_partition_selects_only_private_subnets() -> None:
     rec = run_stack(cfg)
     (term,) = rec.one(NODECLASS, "gpu-small-nodeclass").inputs["spec"]["subnetSelectorTerms"]
     assert sorted(_matching(rec, "aws:ec2/subnet:Subnet", term["tags"])) == [
-        "network-private-us-west-2a", "network-private-us-west-2b"]
+        "network-private-us-west-2a",
+        "network-private-us-west-2b",
+    ]

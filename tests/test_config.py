@@ -53,55 +53,127 @@ def _part(sections: dict[str, Any], **changes: Any) -> dict[str, Any]:
 CASES = {
     "unknown key": (lambda s: s["cluster"].update(nmae="x"), "ekstrain:cluster.nmae", "allowed here"),
     "wrong type": (lambda s: _part(s, maxNodes="many"), "ekstrain:partitions[0] (gpu-small).maxNodes", "int"),
-    "max below min": (lambda s: _part(s, minNodes=3, maxNodes=2), "ekstrain:partitions[0] (gpu-small).maxNodes",
-                      "raise maxNodes"),
-    "no EFA on type": (lambda s: _part(s, accelerator="trainium", instanceTypes=["trn1.2xlarge"]),
-                       "ekstrain:partitions[0] (gpu-small).instanceTypes[0]", "efa: false"),
-    "AZ mismatch": (lambda s: s["network"].update(trainingAvailabilityZone="us-west-2d"),
-                    "ekstrain:network.trainingAvailabilityZone", "availabilityZones"),
-    "AZ of another region": (lambda s: s["network"].update(availabilityZones=["us-east-1a", "us-east-1b"],
-                                                           trainingAvailabilityZone="us-east-1a"),
-                             "ekstrain:network.availabilityZones[0]", "us-west-2a"),
-    "unknown instance": (lambda s: _part(s, instanceTypes=["p9.huge"]),
-                         "ekstrain:partitions[0] (gpu-small).instanceTypes[0]", "p5.48xlarge"),
-    "family mismatch": (lambda s: _part(s, instanceTypes=["trn1.32xlarge"]),
-                        "ekstrain:partitions[0] (gpu-small).instanceTypes[0]", "accelerator: trainium"),
-    "unquoted version": (lambda s: s["cluster"].update(kubernetesVersion=1.3),
-                         "ekstrain:cluster.kubernetesVersion", "quote"),
-    "unsupported version": (lambda s: s["cluster"].update(kubernetesVersion="1.29"),
-                            "ekstrain:cluster.kubernetesVersion", "1.31"),
-    "public endpoint without CIDRs": (lambda s: s["cluster"].update(endpointPublicAccess=True, publicAccessCidrs=[]),
-                                      "ekstrain:cluster.publicAccessCidrs", "CIDRs"),
-    "world-open endpoint": (lambda s: s["cluster"].update(publicAccessCidrs=["0.0.0.0/0"]),
-                            "ekstrain:cluster.publicAccessCidrs", "specific"),
-    "GPU system nodes": (lambda s: s["cluster"]["systemNodeGroup"].update(instanceTypes=["g5.xlarge"]),
-                         "ekstrain:cluster.systemNodeGroup.instanceTypes", "m7i"),
-    "duplicate partition": (lambda s: s["partitions"].append(dict(s["partitions"][0])),
-                            "ekstrain:partitions[1] (gpu-small).name", "unique"),
-    "reserved without reservation": (lambda s: _part(s, capacityType="reserved"),
-                                     "ekstrain:partitions[0] (gpu-small).capacityReservation", "cr-"),
-    "beyond reservation": (lambda s: _part(s, capacityType="reserved", maxNodes=4,
-                                           capacityReservation={"ids": ["cr-0123456789abcdef0"], "instanceCount": 2}),
-                           "ekstrain:partitions[0] (gpu-small).maxNodes", "lower maxNodes to 2"),
-    "trn2 on old Kubernetes": (lambda s: (s["cluster"].update(kubernetesVersion="1.31"),
-                                          _part(s, accelerator="trainium", instanceTypes=["trn2.48xlarge"])),
-                               "ekstrain:partitions[0] (gpu-small).instanceTypes[0]", "1.32"),
-    "mixed accelerator counts": (lambda s: _part(s, instanceTypes=["g5.8xlarge", "g5.48xlarge"]),
-                                 "ekstrain:partitions[0] (gpu-small).instanceTypes", "split"),
+    "max below min": (
+        lambda s: _part(s, minNodes=3, maxNodes=2),
+        "ekstrain:partitions[0] (gpu-small).maxNodes",
+        "raise maxNodes",
+    ),
+    "no EFA on type": (
+        lambda s: _part(s, accelerator="trainium", instanceTypes=["trn1.2xlarge"]),
+        "ekstrain:partitions[0] (gpu-small).instanceTypes[0]",
+        "efa: false",
+    ),
+    "AZ mismatch": (
+        lambda s: s["network"].update(trainingAvailabilityZone="us-west-2d"),
+        "ekstrain:network.trainingAvailabilityZone",
+        "availabilityZones",
+    ),
+    "AZ of another region": (
+        lambda s: s["network"].update(
+            availabilityZones=["us-east-1a", "us-east-1b"], trainingAvailabilityZone="us-east-1a"
+        ),
+        "ekstrain:network.availabilityZones[0]",
+        "us-west-2a",
+    ),
+    "unknown instance": (
+        lambda s: _part(s, instanceTypes=["p9.huge"]),
+        "ekstrain:partitions[0] (gpu-small).instanceTypes[0]",
+        "p5.48xlarge",
+    ),
+    "family mismatch": (
+        lambda s: _part(s, instanceTypes=["trn1.32xlarge"]),
+        "ekstrain:partitions[0] (gpu-small).instanceTypes[0]",
+        "accelerator: trainium",
+    ),
+    "unquoted version": (
+        lambda s: s["cluster"].update(kubernetesVersion=1.3),
+        "ekstrain:cluster.kubernetesVersion",
+        "quote",
+    ),
+    "unsupported version": (
+        lambda s: s["cluster"].update(kubernetesVersion="1.29"),
+        "ekstrain:cluster.kubernetesVersion",
+        "1.31",
+    ),
+    "public endpoint without CIDRs": (
+        lambda s: s["cluster"].update(endpointPublicAccess=True, publicAccessCidrs=[]),
+        "ekstrain:cluster.publicAccessCidrs",
+        "CIDRs",
+    ),
+    "world-open endpoint": (
+        lambda s: s["cluster"].update(publicAccessCidrs=["0.0.0.0/0"]),
+        "ekstrain:cluster.publicAccessCidrs",
+        "specific",
+    ),
+    "GPU system nodes": (
+        lambda s: s["cluster"]["systemNodeGroup"].update(instanceTypes=["g5.xlarge"]),
+        "ekstrain:cluster.systemNodeGroup.instanceTypes",
+        "m7i",
+    ),
+    "duplicate partition": (
+        lambda s: s["partitions"].append(dict(s["partitions"][0])),
+        "ekstrain:partitions[1] (gpu-small).name",
+        "unique",
+    ),
+    "reserved without reservation": (
+        lambda s: _part(s, capacityType="reserved"),
+        "ekstrain:partitions[0] (gpu-small).capacityReservation",
+        "cr-",
+    ),
+    "beyond reservation": (
+        lambda s: _part(
+            s,
+            capacityType="reserved",
+            maxNodes=4,
+            capacityReservation={"ids": ["cr-0123456789abcdef0"], "instanceCount": 2},
+        ),
+        "ekstrain:partitions[0] (gpu-small).maxNodes",
+        "lower maxNodes to 2",
+    ),
+    "trn2 on old Kubernetes": (
+        lambda s: (
+            s["cluster"].update(kubernetesVersion="1.31"),
+            _part(s, accelerator="trainium", instanceTypes=["trn2.48xlarge"]),
+        ),
+        "ekstrain:partitions[0] (gpu-small).instanceTypes[0]",
+        "1.32",
+    ),
+    "mixed accelerator counts": (
+        lambda s: _part(s, instanceTypes=["g5.8xlarge", "g5.48xlarge"]),
+        "ekstrain:partitions[0] (gpu-small).instanceTypes",
+        "split",
+    ),
     "bad CIDR": (lambda s: s["network"].update(vpcCidr="10.0.0.1/16"), "ekstrain:network.vpcCidr", "10.0.0.0/16"),
-    "FSx capacity step": (lambda s: s["storage"]["fsx"].update(storageCapacityGiB=3000),
-                          "ekstrain:storage.fsx.storageCapacityGiB", "2400"),
-    "FSx throughput tier": (lambda s: s["storage"]["fsx"].update(deploymentType="PERSISTENT_2",
-                                                                perUnitStorageThroughput=300),
-                            "ekstrain:storage.fsx.perUnitStorageThroughput", "125, 250, 500, 1000"),
-    "MPI CRD conflict": (lambda s: s["schedulers"].update(kubeflow={"flavor": "training-operator"}),
-                         "ekstrain:schedulers.kubeflow.flavor", "trainer"),
-    "queue for unknown partition": (lambda s: s["schedulers"]["volcano"].update(queueWeights={"nope": 1}),
-                                    "ekstrain:schedulers.volcano.queueWeights", "gpu-small"),
-    "old vpc-cni": (lambda s: s.update(versions={"addons": {"vpc-cni": "v1.18.3-eksbuild.1"}}),
-                    "ekstrain:versions.addons.vpc-cni", "v1.20"),
-    "unknown chart": (lambda s: s.update(versions={"charts": {"karpentr": "1.0"}}), "ekstrain:versions.charts",
-                      "karpenter"),
+    "FSx capacity step": (
+        lambda s: s["storage"]["fsx"].update(storageCapacityGiB=3000),
+        "ekstrain:storage.fsx.storageCapacityGiB",
+        "2400",
+    ),
+    "FSx throughput tier": (
+        lambda s: s["storage"]["fsx"].update(deploymentType="PERSISTENT_2", perUnitStorageThroughput=300),
+        "ekstrain:storage.fsx.perUnitStorageThroughput",
+        "125, 250, 500, 1000",
+    ),
+    "MPI CRD conflict": (
+        lambda s: s["schedulers"].update(kubeflow={"flavor": "training-operator"}),
+        "ekstrain:schedulers.kubeflow.flavor",
+        "trainer",
+    ),
+    "queue for unknown partition": (
+        lambda s: s["schedulers"]["volcano"].update(queueWeights={"nope": 1}),
+        "ekstrain:schedulers.volcano.queueWeights",
+        "gpu-small",
+    ),
+    "old vpc-cni": (
+        lambda s: s.update(versions={"addons": {"vpc-cni": "v1.18.3-eksbuild.1"}}),
+        "ekstrain:versions.addons.vpc-cni",
+        "v1.20",
+    ),
+    "unknown chart": (
+        lambda s: s.update(versions={"charts": {"karpentr": "1.0"}}),
+        "ekstrain:versions.charts",
+        "karpenter",
+    ),
 }
 
 
@@ -136,8 +208,7 @@ def test_support_warning_dates() -> None:
     release = versions.KUBERNETES_RELEASES["1.32"]
     assert versions.support_warning("1.32", release.standard_support_end - dt.timedelta(days=1)) is None
     assert "standard support" in versions.support_warning("1.32", release.standard_support_end)
-    assert "extended support" in versions.support_warning("1.32", release.extended_support_end
-                                                          + dt.timedelta(days=1))
+    assert "extended support" in versions.support_warning("1.32", release.extended_support_end + dt.timedelta(days=1))
 
 
 def test_stack_warns_past_standard_support() -> None:

@@ -37,6 +37,7 @@ def prod_checkpoint_plan() -> tuple[str, int]:
 def _planner_json(argv: list[str]) -> dict[str, Any]:
     import contextlib
     import io
+
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert main(argv) == 0
@@ -65,9 +66,13 @@ def _prod_fsx() -> tuple[Any, storage_sizing.SaveReport]:
     cfg = stack_config("prod")
     fsx = cfg.storage.fsx
     assert cfg.storage.checkpoint.size_gib is not None
-    rep = storage_sizing.report(storage_sizing.gib_to_bytes(cfg.storage.checkpoint.size_gib),
-                                cfg.storage.checkpoint.target_save_seconds, fsx.deployment_type,
-                                fsx.storage_capacity_gib, fsx.per_unit_storage_throughput)
+    rep = storage_sizing.report(
+        storage_sizing.gib_to_bytes(cfg.storage.checkpoint.size_gib),
+        cfg.storage.checkpoint.target_save_seconds,
+        fsx.deployment_type,
+        fsx.storage_capacity_gib,
+        fsx.per_unit_storage_throughput,
+    )
     return cfg, rep
 
 
@@ -84,7 +89,7 @@ def _trainium_layouts() -> str:
     (t1, n1), (t2, n2) = pools
     assert n1 == n2
     efa = {t.name: s.efa_for(t.name) for t in s.instance_types}
-    return (f"`{t1.name}` {efa['trn1.32xlarge']} EFA and `{t2.name}` {efa['trn1n.32xlarge']}, {n1} nodes each")
+    return f"`{t1.name}` {efa['trn1.32xlarge']} EFA and `{t2.name}` {efa['trn1n.32xlarge']}, {n1} nodes each"
 
 
 def _prod_full_size_per_hour() -> str:
@@ -104,48 +109,86 @@ def _prometheus() -> str:
 FACTS: list[tuple[str, str, Callable[[], object]]] = [
     # -- Kubernetes and pins (ekstrain/versions.py) --
     ("README.md", "On 2026-12-03: {} is the default", lambda: versions.DEFAULT_KUBERNETES_VERSION),
-    ("README.md", "CoreDNS add-on build (1.35: {};",
-     lambda: versions.addon_version("coredns", versions.DEFAULT_KUBERNETES_VERSION)),
+    (
+        "README.md",
+        "CoreDNS add-on build (1.35: {};",
+        lambda: versions.addon_version("coredns", versions.DEFAULT_KUBERNETES_VERSION),
+    ),
     ("README.md", "(`amiAliasVersion`, 1.35: {})", lambda: versions.AMI_ALIAS_VERSIONS["1.35"]),
     ("README.md", "installs zero-to-jupyterhub {} in", lambda: versions.DEFAULT_CHARTS["jupyterhub"].version),
     ("README.md", "(chart argo-cd {},", lambda: versions.DEFAULT_CHARTS["argo-cd"].version),
     # -- partitions (ekstrain/catalog.py, EFA layouts) --
     ("README.md", "prod's trainium:\n{}", _trainium_layouts),
-    ("README.md", "gpu-h100: p5 x{},", lambda: next(p.max_nodes for p in stack_config("prod").partitions
-                                                     if p.name == "gpu-h100")),
-    ("docs/partitions.md", "{} efa-only interfaces on p5en",
-     lambda: sum(i.interface_type == efa.EFA_ONLY for i in efa.efa_layout(catalog.CATALOG["p5en.48xlarge"]))),
+    (
+        "README.md",
+        "gpu-h100: p5 x{},",
+        lambda: next(p.max_nodes for p in stack_config("prod").partitions if p.name == "gpu-h100"),
+    ),
+    (
+        "docs/partitions.md",
+        "{} efa-only interfaces on p5en",
+        lambda: sum(i.interface_type == efa.EFA_ONLY for i in efa.efa_layout(catalog.CATALOG["p5en.48xlarge"])),
+    ),
     # -- checkpoint save time (planner + ekstrain/storage_sizing.py) --
     ("README.md", "a {} GiB checkpoint (the planner's", lambda: prod_checkpoint_section()["sizeGiB"]),
     ("README.md", "(4800 GiB at 250 MB/s/TiB = {} MB/s)", lambda: f"{_prod_fsx()[1].configured.throughput_mb_s:,.0f}"),
     ("README.md", "takes about {} s, over the 300 s target", lambda: f"{_prod_fsx()[1].configured.save_seconds:,.0f}"),
-    ("README.md", "is {}.", lambda: f"{_recommended().capacity_gib} GiB at {_recommended().per_unit_throughput} "
-                                   f"MB/s/TiB ({_recommended().save_seconds:,.0f} s)"),
+    (
+        "README.md",
+        "is {}.",
+        lambda: (
+            f"{_recommended().capacity_gib} GiB at {_recommended().per_unit_throughput} "
+            f"MB/s/TiB ({_recommended().save_seconds:,.0f} s)"
+        ),
+    ),
     ("docs/storage.md", "14 bytes/parameter) = {} bytes", lambda: f"{prod_checkpoint_plan()[1]:,}"),
     ("docs/storage.md", "--checkpoint-bytes {} --target-seconds", lambda: prod_checkpoint_plan()[1]),
     ("docs/storage.md", "**{} s per save**", lambda: f"{_prod_fsx()[1].configured.save_seconds:,.0f}"),
-    ("docs/storage.md", "cheapest configuration that meets it is {}/month)",
-     lambda: f"{_recommended().capacity_gib} GiB @ {_recommended().per_unit_throughput} MB/s/TiB "
-             f"({_recommended().save_seconds:,.0f} s, about ${_recommended().usd_per_month:,.0f}"),
-    ("docs/storage.md", "{}\n```", lambda: storage_sizing.report(
-        prod_checkpoint_plan()[1], 300, "PERSISTENT_2", 4800, 250).summary().replace(" -> ", "\n-> ")),
+    (
+        "docs/storage.md",
+        "cheapest configuration that meets it is {}/month)",
+        lambda: (
+            f"{_recommended().capacity_gib} GiB @ {_recommended().per_unit_throughput} MB/s/TiB "
+            f"({_recommended().save_seconds:,.0f} s, about ${_recommended().usd_per_month:,.0f}"
+        ),
+    ),
+    (
+        "docs/storage.md",
+        "{}\n```",
+        lambda: (
+            storage_sizing.report(prod_checkpoint_plan()[1], 300, "PERSISTENT_2", 4800, 250)
+            .summary()
+            .replace(" -> ", "\n-> ")
+        ),
+    ),
     # -- Slurm capacity (catalog prices x prod partitions, schedulers.slurm.nodesetReplicas) --
     ("docs/schedulers.md", "at full size: roughly {} per hour on demand", _prod_full_size_per_hour),
-    ("Pulumi.prod.yaml", "slurmd pods hold {} p4d.24xlarge nodes",
-     lambda: stack_config("prod").schedulers.slurm.nodeset_replicas["gpu-a100"]),
+    (
+        "Pulumi.prod.yaml",
+        "slurmd pods hold {} p4d.24xlarge nodes",
+        lambda: stack_config("prod").schedulers.slurm.nodeset_replicas["gpu-a100"],
+    ),
     # -- observability sizing (assembly/observability.py) --
     ("README.md", "{}),", _prometheus),
-    ("docs/platform.md", ": {} gp3, `retentionSize: ",
-     lambda: f"{observability.storage_gib(stack_config('prod'))} GiB"),
+    (
+        "docs/platform.md",
+        ": {} gp3, `retentionSize: ",
+        lambda: f"{observability.storage_gib(stack_config('prod'))} GiB",
+    ),
 ]
 
 
 def stale(facts: list[tuple[str, str, Callable[[], object]]], read: Callable[[str], str]) -> list[str]:
     """Rows whose text, with the computed value filled in, is not in the file (whitespace-insensitive)."""
+
     def norm(s: str) -> str:
         return " ".join(s.split())
-    return [f"{path}: expected {norm(text.format(value()))!r}" for path, text, value in facts
-            if norm(text.format(value())) not in norm(read(path))]
+
+    return [
+        f"{path}: expected {norm(text.format(value()))!r}"
+        for path, text, value in facts
+        if norm(text.format(value())) not in norm(read(path))
+    ]
 
 
 def test_docs_numbers_match_the_code() -> None:
@@ -160,7 +203,8 @@ def test_a_stale_number_is_reported() -> None:
     changed = readme.replace(f"takes about {seconds} s", "takes about 999 s")
     # WHEN checked THEN that row, and only it, is stale
     assert stale(FACTS, lambda p: changed if p == "README.md" else (REPO / p).read_text()) == [
-        f"README.md: expected 'takes about {seconds} s, over the 300 s target'"]
+        f"README.md: expected 'takes about {seconds} s, over the 300 s target'"
+    ]
 
 
 @pytest.mark.parametrize("path", sorted({p for p, _, _ in FACTS}))

@@ -40,8 +40,9 @@ def _images(node: Any) -> list[str]:
 def test_system_launch_template_keeps_pods_off_imds(prod_recording: Recording) -> None:
     lt = prod_recording.one("aws:ec2/launchTemplate:LaunchTemplate", "cluster-system")
     assert lt.inputs["metadataOptions"]["httpPutResponseHopLimit"] == 1  # Slurm login pods run here
-    karpenter = next(r for r in prod_recording.of_type("kubernetes:helm.sh/v3:Release")
-                     if r.inputs["name"] == "karpenter")
+    karpenter = next(
+        r for r in prod_recording.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "karpenter"
+    )
     assert {"name": "AWS_REGION", "value": "us-west-2"} in karpenter.inputs["values"]["controller"]["env"]
 
 
@@ -59,7 +60,8 @@ def test_no_platform_image_floats(prod_recording: Recording) -> None:
 def test_gpu_trainer_runtime_uses_an_efa_image_and_the_env_table() -> None:
     for runtime in operators.torch_runtimes(PROD):
         (c,) = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
-            "containers"]
+            "containers"
+        ]
         env = {e["name"]: e["value"] for e in c["env"]}
         assert "pytorch/pytorch" not in c["image"] and "-runtime" not in c["image"], c["image"]
         assert env["FI_PROVIDER"] == "efa" and env["FI_EFA_USE_DEVICE_RDMA"] == "1"
@@ -89,10 +91,14 @@ def _envs(node: Any) -> list[dict[str, str]]:
 
 
 def test_deploy_runner_reaches_the_private_endpoint(prod_recording: Recording) -> None:
-    rules = [r for r in prod_recording.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
-             if r.name.startswith("cluster-deploy-")]
+    rules = [
+        r
+        for r in prod_recording.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+        if r.name.startswith("cluster-deploy-")
+    ]
     assert [(r.inputs["cidrIpv4"], r.inputs["fromPort"], r.inputs["toPort"]) for r in rules] == [
-        ("10.40.0.0/16", 443, 443)]
+        ("10.40.0.0/16", 443, 443)
+    ]
     cluster = prod_recording.one("eks:index:Cluster", "cluster")
     assert rules[0].inputs["securityGroupId"] == cluster.outputs["clusterSecurityGroupId"]
     provider = prod_recording.one("pulumi:providers:kubernetes", "cluster-k8s")
@@ -108,8 +114,9 @@ def test_private_endpoint_without_deploy_access_and_documentation_cidrs_are_refu
     with pytest.raises(ConfigError, match="ekstrain:cluster.deployCidrs"):
         cfg_with(lambda s: s["cluster"].pop("deployCidrs"))
     with pytest.raises(ConfigError, match="documentation ranges"):
-        cfg_with(lambda s: s["cluster"].update(endpointPublicAccess=True, publicAccessCidrs=["203.0.113.0/24"]),
-                 stack="dev")
+        cfg_with(
+            lambda s: s["cluster"].update(endpointPublicAccess=True, publicAccessCidrs=["203.0.113.0/24"]), stack="dev"
+        )
     sg = cfg_with(lambda s: s["cluster"].update(deployCidrs=[], deploySecurityGroupIds=["sg-0123456789abcdef0"]))
     assert sg.cluster.deploy_security_group_ids == ["sg-0123456789abcdef0"]
 

@@ -21,18 +21,23 @@ from test_jobs_templates import spec_for
 from assembly.jobs import render, render_sbatch
 
 PROD = stack_config("prod")
-STUB = "#!/bin/sh\necho \"$(basename \"$0\") $*\"\n"
-PASS_THROUGH = "#!/bin/sh\necho \"$(basename \"$0\")\"\nexec \"$@\"\n"
+STUB = '#!/bin/sh\necho "$(basename "$0") $*"\n'
+PASS_THROUGH = '#!/bin/sh\necho "$(basename "$0")"\nexec "$@"\n'
 
 
 def _stubs(tmp: pathlib.Path) -> pathlib.Path:
     bin_dir = tmp / "bin"
     bin_dir.mkdir(parents=True)
-    scripts = {"torchrun": STUB, "neuron_parallel_compile": PASS_THROUGH, "mkdir": STUB, "touch": STUB,
-               "scontrol": "#!/bin/sh\necho node-0\n",
-               # srun: `hostname --ip-address` answers an IP; a training step prints its argv.
-               "srun": "#!/bin/sh\ncase \"$*\" in *hostname*) echo 10.0.0.7;; *) "
-                       "while [ \"${1#-}\" != \"$1\" ]; do shift; done; exec \"$@\";; esac\n"}
+    scripts = {
+        "torchrun": STUB,
+        "neuron_parallel_compile": PASS_THROUGH,
+        "mkdir": STUB,
+        "touch": STUB,
+        "scontrol": "#!/bin/sh\necho node-0\n",
+        # srun: `hostname --ip-address` answers an IP; a training step prints its argv.
+        "srun": '#!/bin/sh\ncase "$*" in *hostname*) echo 10.0.0.7;; *) '
+        'while [ "${1#-}" != "$1" ]; do shift; done; exec "$@";; esac\n',
+    }
     for name, text in scripts.items():
         path = bin_dir / name
         path.write_text(text)
@@ -104,16 +109,18 @@ def _health(tmp: pathlib.Path, partition: str, log: str) -> subprocess.Completed
     script = tmp / "health.sh"
     script.write_text(body.replace("/tmp/allreduce.log", str(tmp / "out.log")))
     subprocess.run(["bash", "-n", str(script)], check=True)
-    return subprocess.run(["bash", str(script)], env={"PATH": f"{bin_dir}:{os.environ['PATH']}"},
-                          capture_output=True, text=True, cwd=tmp)
+    return subprocess.run(
+        ["bash", str(script)], env={"PATH": f"{bin_dir}:{os.environ['PATH']}"}, capture_output=True, text=True, cwd=tmp
+    )
 
 
 def test_nccl_check_passes_only_over_efa_at_the_catalog_bandwidth(tmp_path: pathlib.Path) -> None:
     ofi = "NCCL INFO NET/OFI Selected provider is efa, fabric is efa (found 32 nics)\n"
     good = _health(tmp_path / "good", "gpu-h100", ofi + ALL_REDUCE_ROWS.format(bw="352.10"))
     assert good.returncode == 0, good.stdout + good.stderr
-    sockets = _health(tmp_path / "sockets", "gpu-h100",
-                      "NCCL INFO Using network Socket\n" + ALL_REDUCE_ROWS.format(bw="352.10"))
+    sockets = _health(
+        tmp_path / "sockets", "gpu-h100", "NCCL INFO Using network Socket\n" + ALL_REDUCE_ROWS.format(bw="352.10")
+    )
     assert sockets.returncode != 0 and "NET/OFI" in sockets.stdout
     slow = _health(tmp_path / "slow", "gpu-h100", ofi + ALL_REDUCE_ROWS.format(bw="90.00"))
     assert slow.returncode != 0 and "bus bandwidth 90.00 GB/s < 240.0" in slow.stdout
@@ -129,14 +136,32 @@ def test_neuron_check_gates_on_bus_bandwidth(tmp_path: pathlib.Path) -> None:
 def _megatron_parser() -> argparse.ArgumentParser:
     # The subset of megatron/training/arguments.py the platform must set (same names; last occurrence wins).
     p = argparse.ArgumentParser(allow_abbrev=False)
-    for flag in ("--num-layers", "--hidden-size", "--num-attention-heads", "--num-query-groups", "--ffn-hidden-size",
-                 "--seq-length", "--max-position-embeddings", "--train-iters", "--tensor-model-parallel-size",
-                 "--pipeline-model-parallel-size", "--micro-batch-size", "--global-batch-size"):
+    for flag in (
+        "--num-layers",
+        "--hidden-size",
+        "--num-attention-heads",
+        "--num-query-groups",
+        "--ffn-hidden-size",
+        "--seq-length",
+        "--max-position-embeddings",
+        "--train-iters",
+        "--tensor-model-parallel-size",
+        "--pipeline-model-parallel-size",
+        "--micro-batch-size",
+        "--global-batch-size",
+    ):
         p.add_argument(flag, type=int, required=True)
     for flag in ("--lr", "--min-lr", "--weight-decay", "--clip-grad"):
         p.add_argument(flag, type=float, required=True)
-    for flag in ("--position-embedding-type", "--normalization", "--tokenizer-type", "--tokenizer-model",
-                 "--data-path", "--save", "--load"):
+    for flag in (
+        "--position-embedding-type",
+        "--normalization",
+        "--tokenizer-type",
+        "--tokenizer-model",
+        "--data-path",
+        "--save",
+        "--load",
+    ):
         p.add_argument(flag, required=True)
     for flag in ("--group-query-attention", "--swiglu", "--untie-embeddings-and-output-weights", "--bf16"):
         p.add_argument(flag, action="store_true")
@@ -150,19 +175,55 @@ def test_megatron_launch_has_the_model_and_user_arguments(tmp_path: pathlib.Path
     from ekstrain.planner.models import get_model
 
     out = tmp_path / "job.yaml"
-    assert main(["job", "render", "--stack", "prod", "--scheduler", "volcano", "--partition", "gpu-h100",
-                 "--nodes", "8", "--model", "llama3-70b", "--framework", "megatron", "--global-batch", "512",
-                 "--seq-len", "8192",
-                 "--image", "img:1", "--script", "/fsx/code/Megatron-LM/pretrain_gpt.py", "--out", str(out),
-                 "--", "--lr", "1e-4", "--train-iters", "5000"]) == 0
+    assert (
+        main(
+            [
+                "job",
+                "render",
+                "--stack",
+                "prod",
+                "--scheduler",
+                "volcano",
+                "--partition",
+                "gpu-h100",
+                "--nodes",
+                "8",
+                "--model",
+                "llama3-70b",
+                "--framework",
+                "megatron",
+                "--global-batch",
+                "512",
+                "--seq-len",
+                "8192",
+                "--image",
+                "img:1",
+                "--script",
+                "/fsx/code/Megatron-LM/pretrain_gpt.py",
+                "--out",
+                str(out),
+                "--",
+                "--lr",
+                "1e-4",
+                "--train-iters",
+                "5000",
+            ]
+        )
+        == 0
+    )
     job = list(yaml.safe_load_all(out.read_text()))[-1]
     (line,) = _run(_container_body(job), tmp_path, {"VC_TASK_INDEX": "0"})
     argv = line.split()
     script = argv.index("/fsx/code/Megatron-LM/pretrain_gpt.py")
-    args, unknown = _megatron_parser().parse_known_args(argv[script + 1:])
+    args, unknown = _megatron_parser().parse_known_args(argv[script + 1 :])
     m = get_model("llama3-70b")
-    assert (args.num_layers, args.hidden_size, args.num_attention_heads, args.num_query_groups, args.ffn_hidden_size) \
-        == (m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden)
+    assert (
+        args.num_layers,
+        args.hidden_size,
+        args.num_attention_heads,
+        args.num_query_groups,
+        args.ffn_hidden_size,
+    ) == (m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden)
     assert args.group_query_attention and args.swiglu and args.untie_embeddings_and_output_weights and args.bf16
     assert (args.position_embedding_type, args.normalization) == ("rope", "RMSNorm")
     assert args.seq_length == args.max_position_embeddings == 8192 and args.global_batch_size == 512

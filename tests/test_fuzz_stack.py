@@ -49,20 +49,72 @@ SOURCES = {name: (REPO / f"Pulumi.{name}.yaml").read_text() for name in ("prod",
 BASE_SECTIONS = {name: sections_from_flat(read_stack_file(REPO / f"Pulumi.{name}.yaml")[0])[0] for name in SOURCES}
 
 INTERESTING = [
-    "", " ", "a" * 300, "\x00", "\u202e", "default", "DEFAULT", "root", "us-west-2", "cn-north-1", "us-west-2e",
-    "us-west-2-lax-1a", "0.0.0.0/0", "0.0.0.0/1", "10.0.0.0/8", "10.40.0.0/16", "::/0", "/fsx/../etc", "/", "relative",
-    "cr-0123456789abcdef0", "cr-x", "arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab",
-    "1.34", "1.31", "1.3", "latest", "v20251120", "ssh-ed25519 AAAA", "on-demand", "reserved", "PERSISTENT_2",
-    "SCRATCH_2", "gpu", "trainium", *sorted(catalog.CATALOG), "m7g.large", "30m", "Never", "spot", "single", "perAz",
-    "trainer", "training-operator", "none", "elastic", "bursting", "prod", "dev", "us-west-2a", "us-west-2d",
+    "",
+    " ",
+    "a" * 300,
+    "\x00",
+    "\u202e",
+    "default",
+    "DEFAULT",
+    "root",
+    "us-west-2",
+    "cn-north-1",
+    "us-west-2e",
+    "us-west-2-lax-1a",
+    "0.0.0.0/0",
+    "0.0.0.0/1",
+    "10.0.0.0/8",
+    "10.40.0.0/16",
+    "::/0",
+    "/fsx/../etc",
+    "/",
+    "relative",
+    "cr-0123456789abcdef0",
+    "cr-x",
+    "arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+    "1.34",
+    "1.31",
+    "1.3",
+    "latest",
+    "v20251120",
+    "ssh-ed25519 AAAA",
+    "on-demand",
+    "reserved",
+    "PERSISTENT_2",
+    "SCRATCH_2",
+    "gpu",
+    "trainium",
+    *sorted(catalog.CATALOG),
+    "m7g.large",
+    "30m",
+    "Never",
+    "spot",
+    "single",
+    "perAz",
+    "trainer",
+    "training-operator",
+    "none",
+    "elastic",
+    "bursting",
+    "prod",
+    "dev",
+    "us-west-2a",
+    "us-west-2d",
 ]
 SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70), st.integers(min_value=-2, max_value=70),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=40), st.sampled_from(INTERESTING),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.integers(min_value=-2, max_value=70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=40),
+    st.sampled_from(INTERESTING),
 )
-VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
-                      | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=12)
-
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
 
 
 def _model_keys(model: type[BaseModel], seen: set[type[BaseModel]] | None = None) -> set[str]:
@@ -81,18 +133,54 @@ def _model_keys(model: type[BaseModel], seen: set[type[BaseModel]] | None = None
 KNOWN_KEYS = sorted(_model_keys(StackConfig))
 
 YAML_TOKENS = [
-    ".inf", "-.inf", ".nan", "~", "null", "yes", "no", "on", "2024-01-01", "0x1F", "0o17", "1e999", "9" * 40,
-    "!!binary aGVsbG8=", "!!set {a, b}", "!!python/name:os.system", "&a x", "*a", "*nope", "[", "{", "}", "'", '"',
-    "|", ">", "? x", "- x", "{a: 1, a: 2}", "[[[[[[]]]]]]", "\t", "\x00", "\xff", "é", "'1.34'", "1.34", "0", "-1",
+    ".inf",
+    "-.inf",
+    ".nan",
+    "~",
+    "null",
+    "yes",
+    "no",
+    "on",
+    "2024-01-01",
+    "0x1F",
+    "0o17",
+    "1e999",
+    "9" * 40,
+    "!!binary aGVsbG8=",
+    "!!set {a, b}",
+    "!!python/name:os.system",
+    "&a x",
+    "*a",
+    "*nope",
+    "[",
+    "{",
+    "}",
+    "'",
+    '"',
+    "|",
+    ">",
+    "? x",
+    "- x",
+    "{a: 1, a: 2}",
+    "[[[[[[]]]]]]",
+    "\t",
+    "\x00",
+    "\xff",
+    "é",
+    "'1.34'",
+    "1.34",
+    "0",
+    "-1",
 ]
 
 
 def _bomb(levels: int) -> str:
     """Ten times more values per level through aliases: 10**levels once expanded (namespaced keys, so
     nothing refuses them before the values are used)."""
-    return "".join(["  ekstrain:bomb0: &b0 [x, x, x, x, x, x, x, x, x, x]\n"]
-                   + [f"  ekstrain:bomb{i}: &b{i} [{', '.join([f'*b{i - 1}'] * 10)}]\n" for i in range(1, levels)])
-
+    return "".join(
+        ["  ekstrain:bomb0: &b0 [x, x, x, x, x, x, x, x, x, x]\n"]
+        + [f"  ekstrain:bomb{i}: &b{i} [{', '.join([f'*b{i - 1}'] * 10)}]\n" for i in range(1, levels)]
+    )
 
 
 CLASSES = ("valid", "not-a-stack-file", "invalid-by-model", "invalid-by-rule")
@@ -174,8 +262,11 @@ def _mutate_text(text: str, data: st.DataObject) -> bytes:
     lines = text.splitlines(keepends=True)
     for _ in range(data.draw(st.integers(1, 3))):
         i = data.draw(st.integers(0, len(lines) - 1))
-        op = data.draw(st.sampled_from(["token", "token", "delete", "duplicate", "indent", "dedent", "swap", "bomb",
-                                        "truncate", "bytes"]))
+        op = data.draw(
+            st.sampled_from(
+                ["token", "token", "delete", "duplicate", "indent", "dedent", "swap", "bomb", "truncate", "bytes"]
+            )
+        )
         line = lines[i]
         if op == "token" and ": " in line:
             head, _ = line.split(": ", 1)
@@ -221,12 +312,20 @@ def _maybe_render(name: str, flat: dict[str, str], secrets: list[str]) -> None:
 def _report(name: str) -> None:
     if "EKSTRAIN_FUZZ_EXAMPLES" in os.environ:
         c = counts[name]
-        print(f"\n{name}: {sum(c.values())} cases: " + ", ".join(f"{k} {c[k]}" for k in CLASSES)
-              + f"; valid cases run under the mock engine: {len(rendered[name])}")
+        print(
+            f"\n{name}: {sum(c.values())} cases: "
+            + ", ".join(f"{k} {c[k]}" for k in CLASSES)
+            + f"; valid cases run under the mock engine: {len(rendered[name])}"
+        )
 
 
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize="CI" in os.environ,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    derandomize="CI" in os.environ,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def test_fuzz_stack_models() -> None:
@@ -246,8 +345,9 @@ def test_fuzz_stack_models() -> None:
 
     run()
     _report("models")
-    assert counts["models"]["valid"] and counts["models"]["invalid-by-model"] and counts["models"]["invalid-by-rule"], \
+    assert counts["models"]["valid"] and counts["models"]["invalid-by-model"] and counts["models"]["invalid-by-rule"], (
         f"the generator reaches every class: {counts['models']}"
+    )
 
 
 def test_fuzz_raw_yaml(tmp_path_factory: pytest.TempPathFactory) -> None:

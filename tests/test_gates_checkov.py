@@ -28,10 +28,16 @@ CHECK_ID = re.compile(r"^CKV2?_(K8S|AWS)_\d+$")
 OFFLINE_ENV = {"BC_SKIP_MAPPING": "TRUE", "CKV_SKIP_PACKAGE_UPDATE_CHECK": "true"}
 
 CANARY = {
-    "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "canary", "namespace": "canary"},
-    "spec": {"selector": {"matchLabels": {"app": "canary"}}, "template": {
-        "metadata": {"labels": {"app": "canary"}},
-        "spec": {"containers": [{"name": "c", "image": "busybox", "securityContext": {"privileged": True}}]}}},
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "canary", "namespace": "canary"},
+    "spec": {
+        "selector": {"matchLabels": {"app": "canary"}},
+        "template": {
+            "metadata": {"labels": {"app": "canary"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox", "securityContext": {"privileged": True}}]},
+        },
+    },
 }
 
 
@@ -50,8 +56,9 @@ def skip_problems(skips: list[dict[str, Any]]) -> list[str]:
     seen = set()
     for i, s in enumerate(skips):
         if set(s) - {"source"} != {"check", "resource", "reason"} or s.get("source", "charts") != "charts":
-            problems.append(f"skips[{i}] must have exactly check, resource, reason (+ source: charts) "
-                            f"(has {sorted(s)})")
+            problems.append(
+                f"skips[{i}] must have exactly check, resource, reason (+ source: charts) (has {sorted(s)})"
+            )
             continue
         if not CHECK_ID.match(str(s["check"])):
             problems.append(f"skips[{i}].check {s['check']!r} is not a checkov Kubernetes or AWS check id")
@@ -71,9 +78,13 @@ def unskipped(failed: list[dict[str, Any]], skips: list[dict[str, str]]) -> tupl
     left = []
     for f in failed:
         from_charts = f["file_path"].startswith("/charts/")
-        hits = [i for i, s in enumerate(skips)
-                if s["check"] == f["check_id"] and fnmatch.fnmatchcase(f["resource"], s["resource"])
-                and (s.get("source") == "charts") == from_charts]
+        hits = [
+            i
+            for i, s in enumerate(skips)
+            if s["check"] == f["check_id"]
+            and fnmatch.fnmatchcase(f["resource"], s["resource"])
+            and (s.get("source") == "charts") == from_charts
+        ]
         used.update(hits)
         if not hits:
             left.append(f"{f['check_id']} {f['resource']} ({f['file_path']}): {f.get('check_name', '')}")
@@ -90,9 +101,24 @@ def run_checkov(directory: pathlib.Path, framework: str = "kubernetes") -> Any:
     binary = checkov_binary()
     assert binary is not None
     proc = subprocess.run(
-        [str(binary), "-d", str(directory), "--framework", framework, "--compact", "--quiet", "-o", "json",
-         "--skip-download"],
-        capture_output=True, text=True, timeout=600, env={**os.environ, **OFFLINE_ENV}, cwd=directory)
+        [
+            str(binary),
+            "-d",
+            str(directory),
+            "--framework",
+            framework,
+            "--compact",
+            "--quiet",
+            "-o",
+            "json",
+            "--skip-download",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **OFFLINE_ENV},
+        cwd=directory,
+    )
     # Exit 1 means "some check failed"; anything else is checkov itself failing.
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     return json.loads(proc.stdout)
@@ -102,15 +128,21 @@ def test_skip_list_is_well_formed() -> None:
     skips = load_skips()
     assert skip_problems(skips) == []
     assert skip_problems([{"check": "CKV_K8S_16", "resource": "*", "reason": "x"}, {"check": "nope"}]) == [
-        "skips[0].resource must name resources, not everything", "skips[0].reason must say why ('x')",
-        "skips[1] must have exactly check, resource, reason (+ source: charts) (has ['check'])"]
+        "skips[0].resource must name resources, not everything",
+        "skips[0].reason must say why ('x')",
+        "skips[1] must have exactly check, resource, reason (+ source: charts) (has ['check'])",
+    ]
 
 
 def test_skip_matching() -> None:
-    failed = [{"check_id": "CKV_K8S_16", "resource": "DaemonSet.kube-system.neuron-monitor", "file_path": "/a"},
-              {"check_id": "CKV_K8S_16", "resource": "Deployment.apps.web", "file_path": "/b"}]
-    skips = [{"check": "CKV_K8S_16", "resource": "DaemonSet.kube-system.neuron-*", "reason": "r" * 20},
-             {"check": "CKV_K8S_20", "resource": "Deployment.apps.web", "reason": "r" * 20}]
+    failed = [
+        {"check_id": "CKV_K8S_16", "resource": "DaemonSet.kube-system.neuron-monitor", "file_path": "/a"},
+        {"check_id": "CKV_K8S_16", "resource": "Deployment.apps.web", "file_path": "/b"},
+    ]
+    skips = [
+        {"check": "CKV_K8S_16", "resource": "DaemonSet.kube-system.neuron-*", "reason": "r" * 20},
+        {"check": "CKV_K8S_20", "resource": "Deployment.apps.web", "reason": "r" * 20},
+    ]
     left, unused = unskipped(failed, skips)
     assert left == ["CKV_K8S_16 Deployment.apps.web (/b): "]
     assert unused == [skips[1]]
@@ -145,10 +177,12 @@ def scan(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, A
     (plans / "canary.tfplan.json").write_text(json.dumps(tfplan.plan(_canary_recording())))
     failed = failed_checks(run_checkov(scanned))
     aws = failed_checks(run_checkov(plans, "terraform_plan"))
-    return {"stacks": [f for f in failed if f["file_path"].startswith(("/stacks/", "/charts/"))]
-            + [f for f in aws if not f["file_path"].startswith("/canary")],
-            "canary": [f for f in failed if f["file_path"].startswith("/canary/")],
-            "aws-canary": [f for f in aws if f["file_path"].startswith("/canary")]}
+    return {
+        "stacks": [f for f in failed if f["file_path"].startswith(("/stacks/", "/charts/"))]
+        + [f for f in aws if not f["file_path"].startswith("/canary")],
+        "canary": [f for f in failed if f["file_path"].startswith("/canary/")],
+        "aws-canary": [f for f in aws if f["file_path"].startswith("/canary")],
+    }
 
 
 def _canary_recording() -> offline.Recording:
@@ -156,8 +190,15 @@ def _canary_recording() -> offline.Recording:
     import pulumi_aws as aws
 
     def program() -> Any:
-        aws.ec2.SecurityGroup("canary", description="canary", ingress=[aws.ec2.SecurityGroupIngressArgs(
-            protocol="tcp", from_port=22, to_port=22, cidr_blocks=["0.0.0.0/0"], description="ssh")])
+        aws.ec2.SecurityGroup(
+            "canary",
+            description="canary",
+            ingress=[
+                aws.ec2.SecurityGroupIngressArgs(
+                    protocol="tcp", from_port=22, to_port=22, cidr_blocks=["0.0.0.0/0"], description="ssh"
+                )
+            ],
+        )
         return {}
 
     return offline.run(program, {"aws:region": "us-west-2"})
@@ -174,8 +215,9 @@ def test_checkov_terraform_plan_catches_ssh_open_to_the_world(scan: dict[str, li
     assert "CKV_AWS_24" in ids, ids  # "Ensure no security groups allow ingress from 0.0.0.0:0 to port 22"
 
 
-def test_rendered_manifests_pass_checkov(scan: dict[str, list[dict[str, Any]]],
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_rendered_manifests_pass_checkov(
+    scan: dict[str, list[dict[str, Any]]], capsys: pytest.CaptureFixture[str]
+) -> None:
     left, unused = unskipped(scan["stacks"], load_skips())
     with capsys.disabled():
         for s in unused:

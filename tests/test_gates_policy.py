@@ -46,14 +46,21 @@ def _engine_value(value: Any) -> Any:
 
 
 def _opts(protect: bool = False) -> PolicyResourceOptions:
-    return PolicyResourceOptions(protect=protect, ignore_changes=[], delete_before_replace=None, aliases=[],
-                                 custom_timeouts=PolicyCustomTimeouts(0, 0, 0), additional_secret_outputs=[])
+    return PolicyResourceOptions(
+        protect=protect,
+        ignore_changes=[],
+        delete_before_replace=None,
+        aliases=[],
+        custom_timeouts=PolicyCustomTimeouts(0, 0, 0),
+        additional_secret_outputs=[],
+    )
 
 
 def resource_args(r: offline.Record, config: Mapping[str, Any] | None = None) -> ResourceValidationArgs:
     """Resource policies see inputs, wrapped in the proxy that raises on unknowns (as at preview)."""
-    return ResourceValidationArgs(r.type, unknown_checking_proxy(_engine_value(r.inputs)), r.urn, r.name,
-                                  _opts(r.protect), None, config)
+    return ResourceValidationArgs(
+        r.type, unknown_checking_proxy(_engine_value(r.inputs)), r.urn, r.name, _opts(r.protect), None, config
+    )
 
 
 def stack_args(records: Iterable[offline.Record], config: Mapping[str, Any] | None = None) -> StackValidationArgs:
@@ -61,15 +68,26 @@ def stack_args(records: Iterable[offline.Record], config: Mapping[str, Any] | No
     records = list(records)
     by_urn: dict[str, PolicyResource] = {}
     for r in records:
-        by_urn[r.urn] = PolicyResource(r.type, unknown_checking_proxy(_engine_value(r.outputs or r.inputs)), r.urn,
-                                       r.name, _opts(r.protect), None, None, [], {})
+        by_urn[r.urn] = PolicyResource(
+            r.type,
+            unknown_checking_proxy(_engine_value(r.outputs or r.inputs)),
+            r.urn,
+            r.name,
+            _opts(r.protect),
+            None,
+            None,
+            [],
+            {},
+        )
     for r in records:
         by_urn[r.urn].dependencies = [by_urn[u] for u in r.dependencies if u in by_urn]
     return StackValidationArgs(list(by_urn.values()), config)
 
 
-def run_pack(records: list[offline.Record], config: Mapping[str, Mapping[str, Any]] | None = None,
-             ) -> list[tuple[str, str, str]]:
+def run_pack(
+    records: list[offline.Record],
+    config: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[tuple[str, str, str]]:
     """(policy, level, message) for every violation the real pulumi-policy objects report."""
     found: list[tuple[str, str, str]] = []
     for policy in pack.POLICIES:
@@ -78,6 +96,7 @@ def run_pack(records: list[offline.Record], config: Mapping[str, Mapping[str, An
 
         def report(message: str, urn: str | None = None, name: str = policy.name, lvl: str = lvl) -> None:
             found.append((name, lvl, message))
+
         if isinstance(policy, ResourceValidationPolicy):
             for r in records:
                 policy.validate(resource_args(r, cfg), report)
@@ -94,10 +113,17 @@ def pack_config(stack: str) -> dict[str, Any]:
 # -- synthetic resources -----------------------------------------------------------------------------------------------
 
 
-def res(type_: str, props: Mapping[str, Any], name: str = "r", protect: bool = False,
-        deps: Iterable[str] = ()) -> Resource:
-    return Resource(type=type_, name=name, urn=f"urn:pulumi:s::p::{type_}::{name}", props=props, protect=protect,
-                    dependencies=frozenset(deps))
+def res(
+    type_: str, props: Mapping[str, Any], name: str = "r", protect: bool = False, deps: Iterable[str] = ()
+) -> Resource:
+    return Resource(
+        type=type_,
+        name=name,
+        urn=f"urn:pulumi:s::p::{type_}::{name}",
+        props=props,
+        protect=protect,
+        dependencies=frozenset(deps),
+    )
 
 
 def check(rule: rules.ResourceRule, r: Resource, cfg: Mapping[str, Any] | None = None) -> list[str]:
@@ -109,10 +135,17 @@ def check_stack(rule: rules.StackRule, rs: list[Resource], cfg: Mapping[str, Any
 
 
 def nodeclass(**spec: Any) -> dict[str, Any]:
-    base = {"role": "r", "amiSelectorTerms": [{"alias": "al2023@latest"}],
-            "metadataOptions": {"httpTokens": "required"}}
-    return {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "gpu"},
-            "spec": {**base, **spec}}
+    base = {
+        "role": "r",
+        "amiSelectorTerms": [{"alias": "al2023@latest"}],
+        "metadataOptions": {"httpTokens": "required"},
+    }
+    return {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "gpu"},
+        "spec": {**base, **spec},
+    }
 
 
 # -- encryption at rest ------------------------------------------------------------------------------------------------
@@ -123,8 +156,10 @@ def test_ebs_rule_on_nodeclass_volume_template_and_storage_class() -> None:
     plain = [{"deviceName": "/dev/xvda", "ebs": {"volumeSize": "200Gi"}}]
     assert check(rules.ebs_encrypted, res(rules.EC2_NODE_CLASS, nodeclass(blockDeviceMappings=enc))) == []
     assert check(rules.ebs_encrypted, res(rules.EC2_NODE_CLASS, nodeclass())) == []  # Karpenter default: encrypted
-    assert "not encrypted" in check(rules.ebs_encrypted, res(rules.EC2_NODE_CLASS,
-                                                             nodeclass(blockDeviceMappings=plain)))[0]
+    assert (
+        "not encrypted"
+        in check(rules.ebs_encrypted, res(rules.EC2_NODE_CLASS, nodeclass(blockDeviceMappings=plain)))[0]
+    )
     assert check(rules.ebs_encrypted, res(rules.VOLUME, {"size": 10, "encrypted": True})) == []
     assert check(rules.ebs_encrypted, res(rules.VOLUME, {"size": 10})) != []
     lt_ok = {"blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"encrypted": "true"}}]}
@@ -144,8 +179,10 @@ def test_node_group_disks_need_account_default_encryption_or_own_template() -> N
     assert check_stack(rules.node_groups_disk_encrypted, [mng, default_on]) == []
     own = res(rules.EKS_MNG, {"launchTemplate": {"id": "lt-1", "version": "1"}})
     assert check_stack(rules.node_groups_disk_encrypted, [own]) == []
-    assert check_stack(rules.node_groups_disk_encrypted, [
-        mng, res(rules.EBS_DEFAULT_ENCRYPTION, {"enabled": False})]) != []
+    assert (
+        check_stack(rules.node_groups_disk_encrypted, [mng, res(rules.EBS_DEFAULT_ENCRYPTION, {"enabled": False})])
+        != []
+    )
 
 
 def test_efs_fsx_and_eks_secrets_encryption() -> None:
@@ -160,20 +197,33 @@ def test_efs_fsx_and_eks_secrets_encryption() -> None:
     assert check(rules.eks_secrets_encrypted, res(rules.EKS_CLUSTER, {"name": "c"})) != []
 
 
-def _bucket_set(*, sse: str | None = "AES256", pab: bool = True, tls: bool = True,
-                by_dependency: bool = True) -> list[Resource]:
+def _bucket_set(
+    *, sse: str | None = "AES256", pab: bool = True, tls: bool = True, by_dependency: bool = True
+) -> list[Resource]:
     bucket = res(rules.S3_BUCKET, {"bucket": "b-123", "id": "b-123"}, name="data")
     ref = "<computed>" if by_dependency else "b-123"  # unknown bucket id at preview: matched by dependency
     deps = [bucket.urn] if by_dependency else []
     out = [bucket]
     if sse:
-        out.append(res(rules.S3_SSE[0], {"bucket": ref, "rules": [
-            {"applyServerSideEncryptionByDefault": {"sseAlgorithm": sse}}]}, name="data", deps=deps))
+        out.append(
+            res(
+                rules.S3_SSE[0],
+                {"bucket": ref, "rules": [{"applyServerSideEncryptionByDefault": {"sseAlgorithm": sse}}]},
+                name="data",
+                deps=deps,
+            )
+        )
     out.append(res(rules.S3_PAB, {"bucket": ref, **{f: pab for f in rules.PAB_FLAGS}}, name="data", deps=deps))
-    statement = {"Effect": "Deny", "Principal": "*", "Action": "s3:*", "Resource": ["arn:aws:s3:::b-123/*"],
-                 "Condition": {"Bool": {"aws:SecureTransport": "false" if tls else "true"}}}
-    out.append(res(rules.S3_POLICY, {"bucket": ref, "policy": json.dumps({"Statement": [statement]})},
-                   name="data", deps=deps))
+    statement = {
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:*",
+        "Resource": ["arn:aws:s3:::b-123/*"],
+        "Condition": {"Bool": {"aws:SecureTransport": "false" if tls else "true"}},
+    }
+    out.append(
+        res(rules.S3_POLICY, {"bucket": ref, "policy": json.dumps({"Statement": [statement]})}, name="data", deps=deps)
+    )
     return out
 
 
@@ -198,8 +248,10 @@ def test_s3_pairing_at_preview_uses_property_dependencies_without_reading_unknow
     assert isinstance(policy, StackValidationPolicy)
 
     def resource(type_: str, name: str, props: dict[str, Any]) -> PolicyResource:
-        return PolicyResource(type_, unknown_checking_proxy(props), f"urn:pulumi:s::p::{type_}::{name}", name,
-                              _opts(), None, None, [], {})
+        return PolicyResource(
+            type_, unknown_checking_proxy(props), f"urn:pulumi:s::p::{type_}::{name}", name, _opts(), None, None, [], {}
+        )
+
     a = resource(rules.S3_BUCKET, "a", {"id": UNKNOWN_STRING_VALUE, "bucket": UNKNOWN_STRING_VALUE})
     b = resource(rules.S3_BUCKET, "b", {"id": UNKNOWN_STRING_VALUE, "bucket": UNKNOWN_STRING_VALUE})
     block = resource(rules.S3_PAB, "a", {"bucket": UNKNOWN_STRING_VALUE, **{f: True for f in rules.PAB_FLAGS}})
@@ -219,19 +271,23 @@ def test_imdsv2_on_every_node_class() -> None:
     assert check(rules.imdsv2_required, res(rules.EC2_NODE_CLASS, nodeclass(metadataOptions={}))) != []
     assert check(rules.imdsv2_required, res(rules.EKS_MNG, {"enableIMDSv2": True})) == []
     assert check(rules.imdsv2_required, res(rules.EKS_MNG, {"nodeGroupName": "x"})) != []
-    assert check(rules.imdsv2_required, res(rules.LAUNCH_TEMPLATE, {"metadataOptions": {"httpTokens": "required"}})) \
-        == []
+    assert (
+        check(rules.imdsv2_required, res(rules.LAUNCH_TEMPLATE, {"metadataOptions": {"httpTokens": "required"}})) == []
+    )
     assert check(rules.imdsv2_required, res(rules.INSTANCE, {"ami": "ami-1"})) != []
 
 
-@pytest.mark.parametrize(("props", "ok"), [
-    ({"endpointPublicAccess": False}, True),
-    ({"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24"]}, True),
-    ({"endpointPublicAccess": True}, False),
-    ({"name": "c"}, False),  # pulumi-eks defaults the endpoint to public
-    ({"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.0/0"]}, False),
-    ({"endpointPublicAccess": True, "publicAccessCidrs": ["10.0.0.0/8", "::/0"]}, False),
-])
+@pytest.mark.parametrize(
+    ("props", "ok"),
+    [
+        ({"endpointPublicAccess": False}, True),
+        ({"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24"]}, True),
+        ({"endpointPublicAccess": True}, False),
+        ({"name": "c"}, False),  # pulumi-eks defaults the endpoint to public
+        ({"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.0/0"]}, False),
+        ({"endpointPublicAccess": True, "publicAccessCidrs": ["10.0.0.0/8", "::/0"]}, False),
+    ],
+)
 def test_eks_public_endpoint_needs_cidr_allow_list(props: dict[str, Any], ok: bool) -> None:
     assert (check(rules.eks_endpoint_restricted, res(rules.EKS_CLUSTER, props)) == []) is ok
     vpc = {"vpcConfig": {k: v for k, v in props.items() if k != "name"}}
@@ -248,51 +304,93 @@ def test_control_plane_logs() -> None:
 # -- Karpenter ---------------------------------------------------------------------------------------------------------
 
 
-def nodepool(policy: str = "WhenEmpty", expire: str | None = "Never", labels: dict[str, str] | None = None,
-             taints: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    tspec: dict[str, Any] = {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"},
-                             "requirements": [], "taints": taints or []}
+def nodepool(
+    policy: str = "WhenEmpty",
+    expire: str | None = "Never",
+    labels: dict[str, str] | None = None,
+    taints: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    tspec: dict[str, Any] = {
+        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"},
+        "requirements": [],
+        "taints": taints or [],
+    }
     if expire is not None:
         tspec["expireAfter"] = expire
-    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "gpu"},
-            "spec": {"template": {"metadata": {"labels": labels if labels is not None
-                                               else {names.PARTITION_LABEL: "gpu"}}, "spec": tspec},
-                     "disruption": {"consolidationPolicy": policy, "consolidateAfter": "30m"}}}
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "gpu"},
+        "spec": {
+            "template": {
+                "metadata": {"labels": labels if labels is not None else {names.PARTITION_LABEL: "gpu"}},
+                "spec": tspec,
+            },
+            "disruption": {"consolidationPolicy": policy, "consolidateAfter": "30m"},
+        },
+    }
 
 
 def test_training_nodepools_never_consolidate_running_nodes_or_expire() -> None:
     assert check(rules.training_pools_never_disrupt_running, res(rules.NODE_POOL, nodepool())) == []
-    bad = check(rules.training_pools_never_disrupt_running, res(rules.NODE_POOL, nodepool(
-        "WhenEmptyOrUnderutilized", None)))
+    bad = check(
+        rules.training_pools_never_disrupt_running, res(rules.NODE_POOL, nodepool("WhenEmptyOrUnderutilized", None))
+    )
     assert len(bad) == 2 and "WhenEmpty" in bad[0] and "expireAfter" in bad[1]
-    assert check(rules.training_pools_never_disrupt_running,
-                 res(rules.NODE_POOL, nodepool(expire="720h"))) != []
+    assert check(rules.training_pools_never_disrupt_running, res(rules.NODE_POOL, nodepool(expire="720h"))) != []
     # Identified by accelerator taints too, not only the partition label.
-    tainted = nodepool("WhenEmptyOrUnderutilized", labels={},
-                       taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}])
+    tainted = nodepool(
+        "WhenEmptyOrUnderutilized",
+        labels={},
+        taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}],
+    )
     assert check(rules.training_pools_never_disrupt_running, res(rules.NODE_POOL, tainted)) != []
     # A general-purpose pool may consolidate and expire.
     general = nodepool("WhenEmptyOrUnderutilized", "720h", labels={})
     assert check(rules.training_pools_never_disrupt_running, res(rules.NODE_POOL, general)) == []
 
 
-def _efa_world(subnet_terms: list[dict[str, Any]], sg_terms: list[dict[str, Any]], efa_subnets: int = 1,
-               self_rules: bool = True) -> list[Resource]:
+def _efa_world(
+    subnet_terms: list[dict[str, Any]], sg_terms: list[dict[str, Any]], efa_subnets: int = 1, self_rules: bool = True
+) -> list[Resource]:
     disc = {"karpenter.sh/discovery": "c"}
-    out = [res(rules.SUBNET, {"id": "subnet-priv", "availabilityZone": "us-west-2a",
-                              "tags": {**disc, names.SUBNET_ROLE_TAG: "private"}}, name="private-a")]
-    out += [res(rules.SUBNET, {"id": f"subnet-efa{i}", "availabilityZone": "us-west-2a",
-                               "tags": {**disc, names.SUBNET_ROLE_TAG: "efa"}}, name=f"efa-{i}")
-            for i in range(efa_subnets)]
+    out = [
+        res(
+            rules.SUBNET,
+            {"id": "subnet-priv", "availabilityZone": "us-west-2a", "tags": {**disc, names.SUBNET_ROLE_TAG: "private"}},
+            name="private-a",
+        )
+    ]
+    out += [
+        res(
+            rules.SUBNET,
+            {"id": f"subnet-efa{i}", "availabilityZone": "us-west-2a", "tags": {**disc, names.SUBNET_ROLE_TAG: "efa"}},
+            name=f"efa-{i}",
+        )
+        for i in range(efa_subnets)
+    ]
     sg = res(rules.SECURITY_GROUP, {"id": "sg-efa", "tags": {**disc, names.SG_ROLE_TAG: "efa"}}, name="efa")
     out.append(sg)
     if self_rules:
         for t in (rules.SG_INGRESS, rules.SG_EGRESS):
-            out.append(res(t, {"securityGroupId": "sg-efa", "referencedSecurityGroupId": "sg-efa",
-                               "ipProtocol": "-1"}, name=f"efa-{t[-6:]}"))
-    out.append(res(rules.EC2_NODE_CLASS, nodeclass(
-        subnetSelectorTerms=subnet_terms, securityGroupSelectorTerms=sg_terms,
-        networkInterfaces=[{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "efa"}]), name="gpu"))
+            out.append(
+                res(
+                    t,
+                    {"securityGroupId": "sg-efa", "referencedSecurityGroupId": "sg-efa", "ipProtocol": "-1"},
+                    name=f"efa-{t[-6:]}",
+                )
+            )
+    out.append(
+        res(
+            rules.EC2_NODE_CLASS,
+            nodeclass(
+                subnetSelectorTerms=subnet_terms,
+                securityGroupSelectorTerms=sg_terms,
+                networkInterfaces=[{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "efa"}],
+            ),
+            name="gpu",
+        )
+    )
     return out
 
 
@@ -313,7 +411,8 @@ def test_efa_classes_select_exactly_the_efa_subnet_and_sg() -> None:
     assert len(check_stack(rules.efa_single_subnet_and_sg, no_self)) == 2
     # Non-EFA classes (no EFA interfaces) may select the private subnets.
     plain = [r for r in wide if r.type != rules.EC2_NODE_CLASS] + [
-        res(rules.EC2_NODE_CLASS, nodeclass(subnetSelectorTerms=[{"tags": {"karpenter.sh/discovery": "c"}}]))]
+        res(rules.EC2_NODE_CLASS, nodeclass(subnetSelectorTerms=[{"tags": {"karpenter.sh/discovery": "c"}}]))
+    ]
     assert check_stack(rules.efa_single_subnet_and_sg, plain) == []
 
 
@@ -329,8 +428,14 @@ def test_stateful_storage_protected_in_prod(type_: str) -> None:
     # The per-stack pack config wins over tags (an untagged resource in the prod stack).
     assert check(rules.stateful_protected_in_prod, res(type_, {}), {"environment": "prod"}) != []
     assert check(rules.stateful_protected_in_prod, res(type_, prod), {"environment": "dev"}) == []
-    assert check(rules.stateful_protected_in_prod, res(type_, {"tags": {"Environment": "staging"}}),
-                 {"prodEnvironments": ["prod", "staging"]}) != []
+    assert (
+        check(
+            rules.stateful_protected_in_prod,
+            res(type_, {"tags": {"Environment": "staging"}}),
+            {"prodEnvironments": ["prod", "staging"]},
+        )
+        != []
+    )
 
 
 def _doc(*statements: dict[str, Any]) -> str:
@@ -338,22 +443,43 @@ def _doc(*statements: dict[str, Any]) -> str:
 
 
 def test_no_iam_star_on_star() -> None:
-    scoped = _doc({"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": "arn:aws:s3:::b/*"},
-                  {"Effect": "Allow", "Action": "ec2:Describe*", "Resource": "*"})
+    scoped = _doc(
+        {"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": "arn:aws:s3:::b/*"},
+        {"Effect": "Allow", "Action": "ec2:Describe*", "Resource": "*"},
+    )
     admin = _doc({"Effect": "Allow", "Action": "*", "Resource": "*"})
     assert check(rules.no_iam_admin_wildcard, res("aws:iam/policy:Policy", {"policy": scoped})) == []
     assert check(rules.no_iam_admin_wildcard, res("aws:iam/policy:Policy", {"policy": admin})) != []
-    assert check(rules.no_iam_admin_wildcard, res("aws:iam/rolePolicy:RolePolicy",
-                                                  {"policy": _doc({"Action": ["*:*"], "Resource": ["*"]})})) != []
-    assert check(rules.no_iam_admin_wildcard, res("aws:iam/policy:Policy", {"policy": _doc(
-        {"Effect": "Deny", "Action": "*", "Resource": "*"})})) == []
-    assert check(rules.no_iam_admin_wildcard, res("aws:iam/policy:Policy", {"policy": _doc(
-        {"Effect": "Allow", "NotAction": "iam:*", "Resource": "*"})})) != []
-    role = {"assumeRolePolicy": _doc({"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"},
-                                      "Action": "sts:AssumeRole"}),
-            "inlinePolicies": [{"name": "ok", "policy": scoped}, {"name": "bad", "policy": admin}]}
+    assert (
+        check(
+            rules.no_iam_admin_wildcard,
+            res("aws:iam/rolePolicy:RolePolicy", {"policy": _doc({"Action": ["*:*"], "Resource": ["*"]})}),
+        )
+        != []
+    )
+    assert (
+        check(
+            rules.no_iam_admin_wildcard,
+            res("aws:iam/policy:Policy", {"policy": _doc({"Effect": "Deny", "Action": "*", "Resource": "*"})}),
+        )
+        == []
+    )
+    assert (
+        check(
+            rules.no_iam_admin_wildcard,
+            res("aws:iam/policy:Policy", {"policy": _doc({"Effect": "Allow", "NotAction": "iam:*", "Resource": "*"})}),
+        )
+        != []
+    )
+    role = {
+        "assumeRolePolicy": _doc(
+            {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ),
+        "inlinePolicies": [{"name": "ok", "policy": scoped}, {"name": "bad", "policy": admin}],
+    }
     assert check(rules.no_iam_admin_wildcard, res(rules.IAM_ROLE, role)) == [
-        'inlinePolicies[1] statement 0 allows Action "*" on Resource "*"']
+        'inlinePolicies[1] statement 0 allows Action "*" on Resource "*"'
+    ]
     attach = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
     arn = "arn:aws:iam::aws:policy/"
     assert check(rules.no_iam_admin_wildcard, res(attach, {"policyArn": arn + "AdministratorAccess"}))
@@ -373,15 +499,27 @@ def test_credentials_must_come_from_secret_sources() -> None:
     helm_gen = res(rules.HELM_RELEASE, {"values": {"auth": {"rootPassword": "x"}}}, name="gen", deps=[pw.urn])
     assert check_stack(rules.credentials_from_secret_sources, [helm_ok, helm_gen, pw]) == []
     assert "auth.rootPassword" in check_stack(rules.credentials_from_secret_sources, [helm_bad])[0]
-    assert list(rules.sensitive_values({"a": [{"apiKey": "k"}], "tokenSecretName": "n", "passwordEnabled": "y",
-                                        "existingSecretPasswordKey": "pw", "secret": "db-creds"})) \
-        == ["a[0].apiKey"]
+    assert list(
+        rules.sensitive_values(
+            {
+                "a": [{"apiKey": "k"}],
+                "tokenSecretName": "n",
+                "passwordEnabled": "y",
+                "existingSecretPasswordKey": "pw",
+                "secret": "db-creds",
+            }
+        )
+    ) == ["a[0].apiKey"]
 
 
 def _deployment(sc: dict[str, Any], name: str = "web", ns: str = "apps", kind: str = "Deployment") -> dict[str, Any]:
     pod = {"containers": [{"name": "c", "image": "i", "securityContext": sc}]}
-    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": ns},
-            "spec": {"selector": {}, "template": {"metadata": {}, "spec": pod}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"selector": {}, "template": {"metadata": {}, "spec": pod}},
+    }
 
 
 def test_containers_unprivileged_except_device_plugins() -> None:
@@ -391,16 +529,40 @@ def test_containers_unprivileged_except_device_plugins() -> None:
     assert check(rules.containers_unprivileged, res(dep, _deployment({"allowPrivilegeEscalation": True}))) != []
     plugin = _deployment({"privileged": True}, "nvidia-device-plugin-daemonset", "kube-system", "DaemonSet")
     assert check(rules.containers_unprivileged, res("kubernetes:apps/v1:DaemonSet", plugin)) == []
-    assert check(rules.containers_unprivileged, res("kubernetes:apps/v1:DaemonSet", plugin),
-                 {"privilegedAllowList": []}) != []
+    assert (
+        check(rules.containers_unprivileged, res("kubernetes:apps/v1:DaemonSet", plugin), {"privilegedAllowList": []})
+        != []
+    )
     # Pod templates nested in custom resources and CronJobs are walked too.
-    ray = {"metadata": {"name": "ray", "namespace": "training"}, "spec": {"workerGroupSpecs": [{"template": {
-        "spec": {"initContainers": [{"name": "init", "image": "i", "securityContext": {"privileged": True}}],
-                 "containers": [{"name": "w", "image": "i"}]}}}]}}
+    ray = {
+        "metadata": {"name": "ray", "namespace": "training"},
+        "spec": {
+            "workerGroupSpecs": [
+                {
+                    "template": {
+                        "spec": {
+                            "initContainers": [{"name": "init", "image": "i", "securityContext": {"privileged": True}}],
+                            "containers": [{"name": "w", "image": "i"}],
+                        }
+                    }
+                }
+            ]
+        },
+    }
     found = check(rules.containers_unprivileged, res("kubernetes:ray.io/v1:RayCluster", ray))
     assert found == ["training/ray: .spec.workerGroupSpecs[0].template.spec.initContainers[init] is privileged"]
-    cron = {"metadata": {"name": "j"}, "spec": {"jobTemplate": {"spec": {"template": {"spec": {
-        "containers": [{"name": "c", "image": "i", "securityContext": {"privileged": True}}]}}}}}}
+    cron = {
+        "metadata": {"name": "j"},
+        "spec": {
+            "jobTemplate": {
+                "spec": {
+                    "template": {
+                        "spec": {"containers": [{"name": "c", "image": "i", "securityContext": {"privileged": True}}]}
+                    }
+                }
+            }
+        },
+    }
     assert check(rules.containers_unprivileged, res("kubernetes:batch/v1:CronJob", cron)) != []
 
 
@@ -420,24 +582,50 @@ def test_pack_has_one_policy_per_rule_with_its_level() -> None:
         expected = EnforcementLevel.MANDATORY if rule.mandatory else EnforcementLevel.ADVISORY
         assert by_name[rule.name].enforcement_level == expected, rule.name
         assert isinstance(by_name[rule.name], StackValidationPolicy) is (rule.stack is not None)
-    required = {"ebs-encrypted", "efs-encrypted", "fsx-encrypted", "s3-encrypted", "s3-public-access-blocked",
-                "s3-tls-only", "imdsv2-required", "eks-endpoint-restricted", "efa-single-subnet",
-                "training-nodepool-disruption", "stateful-protected-in-prod", "no-iam-admin-wildcard",
-                "credentials-from-secret-sources", "containers-unprivileged"}
+    required = {
+        "ebs-encrypted",
+        "efs-encrypted",
+        "fsx-encrypted",
+        "s3-encrypted",
+        "s3-public-access-blocked",
+        "s3-tls-only",
+        "imdsv2-required",
+        "eks-endpoint-restricted",
+        "efa-single-subnet",
+        "training-nodepool-disruption",
+        "stateful-protected-in-prod",
+        "no-iam-admin-wildcard",
+        "credentials-from-secret-sources",
+        "containers-unprivileged",
+    }
     assert {n for n, p in by_name.items() if p.enforcement_level == EnforcementLevel.MANDATORY} >= required
 
 
 def _record(type_: str, inputs: dict[str, Any], name: str = "x", protect: bool = False) -> offline.Record:
-    return offline.Record(urn=f"urn:pulumi:s::p::{type_}::{name}", type=type_, name=name, custom=True, remote=False,
-                          parent="", inputs=inputs, outputs=dict(inputs), protect=protect)
+    return offline.Record(
+        urn=f"urn:pulumi:s::p::{type_}::{name}",
+        type=type_,
+        name=name,
+        custom=True,
+        remote=False,
+        parent="",
+        inputs=inputs,
+        outputs=dict(inputs),
+        protect=protect,
+    )
 
 
 def test_pack_policy_reports_through_the_sdk() -> None:
-    bad = _record(rules.EKS_CLUSTER, {"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.0/0"],
-                                      "encryptionConfigKeyArn": "arn:k"})
+    bad = _record(
+        rules.EKS_CLUSTER,
+        {"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.0/0"], "encryptionConfigKeyArn": "arn:k"},
+    )
     found = run_pack([bad])
-    assert ("eks-endpoint-restricted", "mandatory",
-            "publicAccessCidrs contains 0.0.0.0/0: the endpoint is open to the internet") in found
+    assert (
+        "eks-endpoint-restricted",
+        "mandatory",
+        "publicAccessCidrs contains 0.0.0.0/0: the endpoint is open to the internet",
+    ) in found
     unprotected = _record(rules.FSX_LUSTRE, {"deploymentType": "SCRATCH_2"})
     assert any(n == "stateful-protected-in-prod" for n, _, _ in run_pack([unprotected], pack_config("prod")))
     assert not any(n == "stateful-protected-in-prod" for n, _, _ in run_pack([unprotected], pack_config("dev")))
@@ -467,49 +655,80 @@ def test_stack_recording_has_no_mandatory_violation(stack: str, request: pytest.
     mandatory = [f for f in found if f[1] == "mandatory"]
     assert mandatory == []
     # The same rules called directly agree with the pack.
-    direct = rules.evaluate([Resource(type=r.type, name=r.name, urn=r.urn, props=r.outputs or r.inputs,
-                                      protect=r.protect, dependencies=frozenset(r.dependencies))
-                             for r in recording.records], pack_config(stack))
+    direct = rules.evaluate(
+        [
+            Resource(
+                type=r.type,
+                name=r.name,
+                urn=r.urn,
+                props=r.outputs or r.inputs,
+                protect=r.protect,
+                dependencies=frozenset(r.dependencies),
+            )
+            for r in recording.records
+        ],
+        pack_config(stack),
+    )
     assert sorted(m for _, _, m in direct) == sorted(m for _, _, m in found)
 
 
-def test_rules_read_the_keys_the_program_really_produces(prod_recording: offline.Recording,
-                                                          dev_recording: offline.Recording) -> None:
+def test_rules_read_the_keys_the_program_really_produces(
+    prod_recording: offline.Recording, dev_recording: offline.Recording
+) -> None:
     """Each rule is wired to real engine keys: break one recorded input and the rule fires."""
     dev_cluster = dev_recording.of_type(rules.EKS_CLUSTER)[0]
     assert dev_cluster.inputs["endpointPublicAccess"] is False  # private; the deploy runner is in the VPC
-    opened = _record(rules.EKS_CLUSTER, {**dev_cluster.inputs, "endpointPublicAccess": True,
-                                         "publicAccessCidrs": ["0.0.0.0/0"]})
+    opened = _record(
+        rules.EKS_CLUSTER, {**dev_cluster.inputs, "endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.0/0"]}
+    )
     assert any(n == "eks-endpoint-restricted" for n, _, _ in run_pack([opened]))
     prod_cluster = prod_recording.of_type(rules.EKS_CLUSTER)[0]
-    assert any(n == "eks-secrets-encrypted" for n, _, _ in run_pack(
-        [_record(rules.EKS_CLUSTER, {k: v for k, v in prod_cluster.inputs.items() if k != "encryptionConfigKeyArn"})]))
+    assert any(
+        n == "eks-secrets-encrypted"
+        for n, _, _ in run_pack(
+            [
+                _record(
+                    rules.EKS_CLUSTER, {k: v for k, v in prod_cluster.inputs.items() if k != "encryptionConfigKeyArn"}
+                )
+            ]
+        )
+    )
     mng = prod_recording.of_type(rules.EKS_MNG)[0]
     assert mng.inputs["launchTemplate"], "the system node group brings its own launch template"
     template = prod_recording.one(rules.LAUNCH_TEMPLATE, "cluster-system")
     assert template.inputs["metadataOptions"]["httpTokens"] == "required"
     optional = {**template.inputs, "metadataOptions": {**template.inputs["metadataOptions"], "httpTokens": "optional"}}
     assert any(n == "imdsv2-required" for n, _, _ in run_pack([_record(rules.LAUNCH_TEMPLATE, optional)]))
-    unencrypted_root = {**template.inputs, "blockDeviceMappings": [
-        {**template.inputs["blockDeviceMappings"][0], "ebs": {"volumeSize": 100, "volumeType": "gp3"}}]}
+    unencrypted_root = {
+        **template.inputs,
+        "blockDeviceMappings": [
+            {**template.inputs["blockDeviceMappings"][0], "ebs": {"volumeSize": 100, "volumeType": "gp3"}}
+        ],
+    }
     assert any(n == "ebs-encrypted" for n, _, _ in run_pack([_record(rules.LAUNCH_TEMPLATE, unencrypted_root)]))
     gp3 = prod_recording.one(rules.STORAGE_CLASS, "cluster-gp3")
     unencrypted = {**gp3.inputs, "parameters": {"type": "gp3"}}
     assert any(n == "ebs-encrypted" for n, _, _ in run_pack([_record(rules.STORAGE_CLASS, unencrypted)]))
     # The recorded EFA subnet and SG are what the EFA rule resolves selectors against.
-    efa = [r for r in prod_recording.of_type(rules.SUBNET)
-           if (r.outputs.get("tags") or {}).get(names.SUBNET_ROLE_TAG) == "efa"]
+    efa = [
+        r
+        for r in prod_recording.of_type(rules.SUBNET)
+        if (r.outputs.get("tags") or {}).get(names.SUBNET_ROLE_TAG) == "efa"
+    ]
     assert len(efa) == 1
 
 
 def test_secret_provenance_over_a_recorded_program() -> None:
     """Dependencies recorded by the offline engine tell a RandomPassword-fed Secret from a literal one."""
+
     def program() -> dict[str, Any]:
         pw = random.RandomPassword("db", length=24, special=False)
         k8s.core.v1.Secret("db", metadata={"name": "db", "namespace": "slurm"}, string_data={"password": pw.result})
-        k8s.core.v1.Secret("db-literal", metadata={"name": "db-literal", "namespace": "slurm"},
-                           string_data={"password": "hunter2"})
+        k8s.core.v1.Secret(
+            "db-literal", metadata={"name": "db-literal", "namespace": "slurm"}, string_data={"password": "hunter2"}
+        )
         return {"ok": pulumi.Output.from_input(True)}
+
     rec = run_program(program)
     found = run_pack(rec.records)
     flagged = [m for n, _, m in found if n == "credentials-from-secret-sources"]
@@ -527,10 +746,12 @@ def test_plaintext_credential_detector() -> None:
         k8s.core.v1.Secret("db-literal", metadata={"name": "db-literal"}, string_data={"password": "hunter2"})
         chart = {"chart": "mariadb", "version": "1.0.0", "namespace": "slurm"}
         k8s.helm.v3.Release("generated", name="generated", values={"auth": {"rootPassword": pw.result}}, **chart)
-        k8s.helm.v3.Release("wrapped", name="wrapped", **chart,
-                            values={"auth": {"rootPassword": pulumi.Output.secret("from-config")}})
+        k8s.helm.v3.Release(
+            "wrapped", name="wrapped", **chart, values={"auth": {"rootPassword": pulumi.Output.secret("from-config")}}
+        )
         k8s.helm.v3.Release("literal", name="literal", values={"auth": {"rootPassword": "hunter2"}}, **chart)
         return {"ok": pulumi.Output.from_input(True)}
+
     rec = run_program(program)
     assert rec.one(rules.K8S_SECRET, "db-literal").secret_inputs == {"stringData"}
     assert rec.one(rules.HELM_RELEASE, "wrapped").secret_inputs == {"values.auth.rootPassword"}
@@ -548,6 +769,7 @@ def test_stack_credentials_are_pulumi_secrets(stack: str, request: pytest.Fixtur
 
 def _imports(path: Any) -> set[str]:
     import ast
+
     tree = ast.parse(path.read_text())
     names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
@@ -557,6 +779,7 @@ def _imports(path: Any) -> set[str]:
 def test_pack_needs_only_pulumi_policy_and_the_standard_library() -> None:
     """The CLI runs the pack in policy/venv, which has pulumi-policy only (policy/requirements.txt)."""
     import sys
+
     pack_dir = REPO / "policy"
     allowed = set(sys.stdlib_module_names) | {"pulumi_policy", "ekstrain_policy", "ekstrain"}
     for path in [pack_dir / "__main__.py", *sorted((pack_dir / "ekstrain_policy").glob("*.py"))]:
@@ -569,19 +792,34 @@ def test_rules_load_with_the_standard_library_and_ekstrain_names_only(tmp_path: 
     # as the CLI starts it elsewhere than this checkout's root
     import subprocess
     import sys
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import ekstrain_policy.rules as r; "
-            "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names) - {'__main__'}), "
-            "'ekstrain.names' in sys.modules, r.ACCELERATOR_TAINTS)")
+
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import ekstrain_policy.rules as r; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names) - {'__main__'}), "
+        "'ekstrain.names' in sys.modules, r.ACCELERATOR_TAINTS)"
+    )
     # WHEN the rules are imported
-    out = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(REPO / "policy")], cwd=tmp_path,
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code, str(REPO / "policy")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     # THEN they load, and the shared names come from ekstrain.names (one copy, no third-party import)
-    assert out.split() == ["['ekstrain',", "'ekstrain_policy']", "True",
-                           "('nvidia.com/gpu',", "'aws.amazon.com/neuron',", "'vpc.amazonaws.com/efa')"]
+    assert out.split() == [
+        "['ekstrain',",
+        "'ekstrain_policy']",
+        "True",
+        "('nvidia.com/gpu',",
+        "'aws.amazon.com/neuron',",
+        "'vpc.amazonaws.com/efa')",
+    ]
 
 
 def test_main_only_builds_the_pack() -> None:
     import ast
+
     tree = ast.parse((REPO / "policy" / "__main__.py").read_text())
     calls = [n for n in tree.body if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)]
     assert len(calls) == 1

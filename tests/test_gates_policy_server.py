@@ -23,8 +23,12 @@ MANDATORY = analyzer_pb2.EnforcementLevel.Value("MANDATORY")
 @pytest.fixture(scope="module")
 def analyzer() -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
     # The CLI starts the pack with the engine address; the pack prints the port it serves on.
-    proc = subprocess.Popen([sys.executable, "__main__.py", "127.0.0.1:0"], cwd=REPO / "policy",
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "__main__.py", "127.0.0.1:0"],
+        cwd=REPO / "policy",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert proc.stdout is not None
         port = int(proc.stdout.readline().decode().strip() or 0)
@@ -44,10 +48,16 @@ def _struct(props: dict[str, Any]) -> struct_pb2.Struct:
     return s
 
 
-def analyze(stub: analyzer_pb2_grpc.AnalyzerStub, type_: str, props: dict[str, Any],
-            protect: bool = False) -> list[tuple[str, str, int]]:
-    req = analyzer_pb2.AnalyzeRequest(type=type_, properties=_struct(props), urn=f"urn:pulumi:s::p::{type_}::x",
-                                      name="x", options=analyzer_pb2.AnalyzerResourceOptions(protect=protect))
+def analyze(
+    stub: analyzer_pb2_grpc.AnalyzerStub, type_: str, props: dict[str, Any], protect: bool = False
+) -> list[tuple[str, str, int]]:
+    req = analyzer_pb2.AnalyzeRequest(
+        type=type_,
+        properties=_struct(props),
+        urn=f"urn:pulumi:s::p::{type_}::x",
+        name="x",
+        options=analyzer_pb2.AnalyzerResourceOptions(protect=protect),
+    )
     return [(d.policyName, d.message, d.enforcementLevel) for d in stub.Analyze(req).diagnostics]
 
 
@@ -60,9 +70,12 @@ def test_pack_serves_every_policy(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> N
 
 
 def test_pack_reports_violations_and_respects_unknowns(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
-    open_endpoint = {"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.0/0"],
-                     "encryptionConfigKeyArn": "arn:aws:kms:us-west-2:1:key/k",
-                     "enabledClusterLogTypes": ["api", "audit", "authenticator"]}
+    open_endpoint = {
+        "endpointPublicAccess": True,
+        "publicAccessCidrs": ["0.0.0.0/0"],
+        "encryptionConfigKeyArn": "arn:aws:kms:us-west-2:1:key/k",
+        "enabledClusterLogTypes": ["api", "audit", "authenticator"],
+    }
     found = analyze(analyzer, rules.EKS_CLUSTER, open_endpoint)
     assert [(n, lvl) for n, _, lvl in found] == [("eks-endpoint-restricted", MANDATORY)]
     assert analyze(analyzer, rules.EKS_CLUSTER, {**open_endpoint, "publicAccessCidrs": ["203.0.113.0/24"]}) == []
@@ -74,8 +87,11 @@ def test_pack_config_from_the_stack_file_applies(analyzer: analyzer_pb2_grpc.Ana
     fsx = {"deploymentType": "SCRATCH_2", "tags": {"Environment": "dev"}}
     assert analyze(analyzer, rules.FSX_LUSTRE, fsx) == []
     cfg = json.loads((REPO / "policy" / "config" / "prod.json").read_text())
-    analyzer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig={
-        name: analyzer_pb2.PolicyConfig(properties=_struct(values)) for name, values in cfg.items()}))
+    analyzer.Configure(
+        analyzer_pb2.ConfigureAnalyzerRequest(
+            policyConfig={name: analyzer_pb2.PolicyConfig(properties=_struct(values)) for name, values in cfg.items()}
+        )
+    )
     try:
         assert [n for n, _, _ in analyze(analyzer, rules.FSX_LUSTRE, fsx)] == ["stateful-protected-in-prod"]
         assert analyze(analyzer, rules.FSX_LUSTRE, fsx, protect=True) == []
@@ -84,7 +100,11 @@ def test_pack_config_from_the_stack_file_applies(analyzer: analyzer_pb2_grpc.Ana
 
 
 def test_pack_stack_policies(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
-    bucket = analyzer_pb2.AnalyzerResource(type=rules.S3_BUCKET, urn="urn:pulumi:s::p::aws:s3/bucket:Bucket::data",
-                                           name="data", properties=_struct({"bucket": "b", "id": "b"}))
+    bucket = analyzer_pb2.AnalyzerResource(
+        type=rules.S3_BUCKET,
+        urn="urn:pulumi:s::p::aws:s3/bucket:Bucket::data",
+        name="data",
+        properties=_struct({"bucket": "b", "id": "b"}),
+    )
     found = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[bucket])).diagnostics
     assert sorted(d.policyName for d in found) == ["s3-encrypted", "s3-public-access-blocked", "s3-tls-only"]

@@ -19,8 +19,15 @@ PROD = stack_config("prod")
 
 
 def _spec(**kw: object) -> RunSpec:
-    base: dict[str, object] = dict(name="molmim-pretrain", partition="gpu-h100", nodes=2, image=versions.BIONEMO_IMAGE,
-                                   model="molmim-70m", global_batch=2048, seq_len=128)
+    base: dict[str, object] = dict(
+        name="molmim-pretrain",
+        partition="gpu-h100",
+        nodes=2,
+        image=versions.BIONEMO_IMAGE,
+        model="molmim-70m",
+        global_batch=2048,
+        seq_len=128,
+    )
     return RunSpec(**{**base, **kw})  # type: ignore[arg-type]
 
 
@@ -68,8 +75,10 @@ def test_command_parses_as_bash(job: dict) -> None:
 def test_gang_job_on_the_partition_with_efa_and_fsx(job: dict) -> None:
     assert (job["kind"], job["spec"]["queue"], job["spec"]["minAvailable"]) == ("Job", "gpu-h100", 2)
     pod = job["spec"]["tasks"][0]["template"]["spec"]
-    assert pod["nodeSelector"] == {"ekstrain.io/partition": "gpu-h100",
-                                   "node.kubernetes.io/instance-type": "p5.48xlarge"}
+    assert pod["nodeSelector"] == {
+        "ekstrain.io/partition": "gpu-h100",
+        "node.kubernetes.io/instance-type": "p5.48xlarge",
+    }
     c = pod["containers"][0]
     assert c["image"] == versions.BIONEMO_IMAGE
     assert c["resources"]["limits"]["nvidia.com/gpu"] == 8 and c["resources"]["limits"]["vpc.amazonaws.com/efa"] == 32

@@ -44,4 +44,7 @@ def test_health_checks_for_every_prod_partition() -> None:
     rec = run_program(program)
     mpijobs = rec.of_type("kubernetes:kubeflow.org/v2beta1:MPIJob")
     assert sorted(r.inputs["metadata"]["name"] for r in mpijobs) == [
-        "nccl-check-gpu-a100", "nccl-check-gpu-h100", "nccl-check-trainium"]
+        "nccl-check-gpu-a100",
+        "nccl-check-gpu-h100",
+        "nccl-check-trainium",
+    ]

@@ -29,9 +29,10 @@ TRN_SCHEDULERS = ("trainium", "trainjob", "volcano", "slurm")
 
 
 def _torchrun_line(text: str) -> list[str]:
-    line = next(ln for ln in text.splitlines() if re.search(r"(^|\s)torchrun ", ln) and
-                "neuron_parallel_compile" not in ln)
-    argv = shlex.split(line[line.index("torchrun"):])
+    line = next(
+        ln for ln in text.splitlines() if re.search(r"(^|\s)torchrun ", ln) and "neuron_parallel_compile" not in ln
+    )
+    argv = shlex.split(line[line.index("torchrun") :])
     return argv
 
 
@@ -41,8 +42,11 @@ FSX_MOUNT = PROD.storage.fsx.mount_path
 
 def _script_tail(argv: list[str], script: str = "train.py") -> list[str]:
     # slurmd pods see FSx at the Slurm shared path; the same file is the same path under either mount.
-    return [re.sub(rf"(^|=){re.escape(SLURM_MOUNT)}/", rf"\g<1>{FSX_MOUNT}/", a) for a in argv[argv.index(script):]
-            if "ds_config.json" not in a]
+    return [
+        re.sub(rf"(^|=){re.escape(SLURM_MOUNT)}/", rf"\g<1>{FSX_MOUNT}/", a)
+        for a in argv[argv.index(script) :]
+        if "ds_config.json" not in a
+    ]
 
 
 def observed(objects: list[dict[str, Any]] | str, scheduler: str) -> dict[str, Any]:
@@ -65,7 +69,7 @@ def observed(objects: list[dict[str, Any]] | str, scheduler: str) -> dict[str, A
         per = int(cmd[cmd.index("--npernode") + 1])
         assert per == spec["slotsPerWorker"] and np_ == nodes * per
         tail = cmd[-1].splitlines()[-1]
-        argv = shlex.split(tail[tail.index("python"):])[1:]
+        argv = shlex.split(tail[tail.index("python") :])[1:]
         return {"nodes": nodes, "nproc": per, "world": np_, "args": _script_tail(argv)}
     if scheduler == "rayjob":
         group = spec["rayClusterSpec"]["workerGroupSpecs"][0]
@@ -73,8 +77,12 @@ def observed(objects: list[dict[str, Any]] | str, scheduler: str) -> dict[str, A
         run = json.loads(ast.literal_eval(re.search(r"RUN = json.loads\((.*)\)\n", source).group(1)))
         nproc = run["num_workers"] // group["replicas"]
         assert group["rayStartParams"]["num-gpus"] == str(nproc)
-        return {"nodes": group["replicas"], "nproc": nproc, "world": run["num_workers"],
-                "args": _script_tail(run["argv"])}
+        return {
+            "nodes": group["replicas"],
+            "nproc": nproc,
+            "world": run["num_workers"],
+            "args": _script_tail(run["argv"]),
+        }
     if scheduler == "trainjob":
         body = spec["trainer"]["command"][2]
         nodes, nproc = spec["trainer"]["numNodes"], spec["trainer"]["numProcPerNode"]
@@ -132,10 +140,15 @@ def test_same_run_same_numbers_on_every_trainium_scheduler() -> None:
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(partition=st.sampled_from(["gpu-a100", "gpu-h100"]), nodes=st.integers(1, 8),
-       micro_dp_multiple=st.integers(1, 4), framework=st.sampled_from(["torchrun-fsdp", "deepspeed", "megatron"]))
-def test_any_gpu_run_is_consistent_across_schedulers(partition: str, nodes: int, micro_dp_multiple: int,
-                                                    framework: str) -> None:
+@given(
+    partition=st.sampled_from(["gpu-a100", "gpu-h100"]),
+    nodes=st.integers(1, 8),
+    micro_dp_multiple=st.integers(1, 4),
+    framework=st.sampled_from(["torchrun-fsdp", "deepspeed", "megatron"]),
+)
+def test_any_gpu_run_is_consistent_across_schedulers(
+    partition: str, nodes: int, micro_dp_multiple: int, framework: str
+) -> None:
     spec = spec_for(partition, nodes=nodes, global_batch=nodes * 8 * micro_dp_multiple, framework=framework)
     got = _assert_same(spec, GPU_SCHEDULERS)
     assert got["world"] == nodes * 8
@@ -146,8 +159,11 @@ def test_deepspeed_config_carries_the_plan_batch_arithmetic() -> None:
     r = resolve_for(spec, PROD, "volcano", FakePlanner())
     ds = r.deepspeed_config
     assert ds is not None
-    assert ds["train_batch_size"] == 512 == ds["train_micro_batch_size_per_gpu"] * ds["gradient_accumulation_steps"] \
-        * r.degrees["dp"]
+    assert (
+        ds["train_batch_size"]
+        == 512
+        == ds["train_micro_batch_size_per_gpu"] * ds["gradient_accumulation_steps"] * r.degrees["dp"]
+    )
     cm = render(spec, PROD, "volcano", FakePlanner())[0]
     assert json.loads(cm["data"]["ds_config.json"]) == ds
     sbatch = render_sbatch(spec, PROD, FakePlanner())
@@ -164,6 +180,7 @@ def test_megatron_resumes_with_load_and_gets_the_plan_arguments() -> None:
 
 
 # ---- EFA and env against the catalog ---------------------------------------------------------------
+
 
 @pytest.mark.parametrize("partition", [p.name for p in PROD.partitions])
 def test_efa_count_and_env_match_the_catalog(partition: str) -> None:
@@ -193,8 +210,16 @@ def test_expected_prod_efa_counts() -> None:
 
 
 def _ctx(**kw: Any) -> EnvContext:
-    base = dict(family="gpu", efa=4, gpudirect_rdma=True, hugepages=False, neuron_cores=0,
-                checkpoint_dir="/fsx/checkpoints/x", data_dir="/fsx/data", compile_cache="/fsx/neuron-cache")
+    base = dict(
+        family="gpu",
+        efa=4,
+        gpudirect_rdma=True,
+        hugepages=False,
+        neuron_cores=0,
+        checkpoint_dir="/fsx/checkpoints/x",
+        data_dir="/fsx/data",
+        compile_cache="/fsx/neuron-cache",
+    )
     return EnvContext(**{**base, **kw})
 
 

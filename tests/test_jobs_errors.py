@@ -30,7 +30,8 @@ def _error(spec: RunSpec, scheduler: str = "volcano", planner: Any = None) -> st
 def test_more_nodes_than_the_partition_max() -> None:
     assert _error(spec_for("gpu-h100", nodes=9)) == (
         "9 nodes requested but partition gpu-h100 has maxNodes 8; ask for at most 8 nodes or raise "
-        "ekstrain:partitions (gpu-h100).maxNodes")
+        "ekstrain:partitions (gpu-h100).maxNodes"
+    )
 
 
 def test_trainium_template_on_a_gpu_partition() -> None:
@@ -65,8 +66,10 @@ def test_plan_for_a_different_instance_type() -> None:
 
 def test_instance_type_outside_the_partition() -> None:
     text = _error(spec_for("gpu-a100", instance_type="p5.48xlarge"))
-    assert text == ("instance type p5.48xlarge is not in partition gpu-a100 (p4d.24xlarge, p4de.24xlarge); pick one "
-                    "of those or another partition")
+    assert text == (
+        "instance type p5.48xlarge is not in partition gpu-a100 (p4d.24xlarge, p4de.24xlarge); pick one "
+        "of those or another partition"
+    )
 
 
 def test_plan_for_a_different_node_count() -> None:
@@ -103,8 +106,20 @@ def test_pinned_degrees_are_honoured() -> None:
 
 # ---- CLI ---------------------------------------------------------------------------------------------
 
-ARGS = ["job", "render", "--stack-file", str(REPO / "Pulumi.prod.yaml"), "--image", "img:1",
-        "--model", "llama3-8b", "--global-batch", "256", "--seq-len", "4096"]
+ARGS = [
+    "job",
+    "render",
+    "--stack-file",
+    str(REPO / "Pulumi.prod.yaml"),
+    "--image",
+    "img:1",
+    "--model",
+    "llama3-8b",
+    "--global-batch",
+    "256",
+    "--seq-len",
+    "4096",
+]
 
 
 @pytest.fixture
@@ -116,8 +131,10 @@ def test_cli_exits_2_with_one_line(fake_planner: None, capsys: pytest.CaptureFix
     code = cli.main([*ARGS, "--scheduler", "volcano", "--partition", "gpu-a100", "--nodes", "17"])
     out = capsys.readouterr()
     assert code == 2 and out.out == ""
-    assert out.err == ("ekstrain job render: 17 nodes requested but partition gpu-a100 has maxNodes 16; ask for at "
-                       "most 16 nodes or raise ekstrain:partitions (gpu-a100).maxNodes\n")
+    assert out.err == (
+        "ekstrain job render: 17 nodes requested but partition gpu-a100 has maxNodes 16; ask for at "
+        "most 16 nodes or raise ekstrain:partitions (gpu-a100).maxNodes\n"
+    )
 
 
 def test_cli_trainium_on_gpu_exits_2(fake_planner: None, capsys: pytest.CaptureFixture[str]) -> None:
@@ -126,8 +143,18 @@ def test_cli_trainium_on_gpu_exits_2(fake_planner: None, capsys: pytest.CaptureF
 
 
 def test_cli_missing_arguments_exit_2(fake_planner: None, capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(["job", "render", "--stack-file", str(REPO / "Pulumi.prod.yaml"), "--scheduler", "volcano",
-                     "--partition", "gpu-a100"])
+    code = cli.main(
+        [
+            "job",
+            "render",
+            "--stack-file",
+            str(REPO / "Pulumi.prod.yaml"),
+            "--scheduler",
+            "volcano",
+            "--partition",
+            "gpu-a100",
+        ]
+    )
     assert code == 2 and "volcano needs --nodes, --image, --model, --global-batch, --seq-len" in capsys.readouterr().err
 
 
@@ -137,8 +164,9 @@ def test_cli_unknown_scheduler_is_an_argparse_error(capsys: pytest.CaptureFixtur
     assert exc.value.code == 2
 
 
-def test_cli_renders_yaml_to_stdout_and_file(fake_planner: None, capsys: pytest.CaptureFixture[str],
-                                             tmp_path: Any) -> None:
+def test_cli_renders_yaml_to_stdout_and_file(
+    fake_planner: None, capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
     assert cli.main([*ARGS, "--scheduler", "pytorchjob", "--partition", "gpu-a100", "--nodes", "4"]) == 0
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
     assert [d["kind"] for d in docs] == ["PyTorchJob"]
@@ -151,15 +179,29 @@ def test_cli_renders_yaml_to_stdout_and_file(fake_planner: None, capsys: pytest.
 def test_cli_validate_flag(fake_planner: None, capsys: pytest.CaptureFixture[str]) -> None:
     if validation.upstream_dir() is None:
         pytest.skip("upstream schemas absent")
-    assert cli.main([*ARGS, "--scheduler", "slurm", "--configmap", "--partition", "trainium", "--nodes", "2",
-                     "--validate"]) == 0
+    assert (
+        cli.main(
+            [*ARGS, "--scheduler", "slurm", "--configmap", "--partition", "trainium", "--nodes", "2", "--validate"]
+        )
+        == 0
+    )
     (doc,) = yaml.safe_load_all(capsys.readouterr().out)
     assert doc["kind"] == "ConfigMap" and "llama3-8b-slurm.sbatch" in doc["data"]
 
 
 def test_cli_nccl_test_needs_no_model(capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(["job", "render", "--stack-file", str(REPO / "Pulumi.prod.yaml"), "--scheduler", "nccl-test",
-                     "--partition", "gpu-h100"])
+    code = cli.main(
+        [
+            "job",
+            "render",
+            "--stack-file",
+            str(REPO / "Pulumi.prod.yaml"),
+            "--scheduler",
+            "nccl-test",
+            "--partition",
+            "gpu-h100",
+        ]
+    )
     assert code == 0
     (job,) = yaml.safe_load_all(capsys.readouterr().out)
     assert job["kind"] == "MPIJob" and job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
@@ -176,8 +218,10 @@ def test_cli_bad_stack_file_exits_2(tmp_path: Any, capsys: pytest.CaptureFixture
 def test_cli_warns_when_the_stack_lacks_the_controller(fake_planner: None, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([*ARGS, "--scheduler", "pytorchjob", "--partition", "gpu-a100", "--nodes", "2"]) == 0
     err = capsys.readouterr().err
-    assert err == ("warning: this stack does not run pytorchjob's controller: ekstrain:schedulers.kubeflow.flavor is "
-                   "'trainer', PyTorchJob needs 'training-operator' (use --scheduler trainjob with 'trainer')\n")
+    assert err == (
+        "warning: this stack does not run pytorchjob's controller: ekstrain:schedulers.kubeflow.flavor is "
+        "'trainer', PyTorchJob needs 'training-operator' (use --scheduler trainjob with 'trainer')\n"
+    )
     assert cli.main([*ARGS, "--scheduler", "trainjob", "--partition", "gpu-a100", "--nodes", "2"]) == 0
     assert capsys.readouterr().err == ""
 
@@ -185,8 +229,9 @@ def test_cli_warns_when_the_stack_lacks_the_controller(fake_planner: None, capsy
 def test_plan_instance_type_is_read_from_the_fleet_name() -> None:
     from types import SimpleNamespace
 
-    assert planning_module.plan_instance_type(SimpleNamespace(fleet=SimpleNamespace(name="p5.48xlarge"))) == \
-        "p5.48xlarge"
+    assert (
+        planning_module.plan_instance_type(SimpleNamespace(fleet=SimpleNamespace(name="p5.48xlarge"))) == "p5.48xlarge"
+    )
     assert planning_module.plan_instance_type(SimpleNamespace()) is None
 
 
@@ -215,8 +260,7 @@ def test_plans_a_framework_cannot_run_are_skipped() -> None:
 
         def search(self, *a: Any, **kw: Any) -> list[Any]:
             plans = super().search(*a, **kw)
-            return [dataclasses.replace(p, pp=2, dp=p.dp // 2, grad_accum=p.grad_accum * 2) for p in plans[:1]] + \
-                plans
+            return [dataclasses.replace(p, pp=2, dp=p.dp // 2, grad_accum=p.grad_accum * 2) for p in plans[:1]] + plans
 
     r = resolve_for(spec_for("gpu-a100", framework="deepspeed"), PROD, "volcano", PipelinePlanner())
     assert r.degrees["pp"] == 1, "DeepSpeed cannot pipeline with ZeRO-3: the next plan is used"
@@ -227,8 +271,11 @@ def test_plans_a_framework_cannot_run_are_skipped() -> None:
 def test_no_runnable_plan_for_the_framework_is_an_error() -> None:
     class OnlyPipelines(FakePlanner):
         def search(self, *a: Any, **kw: Any) -> list[Any]:
-            return [dataclasses.replace(p, pp=2, dp=p.dp // 2, grad_accum=p.grad_accum * 2)
-                    for p in super().search(*a, **kw) if p.dp % 2 == 0]
+            return [
+                dataclasses.replace(p, pp=2, dp=p.dp // 2, grad_accum=p.grad_accum * 2)
+                for p in super().search(*a, **kw)
+                if p.dp % 2 == 0
+            ]
 
     text = _error(spec_for("gpu-a100", framework="deepspeed"), planner=OnlyPipelines())
     assert "can run under deepspeed (DeepSpeed's pipeline engine supports ZeRO stages 0 and 1 only)" in text

@@ -44,13 +44,24 @@ def planner(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_script_has_the_six_seed_workloads_and_three_health_checks(tmp_path: pathlib.Path) -> None:
     schedulers = [c[c.index("--scheduler") + 1] for c in _commands(tmp_path)]
-    assert schedulers == ["slurm", "mpijob", "trainium", "rayjob", "volcano", "bionemo", "slurm", "nccl-test",
-                          "nccl-test", "nccl-test"]
+    assert schedulers == [
+        "slurm",
+        "mpijob",
+        "trainium",
+        "rayjob",
+        "volcano",
+        "bionemo",
+        "slurm",
+        "nccl-test",
+        "nccl-test",
+        "nccl-test",
+    ]
 
 
 @pytest.mark.parametrize("index", range(10))
-def test_example_renders_and_validates(index: int, tmp_path: pathlib.Path, planner: None,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_example_renders_and_validates(
+    index: int, tmp_path: pathlib.Path, planner: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     if validation.upstream_dir() is None:
         pytest.skip("upstream schemas absent")
     argv = _commands(tmp_path)[index]
@@ -67,13 +78,14 @@ def test_example_renders_and_validates(index: int, tmp_path: pathlib.Path, plann
     assert docs and all(d["metadata"]["namespace"] == "training" for d in docs)
 
 
-def test_llama3_70b_full_finetune_is_the_planners_call(planner: None, capsys: pytest.CaptureFixture[str],
-                                                       tmp_path: pathlib.Path) -> None:
+def test_llama3_70b_full_finetune_is_the_planners_call(
+    planner: None, capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
     """Without --lora-rank the template renders the planner's full fine-tune plan if it finds one,
     and otherwise exits 2 with one line; it never invents a layout."""
     argv = _commands(tmp_path)[0]
     i = argv.index("--lora-rank")
-    full = argv[:i] + argv[i + 2:] + ["--stack-file", str(REPO / "Pulumi.prod.yaml")]
+    full = argv[:i] + argv[i + 2 :] + ["--stack-file", str(REPO / "Pulumi.prod.yaml")]
     code = cli.main(full)
     err = capsys.readouterr().err
     if REAL_PLANNER:  # the planner fits a full fine-tune by sharding nearly every byte

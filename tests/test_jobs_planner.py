@@ -87,16 +87,28 @@ real = pytest.mark.skipif(not REAL, reason="ekstrain.planner has not landed in t
 
 
 @real
-@pytest.mark.parametrize(("partition", "nodes", "model", "framework"), [
-    ("gpu-a100", 4, "bert-large", "deepspeed"),
-    ("gpu-h100", 8, "llama3-70b", "megatron"),
-    ("gpu-h100", 4, "llama3-8b", "torchrun-fsdp"),
-])
-def test_real_planner_plans_are_consistent_with_the_run(partition: str, nodes: int, model: str,
-                                                        framework: str) -> None:
+@pytest.mark.parametrize(
+    ("partition", "nodes", "model", "framework"),
+    [
+        ("gpu-a100", 4, "bert-large", "deepspeed"),
+        ("gpu-h100", 8, "llama3-70b", "megatron"),
+        ("gpu-h100", 4, "llama3-8b", "torchrun-fsdp"),
+    ],
+)
+def test_real_planner_plans_are_consistent_with_the_run(partition: str, nodes: int, model: str, framework: str) -> None:
     gb = 4096 if model == "bert-large" else 512
-    r = resolve_for(spec_for(partition, nodes=nodes, model=model, framework=framework, global_batch=gb,
-                             seq_len=512 if model == "bert-large" else 8192), PROD, "volcano")
+    r = resolve_for(
+        spec_for(
+            partition,
+            nodes=nodes,
+            model=model,
+            framework=framework,
+            global_batch=gb,
+            seq_len=512 if model == "bert-large" else 8192,
+        ),
+        PROD,
+        "volcano",
+    )
     d = r.degrees
     assert d["tp"] * d["pp"] * d["cp"] * d["dp"] == nodes * 8
     assert d["micro_batch"] * d["dp"] * d["grad_accum"] == gb
@@ -110,7 +122,8 @@ def test_real_planner_llama3_70b_on_one_p4d_is_a_clear_error() -> None:
 
 @real
 def test_real_planner_deepspeed_never_gets_zero3_under_a_pipeline() -> None:
-    r = resolve_for(spec_for("gpu-a100", nodes=4, model="llama3-70b", global_batch=64, framework="deepspeed"),
-                    PROD, "slurm")
+    r = resolve_for(
+        spec_for("gpu-a100", nodes=4, model="llama3-70b", global_batch=64, framework="deepspeed"), PROD, "slurm"
+    )
     assert not (r.degrees["pp"] > 1 and r.degrees["zero"] >= 2)
     assert r.deepspeed_config["train_batch_size"] == 64

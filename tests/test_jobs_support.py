@@ -36,27 +36,41 @@ class FakePlan:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def deepspeed_config(self) -> dict[str, Any]:
-        return {"train_batch_size": self.micro_batch * self.grad_accum * self.dp,
-                "train_micro_batch_size_per_gpu": self.micro_batch,
-                "gradient_accumulation_steps": self.grad_accum,
-                "zero_optimization": {"stage": self.zero}, "bf16": {"enabled": True}}
+        return {
+            "train_batch_size": self.micro_batch * self.grad_accum * self.dp,
+            "train_micro_batch_size_per_gpu": self.micro_batch,
+            "gradient_accumulation_steps": self.grad_accum,
+            "zero_optimization": {"stage": self.zero},
+            "bf16": {"enabled": True},
+        }
 
     def torchrun_args(self) -> list[str]:
-        return [f"--nnodes={self.nodes}", f"--nproc-per-node={self.accelerators_per_node}", "--rdzv-backend=c10d",
-                "--rdzv-endpoint=$(MASTER_ADDR):$(MASTER_PORT)"]
+        return [
+            f"--nnodes={self.nodes}",
+            f"--nproc-per-node={self.accelerators_per_node}",
+            "--rdzv-backend=c10d",
+            "--rdzv-endpoint=$(MASTER_ADDR):$(MASTER_PORT)",
+        ]
 
     def torchrun_env(self) -> dict[str, str]:
         env = {"NNODES": str(self.nodes), "WORLD_SIZE": str(self.nodes * self.accelerators_per_node)}
         return {**env, "CUDA_DEVICE_MAX_CONNECTIONS": "1"} if self.tp > 1 else env
 
     def megatron_args(self) -> list[str]:
-        return [f"--tensor-model-parallel-size={self.tp}", f"--pipeline-model-parallel-size={self.pp}",
-                f"--micro-batch-size={self.micro_batch}",
-                f"--global-batch-size={self.micro_batch * self.grad_accum * self.dp}"]
+        return [
+            f"--tensor-model-parallel-size={self.tp}",
+            f"--pipeline-model-parallel-size={self.pp}",
+            f"--micro-batch-size={self.micro_batch}",
+            f"--global-batch-size={self.micro_batch * self.grad_accum * self.dp}",
+        ]
 
     def neuron_args(self) -> list[str]:
-        return [f"--tensor_parallel_size={self.tp}", f"--pipeline_parallel_size={self.pp}",
-                f"--batch_size={self.micro_batch}", f"--grad_accum_usteps={self.grad_accum}"]
+        return [
+            f"--tensor_parallel_size={self.tp}",
+            f"--pipeline_parallel_size={self.pp}",
+            f"--batch_size={self.micro_batch}",
+            f"--grad_accum_usteps={self.grad_accum}",
+        ]
 
 
 class FakePlanner:
@@ -65,8 +79,17 @@ class FakePlanner:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, int]] = []
 
-    def _plan(self, model: str, it: catalog.InstanceType, nodes: int, global_batch: int, tp: int, pp: int,
-              micro_batch: int, lora_rank: int | None) -> FakePlan | None:
+    def _plan(
+        self,
+        model: str,
+        it: catalog.InstanceType,
+        nodes: int,
+        global_batch: int,
+        tp: int,
+        pp: int,
+        micro_batch: int,
+        lora_rank: int | None,
+    ) -> FakePlan | None:
         workers = it.workers_per_node
         world = nodes * workers
         if world % (tp * pp):
@@ -80,20 +103,33 @@ class FakePlanner:
         fits = state / 2**30 < per_device_gib * 0.8
         return FakePlan(it.name, nodes, workers, tp, pp, dp, micro_batch, global_batch // (dp * micro_batch), fits)
 
-    def search(self, model: str, instance_type: str, nodes: int, global_batch: int, seq_len: int,
-               **options: Any) -> list[FakePlan]:
+    def search(
+        self, model: str, instance_type: str, nodes: int, global_batch: int, seq_len: int, **options: Any
+    ) -> list[FakePlan]:
         if model not in PARAMS:
             raise KeyError(f"unknown model {model!r}")
         self.calls.append((model, instance_type, nodes))
         it = catalog.get(instance_type)
-        plans = [self._plan(model, it, nodes, global_batch, tp, 1, 1, options.get("lora_rank"))
-                 for tp in (1, 2, 4, 8) if tp <= it.workers_per_node]
+        plans = [
+            self._plan(model, it, nodes, global_batch, tp, 1, 1, options.get("lora_rank"))
+            for tp in (1, 2, 4, 8)
+            if tp <= it.workers_per_node
+        ]
         return sorted((p for p in plans if p), key=lambda p: (not p.fits, p.tp))
 
-    def evaluate(self, model: str, instance_type: str, nodes: int, global_batch: int, seq_len: int,
-                 **degrees: Any) -> FakePlan:
-        plan = self._plan(model, catalog.get(instance_type), nodes, global_batch, degrees["tp"], degrees["pp"],
-                          degrees["micro_batch"], degrees.get("lora_rank"))
+    def evaluate(
+        self, model: str, instance_type: str, nodes: int, global_batch: int, seq_len: int, **degrees: Any
+    ) -> FakePlan:
+        plan = self._plan(
+            model,
+            catalog.get(instance_type),
+            nodes,
+            global_batch,
+            degrees["tp"],
+            degrees["pp"],
+            degrees["micro_batch"],
+            degrees.get("lora_rank"),
+        )
         if plan is None:
             raise ValueError(f"degrees {degrees} do not divide the fleet")
         return plan

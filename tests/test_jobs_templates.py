@@ -25,18 +25,39 @@ GPU_PARTITIONS = [p.name for p in PROD.partitions if p.accelerator == "gpu"]
 TRN_PARTITIONS = [p.name for p in PROD.partitions if p.accelerator == "trainium"]
 GPU_TEMPLATES = [s for s, t in SCHEDULERS.items() if t.family in (None, "gpu")]
 TRN_TEMPLATES = [s for s, t in SCHEDULERS.items() if t.family in (None, "trainium")]
-CASES = [(s, p) for p in GPU_PARTITIONS for s in GPU_TEMPLATES] + [(s, p) for p in TRN_PARTITIONS
-                                                                    for s in TRN_TEMPLATES]
-BASELINE_CAPS = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE",
-                 "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+CASES = [(s, p) for p in GPU_PARTITIONS for s in GPU_TEMPLATES] + [
+    (s, p) for p in TRN_PARTITIONS for s in TRN_TEMPLATES
+]
+BASELINE_CAPS = {
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
+}
 """Pod Security Standards 'baseline' allowed capabilities."""
 
 
 def spec_for(partition: str, **kw: Any) -> RunSpec:
     trn = partition in TRN_PARTITIONS
-    base: dict[str, Any] = dict(name="run", partition=partition, nodes=2, image="registry.example/train:1",
-                                model="llama3-8b", global_batch=256, seq_len=4096,
-                                framework="neuronx-distributed" if trn else "torchrun-fsdp")
+    base: dict[str, Any] = dict(
+        name="run",
+        partition=partition,
+        nodes=2,
+        image="registry.example/train:1",
+        model="llama3-8b",
+        global_batch=256,
+        seq_len=4096,
+        framework="neuronx-distributed" if trn else "torchrun-fsdp",
+    )
     return RunSpec(**{**base, **kw})
 
 
@@ -110,8 +131,9 @@ def test_workers_carry_the_platform_contract(scheduler: str, partition: str) -> 
     for s in specs:
         if "nodeSelector" in s:
             assert s["nodeSelector"] == {names.PARTITION_LABEL: partition, INSTANCE_TYPE_LABEL: it.name}
-            assert {"key": it.accelerator_resource, "operator": "Equal", "value": "true",
-                    "effect": "NoSchedule"} in s["tolerations"]
+            assert {"key": it.accelerator_resource, "operator": "Equal", "value": "true", "effect": "NoSchedule"} in s[
+                "tolerations"
+            ]
             vols = {v["name"]: v for v in s["volumes"]}
             assert vols["fsx"]["persistentVolumeClaim"]["claimName"] == names.FSX_PVC
             assert vols["shm"]["emptyDir"]["medium"] == "Memory"
@@ -165,8 +187,9 @@ def test_slurm_script_for_every_partition() -> None:
 def test_hugepages_are_requested_only_when_asked() -> None:
     objects = render(spec_for("gpu-h100", hugepages_2mi="5120Mi"), PROD, "volcano", FakePlanner())
     (worker,) = accelerator_containers(objects[-1])
-    assert worker["resources"]["requests"]["hugepages-2Mi"] == worker["resources"]["limits"]["hugepages-2Mi"] == \
-        "5120Mi"
+    assert (
+        worker["resources"]["requests"]["hugepages-2Mi"] == worker["resources"]["limits"]["hugepages-2Mi"] == "5120Mi"
+    )
     env = {e["name"]: e["value"] for e in worker["env"]}
     assert "FI_EFA_USE_HUGE_PAGE" not in env
     assert validation.validate_object(objects[-1], PROD.cluster.kubernetes_version) == []
@@ -176,8 +199,13 @@ def test_mpi_workers_get_only_the_capabilities_sshd_needs() -> None:
     (job,) = [o for o in render(spec_for("gpu-a100"), PROD, "mpijob", FakePlanner()) if o["kind"] == "MPIJob"]
     worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert worker["command"] == ["/usr/sbin/sshd", "-De"]
-    assert set(worker["securityContext"]["capabilities"]["add"]) == {"AUDIT_WRITE", "NET_BIND_SERVICE", "SETGID",
-                                                                     "SETUID", "SYS_CHROOT"}
+    assert set(worker["securityContext"]["capabilities"]["add"]) == {
+        "AUDIT_WRITE",
+        "NET_BIND_SERVICE",
+        "SETGID",
+        "SETUID",
+        "SYS_CHROOT",
+    }
     launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
     assert "nodeSelector" not in launcher, "the launcher needs no accelerator node"
     assert "add" not in launcher["containers"][0]["securityContext"]["capabilities"]
@@ -207,8 +235,10 @@ def test_volcano_gang_restarts_the_whole_job_in_the_partition_queue() -> None:
     spec = job["spec"]
     assert spec["schedulerName"] == "volcano" and spec["queue"] == "gpu-h100"
     assert spec["minAvailable"] == spec["tasks"][0]["replicas"] == spec["tasks"][0]["minAvailable"] == 8
-    assert {(p["event"], p["action"]) for p in spec["policies"]} == {("PodEvicted", "RestartJob"),
-                                                                     ("PodFailed", "RestartJob")}
+    assert {(p["event"], p["action"]) for p in spec["policies"]} == {
+        ("PodEvicted", "RestartJob"),
+        ("PodFailed", "RestartJob"),
+    }
     assert {"ssh", "svc"} <= set(spec["plugins"])
 
 
@@ -224,8 +254,11 @@ def test_trainjob_runtime_is_one_the_schedulers_component_installs() -> None:
 def test_trainjob_uses_the_torch_runtime_and_patches_placement() -> None:
     job = render(spec_for("gpu-h100"), PROD, "trainjob", FakePlanner())[-1]
     spec = job["spec"]
-    assert spec["runtimeRef"] == {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime",
-                                  "name": "torch-distributed-gpu-h100"}
+    assert spec["runtimeRef"] == {
+        "apiGroup": "trainer.kubeflow.org",
+        "kind": "ClusterTrainingRuntime",
+        "name": "torch-distributed-gpu-h100",
+    }
     assert spec["trainer"]["numNodes"] == 2 and spec["trainer"]["numProcPerNode"] == 8
     (rj,) = spec["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
     pod = rj["template"]["spec"]["template"]

@@ -28,11 +28,19 @@ HELM = os.environ.get("EKSTRAIN_HELM", "/work/tools/helm")
 
 def _run(cfg: Any, secret: str | None) -> Recording:
     def program() -> pulumi.Output[str]:
-        h = JupyterHub("jupyterhub", JupyterHubArgs(
-            plan=hub.plan(cfg), chart=cfg.versions.chart("jupyterhub"), client_secret=secret,
-            fsx_file_system_id="fs-0abc", fsx_dns_name="fs-0abc.fsx.us-west-2.amazonaws.com",
-            fsx_mount_name="abcdef12"))
+        h = JupyterHub(
+            "jupyterhub",
+            JupyterHubArgs(
+                plan=hub.plan(cfg),
+                chart=cfg.versions.chart("jupyterhub"),
+                client_secret=secret,
+                fsx_file_system_id="fs-0abc",
+                fsx_dns_name="fs-0abc.fsx.us-west-2.amazonaws.com",
+                fsx_mount_name="abcdef12",
+            ),
+        )
         return h.release.name
+
     return run_program(program)
 
 
@@ -43,15 +51,21 @@ def rec() -> Recording:
 
 def test_component_children(rec: Recording) -> None:
     (comp,) = rec.of_type("ekstrain:jupyterhub:JupyterHub")
-    assert sorted((c.type, c.name) for c in rec.children_of(comp.urn)) == sorted([
-        ("kubernetes:core/v1:Namespace", "jupyterhub-ns"),
-        ("kubernetes:core/v1:PersistentVolume", "jupyterhub-fsx-pv"),
-        ("kubernetes:core/v1:PersistentVolumeClaim", "jupyterhub-fsx-pvc"),
-        ("kubernetes:core/v1:Secret", "jupyterhub-oauth"),
-        (RELEASE, "jupyterhub")])
+    assert sorted((c.type, c.name) for c in rec.children_of(comp.urn)) == sorted(
+        [
+            ("kubernetes:core/v1:Namespace", "jupyterhub-ns"),
+            ("kubernetes:core/v1:PersistentVolume", "jupyterhub-fsx-pv"),
+            ("kubernetes:core/v1:PersistentVolumeClaim", "jupyterhub-fsx-pvc"),
+            ("kubernetes:core/v1:Secret", "jupyterhub-oauth"),
+            (RELEASE, "jupyterhub"),
+        ]
+    )
     rel = rec.one(RELEASE, "jupyterhub")
-    assert (rel.inputs["chart"], rel.inputs["version"], rel.inputs["namespace"]) == ("jupyterhub", "4.4.0",
-                                                                                     "jupyterhub")
+    assert (rel.inputs["chart"], rel.inputs["version"], rel.inputs["namespace"]) == (
+        "jupyterhub",
+        "4.4.0",
+        "jupyterhub",
+    )
     assert rel.inputs["repositoryOpts"] == {"repo": "https://hub.jupyter.org/helm-chart/"}
     assert rec.one("kubernetes:core/v1:Secret", "jupyterhub-oauth").urn in rel.dependencies
 
@@ -62,12 +76,15 @@ def test_one_profile_per_partition_on_its_nodes(rec: Recording) -> None:
     assert [p["default"] for p in profiles] == [True, False, False]
     h100 = profiles[1]["kubespawner_override"]
     assert h100["node_selector"] == {"ekstrain.io/partition": "gpu-h100"}
-    assert h100["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true",
-                                    "effect": "NoSchedule"}]
+    assert h100["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+    ]
     assert sorted(profiles[1]["profile_options"]["devices"]["choices"]) == ["1", "2", "4", "8"]
     eight = profiles[1]["profile_options"]["devices"]["choices"]["8"]["kubespawner_override"]
-    assert eight == {"extra_resource_limits": {"nvidia.com/gpu": "8"}, "extra_resource_guarantees": {
-        "nvidia.com/gpu": "8"}}
+    assert eight == {
+        "extra_resource_limits": {"nvidia.com/gpu": "8"},
+        "extra_resource_guarantees": {"nvidia.com/gpu": "8"},
+    }
     trn = profiles[2]
     assert sorted(trn["profile_options"]["devices"]["choices"]) == ["1", "16"]
     assert trn["kubespawner_override"]["cmd"][-1].endswith("exec jupyterhub-singleuser")
@@ -79,8 +96,9 @@ def test_storage_culling_and_load_balancer(rec: Recording) -> None:
     storage = v["singleuser"]["storage"]
     assert storage["dynamic"] == {"storageClass": "efs-ap", "storageAccessModes": ["ReadWriteMany"]}
     assert storage["capacity"] == "50Gi"
-    assert storage["extraVolumes"] == [{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-lustre",
-                                                                               "readOnly": True}}]
+    assert storage["extraVolumes"] == [
+        {"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-lustre", "readOnly": True}}
+    ]
     assert storage["extraVolumeMounts"] == [{"name": "fsx", "mountPath": "/fsx", "readOnly": True}]
     assert v["cull"] == {"enabled": True, "timeout": 3600, "every": 300, "users": False}
     svc = v["proxy"]["service"]
@@ -88,8 +106,10 @@ def test_storage_culling_and_load_balancer(rec: Recording) -> None:
     assert svc["annotations"]["service.beta.kubernetes.io/aws-load-balancer-internal"] == "true"
     pv = rec.one("kubernetes:core/v1:PersistentVolume", "jupyterhub-fsx-pv").inputs["spec"]
     assert pv["accessModes"] == ["ReadOnlyMany"] and pv["csi"]["readOnly"] is True
-    assert pv["csi"]["volumeHandle"] == "fs-0abc" and pv["claimRef"] == {"namespace": "jupyterhub",
-                                                                         "name": "fsx-lustre"}
+    assert pv["csi"]["volumeHandle"] == "fs-0abc" and pv["claimRef"] == {
+        "namespace": "jupyterhub",
+        "name": "fsx-lustre",
+    }
 
 
 def test_auth_is_github_restricted_and_secret_comes_from_env(rec: Recording) -> None:
@@ -98,8 +118,9 @@ def test_auth_is_github_restricted_and_secret_comes_from_env(rec: Recording) -> 
     assert cfg["JupyterHub"] == {"authenticator_class": "github", "admin_access": False}
     assert cfg["GitHubOAuthenticator"]["allowed_organizations"] == ["example-ml"]
     assert "client_secret" not in cfg["GitHubOAuthenticator"], "the secret is never in the values"
-    assert hub_values["extraEnv"]["OAUTH_CLIENT_SECRET"] == {"valueFrom": {"secretKeyRef": {
-        "name": "jupyterhub-oauth", "key": "client-secret"}}}
+    assert hub_values["extraEnv"]["OAUTH_CLIENT_SECRET"] == {
+        "valueFrom": {"secretKeyRef": {"name": "jupyterhub-oauth", "key": "client-secret"}}
+    }
 
 
 def test_without_the_stack_secret_no_secret_object_is_created() -> None:
@@ -124,8 +145,12 @@ def test_chart_accepts_the_values_and_renders_valid_objects(rec: Recording, tmp_
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(rec.one(RELEASE, "jupyterhub").inputs["values"]))
     chart = validation.upstream_dir() / "chart-src" / "jupyterhub-4.4.0.tgz"  # type: ignore[operator]
-    out = subprocess.run([HELM, "template", "jupyterhub", str(chart), "-n", "jupyterhub", "-f", str(values),
-                          "--kube-version", "1.35.0"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [HELM, "template", "jupyterhub", str(chart), "-n", "jupyterhub", "-f", str(values), "--kube-version", "1.35.0"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     objs = [d for d in yaml.safe_load_all(out) if d]
     for o in objs:
         assert validation.validate_object(o, "1.35") == [], (o["kind"], o["metadata"]["name"])
@@ -144,19 +169,28 @@ def _issues(change: Any, env: str = "prod") -> list[str]:
 
 def test_no_open_hub() -> None:
     # GIVEN the dummy authenticator in prod THEN refused
-    assert any(i.startswith("ekstrain:jupyterhub.auth.type: the dummy authenticator") for i in _issues(
-        lambda s: s["jupyterhub"]["auth"].update(type="dummy")))
+    assert any(
+        i.startswith("ekstrain:jupyterhub.auth.type: the dummy authenticator")
+        for i in _issues(lambda s: s["jupyterhub"]["auth"].update(type="dummy"))
+    )
     # GIVEN nobody listed THEN refused (the hub would let every GitHub account in)
-    assert any(i.startswith("ekstrain:jupyterhub.auth.allowedUsers: nobody is listed") for i in _issues(
-        lambda s: s["jupyterhub"]["auth"].update(allowedOrganizations=[], adminUsers=[])))
+    assert any(
+        i.startswith("ekstrain:jupyterhub.auth.allowedUsers: nobody is listed")
+        for i in _issues(lambda s: s["jupyterhub"]["auth"].update(allowedOrganizations=[], adminUsers=[]))
+    )
     # GIVEN 0.0.0.0/0 THEN refused
-    assert any(i.startswith("ekstrain:jupyterhub.allowedCidrs: 0.0.0.0/0") for i in _issues(
-        lambda s: s["jupyterhub"].update(allowedCidrs=["0.0.0.0/0"])))
+    assert any(
+        i.startswith("ekstrain:jupyterhub.allowedCidrs: 0.0.0.0/0")
+        for i in _issues(lambda s: s["jupyterhub"].update(allowedCidrs=["0.0.0.0/0"]))
+    )
     # GIVEN dummy outside prod without a password THEN refused
     assert "ekstrain:jupyterhubClientSecret: the dummy authenticator needs a password" in _issues(
-        lambda s: s["jupyterhub"]["auth"].update(type="dummy"), env="dev")
-    assert any(i.startswith("ekstrain:jupyterhub.profiles: ['gpu-b200'] are not partitions") for i in _issues(
-        lambda s: s["jupyterhub"].update(profiles=["gpu-b200"])))
+        lambda s: s["jupyterhub"]["auth"].update(type="dummy"), env="dev"
+    )
+    assert any(
+        i.startswith("ekstrain:jupyterhub.profiles: ['gpu-b200'] are not partitions")
+        for i in _issues(lambda s: s["jupyterhub"].update(profiles=["gpu-b200"]))
+    )
 
 
 def test_dummy_outside_prod_passes_the_password_in_hub_config() -> None:

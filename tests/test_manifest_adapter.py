@@ -16,27 +16,51 @@ from components.manifest import BUILTINS, resource
 from components.observability import Observability, ObservabilityArgs
 from ekstrain.versions import DEFAULT_CHARTS
 
-META = {"name": "x", "namespace": "ns", "labels": {"app": "x"}, "annotations": {"example.com/note": "kept"},
-        "finalizers": ["example.com/keep"]}
+META = {
+    "name": "x",
+    "namespace": "ns",
+    "labels": {"app": "x"},
+    "annotations": {"example.com/note": "kept"},
+    "finalizers": ["example.com/keep"],
+}
 
 
-@pytest.mark.parametrize("manifest, token", [
-    ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": META, "data": {"a": "1"}},
-     "kubernetes:core/v1:ConfigMap"),
-    ({"apiVersion": "v1", "kind": "Secret", "metadata": META, "type": "Opaque", "stringData": {"k": "v"}},
-     "kubernetes:core/v1:Secret"),
-    ({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": META, "provisioner": "p",
-      "reclaimPolicy": "Retain", "volumeBindingMode": "Immediate", "mountOptions": ["flock"]},
-     "kubernetes:storage.k8s.io/v1:StorageClass"),
-    ({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": META, "spec": {"limits": {"cpu": 1}}},
-     "kubernetes:karpenter.sh/v1:NodePool"),
-])
+@pytest.mark.parametrize(
+    "manifest, token",
+    [
+        (
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": META, "data": {"a": "1"}},
+            "kubernetes:core/v1:ConfigMap",
+        ),
+        (
+            {"apiVersion": "v1", "kind": "Secret", "metadata": META, "type": "Opaque", "stringData": {"k": "v"}},
+            "kubernetes:core/v1:Secret",
+        ),
+        (
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "StorageClass",
+                "metadata": META,
+                "provisioner": "p",
+                "reclaimPolicy": "Retain",
+                "volumeBindingMode": "Immediate",
+                "mountOptions": ["flock"],
+            },
+            "kubernetes:storage.k8s.io/v1:StorageClass",
+        ),
+        (
+            {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": META, "spec": {"limits": {"cpu": 1}}},
+            "kubernetes:karpenter.sh/v1:NodePool",
+        ),
+    ],
+)
 def test_every_field_and_all_metadata_reach_the_engine(manifest: dict[str, Any], token: str) -> None:
     # GIVEN a manifest with labels, annotations and finalizers WHEN adapted THEN the engine receives it whole
     rec = run_program(lambda: resource("x", manifest).urn)
     (r,) = rec.of_type(token)
     assert {k: v for k, v in r.inputs.items() if k != "apiVersion" and k != "kind"} == {
-        k: v for k, v in manifest.items() if k not in ("apiVersion", "kind")}
+        k: v for k, v in manifest.items() if k not in ("apiVersion", "kind")
+    }
     assert (r.inputs["apiVersion"], r.inputs["kind"]) == (manifest["apiVersion"], manifest["kind"])
 
 
@@ -48,12 +72,15 @@ def test_component_keeps_an_annotation_its_builder_sets(monkeypatch: pytest.Monk
         ds = build()
         ds["metadata"]["annotations"] = {"example.com/owner": "platform"}
         return ds
+
     monkeypatch.setattr(obs, "efa_exporter_daemonset", annotated)
     prod = stack_config("prod")
 
     def program() -> pulumi.Output[str]:
-        return Observability("observability", ObservabilityArgs(
-            plan=obs.plan(prod), chart=prod.versions.chart("kube-prometheus-stack"))).grafana_admin_password
+        return Observability(
+            "observability", ObservabilityArgs(plan=obs.plan(prod), chart=prod.versions.chart("kube-prometheus-stack"))
+        ).grafana_admin_password
+
     # WHEN the component is recorded
     rec = run_program(program)
     # THEN the DaemonSet carries it, next to its labels
@@ -63,12 +90,28 @@ def test_component_keeps_an_annotation_its_builder_sets(monkeypatch: pytest.Monk
 
 def test_release_helper_sends_what_it_is_given_and_nothing_else() -> None:
     chart = DEFAULT_CHARTS["volcano"]
-    rec = run_program(lambda: release("v", chart=chart, namespace="volcano-system", parent=None,  # type: ignore[arg-type]
-                                      values={"a": 1}, create_namespace=True).urn)
+    rec = run_program(
+        lambda: (
+            release(
+                "v",
+                chart=chart,
+                namespace="volcano-system",
+                parent=None,  # type: ignore[arg-type]
+                values={"a": 1},
+                create_namespace=True,
+            ).urn
+        )
+    )
     (r,) = rec.of_type("kubernetes:helm.sh/v3:Release")
     assert {k: r.inputs[k] for k in r.inputs if k not in ("id", "compat")} == {  # compat: set by the SDK
-        "name": "v", "chart": chart.chart, "version": chart.version, "namespace": "volcano-system",
-        "createNamespace": True, "values": {"a": 1}, **({"repositoryOpts": {"repo": chart.repo}} if chart.repo else {})}
+        "name": "v",
+        "chart": chart.chart,
+        "version": chart.version,
+        "namespace": "volcano-system",
+        "createNamespace": True,
+        "values": {"a": 1},
+        **({"repositoryOpts": {"repo": chart.repo}} if chart.repo else {}),
+    }
 
 
 def _constructors(path: pathlib.Path) -> list[str]:
@@ -85,10 +128,19 @@ def _constructors(path: pathlib.Path) -> list[str]:
 def test_components_create_kubernetes_objects_and_releases_only_through_the_helpers() -> None:
     # Inline literals (a Namespace, the default gp3 class) may call the typed class; manifest dicts and
     # charts go through components/manifest.py and components/helm.py.
-    allowed = {"k8s.core.v1.Namespace", "k8s.core.v1.Secret", "k8s.storage.v1.StorageClass", "k8s.Provider",
-               "k8s.yaml.v2.ConfigFile", "k8s.kustomize.v2.Directory"}
+    allowed = {
+        "k8s.core.v1.Namespace",
+        "k8s.core.v1.Secret",
+        "k8s.storage.v1.StorageClass",
+        "k8s.Provider",
+        "k8s.yaml.v2.ConfigFile",
+        "k8s.kustomize.v2.Directory",
+    }
     helpers = {"components/manifest.py", "components/helm.py"}
-    calls = {str(p.relative_to(REPO)): _constructors(p) for p in sorted((REPO / "components").glob("*.py"))
-             if str(p.relative_to(REPO)) not in helpers}
+    calls = {
+        str(p.relative_to(REPO)): _constructors(p)
+        for p in sorted((REPO / "components").glob("*.py"))
+        if str(p.relative_to(REPO)) not in helpers
+    }
     assert {f: [c for c in cs if c not in allowed] for f, cs in calls.items() if set(cs) - allowed} == {}
     assert set(BUILTINS) >= {("v1", "PersistentVolume"), ("apps/v1", "StatefulSet"), ("batch/v1", "Job")}

@@ -8,9 +8,15 @@ from conftest import run_program
 from components.network import Network, NetworkArgs
 from infra.offline import Recording
 
-ARGS = NetworkArgs(cluster_name="ml", region="us-west-2", vpc_cidr="10.0.0.0/16",
-                   availability_zones=["us-west-2a", "us-west-2b"], training_availability_zone="us-west-2b",
-                   placement_group_partitions=["gpu-h100"], tags={"Team": "ml"})
+ARGS = NetworkArgs(
+    cluster_name="ml",
+    region="us-west-2",
+    vpc_cidr="10.0.0.0/16",
+    availability_zones=["us-west-2a", "us-west-2b"],
+    training_availability_zone="us-west-2b",
+    placement_group_partitions=["gpu-h100"],
+    tags={"Team": "ml"},
+)
 
 
 @pytest.fixture(scope="module")
@@ -33,15 +39,21 @@ def test_efa_subnet_is_single_private_subnet_in_training_az_with_discovery_tags(
     assert efa.inputs["tags"]["karpenter.sh/discovery"] == "ml"
     assert efa.inputs["tags"]["ekstrain.io/subnet-role"] == "efa"
     assert efa.inputs["tags"]["Team"] == "ml"
-    efa_subnets = [r for r in rec.of_type("aws:ec2/subnet:Subnet") if r.inputs["tags"].get("ekstrain.io/subnet-role")
-                   == "efa"]
+    efa_subnets = [
+        r for r in rec.of_type("aws:ec2/subnet:Subnet") if r.inputs["tags"].get("ekstrain.io/subnet-role") == "efa"
+    ]
     assert len(efa_subnets) == 1
 
 
 def test_public_and_private_subnets_per_az(rec: Recording) -> None:
     names = sorted(r.name for r in rec.of_type("aws:ec2/subnet:Subnet"))
-    assert names == ["net-efa-us-west-2b", "net-private-us-west-2a", "net-private-us-west-2b",
-                     "net-public-us-west-2a", "net-public-us-west-2b"]
+    assert names == [
+        "net-efa-us-west-2b",
+        "net-private-us-west-2a",
+        "net-private-us-west-2b",
+        "net-public-us-west-2a",
+        "net-public-us-west-2b",
+    ]
     assert rec.one("aws:ec2/subnet:Subnet", "net-public-us-west-2a").inputs["tags"]["kubernetes.io/role/elb"] == "1"
     private = rec.one("aws:ec2/subnet:Subnet", "net-private-us-west-2a")
     assert private.inputs["tags"]["kubernetes.io/role/internal-elb"] == "1"
@@ -72,7 +84,8 @@ def test_efa_security_group_allows_all_traffic_to_and_from_itself_only(rec: Reco
 def test_one_cluster_placement_group_per_efa_partition(rec: Recording) -> None:
     pgs = rec.of_type("aws:ec2/placementGroup:PlacementGroup")
     assert [(p.name, p.inputs["name"], p.inputs["strategy"]) for p in pgs] == [
-        ("net-pg-gpu-h100", "ml-gpu-h100", "cluster")]
+        ("net-pg-gpu-h100", "ml-gpu-h100", "cluster")
+    ]
 
 
 def test_s3_gateway_endpoint_serves_all_private_route_tables(rec: Recording) -> None:
@@ -84,8 +97,10 @@ def test_s3_gateway_endpoint_serves_all_private_route_tables(rec: Recording) -> 
 def test_per_az_nat() -> None:
     args = NetworkArgs(**{**ARGS.__dict__, "nat_gateways": "perAz"})
     rec = run_program(lambda: Network("net", args).vpc_id)
-    assert sorted(n.name for n in rec.of_type("aws:ec2/natGateway:NatGateway")) == ["net-nat-us-west-2a",
-                                                                                    "net-nat-us-west-2b"]
+    assert sorted(n.name for n in rec.of_type("aws:ec2/natGateway:NatGateway")) == [
+        "net-nat-us-west-2a",
+        "net-nat-us-west-2b",
+    ]
 
 
 def test_default_security_group_is_managed_with_no_rules(rec: Recording) -> None:

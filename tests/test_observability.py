@@ -33,37 +33,50 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 @pytest.fixture(scope="module")
 def rec() -> Recording:
     def program() -> pulumi.Output[str]:
-        o = Observability("observability", ObservabilityArgs(plan=obs.plan(PROD), chart=PROD.versions.chart(
-            "kube-prometheus-stack"), tags={"Team": "ml"}))
+        o = Observability(
+            "observability",
+            ObservabilityArgs(
+                plan=obs.plan(PROD), chart=PROD.versions.chart("kube-prometheus-stack"), tags={"Team": "ml"}
+            ),
+        )
         return o.grafana_admin_password
+
     return run_program(program)
 
 
 def test_component_children_are_exactly_these(rec: Recording) -> None:
     (comp,) = rec.of_type("ekstrain:observability:Observability")
-    assert sorted((c.type, c.name) for c in rec.children_of(comp.urn)) == sorted([
-        ("kubernetes:core/v1:Namespace", "observability-ns"),
-        ("random:index/randomPassword:RandomPassword", "observability-grafana-admin"),
-        ("kubernetes:core/v1:Secret", "observability-grafana-admin"),
-        ("aws:amp/workspace:Workspace", "observability-amp"),
-        ("aws:iam/role:Role", "observability-amp-writer"),
-        ("aws:iam/rolePolicy:RolePolicy", "observability-amp-writer"),
-        ("aws:eks/podIdentityAssociation:PodIdentityAssociation", "observability-amp-writer"),
-        (RELEASE, "observability"),
-        ("kubernetes:core/v1:ConfigMap", "observability-efa-exporter"),
-        ("kubernetes:apps/v1:DaemonSet", "observability-efa-exporter"),
-        ("kubernetes:core/v1:Service", "observability-efa-exporter"),
-        ("kubernetes:networking.k8s.io/v1:NetworkPolicy", "observability-efa-exporter"),
-        ("kubernetes:core/v1:Service", "observability-neuron-monitor"),
-        *(("kubernetes:core/v1:ConfigMap", f"observability-dashboard-{d}")
-          for d in ("gpu-utilisation", "neuron-utilisation", "efa-traffic", "job-health")),
-    ])
+    assert sorted((c.type, c.name) for c in rec.children_of(comp.urn)) == sorted(
+        [
+            ("kubernetes:core/v1:Namespace", "observability-ns"),
+            ("random:index/randomPassword:RandomPassword", "observability-grafana-admin"),
+            ("kubernetes:core/v1:Secret", "observability-grafana-admin"),
+            ("aws:amp/workspace:Workspace", "observability-amp"),
+            ("aws:iam/role:Role", "observability-amp-writer"),
+            ("aws:iam/rolePolicy:RolePolicy", "observability-amp-writer"),
+            ("aws:eks/podIdentityAssociation:PodIdentityAssociation", "observability-amp-writer"),
+            (RELEASE, "observability"),
+            ("kubernetes:core/v1:ConfigMap", "observability-efa-exporter"),
+            ("kubernetes:apps/v1:DaemonSet", "observability-efa-exporter"),
+            ("kubernetes:core/v1:Service", "observability-efa-exporter"),
+            ("kubernetes:networking.k8s.io/v1:NetworkPolicy", "observability-efa-exporter"),
+            ("kubernetes:core/v1:Service", "observability-neuron-monitor"),
+            *(
+                ("kubernetes:core/v1:ConfigMap", f"observability-dashboard-{d}")
+                for d in ("gpu-utilisation", "neuron-utilisation", "efa-traffic", "job-health")
+            ),
+        ]
+    )
 
 
 def test_release_is_the_pinned_chart_with_retention_sized_from_config(rec: Recording) -> None:
     rel = rec.one(RELEASE, "observability").inputs
     assert (rel["name"], rel["chart"], rel["version"], rel["namespace"]) == (
-        "kube-prometheus-stack", "kube-prometheus-stack", "88.5.3", "monitoring")
+        "kube-prometheus-stack",
+        "kube-prometheus-stack",
+        "88.5.3",
+        "monitoring",
+    )
     assert rel["repositoryOpts"] == {"repo": "https://prometheus-community.github.io/helm-charts"}
     spec = rel["values"]["prometheus"]["prometheusSpec"]
     # prod: retentionDays 30, 30 s scrapes, 56 accelerator nodes + 6 system nodes -> 100 GiB
@@ -80,15 +93,17 @@ def test_amp_remote_write_uses_pod_identity_scoped_to_the_workspace(rec: Recordi
     assert ws.inputs["alias"] == "ekstrain-prod-metrics"
     role = rec.one("aws:iam/role:Role", "observability-amp-writer")
     assert json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]["Principal"] == {
-        "Service": "pods.eks.amazonaws.com"}
+        "Service": "pods.eks.amazonaws.com"
+    }
     policy = json.loads(rec.one("aws:iam/rolePolicy:RolePolicy", "observability-amp-writer").inputs["policy"])
     assert policy["Statement"] == [{"Effect": "Allow", "Action": ["aps:RemoteWrite"], "Resource": ws.outputs["arn"]}]
     assoc = rec.one("aws:eks/podIdentityAssociation:PodIdentityAssociation", "observability-amp-writer").inputs
     assert (assoc["namespace"], assoc["serviceAccount"]) == ("monitoring", "prometheus")
     values = rec.one(RELEASE, "observability").inputs["values"]
     assert values["prometheus"]["serviceAccount"]["name"] == "prometheus"
-    assert values["prometheus"]["prometheusSpec"]["remoteWrite"] == [{
-        "url": ws.outputs["prometheusEndpoint"] + "api/v1/remote_write", "sigv4": {"region": "us-west-2"}}]
+    assert values["prometheus"]["prometheusSpec"]["remoteWrite"] == [
+        {"url": ws.outputs["prometheusEndpoint"] + "api/v1/remote_write", "sigv4": {"region": "us-west-2"}}
+    ]
 
 
 def test_scrape_targets_select_what_the_exporters_run(rec: Recording) -> None:
@@ -100,6 +115,7 @@ def test_scrape_targets_select_what_the_exporters_run(rec: Recording) -> None:
     assert svc["spec"]["selector"].items() <= ds["spec"]["template"]["metadata"]["labels"].items()
     neuron = rec.one("kubernetes:core/v1:Service", "observability-neuron-monitor").inputs
     from components.device_plugins import neuron_monitor_daemonset
+
     pod = neuron_monitor_daemonset()["spec"]["template"]
     assert neuron["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
     assert neuron["metadata"]["namespace"] == "kube-system"
@@ -122,8 +138,23 @@ def test_chart_renders_the_service_monitors_and_remote_write(rec: Recording, tmp
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(rec.one(RELEASE, "observability").inputs["values"]))
     chart = validation.upstream_dir() / "chart-src" / "kube-prometheus-stack-88.5.3.tgz"  # type: ignore[operator]
-    out = subprocess.run([HELM, "template", "kube-prometheus-stack", str(chart), "-n", "monitoring", "-f",
-                          str(values), "--kube-version", "1.35.0"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            HELM,
+            "template",
+            "kube-prometheus-stack",
+            str(chart),
+            "-n",
+            "monitoring",
+            "-f",
+            str(values),
+            "--kube-version",
+            "1.35.0",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     docs = [d for d in yaml.safe_load_all(out) if d]
     objs = [i for d in docs for i in (d["items"] if d.get("kind") == "List" else [d])]
     for o in objs:  # built-in kinds strictly; the operator's CRs are checked below by content
@@ -143,16 +174,26 @@ def test_dashboards_are_labelled_configmaps_of_valid_grafana_json(rec: Recording
         board = json.loads(cm["data"][f"{uid}.json"])
         assert board["uid"] == f"ekstrain-{uid}" and board["panels"]
         assert all(p["targets"][0]["expr"] for p in board["panels"])
-    efa = json.loads(rec.one("kubernetes:core/v1:ConfigMap", "observability-dashboard-efa-traffic").inputs["data"][
-        "efa-traffic.json"])
+    efa = json.loads(
+        rec.one("kubernetes:core/v1:ConfigMap", "observability-dashboard-efa-traffic").inputs["data"][
+            "efa-traffic.json"
+        ]
+    )
     # the EFA panels query the metric the exporter serves
-    assert all(efa_exporter.METRIC in p["targets"][0]["expr"] or "efa_devices" in p["targets"][0]["expr"]
-               for p in efa["panels"])
+    assert all(
+        efa_exporter.METRIC in p["targets"][0]["expr"] or "efa_devices" in p["targets"][0]["expr"]
+        for p in efa["panels"]
+    )
 
 
 def test_dev_gpu_only_stack_gets_no_neuron_pieces() -> None:
-    dev = stack_config("dev").model_copy(update={"observability": PROD.observability.model_copy(
-        update={"amp": PROD.observability.amp.model_copy(update={"enabled": False})})})
+    dev = stack_config("dev").model_copy(
+        update={
+            "observability": PROD.observability.model_copy(
+                update={"amp": PROD.observability.amp.model_copy(update={"enabled": False})}
+            )
+        }
+    )
     assert sorted(obs.dashboards(dev)) == ["efa-traffic", "gpu-utilisation", "job-health"]
     assert [m["name"] for m in obs.service_monitors(dev)] == ["dcgm-exporter", "efa-exporter"]
     assert "remoteWrite" not in obs.chart_values(dev)["prometheus"]["prometheusSpec"]
@@ -173,6 +214,7 @@ def test_storage_grows_with_retention_and_nodes(days: int, interval: int, accel:
 
 
 # ---- the EFA exporter, run as the DaemonSet runs it -------------------------------------------------
+
 
 def _fake_sysfs(root: pathlib.Path) -> pathlib.Path:
     """/sys layout: class/infiniband/efa_0 is a symlink into devices/, as on a node."""

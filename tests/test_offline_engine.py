@@ -20,15 +20,21 @@ def test_duplicate_urn_fails_like_the_engine() -> None:
 
 def test_outputs_that_never_resolve_fail() -> None:
     with pytest.raises(AssertionError, match="never resolved"):
-        run_program(lambda: pulumi.Output.from_input(None).apply(lambda _: pulumi.Output.from_input(1)).apply(
-            lambda _: (_ for _ in ()).throw(AssertionError("never resolved"))))
+        run_program(
+            lambda: (
+                pulumi.Output.from_input(None)
+                .apply(lambda _: pulumi.Output.from_input(1))
+                .apply(lambda _: (_ for _ in ()).throw(AssertionError("never resolved")))
+            )
+        )
 
 
 def test_records_protect_and_dependencies() -> None:
     def program():
         first = aws.s3.Bucket("first")
-        second = aws.s3.Bucket("second", opts=pulumi.ResourceOptions(protect=True, retain_on_delete=True,
-                                                                     depends_on=[first]))
+        second = aws.s3.Bucket(
+            "second", opts=pulumi.ResourceOptions(protect=True, retain_on_delete=True, depends_on=[first])
+        )
         return second.id
 
     rec = run_program(program)

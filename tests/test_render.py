@@ -26,15 +26,17 @@ def test_stack_renders_and_validates(stack: str, tmp_path: pathlib.Path, capsys:
     assert manifests, "some Kubernetes objects are rendered"
     if validation.upstream_dir() is None:
         pytest.skip("upstream schemas absent: run `make fetch-upstream` to validate")
-    kubernetes_version = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())["config"][
-        "ekstrain:cluster"]["kubernetesVersion"]
+    kubernetes_version = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())["config"]["ekstrain:cluster"][
+        "kubernetesVersion"
+    ]
     for path in manifests:
         assert validation.validate_object(yaml.safe_load(path.read_text()), kubernetes_version) == [], path
     assert "valid against the pinned upstream schemas" in summary
 
 
-def test_render_reports_bad_config_without_traceback(tmp_path: pathlib.Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_render_reports_bad_config_without_traceback(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "Pulumi.bad.yaml"
     text = (REPO / "Pulumi.dev.yaml").read_text().replace("maxNodes: 2", "maxNodes: -1")
     bad.write_text(text)
@@ -45,23 +47,36 @@ def test_render_reports_bad_config_without_traceback(tmp_path: pathlib.Path,
     assert not (tmp_path / "out").exists(), "nothing is rendered from a bad config"
 
 
-def test_prod_summary_lists_partitions_with_efa_and_cost(tmp_path: pathlib.Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prod_summary_lists_partitions_with_efa_and_cost(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(REPO)
     assert render.main(["--stack", "prod", "--out", str(tmp_path)]) == 0
     summary = (tmp_path / "SUMMARY.md").read_text()
     lines = summary.splitlines()
     header = next(line.split() for line in lines if line.startswith("partition "))
-    rows = {line.split()[0]: dict(zip(header, line.split(), strict=True))
-            for line in lines if line.startswith(("gpu-", "trainium"))}
+    rows = {
+        line.split()[0]: dict(zip(header, line.split(), strict=True))
+        for line in lines
+        if line.startswith(("gpu-", "trainium"))
+    }
     assert {name: row["efa"] for name, row in rows.items()} == {
-        "gpu-a100": "p4d:4,p4de:4", "gpu-h100": "p5:32", "trainium": "trn1:8,trn1n:16"}
+        "gpu-a100": "p4d:4,p4de:4",
+        "gpu-h100": "p5:32",
+        "trainium": "trn1:8,trn1n:16",
+    }
     assert {name: row["maxAccelerators"] for name, row in rows.items()} == {
-        "gpu-a100": "128", "gpu-h100": "64", "trainium": "512"}
+        "gpu-a100": "128",
+        "gpu-h100": "64",
+        "trainium": "512",
+    }
     assert rows["gpu-a100"]["usdPerHourAtMax"] == "351-439"
     # 4 standing slurmd pods (schedulers.slurm.nodesetReplicas) hold 4 p4d.24xlarge at $21.96/h each.
     assert {name: row["slurmAlwaysOn"] for name, row in rows.items()} == {
-        "gpu-a100": "4($88/h)", "gpu-h100": "-", "trainium": "-"}
+        "gpu-a100": "4($88/h)",
+        "gpu-h100": "-",
+        "trainium": "-",
+    }
 
 
 def test_program_runs_in_preview_mode(prod_recording: Recording) -> None:
@@ -77,8 +92,9 @@ def test_program_entry_point_exports_outputs(prod_recording: Recording) -> None:
     assert set(rec.outputs["placementGroups"]) == {"gpu-a100", "gpu-h100", "trainium"}
 
 
-def test_render_reads_the_stack_file_of_the_current_directory(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_render_reads_the_stack_file_of_the_current_directory(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """GIVEN a project directory whose Pulumi.prod.yaml differs from this checkout's
     WHEN the render runs there without --stack-file THEN it reads that file, not the installed one."""
     text = (REPO / "Pulumi.prod.yaml").read_text().replace("maxNodes: 8", "maxNodes: 0")
@@ -88,8 +104,9 @@ def test_render_reads_the_stack_file_of_the_current_directory(tmp_path: pathlib.
     assert "(gpu-h100).maxNodes" in capsys.readouterr().err
 
 
-def test_render_without_a_stack_file_here_exits_2(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_render_without_a_stack_file_here_exits_2(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert render.main(["--stack", "prod", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
@@ -154,8 +171,10 @@ def test_render_runs_the_policy_pack(prod_recording: Recording, tmp_path: pathli
     # WHEN written and checked as the render does
     summary, problems = render.write(tmp_path, "prod", stack_config("prod"), [], rec, 0.0)
     # THEN the pack's finding is a problem (exit 1) under its check, with policy/config/prod.json applied
-    assert problems == [f"stateful-protected-in-prod ({fsx.name}): LustreFileSystem in environment 'prod' must be "
-                        "protect=True (and retain_on_delete)"]
+    assert problems == [
+        f"stateful-protected-in-prod ({fsx.name}): LustreFileSystem in environment 'prod' must be "
+        "protect=True (and retain_on_delete)"
+    ]
     row = next(line for line in summary.splitlines() if line.startswith("policy pack: CrossGuard rules"))
     assert row.split()[-5:-3] == [str(len(records)), "resources"]
     assert "- policy pack: CrossGuard rules (policy/ekstrain_policy): stateful-protected-in-prod" in summary
@@ -168,15 +187,19 @@ def test_render_checks_credentials_are_pulumi_secrets(prod_recording: Recording,
     from conftest import stack_config
 
     records = copy.deepcopy(prod_recording.records)
-    admin = next(r for r in records
-                 if r.type == "kubernetes:core/v1:Secret" and r.name == "observability-grafana-admin")
+    admin = next(
+        r for r in records if r.type == "kubernetes:core/v1:Secret" and r.name == "observability-grafana-admin"
+    )
     assert admin.secret_inputs == {"stringData"}
     admin.secret_inputs = set()
     rec = Recording(records, prod_recording.outputs, prod_recording.invokes)
     # WHEN written and checked as the render does
     summary, problems = render.write(tmp_path, "prod", stack_config("prod"), [], rec, 0.0)
     # THEN each credential is a problem (exit 1) under the credentials check
-    assert sorted(p.split(":")[0] for p in problems) == ["observability-grafana-admin.stringData.admin-password",
-                                                          "observability-grafana-admin.stringData.admin-user"]
-    assert ("- credentials: Pulumi secrets in the state: observability-grafana-admin.stringData.admin-password"
-            in summary)
+    assert sorted(p.split(":")[0] for p in problems) == [
+        "observability-grafana-admin.stringData.admin-password",
+        "observability-grafana-admin.stringData.admin-user",
+    ]
+    assert (
+        "- credentials: Pulumi secrets in the state: observability-grafana-admin.stringData.admin-password" in summary
+    )

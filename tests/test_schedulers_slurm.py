@@ -25,12 +25,24 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 # cpu/memory: Karpenter allocatable (vCPU - kube-reserved; RAM - 7.5 % - 11 MiB x pods - 355 MiB) - 2 vCPU/8 GiB
 # DaemonSet reserve - the logfile sidecar, e.g. p4d: 96 - 0.335 - 2.1 -> 93; 1152 GiB -> 1049 GiB.
 EXPECTED = {
-    "gpu-a100": ({"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 4, "cpu": "93", "memory": "1049Gi"},
-                 "nvidia.com/gpu", "gpu:8", "16"),
-    "gpu-h100": ({"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 32, "cpu": "189", "memory": "1884Gi"},
-                 "nvidia.com/gpu", "gpu:8", "8"),
-    "trainium": ({"aws.amazon.com/neuron": 16, "vpc.amazonaws.com/efa": 8, "cpu": "125", "memory": "462Gi"},
-                 "aws.amazon.com/neuron", "neuron:16", "32"),
+    "gpu-a100": (
+        {"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 4, "cpu": "93", "memory": "1049Gi"},
+        "nvidia.com/gpu",
+        "gpu:8",
+        "16",
+    ),
+    "gpu-h100": (
+        {"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 32, "cpu": "189", "memory": "1884Gi"},
+        "nvidia.com/gpu",
+        "gpu:8",
+        "8",
+    ),
+    "trainium": (
+        {"aws.amazon.com/neuron": 16, "vpc.amazonaws.com/efa": 8, "cpu": "125", "memory": "462Gi"},
+        "aws.amazon.com/neuron",
+        "neuron:16",
+        "32",
+    ),
 }
 
 
@@ -40,18 +52,23 @@ def test_prod_partition_becomes_nodeset_and_slurm_partition(part: str) -> None:
     ns = slurm.slurm_values(stack_config("prod"))["nodesets"][part]
     # The partition label: every NodePool of a mixed-layout partition (trainium-trn1, -trn1n) sets it.
     assert ns["podSpec"]["nodeSelector"] == {"kubernetes.io/os": "linux", "ekstrain.io/partition": part}
-    assert ns["podSpec"]["tolerations"] == [{"key": taint, "operator": "Equal", "value": "true",
-                                            "effect": "NoSchedule"}]
+    assert ns["podSpec"]["tolerations"] == [
+        {"key": taint, "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+    ]
     assert ns["slurmd"]["resources"] == {"requests": resources, "limits": resources}
     assert ns["extraConfMap"]["Gres"] == [gres]
     assert ns["partition"]["enabled"] is True
     assert ns["partition"]["configMap"]["MaxNodes"] == max_nodes
     assert ns["partition"]["configMap"]["OverSubscribe"] == "EXCLUSIVE"
-    assert ns["slurmd"]["volumeMounts"] == [{"name": "shared", "mountPath": "/shared"},
-                                            {"name": "dshm", "mountPath": "/dev/shm"}]
+    assert ns["slurmd"]["volumeMounts"] == [
+        {"name": "shared", "mountPath": "/shared"},
+        {"name": "dshm", "mountPath": "/dev/shm"},
+    ]
     shm = f"{int(int(resources['memory'][:-2]) / 8)}Gi"  # memory-backed, not the runtime's 64 MiB
-    assert ns["podSpec"]["volumes"] == [{"name": "shared", "persistentVolumeClaim": {"claimName": "fsx-lustre"}},
-                                        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}}]
+    assert ns["podSpec"]["volumes"] == [
+        {"name": "shared", "persistentVolumeClaim": {"claimName": "fsx-lustre"}},
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}},
+    ]
     assert ns["slurmd"]["image"]["repository"] == "ghcr.io/slinkyproject/slurmd-pyxis"  # srun --container-image
     assert ns["logfile"]["resources"]["requests"] == ns["logfile"]["resources"]["limits"]  # Guaranteed QoS
 
@@ -62,8 +79,10 @@ def test_exactly_one_default_partition_and_gres_types() -> None:
     defaults = [n for n, v in values["nodesets"].items() if v["partition"]["configMap"]["Default"] == "YES"]
     assert defaults == ["gpu-a100"]
     assert values["controller"]["extraConfMap"]["GresTypes"] == ["gpu", "neuron"]
-    assert values["configFiles"] == {"gres.conf": "AutoDetect=nvidia\n",
-                                     "plugstack.conf": "include /usr/share/pyxis/*\n"}
+    assert values["configFiles"] == {
+        "gres.conf": "AutoDetect=nvidia\n",
+        "plugstack.conf": "include /usr/share/pyxis/*\n",
+    }
     assert "partitions" not in values, "the chart's own partitions map stays at its default"
 
 
@@ -86,8 +105,13 @@ def test_replicas_default_to_min_nodes_and_can_be_overridden() -> None:
     assert replicas(cfg) == {"gpu-a100": 0, "gpu-h100": 2, "trainium": 0}
 
 
-@pytest.mark.parametrize("replicas, key", [({"gpu-h100": 9}, "ekstrain:schedulers.slurm.nodesetReplicas.gpu-h100"),
-                                           ({"nope": 1}, "ekstrain:schedulers.slurm.nodesetReplicas.nope")])
+@pytest.mark.parametrize(
+    "replicas, key",
+    [
+        ({"gpu-h100": 9}, "ekstrain:schedulers.slurm.nodesetReplicas.gpu-h100"),
+        ({"nope": 1}, "ekstrain:schedulers.slurm.nodesetReplicas.nope"),
+    ],
+)
 def test_bad_replicas_are_rejected_naming_the_key(replicas: dict[str, int], key: str) -> None:
     with pytest.raises(ConfigError) as caught:
         cfg_with(lambda s: s["schedulers"]["slurm"].update(nodesetReplicas=replicas))
@@ -114,16 +138,19 @@ def test_login_is_an_internal_nlb_restricted_to_allowed_cidrs() -> None:
 def test_login_defaults_to_the_vpc_cidr() -> None:
     cfg = cfg_with(lambda s: s["schedulers"]["slurm"].pop("loginAllowedCidrs"))
     assert slurm.slurm_values(cfg)["loginsets"][slurm.LOGINSET]["service"]["spec"]["loadBalancerSourceRanges"] == [
-        "10.40.0.0/16"]
+        "10.40.0.0/16"
+    ]
 
 
 def test_controllers_run_on_system_nodes() -> None:
     values = slurm.slurm_values(stack_config("prod"))
     for part in ("controller", "restapi", "accounting"):
-        terms = values[part]["podSpec"]["affinity"]["nodeAffinity"][
-            "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-        assert terms == [{"matchExpressions": [{"key": "ekstrain.io/node-role", "operator": "In",
-                                                "values": ["system"]}]}]
+        terms = values[part]["podSpec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ]
+        assert terms == [
+            {"matchExpressions": [{"key": "ekstrain.io/node-role", "operator": "In", "values": ["system"]}]}
+        ]
     op = slurm.operator_values(stack_config("prod"))
     assert op["operator"]["nodeSelector"] == op["webhook"]["nodeSelector"] == {"ekstrain.io/node-role": "system"}
 
@@ -131,14 +158,19 @@ def test_controllers_run_on_system_nodes() -> None:
 def test_accounting_points_at_the_mariadb_secret() -> None:
     acct = slurm.slurm_values(stack_config("prod"))["accounting"]
     assert acct["enabled"] is True
-    assert acct["storageConfig"] == {"host": "mariadb", "port": 3306, "database": "slurm_acct_db",
-                                     "username": "slurm",
-                                     "passwordKeyRef": {"name": "mariadb-password", "key": "password"}}
+    assert acct["storageConfig"] == {
+        "host": "mariadb",
+        "port": 3306,
+        "database": "slurm_acct_db",
+        "username": "slurm",
+        "passwordKeyRef": {"name": "mariadb-password", "key": "password"},
+    }
 
 
 @needs_upstream
-@pytest.mark.parametrize("change", [lambda s: None,
-                                    lambda s: s["schedulers"]["slurm"].update(accounting=False, certManager=False)])
+@pytest.mark.parametrize(
+    "change", [lambda s: None, lambda s: s["schedulers"]["slurm"].update(accounting=False, certManager=False)]
+)
 def test_values_use_only_chart_keys(change: Callable[[dict[str, Any]], None]) -> None:
     cfg = cfg_with(change)
     values = slurm.slurm_values(cfg)
@@ -173,12 +205,19 @@ def test_cert_manager_values_use_documented_keys() -> None:
 
 # ---- the recorded program -------------------------------------------------------------------------
 
+
 def test_prod_releases_install_in_order(prod_recording: Recording) -> None:
     rel = releases(prod_recording)
-    assert {n: (r.inputs["namespace"], r.inputs["version"]) for n, r in rel.items()
-            if n in ("cert-manager", "slurm-operator-crds", "slurm-operator", "slurm")} == {
-        "cert-manager": ("cert-manager", "v1.19.1"), "slurm-operator-crds": ("slinky", "1.2.1"),
-        "slurm-operator": ("slinky", "1.2.1"), "slurm": ("slurm", "1.2.1")}
+    assert {
+        n: (r.inputs["namespace"], r.inputs["version"])
+        for n, r in rel.items()
+        if n in ("cert-manager", "slurm-operator-crds", "slurm-operator", "slurm")
+    } == {
+        "cert-manager": ("cert-manager", "v1.19.1"),
+        "slurm-operator-crds": ("slinky", "1.2.1"),
+        "slurm-operator": ("slinky", "1.2.1"),
+        "slurm": ("slurm", "1.2.1"),
+    }
     assert rel["cert-manager"].inputs["values"]["crds"] == {"enabled": True}
     assert rel["slurm-operator-crds"].dependencies == [rel["cert-manager"].urn]
     assert set(rel["slurm-operator"].dependencies) == {rel["slurm-operator-crds"].urn, rel["cert-manager"].urn}
@@ -187,11 +226,18 @@ def test_prod_releases_install_in_order(prod_recording: Recording) -> None:
     assert rel["slurm-operator"].urn in slurm_deps
     by_urn = {r.urn: r for r in prod_recording.records}
     assert {by_urn[u].type for u in slurm_deps} >= {
-        "kubernetes:core/v1:Namespace", "kubernetes:core/v1:Secret", "kubernetes:apps/v1:StatefulSet",
-        "kubernetes:core/v1:Service"}
+        "kubernetes:core/v1:Namespace",
+        "kubernetes:core/v1:Secret",
+        "kubernetes:apps/v1:StatefulSet",
+        "kubernetes:core/v1:Service",
+    }
     assert rel["slurm"].inputs["chart"] == DEFAULT_CHARTS["slurm"].chart
     assert rel["slurm"].inputs["values"]["nodesets"]["gpu-h100"]["slurmd"]["resources"]["limits"] == {
-        "nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 32, "cpu": "189", "memory": "1884Gi"}
+        "nvidia.com/gpu": 8,
+        "vpc.amazonaws.com/efa": 32,
+        "cpu": "189",
+        "memory": "1884Gi",
+    }
 
 
 def test_no_cert_manager_uses_the_documented_install() -> None:
@@ -207,8 +253,11 @@ def test_mariadb_password_is_a_random_password_kept_secret(prod_recording: Recor
     root = prod_recording.one("random:index/randomPassword:RandomPassword", "slurm-db-root-password")
     assert pw.inputs["length"] == 32 and pw.inputs["overrideSpecial"] == "-_."
     secret = prod_recording.one("kubernetes:core/v1:Secret", "slurm-db-secret")
-    assert secret.inputs["metadata"] == {"name": "mariadb-password", "namespace": "slurm",
-                                         "labels": slurm.mariadb_labels()}
+    assert secret.inputs["metadata"] == {
+        "name": "mariadb-password",
+        "namespace": "slurm",
+        "labels": slurm.mariadb_labels(),
+    }
     assert secret.inputs["stringData"] == {"password": pw.outputs["result"], "root-password": root.outputs["result"]}
     assert prod_recording.outputs["slurmAccountingPassword"] == pw.outputs["result"]
 
@@ -217,11 +266,19 @@ def _component(**kw: Any) -> Callable[[], Any]:
     cfg = stack_config("prod")
 
     def program() -> Any:
-        comp = Slurm("slurm", SlurmArgs(
-            crds_chart=DEFAULT_CHARTS["slurm-operator-crds"], operator_chart=DEFAULT_CHARTS["slurm-operator"],
-            slurm_chart=DEFAULT_CHARTS["slurm"], operator_values=slurm.operator_values(cfg),
-            slurm_values=slurm.slurm_values(cfg), **kw))
+        comp = Slurm(
+            "slurm",
+            SlurmArgs(
+                crds_chart=DEFAULT_CHARTS["slurm-operator-crds"],
+                operator_chart=DEFAULT_CHARTS["slurm-operator"],
+                slurm_chart=DEFAULT_CHARTS["slurm"],
+                operator_values=slurm.operator_values(cfg),
+                slurm_values=slurm.slurm_values(cfg),
+                **kw,
+            ),
+        )
         return {"secret": comp.accounting_password.is_secret() if comp.accounting_password else False}
+
     return program
 
 
@@ -234,14 +291,21 @@ def test_accounting_password_output_is_secret() -> None:
 
 
 def test_fsx_pv_and_pvc_in_the_slurm_namespace_when_storage_is_wired() -> None:
-    rec = run_program(_component(fsx_file_system_id="fs-0123456789abcdef0",
-                                 fsx_dns_name="fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com",
-                                 fsx_mount_name="abcdefgh", fsx_capacity_gib=4800))
+    rec = run_program(
+        _component(
+            fsx_file_system_id="fs-0123456789abcdef0",
+            fsx_dns_name="fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com",
+            fsx_mount_name="abcdefgh",
+            fsx_capacity_gib=4800,
+        )
+    )
     pv = rec.one("kubernetes:core/v1:PersistentVolume", "slurm-fsx-pv")
     pvc = rec.one("kubernetes:core/v1:PersistentVolumeClaim", "slurm-fsx-pvc")
-    assert pv.inputs["spec"]["csi"] == {"driver": "fsx.csi.aws.com", "volumeHandle": "fs-0123456789abcdef0",
-                                        "volumeAttributes": {"dnsname": "fs-0123456789abcdef0.fsx.us-west-2"
-                                                                        ".amazonaws.com", "mountname": "abcdefgh"}}
+    assert pv.inputs["spec"]["csi"] == {
+        "driver": "fsx.csi.aws.com",
+        "volumeHandle": "fs-0123456789abcdef0",
+        "volumeAttributes": {"dnsname": "fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com", "mountname": "abcdefgh"},
+    }
     assert pv.inputs["spec"]["claimRef"] == {"namespace": "slurm", "name": "fsx-lustre"}
     assert pvc.inputs["metadata"] == {"name": "fsx-lustre", "namespace": "slurm"}
     assert pvc.inputs["spec"]["volumeName"] == pv.inputs["metadata"]["name"]
@@ -255,8 +319,11 @@ def test_fsx_pv_and_pvc_in_the_slurm_namespace_when_storage_is_wired() -> None:
 def test_prod_slurm_mounts_the_stack_fsx(prod_recording: Recording) -> None:
     # GIVEN prod with FSx and Slurm; THEN the slurm namespace gets its own PV/PVC on the same file system.
     fsx = prod_recording.one("aws:fsx/lustreFileSystem:LustreFileSystem", "fsx")
-    slurm_pvs = [r for r in prod_recording.of_type("kubernetes:core/v1:PersistentVolume")
-                 if prod_recording.top_component(r).type == "ekstrain:slurm:Slurm"]
+    slurm_pvs = [
+        r
+        for r in prod_recording.of_type("kubernetes:core/v1:PersistentVolume")
+        if prod_recording.top_component(r).type == "ekstrain:slurm:Slurm"
+    ]
     assert len(slurm_pvs) == 1
     csi = slurm_pvs[0].inputs["spec"]["csi"]
     assert csi["volumeHandle"] == fsx.outputs["id"]
@@ -277,13 +344,27 @@ def test_fsx_inputs_accept_file_system_outputs() -> None:
     cfg = stack_config("prod")
 
     def program() -> Any:
-        fs = aws.fsx.LustreFileSystem("fsx", subnet_ids="subnet-1", storage_capacity=4800,
-                                      deployment_type="PERSISTENT_2", per_unit_storage_throughput=250)
-        Slurm("slurm", SlurmArgs(
-            crds_chart=DEFAULT_CHARTS["slurm-operator-crds"], operator_chart=DEFAULT_CHARTS["slurm-operator"],
-            slurm_chart=DEFAULT_CHARTS["slurm"], operator_values=slurm.operator_values(cfg),
-            slurm_values=slurm.slurm_values(cfg), fsx_file_system_id=fs.id, fsx_dns_name=fs.dns_name,
-            fsx_mount_name=fs.mount_name, fsx_capacity_gib=4800))
+        fs = aws.fsx.LustreFileSystem(
+            "fsx",
+            subnet_ids="subnet-1",
+            storage_capacity=4800,
+            deployment_type="PERSISTENT_2",
+            per_unit_storage_throughput=250,
+        )
+        Slurm(
+            "slurm",
+            SlurmArgs(
+                crds_chart=DEFAULT_CHARTS["slurm-operator-crds"],
+                operator_chart=DEFAULT_CHARTS["slurm-operator"],
+                slurm_chart=DEFAULT_CHARTS["slurm"],
+                operator_values=slurm.operator_values(cfg),
+                slurm_values=slurm.slurm_values(cfg),
+                fsx_file_system_id=fs.id,
+                fsx_dns_name=fs.dns_name,
+                fsx_mount_name=fs.mount_name,
+                fsx_capacity_gib=4800,
+            ),
+        )
         return {"id": fs.id}
 
     rec = run_program(program)

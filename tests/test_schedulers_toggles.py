@@ -43,16 +43,26 @@ def _named(rec: Recording, type_: str, names: set[str]) -> set[str]:
 
 CASES: dict[str, tuple[Callable[[dict[str, Any]], None], Callable[[Recording], set[str]]]] = {
     "slurm": (lambda s: s["slurm"].update(enabled=False), lambda p: subtree(p, "ekstrain:slurm:Slurm")),
-    "mpi operator": (lambda s: s["mpiOperator"].update(enabled=False),
-                     lambda p: {r.urn for r in p.of_type("kubernetes:yaml/v2:ConfigFile")}),
-    "kubeflow trainer": (lambda s: s["kubeflow"].update(flavor="none"),
-                         lambda p: _named(p, RELEASE, {"operators-kubeflow-trainer"})
-                         | {r.urn for r in p.of_type("kubernetes:trainer.kubeflow.org/v1alpha1:"
-                                                     "ClusterTrainingRuntime")}),
+    "mpi operator": (
+        lambda s: s["mpiOperator"].update(enabled=False),
+        lambda p: {r.urn for r in p.of_type("kubernetes:yaml/v2:ConfigFile")},
+    ),
+    "kubeflow trainer": (
+        lambda s: s["kubeflow"].update(flavor="none"),
+        lambda p: (
+            _named(p, RELEASE, {"operators-kubeflow-trainer"})
+            | {r.urn for r in p.of_type("kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")}
+        ),
+    ),
     "kuberay": (lambda s: s["kuberay"].update(enabled=False), lambda p: _named(p, RELEASE, {"operators-kuberay"})),
-    "all operators": (lambda s: (s["mpiOperator"].update(enabled=False), s["kubeflow"].update(flavor="none"),
-                                 s["kuberay"].update(enabled=False)),
-                      lambda p: subtree(p, "ekstrain:operators:Operators")),
+    "all operators": (
+        lambda s: (
+            s["mpiOperator"].update(enabled=False),
+            s["kubeflow"].update(flavor="none"),
+            s["kuberay"].update(enabled=False),
+        ),
+        lambda p: subtree(p, "ekstrain:operators:Operators"),
+    ),
 }
 
 
@@ -75,8 +85,11 @@ def test_disabling_volcano_removes_queues_and_kuberay_stops_using_it(prod_record
 
 def test_dev_runs_only_volcano_and_mpi(dev_recording: Recording) -> None:
     scheduler_types = ("ekstrain:volcano:", "ekstrain:slurm:", "ekstrain:operators:")
-    assert sorted(r.inputs["name"] for r in dev_recording.of_type(RELEASE)
-                  if dev_recording.top_component(r).type.startswith(scheduler_types)) == ["volcano"]
+    assert sorted(
+        r.inputs["name"]
+        for r in dev_recording.of_type(RELEASE)
+        if dev_recording.top_component(r).type.startswith(scheduler_types)
+    ) == ["volcano"]
     assert len(dev_recording.of_type("kubernetes:yaml/v2:ConfigFile")) == 1
     assert dev_recording.of_type("ekstrain:slurm:Slurm") == []
     assert [r.inputs["metadata"]["name"] for r in dev_recording.of_type(QUEUE)] == ["gpu-small"]

@@ -19,8 +19,10 @@ QUEUE = "kubernetes:scheduling.volcano.sh/v1beta1:Queue"
 EXPECTED = {
     "gpu-a100": (2, {"cpu": "1152", "memory": "13824Gi", "nvidia.com/gpu": "96", "vpc.amazonaws.com/efa": "48"}),
     "gpu-h100": (4, {"cpu": "1536", "memory": "16384Gi", "nvidia.com/gpu": "64", "vpc.amazonaws.com/efa": "256"}),
-    "trainium": (2, {"cpu": "4096", "memory": "16384Gi", "aws.amazon.com/neuron": "512",
-                     "vpc.amazonaws.com/efa": "384"}),
+    "trainium": (
+        2,
+        {"cpu": "4096", "memory": "16384Gi", "aws.amazon.com/neuron": "512", "vpc.amazonaws.com/efa": "384"},
+    ),
 }
 
 
@@ -49,8 +51,11 @@ def test_default_weight_is_one_and_non_efa_partitions_have_no_efa_capability() -
     cfg = stack_config("dev")
     (q,) = volcano.queues(cfg)
     # dev: g5.8xlarge (1 A10G, 32 vCPU, 128 GiB, 1 EFA) x2
-    assert q["spec"] == {"weight": 1, "reclaimable": False, "capability": {
-        "cpu": "64", "memory": "256Gi", "nvidia.com/gpu": "2", "vpc.amazonaws.com/efa": "2"}}
+    assert q["spec"] == {
+        "weight": 1,
+        "reclaimable": False,
+        "capability": {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": "2", "vpc.amazonaws.com/efa": "2"},
+    }
     no_efa = cfg.model_copy(update={"partitions": [cfg.partitions[0].model_copy(update={"efa": False})]})
     assert "vpc.amazonaws.com/efa" not in volcano.queues(no_efa)[0]["spec"]["capability"]
 
@@ -69,16 +74,30 @@ EFA_TYPES = sorted(t.name for t in catalog.CATALOG.values() if t.efa_capable)
 
 
 @settings(max_examples=40, deadline=None)
-@given(instance=st.sampled_from(EFA_TYPES), max_nodes=st.integers(1, 64), efa=st.booleans(),
-       weight=st.integers(1, 100))
-def test_queue_capability_is_max_nodes_times_one_slurmd_pod(instance: str, max_nodes: int, efa: bool,
-                                                            weight: int) -> None:
+@given(instance=st.sampled_from(EFA_TYPES), max_nodes=st.integers(1, 64), efa=st.booleans(), weight=st.integers(1, 100))
+def test_queue_capability_is_max_nodes_times_one_slurmd_pod(
+    instance: str, max_nodes: int, efa: bool, weight: int
+) -> None:
     base = stack_config("dev")
     it = catalog.get(instance)
-    part = base.partitions[0].model_copy(update={"name": "p", "accelerator": it.family, "instance_types": [instance],
-                                                 "max_nodes": max_nodes, "efa": efa, "min_nodes": 0})
-    cfg = base.model_copy(update={"partitions": [part], "schedulers": base.schedulers.model_copy(update={
-        "volcano": base.schedulers.volcano.model_copy(update={"queue_weights": {"p": weight}})})})
+    part = base.partitions[0].model_copy(
+        update={
+            "name": "p",
+            "accelerator": it.family,
+            "instance_types": [instance],
+            "max_nodes": max_nodes,
+            "efa": efa,
+            "min_nodes": 0,
+        }
+    )
+    cfg = base.model_copy(
+        update={
+            "partitions": [part],
+            "schedulers": base.schedulers.model_copy(
+                update={"volcano": base.schedulers.volcano.model_copy(update={"queue_weights": {"p": weight}})}
+            ),
+        }
+    )
     (q,) = volcano.queues(cfg)
     pod = slurm.slurm_values(cfg)["nodesets"]["p"]["slurmd"]["resources"]
     assert pod["requests"] == pod["limits"]

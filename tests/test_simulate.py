@@ -28,8 +28,9 @@ from infra import render as infra_render
 
 PROD = stack_config("prod")
 HELM = charts.helm_binary()
-pytestmark = pytest.mark.skipif(HELM is None or validation.upstream_dir() is None,
-                                reason="needs a helm binary and the upstream chart archives")
+pytestmark = pytest.mark.skipif(
+    HELM is None or validation.upstream_dir() is None, reason="needs a helm binary and the upstream chart archives"
+)
 CHARTS = ("device-plugins--", "slurm--slurm", "volcano--")
 
 
@@ -62,14 +63,19 @@ def _worker(job: dict[str, Any]) -> dict[str, Any]:
     return job["spec"]["tasks"][0]["template"]["spec"]
 
 
-PER_PARTITION = [(s, p.name) for p in PROD.partitions
-                 for s in (("trainjob", "volcano", "trainium") if p.accelerator == "trainium"
-                           else ("trainjob", "pytorchjob", "volcano", "mpijob", "rayjob", "nccl-test"))]
+PER_PARTITION = [
+    (s, p.name)
+    for p in PROD.partitions
+    for s in (
+        ("trainjob", "volcano", "trainium")
+        if p.accelerator == "trainium"
+        else ("trainjob", "pytorchjob", "volcano", "mpijob", "rayjob", "nccl-test")
+    )
+]
 
 
 @pytest.mark.parametrize(("scheduler", "partition"), PER_PARTITION)
-def test_every_template_starts_on_every_prod_partition(cluster: engine.Cluster, scheduler: str,
-                                                       partition: str) -> None:
+def test_every_template_starts_on_every_prod_partition(cluster: engine.Cluster, scheduler: str, partition: str) -> None:
     objects = render(spec_for(partition), PROD, scheduler, FakePlanner())
     result = engine.simulate(cluster, objects)
     assert result.blocked == [] and len(result.started) == 1, [b.line() for b in result.blocked]
@@ -102,8 +108,9 @@ def test_gpu_job_without_the_toleration_is_blocked(cluster: engine.Cluster) -> N
 
 
 def test_gpus_exist_only_where_the_device_plugin_runs(cluster: engine.Cluster) -> None:
-    no_plugin = dataclasses.replace(cluster, daemonsets=[(n, s) for n, s in cluster.daemonsets
-                                                  if "nvidia-device-plugin" not in n])
+    no_plugin = dataclasses.replace(
+        cluster, daemonsets=[(n, s) for n, s in cluster.daemonsets if "nvidia-device-plugin" not in n]
+    )
     (line,) = _lines(no_plugin, render(spec_for("gpu-h100"), PROD, "volcano", FakePlanner()))
     assert "nvidia.com/gpu 8 requested but no device-plugin DaemonSet for it runs on gpu-h100 nodes" in line
 
@@ -142,18 +149,29 @@ def test_standing_slurmd_pods_count_against_the_nodepool_limits(cluster: engine.
     objects[-1]["spec"]["tasks"][0]["replicas"] = 12
     assert _lines(cluster, objects) == []
     objects[-1]["spec"]["tasks"][0]["replicas"] = 13
-    assert _lines(cluster, objects) == ["BLOCKED Job/run *: NodePool gpu-a100 limit nodes=16 < 17 needed",
-                                        "BLOCKED Job/run *: NodePool gpu-a100 limit nvidia.com/gpu=128 < 136 needed"]
+    assert _lines(cluster, objects) == [
+        "BLOCKED Job/run *: NodePool gpu-a100 limit nodes=16 < 17 needed",
+        "BLOCKED Job/run *: NodePool gpu-a100 limit nvidia.com/gpu=128 < 136 needed",
+    ]
 
 
 def test_chart_images_are_pinned(prod_build: pathlib.Path) -> None:
     from ekstrain.simulate.load import read_objects
 
-    images = [c["image"] for o in read_objects(sorted((prod_build / "charts").rglob("*.yaml")))
-              for spec in [o.get("spec") or {}] for key in ("slurmd", "logfile", "initconf") if key in spec
-              for c in [spec[key]] if isinstance(c.get("image"), str)]
-    images += [c["image"] for o in read_objects(sorted((prod_build / "charts").rglob("DaemonSet-*.yaml")))
-               for c in o["spec"]["template"]["spec"]["containers"]]
+    images = [
+        c["image"]
+        for o in read_objects(sorted((prod_build / "charts").rglob("*.yaml")))
+        for spec in [o.get("spec") or {}]
+        for key in ("slurmd", "logfile", "initconf")
+        if key in spec
+        for c in [spec[key]]
+        if isinstance(c.get("image"), str)
+    ]
+    images += [
+        c["image"]
+        for o in read_objects(sorted((prod_build / "charts").rglob("DaemonSet-*.yaml")))
+        for c in o["spec"]["template"]["spec"]["containers"]
+    ]
     assert images and [i for i in images if i.endswith(":latest") or ":" not in i.rsplit("/", 1)[-1]] == []
 
 
@@ -168,8 +186,9 @@ def test_karpenter_allocatable_formulas() -> None:
     assert capacity(catalog.get("trn1n.32xlarge"), efa_attached=8)["vpc.amazonaws.com/efa"] == 8
 
 
-def test_cli_reports_blocked_and_exit_codes(prod_build: pathlib.Path, tmp_path: pathlib.Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_reports_blocked_and_exit_codes(
+    prod_build: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     good = tmp_path / "good.yaml"
     bad = tmp_path / "bad.yaml"
     import yaml
@@ -186,8 +205,9 @@ def test_cli_reports_blocked_and_exit_codes(prod_build: pathlib.Path, tmp_path: 
     assert main(["simulate", "--stack", "prod", "--build", str(tmp_path / "none")]) == 2
 
 
-def test_make_examples_output_starts(prod_build: pathlib.Path, tmp_path: pathlib.Path,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_make_examples_output_starts(
+    prod_build: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from test_jobs_examples import REAL_PLANNER, _commands
 
     from assembly.jobs import planning

@@ -39,15 +39,16 @@ NOT_A_STACK_FILE: dict[str, tuple[bytes, str]] = {
     "config is a list": (b"config: [a, b]\n", "config: is a list, not a mapping"),
     "integer key": (b"config:\n  aws:region: us-west-2\n  1: x\n", "key 1 is an int, not text"),
     "yes/on key": (b"config:\n  on: 1\n", "key True is a bool"),
-    "nested non-string key": (_dev_with("  ekstrain:network:\n", "  ekstrain:network:\n    2: x\n"),
-                              "key 2 is an int"),
+    "nested non-string key": (_dev_with("  ekstrain:network:\n", "  ekstrain:network:\n    2: x\n"), "key 2 is an int"),
     "unhashable key": (b"config:\n  ? [a, b]\n  : x\n", "mapping key is a list"),
     "non-UTF-8 bytes": (DEV.encode().replace(b"ekstrain-dev", b"ekstrain-d\xffv"), "line 6: is not UTF-8"),
     "deep nesting": (b"config:\n  ekstrain:tags: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nests deeper than 32"),
     "alias bomb": (_bomb().encode(), "expands (through aliases) to more than 10000"),
     "recursive alias": (b"config: &c\n  ekstrain:x: *c\n", "refers to the collection that contains it"),
-    ".inf": (_dev_with("storageCapacityGiB: 1200", "storageCapacityGiB: .inf"),
-             "config.ekstrain:storage.fsx.storageCapacityGiB: inf is not a finite number"),
+    ".inf": (
+        _dev_with("storageCapacityGiB: 1200", "storageCapacityGiB: .inf"),
+        "config.ekstrain:storage.fsx.storageCapacityGiB: inf is not a finite number",
+    ),
     ".nan": (_dev_with("maxNodes: 2", "maxNodes: .nan"), "maxNodes: nan is not a finite number"),
     "date value": (_dev_with('kubernetesVersion: "1.35"', "kubernetesVersion: 2025-01-01"), "is a YAML date"),
     "binary value": (b"config:\n  ekstrain:project: !!binary aGVsbG8=\n", "is a YAML bytes"),
@@ -60,6 +61,7 @@ NOT_A_STACK_FILE: dict[str, tuple[bytes, str]] = {
     "malformed secure value": (b"config:\n  ekstrain:x:\n    secure: 1\n", "secure: value must be"),
 }
 
+
 def _render(path: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     started = time.perf_counter()
     code = render.main(["--stack", "x", "--stack-file", str(path), "--out", str(tmp_path / "out")])
@@ -70,8 +72,9 @@ def _render(path: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFi
 
 
 @pytest.mark.parametrize("case", sorted(NOT_A_STACK_FILE))
-def test_not_a_stack_file_exits_2_with_key_and_fix(case: str, tmp_path: pathlib.Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_not_a_stack_file_exits_2_with_key_and_fix(
+    case: str, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """GIVEN a file that is not a plain stack file WHEN it is rendered THEN exit 2 with the problem and a fix."""
     data, expected = NOT_A_STACK_FILE[case]
     path = tmp_path / "Pulumi.x.yaml"
@@ -83,8 +86,9 @@ def test_not_a_stack_file_exits_2_with_key_and_fix(case: str, tmp_path: pathlib.
 
 
 @pytest.mark.parametrize("where", ["top level", "config key", "nested"])
-def test_duplicate_keys_at_any_level_are_errors(where: str, tmp_path: pathlib.Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_duplicate_keys_at_any_level_are_errors(
+    where: str, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """GIVEN the dev stack with one key written twice THEN the second one is reported with both lines, never
     last-wins."""
     lines = DEV.splitlines(keepends=True)
@@ -92,12 +96,16 @@ def test_duplicate_keys_at_any_level_are_errors(where: str, tmp_path: pathlib.Pa
         text, expected = DEV + "config:\n  aws:region: us-west-2\n", "key 'config' appears twice"
     elif where == "config key":
         at = lines.index("  aws:region: us-west-2\n")
-        text, expected = "".join(lines[:at + 1] + ["  aws:region: us-east-1\n"] + lines[at + 1:]), \
-            "key 'aws:region' appears twice"
+        text, expected = (
+            "".join(lines[: at + 1] + ["  aws:region: us-east-1\n"] + lines[at + 1 :]),
+            "key 'aws:region' appears twice",
+        )
     else:
         at = lines.index("      maxNodes: 2\n")
-        text, expected = "".join(lines[:at + 1] + ["      maxNodes: 64\n"] + lines[at + 1:]), \
-            "key 'maxNodes' appears twice"
+        text, expected = (
+            "".join(lines[: at + 1] + ["      maxNodes: 64\n"] + lines[at + 1 :]),
+            "key 'maxNodes' appears twice",
+        )
     path = tmp_path / "Pulumi.x.yaml"
     path.write_text(text)
     code, err = _render(path, tmp_path, capsys)
@@ -113,8 +121,9 @@ def test_merge_keys_are_not_duplicates(tmp_path: pathlib.Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["missing", "directory"])
-def test_missing_file_or_directory_exits_2(kind: str, tmp_path: pathlib.Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_file_or_directory_exits_2(
+    kind: str, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "Pulumi.x.yaml"
     if kind == "directory":
         path.mkdir()
@@ -130,11 +139,14 @@ def test_read_stack_file_raises_only_config_error(tmp_path: pathlib.Path) -> Non
         read_stack_file(path)
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    ("[" * 5000 + "]" * 5000, "ekstrain:cluster"),
-    ('{"name": NaN}', "ekstrain:cluster.name: nan is not a finite number"),
-    ("[" * 40 + "]" * 40, "nests deeper than 32"),
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("[" * 5000 + "]" * 5000, "ekstrain:cluster"),
+        ('{"name": NaN}', "ekstrain:cluster.name: nan is not a finite number"),
+        ("[" * 40 + "]" * 40, "nests deeper than 32"),
+    ],
+)
 def test_engine_config_gets_the_same_limits(value: str, expected: str) -> None:
     """GIVEN config as `pulumi up` hands it over (JSON strings, no stack-file reader in between)
     THEN the same limits apply and only a ConfigError is raised."""

@@ -26,8 +26,10 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 PV = "kubernetes:core/v1:PersistentVolume"
 PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 SC = "kubernetes:storage.k8s.io/v1:StorageClass"
-ACCELERATOR_TAINTS = [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
-                      {"key": "aws.amazon.com/neuron", "value": "true", "effect": "NoSchedule"}]
+ACCELERATOR_TAINTS = [
+    {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
+    {"key": "aws.amazon.com/neuron", "value": "true", "effect": "NoSchedule"},
+]
 STATEFUL = {BUCKET, "aws:s3/bucketVersioning:BucketVersioning", FSX, DRA, EFS, AP}
 
 
@@ -41,11 +43,20 @@ def _cluster_sg(rec: Recording) -> str:
 
 # ---- protection ------------------------------------------------------------------------------
 
+
 def test_prod_protects_every_stateful_resource(prod_recording: Recording) -> None:
     stateful = [r for r in prod_recording.records if r.type in STATEFUL]
     assert sorted(r.name for r in stateful) == [
-        "efs", "efs-models", "fsx", "fsx-checkpoints", "fsx-data", "storage-checkpoints", "storage-checkpoints",
-        "storage-datasets", "storage-datasets"]
+        "efs",
+        "efs-models",
+        "fsx",
+        "fsx-checkpoints",
+        "fsx-data",
+        "storage-checkpoints",
+        "storage-checkpoints",
+        "storage-datasets",
+        "storage-datasets",
+    ]
     assert all(r.protect and r.retain_on_delete for r in stateful), [r.name for r in stateful if not r.protect]
     keys = {r.name: r for r in prod_recording.of_type(KEY)}
     assert keys["fsx-key"].protect and keys["fsx-key"].retain_on_delete
@@ -55,12 +66,14 @@ def test_prod_protects_every_stateful_resource(prod_recording: Recording) -> Non
 
 
 def test_dev_protects_nothing(dev_recording: Recording) -> None:
-    stateful = [r for r in dev_recording.records if r.type in STATEFUL | {KEY}
-                and r.name.startswith(("storage", "fsx", "efs"))]
+    stateful = [
+        r for r in dev_recording.records if r.type in STATEFUL | {KEY} and r.name.startswith(("storage", "fsx", "efs"))
+    ]
     assert stateful and not any(r.protect or r.retain_on_delete for r in stateful)
 
 
 # ---- buckets ---------------------------------------------------------------------------------
+
 
 def _bucket_children(rec: Recording, role: str) -> dict[str, Record]:
     return {r.type.rsplit(":", 1)[1]: r for r in rec.records if r.name == f"storage-{role}"}
@@ -69,8 +82,15 @@ def _bucket_children(rec: Recording, role: str) -> dict[str, Record]:
 def test_buckets_are_versioned_private_encrypted_and_owner_enforced(prod_recording: Recording) -> None:
     for role in ("datasets", "checkpoints"):
         parts = _bucket_children(prod_recording, role)
-        assert set(parts) == {"Bucket", "BucketOwnershipControls", "BucketPublicAccessBlock", "BucketVersioning",
-                              "BucketServerSideEncryptionConfiguration", "BucketPolicy", "BucketLifecycleConfiguration"}
+        assert set(parts) == {
+            "Bucket",
+            "BucketOwnershipControls",
+            "BucketPublicAccessBlock",
+            "BucketVersioning",
+            "BucketServerSideEncryptionConfiguration",
+            "BucketPolicy",
+            "BucketLifecycleConfiguration",
+        }
         bucket = parts["Bucket"]
         assert bucket.inputs["bucketPrefix"] == f"ekstrain-prod-{role}-"
         for child in parts.values():
@@ -78,11 +98,15 @@ def test_buckets_are_versioned_private_encrypted_and_owner_enforced(prod_recordi
                 assert child.inputs["bucket"] == bucket.outputs["bucket"]
         assert parts["BucketVersioning"].inputs["versioningConfiguration"] == {"status": "Enabled"}
         assert {k: v for k, v in parts["BucketPublicAccessBlock"].inputs.items() if k != "bucket"} == {
-            "blockPublicAcls": True, "blockPublicPolicy": True, "ignorePublicAcls": True,
-            "restrictPublicBuckets": True}
+            "blockPublicAcls": True,
+            "blockPublicPolicy": True,
+            "ignorePublicAcls": True,
+            "restrictPublicBuckets": True,
+        }
         assert parts["BucketOwnershipControls"].inputs["rule"] == {"objectOwnership": "BucketOwnerEnforced"}
-        assert parts["BucketServerSideEncryptionConfiguration"].inputs["rules"] == [{
-            "applyServerSideEncryptionByDefault": {"sseAlgorithm": "AES256"}, "bucketKeyEnabled": False}]
+        assert parts["BucketServerSideEncryptionConfiguration"].inputs["rules"] == [
+            {"applyServerSideEncryptionByDefault": {"sseAlgorithm": "AES256"}, "bucketKeyEnabled": False}
+        ]
         assert parts["BucketPublicAccessBlock"].urn in parts["BucketPolicy"].dependencies
 
 
@@ -92,17 +116,35 @@ def test_bucket_policy_denies_everything_without_tls(prod_recording: Recording) 
     parts = _bucket_children(prod_recording, "checkpoints")
     arn = parts["Bucket"].outputs["arn"]
     policy = json.loads(parts["BucketPolicy"].inputs["policy"])
-    assert policy["Statement"] == [{
-        "Sid": "DenyInsecureTransport", "Effect": "Deny", "Principal": "*", "Action": "s3:*",
-        "Resource": [arn, f"{arn}/*"], "Condition": {"Bool": {"aws:SecureTransport": "false"}}}]
+    assert policy["Statement"] == [
+        {
+            "Sid": "DenyInsecureTransport",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:*",
+            "Resource": [arn, f"{arn}/*"],
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+        }
+    ]
 
 
 def test_lifecycle_expires_only_noncurrent_checkpoint_versions(prod_recording: Recording) -> None:
-    abort = {"id": "abort-incomplete-multipart-uploads", "status": "Enabled", "filter": {"prefix": ""},
-             "abortIncompleteMultipartUpload": {"daysAfterInitiation": 7}}
+    abort = {
+        "id": "abort-incomplete-multipart-uploads",
+        "status": "Enabled",
+        "filter": {"prefix": ""},
+        "abortIncompleteMultipartUpload": {"daysAfterInitiation": 7},
+    }
     ck = _bucket_children(prod_recording, "checkpoints")["BucketLifecycleConfiguration"].inputs["rules"]
-    assert ck == [abort, {"id": "expire-noncurrent-versions", "status": "Enabled", "filter": {"prefix": ""},
-                          "noncurrentVersionExpiration": {"noncurrentDays": 30}}]
+    assert ck == [
+        abort,
+        {
+            "id": "expire-noncurrent-versions",
+            "status": "Enabled",
+            "filter": {"prefix": ""},
+            "noncurrentVersionExpiration": {"noncurrentDays": 30},
+        },
+    ]
     assert _bucket_children(prod_recording, "datasets")["BucketLifecycleConfiguration"].inputs["rules"] == [abort]
     assert not any("expiration" in r for r in ck), "current checkpoints never expire"
 
@@ -115,18 +157,29 @@ def test_bucket_prefix_fits_the_s3_limit() -> None:
 
 def test_kms_key_switches_buckets_to_sse_kms() -> None:
     key = "arn:aws:kms:us-west-2:111122223333:key/abc"
-    rec = run_program(lambda: TrainingBuckets("b", BucketsArgs(cluster_name="c", kms_key_arn=key,
-                                                                 datasets_bucket="c-data", protect=False)).datasets_arn)
-    sse = rec.one("aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
-                  "b-datasets").inputs["rules"]
-    assert sse == [{"applyServerSideEncryptionByDefault": {"sseAlgorithm": "aws:kms", "kmsMasterKeyId": key},
-                    "bucketKeyEnabled": True}]
+    rec = run_program(
+        lambda: (
+            TrainingBuckets(
+                "b", BucketsArgs(cluster_name="c", kms_key_arn=key, datasets_bucket="c-data", protect=False)
+            ).datasets_arn
+        )
+    )
+    sse = rec.one(
+        "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration", "b-datasets"
+    ).inputs["rules"]
+    assert sse == [
+        {
+            "applyServerSideEncryptionByDefault": {"sseAlgorithm": "aws:kms", "kmsMasterKeyId": key},
+            "bucketKeyEnabled": True,
+        }
+    ]
     assert rec.one(BUCKET, "b-datasets").inputs["bucket"] == "c-data"
     assert "bucketPrefix" not in rec.one(BUCKET, "b-datasets").inputs
     assert not rec.one(BUCKET, "b-datasets").protect
 
 
 # ---- FSx -------------------------------------------------------------------------------------
+
 
 def test_prod_fsx_is_persistent_2_4800_in_the_efa_subnet(prod_recording: Recording) -> None:
     fs = prod_recording.one(FSX, "fsx").inputs
@@ -166,8 +219,14 @@ def test_dras_link_paths_and_events_exactly_as_configured(prod_recording: Record
 
 def test_custom_paths_and_events_reach_the_dras() -> None:
     cfg = stack_config("dev")
-    fsx = cfg.storage.fsx.model_copy(update={"data_path": "/datasets", "checkpoint_path": "/ckpt",
-                                             "auto_import_events": ["NEW"], "auto_export_events": ["CHANGED", "NEW"]})
+    fsx = cfg.storage.fsx.model_copy(
+        update={
+            "data_path": "/datasets",
+            "checkpoint_path": "/ckpt",
+            "auto_import_events": ["NEW"],
+            "auto_export_events": ["CHANGED", "NEW"],
+        }
+    )
     rec = run_stack(cfg.model_copy(update={"storage": cfg.storage.model_copy(update={"fsx": fsx})}))
     data = rec.one(DRA, "fsx-data").inputs
     ck = rec.one(DRA, "fsx-checkpoints").inputs
@@ -176,8 +235,16 @@ def test_custom_paths_and_events_reach_the_dras() -> None:
 
 
 def test_empty_events_turn_the_policy_off() -> None:
-    args = LustreArgs(cluster_name="c", vpc_id="vpc-1", subnet_id="subnet-efa", client_security_group_id="sg-c",
-                      datasets_bucket="d", checkpoints_bucket="k", auto_import_events=(), auto_export_events=())
+    args = LustreArgs(
+        cluster_name="c",
+        vpc_id="vpc-1",
+        subnet_id="subnet-efa",
+        client_security_group_id="sg-c",
+        datasets_bucket="d",
+        checkpoints_bucket="k",
+        auto_import_events=(),
+        auto_export_events=(),
+    )
     rec = run_program(lambda: LustreStorage("l", args).dns_name)
     assert "s3" not in rec.one(DRA, "l-data").inputs and "s3" not in rec.one(DRA, "l-checkpoints").inputs
 
@@ -186,9 +253,11 @@ def test_lustre_ports_open_between_servers_and_cluster_nodes(prod_recording: Rec
     fsx_sg, cluster_sg = _sg_id(prod_recording, "fsx-sg"), _cluster_sg(prod_recording)
 
     def rules(kind: str, on: str) -> set[tuple[int, int, str]]:
-        return {(r.inputs["fromPort"], r.inputs["toPort"], r.inputs["referencedSecurityGroupId"])
-                for r in prod_recording.of_type(kind) if r.inputs["securityGroupId"] == on
-                and r.name.startswith("fsx-") and r.inputs["ipProtocol"] == "tcp"}
+        return {
+            (r.inputs["fromPort"], r.inputs["toPort"], r.inputs["referencedSecurityGroupId"])
+            for r in prod_recording.of_type(kind)
+            if r.inputs["securityGroupId"] == on and r.name.startswith("fsx-") and r.inputs["ipProtocol"] == "tcp"
+        }
 
     both = {(988, 988, fsx_sg), (1018, 1023, fsx_sg), (988, 988, cluster_sg), (1018, 1023, cluster_sg)}
     assert rules(INGRESS, fsx_sg) == both
@@ -201,6 +270,7 @@ def test_lustre_ports_open_between_servers_and_cluster_nodes(prod_recording: Rec
 
 # ---- EFS -------------------------------------------------------------------------------------
 
+
 def test_efs_is_encrypted_with_one_mount_target_per_private_subnet(prod_recording: Recording) -> None:
     fs = prod_recording.one(EFS, "efs")
     assert fs.inputs["encrypted"] is True and fs.inputs["throughputMode"] == "elastic"
@@ -208,7 +278,8 @@ def test_efs_is_encrypted_with_one_mount_target_per_private_subnet(prod_recordin
     mts = prod_recording.of_type(MT)
     assert sorted(m.inputs["subnetId"] for m in mts) == sorted(prod_recording.outputs["privateSubnetIds"])
     assert prod_recording.outputs["efaSubnetId"] not in {m.inputs["subnetId"] for m in mts}, (
-        "one mount target per AZ: the training AZ's private subnet serves the EFA subnet")
+        "one mount target per AZ: the training AZ's private subnet serves the EFA subnet"
+    )
     efs_sg = _sg_id(prod_recording, "efs-sg")
     assert all(m.inputs["securityGroups"] == [efs_sg] and m.inputs["fileSystemId"] == fs.outputs["id"] for m in mts)
     nfs = prod_recording.one(INGRESS, "efs-nfs").inputs
@@ -219,8 +290,10 @@ def test_efs_is_encrypted_with_one_mount_target_per_private_subnet(prod_recordin
 def test_models_access_point_maps_to_posix_user(prod_recording: Recording) -> None:
     ap = prod_recording.one(AP, "efs-models").inputs
     assert ap["posixUser"] == {"uid": 1000, "gid": 1000}
-    assert ap["rootDirectory"] == {"path": "/models", "creationInfo": {"ownerUid": 1000, "ownerGid": 1000,
-                                                                       "permissions": "0775"}}
+    assert ap["rootDirectory"] == {
+        "path": "/models",
+        "creationInfo": {"ownerUid": 1000, "ownerGid": 1000, "permissions": "0775"},
+    }
 
 
 def test_disabled_efs_registers_nothing(dev_recording: Recording) -> None:
@@ -228,8 +301,9 @@ def test_disabled_efs_registers_nothing(dev_recording: Recording) -> None:
     assert [r.name for r in dev_recording.records if r.type in efs_types or r.name.startswith("efs")] == []
     csi_charts = [r.inputs["chart"] for r in dev_recording.of_type(RELEASE) if "csi-driver" in r.inputs["chart"]]
     assert csi_charts == ["aws-fsx-csi-driver"]
-    assert dev_recording.of_type(SC) and all(r.inputs["metadata"]["name"] != names.EFS_STORAGE_CLASS
-                                             for r in dev_recording.of_type(SC))
+    assert dev_recording.of_type(SC) and all(
+        r.inputs["metadata"]["name"] != names.EFS_STORAGE_CLASS for r in dev_recording.of_type(SC)
+    )
 
 
 def test_disabled_fsx_registers_nothing() -> None:
@@ -242,6 +316,7 @@ def test_disabled_fsx_registers_nothing() -> None:
 
 
 # ---- CSI drivers -----------------------------------------------------------------------------
+
 
 def _tolerates(tolerations: list[dict[str, Any]], taint: dict[str, str]) -> bool:
     """Kubernetes toleration matching (empty key + Exists matches every taint)."""
@@ -261,17 +336,25 @@ def test_tolerance_helper_is_strict() -> None:
 
 
 def test_csi_releases_are_pinned_classic_charts(prod_recording: Recording) -> None:
-    rels = {r.inputs["chart"]: r.inputs for r in prod_recording.of_type(RELEASE)
-            if r.name.startswith("storage-csi")}
+    rels = {r.inputs["chart"]: r.inputs for r in prod_recording.of_type(RELEASE) if r.name.startswith("storage-csi")}
     assert {c: (r["name"], r["version"], r["namespace"], r["repositoryOpts"]["repo"]) for c, r in rels.items()} == {
-        "aws-fsx-csi-driver": ("aws-fsx-csi-driver", "1.17.0", "kube-system",
-                               "https://kubernetes-sigs.github.io/aws-fsx-csi-driver"),
-        "aws-efs-csi-driver": ("aws-efs-csi-driver", "4.4.1", "kube-system",
-                               "https://kubernetes-sigs.github.io/aws-efs-csi-driver/"),
+        "aws-fsx-csi-driver": (
+            "aws-fsx-csi-driver",
+            "1.17.0",
+            "kube-system",
+            "https://kubernetes-sigs.github.io/aws-fsx-csi-driver",
+        ),
+        "aws-efs-csi-driver": (
+            "aws-efs-csi-driver",
+            "4.4.1",
+            "kube-system",
+            "https://kubernetes-sigs.github.io/aws-efs-csi-driver/",
+        ),
     }
     provider = prod_recording.one("pulumi:providers:kubernetes", "cluster-k8s").urn
-    assert all(r.provider.startswith(provider) for r in prod_recording.of_type(RELEASE)
-               if r.name.startswith("storage-csi"))
+    assert all(
+        r.provider.startswith(provider) for r in prod_recording.of_type(RELEASE) if r.name.startswith("storage-csi")
+    )
 
 
 @pytest.mark.parametrize("chart", ["aws-fsx-csi-driver", "aws-efs-csi-driver"])
@@ -286,17 +369,21 @@ def test_controllers_on_system_nodes_and_node_plugins_on_accelerators(prod_recor
 
 
 def test_pod_identity_roles_for_driver_service_accounts(prod_recording: Recording) -> None:
-    assocs = {r.inputs["serviceAccount"]: r for r in prod_recording.of_type("aws:eks/podIdentityAssociation:"
-                                                                              "PodIdentityAssociation")
-              if r.name.startswith("storage-")}
+    assocs = {
+        r.inputs["serviceAccount"]: r
+        for r in prod_recording.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+        if r.name.startswith("storage-")
+    }
     assert set(assocs) == {csi.FSX_CONTROLLER_SA, csi.EFS_CONTROLLER_SA, csi.EFS_NODE_SA}
     roles = {r.name: r for r in prod_recording.of_type("aws:iam/role:Role")}
     assert assocs[csi.FSX_CONTROLLER_SA].inputs["roleArn"] == roles["storage-csi-fsx"].outputs["arn"]
     assert assocs[csi.EFS_NODE_SA].inputs["roleArn"] == roles["storage-csi-efs"].outputs["arn"]
     assert '"pods.eks.amazonaws.com"' in roles["storage-csi-fsx"].inputs["assumeRolePolicy"]
     # depends_on the Cluster component expands to its children: the EKS cluster and system nodes.
-    ready = {prod_recording.one("eks:index:Cluster", "cluster").urn,
-             prod_recording.one("eks:index:ManagedNodeGroup", "cluster-system").urn}
+    ready = {
+        prod_recording.one("eks:index:Cluster", "cluster").urn,
+        prod_recording.one("eks:index:ManagedNodeGroup", "cluster-system").urn,
+    }
     for a in assocs.values():
         assert a.inputs["clusterName"] == "ekstrain-prod" and a.inputs["namespace"] == "kube-system"
         assert ready <= set(a.dependencies), "associations wait for the EKS cluster"
@@ -314,24 +401,33 @@ def test_fsx_controller_policy_is_scoped_to_the_file_system(prod_recording: Reco
     # (prod also enables dynamic scratch: its statements follow, tests/test_storage_scratch.py)
     assert policy["Statement"][:2] == [
         {"Effect": "Allow", "Action": ["fsx:DescribeFileSystems"], "Resource": "*"},
-        {"Effect": "Allow", "Action": ["fsx:UpdateFileSystem"], "Resource": fs_arn}]
+        {"Effect": "Allow", "Action": ["fsx:UpdateFileSystem"], "Resource": fs_arn},
+    ]
 
 
 # ---- Kubernetes volumes ----------------------------------------------------------------------
+
 
 def test_fsx_static_pv_and_pvc_bind_to_the_file_system(prod_recording: Recording) -> None:
     fs = prod_recording.one(FSX, "fsx").outputs
     pv = prod_recording.one(PV, "storage-volumes-fsx-pv").inputs
     assert pv["metadata"]["name"] == names.FSX_PV
-    assert pv["spec"]["csi"] == {"driver": "fsx.csi.aws.com", "volumeHandle": fs["id"],
-                                 "volumeAttributes": {"dnsname": fs["dnsName"], "mountname": fs["mountName"]}}
+    assert pv["spec"]["csi"] == {
+        "driver": "fsx.csi.aws.com",
+        "volumeHandle": fs["id"],
+        "volumeAttributes": {"dnsname": fs["dnsName"], "mountname": fs["mountName"]},
+    }
     assert pv["spec"]["capacity"] == {"storage": "4800Gi"}
     assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain" and pv["spec"]["mountOptions"] == ["flock"]
     assert pv["spec"]["accessModes"] == ["ReadWriteMany"] and pv["spec"]["storageClassName"] == ""
     pvc = prod_recording.one(PVC, "storage-volumes-fsx-pvc").inputs
     assert pvc["metadata"] == {"name": names.FSX_PVC, "namespace": names.TRAINING_NAMESPACE}
-    assert pvc["spec"] == {"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": names.FSX_PV,
-                           "resources": {"requests": {"storage": "4800Gi"}}}
+    assert pvc["spec"] == {
+        "accessModes": ["ReadWriteMany"],
+        "storageClassName": "",
+        "volumeName": names.FSX_PV,
+        "resources": {"requests": {"storage": "4800Gi"}},
+    }
 
 
 def test_efs_storage_class_and_model_store_pvc(prod_recording: Recording) -> None:
@@ -339,8 +435,13 @@ def test_efs_storage_class_and_model_store_pvc(prod_recording: Recording) -> Non
     ap_id = prod_recording.one(AP, "efs-models").outputs["id"]
     sc = prod_recording.one(SC, "storage-volumes-efs-ap").inputs
     assert sc["metadata"]["name"] == "efs-ap" and sc["provisioner"] == "efs.csi.aws.com"
-    assert sc["parameters"] == {"provisioningMode": "efs-ap", "fileSystemId": fs_id, "directoryPerms": "700",
-                                "basePath": "/dynamic", "ensureUniqueDirectory": "true"}
+    assert sc["parameters"] == {
+        "provisioningMode": "efs-ap",
+        "fileSystemId": fs_id,
+        "directoryPerms": "700",
+        "basePath": "/dynamic",
+        "ensureUniqueDirectory": "true",
+    }
     pv = prod_recording.one(PV, "storage-volumes-model-store-pv").inputs
     assert pv["spec"]["csi"] == {"driver": "efs.csi.aws.com", "volumeHandle": f"{fs_id}::{ap_id}"}
     assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"

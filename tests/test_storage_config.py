@@ -37,13 +37,22 @@ BAD: dict[str, tuple[Callable[[dict[str, Any]], None], str, str]] = {
     "capacity off-step": (_fsx(storageCapacityGiB=3600), f"{FSX}.storageCapacityGiB", "2400 or 4800"),
     "capacity below minimum": (_fsx(storageCapacityGiB=600), f"{FSX}.storageCapacityGiB", "1200"),
     "capacity 1800": (_persistent(storageCapacityGiB=1800), f"{FSX}.storageCapacityGiB", "multiple of 2400"),
-    "PERSISTENT_2 tier 200": (_persistent(perUnitStorageThroughput=200), f"{FSX}.perUnitStorageThroughput",
-                              "125, 250, 500, 1000"),
-    "PERSISTENT_2 without tier": (_fsx(deploymentType="PERSISTENT_2", perUnitStorageThroughput=None),
-                                  f"{FSX}.perUnitStorageThroughput", "125, 250, 500, 1000"),
+    "PERSISTENT_2 tier 200": (
+        _persistent(perUnitStorageThroughput=200),
+        f"{FSX}.perUnitStorageThroughput",
+        "125, 250, 500, 1000",
+    ),
+    "PERSISTENT_2 without tier": (
+        _fsx(deploymentType="PERSISTENT_2", perUnitStorageThroughput=None),
+        f"{FSX}.perUnitStorageThroughput",
+        "125, 250, 500, 1000",
+    ),
     "SCRATCH_2 with tier": (_fsx(perUnitStorageThroughput=250), f"{FSX}.perUnitStorageThroughput", "null"),
-    "SCRATCH_2 with KMS": (_fsx(kmsKeyArn="arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-"
-                                          "1234567890ab"), f"{FSX}.kmsKeyArn", "PERSISTENT_2"),
+    "SCRATCH_2 with KMS": (
+        _fsx(kmsKeyArn="arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"),
+        f"{FSX}.kmsKeyArn",
+        "PERSISTENT_2",
+    ),
     "unknown deployment": (_fsx(deploymentType="PERSISTENT_1"), f"{FSX}.deploymentType", "SCRATCH_2"),
     "same paths": (_fsx(checkpointPath="/data"), f"{FSX}.checkpointPath", "/checkpoints"),
     "nested paths": (_fsx(checkpointPath="/data/ckpt"), f"{FSX}.checkpointPath", "sibling"),
@@ -52,13 +61,21 @@ BAD: dict[str, tuple[Callable[[dict[str, Any]], None], str, str]] = {
     "unknown event": (_fsx(autoImportEvents=["NEW", "RENAMED"]), f"{FSX}.autoImportEvents[1]", "DELETED"),
     "duplicate event": (_fsx(autoExportEvents=["NEW", "NEW"]), f"{FSX}.autoExportEvents", "at most once"),
     "chunk size": (_fsx(importedFileChunkSizeMiB=0), f"{FSX}.importedFileChunkSizeMiB", "greater than"),
-    "same bucket": (lambda s: s["storage"].update(
-        buckets={"datasetsBucket": "ml-data", "checkpointsBucket": "ml-data"}),
-                    "ekstrain:storage.buckets.checkpointsBucket", "two different buckets"),
-    "bad bucket name": (lambda s: s["storage"].update(buckets={"datasetsBucket": "ML_Data"}),
-                        "ekstrain:storage.buckets.datasetsBucket", "lowercase"),
-    "unknown storage key": (lambda s: s["storage"]["fsx"].update(throughput=250), f"{FSX}.throughput",
-                            "perUnitStorageThroughput"),
+    "same bucket": (
+        lambda s: s["storage"].update(buckets={"datasetsBucket": "ml-data", "checkpointsBucket": "ml-data"}),
+        "ekstrain:storage.buckets.checkpointsBucket",
+        "two different buckets",
+    ),
+    "bad bucket name": (
+        lambda s: s["storage"].update(buckets={"datasetsBucket": "ML_Data"}),
+        "ekstrain:storage.buckets.datasetsBucket",
+        "lowercase",
+    ),
+    "unknown storage key": (
+        lambda s: s["storage"]["fsx"].update(throughput=250),
+        f"{FSX}.throughput",
+        "perUnitStorageThroughput",
+    ),
 }
 
 
@@ -125,12 +142,18 @@ def test_unprotected_prod_warns() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.one_of(st.integers(1200, 250_000), st.integers(1, 100).map(lambda n: n * 2400)),
-       st.sampled_from(["SCRATCH_2", "PERSISTENT_2"]), st.sampled_from([125, 250, 300, 1000]))
+@given(
+    st.one_of(st.integers(1200, 250_000), st.integers(1, 100).map(lambda n: n * 2400)),
+    st.sampled_from(["SCRATCH_2", "PERSISTENT_2"]),
+    st.sampled_from([125, 250, 300, 1000]),
+)
 def test_fsx_rules_accept_exactly_the_aws_combinations(capacity: int, deployment: str, tier: int) -> None:
     sections = stack_sections("dev")
-    _fsx(deploymentType=deployment, storageCapacityGiB=capacity,
-         perUnitStorageThroughput=tier if deployment == "PERSISTENT_2" else None)(sections)
+    _fsx(
+        deploymentType=deployment,
+        storageCapacityGiB=capacity,
+        perUnitStorageThroughput=tier if deployment == "PERSISTENT_2" else None,
+    )(sections)
     valid = (capacity == 1200 or capacity % 2400 == 0) and (deployment == "SCRATCH_2" or tier != 300)
     if valid:
         parse(sections, today=TODAY)

@@ -24,24 +24,42 @@ SC = "kubernetes:storage.k8s.io/v1:StorageClass"
 def rec() -> Recording:
     # GIVEN only a scratch class (no static volumes) through the Volumes component
     def program() -> pulumi.Output[str]:
-        v = TrainingVolumes("vol", VolumesArgs(fsx_scratch=FsxScratch(
-            subnet_id="subnet-0abc", security_group_id="sg-0lustre", cluster_name="ml",
-            deployment_type="PERSISTENT_2", per_unit_throughput=500, storage_class_name="lustre-tmp")))
+        v = TrainingVolumes(
+            "vol",
+            VolumesArgs(
+                fsx_scratch=FsxScratch(
+                    subnet_id="subnet-0abc",
+                    security_group_id="sg-0lustre",
+                    cluster_name="ml",
+                    deployment_type="PERSISTENT_2",
+                    per_unit_throughput=500,
+                    storage_class_name="lustre-tmp",
+                )
+            ),
+        )
         return v.namespace_name
+
     return run_program(program)
 
 
 def test_component_registers_the_storage_class_with_exact_parameters(rec: Recording) -> None:
     (comp,) = rec.of_type("ekstrain:storage:Volumes")
     assert sorted((c.type, c.name) for c in rec.children_of(comp.urn)) == [
-        ("kubernetes:core/v1:Namespace", "vol-ns"), (SC, "vol-fsx-scratch")]
+        ("kubernetes:core/v1:Namespace", "vol-ns"),
+        (SC, "vol-fsx-scratch"),
+    ]
     sc = rec.one(SC, "vol-fsx-scratch").inputs
     assert sc["metadata"]["name"] == "lustre-tmp"
     assert sc["provisioner"] == "fsx.csi.aws.com"
-    assert sc["parameters"] == {"subnetId": "subnet-0abc", "securityGroupIds": "sg-0lustre",
-                                "deploymentType": "PERSISTENT_2", "fileSystemTypeVersion": "2.15",
-                                "dataCompressionType": "LZ4", "extraTags": "ekstrain.io/fsx-scratch=ml",
-                                "perUnitStorageThroughput": "500"}
+    assert sc["parameters"] == {
+        "subnetId": "subnet-0abc",
+        "securityGroupIds": "sg-0lustre",
+        "deploymentType": "PERSISTENT_2",
+        "fileSystemTypeVersion": "2.15",
+        "dataCompressionType": "LZ4",
+        "extraTags": "ekstrain.io/fsx-scratch=ml",
+        "perUnitStorageThroughput": "500",
+    }
     assert (sc["reclaimPolicy"], sc["volumeBindingMode"], sc["mountOptions"]) == ("Delete", "Immediate", ["flock"])
 
 
@@ -89,11 +107,17 @@ def _errors(change: Any) -> list[str]:
 def test_bad_scratch_settings_name_the_key() -> None:
     assert _errors(lambda s: s["storage"]["fsx"]["scratch"].update(perUnitStorageThroughput=200)) == [
         "ekstrain:storage.fsx.scratch.perUnitStorageThroughput: SCRATCH_2 has a fixed throughput (200 MB/s/TiB) / "
-        "remove perUnitStorageThroughput"]
-    assert _errors(lambda s: s["storage"]["fsx"]["scratch"].update(deploymentType="PERSISTENT_2",
-                                                                   perUnitStorageThroughput=300)) == [
+        "remove perUnitStorageThroughput"
+    ]
+    assert _errors(
+        lambda s: s["storage"]["fsx"]["scratch"].update(deploymentType="PERSISTENT_2", perUnitStorageThroughput=300)
+    ) == [
         "ekstrain:storage.fsx.scratch.perUnitStorageThroughput: 300 MB/s/TiB is not offered for PERSISTENT_2 / "
-        "use one of 125, 250, 500, 1000"]
-    assert any(e.startswith("ekstrain:storage.fsx.scratch.enabled: dynamic FSx scratch needs the FSx CSI driver")
-               for e in _errors(lambda s: (s["storage"]["fsx"].update(enabled=False),
-                                           s["schedulers"]["slurm"].update(enabled=False))))
+        "use one of 125, 250, 500, 1000"
+    ]
+    assert any(
+        e.startswith("ekstrain:storage.fsx.scratch.enabled: dynamic FSx scratch needs the FSx CSI driver")
+        for e in _errors(
+            lambda s: (s["storage"]["fsx"].update(enabled=False), s["schedulers"]["slurm"].update(enabled=False))
+        )
+    )

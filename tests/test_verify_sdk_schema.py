@@ -30,8 +30,11 @@ def test_every_recorded_input_matches_the_sdk_types(prod: offline.Recording) -> 
     assert check.problems == []
     # every AWS, EKS and Kubernetes built-in resource was checked (custom resources go to the CRD schemas)
     assert check.checked == sum(1 for r in prod.records if sdk_schema.args_class(r.type) is not None)
-    assert {r.type for r in prod.records if r.type.startswith(("aws:", "eks:", "random:"))
-            and sdk_schema.args_class(r.type) is None} == set()
+    assert {
+        r.type
+        for r in prod.records
+        if r.type.startswith(("aws:", "eks:", "random:")) and sdk_schema.args_class(r.type) is None
+    } == set()
 
 
 def test_a_misspelt_nested_key_is_caught(prod: offline.Recording) -> None:
@@ -43,8 +46,10 @@ def test_a_misspelt_nested_key_is_caught(prod: offline.Recording) -> None:
     check = sdk_schema.check_recording(_with(prod, "aws:ec2/launchTemplate:LaunchTemplate", misspell))
     # THEN the check names the path, the type and the likely key
     [problem] = check.problems
-    assert problem.endswith("blockDeviceMappings[0].ebs.volumType: unknown property of "
-                            "LaunchTemplateBlockDeviceMappingEbs (did you mean 'volumeType'?)"), problem
+    assert problem.endswith(
+        "blockDeviceMappings[0].ebs.volumType: unknown property of "
+        "LaunchTemplateBlockDeviceMappingEbs (did you mean 'volumeType'?)"
+    ), problem
 
 
 def test_a_list_where_a_string_is_expected_is_caught(prod: offline.Recording) -> None:
@@ -65,8 +70,7 @@ def test_missing_required_and_wrong_scalar_types_are_caught(prod: offline.Record
     def text_size(inputs: dict[str, Any]) -> None:
         inputs["storageCapacity"] = "1200"
 
-    [problem] = sdk_schema.check_recording(
-        _with(prod, "aws:fsx/lustreFileSystem:LustreFileSystem", text_size)).problems
+    [problem] = sdk_schema.check_recording(_with(prod, "aws:fsx/lustreFileSystem:LustreFileSystem", text_size)).problems
     assert "storageCapacity: expected int, got str '1200'" in problem
 
 
@@ -87,7 +91,8 @@ def test_args_class_resolution() -> None:
     assert sdk_schema.args_class("eks:index:Cluster") is pulumi_eks.ClusterArgs
     assert sdk_schema.args_class("kubernetes:helm.sh/v3:Release") is pulumi_kubernetes.helm.v3.ReleaseArgs
     assert sdk_schema.args_class("kubernetes:storage.k8s.io/v1:StorageClass") is (
-        pulumi_kubernetes.storage.v1.StorageClassInitArgs)
+        pulumi_kubernetes.storage.v1.StorageClassInitArgs
+    )
     assert sdk_schema.args_class("kubernetes:karpenter.sh/v1:NodePool") is None
 
 

@@ -15,12 +15,17 @@ def plan() -> dict[str, Any]:
     return tfplan.plan(run_stack(stack_config("prod")))
 
 
-@pytest.mark.parametrize(("token", "tf"), [
-    ("aws:ec2/vpc:Vpc", "aws_vpc"), ("aws:s3/bucketPolicy:BucketPolicy", "aws_s3_bucket_policy"),
-    ("aws:fsx/lustreFileSystem:LustreFileSystem", "aws_fsx_lustre_file_system"),
-    ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "aws_vpc_security_group_ingress_rule"),
-    ("aws:ec2/launchTemplate:LaunchTemplate", "aws_launch_template"), ("eks:index:Cluster", None),
-])
+@pytest.mark.parametrize(
+    ("token", "tf"),
+    [
+        ("aws:ec2/vpc:Vpc", "aws_vpc"),
+        ("aws:s3/bucketPolicy:BucketPolicy", "aws_s3_bucket_policy"),
+        ("aws:fsx/lustreFileSystem:LustreFileSystem", "aws_fsx_lustre_file_system"),
+        ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "aws_vpc_security_group_ingress_rule"),
+        ("aws:ec2/launchTemplate:LaunchTemplate", "aws_launch_template"),
+        ("eks:index:Cluster", None),
+    ],
+)
 def test_type_tokens_map_to_terraform_types(token: str, tf: str | None) -> None:
     assert tfplan.tf_type(token) == tf
 
@@ -42,8 +47,7 @@ def test_blocks_names_and_references_are_terraform_shaped(plan: dict[str, Any]) 
     vpc = after["aws_vpc.network"]
     assert vpc["enable_dns_hostnames"] is True and vpc["tags"]["Name"] == "ekstrain-prod-vpc", "tag keys kept"
     config = {r["address"]: r["expressions"] for r in plan["configuration"]["root_module"]["resources"]}
-    assert config["aws_flow_log.network-flow-logs"]["vpc_id"]["references"] == ["aws_vpc.network.id",
-                                                                                   "aws_vpc.network"]
+    assert config["aws_flow_log.network-flow-logs"]["vpc_id"]["references"] == ["aws_vpc.network.id", "aws_vpc.network"]
 
 
 def test_block_names() -> None:

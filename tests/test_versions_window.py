@@ -22,9 +22,11 @@ def test_window_on_2026_12_03() -> None:
     assert extended == ("1.32", "1.33", "1.34")
     assert versions.DEFAULT_KUBERNETES_VERSION == "1.35"
     assert versions.unsupported_reason("1.31", TODAY) == (
-        "Kubernetes 1.31 left EKS extended support on 2026-11-26; EKS upgrades such clusters automatically")
+        "Kubernetes 1.31 left EKS extended support on 2026-11-26; EKS upgrades such clusters automatically"
+    )
     assert versions.unsupported_reason("1.35", dt.date(2026, 1, 26)) == (
-        "Kubernetes 1.35 is not available on EKS before 2026-01-27")
+        "Kubernetes 1.35 is not available on EKS before 2026-01-27"
+    )
 
 
 def test_calendar_rows_are_14_plus_12_months() -> None:
@@ -56,24 +58,30 @@ def _issues(change: dict[str, str]) -> list[str]:
 
 def test_version_past_extended_support_is_refused_with_the_window() -> None:
     issues = _issues({"kubernetesVersion": "1.31", "amiAliasVersion": "v20251120"})
-    assert issues == ["ekstrain:cluster.kubernetesVersion: Kubernetes 1.31 left EKS extended support on 2026-11-26; "
-                      "EKS upgrades such clusters automatically (as of 2026-12-03) / use 1.35; in standard support: "
-                      "1.35; in extended support (extra cost): 1.32, 1.33, 1.34"]
+    assert issues == [
+        "ekstrain:cluster.kubernetesVersion: Kubernetes 1.31 left EKS extended support on 2026-11-26; "
+        "EKS upgrades such clusters automatically (as of 2026-12-03) / use 1.35; in standard support: "
+        "1.35; in extended support (extra cost): 1.32, 1.33, 1.34"
+    ]
 
 
 def test_ami_pin_older_than_the_version_is_refused() -> None:
     issues = _issues({"amiAliasVersion": "v20251120"})
-    assert issues == ["ekstrain:versions.amiAliasVersion: AMI release v20251120 predates Kubernetes 1.35 on EKS "
-                      "(2026-01-27): al2023@v20251120 has no 1.35 image / use amiAliasVersion: v20260818 (or a later "
-                      "release)"]
+    assert issues == [
+        "ekstrain:versions.amiAliasVersion: AMI release v20251120 predates Kubernetes 1.35 on EKS "
+        "(2026-01-27): al2023@v20251120 has no 1.35 image / use amiAliasVersion: v20260818 (or a later "
+        "release)"
+    ]
 
 
 def test_extended_support_version_is_accepted_with_a_dated_warning() -> None:
     sections = stack_sections("prod")
     sections["cluster"]["kubernetesVersion"] = "1.34"
     _, warnings = parse(sections, "Pulumi.prod.yaml", today=TODAY)
-    assert ("ekstrain:cluster.kubernetesVersion: Kubernetes 1.34 is past EKS standard support (ended 2026-12-02); "
-            "extended support costs extra and ends 2027-12-02. Move to 1.35.") in warnings
+    assert (
+        "ekstrain:cluster.kubernetesVersion: Kubernetes 1.34 is past EKS standard support (ended 2026-12-02); "
+        "extended support costs extra and ends 2027-12-02. Move to 1.35."
+    ) in warnings
 
 
 def test_prod_runs_the_default_version() -> None:

@@ -10,5 +10,15 @@ from assembly.jobs.render import SCHEDULERS, health_check, render, render_sbatch
 from assembly.jobs.resolve import ResolvedRun, resolve
 from assembly.jobs.spec import JobRequestError, RunSpec
 
-__all__ = ["SCHEDULERS", "JobRequestError", "ResolvedRun", "RunSpec", "health_check", "render", "render_sbatch",
-           "resolve", "resolve_for", "to_yaml"]
+__all__ = [
+    "SCHEDULERS",
+    "JobRequestError",
+    "ResolvedRun",
+    "RunSpec",
+    "health_check",
+    "render",
+    "render_sbatch",
+    "resolve",
+    "resolve_for",
+    "to_yaml",
+]

@@ -52,8 +52,16 @@ def hydra_overrides(r: ResolvedRun) -> list[str]:
 
 def command(r: ResolvedRun, rendezvous: list[str]) -> str:
     """``bash -c`` body: the FSx directories, then torchrun of the MolMIM pre-training script."""
-    argv = ["torchrun", f"--nnodes={r.nodes}", f"--nproc_per_node={r.nproc_per_node}", *rendezvous, SCRIPT,
-            f"--config-path={CONFIG_PATH}", f"--config-name={CONFIG_NAME}", *hydra_overrides(r)]
+    argv = [
+        "torchrun",
+        f"--nnodes={r.nodes}",
+        f"--nproc_per_node={r.nproc_per_node}",
+        *rendezvous,
+        SCRIPT,
+        f"--config-path={CONFIG_PATH}",
+        f"--config-name={CONFIG_NAME}",
+        *hydra_overrides(r),
+    ]
     return "\n".join([*r.prelude(), "exec " + join_keep_vars(argv)]) + "\n"
 
 

@@ -28,13 +28,17 @@ EXIT_INVALID = 1
 
 
 def add_job_commands(subparsers: Any) -> None:
-    job = subparsers.add_parser("job", help="render training workloads (MPIJob, PyTorchJob, TrainJob, Volcano, "
-                                            "Ray, Trainium, Slurm, NCCL health check)")
+    job = subparsers.add_parser(
+        "job",
+        help="render training workloads (MPIJob, PyTorchJob, TrainJob, Volcano, "
+        "Ray, Trainium, Slurm, NCCL health check)",
+    )
     sub = job.add_subparsers(dest="job_command", required=True)
 
     r = sub.add_parser("render", help="print the manifests (YAML) or the sbatch script of one training run")
-    r.add_argument("--stack", type=t.stack_name, default="prod",
-                   help="stack name: reads Pulumi.<stack>.yaml (default prod)")
+    r.add_argument(
+        "--stack", type=t.stack_name, default="prod", help="stack name: reads Pulumi.<stack>.yaml (default prod)"
+    )
     r.add_argument("--stack-file", type=pathlib.Path, help="explicit stack file (default ./Pulumi.<stack>.yaml)")
     r.add_argument("--scheduler", required=True, choices=list(SCHEDULERS))
     r.add_argument("--partition", required=True)
@@ -44,18 +48,26 @@ def add_job_commands(subparsers: Any) -> None:
     r.add_argument("--model", help="planner model name, e.g. llama3-70b (required except for nccl-test)")
     r.add_argument("--global-batch", type=t.positive_int)
     r.add_argument("--seq-len", type=t.positive_int)
-    r.add_argument("--framework", choices=FRAMEWORKS, default=None,
-                   help="default torchrun-fsdp (neuronx-distributed on trainium partitions)")
+    r.add_argument(
+        "--framework",
+        choices=FRAMEWORKS,
+        default=None,
+        help="default torchrun-fsdp (neuronx-distributed on trainium partitions)",
+    )
     r.add_argument("--script", default="train.py")
     r.add_argument("--lora-rank", type=t.positive_int)
     r.add_argument("--instance-type", help="one of the partition's instance types (default: its first)")
     r.add_argument("--dataset-path")
     r.add_argument("--checkpoint-path")
     r.add_argument("--namespace", type=t.namespace)
-    r.add_argument("--hugepages-2mi", type=t.quantity,
-                   help="request hugepages-2Mi (e.g. 5120Mi) on nodes that pre-allocate them")
-    r.add_argument("--resume-flag", default="--resume_from_checkpoint",
-                   help="script flag for <checkpoint dir>/latest ('' for none)")
+    r.add_argument(
+        "--hugepages-2mi", type=t.quantity, help="request hugepages-2Mi (e.g. 5120Mi) on nodes that pre-allocate them"
+    )
+    r.add_argument(
+        "--resume-flag",
+        default="--resume_from_checkpoint",
+        help="script flag for <checkpoint dir>/latest ('' for none)",
+    )
     r.add_argument("--no-precompile", action="store_true", help="Trainium: skip neuron_parallel_compile")
     r.add_argument("--max-restarts", type=t.nonneg_int, default=3)
     for degree in ("tp", "pp", "cp", "ep", "micro-batch"):
@@ -63,8 +75,11 @@ def add_job_commands(subparsers: Any) -> None:
     r.add_argument("--zero", type=int, choices=range(4), metavar="{0,1,2,3}", help="pin the plan's ZeRO stage")
     r.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="extra env (repeatable)")
     r.add_argument("--configmap", action="store_true", help="slurm: wrap the sbatch script in a ConfigMap")
-    r.add_argument("--validate", action="store_true",
-                   help="validate every object against the upstream CRDs / built-in schemas; exit 1 if invalid")
+    r.add_argument(
+        "--validate",
+        action="store_true",
+        help="validate every object against the upstream CRDs / built-in schemas; exit 1 if invalid",
+    )
     r.add_argument("--out", type=t.writable_out, help="write to FILE instead of stdout")
     r.set_defaults(func=cmd_render)
 
@@ -85,8 +100,11 @@ def _load(args: argparse.Namespace) -> Any:
 
 
 def spec_from_args(args: argparse.Namespace, cfg: Any) -> RunSpec:
-    missing = [f"--{k.replace('_', '-')}" for k in ("nodes", "image", "model", "global_batch", "seq_len")
-               if getattr(args, k) is None]
+    missing = [
+        f"--{k.replace('_', '-')}"
+        for k in ("nodes", "image", "model", "global_batch", "seq_len")
+        if getattr(args, k) is None
+    ]
     if missing:
         raise JobRequestError(f"{args.scheduler} needs {', '.join(missing)}")
     framework = args.framework
@@ -101,13 +119,31 @@ def spec_from_args(args: argparse.Namespace, cfg: Any) -> RunSpec:
         env[key] = value
     return RunSpec(
         name=args.name or f"{args.model}-{args.scheduler}".replace(".", "-").lower()[:40].rstrip("-"),
-        partition=args.partition, nodes=args.nodes, image=args.image, model=args.model,
-        global_batch=args.global_batch, seq_len=args.seq_len, script=args.script, framework=framework,
-        lora_rank=args.lora_rank, instance_type=args.instance_type, dataset_path=args.dataset_path,
-        checkpoint_path=args.checkpoint_path, namespace=args.namespace, hugepages_2mi=args.hugepages_2mi,
-        resume_flag=args.resume_flag, precompile=not args.no_precompile, max_restarts=args.max_restarts,
-        env=env, args=tuple(getattr(args, "script_args", ()) or ()),
-        tp=args.tp, pp=args.pp, cp=args.cp, ep=args.ep, micro_batch=args.micro_batch, zero=args.zero,
+        partition=args.partition,
+        nodes=args.nodes,
+        image=args.image,
+        model=args.model,
+        global_batch=args.global_batch,
+        seq_len=args.seq_len,
+        script=args.script,
+        framework=framework,
+        lora_rank=args.lora_rank,
+        instance_type=args.instance_type,
+        dataset_path=args.dataset_path,
+        checkpoint_path=args.checkpoint_path,
+        namespace=args.namespace,
+        hugepages_2mi=args.hugepages_2mi,
+        resume_flag=args.resume_flag,
+        precompile=not args.no_precompile,
+        max_restarts=args.max_restarts,
+        env=env,
+        args=tuple(getattr(args, "script_args", ()) or ()),
+        tp=args.tp,
+        pp=args.pp,
+        cp=args.cp,
+        ep=args.ep,
+        micro_batch=args.micro_batch,
+        zero=args.zero,
     )
 
 

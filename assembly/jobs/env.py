@@ -67,11 +67,19 @@ IMAGE_OWNED_ENV = frozenset({"LD_LIBRARY_PATH", "NCCL_TUNER_PLUGIN", "NCCL_NET_P
 RULES: tuple[EnvRule, ...] = (
     # libfabric / EFA
     EnvRule("FI_PROVIDER", "efa", _efa, "use the EFA libfabric provider, never fall back to TCP sockets"),
-    EnvRule("FI_EFA_USE_DEVICE_RDMA", "1", lambda c: c.efa > 0 and c.gpudirect_rdma,
-            "GPUDirect/Neuron RDMA over EFA (p4d, p5, trn1 and later; catalog gpudirect_rdma)"),
+    EnvRule(
+        "FI_EFA_USE_DEVICE_RDMA",
+        "1",
+        lambda c: c.efa > 0 and c.gpudirect_rdma,
+        "GPUDirect/Neuron RDMA over EFA (p4d, p5, trn1 and later; catalog gpudirect_rdma)",
+    ),
     EnvRule("FI_EFA_FORK_SAFE", "1", _efa, "DataLoader workers fork after EFA memory registration"),
-    EnvRule("FI_EFA_USE_HUGE_PAGE", "0", lambda c: c.efa > 0 and not c.hugepages,
-            "no hugepages requested: libfabric must not try to map them"),
+    EnvRule(
+        "FI_EFA_USE_HUGE_PAGE",
+        "0",
+        lambda c: c.efa > 0 and not c.hugepages,
+        "no hugepages requested: libfabric must not try to map them",
+    ),
     # NCCL
     EnvRule("NCCL_DEBUG", "WARN", _gpu, "INFO is too chatty at scale; set INFO to debug EFA"),
     EnvRule("NCCL_BUFFSIZE", "8388608", _gpu_efa, "8 MiB buffers (AWS tuning for EFA)"),
@@ -84,13 +92,21 @@ RULES: tuple[EnvRule, ...] = (
     EnvRule("TORCH_NCCL_ENABLE_MONITORING", "1", _gpu, "watchdog heartbeat monitor"),
     EnvRule("TORCH_NCCL_DUMP_ON_TIMEOUT", "1", _gpu, "flight-recorder dump on a collective timeout"),
     EnvRule("TORCH_NCCL_TRACE_BUFFER_SIZE", "20000", _gpu, "flight-recorder entries kept per rank"),
-    EnvRule("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", lambda c: f"{c.checkpoint_dir}/nccl-trace/rank_", _gpu,
-            "dumps go to FSx so they survive the pod restart that follows a timeout"),
+    EnvRule(
+        "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
+        lambda c: f"{c.checkpoint_dir}/nccl-trace/rank_",
+        _gpu,
+        "dumps go to FSx so they survive the pod restart that follows a timeout",
+    ),
     EnvRule("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", _gpu, "less fragmentation on long runs"),
     # Neuron
     EnvRule("NEURON_RT_NUM_CORES", lambda c: str(c.neuron_cores), _trainium, "every NeuronCore of the node"),
-    EnvRule("NEURON_CC_FLAGS", lambda c: f"--model-type transformer --cache_dir={c.compile_cache}", _trainium,
-            "compiled graphs are cached on FSx and shared by every node and every restart"),
+    EnvRule(
+        "NEURON_CC_FLAGS",
+        lambda c: f"--model-type transformer --cache_dir={c.compile_cache}",
+        _trainium,
+        "compiled graphs are cached on FSx and shared by every node and every restart",
+    ),
     EnvRule("NEURON_COMPILE_CACHE_URL", lambda c: c.compile_cache, _trainium, "same cache for torch-neuronx"),
     EnvRule("MALLOC_ARENA_MAX", "64", _trainium, "bounds host memory of 32 ranks per node"),
     EnvRule("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", "3", _trainium, "AWS reference value"),
@@ -99,8 +115,12 @@ RULES: tuple[EnvRule, ...] = (
     # Data, checkpoints, resume (read by the training script; see docs/jobs.md)
     EnvRule("DATA_DIR", lambda c: c.data_dir, _always, "dataset root on FSx"),
     EnvRule("CHECKPOINT_DIR", lambda c: c.checkpoint_dir, _always, "checkpoints of this run on FSx"),
-    EnvRule("RESUME_FROM_CHECKPOINT", lambda c: f"{c.checkpoint_dir}/latest", _always,
-            "resume from the newest checkpoint when it exists, start fresh otherwise"),
+    EnvRule(
+        "RESUME_FROM_CHECKPOINT",
+        lambda c: f"{c.checkpoint_dir}/latest",
+        _always,
+        "resume from the newest checkpoint when it exists, start fresh otherwise",
+    ),
     EnvRule("PYTHONUNBUFFERED", "1", _always, "logs reach kubectl logs immediately"),
 )
 
@@ -116,9 +136,16 @@ def platform_env(ctx: EnvContext) -> dict[str, str]:
 
 MPI_FLAGS: tuple[str, ...] = (
     "--allow-run-as-root",
-    "--bind-to", "none",
-    "--mca", "pml", "^ucx",
-    "--mca", "btl", "tcp,self",
-    "--mca", "btl_tcp_if_exclude", "lo,docker0,veth_def_agent",
+    "--bind-to",
+    "none",
+    "--mca",
+    "pml",
+    "^ucx",
+    "--mca",
+    "btl",
+    "tcp,self",
+    "--mca",
+    "btl_tcp_if_exclude",
+    "lo,docker0,veth_def_agent",
 )
 """Open MPI flags for EFA clusters: no UCX, TCP only for MPI's own bootstrap (NCCL/libfabric carry the data)."""

@@ -23,9 +23,11 @@ def master_addr(r: ResolvedRun) -> str:
 
 
 def rank_shell(r: ResolvedRun) -> str:
-    exports = ("export RANK=$OMPI_COMM_WORLD_RANK LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK "
-               "WORLD_SIZE=$OMPI_COMM_WORLD_SIZE LOCAL_WORLD_SIZE=$OMPI_COMM_WORLD_LOCAL_SIZE "
-               f"MASTER_ADDR={master_addr(r)} MASTER_PORT={MASTER_PORT}")
+    exports = (
+        "export RANK=$OMPI_COMM_WORLD_RANK LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK "
+        "WORLD_SIZE=$OMPI_COMM_WORLD_SIZE LOCAL_WORLD_SIZE=$OMPI_COMM_WORLD_LOCAL_SIZE "
+        f"MASTER_ADDR={master_addr(r)} MASTER_PORT={MASTER_PORT}"
+    )
     return "\n".join([*r.prelude(), exports, "exec " + shlex.join(["python", *r.script_args()])]) + "\n"
 
 
@@ -53,8 +55,7 @@ def build(r: ResolvedRun, launcher_command: list[str] | None = None) -> list[dic
                 "Launcher": {
                     "replicas": 1,
                     "restartPolicy": "OnFailure",
-                    "template": {"metadata": {"labels": dict(r.labels)},
-                                 "spec": {"containers": [launcher]}},
+                    "template": {"metadata": {"labels": dict(r.labels)}, "spec": {"containers": [launcher]}},
                 },
                 "Worker": {
                     "replicas": r.nodes,

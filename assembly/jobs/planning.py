@@ -15,11 +15,13 @@ from ekstrain import catalog
 
 
 class PlannerBackend(Protocol):
-    def search(self, model: str, instance_type: str, nodes: int, global_batch: int, seq_len: int,
-               **options: Any) -> list[Any]: ...
+    def search(
+        self, model: str, instance_type: str, nodes: int, global_batch: int, seq_len: int, **options: Any
+    ) -> list[Any]: ...
 
-    def evaluate(self, model: str, instance_type: str, nodes: int, global_batch: int, seq_len: int,
-                 **degrees: Any) -> Any: ...
+    def evaluate(
+        self, model: str, instance_type: str, nodes: int, global_batch: int, seq_len: int, **degrees: Any
+    ) -> Any: ...
 
 
 class RealPlanner:
@@ -46,19 +48,21 @@ class RealPlanner:
 
         return Fleet.from_instance(instance_type, nodes)
 
-    def search(self, model: str, instance_type: str, nodes: int, global_batch: int, seq_len: int,
-               **options: Any) -> list[Any]:
+    def search(
+        self, model: str, instance_type: str, nodes: int, global_batch: int, seq_len: int, **options: Any
+    ) -> list[Any]:
         from ekstrain import planner
 
-        return list(planner.search(self._model(model), self._fleet(instance_type, nodes), global_batch, seq_len,
-                                   **options))
+        return list(
+            planner.search(self._model(model), self._fleet(instance_type, nodes), global_batch, seq_len, **options)
+        )
 
-    def evaluate(self, model: str, instance_type: str, nodes: int, global_batch: int, seq_len: int,
-                 **degrees: Any) -> Any:
+    def evaluate(
+        self, model: str, instance_type: str, nodes: int, global_batch: int, seq_len: int, **degrees: Any
+    ) -> Any:
         from ekstrain import planner
 
-        return planner.evaluate(self._model(model), self._fleet(instance_type, nodes), global_batch, seq_len,
-                                **degrees)
+        return planner.evaluate(self._model(model), self._fleet(instance_type, nodes), global_batch, seq_len, **degrees)
 
 
 def plan_instance_type(plan: Any) -> str | None:
@@ -107,13 +111,16 @@ def choose_plan(spec: RunSpec, instance: catalog.InstanceType, backend: PlannerB
     fixed = spec.fixed_degrees
     where = f"{spec.model} on {spec.nodes} x {instance_type} (global batch {spec.global_batch}, seq {spec.seq_len})"
     try:
-        candidates = backend.search(spec.model, instance_type, spec.nodes, spec.global_batch, spec.seq_len,
-                                    **_options(spec))
+        candidates = backend.search(
+            spec.model, instance_type, spec.nodes, spec.global_batch, spec.seq_len, **_options(spec)
+        )
     except JobRequestError:
         raise
     except ImportError as exc:
-        raise JobRequestError(f"the parallelism planner is not available ({exc}); pass a precomputed plan "
-                              "(RunSpec.plan) or install ekstrain.planner") from None
+        raise JobRequestError(
+            f"the parallelism planner is not available ({exc}); pass a precomputed plan "
+            "(RunSpec.plan) or install ekstrain.planner"
+        ) from None
     except (KeyError, ValueError, TypeError) as exc:
         if "fit" not in str(exc):
             raise JobRequestError(f"the planner rejected {where}: {exc}") from None
@@ -122,8 +129,10 @@ def choose_plan(spec: RunSpec, instance: catalog.InstanceType, backend: PlannerB
     problems = {id(p): framework_problem(spec.framework, p) for p in fitting}
     runnable = [p for p in fitting if problems[id(p)] is None]
     if fitting and not runnable:
-        raise JobRequestError(f"no plan that fits {where} can run under {spec.framework} "
-                              f"({problems[id(fitting[0])]}); choose another --framework")
+        raise JobRequestError(
+            f"no plan that fits {where} can run under {spec.framework} "
+            f"({problems[id(fitting[0])]}); choose another --framework"
+        )
     fitting = runnable
     chosen = next((p for p in fitting if _matches(p, fixed)), None)
     if chosen is None and fixed and {"tp", "pp", "micro_batch"} <= fixed.keys():
@@ -132,20 +141,25 @@ def choose_plan(spec: RunSpec, instance: catalog.InstanceType, backend: PlannerB
             world = spec.nodes * instance.workers_per_node
             degrees["dp"] = max(1, world // (degrees["tp"] * degrees["pp"] * degrees.get("cp", 1)))
         try:
-            chosen = backend.evaluate(spec.model, instance_type, spec.nodes, spec.global_batch, spec.seq_len,
-                                      **{**_options(spec), **degrees})
+            chosen = backend.evaluate(
+                spec.model, instance_type, spec.nodes, spec.global_batch, spec.seq_len, **{**_options(spec), **degrees}
+            )
         except (KeyError, ValueError, TypeError) as exc:
             raise JobRequestError(f"the planner rejected the pinned degrees {fixed} for {where}: {exc}") from None
         if not getattr(chosen, "fits", True):
-            raise JobRequestError(f"pinned degrees {fixed} do not fit {where} in accelerator memory; "
-                                  "drop the pins to let the planner choose, or add nodes")
+            raise JobRequestError(
+                f"pinned degrees {fixed} do not fit {where} in accelerator memory; "
+                "drop the pins to let the planner choose, or add nodes"
+            )
         problem = framework_problem(spec.framework, chosen)
         if problem:
             raise JobRequestError(f"pinned degrees {fixed} cannot run under {spec.framework}: {problem}")
     if chosen is None:
         if fitting and fixed:
-            raise JobRequestError(f"no fitting plan for {where} matches the pinned degrees {fixed}; "
-                                  "pin tp, pp and micro batch together, or fewer degrees")
+            raise JobRequestError(
+                f"no fitting plan for {where} matches the pinned degrees {fixed}; "
+                "pin tp, pp and micro batch together, or fewer degrees"
+            )
         hint = "add nodes, use a partition with more accelerator memory, or fine-tune with LoRA (--lora-rank)"
         if spec.lora_rank is not None:
             hint = "add nodes or use a partition with more accelerator memory"

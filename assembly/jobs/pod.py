@@ -15,8 +15,15 @@ TERMINATION_GRACE_SECONDS = 120
 """Time a worker gets after SIGTERM to finish writing a checkpoint shard."""
 
 
-def worker_container(r: ResolvedRun, *, name: str, command: list[str] | None = None,
-                     args: list[str] | None = None, ssh: bool = False, with_env: bool = True) -> dict[str, Any]:
+def worker_container(
+    r: ResolvedRun,
+    *,
+    name: str,
+    command: list[str] | None = None,
+    args: list[str] | None = None,
+    ssh: bool = False,
+    with_env: bool = True,
+) -> dict[str, Any]:
     c: dict[str, Any] = {"name": name, "image": r.spec.image, "imagePullPolicy": "IfNotPresent"}
     if command is not None:
         c["command"] = command
@@ -42,14 +49,25 @@ def worker_pod_spec(r: ResolvedRun, container: dict[str, Any], **extra: Any) -> 
     return spec
 
 
-def worker_template(r: ResolvedRun, container: dict[str, Any], labels: dict[str, str] | None = None,
-                    **extra: Any) -> dict[str, Any]:
-    return {"metadata": {"labels": {**r.labels, **(labels or {})}, "annotations": r.annotations()},
-            "spec": worker_pod_spec(r, container, **extra)}
+def worker_template(
+    r: ResolvedRun, container: dict[str, Any], labels: dict[str, str] | None = None, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "metadata": {"labels": {**r.labels, **(labels or {})}, "annotations": r.annotations()},
+        "spec": worker_pod_spec(r, container, **extra),
+    }
 
 
-def small_container(r: ResolvedRun, *, name: str, command: list[str] | None = None, cpu: str = "2",
-                    memory: str = "4Gi", with_files: bool = False, with_fsx: bool = False) -> dict[str, Any]:
+def small_container(
+    r: ResolvedRun,
+    *,
+    name: str,
+    command: list[str] | None = None,
+    cpu: str = "2",
+    memory: str = "4Gi",
+    with_files: bool = False,
+    with_fsx: bool = False,
+) -> dict[str, Any]:
     """A CPU-only helper container (MPI launcher, Ray head) that runs on any non-accelerator node."""
     c: dict[str, Any] = {"name": name, "image": r.spec.image, "imagePullPolicy": "IfNotPresent"}
     if command is not None:
@@ -77,5 +95,4 @@ def launch_configmap(r: ResolvedRun) -> list[dict[str, Any]]:
     files = r.files()
     if not files:
         return []
-    return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": r.metadata(r.launch_configmap_name),
-             "data": files}]
+    return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": r.metadata(r.launch_configmap_name), "data": files}]

@@ -51,8 +51,13 @@ trainer.fit()
 
 
 def launcher_source(r: ResolvedRun) -> str:
-    run = {"name": r.name, "num_workers": r.world_size, "argv": r.script_args(),
-           "storage_path": posixpath.dirname(r.checkpoint_dir), "max_failures": r.spec.max_restarts}
+    run = {
+        "name": r.name,
+        "num_workers": r.world_size,
+        "argv": r.script_args(),
+        "storage_path": posixpath.dirname(r.checkpoint_dir),
+        "max_failures": r.spec.max_restarts,
+    }
     return LAUNCHER_TEMPLATE.format(run=json.dumps(run, sort_keys=True))
 
 
@@ -62,24 +67,31 @@ def with_launcher(r: ResolvedRun) -> ResolvedRun:
 
 def cluster_spec(r: ResolvedRun) -> dict[str, Any]:
     head = small_container(r, name="ray-head", cpu="4", memory="16Gi", with_files=True, with_fsx=True)
-    head["ports"] = [{"name": "gcs", "containerPort": 6379}, {"name": "dashboard", "containerPort": 8265},
-                     {"name": "client", "containerPort": 10001}]
+    head["ports"] = [
+        {"name": "gcs", "containerPort": 6379},
+        {"name": "dashboard", "containerPort": 8265},
+        {"name": "client", "containerPort": 10001},
+    ]
     head_volumes = [v for v in r.volumes() if v["name"] in ("fsx", "launch")]
     worker = worker_container(r, name="ray-worker")
     return {
         "headGroupSpec": {
             "rayStartParams": {"num-cpus": "0", "dashboard-host": "0.0.0.0"},
-            "template": {"metadata": {"labels": dict(r.labels)},
-                         "spec": {"containers": [head], "volumes": head_volumes}},
+            "template": {
+                "metadata": {"labels": dict(r.labels)},
+                "spec": {"containers": [head], "volumes": head_volumes},
+            },
         },
-        "workerGroupSpecs": [{
-            "groupName": "gpu-workers",
-            "replicas": r.nodes,
-            "minReplicas": r.nodes,
-            "maxReplicas": r.nodes,
-            "rayStartParams": {"num-gpus": str(r.instance.accelerator_count)},
-            "template": worker_template(r, worker),
-        }],
+        "workerGroupSpecs": [
+            {
+                "groupName": "gpu-workers",
+                "replicas": r.nodes,
+                "minReplicas": r.nodes,
+                "maxReplicas": r.nodes,
+                "rayStartParams": {"num-gpus": str(r.instance.accelerator_count)},
+                "template": worker_template(r, worker),
+            }
+        ],
     }
 
 

@@ -25,18 +25,21 @@ class Scheduler:
     summary: str
 
 
-SCHEDULERS: dict[str, Scheduler] = {s.name: s for s in (
-    Scheduler("mpijob", mpijob.build, catalog.GPU, "MPIJob v2beta1: launcher + one worker per node"),
-    Scheduler("pytorchjob", pytorchjob.build, catalog.GPU, "PyTorchJob v1: Master + Workers, torchrun"),
-    Scheduler("trainjob", trainjob.build, None, "TrainJob (Kubeflow Trainer v2) on torch-distributed-<partition>"),
-    Scheduler("volcano", volcano.build, None, "Volcano gang Job in the partition's queue"),
-    Scheduler("rayjob", ray.build, catalog.GPU, "RayJob with a TorchTrainer entrypoint"),
-    Scheduler("raycluster", ray.build_cluster, catalog.GPU, "RayCluster of the same shape (interactive)"),
-    Scheduler("trainium", trainium.build, catalog.TRAINIUM, "Indexed Job for Trainium with Neuron pre-compile"),
-    Scheduler("slurm", lambda r: [slurm.configmap(r)], None, "Slurm sbatch script (text, or --configmap)"),
-    Scheduler("nccl-test", nccl.build, None, "all-reduce health check with the catalog's device counts"),
-    Scheduler("bionemo", bionemo.build, catalog.GPU, "BioNeMo MolMIM molecule-generation pre-training (Volcano)"),
-)}
+SCHEDULERS: dict[str, Scheduler] = {
+    s.name: s
+    for s in (
+        Scheduler("mpijob", mpijob.build, catalog.GPU, "MPIJob v2beta1: launcher + one worker per node"),
+        Scheduler("pytorchjob", pytorchjob.build, catalog.GPU, "PyTorchJob v1: Master + Workers, torchrun"),
+        Scheduler("trainjob", trainjob.build, None, "TrainJob (Kubeflow Trainer v2) on torch-distributed-<partition>"),
+        Scheduler("volcano", volcano.build, None, "Volcano gang Job in the partition's queue"),
+        Scheduler("rayjob", ray.build, catalog.GPU, "RayJob with a TorchTrainer entrypoint"),
+        Scheduler("raycluster", ray.build_cluster, catalog.GPU, "RayCluster of the same shape (interactive)"),
+        Scheduler("trainium", trainium.build, catalog.TRAINIUM, "Indexed Job for Trainium with Neuron pre-compile"),
+        Scheduler("slurm", lambda r: [slurm.configmap(r)], None, "Slurm sbatch script (text, or --configmap)"),
+        Scheduler("nccl-test", nccl.build, None, "all-reduce health check with the catalog's device counts"),
+        Scheduler("bionemo", bionemo.build, catalog.GPU, "BioNeMo MolMIM molecule-generation pre-training (Volcano)"),
+    )
+}
 
 
 def _installed(cfg: StackConfig) -> dict[str, tuple[bool, str]]:
@@ -44,11 +47,15 @@ def _installed(cfg: StackConfig) -> dict[str, tuple[bool, str]]:
     return {
         "mpijob": (s.mpi_operator.enabled, "ekstrain:schedulers.mpiOperator.enabled is false"),
         "nccl-test": (s.mpi_operator.enabled, "ekstrain:schedulers.mpiOperator.enabled is false"),
-        "pytorchjob": (s.kubeflow.flavor == "training-operator",
-                       f"ekstrain:schedulers.kubeflow.flavor is {s.kubeflow.flavor!r}, PyTorchJob needs "
-                       "'training-operator' (use --scheduler trainjob with 'trainer')"),
-        "trainjob": (s.kubeflow.flavor == "trainer", f"ekstrain:schedulers.kubeflow.flavor is {s.kubeflow.flavor!r}, "
-                                                     "TrainJob needs 'trainer'"),
+        "pytorchjob": (
+            s.kubeflow.flavor == "training-operator",
+            f"ekstrain:schedulers.kubeflow.flavor is {s.kubeflow.flavor!r}, PyTorchJob needs "
+            "'training-operator' (use --scheduler trainjob with 'trainer')",
+        ),
+        "trainjob": (
+            s.kubeflow.flavor == "trainer",
+            f"ekstrain:schedulers.kubeflow.flavor is {s.kubeflow.flavor!r}, TrainJob needs 'trainer'",
+        ),
         "volcano": (s.volcano.enabled, "ekstrain:schedulers.volcano.enabled is false"),
         "bionemo": (s.volcano.enabled, "ekstrain:schedulers.volcano.enabled is false"),
         "rayjob": (s.kuberay.enabled, "ekstrain:schedulers.kuberay.enabled is false"),

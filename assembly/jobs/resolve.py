@@ -104,8 +104,9 @@ class ResolvedRun:
         return {names.PARTITION_LABEL: self.shape.name, INSTANCE_TYPE_LABEL: self.instance.name}
 
     def tolerations(self) -> list[dict[str, str]]:
-        return [{"key": self.accelerator_resource, "operator": "Equal", "value": names.TAINT_VALUE,
-                 "effect": "NoSchedule"}]
+        return [
+            {"key": self.accelerator_resource, "operator": "Equal", "value": names.TAINT_VALUE, "effect": "NoSchedule"}
+        ]
 
     def annotations(self) -> dict[str, str]:
         return {DO_NOT_DISRUPT: "true"}
@@ -123,8 +124,12 @@ class ResolvedRun:
         caps: dict[str, Any] = {"drop": ["ALL"]}
         if ssh:
             caps["add"] = list(SSH_CAPABILITIES)
-        return {"privileged": False, "allowPrivilegeEscalation": False, "capabilities": caps,
-                "seccompProfile": {"type": "RuntimeDefault"}}
+        return {
+            "privileged": False,
+            "allowPrivilegeEscalation": False,
+            "capabilities": caps,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        }
 
     def files(self) -> dict[str, str]:
         """Files of the launch ConfigMap (mounted at FILES_DIR); empty when the run needs none."""
@@ -144,8 +149,10 @@ class ResolvedRun:
         return vols
 
     def volume_mounts(self, with_files: bool = True) -> list[dict[str, Any]]:
-        mounts: list[dict[str, Any]] = [{"name": "fsx", "mountPath": self.mount_path},
-                                        {"name": "shm", "mountPath": SHM_MOUNT}]
+        mounts: list[dict[str, Any]] = [
+            {"name": "fsx", "mountPath": self.mount_path},
+            {"name": "shm", "mountPath": SHM_MOUNT},
+        ]
         if with_files and self.files():
             mounts.append({"name": "launch", "mountPath": FILES_DIR, "readOnly": True})
         return mounts
@@ -166,12 +173,19 @@ class ResolvedRun:
     def plan_args(self, files_dir: str = FILES_DIR) -> list[str]:
         d = self.degrees
         fw = self.spec.framework
-        common = [f"--model={self.spec.model}", f"--seq_len={self.spec.seq_len}",
-                  f"--data_dir={self.data_dir}", f"--checkpoint_dir={self.checkpoint_dir}"]
+        common = [
+            f"--model={self.spec.model}",
+            f"--seq_len={self.spec.seq_len}",
+            f"--data_dir={self.data_dir}",
+            f"--checkpoint_dir={self.checkpoint_dir}",
+        ]
         if self.spec.lora_rank is not None:
             common.append(f"--lora_rank={self.spec.lora_rank}")
-        layout = [f"--tensor_parallel_size={d['tp']}", f"--pipeline_parallel_size={d['pp']}",
-                  f"--context_parallel_size={d['cp']}"]
+        layout = [
+            f"--tensor_parallel_size={d['tp']}",
+            f"--pipeline_parallel_size={d['pp']}",
+            f"--context_parallel_size={d['cp']}",
+        ]
         if d["ep"] > 1:
             layout.append(f"--expert_parallel_size={d['ep']}")
         if d["vpp"] > 1:
@@ -181,9 +195,19 @@ class ResolvedRun:
             return [*common, *layout, "--deepspeed", f"--deepspeed_config={files_dir}/ds_config.json"]
         if fw == "megatron":
             # Megatron's indexed dataset prefix (<prefix>.bin/.idx) and a Hugging Face tokenizer, both on FSx.
-            return [*_plan_list(self.plan, "megatron_args"), "--save", self.checkpoint_dir, "--load",
-                    self.checkpoint_dir, "--data-path", f"{self.data_dir}/{self.spec.model}_text_document",
-                    "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", f"{self.data_dir}/tokenizer"]
+            return [
+                *_plan_list(self.plan, "megatron_args"),
+                "--save",
+                self.checkpoint_dir,
+                "--load",
+                self.checkpoint_dir,
+                "--data-path",
+                f"{self.data_dir}/{self.spec.model}_text_document",
+                "--tokenizer-type",
+                "HuggingFaceTokenizer",
+                "--tokenizer-model",
+                f"{self.data_dir}/tokenizer",
+            ]
         if fw == "neuronx-distributed":
             neuron = _plan_list(self.plan, "neuron_args")
             if "--seq_len" in neuron:
@@ -192,9 +216,17 @@ class ResolvedRun:
         extra = []
         if d["offload_optimizer"]:
             extra.append("--offload_optimizer")
-        return [*common, f"--global_batch_size={self.spec.global_batch}", f"--micro_batch_size={d['micro_batch']}",
-                f"--gradient_accumulation_steps={d['grad_accum']}", *layout, f"--zero_stage={d['zero']}",
-                f"--recompute={d['recompute']}", f"--sequence_parallel={int(bool(d['sequence_parallel']))}", *extra]
+        return [
+            *common,
+            f"--global_batch_size={self.spec.global_batch}",
+            f"--micro_batch_size={d['micro_batch']}",
+            f"--gradient_accumulation_steps={d['grad_accum']}",
+            *layout,
+            f"--zero_stage={d['zero']}",
+            f"--recompute={d['recompute']}",
+            f"--sequence_parallel={int(bool(d['sequence_parallel']))}",
+            *extra,
+        ]
 
     def resume_args(self) -> list[str]:
         if self.spec.framework == "megatron" or not self.spec.resume_flag:
@@ -202,8 +234,13 @@ class ResolvedRun:
         return [f"{self.spec.resume_flag}={self.checkpoint_dir}/latest"]
 
     def torchrun(self, rendezvous: list[str], files_dir: str = FILES_DIR) -> list[str]:
-        return ["torchrun", f"--nnodes={self.nodes}", f"--nproc_per_node={self.nproc_per_node}", *rendezvous,
-                *self.script_args(files_dir)]
+        return [
+            "torchrun",
+            f"--nnodes={self.nodes}",
+            f"--nproc_per_node={self.nproc_per_node}",
+            *rendezvous,
+            *self.script_args(files_dir),
+        ]
 
     def static_rendezvous(self, node_rank: str, master_addr: str, port: int = MASTER_PORT) -> list[str]:
         return [f"--node_rank={node_rank}", f"--master_addr={master_addr}", f"--master_port={port}"]
@@ -221,8 +258,12 @@ class ResolvedRun:
             return []
         marker = f"{self.compile_cache}/.{self.name}-compiled"
         cmd = ["neuron_parallel_compile", *self.torchrun(rendezvous), f"--max_steps={self.spec.precompile_steps}"]
-        return [f"if [ ! -f {shlex.quote(marker)} ]; then", f"  {join_keep_vars(cmd)}",
-                f"  touch {shlex.quote(marker)}", "fi"]
+        return [
+            f"if [ ! -f {shlex.quote(marker)} ]; then",
+            f"  {join_keep_vars(cmd)}",
+            f"  touch {shlex.quote(marker)}",
+            "fi",
+        ]
 
     def shell(self, rendezvous: list[str], extra_lines: list[str] | None = None) -> str:
         """``bash -c`` body: prelude, optional pre-compilation, then ``exec torchrun ...``.
@@ -230,8 +271,12 @@ class ResolvedRun:
         Rendezvous arguments may reference environment variables (``${VC_TASK_INDEX}``); they are
         left unquoted so the shell expands them, everything else is quoted.
         """
-        lines = [*self.prelude(), *(extra_lines or []), *self.precompile_lines(rendezvous),
-                 "exec " + join_keep_vars(self.torchrun(rendezvous))]
+        lines = [
+            *self.prelude(),
+            *(extra_lines or []),
+            *self.precompile_lines(rendezvous),
+            "exec " + join_keep_vars(self.torchrun(rendezvous)),
+        ]
         return "\n".join(lines) + "\n"
 
 
@@ -263,8 +308,13 @@ def _under(path: str, root: str) -> bool:
     return posixpath.normpath(path) == root or posixpath.normpath(path).startswith(root.rstrip("/") + "/")
 
 
-def resolve(spec: RunSpec, cfg: StackConfig, planner: PlannerBackend | None = None,
-            require_family: str | None = None, mount_path: str | None = None) -> ResolvedRun:
+def resolve(
+    spec: RunSpec,
+    cfg: StackConfig,
+    planner: PlannerBackend | None = None,
+    require_family: str | None = None,
+    mount_path: str | None = None,
+) -> ResolvedRun:
     """Every number of ``spec`` on ``cfg``'s partition; :class:`JobRequestError` for a bad request.
 
     ``require_family`` is the accelerator family a template needs (the Trainium Job needs
@@ -275,34 +325,47 @@ def resolve(spec: RunSpec, cfg: StackConfig, planner: PlannerBackend | None = No
     try:
         part = cfg.partition(spec.partition)
     except KeyError:
-        raise JobRequestError(f"unknown partition {spec.partition!r}; the stack has "
-                              f"{', '.join(p.name for p in cfg.partitions) or 'no partitions'}") from None
+        raise JobRequestError(
+            f"unknown partition {spec.partition!r}; the stack has "
+            f"{', '.join(p.name for p in cfg.partitions) or 'no partitions'}"
+        ) from None
     shp = shape(part.name, part.accelerator, part.instance_types, part.efa)
     if spec.nodes > part.max_nodes:
-        raise JobRequestError(f"{spec.nodes} nodes requested but partition {part.name} has maxNodes "
-                              f"{part.max_nodes}; ask for at most {part.max_nodes} nodes or raise "
-                              f"ekstrain:partitions ({part.name}).maxNodes")
+        raise JobRequestError(
+            f"{spec.nodes} nodes requested but partition {part.name} has maxNodes "
+            f"{part.max_nodes}; ask for at most {part.max_nodes} nodes or raise "
+            f"ekstrain:partitions ({part.name}).maxNodes"
+        )
     wants_trainium = spec.framework in TRAINIUM_FRAMEWORKS or require_family == catalog.TRAINIUM
     if wants_trainium and part.accelerator != catalog.TRAINIUM:
         what = "the Trainium job template" if require_family == catalog.TRAINIUM else f"framework {spec.framework}"
-        raise JobRequestError(f"{what} needs a trainium partition but {part.name} is a {part.accelerator} partition; "
-                              f"use one of: {_partitions_of(cfg, catalog.TRAINIUM)}")
-    gpu_only = require_family == catalog.GPU or (spec.framework not in TRAINIUM_FRAMEWORKS
-                                                 and require_family != catalog.TRAINIUM)
+        raise JobRequestError(
+            f"{what} needs a trainium partition but {part.name} is a {part.accelerator} partition; "
+            f"use one of: {_partitions_of(cfg, catalog.TRAINIUM)}"
+        )
+    gpu_only = require_family == catalog.GPU or (
+        spec.framework not in TRAINIUM_FRAMEWORKS and require_family != catalog.TRAINIUM
+    )
     if part.accelerator == catalog.TRAINIUM and gpu_only:
         what = f"framework {spec.framework}" if require_family is None else "this GPU job template"
-        raise JobRequestError(f"{what} needs a gpu partition but {part.name} is a trainium partition; use "
-                              f"--framework neuronx-distributed with the trainium template, or a gpu partition: "
-                              f"{_partitions_of(cfg, catalog.GPU)}")
+        raise JobRequestError(
+            f"{what} needs a gpu partition but {part.name} is a trainium partition; use "
+            f"--framework neuronx-distributed with the trainium template, or a gpu partition: "
+            f"{_partitions_of(cfg, catalog.GPU)}"
+        )
     it_name = spec.instance_type or part.instance_types[0]
     if it_name not in part.instance_types:
-        raise JobRequestError(f"instance type {it_name} is not in partition {part.name} "
-                              f"({', '.join(part.instance_types)}); pick one of those or another partition")
+        raise JobRequestError(
+            f"instance type {it_name} is not in partition {part.name} "
+            f"({', '.join(part.instance_types)}); pick one of those or another partition"
+        )
     instance = catalog.get(it_name)
     fsx = cfg.storage.fsx
     if not fsx.enabled:
-        raise JobRequestError("the stack has no FSx file system (ekstrain:storage.fsx.enabled is false); jobs keep "
-                              "data, checkpoints and compile caches on FSx")
+        raise JobRequestError(
+            "the stack has no FSx file system (ekstrain:storage.fsx.enabled is false); jobs keep "
+            "data, checkpoints and compile caches on FSx"
+        )
     mount = (mount_path or fsx.mount_path).rstrip("/") or "/"
     data_dir = spec.dataset_path or posixpath.join(mount, fsx.data_path.lstrip("/"))
     checkpoint_dir = spec.checkpoint_path or posixpath.join(mount, fsx.checkpoint_path.lstrip("/"), spec.name)
@@ -320,20 +383,40 @@ def resolve(spec: RunSpec, cfg: StackConfig, planner: PlannerBackend | None = No
         deepspeed = _deepspeed_config(plan, degrees, spec)
     compile_cache = posixpath.join(mount, "neuron-cache")
     ctx = envtable.EnvContext(
-        family=instance.family, efa=shp.efa_for(instance.name), gpudirect_rdma=shp.gpudirect_rdma,
-        hugepages=spec.hugepages_2mi is not None, neuron_cores=instance.neuron_cores,
-        checkpoint_dir=checkpoint_dir, data_dir=data_dir, compile_cache=compile_cache)
+        family=instance.family,
+        efa=shp.efa_for(instance.name),
+        gpudirect_rdma=shp.gpudirect_rdma,
+        hugepages=spec.hugepages_2mi is not None,
+        neuron_cores=instance.neuron_cores,
+        checkpoint_dir=checkpoint_dir,
+        data_dir=data_dir,
+        compile_cache=compile_cache,
+    )
     env = envtable.platform_env(ctx)
     env.update({str(k): str(v) for k, v in _plan_env(plan).items()})
     env.update({str(k): str(v) for k, v in spec.env.items()})
     cpu_reserve = max(2, instance.vcpus // 16)
     return ResolvedRun(
-        spec=spec, shape=shp, instance=instance, plan=plan, namespace=spec.namespace or names.TRAINING_NAMESPACE,
-        nodes=spec.nodes, nproc_per_node=nproc, degrees=degrees, efa=shp.efa_for(instance.name),
-        hugepages_2mi=spec.hugepages_2mi, memory=_gib(instance.memory_gib * MEMORY_FRACTION),
-        cpu=str(instance.vcpus - cpu_reserve), shm_size=_gib(instance.memory_gib * SHM_FRACTION),
-        mount_path=mount, data_dir=data_dir, checkpoint_dir=checkpoint_dir, compile_cache=compile_cache,
-        env=env, deepspeed_config=deepspeed, kubernetes_version=cfg.cluster.kubernetes_version,
+        spec=spec,
+        shape=shp,
+        instance=instance,
+        plan=plan,
+        namespace=spec.namespace or names.TRAINING_NAMESPACE,
+        nodes=spec.nodes,
+        nproc_per_node=nproc,
+        degrees=degrees,
+        efa=shp.efa_for(instance.name),
+        hugepages_2mi=spec.hugepages_2mi,
+        memory=_gib(instance.memory_gib * MEMORY_FRACTION),
+        cpu=str(instance.vcpus - cpu_reserve),
+        shm_size=_gib(instance.memory_gib * SHM_FRACTION),
+        mount_path=mount,
+        data_dir=data_dir,
+        checkpoint_dir=checkpoint_dir,
+        compile_cache=compile_cache,
+        env=env,
+        deepspeed_config=deepspeed,
+        kubernetes_version=cfg.cluster.kubernetes_version,
         labels={JOB_LABEL: spec.name, names.PARTITION_LABEL: part.name, "app.kubernetes.io/managed-by": "ekstrain"},
     )
 
@@ -345,19 +428,26 @@ def _partitions_of(cfg: StackConfig, family: str) -> str:
 def _check_plan(spec: RunSpec, plan: Any, instance: catalog.InstanceType, shp: PartitionShape) -> None:
     planned_for = plan_instance_type(plan)
     if planned_for is not None and planned_for != instance.name:
-        raise JobRequestError(f"the plan is for {planned_for} but partition {shp.name} runs {instance.name} "
-                              f"(of {', '.join(t.name for t in shp.instance_types)}); re-plan for {instance.name}")
+        raise JobRequestError(
+            f"the plan is for {planned_for} but partition {shp.name} runs {instance.name} "
+            f"(of {', '.join(t.name for t in shp.instance_types)}); re-plan for {instance.name}"
+        )
     nodes = getattr(plan, "nodes", spec.nodes)
     if nodes != spec.nodes:
-        raise JobRequestError(f"the plan is for {nodes} nodes but the job asks for {spec.nodes}; re-plan with "
-                              f"--nodes {spec.nodes}")
+        raise JobRequestError(
+            f"the plan is for {nodes} nodes but the job asks for {spec.nodes}; re-plan with --nodes {spec.nodes}"
+        )
     if not getattr(plan, "fits", True):
-        raise JobRequestError(f"the plan for {spec.model} does not fit {spec.nodes} x {instance.name} in "
-                              "accelerator memory; add nodes or use LoRA")
+        raise JobRequestError(
+            f"the plan for {spec.model} does not fit {spec.nodes} x {instance.name} in "
+            "accelerator memory; add nodes or use LoRA"
+        )
     per_node = getattr(plan, "accelerators_per_node", None)
     if per_node is not None and per_node not in (instance.accelerator_count, instance.workers_per_node):
-        raise JobRequestError(f"the plan assumes {per_node} accelerators per node but {instance.name} has "
-                              f"{instance.accelerator_count} ({instance.workers_per_node} workers); re-plan for it")
+        raise JobRequestError(
+            f"the plan assumes {per_node} accelerators per node but {instance.name} has "
+            f"{instance.accelerator_count} ({instance.workers_per_node} workers); re-plan for it"
+        )
 
 
 def _degrees(spec: RunSpec, plan: Any, nproc: int) -> dict[str, Any]:
@@ -366,18 +456,29 @@ def _degrees(spec: RunSpec, plan: Any, nproc: int) -> dict[str, Any]:
     grad_accum = int(plan.grad_accum)
     world = spec.nodes * nproc
     if d["tp"] * d["pp"] * d["cp"] * d["dp"] != world:
-        raise JobRequestError(f"plan degrees tp={d['tp']} pp={d['pp']} cp={d['cp']} dp={d['dp']} do not cover "
-                              f"{world} workers ({spec.nodes} nodes x {nproc}); re-plan for this node count")
+        raise JobRequestError(
+            f"plan degrees tp={d['tp']} pp={d['pp']} cp={d['cp']} dp={d['dp']} do not cover "
+            f"{world} workers ({spec.nodes} nodes x {nproc}); re-plan for this node count"
+        )
     if micro * d["dp"] * grad_accum != spec.global_batch:
-        raise JobRequestError(f"global batch {spec.global_batch} != micro batch {micro} x dp {d['dp']} x grad accum "
-                              f"{grad_accum}; choose a global batch divisible by micro batch x dp")
+        raise JobRequestError(
+            f"global batch {spec.global_batch} != micro batch {micro} x dp {d['dp']} x grad accum "
+            f"{grad_accum}; choose a global batch divisible by micro batch x dp"
+        )
     parallel = getattr(plan, "parallel", None)
-    return {"nodes": spec.nodes, "nproc_per_node": nproc, "world_size": world, **d,
-            "vpp": int(getattr(plan, "vpp", 1) or 1), "micro_batch": micro, "grad_accum": grad_accum,
-            "zero": int(getattr(plan, "zero", 0) or 0), "recompute": str(getattr(plan, "recompute", "none")),
-            "sequence_parallel": bool(getattr(plan, "sequence_parallel", False)),
-            "offload_optimizer": bool(getattr(plan, "offload_optimizer", getattr(parallel, "offload_optimizer",
-                                                                                    False)))}
+    return {
+        "nodes": spec.nodes,
+        "nproc_per_node": nproc,
+        "world_size": world,
+        **d,
+        "vpp": int(getattr(plan, "vpp", 1) or 1),
+        "micro_batch": micro,
+        "grad_accum": grad_accum,
+        "zero": int(getattr(plan, "zero", 0) or 0),
+        "recompute": str(getattr(plan, "recompute", "none")),
+        "sequence_parallel": bool(getattr(plan, "sequence_parallel", False)),
+        "offload_optimizer": bool(getattr(plan, "offload_optimizer", getattr(parallel, "offload_optimizer", False))),
+    }
 
 
 LAUNCHER_OWNED_ENV = frozenset({"WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"})
@@ -399,8 +500,10 @@ def _check_torchrun_args(plan: Any, nodes: int, nproc: int) -> None:
         key, _, value = str(arg).partition("=")
         expected = {"--nnodes": nodes, "--nproc-per-node": nproc, "--nproc_per_node": nproc}.get(key)
         if expected is not None and value != str(expected):
-            raise JobRequestError(f"the planner's torchrun {key}={value} disagrees with {expected} for this run; "
-                                  "re-plan for this partition and node count")
+            raise JobRequestError(
+                f"the planner's torchrun {key}={value} disagrees with {expected} for this run; "
+                "re-plan for this partition and node count"
+            )
 
 
 def _deepspeed_config(plan: Any, degrees: dict[str, Any], spec: RunSpec) -> dict[str, Any]:
@@ -412,6 +515,8 @@ def _deepspeed_config(plan: Any, degrees: dict[str, Any], spec: RunSpec) -> dict
     expected = (spec.global_batch, degrees["micro_batch"], degrees["grad_accum"])
     got = (config["train_batch_size"], config["train_micro_batch_size_per_gpu"], config["gradient_accumulation_steps"])
     if got != expected:
-        raise JobRequestError(f"the planner's DeepSpeed config {got} (train batch, micro batch, grad accum) disagrees "
-                              f"with the plan {expected}")
+        raise JobRequestError(
+            f"the planner's DeepSpeed config {got} (train batch, micro batch, grad accum) disagrees "
+            f"with the plan {expected}"
+        )
     return config

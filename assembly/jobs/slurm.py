@@ -24,8 +24,11 @@ def enroot_uri(image: str) -> str:
 
 
 def container_flags(r: ResolvedRun) -> list[str]:
-    return [f"--container-image={enroot_uri(r.spec.image)}", f"--container-mounts={r.mount_path}:{r.mount_path}",
-            "--no-container-mount-home"]
+    return [
+        f"--container-image={enroot_uri(r.spec.image)}",
+        f"--container-mounts={r.mount_path}:{r.mount_path}",
+        "--no-container-mount-home",
+    ]
 
 
 def _rendezvous() -> list[str]:
@@ -60,12 +63,16 @@ def script(r: ResolvedRun) -> str:
     ]
     lines += [f"export {k}={shlex.quote(v)}" for k, v in r.env.items()]
     for name, text in r.files().items():
-        lines += ["", f"cat > {shlex.quote(files_dir + '/' + name)} <<'EKSTRAIN_EOF'", text.rstrip("\n"),
-                  "EKSTRAIN_EOF"]
+        lines += [
+            "",
+            f"cat > {shlex.quote(files_dir + '/' + name)} <<'EKSTRAIN_EOF'",
+            text.rstrip("\n"),
+            "EKSTRAIN_EOF",
+        ]
     lines += [
         "",
         'head_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
-        'head_node_ip=$(srun --nodes=1 --ntasks=1 -w "$head_node" hostname --ip-address | awk \'{print $1}\')',
+        "head_node_ip=$(srun --nodes=1 --ntasks=1 -w \"$head_node\" hostname --ip-address | awk '{print $1}')",
         'echo "rendezvous on ${head_node} (${head_node_ip})"',
         "",
     ]
@@ -73,13 +80,20 @@ def script(r: ResolvedRun) -> str:
     if r.is_trainium and r.spec.precompile:
         marker = f"{r.compile_cache}/.{r.name}-compiled"
         pre = ["neuron_parallel_compile", *r.torchrun(rdzv, files_dir), f"--max_steps={r.spec.precompile_steps}"]
-        lines += [f"if [ ! -f {shlex.quote(marker)} ]; then",
-                  f"  srun --kill-on-bad-exit=1 {join_keep_vars([*container_flags(r), *pre])}",
-                  f"  touch {shlex.quote(marker)}", "fi"]
+        lines += [
+            f"if [ ! -f {shlex.quote(marker)} ]; then",
+            f"  srun --kill-on-bad-exit=1 {join_keep_vars([*container_flags(r), *pre])}",
+            f"  touch {shlex.quote(marker)}",
+            "fi",
+        ]
     lines.append("srun --kill-on-bad-exit=1 " + join_keep_vars([*container_flags(r), *r.torchrun(rdzv, files_dir)]))
     return "\n".join(lines) + "\n"
 
 
 def configmap(r: ResolvedRun) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": r.metadata(f"{r.name}-sbatch"),
-            "data": {f"{r.name}.sbatch": script(r)}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": r.metadata(f"{r.name}-sbatch"),
+        "data": {f"{r.name}.sbatch": script(r)},
+    }

@@ -94,12 +94,17 @@ class RunSpec:
 
     def __post_init__(self) -> None:
         if not NAME_PATTERN.match(self.name) or len(self.name) > MAX_NAME:
-            raise JobRequestError(f"job name {self.name!r} must be a DNS-1035 label (a-z, 0-9, '-', starting with a "
-                                  f"letter) of at most {MAX_NAME} characters")
+            raise JobRequestError(
+                f"job name {self.name!r} must be a DNS-1035 label (a-z, 0-9, '-', starting with a "
+                f"letter) of at most {MAX_NAME} characters"
+            )
         if self.framework not in FRAMEWORKS:
             raise JobRequestError(f"unknown framework {self.framework!r}; use one of {', '.join(FRAMEWORKS)}")
-        for label, value in (("nodes", self.nodes), ("global batch", self.global_batch),
-                             ("sequence length", self.seq_len)):
+        for label, value in (
+            ("nodes", self.nodes),
+            ("global batch", self.global_batch),
+            ("sequence length", self.seq_len),
+        ):
             if value < 1:
                 raise JobRequestError(f"{label} must be at least 1, got {value}")
         if self.max_restarts < 0:

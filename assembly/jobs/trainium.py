@@ -27,8 +27,12 @@ def build(r: ResolvedRun) -> list[dict[str, Any]]:
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": r.metadata(),
-        "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": {"ekstrain.io/job": r.name},
-                 "ports": [{"name": "rendezvous", "port": MASTER_PORT, "targetPort": MASTER_PORT}]},
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {"ekstrain.io/job": r.name},
+            "ports": [{"name": "rendezvous", "port": MASTER_PORT, "targetPort": MASTER_PORT}],
+        },
     }
     job = {
         "apiVersion": "batch/v1",

@@ -16,6 +16,8 @@ from assembly.jobs.resolve import ResolvedRun
 from assembly.schedulers import operators
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
+
+
 def torch_runtime(partition: str) -> str:
     """The partition's ClusterTrainingRuntime, installed by the schedulers component (one per partition)."""
     return operators.runtime_name(partition)
@@ -36,8 +38,9 @@ def build(r: ResolvedRun, runtime: str | None = None) -> list[dict[str, Any]]:
             "tolerations": r.tolerations(),
             "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
             "volumes": r.volumes(),
-            "containers": [{"name": NODE_JOB, "volumeMounts": r.volume_mounts(),
-                            "securityContext": r.security_context()}],
+            "containers": [
+                {"name": NODE_JOB, "volumeMounts": r.volume_mounts(), "securityContext": r.security_context()}
+            ],
         },
     }
     job = {
@@ -54,13 +57,23 @@ def build(r: ResolvedRun, runtime: str | None = None) -> list[dict[str, Any]]:
                 "numProcPerNode": r.nproc_per_node,
                 "resourcesPerNode": r.resources(),
             },
-            "runtimePatches": [{
-                "manager": PATCH_MANAGER,
-                "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
-                    "name": NODE_JOB,
-                    "template": {"spec": {"template": pod_patch}},
-                }]}}},
-            }],
+            "runtimePatches": [
+                {
+                    "manager": PATCH_MANAGER,
+                    "trainingRuntimeSpec": {
+                        "template": {
+                            "spec": {
+                                "replicatedJobs": [
+                                    {
+                                        "name": NODE_JOB,
+                                        "template": {"spec": {"template": pod_patch}},
+                                    }
+                                ]
+                            }
+                        }
+                    },
+                }
+            ],
         },
     }
     return [*launch_configmap(r), job]

@@ -34,14 +34,18 @@ def build(r: ResolvedRun) -> list[dict[str, Any]]:
             "minAvailable": r.nodes,
             "maxRetry": r.spec.max_restarts,
             "plugins": {"ssh": [], "svc": [], "env": []},
-            "policies": [{"event": "PodEvicted", "action": "RestartJob"},
-                         {"event": "PodFailed", "action": "RestartJob"}],
-            "tasks": [{
-                "name": TASK,
-                "replicas": r.nodes,
-                "minAvailable": r.nodes,
-                "template": worker_template(r, container, restartPolicy="Never"),
-            }],
+            "policies": [
+                {"event": "PodEvicted", "action": "RestartJob"},
+                {"event": "PodFailed", "action": "RestartJob"},
+            ],
+            "tasks": [
+                {
+                    "name": TASK,
+                    "replicas": r.nodes,
+                    "minAvailable": r.nodes,
+                    "template": worker_template(r, container, restartPolicy="Never"),
+                }
+            ],
         },
     }
     return [*launch_configmap(r), job]

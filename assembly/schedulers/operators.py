@@ -35,9 +35,15 @@ def runtime_env(cfg: StackConfig, p: PartitionFacts) -> list[dict[str, str]]:
     it = p.shape.instance_types[0]
     mount = cfg.storage.fsx.mount_path.rstrip("/")
     ctx = envtable.EnvContext(
-        family=p.shape.family, efa=p.shape.efa_interfaces, gpudirect_rdma=p.shape.gpudirect_rdma, hugepages=False,
-        neuron_cores=it.neuron_cores, checkpoint_dir=f"{mount}{cfg.storage.fsx.checkpoint_path}",
-        data_dir=f"{mount}{cfg.storage.fsx.data_path}", compile_cache=f"{mount}/neuron-cache")
+        family=p.shape.family,
+        efa=p.shape.efa_interfaces,
+        gpudirect_rdma=p.shape.gpudirect_rdma,
+        hugepages=False,
+        neuron_cores=it.neuron_cores,
+        checkpoint_dir=f"{mount}{cfg.storage.fsx.checkpoint_path}",
+        data_dir=f"{mount}{cfg.storage.fsx.data_path}",
+        compile_cache=f"{mount}/neuron-cache",
+    )
     return [{"name": k, "value": v} for k, v in envtable.platform_env(ctx).items()]
 
 
@@ -69,32 +75,54 @@ def torch_runtime(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
     replicated job, ``mlPolicy.torch``), pinned to partition P: whole nodes, EFA, /dev/shm, FSx."""
     resources = {k: str(v) for k, v in p.node_resources.items()}
     return {
-        "apiVersion": TRAINER_API, "kind": "ClusterTrainingRuntime",
-        "metadata": {"name": runtime_name(p.name),
-                     "labels": {"trainer.kubeflow.org/framework": "torch", names.PARTITION_LABEL: p.name}},
+        "apiVersion": TRAINER_API,
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {
+            "name": runtime_name(p.name),
+            "labels": {"trainer.kubeflow.org/framework": "torch", names.PARTITION_LABEL: p.name},
+        },
         "spec": {
             "mlPolicy": {"numNodes": 1, "torch": {}},
-            "template": {"spec": {"replicatedJobs": [{
-                "name": "node",
-                "template": {
-                    "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                    "spec": {"template": {"spec": {
-                        "nodeSelector": dict(p.node_selector),
-                        "tolerations": [p.toleration],
-                        "containers": [{
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
                             "name": "node",
-                            "image": TORCH_IMAGES[p.shape.family],
-                            "command": ["torchrun"],
-                            "env": runtime_env(cfg, p),
-                            "resources": {"requests": dict(resources), "limits": dict(resources)},
-                            "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"},
-                                             {"name": "fsx", "mountPath": cfg.storage.fsx.mount_path}],
-                        }],
-                        "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}},
-                                    {"name": "fsx", "persistentVolumeClaim": {"claimName": names.FSX_PVC}}],
-                    }}},
-                },
-            }]}},
+                            "template": {
+                                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                                "spec": {
+                                    "template": {
+                                        "spec": {
+                                            "nodeSelector": dict(p.node_selector),
+                                            "tolerations": [p.toleration],
+                                            "containers": [
+                                                {
+                                                    "name": "node",
+                                                    "image": TORCH_IMAGES[p.shape.family],
+                                                    "command": ["torchrun"],
+                                                    "env": runtime_env(cfg, p),
+                                                    "resources": {
+                                                        "requests": dict(resources),
+                                                        "limits": dict(resources),
+                                                    },
+                                                    "volumeMounts": [
+                                                        {"name": "dshm", "mountPath": "/dev/shm"},
+                                                        {"name": "fsx", "mountPath": cfg.storage.fsx.mount_path},
+                                                    ],
+                                                }
+                                            ],
+                                            "volumes": [
+                                                {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+                                                {"name": "fsx", "persistentVolumeClaim": {"claimName": names.FSX_PVC}},
+                                            ],
+                                        }
+                                    }
+                                },
+                            },
+                        }
+                    ]
+                }
+            },
         },
     }
 

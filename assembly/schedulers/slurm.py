@@ -109,11 +109,15 @@ def nodeset(cfg: StackConfig, p: PartitionFacts, default: bool = False) -> dict[
             # to a whole node of the partition. cpu/memory too: a Guaranteed pod, never evicted first.
             "image": dict(versions.SLURMD_PYXIS_IMAGE),
             "resources": resources,
-            "volumeMounts": [{"name": SHARED_VOLUME, "mountPath": cfg.schedulers.slurm.shared_mount_path},
-                             {"name": SHM_VOLUME, "mountPath": "/dev/shm"}],
+            "volumeMounts": [
+                {"name": SHARED_VOLUME, "mountPath": cfg.schedulers.slurm.shared_mount_path},
+                {"name": SHM_VOLUME, "mountPath": "/dev/shm"},
+            ],
         },
-        "logfile": {"image": dict(versions.ALPINE_IMAGE),
-                    "resources": {"requests": dict(LOGFILE_RESOURCES), "limits": dict(LOGFILE_RESOURCES)}},
+        "logfile": {
+            "image": dict(versions.ALPINE_IMAGE),
+            "resources": {"requests": dict(LOGFILE_RESOURCES), "limits": dict(LOGFILE_RESOURCES)},
+        },
         "extraConfMap": {
             "Gres": [f"{GRES_NAME[p.accelerator_resource]}:{p.shape.accelerators_per_node}"],
             "Features": [p.name],
@@ -122,9 +126,11 @@ def nodeset(cfg: StackConfig, p: PartitionFacts, default: bool = False) -> dict[
         "podSpec": {
             "nodeSelector": {"kubernetes.io/os": "linux", **p.node_selector},
             "tolerations": [p.toleration],
-            "volumes": [{"name": SHARED_VOLUME, "persistentVolumeClaim": {"claimName": names.FSX_PVC}},
-                        # The container runtime's default /dev/shm is 64 MiB: NCCL would fail on it.
-                        {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": shm}}],
+            "volumes": [
+                {"name": SHARED_VOLUME, "persistentVolumeClaim": {"claimName": names.FSX_PVC}},
+                # The container runtime's default /dev/shm is 64 MiB: NCCL would fail on it.
+                {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": shm}},
+            ],
         },
     }
 
@@ -155,35 +161,45 @@ def slurm_values(cfg: StackConfig) -> dict[str, Any]:
     gres_types = sorted({GRES_NAME[p.accelerator_resource] for p in parts})
     values: dict[str, Any] = {
         "clusterName": cfg.cluster.name,
-        "configFiles": {"plugstack.conf": PLUGSTACK,
-                        **({"gres.conf": "AutoDetect=nvidia\n"} if any(p.is_gpu for p in parts) else {})},
+        "configFiles": {
+            "plugstack.conf": PLUGSTACK,
+            **({"gres.conf": "AutoDetect=nvidia\n"} if any(p.is_gpu for p in parts) else {}),
+        },
         "controller": {
             "logfile": {"image": dict(versions.ALPINE_IMAGE)},
             "extraConfMap": {"GresTypes": gres_types, "AccountingStorageTRES": [f"gres/{g}" for g in gres_types]}
-            if gres_types else {},
+            if gres_types
+            else {},
             "podSpec": _system(),
         },
         "restapi": {"podSpec": _system()},
         "accounting": {
             "enabled": s.accounting,
-            "storageConfig": {"host": MARIADB_NAME, "port": 3306, "database": MARIADB_DATABASE,
-                              "username": MARIADB_USER,
-                              "passwordKeyRef": {"name": MARIADB_SECRET, "key": "password"}},
+            "storageConfig": {
+                "host": MARIADB_NAME,
+                "port": 3306,
+                "database": MARIADB_DATABASE,
+                "username": MARIADB_USER,
+                "passwordKeyRef": {"name": MARIADB_SECRET, "key": "password"},
+            },
             "podSpec": _system(),
         },
-        "loginsets": {LOGINSET: {
-            "enabled": True,
-            "replicas": 1,
-            "login": {"volumeMounts": [{"name": SHARED_VOLUME, "mountPath": s.shared_mount_path}]},
-            "initconf": {"image": dict(versions.ALPINE_IMAGE)},
-            "rootSshAuthorizedKeys": "\n".join(authorized_keys(cfg)) or None,
-            "podSpec": _system({"volumes": [{"name": SHARED_VOLUME,
-                                             "persistentVolumeClaim": {"claimName": names.FSX_PVC}}]}),
-            "service": {
-                "metadata": {"annotations": dict(NLB_ANNOTATIONS)},
-                "spec": {"type": "LoadBalancer", "loadBalancerSourceRanges": login_source_ranges(cfg)},
-            },
-        }},
+        "loginsets": {
+            LOGINSET: {
+                "enabled": True,
+                "replicas": 1,
+                "login": {"volumeMounts": [{"name": SHARED_VOLUME, "mountPath": s.shared_mount_path}]},
+                "initconf": {"image": dict(versions.ALPINE_IMAGE)},
+                "rootSshAuthorizedKeys": "\n".join(authorized_keys(cfg)) or None,
+                "podSpec": _system(
+                    {"volumes": [{"name": SHARED_VOLUME, "persistentVolumeClaim": {"claimName": names.FSX_PVC}}]}
+                ),
+                "service": {
+                    "metadata": {"annotations": dict(NLB_ANNOTATIONS)},
+                    "spec": {"type": "LoadBalancer", "loadBalancerSourceRanges": login_source_ranges(cfg)},
+                },
+            }
+        },
         "nodesets": {p.name: nodeset(cfg, p, default=i == 0) for i, p in enumerate(parts)},
     }
     if values["loginsets"][LOGINSET]["rootSshAuthorizedKeys"] is None:
@@ -207,20 +223,32 @@ def cert_manager_values() -> dict[str, Any]:
     """cert-manager chart values (its values.yaml is not in shared/upstream: keys checked against
     CERT_MANAGER_KEYS, taken from the v1.19 chart's documented values)."""
     sel = dict(SYSTEM_NODE_SELECTOR)
-    return {"crds": {"enabled": True}, "nodeSelector": sel, "webhook": {"nodeSelector": dict(sel)},
-            "cainjector": {"nodeSelector": dict(sel)}, "startupapicheck": {"nodeSelector": dict(sel)}}
+    return {
+        "crds": {"enabled": True},
+        "nodeSelector": sel,
+        "webhook": {"nodeSelector": dict(sel)},
+        "cainjector": {"nodeSelector": dict(sel)},
+        "startupapicheck": {"nodeSelector": dict(sel)},
+    }
 
 
-CERT_MANAGER_KEYS = {"crds.enabled", "nodeSelector", "webhook.nodeSelector", "cainjector.nodeSelector",
-                     "startupapicheck.nodeSelector"}
+CERT_MANAGER_KEYS = {
+    "crds.enabled",
+    "nodeSelector",
+    "webhook.nodeSelector",
+    "cainjector.nodeSelector",
+    "startupapicheck.nodeSelector",
+}
 
 
 # ---- plain objects in the slurm namespace -------------------------------------------------------
 
+
 def fsx_pv(name: str, file_system_id: Any, dns_name: Any, mount_name: Any, capacity_gib: int) -> dict[str, Any]:
     """Static PV for the stack's FSx for Lustre file system, bound only to the slurm namespace's PVC."""
     return {
-        "apiVersion": "v1", "kind": "PersistentVolume",
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
         "metadata": {"name": name},
         "spec": {
             "capacity": {"storage": f"{capacity_gib}Gi"},
@@ -230,18 +258,26 @@ def fsx_pv(name: str, file_system_id: Any, dns_name: Any, mount_name: Any, capac
             "storageClassName": "",
             "claimRef": {"namespace": NAMESPACE, "name": names.FSX_PVC},
             "mountOptions": ["flock"],
-            "csi": {"driver": "fsx.csi.aws.com", "volumeHandle": file_system_id,
-                    "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name}},
+            "csi": {
+                "driver": "fsx.csi.aws.com",
+                "volumeHandle": file_system_id,
+                "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name},
+            },
         },
     }
 
 
 def fsx_pvc(pv_name: str, capacity_gib: int) -> dict[str, Any]:
     return {
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
         "metadata": {"name": names.FSX_PVC, "namespace": NAMESPACE},
-        "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": pv_name,
-                 "resources": {"requests": {"storage": f"{capacity_gib}Gi"}}},
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": "",
+            "volumeName": pv_name,
+            "resources": {"requests": {"storage": f"{capacity_gib}Gi"}},
+        },
     }
 
 
@@ -251,7 +287,8 @@ def mariadb_labels() -> dict[str, str]:
 
 def mariadb_service() -> dict[str, Any]:
     return {
-        "apiVersion": "v1", "kind": "Service",
+        "apiVersion": "v1",
+        "kind": "Service",
         "metadata": {"name": MARIADB_NAME, "namespace": NAMESPACE, "labels": mariadb_labels()},
         "spec": {"selector": mariadb_labels(), "ports": [{"name": "mysql", "port": 3306, "targetPort": 3306}]},
     }
@@ -268,10 +305,14 @@ def mariadb_statefulset(volume_gib: int) -> dict[str, Any]:
     Hardened: non-root, read-only root file system (scratch dirs are emptyDirs), no capabilities,
     passwords read from files (``MARIADB_*_FILE``) rather than environment variables.
     """
-    probe = {"exec": {"command": ["healthcheck.sh", "--connect", "--innodb_initialized"]},
-             "periodSeconds": 10, "timeoutSeconds": 5}
+    probe = {
+        "exec": {"command": ["healthcheck.sh", "--connect", "--innodb_initialized"]},
+        "periodSeconds": 10,
+        "timeoutSeconds": 5,
+    }
     return {
-        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
         "metadata": {"name": MARIADB_NAME, "namespace": NAMESPACE, "labels": mariadb_labels()},
         "spec": {
             "serviceName": MARIADB_NAME,
@@ -284,47 +325,67 @@ def mariadb_statefulset(volume_gib: int) -> dict[str, Any]:
                 "spec": {
                     "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
                     "automountServiceAccountToken": False,
-                    "securityContext": {"runAsNonRoot": True, "runAsUser": MARIADB_UID, "runAsGroup": MARIADB_UID,
-                                        "fsGroup": MARIADB_UID, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": MARIADB_UID,
+                        "runAsGroup": MARIADB_UID,
+                        "fsGroup": MARIADB_UID,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
                     "volumes": [
                         {"name": "secrets", "secret": {"secretName": MARIADB_SECRET, "defaultMode": 0o400}},
                         {"name": "tmp", "emptyDir": {}},
                         {"name": "run", "emptyDir": {}},
                     ],
-                    "containers": [{
-                        "name": "mariadb",
-                        "image": MARIADB_IMAGE,
-                        "imagePullPolicy": "Always",
-                        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                            "capabilities": {"drop": ["ALL"]}},
-                        # InnoDB settings the Slurm accounting guide asks for (accounting.html).
-                        "args": ["--innodb-buffer-pool-size=1G", "--innodb-log-file-size=64M",
-                                 "--innodb-lock-wait-timeout=900"],
-                        "env": [
-                            {"name": "MARIADB_DATABASE", "value": MARIADB_DATABASE},
-                            {"name": "MARIADB_USER", "value": MARIADB_USER},
-                            {"name": "MARIADB_PASSWORD_FILE", "value": f"{MARIADB_SECRET_DIR}/password"},
-                            {"name": "MARIADB_ROOT_PASSWORD_FILE", "value": f"{MARIADB_SECRET_DIR}/root-password"},
-                        ],
-                        "ports": [{"name": "mysql", "containerPort": 3306}],
-                        "resources": {"requests": {"cpu": "500m", "memory": "2Gi"},
-                                      "limits": {"cpu": "2", "memory": "2Gi"}},
-                        "readinessProbe": probe,
-                        "livenessProbe": {**probe, "initialDelaySeconds": 60},
-                        "volumeMounts": [
-                            {"name": "data", "mountPath": "/var/lib/mysql"},
-                            {"name": "secrets", "mountPath": MARIADB_SECRET_DIR, "readOnly": True},
-                            {"name": "tmp", "mountPath": "/tmp"},
-                            {"name": "run", "mountPath": "/run/mysqld"},
-                        ],
-                    }],
+                    "containers": [
+                        {
+                            "name": "mariadb",
+                            "image": MARIADB_IMAGE,
+                            "imagePullPolicy": "Always",
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"]},
+                            },
+                            # InnoDB settings the Slurm accounting guide asks for (accounting.html).
+                            "args": [
+                                "--innodb-buffer-pool-size=1G",
+                                "--innodb-log-file-size=64M",
+                                "--innodb-lock-wait-timeout=900",
+                            ],
+                            "env": [
+                                {"name": "MARIADB_DATABASE", "value": MARIADB_DATABASE},
+                                {"name": "MARIADB_USER", "value": MARIADB_USER},
+                                {"name": "MARIADB_PASSWORD_FILE", "value": f"{MARIADB_SECRET_DIR}/password"},
+                                {"name": "MARIADB_ROOT_PASSWORD_FILE", "value": f"{MARIADB_SECRET_DIR}/root-password"},
+                            ],
+                            "ports": [{"name": "mysql", "containerPort": 3306}],
+                            "resources": {
+                                "requests": {"cpu": "500m", "memory": "2Gi"},
+                                "limits": {"cpu": "2", "memory": "2Gi"},
+                            },
+                            "readinessProbe": probe,
+                            "livenessProbe": {**probe, "initialDelaySeconds": 60},
+                            "volumeMounts": [
+                                {"name": "data", "mountPath": "/var/lib/mysql"},
+                                {"name": "secrets", "mountPath": MARIADB_SECRET_DIR, "readOnly": True},
+                                {"name": "tmp", "mountPath": "/tmp"},
+                                {"name": "run", "mountPath": "/run/mysqld"},
+                            ],
+                        }
+                    ],
                 },
             },
-            "volumeClaimTemplates": [{
-                "metadata": {"name": "data"},
-                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gp3",
-                         "resources": {"requests": {"storage": f"{volume_gib}Gi"}}},
-            }],
+            "volumeClaimTemplates": [
+                {
+                    "metadata": {"name": "data"},
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "storageClassName": "gp3",
+                        "resources": {"requests": {"storage": f"{volume_gib}Gi"}},
+                    },
+                }
+            ],
         },
     }
 
@@ -332,16 +393,21 @@ def mariadb_statefulset(volume_gib: int) -> dict[str, Any]:
 def mariadb_network_policy() -> dict[str, Any]:
     """Only pods of the slurm namespace (slurmdbd) reach the database."""
     return {
-        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
         "metadata": {"name": MARIADB_NAME, "namespace": NAMESPACE, "labels": mariadb_labels()},
-        "spec": {"podSelector": {"matchLabels": mariadb_labels()}, "policyTypes": ["Ingress"],
-                 "ingress": [{"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 3306}]}]},
+        "spec": {
+            "podSelector": {"matchLabels": mariadb_labels()},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 3306}]}],
+        },
     }
 
 
 def mariadb_secret(password: Any, root_password: Any) -> dict[str, Any]:
     return {
-        "apiVersion": "v1", "kind": "Secret",
+        "apiVersion": "v1",
+        "kind": "Secret",
         "metadata": {"name": MARIADB_SECRET, "namespace": NAMESPACE, "labels": mariadb_labels()},
         "type": "Opaque",
         "stringData": {"password": password, "root-password": root_password},

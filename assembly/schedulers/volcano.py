@@ -42,8 +42,13 @@ QUEUE_API = "scheduling.volcano.sh/v1beta1"
 SCHEDULER_ACTIONS = ("allocate", "backfill")
 SCHEDULER_TIERS: tuple[tuple[dict[str, Any], ...], ...] = (
     ({"name": "priority"}, {"name": "gang", "enablePreemptable": False}, {"name": "conformance"}),
-    ({"name": "drf", "enablePreemptable": False}, {"name": "predicates"}, {"name": "proportion"},
-     {"name": "nodeorder"}, {"name": "binpack"}),
+    (
+        {"name": "drf", "enablePreemptable": False},
+        {"name": "predicates"},
+        {"name": "proportion"},
+        {"name": "nodeorder"},
+        {"name": "binpack"},
+    ),
 )
 
 
@@ -54,8 +59,12 @@ def scheduler_config() -> dict[str, Any]:
 def volcano_values() -> dict[str, Any]:
     """Admission, controllers and scheduler on system nodes (``custom.default_ns`` is the chart's
     node selector for all of its components); the scheduler config that starts jobs from zero nodes."""
-    return {"custom": {"default_ns": dict(SYSTEM_NODE_SELECTOR),
-                       "scheduler_config_override": yaml.safe_dump(scheduler_config(), sort_keys=False)}}
+    return {
+        "custom": {
+            "default_ns": dict(SYSTEM_NODE_SELECTOR),
+            "scheduler_config_override": yaml.safe_dump(scheduler_config(), sort_keys=False),
+        }
+    }
 
 
 def queue_capability(p: PartitionFacts, n: int) -> dict[str, str]:
@@ -73,7 +82,8 @@ def queue_capability(p: PartitionFacts, n: int) -> dict[str, str]:
 
 def queue(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
     return {
-        "apiVersion": QUEUE_API, "kind": "Queue",
+        "apiVersion": QUEUE_API,
+        "kind": "Queue",
         "metadata": {"name": p.name, "labels": {names.PARTITION_LABEL: p.name}},
         "spec": {
             "weight": cfg.schedulers.volcano.queue_weights.get(p.name, 1),

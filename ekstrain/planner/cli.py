@@ -193,9 +193,7 @@ def _table(plans: list[Plan], memory: bool = False) -> str:
             rows.append(f"    vs #1: {'; '.join(p.notes)}")
         if memory:
             parts = ", ".join(f"{k} {v:.1f}" for k, v in p.memory.gib().items())
-            rows.append(
-                f"    memory GiB ({p.memory.stage}): {parts}; capacity {p.fleet.rank_memory_bytes / 2**30:.1f}"
-            )
+            rows.append(f"    memory GiB ({p.memory.stage}): {parts}; capacity {p.fleet.rank_memory_bytes / 2**30:.1f}")
     return "\n".join(rows)
 
 

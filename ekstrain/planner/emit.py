@@ -65,12 +65,24 @@ def deepspeed_config(plan: Plan) -> dict[str, Any]:
         "zero_optimization": zero,
         # Concrete values: "auto" is resolved only by the Hugging Face Trainer integration, and plain
         # deepspeed.initialize rejects it.
-        "optimizer": {"type": "AdamW", "params": {
-            "lr": SCHEDULE.lr, "betas": [SCHEDULE.adam_beta1, SCHEDULE.adam_beta2], "eps": SCHEDULE.adam_eps,
-            "weight_decay": SCHEDULE.weight_decay}},
-        "scheduler": {"type": "WarmupDecayLR", "params": {
-            "warmup_min_lr": 0.0, "warmup_max_lr": SCHEDULE.lr, "warmup_num_steps": SCHEDULE.warmup_iters,
-            "total_num_steps": SCHEDULE.train_iters}},
+        "optimizer": {
+            "type": "AdamW",
+            "params": {
+                "lr": SCHEDULE.lr,
+                "betas": [SCHEDULE.adam_beta1, SCHEDULE.adam_beta2],
+                "eps": SCHEDULE.adam_eps,
+                "weight_decay": SCHEDULE.weight_decay,
+            },
+        },
+        "scheduler": {
+            "type": "WarmupDecayLR",
+            "params": {
+                "warmup_min_lr": 0.0,
+                "warmup_max_lr": SCHEDULE.lr,
+                "warmup_num_steps": SCHEDULE.warmup_iters,
+                "total_num_steps": SCHEDULE.train_iters,
+            },
+        },
         "gradient_clipping": SCHEDULE.clip_grad,
         "steps_per_print": 10,
         "wall_clock_breakdown": False,
@@ -127,8 +139,16 @@ def megatron_model_args(plan: Plan) -> list[str]:
     """Megatron-LM ``pretrain_gpt.py`` model, sequence and optimizer arguments for ``plan.model``
     (megatron/training/arguments.py names). Tokenizer, data path and checkpoint dirs are the job's."""
     m, t = plan.model, plan.training
-    args = ["--num-layers", str(m.layers), "--hidden-size", str(m.hidden), "--num-attention-heads", str(m.heads),
-            "--ffn-hidden-size", str(m.ffn_hidden)]
+    args = [
+        "--num-layers",
+        str(m.layers),
+        "--hidden-size",
+        str(m.hidden),
+        "--num-attention-heads",
+        str(m.heads),
+        "--ffn-hidden-size",
+        str(m.ffn_hidden),
+    ]
     if m.kv_heads != m.heads:
         args += ["--group-query-attention", "--num-query-groups", str(m.kv_heads)]
     if m.gated_mlp:
@@ -144,15 +164,48 @@ def megatron_model_args(plan: Plan) -> list[str]:
         args.append("--disable-bias-linear")
     if m.is_moe:
         args += ["--num-experts", str(m.experts), "--moe-router-topk", str(m.top_k)]
-    args += ["--seq-length", str(t.seq_len), "--max-position-embeddings", str(max(m.max_positions, t.seq_len)),
-             "--make-vocab-size-divisible-by", "128",
-             "--attention-dropout", "0.0", "--hidden-dropout", "0.0",
-             "--train-iters", str(SCHEDULE.train_iters), "--lr", str(SCHEDULE.lr), "--min-lr", str(SCHEDULE.min_lr),
-             "--lr-decay-style", "cosine", "--lr-warmup-iters", str(SCHEDULE.warmup_iters),
-             "--weight-decay", str(SCHEDULE.weight_decay), "--adam-beta1", str(SCHEDULE.adam_beta1),
-             "--adam-beta2", str(SCHEDULE.adam_beta2), "--adam-eps", str(SCHEDULE.adam_eps),
-             "--clip-grad", str(SCHEDULE.clip_grad), "--init-method-std", "0.02",
-             "--log-interval", "10", "--save-interval", "1000", "--eval-interval", "1000", "--eval-iters", "10"]
+    args += [
+        "--seq-length",
+        str(t.seq_len),
+        "--max-position-embeddings",
+        str(max(m.max_positions, t.seq_len)),
+        "--make-vocab-size-divisible-by",
+        "128",
+        "--attention-dropout",
+        "0.0",
+        "--hidden-dropout",
+        "0.0",
+        "--train-iters",
+        str(SCHEDULE.train_iters),
+        "--lr",
+        str(SCHEDULE.lr),
+        "--min-lr",
+        str(SCHEDULE.min_lr),
+        "--lr-decay-style",
+        "cosine",
+        "--lr-warmup-iters",
+        str(SCHEDULE.warmup_iters),
+        "--weight-decay",
+        str(SCHEDULE.weight_decay),
+        "--adam-beta1",
+        str(SCHEDULE.adam_beta1),
+        "--adam-beta2",
+        str(SCHEDULE.adam_beta2),
+        "--adam-eps",
+        str(SCHEDULE.adam_eps),
+        "--clip-grad",
+        str(SCHEDULE.clip_grad),
+        "--init-method-std",
+        "0.02",
+        "--log-interval",
+        "10",
+        "--save-interval",
+        "1000",
+        "--eval-interval",
+        "1000",
+        "--eval-iters",
+        "10",
+    ]
     return args
 
 
@@ -284,8 +337,24 @@ def neuron_args(plan: Plan) -> list[str]:
         args += ["--expert_parallel_size", str(p.ep)]
     if p.zero == 1:
         args.append("--use_zero_1")
-    args += ["--max_steps", str(SCHEDULE.train_iters), "--warmup_steps", str(SCHEDULE.warmup_iters),
-             "--lr", str(SCHEDULE.lr), "--min_lr", str(SCHEDULE.min_lr), "--weight_decay", str(SCHEDULE.weight_decay),
-             "--beta1", str(SCHEDULE.adam_beta1), "--beta2", str(SCHEDULE.adam_beta2),
-             "--grad_clip", str(SCHEDULE.clip_grad), "--use_mix_precision", "1"]
+    args += [
+        "--max_steps",
+        str(SCHEDULE.train_iters),
+        "--warmup_steps",
+        str(SCHEDULE.warmup_iters),
+        "--lr",
+        str(SCHEDULE.lr),
+        "--min_lr",
+        str(SCHEDULE.min_lr),
+        "--weight_decay",
+        str(SCHEDULE.weight_decay),
+        "--beta1",
+        str(SCHEDULE.adam_beta1),
+        "--beta2",
+        str(SCHEDULE.adam_beta2),
+        "--grad_clip",
+        str(SCHEDULE.clip_grad),
+        "--use_mix_precision",
+        "1",
+    ]
     return args

@@ -185,6 +185,4 @@ class Fleet:
     def group_bytes_per_s(self, span: int) -> float:
         """Bandwidth per rank of a process group whose ranks lie within ``span`` consecutive ranks:
         the intra-node link if the span fits in one node, else the rank's network share."""
-        return (
-            self.rank_intra_node_bytes_per_s if span <= self.ranks_per_node else self.rank_network_bytes_per_s
-        )
+        return self.rank_intra_node_bytes_per_s if span <= self.ranks_per_node else self.rank_network_bytes_per_s

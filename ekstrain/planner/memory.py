@@ -216,9 +216,7 @@ class MemoryBreakdown:
         }
 
 
-def stage_memory(
-    model: ModelSpec, parallel: ParallelConfig, training: TrainingSpec, index: int
-) -> MemoryBreakdown:
+def stage_memory(model: ModelSpec, parallel: ParallelConfig, training: TrainingSpec, index: int) -> MemoryBreakdown:
     """Memory of a rank of pipeline stage ``index`` (0 = first, holds the embedding)."""
     return _stage_memory(model, parallel, training, index, *_per_layer(model, parallel, training))
 

@@ -50,13 +50,9 @@ class ModelSpec:
             if getattr(self, key) < 1:
                 raise PlanError(f"model {self.name!r}: {key} must be >= 1, got {getattr(self, key)}")
         if self.hidden % self.heads:
-            raise PlanError(
-                f"model {self.name!r}: hidden {self.hidden} is not divisible by heads {self.heads}"
-            )
+            raise PlanError(f"model {self.name!r}: hidden {self.hidden} is not divisible by heads {self.heads}")
         if self.heads % self.kv_heads:
-            raise PlanError(
-                f"model {self.name!r}: heads {self.heads} not divisible by kv_heads {self.kv_heads}"
-            )
+            raise PlanError(f"model {self.name!r}: heads {self.heads} not divisible by kv_heads {self.kv_heads}")
         if self.top_k > self.experts:
             raise PlanError(f"model {self.name!r}: top_k {self.top_k} exceeds experts {self.experts}")
         if self.norm not in (LAYERNORM, RMSNORM):
@@ -131,12 +127,7 @@ class ModelSpec:
 
         Biases and norms are elementwise work, not matmuls, and are excluded from FLOP counts."""
         h, kv = self.hidden, self.kv_dim
-        return (
-            h * (h + 2 * kv)
-            + h * h
-            + self.top_k * self.mlp_matrices * h * self.ffn_hidden
-            + self.router_params
-        )
+        return h * (h + 2 * kv) + h * h + self.top_k * self.mlp_matrices * h * self.ffn_hidden + self.router_params
 
     @cached_property
     def embedding_params(self) -> int:
@@ -184,9 +175,7 @@ class ModelSpec:
             value, expected = data[f.name], _JSON_TYPES[str(f.type)]
             # bool is an int in Python: a JSON true must not pass for a layer count, nor 1 for a flag.
             if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-                raise PlanError(
-                    f"model JSON: {f.name} must be {_TYPE_NAMES[expected]}, got {json.dumps(value)}"
-                )
+                raise PlanError(f"model JSON: {f.name} must be {_TYPE_NAMES[expected]}, got {json.dumps(value)}")
         return cls(**data)
 
     @classmethod
@@ -205,17 +194,13 @@ def _read_json_object(path: str | Path, what: str) -> dict[str, Any]:
     except OSError as error:
         raise PlanError(f"cannot read {what} JSON {str(path)!r}: {error.strerror}") from None
     except json.JSONDecodeError as error:
-        raise PlanError(
-            f"{what} JSON {str(path)!r} is not valid JSON: {error.msg} at line {error.lineno}"
-        ) from None
+        raise PlanError(f"{what} JSON {str(path)!r} is not valid JSON: {error.msg} at line {error.lineno}") from None
     if not isinstance(data, dict):
         raise PlanError(f"{what} JSON {str(path)!r} must be an object")
     return data
 
 
-def _gpt(
-    name: str, layers: int, hidden: int, heads: int, seq_len: int = 2048, vocab: int = 51200
-) -> ModelSpec:
+def _gpt(name: str, layers: int, hidden: int, heads: int, seq_len: int = 2048, vocab: int = 51200) -> ModelSpec:
     """GPT-2/3 style (Narayanan Table 1): 4h GeLU MLP, biases, LayerNorm, learned positions, tied."""
     return ModelSpec(
         name,

@@ -48,8 +48,15 @@ class ParallelConfig:
 
     def degrees(self) -> dict[str, int]:
         """The integer layout knobs, under the names of the JSON plan contract."""
-        return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "cp": self.cp, "ep": self.ep, "vpp": self.vpp,
-                "micro_batch": self.micro_batch}
+        return {
+            "tp": self.tp,
+            "pp": self.pp,
+            "dp": self.dp,
+            "cp": self.cp,
+            "ep": self.ep,
+            "vpp": self.vpp,
+            "micro_batch": self.micro_batch,
+        }
 
     @property
     def grad_reduce_ranks(self) -> int:
@@ -83,13 +90,10 @@ class ParallelConfig:
         # tp/kv_heads times (neuronx-distributed's GQA replication; Llama 2 70B runs at TP32 on trn1).
         if model.heads % self.tp or (model.kv_heads % self.tp and self.tp % model.kv_heads):
             raise PlanError(
-                f"tp {self.tp} must divide heads {model.heads} and divide or be a multiple of "
-                f"kv_heads {model.kv_heads}"
+                f"tp {self.tp} must divide heads {model.heads} and divide or be a multiple of kv_heads {model.kv_heads}"
             )
         if model.ffn_hidden % self.tp or model.vocab % self.tp:
-            raise PlanError(
-                f"tp {self.tp} does not divide ffn_hidden {model.ffn_hidden} and vocab {model.vocab}"
-            )
+            raise PlanError(f"tp {self.tp} does not divide ffn_hidden {model.ffn_hidden} and vocab {model.vocab}")
         if training.seq_len % (2 * self.cp) and self.cp > 1:
             # Megatron's load-balanced causal CP cuts each sequence into 2*cp chunks.
             raise PlanError(f"seq_len {training.seq_len} is not divisible by 2*cp = {2 * self.cp}")
@@ -98,9 +102,7 @@ class ParallelConfig:
         if self.ep > 1 and not model.is_moe:
             raise PlanError(f"ep {self.ep} needs an MoE model; {model.name} is dense")
         if model.experts % self.ep or self.grad_reduce_ranks % self.ep:
-            raise PlanError(
-                f"ep {self.ep} must divide experts {model.experts} and dp*cp {self.grad_reduce_ranks}"
-            )
+            raise PlanError(f"ep {self.ep} must divide experts {model.experts} and dp*cp {self.grad_reduce_ranks}")
         if self.pp > model.layers:
             raise PlanError(f"pp {self.pp} exceeds the {model.layers} layers")
         edge, full = self.stage_layers(model.layers)
@@ -126,8 +128,7 @@ class ParallelConfig:
         if self.vpp > 1 and self.grad_accum(training) % self.pp:
             # Megatron's interleaved schedule runs micro-batches in groups of pp.
             raise PlanError(
-                f"vpp {self.vpp} needs micro-batches per step ({self.grad_accum(training)}) "
-                f"divisible by pp {self.pp}"
+                f"vpp {self.vpp} needs micro-batches per step ({self.grad_accum(training)}) divisible by pp {self.pp}"
             )
         if self.zero not in ZERO_STAGES:
             raise PlanError(f"zero must be one of {ZERO_STAGES}, got {self.zero}")

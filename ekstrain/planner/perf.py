@@ -161,9 +161,7 @@ def _layer_gemms(model: ModelSpec, tokens: float, tp: int, ep: int, peak: float,
         local_experts = model.experts / ep
         per_expert = tokens * model.top_k * ep / model.experts  # balanced routing
         time += _gemm(tokens, model.experts, h, peak, hbm)  # router
-        time += local_experts * (
-            _gemm(per_expert, up / tp, h, peak, hbm) + _gemm(per_expert, h, f / tp, peak, hbm)
-        )
+        time += local_experts * (_gemm(per_expert, up / tp, h, peak, hbm) + _gemm(per_expert, h, f / tp, peak, hbm))
     else:
         time += _gemm(tokens, up / tp, h, peak, hbm) + _gemm(tokens, h, f / tp, peak, hbm)
     return time
@@ -217,9 +215,7 @@ def _micro_batch_time(
     else:
         attention_forward = 4 * tokens * s * h / p.tp / peak
         attention_backward = 2 * attention_forward
-    stored = layer_activation_bytes(
-        model, s, b, p.tp, p.cp, p.sequence_parallel, NONE, training.flash_attention
-    )
+    stored = layer_activation_bytes(model, s, b, p.tp, p.cp, p.sequence_parallel, NONE, training.flash_attention)
     elementwise = eff.elementwise_traffic * stored / hbm
     layer_forward = gemms + lora + attention_forward + elementwise
     weight_grads = 0.0 if training.is_lora else gemms
@@ -318,9 +314,9 @@ def step_time(
         )
 
     def grads_reduce_scatter() -> float:
-        return comm.reduce_scatter(
-            links, wire * params.trainable_dense, dense_n, dense_stride
-        ) + comm.reduce_scatter(links, wire * params.trainable_expert, expert_n, expert_stride)
+        return comm.reduce_scatter(links, wire * params.trainable_dense, dense_n, dense_stride) + comm.reduce_scatter(
+            links, wire * params.trainable_expert, expert_n, expert_stride
+        )
 
     def weights_all_gather() -> float:
         return comm.all_gather(links, WEIGHT_BYTES * params.dense, dense_n, dense_stride) + comm.all_gather(
@@ -351,9 +347,7 @@ def step_time(
     trainable_shard = params.trainable / (p.grad_reduce_ranks if p.zero >= 1 else 1)
     if p.offload_optimizer:
         link = eff.host_link_gbytes_per_s * 1e9
-        optimizer = (
-            GRAD_BYTES + WEIGHT_BYTES
-        ) * trainable_shard / link + trainable_shard / eff.host_adam_params_per_s
+        optimizer = (GRAD_BYTES + WEIGHT_BYTES) * trainable_shard / link + trainable_shard / eff.host_adam_params_per_s
     else:
         optimizer = ADAMW_HBM_BYTES_PER_PARAM * trainable_shard / (fleet.rank_hbm_bytes_per_s * eff.hbm)
 

@@ -45,9 +45,7 @@ def rank(plans: list[Plan], top: int | None = None) -> list[Plan]:
     if not plans:
         return []
     fastest = min(p.step_time_s for p in plans)
-    cp_needed = plans[0].training.seq_len >= CP_MIN_SEQ or not any(
-        p.cp == 1 and _used(p) <= HEADROOM for p in plans
-    )
+    cp_needed = plans[0].training.seq_len >= CP_MIN_SEQ or not any(p.cp == 1 and _used(p) <= HEADROOM for p in plans)
 
     def key(plan: Plan) -> tuple[float, ...]:
         p = plan.parallel

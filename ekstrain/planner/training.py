@@ -50,9 +50,7 @@ class TrainingSpec:
     @classmethod
     def from_tokens(cls, global_batch_tokens: int, seq_len: int, **options: object) -> TrainingSpec:
         if global_batch_tokens % seq_len:
-            raise PlanError(
-                f"global batch of {global_batch_tokens} tokens is not a multiple of seq_len {seq_len}"
-            )
+            raise PlanError(f"global batch of {global_batch_tokens} tokens is not a multiple of seq_len {seq_len}")
         return cls(global_batch_tokens // seq_len, seq_len, **options)  # type: ignore[arg-type]
 
     @property

@@ -39,8 +39,7 @@ def file_name(obj: dict[str, Any]) -> str:
     return f"{obj.get('kind')}-{ns}-{meta.get('name')}.yaml"
 
 
-def render_missing(build: pathlib.Path, chart_src: pathlib.Path, helm: str,
-                   only: tuple[str, ...] = ()) -> list[str]:
+def render_missing(build: pathlib.Path, chart_src: pathlib.Path, helm: str, only: tuple[str, ...] = ()) -> list[str]:
     """Render every release of ``build/helm`` (those starting with one of ``only``, when given) that has no
     ``build/charts`` directory yet; returns problems."""
     problems = []
@@ -51,14 +50,29 @@ def render_missing(build: pathlib.Path, chart_src: pathlib.Path, helm: str,
         rel = yaml.safe_load(release_file.read_text()) or {}
         archive = _archive(chart_src, str(rel.get("chart")), str(rel.get("version")))
         if archive is None:
-            problems.append(f"{release_file.name}: chart archive {rel.get('chart')} {rel.get('version')} not in "
-                            f"{chart_src}")
+            problems.append(
+                f"{release_file.name}: chart archive {rel.get('chart')} {rel.get('version')} not in {chart_src}"
+            )
             continue
         values = out_dir.with_suffix(".values.yaml")
         values.parent.mkdir(parents=True, exist_ok=True)
         values.write_text(yaml.safe_dump(rel.get("values") or {}))
-        proc = subprocess.run([helm, "template", str(rel["name"]), str(archive), "-n", str(rel["namespace"]),
-                               "-f", str(values), "--include-crds"], capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            [
+                helm,
+                "template",
+                str(rel["name"]),
+                str(archive),
+                "-n",
+                str(rel["namespace"]),
+                "-f",
+                str(values),
+                "--include-crds",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         values.unlink()
         if proc.returncode != 0:
             problems.append(f"{release_file.name}: helm template failed: {proc.stderr.strip()[:200]}")
@@ -66,7 +80,10 @@ def render_missing(build: pathlib.Path, chart_src: pathlib.Path, helm: str,
         out_dir.mkdir(parents=True)
         for doc in yaml.safe_load_all(proc.stdout):
             if isinstance(doc, dict) and doc.get("kind"):
-                doc.setdefault("metadata", {}).setdefault("namespace", rel["namespace"]) \
-                    if doc["kind"] not in ("CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding") else None
+                doc.setdefault("metadata", {}).setdefault("namespace", rel["namespace"]) if doc["kind"] not in (
+                    "CustomResourceDefinition",
+                    "ClusterRole",
+                    "ClusterRoleBinding",
+                ) else None
                 (out_dir / file_name(doc)).write_text(yaml.safe_dump(doc, sort_keys=False))
     return problems

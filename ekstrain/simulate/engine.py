@@ -19,8 +19,13 @@ DEVICE_PLUGINS: dict[str, tuple[str, ...]] = {
     "aws-efa-k8s-device-plugin": ("vpc.amazonaws.com/efa",),
     "neuron-device-plugin": ("aws.amazon.com/neuron", "aws.amazon.com/neuroncore", "aws.amazon.com/neurondevice"),
 }
-EXTENDED = ("nvidia.com/gpu", "vpc.amazonaws.com/efa", "aws.amazon.com/neuron", "aws.amazon.com/neuroncore",
-            "aws.amazon.com/neurondevice")
+EXTENDED = (
+    "nvidia.com/gpu",
+    "vpc.amazonaws.com/efa",
+    "aws.amazon.com/neuron",
+    "aws.amazon.com/neuroncore",
+    "aws.amazon.com/neurondevice",
+)
 
 ADDON_DAEMONSETS: tuple[tuple[str, dict[str, str]], ...] = (
     # EKS managed add-ons run on every node (tolerate all taints) but are not in the rendered manifests;
@@ -75,8 +80,14 @@ def free(cluster: Cluster, node: Node) -> dict[str, float]:
     where the DaemonSet of their device plugin runs."""
     out = dict(node.allocatable)
     landed = _ds_on(cluster, node)
-    advertised = {r for _, s in landed for c in s.get("containers", [])
-                  for frag, res in DEVICE_PLUGINS.items() if frag in str(c.get("image", "")) for r in res}
+    advertised = {
+        r
+        for _, s in landed
+        for c in s.get("containers", [])
+        for frag, res in DEVICE_PLUGINS.items()
+        if frag in str(c.get("image", ""))
+        for r in res
+    }
     for r in EXTENDED:
         if r in out and r not in advertised:
             out[r] = 0.0
@@ -190,8 +201,10 @@ def _nodeset_groups(cluster: Cluster, w: Workload) -> tuple[list[PodGroup], list
     problems = []
     replicas = _replicas(ns)
     if replicas < nodes and not cluster.scale_nodesets:
-        problems.append(f"NodeSet {ns['metadata']['name']} has {replicas} replicas < {nodes} nodes asked: Slurm "
-                        "holds the job (scale it: schedulers.slurm.nodesetReplicas or kubectl scale nodeset)")
+        problems.append(
+            f"NodeSet {ns['metadata']['name']} has {replicas} replicas < {nodes} nodes asked: Slurm "
+            "holds the job (scale it: schedulers.slurm.nodesetReplicas or kubectl scale nodeset)"
+        )
     # The job runs on the NodeSet's pods: all of them hold nodes (scaled up to the job's size if asked).
     return [PodGroup("slurmd", max(nodes, replicas), nodeset_pod(ns))], problems
 
@@ -201,18 +214,26 @@ def nodeset_pod(ns: dict[str, Any]) -> dict[str, Any]:
     internal/builder/nodeset: template.spec + spec.slurmd as container ``slurmd``, spec.logfile sidecar)."""
     spec = ns["spec"]
     pod = dict((spec.get("template") or {}).get("spec") or {})
-    slurmd = {"name": "slurmd", "image": spec.get("slurmd", {}).get("image"),
-              "resources": spec.get("slurmd", {}).get("resources") or {}}
-    logfile = {"name": "logfile", "image": spec.get("logfile", {}).get("image"),
-               "resources": spec.get("logfile", {}).get("resources") or {}}
+    slurmd = {
+        "name": "slurmd",
+        "image": spec.get("slurmd", {}).get("image"),
+        "resources": spec.get("slurmd", {}).get("resources") or {},
+    }
+    logfile = {
+        "name": "logfile",
+        "image": spec.get("logfile", {}).get("image"),
+        "resources": spec.get("logfile", {}).get("resources") or {},
+    }
     pod["containers"] = [slurmd, logfile]
     return pod
 
 
 def nodeset_workloads(cluster: Cluster) -> list[dict[str, Any]]:
     """Each Slinky NodeSet as a workload of its slurmd pods (at least one: what scaling it up creates)."""
-    return [{"kind": "Pod", "metadata": {"name": f"{ns['metadata']['name']}-0"}, "spec": nodeset_pod(ns)}
-            for ns in cluster.nodesets.values()]
+    return [
+        {"kind": "Pod", "metadata": {"name": f"{ns['metadata']['name']}-0"}, "spec": nodeset_pod(ns)}
+        for ns in cluster.nodesets.values()
+    ]
 
 
 def simulate(cluster: Cluster, objects: list[dict[str, Any]]) -> Result:
@@ -234,8 +255,9 @@ def simulate(cluster: Cluster, objects: list[dict[str, Any]]) -> Result:
         blocked = [Blocked(w.name, "*", p) for p in w.problems]
         if w.volcano_queue is not None:
             req = _requests_total(w.groups)
-            why = volcano.enqueue_block(cluster.scheduler_config, req, idle) or \
-                volcano.queue_block(w.volcano_queue, cluster.queues, req)
+            why = volcano.enqueue_block(cluster.scheduler_config, req, idle) or volcano.queue_block(
+                w.volcano_queue, cluster.queues, req
+            )
             if why:
                 blocked.append(Blocked(w.name, "*", why))
         placed: list[tuple[PodGroup, Node]] = []

@@ -38,8 +38,17 @@ def general_purpose(name: str) -> catalog.InstanceType | None:
     if not m:
         return None
     vcpus = 2 if m.group(3) == "large" else 4 * int(m.group(2) or 1)
-    return catalog.InstanceType(name, "cpu", catalog.A10G, 0, vcpus, vcpus * MEMORY_PER_VCPU[m.group(1)], 12,
-                                efa_max_interfaces=0, network_cards=1)
+    return catalog.InstanceType(
+        name,
+        "cpu",
+        catalog.A10G,
+        0,
+        vcpus,
+        vcpus * MEMORY_PER_VCPU[m.group(1)],
+        12,
+        efa_max_interfaces=0,
+        network_cards=1,
+    )
 
 
 def system_nodes(instance_types: list[str]) -> list[Node]:
@@ -50,11 +59,16 @@ def system_nodes(instance_types: list[str]) -> list[Node]:
             continue
         mib = it.memory_gib * 1024
         cap = {"cpu": float(it.vcpus), "memory": float(mib * 2**20 * (1 - 0.075)), "pods": float(max_pods(name))}
-        labels = {names.SYSTEM_NODE_LABEL: {"system"}, "node.kubernetes.io/instance-type": {name},
-                  "kubernetes.io/os": {"linux"}, "kubernetes.io/arch": {"amd64"},
-                  "eks.amazonaws.com/capacityType": {"ON_DEMAND"}}
-        out.append(Node(pool="system", instance=it, labels=labels, taints=[], capacity=cap,
-                        allocatable=allocatable(it, cap)))
+        labels = {
+            names.SYSTEM_NODE_LABEL: {"system"},
+            "node.kubernetes.io/instance-type": {name},
+            "kubernetes.io/os": {"linux"},
+            "kubernetes.io/arch": {"amd64"},
+            "eks.amazonaws.com/capacityType": {"ON_DEMAND"},
+        }
+        out.append(
+            Node(pool="system", instance=it, labels=labels, taints=[], capacity=cap, allocatable=allocatable(it, cap))
+        )
     return out
 
 
@@ -78,14 +92,22 @@ def load(build: pathlib.Path, system_instance_types: list[str]) -> Cluster:
     nodes = system_nodes(system_instance_types)
     for pool in by_kind.get("NodePool", []):
         nodes += nodes_of(pool, classes)
-    daemonsets = [(o["metadata"]["name"], o["spec"]["template"].get("spec") or {})
-                  for o in by_kind.get("DaemonSet", [])]
+    daemonsets = [
+        (o["metadata"]["name"], o["spec"]["template"].get("spec") or {}) for o in by_kind.get("DaemonSet", [])
+    ]
     config = _scheduler_config(objects, build)
-    queues = {o["metadata"]["name"]: {k: parse(v) for k, v in ((o.get("spec") or {}).get("capability") or {}).items()}
-              for o in by_kind.get("Queue", [])}
+    queues = {
+        o["metadata"]["name"]: {k: parse(v) for k, v in ((o.get("spec") or {}).get("capability") or {}).items()}
+        for o in by_kind.get("Queue", [])
+    }
     if config is not None:
         queues.setdefault("default", {})  # the volcano chart creates it
     nodesets = {re.sub(r"^.*?-worker-", "", o["metadata"]["name"]): o for o in by_kind.get("NodeSet", [])}
-    return Cluster(nodes=nodes, daemonsets=daemonsets, scheduler_config=config or {}, queues=queues,
-                   runtimes={o["metadata"]["name"]: o for o in by_kind.get("ClusterTrainingRuntime", [])},
-                   nodesets=nodesets)
+    return Cluster(
+        nodes=nodes,
+        daemonsets=daemonsets,
+        scheduler_config=config or {},
+        queues=queues,
+        runtimes={o["metadata"]["name"]: o for o in by_kind.get("ClusterTrainingRuntime", [])},
+        nodesets=nodesets,
+    )

@@ -54,13 +54,17 @@ def tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
 
 def untolerated(tolerations: list[dict[str, Any]], taints: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Taints no toleration matches; only NoSchedule/NoExecute filter (plugins/tainttoleration)."""
-    return [t for t in taints if t.get("effect") in ("NoSchedule", "NoExecute")
-            and not any(tolerates(tol, t) for tol in tolerations or [])]
+    return [
+        t
+        for t in taints
+        if t.get("effect") in ("NoSchedule", "NoExecute") and not any(tolerates(tol, t) for tol in tolerations or [])
+    ]
 
 
 def pod_requests(spec: dict[str, Any]) -> dict[str, float]:
     """Effective requests (k8s.io/component-helpers/resource PodRequests): sum of containers, at least the
     largest init container, plus overhead; a container's limit stands in for a missing request."""
+
     def one(c: dict[str, Any]) -> dict[str, float]:
         res = c.get("resources") or {}
         merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
@@ -80,6 +84,8 @@ def pod_requests(spec: dict[str, Any]) -> dict[str, float]:
 
 def lands(spec: dict[str, Any], labels: dict[str, set[str]], taints: list[dict[str, Any]]) -> bool:
     """A pod spec (or DaemonSet template) can run on a node with these labels and taints."""
-    return (selector_matches(spec.get("nodeSelector") or {}, labels)
-            and affinity_matches(spec.get("affinity"), labels)
-            and not untolerated(spec.get("tolerations") or [], taints))
+    return (
+        selector_matches(spec.get("nodeSelector") or {}, labels)
+        and affinity_matches(spec.get("affinity"), labels)
+        and not untolerated(spec.get("tolerations") or [], taints)
+    )

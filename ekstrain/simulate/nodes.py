@@ -30,8 +30,16 @@ CPU_RESERVED_STEPS = ((0, 1, 0.06), (1, 2, 0.01), (2, 4, 0.005), (4, math.inf, 0
 
 ENI_MAX_PODS: dict[str, int] = {
     # amazon-eks-ami files/eni-max-pods.txt = Karpenter's ENILimitedPods on the default network card.
-    "p4d.24xlarge": 737, "p4de.24xlarge": 737, "p5.48xlarge": 100, "p5e.48xlarge": 100, "p5en.48xlarge": 100,
-    "trn1.32xlarge": 247, "trn1n.32xlarge": 247, "trn1.2xlarge": 58, "g5.8xlarge": 234, "g5.48xlarge": 345,
+    "p4d.24xlarge": 737,
+    "p4de.24xlarge": 737,
+    "p5.48xlarge": 100,
+    "p5e.48xlarge": 100,
+    "p5en.48xlarge": 100,
+    "trn1.32xlarge": 247,
+    "trn1n.32xlarge": 247,
+    "trn1.2xlarge": 58,
+    "g5.8xlarge": 234,
+    "g5.48xlarge": 345,
 }
 DEFAULT_MAX_PODS = 110
 """kubelet's default for types not in the table above."""
@@ -63,8 +71,11 @@ def max_pods(instance: str) -> int:
 
 def capacity(it: catalog.InstanceType, efa_attached: int | None) -> dict[str, float]:
     mib = it.memory_gib * 1024
-    cap = {"cpu": float(it.vcpus), "memory": float((mib - math.ceil(mib * VM_MEMORY_OVERHEAD_PERCENT)) * MIB),
-           "pods": float(max_pods(it.name))}
+    cap = {
+        "cpu": float(it.vcpus),
+        "memory": float((mib - math.ceil(mib * VM_MEMORY_OVERHEAD_PERCENT)) * MIB),
+        "pods": float(max_pods(it.name)),
+    }
     if it.family == catalog.GPU:
         cap["nvidia.com/gpu"] = float(it.accelerator_count)
     else:
@@ -117,14 +128,27 @@ def nodes_of(pool: dict[str, Any], node_classes: dict[str, dict[str, Any]]) -> l
         family, size = it_name.split(".", 1)
         labels = {k: set(v) for k, v in reqs.items()}
         labels.update({k: {str(v)} for k, v in (template.get("metadata", {}).get("labels") or {}).items()})
-        labels.update({
-            "node.kubernetes.io/instance-type": {it_name}, "karpenter.sh/nodepool": {name},
-            "karpenter.k8s.aws/instance-family": {family}, "karpenter.k8s.aws/instance-size": {size},
-            "kubernetes.io/os": labels.get("kubernetes.io/os", {"linux"}),
-            "kubernetes.io/arch": labels.get("kubernetes.io/arch", {WELL_KNOWN_ARCH}),
-        })
+        labels.update(
+            {
+                "node.kubernetes.io/instance-type": {it_name},
+                "karpenter.sh/nodepool": {name},
+                "karpenter.k8s.aws/instance-family": {family},
+                "karpenter.k8s.aws/instance-size": {size},
+                "kubernetes.io/os": labels.get("kubernetes.io/os", {"linux"}),
+                "kubernetes.io/arch": labels.get("kubernetes.io/arch", {WELL_KNOWN_ARCH}),
+            }
+        )
         labels.setdefault("karpenter.sh/capacity-type", {"on-demand"})
         cap = capacity(it, _attached_efa(node_class))
-        out.append(Node(pool=name, instance=it, labels=labels, taints=list(spec.get("taints") or []),
-                        capacity=cap, allocatable=allocatable(it, cap), pool_limits=limits))
+        out.append(
+            Node(
+                pool=name,
+                instance=it,
+                labels=labels,
+                taints=list(spec.get("taints") or []),
+                capacity=cap,
+                allocatable=allocatable(it, cap),
+                pool_limits=limits,
+            )
+        )
     return out

@@ -47,8 +47,12 @@ def actions(config: dict[str, Any]) -> list[str]:
 
 
 def plugins(config: dict[str, Any]) -> list[str]:
-    return [p["name"] for tier in config.get("tiers") or [] for p in tier.get("plugins") or []
-            if p.get("enabledJobEnqueued", True) is not False]
+    return [
+        p["name"]
+        for tier in config.get("tiers") or []
+        for p in tier.get("plugins") or []
+        if p.get("enabledJobEnqueued", True) is not False
+    ]
 
 
 def enqueue_block(config: dict[str, Any], requests: dict[str, float], idle: dict[str, float]) -> str | None:
@@ -58,13 +62,17 @@ def enqueue_block(config: dict[str, Any], requests: dict[str, float], idle: dict
     voters = [p for p in plugins(config) if p in ENQUEUE_VOTERS]
     if not voters:
         return None
-    short = sorted((r for r, v in requests.items() if v > 0 and idle.get(r, 0.0) * 1.2 < v),
-                   key=lambda r: (r in ("cpu", "memory", "pods"), r))
+    short = sorted(
+        (r for r, v in requests.items() if v > 0 and idle.get(r, 0.0) * 1.2 < v),
+        key=lambda r: (r in ("cpu", "memory", "pods"), r),
+    )
     if not short:
         return None
-    return (f"Volcano enqueue ({'/'.join(voters)}) keeps the PodGroup Pending: idle {short[0]} is "
-            f"{idle.get(short[0], 0.0):g} with every NodePool at zero, so no pod is created and Karpenter never scales "
-            "(drop `enqueue` from the scheduler actions)")
+    return (
+        f"Volcano enqueue ({'/'.join(voters)}) keeps the PodGroup Pending: idle {short[0]} is "
+        f"{idle.get(short[0], 0.0):g} with every NodePool at zero, so no pod is created and Karpenter never scales "
+        "(drop `enqueue` from the scheduler actions)"
+    )
 
 
 def queue_block(queue: str, queues: dict[str, dict[str, float]], requests: dict[str, float]) -> str | None:

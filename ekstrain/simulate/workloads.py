@@ -67,8 +67,9 @@ def _trainjob(obj: dict[str, Any], runtimes: dict[str, dict[str, Any]]) -> Workl
                 containers.append(c)
             pod["containers"] = containers
         for patch in spec.get("runtimePatches") or []:
-            for pj in (patch.get("trainingRuntimeSpec", {}).get("template", {}).get("spec", {})
-                       .get("replicatedJobs") or []):
+            for pj in (
+                patch.get("trainingRuntimeSpec", {}).get("template", {}).get("spec", {}).get("replicatedJobs") or []
+            ):
                 if pj.get("name") != job["name"]:
                     continue
                 ps = _spec(pj.get("template", {}).get("spec", {}).get("template"))
@@ -84,8 +85,9 @@ SBATCH = re.compile(r"^#SBATCH\s+--(partition|nodes)=(\S+)", re.MULTILINE)
 
 def sbatch(name: str, text: str) -> Workload:
     found = dict(SBATCH.findall(text))
-    return Workload(f"sbatch/{name}", [], slurm={"partition": found.get("partition"),
-                                                 "nodes": int(found.get("nodes", "1"))})
+    return Workload(
+        f"sbatch/{name}", [], slurm={"partition": found.get("partition"), "nodes": int(found.get("nodes", "1"))}
+    )
 
 
 def expand(obj: dict[str, Any], runtimes: dict[str, dict[str, Any]]) -> Workload | None:
@@ -98,15 +100,20 @@ def expand(obj: dict[str, Any], runtimes: dict[str, dict[str, Any]]) -> Workload
         texts = [(k, v) for k, v in (obj.get("data") or {}).items() if k.endswith(".sbatch")]
         return sbatch(texts[0][0], texts[0][1]) if texts else None
     if kind == "Pod":
-        return Workload(name, [PodGroup("pod", 1, spec)],
-                        volcano_queue=_pod_queue(obj) if spec.get("schedulerName") == VOLCANO else None)
+        return Workload(
+            name,
+            [PodGroup("pod", 1, spec)],
+            volcano_queue=_pod_queue(obj) if spec.get("schedulerName") == VOLCANO else None,
+        )
     if kind == "Job" and group == "batch":
         return Workload(name, [PodGroup("pod", int(spec.get("parallelism", 1)), _spec(spec.get("template")))])
     if kind in ("Deployment", "StatefulSet", "ReplicaSet"):
         return Workload(name, [PodGroup("pod", int(spec.get("replicas", 1)), _spec(spec.get("template")))])
     if kind == "Job" and group == "batch.volcano.sh":
-        groups = [PodGroup(t.get("name", "task"), int(t.get("replicas", 1)), _spec(t.get("template")))
-                  for t in spec.get("tasks") or []]
+        groups = [
+            PodGroup(t.get("name", "task"), int(t.get("replicas", 1)), _spec(t.get("template")))
+            for t in spec.get("tasks") or []
+        ]
         return Workload(name, groups, volcano_queue=spec.get("queue", "default"))
     if kind == "MPIJob":
         return Workload(name, _replicas(spec.get("mpiReplicaSpecs") or {}))
@@ -114,8 +121,9 @@ def expand(obj: dict[str, Any], runtimes: dict[str, dict[str, Any]]) -> Workload
         return Workload(name, _replicas(spec.get("pytorchReplicaSpecs") or {}))
     if kind in ("RayJob", "RayCluster"):
         cluster = spec.get("rayClusterSpec", {}) if kind == "RayJob" else spec
-        queue = labels.get("volcano.sh/queue-name", "default") if labels.get("ray.io/scheduler-name") == VOLCANO \
-            else None
+        queue = (
+            labels.get("volcano.sh/queue-name", "default") if labels.get("ray.io/scheduler-name") == VOLCANO else None
+        )
         return Workload(name, _ray(obj, cluster), volcano_queue=queue)
     if kind == "TrainJob":
         return _trainjob(obj, runtimes)

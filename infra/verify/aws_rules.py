@@ -42,37 +42,59 @@ class NameRule:
 NAME_RULES: dict[str, NameRule] = {
     # IAM CreateRole / CreatePolicy / PutRolePolicy: RoleName 1-64, PolicyName 1-128, [\w+=,.@-]+
     "aws:iam/role:Role": NameRule("name", 64, r"[\w+=,.@-]+", "IAM CreateRole RoleName", prefix_field="namePrefix"),
-    "aws:iam/policy:Policy": NameRule("name", 128, r"[\w+=,.@-]+", "IAM CreatePolicy PolicyName",
-                                      prefix_field="namePrefix"),
-    "aws:iam/rolePolicy:RolePolicy": NameRule("name", 128, r"[\w+=,.@-]+", "IAM PutRolePolicy PolicyName",
-                                              prefix_field="namePrefix"),
+    "aws:iam/policy:Policy": NameRule(
+        "name", 128, r"[\w+=,.@-]+", "IAM CreatePolicy PolicyName", prefix_field="namePrefix"
+    ),
+    "aws:iam/rolePolicy:RolePolicy": NameRule(
+        "name", 128, r"[\w+=,.@-]+", "IAM PutRolePolicy PolicyName", prefix_field="namePrefix"
+    ),
     # SQS CreateQueue: up to 80 alphanumerics, hyphens, underscores (+ .fifo)
-    "aws:sqs/queue:Queue": NameRule("name", 80, r"[A-Za-z0-9_-]+(\.fifo)?", "SQS CreateQueue QueueName",
-                                    prefix_field="namePrefix"),
+    "aws:sqs/queue:Queue": NameRule(
+        "name", 80, r"[A-Za-z0-9_-]+(\.fifo)?", "SQS CreateQueue QueueName", prefix_field="namePrefix"
+    ),
     # EventBridge PutRule: 1-64, [\.\-_A-Za-z0-9]+
-    "aws:cloudwatch/eventRule:EventRule": NameRule("name", 64, r"[.\-_A-Za-z0-9]+", "EventBridge PutRule Name",
-                                                   prefix_field="namePrefix"),
+    "aws:cloudwatch/eventRule:EventRule": NameRule(
+        "name", 64, r"[.\-_A-Za-z0-9]+", "EventBridge PutRule Name", prefix_field="namePrefix"
+    ),
     # CloudWatch Logs CreateLogGroup: 1-512, [\.\-_/#A-Za-z0-9]+
-    "aws:cloudwatch/logGroup:LogGroup": NameRule("name", 512, r"[.\-_/#A-Za-z0-9]+", "Logs CreateLogGroup",
-                                                 prefix_field="namePrefix"),
+    "aws:cloudwatch/logGroup:LogGroup": NameRule(
+        "name", 512, r"[.\-_/#A-Za-z0-9]+", "Logs CreateLogGroup", prefix_field="namePrefix"
+    ),
     # KMS CreateAlias: alias/ + 1-256 of [a-zA-Z0-9/_-]; alias/aws/ is reserved
-    "aws:kms/alias:Alias": NameRule("name", 256, r"alias/(?!aws/)[a-zA-Z0-9/_-]+", "KMS CreateAlias AliasName",
-                                    prefix_field="namePrefix", autonamed=False),
+    "aws:kms/alias:Alias": NameRule(
+        "name",
+        256,
+        r"alias/(?!aws/)[a-zA-Z0-9/_-]+",
+        "KMS CreateAlias AliasName",
+        prefix_field="namePrefix",
+        autonamed=False,
+    ),
     # EC2 CreateSecurityGroup: GroupName up to 255, may not start with sg-
-    "aws:ec2/securityGroup:SecurityGroup": NameRule("name", 255, r"(?!sg-)[\x20-\x7e]+",
-                                                    "EC2 CreateSecurityGroup GroupName", prefix_field="namePrefix"),
+    "aws:ec2/securityGroup:SecurityGroup": NameRule(
+        "name", 255, r"(?!sg-)[\x20-\x7e]+", "EC2 CreateSecurityGroup GroupName", prefix_field="namePrefix"
+    ),
     # EC2 CreateLaunchTemplate: 3-128, [a-zA-Z0-9\(\)\.\-/_]+
-    "aws:ec2/launchTemplate:LaunchTemplate": NameRule("name", 128, r"[a-zA-Z0-9().\-/_]+",
-                                                      "EC2 CreateLaunchTemplate LaunchTemplateName", min_len=3,
-                                                      prefix_field="namePrefix"),
+    "aws:ec2/launchTemplate:LaunchTemplate": NameRule(
+        "name",
+        128,
+        r"[a-zA-Z0-9().\-/_]+",
+        "EC2 CreateLaunchTemplate LaunchTemplateName",
+        min_len=3,
+        prefix_field="namePrefix",
+    ),
     # EC2 CreatePlacementGroup: up to 255 ASCII characters
     "aws:ec2/placementGroup:PlacementGroup": NameRule("name", 255, r"[\x20-\x7e]+", "EC2 CreatePlacementGroup"),
     # EKS CreateCluster: 1-100, ^[0-9A-Za-z][A-Za-z0-9\-_]*
     "eks:index:Cluster": NameRule("name", 100, r"[0-9A-Za-z][A-Za-z0-9\-_]*", "EKS CreateCluster name"),
     "aws:eks/cluster:Cluster": NameRule("name", 100, r"[0-9A-Za-z][A-Za-z0-9\-_]*", "EKS CreateCluster name"),
     # EKS CreateNodegroup: nodegroupName 1-63, [0-9A-Za-z][A-Za-z0-9\-_]*
-    "eks:index:ManagedNodeGroup": NameRule("nodeGroupName", 63, r"[0-9A-Za-z][A-Za-z0-9\-_]*",
-                                           "EKS CreateNodegroup nodegroupName", prefix_field="nodeGroupNamePrefix"),
+    "eks:index:ManagedNodeGroup": NameRule(
+        "nodeGroupName",
+        63,
+        r"[0-9A-Za-z][A-Za-z0-9\-_]*",
+        "EKS CreateNodegroup nodegroupName",
+        prefix_field="nodeGroupNamePrefix",
+    ),
     # EFS CreateFileSystem: CreationToken 1-64
     "aws:efs/fileSystem:FileSystem": NameRule("creationToken", 64, r".+", "EFS CreateFileSystem CreationToken"),
 }
@@ -111,11 +133,10 @@ def check_name(record: offline.Record) -> list[str]:
         return []
     name, auto = found
     what = f"{record.type} {record.name}: {rule.field}"
-    shown = f"autoname {name[:-(AUTONAME_SUFFIX - 1)]}<7 random>" if auto else repr(name)
+    shown = f"autoname {name[: -(AUTONAME_SUFFIX - 1)]}<7 random>" if auto else repr(name)
     out = []
     if not rule.min_len <= len(name) <= rule.max_len:
-        out.append(f"{what} {shown} is {len(name)} characters; {rule.source} allows "
-                   f"{rule.min_len}-{rule.max_len}")
+        out.append(f"{what} {shown} is {len(name)} characters; {rule.source} allows {rule.min_len}-{rule.max_len}")
     if not re.fullmatch(rule.pattern, name):
         out.append(f"{what} {shown} has characters {rule.source} rejects (allowed: {rule.pattern})")
     return out
@@ -141,13 +162,17 @@ def check_bucket(record: offline.Record) -> list[str]:
     prefix = _plain(record.inputs.get("bucketPrefix"))
     if explicit is None and prefix is not None:
         if len(prefix) > 37:
-            return [f"{record.type} {record.name}: bucketPrefix {prefix!r} is {len(prefix)} characters; "
-                    "the provider allows 37 (a 26-character unique suffix is appended)"]
+            return [
+                f"{record.type} {record.name}: bucketPrefix {prefix!r} is {len(prefix)} characters; "
+                "the provider allows 37 (a 26-character unique suffix is appended)"
+            ]
         name = prefix + "x" * 26
     else:
         name = explicit if explicit is not None else f"{record.name}-{'x' * (AUTONAME_SUFFIX - 1)}"
-    return [f"{record.type} {record.name}: bucket name {name!r}: {p} (S3 bucket naming rules)"
-            for p in bucket_name_problems(name)]
+    return [
+        f"{record.type} {record.name}: bucket name {name!r}: {p} (S3 bucket naming rules)"
+        for p in bucket_name_problems(name)
+    ]
 
 
 def tag_problems(tags: dict[str, Any]) -> list[str]:
@@ -196,15 +221,18 @@ def check_cidrs(records: list[offline.Record]) -> list[str]:
         vpc = vpcs.get(str(r.inputs.get("vpcId")))
         if vpc is not None and _plain(vpc.inputs.get("cidrBlock")):
             vnet = ipaddress.ip_network(vpc.inputs["cidrBlock"])
-            if not isinstance(net, ipaddress.IPv4Network) or not isinstance(vnet, ipaddress.IPv4Network) \
-                    or not net.subnet_of(vnet):
+            if (
+                not isinstance(net, ipaddress.IPv4Network)
+                or not isinstance(vnet, ipaddress.IPv4Network)
+                or not net.subnet_of(vnet)
+            ):
                 out.append(f"{r.type} {r.name}: cidrBlock {net} is not inside VPC {vpc.name}'s {vnet}")
         if isinstance(net, ipaddress.IPv4Network) and not 16 <= net.prefixlen <= 28:
             out.append(f"{r.type} {r.name}: cidrBlock {net}: EC2 subnets are /16 to /28")
         per_vpc[str(r.inputs.get("vpcId"))].append((r.name, net))  # type: ignore[arg-type]
     for subnets in per_vpc.values():
         for i, (a, na) in enumerate(subnets):
-            for b, nb in subnets[i + 1:]:
+            for b, nb in subnets[i + 1 :]:
                 if na.overlaps(nb):
                     out.append(f"aws:ec2/subnet:Subnet {a} ({na}) overlaps {b} ({nb}) in the same VPC")
     return out
@@ -224,16 +252,21 @@ def check_efs_mount_targets(records: list[offline.Record]) -> list[str]:
             continue
         key = (str(r.inputs.get("fileSystemId")), az)
         if key in seen:
-            out.append(f"{r.type} {r.name}: a second mount target in {az} for the same file system (also "
-                       f"{seen[key]}); EFS allows one per Availability Zone (MountTargetConflict)")
+            out.append(
+                f"{r.type} {r.name}: a second mount target in {az} for the same file system (also "
+                f"{seen[key]}); EFS allows one per Availability Zone (MountTargetConflict)"
+            )
         seen.setdefault(key, r.name)
     return out
 
 
 # FSx for Lustre CreateFileSystem StorageCapacity and PerUnitStorageThroughput (API reference).
 _FSX_SSD_STEP = {"SCRATCH_1": 3600, "SCRATCH_2": 2400, "PERSISTENT_1": 2400, "PERSISTENT_2": 2400}
-_FSX_THROUGHPUT = {("PERSISTENT_1", "SSD"): {50, 100, 200}, ("PERSISTENT_1", "HDD"): {12, 40},
-                   ("PERSISTENT_2", "SSD"): {125, 250, 500, 1000}}
+_FSX_THROUGHPUT = {
+    ("PERSISTENT_1", "SSD"): {50, 100, 200},
+    ("PERSISTENT_1", "HDD"): {12, 40},
+    ("PERSISTENT_2", "SSD"): {125, 250, 500, 1000},
+}
 _FSX_HDD_STEP = {12: 6000, 40: 1800}
 
 
@@ -263,9 +296,15 @@ def check_fsx(record: offline.Record) -> list[str]:
     if not isinstance(capacity, int):
         return []
     throughput = i.get("perUnitStorageThroughput")
-    return [f"{record.type} {record.name}: {p}" for p in fsx_problems(
-        str(i.get("deploymentType") or "SCRATCH_1"), str(i.get("storageType") or "SSD"), capacity,
-        throughput if isinstance(throughput, int) else None)]
+    return [
+        f"{record.type} {record.name}: {p}"
+        for p in fsx_problems(
+            str(i.get("deploymentType") or "SCRATCH_1"),
+            str(i.get("storageType") or "SSD"),
+            capacity,
+            throughput if isinstance(throughput, int) else None,
+        )
+    ]
 
 
 def check_recording(rec: offline.Recording) -> Check:

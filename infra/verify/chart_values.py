@@ -41,8 +41,9 @@ def value_problems(chart_dir: str, values: dict[str, Any], kubernetes_version: s
 
 def templated_entries(chart_dir: str, values: dict[str, Any]) -> list[str]:
     """``map.entry`` of every templated entry the values hold (what ``entry_problems`` checks)."""
-    return [f"{map_key}.{name}" for map_key in TEMPLATED_MAPS.get(chart_dir, {})
-            for name in (values.get(map_key) or {})]
+    return [
+        f"{map_key}.{name}" for map_key in TEMPLATED_MAPS.get(chart_dir, {}) for name in (values.get(map_key) or {})
+    ]
 
 
 def entry_problems(chart_dir: str, values: dict[str, Any], kubernetes_version: str) -> list[str]:
@@ -73,10 +74,13 @@ def _kubernetes_problems(entry: dict[str, Any], container_key: str, kubernetes_v
     pod_spec = {**(entry.get("podSpec") or {}), "containers": [container]}
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "check"}, "spec": pod_spec}
     out = validation.validate_object(pod, kubernetes_version)
-    service = (entry.get("service") or {})
+    service = entry.get("service") or {}
     if service:
-        svc = {"apiVersion": "v1", "kind": "Service",
-               "metadata": {"name": "check", **(service.get("metadata") or {})},
-               "spec": {"ports": [{"port": 22}], **(service.get("spec") or {})}}
+        svc = {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "check", **(service.get("metadata") or {})},
+            "spec": {"ports": [{"port": 22}], **(service.get("spec") or {})},
+        }
         out += validation.validate_object(svc, kubernetes_version)
     return out

@@ -44,10 +44,26 @@ _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 # Built-in kinds that are not namespaced (custom resources: the CRD's scope says).
 CLUSTER_SCOPED = {
-    "Namespace", "Node", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
-    "StorageClass", "CSIDriver", "CSINode", "VolumeAttachment", "PriorityClass", "RuntimeClass", "IngressClass",
-    "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy",
-    "ValidatingAdmissionPolicyBinding", "APIService", "ComponentStatus", "DeviceClass",
+    "Namespace",
+    "Node",
+    "PersistentVolume",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CustomResourceDefinition",
+    "StorageClass",
+    "CSIDriver",
+    "CSINode",
+    "VolumeAttachment",
+    "PriorityClass",
+    "RuntimeClass",
+    "IngressClass",
+    "ValidatingWebhookConfiguration",
+    "MutatingWebhookConfiguration",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "APIService",
+    "ComponentStatus",
+    "DeviceClass",
 }
 
 
@@ -90,9 +106,15 @@ class Release:
 
     @classmethod
     def from_inputs(cls, group: str, inputs: dict[str, Any]) -> Release:
-        return cls(group, str(inputs.get("name")), str(inputs.get("chart")), str(inputs.get("version")),
-                   str(inputs.get("namespace") or "default"), dict(inputs.get("values") or {}),
-                   bool(inputs.get("skipCrds")))
+        return cls(
+            group,
+            str(inputs.get("name")),
+            str(inputs.get("chart")),
+            str(inputs.get("version")),
+            str(inputs.get("namespace") or "default"),
+            dict(inputs.get("values") or {}),
+            bool(inputs.get("skipCrds")),
+        )
 
 
 def chart_archive(release: Release) -> pathlib.Path | None:
@@ -108,18 +130,29 @@ def _fingerprint(path: pathlib.Path) -> str:
     return f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"
 
 
-def template(release: Release, kube_version: str, api_versions: Iterable[str] = (),
-             values: dict[str, Any] | None = None) -> str:
+def template(
+    release: Release, kube_version: str, api_versions: Iterable[str] = (), values: dict[str, Any] | None = None
+) -> str:
     """``helm template`` output (multi-document YAML) for ``release``, cached on disk."""
     helm = helm_binary()
     if helm is None:
         raise HelmMissing("helm not found: put helm on PATH, set EKSTRAIN_HELM, or run `make .tools/helm`")
     archive = chart_archive(release)
     if archive is None:
-        raise FileNotFoundError(f"no chart source chart-src/{release.chart_name}-{release.version}.tgz under "
-                                f"{validation.upstream_dir()}")
-    args = [release.name, str(archive), "--namespace", release.namespace, "--kube-version", f"{kube_version}.0",
-            "--values", "-", "--skip-tests"]  # test hooks run on `helm test`, not on install
+        raise FileNotFoundError(
+            f"no chart source chart-src/{release.chart_name}-{release.version}.tgz under {validation.upstream_dir()}"
+        )
+    args = [
+        release.name,
+        str(archive),
+        "--namespace",
+        release.namespace,
+        "--kube-version",
+        f"{kube_version}.0",
+        "--values",
+        "-",
+        "--skip-tests",
+    ]  # test hooks run on `helm test`, not on install
     if not release.skip_crds:
         args.append("--include-crds")
     apis = sorted(set(api_versions))
@@ -130,11 +163,19 @@ def template(release: Release, kube_version: str, api_versions: Iterable[str] = 
     cached = validation.cache_root() / "helm" / f"{key.hexdigest()[:40]}.yaml"
     if cached.exists():
         return cached.read_text()
-    proc = subprocess.run([helm, "template", *args], input=body, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "HELM_CACHE_HOME": str(validation.cache_root() / "helm-home")})
+    proc = subprocess.run(
+        [helm, "template", *args],
+        input=body,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HELM_CACHE_HOME": str(validation.cache_root() / "helm-home")},
+    )
     if proc.returncode != 0:
-        raise RuntimeError(f"helm template {release.name} ({release.chart_name} {release.version}) failed: "
-                           f"{proc.stderr.strip()[-2000:]}")
+        raise RuntimeError(
+            f"helm template {release.name} ({release.chart_name} {release.version}) failed: "
+            f"{proc.stderr.strip()[-2000:]}"
+        )
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         partial = cached.with_suffix(f".{os.getpid()}.partial")
@@ -182,8 +223,9 @@ def _flatten_lists(docs: list[Any]) -> list[Any]:
     return out
 
 
-def objects_of(docs: list[Any], release: Release,
-               crds: dict[tuple[str, str], validation.CrdVersion]) -> list[dict[str, Any]]:
+def objects_of(
+    docs: list[Any], release: Release, crds: dict[tuple[str, str], validation.CrdVersion]
+) -> list[dict[str, Any]]:
     out = []
     for doc in _flatten_lists(docs):
         if not isinstance(doc, dict) or not doc:
@@ -290,8 +332,13 @@ def render_all(releases: list[Release], kube_version: str, extra_crds: Iterable[
         docs.update({r.key: parse(texts[r.key]) for r in again if r.key in texts})
     crds = validation.pickled(f"crd-schemas-charts-{digest.hexdigest()[:40]}", lambda: validation.schemas_of(crd_docs))
     objs = {r.key: objects_of(docs[r.key], r, crds) for r in releases if r.key in texts}
-    digests = {r.key: hashlib.sha256(f"{digest.hexdigest()}|{r.key}|{r.namespace}|".encode()
-                                     + texts[r.key].encode()).hexdigest()[:40] for r in releases if r.key in texts}
+    digests = {
+        r.key: hashlib.sha256(
+            f"{digest.hexdigest()}|{r.key}|{r.namespace}|".encode() + texts[r.key].encode()
+        ).hexdigest()[:40]
+        for r in releases
+        if r.key in texts
+    }
     return Rendered(objs, crds, sorted(problems), apis, digests)
 
 
@@ -335,6 +382,7 @@ def read_rendered(build_dir: pathlib.Path | str) -> list[tuple[str, dict[str, An
 
 
 # ---- values leaves that change nothing --------------------------------------------------------
+
 
 def chart_defaults(release: Release) -> dict[str, Any]:
     """The chart's own values.yaml, read from the archive that is rendered."""
@@ -384,9 +432,22 @@ def noop_leaves(release: Release, kube_version: str, api_versions: Iterable[str]
     One render per such key (cached); the answer itself is cached on the same inputs."""
     apis = sorted(api_versions)
     archive = chart_archive(release)
-    key = hashlib.sha256(json.dumps([_fingerprint(archive) if archive else "", str(helm_binary()), release.name,
-                                     release.namespace, release.values, kube_version, apis, release.skip_crds],
-                                    sort_keys=True, default=str).encode()).hexdigest()[:40]
+    key = hashlib.sha256(
+        json.dumps(
+            [
+                _fingerprint(archive) if archive else "",
+                str(helm_binary()),
+                release.name,
+                release.namespace,
+                release.values,
+                kube_version,
+                apis,
+                release.skip_crds,
+            ],
+            sort_keys=True,
+            default=str,
+        ).encode()
+    ).hexdigest()[:40]
     return validation.pickled(f"helm/noop-{key}", lambda: _noop_leaves(release, kube_version, apis))
 
 
@@ -412,12 +473,13 @@ def _noop_leaves(release: Release, kube_version: str, apis: list[str]) -> list[s
     tried: set[tuple[str, ...]] = set()
     while True:
         parents = sorted({p[:-1] for p in noop if len(p) > 1} - tried)
-        parents = [q for q in parents
-                   if all(any(c[:len(n)] == n for n in noop) for c in candidates if c[:len(q)] == q)]
+        parents = [
+            q for q in parents if all(any(c[: len(n)] == n for n in noop) for c in candidates if c[: len(q)] == q)
+        ]
         if not parents:
             break
         tried |= set(parents)
         for parent, same in zip(parents, changes_nothing(parents), strict=True):
             if same:
-                noop = {q for q in noop if q[:len(parent)] != parent} | {parent}
+                noop = {q for q in noop if q[: len(parent)] != parent} | {parent}
     return sorted(".".join(p) for p in noop)

@@ -33,8 +33,13 @@ POLICY_TYPES = {  # type token -> the input holding a policy document
     "aws:kms/keyPolicy:KeyPolicy": "policy",
 }
 # Resource-based and trust policies: their Principal/Resource semantics differ from identity policies.
-RESOURCE_POLICIES = {"aws:sqs/queuePolicy:QueuePolicy", "aws:s3/bucketPolicy:BucketPolicy", "aws:kms/key:Key",
-                     "aws:kms/keyPolicy:KeyPolicy", "aws:iam/role:Role"}
+RESOURCE_POLICIES = {
+    "aws:sqs/queuePolicy:QueuePolicy",
+    "aws:s3/bucketPolicy:BucketPolicy",
+    "aws:kms/key:Key",
+    "aws:kms/keyPolicy:KeyPolicy",
+    "aws:iam/role:Role",
+}
 
 
 def as_list(value: Any) -> list[Any]:
@@ -59,8 +64,11 @@ def _table() -> dict[str, dict[str, tuple[str, tuple[str, ...]]]]:
             arns = {r["resource"]: r["arn"] for r in (service.get("resources") or {}).values()}
             actions = out.setdefault(prefix.lower(), {})
             for name, action in service["privileges"].items():
-                formats = tuple(arns[rt["resource_type"]] for rt in (action.get("resource_types") or {}).values()
-                                if rt.get("resource_type") in arns)
+                formats = tuple(
+                    arns[rt["resource_type"]]
+                    for rt in (action.get("resource_types") or {}).values()
+                    if rt.get("resource_type") in arns
+                )
                 actions[name.lower()] = (action.get("access_level", ""), formats)
         return out
 
@@ -85,8 +93,14 @@ def expand(action: str) -> list[str]:
 def arn_pattern(arn_format: str) -> re.Pattern[str]:
     """An AWS ARN format (``arn:${Partition}:ec2:${Region}:${Account}:instance/${InstanceId}``) as a regex."""
     parts = re.split(r"(\$\{[^}]+\})", arn_format)
-    regex = "".join("[^:]*" if p.startswith("${") and p.lower() in ("${region}", "${account}", "${partition}")
-                    else ".+" if p.startswith("${") else re.escape(p) for p in parts)
+    regex = "".join(
+        "[^:]*"
+        if p.startswith("${") and p.lower() in ("${region}", "${account}", "${partition}")
+        else ".+"
+        if p.startswith("${")
+        else re.escape(p)
+        for p in parts
+    )
     return re.compile(f"^{regex}$")
 
 
@@ -172,6 +186,7 @@ def check_recording(rec: offline.Recording, accepted_entries: list[dict[str, str
 
 # ---- Karpenter's reference CloudFormation ---------------------------------------------------------
 
+
 class _CfnLoader(yaml.SafeLoader):
     pass
 
@@ -196,8 +211,9 @@ def load_cfn(path: pathlib.Path, variables: Mapping[str, str]) -> dict[str, Any]
     return yaml.load(text, Loader=_CfnLoader)  # noqa: S506 (a SafeLoader subclass)
 
 
-def karpenter_reference(path: pathlib.Path, variables: Mapping[str, str]) -> tuple[dict[str, list[dict[str, Any]]],
-                                                                                  list[str]]:
+def karpenter_reference(
+    path: pathlib.Path, variables: Mapping[str, str]
+) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
     """(controller policy short name -> statements, node role managed policy ARNs) from the template."""
     template = load_cfn(path, variables)
     policies = {}
@@ -213,6 +229,7 @@ def karpenter_reference(path: pathlib.Path, variables: Mapping[str, str]) -> tup
 
 def normalise(stmt: Mapping[str, Any]) -> str:
     """A statement as comparable text: no Sid, single values as lists, lists sorted."""
+
     def norm(v: Any) -> Any:
         if isinstance(v, dict):
             return {k: norm(x) for k, x in sorted(v.items())}
@@ -220,6 +237,9 @@ def normalise(stmt: Mapping[str, Any]) -> str:
             return sorted((norm(x) for x in v), key=lambda x: json.dumps(x, sort_keys=True))
         return v
 
-    body = {k: (norm(as_list(v)) if k in ("Action", "Resource", "NotAction", "NotResource") else norm(v))
-            for k, v in stmt.items() if k != "Sid"}
+    body = {
+        k: (norm(as_list(v)) if k in ("Action", "Resource", "NotAction", "NotResource") else norm(v))
+        for k, v in stmt.items()
+        if k != "Sid"
+    }
     return json.dumps(body, sort_keys=True)

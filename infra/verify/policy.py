@@ -29,8 +29,17 @@ def pack_config(stack: str) -> dict[str, Any]:
 
 def check_recording(rec: offline.Recording, stack: str) -> Check:
     check = Check("policy pack: CrossGuard rules (policy/ekstrain_policy)", len(rec.records), what="resources")
-    resources = [rules.Resource(type=r.type, name=r.name, urn=r.urn, props=r.outputs or r.inputs, protect=r.protect,
-                                dependencies=frozenset(r.dependencies)) for r in rec.records]
+    resources = [
+        rules.Resource(
+            type=r.type,
+            name=r.name,
+            urn=r.urn,
+            props=r.outputs or r.inputs,
+            protect=r.protect,
+            dependencies=frozenset(r.dependencies),
+        )
+        for r in rec.records
+    ]
     mandatory = {rule.name: rule.mandatory for rule in rules.RULES}
     for name, urn, message in rules.evaluate(resources, pack_config(stack)):
         line = f"{name} ({urn.rsplit('::', 1)[-1] or 'stack'}): {message}"

@@ -72,8 +72,11 @@ def required(cls: type) -> frozenset[str]:
     """Wire names the constructor requires (no default)."""
     names = {py: wire for py, wire, _ in ptypes._py_properties(cls)}  # noqa: SLF001
     params = inspect.signature(cls.__init__).parameters  # type: ignore[misc]
-    return frozenset(names[p] for p, v in params.items()
-                     if p in names and v.default is inspect.Parameter.empty and v.kind is not v.VAR_KEYWORD)
+    return frozenset(
+        names[p]
+        for p, v in params.items()
+        if p in names and v.default is inspect.Parameter.empty and v.kind is not v.VAR_KEYWORD
+    )
 
 
 def _alternatives(hint: Any) -> list[Any]:
@@ -129,8 +132,11 @@ def check_value(value: Any, hint: Any, path: str) -> list[str]:
             return []
         if best is None or len(found) < len(best):
             best = found
-    return best if best is not None else [f"{path}: expected {_describe(hint)}, got {type(value).__name__} "
-                                          f"{_short(value)}"]
+    return (
+        best
+        if best is not None
+        else [f"{path}: expected {_describe(hint)}, got {type(value).__name__} {_short(value)}"]
+    )
 
 
 def _short(value: Any) -> str:
@@ -176,8 +182,10 @@ def check_object(value: dict[str, Any], cls: type, path: str) -> list[str]:
         where = f"{path}.{key}" if path else key
         if key not in props:
             close = _closest(key, props)
-            out.append(f"{where}: unknown property of {cls.__name__.removesuffix('Args')}"
-                       + (f" (did you mean {close!r}?)" if close else ""))
+            out.append(
+                f"{where}: unknown property of {cls.__name__.removesuffix('Args')}"
+                + (f" (did you mean {close!r}?)" if close else "")
+            )
         elif v is not None:
             out += check_value(v, props[key], where)
     for key in sorted(required(cls) - set(value)):

@@ -19,17 +19,25 @@ def plaintext_credentials(records: Iterable[offline.Record]) -> list[str]:
             for prop in ("data", "stringData"):
                 if prop in secret:
                     continue
-                out += [f"{r.name}.{prop}.{k}" for k, v in (r.inputs.get(prop) or {}).items()
-                        if v and f"{prop}.{k}" not in secret]
+                out += [
+                    f"{r.name}.{prop}.{k}"
+                    for k, v in (r.inputs.get(prop) or {}).items()
+                    if v and f"{prop}.{k}" not in secret
+                ]
         elif r.type == rules.HELM_RELEASE and "values" not in secret:
-            out += [f"{r.name}.values.{p}" for p in rules.sensitive_values(r.inputs.get("values"))
-                    if f"values.{p}" not in secret]
+            out += [
+                f"{r.name}.values.{p}"
+                for p in rules.sensitive_values(r.inputs.get("values"))
+                if f"values.{p}" not in secret
+            ]
     return out
 
 
 def check_recording(rec: offline.Recording) -> Check:
     records = [r for r in rec.records if r.type in (rules.K8S_SECRET, rules.HELM_RELEASE)]
     check = Check("credentials: Pulumi secrets in the state", len(records), what="secrets and releases")
-    check.problems += [f"{p}: plaintext in the state; pass it as a Pulumi secret (pulumi.Output.secret, "
-                       "config --secret)" for p in plaintext_credentials(records)]
+    check.problems += [
+        f"{p}: plaintext in the state; pass it as a Pulumi secret (pulumi.Output.secret, config --secret)"
+        for p in plaintext_credentials(records)
+    ]
     return check

@@ -59,8 +59,15 @@ def _object_class(hint: Any) -> tuple[type | None, bool]:
 
 # The bridge pluralises Terraform list blocks (`rule` -> `rules`); blocks whose Terraform name is already
 # plural keep it (launch template `block_device_mappings`, ...).
-TF_PLURAL_BLOCKS = {"blockDeviceMappings", "networkInterfaces", "tagSpecifications", "elasticGpuSpecifications",
-                    "elasticInferenceAccelerators", "licenseSpecifications", "instanceRequirements"}
+TF_PLURAL_BLOCKS = {
+    "blockDeviceMappings",
+    "networkInterfaces",
+    "tagSpecifications",
+    "elasticGpuSpecifications",
+    "elasticInferenceAccelerators",
+    "licenseSpecifications",
+    "instanceRequirements",
+}
 
 
 def block_name(key: str) -> str:
@@ -115,23 +122,42 @@ def plan(rec: offline.Recording) -> dict[str, Any]:
                 by_value.setdefault(out, f"{address}.{snake_case(attr)}")
     for r, typ, name, address in addressed:
         values = to_tf(r.inputs, sdk_schema.args_class(r.type))
-        common = {"address": address, "mode": "managed", "type": typ, "name": name,
-                  "provider_name": "registry.terraform.io/hashicorp/aws"}
+        common = {
+            "address": address,
+            "mode": "managed",
+            "type": typ,
+            "name": name,
+            "provider_name": "registry.terraform.io/hashicorp/aws",
+        }
         resources.append({**common, "schema_version": 0, "values": values})
-        changes.append({**common, "change": {"actions": ["create"], "before": None, "after": values,
-                                             "after_unknown": {}}})
+        changes.append(
+            {**common, "change": {"actions": ["create"], "before": None, "after": values, "after_unknown": {}}}
+        )
         expressions: dict[str, Any] = {}
         for key, v in values.items():
             refs = _references(v, by_value, address)
             expressions[key] = {"references": refs} if refs else {"constant_value": v}
-        config.append({"address": address, "mode": "managed", "type": typ, "name": name,
-                       "provider_config_key": "aws", "expressions": expressions, "schema_version": 0})
-    return {"format_version": "1.2", "terraform_version": "1.9.8",
-            "planned_values": {"root_module": {"resources": resources}},
-            "resource_changes": changes,
-            "configuration": {"provider_config": {"aws": {"name": "aws", "full_name":
-                                                          "registry.terraform.io/hashicorp/aws"}},
-                              "root_module": {"resources": config}}}
+        config.append(
+            {
+                "address": address,
+                "mode": "managed",
+                "type": typ,
+                "name": name,
+                "provider_config_key": "aws",
+                "expressions": expressions,
+                "schema_version": 0,
+            }
+        )
+    return {
+        "format_version": "1.2",
+        "terraform_version": "1.9.8",
+        "planned_values": {"root_module": {"resources": resources}},
+        "resource_changes": changes,
+        "configuration": {
+            "provider_config": {"aws": {"name": "aws", "full_name": "registry.terraform.io/hashicorp/aws"}},
+            "root_module": {"resources": config},
+        },
+    }
 
 
 def _references(value: Any, by_value: dict[str, str], own: str) -> list[str]:

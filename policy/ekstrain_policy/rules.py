@@ -45,8 +45,10 @@ SG_INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 SG_EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
 S3_BUCKET = "aws:s3/bucket:Bucket"
 S3_BUCKET_V2 = "aws:s3/bucketV2:BucketV2"
-S3_SSE = ("aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
-          "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2")
+S3_SSE = (
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+    "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2",
+)
 S3_PAB = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
 S3_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
 FSX_LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
@@ -61,10 +63,12 @@ IAM_POLICY_DOCS: dict[str, str] = {
     "aws:iam/groupPolicy:GroupPolicy": "policy",
 }
 IAM_ROLE = "aws:iam/role:Role"
-IAM_ATTACHMENTS = ("aws:iam/rolePolicyAttachment:RolePolicyAttachment",
-                   "aws:iam/userPolicyAttachment:UserPolicyAttachment",
-                   "aws:iam/groupPolicyAttachment:GroupPolicyAttachment",
-                   "aws:iam/policyAttachment:PolicyAttachment")
+IAM_ATTACHMENTS = (
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+    "aws:iam/userPolicyAttachment:UserPolicyAttachment",
+    "aws:iam/groupPolicyAttachment:GroupPolicyAttachment",
+    "aws:iam/policyAttachment:PolicyAttachment",
+)
 STATEFUL_TYPES = (FSX_LUSTRE, EFS, S3_BUCKET, S3_BUCKET_V2)
 """Resources whose deletion loses data: protected in prod."""
 
@@ -90,7 +94,8 @@ DEFAULT_SECRET_SOURCE_TYPES = (
 SENSITIVE_KEY = re.compile(r"(passw(or)?d|secret|token|api[-_]?key|private[-_]?key|credential)s?$", re.I)
 """Helm values keys whose string value is a credential (``rootPassword``, ``apiKey``; not ``existingSecret``)."""
 NON_CREDENTIAL_KEY = re.compile(
-    r"^(existing|use|create)|^secret$|(Name|Ref|Enabled|File|Path|(Password|Secret|Token)Key)$", re.I)
+    r"^(existing|use|create)|^secret$|(Name|Ref|Enabled|File|Path|(Password|Secret|Token)Key)$", re.I
+)
 """Keys that name a credential rather than hold it (``existingSecret``, ``passwordSecretName``, ``tokenFile``)."""
 
 
@@ -175,11 +180,16 @@ def ebs_encrypted(res: Resource, cfg: Mapping[str, Any]) -> Iterator[str]:
         # Without blockDeviceMappings Karpenter uses its default root volume, which is encrypted.
         for i, bdm in enumerate(_list(_get(res.props, "spec", "blockDeviceMappings"))):
             if not _truthy(_get(bdm, "ebs", "encrypted")):
-                yield (f"spec.blockDeviceMappings[{i}] ({_get(bdm, 'deviceName')}) is not encrypted: "
-                       "set ebs.encrypted: true (a custom mapping does not inherit Karpenter's encrypted default)")
-    elif (res.type == STORAGE_CLASS and res.props.get("provisioner") == "ebs.csi.aws.com"
-          and str(_get(res.props, "parameters", "encrypted")).lower() != "true"):
-        yield "EBS CSI StorageClass does not set parameters.encrypted: \"true\""
+                yield (
+                    f"spec.blockDeviceMappings[{i}] ({_get(bdm, 'deviceName')}) is not encrypted: "
+                    "set ebs.encrypted: true (a custom mapping does not inherit Karpenter's encrypted default)"
+                )
+    elif (
+        res.type == STORAGE_CLASS
+        and res.props.get("provisioner") == "ebs.csi.aws.com"
+        and str(_get(res.props, "parameters", "encrypted")).lower() != "true"
+    ):
+        yield 'EBS CSI StorageClass does not set parameters.encrypted: "true"'
 
 
 def s3_encrypted(resources: Sequence[Resource], cfg: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
@@ -189,11 +199,19 @@ def s3_encrypted(resources: Sequence[Resource], cfg: Mapping[str, Any]) -> Itera
         if _get(bucket.props, "serverSideEncryptionConfiguration", "rule"):
             continue  # legacy inline configuration
         mine = [c for c in configs if _refers_to(c, "bucket", bucket)]
-        algorithms = [_get(rule, "applyServerSideEncryptionByDefault", "sseAlgorithm")
-                      for c in mine for rule in _list(c.props.get("rules"))]
+        algorithms = [
+            _get(rule, "applyServerSideEncryptionByDefault", "sseAlgorithm")
+            for c in mine
+            for rule in _list(c.props.get("rules"))
+        ]
         if not any(a in ("AES256", "aws:kms", "aws:kms:dsse") for a in algorithms):
-            yield bucket.urn, (f"bucket {bucket.name} has no BucketServerSideEncryptionConfiguration with an "
-                               "sseAlgorithm (AES256 or aws:kms)")
+            yield (
+                bucket.urn,
+                (
+                    f"bucket {bucket.name} has no BucketServerSideEncryptionConfiguration with an "
+                    "sseAlgorithm (AES256 or aws:kms)"
+                ),
+            )
 
 
 def efs_encrypted(res: Resource, cfg: Mapping[str, Any]) -> Iterator[str]:
@@ -227,9 +245,14 @@ def node_groups_disk_encrypted(resources: Sequence[Resource], cfg: Mapping[str, 
         return
     for r in resources:
         if r.type in (EKS_MNG, EKS_NODEGROUP_V2) and not r.props.get("launchTemplate"):
-            yield r.urn, (f"node group {r.name}: the launch template pulumi-eks generates does not encrypt the root "
-                          "volume; add aws.ebs.EncryptionByDefault(enabled=True) to the stack or pass a launch "
-                          "template with an encrypted root volume")
+            yield (
+                r.urn,
+                (
+                    f"node group {r.name}: the launch template pulumi-eks generates does not encrypt the root "
+                    "volume; add aws.ebs.EncryptionByDefault(enabled=True) to the stack or pass a launch "
+                    "template with an encrypted root volume"
+                ),
+            )
 
 
 # -- S3 access --------------------------------------------------------------------------------------------------------
@@ -241,8 +264,10 @@ def s3_public_access_blocked(resources: Sequence[Resource], cfg: Mapping[str, An
     for bucket in _buckets(resources):
         mine = [b for b in blocks if _refers_to(b, "bucket", bucket)]
         if not any(all(_truthy(b.props.get(f)) for f in PAB_FLAGS) for b in mine):
-            yield bucket.urn, (f"bucket {bucket.name} has no BucketPublicAccessBlock with all of "
-                               f"{', '.join(PAB_FLAGS)} true")
+            yield (
+                bucket.urn,
+                (f"bucket {bucket.name} has no BucketPublicAccessBlock with all of {', '.join(PAB_FLAGS)} true"),
+            )
 
 
 def s3_tls_only(resources: Sequence[Resource], cfg: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
@@ -250,8 +275,10 @@ def s3_tls_only(resources: Sequence[Resource], cfg: Mapping[str, Any]) -> Iterat
     for bucket in _buckets(resources):
         mine = [p for p in policies if _refers_to(p, "bucket", bucket)]
         if not any(_denies_insecure_transport(p.props.get("policy")) for p in mine):
-            yield bucket.urn, (f"bucket {bucket.name} has no BucketPolicy denying requests with "
-                               "aws:SecureTransport=false")
+            yield (
+                bucket.urn,
+                (f"bucket {bucket.name} has no BucketPolicy denying requests with aws:SecureTransport=false"),
+            )
 
 
 def _denies_insecure_transport(policy: Any) -> bool:
@@ -287,14 +314,14 @@ def imdsv2_required(res: Resource, cfg: Mapping[str, Any]) -> Iterator[str]:
     """Every way this program can start a node: Karpenter classes, EKS node groups, templates, instances."""
     if res.type == EC2_NODE_CLASS:
         if _get(res.props, "spec", "metadataOptions", "httpTokens") != "required":
-            yield "EC2NodeClass spec.metadataOptions.httpTokens must be \"required\" (IMDSv2)"
+            yield 'EC2NodeClass spec.metadataOptions.httpTokens must be "required" (IMDSv2)'
     elif res.type in (EKS_MNG, EKS_NODEGROUP_V2):
         if res.props.get("launchTemplate"):
             return  # the template itself is checked as a LaunchTemplate
         if res.props.get("enableIMDSv2") is not True:
             yield "node group must set enableIMDSv2=True"
     elif res.type in (LAUNCH_TEMPLATE, INSTANCE) and _get(res.props, "metadataOptions", "httpTokens") != "required":
-        yield "metadataOptions.httpTokens must be \"required\" (IMDSv2)"
+        yield 'metadataOptions.httpTokens must be "required" (IMDSv2)'
 
 
 # -- EKS endpoint -----------------------------------------------------------------------------------------------------
@@ -339,8 +366,10 @@ def eks_control_plane_logs(res: Resource, cfg: Mapping[str, Any]) -> Iterator[st
 # -- Karpenter training pools and EFA ---------------------------------------------------------------------------------
 def is_training_pool(res: Resource) -> bool:
     """A NodePool of a training partition: partition label, or accelerator/EFA taints."""
-    labels = {**(_get(res.props, "metadata", "labels") or {}),
-              **(_get(res.props, "spec", "template", "metadata", "labels") or {})}
+    labels = {
+        **(_get(res.props, "metadata", "labels") or {}),
+        **(_get(res.props, "spec", "template", "metadata", "labels") or {}),
+    }
     if names.PARTITION_LABEL in labels:
         return True
     taints = _list(_get(res.props, "spec", "template", "spec", "taints"))
@@ -353,17 +382,22 @@ def training_pools_never_disrupt_running(res: Resource, cfg: Mapping[str, Any]) 
         return
     policy = _get(res.props, "spec", "disruption", "consolidationPolicy")
     if policy != "WhenEmpty":
-        yield (f"training NodePool spec.disruption.consolidationPolicy is {policy!r}: must be \"WhenEmpty\" "
-               "(WhenEmptyOrUnderutilized evicts running ranks)")
+        yield (
+            f'training NodePool spec.disruption.consolidationPolicy is {policy!r}: must be "WhenEmpty" '
+            "(WhenEmptyOrUnderutilized evicts running ranks)"
+        )
     expire = _get(res.props, "spec", "template", "spec", "expireAfter")
     if expire != "Never":
-        yield (f"training NodePool spec.template.spec.expireAfter is {expire!r}: must be \"Never\" "
-               "(the Karpenter default 720h forcibly drains nodes mid-job)")
+        yield (
+            f'training NodePool spec.template.spec.expireAfter is {expire!r}: must be "Never" '
+            "(the Karpenter default 720h forcibly drains nodes mid-job)"
+        )
 
 
 def is_efa_node_class(res: Resource) -> bool:
     return res.type == EC2_NODE_CLASS and any(
-        _get(i, "interfaceType") in EFA_INTERFACE_TYPES for i in _list(_get(res.props, "spec", "networkInterfaces")))
+        _get(i, "interfaceType") in EFA_INTERFACE_TYPES for i in _list(_get(res.props, "spec", "networkInterfaces"))
+    )
 
 
 def efa_single_subnet_and_sg(resources: Sequence[Resource], cfg: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
@@ -377,8 +411,10 @@ def efa_single_subnet_and_sg(resources: Sequence[Resource], cfg: Mapping[str, An
     efa_subnets = [s for s in subnets if _tags(s).get(names.SUBNET_ROLE_TAG) == "efa"]
     efa_sgs = [g for g in sgs if _tags(g).get(names.SG_ROLE_TAG) == "efa"]
     if len(efa_subnets) != 1:
-        yield classes[0].urn, (f"{len(efa_subnets)} subnets are tagged {names.SUBNET_ROLE_TAG}=efa: EFA partitions "
-                               "need exactly one")
+        yield (
+            classes[0].urn,
+            (f"{len(efa_subnets)} subnets are tagged {names.SUBNET_ROLE_TAG}=efa: EFA partitions need exactly one"),
+        )
         return
     efa_subnet = efa_subnets[0]
     if not efa_subnet.props.get("availabilityZone"):
@@ -388,16 +424,22 @@ def efa_single_subnet_and_sg(resources: Sequence[Resource], cfg: Mapping[str, An
         selected = {s.urn for t in terms for s in subnets if _selects(t, s)}
         if selected != {efa_subnet.urn}:
             chosen = sorted(s.name for s in subnets if s.urn in selected)
-            yield nc.urn, (f"EFA EC2NodeClass {nc.name} subnetSelectorTerms select {chosen or 'no subnet'}: must "
-                           f"select only the EFA subnet {efa_subnet.name}")
+            yield (
+                nc.urn,
+                (
+                    f"EFA EC2NodeClass {nc.name} subnetSelectorTerms select {chosen or 'no subnet'}: must "
+                    f"select only the EFA subnet {efa_subnet.name}"
+                ),
+            )
         sg_terms = _list(_get(nc.props, "spec", "securityGroupSelectorTerms"))
         if not efa_sgs or not any(_selects(t, g) for t in sg_terms for g in efa_sgs):
             yield nc.urn, f"EFA EC2NodeClass {nc.name} securityGroupSelectorTerms do not include the EFA security group"
     for g in efa_sgs:
         for rule_type, what in ((SG_INGRESS, "ingress"), (SG_EGRESS, "egress")):
             rules = [r for r in resources if r.type == rule_type and _refers_to(r, "securityGroupId", g)]
-            if not any(str(r.props.get("ipProtocol")) == "-1" and _refers_to(r, "referencedSecurityGroupId", g)
-                       for r in rules):
+            if not any(
+                str(r.props.get("ipProtocol")) == "-1" and _refers_to(r, "referencedSecurityGroupId", g) for r in rules
+            ):
                 yield g.urn, f"EFA security group {g.name} lacks an all-traffic self-referencing {what} rule"
 
 
@@ -454,9 +496,9 @@ def no_iam_admin_wildcard(res: Resource, cfg: Mapping[str, Any]) -> Iterator[str
             actions = [str(a) for a in _list(st.get("Action"))]
             resources = [str(r) for r in _list(st.get("Resource"))]
             if any(a in ("*", "*:*") for a in actions) and "*" in resources:
-                yield f"{where} statement {i} allows Action \"*\" on Resource \"*\""
+                yield f'{where} statement {i} allows Action "*" on Resource "*"'
             elif st.get("NotAction") is not None and "*" in resources:
-                yield f"{where} statement {i} allows NotAction on Resource \"*\" (everything but a few actions)"
+                yield f'{where} statement {i} allows NotAction on Resource "*" (everything but a few actions)'
 
 
 def _statements(policy: Any) -> list[Mapping[str, Any]]:
@@ -472,8 +514,7 @@ def _statements(policy: Any) -> list[Mapping[str, Any]]:
 
 
 # -- secrets ----------------------------------------------------------------------------------------------------------
-def credentials_from_secret_sources(resources: Sequence[Resource],
-                                    cfg: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+def credentials_from_secret_sources(resources: Sequence[Resource], cfg: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     """Credentials in Kubernetes Secrets and Helm values must come from a resource whose output is a
     Pulumi secret (RandomPassword, a Secrets Manager version...), never from a literal.
 
@@ -494,15 +535,28 @@ def credentials_from_secret_sources(resources: Sequence[Resource],
         if res.type == K8S_SECRET:
             for prop in ("stringData", "data"):
                 values = res.props.get(prop)
-                if isinstance(values, Mapping) and any(v not in (None, "") for v in values.values()) \
-                        and not from_source(res, prop):
-                    yield res.urn, (f"Secret {res.name} {prop} ({', '.join(sorted(values))}) is a literal: derive it "
-                                    "from a secret-source resource (e.g. random.RandomPassword)")
+                if (
+                    isinstance(values, Mapping)
+                    and any(v not in (None, "") for v in values.values())
+                    and not from_source(res, prop)
+                ):
+                    yield (
+                        res.urn,
+                        (
+                            f"Secret {res.name} {prop} ({', '.join(sorted(values))}) is a literal: derive it "
+                            "from a secret-source resource (e.g. random.RandomPassword)"
+                        ),
+                    )
         elif res.type == HELM_RELEASE:
             keys = list(sensitive_values(res.props.get("values")))
             if keys and not from_source(res, "values"):
-                yield res.urn, (f"Helm release {res.name} values {keys} hold literal credentials: reference an "
-                                "existing Secret or pass a RandomPassword output")
+                yield (
+                    res.urn,
+                    (
+                        f"Helm release {res.name} values {keys} hold literal credentials: reference an "
+                        "existing Secret or pass a RandomPassword output"
+                    ),
+                )
 
 
 def sensitive_values(values: Any, path: str = "") -> Iterator[str]:
@@ -510,8 +564,12 @@ def sensitive_values(values: Any, path: str = "") -> Iterator[str]:
     if isinstance(values, Mapping):
         for key, value in values.items():
             here = f"{path}.{key}" if path else str(key)
-            if isinstance(value, str) and value and SENSITIVE_KEY.search(str(key)) \
-                    and not NON_CREDENTIAL_KEY.search(str(key)):
+            if (
+                isinstance(value, str)
+                and value
+                and SENSITIVE_KEY.search(str(key))
+                and not NON_CREDENTIAL_KEY.search(str(key))
+            ):
                 yield here
             else:
                 yield from sensitive_values(value, here)
@@ -567,41 +625,92 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("ebs-encrypted", "EBS volumes, launch templates, EC2NodeClass block devices and EBS StorageClasses "
-         "are encrypted", True, resource=ebs_encrypted),
-    Rule("node-group-disk-encryption", "EKS node groups without their own launch template have encrypted disks "
-         "only through account-level EBS encryption by default", False, stack=node_groups_disk_encrypted),
+    Rule(
+        "ebs-encrypted",
+        "EBS volumes, launch templates, EC2NodeClass block devices and EBS StorageClasses are encrypted",
+        True,
+        resource=ebs_encrypted,
+    ),
+    Rule(
+        "node-group-disk-encryption",
+        "EKS node groups without their own launch template have encrypted disks "
+        "only through account-level EBS encryption by default",
+        False,
+        stack=node_groups_disk_encrypted,
+    ),
     Rule("efs-encrypted", "EFS file systems are encrypted at rest", True, resource=efs_encrypted),
-    Rule("fsx-encrypted", "Persistent FSx for Lustre uses a customer-managed KMS key; no SCRATCH_1", True,
-         resource=fsx_encrypted),
-    Rule("eks-secrets-encrypted", "EKS envelope-encrypts Kubernetes Secrets with KMS", True,
-         resource=eks_secrets_encrypted),
+    Rule(
+        "fsx-encrypted",
+        "Persistent FSx for Lustre uses a customer-managed KMS key; no SCRATCH_1",
+        True,
+        resource=fsx_encrypted,
+    ),
+    Rule(
+        "eks-secrets-encrypted",
+        "EKS envelope-encrypts Kubernetes Secrets with KMS",
+        True,
+        resource=eks_secrets_encrypted,
+    ),
     Rule("s3-encrypted", "Every S3 bucket has default server-side encryption", True, stack=s3_encrypted),
     Rule("s3-public-access-blocked", "Every S3 bucket blocks all public access", True, stack=s3_public_access_blocked),
     Rule("s3-tls-only", "Every S3 bucket policy denies non-TLS requests", True, stack=s3_tls_only),
-    Rule("imdsv2-required", "IMDSv2 required on every node class, node group, template and instance", True,
-         resource=imdsv2_required),
-    Rule("eks-endpoint-restricted", "No public EKS endpoint without a CIDR allow-list", True,
-         resource=eks_endpoint_restricted),
-    Rule("eks-control-plane-logs", "EKS control-plane logs include api, audit and authenticator", False,
-         resource=eks_control_plane_logs),
-    Rule("training-nodepool-disruption", "Training NodePools consolidate only empty nodes and never expire them",
-         True, resource=training_pools_never_disrupt_running),
-    Rule("efa-single-subnet", "EFA node classes select exactly the one EFA subnet and the EFA security group", True,
-         stack=efa_single_subnet_and_sg),
-    Rule("stateful-protected-in-prod", "FSx, EFS and S3 are protected in prod", True,
-         resource=stateful_protected_in_prod),
-    Rule("no-iam-admin-wildcard", "No IAM statement allows * on *; no AdministratorAccess attachment", True,
-         resource=no_iam_admin_wildcard),
-    Rule("credentials-from-secret-sources", "Credentials in Secrets and Helm values come from Pulumi secret "
-         "sources, never literals", True, stack=credentials_from_secret_sources),
-    Rule("containers-unprivileged", "No privileged container or privilege escalation outside allow-listed device "
-         "plugins", True, resource=containers_unprivileged),
+    Rule(
+        "imdsv2-required",
+        "IMDSv2 required on every node class, node group, template and instance",
+        True,
+        resource=imdsv2_required,
+    ),
+    Rule(
+        "eks-endpoint-restricted",
+        "No public EKS endpoint without a CIDR allow-list",
+        True,
+        resource=eks_endpoint_restricted,
+    ),
+    Rule(
+        "eks-control-plane-logs",
+        "EKS control-plane logs include api, audit and authenticator",
+        False,
+        resource=eks_control_plane_logs,
+    ),
+    Rule(
+        "training-nodepool-disruption",
+        "Training NodePools consolidate only empty nodes and never expire them",
+        True,
+        resource=training_pools_never_disrupt_running,
+    ),
+    Rule(
+        "efa-single-subnet",
+        "EFA node classes select exactly the one EFA subnet and the EFA security group",
+        True,
+        stack=efa_single_subnet_and_sg,
+    ),
+    Rule(
+        "stateful-protected-in-prod", "FSx, EFS and S3 are protected in prod", True, resource=stateful_protected_in_prod
+    ),
+    Rule(
+        "no-iam-admin-wildcard",
+        "No IAM statement allows * on *; no AdministratorAccess attachment",
+        True,
+        resource=no_iam_admin_wildcard,
+    ),
+    Rule(
+        "credentials-from-secret-sources",
+        "Credentials in Secrets and Helm values come from Pulumi secret sources, never literals",
+        True,
+        stack=credentials_from_secret_sources,
+    ),
+    Rule(
+        "containers-unprivileged",
+        "No privileged container or privilege escalation outside allow-listed device plugins",
+        True,
+        resource=containers_unprivileged,
+    ),
 )
 
 
-def evaluate(resources: Sequence[Resource], config: Mapping[str, Mapping[str, Any]] | None = None,
-             rules: Sequence[Rule] = RULES) -> list[tuple[str, str, str]]:
+def evaluate(
+    resources: Sequence[Resource], config: Mapping[str, Mapping[str, Any]] | None = None, rules: Sequence[Rule] = RULES
+) -> list[tuple[str, str, str]]:
     """Run every rule over ``resources``: ``(rule name, urn, message)`` for each violation."""
     out: list[tuple[str, str, str]] = []
     for rule in rules:

@@ -15,7 +15,11 @@ class Model(BaseModel):
     """camelCase YAML keys, snake_case attributes, no unknown keys, immutable."""
 
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, validate_default=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        validate_default=True,
         use_attribute_docstrings=True,
     )
 
@@ -39,14 +43,18 @@ def _fail(problem: str, fix: str) -> ValueError:
     return ValueError(f"{problem}; {fix}")
 
 
-_KMS_KEY_ARN = re.compile(r"arn:(?P<partition>[a-z-]+):kms:(?P<region>[a-z0-9-]+):\d{12}:"
-                          r"key/(mrk-[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+_KMS_KEY_ARN = re.compile(
+    r"arn:(?P<partition>[a-z-]+):kms:(?P<region>[a-z0-9-]+):\d{12}:"
+    r"key/(mrk-[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
+)
 
 
 def _kms_key_arn(value: str) -> str:
     if not _KMS_KEY_ARN.fullmatch(value):
-        raise _fail(f"{value!r} is not a KMS key ARN",
-                    "write arn:aws:kms:<region>:<account>:key/<key id> (key ARNs only: FSx refuses alias ARNs)")
+        raise _fail(
+            f"{value!r} is not a KMS key ARN",
+            "write arn:aws:kms:<region>:<account>:key/<key id> (key ARNs only: FSx refuses alias ARNs)",
+        )
     return value
 
 
@@ -77,15 +85,29 @@ def _bucket_name(value: str) -> str:
     if bad:
         raise _fail(f"{value!r} uses the prefix or suffix {bad[0]!r} that S3 reserves", fix)
     if "." in value:
-        raise _fail(f"{value!r} contains periods: virtual-hosted HTTPS (and S3 Transfer Acceleration) fail on "
-                    "them", fix)
+        raise _fail(
+            f"{value!r} contains periods: virtual-hosted HTTPS (and S3 Transfer Acceleration) fail on them", fix
+        )
     return value
 
 
 BucketName = Annotated[str, AfterValidator(_bucket_name)]
 
-_SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/run", "/sbin", "/sys", "/usr",
-                "/var/run", "/var/lib/kubelet")
+_SYSTEM_DIRS = (
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib64",
+    "/proc",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/var/run",
+    "/var/lib/kubelet",
+)
 
 
 def _absolute_path(value: str) -> str:
@@ -104,8 +126,10 @@ AbsolutePath = Annotated[str, AfterValidator(_absolute_path)]
 def _mount_path(value: str) -> str:
     _absolute_path(value)
     if any(value == d or value.startswith(d + "/") for d in _SYSTEM_DIRS):
-        raise _fail(f"{value!r} would mount over a system directory of the container",
-                    "use a dedicated directory such as /fsx or /shared")
+        raise _fail(
+            f"{value!r} would mount over a system directory of the container",
+            "use a dedicated directory such as /fsx or /shared",
+        )
     return value
 
 

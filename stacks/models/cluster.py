@@ -44,8 +44,10 @@ class SystemNodeGroup(Model):
             if match is None:
                 raise ValueError(f"{name!r} is not an EC2 instance type name; write it like m7i.xlarge")
             if "g" in match["attrs"]:
-                raise ValueError(f"{name} is a Graviton (arm64) type but the system node group runs the "
-                                 f"AL2023_x86_64_STANDARD AMI; use an x86_64 type such as m7i.xlarge")
+                raise ValueError(
+                    f"{name} is a Graviton (arm64) type but the system node group runs the "
+                    f"AL2023_x86_64_STANDARD AMI; use an x86_64 type such as m7i.xlarge"
+                )
         return value
 
 
@@ -82,7 +84,7 @@ class ClusterConfig(Model):
     def _version(cls, value: object) -> object:
         if isinstance(value, float):
             example = versions.DEFAULT_KUBERNETES_VERSION
-            raise ValueError(f"got the number {value}; quote the version, e.g. \"{example}\"")
+            raise ValueError(f'got the number {value}; quote the version, e.g. "{example}"')
         if value not in versions.SUPPORTED_KUBERNETES_VERSIONS:
             supported = ", ".join(versions.SUPPORTED_KUBERNETES_VERSIONS)
             raise ValueError(f"{value!r} is not supported; use one of {supported}")

@@ -74,8 +74,10 @@ class PartitionConfig(Model):
     @classmethod
     def _not_reserved(cls, value: str) -> str:
         if value.lower() in RESERVED_PARTITION_NAMES:
-            raise ValueError(f"{value!r} collides with Volcano's built-in {value.lower()} queue or Slurm's DEFAULT "
-                             "partition line; choose another name such as gpu-h100")
+            raise ValueError(
+                f"{value!r} collides with Volcano's built-in {value.lower()} queue or Slurm's DEFAULT "
+                "partition line; choose another name such as gpu-h100"
+            )
         return value
 
     @field_validator("instance_types")

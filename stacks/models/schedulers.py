@@ -14,8 +14,15 @@ from pydantic import AfterValidator, Field
 
 from stacks.models.base import IPv4Cidr, Model, MountPath
 
-SSH_KEY_TYPES = ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "ssh-rsa",
-                 "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com")
+SSH_KEY_TYPES = (
+    "ssh-ed25519",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "ssh-rsa",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
+)
 
 
 def _ssh_public_key(value: str) -> str:
@@ -25,14 +32,16 @@ def _ssh_public_key(value: str) -> str:
         raise ValueError(f"an entry holds several lines; {fix}")
     parts = value.split()
     if len(parts) < 2 or parts[0] not in SSH_KEY_TYPES:
-        raise ValueError(f"{value[:40]!r} does not start with a key type ({', '.join(SSH_KEY_TYPES[:3])}, ...); "
-                         "authorized_keys options such as command= are not accepted; " + fix)
+        raise ValueError(
+            f"{value[:40]!r} does not start with a key type ({', '.join(SSH_KEY_TYPES[:3])}, ...); "
+            "authorized_keys options such as command= are not accepted; " + fix
+        )
     try:
         blob = base64.b64decode(parts[1], validate=True)
     except (binascii.Error, ValueError):
         raise ValueError(f"the key data of {value[:40]!r} is not base64; {fix}") from None
     size = int.from_bytes(blob[:4], "big")
-    if len(blob) < 4 + size or blob[4:4 + size] != parts[0].encode():
+    if len(blob) < 4 + size or blob[4 : 4 + size] != parts[0].encode():
         raise ValueError(f"the key data of {value[:40]!r} is not a {parts[0]} key; {fix}")
     if any(not c.isprintable() for c in value.strip()):
         raise ValueError(f"{value[:40]!r} has control characters; {fix}")

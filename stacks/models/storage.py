@@ -17,9 +17,33 @@ RepositoryEvent = Literal["NEW", "CHANGED", "DELETED"]
 
 def _all_events() -> list[RepositoryEvent]:
     return ["NEW", "CHANGED", "DELETED"]
+
+
 # CloudWatch Logs accepts only these retention periods (PutRetentionPolicy).
-LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
-                      3288, 3653)
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
 
 
 class BucketsConfig(Model):
@@ -82,8 +106,9 @@ class FsxConfig(Model):
     @classmethod
     def _retention(cls, value: int) -> int:
         if value not in LOG_RETENTION_DAYS:
-            raise ValueError(f"CloudWatch Logs does not offer {value} days; use one of "
-                             f"{', '.join(map(str, LOG_RETENTION_DAYS))}")
+            raise ValueError(
+                f"CloudWatch Logs does not offer {value} days; use one of {', '.join(map(str, LOG_RETENTION_DAYS))}"
+            )
         return value
 
 

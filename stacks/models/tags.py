@@ -26,8 +26,10 @@ def tag_problems(tags: dict[str, str], own: bool) -> list[str]:
     """Problems as "problem; fix" strings; ``own`` = tags the stack adds to resources (not a selector)."""
     out = []
     if own and len(tags) > MAX_USER_TAGS:
-        out.append(f"{len(tags)} tags are more than AWS's {AWS_MAX_TAGS} per resource minus the program's "
-                   f"{PROGRAM_TAG_BUDGET}; keep at most {MAX_USER_TAGS}")
+        out.append(
+            f"{len(tags)} tags are more than AWS's {AWS_MAX_TAGS} per resource minus the program's "
+            f"{PROGRAM_TAG_BUDGET}; keep at most {MAX_USER_TAGS}"
+        )
     for key, value in tags.items():
         if not 1 <= len(key) <= 128:
             out.append(f"tag key {key[:40]!r}... has {len(key)} characters; use 1-128")
@@ -38,8 +40,10 @@ def tag_problems(tags: dict[str, str], own: bool) -> list[str]:
         if not _CHARS.fullmatch(key) or not _CHARS.fullmatch(value):
             out.append(f"tag {key[:40]!r} has characters AWS refuses; use letters, digits, spaces and _ . : / = + - @")
         if own and (key in PROGRAM_TAG_KEYS or key.startswith(PROGRAM_TAG_PREFIXES)):
-            out.append(f"tag {key!r} is set by the program (Project/Environment come from ekstrain:project and "
-                       "ekstrain:environment); remove it or use your own key such as team:owner")
+            out.append(
+                f"tag {key!r} is set by the program (Project/Environment come from ekstrain:project and "
+                "ekstrain:environment); remove it or use your own key such as team:owner"
+            )
     return out
 
 

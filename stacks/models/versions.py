@@ -39,12 +39,15 @@ class VersionsConfig(Model):
             if not CHART_VERSION.fullmatch(version):
                 raise ValueError(f"{name}: {version!r} is not a chart version; write it like {pinned}")
             if version.startswith("v") != pinned.startswith("v"):
-                raise ValueError(f"{name}: {version!r} — this chart's versions are written like {pinned}; "
-                                 f"write it like {pinned}")
+                raise ValueError(
+                    f"{name}: {version!r} — this chart's versions are written like {pinned}; write it like {pinned}"
+                )
             if versions.parse_semver(version)[0] != versions.parse_semver(pinned)[0]:
-                raise ValueError(f"{name} {version} is another major version than the {pinned} the program's values "
-                                 f"and schemas are written for; stay on {versions.parse_semver(pinned)[0]}.x or "
-                                 "update ekstrain/versions.py and the upstream files together")
+                raise ValueError(
+                    f"{name} {version} is another major version than the {pinned} the program's values "
+                    f"and schemas are written for; stay on {versions.parse_semver(pinned)[0]}.x or "
+                    "update ekstrain/versions.py and the upstream files together"
+                )
         return value
 
     @field_validator("addons")
@@ -57,24 +60,29 @@ class VersionsConfig(Model):
             )
         for name, version in value.items():
             if not ADDON_VERSION.fullmatch(version):
-                raise ValueError(f"{name}: {version!r} is not an EKS add-on version; write it like "
-                                 "v1.20.1-eksbuild.3 (aws eks describe-addon-versions lists them)")
+                raise ValueError(
+                    f"{name}: {version!r} is not an EKS add-on version; write it like "
+                    "v1.20.1-eksbuild.3 (aws eks describe-addon-versions lists them)"
+                )
         return value
 
     @field_validator("ami_alias_version")
     @classmethod
     def _ami_alias(cls, value: str) -> str:
         if not AMI_ALIAS_VERSION.fullmatch(value):
-            raise ValueError(f"{value!r} is not an AL2023 AMI alias version; use latest or a release tag such as "
-                             "v20251120")
+            raise ValueError(
+                f"{value!r} is not an AL2023 AMI alias version; use latest or a release tag such as v20251120"
+            )
         return value
 
     @model_validator(mode="after")
     def _crds_match(self) -> VersionsConfig:
         for crds, chart in CRD_CHARTS.items():
             if self.chart(crds).version != self.chart(chart).version:
-                raise ValueError(f"{crds} {self.chart(crds).version} differs from {chart} {self.chart(chart).version}; "
-                                 f"override both charts.{crds} and charts.{chart} to the same version")
+                raise ValueError(
+                    f"{crds} {self.chart(crds).version} differs from {chart} {self.chart(chart).version}; "
+                    f"override both charts.{crds} and charts.{chart} to the same version"
+                )
         return self
 
     def chart(self, name: str) -> versions.Chart:

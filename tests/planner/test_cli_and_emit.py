@@ -190,9 +190,7 @@ def test_emitters_carry_the_plan():
         zero=1,
     )
     ds = plan.deepspeed_config()
-    assert (
-        ds["train_batch_size"] == ds["train_micro_batch_size_per_gpu"] * ds["gradient_accumulation_steps"] * 4
-    )
+    assert ds["train_batch_size"] == ds["train_micro_batch_size_per_gpu"] * ds["gradient_accumulation_steps"] * 4
     args = plan.megatron_args()
     assert args[args.index("--tensor-model-parallel-size") + 1] == "8"
     assert "--use-distributed-optimizer" in args and "--sequence-parallel" in args

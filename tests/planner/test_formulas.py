@@ -66,9 +66,7 @@ def test_hardware_flops_are_eq3(row):
     eq3 = 96 * b * s * n_layers * h * h * (1 + s / (6 * h) + v / (16 * n_layers * h))
     flops = step_flops(m, TrainingSpec(b, s, flash_attention=False), FULL)
     assert flops.hardware == pytest.approx(eq3, rel=1e-12)
-    eq7 = (
-        72 * b * n_layers * s * h * h * (1 + s / (6 * h) + v / (12 * h * n_layers))
-    )  # Korthikanti Eq. 7: model FLOPs
+    eq7 = 72 * b * n_layers * s * h * h * (1 + s / (6 * h) + v / (12 * h * n_layers))  # Korthikanti Eq. 7: model FLOPs
     assert flops.model == pytest.approx(eq7, rel=1e-12)
 
 

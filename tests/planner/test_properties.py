@@ -15,9 +15,7 @@ RECOMPUTE_ORDER = (NONE, SELECTIVE, FULL)
 
 layouts = st.builds(
     lambda tp, pp, cp, zero, rc, mb, flash: (
-        ParallelConfig(
-            tp=tp, pp=pp, dp=64 // (tp * pp * cp) or 1, micro_batch=mb, cp=cp, zero=zero, recompute=rc
-        ),
+        ParallelConfig(tp=tp, pp=pp, dp=64 // (tp * pp * cp) or 1, micro_batch=mb, cp=cp, zero=zero, recompute=rc),
         TrainingSpec(1024, 8192, flash_attention=flash),
     ),
     st.sampled_from([1, 2, 4, 8]),
@@ -38,9 +36,7 @@ def total(parallel, training):
 def test_higher_zero_stage_never_increases_memory(case):
     parallel, training = case
     for zero in range(parallel.zero, 3):
-        assert total(replace(parallel, zero=zero + 1), training) <= total(
-            replace(parallel, zero=zero), training
-        )
+        assert total(replace(parallel, zero=zero + 1), training) <= total(replace(parallel, zero=zero), training)
 
 
 @given(layouts)
@@ -48,9 +44,7 @@ def test_more_recompute_never_increases_memory(case):
     parallel, training = case
     base = replace(parallel, recompute=NONE)
     assert total(replace(base, recompute=SELECTIVE), training) <= total(base, training)
-    assert total(replace(base, recompute=FULL), training) <= total(
-        replace(base, recompute=SELECTIVE), training
-    )
+    assert total(replace(base, recompute=FULL), training) <= total(replace(base, recompute=SELECTIVE), training)
 
 
 @given(layouts)
