@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import hashlib
 import json
 import os
@@ -22,6 +23,7 @@ import runpy
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -211,8 +213,13 @@ def run_checks(
         rendered = charts.render_all(releases, kv, crd_manifests)
         render_check.problems += rendered.problems
     written = charts.write(out, rendered)
-    for _, obj in objs:
-        manifests_check.problems += validation.validate_object(obj, kv, rendered.crds)
+    manifests = [o for _, o in objs]
+    manifests_check.problems += cached_problems(
+        "manifest-validation",
+        [kv, sorted(rendered.digests.items()), canonical(manifests)],
+        lambda: [p for o in manifests for p in validation.validate_object(o, kv, rendered.crds)],
+        cacheable=set(rendered.digests) == set(rendered.objects),
+    )
     by_chart = {c.chart: c for c in (cfg.versions.chart(n) for n in versions.DEFAULT_CHARTS)}
     for _, rel in helm_releases(rec):
         chart = by_chart.get(str(rel.get("chart")))
@@ -228,7 +235,11 @@ def run_checks(
             entries_check.checked += len(chart_values.templated_entries(chart.upstream_dir, values))
             entries_check.problems += [
                 f"helm release {rel.get('name')}: {p}"
-                for p in chart_values.entry_problems(chart.upstream_dir, values, kv)
+                for p in cached_problems(
+                    "values-entries",
+                    [chart.upstream_dir, kv, values],
+                    functools.partial(chart_values.entry_problems, chart.upstream_dir, values, kv),
+                )
             ]
     chart_check.checked = sum(len(o) for o in rendered.objects.values())
     chart_check.problems += validate_chart_objects(rendered, kv)
@@ -240,6 +251,20 @@ def run_checks(
                     "rendered objects (misplaced, or the chart's default anyway)"
                 )
     return checks + aws_checks, written
+
+
+def canonical(objects: list[dict[str, Any]]) -> list[str]:
+    """Objects as cache-key material: registration order varies between runs (the engine is asynchronous)."""
+    return sorted(json.dumps(o, sort_keys=True, default=str) for o in objects)
+
+
+def cached_problems(name: str, inputs: Any, compute: Callable[[], list[str]], cacheable: bool = True) -> list[str]:
+    """``compute()``, cached on disk on everything its answer depends on: ``inputs`` (JSON), the upstream
+    schemas and the checkers' code (cache_dir). A warm render then needs no JSON-schema validator at all."""
+    if not cacheable:
+        return compute()
+    key = hashlib.sha256(json.dumps([name, validation.schemas_digest(), inputs], sort_keys=True, default=str).encode())
+    return validation.pickled(f"{name}-{key.hexdigest()[:40]}", compute)
 
 
 def validate_chart_objects(rendered: charts.Rendered, kv: str) -> list[str]:
@@ -321,8 +346,11 @@ def write(
         (out / "argocd").mkdir()
         for app in apps:
             (out / "argocd" / _file_name(app)).write_text(yaml.safe_dump(app, sort_keys=False))
-            if validation.upstream_dir() is not None:
-                apps_check.problems += validation.validate_object(app, cfg.cluster.kubernetes_version)
+        if validation.upstream_dir() is not None:
+            kv = cfg.cluster.kubernetes_version
+            apps_check.problems += cached_problems(
+                "argocd-validation", [kv, apps], lambda: [p for a in apps for p in validation.validate_object(a, kv)]
+            )
         checks.append(apps_check)
     problems = [p for c in checks for p in c.problems]
     exported = {k: ("[secret]" if k == "kubeconfig" else v) for k, v in (rec.outputs or {}).items()}

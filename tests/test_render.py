@@ -203,3 +203,23 @@ def test_render_checks_credentials_are_pulumi_secrets(prod_recording: Recording,
     assert (
         "- credentials: Pulumi secrets in the state: observability-grafana-admin.stringData.admin-password" in summary
     )
+
+
+def test_warm_render_reuses_validation_answers(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN an empty cache and a check that counts its runs
+    monkeypatch.setenv("EKSTRAIN_CACHE_DIR", str(tmp_path))
+    runs: list[int] = []
+
+    def check() -> list[str]:
+        runs.append(1)
+        return ["problem"]
+
+    objs = [{"kind": "A", "metadata": {"name": "a"}}, {"kind": "B", "metadata": {"name": "b"}}]
+    # WHEN the same inputs come again (here: the manifests in another registration order)
+    assert render.cached_problems("t", ["1.35", render.canonical(objs)], check) == ["problem"]
+    assert render.cached_problems("t", ["1.35", render.canonical(objs[::-1])], check) == ["problem"]
+    # THEN the answer is reused; a changed input or an uncacheable run computes again
+    assert len(runs) == 1
+    render.cached_problems("t", ["1.34", render.canonical(objs)], check)
+    render.cached_problems("t", ["1.35", render.canonical(objs)], check, cacheable=False)
+    assert len(runs) == 3

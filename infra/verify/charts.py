@@ -328,8 +328,10 @@ def render_all(releases: list[Release], kube_version: str, extra_crds: Iterable[
     apis = api_versions_of(crd_docs)
     again = [r for r in releases if r.key in texts and apis_for(r, apis)]
     if again:
+        first = dict(texts)
         run(again, apis)
-        docs.update({r.key: parse(texts[r.key]) for r in again if r.key in texts})
+        # Most charts render the same text with the API versions: parse only what changed (CRDs are megabytes).
+        docs.update({r.key: parse(texts[r.key]) for r in again if r.key in texts and texts[r.key] != first.get(r.key)})
     crds = validation.pickled(f"crd-schemas-charts-{digest.hexdigest()[:40]}", lambda: validation.schemas_of(crd_docs))
     objs = {r.key: objects_of(docs[r.key], r, crds) for r in releases if r.key in texts}
     digests = {
