@@ -46,7 +46,9 @@ def synthetic_stack(partitions: int, into: pathlib.Path) -> pathlib.Path:
         parts.append({"name": f"part-{i:02d}", "accelerator": accelerator, "instanceTypes": types, "maxNodes": 4})
     doc["config"]["ekstrain:partitions"] = parts
     doc["config"]["ekstrain:schedulers"] = copy.deepcopy(doc["config"].get("ekstrain:schedulers", {}))
+    # Per-partition settings name prod's partitions: drop them.
     doc["config"]["ekstrain:schedulers"].setdefault("volcano", {})["queueWeights"] = {}
+    doc["config"]["ekstrain:schedulers"].setdefault("slurm", {}).pop("nodesetReplicas", None)
     path = into / f"Pulumi.synthetic{partitions}.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path
