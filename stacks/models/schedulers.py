@@ -64,7 +64,9 @@ class SlurmConfig(Model):
     """@default true: install cert-manager for the operator's webhook certificates; false uses the
     documented ``certManager.enabled=false`` install of slurm-operator."""
     nodeset_replicas: dict[str, int] = Field(default_factory=dict)
-    """Per-partition slurmd pods (= whole nodes kept running); @default the partition's minNodes."""
+    """Per-partition slurmd pods (= whole nodes kept running whether or not Slurm has work; they come out of
+    the partition's maxNodes for Kubernetes jobs, and its Volcano queue shrinks by as much); @default the
+    partition's minNodes (0: scale the NodeSet before submitting, docs/schedulers.md)."""
     login_ssh_authorized_keys: list[SshPublicKey] = Field(default_factory=list)
     """SSH public keys for root on the login node; @default none (add keys before first login)."""
     login_ssh_authorized_keys_file: str | None = None
