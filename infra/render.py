@@ -279,10 +279,12 @@ def validate_chart_objects(rendered: charts.Rendered, kv: str) -> list[str]:
             for p in validation.validate_object(obj, kv, rendered.crds)
         ]
 
-    if set(rendered.digests) != set(rendered.objects):
-        return validate()
-    key = hashlib.sha256(json.dumps([kv, validation.schemas_digest(), sorted(rendered.digests.items())]).encode())
-    return validation.pickled(f"chart-validation-{key.hexdigest()[:40]}", validate)
+    return cached_problems(
+        "chart-validation",
+        [kv, sorted(rendered.digests.items())],
+        validate,
+        cacheable=set(rendered.digests) == set(rendered.objects),
+    )
 
 
 def checks_table(checks: list[Check]) -> str:
