@@ -170,6 +170,11 @@ def chart_values(cfg: StackConfig, dummy_password: Any = None) -> dict[str, Any]
                 "extraVolumeMounts": [{"name": "fsx", "mountPath": cfg.storage.fsx.mount_path, "readOnly": True}],
             },
             "profileList": [profile(p, i == 0) for i, p in enumerate(parts)],
+            # The chart's default adds a privileged NET_ADMIN init container to every user pod, which the
+            # namespace's Pod Security `baseline` refuses. IMDS stays closed: the partitions' nodes answer IMDSv2
+            # with hop limit 1 (no pod reaches it) and the chart's singleuser NetworkPolicy already denies
+            # egress to 169.254.169.254 (egressAllowRules.cloudMetadataServer: false).
+            "cloudMetadata": {"blockWithIptables": False},
         },
         # Karpenter launches the nodes; the user scheduler and image pre-pullers (which would pull
         # the multi-GB notebook images onto every node) stay off.

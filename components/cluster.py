@@ -8,6 +8,7 @@ remote component's resource-typed outputs.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +59,18 @@ class ClusterArgs:
     deploy_security_group_ids: Sequence[str] = ()
     """Security groups of the deploy runners: HTTPS to the private endpoint."""
     admin_principals: Sequence[AdminPrincipal] = ()
+    deploy_role_arn: str | None = None
+    """The role that runs `pulumi up`. EKS makes the cluster's creator an admin through an access entry of its own
+    (pulumi-eks always sends bootstrapClusterCreatorAdminPermissions: true, and EKS allows one entry per
+    principal), so this entry is adopted (imported), not created: the first `up` must run as this role.
+    @default none (the creator's entry stays unmanaged)."""
+    preview_role_arn: str | None = None
+    """The role of pull-request previews: an access entry with ``preview_access_policy``. @default none."""
+    preview_access_policy: str = "view"
+    """@default view (AmazonEKSViewPolicy)."""
+    protect: bool = False
+    """@default false. True: the cluster and its Secrets KMS key are protected (``pulumi destroy`` and a
+    replacing edit stop with an error) and the key is retained if the resource is ever deleted."""
     log_types: Sequence[str] = ("api", "audit", "authenticator", "controllerManager", "scheduler")
     secrets_encryption: bool = True
     """@default true: a dedicated, rotated KMS key envelope-encrypts Secrets."""
@@ -70,6 +83,16 @@ class ClusterArgs:
     addon_versions: Mapping[str, str | None] = field(default_factory=dict)
     """EKS add-on name -> version; None lets EKS choose its default for the Kubernetes version."""
     tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def access_entry_key(principal_arn: str) -> str:
+    """Stable access-entry key of a principal: ``role-PlatformAdmin`` for ``arn:aws:iam::1:role/PlatformAdmin``."""
+    resource = principal_arn.split(":", 5)[-1]
+    return re.sub(r"[^A-Za-z0-9-]+", "-", resource).strip("-")
+
+
+def access_policy_arn(partition: str, policy: str) -> str:
+    return f"arn:{partition}:eks::aws:cluster-access-policy/{ACCESS_POLICIES[policy]}"
 
 
 class Cluster(pulumi.ComponentResource):
@@ -90,31 +113,37 @@ class Cluster(pulumi.ComponentResource):
         partition = iam.partition_of(args.region)
 
         key_arn = None
+        keep = pulumi.ResourceOptions(parent=self, protect=args.protect, retain_on_delete=args.protect)
         if args.secrets_encryption:
+            # Protected with the cluster: a scheduled key deletion makes every Secret of the cluster unreadable.
             key = aws.kms.Key(
                 f"{name}-secrets",
                 description=f"EKS Secrets envelope encryption for {args.cluster_name}",
                 enable_key_rotation=True,
                 deletion_window_in_days=30,
                 tags=tags,
-                opts=child,
+                opts=keep,
             )
             aws.kms.Alias(
                 f"{name}-secrets", name=f"alias/{args.cluster_name}-eks-secrets", target_key_id=key.key_id, opts=child
             )
             key_arn = key.arn
 
+        # Keyed by principal, not list position: reordering or removing one leaves the others in place.
+        grants = [(p.principal_arn, p.access_policy) for p in args.admin_principals]
+        if args.preview_role_arn:
+            grants.append((args.preview_role_arn, args.preview_access_policy))
         access_entries = {
-            f"admin-{i}": eks.AccessEntryArgs(
-                principal_arn=p.principal_arn,
+            access_entry_key(arn): eks.AccessEntryArgs(
+                principal_arn=arn,
                 access_policies={
-                    p.access_policy: eks.AccessPolicyAssociationArgs(
-                        policy_arn=f"arn:{partition}:eks::aws:cluster-access-policy/{ACCESS_POLICIES[p.access_policy]}",
+                    policy: eks.AccessPolicyAssociationArgs(
+                        policy_arn=access_policy_arn(partition, policy),
                         access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
                     )
                 },
             )
-            for i, p in enumerate(args.admin_principals)
+            for arn, policy in grants
         }
 
         self.eks_cluster = eks.Cluster(
@@ -146,8 +175,11 @@ class Cluster(pulumi.ComponentResource):
             # CoreDNS needs nodes to become healthy; it is installed below, after the node group.
             coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
             tags=tags,
-            opts=child,
+            # protect propagates to the component's children (the EKS cluster, its role and OIDC provider).
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
         )
+        if args.deploy_role_arn:
+            self._adopt_creator_entry(name, args.cluster_name, args.deploy_role_arn, partition)
 
         node_role = aws.iam.Role(
             f"{name}-system-node",
@@ -205,6 +237,9 @@ class Cluster(pulumi.ComponentResource):
             instance_types=list(args.system_instance_types),
             capacity_type="ON_DEMAND",
             ami_type="AL2023_x86_64_STANDARD",
+            # With its own launch template pulumi-eks leaves the version unset (EKS then keeps the version the
+            # group was created with): pinned, a kubernetesVersion bump rolls the system nodes too.
+            version=args.kubernetes_version,
             subnet_ids=args.private_subnet_ids,
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                 id=launch_template.id, version=launch_template.latest_version.apply(str)
@@ -312,4 +347,30 @@ class Cluster(pulumi.ComponentResource):
                 "clusterSecurityGroupId": self.cluster_security_group_id,
                 "systemNodeRoleArn": self.system_node_role_arn,
             }
+        )
+
+    def _adopt_creator_entry(self, name: str, cluster_name: str, role_arn: str, partition: str) -> None:
+        """Import the access entry and admin association EKS created for the cluster's creator (the deploy role).
+
+        Imported with the exact inputs EKS gives that entry (no tags, type STANDARD): an import whose inputs
+        differ from the live resource fails. Import ids: ``cluster:principal`` and ``cluster#principal#policy``.
+        """
+        after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[self.eks_cluster])
+        entry = aws.eks.AccessEntry(
+            f"{name}-deployer",
+            cluster_name=cluster_name,
+            principal_arn=role_arn,
+            type="STANDARD",
+            opts=pulumi.ResourceOptions.merge(
+                after_cluster, pulumi.ResourceOptions(import_=f"{cluster_name}:{role_arn}")
+            ),
+        )
+        policy = access_policy_arn(partition, "cluster-admin")
+        aws.eks.AccessPolicyAssociation(
+            f"{name}-deployer",
+            cluster_name=cluster_name,
+            principal_arn=role_arn,
+            policy_arn=policy,
+            access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[entry], import_=f"{cluster_name}#{role_arn}#{policy}"),
         )

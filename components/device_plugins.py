@@ -21,6 +21,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from assembly import observability as obs
+from components.deps import dependencies
 from components.helm import release
 from components.manifest import resource
 from ekstrain import names
@@ -217,6 +218,7 @@ class DevicePlugins(pulumi.ComponentResource):
     def __init__(self, name: str, args: DevicePluginsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:device_plugins:DevicePlugins", name, None, opts)
         self.releases: dict[str, k8s.helm.v3.Release] = {}
+        after = dependencies(opts)  # the cluster: its system node group runs the charts' Deployments
         for chart_name, values in plugin_values(args).items():
             chart = args.charts[chart_name]
             self.releases[chart_name] = release(
@@ -226,10 +228,11 @@ class DevicePlugins(pulumi.ComponentResource):
                 namespace=NAMESPACE,
                 values=values,
                 parent=self,
+                depends_on=after,
             )
         if args.trainium_instance_types:
             ds = neuron_monitor_daemonset()
-            resource(f"{name}-neuron-monitor", ds, opts=pulumi.ResourceOptions(parent=self))
+            resource(f"{name}-neuron-monitor", ds, opts=pulumi.ResourceOptions(parent=self, depends_on=after))
             policy = neuron_monitor_network_policy()
-            resource(f"{name}-neuron-monitor", policy, opts=pulumi.ResourceOptions(parent=self))
+            resource(f"{name}-neuron-monitor", policy, opts=pulumi.ResourceOptions(parent=self, depends_on=after))
         self.register_outputs({"releases": sorted(RELEASE_NAMES[c] for c in self.releases)})

@@ -24,8 +24,9 @@ class JupyterHubArgs:
     """From ``assembly.jupyterhub.plan(cfg)``."""
     chart: Chart
     client_secret: pulumi.Input[str] | None = None
-    """OAuth client secret (or the dummy password outside prod); kept secret in state. @default none:
-    the operator creates the Secret ``jupyterhub-oauth``."""
+    """OAuth client secret (or the dummy password outside prod); kept secret in state. Required: the hub's pod
+    reads it from the Secret ``jupyterhub-oauth`` this component creates (a release waiting on a Secret nobody
+    creates fails the `up` at Helm's timeout). @default none, which is refused."""
     fsx_file_system_id: pulumi.Input[str]
     fsx_dns_name: pulumi.Input[str]
     fsx_mount_name: pulumi.Input[str]
@@ -37,6 +38,11 @@ class JupyterHub(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: JupyterHubArgs, opts: pulumi.ResourceOptions | None = None):
+        if args.client_secret is None:
+            raise ValueError(
+                "JupyterHubArgs.client_secret: the hub needs its OAuth client secret (or the dummy password); "
+                "pass it (from `pulumi config set --secret ekstrain:jupyterhubClientSecret ...`)"
+            )
         super().__init__("ekstrain:jupyterhub:JupyterHub", name, None, opts)
         plan = args.plan
         after = dependencies(opts)  # the cluster, the EFS/FSx CSI drivers and the efs-ap class

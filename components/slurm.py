@@ -20,6 +20,7 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 from assembly.schedulers import slurm as build
+from components.deps import dependencies
 from components.helm import release
 from components.manifest import resource
 from ekstrain.versions import Chart
@@ -56,6 +57,8 @@ class Slurm(pulumi.ComponentResource):
     def __init__(self, name: str, args: SlurmArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:slurm:Slurm", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        # The cluster (its node group runs the webhook, operator and database pods every wait below needs).
+        after = dependencies(opts)
 
         cert = None
         if args.cert_manager_chart is not None:
@@ -67,6 +70,7 @@ class Slurm(pulumi.ComponentResource):
                 values=args.cert_manager_values,
                 parent=self,
                 create_namespace=True,
+                depends_on=after,
             )
         crds = release(
             f"{name}-operator-crds",
@@ -75,7 +79,7 @@ class Slurm(pulumi.ComponentResource):
             namespace=build.OPERATOR_NAMESPACE,
             values={},
             parent=self,
-            depends_on=[cert] if cert else [],
+            depends_on=[*after, *([cert] if cert else [])],
             create_namespace=True,
         )
         operator = release(
@@ -85,11 +89,15 @@ class Slurm(pulumi.ComponentResource):
             namespace=build.OPERATOR_NAMESPACE,
             values=args.operator_values,
             parent=self,
-            depends_on=[crds] + ([cert] if cert else []),
+            depends_on=[*after, crds, *([cert] if cert else [])],
             create_namespace=True,
         )
 
-        ns = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": build.NAMESPACE}, opts=child)
+        ns = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={"name": build.NAMESPACE},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+        )
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[ns])
         before_chart: list[pulumi.Resource] = [operator, ns]
 

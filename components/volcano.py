@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from assembly.schedulers import volcano as build
+from components.deps import dependencies
 from components.helm import release
 from components.manifest import resource
 from ekstrain.versions import Chart
@@ -36,6 +37,7 @@ class Volcano(pulumi.ComponentResource):
             values=args.values,
             parent=self,
             create_namespace=True,
+            depends_on=dependencies(opts),  # the cluster: its node group runs the scheduler and admission pods
         )
         after = pulumi.ResourceOptions(parent=self, depends_on=[self.volcano_release])
         for q in args.queues:

@@ -95,13 +95,18 @@ DEFAULT_ADDON_VERSIONS: dict[str, str | None] = {
     "aws-ebs-csi-driver": None,
 }
 
-# Per-Kubernetes-version add-on pins where EKS's add-on table gives one (coredns is built per minor
-# version; the EKS CoreDNS page lists v1.14.2-eksbuild.4 as the 1.35 build). Missing entries fall
+# Per-Kubernetes-version add-on pins where EKS's add-on table gives one (coredns and kube-proxy are built per
+# minor version; the EKS CoreDNS page lists v1.14.2-eksbuild.4 as the 1.35 build, the kube-proxy page
+# (docs.aws.amazon.com/eks/latest/userguide/managing-kube-proxy.html, "kube-proxy versions") v1.35.3-eksbuild.2).
+# kube-proxy must be pinned: unpinned, pulumi-eks resolves getAddonVersion(mostRecent) on every run (its
+# cluster.ts), so an unchanged `pulumi up` updates it whenever EKS ships a build. Missing entries fall
 # back to DEFAULT_ADDON_VERSIONS; a stack's ekstrain:versions.addons wins over both.
 ADDON_VERSIONS_BY_KUBERNETES: dict[str, dict[str, str]] = {
-    "1.33": {"coredns": "v1.12.4-eksbuild.1"},
-    "1.34": {"coredns": "v1.13.2-eksbuild.7"},
-    "1.35": {"coredns": "v1.14.2-eksbuild.4"},
+    "1.31": {"kube-proxy": "v1.31.14-eksbuild.9"},
+    "1.32": {"kube-proxy": "v1.32.13-eksbuild.5"},
+    "1.33": {"coredns": "v1.12.4-eksbuild.1", "kube-proxy": "v1.33.10-eksbuild.2"},
+    "1.34": {"coredns": "v1.13.2-eksbuild.7", "kube-proxy": "v1.34.6-eksbuild.2"},
+    "1.35": {"coredns": "v1.14.2-eksbuild.4", "kube-proxy": "v1.35.3-eksbuild.2"},
 }
 
 

@@ -26,6 +26,8 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.sync_await import _sync_await
 
+from infra import eks_children
+
 UNKNOWN = "<unknown>"
 
 ACCOUNT = "123456789012"
@@ -73,6 +75,10 @@ class Record:
     protect: bool = False
     retain_on_delete: bool = False
     ignore_changes: list[str] = field(default_factory=list)
+    import_id: str = ""
+    """``import`` option: the id of an existing cloud resource the engine adopts instead of creating it."""
+    synthetic: bool = False
+    """Registered by the offline engine for a remote component's provider (infra/eks_children.py)."""
     secret_inputs: set[str] = field(default_factory=set)
     """Input paths the SDK sent as Pulumi secrets (``stringData.password``, ``values.auth.rootPassword``):
     stored encrypted in the state."""
@@ -241,6 +247,7 @@ class RecordingMonitor(MockMonitor):
             protect=bool(request.protect),
             retain_on_delete=bool(request.retainOnDelete),
             ignore_changes=list(request.ignoreChanges),
+            import_id=request.importId,
             secret_inputs=_secret_paths(wire),
         )
         self._by_urn[urn] = record
@@ -256,6 +263,8 @@ class RecordingMonitor(MockMonitor):
             )
         )
         record.outputs = state
+        if request.type in REMOTE_CHILDREN:
+            self._register_children(record)
         rid = rid or ""  # Mocks.new_resource may return no id; the engine's "no id" is the empty string
         # The engine, not the SDK, marks additionalSecretOutputs (RandomPassword.result) secret: do the same.
         secret_outputs = set(request.additionalSecretOutputs)
@@ -270,6 +279,79 @@ class RecordingMonitor(MockMonitor):
         )
         self.resources[urn] = MockMonitor.ResourceRegistration(urn, rid, state)
         return resource_pb2.RegisterResourceResponse(urn=urn, id=rid, object=obj)
+
+    def _register_children(self, component: Record) -> None:
+        """Register what the remote component's provider would (infra/eks_children.py): the mock engine never
+        constructs remote components, so without this no check would see the EKS cluster, its role, access
+        entries, add-ons, OIDC provider or node group."""
+        outside: list[str] = []
+        if component.type == "eks:index:Cluster":
+            region = getattr(self.mocks, "region", "us-west-2")
+            children = eks_children.cluster_children(
+                component.name, component.inputs, _partition(region), str(component.outputs.get("oidcProviderUrl"))
+            )
+        else:
+            ref = component.inputs.get("cluster") or {}
+            cluster = self._by_urn.get(ref.get("$ref", "")) if isinstance(ref, dict) else None
+            cluster_name = (cluster.inputs.get("name") if cluster else None) or UNKNOWN
+            children = eks_children.node_group_children(component.name, component.inputs, cluster_name)
+            # The node group is created once the cluster's EKS cluster exists (nodegroup.ts: its clusterName input).
+            if cluster is not None:
+                outside = [
+                    r.urn for r in self.records if r.parent == cluster.urn and r.type == "aws:eks/cluster:Cluster"
+                ]
+        urns: dict[str, str] = {}
+        for child in children:
+            parent = urns.get(child.parent, component.urn) if child.parent else component.urn
+            urn = self.make_urn(parent, child.type, child.name)
+            urns[child.name] = urn
+            if urn in self._by_urn:
+                raise ValueError(f"duplicate URN {urn}: a child of {component.name} clashes with another resource")
+            inputs = _resolve_refs(child.inputs, self._by_urn, urns)
+            record = Record(
+                urn=urn,
+                type=child.type,
+                name=child.name,
+                custom=child.custom,
+                remote=False,
+                parent=parent,
+                inputs=inputs,
+                # The provider constructs children once the component's inputs resolve: they wait for what it waits for.
+                dependencies=sorted(
+                    {*component.dependencies, *outside, *(urns[d] for d in child.dependencies if d in urns)}
+                ),
+                # Children inherit protect from their component (the provider's SDK does, as a local one would).
+                protect=component.protect,
+                ignore_changes=list(child.ignore_changes),
+                synthetic=True,
+            )
+            if child.custom:
+                _, record.outputs = self.mocks.new_resource(
+                    pulumi.runtime.MockResourceArgs(typ=child.type, name=child.name, inputs=inputs, custom=True)
+                )
+            self._by_urn[urn] = record
+            self.records.append(record)
+
+
+REMOTE_CHILDREN = ("eks:index:Cluster", "eks:index:ManagedNodeGroup")
+
+
+def _partition(region: str) -> str:
+    return "aws-cn" if region.startswith("cn-") else "aws-us-gov" if region.startswith("us-gov-") else "aws"
+
+
+def _resolve_refs(value: Any, by_urn: dict[str, Record], siblings: dict[str, str]) -> Any:
+    """``<ref name>`` placeholders of eks_children -> the sibling's resource reference, as the engine sends it."""
+    if isinstance(value, dict):
+        return {k: _resolve_refs(v, by_urn, siblings) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve_refs(v, by_urn, siblings) for v in value]
+    if isinstance(value, str) and value.startswith("<ref ") and value.endswith(">"):
+        # ``<ref sibling.attribute>``: the real provider passes the sibling's output (its ARN or name).
+        name, _, attribute = value[5:-1].rpartition(".")
+        sibling = by_urn.get(siblings.get(name, ""))
+        return sibling.outputs.get(attribute, UNKNOWN) if sibling is not None else UNKNOWN
+    return value
 
 
 def _secret_paths(value: Any, path: str = "") -> set[str]:

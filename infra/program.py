@@ -57,13 +57,17 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             vpc_id=network.vpc_id,
             private_subnet_ids=network.private_subnet_ids,
             public_subnet_ids=network.public_subnet_ids,
-            endpoint_public_access=c.endpoint_public_access,
-            public_access_cidrs=c.public_access_cidrs,
+            endpoint_public_access=c.api_public,
+            public_access_cidrs=c.api_public_cidrs,
             deploy_cidrs=c.deploy_cidrs,
             deploy_security_group_ids=c.deploy_security_group_ids,
             admin_principals=[
                 AdminPrincipal(principal_arn=a.principal_arn, access_policy=a.access_policy) for a in c.admin_access
             ],
+            deploy_role_arn=c.deploy_role_arn,
+            preview_role_arn=c.preview_role_arn,
+            preview_access_policy=c.preview_access_policy,
+            protect=cfg.storage.protect,
             log_types=c.log_types,
             secrets_encryption=c.secrets_encryption,
             deletion_protection=c.deletion_protection,
@@ -152,7 +156,8 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             efa_instance_types=types_of(lambda p: p.efa),
             trainium_instance_types=types_of(lambda p: p.accelerator == catalog.TRAINIUM),
         ),
-        opts=pulumi.ResourceOptions(provider=cluster.provider),
+        # The charts' Deployments (neuron scheduler, DCGM) run on system nodes: Helm's wait needs the node group.
+        opts=k8s_after_cluster,
     )
 
     outputs: dict[str, Any] = dict(storage_outputs)

@@ -32,7 +32,19 @@ from assembly.schedulers.slurm import standing_nodes
 from ekstrain import argocd, catalog, names, storage_sizing, validation, versions
 from ekstrain.partitions import layout_nodes, shape
 from infra import offline
-from infra.verify import Check, aws_rules, chart_values, charts, iam, policy, sdk_schema, secrets, tfplan
+from infra.verify import (
+    Check,
+    aws_rules,
+    chart_values,
+    charts,
+    iam,
+    order,
+    policy,
+    relations,
+    sdk_schema,
+    secrets,
+    tfplan,
+)
 from stacks.errors import ConfigError
 from stacks.loader import load_flat, read_stack_file
 from stacks.models import StackConfig
@@ -181,9 +193,15 @@ def chart_releases(recording: offline.Recording) -> list[charts.Release]:
 
 
 def run_checks(
-    out: pathlib.Path, objs: list[tuple[str, dict[str, Any]]], rec: offline.Recording, cfg: StackConfig, stack: str
+    out: pathlib.Path,
+    objs: list[tuple[str, dict[str, Any]]],
+    rec: offline.Recording,
+    cfg: StackConfig,
+    stack: str,
+    order_rows: list[dict[str, Any]] | None = None,
 ) -> tuple[list[Check], int]:
-    """Every check of the render, and the number of chart-rendered objects written under out/charts."""
+    """Every check of the render, and the number of chart-rendered objects written under out/charts.
+    ``order_rows`` receives the creation stages (infra/verify/order.py) when the charts were rendered."""
     kv = cfg.cluster.kubernetes_version
     manifests_check = Check("kubernetes manifests: upstream schemas", len(objs))
     values_check = Check("helm values: keys in the chart's values.yaml", what="releases")
@@ -241,6 +259,10 @@ def run_checks(
                     functools.partial(chart_values.entry_problems, chart.upstream_dir, values, kv),
                 )
             ]
+    relation_checks, graph = relations.run(rec, rendered, manifest_of)
+    checks += relation_checks
+    if order_rows is not None:
+        order_rows.extend(order.stage_rows(graph))
     chart_check.checked = sum(len(o) for o in rendered.objects.values())
     chart_check.problems += validate_chart_objects(rendered, kv)
     for r in releases:
@@ -251,6 +273,11 @@ def run_checks(
                     "rendered objects (misplaced, or the chart's default anyway)"
                 )
     return checks + aws_checks, written
+
+
+def offline_provider_name(reference: str) -> str:
+    """``urn:...::name::id`` -> ``name`` (the provider a resource is created through)."""
+    return order.provider_urn(reference).rsplit("::", 1)[-1] if reference else ""
 
 
 def canonical(objects: list[dict[str, Any]]) -> list[str]:
@@ -326,6 +353,10 @@ def write(
             "parent": r.parent.rsplit("::", 1)[-1] if r.parent else "",
             "protect": r.protect,
             "retainOnDelete": r.retain_on_delete,
+            # What the engine orders creation by (infra/verify/order.py): dependsOn + input dependencies, provider.
+            "dependsOn": sorted(d.rsplit("::", 1)[-1] for d in r.dependencies),
+            "provider": offline_provider_name(r.provider),
+            **({"registeredBy": "offline engine, as pulumi-eks would"} if r.synthetic else {}),
             "inputs": offline.plain(r.inputs),
         }
         for r in rec.records
@@ -340,7 +371,8 @@ def write(
         {"type": t, "count": n}
         for t, n in sorted(collections.Counter(r.type for r in rec.records if not r.custom).items())
     ]
-    checks, chart_objects = run_checks(out, objs, rec, cfg, stack)
+    order_rows: list[dict[str, Any]] = []
+    checks, chart_objects = run_checks(out, objs, rec, cfg, stack, order_rows)
     apps = argocd.applications(rel for _, rel in releases) if cfg.delivery.argocd else []
     if apps:
         # ekstrain:delivery.argocd: one Application per Helm release, for a GitOps repository.
@@ -384,6 +416,8 @@ def write(
                 for _, rel in releases
             ),
             "",
+            "## Creation order (first `pulumi up`: what the dependency graph lets the engine create in each stage)",
+            table(order_rows) if order_rows else "(not computed: the charts were not rendered)\n",
             "## Checks",
             checks_table(checks),
             (

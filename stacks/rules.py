@@ -14,6 +14,7 @@ from ekstrain import catalog, efa, karpenter_specs, names, regions, storage_sizi
 from stacks.errors import ConfigIssue
 from stacks.models import StackConfig
 from stacks.models.base import kms_key_region
+from stacks.models.cluster import ClusterConfig
 from stacks.models.partitions import PartitionConfig
 
 FSX_PERSISTENT_2_THROUGHPUTS = (125, 250, 500, 1000)
@@ -49,6 +50,12 @@ def check(cfg: StackConfig, today: dt.date | None = None) -> tuple[list[ConfigIs
     ami = versions.ami_alias_warning(cfg.versions.ami_alias_version, cfg.versions.ami_alias_max_age_days, day)
     if ami:
         warnings.append(f"ekstrain:versions.amiAliasVersion: {ami}")
+    if cfg.cluster.bootstrap_access_cidrs:
+        warnings.append(
+            "ekstrain:cluster.bootstrapAccessCidrs: the API endpoint is public for "
+            f"{cfg.cluster.bootstrap_access_cidrs} (first deploy from outside the VPC); remove the key once the "
+            "in-VPC runner is up, and `pulumi up` from it makes the endpoint private (docs/delivery.md, first deploy)"
+        )
     warning = versions.support_warning(cfg.cluster.kubernetes_version, day)
     if warning and not errors:
         warnings.append(f"ekstrain:cluster.kubernetesVersion: {warning}")
@@ -230,6 +237,28 @@ def _slurm_login(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
     return [], []
 
 
+def _access_entries(c: ClusterConfig) -> list[ConfigIssue]:
+    """EKS allows one access entry per principal (CreateAccessEntry: ResourceInUseException), so each
+    principal appears once across adminAccess, deployRoleArn and previewRoleArn."""
+    seen: dict[str, str] = {}
+    out = []
+    named = [(f"adminAccess[{i}].principalArn", a.principal_arn) for i, a in enumerate(c.admin_access)]
+    named += [(k, v) for k, v in (("deployRoleArn", c.deploy_role_arn), ("previewRoleArn", c.preview_role_arn)) if v]
+    for key, arn in named:
+        if arn in seen:
+            out.append(
+                ConfigIssue(
+                    f"ekstrain:cluster.{key}",
+                    f"{arn} already has an access entry from ekstrain:cluster.{seen[arn]}; "
+                    "EKS allows one per principal",
+                    "list each principal once (the deploy role is cluster-admin already; the preview role gets "
+                    "previewAccessPolicy)",
+                )
+            )
+        seen.setdefault(arn, key)
+    return out
+
+
 def _cluster(cfg: StackConfig) -> list[ConfigIssue]:
     c = cfg.cluster
     out = []
@@ -242,6 +271,7 @@ def _cluster(cfg: StackConfig) -> list[ConfigIssue]:
             )
         )
     out += _allow_list("ekstrain:cluster.publicAccessCidrs", c.public_access_cidrs, public=True)
+    out += _allow_list("ekstrain:cluster.bootstrapAccessCidrs", c.bootstrap_access_cidrs, public=True)
     out += _allow_list("ekstrain:cluster.deployCidrs", c.deploy_cidrs, public=False)
     if not c.endpoint_public_access and not (c.deploy_cidrs or c.deploy_security_group_ids):
         out.append(
@@ -253,7 +283,11 @@ def _cluster(cfg: StackConfig) -> list[ConfigIssue]:
                 "security group in deploySecurityGroupIds (docs/delivery.md)",
             )
         )
-    for key, cidrs in (("publicAccessCidrs", c.public_access_cidrs), ("deployCidrs", c.deploy_cidrs)):
+    for key, cidrs in (
+        ("publicAccessCidrs", c.public_access_cidrs),
+        ("deployCidrs", c.deploy_cidrs),
+        ("bootstrapAccessCidrs", c.bootstrap_access_cidrs),
+    ):
         doc = [x for x in cidrs if any(ipaddress.IPv4Network(x).subnet_of(d) for d in DOCUMENTATION_NETWORKS)]
         if doc:
             out.append(
@@ -281,6 +315,7 @@ def _cluster(cfg: StackConfig) -> list[ConfigIssue]:
                 "use general-purpose types such as m7i.xlarge; accelerators belong in partitions",
             )
         )
+    out += _access_entries(c)
     ng = c.system_node_group
     if not ng.min_size <= ng.desired_size <= ng.max_size:
         out.append(
@@ -743,7 +778,7 @@ def _jupyterhub(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
                 "use type: github (clientId, callbackUrl, allowedOrganizations) or generic-oauth",
             )
         )
-    warnings = []
+    warnings: list[str] = []
     if cfg.jupyterhub_client_secret is None:
         if a.type == "dummy":
             out.append(
@@ -754,11 +789,15 @@ def _jupyterhub(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
                 )
             )
         else:
-            warnings.append(
-                "ekstrain:jupyterhubClientSecret: not set; the hub reads its OAuth client secret from the "
-                "Secret jupyterhub/jupyterhub-oauth (key client-secret): create it (kubectl -n jupyterhub "
-                "create secret generic jupyterhub-oauth --from-literal=client-secret=...) or set the "
-                "stack secret"
+            # The hub's pod reads it through a non-optional secretKeyRef; a Secret nobody creates in the same
+            # `up` leaves the release waiting until Helm's timeout fails the deploy.
+            out.append(
+                ConfigIssue(
+                    "ekstrain:jupyterhubClientSecret",
+                    f"the {a.type} authenticator needs the OAuth app's client secret; the program creates the "
+                    "Secret jupyterhub/jupyterhub-oauth from it, and without it the hub never starts",
+                    "pulumi config set --secret ekstrain:jupyterhubClientSecret <client secret of the OAuth app>",
+                )
             )
     if a.type in ("github", "generic-oauth"):
         missing = [f for f, v in (("clientId", a.client_id), ("callbackUrl", a.callback_url)) if not v]

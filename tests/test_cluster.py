@@ -1,4 +1,6 @@
-"""Cluster component contract (pulumi-eks is remote: assert on its inputs, it has no children here)."""
+"""Cluster component contract: the inputs sent to pulumi-eks (a remote component) and the children the offline
+engine registers for it as pulumi-eks does (infra/eks_children.py; tests/test_real_eks.py compares them with
+the real implementation)."""
 
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ def test_eks_cluster_inputs(rec: Recording) -> None:
     assert i["corednsAddonOptions"]["enabled"] is False, "CoreDNS is installed after the node group"
     assert i["encryptionConfigKeyArn"] == rec.one("aws:kms/key:Key", "eks-secrets").outputs["arn"]
     assert i["deletionProtection"] is True
-    entry = i["accessEntries"]["admin-0"]
+    entry = i["accessEntries"]["role-Admin"]
     assert entry["principalArn"] == "arn:aws:iam::111122223333:role/Admin"
     assert entry["accessPolicies"]["cluster-admin"]["policyArn"] == (
         "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
@@ -82,8 +84,13 @@ def test_system_node_group_is_small_general_purpose_and_private(rec: Recording) 
 
 def test_core_addons_wait_for_nodes(rec: Recording) -> None:
     mng = rec.one("eks:index:ManagedNodeGroup", "eks-system")
-    addons = {r.inputs["addonName"]: r for r in rec.of_type("aws:eks/addon:Addon")}
+    addons = {r.inputs["addonName"]: r for r in rec.of_type("aws:eks/addon:Addon") if not r.synthetic}
     assert set(addons) == {"coredns", "eks-pod-identity-agent", "aws-ebs-csi-driver"}
+    # vpc-cni and kube-proxy come from pulumi-eks with the cluster (pinned: never "most recent" on each run)
+    inside = {
+        r.inputs["addonName"]: r.inputs["addonVersion"] for r in rec.of_type("aws:eks/addon:Addon") if r.synthetic
+    }
+    assert inside == {"vpc-cni": "v1.20.1-eksbuild.3", "kube-proxy": "<most recent>"}, "ARGS pins no kube-proxy"
     for addon in addons.values():
         assert addon.inputs["clusterName"] == "ml-prod"
         assert mng.urn in addon.dependencies
@@ -114,3 +121,97 @@ def test_public_endpoint_carries_allow_list() -> None:
     args = ClusterArgs(**{**ARGS.__dict__, "endpoint_public_access": True, "public_access_cidrs": ["203.0.113.0/24"]})
     rec = run_program(lambda: Cluster("eks", args).kubeconfig)
     assert rec.one("eks:index:Cluster", "eks").inputs["publicAccessCidrs"] == ["203.0.113.0/24"]
+
+
+def test_access_entries_are_keyed_by_principal_not_position() -> None:
+    # GIVEN two admins, WHEN their order changes or the first is removed
+    a = AdminPrincipal(principal_arn="arn:aws:iam::111122223333:role/Admin")
+    b = AdminPrincipal(principal_arn="arn:aws:iam::111122223333:role/team/Ops", access_policy="view")
+
+    def entries(principals: list[AdminPrincipal]) -> dict[str, object]:
+        args = ClusterArgs(**{**ARGS.__dict__, "admin_principals": principals})
+        rec = run_program(lambda: Cluster("eks", args).kubeconfig)
+        return rec.one("eks:index:Cluster", "eks").inputs["accessEntries"]
+
+    # THEN each keeps its key (a list index would re-key, so EKS would delete and recreate the other's entry)
+    first = entries([a, b])
+    assert sorted(first) == ["role-Admin", "role-team-Ops"]
+    assert entries([b, a]) == first
+    assert entries([b]) == {"role-team-Ops": first["role-team-Ops"]}
+
+
+def test_deploy_and_preview_roles_get_explicit_entries() -> None:
+    # GIVEN the deploy and preview roles of the workflows
+    deploy = "arn:aws:iam::111122223333:role/ekstrain-deploy"
+    preview = "arn:aws:iam::111122223333:role/ekstrain-preview"
+    args = ClusterArgs(**{**ARGS.__dict__, "deploy_role_arn": deploy, "preview_role_arn": preview})
+    rec = run_program(lambda: Cluster("eks", args).kubeconfig)
+    # THEN the preview role has a view entry through pulumi-eks
+    entries = rec.one("eks:index:Cluster", "eks").inputs["accessEntries"]
+    assert entries["role-ekstrain-preview"]["accessPolicies"] == {
+        "view": {
+            "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy",
+            "accessScope": {"type": "cluster"},
+        }
+    }
+    # AND the deploy role's entry, which EKS creates for the cluster's creator (pulumi-eks always sets
+    # bootstrapClusterCreatorAdminPermissions), is adopted by import with the ids the AWS provider reads
+    assert "role-ekstrain-deploy" not in entries, "a second entry for the creator fails with ResourceInUse"
+    entry = rec.one("aws:eks/accessEntry:AccessEntry", "eks-deployer")
+    assert entry.import_id == f"ml-prod:{deploy}"
+    assert entry.inputs == {"clusterName": "ml-prod", "principalArn": deploy, "type": "STANDARD"}, "no tags: import"
+    assoc = rec.one("aws:eks/accessPolicyAssociation:AccessPolicyAssociation", "eks-deployer")
+    policy = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+    assert assoc.import_id == f"ml-prod#{deploy}#{policy}"
+    assert rec.one("eks:index:Cluster", "eks").urn in entry.dependencies, "adopted once the cluster exists"
+    eks_child = rec.one("aws:eks/cluster:Cluster", "eks-eksCluster")
+    assert eks_child.inputs["accessConfig"]["bootstrapClusterCreatorAdminPermissions"] is True
+
+
+def test_protect_covers_the_cluster_and_its_secrets_key() -> None:
+    # GIVEN protect (prod's storage.protect) THEN the KMS key is protected and retained, and eks.Cluster protected
+    # (its children inherit it: the EKS cluster, its role and OIDC provider)
+    args = ClusterArgs(**{**ARGS.__dict__, "protect": True})
+    rec = run_program(lambda: Cluster("eks", args).kubeconfig)
+    key = rec.one("aws:kms/key:Key", "eks-secrets")
+    assert key.protect and key.retain_on_delete
+    assert rec.one("eks:index:Cluster", "eks").protect
+    assert rec.one("aws:eks/cluster:Cluster", "eks-eksCluster").protect
+    # AND without it (dev) nothing is protected
+    plain = run_program(lambda: Cluster("eks", ARGS).kubeconfig)
+    assert not plain.one("aws:kms/key:Key", "eks-secrets").protect
+
+
+def test_node_group_version_follows_the_cluster(rec: Recording) -> None:
+    # pulumi-eks leaves `version` unset when a launch template is given: pinned here, a kubernetesVersion bump
+    # rolls the system nodes with the control plane (EKS refuses the next bump otherwise)
+    assert rec.one("eks:index:ManagedNodeGroup", "eks-system").inputs["version"] == "1.33"
+    assert rec.one("aws:eks/nodeGroup:NodeGroup", "eks-system").inputs["version"] == "1.33"
+
+
+def test_offline_engine_registers_pulumi_eks_children(rec: Recording) -> None:
+    # GIVEN the remote components, THEN their children as pulumi-eks registers them, under them
+    (eks,) = rec.of_type("eks:index:Cluster")
+    children = sorted((c.type, c.name) for c in rec.children_of(eks.urn))
+    assert children == sorted(
+        [
+            ("eks:index:ServiceRole", "eks-eksRole"),
+            ("aws:eks/cluster:Cluster", "eks-eksCluster"),
+            ("aws:eks/accessEntry:AccessEntry", "eks-role-Admin"),
+            ("aws:eks/addon:Addon", "eks-kube-proxy"),
+            ("aws:iam/openIdConnectProvider:OpenIdConnectProvider", "eks-oidcProvider"),
+            ("pulumi:providers:kubernetes", "eks-eks-k8s"),
+            ("eks:index:VpcCniAddon", "eks-vpc-cni"),
+        ]
+    )
+    cluster = rec.one("aws:eks/cluster:Cluster", "eks-eksCluster")
+    role = rec.one("aws:iam/role:Role", "eks-eksRole-role")
+    assert cluster.inputs["roleArn"] == role.outputs["arn"]
+    assert cluster.inputs["vpcConfig"]["subnetIds"] == ["subnet-c", "subnet-d", "subnet-a", "subnet-b"]
+    assert (
+        cluster.inputs["encryptionConfig"]["provider"]["keyArn"]
+        == rec.one("aws:kms/key:Key", "eks-secrets").outputs["arn"]
+    )
+    assert all(r.synthetic for r in rec.records if r.parent == eks.urn)
+    group = rec.one("aws:eks/nodeGroup:NodeGroup", "eks-system")
+    assert group.inputs["clusterName"] == "ml-prod" and cluster.urn in group.dependencies

@@ -111,8 +111,13 @@ FACTS: list[tuple[str, str, Callable[[], object]]] = [
     ("README.md", "On 2026-12-03: {} is the default", lambda: versions.DEFAULT_KUBERNETES_VERSION),
     (
         "README.md",
-        "CoreDNS add-on build (1.35: {};",
+        "kube-proxy add-on builds (1.35: {},",
         lambda: versions.addon_version("coredns", versions.DEFAULT_KUBERNETES_VERSION),
+    ),
+    (
+        "README.md",
+        ", {}; the others: EKS",
+        lambda: versions.addon_version("kube-proxy", versions.DEFAULT_KUBERNETES_VERSION),
     ),
     ("README.md", "(`amiAliasVersion`, 1.35: {})", lambda: versions.AMI_ALIAS_VERSIONS["1.35"]),
     ("README.md", "installs zero-to-jupyterhub {} in", lambda: versions.DEFAULT_CHARTS["jupyterhub"].version),

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import pathlib
-import shutil
 import subprocess
 from typing import Any
 
@@ -18,12 +16,14 @@ from assembly import jupyterhub as hub
 from components.jupyterhub import JupyterHub, JupyterHubArgs
 from ekstrain import validation
 from infra.offline import Recording
+from infra.verify import charts
 from stacks.errors import ConfigError
 from stacks.loader import parse
 
 PROD = stack_config("prod")
 RELEASE = "kubernetes:helm.sh/v3:Release"
-HELM = os.environ.get("EKSTRAIN_HELM", "/work/tools/helm")
+# The project's one helm lookup ($EKSTRAIN_HELM, PATH, .tools/helm): `make test` fetches it, so these never skip.
+HELM = charts.helm_binary() or "helm"
 
 
 def _run(cfg: Any, secret: str | None) -> Recording:
@@ -123,9 +123,30 @@ def test_auth_is_github_restricted_and_secret_comes_from_env(rec: Recording) -> 
     }
 
 
-def test_without_the_stack_secret_no_secret_object_is_created() -> None:
-    rec = _run(PROD, None)
-    assert rec.of_type("kubernetes:core/v1:Secret") == []
+def test_without_the_client_secret_the_stack_and_the_component_refuse() -> None:
+    # GIVEN GitHub OAuth and no ekstrain:jupyterhubClientSecret THEN a config error with the command (the hub's
+    # non-optional secretKeyRef would leave the release waiting until Helm's timeout fails the `up`)
+    issues = _issues(lambda s: s.pop("jupyterhubClientSecret", None))
+    assert any(i.startswith("ekstrain:jupyterhubClientSecret: the github authenticator needs") for i in issues)
+    # AND the component refuses it too, naming its argument
+    with pytest.raises(ValueError, match="JupyterHubArgs.client_secret"):
+        _run(PROD, None)
+
+
+def test_user_pods_pass_the_namespace_pod_security_level(rec: Recording) -> None:
+    # GIVEN the hub's values as the program sets them, WHEN KubeSpawner's pods are built from them (the chart's
+    # default would add a privileged NET_ADMIN init container) THEN the namespace's `baseline` admits each one
+    from infra.verify import admission
+    from infra.verify.pods import kubespawner_pods
+
+    values = rec.one(RELEASE, "jupyterhub").inputs["values"]
+    (ns,) = [r for r in rec.of_type("kubernetes:core/v1:Namespace")]
+    level = ns.inputs["metadata"]["labels"][admission.ENFORCE]
+    pods = kubespawner_pods(values)
+    assert level == "baseline" and len(pods) >= len(PROD.partitions)
+    assert [admission.violations(p, level) for p in pods] == [[] for _ in pods]
+    chart_default = {**values, "singleuser": {**values["singleuser"], "cloudMetadata": {"blockWithIptables": True}}}
+    assert any("privileged" in v for v in admission.violations(kubespawner_pods(chart_default)[0], level))
 
 
 @needs_upstream
@@ -138,7 +159,6 @@ def test_values_keys_and_manifests_validate(rec: Recording) -> None:
             assert validation.validate_object({k: v for k, v in r.inputs.items() if k != "id"}, "1.35") == [], r.name
 
 
-@pytest.mark.skipif(not shutil.which(HELM) and not pathlib.Path(HELM).exists(), reason="helm not available")
 @needs_upstream
 def test_chart_accepts_the_values_and_renders_valid_objects(rec: Recording, tmp_path: pathlib.Path) -> None:
     # helm checks the values against the chart's values.schema.json, then renders
@@ -185,7 +205,7 @@ def test_no_open_hub() -> None:
     )
     # GIVEN dummy outside prod without a password THEN refused
     assert "ekstrain:jupyterhubClientSecret: the dummy authenticator needs a password" in _issues(
-        lambda s: s["jupyterhub"]["auth"].update(type="dummy"), env="dev"
+        lambda s: (s["jupyterhub"]["auth"].update(type="dummy"), s.pop("jupyterhubClientSecret")), env="dev"
     )
     assert any(
         i.startswith("ekstrain:jupyterhub.profiles: ['gpu-b200'] are not partitions")

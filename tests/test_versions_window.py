@@ -41,7 +41,10 @@ def test_every_known_version_has_its_facts() -> None:
         released = versions.ami_release_date(versions.AMI_ALIAS_VERSIONS[v])
         assert released is not None and released >= versions.KUBERNETES_RELEASES[v].released, v
     assert versions.addon_version("coredns", "1.35") == "v1.14.2-eksbuild.4"
-    assert versions.addon_version("kube-proxy", "1.35") is None, "EKS installs its default for the version"
+    # Unpinned, pulumi-eks asks getAddonVersion(mostRecent) on every run: each known version has a pin.
+    for v in versions.KNOWN_KUBERNETES_VERSIONS:
+        assert (versions.addon_version("kube-proxy", v) or "").startswith(f"v{v}."), v
+    assert versions.addon_version("kube-proxy", "1.35") == "v1.35.3-eksbuild.2"
     assert versions.addon_version("vpc-cni", "1.35") == versions.DEFAULT_ADDON_VERSIONS["vpc-cni"]
 
 

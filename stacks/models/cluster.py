@@ -14,6 +14,9 @@ LogType = Literal["api", "audit", "authenticator", "controllerManager", "schedul
 AccessPolicy = Literal["cluster-admin", "admin", "edit", "view"]
 
 
+ROLE_ARN = r"^arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9+=,.@_/-]+$"
+
+
 class AdminAccess(Model):
     """An IAM principal granted cluster access through an EKS access entry."""
 
@@ -68,6 +71,22 @@ class ClusterConfig(Model):
     """Security groups (sg-...) of the deploy runners: 443 on the EKS cluster security group."""
     admin_access: list[AdminAccess] = Field(default_factory=list)
     """IAM principals given cluster access entries (API authentication mode)."""
+    deploy_role_arn: str | None = Field(default=None, pattern=ROLE_ARN)
+    """The IAM role that runs `pulumi up` (the workflows' AWS_DEPLOY_ROLE_ARN). EKS gives the principal that
+    creates the cluster an admin access entry of its own (pulumi-eks always sets
+    bootstrapClusterCreatorAdminPermissions); the program adopts that entry (import) so it is managed and
+    visible. The first `pulumi up` must run as this role. @default none: the creator's entry stays unmanaged."""
+    preview_role_arn: str | None = Field(default=None, pattern=ROLE_ARN)
+    """The IAM role of pull-request previews (AWS_PREVIEW_ROLE_ARN): an access entry with ``previewAccessPolicy``.
+    @default none: previews cannot read the cluster."""
+    preview_access_policy: AccessPolicy = "view"
+    """@default view (AmazonEKSViewPolicy). Kubernetes authorizes server-side dry runs as the write they
+    simulate, so with ``view`` the real preview diffs AWS resources and reports Kubernetes objects as
+    forbidden (``ekstrain diff`` covers them offline); ``edit`` lets it diff them at the cost of write access."""
+    bootstrap_access_cidrs: list[IPv4Cidr] = Field(default_factory=list)
+    """First deploy from outside the VPC (docs/delivery.md, first deploy): while set, the API endpoint is also
+    public, limited to these CIDRs (the runner's or laptop's egress address, /32). Remove it once the in-VPC
+    runner is up: the next `pulumi up` makes the endpoint private again (an in-place EKS update). @default []."""
     log_types: list[LogType] = Field(
         default_factory=lambda: list[LogType](["api", "audit", "authenticator", "controllerManager", "scheduler"])
     )
@@ -78,6 +97,16 @@ class ClusterConfig(Model):
     """@default true: EKS refuses to delete the cluster until this is turned off."""
     system_node_group: SystemNodeGroup = Field(default_factory=SystemNodeGroup)
     """Managed node group for controllers; never accelerated."""
+
+    @property
+    def api_public(self) -> bool:
+        """Whether the API endpoint is public: by choice, or while a first deploy runs from outside the VPC."""
+        return self.endpoint_public_access or bool(self.bootstrap_access_cidrs)
+
+    @property
+    def api_public_cidrs(self) -> list[str]:
+        extra = [c for c in self.bootstrap_access_cidrs if c not in self.public_access_cidrs]
+        return [*self.public_access_cidrs, *extra]
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod
