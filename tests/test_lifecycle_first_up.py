@@ -1,0 +1,137 @@
+"""Day 1: the first `pulumi up` from an empty account, as docs/delivery.md ("First deploy") tells an operator.
+
+The runbook's commands are read from the document and carried out on a copy of each shipped stack file
+(`pulumi config set --path` / `pulumi config rm` as the CLI writes them); each `pulumi up` becomes an offline
+render with every check (schemas, references, admission, creation order, policy pack...), and the API endpoint
+must be reachable from where that phase runs (infra/verify/reach.py). Phase 2 may change nothing but the
+endpoint: an in-place EKS update (UpdateClusterConfig), never a replacement.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import pathlib
+import re
+import shlex
+from typing import Any
+
+import pytest
+import yaml
+from conftest import REPO, STACK_NAMES
+
+from infra import offline, render
+from infra.verify.reach import Runner, api_reachable
+from stacks.loader import load_flat, read_stack_file
+
+RUNBOOK = REPO / "docs" / "delivery.md"
+WORKSTATION = "52.94.10.10"
+"""The operator's public egress address in phase 1 (what `curl -s https://checkip.amazonaws.com` prints)."""
+
+
+def runbook_phase(name: str) -> list[str]:
+    """The shell lines of the fenced block after ``<!-- first-deploy:<name> -->``."""
+    text = RUNBOOK.read_text()
+    match = re.search(rf"<!-- first-deploy:{name} -->\s*```sh\n(.*?)```", text, re.S)
+    assert match, f"docs/delivery.md has no first-deploy:{name} block"
+    return [line for line in match.group(1).splitlines() if line.strip()]
+
+
+def _path(key: str) -> tuple[str, list[str | int]]:
+    top, _, rest = key.partition(".")
+    parts: list[str | int] = []
+    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", rest):
+        parts.append(int(index) if index else name)
+    return top, parts
+
+
+def pulumi_config(stack_file: pathlib.Path, line: str) -> bool:
+    """Apply one runbook line to the stack file as the CLI would; True for `pulumi up`."""
+    line = line.replace("$(curl -s https://checkip.amazonaws.com)", WORKSTATION)
+    argv = shlex.split(line)
+    doc = yaml.safe_load(stack_file.read_text())
+    config: dict[str, Any] = doc["config"]
+    if argv[:2] == ["pulumi", "up"]:
+        return True
+    if argv[:3] == ["pulumi", "config", "set"] and "--path" in argv:
+        key, value = [a for a in argv[3:] if a != "--path"]
+        top, parts = _path(key)
+        node: Any = config.setdefault(top, {} if not isinstance(parts[0], int) else [])
+        for here, nxt in zip(parts, parts[1:], strict=False):
+            if isinstance(here, int):
+                while len(node) <= here:
+                    node.append({} if not isinstance(nxt, int) else [])
+                node = node[here]
+            else:
+                node = node.setdefault(here, [] if isinstance(nxt, int) else {})
+        last = parts[-1]
+        if isinstance(last, int):
+            while len(node) <= last:
+                node.append(None)
+        node[last] = value
+    elif argv[:3] == ["pulumi", "config", "rm"]:
+        top, parts = _path(argv[3])
+        node = config[top]
+        for here in parts[:-1]:
+            node = node[here]
+        del node[parts[-1]]
+    else:
+        raise AssertionError(f"the runbook line {line!r} is not a command this test knows how to carry out")
+    stack_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return False
+
+
+def pulumi_up(stack: str, stack_file: pathlib.Path, out: pathlib.Path) -> tuple[offline.Recording, str]:
+    code = render.main(["--stack", stack, "--stack-file", str(stack_file), "--out", str(out)])
+    summary = (out / "SUMMARY.md").read_text()
+    assert code == 0, summary[summary.find("## Checks") :]
+    flat, secrets = read_stack_file(stack_file)
+    load_flat(flat, stack_file.name)
+    return render.run_program(flat, secrets, stack), summary
+
+
+def _inputs(rec: offline.Recording) -> dict[tuple[str, str], Any]:
+    return {(r.type, r.name): offline.plain(r.inputs) for r in rec.records}
+
+
+@pytest.mark.parametrize("stack", STACK_NAMES)
+def test_first_up_from_an_empty_account(stack: str, tmp_path: pathlib.Path) -> None:
+    stack_file = tmp_path / f"Pulumi.{stack}.yaml"
+    stack_file.write_text((REPO / f"Pulumi.{stack}.yaml").read_text())
+    # GIVEN the shipped stack and an operator outside any VPC: as shipped, the endpoint is private
+    flat, secrets = read_stack_file(stack_file)
+    shipped = render.run_program(flat, secrets, stack)
+    reachable, why = api_reachable(shipped, Runner(WORKSTATION, in_vpc=False))
+    assert not reachable and "private" in why, "without the bootstrap phase a fresh account cannot be deployed"
+
+    # WHEN phase 1 of the runbook runs (endpoint open to the workstation while the key is set)
+    ups = [pulumi_config(stack_file, line) for line in runbook_phase("phase1")]
+    assert ups[-1] is True and sum(ups) == 1
+    phase1, summary1 = pulumi_up(stack, stack_file, tmp_path / "phase1")
+    # THEN every check passes, the workstation reaches the API, and the render says the endpoint is open
+    assert api_reachable(phase1, Runner(WORKSTATION, in_vpc=False))[0]
+    assert "ekstrain:cluster.bootstrapAccessCidrs: the API endpoint is public for ['52.94.10.10/32']" in summary1
+    assert "## Creation order" in summary1 and "creation order: CRDs, webhooks, nodes, read objects first" in summary1
+
+    # WHEN the in-VPC runner (an address of deployCidrs) runs phase 2
+    network = yaml.safe_load(stack_file.read_text())["config"]["ekstrain:network"]
+    runner = Runner(str(ipaddress.ip_network(network["vpcCidr"]).network_address + 100), in_vpc=True)
+    ups = [pulumi_config(stack_file, line) for line in runbook_phase("phase2")]
+    assert ups[-1] is True and sum(ups) == 1
+    phase2, summary2 = pulumi_up(stack, stack_file, tmp_path / "phase2")
+    # THEN the runner reaches the private endpoint, the workstation no longer does
+    assert api_reachable(phase2, runner)[0], api_reachable(phase2, runner)[1]
+    assert not api_reachable(phase2, Runner(WORKSTATION, in_vpc=False))[0]
+    assert "bootstrapAccessCidrs" not in summary2
+    # AND phase 2 is the shipped stack again, changing only the endpoint of the EKS cluster (updated in place)
+    assert _inputs(phase2) == _inputs(shipped)
+    before, after = _inputs(phase1), _inputs(phase2)
+    changed = {k for k in before if before[k] != after.get(k)}
+    assert changed == {("eks:index:Cluster", "cluster"), ("aws:eks/cluster:Cluster", "cluster-eksCluster")}
+    eks_before = before[("aws:eks/cluster:Cluster", "cluster-eksCluster")]
+    eks_after = after[("aws:eks/cluster:Cluster", "cluster-eksCluster")]
+    assert {k for k in eks_before if eks_before[k] != eks_after[k]} == {"vpcConfig"}
+    assert eks_before["vpcConfig"] == {
+        **eks_after["vpcConfig"],
+        "endpointPublicAccess": True,
+        "publicAccessCidrs": [f"{WORKSTATION}/32"],
+    }
