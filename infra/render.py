@@ -211,6 +211,7 @@ def run_checks(
     entries_check = Check("helm values: templated entries (slurm nodesets/loginsets), strict", what="entries")
     checks = [manifests_check, values_check, entries_check, render_check, chart_check, noop_check]
     aws_checks = [
+        relations.eks_children(rec),
         sdk_schema.check_recording(rec),
         iam.check_recording(rec),
         aws_rules.check_recording(rec),

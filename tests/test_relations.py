@@ -217,3 +217,37 @@ def test_pod_security_levels_follow_the_upstream_rules() -> None:
         ],
     }
     assert admission.violations(_pod(hardened), "restricted") == []
+
+
+@needs_upstream
+def test_example_jobs_name_only_what_prod_creates(
+    prod_recording: offline.Recording, prod_rendered: Any, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN every example job template (examples/render-all.sh) rendered for prod
+    import pathlib
+
+    import yaml
+    from conftest import REPO
+    from test_jobs_examples import _commands
+
+    from assembly import cli
+
+    jobs: list[dict[str, Any]] = []
+    for argv in _commands(tmp_path):
+        argv = [*argv, "--stack-file", str(REPO / "Pulumi.prod.yaml")]
+        assert cli.main(argv) == 0, capsys.readouterr().err
+        out = pathlib.Path(argv[argv.index("--out") + 1])
+        if out.suffix != ".sbatch":
+            jobs += [d for d in yaml.safe_load_all(out.read_text()) if d]
+    # WHEN their pods are checked against what the prod stack creates and the training namespace's level
+    applied, _, _ = relations.applied_resources(prod_recording, prod_rendered, render.manifest_of)
+    everything = [(a.urn, o) for a in applied for o in a.objects]
+    inv = inventory([*everything, *(("examples", j) for j in jobs)])  # a job's own ConfigMaps come with it
+    objects = [o for _, o in everything]
+    templates = [t for j in jobs for t in pod_templates(j, "examples")]
+    assert len(templates) >= len(jobs)
+    refs = references.check([("examples", j) for j in jobs], templates, inv, references.schedulers(objects))
+    pss = admission.check(templates, admission.namespace_levels(objects), inv)
+    # THEN every Secret, claim, queue and scheduler they name exists, and the namespace admits every pod
+    assert refs.problems == [] and refs.checked > 3 * len(jobs)
+    assert pss.problems == []

@@ -81,3 +81,20 @@ def run(rec: offline.Recording, rendered: Rendered, manifest_of: Any) -> tuple[l
     pss = admission.check(templates, admission.namespace_levels(objects), inv)
     creation, graph = order.check(rec, applied, inv, order.creators_of(applied))
     return [refs, pss, creation], graph
+
+
+def eks_children(rec: offline.Recording) -> Check:
+    """The children registered for pulumi-eks's remote components (infra/eks_children.py): a row of the SUMMARY so
+    a reader sees that IAM lint, the policy pack, checkov and the AWS rules looked at them."""
+    result = Check("pulumi-eks children: registered offline as pulumi-eks does", what="children")
+    for component in rec.of_type("eks:index:Cluster") + rec.of_type("eks:index:ManagedNodeGroup"):
+        below, frontier = [], [component.urn]
+        while frontier:
+            found = [r for r in rec.records if r.parent in frontier]
+            below += found
+            frontier = [r.urn for r in found]
+        result.checked += len(below)
+        if not below or not all(r.synthetic for r in below):
+            result.problems.append(f"{component.type} {component.name}: its pulumi-eks children are not registered")
+    result.note = "compared with pulumi-eks's own code by tests/test_real_eks.py"
+    return result
