@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import fnmatch
+import os
 import pathlib
 from collections.abc import Callable
 from typing import Any
@@ -97,3 +99,33 @@ __all__ = [
     "STACK_NAMES",
     "REPO",
 ]
+
+
+# ---- no silent skips ------------------------------------------------------------------------------
+ALLOWED_SKIPS = REPO / "tests" / "allowed-skips.txt"
+
+
+def allowed_skips() -> list[str]:
+    lines = [ln.split(" -- ", 1)[0].strip() for ln in ALLOWED_SKIPS.read_text().splitlines()]
+    return [ln for ln in lines if ln and not ln.startswith("#")]
+
+
+def unexpected_skips(nodeids: list[str], allowed: list[str]) -> list[str]:
+    return [n for n in nodeids if not any(fnmatch.fnmatchcase(n, pattern) for pattern in allowed)]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Under `make test` (EKSTRAIN_NO_SKIPS=1, as CI runs it) a skipped test fails the run unless it is in
+    tests/allowed-skips.txt: a skip there means a missing install step, and CI would stay green without it."""
+    if os.environ.get("EKSTRAIN_NO_SKIPS") != "1":
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = [r.nodeid for r in (reporter.stats.get("skipped", []) if reporter else [])]
+    bad = unexpected_skips(skipped, allowed_skips())
+    if bad:
+        lines = "\n".join(f"  {n}" for n in bad)
+        print(
+            f"\nerror: {len(bad)} test(s) skipped that CI must run (fix the install step, or list them with a "
+            f"reason in tests/allowed-skips.txt):\n{lines}"
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

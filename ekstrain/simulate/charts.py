@@ -7,25 +7,15 @@ namespace, values) and the pinned chart archives in the upstream directory, with
 
 from __future__ import annotations
 
-import os
 import pathlib
-import shutil
 import subprocess
 from typing import Any
 
 import yaml
 
-HELM_CANDIDATES = ("/work/tools/helm",)
+from ekstrain.helm import helm_binary
 
-
-def helm_binary() -> str | None:
-    env = os.environ.get("EKSTRAIN_HELM")
-    if env:
-        return env
-    found = shutil.which("helm")
-    if found:
-        return found
-    return next((c for c in HELM_CANDIDATES if pathlib.Path(c).exists()), None)
+__all__ = ["helm_binary", "render_missing"]  # helm_binary: the project's one lookup (ekstrain/helm.py)
 
 
 def _archive(chart_src: pathlib.Path, chart: str, version: str) -> pathlib.Path | None:

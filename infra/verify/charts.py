@@ -34,10 +34,10 @@ from typing import Any
 
 import yaml
 
-from ekstrain import validation
+from ekstrain import helm, validation
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
-HELM_ENV = "EKSTRAIN_HELM"
+HELM_ENV = helm.HELM_ENV
 JOBS = 2  # the machines this runs on have 2 cores; helm is CPU-bound
 _LOADER = validation.KubeYamlLoader
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -71,15 +71,7 @@ class HelmMissing(RuntimeError):
     pass
 
 
-def helm_binary() -> str | None:
-    """$EKSTRAIN_HELM, else ``helm`` on PATH, else the pinned copy ``make`` fetches into .tools/helm."""
-    if os.environ.get(HELM_ENV):
-        return os.environ[HELM_ENV]
-    on_path = shutil.which("helm")
-    if on_path:
-        return on_path
-    local = REPO / ".tools" / "helm"
-    return str(local) if local.exists() else None
+helm_binary = helm.helm_binary  # the project's one lookup (ekstrain/helm.py)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,45 @@
+"""`make test` (as CI runs it) fails on a skipped test that is not on tests/allowed-skips.txt."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+from conftest import REPO, allowed_skips, unexpected_skips
+
+
+def test_only_listed_patterns_may_skip() -> None:
+    assert unexpected_skips(["tests/test_a.py::t", "tests/test_b.py::u"], ["tests/test_a.py::*"]) == [
+        "tests/test_b.py::u"
+    ]
+    assert all("*" not in p or p.startswith("tests/") for p in allowed_skips())
+
+
+def test_make_test_and_ci_turn_the_guard_on() -> None:
+    assert "EKSTRAIN_NO_SKIPS=1" in (REPO / "Makefile").read_text()
+    assert "make test" in (REPO / ".ci" / "run").read_text()
+
+
+def _pytest(tmp_path: pathlib.Path, no_skips: str) -> subprocess.CompletedProcess[str]:
+    test = tmp_path / "test_sample.py"
+    test.write_text("import pytest\n\ndef test_ok():\n    pass\n\ndef test_skipped():\n    pytest.skip('no tool')\n")
+    env = {**os.environ, "EKSTRAIN_NO_SKIPS": no_skips, "PYTHONPATH": f"{REPO / 'tests'}:{REPO / 'policy'}"}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "conftest", "-p", "no:cacheprovider", str(test)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+
+
+def test_a_skip_fails_the_run_under_make_test(tmp_path: pathlib.Path) -> None:
+    # GIVEN a suite with one skip, WHEN run as `make test` runs it THEN it fails, naming the test
+    strict = _pytest(tmp_path, "1")
+    assert strict.returncode == 1, strict.stdout
+    assert "skipped that CI must run" in strict.stdout and "test_sample.py::test_skipped" in strict.stdout
+    # AND outside `make test` the same suite passes
+    assert _pytest(tmp_path, "0").returncode == 0
