@@ -53,6 +53,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 BANNER = "OFFLINE RENDER (Pulumi mock engine): not a cloud preview. Nothing was sent to AWS or Kubernetes."
 STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+NOT_RUN = "upstream schemas not found (run `make fetch-upstream`): NOT checked"
 NOT_MANIFESTS = ("kubernetes:helm.sh/", "kubernetes:yaml/", "kubernetes:kustomize/")
 
 
@@ -219,8 +220,9 @@ def run_checks(
         secrets.check_recording(rec),
     ]
     if validation.upstream_dir() is None:
+        checks += [Check(name) for name in relations.CHECK_NAMES]
         for c in checks:
-            c.note = "upstream schemas not found (run `make fetch-upstream`): NOT checked"
+            c.note = NOT_RUN
         return checks + aws_checks, 0
     releases = chart_releases(rec)
     render_check.checked = values_check.checked = noop_check.checked = len(releases)
@@ -388,6 +390,7 @@ def write(
             )
         checks.append(apps_check)
     problems = [p for c in checks for p in c.problems]
+    unchecked = [c.name for c in checks if c.note == NOT_RUN]
     exported = {k: ("[secret]" if k == "kubeconfig" else v) for k, v in (rec.outputs or {}).items()}
     summary = "\n".join(
         [
@@ -396,6 +399,15 @@ def write(
             f"stack: {stack}   cluster: {cfg.cluster.name}   region: {cfg.region}   "
             f"kubernetes: {cfg.cluster.kubernetes_version}   rendered in {seconds:.2f}s",
             "",
+            *(
+                [
+                    f"## NOT VALIDATED: {len(unchecked)} of {len(checks)} checks did not run (upstream schemas not "
+                    "found: `make fetch-upstream`): " + "; ".join(unchecked),
+                    "",
+                ]
+                if unchecked
+                else []
+            ),
             "## Warnings",
             *(f"- {w}" for w in warnings or ["none"]),
             "",
@@ -424,6 +436,8 @@ def write(
             (
                 f"{len(problems)} problem(s)"
                 if problems
+                else f"{len(unchecked)} check(s) did not run: nothing is claimed valid against the upstream schemas"
+                if unchecked
                 else f"all {len(objs)} manifests, {chart_objects} chart-rendered objects and {len(releases)} "
                 "Helm values documents valid against the pinned upstream schemas (CRDs; kubernetes-validate "
                 "strict; chart values)"
@@ -439,7 +453,7 @@ def write(
         ]
     )
     (out / "SUMMARY.md").write_text(summary)
-    return summary, problems
+    return summary, problems + [f"{name}: {NOT_RUN}" for name in unchecked]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -450,6 +464,11 @@ def main(argv: list[str] | None = None) -> int:
         "--stack-file", help="path of the stack file (default ./Pulumi.<stack>.yaml in the current directory)"
     )
     parser.add_argument("--preview", action="store_true", help="emulate preview: computed values are unknown")
+    parser.add_argument(
+        "--allow-unchecked",
+        action="store_true",
+        help="exit 0 even when checks could not run (no upstream schemas); default: exit 1 and say which",
+    )
     args = parser.parse_args(argv)
     if not STACK_NAME.fullmatch(args.stack):
         parser.error(f"--stack {args.stack!r}: use letters, digits, '-', '_' or '.' (the stack name)")
@@ -476,6 +495,15 @@ def main(argv: list[str] | None = None) -> int:
     summary, problems = write(out, args.stack, cfg, warnings, rec, seconds)
     print(f"[3/3] wrote and checked {out} in {time.perf_counter() - started - seconds:.2f}s", file=sys.stderr)
     print(summary)
+    not_run = [p for p in problems if p.endswith(NOT_RUN)]
+    if not_run:
+        print(
+            f"error: {len(not_run)} checks did not run (no upstream schemas): run `make fetch-upstream`, or pass "
+            "--allow-unchecked to accept an unvalidated render",
+            file=sys.stderr,
+        )
+        if args.allow_unchecked and len(not_run) == len(problems):
+            return 0
     return 1 if problems else 0
 
 

@@ -223,3 +223,21 @@ def test_warm_render_reuses_validation_answers(tmp_path: pathlib.Path, monkeypat
     render.cached_problems("t", ["1.34", render.canonical(objs)], check)
     render.cached_problems("t", ["1.35", render.canonical(objs)], check, cacheable=False)
     assert len(runs) == 3
+
+
+def test_without_the_schemas_the_render_claims_nothing(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN no upstream schemas (a fresh clone before `make fetch-upstream`)
+    monkeypatch.setattr(validation, "upstream_dir", lambda: None)
+    argv = ["--stack", "dev", "--stack-file", str(REPO / "Pulumi.dev.yaml"), "--out", str(tmp_path)]
+    # WHEN rendered THEN it exits 1 and says first which checks did not run, and never that things are valid
+    assert render.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "checks did not run (no upstream schemas)" in err and "--allow-unchecked" in err
+    summary = (tmp_path / "SUMMARY.md").read_text()
+    head = summary.split("## Warnings")[0]
+    assert "## NOT VALIDATED: 9 of" in head and "creation order" in head
+    assert "valid against the pinned upstream schemas" not in summary
+    # AND --allow-unchecked accepts the unvalidated render explicitly
+    assert render.main([*argv, "--allow-unchecked"]) == 0

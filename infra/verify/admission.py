@@ -19,6 +19,7 @@ from typing import Any
 from infra.verify import Check
 from infra.verify.pods import Inventory, PodTemplate, containers
 
+NAME = "admission: pod security level of each namespace"
 CHECK = "admission"
 ENFORCE = "pod-security.kubernetes.io/enforce"
 LEVELS = ("privileged", "baseline", "restricted")
@@ -172,7 +173,7 @@ def violations(template: PodTemplate, level: str) -> list[str]:
 
 
 def check(templates: list[PodTemplate], levels: dict[str, str], inventory: Inventory) -> Check:
-    result = Check("admission: pod security level of each namespace", what="pod templates")
+    result = Check(NAME, what="pod templates")
     for t in templates:
         result.checked += 1
         level = levels.get(t.namespace, "privileged")

@@ -28,6 +28,7 @@ from infra.verify import Check
 from infra.verify.pods import Inventory, PodTemplate, describe, ref
 from infra.verify.references import pod_references
 
+NAME = "creation order: CRDs, webhooks, nodes, read objects first"
 NODE_GROUP = "eks:index:ManagedNodeGroup"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 BUILT_IN_GROUPS = frozenset({"core", "apps", "batch", "policy", "autoscaling"})
@@ -122,7 +123,7 @@ def check(
     rec: offline.Recording, applied: list[Applied], inventory: Inventory, creators: dict[tuple[str, str, str], str]
 ) -> tuple[Check, Graph]:
     """``creators``: object -> URN of the resource that creates it (manifest or release)."""
-    result = Check("creation order: CRDs, webhooks, nodes, read objects first", what="resources")
+    result = Check(NAME, what="resources")
     graph = Graph.of(rec)
     crds: dict[tuple[str, str], tuple[str, str]] = {}  # (group, kind) -> (installer URN, plural)
     webhooks: list[tuple[str, dict[str, Any]]] = []  # (installer URN, rule)

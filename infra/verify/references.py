@@ -17,6 +17,7 @@ from typing import Any
 from infra.verify import Check
 from infra.verify.pods import CLUSTER_SCOPED, Inventory, PodTemplate, containers, describe, pod_templates, ref
 
+NAME = "references: secrets, claims, accounts, classes, queues exist"
 CHECK = "references"
 VOLCANO_QUEUE_KEYS = ("scheduling.volcano.sh/queue-name", "volcano.sh/queue-name")
 _SCHEDULER_ARG = re.compile(r"--scheduler-name=([a-z0-9.-]+)")
@@ -112,7 +113,7 @@ def check(
     scheduler_names: set[str],
 ) -> Check:
     """``objects``: (source, object) of everything applied; ``templates``: every pod template incl. KubeSpawner's."""
-    result = Check("references: secrets, claims, accounts, classes, queues exist", what="references")
+    result = Check(NAME, what="references")
     found: list[tuple[Ref, str, str]] = []
     for source, obj in objects:
         for r, where in object_references(obj):

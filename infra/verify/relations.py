@@ -17,6 +17,7 @@ from infra.verify.charts import Rendered
 from infra.verify.pods import PodTemplate, inventory, kubespawner_objects, kubespawner_pods, pod_templates
 
 JUPYTERHUB_CHART = "jupyterhub"
+CHECK_NAMES = (references.NAME, admission.NAME, order.NAME)
 NOT_MANIFESTS = ("kubernetes:helm.sh/", "kubernetes:yaml/", "kubernetes:kustomize/")
 
 
