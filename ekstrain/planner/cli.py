@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 from typing import Any, NoReturn
 
-from ekstrain.planner import calibration
+from ekstrain.planner import calibration, inputs
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import BF16, FP8, Fleet
 from ekstrain.planner.models import MODELS, ModelSpec, get_model
@@ -81,32 +79,56 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="write the output to this file instead of stdout")
 
 
-def _check_positive(args: argparse.Namespace, *names: str, minimum: int = 1) -> None:
-    for name in names:
-        value = getattr(args, name, None)
-        if value is not None and value < minimum:
-            flag = "--" + name.replace("_", "-")
-            raise PlanError(f"{flag} must be >= {minimum}, got {value}")
+DEGREES = ("tp", "pp", "dp", "cp", "ep", "vpp")
+FLAG_BOUNDS: dict[str, tuple[int, int, str]] = {
+    "nodes": (1, inputs.MAX_NODES, "plan a smaller fleet"),
+    "seq_len": (1, inputs.MAX_SEQ_LEN, "sequences longer than 16M tokens are not modelled"),
+    "global_batch": (1, inputs.MAX_GLOBAL_BATCH, "global batches are counted in sequences"),
+    "global_batch_tokens": (1, inputs.MAX_GLOBAL_BATCH_TOKENS, "global batches are counted in tokens"),
+    "top": (0, 1 << 30, "0 prints every plan"),
+    "lora_rank": (0, inputs.MAX_LORA_RANK, "LoRA ranks are 4-256 in practice"),
+    **{
+        d: (1, inputs.MAX_DEGREE, "a degree cannot exceed the fleet's ranks")
+        for d in ("tp", "pp", "dp", "cp", "ep", "vpp")
+    },
+    "micro_batch": (1, inputs.MAX_GLOBAL_BATCH, "a micro-batch cannot exceed the global batch"),
+}
+"""Every whole-number flag and its bounds (inputs.py says why each bound exists)."""
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    for name, (low, high, fix) in FLAG_BOUNDS.items():
+        inputs.check_count("--" + name.replace("_", "-"), getattr(args, name, None), low, high, fix)
 
 
 def _inputs(args: argparse.Namespace) -> tuple[ModelSpec, Fleet, int, dict[str, Any]]:
-    _check_positive(args, "nodes", "seq_len", "global_batch", "global_batch_tokens")
-    _check_positive(args, "top", "lora_rank", minimum=0)
-    _check_positive(args, "tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch")
+    _check_flags(args)
     if getattr(args, "zero", 0) not in ZERO_STAGES:
         raise PlanError(f"--zero must be one of {', '.join(map(str, ZERO_STAGES))}, got {args.zero}")
+    if args.out:
+        inputs.check_output_path("--out", args.out)
     model = get_model(args.model) if args.model else ModelSpec.from_json(args.model_json)
     fleet = (
         Fleet.from_instance(args.instance, args.nodes)
         if args.instance
         else Fleet.from_json(args.fleet_json, args.nodes)
     )
+    if fleet.generation_inferred:
+        print(
+            f'warning: --fleet-json {args.fleet_json!r} has no "generation"; inferred {fleet.generation!r} '
+            'from peak_tflops_bf16 and hbm_gbytes_per_s. Add "generation" to the file to say which '
+            "calibration applies.",
+            file=sys.stderr,
+        )
     if args.global_batch is not None:
         global_batch = args.global_batch
     elif args.global_batch_tokens % args.seq_len:
         raise PlanError(f"--global-batch-tokens {args.global_batch_tokens} is not a multiple of --seq-len")
     else:
         global_batch = args.global_batch_tokens // args.seq_len
+        inputs.check_count(
+            "--global-batch-tokens / --seq-len", global_batch, 1, inputs.MAX_GLOBAL_BATCH, "use fewer tokens per step"
+        )
     options = {
         "precision": args.precision,
         "lora_rank": args.lora_rank,
@@ -135,7 +157,7 @@ def _search(args: argparse.Namespace) -> int:
         top=args.top or None,
         **options,
     )
-    _emit(args, json.dumps([p.to_json() for p in plans], indent=2) if args.json else _table(plans))
+    _emit(args, inputs.dumps([p.to_json() for p in plans]) if args.json else _table(plans))
     return 0
 
 
@@ -161,7 +183,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     )
     # A layout that does not fit is an answer, not an error: the plan says "fits": false and
     # carries the memory breakdown (exit 0); only invalid input exits 2.
-    _emit(args, json.dumps(plan.to_json(), indent=2) if args.json else _table([plan], memory=True))
+    _emit(args, inputs.dumps(plan.to_json()) if args.json else _table([plan], memory=True))
     return 0
 
 
@@ -169,10 +191,7 @@ def _emit(args: argparse.Namespace, text: str) -> None:
     if not args.out:
         print(text)
         return
-    try:
-        Path(args.out).write_text(text + "\n")
-    except OSError as error:
-        raise PlanError(f"--out {args.out!r}: cannot write: {error.strerror}") from None
+    inputs.write_output("--out", args.out, text + "\n")
 
 
 def _table(plans: list[Plan], memory: bool = False) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
-from math import gcd
+from math import gcd, isqrt
 from typing import Any
 
 from ekstrain import catalog
@@ -38,7 +38,10 @@ NEURON_ZERO_STAGES = (0, 1)
 
 @lru_cache(maxsize=4096)
 def divisors(n: int) -> tuple[int, ...]:
-    return tuple(d for d in range(1, n + 1) if n % d == 0)
+    """Divisors of ``n`` in increasing order, in O(sqrt n) (n reaches 2^24 for a batch)."""
+    small = [d for d in range(1, isqrt(n) + 1) if n % d == 0]
+    large = [n // d for d in reversed(small) if d * d != n]
+    return tuple(small + large)
 
 
 def _valid(parallel: ParallelConfig, model: ModelSpec, fleet: Fleet, training: TrainingSpec) -> bool:
