@@ -108,23 +108,57 @@ def layer_activation_bytes(
         return 2 * sbh / (tp if sequence_parallel else 1)
     kv_ratio = model.kv_heads / model.heads
     f = model.ffn_ratio
+    masks = 1.0 if model.dropout else 0.0
     # Replicated across TP ranks unless SP: 2 LayerNorm inputs (4), QKV and MLP inputs (2 + 2),
-    # attention and MLP dropout masks (1 + 1).
-    replicated = 10.0
+    # attention and MLP dropout masks (1 + 1, only with dropout).
+    replicated = 8.0 + 2 * masks
     # Split by TP: Q (2), K and V (4 at MHA), out-projection input (2); MLP activation input and
     # output (2f + 2f), plus the second branch of a gated MLP (2f); MoE tokens visit top_k experts.
     mlp = (6 if model.gated_mlp else 4) * f * model.top_k
     split = 2 + 4 * kv_ratio + 2 + mlp
     # Attention scores: softmax output (2), dropout mask (1) and dropout output (2) per a*s*s*b.
-    scores = 0.0 if (recompute == SELECTIVE or flash_attention) else 5 * model.heads * seq_len / model.hidden
+    per_score = 2 + 3 * masks
+    stored_scores = not (recompute == SELECTIVE or flash_attention)
+    scores = per_score * model.heads * seq_len / model.hidden if stored_scores else 0.0
     if sequence_parallel:
         return sbh * (replicated + split + scores) / tp
     return sbh * (replicated + (split + scores) / tp)
 
 
-def interleave_factor(pp: int, vpp: int) -> float:
-    """Interleaved 1F1B keeps more micro-batches in flight on the first stage (Korthikanti 4.2.3)."""
-    return 1 + (pp - 1) / (pp * vpp) if vpp > 1 else 1.0
+def interleaved_passes_in_flight(pp: int, vpp: int, micro_batches: int, stage: int) -> int:
+    """Chunk forward passes stage ``stage`` holds at its peak under Megatron-core's interleaved
+    1F1B (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving,
+    core_r0.9+): warm-up 2(p - i - 1) + (v - 1) p passes (all m v when m = p), then one more forward
+    before the first backward frees one."""
+    total = micro_batches * vpp
+    if micro_batches == pp:
+        return total
+    return min(total, 2 * (pp - stage - 1) + (vpp - 1) * pp + 1)
+
+
+def held_layers(p: ParallelConfig, model_layers: int, micro_batches: int, stage: int) -> float:
+    """Layer-micro-batches of activations stage ``stage`` holds at its peak.
+
+    1F1B: stage i holds min(p - i, m) micro-batches of its layers (Korthikanti 4.2.3). Interleaved:
+    the passes of ``interleaved_passes_in_flight`` in schedule order (micro-batches in groups of p
+    per chunk), each holding its chunk's layers; the first chunk of the first stage and the last
+    chunk of the last stage are the short ones of an uneven split. This is exact where
+    Korthikanti's ``L (1 + (p-1)/(p v))`` assumes equal chunks and m > p."""
+    edge, full = p.stage_layers(model_layers)
+    if p.vpp == 1:
+        layers = edge if p.pp > 1 and stage in (0, p.pp - 1) else full
+        return float(layers * min(p.pp - stage, micro_batches))
+    chunk = full // p.vpp
+    sizes = [chunk] * p.vpp
+    if edge < full and stage == 0:
+        sizes[0] -= 1
+    if edge < full and stage == p.pp - 1:
+        sizes[-1] -= 1
+    passes = interleaved_passes_in_flight(p.pp, p.vpp, micro_batches, stage)
+    held = 0
+    for k in range(passes):
+        held += sizes[(k // p.pp) % p.vpp]
+    return float(held)
 
 
 @dataclass(frozen=True)
@@ -249,10 +283,7 @@ def _stage_memory(
     ew, eg, eo = model_state_bytes(
         params.expert, p.zero, p.expert_replicas, params.trainable_expert, p.offload_optimizer, framework
     )
-    # 1F1B: stage i holds (pp - i) micro-batches in flight, so the first stage holds pp stages'
-    # worth (the whole model's layers) and the last one stage's worth (Korthikanti 4.2.3).
-    in_flight = min(p.pp - index, p.grad_accum(training))
-    in_flight_layers = layers * in_flight * (interleave_factor(p.pp, p.vpp) if first else 1.0)
+    in_flight_layers = held_layers(p, model.layers, p.grad_accum(training), index)
 
     buffers = RUNTIME_RESERVE_GIB * GIB + recomputing
     if last:

@@ -44,6 +44,10 @@ class ModelSpec:
     biases: bool = False
     norm: str = RMSNORM
     max_positions: int = 0
+    dropout: bool = False
+    """Dropout layers in training (GPT-2/3, BERT: 0.1). Llama 1-3 and Mixtral pre-train without
+    dropout (Touvron et al. 2023, arXiv 2302.13971; the released configs' attention_dropout 0.0),
+    so no masks are stored: Korthikanti's 34 becomes 32, the 5as/h scores term 2as/h."""
 
     def __post_init__(self) -> None:
         positive = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "experts", "top_k")
@@ -215,6 +219,7 @@ def _gpt(name: str, layers: int, hidden: int, heads: int, seq_len: int = 2048, v
         biases=True,
         norm=LAYERNORM,
         max_positions=seq_len,
+        dropout=True,
     )
 
 
@@ -289,6 +294,7 @@ MODELS: dict[str, ModelSpec] = {
             biases=True,
             norm=LAYERNORM,
             max_positions=512,
+            dropout=True,
         ),
     )
 }
