@@ -15,7 +15,7 @@ from ekstrain import catalog
 from ekstrain.planner.efficiency import GENERATIONS, MEGATRON_2021, Efficiency
 from ekstrain.planner.fleet import BF16, FP8, Fleet
 from ekstrain.planner.models import NARAYANAN_TABLE1_MODELS, ModelSpec, get_model
-from ekstrain.planner.parallel import FULL
+from ekstrain.planner.parallel import FULL, NONE
 from ekstrain.planner.perf import step_flops
 from ekstrain.planner.plan import Plan, evaluate
 from ekstrain.planner.training import TrainingSpec
@@ -191,12 +191,10 @@ _FSDP = "fsdp"
 
 
 def _llama3_tokens(tflops: float, seq_len: int) -> float:
-    """Meta prints model TFLOP/s per GPU; tokens/s = TFLOP/s / FLOPs per token, counted as 6 x the
-    matmul weights + 6 s h per layer (causal attention: half of the 12 s h square)."""
-    model = get_model("llama3-405b")
-    per_token = 6 * (model.layers * model.matmul_params_per_token + model.hidden * model.vocab)
-    per_token += 6 * model.layers * seq_len * model.hidden
-    return tflops * 1e12 / per_token
+    """Meta prints model TFLOP/s per GPU with causal attention counted as half of the square (the
+    planner's published MFU convention, perf.py): tokens/s = TFLOP/s / those FLOPs per token."""
+    flops = step_flops(get_model("llama3-405b"), TrainingSpec(1, seq_len), NONE)
+    return tflops * 1e12 / (flops.model_causal / seq_len)
 
 
 SELENE = "selene"

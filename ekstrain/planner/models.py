@@ -45,6 +45,8 @@ class ModelSpec:
     norm: str = RMSNORM
     max_positions: int = 0
     dropout: bool = False
+    causal: bool = True
+    """Decoder (causal) self-attention; False for encoders (BERT), whose attention is the full square."""
     """Dropout layers in training (GPT-2/3, BERT: 0.1). Llama 1-3 and Mixtral pre-train without
     dropout (Touvron et al. 2023, arXiv 2302.13971; the released configs' attention_dropout 0.0),
     so no masks are stored: Korthikanti's 34 becomes 32, the 5as/h scores term 2as/h."""
@@ -188,7 +190,7 @@ class ModelSpec:
 
 
 _REQUIRED = ("name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "gated_mlp", "tied_embeddings")
-_FLAGS = ("gated_mlp", "tied_embeddings", "biases", "dropout")
+_FLAGS = ("gated_mlp", "tied_embeddings", "biases", "dropout", "causal")
 MODEL_BOUNDS: dict[str, tuple[int, int]] = {
     "layers": (1, 10_000),
     "hidden": (1, 1 << 20),
@@ -295,6 +297,7 @@ MODELS: dict[str, ModelSpec] = {
             norm=LAYERNORM,
             max_positions=512,
             dropout=True,
+            causal=False,
         ),
     )
 }

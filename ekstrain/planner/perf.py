@@ -8,6 +8,11 @@ FLOP conventions (stated once, used everywhere):
 * Model FLOPs = forward + backward (2 x forward), no recomputation: this is what MFU divides by
   (Chowdhery et al. 2022, PaLM appendix B). LoRA: the frozen weights need no weight gradient, so
   their backward is 1 x forward; the adapters' is 2 x.
+* Two MFU conventions, both reported. ``mfu`` (the published one) counts a causal model's attention
+  as half of the s x s square, 2 s h forward per token per layer: the Llama 3 paper's TFLOP/s
+  (arXiv 2407.21783 Table 4) and Megatron-LM's ``num_floating_point_operations`` (causal factor
+  0.5) count it so. ``mfu_full_square`` counts the whole square, as Narayanan Eq. 3 and
+  Korthikanti Eq. 7 do (their tables use it); at 128k tokens it reads about twice the other.
 * Hardware FLOPs = model FLOPs + what recomputation repeats: the whole layer forward (full) or the
   attention scores (selective). HFU divides these. Narayanan Table 1's TFLOP/s are hardware FLOPs
   with full recomputation (Eq. 3's factor 96 = 4 passes x 24), so MFU = HFU x 3/4 there.
@@ -78,7 +83,11 @@ class Flops:
     """FLOPs of one training step of the whole model (all ranks)."""
 
     model: float
+    """Full-square convention (Korthikanti Eq. 7)."""
     hardware: float
+    """Model FLOPs + recomputation, full square (Narayanan Eq. 3)."""
+    model_causal: float = 0.0
+    """Model FLOPs with a causal model's attention counted as half of the square (the published MFU)."""
 
 
 def step_flops(model: ModelSpec, training: TrainingSpec, recompute: str) -> Flops:
@@ -99,7 +108,9 @@ def step_flops(model: ModelSpec, training: TrainingSpec, recompute: str) -> Flop
         layer_forward = matmul + attention
     recomputed = {NONE: 0.0, SELECTIVE: attention, FULL: layer_forward}[recompute]
     model_flops = tokens * (model.layers * layer_model + logits_model)
-    return Flops(model_flops, model_flops + tokens * model.layers * recomputed)
+    masked_half = 3 * (attention / 2) if model.causal else 0.0  # forward + backward of the masked half
+    causal_flops = model_flops - tokens * model.layers * masked_half
+    return Flops(model_flops, model_flops + tokens * model.layers * recomputed, causal_flops)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,10 @@ from ekstrain.planner.training import MEGATRON, TrainingSpec
 
 CHECKPOINT_BYTES_PER_PARAM = WEIGHT_BYTES + OPTIMIZER_BYTES
 """A resumable checkpoint holds bf16 weights plus fp32 master weights, momentum and variance."""
+MFU_CONVENTION = (
+    "mfu counts causal attention as half of the s x s square (Llama 3 paper, Megatron-LM); "
+    "mfu_full_square counts all of it (Narayanan 2021 Eq. 3, Korthikanti 2022 Eq. 7)"
+)
 BUBBLE_LIMIT = 0.10
 NETWORK_LIMIT = 0.10
 MEMORY_LIMIT = 0.90
@@ -125,7 +129,13 @@ class Plan:
 
     @property
     def model_tflops_per_gpu(self) -> float:
-        """Model FLOP/s per rank (no recompute), in TFLOP/s."""
+        """Model FLOP/s per rank (no recompute), in TFLOP/s, in the published convention (causal
+        attention counted as half of the square; perf.py)."""
+        return self.flops.model_causal / self.step_time_s / self.fleet.ranks / 1e12
+
+    @property
+    def model_tflops_per_gpu_full_square(self) -> float:
+        """Model FLOP/s per rank with the whole s x s attention square counted (Korthikanti Eq. 7)."""
         return self.flops.model / self.step_time_s / self.fleet.ranks / 1e12
 
     @property
@@ -139,7 +149,13 @@ class Plan:
 
     @property
     def mfu(self) -> float:
+        """Model FLOPs utilisation, causal attention counted as half (Llama 3 paper, Megatron-LM)."""
         return self.model_tflops_per_gpu / self._peak_tflops
+
+    @property
+    def mfu_full_square(self) -> float:
+        """MFU with the whole attention square counted (Narayanan/Korthikanti; PaLM appendix B)."""
+        return self.model_tflops_per_gpu_full_square / self._peak_tflops
 
     @property
     def hfu(self) -> float:
@@ -220,6 +236,8 @@ class Plan:
             "model_tflops_per_gpu": round(self.model_tflops_per_gpu, 2),
             "hardware_tflops_per_gpu": round(self.hardware_tflops_per_gpu, 2),
             "mfu": round(self.mfu, 4),
+            "mfu_full_square": round(self.mfu_full_square, 4),
+            "mfu_convention": MFU_CONVENTION,
             "hfu": round(self.hfu, 4),
             "checkpoint_bytes": self.checkpoint_bytes,
             "limits": self.limits(),
