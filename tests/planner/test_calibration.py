@@ -35,3 +35,23 @@ def test_fit_error_is_minimal_at_the_fitted_value():
     at_best = calibration.fit_error("h100", "bf16", best)
     assert at_best <= calibration.fit_error("h100", "bf16", best - 0.05)
     assert at_best <= calibration.fit_error("h100", "bf16", best + 0.05)
+
+
+def test_framework_constants_are_the_fitted_ones():
+    # GIVEN the FSDP and DeepSpeed fit rows WHEN fitting the framework terms THEN efficiency.py
+    # stores exactly those values (software factor; ZeRO-3 traffic and overlap)
+    a100 = GENERATIONS["a100"]
+    assert calibration.fit_software("fsdp") == pytest.approx(a100.software_for("fsdp"), abs=0.01)
+    traffic, overlap = calibration.fit_zero3("deepspeed")
+    assert (traffic, overlap) == pytest.approx(
+        (a100.zero3_traffic_for("deepspeed"), a100.zero3_overlap_for("deepspeed")), abs=0.021
+    )
+    # the framework terms are the software's: the same on every generation
+    assert {e.software for e in GENERATIONS.values()} == {a100.software}
+
+
+def test_every_framework_with_fit_rows_has_held_out_rows():
+    frameworks = {m.framework for m in calibration.MEASUREMENTS}
+    for framework in frameworks:
+        splits = {m.split for m in calibration.MEASUREMENTS if m.framework == framework}
+        assert calibration.VALIDATION in splits, framework
