@@ -197,15 +197,25 @@ def _emit(args: argparse.Namespace, text: str) -> None:
 def _table(plans: list[Plan], memory: bool = False) -> str:
     header = (
         f"{'#':>3} {'tp':>3} {'pp':>3} {'dp':>5} {'cp':>3} {'ep':>3} {'vpp':>3} {'mb':>3} {'ga':>4} "
-        f"{'zero':>4} {'recompute':>9} {'sp':>3} {'fits':>4} {'mem GiB':>8} {'step s':>8} {'TFLOP/s':>8} "
+        f"{'zero':>4} {'recompute':>9} {'sp':>3} {'fits':>4} {'mem GiB':>8} {'step s':>13} {'TFLOP/s':>8} "
         f"{'MFU':>6}  limits"
     )
-    rows = [header]
+    rows = []
+    if plans:
+        band = plans[0].error_band
+        rows.append(
+            f"step s: predicted ±{band.fraction:.0%} ({band.basis}); MFU counts causal attention as half "
+            "of the square (Llama 3, Megatron-LM); JSON mfu_full_square counts all of it"
+        )
+        if not band.calibrated:
+            rows.insert(0, f"warning: {band.basis.split(';')[0]}")
+    rows.append(header)
     for i, p in enumerate(plans, 1):
+        step = f"{p.step_time_s:.3f}±{p.error_band.fraction:.0%}"
         rows.append(
             f"{i:>3} {p.tp:>3} {p.pp:>3} {p.dp:>5} {p.cp:>3} {p.ep:>3} {p.vpp:>3} {p.micro_batch:>3} "
             f"{p.grad_accum:>4} {p.zero:>4} {p.recompute:>9} {'y' if p.sequence_parallel else 'n':>3} "
-            f"{'y' if p.fits else 'n':>4} {p.memory.total / 2**30:>8.1f} {p.step_time_s:>8.3f} "
+            f"{'y' if p.fits else 'n':>4} {p.memory.total / 2**30:>8.1f} {step:>13} "
             f"{p.model_tflops_per_gpu:>8.1f} {p.mfu:>6.1%}  {p.explain()}"
         )
         if p.notes:

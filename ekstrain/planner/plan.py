@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ekstrain.planner import emit
+from ekstrain.planner.bands import Band, band_for
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import GIB, Fleet
 from ekstrain.planner.memory import (
@@ -124,6 +125,12 @@ class Plan:
         return self.time.total
 
     @property
+    def error_band(self) -> Band:
+        """How far to trust ``step_time_s`` (bands.py): the held-out error of this generation and
+        framework, and whether the generation is calibrated."""
+        return band_for(self.fleet.generation, self.training.framework, self.training.precision)
+
+    @property
     def tokens_per_s(self) -> float:
         return self.training.tokens_per_step / self.step_time_s
 
@@ -231,6 +238,13 @@ class Plan:
             "activation_layers_in_flight": round(self.memory.layers_in_flight, 3),
             "memory_capacity_gib": round(self.fleet.rank_memory_bytes / GIB, 3),
             "step_time_s": round(self.step_time_s, 6),
+            "step_time_band": round(self.error_band.fraction, 3),
+            "step_time_range_s": [
+                round(self.step_time_s * (1 - self.error_band.fraction), 6),
+                round(self.step_time_s * (1 + self.error_band.fraction), 6),
+            ],
+            "calibrated": self.error_band.calibrated,
+            "calibration": self.error_band.basis,
             "step_time_breakdown_s": {k: round(v, 6) for k, v in self.time.parts().items()},
             "tokens_per_s": round(self.tokens_per_s, 1),
             "model_tflops_per_gpu": round(self.model_tflops_per_gpu, 2),
