@@ -15,6 +15,7 @@ from typing import Any
 
 from ekstrain import catalog
 from ekstrain.planner.efficiency import GENERATIONS, MEGATRON_2021, Efficiency
+from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import BF16, FP8, Fleet
 from ekstrain.planner.models import NARAYANAN_TABLE1_MODELS, ModelSpec, get_model
 from ekstrain.planner.parallel import FULL, NONE
@@ -366,6 +367,35 @@ def _with_framework(base: Efficiency, framework: str, field: str, value: float) 
     entries[framework] = value
     updated: dict[str, Any] = {field: tuple(sorted(entries.items()))}
     return replace(base, **updated)
+
+
+def with_software(base: Efficiency, framework: str, value: float) -> Efficiency:
+    """``base`` with ``framework``'s software factor set to ``value``."""
+    return _with_framework(base, framework, "software", value)
+
+
+def software_from_step(
+    plan_with: Callable[[Efficiency], Plan], base: Efficiency, framework: str, measured_s: float
+) -> float:
+    """The software factor at which the layout ``plan_with`` evaluates runs one step in
+    ``measured_s`` (bisection: step time falls as the factor rises). Raises PlanError when no
+    factor in [0.05, 4] explains the measurement (then the layout or the fleet is not what ran)."""
+    low, high = 0.05, 4.0
+
+    def step(value: float) -> float:
+        return plan_with(with_software(base, framework, value)).step_time_s
+
+    slowest, fastest = step(low), step(high)
+    if not fastest <= measured_s <= slowest:
+        raise PlanError(
+            f"--measured {measured_s:g} s is outside what this layout can take on this fleet "
+            f"({fastest:.3g}-{slowest:.3g} s for software factors {low}-{high}); check the layout, "
+            "the fleet and that the time is seconds per step (all micro-batches)"
+        )
+    for _ in range(40):
+        middle = (low + high) / 2
+        low, high = (low, middle) if step(middle) <= measured_s else (middle, high)
+    return round((low + high) / 2, 4)
 
 
 def fit_software(framework: str) -> float:

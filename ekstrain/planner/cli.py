@@ -7,6 +7,7 @@ import sys
 from typing import Any, NoReturn
 
 from ekstrain.planner import calibration, inputs
+from ekstrain.planner.efficiency import Efficiency, efficiency_for
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import BF16, FP8, Fleet
 from ekstrain.planner.models import MODELS, ModelSpec, get_model
@@ -38,33 +39,55 @@ def add_plan_commands(subparsers: argparse._SubParsersAction) -> None:
 
     evaluate_cmd = commands.add_parser("evaluate", help="evaluate one fixed layout")
     _add_common(evaluate_cmd)
-    for degree in ("tp", "pp", "dp"):
-        evaluate_cmd.add_argument(f"--{degree}", type=int, required=True)
-    for degree in ("cp", "ep", "vpp"):
-        evaluate_cmd.add_argument(f"--{degree}", type=int, default=1)
-    evaluate_cmd.add_argument("--micro-batch", type=int, required=True)
-    evaluate_cmd.add_argument("--recompute", choices=RECOMPUTE_MODES, required=True)
-    evaluate_cmd.add_argument("--sequence-parallel", action="store_true")
-    evaluate_cmd.add_argument("--zero", type=int, default=0, help=f"one of {ZERO_STAGES}")
-    evaluate_cmd.add_argument("--offload-optimizer", action="store_true")
+    _add_layout(evaluate_cmd)
     evaluate_cmd.set_defaults(handler=_evaluate)
 
-    calibrate_cmd = commands.add_parser("calibrate", help="print fit and validation errors per hardware generation")
+    calibrate_cmd = commands.add_parser(
+        "calibrate",
+        help="print fit and validation errors per hardware generation; with --measured, fit the "
+        "framework's software factor to one measured step of a layout",
+    )
+    calibrate_cmd.add_argument(
+        "--measured", type=float, help="measured seconds per training step of the layout given by the other flags"
+    )
+    _add_common(calibrate_cmd, required=False)
+    _add_layout(calibrate_cmd, required=False)
     calibrate_cmd.set_defaults(handler=_calibrate)
 
 
-def _add_common(parser: argparse.ArgumentParser) -> None:
-    model = parser.add_mutually_exclusive_group(required=True)
+def _add_layout(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    for degree in ("tp", "pp", "dp"):
+        parser.add_argument(f"--{degree}", type=int, required=required)
+    for degree in ("cp", "ep", "vpp"):
+        parser.add_argument(f"--{degree}", type=int, default=1)
+    parser.add_argument("--micro-batch", type=int, required=required)
+    parser.add_argument("--recompute", choices=RECOMPUTE_MODES, required=required)
+    parser.add_argument("--sequence-parallel", action="store_true")
+    parser.add_argument("--zero", type=int, default=0, help=f"one of {ZERO_STAGES}")
+    parser.add_argument("--offload-optimizer", action="store_true")
+
+
+LAYOUT_FLAGS = ("tp", "pp", "dp", "micro_batch", "recompute")
+COMMON_FLAGS = ("nodes", "seq_len")
+
+
+def _add_common(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    model = parser.add_mutually_exclusive_group(required=required)
     model.add_argument("--model", help=f"built-in model: {', '.join(MODELS)}")
     model.add_argument("--model-json", help="model JSON file (keys: docs/planner.md)")
-    fleet = parser.add_mutually_exclusive_group(required=True)
+    fleet = parser.add_mutually_exclusive_group(required=required)
     fleet.add_argument("--instance", help="instance type from ekstrain.catalog")
     fleet.add_argument("--fleet-json", help="custom fleet JSON file; replaces --instance")
-    parser.add_argument("--nodes", type=int, required=True)
-    batch = parser.add_mutually_exclusive_group(required=True)
+    parser.add_argument("--nodes", type=int, required=required)
+    batch = parser.add_mutually_exclusive_group(required=required)
     batch.add_argument("--global-batch", type=int, help="global batch in sequences")
     batch.add_argument("--global-batch-tokens", type=int, help="global batch in tokens")
-    parser.add_argument("--seq-len", type=int, required=True)
+    parser.add_argument("--seq-len", type=int, required=required)
+    parser.add_argument(
+        "--calibration-json",
+        help="a calibration written by `ekstrain plan calibrate --measured ... --out FILE`: its software "
+        "factor replaces the fitted one for its framework and generation",
+    )
     parser.add_argument("--precision", choices=(BF16, FP8), default=BF16)
     parser.add_argument("--lora-rank", type=int, default=0, help="0 = full fine-tune")
     parser.add_argument(
@@ -134,15 +157,79 @@ def _inputs(args: argparse.Namespace) -> tuple[ModelSpec, Fleet, int, dict[str, 
         "lora_rank": args.lora_rank,
         "flash_attention": not args.no_flash_attention,
         "framework": args.framework,
+        "efficiency": _efficiency(args, fleet),
     }
     return model, fleet, global_batch, options
 
 
-def _calibrate(_args: argparse.Namespace) -> int:
-    print("Narayanan et al. 2021 Table 1 (A100 fit set):\n")
-    print(calibration.report())
-    print("\nPer-generation fit and held-out validation (tokens/s per device):\n")
-    print(calibration.generation_report())
+def _efficiency(args: argparse.Namespace, fleet: Fleet) -> Efficiency:
+    """The fleet's fitted constants, with a user's ``--calibration-json`` software factor applied."""
+    base = efficiency_for(fleet)
+    if not args.calibration_json:
+        return base
+    source = f"--calibration-json {args.calibration_json!r}"
+    data = inputs.read_json_object(args.calibration_json, "calibration")
+    generation = inputs.check_string(source, "generation", data.get("generation", "")) if data.get("generation") else ""
+    framework = data.get("framework")
+    if framework not in FRAMEWORKS:
+        raise PlanError(f"{source}: framework must be one of {', '.join(FRAMEWORKS)}, got {framework!r}")
+    if framework != args.framework or generation != fleet.generation:
+        raise PlanError(
+            f"{source}: calibrated for {framework} on {generation or 'an unknown generation'}, but this run is "
+            f"{args.framework} on {fleet.generation or 'an unknown generation'}; calibrate this combination"
+        )
+    factor = inputs.check_number(source, "software", data.get("software"), 0.0, 10.0, "x Megatron's GEMM throughput")
+    return calibration.with_software(base, framework, factor)
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    if args.measured is None:
+        given = [f for f in ("model", "instance", "fleet_json", "tp") if getattr(args, f, None) is not None]
+        if given:
+            raise PlanError(f"--{given[0].replace('_', '-')} needs --measured SECONDS (the step time to fit to)")
+        print("Narayanan et al. 2021 Table 1 (A100 fit set):\n")
+        print(calibration.report())
+        print("\nPer-generation fit and held-out validation (tokens/s per device):\n")
+        print(calibration.generation_report())
+        return 0
+    if not 0 < args.measured < 1e7 or args.measured != args.measured:
+        raise PlanError(f"--measured must be seconds per step, > 0 and finite, got {args.measured}")
+    missing = [f for f in (*COMMON_FLAGS, *LAYOUT_FLAGS) if getattr(args, f) is None]
+    missing += [] if args.model or args.model_json else ["model"]
+    missing += [] if args.instance or args.fleet_json else ["instance"]
+    missing += [] if args.global_batch or args.global_batch_tokens else ["global_batch"]
+    if missing:
+        flags = ", ".join("--" + f.replace("_", "-") for f in missing)
+        raise PlanError(f"--measured needs the layout it was measured on: add {flags} (as for `plan evaluate`)")
+    model, fleet, global_batch, options = _inputs(args)
+    base = options.pop("efficiency")
+
+    def plan_with(eff: Efficiency) -> Plan:
+        return _evaluate_layout(args, model, fleet, global_batch, {**options, "efficiency": eff})
+
+    factor = calibration.software_from_step(plan_with, base, options["framework"], args.measured)
+    fitted = plan_with(calibration.with_software(base, options["framework"], factor))
+    result = {
+        "generation": fleet.generation,
+        "framework": options["framework"],
+        "software": factor,
+        "measured_step_s": args.measured,
+        "predicted_step_s_before": round(plan_with(base).step_time_s, 6),
+        "predicted_step_s_after": round(fitted.step_time_s, 6),
+        "layout": fitted.summary(),
+    }
+    text = (
+        inputs.dumps(result)
+        if args.json or args.out
+        else (
+            f"{options['framework']} on {fleet.generation or 'an unknown generation'}: software factor {factor:.3f} "
+            f"(fitted {base.software_for(options['framework']):.3f}); "
+            f"predicted step {result['predicted_step_s_before']:.3f} s "
+            f"-> {result['predicted_step_s_after']:.3f} s for the measured {args.measured:g} s. "
+            "Save it with --out FILE and pass --calibration-json FILE to search/evaluate."
+        )
+    )
+    _emit(args, text)
     return 0
 
 
@@ -161,9 +248,10 @@ def _search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _evaluate(args: argparse.Namespace) -> int:
-    model, fleet, global_batch, options = _inputs(args)
-    plan = evaluate(
+def _evaluate_layout(
+    args: argparse.Namespace, model: ModelSpec, fleet: Fleet, global_batch: int, options: dict[str, Any]
+) -> Plan:
+    return evaluate(
         model,
         fleet,
         global_batch,
@@ -181,7 +269,12 @@ def _evaluate(args: argparse.Namespace) -> int:
         offload_optimizer=args.offload_optimizer,
         **options,
     )
-    # A layout that does not fit is an answer, not an error: the plan says "fits": false and
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    model, fleet, global_batch, options = _inputs(args)
+    plan = _evaluate_layout(args, model, fleet, global_batch, options)
+    # A layout that does not fit memory is an answer, not an error: the plan says "fits": false and
     # carries the memory breakdown (exit 0); only invalid input exits 2.
     _emit(args, inputs.dumps(plan.to_json()) if args.json else _table([plan], memory=True))
     return 0

@@ -1,8 +1,13 @@
 """Per-generation calibration: constants are what the fit returns; held-out rows stay held out."""
 
-import pytest
+import json
 
-from ekstrain.planner import calibration
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assembly.cli import main
+from ekstrain.planner import Fleet, calibration, evaluate, get_model
 from ekstrain.planner.efficiency import GENERATIONS, MEGATRON_2021
 
 
@@ -55,3 +60,45 @@ def test_every_framework_with_fit_rows_has_held_out_rows():
     for framework in frameworks:
         splits = {m.split for m in calibration.MEASUREMENTS if m.framework == framework}
         assert calibration.VALIDATION in splits, framework
+
+
+LAYOUT = ["--model", "llama3-8b", "--instance", "p5.48xlarge", "--nodes", "8", "--global-batch", "128"]
+LAYOUT += ["--seq-len", "8192", "--tp", "1", "--pp", "1", "--dp", "64", "--micro-batch", "2", "--recompute", "none"]
+LAYOUT += ["--zero", "3", "--framework", "fsdp"]
+
+
+@settings(max_examples=8, deadline=None)
+@given(factor=st.floats(min_value=0.3, max_value=2.0))
+def test_calibrate_measured_recovers_the_software_factor_of_a_step(tmp_path_factory, factor):
+    # GIVEN the step time the model predicts at software factor x WHEN calibrating from that one
+    # measured step (CLI) THEN the fitted factor is x, and evaluate with the file reproduces the step
+    def plan_at(eff):
+        fleet = Fleet.from_instance("p5.48xlarge", 8)
+        return evaluate(
+            get_model("llama3-8b"),
+            fleet,
+            128,
+            8192,
+            tp=1,
+            pp=1,
+            dp=64,
+            micro_batch=2,
+            zero=3,
+            framework="fsdp",
+            efficiency=eff,
+        )
+
+    base = GENERATIONS["h100"]
+    measured = plan_at(calibration.with_software(base, "fsdp", factor)).step_time_s
+    assert calibration.software_from_step(plan_at, base, "fsdp", measured) == pytest.approx(factor, rel=1e-3)
+    out = tmp_path_factory.mktemp("cal") / "cal.json"
+    assert main(["plan", "calibrate", "--measured", repr(measured), *LAYOUT, "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["software"] == pytest.approx(factor, rel=1e-3)
+    evaluated = tmp_path_factory.mktemp("cal") / "plan.json"
+    assert main(["plan", "evaluate", *LAYOUT, "--calibration-json", str(out), "--json", "--out", str(evaluated)]) == 0
+    assert json.loads(evaluated.read_text())["step_time_s"] == pytest.approx(measured, rel=1e-3)
+
+
+def test_a_measurement_no_factor_explains_is_refused(capsys):
+    assert main(["plan", "calibrate", "--measured", "0.0001", *LAYOUT]) == 2
+    assert "outside what this layout can take" in capsys.readouterr().err
