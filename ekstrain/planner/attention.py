@@ -34,6 +34,7 @@ table: its attention runs at the generation's GEMM efficiency (``None`` here).
 from __future__ import annotations
 
 from bisect import bisect_left
+from functools import lru_cache
 from math import log
 
 FA2 = "fa2"
@@ -82,6 +83,7 @@ def head_dim_factor(head_dim: int) -> float:
     return min(1.04, (head_dim / (head_dim + 32)) / (HEAD_DIM_REFERENCE / (HEAD_DIM_REFERENCE + 32)))
 
 
+@lru_cache(maxsize=4096)
 def forward_fraction(generation: str, kernel: str, head_dim: int, seq: float, causal: bool) -> float:
     """Fraction of the generation's dense BF16 peak the attention forward reaches (causal credited
     half of the square, i.e. per FLOP the kernel really computes)."""

@@ -8,6 +8,7 @@ constants are fixed from the sources cited at each field.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from ekstrain.planner.fleet import FP8, Fleet
 
@@ -62,13 +63,19 @@ class Efficiency:
     (1.0 = all of it; FSDP2's prefetch of the next layer), fitted like ``zero3_traffic``."""
 
     def software_for(self, framework: str) -> float:
-        return dict(self.software).get(framework, 1.0)
+        return _lookup(self.software, framework)
 
     def zero3_traffic_for(self, framework: str) -> float:
-        return dict(self.zero3_traffic).get(framework, 1.0)
+        return _lookup(self.zero3_traffic, framework)
 
     def zero3_overlap_for(self, framework: str) -> float:
-        return dict(self.zero3_overlap).get(framework, 1.0)
+        return _lookup(self.zero3_overlap, framework)
+
+
+@lru_cache(maxsize=1024)
+def _lookup(entries: tuple[tuple[str, float], ...], framework: str) -> float:
+    """A framework's entry (1.0 when it has none); cached: the search asks for it per layout."""
+    return dict(entries).get(framework, 1.0)
 
 
 FRAMEWORK_SOFTWARE = (("fsdp", 0.846),)

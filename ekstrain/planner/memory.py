@@ -144,21 +144,23 @@ def held_layers(p: ParallelConfig, model_layers: int, micro_batches: int, stage:
     per chunk), each holding its chunk's layers; the first chunk of the first stage and the last
     chunk of the last stage are the short ones of an uneven split. This is exact where
     Korthikanti's ``L (1 + (p-1)/(p v))`` assumes equal chunks and m > p."""
-    edge, full = p.stage_layers(model_layers)
-    if p.vpp == 1:
-        layers = edge if p.pp > 1 and stage in (0, p.pp - 1) else full
-        return float(layers * min(p.pp - stage, micro_batches))
-    chunk = full // p.vpp
-    sizes = [chunk] * p.vpp
+    return _held_layers(p.pp, p.vpp, model_layers, micro_batches, stage, *p.stage_layers(model_layers))
+
+
+@lru_cache(maxsize=65536)
+def _held_layers(pp: int, vpp: int, model_layers: int, micro_batches: int, stage: int, edge: int, full: int) -> float:
+    if vpp == 1:
+        layers = edge if pp > 1 and stage in (0, pp - 1) else full
+        return float(layers * min(pp - stage, micro_batches))
+    sizes = [full // vpp] * vpp
     if edge < full and stage == 0:
         sizes[0] -= 1
-    if edge < full and stage == p.pp - 1:
+    if edge < full and stage == pp - 1:
         sizes[-1] -= 1
-    passes = interleaved_passes_in_flight(p.pp, p.vpp, micro_batches, stage)
-    held = 0
-    for k in range(passes):
-        held += sizes[(k // p.pp) % p.vpp]
-    return float(held)
+    passes = interleaved_passes_in_flight(pp, vpp, micro_batches, stage)
+    groups, rest = divmod(passes, pp)  # pass k runs chunk (k // pp) % vpp
+    rounds, partial = divmod(groups, vpp)
+    return float(pp * (rounds * sum(sizes) + sum(sizes[:partial])) + rest * sizes[partial % vpp])
 
 
 @dataclass(frozen=True)
@@ -280,9 +282,11 @@ def _stage_memory(
     dw, dg, do = model_state_bytes(
         params.dense, p.zero, p.grad_reduce_ranks, params.trainable_dense, p.offload_optimizer, framework
     )
-    ew, eg, eo = model_state_bytes(
-        params.expert, p.zero, p.expert_replicas, params.trainable_expert, p.offload_optimizer, framework
-    )
+    ew = eg = eo = 0.0
+    if params.expert:  # dense models have no expert weights: skip the second bookkeeping
+        ew, eg, eo = model_state_bytes(
+            params.expert, p.zero, p.expert_replicas, params.trainable_expert, p.offload_optimizer, framework
+        )
     in_flight_layers = held_layers(p, model.layers, p.grad_accum(training), index)
 
     buffers = RUNTIME_RESERVE_GIB * GIB + recomputing
