@@ -63,6 +63,9 @@ class Efficiency:
     (1.0 = all of it; FSDP2's prefetch of the next layer), fitted like ``zero3_traffic``."""
 
     def software_for(self, framework: str) -> float:
+        """HSDP is FSDP2's software on a 2-D mesh: it takes FSDP's factor unless it has its own."""
+        if framework == "hsdp" and "hsdp" not in dict(self.software):
+            framework = "fsdp"
         return _lookup(self.software, framework)
 
     def zero3_traffic_for(self, framework: str) -> float:

@@ -30,7 +30,7 @@ from functools import lru_cache
 from ekstrain.planner.fleet import GIB, Fleet
 from ekstrain.planner.models import ModelSpec
 from ekstrain.planner.parallel import FULL, NONE, SELECTIVE, ParallelConfig
-from ekstrain.planner.training import DEEPSPEED, FSDP, TrainingSpec
+from ekstrain.planner.training import DEEPSPEED, FSDP, HSDP, TrainingSpec
 
 WEIGHT_BYTES = 2
 """bf16 weights (also under fp8 training: Transformer Engine casts per GEMM and keeps bf16 weights)."""
@@ -56,11 +56,11 @@ def state_bytes_per_param(framework: str, zero: int, shards: int) -> tuple[float
             GRAD_BYTES / (n if zero >= 2 else 1),
             OPTIMIZER_BYTES / (n if zero >= 1 else 1),
         )
-    if zero >= 3 or (framework == FSDP and zero >= 1):
+    if zero >= 3 or (framework in (FSDP, HSDP) and zero >= 1):
         # FSDP full shard (zero 3) or SHARD_GRAD_OP (fsdp zero 1/2: weights stay whole).
         weights = FP32_BYTES / (n if zero >= 3 else 1)
         return weights, FP32_BYTES / n, ADAM_MOMENTS_BYTES / n
-    if framework == FSDP:  # DDP with autocast: fp32 weights, fp32 gradients, fp32 m and v
+    if framework in (FSDP, HSDP):  # DDP with autocast: fp32 weights, fp32 gradients, fp32 m and v
         return FP32_BYTES, FP32_BYTES, ADAM_MOMENTS_BYTES
     # Megatron: bf16 weights, fp32 main gradients, distributed optimizer for zero 1/2.
     return WEIGHT_BYTES, FP32_BYTES, OPTIMIZER_BYTES / (n if zero >= 1 else 1)
@@ -279,13 +279,17 @@ def _stage_memory(
     layers = edge_layers if p.pp > 1 and (first or last) else full_layers
     params = stage_params(model, p, training, layers, first, last)
     framework = training.framework
-    dw, dg, do = model_state_bytes(
-        params.dense, p.zero, p.grad_reduce_ranks, params.trainable_dense, p.offload_optimizer, framework
-    )
+    shards = training.shard_ranks(p.grad_reduce_ranks, p.zero)
+    dw, dg, do = model_state_bytes(params.dense, p.zero, shards, params.trainable_dense, p.offload_optimizer, framework)
     ew = eg = eo = 0.0
     if params.expert:  # dense models have no expert weights: skip the second bookkeeping
         ew, eg, eo = model_state_bytes(
-            params.expert, p.zero, p.expert_replicas, params.trainable_expert, p.offload_optimizer, framework
+            params.expert,
+            p.zero,
+            training.shard_ranks(p.expert_replicas, p.zero),
+            params.trainable_expert,
+            p.offload_optimizer,
+            framework,
         )
     in_flight_layers = held_layers(p, model.layers, p.grad_accum(training), index)
 

@@ -57,7 +57,7 @@ from ekstrain.planner.memory import (
 )
 from ekstrain.planner.models import ModelSpec
 from ekstrain.planner.parallel import FULL, NONE, SELECTIVE, ParallelConfig
-from ekstrain.planner.training import DEEPSPEED, FSDP, MEGATRON, TrainingSpec
+from ekstrain.planner.training import DEEPSPEED, FSDP, HSDP, MEGATRON, TrainingSpec
 
 __all__ = [
     "DEFAULT_EFFICIENCY",
@@ -328,7 +328,7 @@ def _attention_time(
     return forward, 2.5 * executed / (bf16_peak * backward_fraction)
 
 
-GRAD_WIRE_BYTES = {MEGATRON: 4, FSDP: 4, DEEPSPEED: 2}
+GRAD_WIRE_BYTES = {MEGATRON: 4, FSDP: 4, HSDP: 4, DEEPSPEED: 2}
 """Bytes per gradient element on the wire: Megatron reduces its fp32 main gradients (unless
 --grad-reduce-in-bf16), FSDP2's reduce_dtype=fp32 likewise; DeepSpeed reduces bf16/fp16 gradients."""
 
@@ -372,7 +372,8 @@ def step_time(
     # Data-parallel traffic of the stage with the most weights (the last: output layer).
     params = stage_params(model, p, training, last_layers, first=p.pp == 1, last=True)
     wire = GRAD_WIRE_BYTES[training.framework]
-    dense_n, expert_n = p.grad_reduce_ranks, p.expert_replicas
+    dense_n = training.shard_ranks(p.grad_reduce_ranks, p.zero)
+    expert_n = training.shard_ranks(p.expert_replicas, p.zero)
     dense_stride, expert_stride = p.tp, p.tp * p.ep
 
     def grads_all_reduce() -> float:
@@ -418,8 +419,12 @@ def step_time(
             + max(0.0, gather + scatter - hidden * slowest.backward)
             + min(edge_units, hidden * (slowest.forward + slowest.backward))
         )
+        replicas = p.grad_reduce_ranks // dense_n
+        if replicas > 1:  # HSDP: the gradient shards all-reduced across replicas under the last backward
+            replica_sync = comm.all_reduce(links, wire * params.trainable_dense / dense_n, replicas, p.tp * dense_n)
+            dp += max(0.0, replica_sync - overlap * slowest.backward)
 
-    trainable_shard = params.trainable / (p.grad_reduce_ranks if p.zero >= 1 else 1)
+    trainable_shard = params.trainable / (dense_n if p.zero >= 1 else 1)
     if p.offload_optimizer:
         link = eff.host_link_gbytes_per_s * 1e9
         optimizer = (GRAD_BYTES + WEIGHT_BYTES) * trainable_shard / link + trainable_shard / eff.host_adam_params_per_s
