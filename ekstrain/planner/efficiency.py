@@ -1,7 +1,9 @@
 """Achieved fractions of hardware peaks, per accelerator generation: the time model's constants.
 
-Only ``matmul`` (and ``matmul_fp8``) are fitted, per generation, on the published runs in
-``calibration.py`` (fit set); the held-out rows there are never used for fitting. The other
+Fitted on the published runs in ``calibration.py`` (fit set; the held-out rows are never used for
+fitting, and tests check each stored value equals its fit): ``matmul`` and ``matmul_fp8`` per
+generation, and per framework the ``software`` factor and DeepSpeed's ZeRO-3 ``zero3_traffic`` and
+``zero3_overlap``. Attention runs at published kernel throughputs (attention.py). The other
 constants are fixed from the sources cited at each field.
 """
 
@@ -93,13 +95,14 @@ concurrent pass (fitted together on a 0.02 grid; the 530B rows held out). FSDP k
 A100 = Efficiency(matmul=0.73, software=FRAMEWORK_SOFTWARE, zero3_traffic=ZERO3_TRAFFIC, zero3_overlap=ZERO3_OVERLAP)
 """Fitted on Narayanan et al. 2021 Table 1 (docs/planner.md, Calibration)."""
 H100 = replace(A100, matmul=0.55, matmul_fp8=0.558, tp_overlap=0.8)
-"""BF16 fitted on the Llama 3 405B runs, FP8 on NeMo 24.07's DGX-H100 table (calibration.py).
-attention 0.9: FlashAttention-3 reaches ~75 % of H100 peak where cuBLAS GEMMs reach ~80-85 %.
-tp_overlap 0.8: Transformer Engine's userbuffer overlap, on in NeMo's Hopper recipes; chosen from
+"""BF16 fitted on the Llama 3 405B runs, FP8 on NeMo 24.07's DGX-H100 table (calibration.py);
+the FP8 efficiency is the BF16 one within 1 %: FP8's smaller speed-up is the cast traffic
+(perf.FP8_CAST_BYTES), not a lower GEMM efficiency. tp_overlap 0.8: Transformer Engine's
+userbuffer overlap, on in NeMo's Hopper recipes; chosen from
 {0, 0.5, 0.8} on the fit rows (fit MAE 7.8 % -> 5.8 %), the held-out rows agreeing (8.2 -> 6.5 %)."""
 H200 = replace(H100)
 """Same SM as H100 (only HBM capacity and bandwidth differ, which the fleet carries): H100's
-constants, validated on held-out H200 runs only."""
+constants; marked uncalibrated (bands.py)."""
 B200 = replace(A100, matmul=0.542, matmul_fp8=0.55, tp_overlap=0.8)
 """FP8 fitted on Megatron-Bridge 25.09's DGX-B200 table. No public B200 BF16 dense-LLM run was
 found: BF16 is H100's BF16 x (B200 FP8 / H100 FP8), iterated to a fixed point, unvalidated."""
@@ -108,7 +111,7 @@ TRAINIUM1 = replace(A100, matmul=0.373, tp_overlap=0.8)
 TP collectives asynchronously under compute (XLA async collectives); chosen from {0, 0.5, 0.8} as
 for H100 on the fit rows (fit MAE 14.3 -> 8.2 %), the held-out rows agreeing (15.9 -> 11.0 %)."""
 TRAINIUM2 = replace(TRAINIUM1)
-"""No public Trainium2 training throughput was found: Trainium1's constants, unvalidated."""
+"""No public Trainium2 training throughput was found: Trainium1's constants, marked uncalibrated."""
 
 GENERATIONS: dict[str, Efficiency] = {
     "a100": A100,
