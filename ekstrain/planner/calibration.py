@@ -8,14 +8,17 @@ and the plain (non-interleaved) 1F1B schedule.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from statistics import mean
+from typing import Any
 
 from ekstrain import catalog
 from ekstrain.planner.efficiency import GENERATIONS, MEGATRON_2021, Efficiency
+from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import BF16, FP8, Fleet
 from ekstrain.planner.models import NARAYANAN_TABLE1_MODELS, ModelSpec, get_model
-from ekstrain.planner.parallel import FULL
+from ekstrain.planner.parallel import FULL, NONE
 from ekstrain.planner.perf import step_flops
 from ekstrain.planner.plan import Plan, evaluate
 from ekstrain.planner.training import TrainingSpec
@@ -150,8 +153,9 @@ class Measurement:
 
     def plan(self, efficiency: Efficiency | None = None) -> Plan:
         if self.legacy:
+            # 2021 software: Megatron-LM did not overlap DP traffic; DeepSpeed ZeRO-3 prefetched.
             fleet = selene(self.nodes)
-            efficiency = efficiency or MEGATRON_2021
+            efficiency = replace(efficiency or MEGATRON_2021, dp_overlap=self.framework == _DEEPSPEED)
         else:
             fleet = Fleet.from_instance(self.instance, self.nodes)
         dp = fleet.ranks // (self.tp * self.pp * self.cp)
@@ -188,15 +192,14 @@ _TITAN_H200 = "pytorch/torchtitan benchmarks/llama3_8b_h200_2025-06_torchtitan.m
 _NEURON = "aws-neuron-sdk general/benchmarks/trn1/training_data_decoder.csv (Neuron 2.15/2.16)"
 _MEGATRON = "megatron"
 _FSDP = "fsdp"
+_DEEPSPEED = "deepspeed"
 
 
 def _llama3_tokens(tflops: float, seq_len: int) -> float:
-    """Meta prints model TFLOP/s per GPU; tokens/s = TFLOP/s / FLOPs per token, counted as 6 x the
-    matmul weights + 6 s h per layer (causal attention: half of the 12 s h square)."""
-    model = get_model("llama3-405b")
-    per_token = 6 * (model.layers * model.matmul_params_per_token + model.hidden * model.vocab)
-    per_token += 6 * model.layers * seq_len * model.hidden
-    return tflops * 1e12 / per_token
+    """Meta prints model TFLOP/s per GPU with causal attention counted as half of the square (the
+    planner's published MFU convention, perf.py): tokens/s = TFLOP/s / those FLOPs per token."""
+    flops = step_flops(get_model("llama3-405b"), TrainingSpec(1, seq_len), NONE)
+    return tflops * 1e12 / (flops.model_causal / seq_len)
 
 
 SELENE = "selene"
@@ -274,6 +277,28 @@ MEASUREMENTS: tuple[Measurement, ...] = (
                 "none", "bf16", _FSDP, 2973, "selective-op AC taken as none"),
     Measurement("a100", VALIDATION, _TITAN_A100, "llama3-70b", "p4de.24xlarge", 64, 64, 8192, 1, 1, 1, 1, 1, 3,
                 "full", "bf16", _FSDP, 331),
+    # Llama 2 rows of the same page: 13B without activation checkpointing sets the FSDP software
+    # factor (fit); 70B with full AC is held out. Sequence 4096, local batch 2.
+    Measurement("a100", FIT, _TITAN_A100, "llama2-13b", "p4de.24xlarge", 64, 128, 4096, 1, 1, 1, 1, 2, 3,
+                "none", "bf16", _FSDP, 2162, "no AC, as printed"),
+    Measurement("a100", VALIDATION, _TITAN_A100, "llama2-70b", "p4de.24xlarge", 64, 128, 4096, 1, 1, 1, 1, 2,
+                3, "full", "bf16", _FSDP, 353),
+    # DeepSpeed ZeRO-3 (2021) on Selene, Narayanan Table 2: GPT-3 175B sets DeepSpeed's ZeRO-3
+    # traffic efficiency and overlap (fit); the 530B rows are held out.
+    *(
+        Measurement("a100", split, "Narayanan et al. 2021 Table 2 (ZeRO-3)", model, SELENE, gpus, batch,
+                    SEQ_LEN, 1, 1, 1, 1, micro_batch, 3, "full", "bf16", _DEEPSPEED,
+                    _table2_tokens(model, batch, tflops),
+                    "fp16 as bf16; full recompute (Eq. 3 counts it); hardware TFLOP/s converted with Eq. 3")
+        for split, model, gpus, batch, micro_batch, tflops in (
+            (FIT, "gpt3-175b", 384, 1536, 4, 144),
+            (FIT, "gpt3-175b", 768, 1536, 2, 88),
+            (FIT, "gpt3-175b", 1536, 1536, 1, 44),
+            (VALIDATION, "gpt-529.6b", 640, 2560, 4, 138),
+            (VALIDATION, "gpt-529.6b", 1120, 2240, 2, 98),
+            (VALIDATION, "gpt-529.6b", 2240, 2240, 1, 48),
+        )
+    ),
     # Trainium1 (trn1.32xlarge, NxD, BF16 + fp32 optimizer): GBS 1024, MBS 1, ZeRO-1.
     Measurement("trainium1", FIT, _NEURON, "llama2-7b", "trn1.32xlarge", 16 * 16, 1024, 4096, 8, 1, 1, 1, 1, 1,
                 "none", "bf16", _MEGATRON, _neuron(93.3, 4096, 16), "selective recompute taken as none"),
@@ -287,9 +312,18 @@ MEASUREMENTS: tuple[Measurement, ...] = (
 # fmt: on
 
 
-def _rows(generation: str, split: str, precision: str | None = None) -> list[Measurement]:
+def _rows(
+    generation: str, split: str, precision: str | None = None, framework: str | None = _MEGATRON
+) -> list[Measurement]:
+    """Rows of one generation and split; by default Megatron-family rows only (what the matmul
+    efficiencies are fitted on), ``framework=None`` for all."""
     return [
-        m for m in MEASUREMENTS if m.generation == generation and m.split == split and precision in (None, m.precision)
+        m
+        for m in MEASUREMENTS
+        if m.generation == generation
+        and m.split == split
+        and precision in (None, m.precision)
+        and framework in (None, m.framework)
     ]
 
 
@@ -306,55 +340,143 @@ def fit_error(generation: str, precision: str, value: float) -> float:
     return mean(abs(row.error(eff)) for row in _rows(generation, FIT, precision))
 
 
-def fit(generation: str, precision: str, low: float = 0.2, high: float = 0.98) -> float:
-    """The matmul efficiency minimising the fit rows' mean absolute error (golden-section search,
-    to 0.005). Validation rows play no part."""
+def _golden(error: Callable[[float], float], low: float, high: float) -> float:
+    """The value in [low, high] minimising ``error`` (golden-section search, to 0.005)."""
     ratio = (5**0.5 - 1) / 2
     a, b = low, high
     while b - a > 0.005:
         c, d = b - ratio * (b - a), a + ratio * (b - a)
-        if fit_error(generation, precision, c) <= fit_error(generation, precision, d):
+        if error(c) <= error(d):
             b = d
         else:
             a = c
     return round((a + b) / 2, 3)
 
 
+def fit(generation: str, precision: str, low: float = 0.2, high: float = 0.98) -> float:
+    """The matmul efficiency minimising the fit rows' mean absolute error. Validation rows play no part."""
+    return _golden(lambda value: fit_error(generation, precision, value), low, high)
+
+
+def _framework_fit_rows(framework: str) -> list[Measurement]:
+    return [m for m in MEASUREMENTS if m.framework == framework and m.split == FIT]
+
+
+def _with_framework(base: Efficiency, framework: str, field: str, value: float) -> Efficiency:
+    entries = dict(getattr(base, field))
+    entries[framework] = value
+    updated: dict[str, Any] = {field: tuple(sorted(entries.items()))}
+    return replace(base, **updated)
+
+
+def with_software(base: Efficiency, framework: str, value: float) -> Efficiency:
+    """``base`` with ``framework``'s software factor set to ``value``."""
+    return _with_framework(base, framework, "software", value)
+
+
+def software_from_step(
+    plan_with: Callable[[Efficiency], Plan], base: Efficiency, framework: str, measured_s: float
+) -> float:
+    """The software factor at which the layout ``plan_with`` evaluates runs one step in
+    ``measured_s`` (bisection: step time falls as the factor rises). Raises PlanError when no
+    factor in [0.05, 4] explains the measurement (then the layout or the fleet is not what ran)."""
+    low, high = 0.05, 4.0
+
+    def step(value: float) -> float:
+        return plan_with(with_software(base, framework, value)).step_time_s
+
+    slowest, fastest = step(low), step(high)
+    if not fastest <= measured_s <= slowest:
+        raise PlanError(
+            f"--measured {measured_s:g} s is outside what this layout can take on this fleet "
+            f"({fastest:.3g}-{slowest:.3g} s for software factors {low}-{high}); check the layout, "
+            "the fleet and that the time is seconds per step (all micro-batches)"
+        )
+    for _ in range(40):
+        middle = (low + high) / 2
+        low, high = (low, middle) if step(middle) <= measured_s else (middle, high)
+    return round((low + high) / 2, 4)
+
+
+def fit_software(framework: str) -> float:
+    """A framework's software factor (Efficiency.software) from its fit rows (same for every
+    generation: it is the software, not the chip)."""
+    rows = _framework_fit_rows(framework)
+
+    def error(value: float) -> float:
+        return mean(
+            abs(m.error(_with_framework(GENERATIONS[m.generation], framework, "software", value))) for m in rows
+        )
+
+    return _golden(error, 0.3, 1.3)
+
+
+ZERO3_GRID = tuple(round(0.02 * i, 2) for i in range(1, 51))
+
+
+def fit_zero3(framework: str) -> tuple[float, float]:
+    """(traffic efficiency, overlap) of a framework's ZeRO-3 traffic from its fit rows: a grid in
+    steps of 0.02 over both (the two trade off, so golden-section search on one would not do)."""
+    rows = _framework_fit_rows(framework)
+
+    def error(traffic: float, overlap: float) -> float:
+        eff = _with_framework(GENERATIONS["a100"], framework, "zero3_traffic", traffic)
+        eff = _with_framework(eff, framework, "zero3_overlap", overlap)
+        return mean(abs(m.error(eff)) for m in rows)
+
+    best = min((error(t, o), t, o) for t in ZERO3_GRID for o in ZERO3_GRID)
+    return best[1], best[2]
+
+
 def fitted_keys() -> list[tuple[str, str]]:
-    """(generation, precision) pairs that have fit rows."""
+    """(generation, precision) pairs whose matmul efficiency has fit rows."""
     keys = [("a100", BF16)]
     for m in MEASUREMENTS:
-        if m.split == FIT and (m.generation, m.precision) not in keys:
+        if m.split == FIT and m.framework == _MEGATRON and (m.generation, m.precision) not in keys:
             keys.append((m.generation, m.precision))
     return keys
 
 
+def errors_by(generation: str, framework: str | None, split: str) -> list[float]:
+    """Absolute relative errors of one generation's rows of a split (all frameworks if None);
+    the A100 Megatron fit set includes Narayanan Table 1."""
+    errors = [abs(m.error()) for m in _rows(generation, split, framework=framework)]
+    if generation == "a100" and split == FIT and framework in (None, _MEGATRON):
+        errors += [abs(row.error()) for row in TABLE1]
+    return errors
+
+
+def _cell(errors: list[float]) -> str:
+    return f"{len(errors)} | {mean(errors):.1%} | {max(errors):.1%}" if errors else "0 | - | -"
+
+
 def generation_report() -> str:
-    """Per generation: fit and held-out mean absolute error, then every row."""
-    lines = [
-        "| Generation | Fit rows | Fit MAE | Fit worst | Validation rows | Validation MAE | Validation worst |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
+    """Per generation and per (generation, framework): fit and held-out mean absolute error and the
+    worst row, then every row."""
+    header = "| Fit rows | Fit MAE | Fit worst | Validation rows | Validation MAE | Validation worst |"
+    lines = [f"| Generation {header}", "|---|---:|---:|---:|---:|---:|---:|"]
     for generation in GENERATIONS:
-        fit_errors = [abs(m.error()) for m in _rows(generation, FIT)]
-        if generation == "a100":
-            fit_errors += [abs(row.error()) for row in TABLE1]
-        validation = [abs(m.error()) for m in _rows(generation, VALIDATION)]
-
-        def cell(errors: list[float]) -> str:
-            return f"{len(errors)} | {mean(errors):.1%} | {max(errors):.1%}" if errors else "0 | - | -"
-
-        lines.append(f"| {generation} | {cell(fit_errors)} | {cell(validation)} |")
+        lines.append(
+            f"| {generation} | {_cell(errors_by(generation, None, FIT))} | "
+            f"{_cell(errors_by(generation, None, VALIDATION))} |"
+        )
+    lines += ["", f"| Generation | Framework {header}", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for generation in GENERATIONS:
+        for framework in (_MEGATRON, _FSDP, _DEEPSPEED):
+            fit_errors, held_out = errors_by(generation, framework, FIT), errors_by(generation, framework, VALIDATION)
+            if fit_errors or held_out:
+                lines.append(f"| {generation} | {framework} | {_cell(fit_errors)} | {_cell(held_out)} |")
     lines += [
         "",
-        "| Generation | Split | Model | Devices | Layout | Precision | Published tok/s/dev | Predicted | Error |",
-        "|---|---|---|---:|---|---|---:|---:|---:|",
+        "| Generation | Split | Framework | Model | Devices | Layout | Precision | Published tok/s/dev | Predicted "
+        "| Error |",
+        "|---|---|---|---|---:|---|---|---:|---:|---:|",
     ]
     for m in MEASUREMENTS:
         plan = m.plan()
         layout = f"tp{m.tp} pp{m.pp} cp{m.cp} vpp{m.vpp} mb{m.micro_batch} z{m.zero} {m.recompute}"
         lines.append(
-            f"| {m.generation} | {m.split} | {m.model} | {m.gpus} | {layout} | {m.precision} | "
+            f"| {m.generation} | {m.split} | {m.framework} | {m.model} | {m.gpus} | {layout} | {m.precision} | "
             f"{m.published_tokens_per_s_per_device:.0f} | {plan.tokens_per_s / m.gpus:.0f} | {m.error():+.1%} |"
         )
     return "\n".join(lines)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 from typing import Any, NoReturn
 
-from ekstrain.planner import calibration
+from ekstrain.planner import calibration, inputs
+from ekstrain.planner.efficiency import Efficiency, efficiency_for
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import BF16, FP8, Fleet
 from ekstrain.planner.models import MODELS, ModelSpec, get_model
@@ -40,33 +39,55 @@ def add_plan_commands(subparsers: argparse._SubParsersAction) -> None:
 
     evaluate_cmd = commands.add_parser("evaluate", help="evaluate one fixed layout")
     _add_common(evaluate_cmd)
-    for degree in ("tp", "pp", "dp"):
-        evaluate_cmd.add_argument(f"--{degree}", type=int, required=True)
-    for degree in ("cp", "ep", "vpp"):
-        evaluate_cmd.add_argument(f"--{degree}", type=int, default=1)
-    evaluate_cmd.add_argument("--micro-batch", type=int, required=True)
-    evaluate_cmd.add_argument("--recompute", choices=RECOMPUTE_MODES, required=True)
-    evaluate_cmd.add_argument("--sequence-parallel", action="store_true")
-    evaluate_cmd.add_argument("--zero", type=int, default=0, help=f"one of {ZERO_STAGES}")
-    evaluate_cmd.add_argument("--offload-optimizer", action="store_true")
+    _add_layout(evaluate_cmd)
     evaluate_cmd.set_defaults(handler=_evaluate)
 
-    calibrate_cmd = commands.add_parser("calibrate", help="print fit and validation errors per hardware generation")
+    calibrate_cmd = commands.add_parser(
+        "calibrate",
+        help="print fit and validation errors per hardware generation; with --measured, fit the "
+        "framework's software factor to one measured step of a layout",
+    )
+    calibrate_cmd.add_argument(
+        "--measured", type=float, help="measured seconds per training step of the layout given by the other flags"
+    )
+    _add_common(calibrate_cmd, required=False)
+    _add_layout(calibrate_cmd, required=False)
     calibrate_cmd.set_defaults(handler=_calibrate)
 
 
-def _add_common(parser: argparse.ArgumentParser) -> None:
-    model = parser.add_mutually_exclusive_group(required=True)
+def _add_layout(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    for degree in ("tp", "pp", "dp"):
+        parser.add_argument(f"--{degree}", type=int, required=required)
+    for degree in ("cp", "ep", "vpp"):
+        parser.add_argument(f"--{degree}", type=int, default=1)
+    parser.add_argument("--micro-batch", type=int, required=required)
+    parser.add_argument("--recompute", choices=RECOMPUTE_MODES, required=required)
+    parser.add_argument("--sequence-parallel", action="store_true")
+    parser.add_argument("--zero", type=int, default=0, help=f"one of {ZERO_STAGES}")
+    parser.add_argument("--offload-optimizer", action="store_true")
+
+
+LAYOUT_FLAGS = ("tp", "pp", "dp", "micro_batch", "recompute")
+COMMON_FLAGS = ("nodes", "seq_len")
+
+
+def _add_common(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    model = parser.add_mutually_exclusive_group(required=required)
     model.add_argument("--model", help=f"built-in model: {', '.join(MODELS)}")
     model.add_argument("--model-json", help="model JSON file (keys: docs/planner.md)")
-    fleet = parser.add_mutually_exclusive_group(required=True)
+    fleet = parser.add_mutually_exclusive_group(required=required)
     fleet.add_argument("--instance", help="instance type from ekstrain.catalog")
     fleet.add_argument("--fleet-json", help="custom fleet JSON file; replaces --instance")
-    parser.add_argument("--nodes", type=int, required=True)
-    batch = parser.add_mutually_exclusive_group(required=True)
+    parser.add_argument("--nodes", type=int, required=required)
+    batch = parser.add_mutually_exclusive_group(required=required)
     batch.add_argument("--global-batch", type=int, help="global batch in sequences")
     batch.add_argument("--global-batch-tokens", type=int, help="global batch in tokens")
-    parser.add_argument("--seq-len", type=int, required=True)
+    parser.add_argument("--seq-len", type=int, required=required)
+    parser.add_argument(
+        "--calibration-json",
+        help="a calibration written by `ekstrain plan calibrate --measured ... --out FILE`: its software "
+        "factor replaces the fitted one for its framework and generation",
+    )
     parser.add_argument("--precision", choices=(BF16, FP8), default=BF16)
     parser.add_argument("--lora-rank", type=int, default=0, help="0 = full fine-tune")
     parser.add_argument(
@@ -81,46 +102,134 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="write the output to this file instead of stdout")
 
 
-def _check_positive(args: argparse.Namespace, *names: str, minimum: int = 1) -> None:
-    for name in names:
-        value = getattr(args, name, None)
-        if value is not None and value < minimum:
-            flag = "--" + name.replace("_", "-")
-            raise PlanError(f"{flag} must be >= {minimum}, got {value}")
+DEGREES = ("tp", "pp", "dp", "cp", "ep", "vpp")
+FLAG_BOUNDS: dict[str, tuple[int, int, str]] = {
+    "nodes": (1, inputs.MAX_NODES, "plan a smaller fleet"),
+    "seq_len": (1, inputs.MAX_SEQ_LEN, "sequences longer than 16M tokens are not modelled"),
+    "global_batch": (1, inputs.MAX_GLOBAL_BATCH, "global batches are counted in sequences"),
+    "global_batch_tokens": (1, inputs.MAX_GLOBAL_BATCH_TOKENS, "global batches are counted in tokens"),
+    "top": (0, 1 << 30, "0 prints every plan"),
+    "lora_rank": (0, inputs.MAX_LORA_RANK, "LoRA ranks are 4-256 in practice"),
+    **{
+        d: (1, inputs.MAX_DEGREE, "a degree cannot exceed the fleet's ranks")
+        for d in ("tp", "pp", "dp", "cp", "ep", "vpp")
+    },
+    "micro_batch": (1, inputs.MAX_GLOBAL_BATCH, "a micro-batch cannot exceed the global batch"),
+}
+"""Every whole-number flag and its bounds (inputs.py says why each bound exists)."""
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    for name, (low, high, fix) in FLAG_BOUNDS.items():
+        inputs.check_count("--" + name.replace("_", "-"), getattr(args, name, None), low, high, fix)
 
 
 def _inputs(args: argparse.Namespace) -> tuple[ModelSpec, Fleet, int, dict[str, Any]]:
-    _check_positive(args, "nodes", "seq_len", "global_batch", "global_batch_tokens")
-    _check_positive(args, "top", "lora_rank", minimum=0)
-    _check_positive(args, "tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch")
+    _check_flags(args)
     if getattr(args, "zero", 0) not in ZERO_STAGES:
         raise PlanError(f"--zero must be one of {', '.join(map(str, ZERO_STAGES))}, got {args.zero}")
+    if args.out:
+        inputs.check_output_path("--out", args.out)
     model = get_model(args.model) if args.model else ModelSpec.from_json(args.model_json)
     fleet = (
         Fleet.from_instance(args.instance, args.nodes)
         if args.instance
         else Fleet.from_json(args.fleet_json, args.nodes)
     )
+    if fleet.generation_inferred:
+        print(
+            f'warning: --fleet-json {args.fleet_json!r} has no "generation"; inferred {fleet.generation!r} '
+            'from peak_tflops_bf16 and hbm_gbytes_per_s. Add "generation" to the file to say which '
+            "calibration applies.",
+            file=sys.stderr,
+        )
     if args.global_batch is not None:
         global_batch = args.global_batch
     elif args.global_batch_tokens % args.seq_len:
         raise PlanError(f"--global-batch-tokens {args.global_batch_tokens} is not a multiple of --seq-len")
     else:
         global_batch = args.global_batch_tokens // args.seq_len
+        inputs.check_count(
+            "--global-batch-tokens / --seq-len", global_batch, 1, inputs.MAX_GLOBAL_BATCH, "use fewer tokens per step"
+        )
     options = {
         "precision": args.precision,
         "lora_rank": args.lora_rank,
         "flash_attention": not args.no_flash_attention,
         "framework": args.framework,
+        "efficiency": _efficiency(args, fleet),
     }
     return model, fleet, global_batch, options
 
 
-def _calibrate(_args: argparse.Namespace) -> int:
-    print("Narayanan et al. 2021 Table 1 (A100 fit set):\n")
-    print(calibration.report())
-    print("\nPer-generation fit and held-out validation (tokens/s per device):\n")
-    print(calibration.generation_report())
+def _efficiency(args: argparse.Namespace, fleet: Fleet) -> Efficiency:
+    """The fleet's fitted constants, with a user's ``--calibration-json`` software factor applied."""
+    base = efficiency_for(fleet)
+    if not args.calibration_json:
+        return base
+    source = f"--calibration-json {args.calibration_json!r}"
+    data = inputs.read_json_object(args.calibration_json, "calibration")
+    generation = inputs.check_string(source, "generation", data.get("generation", "")) if data.get("generation") else ""
+    framework = data.get("framework")
+    if framework not in FRAMEWORKS:
+        raise PlanError(f"{source}: framework must be one of {', '.join(FRAMEWORKS)}, got {framework!r}")
+    if framework != args.framework or generation != fleet.generation:
+        raise PlanError(
+            f"{source}: calibrated for {framework} on {generation or 'an unknown generation'}, but this run is "
+            f"{args.framework} on {fleet.generation or 'an unknown generation'}; calibrate this combination"
+        )
+    factor = inputs.check_number(source, "software", data.get("software"), 0.0, 10.0, "x Megatron's GEMM throughput")
+    return calibration.with_software(base, framework, factor)
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    if args.measured is None:
+        given = [f for f in ("model", "instance", "fleet_json", "tp") if getattr(args, f, None) is not None]
+        if given:
+            raise PlanError(f"--{given[0].replace('_', '-')} needs --measured SECONDS (the step time to fit to)")
+        print("Narayanan et al. 2021 Table 1 (A100 fit set):\n")
+        print(calibration.report())
+        print("\nPer-generation fit and held-out validation (tokens/s per device):\n")
+        print(calibration.generation_report())
+        return 0
+    if not 0 < args.measured < 1e7 or args.measured != args.measured:
+        raise PlanError(f"--measured must be seconds per step, > 0 and finite, got {args.measured}")
+    missing = [f for f in (*COMMON_FLAGS, *LAYOUT_FLAGS) if getattr(args, f) is None]
+    missing += [] if args.model or args.model_json else ["model"]
+    missing += [] if args.instance or args.fleet_json else ["instance"]
+    missing += [] if args.global_batch or args.global_batch_tokens else ["global_batch"]
+    if missing:
+        flags = ", ".join("--" + f.replace("_", "-") for f in missing)
+        raise PlanError(f"--measured needs the layout it was measured on: add {flags} (as for `plan evaluate`)")
+    model, fleet, global_batch, options = _inputs(args)
+    base = options.pop("efficiency")
+
+    def plan_with(eff: Efficiency) -> Plan:
+        return _evaluate_layout(args, model, fleet, global_batch, {**options, "efficiency": eff})
+
+    factor = calibration.software_from_step(plan_with, base, options["framework"], args.measured)
+    fitted = plan_with(calibration.with_software(base, options["framework"], factor))
+    result = {
+        "generation": fleet.generation,
+        "framework": options["framework"],
+        "software": factor,
+        "measured_step_s": args.measured,
+        "predicted_step_s_before": round(plan_with(base).step_time_s, 6),
+        "predicted_step_s_after": round(fitted.step_time_s, 6),
+        "layout": fitted.summary(),
+    }
+    text = (
+        inputs.dumps(result)
+        if args.json or args.out
+        else (
+            f"{options['framework']} on {fleet.generation or 'an unknown generation'}: software factor {factor:.3f} "
+            f"(fitted {base.software_for(options['framework']):.3f}); "
+            f"predicted step {result['predicted_step_s_before']:.3f} s "
+            f"-> {result['predicted_step_s_after']:.3f} s for the measured {args.measured:g} s. "
+            "Save it with --out FILE and pass --calibration-json FILE to search/evaluate."
+        )
+    )
+    _emit(args, text)
     return 0
 
 
@@ -135,13 +244,14 @@ def _search(args: argparse.Namespace) -> int:
         top=args.top or None,
         **options,
     )
-    _emit(args, json.dumps([p.to_json() for p in plans], indent=2) if args.json else _table(plans))
+    _emit(args, inputs.dumps([p.to_json() for p in plans]) if args.json else _table(plans))
     return 0
 
 
-def _evaluate(args: argparse.Namespace) -> int:
-    model, fleet, global_batch, options = _inputs(args)
-    plan = evaluate(
+def _evaluate_layout(
+    args: argparse.Namespace, model: ModelSpec, fleet: Fleet, global_batch: int, options: dict[str, Any]
+) -> Plan:
+    return evaluate(
         model,
         fleet,
         global_batch,
@@ -159,9 +269,14 @@ def _evaluate(args: argparse.Namespace) -> int:
         offload_optimizer=args.offload_optimizer,
         **options,
     )
-    # A layout that does not fit is an answer, not an error: the plan says "fits": false and
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    model, fleet, global_batch, options = _inputs(args)
+    plan = _evaluate_layout(args, model, fleet, global_batch, options)
+    # A layout that does not fit memory is an answer, not an error: the plan says "fits": false and
     # carries the memory breakdown (exit 0); only invalid input exits 2.
-    _emit(args, json.dumps(plan.to_json(), indent=2) if args.json else _table([plan], memory=True))
+    _emit(args, inputs.dumps(plan.to_json()) if args.json else _table([plan], memory=True))
     return 0
 
 
@@ -169,24 +284,31 @@ def _emit(args: argparse.Namespace, text: str) -> None:
     if not args.out:
         print(text)
         return
-    try:
-        Path(args.out).write_text(text + "\n")
-    except OSError as error:
-        raise PlanError(f"--out {args.out!r}: cannot write: {error.strerror}") from None
+    inputs.write_output("--out", args.out, text + "\n")
 
 
 def _table(plans: list[Plan], memory: bool = False) -> str:
     header = (
         f"{'#':>3} {'tp':>3} {'pp':>3} {'dp':>5} {'cp':>3} {'ep':>3} {'vpp':>3} {'mb':>3} {'ga':>4} "
-        f"{'zero':>4} {'recompute':>9} {'sp':>3} {'fits':>4} {'mem GiB':>8} {'step s':>8} {'TFLOP/s':>8} "
+        f"{'zero':>4} {'recompute':>9} {'sp':>3} {'fits':>4} {'mem GiB':>8} {'step s':>13} {'TFLOP/s':>8} "
         f"{'MFU':>6}  limits"
     )
-    rows = [header]
+    rows = []
+    if plans:
+        band = plans[0].error_band
+        rows.append(
+            f"step s: predicted ±{band.fraction:.0%} ({band.basis}); MFU counts causal attention as half "
+            "of the square (Llama 3, Megatron-LM); JSON mfu_full_square counts all of it"
+        )
+        if not band.calibrated:
+            rows.insert(0, f"warning: {band.basis.split(';')[0]}")
+    rows.append(header)
     for i, p in enumerate(plans, 1):
+        step = f"{p.step_time_s:.3f}±{p.error_band.fraction:.0%}"
         rows.append(
             f"{i:>3} {p.tp:>3} {p.pp:>3} {p.dp:>5} {p.cp:>3} {p.ep:>3} {p.vpp:>3} {p.micro_batch:>3} "
             f"{p.grad_accum:>4} {p.zero:>4} {p.recompute:>9} {'y' if p.sequence_parallel else 'n':>3} "
-            f"{'y' if p.fits else 'n':>4} {p.memory.total / 2**30:>8.1f} {p.step_time_s:>8.3f} "
+            f"{'y' if p.fits else 'n':>4} {p.memory.total / 2**30:>8.1f} {step:>13} "
             f"{p.model_tflops_per_gpu:>8.1f} {p.mfu:>6.1%}  {p.explain()}"
         )
         if p.notes:

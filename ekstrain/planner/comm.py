@@ -7,8 +7,10 @@ tuning model) plus its bytes over the bus bandwidth of the slowest link it cross
   Yuan 2009; Thakur et al. 2005); reduce-scatter and all-gather are half of it;
 * tree all-reduce (NCCL double binary tree, Sanders et al. 2009): ``base + 2 log2(n) step_tree +
   2 S / B``; an all-reduce costs the cheaper of ring and tree, as NCCL's tuner picks;
-* a group that spans nodes runs hierarchically: reduce-scatter inside the node over NVLink, the
-  collective on S/k across nodes over the network (k = group members per node), all-gather back;
+* an all-reduce that spans nodes runs hierarchically (NCCL's tree and ring both keep the node's
+  ranks together): reduce-scatter inside the node over NVLink, the collective on S/k across nodes
+  over the network (k = group members per node), all-gather back; reduce-scatter and all-gather
+  are one flat ring over all ranks, as NCCL runs them (``reduce_scatter``);
 * all-to-all: every rank sends (n-1)/n of S, the part leaving the node at network speed;
 * point-to-point (pipeline sends): ``base + step + S / B``.
 
@@ -80,14 +82,20 @@ def all_reduce(links: Links, bytes_: float, n: int, stride: int) -> float:
 
 
 def reduce_scatter(links: Links, bytes_: float, n: int, stride: int) -> float:
-    """Reduce-scatter of a ``bytes_`` buffer (all-gather of a ``bytes_`` result costs the same)."""
+    """Reduce-scatter of a ``bytes_`` buffer (all-gather of a ``bytes_`` result costs the same).
+
+    NCCL runs both as one flat ring over all n ranks (its tuner offers Ring, plus PAT only at one
+    rank per node and NVLS/CollNet only on switch-offload hardware; NVIDIA/nccl src/graph/tuning.cc,
+    NCCL_ALGO docs): n - 1 steps, each as slow as its network hop when the group spans nodes, and
+    (n-1)/n of the buffer through the node's share of the NICs: k members per node drive k rings'
+    worth of NIC bandwidth (nccl-tests' multi-node busbw ~ the node's NIC bandwidth)."""
     if n <= 1 or bytes_ <= 0:
         return 0.0
     k, nodes = links.layout(n, stride)
     if nodes == 1:
         return BASE_LATENCY_S + _ring(bytes_, n, links.intra, RING_STEP_NVLINK_S, 1)
-    intra = _ring(bytes_, k, links.intra, RING_STEP_NVLINK_S, 1) if k > 1 else 0.0
-    return BASE_LATENCY_S + intra + _ring(bytes_ / k, nodes, links.network, RING_STEP_NETWORK_S, 1)
+    bandwidth = min(links.intra, k * links.network)
+    return BASE_LATENCY_S + _ring(bytes_, n, bandwidth, RING_STEP_NETWORK_S, 1)
 
 
 all_gather = reduce_scatter

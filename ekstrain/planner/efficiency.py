@@ -1,13 +1,16 @@
 """Achieved fractions of hardware peaks, per accelerator generation: the time model's constants.
 
-Only ``matmul`` (and ``matmul_fp8``) are fitted, per generation, on the published runs in
-``calibration.py`` (fit set); the held-out rows there are never used for fitting. The other
+Fitted on the published runs in ``calibration.py`` (fit set; the held-out rows are never used for
+fitting, and tests check each stored value equals its fit): ``matmul`` and ``matmul_fp8`` per
+generation, and per framework the ``software`` factor and DeepSpeed's ZeRO-3 ``zero3_traffic`` and
+``zero3_overlap``. Attention runs at published kernel throughputs (attention.py). The other
 constants are fixed from the sources cited at each field.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from ekstrain.planner.fleet import FP8, Fleet
 
@@ -21,11 +24,11 @@ class Efficiency:
     matmul_fp8: float | None = None
     """The same against the FP8 peak (FP8 GEMMs reach a lower fraction: scaling, casts and the
     BF16 GEMMs that stay); None = ``matmul``."""
-    attention: float | None = None
-    """Fraction of the matmul peak FlashAttention kernels reach, relative to ``matmul`` (None = as
-    the GEMMs). FlashAttention-2 reaches 50-73 % of A100 peak forward and 35 % of H100's;
-    FlashAttention-3 / cuDNN 75 % of H100's (Dao 2023, arXiv 2307.08691, section 4; Shah et al.
-    2024, arXiv 2407.08608, section 4.1)."""
+    software: tuple[tuple[str, float], ...] = ()
+    """Per framework, the fraction of Megatron-LM's GEMM throughput its software stack reaches
+    (fused kernels, launch gaps, eager vs compiled): fitted on that framework's rows in
+    calibration.py, 1.0 for Megatron (the generations are fitted on Megatron-family runs) and for
+    frameworks without rows. Set per user with ``ekstrain plan calibrate --measured``."""
     hbm: float = 0.80
     """Fraction of HBM bandwidth elementwise kernels reach (STREAM-like copies reach 0.87-0.93 of
     the H100/H200 datasheet figures in Azure's published ND H100 v5 / H200 v5 runs)."""
@@ -53,28 +56,62 @@ class Efficiency:
     def matmul_for(self, precision: str) -> float:
         return self.matmul_fp8 if precision == FP8 and self.matmul_fp8 is not None else self.matmul
 
-    def attention_for(self, precision: str) -> float:
-        """Attention runs in BF16 even under FP8 training (Transformer Engine keeps it in BF16)."""
-        return self.matmul * (self.attention if self.attention is not None else 1.0)
+    zero3_traffic: tuple[tuple[str, float], ...] = ()
+    """Per framework, the fraction of the collective model's bandwidth its ZeRO-3/FSDP parameter
+    all-gathers and gradient reduce-scatters reach (1.0 = NCCL's ring, comm.py): fitted where a
+    framework has ZeRO-3 rows (calibration.py)."""
+    zero3_overlap: tuple[tuple[str, float], ...] = ()
+    """Per framework, the fraction of the concurrent pass's time its ZeRO-3 traffic hides behind
+    (1.0 = all of it; FSDP2's prefetch of the next layer), fitted like ``zero3_traffic``."""
+
+    def software_for(self, framework: str) -> float:
+        """HSDP is FSDP2's software on a 2-D mesh: it takes FSDP's factor unless it has its own."""
+        if framework == "hsdp" and "hsdp" not in dict(self.software):
+            framework = "fsdp"
+        return _lookup(self.software, framework)
+
+    def zero3_traffic_for(self, framework: str) -> float:
+        return _lookup(self.zero3_traffic, framework)
+
+    def zero3_overlap_for(self, framework: str) -> float:
+        return _lookup(self.zero3_overlap, framework)
 
 
-A100 = Efficiency(matmul=0.69, attention=1.0)
+@lru_cache(maxsize=1024)
+def _lookup(entries: tuple[tuple[str, float], ...], framework: str) -> float:
+    """A framework's entry (1.0 when it has none); cached: the search asks for it per layout."""
+    return dict(entries).get(framework, 1.0)
+
+
+FRAMEWORK_SOFTWARE = (("fsdp", 0.846),)
+"""PyTorch FSDP2 stacks (torchtitan, eager, SDPA): 0.846 of Megatron's GEMM throughput, fitted on
+torchtitan's Llama 2 13B row (calibration.py); the same factor on every generation."""
+ZERO3_TRAFFIC = (("deepspeed", 0.12),)
+ZERO3_OVERLAP = (("deepspeed", 0.7),)
+"""DeepSpeed ZeRO-3 as Narayanan 2021 Table 2 measured it (GPT-3 175B on 384-1536 A100): its
+all-gathers and reduce-scatters reach 0.12 of NCCL's ring bandwidth and hide behind 0.7 of the
+concurrent pass (fitted together on a 0.02 grid; the 530B rows held out). FSDP keeps 1.0/1.0
+(prefetch of the next layer); only the first all-gather and last reduce-scatter stay exposed."""
+A100 = Efficiency(matmul=0.73, software=FRAMEWORK_SOFTWARE, zero3_traffic=ZERO3_TRAFFIC, zero3_overlap=ZERO3_OVERLAP)
 """Fitted on Narayanan et al. 2021 Table 1 (docs/planner.md, Calibration)."""
-H100 = Efficiency(matmul=0.54, matmul_fp8=0.45, attention=0.9, tp_overlap=0.8)
-"""BF16 fitted on the Llama 3 405B runs, FP8 on NeMo 24.07's DGX-H100 table (calibration.py).
-attention 0.9: FlashAttention-3 reaches ~75 % of H100 peak where cuBLAS GEMMs reach ~80-85 %.
-tp_overlap 0.8: Transformer Engine's userbuffer overlap, on in NeMo's Hopper recipes; chosen from
+H100 = replace(A100, matmul=0.55, matmul_fp8=0.558, tp_overlap=0.8)
+"""BF16 fitted on the Llama 3 405B runs, FP8 on NeMo 24.07's DGX-H100 table (calibration.py);
+the FP8 efficiency is the BF16 one within 1 %: FP8's smaller speed-up is the cast traffic
+(perf.FP8_CAST_BYTES), not a lower GEMM efficiency. tp_overlap 0.8: Transformer Engine's
+userbuffer overlap, on in NeMo's Hopper recipes; chosen from
 {0, 0.5, 0.8} on the fit rows (fit MAE 7.8 % -> 5.8 %), the held-out rows agreeing (8.2 -> 6.5 %)."""
 H200 = replace(H100)
 """Same SM as H100 (only HBM capacity and bandwidth differ, which the fleet carries): H100's
-constants, validated on held-out H200 runs only."""
-B200 = Efficiency(matmul=0.53, matmul_fp8=0.44, attention=0.9, tp_overlap=0.8)
+constants; marked uncalibrated (bands.py)."""
+B200 = replace(A100, matmul=0.542, matmul_fp8=0.55, tp_overlap=0.8)
 """FP8 fitted on Megatron-Bridge 25.09's DGX-B200 table. No public B200 BF16 dense-LLM run was
 found: BF16 is H100's BF16 x (B200 FP8 / H100 FP8), iterated to a fixed point, unvalidated."""
-TRAINIUM1 = Efficiency(matmul=0.43)
-"""Fitted on the Neuron SDK's trn1.32xlarge NxD table."""
+TRAINIUM1 = replace(A100, matmul=0.373, tp_overlap=0.8)
+"""Fitted on the Neuron SDK's trn1.32xlarge NxD table. tp_overlap 0.8: the Neuron compiler runs
+TP collectives asynchronously under compute (XLA async collectives); chosen from {0, 0.5, 0.8} as
+for H100 on the fit rows (fit MAE 14.3 -> 8.2 %), the held-out rows agreeing (15.9 -> 11.0 %)."""
 TRAINIUM2 = replace(TRAINIUM1)
-"""No public Trainium2 training throughput was found: Trainium1's constants, unvalidated."""
+"""No public Trainium2 training throughput was found: Trainium1's constants, marked uncalibrated."""
 
 GENERATIONS: dict[str, Efficiency] = {
     "a100": A100,

@@ -11,11 +11,13 @@ physical count the Kubernetes device plugin advertises (GPUs, or Neuron chips).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import log
 from pathlib import Path
+from typing import Any
 
 from ekstrain import catalog
+from ekstrain.planner import inputs
 from ekstrain.planner.errors import PlanError
-from ekstrain.planner.models import _read_json_object
 
 LEGACY_KEYS = {"hbm_gbps": "hbm_gbytes_per_s"}
 """Fleet JSON keys of earlier releases and the key each one now reads as."""
@@ -36,6 +38,44 @@ def generation_of(accelerator_model: str) -> str:
         if accelerator_model.startswith(prefix):
             return generation
     return ""
+
+
+KNOWN_GENERATIONS = ("a100", "h100", "h200", "b200", "trainium1", "trainium2")
+"""Generations the efficiency table has constants for (efficiency.GENERATIONS, same order)."""
+GENERATION_PEAKS = {
+    "a100": (312, 2039),
+    "h100": (989, 3350),
+    "h200": (989, 4800),
+    "b200": (2250, 7700),
+    "trainium1": (190, 820),
+    "trainium2": (667, 2900),
+}
+"""(dense BF16 TFLOP/s, HBM GB/s) per accelerator, as ekstrain.catalog and the datasheets give them
+(research notes, section 8): what a fleet JSON without ``generation`` is matched against."""
+
+FLEET_COUNTS: dict[str, tuple[int, int]] = {"accelerators_per_node": (1, 64), "ranks_per_accelerator": (1, 16)}
+FLEET_NUMBERS: dict[str, tuple[float, float, str]] = {
+    "peak_tflops_bf16": (1, 20_000, "dense TFLOP/s per accelerator (B200: 2,250)"),
+    "hbm_gib": (1, 4_096, "GiB per accelerator (B300: 268)"),
+    "hbm_gbytes_per_s": (10, 100_000, "GB/s per accelerator (B200: 7,700)"),
+    "intra_node_gbytes_per_s": (1, 100_000, "GB/s per accelerator, bidirectional (B200: 1,800)"),
+    "inter_node_gbits_per_s": (1, 1_000_000, "Gbit/s per node (p5: 3,200)"),
+}
+"""Required numbers and their plausible ranges: about 10x today's largest figure, so a unit slip
+(bytes for GB, Gbit for GB) or a typo of three orders of magnitude is refused, not planned."""
+FLEET_OPTIONAL_NUMBERS: dict[str, tuple[float, float, str]] = {
+    "peak_tflops_fp8": (1, 40_000, "dense TFLOP/s per accelerator (B200: 4,500)"),
+}
+
+
+def infer_generation(peak_tflops_bf16: float, hbm_gbytes_per_s: float) -> str:
+    """The generation whose (BF16 peak, HBM bandwidth) is nearest on a log scale."""
+
+    def distance(generation: str) -> float:
+        peak, hbm = GENERATION_PEAKS[generation]
+        return abs(log(peak_tflops_bf16 / peak)) + abs(log(hbm_gbytes_per_s / hbm))
+
+    return min(KNOWN_GENERATIONS, key=distance)
 
 
 BF16 = "bf16"
@@ -67,7 +107,9 @@ class Fleet:
     family: str = catalog.GPU
     generation: str = ""
     """Accelerator generation the time model's efficiencies are calibrated for (``perf.GENERATIONS``:
-    a100, h100, h200, b200, trainium1, trainium2); empty = the A100 calibration."""
+    a100, h100, h200, b200, trainium1, trainium2); empty = none (uncalibrated: A100's constants)."""
+    generation_inferred: bool = False
+    """True when a fleet JSON gave no ``generation`` and it was inferred from the peak figures."""
 
     def __post_init__(self) -> None:
         for key in ("nodes", "accelerators_per_node", "ranks_per_accelerator"):
@@ -82,6 +124,13 @@ class Fleet:
         ):
             if getattr(self, key) <= 0:
                 raise PlanError(f"fleet {self.name!r}: {key} must be > 0")
+        inputs.check_count("--nodes", self.nodes, 1, inputs.MAX_NODES, "plan a smaller fleet")
+        if self.ranks > inputs.MAX_RANKS:
+            raise PlanError(
+                f"--nodes {self.nodes} x {self.ranks_per_node} ranks per node = {self.ranks:,} ranks exceeds the "
+                f"planner's bound of {inputs.MAX_RANKS:,} (the search enumerates the layouts of every rank); "
+                "plan fewer nodes"
+            )
 
     @classmethod
     def from_instance(cls, instance_type: str, nodes: int) -> Fleet:
@@ -111,33 +160,55 @@ class Fleet:
         """Read ``--fleet-json``: ``accelerators_per_node, peak_tflops_bf16, hbm_gib,
         hbm_gbytes_per_s, intra_node_gbytes_per_s, inter_node_gbits_per_s``; optional ``name,
         peak_tflops_fp8, ranks_per_accelerator, family, generation``. ``hbm_gbps`` (the old name of
-        ``hbm_gbytes_per_s``, also GB/s) is still read. Units and scope as in Fleet."""
-        data = _read_json_object(path, "fleet")
+        ``hbm_gbytes_per_s``, also GB/s) is still read. Units and scope as in Fleet. Without
+        ``generation`` it is inferred from the peaks (``generation_inferred`` says so)."""
+        return cls.from_dict(inputs.read_json_object(path, "fleet"), nodes, f"--fleet-json {str(path)!r}")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], nodes: int, source: str = "--fleet-json") -> Fleet:
         data = {LEGACY_KEYS.get(k, k): v for k, v in data.items()}
-        required = (
-            "accelerators_per_node",
-            "peak_tflops_bf16",
-            "hbm_gib",
-            "hbm_gbytes_per_s",
-            "intra_node_gbytes_per_s",
-            "inter_node_gbits_per_s",
-        )
-        optional = ("name", "peak_tflops_fp8", "ranks_per_accelerator", "family", "generation")
-        missing = [k for k in required if k not in data]
+        missing = [k for k in FLEET_NUMBERS if k not in data]
         if missing:
-            raise PlanError(f"fleet JSON: missing keys {', '.join(missing)}")
-        unknown = sorted(set(data) - set(required) - set(optional))
+            raise PlanError(f"{source}: missing keys {', '.join(missing)} (docs/planner.md, --fleet-json)")
+        known = {*FLEET_NUMBERS, *FLEET_COUNTS, *FLEET_OPTIONAL_NUMBERS, "name", "family", "generation"}
+        unknown = sorted(set(data) - known)
         if unknown:
-            raise PlanError(f"fleet JSON: unknown keys {', '.join(unknown)}")
-        values = {k: data[k] for k in (*required, *optional) if k in data}
-        numeric = [*required, "peak_tflops_fp8", "ranks_per_accelerator"]
-        for key in numeric:
-            if key in values and (not isinstance(values[key], (int, float)) or isinstance(values[key], bool)):
-                raise PlanError(f"fleet JSON: {key} must be a number, got {values[key]!r}")
-        for key in ("name", "family", "generation"):
-            if key in values and not isinstance(values[key], str):
-                raise PlanError(f"fleet JSON: {key} must be a string, got {values[key]!r}")
-        return cls(nodes=nodes, **{"name": "custom", **values})
+            shown = ", ".join(repr(k)[:40] for k in unknown[:5])
+            raise PlanError(f"{source}: unknown keys {shown}; the keys are {', '.join(sorted(known))}")
+        values: dict[str, Any] = {}
+        for key, (low, high) in FLEET_COUNTS.items():
+            if key in data:
+                values[key] = inputs.check_integer(source, key, data[key], low, high)
+        for key, (bottom, top, unit) in {**FLEET_NUMBERS, **FLEET_OPTIONAL_NUMBERS}.items():
+            if key in data:
+                values[key] = inputs.check_number(source, key, data[key], bottom, top, unit)
+        for key in ("name", "family"):
+            if key in data:
+                values[key] = inputs.check_string(source, key, data[key])
+        if values.get("family", catalog.GPU) not in (catalog.GPU, catalog.TRAINIUM):
+            raise PlanError(
+                f"{source}: family must be {catalog.GPU!r} or {catalog.TRAINIUM!r}, got {values['family']!r}"
+            )
+        fp8 = values.get("peak_tflops_fp8")
+        if fp8 is not None and fp8 < values["peak_tflops_bf16"]:
+            raise PlanError(
+                f"{source}: peak_tflops_fp8 {fp8:g} is below peak_tflops_bf16 {values['peak_tflops_bf16']:g}; "
+                "FP8 peaks are 1-2x the BF16 peak (dense): check the figures"
+            )
+        if "generation" in data:
+            generation = inputs.check_string(source, "generation", data["generation"])
+            if generation not in KNOWN_GENERATIONS:
+                raise PlanError(
+                    f"{source}: generation {generation!r} has no calibration; use one of "
+                    f"{', '.join(KNOWN_GENERATIONS)} (the nearest one; the output then says it is uncalibrated "
+                    "for anything but the exact hardware)"
+                )
+            values["generation"] = generation
+            inferred = False
+        else:
+            values["generation"] = infer_generation(values["peak_tflops_bf16"], values["hbm_gbytes_per_s"])
+            inferred = True
+        return cls(nodes=nodes, generation_inferred=inferred, **{"name": "custom", **values})
 
     @property
     def hbm_gbps(self) -> float:

@@ -30,7 +30,7 @@ from functools import lru_cache
 from ekstrain.planner.fleet import GIB, Fleet
 from ekstrain.planner.models import ModelSpec
 from ekstrain.planner.parallel import FULL, NONE, SELECTIVE, ParallelConfig
-from ekstrain.planner.training import DEEPSPEED, FSDP, TrainingSpec
+from ekstrain.planner.training import DEEPSPEED, FSDP, HSDP, TrainingSpec
 
 WEIGHT_BYTES = 2
 """bf16 weights (also under fp8 training: Transformer Engine casts per GEMM and keeps bf16 weights)."""
@@ -56,11 +56,11 @@ def state_bytes_per_param(framework: str, zero: int, shards: int) -> tuple[float
             GRAD_BYTES / (n if zero >= 2 else 1),
             OPTIMIZER_BYTES / (n if zero >= 1 else 1),
         )
-    if zero >= 3 or (framework == FSDP and zero >= 1):
+    if zero >= 3 or (framework in (FSDP, HSDP) and zero >= 1):
         # FSDP full shard (zero 3) or SHARD_GRAD_OP (fsdp zero 1/2: weights stay whole).
         weights = FP32_BYTES / (n if zero >= 3 else 1)
         return weights, FP32_BYTES / n, ADAM_MOMENTS_BYTES / n
-    if framework == FSDP:  # DDP with autocast: fp32 weights, fp32 gradients, fp32 m and v
+    if framework in (FSDP, HSDP):  # DDP with autocast: fp32 weights, fp32 gradients, fp32 m and v
         return FP32_BYTES, FP32_BYTES, ADAM_MOMENTS_BYTES
     # Megatron: bf16 weights, fp32 main gradients, distributed optimizer for zero 1/2.
     return WEIGHT_BYTES, FP32_BYTES, OPTIMIZER_BYTES / (n if zero >= 1 else 1)
@@ -108,23 +108,59 @@ def layer_activation_bytes(
         return 2 * sbh / (tp if sequence_parallel else 1)
     kv_ratio = model.kv_heads / model.heads
     f = model.ffn_ratio
+    masks = 1.0 if model.dropout else 0.0
     # Replicated across TP ranks unless SP: 2 LayerNorm inputs (4), QKV and MLP inputs (2 + 2),
-    # attention and MLP dropout masks (1 + 1).
-    replicated = 10.0
+    # attention and MLP dropout masks (1 + 1, only with dropout).
+    replicated = 8.0 + 2 * masks
     # Split by TP: Q (2), K and V (4 at MHA), out-projection input (2); MLP activation input and
     # output (2f + 2f), plus the second branch of a gated MLP (2f); MoE tokens visit top_k experts.
     mlp = (6 if model.gated_mlp else 4) * f * model.top_k
     split = 2 + 4 * kv_ratio + 2 + mlp
     # Attention scores: softmax output (2), dropout mask (1) and dropout output (2) per a*s*s*b.
-    scores = 0.0 if (recompute == SELECTIVE or flash_attention) else 5 * model.heads * seq_len / model.hidden
+    per_score = 2 + 3 * masks
+    stored_scores = not (recompute == SELECTIVE or flash_attention)
+    scores = per_score * model.heads * seq_len / model.hidden if stored_scores else 0.0
     if sequence_parallel:
         return sbh * (replicated + split + scores) / tp
     return sbh * (replicated + (split + scores) / tp)
 
 
-def interleave_factor(pp: int, vpp: int) -> float:
-    """Interleaved 1F1B keeps more micro-batches in flight on the first stage (Korthikanti 4.2.3)."""
-    return 1 + (pp - 1) / (pp * vpp) if vpp > 1 else 1.0
+def interleaved_passes_in_flight(pp: int, vpp: int, micro_batches: int, stage: int) -> int:
+    """Chunk forward passes stage ``stage`` holds at its peak under Megatron-core's interleaved
+    1F1B (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving,
+    core_r0.9+): warm-up 2(p - i - 1) + (v - 1) p passes (all m v when m = p), then one more forward
+    before the first backward frees one."""
+    total = micro_batches * vpp
+    if micro_batches == pp:
+        return total
+    return min(total, 2 * (pp - stage - 1) + (vpp - 1) * pp + 1)
+
+
+def held_layers(p: ParallelConfig, model_layers: int, micro_batches: int, stage: int) -> float:
+    """Layer-micro-batches of activations stage ``stage`` holds at its peak.
+
+    1F1B: stage i holds min(p - i, m) micro-batches of its layers (Korthikanti 4.2.3). Interleaved:
+    the passes of ``interleaved_passes_in_flight`` in schedule order (micro-batches in groups of p
+    per chunk), each holding its chunk's layers; the first chunk of the first stage and the last
+    chunk of the last stage are the short ones of an uneven split. This is exact where
+    Korthikanti's ``L (1 + (p-1)/(p v))`` assumes equal chunks and m > p."""
+    return _held_layers(p.pp, p.vpp, model_layers, micro_batches, stage, *p.stage_layers(model_layers))
+
+
+@lru_cache(maxsize=65536)
+def _held_layers(pp: int, vpp: int, model_layers: int, micro_batches: int, stage: int, edge: int, full: int) -> float:
+    if vpp == 1:
+        layers = edge if pp > 1 and stage in (0, pp - 1) else full
+        return float(layers * min(pp - stage, micro_batches))
+    sizes = [full // vpp] * vpp
+    if edge < full and stage == 0:
+        sizes[0] -= 1
+    if edge < full and stage == pp - 1:
+        sizes[-1] -= 1
+    passes = interleaved_passes_in_flight(pp, vpp, micro_batches, stage)
+    groups, rest = divmod(passes, pp)  # pass k runs chunk (k // pp) % vpp
+    rounds, partial = divmod(groups, vpp)
+    return float(pp * (rounds * sum(sizes) + sum(sizes[:partial])) + rest * sizes[partial % vpp])
 
 
 @dataclass(frozen=True)
@@ -243,16 +279,19 @@ def _stage_memory(
     layers = edge_layers if p.pp > 1 and (first or last) else full_layers
     params = stage_params(model, p, training, layers, first, last)
     framework = training.framework
-    dw, dg, do = model_state_bytes(
-        params.dense, p.zero, p.grad_reduce_ranks, params.trainable_dense, p.offload_optimizer, framework
-    )
-    ew, eg, eo = model_state_bytes(
-        params.expert, p.zero, p.expert_replicas, params.trainable_expert, p.offload_optimizer, framework
-    )
-    # 1F1B: stage i holds (pp - i) micro-batches in flight, so the first stage holds pp stages'
-    # worth (the whole model's layers) and the last one stage's worth (Korthikanti 4.2.3).
-    in_flight = min(p.pp - index, p.grad_accum(training))
-    in_flight_layers = layers * in_flight * (interleave_factor(p.pp, p.vpp) if first else 1.0)
+    shards = training.shard_ranks(p.grad_reduce_ranks, p.zero)
+    dw, dg, do = model_state_bytes(params.dense, p.zero, shards, params.trainable_dense, p.offload_optimizer, framework)
+    ew = eg = eo = 0.0
+    if params.expert:  # dense models have no expert weights: skip the second bookkeeping
+        ew, eg, eo = model_state_bytes(
+            params.expert,
+            p.zero,
+            training.shard_ranks(p.expert_replicas, p.zero),
+            params.trainable_expert,
+            p.offload_optimizer,
+            framework,
+        )
+    in_flight_layers = held_layers(p, model.layers, p.grad_accum(training), index)
 
     buffers = RUNTIME_RESERVE_GIB * GIB + recomputing
     if last:

@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from ekstrain.planner import inputs
 from ekstrain.planner.errors import PlanError
 
 LAYERNORM = "layernorm"
@@ -43,6 +44,12 @@ class ModelSpec:
     biases: bool = False
     norm: str = RMSNORM
     max_positions: int = 0
+    dropout: bool = False
+    causal: bool = True
+    """Decoder (causal) self-attention; False for encoders (BERT), whose attention is the full square."""
+    """Dropout layers in training (GPT-2/3, BERT: 0.1). Llama 1-3 and Mixtral pre-train without
+    dropout (Touvron et al. 2023, arXiv 2302.13971; the released configs' attention_dropout 0.0),
+    so no masks are stored: Korthikanti's 34 becomes 32, the 5as/h scores term 2as/h."""
 
     def __post_init__(self) -> None:
         positive = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "experts", "top_k")
@@ -150,54 +157,53 @@ class ModelSpec:
 
     # --- I/O ----------------------------------------------------------------------------------
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ModelSpec:
+    def from_dict(cls, data: dict[str, Any], source: str = "--model-json") -> ModelSpec:
+        """A model from a JSON object: every key checked for type and bounds (``MODEL_BOUNDS``)."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise PlanError(f"model JSON: unknown keys {', '.join(unknown)}")
-        required = (
-            "name",
-            "layers",
-            "hidden",
-            "heads",
-            "kv_heads",
-            "ffn_hidden",
-            "vocab",
-            "gated_mlp",
-            "tied_embeddings",
-        )
-        missing = [k for k in required if k not in data]
+            shown = ", ".join(repr(k)[:40] for k in unknown[:5])
+            raise PlanError(f"{source}: unknown keys {shown}; the keys are {', '.join(sorted(known))}")
+        missing = [k for k in _REQUIRED if k not in data]
         if missing:
-            raise PlanError(f"model JSON: missing keys {', '.join(missing)}")
-        for f in fields(cls):
-            if f.name not in data:
-                continue
-            value, expected = data[f.name], _JSON_TYPES[str(f.type)]
-            # bool is an int in Python: a JSON true must not pass for a layer count, nor 1 for a flag.
-            if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-                raise PlanError(f"model JSON: {f.name} must be {_TYPE_NAMES[expected]}, got {json.dumps(value)}")
-        return cls(**data)
+            raise PlanError(f"{source}: missing keys {', '.join(missing)} (docs/planner.md, --model-json)")
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            if key in MODEL_BOUNDS:
+                low, high = MODEL_BOUNDS[key]
+                values[key] = inputs.check_integer(source, key, value, low, high)
+            elif key in _FLAGS:
+                if not isinstance(value, bool):
+                    raise PlanError(f"{source}: {key} must be true or false, got {json.dumps(value)[:60]}")
+                values[key] = value
+            else:
+                values[key] = inputs.check_string(source, key, value)
+        try:
+            return cls(**values)
+        except PlanError as error:
+            raise PlanError(f"{source}: {error}") from None
 
     @classmethod
     def from_json(cls, path: str | Path) -> ModelSpec:
         """Read the ``--model-json`` file: keys as in the CLI contract (experts/top_k optional)."""
-        return cls.from_dict(_read_json_object(path, "model"))
+        return cls.from_dict(inputs.read_json_object(path, "model"), f"--model-json {str(path)!r}")
 
 
-_JSON_TYPES: dict[str, type] = {"str": str, "int": int, "bool": bool}
-_TYPE_NAMES: dict[type, str] = {str: "a string", int: "an integer", bool: "true or false"}
-
-
-def _read_json_object(path: str | Path, what: str) -> dict[str, Any]:
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as error:
-        raise PlanError(f"cannot read {what} JSON {str(path)!r}: {error.strerror}") from None
-    except json.JSONDecodeError as error:
-        raise PlanError(f"{what} JSON {str(path)!r} is not valid JSON: {error.msg} at line {error.lineno}") from None
-    if not isinstance(data, dict):
-        raise PlanError(f"{what} JSON {str(path)!r} must be an object")
-    return data
+_REQUIRED = ("name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "gated_mlp", "tied_embeddings")
+_FLAGS = ("gated_mlp", "tied_embeddings", "biases", "dropout", "causal")
+MODEL_BOUNDS: dict[str, tuple[int, int]] = {
+    "layers": (1, 10_000),
+    "hidden": (1, 1 << 20),
+    "heads": (1, 1 << 16),
+    "kv_heads": (1, 1 << 16),
+    "ffn_hidden": (1, 1 << 22),
+    "vocab": (1, 1 << 24),
+    "experts": (1, 1 << 14),
+    "top_k": (1, 1 << 14),
+    "max_positions": (0, inputs.MAX_SEQ_LEN),
+}
+"""Whole-number keys and their bounds: 100x the largest published dense and MoE shapes (Llama 3
+405B: 126 layers, hidden 16,384, 128k vocab; DeepSeek-V3: 256 routed experts)."""
 
 
 def _gpt(name: str, layers: int, hidden: int, heads: int, seq_len: int = 2048, vocab: int = 51200) -> ModelSpec:
@@ -215,6 +221,7 @@ def _gpt(name: str, layers: int, hidden: int, heads: int, seq_len: int = 2048, v
         biases=True,
         norm=LAYERNORM,
         max_positions=seq_len,
+        dropout=True,
     )
 
 
@@ -289,6 +296,8 @@ MODELS: dict[str, ModelSpec] = {
             biases=True,
             norm=LAYERNORM,
             max_positions=512,
+            dropout=True,
+            causal=False,
         ),
     )
 }

@@ -8,6 +8,11 @@ FLOP conventions (stated once, used everywhere):
 * Model FLOPs = forward + backward (2 x forward), no recomputation: this is what MFU divides by
   (Chowdhery et al. 2022, PaLM appendix B). LoRA: the frozen weights need no weight gradient, so
   their backward is 1 x forward; the adapters' is 2 x.
+* Two MFU conventions, both reported. ``mfu`` (the published one) counts a causal model's attention
+  as half of the s x s square, 2 s h forward per token per layer: the Llama 3 paper's TFLOP/s
+  (arXiv 2407.21783 Table 4) and Megatron-LM's ``num_floating_point_operations`` (causal factor
+  0.5) count it so. ``mfu_full_square`` counts the whole square, as Narayanan Eq. 3 and
+  Korthikanti Eq. 7 do (their tables use it); at 128k tokens it reads about twice the other.
 * Hardware FLOPs = model FLOPs + what recomputation repeats: the whole layer forward (full) or the
   attention scores (selective). HFU divides these. Narayanan Table 1's TFLOP/s are hardware FLOPs
   with full recomputation (Eq. 3's factor 96 = 4 passes x 24), so MFU = HFU x 3/4 there.
@@ -39,10 +44,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from math import ceil
 
-from ekstrain.planner import comm
+from ekstrain.planner import attention, comm
 from ekstrain.planner.comm import Links
 from ekstrain.planner.efficiency import DEFAULT_EFFICIENCY, MEGATRON_2021, Efficiency, efficiency_for
-from ekstrain.planner.fleet import BF16, Fleet
+from ekstrain.planner.fleet import BF16, FP8, Fleet
 from ekstrain.planner.memory import (
     GRAD_BYTES,
     WEIGHT_BYTES,
@@ -52,7 +57,7 @@ from ekstrain.planner.memory import (
 )
 from ekstrain.planner.models import ModelSpec
 from ekstrain.planner.parallel import FULL, NONE, SELECTIVE, ParallelConfig
-from ekstrain.planner.training import DEEPSPEED, FSDP, MEGATRON, TrainingSpec
+from ekstrain.planner.training import DEEPSPEED, FSDP, HSDP, MEGATRON, TrainingSpec
 
 __all__ = [
     "DEFAULT_EFFICIENCY",
@@ -78,7 +83,11 @@ class Flops:
     """FLOPs of one training step of the whole model (all ranks)."""
 
     model: float
+    """Full-square convention (Korthikanti Eq. 7)."""
     hardware: float
+    """Model FLOPs + recomputation, full square (Narayanan Eq. 3)."""
+    model_causal: float = 0.0
+    """Model FLOPs with a causal model's attention counted as half of the square (the published MFU)."""
 
 
 def step_flops(model: ModelSpec, training: TrainingSpec, recompute: str) -> Flops:
@@ -99,7 +108,9 @@ def step_flops(model: ModelSpec, training: TrainingSpec, recompute: str) -> Flop
         layer_forward = matmul + attention
     recomputed = {NONE: 0.0, SELECTIVE: attention, FULL: layer_forward}[recompute]
     model_flops = tokens * (model.layers * layer_model + logits_model)
-    return Flops(model_flops, model_flops + tokens * model.layers * recomputed)
+    masked_half = 3 * (attention / 2) if model.causal else 0.0  # forward + backward of the masked half
+    causal_flops = model_flops - tokens * model.layers * masked_half
+    return Flops(model_flops, model_flops + tokens * model.layers * recomputed, causal_flops)
 
 
 @dataclass(frozen=True)
@@ -142,29 +153,56 @@ class StepTime:
         }
 
 
-def _gemm(m: float, n: float, k: float, peak: float, hbm: float) -> float:
-    """Seconds of one (m x k) @ (k x n) GEMM: the memory roofline, and 128-wide output tiles
-    (a partial tile costs a whole one)."""
+def _gemm(m: float, n: float, k: float, peak: float, hbm: float, sms: int = 0, element: float = ACT) -> float:
+    """Seconds of one (m x k) @ (k x n) GEMM: the memory roofline, 128-wide output tiles (a
+    partial tile costs a whole one) and, on GPUs, whole waves of tiles over the SMs (a last wave
+    that fills a few SMs costs a whole wave; NVIDIA Deep Learning Performance Guide, "Matrix
+    Multiplication Background", "Wave Quantization"). ``element`` = bytes per input element."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0.0
-    quantization = (ceil(m / TILE) * TILE / m) * (ceil(n / TILE) * TILE / n)
-    return max(2 * m * n * k * quantization / peak, ACT * (m * k + k * n + m * n) / hbm)
+    tiles = ceil(m / TILE) * ceil(n / TILE)
+    slots = ceil(tiles / sms) * sms if sms else tiles
+    return max(2 * slots * TILE * TILE * k / peak, (element * (m * k + k * n) + ACT * m * n) / hbm)
+
+
+SMS = {"a100": 108, "h100": 132, "h200": 132, "b200": 148}
+"""Streaming multiprocessors per GPU (NVIDIA A100 and H100 whitepapers: 108 and 132 SMs on SXM;
+B200: 148, NVIDIA Blackwell architecture technical brief). Trainium has no SM waves: 0."""
+FP8_CAST_BYTES = 4
+"""HBM bytes per element Transformer Engine moves to feed an FP8 GEMM one operand: read the BF16
+tensor (2), write its FP8 copy (1) and the transposed FP8 copy Hopper's FP8 GEMMs need for the
+other pass (1); amax and scale are fused into the same kernel (Transformer Engine docs, "Using FP8
+with Transformer Engine": per-tensor scaling, delayed/current scaling recipes). Forward casts the
+activation input of every GEMM, backward the output gradient; weights are cast once per step
+(``fp8_weight_caching`` across micro-batches), which is not itemised."""
+
+
+def _layer_shapes(model: ModelSpec, tokens: float, tp: int, ep: int) -> list[tuple[float, float, float, float]]:
+    """(count, m, n, k) of one layer's weight GEMMs on one rank (tokens after SP's all-gather)."""
+    h, kv, f = model.hidden, model.kv_dim, model.ffn_hidden
+    up = (2 if model.gated_mlp else 1) * f
+    shapes = [(1.0, tokens, (h + 2 * kv) / tp, h), (1.0, tokens, h, h / tp)]
+    if model.is_moe:
+        per_expert = tokens * model.top_k * ep / model.experts  # balanced routing
+        shapes.append((1.0, tokens, model.experts, h))  # router (BF16)
+        shapes += [(model.experts / ep, per_expert, up / tp, h), (model.experts / ep, per_expert, h, f / tp)]
+    else:
+        shapes += [(1.0, tokens, up / tp, h), (1.0, tokens, h, f / tp)]
+    return shapes
 
 
 @lru_cache(maxsize=65536)
-def _layer_gemms(model: ModelSpec, tokens: float, tp: int, ep: int, peak: float, hbm: float) -> float:
-    """Forward seconds of one layer's weight GEMMs on one rank (tokens after SP's all-gather)."""
-    h, kv, f = model.hidden, model.kv_dim, model.ffn_hidden
-    up = (2 if model.gated_mlp else 1) * f
-    time = _gemm(tokens, (h + 2 * kv) / tp, h, peak, hbm) + _gemm(tokens, h, h / tp, peak, hbm)
-    if model.is_moe:
-        local_experts = model.experts / ep
-        per_expert = tokens * model.top_k * ep / model.experts  # balanced routing
-        time += _gemm(tokens, model.experts, h, peak, hbm)  # router
-        time += local_experts * (_gemm(per_expert, up / tp, h, peak, hbm) + _gemm(per_expert, h, f / tp, peak, hbm))
-    else:
-        time += _gemm(tokens, up / tp, h, peak, hbm) + _gemm(tokens, h, f / tp, peak, hbm)
-    return time
+def _layer_gemms(
+    model: ModelSpec, tokens: float, tp: int, ep: int, peak: float, hbm: float, sms: int, fp8: bool
+) -> tuple[float, float]:
+    """(GEMM seconds, FP8 cast seconds) of one layer's forward on one rank. The backward runs two
+    GEMMs per forward GEMM and casts each output gradient once (FP8_CAST_BYTES)."""
+    gemms = casts = 0.0
+    for count, m, n, k in _layer_shapes(model, tokens, tp, ep):
+        gemms += count * _gemm(m, n, k, peak, hbm, sms, 1 if fp8 else ACT)
+        if fp8:
+            casts += count * FP8_CAST_BYTES * m * k / hbm
+    return gemms, casts
 
 
 @dataclass(frozen=True)
@@ -200,28 +238,31 @@ def _micro_batch_time(
 ) -> _MicroBatch:
     s, h, b = training.seq_len, model.hidden, p.micro_batch
     tokens = b * s / p.cp  # tokens a rank processes per micro-batch
-    peak = fleet.rank_peak_flops(training.precision) * eff.matmul_for(training.precision)
-    attention_peak = fleet.rank_peak_flops(BF16) * eff.attention_for(training.precision)
+    fp8 = training.precision == FP8
+    software = eff.software_for(training.framework)
+    peak = fleet.rank_peak_flops(training.precision) * eff.matmul_for(training.precision) * software
     hbm = fleet.rank_hbm_bytes_per_s * eff.hbm
 
-    gemms = _layer_gemms(model, tokens, p.tp, p.ep, peak, hbm)
+    gemms, casts = _layer_gemms(model, tokens, p.tp, p.ep, peak, hbm, SMS.get(fleet.generation, 0), fp8)
+    output_grad_casts = 0.0
+    if fp8:  # the output gradient of each GEMM is cast once: n-wide where the input was k-wide
+        output_grad_casts = sum(
+            c * FP8_CAST_BYTES * m * n / hbm for c, m, n, _ in _layer_shapes(model, tokens, p.tp, p.ep)
+        )
     lora = 0.0
     if training.is_lora:
         lora = 2 * tokens * sum(lora_params_per_layer(model, training.lora_rank, model.top_k)) / p.tp / peak
-    if training.flash_attention:
-        # Causal FlashAttention computes half of the s x s square the FLOP convention counts.
-        attention_forward = 0.5 * 4 * tokens * s * h / p.tp / attention_peak
-        attention_backward = 2.5 * attention_forward
-    else:
-        attention_forward = 4 * tokens * s * h / p.tp / peak
-        attention_backward = 2 * attention_forward
+    attention_forward, attention_backward = _attention_time(model, fleet, training, p, eff, tokens)
     stored = layer_activation_bytes(model, s, b, p.tp, p.cp, p.sequence_parallel, NONE, training.flash_attention)
     elementwise = eff.elementwise_traffic * stored / hbm
-    layer_forward = gemms + lora + attention_forward + elementwise
+    layer_forward = gemms + casts + lora + attention_forward + elementwise
     weight_grads = 0.0 if training.is_lora else gemms
-    layer_backward = gemms + weight_grads + 2 * lora + attention_backward + 2 * elementwise
+    layer_backward = gemms + weight_grads + output_grad_casts + 2 * lora + attention_backward + 2 * elementwise
     layer_recompute = {NONE: 0.0, SELECTIVE: attention_forward, FULL: layer_forward}[p.recompute]
-    logits_forward = _gemm(tokens, model.vocab / p.tp, h, peak, hbm) if logits else 0.0
+    bf16_peak = fleet.rank_peak_flops(BF16) * eff.matmul * software  # the output layer stays BF16
+    logits_forward = (
+        _gemm(tokens, model.vocab / p.tp, h, bf16_peak, hbm, SMS.get(fleet.generation, 0)) if logits else 0.0
+    )
     logits_backward = logits_forward * (1 if training.is_lora else 2)
 
     passes = 3 if p.recompute == FULL else 2  # forward, backward (+ recomputed forward)
@@ -261,7 +302,33 @@ def _micro_batch_time(
     )
 
 
-GRAD_WIRE_BYTES = {MEGATRON: 4, FSDP: 4, DEEPSPEED: 2}
+def _attention_time(
+    model: ModelSpec, fleet: Fleet, training: TrainingSpec, p: ParallelConfig, eff: Efficiency, tokens: float
+) -> tuple[float, float]:
+    """(forward, backward) seconds of one layer's attention scores and their product with V.
+
+    FlashAttention-style kernels compute only the unmasked half of a causal square, at the
+    published throughput of the kernel the framework runs (attention.py). With CP the kernel runs
+    on chunks of s/cp keys (load-balanced, so no masked tiles but the diagonal). Without
+    FlashAttention the whole square runs at BF16 GEMM speed."""
+    s, h = training.seq_len, model.hidden
+    bf16_peak = fleet.rank_peak_flops(BF16)
+    if not training.flash_attention:
+        forward = 4 * tokens * s * h / p.tp / (bf16_peak * eff.matmul * eff.software_for(training.framework))
+        return forward, 2 * forward
+    executed = 4 * tokens * s * h / p.tp * (0.5 if model.causal else 1.0)
+    kernel = attention.kernel_for(fleet.generation, training.framework)
+    if kernel is None:  # no published kernel table: the generation's GEMM efficiency
+        forward_fraction = backward_fraction = eff.matmul * eff.software_for(training.framework)
+    else:
+        causal_kernel = model.causal and p.cp == 1
+        forward_fraction = attention.forward_fraction(fleet.generation, kernel, model.head_dim, s / p.cp, causal_kernel)
+        backward_fraction = forward_fraction * attention.BACKWARD_RATIO
+    forward = executed / (bf16_peak * forward_fraction)
+    return forward, 2.5 * executed / (bf16_peak * backward_fraction)
+
+
+GRAD_WIRE_BYTES = {MEGATRON: 4, FSDP: 4, HSDP: 4, DEEPSPEED: 2}
 """Bytes per gradient element on the wire: Megatron reduces its fp32 main gradients (unless
 --grad-reduce-in-bf16), FSDP2's reduce_dtype=fp32 likewise; DeepSpeed reduces bf16/fp16 gradients."""
 
@@ -305,7 +372,8 @@ def step_time(
     # Data-parallel traffic of the stage with the most weights (the last: output layer).
     params = stage_params(model, p, training, last_layers, first=p.pp == 1, last=True)
     wire = GRAD_WIRE_BYTES[training.framework]
-    dense_n, expert_n = p.grad_reduce_ranks, p.expert_replicas
+    dense_n = training.shard_ranks(p.grad_reduce_ranks, p.zero)
+    expert_n = training.shard_ranks(p.expert_replicas, p.zero)
     dense_stride, expert_stride = p.tp, p.tp * p.ep
 
     def grads_all_reduce() -> float:
@@ -338,13 +406,25 @@ def step_time(
         dp = m * max(0.0, grads_reduce_scatter() - overlap * slowest.backward)
         dp += max(0.0, weights_all_gather() - overlap * slowest.forward)
     else:
-        # ZeRO-3 / FSDP: weights gathered for every forward and backward, gradients scattered.
+        # ZeRO-3 / FSDP: weights gathered for every forward and backward, gradients scattered, per
+        # micro-batch. Prefetching hides a framework's share of them behind the pass that runs
+        # meanwhile (FSDP2: the next layer's all-gather; DeepSpeed: its prefetch bucket); the first
+        # layer's all-gather and the last layer's reduce-scatter have nothing to hide behind.
+        traffic = eff.zero3_traffic_for(training.framework)
+        hidden = overlap * eff.zero3_overlap_for(training.framework)
+        gather, scatter = weights_all_gather() / traffic, grads_reduce_scatter() / traffic
+        edge_units = (gather + scatter) / max(last_layers, 1)
         dp = m * (
-            max(0.0, weights_all_gather() - overlap * slowest.forward)
-            + max(0.0, weights_all_gather() + grads_reduce_scatter() - overlap * slowest.backward)
+            max(0.0, gather - hidden * slowest.forward)
+            + max(0.0, gather + scatter - hidden * slowest.backward)
+            + min(edge_units, hidden * (slowest.forward + slowest.backward))
         )
+        replicas = p.grad_reduce_ranks // dense_n
+        if replicas > 1:  # HSDP: the gradient shards all-reduced across replicas under the last backward
+            replica_sync = comm.all_reduce(links, wire * params.trainable_dense / dense_n, replicas, p.tp * dense_n)
+            dp += max(0.0, replica_sync - overlap * slowest.backward)
 
-    trainable_shard = params.trainable / (p.grad_reduce_ranks if p.zero >= 1 else 1)
+    trainable_shard = params.trainable / (dense_n if p.zero >= 1 else 1)
     if p.offload_optimizer:
         link = eff.host_link_gbytes_per_s * 1e9
         optimizer = (GRAD_BYTES + WEIGHT_BYTES) * trainable_shard / link + trainable_shard / eff.host_adam_params_per_s

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ekstrain.planner import emit
+from ekstrain.planner.bands import Band, band_for
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import GIB, Fleet
 from ekstrain.planner.memory import (
@@ -22,6 +23,10 @@ from ekstrain.planner.training import MEGATRON, TrainingSpec
 
 CHECKPOINT_BYTES_PER_PARAM = WEIGHT_BYTES + OPTIMIZER_BYTES
 """A resumable checkpoint holds bf16 weights plus fp32 master weights, momentum and variance."""
+MFU_CONVENTION = (
+    "mfu counts causal attention as half of the s x s square (Llama 3 paper, Megatron-LM); "
+    "mfu_full_square counts all of it (Narayanan 2021 Eq. 3, Korthikanti 2022 Eq. 7)"
+)
 BUBBLE_LIMIT = 0.10
 NETWORK_LIMIT = 0.10
 MEMORY_LIMIT = 0.90
@@ -120,12 +125,24 @@ class Plan:
         return self.time.total
 
     @property
+    def error_band(self) -> Band:
+        """How far to trust ``step_time_s`` (bands.py): the held-out error of this generation and
+        framework, and whether the generation is calibrated."""
+        return band_for(self.fleet.generation, self.training.framework, self.training.precision)
+
+    @property
     def tokens_per_s(self) -> float:
         return self.training.tokens_per_step / self.step_time_s
 
     @property
     def model_tflops_per_gpu(self) -> float:
-        """Model FLOP/s per rank (no recompute), in TFLOP/s."""
+        """Model FLOP/s per rank (no recompute), in TFLOP/s, in the published convention (causal
+        attention counted as half of the square; perf.py)."""
+        return self.flops.model_causal / self.step_time_s / self.fleet.ranks / 1e12
+
+    @property
+    def model_tflops_per_gpu_full_square(self) -> float:
+        """Model FLOP/s per rank with the whole s x s attention square counted (Korthikanti Eq. 7)."""
         return self.flops.model / self.step_time_s / self.fleet.ranks / 1e12
 
     @property
@@ -139,7 +156,13 @@ class Plan:
 
     @property
     def mfu(self) -> float:
+        """Model FLOPs utilisation, causal attention counted as half (Llama 3 paper, Megatron-LM)."""
         return self.model_tflops_per_gpu / self._peak_tflops
+
+    @property
+    def mfu_full_square(self) -> float:
+        """MFU with the whole attention square counted (Narayanan/Korthikanti; PaLM appendix B)."""
+        return self.model_tflops_per_gpu_full_square / self._peak_tflops
 
     @property
     def hfu(self) -> float:
@@ -215,11 +238,20 @@ class Plan:
             "activation_layers_in_flight": round(self.memory.layers_in_flight, 3),
             "memory_capacity_gib": round(self.fleet.rank_memory_bytes / GIB, 3),
             "step_time_s": round(self.step_time_s, 6),
+            "step_time_band": round(self.error_band.fraction, 3),
+            "step_time_range_s": [
+                round(self.step_time_s * (1 - self.error_band.fraction), 6),
+                round(self.step_time_s * (1 + self.error_band.fraction), 6),
+            ],
+            "calibrated": self.error_band.calibrated,
+            "calibration": self.error_band.basis,
             "step_time_breakdown_s": {k: round(v, 6) for k, v in self.time.parts().items()},
             "tokens_per_s": round(self.tokens_per_s, 1),
             "model_tflops_per_gpu": round(self.model_tflops_per_gpu, 2),
             "hardware_tflops_per_gpu": round(self.hardware_tflops_per_gpu, 2),
             "mfu": round(self.mfu, 4),
+            "mfu_full_square": round(self.mfu_full_square, 4),
+            "mfu_convention": MFU_CONVENTION,
             "hfu": round(self.hfu, 4),
             "checkpoint_bytes": self.checkpoint_bytes,
             "limits": self.limits(),

@@ -5,7 +5,8 @@ Rules, in order:
 1. Memory headroom: a plan above ``HEADROOM`` (90 %) of HBM ranks after every plan below it
    (allocator fragmentation, NCCL buffers and stragglers eat the rest in practice).
 2. Context parallelism only when the sequence needs it: below ``CP_MIN_SEQ`` (32k) tokens, if any
-   CP = 1 plan fits within the headroom, plans with CP > 1 rank after the CP = 1 plans. NVIDIA's
+   CP = 1 plan fits within the headroom and is within ``CP_WORTH`` (10 %) of the best CP plan,
+   plans with CP > 1 rank after the CP = 1 plans. NVIDIA's
    long-sequence table (NeMo docs/source/performance/performance_long_sequence.md, Llama 2 7B on
    DGX-H100) uses CP 1 up to 16k and CP 2-32 from 32k; Llama 3 405B used CP 1 at 8k and CP 16 at
    128k (arXiv 2407.21783, Table 4).
@@ -27,6 +28,10 @@ from ekstrain.planner.plan import Plan
 HEADROOM = 0.90
 TIE = 0.02
 CP_MIN_SEQ = 32768
+CP_WORTH = 0.10
+"""Below CP_MIN_SEQ, CP is still worth it when it saves more than this (the size of the model's
+held-out error band on H100, bands.py): e.g. Llama 3 405B at 16k with 1,024 sequences per step,
+where no CP = 1 layout can interleave its pipeline."""
 RECOMPUTE_COST = {NONE: 0, SELECTIVE: 1, FULL: 2}
 
 
@@ -45,7 +50,7 @@ def rank(plans: list[Plan], top: int | None = None) -> list[Plan]:
     if not plans:
         return []
     fastest = min(p.step_time_s for p in plans)
-    cp_needed = plans[0].training.seq_len >= CP_MIN_SEQ or not any(p.cp == 1 and _used(p) <= HEADROOM for p in plans)
+    cp_needed = _cp_needed(plans)
 
     def key(plan: Plan) -> tuple[float, ...]:
         p = plan.parallel
@@ -65,6 +70,16 @@ def rank(plans: list[Plan], top: int | None = None) -> list[Plan]:
     ordered = sorted(plans, key=key)[:top] if top else sorted(plans, key=key)
     best = ordered[0]
     return [best] + [replace(p, notes=tuple(_why_not_first(p, best, cp_needed))) for p in ordered[1:]]
+
+
+def _cp_needed(plans: list[Plan]) -> bool:
+    """CP is needed at CP_MIN_SEQ tokens and more, when no CP = 1 plan fits within the headroom, or
+    when the best such plan is more than CP_WORTH slower than the best CP plan."""
+    if plans[0].training.seq_len >= CP_MIN_SEQ:
+        return True
+    without = [p.step_time_s for p in plans if p.cp == 1 and _used(p) <= HEADROOM]
+    with_cp = [p.step_time_s for p in plans if p.cp > 1 and _used(p) <= HEADROOM]
+    return not without or (bool(with_cp) and min(without) > (1 + CP_WORTH) * min(with_cp))
 
 
 def _why_not_first(plan: Plan, best: Plan, cp_needed: bool) -> list[str]:

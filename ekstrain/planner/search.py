@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
-from math import gcd
+from math import gcd, isqrt
 from typing import Any
 
 from ekstrain import catalog
@@ -25,9 +25,9 @@ from ekstrain.planner.parallel import FULL, RECOMPUTE_MODES, SELECTIVE, ZERO_STA
 from ekstrain.planner.perf import Efficiency, efficiency_for, step_flops, step_time
 from ekstrain.planner.plan import Plan
 from ekstrain.planner.ranking import HEADROOM, rank
-from ekstrain.planner.training import DEEPSPEED, FSDP, MEGATRON, TrainingSpec
+from ekstrain.planner.training import DEEPSPEED, FSDP, HSDP, MEGATRON, TrainingSpec
 
-FRAMEWORK_ZERO_STAGES = {MEGATRON: (1, 3), DEEPSPEED: ZERO_STAGES, FSDP: (0, 2, 3)}
+FRAMEWORK_ZERO_STAGES = {MEGATRON: (1, 3), DEEPSPEED: ZERO_STAGES, FSDP: (0, 2, 3), HSDP: (3,)}
 """Stages worth searching under each framework. Megatron's distributed optimizer is its ZeRO-1 and
 ZeRO-2 alike (its gradient buffer stays whole), and it dominates plain DDP: less memory, and its
 fp32 reduce-scatter plus bf16 all-gather move 3/4 of the bytes of DDP's fp32 all-reduce. FSDP has
@@ -38,7 +38,10 @@ NEURON_ZERO_STAGES = (0, 1)
 
 @lru_cache(maxsize=4096)
 def divisors(n: int) -> tuple[int, ...]:
-    return tuple(d for d in range(1, n + 1) if n % d == 0)
+    """Divisors of ``n`` in increasing order, in O(sqrt n) (n reaches 2^24 for a batch)."""
+    small = [d for d in range(1, isqrt(n) + 1) if n % d == 0]
+    large = [n // d for d in reversed(small) if d * d != n]
+    return tuple(small + large)
 
 
 def _valid(parallel: ParallelConfig, model: ModelSpec, fleet: Fleet, training: TrainingSpec) -> bool:

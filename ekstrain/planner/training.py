@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import gcd
 
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import BF16, FP8
@@ -11,9 +12,15 @@ ADAMW = "adamw"
 MEGATRON = "megatron"
 DEEPSPEED = "deepspeed"
 FSDP = "fsdp"
-FRAMEWORKS = (MEGATRON, DEEPSPEED, FSDP)
+HSDP = "hsdp"
+FRAMEWORKS = (MEGATRON, DEEPSPEED, FSDP, HSDP)
 """Whose bookkeeping the model states follow (memory.state_bytes_per_param). Neuron's NxD keeps
-Megatron's layout (bf16 weights, fp32 gradients and optimizer, ZeRO-1)."""
+Megatron's layout (bf16 weights, fp32 gradients and optimizer, ZeRO-1). ``hsdp`` is PyTorch FSDP2
+with a 2-D mesh (HYBRID_SHARD): ZeRO-3 within groups of ``hsdp_shard`` data-parallel ranks,
+replicated across groups."""
+HSDP_SHARD = 8
+"""Default HSDP shard group: the 8 GPUs of a p4d/p5/p6 node (torchtitan's
+``data_parallel_shard_degree`` set to the node size), so its all-gathers stay on NVLink."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,8 @@ class TrainingSpec:
     lora_rank: int = 0
     flash_attention: bool = True
     framework: str = MEGATRON
+    hsdp_shard: int = HSDP_SHARD
+    """HSDP only: data-parallel ranks one replica's shards span."""
 
     def __post_init__(self) -> None:
         if self.framework not in FRAMEWORKS:
@@ -52,6 +61,13 @@ class TrainingSpec:
         if global_batch_tokens % seq_len:
             raise PlanError(f"global batch of {global_batch_tokens} tokens is not a multiple of seq_len {seq_len}")
         return cls(global_batch_tokens // seq_len, seq_len, **options)  # type: ignore[arg-type]
+
+    def shard_ranks(self, grad_reduce_ranks: int, zero: int) -> int:
+        """Ranks the weights, gradients and optimizer states are sharded over: every data-parallel
+        rank, or under HSDP at ZeRO-3 the shard group (the largest divisor of both)."""
+        if self.framework == HSDP and zero >= 3:
+            return gcd(grad_reduce_ranks, self.hsdp_shard)
+        return grad_reduce_ranks
 
     @property
     def tokens_per_step(self) -> int:

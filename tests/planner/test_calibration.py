@@ -1,8 +1,13 @@
 """Per-generation calibration: constants are what the fit returns; held-out rows stay held out."""
 
-import pytest
+import json
 
-from ekstrain.planner import calibration
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assembly.cli import main
+from ekstrain.planner import Fleet, calibration, evaluate, get_model
 from ekstrain.planner.efficiency import GENERATIONS, MEGATRON_2021
 
 
@@ -35,3 +40,65 @@ def test_fit_error_is_minimal_at_the_fitted_value():
     at_best = calibration.fit_error("h100", "bf16", best)
     assert at_best <= calibration.fit_error("h100", "bf16", best - 0.05)
     assert at_best <= calibration.fit_error("h100", "bf16", best + 0.05)
+
+
+def test_framework_constants_are_the_fitted_ones():
+    # GIVEN the FSDP and DeepSpeed fit rows WHEN fitting the framework terms THEN efficiency.py
+    # stores exactly those values (software factor; ZeRO-3 traffic and overlap)
+    a100 = GENERATIONS["a100"]
+    assert calibration.fit_software("fsdp") == pytest.approx(a100.software_for("fsdp"), abs=0.01)
+    traffic, overlap = calibration.fit_zero3("deepspeed")
+    assert (traffic, overlap) == pytest.approx(
+        (a100.zero3_traffic_for("deepspeed"), a100.zero3_overlap_for("deepspeed")), abs=0.021
+    )
+    # the framework terms are the software's: the same on every generation
+    assert {e.software for e in GENERATIONS.values()} == {a100.software}
+
+
+def test_every_framework_with_fit_rows_has_held_out_rows():
+    frameworks = {m.framework for m in calibration.MEASUREMENTS}
+    for framework in frameworks:
+        splits = {m.split for m in calibration.MEASUREMENTS if m.framework == framework}
+        assert calibration.VALIDATION in splits, framework
+
+
+LAYOUT = ["--model", "llama3-8b", "--instance", "p5.48xlarge", "--nodes", "8", "--global-batch", "128"]
+LAYOUT += ["--seq-len", "8192", "--tp", "1", "--pp", "1", "--dp", "64", "--micro-batch", "2", "--recompute", "none"]
+LAYOUT += ["--zero", "3", "--framework", "fsdp"]
+
+
+@settings(max_examples=8, deadline=None)
+@given(factor=st.floats(min_value=0.3, max_value=2.0))
+def test_calibrate_measured_recovers_the_software_factor_of_a_step(tmp_path_factory, factor):
+    # GIVEN the step time the model predicts at software factor x WHEN calibrating from that one
+    # measured step (CLI) THEN the fitted factor is x, and evaluate with the file reproduces the step
+    def plan_at(eff):
+        fleet = Fleet.from_instance("p5.48xlarge", 8)
+        return evaluate(
+            get_model("llama3-8b"),
+            fleet,
+            128,
+            8192,
+            tp=1,
+            pp=1,
+            dp=64,
+            micro_batch=2,
+            zero=3,
+            framework="fsdp",
+            efficiency=eff,
+        )
+
+    base = GENERATIONS["h100"]
+    measured = plan_at(calibration.with_software(base, "fsdp", factor)).step_time_s
+    assert calibration.software_from_step(plan_at, base, "fsdp", measured) == pytest.approx(factor, rel=1e-3)
+    out = tmp_path_factory.mktemp("cal") / "cal.json"
+    assert main(["plan", "calibrate", "--measured", repr(measured), *LAYOUT, "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["software"] == pytest.approx(factor, rel=1e-3)
+    evaluated = tmp_path_factory.mktemp("cal") / "plan.json"
+    assert main(["plan", "evaluate", *LAYOUT, "--calibration-json", str(out), "--json", "--out", str(evaluated)]) == 0
+    assert json.loads(evaluated.read_text())["step_time_s"] == pytest.approx(measured, rel=1e-3)
+
+
+def test_a_measurement_no_factor_explains_is_refused(capsys):
+    assert main(["plan", "calibrate", "--measured", "0.0001", *LAYOUT]) == 2
+    assert "outside what this layout can take" in capsys.readouterr().err

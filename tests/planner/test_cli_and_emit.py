@@ -320,7 +320,7 @@ EVAL_8B += ["--global-batch", "64", "--seq-len", "4096", "--pp", "1", "--micro-b
         ([*EVAL_8B, "--tp", "0", "--dp", "8"], "--tp must be >= 1"),
         ([*EVAL_8B, "--tp", "1", "--dp", "8", "--zero", "5"], "--zero must be one of 0, 1, 2, 3"),
         ([*EVAL_8B, "--tp", "one", "--dp", "8"], "invalid int value"),
-        ([*SEARCH_8B, "--nodes", "1", "--seq-len", "4096", "--out", "/nonexistent/dir/plan.txt"], "cannot write"),
+        ([*SEARCH_8B, "--nodes", "1", "--seq-len", "4096", "--out", "/nonexistent/dir/plan.txt"], "does not exist"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
@@ -339,7 +339,7 @@ def _exit_code(argv):
 
 @pytest.mark.parametrize(
     "override, message",
-    [({"layers": "4"}, "layers must be an integer"), ({"gated_mlp": 1}, "gated_mlp must be true or false")],
+    [({"layers": "4"}, "layers must be a whole number"), ({"gated_mlp": 1}, "gated_mlp must be true or false")],
 )
 def test_mistyped_model_json_is_one_line_and_exit_2(tmp_path, capsys, override, message):
     argv = ["plan", "search", "--model-json", _model_json(tmp_path, **override), "--instance", "p5.48xlarge"]

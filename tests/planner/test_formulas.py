@@ -76,3 +76,18 @@ def test_llama3_parameter_counts():
     assert get_model("llama3-405b").total_params / 1e9 == pytest.approx(405.85, abs=0.01)
     assert get_model("mixtral-8x7b").total_params / 1e9 == pytest.approx(46.70, abs=0.01)
     assert get_model("mixtral-8x7b").active_params / 1e9 == pytest.approx(12.88, abs=0.01)
+
+
+def test_published_mfu_counts_causal_attention_as_half_the_square():
+    # GIVEN Llama 3 405B at 8k WHEN counting model FLOPs per token THEN the published convention is
+    # 6 x matmul weights + 6 s h per layer (half of the 12 s h square; Llama 3 paper Table 4)
+    m, s = get_model("llama3-405b"), 8192
+    flops = step_flops(m, TrainingSpec(1, s), NONE)
+    per_token = 6 * (m.layers * m.matmul_params_per_token + m.hidden * m.vocab) + 6 * m.layers * s * m.hidden
+    assert flops.model_causal == pytest.approx(per_token * s, rel=1e-12)
+    assert flops.model - flops.model_causal == pytest.approx(6 * m.layers * s * m.hidden * s, rel=1e-12)
+
+
+def test_an_encoder_counts_the_whole_square_in_both_conventions():
+    flops = step_flops(get_model("bert-large"), TrainingSpec(8, 512), NONE)
+    assert flops.model_causal == flops.model
