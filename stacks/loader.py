@@ -34,7 +34,8 @@ STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt"
 def read_stack_file(path: pathlib.Path) -> tuple[dict[str, str], list[str]]:
     """Flat config map (values JSON-encoded as the engine passes them) and the secret keys.
 
-    ``secure:`` values cannot be decrypted without the CLI: they become placeholders, marked secret.
+    ``secure:`` values (at the key or nested below it, as ``--path`` writes them) cannot be decrypted
+    without the CLI: they become placeholders and the key is marked secret, as the engine marks it.
     Anything that is not a plain stack file (see :mod:`stacks.yaml_reader`) raises ConfigError.
     """
     doc = yaml_reader.load_document(path)
@@ -79,23 +80,51 @@ def read_stack_file(path: pathlib.Path) -> tuple[dict[str, str], list[str]]:
                 )
             )
             continue
-        if isinstance(value, dict) and "secure" in value:
-            if set(value) != {"secure"} or not isinstance(value["secure"], str):
-                issues.append(
-                    ConfigIssue(
-                        f"{name}: config.{key}",
-                        "a secure: value must be the only key, and text",
-                        f"set it with `pulumi config set --secret {key} ...`",
-                    )
-                )
-                continue
-            flat[key] = SECRET_PLACEHOLDER
+        try:
+            plain, secure = _placeholders(value, f"{name}: config.{key}")
+        except _NotSecure as exc:
+            issues.append(ConfigIssue(exc.where, "a secure: value must be the only key, and text", exc.fix(key)))
+            continue
+        flat[key] = plain if isinstance(plain, str) else json.dumps(plain)
+        if secure:
             secrets.append(key)
-        else:
-            flat[key] = value if isinstance(value, str) else json.dumps(value)
     if issues:
         raise ConfigError(issues, name)
     return flat, secrets
+
+
+class _NotSecure(Exception):
+    def __init__(self, where: str):
+        super().__init__(where)
+        self.where = where
+
+    @staticmethod
+    def fix(key: str) -> str:
+        return f"set it with `pulumi config set --secret {key} ...` (add --path for a nested value)"
+
+
+def _placeholders(value: Any, where: str) -> tuple[Any, bool]:
+    """``value`` with every ``{secure: ...}`` replaced by the placeholder, and whether there was one.
+
+    Pulumi writes ``pulumi config set --secret`` as ``{secure: v1:...}`` at the key, and with ``--path``
+    anywhere below it (``ekstrain:jupyterhub.auth.clientId``); the engine hands the program the whole key,
+    decrypted, and marks the key secret. A mapping with ``secure`` and other keys is a mistake: refused.
+    """
+    if isinstance(value, dict):
+        if "secure" in value:
+            if set(value) != {"secure"} or not isinstance(value["secure"], str):
+                raise _NotSecure(where)
+            return SECRET_PLACEHOLDER, True
+        found = False
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out[k], secure = _placeholders(v, f"{where}.{k}")
+            found = found or secure
+        return out, found
+    if isinstance(value, list):
+        items = [_placeholders(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [v for v, _ in items], any(s for _, s in items)
+    return value, False
 
 
 def _decode(value: Any) -> Any:

@@ -207,21 +207,19 @@ DOCUMENTATION_NETWORKS = tuple(ipaddress.IPv4Network(n) for n in ("192.0.2.0/24"
 
 
 def _slurm_login(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
-    from stacks.slurm_login import authorized_keys, keys_file
+    from stacks import slurm_login
 
     s = cfg.schedulers.slurm
     if not s.enabled:
         return [], []
-    path = keys_file(cfg)
-    if path is not None and not path.is_file():
-        return [
-            ConfigIssue(
-                "ekstrain:schedulers.slurm.loginSshAuthorizedKeysFile",
-                f"{path} does not exist",
-                "create it (one OpenSSH public key per line) or remove the key",
-            )
-        ], []
-    if not authorized_keys(cfg):
+    keys = list(s.login_ssh_authorized_keys)
+    path = slurm_login.keys_file(cfg)
+    if path is not None:
+        file_keys, problems = slurm_login.read_keys_file(path)
+        if problems:
+            return [ConfigIssue(slurm_login.KEY, problem, fix) for problem, fix in problems], []
+        keys += file_keys
+    if not keys:
         return [], [
             "ekstrain:schedulers.slurm.loginSshAuthorizedKeys: the login node has no SSH key, so "
             "`ssh root@<login>` is refused; add a public key to loginSshAuthorizedKeys or to the "
