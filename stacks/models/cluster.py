@@ -52,8 +52,10 @@ class SystemNodeGroup(Model):
 
 
 class ClusterConfig(Model):
-    name: str = Field(pattern=r"^[a-zA-Z][a-zA-Z0-9-]{0,99}$")
-    """Physical EKS cluster name; also the Karpenter discovery tag value and the SQS queue name."""
+    name: str = Field(pattern=r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
+    r"""Physical EKS cluster name (EKS CreateCluster: ``^[0-9A-Za-z][A-Za-z0-9\-_]*``, at most 100); also the
+    Karpenter discovery tag value and the SQS queue name. Underscores only with both bucket names set
+    (generated S3 bucket names start with it)."""
     kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION
     """@default 1.35 (the newest in EKS standard support). Quote it in YAML ("1.30" unquoted is the
     number 1.3). Versions past EKS extended support on the day of validation are refused."""
