@@ -952,11 +952,12 @@ def _limits(cfg: StackConfig, today: dt.date) -> list[ConfigIssue]:
                     f"use an IAM role or user of the {partition} partition (arn:{partition}:iam::...)",
                 )
             )
-        elif arn.split(":")[2] != "iam" or arn.split(":")[3] != "":
+        elif not _IAM_PRINCIPAL.fullmatch(arn):
             out.append(
                 ConfigIssue(
                     key,
-                    "EKS access entries take IAM role or user ARNs, not STS session ARNs",
+                    f"{arn[:80]!r} is not an IAM role or user ARN (EKS access entries refuse STS session ARNs; IAM "
+                    "names are 1-64 of letters, digits and +=,.@_-, under an optional /path/)",
                     "use the role's ARN: arn:aws:iam::<account>:role/<name>",
                 )
             )
@@ -1086,6 +1087,8 @@ def _oauth_urls(cfg: StackConfig) -> list[ConfigIssue]:
     return out
 
 
+# IAM CreateRole/CreateUser: Path "(/)|(/[!-~]+/)" up to 512, RoleName/UserName "[\\w+=,.@-]+" of 1-64.
+_IAM_PRINCIPAL = re.compile(r"arn:aws:iam::[0-9]{12}:(role|user)(/|/[!-~]{1,510}/)[\w+=,.@-]{1,64}", re.ASCII)
 _HTTPS_URL = re.compile(r"https://[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?(:[0-9]{1,5})?(/[\x21-\x7e]*)?")
 
 

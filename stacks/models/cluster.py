@@ -43,11 +43,13 @@ class SystemNodeGroup(Model):
             match = re.fullmatch(r"[a-z]+\d+(?P<attrs>[a-z-]*)\.[a-z0-9]+", name)
             if match is None:
                 raise ValueError(f"{name!r} is not an EC2 instance type name; write it like m7i.xlarge")
-            if "g" in match["attrs"]:
+            if "g" in match["attrs"] or name.startswith("a1."):
                 raise ValueError(
                     f"{name} is a Graviton (arm64) type but the system node group runs the "
                     f"AL2023_x86_64_STANDARD AMI; use an x86_64 type such as m7i.xlarge"
                 )
+            if name.startswith("mac"):
+                raise ValueError(f"{name} is a Mac instance (macOS only, no EKS node AMI); use m7i.xlarge")
         return value
 
 
