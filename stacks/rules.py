@@ -10,7 +10,18 @@ import datetime as dt
 import ipaddress
 import re
 
-from ekstrain import catalog, efa, karpenter_specs, names, partitions, regions, storage_sizing, subnets, versions
+from ekstrain import (
+    catalog,
+    efa,
+    karpenter_specs,
+    names,
+    partitions,
+    prometheus_sizing,
+    regions,
+    storage_sizing,
+    subnets,
+    versions,
+)
 from stacks import labels, limits
 from stacks.errors import ConfigIssue
 from stacks.models import StackConfig
@@ -1033,6 +1044,25 @@ def _limits(cfg: StackConfig, today: dt.date) -> list[ConfigIssue]:
                     f"ekstrain:schedulers.volcano.queueWeights.{name}",
                     f"{weight} is above the Volcano Queue's maximum weight {limits.VOLCANO_QUEUE_WEIGHT_MAX}",
                     f"use 1..{limits.VOLCANO_QUEUE_WEIGHT_MAX} (weights are relative)",
+                )
+            )
+    obs = cfg.observability
+    if obs.enabled and obs.storage_gib is None:
+        gib = prometheus_sizing.prometheus_storage_gib(
+            obs.retention_days,
+            obs.scrape_interval_seconds,
+            sum(p.max_nodes for p in cfg.partitions),
+            c.system_node_group.max_size,
+        )
+        if gib > limits.EBS_GP3_MAX_GIB:
+            out.append(
+                ConfigIssue(
+                    "ekstrain:observability.retentionDays",
+                    f"{obs.retention_days} days of samples every {obs.scrape_interval_seconds} s from every node at "
+                    f"maxNodes need a {gib:,} GiB Prometheus volume, beyond the largest gp3 volume "
+                    f"({limits.EBS_GP3_MAX_GIB:,} GiB)",
+                    "lower retentionDays (keep history in AMP: observability.amp.enabled) or raise "
+                    "scrapeIntervalSeconds",
                 )
             )
     out += _oauth_urls(cfg)

@@ -26,7 +26,7 @@ from conftest import stack_sections
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ekstrain import catalog, subnets, versions
+from ekstrain import catalog, prometheus_sizing, subnets, versions
 from stacks.errors import ConfigError
 from stacks.loader import parse
 
@@ -425,3 +425,17 @@ def _report() -> Any:
                 f"{cls} | {c['examples']} | {c['valid']} | {c['refused']} | {c['tracebacks']} | {c['hangs']} | "
                 f"{c['accepted-invalid']} | {c['false-rejections']} | {SLOWEST[cls] * 1000:.1f} ms"
             )
+
+
+# ---- Prometheus volume sized from retention: at most one gp3 volume (16 TiB) -----------------------------------
+@RUN
+@given(days=st.integers(1, 3650), interval=st.integers(5, 300))
+def test_prometheus_volume(days: int, interval: int) -> None:
+    def change(s: dict[str, Any]) -> None:
+        s["observability"].update(retentionDays=days, scrapeIntervalSeconds=interval)
+        s["observability"].pop("storageGiB", None)
+
+    nodes = sum(p["maxNodes"] for p in BASE["prod"]["partitions"])
+    system = BASE["prod"]["cluster"].get("systemNodeGroup", {}).get("maxSize", 4)
+    gib = prometheus_sizing.prometheus_storage_gib(days, interval, nodes, system)
+    check("prometheus volume", "prod", change, gib <= 16384, "ekstrain:observability.retentionDays")
