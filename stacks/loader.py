@@ -232,6 +232,13 @@ def _issue(error: Any, raw: dict[str, Any]) -> ConfigIssue:
         )
     if kind == "missing":
         return ConfigIssue(path, "is required", "add it to the stack file (see Pulumi.dev.yaml for an example)")
+    if error.get("input") == SECRET_PLACEHOLDER:
+        return ConfigIssue(
+            path,
+            "is a secret (secure:), which the offline render cannot decrypt, and this setting is checked as "
+            f"{kind.split('_', 1)[0]}: the render cannot validate it",
+            "set it without --secret (it is not a credential), or check it with `pulumi preview`",
+        )
     message = error["msg"].removeprefix("Value error, ")
     if kind == "value_error" and "; " in message:
         problem, fix = message.split("; ", 1)

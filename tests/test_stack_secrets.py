@@ -92,3 +92,17 @@ def test_a_config_secret_in_a_kubernetes_secret_passes_the_policy_pack(tmp_path:
     assert oauth and all(r.secret_inputs for r in oauth)
     check = policy_check.check_recording(rec, "prod")
     assert [p for p in check.problems if "credentials-from-secret-sources" in p] == []
+
+
+def test_a_secret_in_a_typed_setting_is_explained_not_called_the_wrong_type(tmp_path: pathlib.Path) -> None:
+    """GIVEN `config set --secret --path ekstrain:partitions[0].maxNodes 4` THEN the offline render says it cannot
+    check a secret there (was: "Input should be a valid integer (got 'offline-secret-placeholder')")."""
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text((REPO / "Pulumi.dev.yaml").read_text().replace("maxNodes: 2", "maxNodes:\n        secure: v1:x"))
+    flat, secrets = read_stack_file(path)
+    assert secrets == ["ekstrain:partitions"]
+    with pytest.raises(ConfigError) as caught:
+        load_flat(flat, path.name)
+    issue = caught.value.issues[0]
+    assert issue.key == "ekstrain:partitions[0] (gpu-small).maxNodes"
+    assert "cannot decrypt" in issue.problem and "without --secret" in issue.fix
