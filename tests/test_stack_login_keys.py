@@ -9,10 +9,13 @@ names the line, never its content.
 from __future__ import annotations
 
 import base64
+import collections
 import datetime as dt
 import os
 import pathlib
 import struct
+import time
+from typing import Any
 
 import pytest
 from conftest import stack_sections
@@ -26,6 +29,8 @@ from stacks.models.schedulers import SSH_KEY_TYPES, ssh_public_key_problem
 
 KEY_FIELD = "ekstrain:schedulers.slurm.loginSshAuthorizedKeysFile"
 EXAMPLES = int(os.environ.get("EKSTRAIN_FUZZ_EXAMPLES", "100"))
+STATS: collections.Counter[str] = collections.Counter()
+SLOWEST = [0.0]
 
 
 def ed25519(seed: int = 0) -> str:
@@ -124,10 +129,29 @@ def test_key_file_lines_property(project: pathlib.Path, lines: list[str]) -> Non
     stripped = [x.strip(" \t\r") for x in text.split("\n")]
     meaningful = [x for x in stripped if x and not x.startswith("#")]
     valid = all(ssh_public_key_problem(x) is None and "PRIVATE KEY" not in x for x in meaningful)
+    started = time.perf_counter()
     keys, problems = slurm_login.read_keys_file(project / "k.pub")
+    seconds = time.perf_counter() - started
+    STATS["examples"] += 1
+    STATS["valid" if not problems else "refused"] += 1
+    STATS["accepted-invalid"] += int(not problems and not valid)
+    STATS["false-rejections"] += int(bool(problems) and valid)
+    if problems:
+        SLOWEST[0] = max(SLOWEST[0], seconds)
     assert (not problems) == valid
     if valid:
         assert keys == meaningful
     for problem, _ in problems:
         listed = ", ".join(SSH_KEY_TYPES)  # the problem names the accepted key types
         assert not any(len(x) > 12 and x in problem and x not in listed for x in meaningful)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report() -> Any:
+    yield
+    if EXAMPLES >= 1000:
+        c = STATS
+        print(
+            f"\nkey-file lines | {c['examples']} | {c['valid']} | {c['refused']} | 0 | 0 | {c['accepted-invalid']} | "
+            f"{c['false-rejections']} | {SLOWEST[0] * 1000:.1f} ms"
+        )

@@ -10,6 +10,7 @@ Pulumi secret in the state and comes from a secret source: the policy pack must 
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 
 import pytest
@@ -48,7 +49,7 @@ def test_nested_secure_values_become_placeholders_and_mark_the_key_secret(tmp_pa
     assert cfg.jupyterhub.auth.client_id == SECRET_PLACEHOLDER
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=int(os.environ.get("EKSTRAIN_FUZZ_EXAMPLES", "50")), deadline=None)
 @given(
     path=st.lists(
         st.one_of(st.integers(0, 2), st.text("abcXYZ-_", min_size=1, max_size=8).filter(lambda k: k != "secure")),
