@@ -80,6 +80,15 @@ def read_stack_file(path: pathlib.Path) -> tuple[dict[str, str], list[str]]:
                 )
             )
             continue
+        if value is None and key in {keys.config_key(t) for t in _TEXT_SECTIONS}:
+            issues.append(
+                ConfigIssue(
+                    f"{name}: config.{key}",
+                    "has no value (YAML null)",
+                    f'remove the key to leave it unset, or quote the text: {key}: "..."',
+                )
+            )
+            continue
         try:
             plain, secure = _placeholders(value, f"{name}: config.{key}")
         except _NotSecure as exc:
@@ -136,6 +145,16 @@ def _decode(value: Any) -> Any:
     return value
 
 
+_TEXT_SECTIONS = frozenset(
+    (f.alias or name)
+    for name, f in StackConfig.model_fields.items()
+    if f.annotation is str
+    or typing.get_args(f.annotation) in ((str, type(None)),)
+    or typing.get_origin(f.annotation) is typing.Literal
+)
+"""StackConfig sections that are text (aws:region, ekstrain:environment, the client secret...)."""
+
+
 def sections_from_flat(flat: dict[str, Any]) -> tuple[dict[str, Any], list[ConfigIssue]]:
     """Group flat ``ns:key`` config into StackConfig sections; flag unknown ``ekstrain:`` keys."""
     by_key = {v: k for k, v in _sections().items()}
@@ -144,8 +163,9 @@ def sections_from_flat(flat: dict[str, Any]) -> tuple[dict[str, Any], list[Confi
     for key, value in flat.items():
         if key in by_key:
             section = by_key[key]
-            # Strings such as the region stay strings; objects arrive JSON-encoded.
-            sections[section] = value if section in ("region", "environment", "project") else _decode(value)
+            # Text settings stay text, as `pulumi.Config().get()` reads them (a secret "123" or "null" is that
+            # string); objects and lists arrive JSON-encoded (`get_object`).
+            sections[section] = value if section in _TEXT_SECTIONS else _decode(value)
             # The engine's values bypass the stack-file reader: the same limits on what they hold.
             problem = yaml_reader.check_value(sections[section], key)
             if problem:

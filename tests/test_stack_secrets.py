@@ -107,3 +107,20 @@ def test_a_secret_in_a_typed_setting_is_explained_not_called_the_wrong_type(tmp_
     issue = caught.value.issues[0]
     assert issue.key == "ekstrain:partitions[0] (gpu-small).maxNodes"
     assert "cannot decrypt" in issue.problem and "without --secret" in issue.fix
+
+
+@pytest.mark.parametrize("secret", ["123", "null", "true", "[1]", '{"a": 1}', "0.5"])
+def test_text_settings_from_the_engine_stay_text(secret: str) -> None:
+    """GIVEN `pulumi config set --secret ekstrain:jupyterhubClientSecret 123` THEN the engine hands over the text
+    "123" and the program keeps it as the secret (was: JSON-decoded to 123, refused as "not a string", or
+    "null" read as no secret at all)."""
+    flat, _ = read_stack_file(REPO / "Pulumi.dev.yaml")
+    cfg, _ = load_flat({**flat, "ekstrain:jupyterhubClientSecret": secret}, "Pulumi.dev.yaml")
+    assert cfg.jupyterhub_client_secret == secret
+
+
+def test_a_null_text_setting_in_the_stack_file_is_refused(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text((REPO / "Pulumi.dev.yaml").read_text() + "  ekstrain:jupyterhubClientSecret: null\n")
+    with pytest.raises(ConfigError, match="has no value"):
+        read_stack_file(path)
