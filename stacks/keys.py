@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 PROJECT = "ekstrain"
-PROVIDER_KEYS = {"region": "aws:region"}
+PROVIDER_KEYS = {"region": "aws:region", "defaultTags": "aws:defaultTags"}
 
 
 def config_key(section: str) -> str:

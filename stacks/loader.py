@@ -34,7 +34,8 @@ STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt"
 def read_stack_file(path: pathlib.Path) -> tuple[dict[str, str], list[str]]:
     """Flat config map (values JSON-encoded as the engine passes them) and the secret keys.
 
-    ``secure:`` values cannot be decrypted without the CLI: they become placeholders, marked secret.
+    ``secure:`` values (at the key or nested below it, as ``--path`` writes them) cannot be decrypted
+    without the CLI: they become placeholders and the key is marked secret, as the engine marks it.
     Anything that is not a plain stack file (see :mod:`stacks.yaml_reader`) raises ConfigError.
     """
     doc = yaml_reader.load_document(path)
@@ -79,23 +80,60 @@ def read_stack_file(path: pathlib.Path) -> tuple[dict[str, str], list[str]]:
                 )
             )
             continue
-        if isinstance(value, dict) and "secure" in value:
-            if set(value) != {"secure"} or not isinstance(value["secure"], str):
-                issues.append(
-                    ConfigIssue(
-                        f"{name}: config.{key}",
-                        "a secure: value must be the only key, and text",
-                        f"set it with `pulumi config set --secret {key} ...`",
-                    )
+        if value is None and key in {keys.config_key(t) for t in _TEXT_SECTIONS}:
+            issues.append(
+                ConfigIssue(
+                    f"{name}: config.{key}",
+                    "has no value (YAML null)",
+                    f'remove the key to leave it unset, or quote the text: {key}: "..."',
                 )
-                continue
-            flat[key] = SECRET_PLACEHOLDER
+            )
+            continue
+        try:
+            plain, secure = _placeholders(value, f"{name}: config.{key}")
+        except _NotSecure as exc:
+            issues.append(ConfigIssue(exc.where, "a secure: value must be the only key, and text", exc.fix(key)))
+            continue
+        flat[key] = plain if isinstance(plain, str) else json.dumps(plain)
+        if secure:
             secrets.append(key)
-        else:
-            flat[key] = value if isinstance(value, str) else json.dumps(value)
     if issues:
         raise ConfigError(issues, name)
     return flat, secrets
+
+
+class _NotSecure(Exception):
+    def __init__(self, where: str):
+        super().__init__(where)
+        self.where = where
+
+    @staticmethod
+    def fix(key: str) -> str:
+        return f"set it with `pulumi config set --secret {key} ...` (add --path for a nested value)"
+
+
+def _placeholders(value: Any, where: str) -> tuple[Any, bool]:
+    """``value`` with every ``{secure: ...}`` replaced by the placeholder, and whether there was one.
+
+    Pulumi writes ``pulumi config set --secret`` as ``{secure: v1:...}`` at the key, and with ``--path``
+    anywhere below it (``ekstrain:jupyterhub.auth.clientId``); the engine hands the program the whole key,
+    decrypted, and marks the key secret. A mapping with ``secure`` and other keys is a mistake: refused.
+    """
+    if isinstance(value, dict):
+        if "secure" in value:
+            if set(value) != {"secure"} or not isinstance(value["secure"], str):
+                raise _NotSecure(where)
+            return SECRET_PLACEHOLDER, True
+        found = False
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out[k], secure = _placeholders(v, f"{where}.{k}")
+            found = found or secure
+        return out, found
+    if isinstance(value, list):
+        items = [_placeholders(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [v for v, _ in items], any(s for _, s in items)
+    return value, False
 
 
 def _decode(value: Any) -> Any:
@@ -107,6 +145,16 @@ def _decode(value: Any) -> Any:
     return value
 
 
+_TEXT_SECTIONS = frozenset(
+    (f.alias or name)
+    for name, f in StackConfig.model_fields.items()
+    if f.annotation is str
+    or typing.get_args(f.annotation) in ((str, type(None)),)
+    or typing.get_origin(f.annotation) is typing.Literal
+)
+"""StackConfig sections that are text (aws:region, ekstrain:environment, the client secret...)."""
+
+
 def sections_from_flat(flat: dict[str, Any]) -> tuple[dict[str, Any], list[ConfigIssue]]:
     """Group flat ``ns:key`` config into StackConfig sections; flag unknown ``ekstrain:`` keys."""
     by_key = {v: k for k, v in _sections().items()}
@@ -115,8 +163,9 @@ def sections_from_flat(flat: dict[str, Any]) -> tuple[dict[str, Any], list[Confi
     for key, value in flat.items():
         if key in by_key:
             section = by_key[key]
-            # Strings such as the region stay strings; objects arrive JSON-encoded.
-            sections[section] = value if section in ("region", "environment", "project") else _decode(value)
+            # Text settings stay text, as `pulumi.Config().get()` reads them (a secret "123" or "null" is that
+            # string); objects and lists arrive JSON-encoded (`get_object`).
+            sections[section] = value if section in _TEXT_SECTIONS else _decode(value)
             # The engine's values bypass the stack-file reader: the same limits on what they hold.
             problem = yaml_reader.check_value(sections[section], key)
             if problem:
@@ -203,6 +252,13 @@ def _issue(error: Any, raw: dict[str, Any]) -> ConfigIssue:
         )
     if kind == "missing":
         return ConfigIssue(path, "is required", "add it to the stack file (see Pulumi.dev.yaml for an example)")
+    if error.get("input") == SECRET_PLACEHOLDER:
+        return ConfigIssue(
+            path,
+            "is a secret (secure:), which the offline render cannot decrypt, and this setting is checked as "
+            f"{kind.split('_', 1)[0]}: the render cannot validate it",
+            "set it without --secret (it is not a credential), or check it with `pulumi preview`",
+        )
     message = error["msg"].removeprefix("Value error, ")
     if kind == "value_error" and "; " in message:
         problem, fix = message.split("; ", 1)

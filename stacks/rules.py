@@ -10,12 +10,25 @@ import datetime as dt
 import ipaddress
 import re
 
-from ekstrain import catalog, efa, karpenter_specs, names, regions, storage_sizing, subnets, versions
+from ekstrain import (
+    catalog,
+    efa,
+    karpenter_specs,
+    names,
+    partitions,
+    prometheus_sizing,
+    regions,
+    storage_sizing,
+    subnets,
+    versions,
+)
+from stacks import labels, limits
 from stacks.errors import ConfigIssue
 from stacks.models import StackConfig
 from stacks.models.base import kms_key_region
 from stacks.models.cluster import ClusterConfig
 from stacks.models.partitions import PartitionConfig
+from stacks.models.tags import PROGRAM_TAG_BUDGET, PROGRAM_TAG_KEYS
 
 FSX_PERSISTENT_2_THROUGHPUTS = (125, 250, 500, 1000)
 
@@ -47,6 +60,7 @@ def check(cfg: StackConfig, today: dt.date | None = None) -> tuple[list[ConfigIs
     warnings += slurm_warnings
     day = today or dt.date.today()
     errors += _kubernetes_window(cfg, day)
+    errors += _limits(cfg, day)
     ami = versions.ami_alias_warning(cfg.versions.ami_alias_version, cfg.versions.ami_alias_max_age_days, day)
     if ami:
         warnings.append(f"ekstrain:versions.amiAliasVersion: {ami}")
@@ -157,6 +171,7 @@ def _network(cfg: StackConfig) -> list[ConfigIssue]:
                 )
             )
     out += _efa_subnet_capacity(cfg)
+    out += _private_subnet_capacity(cfg)
     return out
 
 
@@ -178,6 +193,29 @@ def _efa_subnet_capacity(cfg: StackConfig) -> list[ConfigIssue]:
             "ekstrain:network.vpcCidr",
             f"the EFA subnet {plan.efa} has room for {room} node IPs but the EFA partitions at maxNodes "
             f"need {sum(need.values())} ({detail}; VPC CNI defaults: two ENIs of IPs per node)",
+            "use a larger vpcCidr (e.g. a /16) or lower maxNodes",
+        )
+    ]
+
+
+def _private_subnet_capacity(cfg: StackConfig) -> list[ConfigIssue]:
+    """Non-EFA partitions launch in the training AZ's private subnet (zone requirement): their IPs must fit."""
+    parts = [p for p in cfg.partitions if not p.efa and all(t in catalog.CATALOG for t in p.instance_types)]
+    zones = cfg.network.availability_zones
+    if not parts or cfg.network.training_availability_zone not in zones:
+        return []
+    plan = subnets.plan_subnets(cfg.network.vpc_cidr, zones[:4])
+    subnet = plan.private[cfg.network.training_availability_zone]
+    room = int(subnets.usable_ips(subnet) * subnets.EFA_SUBNET_NODE_SHARE)
+    need = {p.name: p.max_nodes * max(subnets.ips_per_node(catalog.get(t)) for t in p.instance_types) for p in parts}
+    if sum(need.values()) <= room:
+        return []
+    detail = ", ".join(f"{name} {ips}" for name, ips in need.items())
+    return [
+        ConfigIssue(
+            "ekstrain:network.vpcCidr",
+            f"the private subnet {subnet} of the training AZ has room for {room} node IPs but the non-EFA "
+            f"partitions at maxNodes need {sum(need.values())} ({detail}; VPC CNI defaults: two ENIs of IPs per node)",
             "use a larger vpcCidr (e.g. a /16) or lower maxNodes",
         )
     ]
@@ -214,21 +252,19 @@ DOCUMENTATION_NETWORKS = tuple(ipaddress.IPv4Network(n) for n in ("192.0.2.0/24"
 
 
 def _slurm_login(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
-    from stacks.slurm_login import authorized_keys, keys_file
+    from stacks import slurm_login
 
     s = cfg.schedulers.slurm
     if not s.enabled:
         return [], []
-    path = keys_file(cfg)
-    if path is not None and not path.is_file():
-        return [
-            ConfigIssue(
-                "ekstrain:schedulers.slurm.loginSshAuthorizedKeysFile",
-                f"{path} does not exist",
-                "create it (one OpenSSH public key per line) or remove the key",
-            )
-        ], []
-    if not authorized_keys(cfg):
+    keys = list(s.login_ssh_authorized_keys)
+    path = slurm_login.keys_file(cfg)
+    if path is not None:
+        file_keys, problems = slurm_login.read_keys_file(path)
+        if problems:
+            return [ConfigIssue(slurm_login.KEY, problem, fix) for problem, fix in problems], []
+        keys += file_keys
+    if not keys:
         return [], [
             "ekstrain:schedulers.slurm.loginSshAuthorizedKeys: the login node has no SSH key, so "
             "`ssh root@<login>` is refused; add a public key to loginSshAuthorizedKeys or to the "
@@ -297,15 +333,6 @@ def _cluster(cfg: StackConfig) -> list[ConfigIssue]:
                     "list the real CIDRs that run `pulumi up` and kubectl",
                 )
             )
-    bad_sg = [g for g in c.deploy_security_group_ids if not g.startswith("sg-")]
-    if bad_sg:
-        out.append(
-            ConfigIssue(
-                "ekstrain:cluster.deploySecurityGroupIds",
-                f"{bad_sg} are not security group ids",
-                "use ids of the form sg-0123456789abcdef0",
-            )
-        )
     accelerated = [t for t in c.system_node_group.instance_types if catalog.is_accelerated(t)]
     if accelerated:
         out.append(
@@ -475,47 +502,66 @@ def _partitions(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
                 )
             )
         errors += _partition_labels(i, part)
+    errors += _pool_name_collisions(cfg)
     if cfg.partitions:
         errors += _karpenter_names(cfg)
     return errors, warnings
 
 
-_LABEL_KEY = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
-)
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+def pool_names(part: PartitionConfig) -> list[str]:
+    """NodePool/EC2NodeClass names of a partition: its name, or one per EFA layout (``trainium-trn1n``)."""
+    known = all(t in catalog.CATALOG for t in part.instance_types)
+    if not known or (part.efa and not all(catalog.get(t).efa_capable for t in part.instance_types)):
+        return [part.name]  # refused elsewhere; no layouts to name
+    shape = partitions.shape(part.name, part.accelerator, part.instance_types, part.efa)
+    return [layout.name for layout in shape.layouts()]
+
+
+def _pool_name_collisions(cfg: StackConfig) -> list[ConfigIssue]:
+    """Every partition name and generated NodePool/EC2NodeClass name is distinct across partitions: the
+    objects (and the Pulumi resources ``<name>-nodepool``) would otherwise be declared twice."""
+    out = []
+    owner: dict[str, int] = {}
+    for i, part in enumerate(cfg.partitions):
+        mine = {part.name, *pool_names(part)}
+        for name in sorted(mine):
+            j = owner.get(name)
+            if j is not None and j != i and cfg.partitions[j].name != part.name:  # same name: reported above
+                other = cfg.partitions[j]
+                out.append(
+                    ConfigIssue(
+                        _p(i, part, "name"),
+                        f"the NodePool/EC2NodeClass name {name!r} is also generated by "
+                        f"{_p(j, other)} (a partition with several EFA layouts gets one pool per layout, "
+                        f"named {', '.join(pool_names(other))})",
+                        "rename one of the partitions",
+                    )
+                )
+            owner.setdefault(name, i)
+        for name in pool_names(part):
+            if len(name) > 63:
+                out.append(
+                    ConfigIssue(
+                        _p(i, part, "name"),
+                        f"the NodePool name {name!r} is longer than 63 characters (it is the value of the "
+                        "karpenter.sh/nodepool label on every node)",
+                        "shorten the partition name",
+                    )
+                )
+    return out
 
 
 def _partition_labels(index: int, part: PartitionConfig) -> list[ConfigIssue]:
+    """Kubernetes label syntax and Karpenter's restricted domains and counts (stacks/labels.py)."""
     out = []
+    problem = labels.count_problem(part.labels)
+    if problem:
+        out.append(ConfigIssue(_p(index, part, "labels"), *problem))
     for key, value in part.labels.items():
         where = _p(index, part, f"labels.{key}")
-        domain = key.split("/", 1)[0] if "/" in key else ""
-        if any(domain == d or domain.endswith("." + d) for d in karpenter_specs.RESERVED_LABEL_DOMAINS):
-            out.append(
-                ConfigIssue(
-                    where,
-                    f"the label domain {domain!r} is reserved (Karpenter, Kubernetes or the platform set these labels)",
-                    "use your own domain, e.g. team.example.com/owner",
-                )
-            )
-        elif not _LABEL_KEY.match(key) or len(domain) > 253:
-            out.append(
-                ConfigIssue(
-                    where,
-                    f"{key!r} is not a valid Kubernetes label key",
-                    "use [prefix/]name with alphanumerics, '-', '_' or '.' (name at most 63)",
-                )
-            )
-        if not _LABEL_VALUE.match(value):
-            out.append(
-                ConfigIssue(
-                    where,
-                    f"{value!r} is not a valid label value",
-                    "use at most 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric",
-                )
-            )
+        for found in (labels.key_problem(key), labels.value_problem(value)):
+            if found:
+                out.append(ConfigIssue(where, *found))
     return out
 
 
@@ -918,4 +964,249 @@ def _kms_keys(cfg: StackConfig) -> list[ConfigIssue]:
                     f"use a KMS key created in {cfg.region}",
                 )
             )
+    return out
+
+
+def _limits(cfg: StackConfig, today: dt.date) -> list[ConfigIssue]:
+    """Service limits across sections (stacks/limits.py names the source of each number)."""
+    out: list[ConfigIssue] = []
+    c = cfg.cluster
+    partition = regions.partition(cfg.region)
+    if "_" in c.name and not (cfg.storage.buckets.datasets_bucket and cfg.storage.buckets.checkpoints_bucket):
+        out.append(
+            ConfigIssue(
+                "ekstrain:cluster.name",
+                f"{c.name!r} has an underscore: EKS accepts it, but the generated S3 bucket names start with the "
+                "cluster name and S3 refuses underscores",
+                "use hyphens, or set both storage.buckets.datasetsBucket and checkpointsBucket",
+            )
+        )
+    bad_sg = [g for g in c.deploy_security_group_ids if not limits.SECURITY_GROUP_ID.fullmatch(g)]
+    if bad_sg:
+        out.append(
+            ConfigIssue(
+                "ekstrain:cluster.deploySecurityGroupIds",
+                f"{[g[:40] for g in bad_sg]} are not security group ids (sg- and 8 or 17 lowercase hex digits)",
+                "use ids of the form sg-0123456789abcdef0",
+            )
+        )
+    for i, access in enumerate(c.admin_access):
+        arn = access.principal_arn
+        key = f"ekstrain:cluster.adminAccess[{i}].principalArn"
+        if arn.split(":")[1] != partition:
+            out.append(
+                ConfigIssue(
+                    key,
+                    f"the principal is in the {arn.split(':')[1]} partition, the stack's region "
+                    f"{cfg.region} in {partition}",
+                    f"use an IAM role or user of the {partition} partition (arn:{partition}:iam::...)",
+                )
+            )
+        elif not _IAM_PRINCIPAL.fullmatch(arn):
+            out.append(
+                ConfigIssue(
+                    key,
+                    f"{arn[:80]!r} is not an IAM role or user ARN (EKS access entries refuse STS session ARNs; IAM "
+                    "names are 1-64 of letters, digits and +=,.@_-, under an optional /path/)",
+                    "use the role's ARN: arn:aws:iam::<account>:role/<name>",
+                )
+            )
+    if len(c.public_access_cidrs) > limits.EKS_PUBLIC_ACCESS_CIDRS_MAX:
+        out.append(
+            ConfigIssue(
+                "ekstrain:cluster.publicAccessCidrs",
+                f"{len(c.public_access_cidrs)} CIDRs are more than EKS's "
+                f"{limits.EKS_PUBLIC_ACCESS_CIDRS_MAX} per cluster",
+                "merge them into fewer, larger ranges",
+            )
+        )
+    for key, cidrs in (
+        ("ekstrain:cluster.deployCidrs", c.deploy_cidrs),
+        ("ekstrain:schedulers.slurm.loginAllowedCidrs", cfg.schedulers.slurm.login_allowed_cidrs),
+        ("ekstrain:jupyterhub.allowedCidrs", cfg.jupyterhub.allowed_cidrs),
+    ):
+        if len(cidrs) > limits.SG_CIDR_RULES_MAX:
+            out.append(
+                ConfigIssue(
+                    key,
+                    f"{len(cidrs)} CIDRs become {len(cidrs)} inbound rules of one security group: more than the "
+                    f"{limits.SG_INBOUND_RULES_MAX} rules a group holds (VPC quota) less the "
+                    f"{limits.SG_RULES_PLATFORM_RESERVE} the platform adds",
+                    f"merge them into at most {limits.SG_CIDR_RULES_MAX} ranges",
+                )
+            )
+    for i, part in enumerate(cfg.partitions):
+        seconds = limits.duration_seconds(part.effective_consolidate_after)
+        if seconds is not None and seconds > limits.GO_DURATION_MAX_SECONDS:
+            out.append(
+                ConfigIssue(
+                    _p(i, part, "consolidateAfter"),
+                    f"{part.effective_consolidate_after[:40]!r} is longer than a Go time.Duration holds "
+                    "(about 292 years), so Karpenter cannot parse it",
+                    "use a duration such as 720h, or Never",
+                )
+            )
+        cr = part.capacity_reservation
+        if cr is not None:
+            terms = len(cr.ids) + (1 if cr.tags else 0)
+            if terms > limits.CAPACITY_RESERVATION_TERMS_MAX:
+                out.append(
+                    ConfigIssue(
+                        _p(i, part, "capacityReservation.ids"),
+                        f"{terms} capacity reservation selector terms are more than Karpenter's EC2NodeClass "
+                        f"accepts ({limits.CAPACITY_RESERVATION_TERMS_MAX}: one per id, one for the tags)",
+                        "select the reservations by tags instead of listing ids",
+                    )
+                )
+            if len(cr.tags) > limits.CAPACITY_RESERVATION_TAGS_MAX:
+                out.append(
+                    ConfigIssue(
+                        _p(i, part, "capacityReservation.tags"),
+                        f"{len(cr.tags)} tags are more than a Karpenter capacity reservation selector term holds "
+                        f"({limits.CAPACITY_RESERVATION_TAGS_MAX})",
+                        f"select with at most {limits.CAPACITY_RESERVATION_TAGS_MAX} tags",
+                    )
+                )
+            empty = [k for k, v in cr.tags.items() if not k or not v]
+            if empty:
+                out.append(
+                    ConfigIssue(
+                        _p(i, part, "capacityReservation.tags"),
+                        f"{empty} have an empty key or value, which Karpenter's selector refuses",
+                        "give every selector tag a key and a value",
+                    )
+                )
+    for name, weight in sorted(cfg.schedulers.volcano.queue_weights.items()):
+        if weight > limits.VOLCANO_QUEUE_WEIGHT_MAX:
+            out.append(
+                ConfigIssue(
+                    f"ekstrain:schedulers.volcano.queueWeights.{name}",
+                    f"{weight} is above the Volcano Queue's maximum weight {limits.VOLCANO_QUEUE_WEIGHT_MAX}",
+                    f"use 1..{limits.VOLCANO_QUEUE_WEIGHT_MAX} (weights are relative)",
+                )
+            )
+    obs = cfg.observability
+    if obs.enabled and obs.storage_gib is None:
+        gib = prometheus_sizing.prometheus_storage_gib(
+            obs.retention_days,
+            obs.scrape_interval_seconds,
+            sum(p.max_nodes for p in cfg.partitions),
+            c.system_node_group.max_size,
+        )
+        if gib > limits.EBS_GP3_MAX_GIB:
+            out.append(
+                ConfigIssue(
+                    "ekstrain:observability.retentionDays",
+                    f"{obs.retention_days} days of samples every {obs.scrape_interval_seconds} s from every node at "
+                    f"maxNodes need a {gib:,} GiB Prometheus volume, beyond the largest gp3 volume "
+                    f"({limits.EBS_GP3_MAX_GIB:,} GiB)",
+                    "lower retentionDays (keep history in AMP: observability.amp.enabled) or raise "
+                    "scrapeIntervalSeconds",
+                )
+            )
+    out += _oauth_urls(cfg)
+    out += _tag_budget(cfg)
+    released = versions.ami_release_date(cfg.versions.ami_alias_version)
+    if released is not None and released > today:
+        out.append(
+            ConfigIssue(
+                "ekstrain:versions.amiAliasVersion",
+                f"AMI release {cfg.versions.ami_alias_version} is dated after today ({today}): no such release exists",
+                f"use a published release such as {versions.AMI_ALIAS_VERSIONS[cfg.cluster.kubernetes_version]}",
+            )
+        )
+    kube_proxy = cfg.versions.addons.get("kube-proxy")
+    if kube_proxy is not None:
+        major, minor, _ = versions.parse_semver(kube_proxy)
+        k_major, k_minor, _ = versions.parse_semver(c.kubernetes_version)
+        if major != k_major or not 0 <= k_minor - minor <= limits.KUBE_PROXY_MAX_SKEW:
+            out.append(
+                ConfigIssue(
+                    "ekstrain:versions.addons.kube-proxy",
+                    f"kube-proxy {kube_proxy} does not run with Kubernetes {c.kubernetes_version} (the version skew "
+                    f"policy allows kube-proxy up to {limits.KUBE_PROXY_MAX_SKEW} minor versions older, never newer)",
+                    f"use a v{k_major}.{k_minor}.x-eksbuild build (aws eks describe-addon-versions --addon-name "
+                    f"kube-proxy --kubernetes-version {c.kubernetes_version}) or remove the pin",
+                )
+            )
+    return out
+
+
+def _oauth_urls(cfg: StackConfig) -> list[ConfigIssue]:
+    """OAuth endpoints and the callback carry codes and tokens: https only, with a host."""
+    a = cfg.jupyterhub.auth
+    out: list[ConfigIssue] = []
+    if not cfg.jupyterhub.enabled:
+        return out
+    for field, url in (
+        ("callbackUrl", a.callback_url),
+        ("authorizeUrl", a.authorize_url),
+        ("tokenUrl", a.token_url),
+        ("userdataUrl", a.userdata_url),
+    ):
+        if url is not None and not _HTTPS_URL.fullmatch(url):
+            out.append(
+                ConfigIssue(
+                    f"ekstrain:jupyterhub.auth.{field}",
+                    f"{url[:80]!r} is not an https:// URL with a host (OAuth codes and tokens would travel in clear "
+                    "or to no server)",
+                    "write it like https://hub.example.com/hub/oauth_callback",
+                )
+            )
+    return out
+
+
+# IAM CreateRole/CreateUser: Path "(/)|(/[!-~]+/)" up to 512, RoleName/UserName "[\\w+=,.@-]+" of 1-64.
+_IAM_PRINCIPAL = re.compile(r"arn:aws:iam::[0-9]{12}:(role|user)(/|/[!-~]{1,510}/)[\w+=,.@-]{1,64}", re.ASCII)
+_HTTPS_URL = re.compile(r"https://[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?(:[0-9]{1,5})?(/[\x21-\x7e]*)?")
+
+
+def _tag_budget(cfg: StackConfig) -> list[ConfigIssue]:
+    """User tags plus aws:defaultTags within AWS's 50 with the program's, and no key equal to another but for case
+    (IAM tag keys are case-insensitive: CreateRole refuses the pair)."""
+    own = dict(cfg.tags)
+    default = dict(cfg.default_tags.tags) if cfg.default_tags else {}
+    out = []
+    reserved = {k.lower(): k for k in (*PROGRAM_TAG_KEYS, "Name")}
+    for where, tags in (("ekstrain:tags", own), ("aws:defaultTags.tags", default)):
+        for key in tags:
+            if key.lower() in reserved and key != reserved[key.lower()]:
+                out.append(
+                    ConfigIssue(
+                        f"{where}.{key}",
+                        f"{key!r} differs from the program's tag {reserved[key.lower()]!r} only in case; IAM treats "
+                        "tag keys case-insensitively and refuses the pair",
+                        "use another key such as team:owner",
+                    )
+                )
+    for key in default:
+        if key.lower().startswith("aws:"):
+            out.append(
+                ConfigIssue(
+                    f"aws:defaultTags.tags.{key}",
+                    f"tag key {key!r} uses the aws: prefix that AWS reserves",
+                    "drop the prefix",
+                )
+            )
+    lowered: dict[str, str] = {}
+    for key in [*own, *default]:
+        if key.lower() in lowered and lowered[key.lower()] != key:
+            out.append(
+                ConfigIssue(
+                    f"aws:defaultTags.tags.{key}",
+                    f"{key!r} and {lowered[key.lower()]!r} differ only in case; IAM refuses the pair",
+                    "keep one spelling",
+                )
+            )
+        lowered.setdefault(key.lower(), key)
+    total = len(set(own) | set(default)) + PROGRAM_TAG_BUDGET
+    if default and total > limits.AWS_MAX_TAGS:
+        out.append(
+            ConfigIssue(
+                "aws:defaultTags.tags",
+                f"ekstrain:tags ({len(own)}) and aws:defaultTags ({len(default)}) with the program's "
+                f"{PROGRAM_TAG_BUDGET} make {total} tags per resource, more than AWS's {limits.AWS_MAX_TAGS}",
+                f"keep at most {limits.AWS_MAX_TAGS - PROGRAM_TAG_BUDGET} distinct user and default tags",
+            )
+        )
     return out

@@ -129,11 +129,12 @@ def test_prod_login_keys_come_from_the_key_file(tmp_path: Any) -> None:
     from stacks import rules, slurm_login
     from stacks.errors import ConfigError
 
-    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleExampleExampleExampleExampleExample ops@example"
-    keys = tmp_path / "login.pub"  # an absolute path works too; relative ones are under the project
-    keys.write_text(f"# team keys\n\n{key}\n")
-    cfg = cfg_with(lambda s: s["schedulers"]["slurm"].update(loginSshAuthorizedKeysFile=str(keys)))
-    assert slurm.slurm_values(cfg)["loginsets"]["main"]["rootSshAuthorizedKeys"] == key
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhscHR4f ops@example"
+    (tmp_path / "login.pub").write_text(f"# team keys\n\n{key}\n")
+    with pytest.MonkeyPatch.context() as mp:  # key files are read only inside the project directory
+        mp.setattr(slurm_login, "PROJECT_DIR", tmp_path)
+        cfg = cfg_with(lambda s: s["schedulers"]["slurm"].update(loginSshAuthorizedKeysFile="login.pub"))
+        assert slurm.slurm_values(cfg)["loginsets"]["main"]["rootSshAuthorizedKeys"] == key
     assert PROD.schedulers.slurm.login_ssh_authorized_keys_file == "security/slurm-login.pub"
     assert (slurm_login.PROJECT_DIR / "security" / "slurm-login.pub").is_file()
     _, warnings = rules.check(PROD)

@@ -108,3 +108,27 @@ def test_pack_stack_policies(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
     )
     found = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[bucket])).diagnostics
     assert sorted(d.policyName for d in found) == ["s3-encrypted", "s3-public-access-blocked", "s3-tls-only"]
+
+
+def test_pack_counts_engine_secrets_as_secret_sources(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
+    """GIVEN a Secret whose stringData the engine sends as a Pulumi secret (a `config set --secret` value)
+    THEN credentials-from-secret-sources is silent; the same value in plaintext is still a literal.
+    (pulumi-policy unwraps secrets before validators run; pack.py keeps their paths.)"""
+    sig = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
+
+    def secret(string_data: Any) -> analyzer_pb2.AnalyzerResource:
+        return analyzer_pb2.AnalyzerResource(
+            type=rules.K8S_SECRET,
+            urn="urn:pulumi:s::p::kubernetes:core/v1:Secret::jupyterhub-oauth",
+            name="jupyterhub-oauth",
+            properties=_struct({"metadata": {"name": "jupyterhub-oauth"}, "stringData": string_data}),
+        )
+
+    def policies(string_data: Any) -> list[str]:
+        req = analyzer_pb2.AnalyzeStackRequest(resources=[secret(string_data)])
+        return [d.policyName for d in analyzer.AnalyzeStack(req).diagnostics]
+
+    assert policies({"client-secret": "hunter2"}) == ["credentials-from-secret-sources"]
+    assert policies({**sig, "value": {"client-secret": "hunter2"}}) == []
+    assert policies({"client-secret": {**sig, "value": "hunter2"}}) == []
+    assert policies({"client-secret": {**sig, "value": "a"}, "other": "literal"}) == ["credentials-from-secret-sources"]

@@ -323,7 +323,7 @@ ACCEPTED: dict[str, Callable[[dict[str, Any]], None]] = {
     "both Karpenter charts moved": _set("versions", {"charts": {"karpenter": "1.14.2", "karpenter-crd": "1.14.2"}}),
     "dated AMI alias": _set("versions", {"amiAliasVersion": "v20260901"}),
     "100.64/10 VPC": _set("network.vpcCidr", "100.64.0.0/16"),
-    "maxNodes at bound that fits": lambda s: s["partitions"][0].update(efa=False, maxNodes=2000),
+    "non-EFA maxNodes that fits the private subnet": lambda s: s["partitions"][0].update(efa=False, maxNodes=122),
     "other region and its zones": lambda s: (
         s.update(region="eu-west-1"),
         _az(["eu-west-1a", "eu-west-1c"], "eu-west-1c")(s),

@@ -144,7 +144,7 @@ def check_name(record: offline.Record) -> list[str]:
 
 def bucket_name_problems(name: str) -> list[str]:
     out = []
-    if not _BUCKET.match(name):
+    if not _BUCKET.fullmatch(name):
         out.append("3-63 lowercase letters, digits, dots and hyphens, starting and ending with a letter or digit")
     if ".." in name:
         out.append("no two adjacent dots")
@@ -184,12 +184,12 @@ def tag_problems(tags: dict[str, Any]) -> list[str]:
             out.append(f"tag key {k[:40]!r}... is {len(k)} characters (max {MAX_TAG_KEY})")
         if k.lower().startswith("aws:"):
             out.append(f"tag key {k!r} uses the reserved aws: prefix")
-        if not _TAG_CHARS.match(k):
+        if not _TAG_CHARS.fullmatch(k):
             out.append(f"tag key {k!r} has characters AWS rejects (letters, digits, spaces, _ . : / = + - @)")
         if isinstance(v, str) and v != offline.UNKNOWN:
             if len(v) > MAX_TAG_VALUE:
                 out.append(f"tag {k!r} value is {len(v)} characters (max {MAX_TAG_VALUE})")
-            if not _TAG_CHARS.match(v):
+            if not _TAG_CHARS.fullmatch(v):
                 out.append(f"tag {k!r} value {v!r} has characters AWS rejects")
     return out
 

@@ -101,7 +101,7 @@ def arn_pattern(arn_format: str) -> re.Pattern[str]:
         else re.escape(p)
         for p in parts
     )
-    return re.compile(f"^{regex}$")
+    return re.compile(f"^{regex}\\Z")
 
 
 def arn_matches(resource: str, arn_format: str) -> bool:

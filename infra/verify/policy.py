@@ -37,6 +37,7 @@ def check_recording(rec: offline.Recording, stack: str) -> Check:
             props=r.outputs or r.inputs,
             protect=r.protect,
             dependencies=frozenset(r.dependencies),
+            secret_paths=frozenset(r.secret_inputs),
         )
         for r in rec.records
     ]

@@ -112,6 +112,14 @@ class Resource:
     """URNs this resource depends on (all properties)."""
     property_dependencies: Mapping[str, frozenset[str]] = field(default_factory=dict)
     """Property name -> URNs its value came from (empty under the offline recording)."""
+    secret_paths: frozenset[str] = frozenset()
+    """Input paths the engine holds as Pulumi secrets (``stringData``, ``stringData.client-secret``,
+    ``values.hub.password``): a value from the stack's config secrets or from a secret output."""
+
+    def is_secret(self, path: str) -> bool:
+        """``path`` or a property above it is a Pulumi secret."""
+        parts = path.split(".")
+        return any(".".join(parts[:n]) in self.secret_paths for n in range(1, len(parts) + 1))
 
     def deps_of(self, prop: str) -> frozenset[str]:
         return self.property_dependencies.get(prop) or self.dependencies
@@ -515,19 +523,23 @@ def _statements(policy: Any) -> list[Mapping[str, Any]]:
 
 # -- secrets ----------------------------------------------------------------------------------------------------------
 def credentials_from_secret_sources(resources: Sequence[Resource], cfg: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """Credentials in Kubernetes Secrets and Helm values must come from a resource whose output is a
-    Pulumi secret (RandomPassword, a Secrets Manager version...), never from a literal.
+    """Credentials in Kubernetes Secrets and Helm values must come from a secret source, never from a literal:
+    a resource whose output is a Pulumi secret (RandomPassword, a Secrets Manager version...), or a value
+    the engine holds as a Pulumi secret (``pulumi config set --secret``, ``Output.secret``).
 
-    The policy SDK hands validations plaintext values (secretness is not visible), so this rule judges
-    provenance instead: the property holding the credential must depend on a secret-source resource.
-    A Pulumi config secret has no resource behind it: allow such a resource by name in
-    ``literalSecretAllowList`` (reviewed) or, better, generate the value with RandomPassword.
+    Provenance is judged by the property's dependencies on a secret-source resource, or by the engine's
+    secret marking of every credential in it (``Resource.secret_paths``: from the recording's wire
+    inputs, and in the pack from the analyzer request before the SDK unwraps secrets, see pack.py).
+    A literal can still be allowed by resource name in ``literalSecretAllowList`` (reviewed).
     """
     sources = set(cfg.get("secretSourceTypes") or DEFAULT_SECRET_SOURCE_TYPES)
     allowed = list(cfg.get("literalSecretAllowList") or ())
 
-    def from_source(res: Resource, prop: str) -> bool:
-        return any(type_of_urn(u) in sources for u in res.deps_of(prop))
+    def from_source(res: Resource, prop: str, paths: Iterable[str]) -> bool:
+        if any(type_of_urn(u) in sources for u in res.deps_of(prop)):
+            return True
+        paths = list(paths)
+        return bool(paths) and all(res.is_secret(f"{prop}.{p}") for p in paths)
 
     for res in resources:
         if any(fnmatch.fnmatchcase(res.name, pattern) for pattern in allowed):
@@ -538,7 +550,7 @@ def credentials_from_secret_sources(resources: Sequence[Resource], cfg: Mapping[
                 if (
                     isinstance(values, Mapping)
                     and any(v not in (None, "") for v in values.values())
-                    and not from_source(res, prop)
+                    and not from_source(res, prop, [k for k, v in values.items() if v not in (None, "")])
                 ):
                     yield (
                         res.urn,
@@ -549,7 +561,7 @@ def credentials_from_secret_sources(resources: Sequence[Resource], cfg: Mapping[
                     )
         elif res.type == HELM_RELEASE:
             keys = list(sensitive_values(res.props.get("values")))
-            if keys and not from_source(res, "values"):
+            if keys and not from_source(res, "values", keys):
                 yield (
                     res.urn,
                     (

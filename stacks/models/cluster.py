@@ -46,17 +46,21 @@ class SystemNodeGroup(Model):
             match = re.fullmatch(r"[a-z]+\d+(?P<attrs>[a-z-]*)\.[a-z0-9]+", name)
             if match is None:
                 raise ValueError(f"{name!r} is not an EC2 instance type name; write it like m7i.xlarge")
-            if "g" in match["attrs"]:
+            if "g" in match["attrs"] or name.startswith("a1."):
                 raise ValueError(
                     f"{name} is a Graviton (arm64) type but the system node group runs the "
                     f"AL2023_x86_64_STANDARD AMI; use an x86_64 type such as m7i.xlarge"
                 )
+            if name.startswith("mac"):
+                raise ValueError(f"{name} is a Mac instance (macOS only, no EKS node AMI); use m7i.xlarge")
         return value
 
 
 class ClusterConfig(Model):
-    name: str = Field(pattern=r"^[a-zA-Z][a-zA-Z0-9-]{0,99}$")
-    """Physical EKS cluster name; also the Karpenter discovery tag value and the SQS queue name."""
+    name: str = Field(pattern=r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
+    r"""Physical EKS cluster name (EKS CreateCluster: ``^[0-9A-Za-z][A-Za-z0-9\-_]*``, at most 100); also the
+    Karpenter discovery tag value and the SQS queue name. Underscores only with both bucket names set
+    (generated S3 bucket names start with it)."""
     kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION
     """@default 1.35 (the newest in EKS standard support). Quote it in YAML ("1.30" unquoted is the
     number 1.3). Versions past EKS extended support on the day of validation are refused."""

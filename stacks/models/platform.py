@@ -30,7 +30,7 @@ class ObservabilityConfig(Model):
     """@default 30."""
     storage_gib: int | None = Field(default=None, ge=10, le=16384, alias="storageGiB")
     """Prometheus volume (gp3). @default sized from retentionDays, the scrape interval and the
-    partitions' maxNodes (``assembly/observability.py`` ``prometheus_storage_gib``)."""
+    partitions' maxNodes (``ekstrain/prometheus_sizing.py``); beyond 16 TiB (the gp3 maximum) is refused."""
     amp: AmpConfig = Field(default_factory=AmpConfig)
     """Optional remote write to Amazon Managed Prometheus."""
 

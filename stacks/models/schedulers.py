@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
@@ -25,27 +26,47 @@ SSH_KEY_TYPES = (
 )
 
 
-def _ssh_public_key(value: str) -> str:
-    """One OpenSSH public key: ``<type> <base64 blob> [comment]``; no options, one line."""
-    fix = "paste one public key per list entry, as in id_ed25519.pub: ssh-ed25519 AAAA... comment"
+def ssh_public_key_problem(value: str) -> str | None:
+    """Why ``value`` is not one OpenSSH public key line (``<type> <base64 blob> [comment]``, no options), or None.
+
+    The problem never quotes the value: key-file lines may be anything (stacks/slurm_login.py)."""
     if "\n" in value.strip() or "\r" in value:
-        raise ValueError(f"an entry holds several lines; {fix}")
+        return "holds several lines"
+    if any(not c.isprintable() for c in value.strip()):
+        return "has control characters"
     parts = value.split()
     if len(parts) < 2 or parts[0] not in SSH_KEY_TYPES:
-        raise ValueError(
-            f"{value[:40]!r} does not start with a key type ({', '.join(SSH_KEY_TYPES[:3])}, ...); "
-            "authorized_keys options such as command= are not accepted; " + fix
+        return (
+            f"does not start with a key type ({', '.join(SSH_KEY_TYPES[:3])}, ...); authorized_keys options "
+            "such as command= or from= are not accepted"
         )
     try:
         blob = base64.b64decode(parts[1], validate=True)
     except (binascii.Error, ValueError):
-        raise ValueError(f"the key data of {value[:40]!r} is not base64; {fix}") from None
+        return "its key data is not base64"
     size = int.from_bytes(blob[:4], "big")
     if len(blob) < 4 + size or blob[4 : 4 + size] != parts[0].encode():
-        raise ValueError(f"the key data of {value[:40]!r} is not a {parts[0]} key; {fix}")
-    if any(not c.isprintable() for c in value.strip()):
-        raise ValueError(f"{value[:40]!r} has control characters; {fix}")
+        return f"its key data is not a {parts[0]} key"
+    return None
+
+
+def _ssh_public_key(value: str) -> str:
+    """One OpenSSH public key: ``<type> <base64 blob> [comment]``; no options, one line."""
+    problem = ssh_public_key_problem(value)
+    if problem:
+        fix = "paste one public key per list entry, as in id_ed25519.pub: ssh-ed25519 AAAA... comment"
+        raise ValueError(f"{value[:40]!r} {problem}; {fix}")
     return value.strip()
+
+
+def _key_file_path(value: str) -> str:
+    """A relative path inside the project: the file itself is checked by stacks.rules (stacks/slurm_login.py)."""
+    fix = "give a path relative to the project directory, such as security/slurm-login.pub"
+    if not re.fullmatch(r"[A-Za-z0-9_.@+-][A-Za-z0-9_./@+-]{0,254}", value):
+        raise ValueError(f"{value[:80]!r} is not a relative path of letters, digits and _ . / @ + -; {fix}")
+    if any(part in ("", ".", "..") for part in value.split("/")):
+        raise ValueError(f"{value!r} has an empty, . or .. component (only paths inside the project are read); {fix}")
+    return value
 
 
 SshPublicKey = Annotated[str, AfterValidator(_ssh_public_key)]
@@ -69,9 +90,10 @@ class SlurmConfig(Model):
     partition's minNodes (0: scale the NodeSet before submitting, docs/schedulers.md)."""
     login_ssh_authorized_keys: list[SshPublicKey] = Field(default_factory=list)
     """SSH public keys for root on the login node; @default none (add keys before first login)."""
-    login_ssh_authorized_keys_file: str | None = None
-    """Path (relative to the project directory) of an authorized_keys file whose keys are added to
-    loginSshAuthorizedKeys: keys change by pull request without editing the stack file."""
+    login_ssh_authorized_keys_file: Annotated[str, AfterValidator(_key_file_path)] | None = None
+    """Path (relative to the project directory, inside it, no symlink out) of an authorized_keys file whose
+    keys are added to loginSshAuthorizedKeys: keys change by pull request without editing the stack file.
+    Every line is checked like loginSshAuthorizedKeys (key type, no options, never a private key)."""
     accounting_volume_gib: int = Field(default=20, ge=1, le=16384, alias="accountingVolumeGiB")
     """@default 20: gp3 volume of the MariaDB that backs slurmdbd."""
 

@@ -14,7 +14,7 @@ from stacks.models.partitions import PartitionConfig
 from stacks.models.platform import DeliveryConfig, JupyterHubConfig, ObservabilityConfig
 from stacks.models.schedulers import SchedulersConfig
 from stacks.models.storage import StorageConfig
-from stacks.models.tags import ResourceTags
+from stacks.models.tags import AwsDefaultTags, ResourceTags
 from stacks.models.versions import VersionsConfig
 
 
@@ -25,6 +25,9 @@ class StackConfig(Model):
     """Environment tag and the policy pack's notion of production."""
     project: str = Field(default="ekstrain", pattern=DNS_LABEL, max_length=63)
     """Project tag on every AWS resource."""
+    default_tags: AwsDefaultTags | None = None
+    """From ``aws:defaultTags`` (the AWS provider adds these tags to every resource): counted with ``tags``
+    against AWS's 50 per resource; @default none."""
     tags: ResourceTags = Field(default_factory=dict)
     """Extra tags on every AWS resource: at most 40 (AWS allows 50; the program adds up to 10), keys <= 128 and
     values <= 256 characters, no ``aws:`` prefix, never one of the program's own tags (Project, Environment,

@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, Field
+
+from stacks.models.base import Model
 
 AWS_MAX_TAGS = 50
 PROGRAM_TAG_BUDGET = 10
@@ -63,3 +65,10 @@ def _selector(tags: dict[str, str]) -> dict[str, str]:
 
 ResourceTags = Annotated[dict[str, str], AfterValidator(_own)]
 SelectorTags = Annotated[dict[str, str], AfterValidator(_selector)]
+
+
+class AwsDefaultTags(Model):
+    """``aws:defaultTags`` as the pulumi-aws provider reads it: ``{tags: {key: value}}``."""
+
+    tags: SelectorTags = Field(default_factory=dict)
+    """Tags the provider adds to every resource it creates."""

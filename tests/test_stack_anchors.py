@@ -1,0 +1,34 @@
+"""A trailing newline never passes a check: every pattern is matched whole (``fullmatch`` or ``\\Z``), since
+``re.match(r"^...$")`` accepts ``"value\\n"`` (``$`` also matches before a final newline)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from infra.verify import aws_rules, iam
+from stacks import labels
+
+
+@given(
+    good=st.from_regex(r"[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?", fullmatch=True),
+    tail=st.sampled_from(["\n", "\r\n", "\x00", " "]),
+)
+def test_label_keys_and_values_refuse_a_trailing_control_character(good: str, tail: str) -> None:
+    assert labels.key_problem(good) is None and labels.value_problem(good) is None
+    assert labels.key_problem(good + tail) is not None
+    assert labels.value_problem(good + tail) is not None
+    assert labels.key_problem(f"team.example.com/{good}{tail}") is not None
+
+
+@pytest.mark.parametrize("name", ["my-bucket\n", "my-bucket"])
+def test_bucket_names_are_matched_whole(name: str) -> None:
+    problems = aws_rules.bucket_name_problems(name)
+    assert bool(problems) == name.endswith("\n")
+
+
+def test_arn_patterns_are_matched_whole() -> None:
+    pattern = iam.arn_pattern("arn:${Partition}:s3:::${BucketName}")
+    assert pattern.match("arn:aws:s3:::bucket")
+    assert not pattern.match("arn:aws:s3:::bucket\n")
