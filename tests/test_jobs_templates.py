@@ -177,7 +177,7 @@ def test_slurm_script_for_every_partition() -> None:
     for part in PROD.partitions:
         text = render_sbatch(spec_for(part.name), PROD, FakePlanner())
         assert f"#SBATCH --partition={part.name}\n" in text and "#SBATCH --exclusive\n" in text
-        assert '--rdzv_backend=c10d "--rdzv_endpoint=${head_node_ip}:29500"' in text
+        assert '--rdzv_backend=c10d --rdzv_endpoint="${head_node_ip}":29500' in text
         assert ("#SBATCH --gpus-per-node=8" in text) == (part.accelerator == "gpu")
         # slurmd pods mount FSx at schedulers.slurm.sharedMountPath, so the script's paths live there.
         assert f"--checkpoint_dir={PROD.schedulers.slurm.shared_mount_path}/checkpoints/" in text
@@ -221,7 +221,7 @@ def test_trainium_job_precompiles_into_the_fsx_cache_then_trains() -> None:
     pre = next(i for i, line in enumerate(lines) if "neuron_parallel_compile torchrun" in line)
     train = next(i for i, line in enumerate(lines) if line.startswith("exec torchrun"))
     assert pre < train
-    assert "--nproc_per_node=32" in lines[train] and "--node_rank=${JOB_COMPLETION_INDEX}" in lines[train]
+    assert "--nproc_per_node=32" in lines[train] and '--node_rank="${JOB_COMPLETION_INDEX}"' in lines[train]
     assert "--master_addr=run-0.run" in lines[train] and "--lora_rank=16" in lines[train]
     assert "--max_steps=10" in lines[pre]
     env = {e["name"]: e["value"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}

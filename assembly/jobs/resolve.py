@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Any
@@ -112,8 +113,9 @@ class ResolvedRun:
         return {DO_NOT_DISRUPT: "true"}
 
     def env_list(self, extra: dict[str, str] | None = None) -> list[dict[str, str]]:
+        """Container env; values escaped for the kubelet's ``$(VAR)`` expansion, so each arrives as given."""
         merged = {**self.env, **(extra or {})}
-        return [{"name": k, "value": v} for k, v in merged.items()]
+        return [{"name": k, "value": kubelet_literal(v)} for k, v in merged.items()]
 
     def security_context(self, ssh: bool = False) -> dict[str, Any]:
         """Pod Security baseline-compatible: no privilege, no escalation, every capability dropped.
@@ -242,8 +244,13 @@ class ResolvedRun:
             *self.script_args(files_dir),
         ]
 
-    def static_rendezvous(self, node_rank: str, master_addr: str, port: int = MASTER_PORT) -> list[str]:
-        return [f"--node_rank={node_rank}", f"--master_addr={master_addr}", f"--master_port={port}"]
+    def static_rendezvous(self, node_rank: str, master_addr: str, port: int | str = MASTER_PORT) -> list[str]:
+        """torchrun's static rendezvous; the three values may reference :data:`PLATFORM_VARS`."""
+        return [
+            PlatformWord(f"--node_rank={node_rank}"),
+            PlatformWord(f"--master_addr={master_addr}"),
+            PlatformWord(f"--master_port={port}"),
+        ]
 
     def prelude(self) -> list[str]:
         """Shell lines every worker runs before training: FSx directories for checkpoints and NCCL dumps."""
@@ -260,7 +267,7 @@ class ResolvedRun:
         cmd = ["neuron_parallel_compile", *self.torchrun(rendezvous), f"--max_steps={self.spec.precompile_steps}"]
         return [
             f"if [ ! -f {shlex.quote(marker)} ]; then",
-            f"  {join_keep_vars(cmd)}",
+            f"  {shell_join(cmd)}",
             f"  touch {shlex.quote(marker)}",
             "fi",
         ]
@@ -268,14 +275,14 @@ class ResolvedRun:
     def shell(self, rendezvous: list[str], extra_lines: list[str] | None = None) -> str:
         """``bash -c`` body: prelude, optional pre-compilation, then ``exec torchrun ...``.
 
-        Rendezvous arguments may reference environment variables (``${VC_TASK_INDEX}``); they are
-        left unquoted so the shell expands them, everything else is quoted.
+        Rendezvous arguments (:class:`PlatformWord`) expand the controller's variables
+        (``${VC_TASK_INDEX}``); every other argument is single-quoted (see :func:`shell_join`).
         """
         lines = [
             *self.prelude(),
             *(extra_lines or []),
             *self.precompile_lines(rendezvous),
-            "exec " + join_keep_vars(self.torchrun(rendezvous)),
+            "exec " + shell_join(self.torchrun(rendezvous)),
         ]
         return "\n".join(lines) + "\n"
 
@@ -285,19 +292,76 @@ def _plan_list(plan: Any, method: str) -> list[str]:
     return [str(a) for a in fn()] if callable(fn) else []
 
 
-def join_keep_vars(argv: list[str]) -> str:
-    """Shell words: ``${VAR}`` arguments stay expandable (double-quoted), everything else single-quoted.
+PLATFORM_VARS = frozenset(
+    {
+        "RANK",  # PyTorchJob: the operator's replica rank (= node rank)
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "PET_NODE_RANK",  # TrainJob: the Trainer torch plugin
+        "PET_MASTER_ADDR",
+        "PET_MASTER_PORT",
+        "VC_TASK_INDEX",  # Volcano env plugin
+        "JOB_COMPLETION_INDEX",  # Indexed Job
+        "SLURM_JOB_ID",  # Slurm
+        "head_node_ip",  # set by the sbatch script itself
+    }
+)
+"""The only variables a generated shell line expands: each is set by a controller or by the script itself."""
+_VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
-    ``shlex.join`` would single-quote ``--node_rank=${JOB_COMPLETION_INDEX}`` and torchrun would get
-    the literal text."""
-    return " ".join(_word(a) for a in argv)
+
+class PlatformWord(str):
+    """An argument the platform writes with ``${VAR}`` references to :data:`PLATFORM_VARS`.
+
+    Every other argument (the user's script, paths, arguments, env values) is a plain ``str`` and is
+    single-quoted, so ``$(...)``, `` `...` ``, ``${...}``, globs and ``;`` in it reach the program as
+    typed. Only a ``PlatformWord`` is expanded, and only its ``${VAR}`` parts."""
+
+    def __new__(cls, template: str) -> PlatformWord:
+        unknown = sorted(set(_VAR_REF.findall(template)) - PLATFORM_VARS)
+        if unknown or "$" in _VAR_REF.sub("", template):
+            raise ValueError(f"platform word {template!r} references {unknown or 'a bare $'}, not PLATFORM_VARS")
+        return super().__new__(cls, template)
+
+    def shell(self) -> str:
+        """``--node_rank="${VC_TASK_INDEX}"``: literal parts single-quoted, variables double-quoted."""
+        out, last = [], 0
+        for m in _VAR_REF.finditer(self):
+            if m.start() > last:
+                out.append(shlex.quote(self[last : m.start()]))
+            out.append(f'"${{{m.group(1)}}}"')
+            last = m.end()
+        if last < len(self):
+            out.append(shlex.quote(self[last:]))
+        return "".join(out)
+
+    def expand(self, env: dict[str, str]) -> str:
+        """What the shell passes on, given the variables' values (tests compare argv with this)."""
+        return _VAR_REF.sub(lambda m: env[m.group(1)], self)
 
 
-def _word(arg: str) -> str:
-    if "${" not in arg:
-        return shlex.quote(arg)
-    # Double quotes expand ${...} but nothing else dangerous once ` \ " are escaped; $ stays live.
-    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`") + '"'
+def shell_word(arg: str) -> str:
+    return arg.shell() if isinstance(arg, PlatformWord) else shlex.quote(arg)
+
+
+def shell_join(argv: list[str]) -> str:
+    """One shell word per argument: :class:`PlatformWord` s expand their platform variables, every other
+    argument is single-quoted (``shlex.quote``) and reaches the program byte for byte."""
+    return " ".join(shell_word(a) for a in argv)
+
+
+def kubelet_literal(text: str) -> str:
+    """``text`` escaped so the kubelet passes it on unchanged.
+
+    The kubelet expands ``$(NAME)`` in a container's command, args and env values and turns ``$$`` into
+    ``$`` (kubernetes third_party/forked/golang/expansion/expand.go; "Variable references $(VAR_NAME) are
+    expanded ... Escaped references will never be expanded", core/v1 Container.command). Doubling every
+    ``$`` that precedes ``$`` or ``(`` makes the result exactly ``text``: the shell, not the kubelet,
+    sees ``$(...)``."""
+    return _KUBELET_SPECIAL.sub("$$", text)
+
+
+_KUBELET_SPECIAL = re.compile(r"\$(?=[$(])")
 
 
 def _gib(value: float) -> str:

@@ -12,7 +12,7 @@ import posixpath
 import shlex
 from typing import Any
 
-from assembly.jobs.resolve import MASTER_PORT, ResolvedRun, join_keep_vars
+from assembly.jobs.resolve import MASTER_PORT, PlatformWord, ResolvedRun, shell_join
 
 
 def enroot_uri(image: str) -> str:
@@ -32,7 +32,11 @@ def container_flags(r: ResolvedRun) -> list[str]:
 
 
 def _rendezvous() -> list[str]:
-    return ["--rdzv_id=${SLURM_JOB_ID}", "--rdzv_backend=c10d", f"--rdzv_endpoint=${{head_node_ip}}:{MASTER_PORT}"]
+    return [
+        PlatformWord("--rdzv_id=${SLURM_JOB_ID}"),
+        "--rdzv_backend=c10d",
+        PlatformWord(f"--rdzv_endpoint=${{head_node_ip}}:{MASTER_PORT}"),
+    ]
 
 
 def script(r: ResolvedRun) -> str:
@@ -82,11 +86,11 @@ def script(r: ResolvedRun) -> str:
         pre = ["neuron_parallel_compile", *r.torchrun(rdzv, files_dir), f"--max_steps={r.spec.precompile_steps}"]
         lines += [
             f"if [ ! -f {shlex.quote(marker)} ]; then",
-            f"  srun --kill-on-bad-exit=1 {join_keep_vars([*container_flags(r), *pre])}",
+            f"  srun --kill-on-bad-exit=1 {shell_join([*container_flags(r), *pre])}",
             f"  touch {shlex.quote(marker)}",
             "fi",
         ]
-    lines.append("srun --kill-on-bad-exit=1 " + join_keep_vars([*container_flags(r), *r.torchrun(rdzv, files_dir)]))
+    lines.append("srun --kill-on-bad-exit=1 " + shell_join([*container_flags(r), *r.torchrun(rdzv, files_dir)]))
     return "\n".join(lines) + "\n"
 
 

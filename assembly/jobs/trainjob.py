@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from assembly.jobs.pod import TERMINATION_GRACE_SECONDS, launch_configmap
-from assembly.jobs.resolve import ResolvedRun
+from assembly.jobs.pod import TERMINATION_GRACE_SECONDS, kubelet_argv, launch_configmap
+from assembly.jobs.resolve import PlatformWord, ResolvedRun
 from assembly.schedulers import operators
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
@@ -26,7 +26,11 @@ def torch_runtime(partition: str) -> str:
 NODE_JOB = "node"
 """Replicated job and container name of upstream's torch runtimes."""
 PATCH_MANAGER = "ekstrain.io/jobs"
-RENDEZVOUS = ["--node_rank=${PET_NODE_RANK}", "--master_addr=${PET_MASTER_ADDR}", "--master_port=${PET_MASTER_PORT}"]
+RENDEZVOUS: list[str] = [
+    PlatformWord("--node_rank=${PET_NODE_RANK}"),
+    PlatformWord("--master_addr=${PET_MASTER_ADDR}"),
+    PlatformWord("--master_port=${PET_MASTER_PORT}"),
+]
 
 
 def build(r: ResolvedRun, runtime: str | None = None) -> list[dict[str, Any]]:
@@ -51,7 +55,7 @@ def build(r: ResolvedRun, runtime: str | None = None) -> list[dict[str, Any]]:
             "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime", "name": runtime},
             "trainer": {
                 "image": r.spec.image,
-                "command": ["/bin/bash", "-c", r.shell(RENDEZVOUS)],
+                "command": kubelet_argv(["/bin/bash", "-c", r.shell(RENDEZVOUS)]),
                 "env": r.env_list(),
                 "numNodes": r.nodes,
                 "numProcPerNode": r.nproc_per_node,
