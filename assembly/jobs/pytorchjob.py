@@ -35,7 +35,9 @@ def build(r: ResolvedRun) -> list[dict[str, Any]]:
         "metadata": r.metadata(),
         "spec": {
             "nprocPerNode": str(r.nproc_per_node),
-            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": r.spec.max_restarts},
+            # The operator counts container restarts of every replica against backoffLimit (training-operator
+            # v1.9 PastBackoffLimit); one whole-job restart restarts every node's container once.
+            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": r.spec.max_restarts * r.nodes},
             "pytorchReplicaSpecs": specs,
         },
     }

@@ -19,7 +19,7 @@ from assembly.jobs import planning
 from assembly.jobs.planning import PlannerBackend, choose_plan, plan_instance_type
 from assembly.jobs.spec import TRAINIUM_FRAMEWORKS, JobRequestError, RunSpec
 from ekstrain import catalog, names
-from ekstrain.partitions import PartitionShape, shape
+from ekstrain.partitions import PartitionShape, layout_nodes, shape
 from stacks.models import StackConfig
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
@@ -63,6 +63,8 @@ class ResolvedRun:
     deepspeed_config: dict[str, Any] | None
     kubernetes_version: str
     labels: dict[str, str] = field(default_factory=dict)
+    checkpoint_root: str = ""
+    """The stack's checkpoint directory on this mount (exists before any job: Slurm's output goes there)."""
     extra_files: dict[str, str] = field(default_factory=dict)
     """Files a builder adds to the launch ConfigMap (the Ray launcher)."""
 
@@ -424,6 +426,7 @@ def resolve(
             f"({', '.join(part.instance_types)}); pick one of those or another partition"
         )
     instance = catalog.get(it_name)
+    _check_layout_share(spec, part.max_nodes, shp, it_name)
     fsx = cfg.storage.fsx
     if not fsx.enabled:
         raise JobRequestError(
@@ -436,6 +439,7 @@ def resolve(
     for label, path in (("dataset path", data_dir), ("checkpoint path", checkpoint_dir)):
         if not _under(path, mount):
             raise JobRequestError(f"{label} {path} is outside the FSx mount {mount}; pods see only {mount}/...")
+    _check_other_mount(spec, mount, {fsx.mount_path, cfg.schedulers.slurm.shared_mount_path})
 
     plan = spec.plan if spec.plan is not None else choose_plan(spec, instance, planner or planning.RealPlanner())
     _check_plan(spec, plan, instance, shp)
@@ -482,7 +486,41 @@ def resolve(
         deepspeed_config=deepspeed,
         kubernetes_version=cfg.cluster.kubernetes_version,
         labels={JOB_LABEL: spec.name, names.PARTITION_LABEL: part.name, "app.kubernetes.io/managed-by": "ekstrain"},
+        checkpoint_root=posixpath.join(mount, fsx.checkpoint_path.lstrip("/")),
     )
+
+
+def _check_layout_share(spec: RunSpec, max_nodes: int, shp: PartitionShape, instance_type: str) -> None:
+    """A mixed-layout partition (trn1 + trn1n) has one NodePool per EFA layout, each with its share of
+    maxNodes (ekstrain.partitions.layout_nodes, the NodePools' ``limits.nodes``): a job of one instance
+    type can use only its layout's share."""
+    pools = layout_nodes(shp, max_nodes)
+    if len(pools) == 1:
+        return
+    layout, limit = next((lay, n) for lay, n in pools if any(t.name == instance_type for t in lay.instance_types))
+    if spec.nodes > limit:
+        others = [f"{t.name} ({n})" for lay, n in pools if lay is not layout for t in lay.instance_types]
+        raise JobRequestError(
+            f"{spec.nodes} nodes of {instance_type} requested but partition {shp.name} holds at most {limit} "
+            f"(NodePool {layout.name}: its share of maxNodes {max_nodes} over {len(pools)} EFA layouts); ask "
+            f"for at most {limit} nodes, use --instance-type {' or '.join(others)}, or raise "
+            f"ekstrain:partitions ({shp.name}).maxNodes"
+        )
+
+
+def _check_other_mount(spec: RunSpec, mount: str, mounts: set[str]) -> None:
+    """The script and the script's arguments must not name a path under another of the platform's FSx
+    mount points: Kubernetes pods see FSx at ``storage.fsx.mountPath``, Slurm jobs (slurmd pods and the
+    pyxis container) only at ``schedulers.slurm.sharedMountPath``."""
+    for other in sorted(m.rstrip("/") for m in mounts if m.rstrip("/") != mount):
+        for flag, value in (("--script", spec.script), *((f"script argument {a!r}", a) for a in spec.args)):
+            path = value.partition("=")[2] if value.startswith("-") else value
+            if _under(path, other):
+                fixed = mount + path[len(other) :]
+                raise JobRequestError(
+                    f"{flag}: {path} is under {other}, which this scheduler's containers do not mount "
+                    f"(FSx is at {mount} here); use {fixed}"
+                )
 
 
 def _partitions_of(cfg: StackConfig, family: str) -> str:
