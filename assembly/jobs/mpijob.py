@@ -41,7 +41,7 @@ def mpirun(r: ResolvedRun, program: list[str], ranks: int, per_node: int, env: d
 
 def build(r: ResolvedRun, launcher_command: list[str] | None = None) -> list[dict[str, Any]]:
     command = launcher_command or mpirun(r, ["bash", "-c", rank_shell(r)], r.world_size, r.nproc_per_node, r.env)
-    launcher = small_container(r, name="launcher", command=command)
+    launcher = small_container(r, name="launcher", command=command, cpu=r.launcher_cpu, memory=r.launcher_memory)
     worker = worker_container(r, name="worker", command=["/usr/sbin/sshd", "-De"], ssh=True)
     job = {
         "apiVersion": API_VERSION,

@@ -34,6 +34,12 @@ plus kube-reserved and eviction, the rest is left to the node's DaemonSets (CNI,
 SHM_FRACTION = 0.125
 """``/dev/shm`` size limit as a share of node RAM (counts against the worker's memory limit)."""
 MASTER_PORT = 29500
+LAUNCHER_MAX: tuple[float, float] = (2.0, 4.0 * 2**30)
+"""CPU cores and memory bytes a CPU-only launcher (mpirun) asks for at most."""
+LAUNCHER_SHARE = 0.25
+"""...and at most this share of the smallest system node's allocatable: launchers run there next to the
+controllers and DaemonSets, and a few jobs' launchers must fit at once (issue 22: a 2-CPU launcher can
+never start on dev's m7i.large, whose allocatable is 1.93 CPU)."""
 SSH_CAPABILITIES = ("AUDIT_WRITE", "NET_BIND_SERVICE", "SETGID", "SETUID", "SYS_CHROOT")
 """What sshd (MPI workers) needs after ``drop: [ALL]``; all are allowed by the Pod Security baseline."""
 
@@ -63,6 +69,9 @@ class ResolvedRun:
     deepspeed_config: dict[str, Any] | None
     kubernetes_version: str
     labels: dict[str, str] = field(default_factory=dict)
+    launcher_cpu: str = "2"
+    launcher_memory: str = "4Gi"
+    """Requests of the CPU-only launcher container (:func:`launcher_requests`)."""
     checkpoint_root: str = ""
     """The stack's checkpoint directory on this mount (exists before any job: Slurm's output goes there)."""
     extra_files: dict[str, str] = field(default_factory=dict)
@@ -464,6 +473,7 @@ def resolve(
     env.update({str(k): str(v) for k, v in _plan_env(plan).items()})
     env.update({str(k): str(v) for k, v in spec.env.items()})
     cpu_reserve = max(2, instance.vcpus // 16)
+    launcher_cpu, launcher_memory = launcher_requests(cfg.cluster.system_node_group.instance_types)
     return ResolvedRun(
         spec=spec,
         shape=shp,
@@ -487,7 +497,23 @@ def resolve(
         kubernetes_version=cfg.cluster.kubernetes_version,
         labels={JOB_LABEL: spec.name, names.PARTITION_LABEL: part.name, "app.kubernetes.io/managed-by": "ekstrain"},
         checkpoint_root=posixpath.join(mount, fsx.checkpoint_path.lstrip("/")),
+        launcher_cpu=launcher_cpu,
+        launcher_memory=launcher_memory,
     )
+
+
+def launcher_requests(system_instance_types: list[str]) -> tuple[str, str]:
+    """(cpu, memory) for a launcher: :data:`LAUNCHER_MAX`, capped at :data:`LAUNCHER_SHARE` of the smallest
+    system node's allocatable as Karpenter/the EKS AMI compute it (ekstrain.simulate.load.system_nodes: 7.5 %
+    VM overhead, kube-reserved cpu ladder and 11 MiB x pods + 255 MiB, 100 Mi eviction)."""
+    from ekstrain.simulate.load import system_nodes
+
+    nodes = system_nodes(system_instance_types)
+    cpu, memory = LAUNCHER_MAX
+    if nodes:
+        cpu = min(cpu, LAUNCHER_SHARE * min(n.allocatable["cpu"] for n in nodes))
+        memory = min(memory, LAUNCHER_SHARE * min(n.allocatable["memory"] for n in nodes))
+    return f"{int(cpu * 1000) // 50 * 50}m", f"{int(memory // 2**20)}Mi"
 
 
 def _check_layout_share(spec: RunSpec, max_nodes: int, shp: PartitionShape, instance_type: str) -> None:
