@@ -51,9 +51,9 @@ def hydra_overrides(r: ResolvedRun) -> list[str]:
     ]
 
 
-def command(r: ResolvedRun, rendezvous: list[str]) -> str:
-    """``bash -c`` body: the FSx directories, then torchrun of the MolMIM pre-training script."""
-    argv = [
+def torchrun_argv(r: ResolvedRun, rendezvous: list[str]) -> list[str]:
+    """torchrun of the MolMIM pre-training script with the planner's numbers as Hydra overrides."""
+    return [
         "torchrun",
         f"--nnodes={r.nodes}",
         f"--nproc_per_node={r.nproc_per_node}",
@@ -63,7 +63,11 @@ def command(r: ResolvedRun, rendezvous: list[str]) -> str:
         f"--config-name={CONFIG_NAME}",
         *hydra_overrides(r),
     ]
-    return "\n".join([*r.prelude(), "exec " + shell_join(argv)]) + "\n"
+
+
+def command(r: ResolvedRun, rendezvous: list[str]) -> str:
+    """``bash -c`` body: the FSx directories, then torchrun of the MolMIM pre-training script."""
+    return "\n".join([*r.prelude(), "exec " + shell_join(torchrun_argv(r, rendezvous))]) + "\n"
 
 
 def build(r: ResolvedRun) -> list[dict[str, Any]]:

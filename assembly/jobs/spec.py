@@ -22,6 +22,17 @@ NAME_PATTERN = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 """DNS-1035 label (used with ``fullmatch``: ``re.match(...$)`` would accept a trailing newline)."""
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 """Names a POSIX shell can ``export`` (Slurm exports every variable; POSIX.1-2017 XBD 8.1 names)."""
+SHELL_OWNED_ENV = frozenset(
+    {
+        *("BASHOPTS", "BASHPID", "BASH_ALIASES", "BASH_ARGC", "BASH_ARGV", "BASH_ARGV0", "BASH_CMDS"),
+        *("BASH_COMMAND", "BASH_ENV", "BASH_LINENO", "BASH_REMATCH", "BASH_SOURCE", "BASH_SUBSHELL"),
+        *("BASH_VERSINFO", "BASH_VERSION", "DIRSTACK", "ENV", "EPOCHREALTIME", "EPOCHSECONDS", "EUID"),
+        *("FUNCNAME", "GROUPS", "HISTCMD", "IFS", "LINENO", "PIPESTATUS", "PPID", "RANDOM", "SECONDS"),
+        *("SHELLOPTS", "SRANDOM", "UID", "_"),
+    }
+)
+"""Variables bash sets itself, reads at start-up or refuses to assign (bash(1) "Shell Variables"): exporting
+them from the generated scripts fails (UID is read-only) or changes how the script itself runs."""
 REFUSED_CATEGORIES = {
     "Cc": "a control character",
     "Cf": "an invisible format character",
@@ -61,7 +72,6 @@ def check_text(flag: str, value: str) -> None:
 
 
 FIELD_FLAGS = {
-    "name": "--name",
     "partition": "--partition",
     "image": "--image",
     "model": "--model",
@@ -73,6 +83,7 @@ FIELD_FLAGS = {
     "hugepages_2mi": "--hugepages-2mi",
     "resume_flag": "--resume-flag",
     "recompute": "--recompute",
+    "name": "--name",  # last: the CLI's default name is derived from --model
 }
 """RunSpec field -> the ``ekstrain job render`` flag that sets it (errors name the flag)."""
 
@@ -144,8 +155,8 @@ class RunSpec:
         self._check_text()
         if not NAME_PATTERN.fullmatch(self.name) or len(self.name) > MAX_NAME:
             raise JobRequestError(
-                f"job name {self.name!r} must be a DNS-1035 label (a-z, 0-9, '-', starting with a "
-                f"letter) of at most {MAX_NAME} characters"
+                f"--name {_shown(self.name)} must be a DNS-1035 label (a-z, 0-9, '-', starting with a "
+                f"letter) of at most {MAX_NAME} characters (the default is <model>-<scheduler>)"
             )
         if self.framework not in FRAMEWORKS:
             raise JobRequestError(f"unknown framework {self.framework!r}; use one of {', '.join(FRAMEWORKS)}")
@@ -174,6 +185,11 @@ class RunSpec:
                 raise JobRequestError(
                     f"--env name {_shown(key)} is not a variable name; use letters, digits and '_', "
                     "not starting with a digit (e.g. --env MY_FLAG=1)"
+                )
+            if key in SHELL_OWNED_ENV:
+                raise JobRequestError(
+                    f"--env name {key} is a variable bash sets or reads itself (bash(1) Shell Variables); "
+                    "pick another name"
                 )
             check_text(f"--env {key}=", value)
 
