@@ -296,3 +296,34 @@ def test_no_runnable_plan_for_the_framework_is_an_error() -> None:
 
     text = _error(spec_for("gpu-a100", framework="deepspeed"), planner=OnlyPipelines())
     assert "can run under deepspeed (DeepSpeed's pipeline engine supports ZeRO stages 0 and 1 only)" in text
+
+
+# ---- issue 25: the three reported injections --------------------------------------------------------
+
+
+def test_cli_refuses_a_newline_in_the_checkpoint_path(fake_planner: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """It became a command through the unquoted ``#SBATCH --output`` line."""
+    argv = ["--scheduler", "slurm", "--partition", "gpu-a100", "--nodes", "2"]
+    assert cli.main([*ARGS, *argv, "--checkpoint-path", "/shared/ckpt\ntouch /tmp/pwned"]) == 2
+    assert capsys.readouterr().err == (
+        "ekstrain job render: --checkpoint-path '/shared/ckpt\\ntouch /tmp/pwned' has a control character "
+        "(U+000A) at character 13; values must be one line of printable text: remove it\n"
+    )
+
+
+def test_cli_refuses_an_env_name_that_is_a_command(fake_planner: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--env '$(id)=1'`` was emitted as ``export $(id)=1``."""
+    argv = ["--scheduler", "slurm", "--partition", "gpu-a100", "--nodes", "2", "--env", "$(id)=1"]
+    assert cli.main([*ARGS, *argv]) == 2
+    assert capsys.readouterr().err == (
+        "ekstrain job render: --env name '$(id)' is not a variable name; use letters, digits and '_', not "
+        "starting with a digit (e.g. --env MY_FLAG=1)\n"
+    )
+
+
+def test_dollar_brace_no_longer_switches_a_value_to_double_quotes() -> None:
+    """``${`` in ``--script``/``--dataset-path``/args made the whole word double-quoted, so ``$(...)`` ran."""
+    hostile = "${HOME}$(touch /tmp/pwned)"
+    objects = render(spec_for("gpu-a100", script=hostile, args=(hostile,)), PROD, "volcano", FakePlanner())
+    body = objects[-1]["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["command"][2]
+    assert f'"{hostile}"' not in body and body.count("'${HOME}$$(touch /tmp/pwned)'") == 2
