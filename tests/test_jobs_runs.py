@@ -108,6 +108,8 @@ def test_slurm_paths_are_under_the_slurm_mount() -> None:
         match=r"script argument '--config=/shared/c.yaml': /shared/c.yaml is under /shared, .* use /fsx/c.yaml$",
     ):
         render(spec_for("gpu-a100", args=("--config=/shared/c.yaml",)), PROD, "volcano", FakePlanner())
+    with pytest.raises(JobRequestError, match=r"/\./fsx/x\.py is under /fsx, .*; use /shared/x\.py$"):
+        render_sbatch(spec_for("gpu-a100", script="/./fsx/x.py"), PROD, FakePlanner())
     text = render_sbatch(spec_for("gpu-a100", script="/shared/code/finetune.py"), PROD, FakePlanner())
     mounts = re.search(r"--container-mounts=(\S+)", text)[1]
     mounted = [m.split(":")[1] for m in mounts.split(",")]

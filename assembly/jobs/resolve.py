@@ -542,7 +542,7 @@ def _check_other_mount(spec: RunSpec, mount: str, mounts: set[str]) -> None:
         for flag, value in (("--script", spec.script), *((f"script argument {a!r}", a) for a in spec.args)):
             path = value.partition("=")[2] if value.startswith("-") else value
             if _under(path, other):
-                fixed = mount + path[len(other) :]
+                fixed = mount + posixpath.normpath(path)[len(other) :]
                 raise JobRequestError(
                     f"{flag}: {path} is under {other}, which this scheduler's containers do not mount "
                     f"(FSx is at {mount} here); use {fixed}"
