@@ -15,7 +15,7 @@ import stat
 import subprocess
 
 from conftest import stack_config
-from test_jobs_support import FakePlanner
+from test_jobs_support import FakePlanner, kubelet_expand
 from test_jobs_templates import spec_for
 
 from assembly.jobs import render, render_sbatch
@@ -99,7 +99,7 @@ def _health(tmp: pathlib.Path, partition: str, log: str) -> subprocess.Completed
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "fake.log").write_text(log)
     launcher = nccl.render(PROD, partition)[-1]["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
-    body = launcher["containers"][0]["command"][2]
+    body = kubelet_expand(launcher["containers"][0]["command"][2])
     bin_dir = _stubs(tmp)
     # mpirun: the per-node check passes; the collective prints the canned NCCL output.
     (bin_dir / "mpirun").write_text(f'#!/bin/sh\ncase "$*" in *all_reduce_perf*) cat {tmp}/fake.log;; esac\n')

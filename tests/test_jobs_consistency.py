@@ -32,7 +32,8 @@ def _torchrun_line(text: str) -> list[str]:
     line = next(
         ln for ln in text.splitlines() if re.search(r"(^|\s)torchrun ", ln) and "neuron_parallel_compile" not in ln
     )
-    argv = shlex.split(line[line.index("torchrun") :])
+    # Slurm: the step's status decides the requeue (`srun ... || status=$?`).
+    argv = shlex.split(line[line.index("torchrun") :].removesuffix(" || status=$?"))
     return argv
 
 

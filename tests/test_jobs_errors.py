@@ -167,10 +167,10 @@ def test_cli_unknown_scheduler_is_an_argparse_error(capsys: pytest.CaptureFixtur
 def test_cli_renders_yaml_to_stdout_and_file(
     fake_planner: None, capsys: pytest.CaptureFixture[str], tmp_path: Any
 ) -> None:
-    assert cli.main([*ARGS, "--scheduler", "pytorchjob", "--partition", "gpu-a100", "--nodes", "4"]) == 0
+    assert cli.main([*ARGS, "--scheduler", "mpijob", "--partition", "gpu-a100", "--nodes", "4"]) == 0
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
-    assert [d["kind"] for d in docs] == ["PyTorchJob"]
-    assert docs[0]["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 3
+    assert [d["kind"] for d in docs] == ["MPIJob"]
+    assert docs[0]["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 4
     out = tmp_path / "job.sbatch"
     assert cli.main([*ARGS, "--scheduler", "slurm", "--partition", "gpu-a100", "--nodes", "4", "--out", str(out)]) == 0
     assert out.read_text().startswith("#!/bin/bash\n#SBATCH --job-name=llama3-8b-slurm\n")
@@ -215,15 +215,32 @@ def test_cli_bad_stack_file_exits_2(tmp_path: Any, capsys: pytest.CaptureFixture
     assert code == 2 and "maxNodes" in err and "Traceback" not in err
 
 
-def test_cli_warns_when_the_stack_lacks_the_controller(fake_planner: None, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main([*ARGS, "--scheduler", "pytorchjob", "--partition", "gpu-a100", "--nodes", "2"]) == 0
-    err = capsys.readouterr().err
-    assert err == (
-        "warning: this stack does not run pytorchjob's controller: ekstrain:schedulers.kubeflow.flavor is "
-        "'trainer', PyTorchJob needs 'training-operator' (use --scheduler trainjob with 'trainer')\n"
+def test_cli_refuses_a_scheduler_the_stack_does_not_install(
+    fake_planner: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 22: prod runs Kubeflow Trainer, so a PyTorchJob would never start (it used to exit 0 with a warning)."""
+    assert cli.main([*ARGS, "--scheduler", "pytorchjob", "--partition", "gpu-a100", "--nodes", "2"]) == 2
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err == (
+        "ekstrain job render: this stack does not install pytorchjob's controller: set "
+        "ekstrain:schedulers.kubeflow.flavor: training-operator (it is 'trainer'; the training operator cannot "
+        "run beside the MPI operator), or use --scheduler mpijob or trainjob or volcano or bionemo or rayjob or "
+        "slurm\n"
     )
     assert cli.main([*ARGS, "--scheduler", "trainjob", "--partition", "gpu-a100", "--nodes", "2"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_cli_refusal_offers_only_schedulers_for_the_partition(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dev = tmp_path / "Pulumi.dev.yaml"
+    dev.write_text((REPO / "Pulumi.dev.yaml").read_text())
+    argv = ["job", "render", "--stack-file", str(dev), "--partition", "gpu-small", "--scheduler", "rayjob"]
+    assert cli.main([*argv, "--nodes", "2", "--image", "img:1", "--model", "llama3-8b"]) == 2
+    err = capsys.readouterr().err
+    assert "set ekstrain:schedulers.kuberay.enabled: true, or use --scheduler mpijob or volcano or bionemo" in err
 
 
 def test_plan_instance_type_is_read_from_the_fleet_name() -> None:
@@ -279,3 +296,34 @@ def test_no_runnable_plan_for_the_framework_is_an_error() -> None:
 
     text = _error(spec_for("gpu-a100", framework="deepspeed"), planner=OnlyPipelines())
     assert "can run under deepspeed (DeepSpeed's pipeline engine supports ZeRO stages 0 and 1 only)" in text
+
+
+# ---- issue 25: the three reported injections --------------------------------------------------------
+
+
+def test_cli_refuses_a_newline_in_the_checkpoint_path(fake_planner: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """It became a command through the unquoted ``#SBATCH --output`` line."""
+    argv = ["--scheduler", "slurm", "--partition", "gpu-a100", "--nodes", "2"]
+    assert cli.main([*ARGS, *argv, "--checkpoint-path", "/shared/ckpt\ntouch /tmp/pwned"]) == 2
+    assert capsys.readouterr().err == (
+        "ekstrain job render: --checkpoint-path '/shared/ckpt\\ntouch /tmp/pwned' has a control character "
+        "(U+000A) at character 13; values must be one line of printable text: remove it\n"
+    )
+
+
+def test_cli_refuses_an_env_name_that_is_a_command(fake_planner: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--env '$(id)=1'`` was emitted as ``export $(id)=1``."""
+    argv = ["--scheduler", "slurm", "--partition", "gpu-a100", "--nodes", "2", "--env", "$(id)=1"]
+    assert cli.main([*ARGS, *argv]) == 2
+    assert capsys.readouterr().err == (
+        "ekstrain job render: --env name '$(id)' is not a variable name; use letters, digits and '_', not "
+        "starting with a digit (e.g. --env MY_FLAG=1)\n"
+    )
+
+
+def test_dollar_brace_no_longer_switches_a_value_to_double_quotes() -> None:
+    """``${`` in ``--script``/``--dataset-path``/args made the whole word double-quoted, so ``$(...)`` ran."""
+    hostile = "${HOME}$(touch /tmp/pwned)"
+    objects = render(spec_for("gpu-a100", script=hostile, args=(hostile,)), PROD, "volcano", FakePlanner())
+    body = objects[-1]["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["command"][2]
+    assert f'"{hostile}"' not in body and body.count("'${HOME}$$(touch /tmp/pwned)'") == 2

@@ -139,3 +139,36 @@ def test_fake_planner_covers_the_world_and_the_batch() -> None:
     plans = FakePlanner().search("llama3-8b", "p4d.24xlarge", 4, 256, 4096)
     assert plans and all(p.tp * p.pp * p.dp == 32 and p.micro_batch * p.dp * p.grad_accum == 256 for p in plans)
     assert plans[0].fits
+
+
+def kubelet_expand(text: str, env: dict[str, str] | None = None) -> str:
+    """What the kubelet makes of a container command/arg/env value: ``$(NAME)`` -> the value of a defined
+    variable (left as is otherwise), ``$$`` -> ``$`` (kubernetes third_party/forked/golang/expansion/expand.go,
+    ``Expand`` and ``tryReadVariableName``, same loop)."""
+    env = env or {}
+    out: list[str] = []
+    checkpoint = cursor = 0
+    while cursor < len(text):
+        if text[cursor] == "$" and cursor + 1 < len(text):
+            out.append(text[checkpoint:cursor])
+            rest = text[cursor + 1 :]
+            if rest[0] == "$":
+                read, advance = "$", 1
+            elif rest[0] == "(":
+                close = rest.find(")", 1)
+                if close == -1:
+                    read, advance = "$(", 1
+                else:
+                    name = rest[1:close]
+                    read, advance = env.get(name, f"$({name})"), close + 1
+            else:
+                read, advance = "$" + rest[0], 1
+            out.append(read)
+            cursor += advance
+            checkpoint = cursor + 1
+        cursor += 1
+    return "".join(out) + text[checkpoint:]
+
+
+def test_kubelet_expand_follows_the_kubelet() -> None:
+    assert kubelet_expand("a$$b $(X) $(Y) $$(X) $( $x", {"X": "1"}) == "a$b 1 $(Y) $(X) $( $x"

@@ -165,8 +165,6 @@ def test_accelerator_pods_are_not_disrupted_and_pass_pod_security_baseline(sched
         assert not any("hostPath" in v for v in spec.get("volumes", []))
         for c in spec["containers"]:
             sc = c.get("securityContext")
-            if sc is None:
-                continue  # TrainJob: the trainer container's context comes through runtimePatches
             assert sc["privileged"] is False and sc["allowPrivilegeEscalation"] is False
             assert sc["capabilities"]["drop"] == ["ALL"]
             assert set(sc["capabilities"].get("add", [])) <= BASELINE_CAPS
@@ -177,7 +175,7 @@ def test_slurm_script_for_every_partition() -> None:
     for part in PROD.partitions:
         text = render_sbatch(spec_for(part.name), PROD, FakePlanner())
         assert f"#SBATCH --partition={part.name}\n" in text and "#SBATCH --exclusive\n" in text
-        assert '--rdzv_backend=c10d "--rdzv_endpoint=${head_node_ip}:29500"' in text
+        assert '--rdzv_backend=c10d --rdzv_endpoint="${head_node_ip}":29500' in text
         assert ("#SBATCH --gpus-per-node=8" in text) == (part.accelerator == "gpu")
         # slurmd pods mount FSx at schedulers.slurm.sharedMountPath, so the script's paths live there.
         assert f"--checkpoint_dir={PROD.schedulers.slurm.shared_mount_path}/checkpoints/" in text
@@ -221,7 +219,7 @@ def test_trainium_job_precompiles_into_the_fsx_cache_then_trains() -> None:
     pre = next(i for i, line in enumerate(lines) if "neuron_parallel_compile torchrun" in line)
     train = next(i for i, line in enumerate(lines) if line.startswith("exec torchrun"))
     assert pre < train
-    assert "--nproc_per_node=32" in lines[train] and "--node_rank=${JOB_COMPLETION_INDEX}" in lines[train]
+    assert "--nproc_per_node=32" in lines[train] and '--node_rank="${JOB_COMPLETION_INDEX}"' in lines[train]
     assert "--master_addr=run-0.run" in lines[train] and "--lora_rank=16" in lines[train]
     assert "--max_steps=10" in lines[pre]
     env = {e["name"]: e["value"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
@@ -242,29 +240,29 @@ def test_volcano_gang_restarts_the_whole_job_in_the_partition_queue() -> None:
     assert {"ssh", "svc"} <= set(spec["plugins"])
 
 
-def test_trainjob_runtime_is_one_the_schedulers_component_installs() -> None:
+def test_trainjob_runtime_places_like_the_partition_runtime_the_schedulers_component_installs() -> None:
     from assembly.schedulers import operators
 
-    installed = {r["metadata"]["name"] for r in operators.torch_runtimes(PROD)}
+    installed = {r["metadata"]["name"]: r for r in operators.torch_runtimes(PROD)}
     for partition in ("gpu-a100", "gpu-h100"):
-        job = render(spec_for(partition), PROD, "trainjob", FakePlanner())[-1]
-        assert job["spec"]["runtimeRef"]["name"] in installed
-
-
-def test_trainjob_uses_the_torch_runtime_and_patches_placement() -> None:
-    job = render(spec_for("gpu-h100"), PROD, "trainjob", FakePlanner())[-1]
-    spec = job["spec"]
-    assert spec["runtimeRef"] == {
-        "apiGroup": "trainer.kubeflow.org",
-        "kind": "ClusterTrainingRuntime",
-        "name": "torch-distributed-gpu-h100",
-    }
-    assert spec["trainer"]["numNodes"] == 2 and spec["trainer"]["numProcPerNode"] == 8
-    (rj,) = spec["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
-    pod = rj["template"]["spec"]["template"]
-    assert rj["name"] == "node" and pod["spec"]["containers"][0]["name"] == "node"
-    assert pod["metadata"]["annotations"] == {DO_NOT_DISRUPT: "true"}
-    assert pod["spec"]["nodeSelector"][names.PARTITION_LABEL] == "gpu-h100"
+        runtime, job = render(spec_for(partition), PROD, "trainjob", FakePlanner())[-2:]
+        assert job["spec"]["runtimeRef"] == {
+            "apiGroup": "trainer.kubeflow.org",
+            "kind": "TrainingRuntime",
+            "name": "run-runtime",
+        }
+        assert runtime["kind"] == "TrainingRuntime" and runtime["metadata"]["name"] == "run-runtime"
+        ((rj,), (crj,)) = (
+            r["spec"]["template"]["spec"]["replicatedJobs"]
+            for r in (runtime, installed[f"torch-distributed-{partition}"])
+        )
+        pod, cluster_pod = rj["template"]["spec"]["template"], crj["template"]["spec"]["template"]
+        assert rj["name"] == crj["name"] == "node" and pod["spec"]["containers"][0]["name"] == "node"
+        assert rj["template"]["metadata"] == crj["template"]["metadata"], "the trainer step label"
+        assert cluster_pod["spec"]["nodeSelector"].items() <= pod["spec"]["nodeSelector"].items()
+        assert pod["spec"]["tolerations"] == cluster_pod["spec"]["tolerations"]
+        assert pod["metadata"]["annotations"] == {DO_NOT_DISRUPT: "true"}
+        assert job["spec"]["trainer"]["numNodes"] == 2 and job["spec"]["trainer"]["numProcPerNode"] == 8
 
 
 def test_ray_head_is_cpu_only_and_workers_are_whole_gpu_nodes() -> None:

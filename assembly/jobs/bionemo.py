@@ -20,7 +20,8 @@ import copy
 from typing import Any
 
 from assembly.jobs import volcano
-from assembly.jobs.resolve import ResolvedRun, join_keep_vars
+from assembly.jobs.pod import kubelet_argv
+from assembly.jobs.resolve import ResolvedRun, shell_join
 
 BIONEMO_HOME = "/workspace/bionemo"
 SCRIPT = f"{BIONEMO_HOME}/examples/molecule/molmim/pretrain.py"
@@ -50,9 +51,9 @@ def hydra_overrides(r: ResolvedRun) -> list[str]:
     ]
 
 
-def command(r: ResolvedRun, rendezvous: list[str]) -> str:
-    """``bash -c`` body: the FSx directories, then torchrun of the MolMIM pre-training script."""
-    argv = [
+def torchrun_argv(r: ResolvedRun, rendezvous: list[str]) -> list[str]:
+    """torchrun of the MolMIM pre-training script with the planner's numbers as Hydra overrides."""
+    return [
         "torchrun",
         f"--nnodes={r.nodes}",
         f"--nproc_per_node={r.nproc_per_node}",
@@ -62,7 +63,11 @@ def command(r: ResolvedRun, rendezvous: list[str]) -> str:
         f"--config-name={CONFIG_NAME}",
         *hydra_overrides(r),
     ]
-    return "\n".join([*r.prelude(), "exec " + join_keep_vars(argv)]) + "\n"
+
+
+def command(r: ResolvedRun, rendezvous: list[str]) -> str:
+    """``bash -c`` body: the FSx directories, then torchrun of the MolMIM pre-training script."""
+    return "\n".join([*r.prelude(), "exec " + shell_join(torchrun_argv(r, rendezvous))]) + "\n"
 
 
 def build(r: ResolvedRun) -> list[dict[str, Any]]:
@@ -70,7 +75,7 @@ def build(r: ResolvedRun) -> list[dict[str, Any]]:
     job = objects[-1]
     (task,) = job["spec"]["tasks"]
     container = task["template"]["spec"]["containers"][0]
-    container["command"] = ["/bin/bash", "-c", command(r, volcano.rendezvous(r))]
+    container["command"] = kubelet_argv(["/bin/bash", "-c", command(r, volcano.rendezvous(r))])
     container["env"] = [*container.get("env", []), {"name": "BIONEMO_HOME", "value": BIONEMO_HOME}]
     job["metadata"].setdefault("labels", {})["ekstrain.io/workload"] = "bionemo-molmim"
     return objects

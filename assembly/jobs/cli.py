@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from assembly.jobs import nccl
-from assembly.jobs.render import SCHEDULERS, render, render_sbatch, scheduler_warning, to_yaml
+from assembly.jobs.render import SCHEDULERS, render, render_sbatch, scheduler_problem, to_yaml
 from assembly.jobs.spec import FRAMEWORKS, JobRequestError, RunSpec
 from ekstrain import cli_types as t
 from stacks.errors import ConfigError
@@ -158,6 +158,10 @@ def _validate(objects: list[dict[str, Any]], kubernetes_version: str) -> list[st
 def cmd_render(args: argparse.Namespace) -> int:
     try:
         cfg = _load(args)
+        part = next((p for p in cfg.partitions if p.name == args.partition), None)
+        problem = scheduler_problem(cfg, args.scheduler, part.accelerator if part else None)
+        if problem:
+            raise JobRequestError(problem)
         if args.scheduler == "nccl-test":
             objects: list[dict[str, Any]] = nccl.render(cfg, args.partition, args.nodes, args.image)
             text = to_yaml(objects)
@@ -171,9 +175,6 @@ def cmd_render(args: argparse.Namespace) -> int:
     except (JobRequestError, ConfigError) as exc:
         print(f"ekstrain job render: {exc}", file=sys.stderr)
         return EXIT_BAD_REQUEST
-    warning = scheduler_warning(cfg, args.scheduler)
-    if warning:
-        print(f"warning: {warning}", file=sys.stderr)
     if args.validate:
         problems = _validate(objects, cfg.cluster.kubernetes_version)
         if problems:

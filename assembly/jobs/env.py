@@ -149,3 +149,11 @@ MPI_FLAGS: tuple[str, ...] = (
     "lo,docker0,veth_def_agent",
 )
 """Open MPI flags for EFA clusters: no UCX, TCP only for MPI's own bootstrap (NCCL/libfabric carry the data)."""
+
+MPI_FORWARDED_IMAGE_ENV: tuple[str, ...] = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD")
+"""The image's own variables ``mpirun -x`` forwards to every rank: ranks start through ssh/orted without the
+image's ``ENV``, so without them NCCL, aws-ofi-nccl and ``fi_info`` are not found. AWS's MPIJob forwards
+PATH and LD_LIBRARY_PATH (aws-samples/awsome-distributed-training @50820097
+micro-benchmarks/nccl-tests/kubernetes/nccl-tests.yaml) and its image sets LD_PRELOAD to its NCCL
+(nccl-tests.Dockerfile @7988de6d: ``ENV LD_PRELOAD /opt/nccl/build/lib/libnccl.so``). Open MPI only warns
+about a name that is not set in the launcher."""

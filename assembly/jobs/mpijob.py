@@ -1,8 +1,9 @@
 """MPIJob v2beta1 (kubeflow/mpi-operator): one launcher running ``mpirun``, one worker per node.
 
 ``slotsPerWorker`` = processes per node; ``mpirun -np <world> --npernode <slots>`` starts one rank
-per accelerator. Ranks get the platform env through ``-x`` (ssh sessions do not inherit the
-container env) and map Open MPI's ranks onto the torch.distributed variables before ``exec``.
+per accelerator. Ranks get the image's PATH/LD_LIBRARY_PATH/LD_PRELOAD and the platform env through
+``-x`` (ssh sessions do not inherit the container env) and map Open MPI's ranks onto the
+torch.distributed variables before ``exec``.
 """
 
 from __future__ import annotations
@@ -33,14 +34,14 @@ def rank_shell(r: ResolvedRun) -> str:
 
 def mpirun(r: ResolvedRun, program: list[str], ranks: int, per_node: int, env: dict[str, str]) -> list[str]:
     cmd = ["mpirun", *envtable.MPI_FLAGS, "-np", str(ranks), "--npernode", str(per_node)]
-    for key in env:
+    for key in dict.fromkeys([*envtable.MPI_FORWARDED_IMAGE_ENV, *env]):
         cmd += ["-x", key]
     return [*cmd, *program]
 
 
 def build(r: ResolvedRun, launcher_command: list[str] | None = None) -> list[dict[str, Any]]:
     command = launcher_command or mpirun(r, ["bash", "-c", rank_shell(r)], r.world_size, r.nproc_per_node, r.env)
-    launcher = small_container(r, name="launcher", command=command)
+    launcher = small_container(r, name="launcher", command=command, cpu=r.launcher_cpu, memory=r.launcher_memory)
     worker = worker_container(r, name="worker", command=["/usr/sbin/sshd", "-De"], ssh=True)
     job = {
         "apiVersion": API_VERSION,
@@ -50,6 +51,7 @@ def build(r: ResolvedRun, launcher_command: list[str] | None = None) -> list[dic
             "slotsPerWorker": r.nproc_per_node,
             "mpiImplementation": "OpenMPI",
             "launcherCreationPolicy": "WaitForWorkersReady",
+            # backoffLimit: the launcher Job's retries; each reruns mpirun over every worker (a whole-job restart).
             "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": r.spec.max_restarts},
             "mpiReplicaSpecs": {
                 "Launcher": {
@@ -59,7 +61,8 @@ def build(r: ResolvedRun, launcher_command: list[str] | None = None) -> list[dic
                 },
                 "Worker": {
                     "replicas": r.nodes,
-                    "restartPolicy": "Never",
+                    # sshd restarts in place; a pod lost with its node is recreated by the operator.
+                    "restartPolicy": "OnFailure",
                     "template": worker_template(r, worker),
                 },
             },

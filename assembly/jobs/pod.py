@@ -9,10 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from assembly.jobs.resolve import ResolvedRun
+from assembly.jobs.resolve import ResolvedRun, kubelet_literal
 
 TERMINATION_GRACE_SECONDS = 120
 """Time a worker gets after SIGTERM to finish writing a checkpoint shard."""
+
+
+def kubelet_argv(argv: list[str]) -> list[str]:
+    """A container command/args list the kubelet passes on unchanged (no ``$(VAR)`` expansion)."""
+    return [kubelet_literal(a) for a in argv]
 
 
 def worker_container(
@@ -26,9 +31,9 @@ def worker_container(
 ) -> dict[str, Any]:
     c: dict[str, Any] = {"name": name, "image": r.spec.image, "imagePullPolicy": "IfNotPresent"}
     if command is not None:
-        c["command"] = command
+        c["command"] = kubelet_argv(command)
     if args is not None:
-        c["args"] = args
+        c["args"] = kubelet_argv(args)
     if with_env:
         c["env"] = r.env_list()
     c["resources"] = r.resources()
@@ -71,7 +76,7 @@ def small_container(
     """A CPU-only helper container (MPI launcher, Ray head) that runs on any non-accelerator node."""
     c: dict[str, Any] = {"name": name, "image": r.spec.image, "imagePullPolicy": "IfNotPresent"}
     if command is not None:
-        c["command"] = command
+        c["command"] = kubelet_argv(command)
     c["env"] = r.env_list()
     c["resources"] = {"requests": {"cpu": cpu, "memory": memory}, "limits": {"memory": memory}}
     mounts: list[dict[str, Any]] = []

@@ -10,12 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from assembly.jobs.pod import launch_configmap, worker_container, worker_template
-from assembly.jobs.resolve import ResolvedRun
+from assembly.jobs.resolve import PlatformWord, ResolvedRun
 
 API_VERSION = "kubeflow.org/v1"
 CONTAINER = "pytorch"
 """The operator finds the training container by this exact name."""
-RENDEZVOUS = ["--node_rank=${RANK}", "--master_addr=${MASTER_ADDR}", "--master_port=${MASTER_PORT}"]
+RENDEZVOUS: list[str] = [
+    PlatformWord("--node_rank=${RANK}"),
+    PlatformWord("--master_addr=${MASTER_ADDR}"),
+    PlatformWord("--master_port=${MASTER_PORT}"),
+]
 
 
 def build(r: ResolvedRun) -> list[dict[str, Any]]:
@@ -31,7 +35,9 @@ def build(r: ResolvedRun) -> list[dict[str, Any]]:
         "metadata": r.metadata(),
         "spec": {
             "nprocPerNode": str(r.nproc_per_node),
-            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": r.spec.max_restarts},
+            # The operator counts container restarts of every replica against backoffLimit (training-operator
+            # v1.9 PastBackoffLimit); one whole-job restart restarts every node's container once.
+            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": r.spec.max_restarts * r.nodes},
             "pytorchReplicaSpecs": specs,
         },
     }

@@ -119,7 +119,11 @@ def build(r: ResolvedRun) -> list[dict[str, Any]]:
             "entrypoint": f"python {FILES_DIR}/{LAUNCHER}",
             "shutdownAfterJobFinishes": True,
             "ttlSecondsAfterFinished": 3600,
+            # A lost head ends the Ray cluster: retry with a new cluster (KubeRay RayJob backoffLimit); a lost
+            # submitter pod is retried and re-attaches to the submitted job. Worker loss inside the cluster:
+            # Ray Train's FailureConfig(max_failures) in the launcher.
             "backoffLimit": r.spec.max_restarts,
+            "submitterConfig": {"backoffLimit": r.spec.max_restarts},
             "rayClusterSpec": cluster_spec(r),
         },
     }

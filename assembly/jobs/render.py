@@ -43,32 +43,43 @@ SCHEDULERS: dict[str, Scheduler] = {
 
 
 def _installed(cfg: StackConfig) -> dict[str, tuple[bool, str]]:
+    """Scheduler -> (its controller is installed, the stack-file setting that installs it)."""
     s = cfg.schedulers
+    flavor = s.kubeflow.flavor
+    mpi = (s.mpi_operator.enabled, "set ekstrain:schedulers.mpiOperator.enabled: true")
+    volcano_ = (s.volcano.enabled, "set ekstrain:schedulers.volcano.enabled: true")
+    ray_ = (s.kuberay.enabled, "set ekstrain:schedulers.kuberay.enabled: true")
     return {
-        "mpijob": (s.mpi_operator.enabled, "ekstrain:schedulers.mpiOperator.enabled is false"),
-        "nccl-test": (s.mpi_operator.enabled, "ekstrain:schedulers.mpiOperator.enabled is false"),
+        "mpijob": mpi,
+        "nccl-test": mpi,
         "pytorchjob": (
-            s.kubeflow.flavor == "training-operator",
-            f"ekstrain:schedulers.kubeflow.flavor is {s.kubeflow.flavor!r}, PyTorchJob needs "
-            "'training-operator' (use --scheduler trainjob with 'trainer')",
+            flavor == "training-operator",
+            f"set ekstrain:schedulers.kubeflow.flavor: training-operator (it is {flavor!r}; the training "
+            "operator cannot run beside the MPI operator)",
         ),
-        "trainjob": (
-            s.kubeflow.flavor == "trainer",
-            f"ekstrain:schedulers.kubeflow.flavor is {s.kubeflow.flavor!r}, TrainJob needs 'trainer'",
-        ),
-        "volcano": (s.volcano.enabled, "ekstrain:schedulers.volcano.enabled is false"),
-        "bionemo": (s.volcano.enabled, "ekstrain:schedulers.volcano.enabled is false"),
-        "rayjob": (s.kuberay.enabled, "ekstrain:schedulers.kuberay.enabled is false"),
-        "raycluster": (s.kuberay.enabled, "ekstrain:schedulers.kuberay.enabled is false"),
-        "slurm": (s.slurm.enabled, "ekstrain:schedulers.slurm.enabled is false"),
+        "trainjob": (flavor == "trainer", f"set ekstrain:schedulers.kubeflow.flavor: trainer (it is {flavor!r})"),
+        "volcano": volcano_,
+        "bionemo": volcano_,
+        "rayjob": ray_,
+        "raycluster": ray_,
+        "slurm": (s.slurm.enabled, "set ekstrain:schedulers.slurm.enabled: true"),
     }
 
 
-def scheduler_warning(cfg: StackConfig, scheduler: str) -> str | None:
-    """A warning when the stack does not install the controller this template needs (rendering still works:
-    kubectl users may apply it elsewhere)."""
-    installed, why = _installed(cfg).get(scheduler, (True, ""))
-    return None if installed else f"this stack does not run {scheduler}'s controller: {why}"
+def scheduler_problem(cfg: StackConfig, scheduler: str, family: str | None = None) -> str | None:
+    """Why ``scheduler``'s workload would never run on this stack (its controller is not installed), with
+    the stack-file key that installs it and the schedulers this stack does run; None when it is installed."""
+    installed = _installed(cfg)
+    ok, fix = installed.get(scheduler, (True, ""))
+    if ok:
+        return None
+    usable = [
+        name
+        for name, (on, _) in installed.items()
+        if on and name not in ("nccl-test", "raycluster") and SCHEDULERS[name].family in (None, family)
+    ]
+    alternative = f"use --scheduler {' or '.join(usable)}" if usable else "no other job scheduler is installed"
+    return f"this stack does not install {scheduler}'s controller: {fix}, or {alternative}"
 
 
 def resolve_for(spec: RunSpec, cfg: StackConfig, scheduler: str, planner: PlannerBackend | None = None) -> ResolvedRun:

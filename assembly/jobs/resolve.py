@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,7 @@ from assembly.jobs import planning
 from assembly.jobs.planning import PlannerBackend, choose_plan, plan_instance_type
 from assembly.jobs.spec import TRAINIUM_FRAMEWORKS, JobRequestError, RunSpec
 from ekstrain import catalog, names
-from ekstrain.partitions import PartitionShape, shape
+from ekstrain.partitions import PartitionShape, layout_nodes, shape
 from stacks.models import StackConfig
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
@@ -33,6 +34,12 @@ plus kube-reserved and eviction, the rest is left to the node's DaemonSets (CNI,
 SHM_FRACTION = 0.125
 """``/dev/shm`` size limit as a share of node RAM (counts against the worker's memory limit)."""
 MASTER_PORT = 29500
+LAUNCHER_MAX: tuple[float, float] = (2.0, 4.0 * 2**30)
+"""CPU cores and memory bytes a CPU-only launcher (mpirun) asks for at most."""
+LAUNCHER_SHARE = 0.25
+"""...and at most this share of the smallest system node's allocatable: launchers run there next to the
+controllers and DaemonSets, and a few jobs' launchers must fit at once (issue 22: a 2-CPU launcher can
+never start on dev's m7i.large, whose allocatable is 1.93 CPU)."""
 SSH_CAPABILITIES = ("AUDIT_WRITE", "NET_BIND_SERVICE", "SETGID", "SETUID", "SYS_CHROOT")
 """What sshd (MPI workers) needs after ``drop: [ALL]``; all are allowed by the Pod Security baseline."""
 
@@ -62,6 +69,11 @@ class ResolvedRun:
     deepspeed_config: dict[str, Any] | None
     kubernetes_version: str
     labels: dict[str, str] = field(default_factory=dict)
+    launcher_cpu: str = "2"
+    launcher_memory: str = "4Gi"
+    """Requests of the CPU-only launcher container (:func:`launcher_requests`)."""
+    checkpoint_root: str = ""
+    """The stack's checkpoint directory on this mount (exists before any job: Slurm's output goes there)."""
     extra_files: dict[str, str] = field(default_factory=dict)
     """Files a builder adds to the launch ConfigMap (the Ray launcher)."""
 
@@ -112,8 +124,9 @@ class ResolvedRun:
         return {DO_NOT_DISRUPT: "true"}
 
     def env_list(self, extra: dict[str, str] | None = None) -> list[dict[str, str]]:
+        """Container env; values escaped for the kubelet's ``$(VAR)`` expansion, so each arrives as given."""
         merged = {**self.env, **(extra or {})}
-        return [{"name": k, "value": v} for k, v in merged.items()]
+        return [{"name": k, "value": kubelet_literal(v)} for k, v in merged.items()]
 
     def security_context(self, ssh: bool = False) -> dict[str, Any]:
         """Pod Security baseline-compatible: no privilege, no escalation, every capability dropped.
@@ -242,8 +255,13 @@ class ResolvedRun:
             *self.script_args(files_dir),
         ]
 
-    def static_rendezvous(self, node_rank: str, master_addr: str, port: int = MASTER_PORT) -> list[str]:
-        return [f"--node_rank={node_rank}", f"--master_addr={master_addr}", f"--master_port={port}"]
+    def static_rendezvous(self, node_rank: str, master_addr: str, port: int | str = MASTER_PORT) -> list[str]:
+        """torchrun's static rendezvous; the three values may reference :data:`PLATFORM_VARS`."""
+        return [
+            PlatformWord(f"--node_rank={node_rank}"),
+            PlatformWord(f"--master_addr={master_addr}"),
+            PlatformWord(f"--master_port={port}"),
+        ]
 
     def prelude(self) -> list[str]:
         """Shell lines every worker runs before training: FSx directories for checkpoints and NCCL dumps."""
@@ -260,7 +278,7 @@ class ResolvedRun:
         cmd = ["neuron_parallel_compile", *self.torchrun(rendezvous), f"--max_steps={self.spec.precompile_steps}"]
         return [
             f"if [ ! -f {shlex.quote(marker)} ]; then",
-            f"  {join_keep_vars(cmd)}",
+            f"  {shell_join(cmd)}",
             f"  touch {shlex.quote(marker)}",
             "fi",
         ]
@@ -268,14 +286,14 @@ class ResolvedRun:
     def shell(self, rendezvous: list[str], extra_lines: list[str] | None = None) -> str:
         """``bash -c`` body: prelude, optional pre-compilation, then ``exec torchrun ...``.
 
-        Rendezvous arguments may reference environment variables (``${VC_TASK_INDEX}``); they are
-        left unquoted so the shell expands them, everything else is quoted.
+        Rendezvous arguments (:class:`PlatformWord`) expand the controller's variables
+        (``${VC_TASK_INDEX}``); every other argument is single-quoted (see :func:`shell_join`).
         """
         lines = [
             *self.prelude(),
             *(extra_lines or []),
             *self.precompile_lines(rendezvous),
-            "exec " + join_keep_vars(self.torchrun(rendezvous)),
+            "exec " + shell_join(self.torchrun(rendezvous)),
         ]
         return "\n".join(lines) + "\n"
 
@@ -285,19 +303,76 @@ def _plan_list(plan: Any, method: str) -> list[str]:
     return [str(a) for a in fn()] if callable(fn) else []
 
 
-def join_keep_vars(argv: list[str]) -> str:
-    """Shell words: ``${VAR}`` arguments stay expandable (double-quoted), everything else single-quoted.
+PLATFORM_VARS = frozenset(
+    {
+        "RANK",  # PyTorchJob: the operator's replica rank (= node rank)
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "PET_NODE_RANK",  # TrainJob: the Trainer torch plugin
+        "PET_MASTER_ADDR",
+        "PET_MASTER_PORT",
+        "VC_TASK_INDEX",  # Volcano env plugin
+        "JOB_COMPLETION_INDEX",  # Indexed Job
+        "SLURM_JOB_ID",  # Slurm
+        "head_node_ip",  # set by the sbatch script itself
+    }
+)
+"""The only variables a generated shell line expands: each is set by a controller or by the script itself."""
+_VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
-    ``shlex.join`` would single-quote ``--node_rank=${JOB_COMPLETION_INDEX}`` and torchrun would get
-    the literal text."""
-    return " ".join(_word(a) for a in argv)
+
+class PlatformWord(str):
+    """An argument the platform writes with ``${VAR}`` references to :data:`PLATFORM_VARS`.
+
+    Every other argument (the user's script, paths, arguments, env values) is a plain ``str`` and is
+    single-quoted, so ``$(...)``, `` `...` ``, ``${...}``, globs and ``;`` in it reach the program as
+    typed. Only a ``PlatformWord`` is expanded, and only its ``${VAR}`` parts."""
+
+    def __new__(cls, template: str) -> PlatformWord:
+        unknown = sorted(set(_VAR_REF.findall(template)) - PLATFORM_VARS)
+        if unknown or "$" in _VAR_REF.sub("", template):
+            raise ValueError(f"platform word {template!r} references {unknown or 'a bare $'}, not PLATFORM_VARS")
+        return super().__new__(cls, template)
+
+    def shell(self) -> str:
+        """``--node_rank="${VC_TASK_INDEX}"``: literal parts single-quoted, variables double-quoted."""
+        out, last = [], 0
+        for m in _VAR_REF.finditer(self):
+            if m.start() > last:
+                out.append(shlex.quote(self[last : m.start()]))
+            out.append(f'"${{{m.group(1)}}}"')
+            last = m.end()
+        if last < len(self):
+            out.append(shlex.quote(self[last:]))
+        return "".join(out)
+
+    def expand(self, env: dict[str, str]) -> str:
+        """What the shell passes on, given the variables' values (tests compare argv with this)."""
+        return _VAR_REF.sub(lambda m: env[m.group(1)], self)
 
 
-def _word(arg: str) -> str:
-    if "${" not in arg:
-        return shlex.quote(arg)
-    # Double quotes expand ${...} but nothing else dangerous once ` \ " are escaped; $ stays live.
-    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`") + '"'
+def shell_word(arg: str) -> str:
+    return arg.shell() if isinstance(arg, PlatformWord) else shlex.quote(arg)
+
+
+def shell_join(argv: list[str]) -> str:
+    """One shell word per argument: :class:`PlatformWord` s expand their platform variables, every other
+    argument is single-quoted (``shlex.quote``) and reaches the program byte for byte."""
+    return " ".join(shell_word(a) for a in argv)
+
+
+def kubelet_literal(text: str) -> str:
+    """``text`` escaped so the kubelet passes it on unchanged.
+
+    The kubelet expands ``$(NAME)`` in a container's command, args and env values and turns ``$$`` into
+    ``$`` (kubernetes third_party/forked/golang/expansion/expand.go; "Variable references $(VAR_NAME) are
+    expanded ... Escaped references will never be expanded", core/v1 Container.command). Doubling every
+    ``$`` that precedes ``$`` or ``(`` makes the result exactly ``text``: the shell, not the kubelet,
+    sees ``$(...)``."""
+    return _KUBELET_SPECIAL.sub("$$", text)
+
+
+_KUBELET_SPECIAL = re.compile(r"\$(?=[$(])")
 
 
 def _gib(value: float) -> str:
@@ -360,6 +435,7 @@ def resolve(
             f"({', '.join(part.instance_types)}); pick one of those or another partition"
         )
     instance = catalog.get(it_name)
+    _check_layout_share(spec, part.max_nodes, shp, it_name)
     fsx = cfg.storage.fsx
     if not fsx.enabled:
         raise JobRequestError(
@@ -372,6 +448,7 @@ def resolve(
     for label, path in (("dataset path", data_dir), ("checkpoint path", checkpoint_dir)):
         if not _under(path, mount):
             raise JobRequestError(f"{label} {path} is outside the FSx mount {mount}; pods see only {mount}/...")
+    _check_other_mount(spec, mount, {fsx.mount_path, cfg.schedulers.slurm.shared_mount_path})
 
     plan = spec.plan if spec.plan is not None else choose_plan(spec, instance, planner or planning.RealPlanner())
     _check_plan(spec, plan, instance, shp)
@@ -396,6 +473,7 @@ def resolve(
     env.update({str(k): str(v) for k, v in _plan_env(plan).items()})
     env.update({str(k): str(v) for k, v in spec.env.items()})
     cpu_reserve = max(2, instance.vcpus // 16)
+    launcher_cpu, launcher_memory = launcher_requests(cfg.cluster.system_node_group.instance_types)
     return ResolvedRun(
         spec=spec,
         shape=shp,
@@ -418,7 +496,57 @@ def resolve(
         deepspeed_config=deepspeed,
         kubernetes_version=cfg.cluster.kubernetes_version,
         labels={JOB_LABEL: spec.name, names.PARTITION_LABEL: part.name, "app.kubernetes.io/managed-by": "ekstrain"},
+        checkpoint_root=posixpath.join(mount, fsx.checkpoint_path.lstrip("/")),
+        launcher_cpu=launcher_cpu,
+        launcher_memory=launcher_memory,
     )
+
+
+def launcher_requests(system_instance_types: list[str]) -> tuple[str, str]:
+    """(cpu, memory) for a launcher: :data:`LAUNCHER_MAX`, capped at :data:`LAUNCHER_SHARE` of the smallest
+    system node's allocatable as Karpenter/the EKS AMI compute it (ekstrain.simulate.load.system_nodes: 7.5 %
+    VM overhead, kube-reserved cpu ladder and 11 MiB x pods + 255 MiB, 100 Mi eviction)."""
+    from ekstrain.simulate.load import system_nodes
+
+    nodes = system_nodes(system_instance_types)
+    cpu, memory = LAUNCHER_MAX
+    if nodes:
+        cpu = min(cpu, LAUNCHER_SHARE * min(n.allocatable["cpu"] for n in nodes))
+        memory = min(memory, LAUNCHER_SHARE * min(n.allocatable["memory"] for n in nodes))
+    return f"{int(cpu * 1000) // 50 * 50}m", f"{int(memory // 2**20)}Mi"
+
+
+def _check_layout_share(spec: RunSpec, max_nodes: int, shp: PartitionShape, instance_type: str) -> None:
+    """A mixed-layout partition (trn1 + trn1n) has one NodePool per EFA layout, each with its share of
+    maxNodes (ekstrain.partitions.layout_nodes, the NodePools' ``limits.nodes``): a job of one instance
+    type can use only its layout's share."""
+    pools = layout_nodes(shp, max_nodes)
+    if len(pools) == 1:
+        return
+    layout, limit = next((lay, n) for lay, n in pools if any(t.name == instance_type for t in lay.instance_types))
+    if spec.nodes > limit:
+        others = [f"{t.name} ({n})" for lay, n in pools if lay is not layout for t in lay.instance_types]
+        raise JobRequestError(
+            f"{spec.nodes} nodes of {instance_type} requested but partition {shp.name} holds at most {limit} "
+            f"(NodePool {layout.name}: its share of maxNodes {max_nodes} over {len(pools)} EFA layouts); ask "
+            f"for at most {limit} nodes, use --instance-type {' or '.join(others)}, or raise "
+            f"ekstrain:partitions ({shp.name}).maxNodes"
+        )
+
+
+def _check_other_mount(spec: RunSpec, mount: str, mounts: set[str]) -> None:
+    """The script and the script's arguments must not name a path under another of the platform's FSx
+    mount points: Kubernetes pods see FSx at ``storage.fsx.mountPath``, Slurm jobs (slurmd pods and the
+    pyxis container) only at ``schedulers.slurm.sharedMountPath``."""
+    for other in sorted(m.rstrip("/") for m in mounts if m.rstrip("/") != mount):
+        for flag, value in (("--script", spec.script), *((f"script argument {a!r}", a) for a in spec.args)):
+            path = value.partition("=")[2] if value.startswith("-") else value
+            if _under(path, other):
+                fixed = mount + posixpath.normpath(path)[len(other) :]
+                raise JobRequestError(
+                    f"{flag}: {path} is under {other}, which this scheduler's containers do not mount "
+                    f"(FSx is at {mount} here); use {fixed}"
+                )
 
 
 def _partitions_of(cfg: StackConfig, family: str) -> str:

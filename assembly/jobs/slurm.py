@@ -8,11 +8,10 @@ inside the slurmd containers, so the RunSpec image is only recorded in a comment
 
 from __future__ import annotations
 
-import posixpath
 import shlex
 from typing import Any
 
-from assembly.jobs.resolve import MASTER_PORT, ResolvedRun, join_keep_vars
+from assembly.jobs.resolve import MASTER_PORT, PlatformWord, ResolvedRun, shell_join
 
 
 def enroot_uri(image: str) -> str:
@@ -32,7 +31,11 @@ def container_flags(r: ResolvedRun) -> list[str]:
 
 
 def _rendezvous() -> list[str]:
-    return ["--rdzv_id=${SLURM_JOB_ID}", "--rdzv_backend=c10d", f"--rdzv_endpoint=${{head_node_ip}}:{MASTER_PORT}"]
+    return [
+        PlatformWord("--rdzv_id=${SLURM_JOB_ID}"),
+        "--rdzv_backend=c10d",
+        PlatformWord(f"--rdzv_endpoint=${{head_node_ip}}:{MASTER_PORT}"),
+    ]
 
 
 def script(r: ResolvedRun) -> str:
@@ -49,9 +52,10 @@ def script(r: ResolvedRun) -> str:
     if not r.is_trainium:
         lines.append(f"#SBATCH --gpus-per-node={r.instance.accelerator_count}")
     lines += [
-        # The output file is opened before the script runs, so it goes to the existing checkpoint root.
-        f"#SBATCH --output={posixpath.dirname(r.checkpoint_dir)}/%x-%j.out",
-        "#SBATCH --requeue",
+        # The output file is opened before the script runs, so it goes to the stack's checkpoint root (it
+        # exists; a user's --checkpoint-path may not yet). No user text on #SBATCH lines.
+        f"#SBATCH --output={r.checkpoint_root}/%x-%j.out",
+        "#SBATCH --requeue" if r.spec.max_restarts else "#SBATCH --no-requeue",
         "",
         f"# ekstrain run {r.name}: {r.spec.model} on {r.nodes} x {r.instance.name} ({r.efa} EFA each) "
         f"in {r.spec.image} (pyxis; private registries need enroot credentials, docs/jobs.md)",
@@ -59,6 +63,7 @@ def script(r: ResolvedRun) -> str:
         f"micro_batch={d['micro_batch']} grad_accum={d['grad_accum']} zero={d['zero']} recompute={d['recompute']} "
         f"(global batch {r.spec.global_batch})",
         *r.prelude(),
+        *restart_guard(r),
         "",
     ]
     lines += [f"export {k}={shlex.quote(v)}" for k, v in r.env.items()]
@@ -82,12 +87,50 @@ def script(r: ResolvedRun) -> str:
         pre = ["neuron_parallel_compile", *r.torchrun(rdzv, files_dir), f"--max_steps={r.spec.precompile_steps}"]
         lines += [
             f"if [ ! -f {shlex.quote(marker)} ]; then",
-            f"  srun --kill-on-bad-exit=1 {join_keep_vars([*container_flags(r), *pre])}",
+            f"  srun --kill-on-bad-exit=1 {shell_join([*container_flags(r), *pre])}",
             f"  touch {shlex.quote(marker)}",
             "fi",
         ]
-    lines.append("srun --kill-on-bad-exit=1 " + join_keep_vars([*container_flags(r), *r.torchrun(rdzv, files_dir)]))
+    lines += [
+        "status=0",
+        "srun --kill-on-bad-exit=1 "
+        + shell_join([*container_flags(r), *r.torchrun(rdzv, files_dir)])
+        + " || status=$?",
+        *requeue_on_failure(r),
+        'exit "$status"',
+    ]
     return "\n".join(lines) + "\n"
+
+
+RESTART_COUNT = "${SLURM_RESTART_COUNT:-0}"
+"""Times Slurm restarted this job (node failure or requeue; sbatch(1) OUTPUT ENVIRONMENT VARIABLES)."""
+
+
+def restart_guard(r: ResolvedRun) -> list[str]:
+    """``--max-restarts`` N: Slurm requeues on node failure (``--requeue``) without a per-job limit
+    (slurm.conf MaxBatchRequeue is cluster-wide), so the script stops itself after N restarts."""
+    n = r.spec.max_restarts
+    if not n:
+        return []
+    return [
+        f'if [ "{RESTART_COUNT}" -gt {n} ]; then',
+        f'  echo "{r.name}: restarted {RESTART_COUNT} times, more than --max-restarts {n}; giving up"; exit 1',
+        "fi",
+    ]
+
+
+def requeue_on_failure(r: ResolvedRun) -> list[str]:
+    """A failed training step (a rank crashed, ``--kill-on-bad-exit``) requeues the job while restarts are
+    left, as Volcano's PodFailed -> RestartJob does; the next run resumes from ``<checkpoint dir>/latest``."""
+    n = r.spec.max_restarts
+    if not n:
+        return []
+    return [
+        f'if [ "$status" -ne 0 ] && [ "{RESTART_COUNT}" -lt {n} ]; then',
+        f'  echo "{r.name}: training failed (exit $status); requeue, restart $(({RESTART_COUNT} + 1)) of {n}"',
+        '  scontrol requeue "$SLURM_JOB_ID"',
+        "fi",
+    ]
 
 
 def configmap(r: ResolvedRun) -> dict[str, Any]:

@@ -8,6 +8,7 @@ into every number a manifest needs, and the per-scheduler builders only lay thos
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -17,7 +18,29 @@ FRAMEWORKS: tuple[str, ...] = ("torchrun-fsdp", "deepspeed", "megatron", "neuron
 TRAINIUM_FRAMEWORKS = frozenset({"neuronx-distributed"})
 """Frameworks that only run on Trainium; every other framework needs GPUs (CUDA/NCCL)."""
 
-NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+NAME_PATTERN = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+"""DNS-1035 label (used with ``fullmatch``: ``re.match(...$)`` would accept a trailing newline)."""
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""Names a POSIX shell can ``export`` (Slurm exports every variable; POSIX.1-2017 XBD 8.1 names)."""
+SHELL_OWNED_ENV = frozenset(
+    {
+        *("BASHOPTS", "BASHPID", "BASH_ALIASES", "BASH_ARGC", "BASH_ARGV", "BASH_ARGV0", "BASH_CMDS"),
+        *("BASH_COMMAND", "BASH_ENV", "BASH_LINENO", "BASH_REMATCH", "BASH_SOURCE", "BASH_SUBSHELL"),
+        *("BASH_VERSINFO", "BASH_VERSION", "DIRSTACK", "ENV", "EPOCHREALTIME", "EPOCHSECONDS", "EUID"),
+        *("FUNCNAME", "GROUPS", "HISTCMD", "IFS", "LINENO", "PIPESTATUS", "PPID", "RANDOM", "SECONDS"),
+        *("SHELLOPTS", "SRANDOM", "UID", "_"),
+    }
+)
+"""Variables bash sets itself, reads at start-up or refuses to assign (bash(1) "Shell Variables"): exporting
+them from the generated scripts fails (UID is read-only) or changes how the script itself runs."""
+REFUSED_CATEGORIES = {
+    "Cc": "a control character",
+    "Cf": "an invisible format character",
+    "Cs": "a byte that is not UTF-8",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+}
+"""Unicode categories no value may carry: they end a shell line or a YAML scalar, hide text, or cannot be encoded."""
 MAX_NAME = 40
 """Room for the longest suffix a controller adds (``-launcher``, ``-worker-127``, ``-sbatch``) within 63."""
 
@@ -27,6 +50,42 @@ FIXED_DEGREES = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "re
 
 class JobRequestError(ValueError):
     """A request that cannot become a valid workload; ``str()`` is one line naming the fix."""
+
+
+def _shown(value: str) -> str:
+    text = repr(value)  # repr escapes every non-printable character, so the message stays one line
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def check_text(flag: str, value: str) -> None:
+    """Refuse characters that would end a shell line, a YAML scalar or an ``#SBATCH`` directive.
+
+    Every value is quoted as one shell word where it is used; a newline or another control character
+    is never what a path, an argument or an image means, so it is refused rather than escaped."""
+    for position, char in enumerate(value, 1):
+        what = REFUSED_CATEGORIES.get(unicodedata.category(char))
+        if what:
+            raise JobRequestError(
+                f"{flag} {_shown(value)} has {what} (U+{ord(char):04X}) at character {position}; "
+                "values must be one line of printable text: remove it"
+            )
+
+
+FIELD_FLAGS = {
+    "partition": "--partition",
+    "image": "--image",
+    "model": "--model",
+    "script": "--script",
+    "instance_type": "--instance-type",
+    "dataset_path": "--dataset-path",
+    "checkpoint_path": "--checkpoint-path",
+    "namespace": "--namespace",
+    "hugepages_2mi": "--hugepages-2mi",
+    "resume_flag": "--resume-flag",
+    "recompute": "--recompute",
+    "name": "--name",  # last: the CLI's default name is derived from --model
+}
+"""RunSpec field -> the ``ekstrain job render`` flag that sets it (errors name the flag)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,10 +152,11 @@ class RunSpec:
     """@default none: a plan computed beforehand; it must be for this partition's instance type and ``nodes``."""
 
     def __post_init__(self) -> None:
-        if not NAME_PATTERN.match(self.name) or len(self.name) > MAX_NAME:
+        self._check_text()
+        if not NAME_PATTERN.fullmatch(self.name) or len(self.name) > MAX_NAME:
             raise JobRequestError(
-                f"job name {self.name!r} must be a DNS-1035 label (a-z, 0-9, '-', starting with a "
-                f"letter) of at most {MAX_NAME} characters"
+                f"--name {_shown(self.name)} must be a DNS-1035 label (a-z, 0-9, '-', starting with a "
+                f"letter) of at most {MAX_NAME} characters (the default is <model>-<scheduler>)"
             )
         if self.framework not in FRAMEWORKS:
             raise JobRequestError(f"unknown framework {self.framework!r}; use one of {', '.join(FRAMEWORKS)}")
@@ -109,6 +169,29 @@ class RunSpec:
                 raise JobRequestError(f"{label} must be at least 1, got {value}")
         if self.max_restarts < 0:
             raise JobRequestError(f"max restarts must be >= 0, got {self.max_restarts}")
+
+    def _check_text(self) -> None:
+        for field_name, flag in FIELD_FLAGS.items():
+            value = getattr(self, field_name)
+            if value is not None:
+                check_text(flag, value)
+        if not self.script:
+            raise JobRequestError("--script is empty; give the training script's path")
+        for index, arg in enumerate(self.args, 1):
+            check_text(f"script argument {index} (after --)", arg)
+        for key, value in self.env.items():
+            key, value = str(key), str(value)
+            if not ENV_NAME.fullmatch(key):
+                raise JobRequestError(
+                    f"--env name {_shown(key)} is not a variable name; use letters, digits and '_', "
+                    "not starting with a digit (e.g. --env MY_FLAG=1)"
+                )
+            if key in SHELL_OWNED_ENV:
+                raise JobRequestError(
+                    f"--env name {key} is a variable bash sets or reads itself (bash(1) Shell Variables); "
+                    "pick another name"
+                )
+            check_text(f"--env {key}=", value)
 
     @property
     def fixed_degrees(self) -> dict[str, Any]:

@@ -1,79 +1,87 @@
-"""TrainJob (Kubeflow Trainer v2, ``trainer.kubeflow.org/v1alpha1``) on the ``torch-distributed`` runtime.
+"""TrainJob (Kubeflow Trainer v2, ``trainer.kubeflow.org/v1alpha1``) on a per-job ``TrainingRuntime``.
 
-The runtime (a ClusterTrainingRuntime installed by the schedulers component) owns the JobSet
-shape; the TrainJob sets image, command, node count, processes per node and per-node resources,
-and ``runtimePatches`` add this platform's placement, volumes, annotation and security context
-to the runtime's ``node`` replicated job. The torch plugin injects ``PET_NODE_RANK``,
-``PET_MASTER_ADDR`` and ``PET_MASTER_PORT``, which the static torchrun rendezvous uses.
+The runtime is shaped like upstream ``torch-distributed`` and like the partition's ClusterTrainingRuntime
+(``assembly.schedulers.operators.torch_runtime``: a JobSet with one ``node`` replicated job,
+``mlPolicy.torch``) and carries this run's placement, volumes, annotation and security context. It is
+per job because the restart policy lives in the JobSet template, which a TrainJob cannot patch
+(``runtimePatches`` of Trainer v2.3 allow only pod-level fields; pinned CRD trainjob.yaml): the JobSet
+restarts every node ``--max-restarts`` times (``failurePolicy.maxRestarts``) and a Job fails on its first
+pod failure (``backoffLimit: 0``), the whole-gang restart of kubernetes-sigs/jobset
+examples/simple/max-restarts.yaml and of Volcano's ``RestartJob``. The TrainJob sets image, command,
+env, node count, processes per node and per-node resources. The torch plugin injects
+``PET_NODE_RANK``, ``PET_MASTER_ADDR`` and ``PET_MASTER_PORT``, which the static torchrun rendezvous uses.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from assembly.jobs.pod import TERMINATION_GRACE_SECONDS, launch_configmap
-from assembly.jobs.resolve import ResolvedRun
-from assembly.schedulers import operators
+from assembly.jobs.pod import kubelet_argv, launch_configmap, worker_container, worker_template
+from assembly.jobs.resolve import PlatformWord, ResolvedRun
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
-
-
-def torch_runtime(partition: str) -> str:
-    """The partition's ClusterTrainingRuntime, installed by the schedulers component (one per partition)."""
-    return operators.runtime_name(partition)
-
-
 NODE_JOB = "node"
 """Replicated job and container name of upstream's torch runtimes."""
-PATCH_MANAGER = "ekstrain.io/jobs"
-RENDEZVOUS = ["--node_rank=${PET_NODE_RANK}", "--master_addr=${PET_MASTER_ADDR}", "--master_port=${PET_MASTER_PORT}"]
+ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+"""Marks the replicated job the TrainJob's ``trainer`` applies to (as the partition runtimes do)."""
+RENDEZVOUS: list[str] = [
+    PlatformWord("--node_rank=${PET_NODE_RANK}"),
+    PlatformWord("--master_addr=${PET_MASTER_ADDR}"),
+    PlatformWord("--master_port=${PET_MASTER_PORT}"),
+]
 
 
-def build(r: ResolvedRun, runtime: str | None = None) -> list[dict[str, Any]]:
-    runtime = runtime or torch_runtime(r.shape.name)
-    pod_patch = {
-        "metadata": {"labels": dict(r.labels), "annotations": r.annotations()},
+def runtime_name(r: ResolvedRun) -> str:
+    return f"{r.name}-runtime"
+
+
+def training_runtime(r: ResolvedRun) -> dict[str, Any]:
+    container = worker_container(r, name=NODE_JOB)
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "TrainingRuntime",
+        "metadata": {
+            **r.metadata(runtime_name(r)),
+            "labels": {**r.labels, "trainer.kubeflow.org/framework": "torch"},
+        },
         "spec": {
-            "nodeSelector": r.node_selector(),
-            "tolerations": r.tolerations(),
-            "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
-            "volumes": r.volumes(),
-            "containers": [
-                {"name": NODE_JOB, "volumeMounts": r.volume_mounts(), "securityContext": r.security_context()}
-            ],
+            "mlPolicy": {"numNodes": r.nodes, "torch": {}},
+            "template": {
+                "spec": {
+                    "failurePolicy": {"maxRestarts": r.spec.max_restarts},
+                    "replicatedJobs": [
+                        {
+                            "name": NODE_JOB,
+                            "template": {
+                                "metadata": {"labels": {ANCESTOR_LABEL: "trainer"}},
+                                "spec": {
+                                    "backoffLimit": 0,
+                                    "template": worker_template(r, container, restartPolicy="Never"),
+                                },
+                            },
+                        }
+                    ],
+                }
+            },
         },
     }
+
+
+def build(r: ResolvedRun) -> list[dict[str, Any]]:
     job = {
         "apiVersion": API_VERSION,
         "kind": "TrainJob",
         "metadata": r.metadata(),
         "spec": {
-            "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime", "name": runtime},
+            "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime", "name": runtime_name(r)},
             "trainer": {
                 "image": r.spec.image,
-                "command": ["/bin/bash", "-c", r.shell(RENDEZVOUS)],
+                "command": kubelet_argv(["/bin/bash", "-c", r.shell(RENDEZVOUS)]),
                 "env": r.env_list(),
                 "numNodes": r.nodes,
                 "numProcPerNode": r.nproc_per_node,
                 "resourcesPerNode": r.resources(),
             },
-            "runtimePatches": [
-                {
-                    "manager": PATCH_MANAGER,
-                    "trainingRuntimeSpec": {
-                        "template": {
-                            "spec": {
-                                "replicatedJobs": [
-                                    {
-                                        "name": NODE_JOB,
-                                        "template": {"spec": {"template": pod_patch}},
-                                    }
-                                ]
-                            }
-                        }
-                    },
-                }
-            ],
         },
     }
-    return [*launch_configmap(r), job]
+    return [*launch_configmap(r), training_runtime(r), job]

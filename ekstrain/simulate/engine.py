@@ -245,8 +245,10 @@ def simulate(cluster: Cluster, objects: list[dict[str, Any]]) -> Result:
             for r, v in free(cluster, node).items():
                 if r in ("cpu", "memory"):
                     idle[r] = idle.get(r, 0.0) + v
+    # A TrainJob may bring its own (namespaced) TrainingRuntime in the same file (assembly/jobs/trainjob.py).
+    runtimes = {**cluster.runtimes, **{o["metadata"]["name"]: o for o in objects if o.get("kind") == "TrainingRuntime"}}
     for obj in objects:
-        w = expand(obj, cluster.runtimes)
+        w = expand(obj, runtimes)
         if w is None:
             continue
         if w.slurm:
