@@ -16,7 +16,8 @@ from typing import Any
 
 from ekstrain.simulate import charts
 from ekstrain.simulate.engine import nodeset_workloads, simulate
-from ekstrain.simulate.load import load, read_objects
+from ekstrain.simulate.inputs import InputError, read_workloads
+from ekstrain.simulate.load import load
 from ekstrain.simulate.workloads import sbatch
 
 EXIT_BLOCKED = 1
@@ -37,19 +38,6 @@ def add_simulate_command(subparsers: Any) -> None:
     p.set_defaults(func=cmd_simulate)
 
 
-def _workload_objects(paths: list[pathlib.Path]) -> list[dict[str, Any]]:
-    files: list[pathlib.Path] = []
-    for p in paths:
-        files += sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
-    objects: list[dict[str, Any]] = []
-    for f in files:
-        if f.suffix == ".sbatch":
-            objects.append({"kind": "ConfigMap", "metadata": {"name": f.stem}, "data": {f.name: f.read_text()}})
-        elif f.suffix in (".yaml", ".yml"):
-            objects += read_objects([f])
-    return objects
-
-
 def _system_types(args: argparse.Namespace) -> list[str]:
     from stacks.loader import load_stack_file
 
@@ -66,6 +54,14 @@ def _upstream() -> pathlib.Path:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    try:
+        workloads = read_workloads(args.files or [pathlib.Path("build/examples")])
+    except InputError as exc:
+        print(exc.report(), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:
+        print(f"ekstrain simulate: {exc.filename}: cannot be read ({exc.strerror})", file=sys.stderr)
+        return EXIT_BAD_INPUT
     build = args.build or pathlib.Path("build") / args.stack
     if not (build / "manifests").is_dir():
         print(
@@ -90,15 +86,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     except Exception as exc:  # noqa: BLE001 - the loader's ConfigError and a missing file read alike
         print(f"ekstrain simulate: stack {args.stack}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    paths = args.files or [pathlib.Path("build/examples")]
-    for p in paths:
-        if not p.exists():
-            print(f"ekstrain simulate: {p} not found (run `make examples` or pass workload files)", file=sys.stderr)
-            return EXIT_BAD_INPUT
     cluster = load(build, system)
     cluster.scale_nodesets = args.scale_nodesets
     # Every NodeSet's slurmd pod must be able to start too, whether or not an sbatch names it.
-    result = simulate(cluster, nodeset_workloads(cluster) + _workload_objects(paths))
+    result = simulate(cluster, nodeset_workloads(cluster) + workloads)
     for line in result.started:
         print(line)
     for b in result.blocked:
