@@ -115,11 +115,26 @@ def test_gpus_exist_only_where_the_device_plugin_runs(cluster: engine.Cluster) -
     assert "nvidia.com/gpu 8 requested but no device-plugin DaemonSet for it runs on gpu-h100 nodes" in line
 
 
+def _without_queue_bounds(cluster: engine.Cluster) -> engine.Cluster:
+    """Queues without capability and no admission: what the NodePool limits alone decide."""
+    config = {**cluster.scheduler_config, "actions": "allocate, backfill"}
+    return dataclasses.replace(cluster, queues={q: {} for q in cluster.queues}, scheduler_config=config)
+
+
+def test_the_default_queue_gets_nothing_the_partitions_guarantee(cluster: engine.Cluster) -> None:
+    # GIVEN every partition's resources guaranteed to its queue (capacity plugin) WHEN a gang names the
+    # chart's default queue THEN admission keeps it Pending (no pod, no node launched), saying why.
+    objects = render(spec_for("gpu-h100"), PROD, "volcano", FakePlanner())
+    objects[-1]["spec"]["queue"] = "default"
+    (line,) = _lines(cluster, objects)
+    assert "Volcano enqueue (capacity)" in line and "queue default realCapability nvidia.com/gpu 0" in line
+
+
 def test_nodepool_limits_block_a_job_larger_than_the_partition(cluster: engine.Cluster) -> None:
     objects = render(spec_for("gpu-h100"), PROD, "volcano", FakePlanner())
     objects[-1]["spec"]["tasks"][0]["replicas"] = 9
-    objects[-1]["spec"]["queue"] = "default"
-    assert "NodePool gpu-h100 limit" in " ".join(_lines(cluster, objects))
+    assert "queue gpu-h100 capability" in " ".join(_lines(cluster, objects))  # Volcano stops it first
+    assert "NodePool gpu-h100 limit" in " ".join(_lines(_without_queue_bounds(cluster), objects))
 
 
 def test_slurm_jobs_need_nodeset_replicas(cluster: engine.Cluster) -> None:
@@ -144,12 +159,12 @@ def test_slurm_jobs_need_nodeset_replicas(cluster: engine.Cluster) -> None:
 def test_standing_slurmd_pods_count_against_the_nodepool_limits(cluster: engine.Cluster) -> None:
     # GIVEN 4 of gpu-a100's 16 nodes held by slurmd pods
     objects = render(spec_for("gpu-a100"), PROD, "volcano", FakePlanner())
-    objects[-1]["spec"]["queue"] = "default"
+    unbounded = _without_queue_bounds(cluster)
     # WHEN a gang asks the other 12 THEN it starts; 13 exceed the NodePool's limits
     objects[-1]["spec"]["tasks"][0]["replicas"] = 12
-    assert _lines(cluster, objects) == []
+    assert _lines(unbounded, objects) == []
     objects[-1]["spec"]["tasks"][0]["replicas"] = 13
-    assert _lines(cluster, objects) == [
+    assert _lines(unbounded, objects) == [
         "BLOCKED Job/run *: NodePool gpu-a100 limit nodes=16 < 17 needed",
         "BLOCKED Job/run *: NodePool gpu-a100 limit nvidia.com/gpu=128 < 136 needed",
     ]

@@ -15,17 +15,17 @@ from typing import Any
 
 import yaml
 
-HELM_CANDIDATES = ("/work/tools/helm",)
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 def helm_binary() -> str | None:
+    """$EKSTRAIN_HELM, else ``helm`` on PATH, else the pinned copy ``make`` fetches into .tools/helm: the
+    order infra.verify.charts.helm_binary uses (the package layers keep ekstrain from importing infra)."""
     env = os.environ.get("EKSTRAIN_HELM")
     if env:
         return env
-    found = shutil.which("helm")
-    if found:
-        return found
-    return next((c for c in HELM_CANDIDATES if pathlib.Path(c).exists()), None)
+    local = REPO / ".tools" / "helm"
+    return shutil.which("helm") or (str(local) if local.exists() else None)
 
 
 def _archive(chart_src: pathlib.Path, chart: str, version: str) -> pathlib.Path | None:

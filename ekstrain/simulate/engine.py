@@ -44,9 +44,12 @@ class Cluster:
     """(name, pod spec) of every rendered DaemonSet."""
     scheduler_config: dict[str, Any]
     queues: dict[str, dict[str, float]]
+    """Volcano queue -> spec.capability."""
     runtimes: dict[str, dict[str, Any]]
     nodesets: dict[str, dict[str, Any]]
     """Slurm partition -> NodeSet object."""
+    guarantees: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Volcano queue -> spec.guarantee.resource."""
     scale_nodesets: bool = False
     """Model the documented Slurm procedure: scale a partition's NodeSet to the job's nodes before sbatch."""
 
@@ -255,8 +258,8 @@ def simulate(cluster: Cluster, objects: list[dict[str, Any]]) -> Result:
         blocked = [Blocked(w.name, "*", p) for p in w.problems]
         if w.volcano_queue is not None:
             req = _requests_total(w.groups)
-            why = volcano.enqueue_block(cluster.scheduler_config, req, idle) or volcano.queue_block(
-                w.volcano_queue, cluster.queues, req
+            why = volcano.queue_block(w.volcano_queue, cluster.queues, req) or volcano.enqueue_block(
+                cluster.scheduler_config, req, idle, w.volcano_queue, cluster.queues, cluster.guarantees
             )
             if why:
                 blocked.append(Blocked(w.name, "*", why))

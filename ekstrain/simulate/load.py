@@ -108,6 +108,12 @@ def load(build: pathlib.Path, system_instance_types: list[str]) -> Cluster:
         o["metadata"]["name"]: {k: parse(v) for k, v in ((o.get("spec") or {}).get("capability") or {}).items()}
         for o in by_kind.get("Queue", [])
     }
+    guarantees = {
+        o["metadata"]["name"]: {
+            k: parse(v) for k, v in (((o.get("spec") or {}).get("guarantee") or {}).get("resource") or {}).items()
+        }
+        for o in by_kind.get("Queue", [])
+    }
     if config is not None:
         queues.setdefault("default", {})  # the volcano chart creates it
     nodesets = {re.sub(r"^.*?-worker-", "", o["metadata"]["name"]): o for o in by_kind.get("NodeSet", [])}
@@ -116,6 +122,7 @@ def load(build: pathlib.Path, system_instance_types: list[str]) -> Cluster:
         daemonsets=daemonsets,
         scheduler_config=config or {},
         queues=queues,
+        guarantees=guarantees,
         runtimes={o["metadata"]["name"]: o for o in by_kind.get("ClusterTrainingRuntime", [])},
         nodesets=nodesets,
     )
