@@ -17,6 +17,8 @@ from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.jupyterhub import JupyterHub, JupyterHubArgs
 from components.karpenter import Karpenter, KarpenterArgs
 from components.network import Network, NetworkArgs
+from components.node_health import ADDON_NAME as NODE_MONITORING_ADDON
+from components.node_health import NodeHealth, NodeHealthArgs
 from components.observability import Observability, ObservabilityArgs
 from components.operators import Operators, OperatorsArgs
 from components.partitions import Partition, PartitionArgs
@@ -97,6 +99,16 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         storage_outputs.update(
             efsFileSystemId=storage.efs.file_system_id, efsModelsAccessPointId=storage.efs.access_point_id
         )
+    # Node health: the EKS node monitoring agent sets the conditions Karpenter's NodeRepair replaces nodes on.
+    NodeHealth(
+        "node-health",
+        NodeHealthArgs(
+            cluster_name=c.name,
+            addon_version=cfg.versions.addon(NODE_MONITORING_ADDON, c.kubernetes_version),
+            tags=tags,
+        ),
+        opts=pulumi.ResourceOptions(depends_on=[cluster]),
+    )
     # Compute: Karpenter, one Partition (EC2NodeClass + NodePool) per partition, device plugins.
     k8s_after_cluster = pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster])
     karpenter = Karpenter(
