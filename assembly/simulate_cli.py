@@ -17,7 +17,9 @@ from typing import Any
 from ekstrain.simulate import charts
 from ekstrain.simulate.engine import nodeset_workloads, simulate
 from ekstrain.simulate.inputs import InputError, read_workloads
-from ekstrain.simulate.load import load
+from ekstrain.simulate.load import build_objects, load
+from ekstrain.simulate.mix import platform_facts, read_mix
+from ekstrain.simulate.timeline import simulate_timeline
 from ekstrain.simulate.workloads import sbatch
 
 EXIT_BLOCKED = 1
@@ -33,6 +35,12 @@ def add_simulate_command(subparsers: Any) -> None:
         "--scale-nodesets",
         action="store_true",
         help="assume Slurm NodeSets are scaled to each sbatch's --nodes first (docs/schedulers.md)",
+    )
+    p.add_argument(
+        "--timeline",
+        type=pathlib.Path,
+        metavar="MIX",
+        help="play a workload mix file over time instead (arrivals, faults; docs/simulate.md)",
     )
     p.add_argument("files", nargs="*", type=pathlib.Path, help="workload files or directories (default build/examples)")
     p.set_defaults(func=cmd_simulate)
@@ -54,6 +62,8 @@ def _upstream() -> pathlib.Path:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    if args.timeline is not None:
+        return cmd_timeline(args)
     try:
         workloads = read_workloads(args.files or [pathlib.Path("build/examples")])
     except InputError as exc:
@@ -96,6 +106,38 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         print(b.line())
     print(f"{len(result.started)} workloads start, {len({b.workload for b in result.blocked})} blocked")
     return EXIT_BLOCKED if result.blocked else 0
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    build = args.build or pathlib.Path("build") / args.stack
+    if not (build / "manifests").is_dir():
+        print(
+            f"ekstrain simulate: {build}/manifests not found; run `make render STACK={args.stack}` first",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    try:
+        mix = read_mix(args.timeline, build)
+        system = _system_types(args)
+    except InputError as exc:
+        print(exc.report(), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # noqa: BLE001 - the stack loader's ConfigError and a missing file read alike
+        print(f"ekstrain simulate: stack {args.stack}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for o in build_objects(build):
+        by_kind.setdefault(o["kind"], []).append(o)
+    platform_facts(build, by_kind, mix)
+    mix.scale_nodesets = True
+    report = simulate_timeline(load(build, system), mix)
+    for line in report.lines():
+        print(line)
+    print(
+        f"{sum(j.state == 'finished' for j in report.jobs)} jobs finished, {len(report.problems)} problems "
+        f"(repair {'on' if mix.repair else 'off'}, AWS Health drain {'on' if mix.health_rule else 'off'})"
+    )
+    return EXIT_BLOCKED if report.problems else 0
 
 
 __all__ = ["add_simulate_command", "cmd_simulate", "sbatch"]

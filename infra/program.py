@@ -21,11 +21,11 @@ from components.node_health import ADDON_NAME as NODE_MONITORING_ADDON
 from components.node_health import NodeHealth, NodeHealthArgs
 from components.observability import Observability, ObservabilityArgs
 from components.operators import Operators, OperatorsArgs
-from components.partitions import Partition, PartitionArgs
+from components.partitions import HelperPool, HelperPoolArgs, Partition, PartitionArgs
 from components.slurm import Slurm, SlurmArgs
 from components.volcano import Volcano, VolcanoArgs
 from ekstrain import catalog, versions
-from ekstrain.karpenter_specs import PartitionSpec
+from ekstrain.karpenter_specs import HelperPoolSpec, PartitionSpec
 from ekstrain.partitions import shape
 from infra.storage import build_storage
 from stacks.models import StackConfig
@@ -151,6 +151,21 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[karpenter.release]),
         )
         node_pools.append(partition.node_pool_names)
+    # Untainted CPU pool: MPI launchers and Ray heads scale with the jobs instead of filling the system nodes.
+    HelperPool(
+        "cpu-helpers",
+        HelperPoolArgs(
+            spec=HelperPoolSpec(
+                cluster_name=c.name,
+                availability_zone=cfg.network.training_availability_zone,
+                ami_alias_version=cfg.versions.ami_alias_version,
+            ),
+            node_role_name=karpenter.node_role_name,
+            cluster_security_group_id=cluster.cluster_security_group_id,
+            tags=tags,
+        ),
+        opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[karpenter.release]),
+    )
     types_of = lambda pred: sorted({t for p in cfg.partitions if pred(p) for t in p.instance_types})  # noqa: E731
     DevicePlugins(
         "device-plugins",

@@ -8,16 +8,12 @@ from typing import Any
 
 import yaml
 
-from ekstrain import catalog, names
+from ekstrain import names
 from ekstrain.simulate import volcano
 from ekstrain.simulate.engine import Cluster
 from ekstrain.simulate.inputs import SAFE_LOADER
-from ekstrain.simulate.nodes import Node, allocatable, max_pods, nodes_of
+from ekstrain.simulate.nodes import Node, allocatable, general_purpose, max_pods, nodes_of
 from ekstrain.simulate.quantity import parse
-
-MEMORY_PER_VCPU = {"m": 4, "c": 2, "r": 8}
-"""GiB per vCPU of the general-purpose families a system node group may use (m7i, c7i, r7i, ...)."""
-
 
 KINDS_READ = frozenset(
     {"EC2NodeClass", "NodePool", "DaemonSet", "ConfigMap", "Queue", "NodeSet", "ClusterTrainingRuntime"}
@@ -38,25 +34,6 @@ def read_objects(paths: list[pathlib.Path]) -> list[dict[str, Any]]:
 def build_objects(build: pathlib.Path) -> list[dict[str, Any]]:
     files = sorted((build / "manifests").rglob("*.yaml")) + sorted((build / "charts").rglob("*.yaml"))
     return read_objects([f for f in files if f.name.split("-", 1)[0] in KINDS_READ])
-
-
-def general_purpose(name: str) -> catalog.InstanceType | None:
-    """vCPU/memory of an m/c/r instance type from its name (m7i.2xlarge = 8 vCPU, 32 GiB)."""
-    m = re.fullmatch(r"([mcr])\d+[a-z]*\.(\d*)(x?large)", name)
-    if not m:
-        return None
-    vcpus = 2 if m.group(3) == "large" else 4 * int(m.group(2) or 1)
-    return catalog.InstanceType(
-        name,
-        "cpu",
-        catalog.A10G,
-        0,
-        vcpus,
-        vcpus * MEMORY_PER_VCPU[m.group(1)],
-        12,
-        efa_max_interfaces=0,
-        network_cards=1,
-    )
 
 
 def system_nodes(instance_types: list[str]) -> list[Node]:
