@@ -54,6 +54,13 @@ def _system_types(args: argparse.Namespace) -> list[str]:
     return list(cfg.cluster.system_node_group.instance_types)
 
 
+def _system_size(args: argparse.Namespace) -> int:
+    from stacks.loader import load_stack_file
+
+    cfg, _ = load_stack_file(args.stack_file or pathlib.Path(f"Pulumi.{args.stack}.yaml"))
+    return int(cfg.cluster.system_node_group.desired_size)
+
+
 def _upstream() -> pathlib.Path:
     from ekstrain import validation
 
@@ -130,6 +137,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
         by_kind.setdefault(o["kind"], []).append(o)
     platform_facts(build, by_kind, mix)
     mix.scale_nodesets = True
+    mix.system_nodes = _system_size(args)
     report = simulate_timeline(load(build, system), mix)
     for line in report.lines():
         print(line)

@@ -78,10 +78,18 @@ def notebook_pod(build: pathlib.Path, partition: str, accelerators: int, where: 
         requests.update({k: str(v) for k, v in (extra.get("extra_resource_guarantees") or {}).items()})
         limits = {k: str(v) for k, v in (extra.get("extra_resource_limits") or {}).items()}
         parse(requests["memory"])  # kubespawner's "32G" is the quantity 32e9 bytes
+        pod_spec: dict[str, Any] = {}
+        if over.get("scheduler_name"):
+            pod_spec["schedulerName"] = over["scheduler_name"]
         return {
             "kind": "Pod",
-            "metadata": {"name": f"jupyter-{partition}-{accelerators}", "labels": {"component": "singleuser-server"}},
+            "metadata": {
+                "name": f"jupyter-{partition}-{accelerators}",
+                "labels": {"component": "singleuser-server"},
+                "annotations": dict(over.get("extra_annotations") or {}),
+            },
             "spec": {
+                **pod_spec,
                 "nodeSelector": dict(over.get("node_selector") or {}),
                 "tolerations": list(over.get("tolerations") or []),
                 "containers": [{"name": "notebook", "resources": {"requests": requests, "limits": limits}}],

@@ -38,6 +38,7 @@ sbatch job when asked). Rules, each with the upstream code it follows:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -91,6 +92,10 @@ class Mix:
     weights: dict[str, float] = field(default_factory=dict)
     """Volcano queue -> spec.weight (proportion)."""
     scale_nodesets: bool = True
+    system_nodes: int = 3
+    """The system node group's desired size: fixed nodes, no autoscaler."""
+    restart_minutes: int = 5
+    """From a failure to the restarted pods running again (controller backoff, pod creation, start-up)."""
 
 
 @dataclass
@@ -121,6 +126,13 @@ class Job:
     state: str = "waiting"  # waiting | running | finished | failed
     admitted_at: int | None = None
     started_at: int | None = None
+    first_started_at: int | None = None
+    not_before: int = 0
+    hit_by_fault: bool = False
+    last_wait: str = ""
+    all_waits: Counter[str] = field(default_factory=Counter)
+    """Before the first start and after restarts."""
+    restarts: int = 0
     ended_at: int | None = None
     progress: float = 0.0
     last_checkpoint: float = 0.0
@@ -137,22 +149,23 @@ class Job:
 @dataclass
 class Report:
     jobs: list[Job]
-    idle: dict[str, Counter[str]]
+    idle: dict[str, dict[str, float]]
     """partition -> category -> idle accelerator-minutes."""
-    idle_usd: dict[str, Counter[str]]
+    idle_usd: dict[str, dict[str, float]]
     problems: list[str]
+    faults: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         out = [job_line(j) for j in self.jobs if j.kind != "standing"]
         for part in sorted(self.idle):
             cats, usd = self.idle[part], self.idle_usd[part]
             total, dollars = sum(cats.values()) / 60, sum(usd.values())
-            detail = ", ".join(f"{k} {cats[k] / 60:.1f} h (${usd[k]:,.0f})" for k in sorted(cats) if cats[k])
+            detail = ", ".join(f"{k} {cats[k] / 60:.1f} h (${usd.get(k, 0.0):,.0f})" for k in sorted(cats) if cats[k])
             out.append(
                 f"PARTITION {part}: idle {total:.1f} accelerator-hours, ${dollars:,.0f}"
                 + (f": {detail}" if detail else "")
             )
-        out += [f"PROBLEM {p}" for p in self.problems]
+        out += self.faults + [f"PROBLEM {p}" for p in self.problems]
         return out
 
 
@@ -161,12 +174,13 @@ def _clock(minute: int | None) -> str:
 
 
 def job_line(j: Job) -> str:
-    waited = (j.started_at if j.started_at is not None else j.ended_at or 0) - j.arrival.at
+    first = j.first_started_at if j.first_started_at is not None else j.ended_at
+    waited = (first if first is not None else j.arrival.at) - j.arrival.at
     why = "; ".join(f"{m} min {r}" for r, m in j.waited.most_common(3))
     parts = [
         f"JOB {j.name} [{j.kind}]: arrived {_clock(j.arrival.at)}",
         f"admitted {_clock(j.admitted_at)}",
-        f"started {_clock(j.started_at)}" + (f" (waited {waited} min: {why})" if waited and why else ""),
+        f"started {_clock(j.first_started_at)}" + (f" (waited {waited} min: {why})" if waited and why else ""),
     ]
     if j.events:
         parts.append("restarts: " + "; ".join(j.events))
@@ -248,13 +262,22 @@ class Timeline:
         self.nodes: list[SimNode] = []
         self.jobs: list[Job] = []
         self.now = 0
-        self.idle: dict[str, Counter[str]] = {}
-        self.idle_usd: dict[str, Counter[str]] = {}
+        self.idle: dict[str, dict[str, float]] = {}
+        self.idle_usd: dict[str, dict[str, float]] = {}
         self.problems: list[str] = []
         self._ident = 0
         self._free_cache: dict[int, dict[str, float]] = {}
+        self.karpenter = dataclasses.replace(cluster, nodes=[n for n in cluster.nodes if n.pool != "system"])
+        self.fault_outcomes: list[str] = []
 
     # -- set-up --
+    def system_group(self) -> None:
+        """The managed node group's nodes: ready from the start, never more of them."""
+        system = next((n for n in self.cluster.nodes if n.pool == "system"), None)
+        for _ in range(self.mix.system_nodes if system else 0):
+            node = self.launch(system)  # type: ignore[arg-type]
+            node.state, node.ready_at, node.empty_since = "ready", 0, None
+
     def standing_jobs(self) -> None:
         for part, ns in sorted(self.cluster.nodesets.items()):
             replicas = int(ns["spec"].get("replicas", 0) or 0)
@@ -324,7 +347,7 @@ class Timeline:
 
     # -- binding --
     def _group_fit(self, g: PodGroup) -> tuple[Node | None, str, dict[str, float]]:
-        candidate, why = place(self.cluster, g)
+        candidate, why = place(self.karpenter, g)
         return candidate, why, {**match.pod_requests(g.spec), "pods": 1.0}
 
     def _fits(self, node: SimNode, req: dict[str, float]) -> bool:
@@ -349,29 +372,29 @@ class Timeline:
                 node.empty_since = self.now
         job.bound = []
 
-    def try_start(self, job: Job) -> str | None:
+    def try_start(self, job: Job, bind: bool = True) -> str | None:
         """Bind the job's pods (gang: all or none; otherwise pod by pod) and launch nodes for the rest.
         Returns why it is not running, or None once every pod runs."""
         gang = job.kind in ("volcano", "standing", "slurm") or job.kind == "notebook"
-        needs: list[tuple[PodGroup, Node, dict[str, float], int]] = []
+        needs: list[tuple[PodGroup, Node | None, dict[str, float], int]] = []
         for g in job.workload.groups:
             bound_here = sum(1 for bg, _ in job.bound if bg is g)
             if g.count - bound_here <= 0:
                 continue
             candidate, why, req = self._group_fit(g)
-            if candidate is None:
+            if candidate is None and not any(self._lands(g, n) for n in self.nodes):
                 return f"{g.role}: {why}"
             needs.append((g, candidate, req, g.count - bound_here))
         if not needs:
             return None
         # What ready nodes can hold now (a trial for gangs), and what still needs a node.
         plan: list[tuple[SimNode, dict[str, float], PodGroup]] = []
-        shortfall: list[tuple[Node, dict[str, float], int]] = []
+        shortfall: list[tuple[Node | None, PodGroup, dict[str, float], int]] = []
         trial = {n.ident: dict(n.free) for n in self.nodes}
         for g, candidate, req, count in needs:
             placed = 0
             for n in self.nodes:
-                if n.state not in ("ready", "unhealthy") or n.pool != candidate.pool:
+                if n.state not in ("ready", "unhealthy") or not self._lands(g, n):
                     continue
                 while placed < count and all(trial[n.ident].get(r, 0.0) + 1e-9 >= v for r, v in req.items() if v > 0):
                     for r, v in req.items():
@@ -379,15 +402,18 @@ class Timeline:
                     plan.append((n, req, g))
                     placed += 1
             if placed < count:
-                shortfall.append((candidate, req, count - placed))
-        if not gang or not shortfall:
+                shortfall.append((candidate, g, req, count - placed))
+        if bind and (not gang or not shortfall):
             for n, req, g in plan:
                 self._take(n, req, job, g)
         if not shortfall:
             return None
         # Karpenter: nodes for the pods nothing fits, counting nodes already launching for this pool.
         reason = ""
-        for candidate, req, missing in shortfall:
+        for candidate, g, req, missing in shortfall:
+            if candidate is None:
+                reason = f"{g.role}: waits for room on the system nodes (a fixed node group, no autoscaler)"
+                continue
             per = max(1, per_node(req, self.node_free(candidate)))
             launching = sum(
                 per_node(req, n.free) for n in self.nodes if n.state == "launching" and n.pool == candidate.pool
@@ -402,11 +428,14 @@ class Timeline:
                 reason = f"Karpenter launching {candidate.instance.name} ({candidate.pool})"
         return reason
 
+    def _lands(self, g: PodGroup, n: SimNode) -> bool:
+        return n.state != "gone" and match.lands(g.spec, n.candidate.labels, n.candidate.taints)
+
     # -- Volcano admission --
     def queue_used(self, queue: str) -> dict[str, float]:
         used: dict[str, float] = {}
         for j in self.jobs:
-            mine = j.kind == "volcano" and j.workload.volcano_queue == queue and j.admitted_at is not None
+            mine = j.workload.volcano_queue == queue and j.admitted_at is not None
             if mine and j.state in ("waiting", "running"):
                 for g in j.workload.groups:
                     for r, v in match.pod_requests(g.spec).items():
@@ -419,11 +448,6 @@ class Timeline:
             if n.state in ("ready", "unhealthy"):
                 for r, v in self.node_free(n.candidate).items():
                     total[r] = total.get(r, 0.0) + v
-        for n in self.cluster.nodes:
-            if n.pool == "system":
-                for r, v in self.node_free(n).items():
-                    if r in ("cpu", "memory"):
-                        total[r] = total.get(r, 0.0) + v
         return total
 
     def admit(self, job: Job) -> str | None:
@@ -459,7 +483,7 @@ class Timeline:
         total = self.cluster_total()
         demand: dict[str, dict[str, float]] = {}
         for j in self.jobs:
-            if j.kind == "volcano" and j.state in ("waiting", "running"):
+            if j.workload.volcano_queue is not None and j.state in ("waiting", "running"):
                 d = demand.setdefault(str(j.workload.volcano_queue), {})
                 for g in j.workload.groups:
                     for r, v in match.pod_requests(g.spec).items():
@@ -478,10 +502,16 @@ class Timeline:
     # -- faults --
     def fault(self, f: Fault) -> None:
         job = next((j for j in self.jobs if j.name == f.job), None)
-        node = next((n for _, n in job.bound if n.state != "gone"), None) if job else None
+        holder = job
+        if job is not None and job.kind == "slurm":  # an sbatch job runs on its partition's slurmd pods
+            holder = self.standing_of(job)
+        bound = [n for _, n in holder.bound if n.state != "gone"] if holder else []
+        accelerated = [n for n in bound if any(n.candidate.capacity.get(r) for r in ACCELERATORS)]
+        node = (accelerated or bound)[0] if bound else None
         if job is None or node is None:
             self.problems.append(f"fault {f.kind} at {_clock(f.at)}: {f.job} has no node then (not injected)")
             return
+        job.hit_by_fault = True
         if f.kind == "node-lost":
             self.kill_node(node, f"node {node.candidate.instance.name} #{node.ident} lost")
         elif f.kind == "spot-interruption":
@@ -502,8 +532,17 @@ class Timeline:
                 )
                 node.repair_at = self.now + f.window  # the instance is stopped at the window
 
+    def standing_of(self, job: Job) -> Job | None:
+        part = str(job.workload.slurm.get("partition"))
+        return next((j for j in self.jobs if j.kind == "standing" and j.name.endswith(f"-{part}")), None)
+
     def on_node(self, node: SimNode) -> list[Job]:
-        return [j for j in self.jobs if j.name in node.holders]
+        victims = [j for j in self.jobs if j.name in node.holders]
+        for standing in [j for j in victims if j.kind == "standing"]:
+            victims += [
+                j for j in self.jobs if j.kind == "slurm" and j.state == "running" and self.standing_of(j) is standing
+            ]
+        return victims
 
     def kill_node(self, node: SimNode, why: str, drained: bool = False) -> None:
         victims = self.on_node(node)
@@ -527,6 +566,7 @@ class Timeline:
             job.failure = f"{why}; no restart left ({job.restart_rule})"
             return
         job.restarts_left -= 1
+        job.restarts += 1
         job.progress = job.last_checkpoint if job.resumes else 0.0
         resumed = (
             f"resumes from its checkpoint at {job.last_checkpoint:.0f} min, {lost:.0f} min lost"
@@ -534,7 +574,7 @@ class Timeline:
             else f"starts over, {lost:.0f} min lost ({job.resume_why})"
         )
         job.events.append(f"{_clock(self.now)} {why}: restarted ({job.restart_rule}), {resumed}")
-        job.state, job.started_at = "waiting", None
+        job.state, job.started_at, job.not_before = "waiting", None, self.now + self.mix.restart_minutes
 
     # -- the clock --
     def step(self) -> None:
@@ -547,7 +587,7 @@ class Timeline:
             if n.repair_at is not None and n.repair_at <= self.now and n.state != "gone":
                 self.kill_node(n, f"node #{n.ident} replaced (NodeRepair / maintenance window)", drained=True)
         for job in self.jobs:
-            if job.state != "waiting" or job.arrival.at > self.now:
+            if job.state != "waiting" or job.arrival.at > self.now or job.not_before > self.now:
                 continue
             if job.failure and not job.workload.groups and not job.workload.slurm:
                 job.state, job.ended_at = "failed", self.now
@@ -572,24 +612,37 @@ class Timeline:
         if job.kind == "slurm":
             self.schedule_slurm(job)
             return
-        if job.kind == "volcano" and job.admitted_at is None:
+        in_queue = job.workload.volcano_queue is not None
+        if in_queue and job.admitted_at is None:
             blocked = self.admit(job)
             if blocked:
-                job.waited[blocked] += 1
+                self.wait(job, blocked)
                 return
             job.admitted_at = self.now
         elif job.admitted_at is None:
             job.admitted_at = self.now
-        if job.kind == "volcano":
+        if in_queue:
             blocked = self.proportion_block(job)
             if blocked:
-                job.waited[blocked] += 1
+                self.try_start(job, bind=False)  # the pods exist: Karpenter still launches nodes for them
+                self.wait(job, blocked)
                 return
         why = self.try_start(job)
         if why is None:
-            job.state, job.started_at = "running", self.now
+            self.started(job)
         else:
+            self.wait(job, why)
+
+    def wait(self, job: Job, why: str) -> None:
+        if job.first_started_at is None:
             job.waited[why] += 1
+        job.all_waits[why] += 1
+        job.last_wait = why
+
+    def started(self, job: Job) -> None:
+        job.state, job.started_at = "running", self.now
+        if job.first_started_at is None:
+            job.first_started_at = self.now
 
     def schedule_slurm(self, job: Job) -> None:
         part, nodes = str(job.workload.slurm.get("partition")), int(job.workload.slurm.get("nodes", 1))
@@ -605,10 +658,10 @@ class Timeline:
         )
         if have - busy >= nodes:
             job.admitted_at = job.admitted_at if job.admitted_at is not None else self.now
-            job.state, job.started_at = "running", self.now
+            self.started(job)
             return
         if not self.mix.scale_nodesets:
-            job.waited[f"Slurm holds it: NodeSet {ns['metadata']['name']} has {have - busy} idle slurmd pods"] += 1
+            self.wait(job, f"Slurm holds it: NodeSet {ns['metadata']['name']} has {have - busy} idle slurmd pods")
             return
         # kubectl scale nodeset: the extra slurmd pods are this job's own consumers of the NodePool.
         if not job.workload.groups:
@@ -616,19 +669,24 @@ class Timeline:
         job.admitted_at = job.admitted_at if job.admitted_at is not None else self.now
         why = self.try_start(job)
         if why is None:
-            job.state, job.started_at = "running", self.now
+            self.started(job)
         else:
-            job.waited[f"NodeSet scaled by {job.workload.groups[0].count}: {why}"] += 1
+            self.wait(job, f"NodeSet scaled by {job.workload.groups[0].count}: {why}")
 
-    def pending_pools(self) -> set[str]:
-        pools = set()
+    def pending_pools(self) -> dict[str, list[Job]]:
+        """NodePool -> the admitted, waiting jobs whose pending pods Karpenter nominates to its nodes."""
+        pools: dict[str, list[Job]] = {}
         for j in self.jobs:
-            if j.state == "waiting" and j.arrival.at <= self.now:
+            if j.state == "waiting" and j.arrival.at <= self.now and j.admitted_at is not None:
                 for g in j.workload.groups:
-                    candidate, _ = place(self.cluster, g)
+                    candidate, _ = place(self.karpenter, g)
                     if candidate is not None:
-                        pools.add(candidate.pool)
+                        pools.setdefault(candidate.pool, []).append(j)
         return pools
+
+    def transient(self, jobs: list[Job]) -> bool:
+        """Every job is only restarting or waiting for nodes that are launching (not blocked for good)."""
+        return bool(jobs) and all(j.not_before > self.now or "Karpenter launching" in j.last_wait for j in jobs)
 
     def consolidate(self) -> None:
         nominated = self.pending_pools()
@@ -647,6 +705,12 @@ class Timeline:
             if not accel:
                 continue
             used = accel - sum(max(0.0, n.free.get(r, 0.0)) for r in ACCELERATORS)
+            standing = [j for j in self.jobs if j.kind == "standing" and j.name in n.holders]
+            if standing:  # slurmd pods hold the node; it computes only while a Slurm job runs there
+                slurm_busy = any(
+                    j.kind == "slurm" and j.state == "running" and self.standing_of(j) in standing for j in self.jobs
+                )
+                running = running if slurm_busy else running - {j.name for j in standing}
             busy = used if any(h in running for h in n.holders) else 0.0
             idle = accel - busy
             if idle <= 0:
@@ -655,44 +719,70 @@ class Timeline:
                 cat = "launching"
             elif n.state == "unhealthy":
                 cat = "unhealthy"
+            elif standing and not busy:
+                cat = "standing slurmd nodes without a Slurm job"
+            elif n.holders and not busy and self.transient([j for j in self.jobs if j.name in n.holders]):
+                cat = "held while the job restarts or its other nodes launch"
             elif n.holders and not busy:
                 cat = "stranded (held by a job that cannot start)"
             elif n.holders:
                 cat = "fragments (part of a node in use)"
+            elif n.pool in nominated and self.transient(nominated[n.pool]):
+                cat = "held while the job restarts or its other nodes launch"
             elif n.pool in nominated:
                 cat = "stranded (launched for a job that cannot start)"
             else:
                 cat = "consolidateAfter window"
             part = next(iter(n.candidate.labels.get("ekstrain.io/partition", {n.pool})))
-            self.idle.setdefault(part, Counter())[cat] += idle
+            minutes, usd = self.idle.setdefault(part, {}), self.idle_usd.setdefault(part, {})
             price = n.candidate.instance.price_per_hour_usd or 0.0
-            self.idle_usd.setdefault(part, Counter())[cat] += price / 60 * idle / accel
+            minutes[cat] = minutes.get(cat, 0.0) + idle
+            usd[cat] = usd.get(cat, 0.0) + price / 60 * idle / accel
 
     def run(self) -> Report:
+        self.system_group()
         self.standing_jobs()
         for a in sorted(self.mix.arrivals, key=lambda a: a.at):
             self.add(a)
         while self.now < self.mix.minutes:
             self.step()
         self.conclude()
-        return Report(self.jobs, self.idle, self.idle_usd, self.problems)
+        return Report(self.jobs, self.idle, self.idle_usd, self.problems, self.fault_outcomes)
 
     def conclude(self) -> None:
+        """Problems (exit 1): a job that failed or did not finish with no injected fault to blame, a starved
+        queue, a gang admitted but unbindable, idle paid nodes beyond launch and consolidation. A job an
+        injected fault hit gets one FAULT line: resumed from its checkpoint, or why not."""
         for j in self.jobs:
             if j.kind == "standing":
                 continue
-            if j.state == "failed":
+            if j.hit_by_fault:
+                outcome = (
+                    f"finished {_clock(j.ended_at)} after {j.restarts} restart(s)"
+                    if j.state == "finished"
+                    else f"{j.state}: {j.failure or 'did not finish in time'}"
+                )
+                if not j.restarts:
+                    how = "not restarted (the fault did not stop it)"
+                elif j.resumes:
+                    how = "resumed from its checkpoint"
+                else:
+                    how = f"not resumed: {j.resume_why}"
+                self.fault_outcomes.append(f"FAULT {j.name}: {how}; {outcome}")
+                if j.state == "failed" and j.resumes:
+                    continue
+            if j.state == "failed" and not j.hit_by_fault:
                 self.problems.append(f"{j.name} failed: {j.failure}")
-            elif j.state != "finished":
+            elif j.state not in ("finished", "failed"):
                 top = j.waited.most_common(1)
                 self.problems.append(
                     f"{j.name} did not finish in {self.mix.minutes // 60} h"
                     + (f": {top[0][1]} min {top[0][0]}" if top else "")
                 )
-            starved = sum(m for r, m in j.waited.items() if r.startswith("proportion"))
+            starved = sum(m for r, m in j.all_waits.items() if r.startswith("proportion"))
             if starved:
                 self.problems.append(f"{j.name}: starved by proportion for {starved} min")
-            if j.admitted_at is not None and any("limit" in r for r in j.waited) and j.kind == "volcano":
+            if j.workload.volcano_queue is not None and any("limit" in r for r in j.all_waits):
                 self.problems.append(f"{j.name}: admitted by its queue but unbindable at the NodePool limit")
         for part, cats in self.idle.items():
             stranded = sum(v for k, v in cats.items() if k.startswith("stranded"))
