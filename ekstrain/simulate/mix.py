@@ -148,7 +148,8 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
                 )
                 if obj.get("kind") == "ConfigMap":
                     name = f"sbatch/{(obj.get('metadata') or {}).get('name')}" + (f"#{k + 1}" if count > 1 else "")
-                mix.arrivals.append(Arrival(name, obj, start, runs))
+                used = sum(1 for x in mix.arrivals if x.name == name or x.name.startswith(name + " (again"))
+                mix.arrivals.append(Arrival(name if not used else f"{name} (again {used})", obj, start, runs))
     names = {a.name for a in mix.arrivals}
     for i, entry in enumerate(doc.get("faults") or []):
         at = f"{where}: faults[{i}]"

@@ -269,6 +269,14 @@ class Timeline:
         self._free_cache: dict[int, dict[str, float]] = {}
         self.karpenter = dataclasses.replace(cluster, nodes=[n for n in cluster.nodes if n.pool != "system"])
         self.fault_outcomes: list[str] = []
+        self._placed: dict[int, tuple[Node | None, str]] = {}
+
+    def place(self, g: PodGroup) -> tuple[Node | None, str]:
+        """engine.place on the Karpenter pools, once per pod group (the pools do not change)."""
+        key = id(g.spec)
+        if key not in self._placed:
+            self._placed[key] = place(self.karpenter, g)
+        return self._placed[key]
 
     # -- set-up --
     def system_group(self) -> None:
@@ -347,7 +355,7 @@ class Timeline:
 
     # -- binding --
     def _group_fit(self, g: PodGroup) -> tuple[Node | None, str, dict[str, float]]:
-        candidate, why = place(self.karpenter, g)
+        candidate, why = self.place(g)
         return candidate, why, {**match.pod_requests(g.spec), "pods": 1.0}
 
     def _fits(self, node: SimNode, req: dict[str, float]) -> bool:
@@ -547,10 +555,10 @@ class Timeline:
     def kill_node(self, node: SimNode, why: str, drained: bool = False) -> None:
         victims = self.on_node(node)
         node.state = "gone"
-        if drained and self.mix.checkpoint_save_seconds > self.mix.grace_seconds:
-            why += f"; pods got {self.mix.grace_seconds} s, a checkpoint takes {self.mix.checkpoint_save_seconds} s"
+        grace = f"; pods got {self.mix.grace_seconds} s, a checkpoint takes {self.mix.checkpoint_save_seconds} s"
         for victim in victims:
-            self.fail(victim, why)
+            short = drained and victim.resumes and self.mix.checkpoint_save_seconds > self.mix.grace_seconds
+            self.fail(victim, why + (grace if short else ""))
 
     def fail(self, job: Job, why: str) -> None:
         lost = job.progress - (job.last_checkpoint if job.resumes else 0.0)
@@ -679,7 +687,7 @@ class Timeline:
         for j in self.jobs:
             if j.state == "waiting" and j.arrival.at <= self.now and j.admitted_at is not None:
                 for g in j.workload.groups:
-                    candidate, _ = place(self.karpenter, g)
+                    candidate, _ = self.place(g)
                     if candidate is not None:
                         pools.setdefault(candidate.pool, []).append(j)
         return pools
@@ -762,15 +770,17 @@ class Timeline:
                     if j.state == "finished"
                     else f"{j.state}: {j.failure or 'did not finish in time'}"
                 )
-                if not j.restarts:
+                if not j.restarts and j.state == "failed":
+                    how = "not restarted"
+                elif not j.restarts:
                     how = "not restarted (the fault did not stop it)"
                 elif j.resumes:
                     how = "resumed from its checkpoint"
                 else:
                     how = f"not resumed: {j.resume_why}"
                 self.fault_outcomes.append(f"FAULT {j.name}: {how}; {outcome}")
-                if j.state == "failed" and j.resumes:
-                    continue
+                if j.state == "failed":
+                    continue  # the FAULT line says why it did not resume
             if j.state == "failed" and not j.hit_by_fault:
                 self.problems.append(f"{j.name} failed: {j.failure}")
             elif j.state not in ("finished", "failed"):
