@@ -69,7 +69,7 @@ PER_PARTITION = [
     for s in (
         ("trainjob", "volcano", "trainium")
         if p.accelerator == "trainium"
-        else ("trainjob", "pytorchjob", "volcano", "mpijob", "rayjob", "nccl-test")
+        else ("trainjob", "volcano", "mpijob", "rayjob", "nccl-test")
     )
 ]
 
@@ -81,6 +81,18 @@ def test_every_template_starts_on_every_prod_partition(cluster: engine.Cluster, 
     assert result.blocked == [] and len(result.started) == 1, [b.line() for b in result.blocked]
     # the partition's NodePool: `<partition>`, or `<partition>-<types>` for one EFA layout of a mixed partition
     assert re.search(rf"-> {re.escape(partition)}(-[a-z0-9-]+)?/", result.started[0]), result.started[0]
+
+
+def test_a_pytorchjob_without_its_operator_is_blocked(cluster: engine.Cluster) -> None:
+    """GIVEN prod (Kubeflow Trainer v2 + MPI operator, no training-operator) WHEN a PyTorchJob is simulated
+    THEN it is blocked: no CRD serves it (it used to say STARTS, a false green)."""
+    assert "pytorchjobs.kubeflow.org" not in (cluster.crds or set())
+    assert {"mpijobs.kubeflow.org", "trainjobs.trainer.kubeflow.org", "jobs.batch.volcano.sh"} <= (
+        cluster.crds or set()
+    )
+    objects = render(spec_for("gpu-h100"), PROD, "pytorchjob", FakePlanner())
+    lines = _lines(cluster, objects)
+    assert any("installs no pytorchjobs.kubeflow.org CRD" in line for line in lines), lines
 
 
 def test_todays_volcano_config_blocks_every_gang(cluster: engine.Cluster) -> None:

@@ -31,6 +31,32 @@ def read_objects(paths: list[pathlib.Path]) -> list[dict[str, Any]]:
     return out
 
 
+CONTROLLER_SOURCES = {
+    # Operators applied from upstream manifests rather than charts: the render records the source URL in
+    # resources.yaml (kubernetes:yaml/v2:ConfigFile, kustomize/v2:Directory) but no CRD object.
+    "mpi-operator": ("mpijobs.kubeflow.org",),
+    "training-operator": ("pytorchjobs.kubeflow.org", "mpijobs.kubeflow.org"),
+}
+
+
+def installed_crds(build: pathlib.Path) -> set[str]:
+    """``<plural>.<group>`` of every CRD the stack installs: chart and manifest files named
+    ``CustomResourceDefinition-*`` (not parsed) and the operators applied from upstream manifests."""
+    crds = {
+        f.name.removesuffix(".yaml").removeprefix("CustomResourceDefinition-").removeprefix("_-")
+        for f in [
+            *(build / "manifests").rglob("CustomResourceDefinition-*"),
+            *(build / "charts").rglob("CustomResourceDefinition-*"),
+        ]
+    }
+    resources = build / "resources.yaml"
+    text = resources.read_text() if resources.exists() else ""
+    for operator, names_ in CONTROLLER_SOURCES.items():
+        if re.search(rf"^\s+(?:file|directory): \S*{operator}", text, re.MULTILINE):
+            crds.update(names_)
+    return crds
+
+
 def build_objects(build: pathlib.Path) -> list[dict[str, Any]]:
     files = sorted((build / "manifests").rglob("*.yaml")) + sorted((build / "charts").rglob("*.yaml"))
     return read_objects([f for f in files if f.name.split("-", 1)[0] in KINDS_READ])
@@ -100,6 +126,7 @@ def load(build: pathlib.Path, system_instance_types: list[str]) -> Cluster:
         scheduler_config=config or {},
         queues=queues,
         guarantees=guarantees,
+        crds=installed_crds(build),
         runtimes={o["metadata"]["name"]: o for o in by_kind.get("ClusterTrainingRuntime", [])},
         nodesets=nodesets,
     )

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ekstrain.simulate import match, volcano
-from ekstrain.simulate.engine import Cluster, free, nodeset_pod, per_node, place
+from ekstrain.simulate.engine import Cluster, free, nodeset_pod, per_node, place, unserved
 from ekstrain.simulate.nodes import Node
 from ekstrain.simulate.workloads import PodGroup, Workload, expand
 
@@ -309,7 +309,10 @@ class Timeline:
         budget, rule = restart_budget(a.obj, self.cluster.runtimes, nodes)
         resumes, why = resume_rule(a.obj) if kind != "notebook" else (False, "a notebook")
         job = Job(a, w, kind, budget, rule, resumes, why)
-        job.failure = "; ".join(w.problems)
+        missing = unserved(self.cluster, a.obj)
+        job.failure = "; ".join([*w.problems, *([missing] if missing else [])])
+        if missing:
+            w.groups = []
         self.jobs.append(job)
 
     # -- nodes --
