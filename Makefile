@@ -46,8 +46,22 @@ bench: $(VENV)/.installed $(HELM_TOOL)  ## wall times that targets are judged by
 examples: $(VENV)/.installed  ## the seed example workloads + NCCL health checks into build/examples
 	EKSTRAIN=$(VENV)/bin/ekstrain examples/render-all.sh build/examples
 
-simulate: $(VENV)/.installed  ## empty-cluster scheduling simulation of build/examples on build/$(STACK)
-	$(PY) -m ekstrain simulate --stack $(STACK) build/examples
+SIMULATE_STACKS := $(sort $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml)))
+# Every stack in Pulumi.*.yaml: render it, render its NCCL pre-flight per partition into build/examples-<stack>,
+# the empty-cluster check of those (+ build/examples for prod), then the stack's timeline mix
+# (examples/mix-<stack>.yaml) when it has one. Exits non-zero on the first stack with a blocked workload or
+# a timeline problem (docs/simulate.md).
+simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of every stack: workloads + timeline mix
+	@set -e; for s in $(SIMULATE_STACKS); do \
+	  echo "== $$s"; \
+	  $(PY) -m infra.render --stack $$s --out build/$$s > build/render-$$s.log || { tail -20 build/render-$$s.log; exit 2; }; \
+	  mkdir -p build/examples-$$s; \
+	  for p in $$($(PY) -c "from stacks.loader import load_stack_file as f; print(' '.join(p.name for p in f('Pulumi.'$$s'.yaml')[0].partitions))"); do \
+	    $(VENV)/bin/ekstrain job render --stack $$s --scheduler nccl-test --partition $$p --out build/examples-$$s/nccl-check-$$p.yaml; \
+	  done; \
+	  $(PY) -m ekstrain simulate --stack $$s build/examples-$$s $$( [ $$s = prod ] && echo build/examples ); \
+	  if [ -f examples/mix-$$s.yaml ]; then $(PY) -m ekstrain simulate --stack $$s --timeline examples/mix-$$s.yaml; fi; \
+	done
 
 fetch-upstream:  ## fetch the pinned upstream CRDs and chart values into .upstream/
 	scripts/fetch-upstream.sh .upstream

@@ -16,7 +16,10 @@ from typing import Any
 
 from ekstrain.simulate import charts
 from ekstrain.simulate.engine import nodeset_workloads, simulate
-from ekstrain.simulate.load import load, read_objects
+from ekstrain.simulate.inputs import InputError, read_workloads
+from ekstrain.simulate.load import build_objects, load
+from ekstrain.simulate.mix import platform_facts, read_mix
+from ekstrain.simulate.timeline import simulate_timeline
 from ekstrain.simulate.workloads import sbatch
 
 EXIT_BLOCKED = 1
@@ -33,21 +36,14 @@ def add_simulate_command(subparsers: Any) -> None:
         action="store_true",
         help="assume Slurm NodeSets are scaled to each sbatch's --nodes first (docs/schedulers.md)",
     )
+    p.add_argument(
+        "--timeline",
+        type=pathlib.Path,
+        metavar="MIX",
+        help="play a workload mix file over time instead (arrivals, faults; docs/simulate.md)",
+    )
     p.add_argument("files", nargs="*", type=pathlib.Path, help="workload files or directories (default build/examples)")
     p.set_defaults(func=cmd_simulate)
-
-
-def _workload_objects(paths: list[pathlib.Path]) -> list[dict[str, Any]]:
-    files: list[pathlib.Path] = []
-    for p in paths:
-        files += sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
-    objects: list[dict[str, Any]] = []
-    for f in files:
-        if f.suffix == ".sbatch":
-            objects.append({"kind": "ConfigMap", "metadata": {"name": f.stem}, "data": {f.name: f.read_text()}})
-        elif f.suffix in (".yaml", ".yml"):
-            objects += read_objects([f])
-    return objects
 
 
 def _system_types(args: argparse.Namespace) -> list[str]:
@@ -58,6 +54,13 @@ def _system_types(args: argparse.Namespace) -> list[str]:
     return list(cfg.cluster.system_node_group.instance_types)
 
 
+def _system_size(args: argparse.Namespace) -> int:
+    from stacks.loader import load_stack_file
+
+    cfg, _ = load_stack_file(args.stack_file or pathlib.Path(f"Pulumi.{args.stack}.yaml"))
+    return int(cfg.cluster.system_node_group.desired_size)
+
+
 def _upstream() -> pathlib.Path:
     from ekstrain import validation
 
@@ -66,6 +69,16 @@ def _upstream() -> pathlib.Path:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    if args.timeline is not None:
+        return cmd_timeline(args)
+    try:
+        workloads = read_workloads(args.files or [pathlib.Path("build/examples")])
+    except InputError as exc:
+        print(exc.report(), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:
+        print(f"ekstrain simulate: {exc.filename}: cannot be read ({exc.strerror})", file=sys.stderr)
+        return EXIT_BAD_INPUT
     build = args.build or pathlib.Path("build") / args.stack
     if not (build / "manifests").is_dir():
         print(
@@ -90,21 +103,49 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     except Exception as exc:  # noqa: BLE001 - the loader's ConfigError and a missing file read alike
         print(f"ekstrain simulate: stack {args.stack}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    paths = args.files or [pathlib.Path("build/examples")]
-    for p in paths:
-        if not p.exists():
-            print(f"ekstrain simulate: {p} not found (run `make examples` or pass workload files)", file=sys.stderr)
-            return EXIT_BAD_INPUT
     cluster = load(build, system)
     cluster.scale_nodesets = args.scale_nodesets
     # Every NodeSet's slurmd pod must be able to start too, whether or not an sbatch names it.
-    result = simulate(cluster, nodeset_workloads(cluster) + _workload_objects(paths))
+    result = simulate(cluster, nodeset_workloads(cluster) + workloads)
     for line in result.started:
         print(line)
     for b in result.blocked:
         print(b.line())
     print(f"{len(result.started)} workloads start, {len({b.workload for b in result.blocked})} blocked")
     return EXIT_BLOCKED if result.blocked else 0
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    build = args.build or pathlib.Path("build") / args.stack
+    if not (build / "manifests").is_dir():
+        print(
+            f"ekstrain simulate: {build}/manifests not found; run `make render STACK={args.stack}` first",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    try:
+        mix = read_mix(args.timeline, build)
+        system = _system_types(args)
+    except InputError as exc:
+        print(exc.report(), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # noqa: BLE001 - the stack loader's ConfigError and a missing file read alike
+        print(f"ekstrain simulate: stack {args.stack}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for o in build_objects(build):
+        by_kind.setdefault(o["kind"], []).append(o)
+    platform_facts(build, by_kind, mix)
+    mix.scale_nodesets = True
+    mix.system_nodes = _system_size(args)
+    report = simulate_timeline(load(build, system), mix)
+    for line in report.lines():
+        print(line)
+    print(
+        f"{sum(j.state == 'finished' for j in report.jobs)} jobs finished, {len(report.problems)} problems "
+        f"(repair {'on' if mix.repair else 'off'}, AWS Health drain {'on' if mix.health_rule else 'off'})"
+    )
+    return EXIT_BLOCKED if report.problems else 0
 
 
 __all__ = ["add_simulate_command", "cmd_simulate", "sbatch"]

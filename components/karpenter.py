@@ -36,9 +36,20 @@ NODE_POLICIES = (
     "AmazonSSMManagedInstanceCore",
 )
 
-# EventBridge rules Karpenter documents for its interruption queue: rule key -> (source, detail-type).
+# EventBridge rules feeding Karpenter's interruption queue: rule key -> (source, detail-type).
+#
+# Karpenter documents a fifth rule, ("aws.health", "AWS Health Event"), deliberately left out: its
+# interruption controller (karpenter-provider-aws v1.14.1 pkg/controllers/interruption/controller.go) turns
+# every scheduled-change notice into an immediate NodeClaim deletion, i.e. a drain on the day the notice
+# arrives, days or weeks before the maintenance window. Pods get their terminationGracePeriodSeconds (the
+# job templates' 120 s) while a 70B checkpoint takes ~843 s on prod's FSx, so every job on the node would
+# die at once with up to a checkpoint interval lost, for no reason that day. Without the rule the job
+# runs on until it ends or the window comes; `docs/simulate.md` ("scheduled maintenance") has the
+# operator's procedure (cordon the noticed node so no new gang lands on it, let the running job finish or
+# checkpoint, then delete the NodeClaim) and `ekstrain simulate --timeline` plays both behaviours.
+# Spot interruptions (2-minute warning), instance stop/terminate and capacity-reservation interruptions
+# still drain at once: the instance is going away either way.
 INTERRUPTION_EVENTS: dict[str, tuple[str, str]] = {
-    "health": ("aws.health", "AWS Health Event"),
     "spot-interruption": ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
     "rebalance": ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
     "state-change": ("aws.ec2", "EC2 Instance State-change Notification"),
@@ -328,7 +339,12 @@ def chart_values(cluster_name: str, queue_name: Any, replicas: int, region: str 
             "interruptionQueue": queue_name,
             # reserved: capacity-type `reserved` for ODCR / Capacity Blocks (beta, on by default).
             # staticCapacity stays off: partitions refuse minNodes > 0 (docs/partitions.md).
-            "featureGates": {"reservedCapacity": True, "staticCapacity": False},
+            # nodeRepair (alpha in v1.14.1, chart default off): replace nodes whose conditions stay unhealthy,
+            # with the conditions the EKS node monitoring agent sets (components/node_health.py) -
+            # karpenter-provider-aws pkg/cloudprovider/cloudprovider.go RepairPolicies: AcceleratedHardwareReady
+            # False for 10 min; StorageReady, NetworkingReady, KernelReady, ContainerRuntimeReady False for
+            # 30 min; core pkg/controllers/node/health skips a NodePool with more than 20 % unhealthy nodes.
+            "featureGates": {"reservedCapacity": True, "staticCapacity": False, "nodeRepair": True},
         },
     }
 

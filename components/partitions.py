@@ -63,3 +63,39 @@ class Partition(pulumi.ComponentResource):
         self.node_pool_names = pulumi.Output.from_input(pools)
         self.node_class_names = pulumi.Output.from_input(pools)
         self.register_outputs({"nodePoolNames": self.node_pool_names, "nodeClassNames": self.node_class_names})
+
+
+@dataclass(frozen=True, kw_only=True)
+class HelperPoolArgs:
+    spec: specs.HelperPoolSpec
+    node_role_name: pulumi.Input[str]
+    cluster_security_group_id: pulumi.Input[str]
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+class HelperPool(pulumi.ComponentResource):
+    """The untainted CPU NodePool + EC2NodeClass for MPI launchers and Ray heads
+    (:func:`ekstrain.karpenter_specs.helper_node_pool`)."""
+
+    node_pool_name: pulumi.Output[str]
+
+    def __init__(self, name: str, args: HelperPoolArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ekstrain:partitions:HelperPool", name, None, opts)
+        deps = dependencies(opts)
+        node_class = resource(
+            f"{name}-nodeclass",
+            specs.helper_node_class(
+                args.spec,
+                node_role=args.node_role_name,
+                cluster_security_group_id=args.cluster_security_group_id,
+                tags=args.tags,
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(deps)),
+        )
+        resource(
+            f"{name}-nodepool",
+            specs.helper_node_pool(args.spec),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*deps, node_class]),
+        )
+        self.node_pool_name = pulumi.Output.from_input(specs.HELPER_POOL)
+        self.register_outputs({"nodePoolName": self.node_pool_name})

@@ -251,3 +251,96 @@ def ec2_node_class(
         "metadata": {"name": spec.resource_name, "labels": {names.PARTITION_LABEL: spec.name}},
         "spec": class_spec,
     }
+
+
+# ---- the CPU pool for job helpers (MPI launchers, Ray heads, operators' small pods) -------------------
+
+HELPER_POOL = "cpu-helpers"
+"""NodePool/EC2NodeClass name of the untainted CPU pool."""
+HELPER_NODE_ROLE = "cpu-helpers"
+"""Its ``ekstrain.io/node-role`` label (system components select ``system``, so they never land here)."""
+HELPER_INSTANCE_TYPES = ("m7i.xlarge", "m7i.2xlarge", "m7i.4xlarge", "c7i.2xlarge", "c7i.4xlarge", "r7i.2xlarge")
+"""Small general-purpose types: an MPI launcher asks 2 vCPU, a Ray head 4 vCPU/16 GiB."""
+HELPER_MAX_VCPUS = 256
+"""@default 256 vCPUs: 64 Ray heads or 128 launchers at once; a partition's own limit is much larger."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HelperPoolSpec:
+    """The untainted CPU NodePool. Without it, launchers and Ray heads (no accelerator, no toleration) fit
+    only on the fixed system nodes, which no autoscaler grows: a few concurrent RayJobs held the rest."""
+
+    cluster_name: str
+    availability_zone: str
+    """The training AZ: launchers talk to their workers, heads to theirs (no cross-AZ traffic)."""
+    max_vcpus: int = HELPER_MAX_VCPUS
+    ami_alias_version: str = "latest"
+    consolidate_after: str = "5m"
+    """@default 5m empty before removal: helpers come and go with jobs."""
+
+
+def helper_node_pool(spec: HelperPoolSpec) -> dict[str, Any]:
+    """Untainted, on-demand, in the training AZ; removed only when empty (a launcher's eviction ends its
+    MPIJob, a head's its Ray cluster), so the same WhenEmpty budgets as the partitions."""
+    return {
+        "apiVersion": NODEPOOL_API,
+        "kind": "NodePool",
+        "metadata": {"name": HELPER_POOL},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {names.SYSTEM_NODE_LABEL: HELPER_NODE_ROLE}},
+                "spec": {
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": HELPER_POOL},
+                    "requirements": [
+                        {"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": list(HELPER_INSTANCE_TYPES)},
+                        {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
+                        {"key": ZONE_LABEL, "operator": "In", "values": [spec.availability_zone]},
+                        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                    ],
+                    "expireAfter": "Never",
+                },
+            },
+            "limits": {"cpu": str(spec.max_vcpus)},
+            "disruption": {
+                "consolidationPolicy": "WhenEmpty",
+                "consolidateAfter": spec.consolidate_after,
+                "budgets": [
+                    {"nodes": "0", "reasons": ["Drifted", "Underutilized"]},
+                    {"nodes": "100%", "reasons": ["Empty"]},
+                ],
+            },
+        },
+    }
+
+
+def helper_node_class(
+    spec: HelperPoolSpec, *, node_role: Any, cluster_security_group_id: Any, tags: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """AL2023 standard AMI, the private subnets, the cluster SG, IMDSv2 hop limit 1, encrypted gp3 root."""
+    return {
+        "apiVersion": NODECLASS_API,
+        "kind": "EC2NodeClass",
+        "metadata": {"name": HELPER_POOL},
+        "spec": {
+            "role": node_role,
+            "amiSelectorTerms": [{"alias": f"al2023@{spec.ami_alias_version}"}],
+            "subnetSelectorTerms": [{"tags": {DISCOVERY_TAG: spec.cluster_name, SUBNET_ROLE_TAG: "private"}}],
+            "securityGroupSelectorTerms": [{"id": cluster_security_group_id}],
+            "metadataOptions": {
+                "httpEndpoint": "enabled",
+                "httpProtocolIPv6": "disabled",
+                "httpPutResponseHopLimit": 1,
+                "httpTokens": "required",
+            },
+            "blockDeviceMappings": [
+                {
+                    "deviceName": ROOT_DEVICE,
+                    "rootVolume": True,
+                    "ebs": {"volumeSize": "100Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True},
+                }
+            ],
+            "associatePublicIPAddress": False,
+            "tags": dict(tags or {}),
+        },
+    }

@@ -93,6 +93,7 @@ DEFAULT_ADDON_VERSIONS: dict[str, str | None] = {
     "kube-proxy": None,
     "eks-pod-identity-agent": None,
     "aws-ebs-csi-driver": None,
+    "eks-node-monitoring-agent": None,  # components/node_health.py: node conditions for Karpenter NodeRepair
 }
 
 # Per-Kubernetes-version add-on pins where EKS's add-on table gives one (coredns and kube-proxy are built per

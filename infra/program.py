@@ -17,13 +17,15 @@ from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.jupyterhub import JupyterHub, JupyterHubArgs
 from components.karpenter import Karpenter, KarpenterArgs
 from components.network import Network, NetworkArgs
+from components.node_health import ADDON_NAME as NODE_MONITORING_ADDON
+from components.node_health import NodeHealth, NodeHealthArgs
 from components.observability import Observability, ObservabilityArgs
 from components.operators import Operators, OperatorsArgs
-from components.partitions import Partition, PartitionArgs
+from components.partitions import HelperPool, HelperPoolArgs, Partition, PartitionArgs
 from components.slurm import Slurm, SlurmArgs
 from components.volcano import Volcano, VolcanoArgs
 from ekstrain import catalog, versions
-from ekstrain.karpenter_specs import PartitionSpec
+from ekstrain.karpenter_specs import HelperPoolSpec, PartitionSpec
 from ekstrain.partitions import shape
 from infra.storage import build_storage
 from stacks.models import StackConfig
@@ -101,6 +103,16 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         storage_outputs.update(
             efsFileSystemId=storage.efs.file_system_id, efsModelsAccessPointId=storage.efs.access_point_id
         )
+    # Node health: the EKS node monitoring agent sets the conditions Karpenter's NodeRepair replaces nodes on.
+    NodeHealth(
+        "node-health",
+        NodeHealthArgs(
+            cluster_name=c.name,
+            addon_version=cfg.versions.addon(NODE_MONITORING_ADDON, c.kubernetes_version),
+            tags=tags,
+        ),
+        opts=pulumi.ResourceOptions(depends_on=[cluster]),
+    )
     # Compute: Karpenter, one Partition (EC2NodeClass + NodePool) per partition, device plugins.
     k8s_after_cluster = pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster])
     karpenter = Karpenter(
@@ -143,6 +155,21 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[karpenter.release]),
         )
         node_pools.append(partition.node_pool_names)
+    # Untainted CPU pool: MPI launchers and Ray heads scale with the jobs instead of filling the system nodes.
+    HelperPool(
+        "cpu-helpers",
+        HelperPoolArgs(
+            spec=HelperPoolSpec(
+                cluster_name=c.name,
+                availability_zone=cfg.network.training_availability_zone,
+                ami_alias_version=cfg.versions.ami_alias_version,
+            ),
+            node_role_name=karpenter.node_role_name,
+            cluster_security_group_id=cluster.cluster_security_group_id,
+            tags=tags,
+        ),
+        opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[karpenter.release]),
+    )
     types_of = lambda pred: sorted({t for p in cfg.partitions if pred(p) for t in p.instance_types})  # noqa: E731
     DevicePlugins(
         "device-plugins",

@@ -6,7 +6,8 @@
 - the offline render of the prod stack (config load + program under the mock engine + writing);
 - the same for a synthetic stack with 32 partitions, so growth with stack size is visible;
 - the planner's search times, when the planner is installed (scripts/bench_planner.py);
-- how long the render takes to refuse the largest bad stack files the reader's limits let through.
+- how long the render takes to refuse the largest bad stack files the reader's limits let through;
+- `ekstrain simulate` of the prod render (target < 5 s) and of the prod timeline mix.
 """
 
 from __future__ import annotations
@@ -112,6 +113,27 @@ def time_make_render(out: pathlib.Path, env: dict[str, str]) -> tuple[float, flo
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def _wall(cmd: list[str]) -> tuple[float, int]:
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
+    return time.perf_counter() - started, proc.returncode
+
+
+def time_simulate(build: pathlib.Path, tmpdir: pathlib.Path) -> None:
+    """`ekstrain simulate` on the prod render (fresh process: imports, reading the build, every NodeSet's
+    pod) and the 48-hour prod timeline mix when `make examples` has rendered its jobs."""
+    empty = tmpdir / "no-workloads"
+    empty.mkdir(exist_ok=True)
+    base = [sys.executable, "-m", "ekstrain", "simulate", "--stack", "prod", "--build", str(build)]
+    wall, rc = min(_wall([*base, str(empty)]) for _ in range(3))
+    print(f"  simulate prod render (best of 3, fresh process): {wall:6.2f} s (exit {rc})   target < 5 s")
+    if (REPO / "build" / "examples").is_dir():
+        wall, rc = min(_wall([*base, "--timeline", "examples/mix-prod.yaml"]) for _ in range(3))
+        print(f"  simulate --timeline examples/mix-prod.yaml (48 h): {wall:6.2f} s (exit {rc})")
+    else:
+        print("  simulate --timeline: skipped (run `make examples` first)")
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmpdir = pathlib.Path(tmp)
@@ -131,6 +153,7 @@ def main() -> None:
         tmpdir = pathlib.Path(tmp)
         seconds, objs = time_render("prod", REPO / "Pulumi.prod.yaml", tmpdir / "prod")
         print(f"  prod (3 partitions):       {seconds:6.2f} s   {objs} manifests")
+        time_simulate(tmpdir / "prod", tmpdir)
         for n in (8, 32):
             seconds, objs = time_render(f"synthetic{n}", synthetic_stack(n, tmpdir), tmpdir / f"s{n}")
             print(f"  synthetic ({n:2d} partitions): {seconds:6.2f} s   {objs} manifests")

@@ -150,19 +150,19 @@ def test_queue_is_encrypted_and_https_only(rec: Recording) -> None:
     assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
 
 
-def test_five_documented_event_rules_target_the_queue(rec: Recording) -> None:
+def test_interruption_rules_target_the_queue_and_health_notices_do_not_drain(rec: Recording) -> None:
     rules = {r.name: json.loads(r.inputs["eventPattern"]) for r in rec.of_type("aws:cloudwatch/eventRule:EventRule")}
+    # No aws.health rule: Karpenter drains on a scheduled-change notice's arrival, days before the window.
     assert {(p["source"][0], p["detail-type"][0]) for p in rules.values()} == {
-        ("aws.health", "AWS Health Event"),
         ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
         ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
         ("aws.ec2", "EC2 Instance State-change Notification"),
         ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
     }
-    assert len(rules) == len(INTERRUPTION_EVENTS) == 5
+    assert len(rules) == len(INTERRUPTION_EVENTS) == 4
     queue_arn = rec.one("aws:sqs/queue:Queue", "karpenter-interruption").outputs["arn"]
     targets = rec.of_type("aws:cloudwatch/eventTarget:EventTarget")
-    assert len(targets) == 5 and {t.inputs["arn"] for t in targets} == {queue_arn}
+    assert len(targets) == 4 and {t.inputs["arn"] for t in targets} == {queue_arn}
 
 
 def test_crd_chart_installs_before_the_controller_chart(rec: Recording) -> None:
@@ -192,6 +192,7 @@ def test_chart_values_settings_and_system_node_placement(rec: Recording) -> None
     assert values["settings"]["interruptionQueue"] == "ml-prod"
     assert values["serviceAccount"]["name"] == "karpenter"
     assert values["settings"]["featureGates"]["staticCapacity"] is False
+    assert values["settings"]["featureGates"]["nodeRepair"] is True  # bad hardware is replaced
     terms = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms == [
         {

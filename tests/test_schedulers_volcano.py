@@ -31,7 +31,13 @@ def test_prod_queue_per_partition_with_partition_limits(prod_recording: Recordin
     assert sorted(recorded) == sorted(EXPECTED)
     for name, (weight, capability) in EXPECTED.items():
         spec = recorded[name].inputs["spec"]
-        assert spec == {"weight": weight, "reclaimable": False, "capability": capability}, name
+        assert spec == {
+            "weight": weight,
+            "reclaimable": False,
+            "capability": capability,
+            "deserved": capability,
+            "guarantee": {"resource": capability},
+        }, name
         assert recorded[name].inputs["metadata"]["labels"] == {"ekstrain.io/partition": name}
 
 
@@ -41,8 +47,16 @@ def test_queues_follow_the_volcano_release(prod_recording: Recording) -> None:
     assert rel.inputs["repositoryOpts"] == {"repo": "https://volcano-sh.github.io/helm-charts"}
     custom = rel.inputs["values"]["custom"]
     assert custom["default_ns"] == {"ekstrain.io/node-role": "system"}
-    actions = [a.strip() for a in yaml.safe_load(custom["scheduler_config_override"])["actions"].split(",")]
-    assert "enqueue" not in actions and actions[0] == "allocate"  # gang jobs start from zero nodes
+    config = yaml.safe_load(custom["scheduler_config_override"])
+    actions = [a.strip() for a in config["actions"].split(",")]
+    plugins = [p["name"] for tier in config["tiers"] for p in tier["plugins"]]
+    # Admission by queue capacity (guarantee = capability: no dependence on existing nodes); no proportion
+    # (weight shares of shared cpu/memory/nvidia.com/gpu starved one partition's gang on another's jobs),
+    # no overcommit (votes on idle resources, zero before Karpenter launches a node).
+    assert actions == ["enqueue", "allocate", "backfill"]
+    assert "capacity" in plugins and "proportion" not in plugins and "overcommit" not in plugins
+    for component in ("admission", "scheduler", "controller"):  # not BestEffort on the system nodes
+        assert custom[f"{component}_resources"]["requests"]["memory"], component
     for q in prod_recording.of_type(QUEUE):
         assert q.dependencies == [rel.urn]
 
@@ -51,10 +65,13 @@ def test_default_weight_is_one_and_non_efa_partitions_have_no_efa_capability() -
     cfg = stack_config("dev")
     (q,) = volcano.queues(cfg)
     # dev: g5.8xlarge (1 A10G, 32 vCPU, 128 GiB, 1 EFA) x2
+    dev = {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": "2", "vpc.amazonaws.com/efa": "2"}
     assert q["spec"] == {
         "weight": 1,
         "reclaimable": False,
-        "capability": {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": "2", "vpc.amazonaws.com/efa": "2"},
+        "capability": dev,
+        "deserved": dev,
+        "guarantee": {"resource": dev},
     }
     no_efa = cfg.model_copy(update={"partitions": [cfg.partitions[0].model_copy(update={"efa": False})]})
     assert "vpc.amazonaws.com/efa" not in volcano.queues(no_efa)[0]["spec"]["capability"]

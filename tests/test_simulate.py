@@ -69,7 +69,7 @@ PER_PARTITION = [
     for s in (
         ("trainjob", "volcano", "trainium")
         if p.accelerator == "trainium"
-        else ("trainjob", "pytorchjob", "volcano", "mpijob", "rayjob", "nccl-test")
+        else ("trainjob", "volcano", "mpijob", "rayjob", "nccl-test")
     )
 ]
 
@@ -81,6 +81,18 @@ def test_every_template_starts_on_every_prod_partition(cluster: engine.Cluster, 
     assert result.blocked == [] and len(result.started) == 1, [b.line() for b in result.blocked]
     # the partition's NodePool: `<partition>`, or `<partition>-<types>` for one EFA layout of a mixed partition
     assert re.search(rf"-> {re.escape(partition)}(-[a-z0-9-]+)?/", result.started[0]), result.started[0]
+
+
+def test_a_pytorchjob_without_its_operator_is_blocked(cluster: engine.Cluster) -> None:
+    """GIVEN prod (Kubeflow Trainer v2 + MPI operator, no training-operator) WHEN a PyTorchJob is simulated
+    THEN it is blocked: no CRD serves it (it used to say STARTS, a false green)."""
+    assert "pytorchjobs.kubeflow.org" not in (cluster.crds or set())
+    assert {"mpijobs.kubeflow.org", "trainjobs.trainer.kubeflow.org", "jobs.batch.volcano.sh"} <= (
+        cluster.crds or set()
+    )
+    objects = render(spec_for("gpu-h100"), PROD, "pytorchjob", FakePlanner())
+    lines = _lines(cluster, objects)
+    assert any("installs no pytorchjobs.kubeflow.org CRD" in line for line in lines), lines
 
 
 def test_todays_volcano_config_blocks_every_gang(cluster: engine.Cluster) -> None:
@@ -115,11 +127,26 @@ def test_gpus_exist_only_where_the_device_plugin_runs(cluster: engine.Cluster) -
     assert "nvidia.com/gpu 8 requested but no device-plugin DaemonSet for it runs on gpu-h100 nodes" in line
 
 
+def _without_queue_bounds(cluster: engine.Cluster) -> engine.Cluster:
+    """Queues without capability and no admission: what the NodePool limits alone decide."""
+    config = {**cluster.scheduler_config, "actions": "allocate, backfill"}
+    return dataclasses.replace(cluster, queues={q: {} for q in cluster.queues}, scheduler_config=config)
+
+
+def test_the_default_queue_gets_nothing_the_partitions_guarantee(cluster: engine.Cluster) -> None:
+    # GIVEN every partition's resources guaranteed to its queue (capacity plugin) WHEN a gang names the
+    # chart's default queue THEN admission keeps it Pending (no pod, no node launched), saying why.
+    objects = render(spec_for("gpu-h100"), PROD, "volcano", FakePlanner())
+    objects[-1]["spec"]["queue"] = "default"
+    (line,) = _lines(cluster, objects)
+    assert "Volcano enqueue (capacity)" in line and "queue default realCapability nvidia.com/gpu 0" in line
+
+
 def test_nodepool_limits_block_a_job_larger_than_the_partition(cluster: engine.Cluster) -> None:
     objects = render(spec_for("gpu-h100"), PROD, "volcano", FakePlanner())
     objects[-1]["spec"]["tasks"][0]["replicas"] = 9
-    objects[-1]["spec"]["queue"] = "default"
-    assert "NodePool gpu-h100 limit" in " ".join(_lines(cluster, objects))
+    assert "queue gpu-h100 capability" in " ".join(_lines(cluster, objects))  # Volcano stops it first
+    assert "NodePool gpu-h100 limit" in " ".join(_lines(_without_queue_bounds(cluster), objects))
 
 
 def test_slurm_jobs_need_nodeset_replicas(cluster: engine.Cluster) -> None:
@@ -144,12 +171,12 @@ def test_slurm_jobs_need_nodeset_replicas(cluster: engine.Cluster) -> None:
 def test_standing_slurmd_pods_count_against_the_nodepool_limits(cluster: engine.Cluster) -> None:
     # GIVEN 4 of gpu-a100's 16 nodes held by slurmd pods
     objects = render(spec_for("gpu-a100"), PROD, "volcano", FakePlanner())
-    objects[-1]["spec"]["queue"] = "default"
+    unbounded = _without_queue_bounds(cluster)
     # WHEN a gang asks the other 12 THEN it starts; 13 exceed the NodePool's limits
     objects[-1]["spec"]["tasks"][0]["replicas"] = 12
-    assert _lines(cluster, objects) == []
+    assert _lines(unbounded, objects) == []
     objects[-1]["spec"]["tasks"][0]["replicas"] = 13
-    assert _lines(cluster, objects) == [
+    assert _lines(unbounded, objects) == [
         "BLOCKED Job/run *: NodePool gpu-a100 limit nodes=16 < 17 needed",
         "BLOCKED Job/run *: NodePool gpu-a100 limit nvidia.com/gpu=128 < 136 needed",
     ]

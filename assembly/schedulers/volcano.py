@@ -2,15 +2,33 @@
 
 A Queue's ``capability`` is the partition's ceiling: maxNodes whole nodes of accelerators, EFA
 interfaces, vCPUs and memory (largest instance type of the partition, so a full node of any of its
-types fits), less the nodes standing slurmd pods hold (``schedulers.slurm.nodesetReplicas``). Gang-
-scheduled jobs submitted to queue P therefore never ask for more than partition P can launch (a gang
-admitted beyond it would leave Karpenter's nodes idle at the NodePool limit, never binding), and
-queues of different partitions do not borrow each other's capacity.
+types fits), less the nodes standing slurmd pods hold (``schedulers.slurm.nodesetReplicas``). The same
+amount is the queue's ``guarantee`` and ``deserved``, and the scheduler runs the ``capacity`` plugin, not
+``proportion``:
 
-``reclaimable: false``: Volcano's reclaim action evicts running pods of a queue that is over its
-deserved share when another queue needs resources. A distributed training job loses every rank
-(and all progress since its last checkpoint) when one pod is evicted, so training queues must not be
-reclaimed; capacity is bounded by ``capability`` instead.
+- ``proportion`` (volcano v1.15.1 pkg/scheduler/plugins/proportion/proportion.go) splits the whole
+  cluster's resources between queues by ``weight``. Partitions have disjoint accelerators but share the
+  names cpu, memory and ``nvidia.com/gpu``, so a gpu-h100 gang's deserved share depended on what gpu-a100
+  and trainium jobs asked for: it could stay partly allocated (gang discards it) while its p5 nodes idled.
+- ``capacity`` (pkg/scheduler/plugins/capacity/capacity.go) bounds each queue by its own numbers:
+  ``realCapability = min(capability, ExceededPart(total, totalGuarantee) + guarantee)``. With guarantee =
+  capability that is the capability whatever nodes exist yet, so its enqueue vote (JobEnqueueableFn:
+  allocated + inqueue + the job's minResources <= realCapability) admits a gang exactly when its
+  partition has room for it, from zero nodes. Queues never weigh against each other (``weight`` is
+  unused by ``capacity``).
+
+Admission (``enqueue``) therefore stays on: the controller creates a gang's pods only once its PodGroup is
+Inqueue, so Karpenter never launches nodes for a gang the queue cannot hold (the launched nodes would
+idle at the NodePool limit). ``overcommit`` is not enabled: its vote compares against idle resources of
+existing nodes, which are zero before Karpenter launches any.
+
+Consumers of a partition outside Volcano (notebooks, Slurm NodeSet replicas beyond the standing ones,
+MPIJob/TrainJob/Indexed-Job pods submitted without ``schedulerName: volcano``) take the same NodePool
+``limits`` without passing a queue; ``ekstrain simulate --timeline`` shows the jobs they block.
+
+``reclaimable: false``: the reclaim action would evict running pods of a queue over its deserved share
+for another queue. A distributed training job loses every rank (and all progress since its last
+checkpoint) when one pod is evicted, so training queues must not be reclaimed.
 """
 
 from __future__ import annotations
@@ -31,25 +49,26 @@ RELEASE = "volcano"
 QUEUE_API = "scheduling.volcano.sh/v1beta1"
 
 
-# Scheduler actions without ``enqueue``. The chart default (``enqueue, allocate, backfill`` with the
-# ``overcommit`` plugin) moves a PodGroup Pending -> Inqueue only when the cluster's idle resources x 1.2
-# cover minResources (volcano pkg/scheduler/plugins/overcommit/overcommit.go, JobEnqueueableFn), and
-# the controller creates pods only for Inqueue PodGroups (volcano docs, actions.md "Enqueue"). With
-# every Karpenter pool at zero nodes there is no idle GPU, no pod is ever created and Karpenter never
-# scales. Without ``enqueue``, allocate moves Pending jobs to Inqueue itself ("no enqueue action is
-# configured", pkg/scheduler/actions/allocate/allocate.go); pods are created, stay Pending until
-# Karpenter's nodes join, and gang still binds all-or-nothing. Queue capability bounds each partition.
-SCHEDULER_ACTIONS = ("allocate", "backfill")
+# volcano v1.15.1 pkg/scheduler/actions: enqueue (PodGroup Pending -> Inqueue by the plugins' votes; the
+# controller creates pods only for Inqueue PodGroups), allocate, backfill. No reclaim/preempt action.
+SCHEDULER_ACTIONS = ("enqueue", "allocate", "backfill")
 SCHEDULER_TIERS: tuple[tuple[dict[str, Any], ...], ...] = (
     ({"name": "priority"}, {"name": "gang", "enablePreemptable": False}, {"name": "conformance"}),
     (
         {"name": "drf", "enablePreemptable": False},
         {"name": "predicates"},
-        {"name": "proportion"},
+        {"name": "capacity"},
         {"name": "nodeorder"},
         {"name": "binpack"},
     ),
 )
+
+
+CONTROLLER_RESOURCES: dict[str, dict[str, dict[str, str]]] = {
+    "admission": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "256Mi"}},
+    "scheduler": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}},
+    "controller": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
+}
 
 
 def scheduler_config() -> dict[str, Any]:
@@ -58,11 +77,15 @@ def scheduler_config() -> dict[str, Any]:
 
 def volcano_values() -> dict[str, Any]:
     """Admission, controllers and scheduler on system nodes (``custom.default_ns`` is the chart's
-    node selector for all of its components); the scheduler config that starts jobs from zero nodes."""
+    node selector for all of its components); the scheduler config that admits gangs by queue capacity."""
     return {
         "custom": {
             "default_ns": dict(SYSTEM_NODE_SELECTOR),
             "scheduler_config_override": yaml.safe_dump(scheduler_config(), sort_keys=False),
+            # The chart sets no resources (values.yaml `*_resources: ~`): BestEffort pods are the kubelet's
+            # first eviction victims under node pressure on the shared system nodes. Requests = limits on
+            # memory make them Burstable with a floor; cpu is not limited (no throttling of the scheduler).
+            **{f"{component}_resources": dict(resources) for component, resources in CONTROLLER_RESOURCES.items()},
         }
     }
 
@@ -81,6 +104,7 @@ def queue_capability(p: PartitionFacts, n: int) -> dict[str, str]:
 
 
 def queue(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
+    share = queue_capability(p, p.config.max_nodes - standing_nodes(cfg, p.name))
     return {
         "apiVersion": QUEUE_API,
         "kind": "Queue",
@@ -88,7 +112,9 @@ def queue(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
         "spec": {
             "weight": cfg.schedulers.volcano.queue_weights.get(p.name, 1),
             "reclaimable": False,
-            "capability": queue_capability(p, p.config.max_nodes - standing_nodes(cfg, p.name)),
+            "capability": share,
+            "deserved": dict(share),
+            "guarantee": {"resource": dict(share)},
         },
     }
 

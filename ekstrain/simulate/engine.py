@@ -44,9 +44,14 @@ class Cluster:
     """(name, pod spec) of every rendered DaemonSet."""
     scheduler_config: dict[str, Any]
     queues: dict[str, dict[str, float]]
+    """Volcano queue -> spec.capability."""
     runtimes: dict[str, dict[str, Any]]
     nodesets: dict[str, dict[str, Any]]
     """Slurm partition -> NodeSet object."""
+    guarantees: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Volcano queue -> spec.guarantee.resource."""
+    crds: set[str] | None = None
+    """``<plural>.<group>`` of the CRDs the stack installs; None: not known (every kind served)."""
     scale_nodesets: bool = False
     """Model the documented Slurm procedure: scale a partition's NodeSet to the job's nodes before sbatch."""
 
@@ -236,6 +241,29 @@ def nodeset_workloads(cluster: Cluster) -> list[dict[str, Any]]:
     ]
 
 
+CRD_OF_KIND = {
+    ("kubeflow.org", "MPIJob"): "mpijobs.kubeflow.org",
+    ("kubeflow.org", "PyTorchJob"): "pytorchjobs.kubeflow.org",
+    ("trainer.kubeflow.org", "TrainJob"): "trainjobs.trainer.kubeflow.org",
+    ("ray.io", "RayJob"): "rayjobs.ray.io",
+    ("ray.io", "RayCluster"): "rayclusters.ray.io",
+    ("batch.volcano.sh", "Job"): "jobs.batch.volcano.sh",
+}
+
+
+def unserved(cluster: Cluster, obj: dict[str, Any]) -> str | None:
+    """Why no controller acts on ``obj``: the stack installs no CRD for its kind (the API server would
+    refuse the object, and nothing would create its pods)."""
+    group = str(obj.get("apiVersion", "")).split("/")[0]
+    crd = CRD_OF_KIND.get((group, str(obj.get("kind"))))
+    if cluster.crds is None or crd is None or crd in cluster.crds:
+        return None
+    return (
+        f"this stack installs no {crd} CRD: the API server refuses the object and no operator creates its pods "
+        "(enable the operator under ekstrain:schedulers, e.g. kubeflow.flavor: training-operator for PyTorchJob)"
+    )
+
+
 def simulate(cluster: Cluster, objects: list[dict[str, Any]]) -> Result:
     result = Result()
     # Empty cluster: only the system node group exists (its free cpu/memory; no accelerator, no EFA).
@@ -255,10 +283,13 @@ def simulate(cluster: Cluster, objects: list[dict[str, Any]]) -> Result:
             groups, problems = _nodeset_groups(cluster, w)
             w.groups, w.problems = groups, w.problems + problems
         blocked = [Blocked(w.name, "*", p) for p in w.problems]
+        missing = unserved(cluster, obj)
+        if missing:
+            blocked.append(Blocked(w.name, "*", missing))
         if w.volcano_queue is not None:
             req = _requests_total(w.groups)
-            why = volcano.enqueue_block(cluster.scheduler_config, req, idle) or volcano.queue_block(
-                w.volcano_queue, cluster.queues, req
+            why = volcano.queue_block(w.volcano_queue, cluster.queues, req) or volcano.enqueue_block(
+                cluster.scheduler_config, req, idle, w.volcano_queue, cluster.queues, cluster.guarantees
             )
             if why:
                 blocked.append(Blocked(w.name, "*", why))

@@ -8,47 +8,58 @@ from typing import Any
 
 import yaml
 
-from ekstrain import catalog, names
+from ekstrain import names
 from ekstrain.simulate import volcano
 from ekstrain.simulate.engine import Cluster
-from ekstrain.simulate.nodes import Node, allocatable, max_pods, nodes_of
+from ekstrain.simulate.inputs import SAFE_LOADER
+from ekstrain.simulate.nodes import Node, allocatable, general_purpose, max_pods, nodes_of
 from ekstrain.simulate.quantity import parse
 
-MEMORY_PER_VCPU = {"m": 4, "c": 2, "r": 8}
-"""GiB per vCPU of the general-purpose families a system node group may use (m7i, c7i, r7i, ...)."""
+KINDS_READ = frozenset(
+    {"EC2NodeClass", "NodePool", "DaemonSet", "ConfigMap", "Queue", "NodeSet", "ClusterTrainingRuntime"}
+)
+"""The kinds :func:`load` uses. The render names files ``<Kind>-<ns>-<name>.yaml``, so the rest (17 of prod's
+18 MB are CRDs) is never parsed."""
 
 
 def read_objects(paths: list[pathlib.Path]) -> list[dict[str, Any]]:
     out = []
     for path in paths:
-        for doc in yaml.safe_load_all(path.read_text()):
+        for doc in yaml.load_all(path.read_text(), Loader=SAFE_LOADER):
             if isinstance(doc, dict) and doc.get("kind"):
                 out.append(doc)
     return out
 
 
+CONTROLLER_SOURCES = {
+    # Operators applied from upstream manifests rather than charts: the render records the source URL in
+    # resources.yaml (kubernetes:yaml/v2:ConfigFile, kustomize/v2:Directory) but no CRD object.
+    "mpi-operator": ("mpijobs.kubeflow.org",),
+    "training-operator": ("pytorchjobs.kubeflow.org", "mpijobs.kubeflow.org"),
+}
+
+
+def installed_crds(build: pathlib.Path) -> set[str]:
+    """``<plural>.<group>`` of every CRD the stack installs: chart and manifest files named
+    ``CustomResourceDefinition-*`` (not parsed) and the operators applied from upstream manifests."""
+    crds = {
+        f.name.removesuffix(".yaml").removeprefix("CustomResourceDefinition-").removeprefix("_-")
+        for f in [
+            *(build / "manifests").rglob("CustomResourceDefinition-*"),
+            *(build / "charts").rglob("CustomResourceDefinition-*"),
+        ]
+    }
+    resources = build / "resources.yaml"
+    text = resources.read_text() if resources.exists() else ""
+    for operator, names_ in CONTROLLER_SOURCES.items():
+        if re.search(rf"^\s+(?:file|directory): \S*{operator}", text, re.MULTILINE):
+            crds.update(names_)
+    return crds
+
+
 def build_objects(build: pathlib.Path) -> list[dict[str, Any]]:
     files = sorted((build / "manifests").rglob("*.yaml")) + sorted((build / "charts").rglob("*.yaml"))
-    return read_objects(files)
-
-
-def general_purpose(name: str) -> catalog.InstanceType | None:
-    """vCPU/memory of an m/c/r instance type from its name (m7i.2xlarge = 8 vCPU, 32 GiB)."""
-    m = re.fullmatch(r"([mcr])\d+[a-z]*\.(\d*)(x?large)", name)
-    if not m:
-        return None
-    vcpus = 2 if m.group(3) == "large" else 4 * int(m.group(2) or 1)
-    return catalog.InstanceType(
-        name,
-        "cpu",
-        catalog.A10G,
-        0,
-        vcpus,
-        vcpus * MEMORY_PER_VCPU[m.group(1)],
-        12,
-        efa_max_interfaces=0,
-        network_cards=1,
-    )
+    return read_objects([f for f in files if f.name.split("-", 1)[0] in KINDS_READ])
 
 
 def system_nodes(instance_types: list[str]) -> list[Node]:
@@ -100,6 +111,12 @@ def load(build: pathlib.Path, system_instance_types: list[str]) -> Cluster:
         o["metadata"]["name"]: {k: parse(v) for k, v in ((o.get("spec") or {}).get("capability") or {}).items()}
         for o in by_kind.get("Queue", [])
     }
+    guarantees = {
+        o["metadata"]["name"]: {
+            k: parse(v) for k, v in (((o.get("spec") or {}).get("guarantee") or {}).get("resource") or {}).items()
+        }
+        for o in by_kind.get("Queue", [])
+    }
     if config is not None:
         queues.setdefault("default", {})  # the volcano chart creates it
     nodesets = {re.sub(r"^.*?-worker-", "", o["metadata"]["name"]): o for o in by_kind.get("NodeSet", [])}
@@ -108,6 +125,8 @@ def load(build: pathlib.Path, system_instance_types: list[str]) -> Cluster:
         daemonsets=daemonsets,
         scheduler_config=config or {},
         queues=queues,
+        guarantees=guarantees,
+        crds=installed_crds(build),
         runtimes={o["metadata"]["name"]: o for o in by_kind.get("ClusterTrainingRuntime", [])},
         nodesets=nodesets,
     )

@@ -16,6 +16,7 @@ Follows karpenter-provider-aws v1.14 ``pkg/providers/instancetype/types.go``:
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,28 @@ DEFAULT_MAX_PODS = 110
 """kubelet's default for types not in the table above."""
 
 WELL_KNOWN_ARCH = "amd64"
+
+MEMORY_PER_VCPU = {"m": 4, "c": 2, "r": 8}
+"""GiB per vCPU of the general-purpose families a system node group may use (m7i, c7i, r7i, ...)."""
+
+
+def general_purpose(name: str) -> catalog.InstanceType | None:
+    """vCPU/memory of an m/c/r instance type from its name (m7i.2xlarge = 8 vCPU, 32 GiB)."""
+    m = re.fullmatch(r"([mcr])\d+[a-z]*\.(\d*)(x?large)", name)
+    if not m:
+        return None
+    vcpus = 2 if m.group(3) == "large" else 4 * int(m.group(2) or 1)
+    return catalog.InstanceType(
+        name,
+        "cpu",
+        catalog.A10G,
+        0,
+        vcpus,
+        vcpus * MEMORY_PER_VCPU[m.group(1)],
+        12,
+        efa_max_interfaces=0,
+        network_cards=1,
+    )
 
 
 @dataclass
@@ -78,7 +101,7 @@ def capacity(it: catalog.InstanceType, efa_attached: int | None) -> dict[str, fl
     }
     if it.family == catalog.GPU:
         cap["nvidia.com/gpu"] = float(it.accelerator_count)
-    else:
+    elif it.family == catalog.TRAINIUM:
         cap["aws.amazon.com/neuron"] = float(it.accelerator_count)
         cap["aws.amazon.com/neuroncore"] = float(it.neuron_cores)
     if it.efa_capable:
@@ -122,9 +145,10 @@ def nodes_of(pool: dict[str, Any], node_classes: dict[str, dict[str, Any]]) -> l
     limits = {k: parse(v) for k, v in (pool["spec"].get("limits") or {}).items()}
     out = []
     for it_name in sorted(reqs.get("node.kubernetes.io/instance-type", set())):
-        if it_name not in catalog.CATALOG:
+        found = catalog.CATALOG.get(it_name) or general_purpose(it_name)
+        if found is None:
             continue
-        it = catalog.get(it_name)
+        it = found
         family, size = it_name.split(".", 1)
         labels = {k: set(v) for k, v in reqs.items()}
         labels.update({k: {str(v)} for k, v in (template.get("metadata", {}).get("labels") or {}).items()})

@@ -5,7 +5,11 @@ every plugin's JobEnqueueable votes yes; the controller creates pods only for In
 - overcommit (plugins/overcommit/overcommit.go): idle x overcommit-factor (1.2) - inqueue >= minResources;
   idle of a resource no node has yet (nvidia.com/gpu, EFA, Neuron with every NodePool at zero) is 0.
 - proportion (plugins/proportion/proportion.go): minResources within the queue's realCapability,
-  min(capability, cluster total) - again 0 for resources no node has yet.
+  min(capability, cluster total - total guarantee + the queue's guarantee) - again 0 for resources no
+  node has yet unless the queue guarantees them.
+- capacity (plugins/capacity/capacity.go JobEnqueueableFn): allocated + inqueue + minResources within
+  realCapability = min(capability, ExceededPart(total, totalGuarantee) + guarantee); a dimension the
+  capability leaves out is bounded by the total alone.
 Without ``enqueue`` in ``actions``, allocate moves Pending jobs to Inqueue itself
 (actions/allocate/allocate.go, "no enqueue action is configured"), so pods are created and Karpenter sees them.
 """
@@ -55,24 +59,55 @@ def plugins(config: dict[str, Any]) -> list[str]:
     ]
 
 
-def enqueue_block(config: dict[str, Any], requests: dict[str, float], idle: dict[str, float]) -> str | None:
-    """Why the gang's PodGroup never leaves Pending on an empty cluster, or None when it is enqueued."""
+def real_capability(
+    queue: str,
+    queues: dict[str, dict[str, float]],
+    guarantees: dict[str, dict[str, float]],
+    total: dict[str, float],
+    resource: str,
+) -> float:
+    """realCapability of one resource (capacity.go buildQueueAttrs; proportion.go computes it alike)."""
+    guaranteed = sum(g.get(resource, 0.0) for g in guarantees.values())
+    real = max(0.0, total.get(resource, 0.0) - guaranteed) + guarantees.get(queue, {}).get(resource, 0.0)
+    cap = queues.get(queue, {}).get(resource)
+    return real if cap is None else min(real, cap)
+
+
+def enqueue_block(
+    config: dict[str, Any],
+    requests: dict[str, float],
+    idle: dict[str, float],
+    queue: str = "default",
+    queues: dict[str, dict[str, float]] | None = None,
+    guarantees: dict[str, dict[str, float]] | None = None,
+    used: dict[str, float] | None = None,
+) -> str | None:
+    """Why the gang's PodGroup stays Pending, or None when it is enqueued. ``idle``: free resources of the
+    nodes that exist (the cluster total on an empty one); ``used``: the queue's allocated + inqueue."""
     if "enqueue" not in actions(config):
         return None
     voters = [p for p in plugins(config) if p in ENQUEUE_VOTERS]
-    if not voters:
-        return None
-    short = sorted(
-        (r for r, v in requests.items() if v > 0 and idle.get(r, 0.0) * 1.2 < v),
-        key=lambda r: (r in ("cpu", "memory", "pods"), r),
-    )
-    if not short:
-        return None
-    return (
-        f"Volcano enqueue ({'/'.join(voters)}) keeps the PodGroup Pending: idle {short[0]} is "
-        f"{idle.get(short[0], 0.0):g} with every NodePool at zero, so no pod is created and Karpenter never scales "
-        "(drop `enqueue` from the scheduler actions)"
-    )
+    order = sorted((r for r, v in requests.items() if v > 0), key=lambda r: (r in ("cpu", "memory", "pods"), r))
+    for voter in voters:
+        if voter == "overcommit":
+            short = [r for r in order if idle.get(r, 0.0) * 1.2 < requests[r]]
+            if short:
+                return (
+                    f"Volcano enqueue (overcommit) keeps the PodGroup Pending: idle {short[0]} is "
+                    f"{idle.get(short[0], 0.0):g} with every NodePool at zero, so no pod is created and Karpenter "
+                    "never scales (drop `overcommit` or `enqueue` from the scheduler config)"
+                )
+            continue
+        for r in order:
+            real = real_capability(queue, queues or {}, guarantees or {}, idle, r)
+            have = (used or {}).get(r, 0.0)
+            if have + requests[r] > real + 1e-9:
+                return (
+                    f"Volcano enqueue ({voter}) keeps the PodGroup Pending: queue {queue} realCapability {r} "
+                    f"{real:g} < {have:g} in use + {requests[r]:g} asked"
+                    + ("" if have else " (a queue guarantee makes it independent of the nodes that exist)")
+                )
+    return None
 
 
 def queue_block(queue: str, queues: dict[str, dict[str, float]], requests: dict[str, float]) -> str | None:

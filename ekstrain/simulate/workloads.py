@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from ekstrain.simulate.inputs import sbatch_request
 
 VOLCANO = "volcano"
 
@@ -80,14 +81,12 @@ def _trainjob(obj: dict[str, Any], runtimes: dict[str, dict[str, Any]]) -> Workl
     return Workload(name, groups)
 
 
-SBATCH = re.compile(r"^#SBATCH\s+--(partition|nodes)=(\S+)", re.MULTILINE)
-
-
 def sbatch(name: str, text: str) -> Workload:
-    found = dict(SBATCH.findall(text))
-    return Workload(
-        f"sbatch/{name}", [], slurm={"partition": found.get("partition"), "nodes": int(found.get("nodes", "1"))}
-    )
+    try:
+        request = sbatch_request(text)
+    except ValueError as exc:
+        return Workload(f"sbatch/{name}", [], problems=[str(exc)])
+    return Workload(f"sbatch/{name}", [], slurm=request)
 
 
 def expand(obj: dict[str, Any], runtimes: dict[str, dict[str, Any]]) -> Workload | None:

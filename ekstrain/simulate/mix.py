@@ -1,0 +1,199 @@
+"""A workload mix file for ``ekstrain simulate --timeline`` and the platform facts the timeline reads from
+the build. The format (times in hours; docs/simulate.md):
+
+    hours: 48                       # how long to play
+    checkpointMinutes: 30           # every job's checkpoint interval
+    checkpointSaveSeconds: 843      # how long one checkpoint takes to write (ekstrain.storage_sizing)
+    launchMinutes: {gpu: 10, trainium: 10, cpu: 3}
+    jobs:
+      - file: build/examples/llama3-70b-volcano.yaml   # YAML objects or an sbatch, relative to the cwd
+        at: 0                       # submitted at
+        hours: 20                   # training time it needs
+      - notebook: {partition: gpu-h100, accelerators: 1}   # a JupyterHub profile's server pod
+        at: 1
+        hours: 8
+        count: 2
+    faults:
+      - {at: 5, kind: node-lost, job: Job/llama3-70b-megatron}
+      - {at: 6, kind: health-notice, job: ..., windowHours: 72}
+
+Every mistake is an :class:`~ekstrain.simulate.inputs.InputError` naming the key and the fix (exit 2).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+from typing import Any
+
+import yaml
+
+from ekstrain.simulate.inputs import SAFE_LOADER, InputError, read_file
+from ekstrain.simulate.quantity import parse
+from ekstrain.simulate.timeline import FAULT_KINDS, Arrival, Fault, Mix
+
+MAX_HOURS = 24 * 31
+"""The clock runs minute by minute: a month is the longest mix simulated."""
+
+
+def _number(where: str, value: Any, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise InputError(where, f"is {value!r}", f"give a number from {low:g} to {high:g}")
+    return float(value)
+
+
+def _mapping(where: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InputError(where, f"is a {type(value).__name__}, expected a mapping", "write it as `key: value` lines")
+    return value
+
+
+def _known(where: str, value: dict[str, Any], keys: tuple[str, ...]) -> None:
+    unknown = sorted(str(k) for k in value if k not in keys)
+    if unknown:
+        raise InputError(where, f"unknown key(s) {', '.join(unknown)}", f"use only {', '.join(keys)}")
+
+
+def notebook_pod(build: pathlib.Path, partition: str, accelerators: int, where: str) -> dict[str, Any]:
+    """The single-user server pod KubeSpawner creates for a profile (kubespawner spawner.py: node_selector,
+    tolerations, cpu/mem guarantees as requests, extra_resource_limits/guarantees)."""
+    release = build / "helm" / "jupyterhub--jupyterhub.yaml"
+    if not release.exists():
+        raise InputError(where, f"{release} not found: this stack has no JupyterHub", "drop the notebook or enable it")
+    values = yaml.load(release.read_text(), Loader=SAFE_LOADER).get("values") or {}
+    for profile in (values.get("singleuser") or {}).get("profileList") or []:
+        over = profile.get("kubespawner_override") or {}
+        if (over.get("node_selector") or {}).get("ekstrain.io/partition") != partition:
+            continue
+        choices = ((profile.get("profile_options") or {}).get("devices") or {}).get("choices") or {}
+        choice = choices.get(str(accelerators))
+        if choice is None:
+            raise InputError(
+                f"{where}.accelerators",
+                f"{accelerators} is no choice of the {partition} profile",
+                f"use one of {sorted(choices)}",
+            )
+        extra = choice.get("kubespawner_override") or {}
+        requests = {"cpu": str(over.get("cpu_guarantee", 0)), "memory": str(over.get("mem_guarantee", "0"))}
+        requests.update({k: str(v) for k, v in (extra.get("extra_resource_guarantees") or {}).items()})
+        limits = {k: str(v) for k, v in (extra.get("extra_resource_limits") or {}).items()}
+        parse(requests["memory"])  # kubespawner's "32G" is the quantity 32e9 bytes
+        pod_spec: dict[str, Any] = {}
+        if over.get("scheduler_name"):
+            pod_spec["schedulerName"] = over["scheduler_name"]
+        return {
+            "kind": "Pod",
+            "metadata": {
+                "name": f"jupyter-{partition}-{accelerators}",
+                "labels": {"component": "singleuser-server"},
+                "annotations": dict(over.get("extra_annotations") or {}),
+            },
+            "spec": {
+                **pod_spec,
+                "nodeSelector": dict(over.get("node_selector") or {}),
+                "tolerations": list(over.get("tolerations") or []),
+                "containers": [{"name": "notebook", "resources": {"requests": requests, "limits": limits}}],
+            },
+        }
+    raise InputError(
+        f"{where}.partition", f"no JupyterHub profile for partition {partition!r}", "name a profile's partition"
+    )
+
+
+def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
+    where = str(path)
+    try:
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=SAFE_LOADER)
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise InputError(
+            where, f"is not a valid UTF-8 YAML file ({str(exc).splitlines()[0]})", "fix its syntax"
+        ) from None
+    except OSError as exc:
+        raise InputError(where, f"cannot be read ({exc.strerror})", "pass an existing mix file") from None
+    doc = _mapping(where, doc)
+    _known(where, doc, ("hours", "checkpointMinutes", "checkpointSaveSeconds", "launchMinutes", "jobs", "faults"))
+    mix = Mix(arrivals=[])
+    mix.minutes = int(_number(f"{where}: hours", doc.get("hours", 48), 1, MAX_HOURS) * 60)
+    mix.checkpoint_every = int(_number(f"{where}: checkpointMinutes", doc.get("checkpointMinutes", 30), 1, 10_000))
+    mix.checkpoint_save_seconds = int(
+        _number(f"{where}: checkpointSaveSeconds", doc.get("checkpointSaveSeconds", 843), 0, 10**6)
+    )
+    for family, minutes in _mapping(f"{where}: launchMinutes", doc.get("launchMinutes") or {}).items():
+        mix.launch_minutes[str(family)] = int(_number(f"{where}: launchMinutes.{family}", minutes, 0, 600))
+    jobs = doc.get("jobs") or []
+    if not isinstance(jobs, list) or not jobs:
+        raise InputError(f"{where}: jobs", "is empty or not a list", "list the jobs to play")
+    for i, entry in enumerate(jobs):
+        at = f"{where}: jobs[{i}]"
+        entry = _mapping(at, entry)
+        _known(at, entry, ("file", "notebook", "at", "hours", "count"))
+        start = int(_number(f"{at}.at", entry.get("at", 0), 0, MAX_HOURS) * 60)
+        runs = max(1, int(_number(f"{at}.hours", entry.get("hours", 1), 0, MAX_HOURS) * 60))
+        count = int(_number(f"{at}.count", entry.get("count", 1), 1, 100))
+        if ("file" in entry) == ("notebook" in entry):
+            raise InputError(at, "needs exactly one of file or notebook", "give `file: <path>` or `notebook: {...}`")
+        if "file" in entry:
+            if not isinstance(entry["file"], str):
+                raise InputError(f"{at}.file", "is not a path", "give the workload file's path")
+            objects = read_file(pathlib.Path(entry["file"]))
+        else:
+            nb = _mapping(f"{at}.notebook", entry["notebook"])
+            _known(f"{at}.notebook", nb, ("partition", "accelerators"))
+            accel = int(_number(f"{at}.notebook.accelerators", nb.get("accelerators", 1), 1, 64))
+            objects = [notebook_pod(build, str(nb.get("partition")), accel, f"{at}.notebook")]
+        for k in range(count):
+            for obj in objects:
+                name = f"{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')}" + (
+                    f"#{k + 1}" if count > 1 else ""
+                )
+                if obj.get("kind") == "ConfigMap":
+                    name = f"sbatch/{(obj.get('metadata') or {}).get('name')}" + (f"#{k + 1}" if count > 1 else "")
+                used = sum(1 for x in mix.arrivals if x.name == name or x.name.startswith(name + " (again"))
+                mix.arrivals.append(Arrival(name if not used else f"{name} (again {used})", obj, start, runs))
+    names = {a.name for a in mix.arrivals}
+    for i, entry in enumerate(doc.get("faults") or []):
+        at = f"{where}: faults[{i}]"
+        entry = _mapping(at, entry)
+        _known(at, entry, ("at", "kind", "job", "windowHours"))
+        if entry.get("kind") not in FAULT_KINDS:
+            raise InputError(f"{at}.kind", f"is {entry.get('kind')!r}", f"use one of {', '.join(FAULT_KINDS)}")
+        if entry.get("job") not in names:
+            raise InputError(
+                f"{at}.job", f"is {entry.get('job')!r}, no job of the mix", f"use one of {', '.join(sorted(names))}"
+            )
+        mix.faults.append(
+            Fault(
+                int(_number(f"{at}.at", entry.get("at", 0), 0, MAX_HOURS) * 60),
+                str(entry["kind"]),
+                str(entry["job"]),
+                int(_number(f"{at}.windowHours", entry.get("windowHours", 72), 0, MAX_HOURS) * 60),
+            )
+        )
+    return mix
+
+
+def _go_minutes(text: Any) -> int:
+    m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", str(text))
+    if not m or not any(m.groups()):
+        return 30
+    h, mi, s = (int(x or 0) for x in m.groups())
+    return h * 60 + mi + (1 if s else 0)
+
+
+def platform_facts(build: pathlib.Path, objects_by_kind: dict[str, list[dict[str, Any]]], mix: Mix) -> None:
+    """What the build says about repair, AWS Health handling, consolidation and queue weights."""
+    karpenter = build / "helm" / "karpenter--karpenter.yaml"
+    gates: dict[str, Any] = {}
+    if karpenter.exists():
+        values = yaml.load(karpenter.read_text(), Loader=SAFE_LOADER).get("values") or {}
+        gates = (values.get("settings") or {}).get("featureGates") or {}
+    resources = build / "resources.yaml"
+    text = resources.read_text() if resources.exists() else ""
+    agent = "eks-node-monitoring-agent" in text
+    mix.repair = bool(gates.get("nodeRepair")) and agent
+    mix.health_rule = "aws.health" in text
+    for pool in objects_by_kind.get("NodePool", []):
+        after = ((pool.get("spec") or {}).get("disruption") or {}).get("consolidateAfter", "30m")
+        mix.consolidate_minutes[pool["metadata"]["name"]] = _go_minutes(after)
+    for q in objects_by_kind.get("Queue", []):
+        mix.weights[q["metadata"]["name"]] = float((q.get("spec") or {}).get("weight", 1) or 1)

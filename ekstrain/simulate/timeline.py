@@ -1,0 +1,827 @@
+"""``ekstrain simulate --timeline``: a workload mix played minute by minute on a rendered stack.
+
+Pure logic over the :class:`~ekstrain.simulate.engine.Cluster` the build gives and a :class:`Mix` (arrivals,
+run times, checkpoints, injected faults). Every consumer of a NodePool's ``limits`` takes nodes from the same
+pools: Volcano gangs, pods outside Volcano (MPIJob, TrainJob, Indexed Job, RayJob without Volcano),
+JupyterHub notebooks and Slinky slurmd pods (NodeSet replicas standing from the start, scaled up for an
+sbatch job when asked). Rules, each with the upstream code it follows:
+
+- Volcano v1.15.1, actions and plugins as the stack renders them (``Cluster.scheduler_config``):
+  ``enqueue`` (actions/enqueue/enqueue.go) asks every voter; ``capacity`` (plugins/capacity/capacity.go)
+  admits when allocated + inqueue + minResources <= realCapability = min(capability,
+  ExceededPart(total, totalGuarantee) + guarantee); ``proportion`` (plugins/proportion/proportion.go)
+  shares the ready nodes' cpu and memory between queues with demand by ``weight`` (water-filling, each
+  capped by its request) and a queue at its deserved share gets no more tasks; ``overcommit`` votes on
+  idle x 1.2; ``gang`` binds a job's pods all or none. Without ``enqueue`` allocate enqueues itself.
+- Pods outside Volcano: kube-scheduler binds each pod on its own as soon as a ready node fits it, so a
+  job that cannot get all its nodes holds the ones it got (pkg/scheduler, no gang).
+- Karpenter v1.14.1: a pending pod no existing or launching node fits makes Karpenter launch a node of
+  a NodePool the pod tolerates and selects, unless the pool's ``spec.limits`` (summed over every node of
+  the pool, launching ones included) would be exceeded (pkg/controllers/provisioning/scheduling); the
+  node is usable after the launch delay (EC2 boot + join + device plugins; ``Mix.launch_minutes``);
+  ``WhenEmpty`` removes a node ``consolidateAfter`` after its last pod left unless a pending pod is
+  nominated to it (pkg/controllers/disruption/emptiness.go); NodeRepair (feature gate ``nodeRepair``)
+  deletes a node whose condition the node monitoring agent set False after the provider's toleration,
+  10 min for ``AcceleratedHardwareReady`` (karpenter-provider-aws pkg/cloudprovider/cloudprovider.go
+  RepairPolicies); interruption (pkg/controllers/interruption/controller.go) drains at once on a spot
+  interruption warning, and on an AWS Health scheduled change only when the stack routes AWS Health
+  events to the interruption queue.
+- Restarts, per controller, from the object: Volcano Job ``maxRetry`` (default 3,
+  pkg/controllers/job); MPIJob/PyTorchJob ``runPolicy.backoffLimit``; batch Job ``backoffLimit``
+  (default 6, counted in pods for Indexed Jobs); RayJob ``backoffLimit`` (default 0); TrainJob the
+  runtime's JobSet ``failurePolicy.maxRestarts`` (default 0, jobset api); Slurm requeues a batch job on
+  node failure (slurm.conf ``JobRequeue=1`` default) unless ``--no-requeue``. A restarted job resumes from
+  its last checkpoint when its pods carry ``CHECKPOINT_DIR`` and ``RESUME_FROM_CHECKPOINT`` (or an
+  sbatch script names them); a drain gives pods ``terminationGracePeriodSeconds``, so a checkpoint that
+  takes longer to write than that is lost and the job resumes from the one before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ekstrain.simulate import match, volcano
+from ekstrain.simulate.engine import Cluster, free, nodeset_pod, per_node, place, unserved
+from ekstrain.simulate.nodes import Node
+from ekstrain.simulate.workloads import PodGroup, Workload, expand
+
+FAULT_KINDS = ("node-lost", "node-unhealthy", "health-notice", "spot-interruption")
+ACCELERATORS = ("nvidia.com/gpu", "aws.amazon.com/neuron")
+
+
+@dataclass(frozen=True)
+class Arrival:
+    name: str
+    obj: dict[str, Any]
+    at: int
+    """Minute of submission."""
+    runs: int
+    """Minutes of training the job needs (without restarts)."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    at: int
+    kind: str
+    job: str
+    """The job whose (first) node is hit."""
+    window: int = 0
+    """health-notice: minutes from the notice to the maintenance window."""
+
+
+@dataclass
+class Mix:
+    arrivals: list[Arrival]
+    faults: list[Fault] = field(default_factory=list)
+    minutes: int = 48 * 60
+    checkpoint_every: int = 30
+    checkpoint_save_seconds: int = 843
+    grace_seconds: int = 120
+    launch_minutes: dict[str, int] = field(default_factory=lambda: {"gpu": 10, "trainium": 10, "cpu": 3})
+    repair: bool = False
+    """Karpenter nodeRepair on and the node monitoring agent installed (both read from the build)."""
+    health_rule: bool = False
+    """AWS Health events routed to Karpenter's interruption queue (read from the build)."""
+    repair_minutes: int = 10
+    consolidate_minutes: dict[str, int] = field(default_factory=dict)
+    """NodePool -> consolidateAfter in minutes (from the build; 30 when unknown)."""
+    weights: dict[str, float] = field(default_factory=dict)
+    """Volcano queue -> spec.weight (proportion)."""
+    scale_nodesets: bool = True
+    system_nodes: int = 3
+    """The system node group's desired size: fixed nodes, no autoscaler."""
+    restart_minutes: int = 5
+    """From a failure to the restarted pods running again (controller backoff, pod creation, start-up)."""
+
+
+@dataclass
+class SimNode:
+    ident: int
+    candidate: Node
+    ready_at: int
+    free: dict[str, float]
+    state: str = "launching"  # launching | ready | unhealthy | gone
+    holders: Counter[str] = field(default_factory=Counter)
+    empty_since: int | None = None
+    repair_at: int | None = None
+
+    @property
+    def pool(self) -> str:
+        return self.candidate.pool
+
+
+@dataclass
+class Job:
+    arrival: Arrival
+    workload: Workload
+    kind: str  # volcano | pods | slurm | notebook | standing
+    restarts_left: int
+    restart_rule: str
+    resumes: bool
+    resume_why: str
+    state: str = "waiting"  # waiting | running | finished | failed
+    admitted_at: int | None = None
+    started_at: int | None = None
+    first_started_at: int | None = None
+    not_before: int = 0
+    hit_by_fault: bool = False
+    last_wait: str = ""
+    all_waits: Counter[str] = field(default_factory=Counter)
+    """Before the first start and after restarts."""
+    restarts: int = 0
+    ended_at: int | None = None
+    progress: float = 0.0
+    last_checkpoint: float = 0.0
+    waited: Counter[str] = field(default_factory=Counter)
+    events: list[str] = field(default_factory=list)
+    bound: list[tuple[PodGroup, SimNode]] = field(default_factory=list)
+    failure: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.arrival.name
+
+
+@dataclass
+class Report:
+    jobs: list[Job]
+    idle: dict[str, dict[str, float]]
+    """partition -> category -> idle accelerator-minutes."""
+    idle_usd: dict[str, dict[str, float]]
+    problems: list[str]
+    faults: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        out = [job_line(j) for j in self.jobs if j.kind != "standing"]
+        for part in sorted(self.idle):
+            cats, usd = self.idle[part], self.idle_usd[part]
+            total, dollars = sum(cats.values()) / 60, sum(usd.values())
+            detail = ", ".join(f"{k} {cats[k] / 60:.1f} h (${usd.get(k, 0.0):,.0f})" for k in sorted(cats) if cats[k])
+            out.append(
+                f"PARTITION {part}: idle {total:.1f} accelerator-hours, ${dollars:,.0f}"
+                + (f": {detail}" if detail else "")
+            )
+        out += self.faults + [f"PROBLEM {p}" for p in self.problems]
+        return out
+
+
+def _clock(minute: int | None) -> str:
+    return "-" if minute is None else f"{minute // 60}:{minute % 60:02d}"
+
+
+def job_line(j: Job) -> str:
+    first = j.first_started_at if j.first_started_at is not None else j.ended_at
+    waited = (first if first is not None else j.arrival.at) - j.arrival.at
+    why = "; ".join(f"{m} min {r}" for r, m in j.waited.most_common(3))
+    parts = [
+        f"JOB {j.name} [{j.kind}]: arrived {_clock(j.arrival.at)}",
+        f"admitted {_clock(j.admitted_at)}",
+        f"started {_clock(j.first_started_at)}" + (f" (waited {waited} min: {why})" if waited and why else ""),
+    ]
+    if j.events:
+        parts.append("restarts: " + "; ".join(j.events))
+    if j.state == "finished":
+        parts.append(f"finished {_clock(j.ended_at)}")
+    elif j.state == "failed":
+        parts.append(f"FAILED {_clock(j.ended_at)}: {j.failure}")
+    else:
+        parts.append(f"still {j.state} at the end ({j.progress:.0f}/{j.arrival.runs} min done)")
+    return ", ".join(parts)
+
+
+# ---- restart and resume rules, read from the objects ---------------------------------------------------
+
+
+def _env_names(obj: Any) -> set[str]:
+    """Every env var name in the object (any depth, iterative)."""
+    names, stack = set(), [obj]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("env"), list):
+                names |= {str(e.get("name")) for e in node["env"] if isinstance(e, dict)}
+            stack += list(node.values())
+        elif isinstance(node, list):
+            stack += node
+    return names
+
+
+def restart_budget(obj: dict[str, Any], runtimes: dict[str, dict[str, Any]], nodes: int) -> tuple[int, str]:
+    kind, spec = obj.get("kind"), obj.get("spec") or {}
+    group = str(obj.get("apiVersion", "")).split("/")[0]
+    if kind == "ConfigMap":
+        text = "\n".join(str(v) for v in (obj.get("data") or {}).values())
+        if "--no-requeue" in text:
+            return 0, "sbatch --no-requeue"
+        return 1_000, "Slurm requeues batch jobs on node failure (JobRequeue=1)"
+    if kind == "Job" and group == "batch.volcano.sh":
+        return int(spec.get("maxRetry", 3)), f"Volcano Job maxRetry {spec.get('maxRetry', 3)}"
+    if kind in ("MPIJob", "PyTorchJob"):
+        limit = (spec.get("runPolicy") or {}).get("backoffLimit")
+        return (
+            (int(limit), f"runPolicy.backoffLimit {limit}") if limit is not None else (0, "no runPolicy.backoffLimit")
+        )
+    if kind == "Job":
+        limit = int(spec.get("backoffLimit", 6))
+        per_pod = spec.get("completionMode") == "Indexed"
+        return (limit // max(1, nodes) if per_pod else limit), f"Job backoffLimit {limit}" + (
+            f" (pods: {limit // max(1, nodes)} whole-job restarts of {nodes} pods)" if per_pod else ""
+        )
+    if kind == "RayJob":
+        limit = int(spec.get("backoffLimit", 0))
+        return limit, f"RayJob backoffLimit {limit}"
+    if kind == "TrainJob":
+        runtime = runtimes.get(str((spec.get("runtimeRef") or {}).get("name")), {})
+        policy = ((runtime.get("spec") or {}).get("template") or {}).get("spec", {}).get("failurePolicy") or {}
+        limit = int(policy.get("maxRestarts", 0))
+        return limit, f"JobSet failurePolicy.maxRestarts {limit} (ClusterTrainingRuntime)"
+    return 0, f"{kind} is not restarted"
+
+
+def resume_rule(obj: dict[str, Any]) -> tuple[bool, str]:
+    if obj.get("kind") == "ConfigMap":
+        text = "\n".join(str(v) for v in (obj.get("data") or {}).values())
+        ok = "CHECKPOINT_DIR" in text and ("RESUME_FROM_CHECKPOINT" in text or "--resume" in text)
+        return ok, "" if ok else "the sbatch script names no checkpoint to resume from"
+    env = _env_names(obj)
+    if {"CHECKPOINT_DIR", "RESUME_FROM_CHECKPOINT"} <= env:
+        return True, ""
+    return False, "its pods carry no CHECKPOINT_DIR/RESUME_FROM_CHECKPOINT: it starts over"
+
+
+# ---- the simulation --------------------------------------------------------------------------------------
+
+
+class Timeline:
+    def __init__(self, cluster: Cluster, mix: Mix) -> None:
+        self.cluster, self.mix = cluster, mix
+        self.nodes: list[SimNode] = []
+        self.jobs: list[Job] = []
+        self.now = 0
+        self.idle: dict[str, dict[str, float]] = {}
+        self.idle_usd: dict[str, dict[str, float]] = {}
+        self.problems: list[str] = []
+        self._ident = 0
+        self._free_cache: dict[int, dict[str, float]] = {}
+        self.karpenter = dataclasses.replace(cluster, nodes=[n for n in cluster.nodes if n.pool != "system"])
+        self.fault_outcomes: list[str] = []
+        self._placed: dict[int, tuple[Node | None, str]] = {}
+
+    def place(self, g: PodGroup) -> tuple[Node | None, str]:
+        """engine.place on the Karpenter pools, once per pod group (the pools do not change)."""
+        key = id(g.spec)
+        if key not in self._placed:
+            self._placed[key] = place(self.karpenter, g)
+        return self._placed[key]
+
+    # -- set-up --
+    def system_group(self) -> None:
+        """The managed node group's nodes: ready from the start, never more of them."""
+        system = next((n for n in self.cluster.nodes if n.pool == "system"), None)
+        for _ in range(self.mix.system_nodes if system else 0):
+            node = self.launch(system)  # type: ignore[arg-type]
+            node.state, node.ready_at, node.empty_since = "ready", 0, None
+
+    def standing_jobs(self) -> None:
+        for part, ns in sorted(self.cluster.nodesets.items()):
+            replicas = int(ns["spec"].get("replicas", 0) or 0)
+            if replicas:
+                obj = {"kind": "Pod", "metadata": {"name": f"slurmd-{part}"}, "spec": nodeset_pod(ns)}
+                w = Workload(f"NodeSet/{ns['metadata']['name']}", [PodGroup("slurmd", replicas, nodeset_pod(ns))])
+                job = Job(Arrival(w.name, obj, 0, 10**9), w, "standing", 0, "", False, "")
+                self.jobs.append(job)
+
+    def add(self, a: Arrival) -> None:
+        w = expand(a.obj, self.cluster.runtimes)
+        if w is None:
+            return
+        if w.slurm:
+            kind = "slurm"
+        elif a.obj.get("metadata", {}).get("labels", {}).get("component") == "singleuser-server":
+            kind = "notebook"
+        else:
+            kind = "volcano" if w.volcano_queue is not None else "pods"
+        nodes = max((g.count for g in w.groups), default=int(w.slurm.get("nodes", 1)) if w.slurm else 1)
+        budget, rule = restart_budget(a.obj, self.cluster.runtimes, nodes)
+        resumes, why = resume_rule(a.obj) if kind != "notebook" else (False, "a notebook")
+        job = Job(a, w, kind, budget, rule, resumes, why)
+        missing = unserved(self.cluster, a.obj)
+        job.failure = "; ".join([*w.problems, *([missing] if missing else [])])
+        if missing:
+            w.groups = []
+        self.jobs.append(job)
+
+    # -- nodes --
+    def node_free(self, candidate: Node) -> dict[str, float]:
+        key = id(candidate)
+        if key not in self._free_cache:
+            self._free_cache[key] = free(self.cluster, candidate)
+        return dict(self._free_cache[key])
+
+    def pool_use(self, pool: str) -> dict[str, float]:
+        use: dict[str, float] = {}
+        for n in self.nodes:
+            if n.pool == pool and n.state != "gone":
+                use["nodes"] = use.get("nodes", 0.0) + 1
+                for r, v in n.candidate.capacity.items():
+                    use[r] = use.get(r, 0.0) + v
+        return use
+
+    def can_launch(self, candidate: Node) -> str | None:
+        use = self.pool_use(candidate.pool)
+        for r, lim in sorted(candidate.pool_limits.items()):
+            add = 1.0 if r == "nodes" else candidate.capacity.get(r, 0.0)
+            if add and use.get(r, 0.0) + add > lim + 1e-9:
+                return f"NodePool {candidate.pool} limit {r}={lim:g} reached ({self.holders_of(candidate.pool)})"
+        return None
+
+    def holders_of(self, pool: str) -> str:
+        held: Counter[str] = Counter()
+        for n in self.nodes:
+            if n.pool == pool and n.state != "gone":
+                owners = sorted(n.holders) or ["nobody (launching or empty)"]
+                held[owners[0]] += 1
+        return "nodes held by " + ", ".join(f"{k} {v}" for k, v in held.most_common())
+
+    def launch(self, candidate: Node) -> SimNode:
+        self._ident += 1
+        family = candidate.instance.family if candidate.instance.family in self.mix.launch_minutes else "cpu"
+        node = SimNode(
+            self._ident, candidate, self.now + self.mix.launch_minutes.get(family, 5), self.node_free(candidate)
+        )
+        self.nodes.append(node)
+        return node
+
+    # -- binding --
+    def _group_fit(self, g: PodGroup) -> tuple[Node | None, str, dict[str, float]]:
+        candidate, why = self.place(g)
+        return candidate, why, {**match.pod_requests(g.spec), "pods": 1.0}
+
+    def _fits(self, node: SimNode, req: dict[str, float]) -> bool:
+        return all(node.free.get(r, 0.0) + 1e-9 >= v for r, v in req.items() if v > 0)
+
+    def _take(self, node: SimNode, req: dict[str, float], job: Job, g: PodGroup) -> None:
+        for r, v in req.items():
+            node.free[r] = node.free.get(r, 0.0) - v
+        node.holders[job.name] += 1
+        node.empty_since = None
+        job.bound.append((g, node))
+
+    def release(self, job: Job) -> None:
+        for g, node in job.bound:
+            req = {**match.pod_requests(g.spec), "pods": 1.0}
+            for r, v in req.items():
+                node.free[r] = node.free.get(r, 0.0) + v
+            node.holders[job.name] -= 1
+            if node.holders[job.name] <= 0:
+                del node.holders[job.name]
+            if not node.holders:
+                node.empty_since = self.now
+        job.bound = []
+
+    def try_start(self, job: Job, bind: bool = True) -> str | None:
+        """Bind the job's pods (gang: all or none; otherwise pod by pod) and launch nodes for the rest.
+        Returns why it is not running, or None once every pod runs."""
+        gang = job.kind in ("volcano", "standing", "slurm") or job.kind == "notebook"
+        needs: list[tuple[PodGroup, Node | None, dict[str, float], int]] = []
+        for g in job.workload.groups:
+            bound_here = sum(1 for bg, _ in job.bound if bg is g)
+            if g.count - bound_here <= 0:
+                continue
+            candidate, why, req = self._group_fit(g)
+            if candidate is None and not any(self._lands(g, n) for n in self.nodes):
+                return f"{g.role}: {why}"
+            needs.append((g, candidate, req, g.count - bound_here))
+        if not needs:
+            return None
+        # What ready nodes can hold now (a trial for gangs), and what still needs a node.
+        plan: list[tuple[SimNode, dict[str, float], PodGroup]] = []
+        shortfall: list[tuple[Node | None, PodGroup, dict[str, float], int]] = []
+        trial = {n.ident: dict(n.free) for n in self.nodes}
+        for g, candidate, req, count in needs:
+            placed = 0
+            for n in self.nodes:
+                if n.state not in ("ready", "unhealthy") or not self._lands(g, n):
+                    continue
+                while placed < count and all(trial[n.ident].get(r, 0.0) + 1e-9 >= v for r, v in req.items() if v > 0):
+                    for r, v in req.items():
+                        trial[n.ident][r] = trial[n.ident].get(r, 0.0) - v
+                    plan.append((n, req, g))
+                    placed += 1
+            if placed < count:
+                shortfall.append((candidate, g, req, count - placed))
+        if bind and (not gang or not shortfall):
+            for n, req, g in plan:
+                self._take(n, req, job, g)
+        if not shortfall:
+            return None
+        # Karpenter: nodes for the pods nothing fits, counting nodes already launching for this pool.
+        reason = ""
+        for candidate, g, req, missing in shortfall:
+            if candidate is None:
+                reason = f"{g.role}: waits for room on the system nodes (a fixed node group, no autoscaler)"
+                continue
+            per = max(1, per_node(req, self.node_free(candidate)))
+            launching = sum(
+                per_node(req, n.free) for n in self.nodes if n.state == "launching" and n.pool == candidate.pool
+            )
+            for _ in range(max(0, math.ceil((missing - launching) / per))):
+                blocked = self.can_launch(candidate)
+                if blocked:
+                    reason = blocked
+                    break
+                self.launch(candidate)
+            if not reason:
+                reason = f"Karpenter launching {candidate.instance.name} ({candidate.pool})"
+        return reason
+
+    def _lands(self, g: PodGroup, n: SimNode) -> bool:
+        return n.state != "gone" and match.lands(g.spec, n.candidate.labels, n.candidate.taints)
+
+    # -- Volcano admission --
+    def queue_used(self, queue: str) -> dict[str, float]:
+        used: dict[str, float] = {}
+        for j in self.jobs:
+            mine = j.workload.volcano_queue == queue and j.admitted_at is not None
+            if mine and j.state in ("waiting", "running"):
+                for g in j.workload.groups:
+                    for r, v in match.pod_requests(g.spec).items():
+                        used[r] = used.get(r, 0.0) + v * g.count
+        return used
+
+    def cluster_total(self) -> dict[str, float]:
+        total: dict[str, float] = {}
+        for n in self.nodes:
+            if n.state in ("ready", "unhealthy"):
+                for r, v in self.node_free(n.candidate).items():
+                    total[r] = total.get(r, 0.0) + v
+        return total
+
+    def admit(self, job: Job) -> str | None:
+        queue = str(job.workload.volcano_queue)
+        req: dict[str, float] = {}
+        for g in job.workload.groups:
+            for r, v in match.pod_requests(g.spec).items():
+                req[r] = req.get(r, 0.0) + v * g.count
+        blocked = volcano.queue_block(queue, self.cluster.queues, req)
+        if blocked:
+            return blocked
+        total = self.cluster_total()
+        idle = {r: v for r, v in total.items()}
+        for j in self.jobs:
+            for g, _ in j.bound:
+                for r, v in match.pod_requests(g.spec).items():
+                    idle[r] = idle.get(r, 0.0) - v
+        return volcano.enqueue_block(
+            self.cluster.scheduler_config,
+            req,
+            idle,
+            queue,
+            self.cluster.queues,
+            self.cluster.guarantees,
+            self.queue_used(queue),
+        )
+
+    def proportion_block(self, job: Job) -> str | None:
+        """proportion's overused check: the queue's cpu/memory deserved share of the ready nodes (by weight
+        among queues with demand, capped at their request) must cover allocated + this gang."""
+        if "proportion" not in volcano.plugins(self.cluster.scheduler_config):
+            return None
+        total = self.cluster_total()
+        demand: dict[str, dict[str, float]] = {}
+        for j in self.jobs:
+            if j.workload.volcano_queue is not None and j.state in ("waiting", "running"):
+                d = demand.setdefault(str(j.workload.volcano_queue), {})
+                for g in j.workload.groups:
+                    for r, v in match.pod_requests(g.spec).items():
+                        d[r] = d.get(r, 0.0) + v * g.count
+        queue = str(job.workload.volcano_queue)
+        for r in ("cpu", "memory"):
+            deserved = _water_fill(total.get(r, 0.0), {q: d.get(r, 0.0) for q, d in demand.items()}, self.mix.weights)
+            if demand.get(queue, {}).get(r, 0.0) > deserved.get(queue, 0.0) + 1e-6:
+                return (
+                    f"proportion: queue {queue} deserves {deserved.get(queue, 0.0):g} of the ready nodes' {r} "
+                    f"(weight share, shared with {', '.join(sorted(q for q in demand if q != queue)) or 'nobody'}) "
+                    f"< {demand[queue][r]:g} its gangs ask"
+                )
+        return None
+
+    # -- faults --
+    def fault(self, f: Fault) -> None:
+        job = next((j for j in self.jobs if j.name == f.job), None)
+        holder = job
+        if job is not None and job.kind == "slurm":  # an sbatch job runs on its partition's slurmd pods
+            holder = self.standing_of(job)
+        bound = [n for _, n in holder.bound if n.state != "gone"] if holder else []
+        accelerated = [n for n in bound if any(n.candidate.capacity.get(r) for r in ACCELERATORS)]
+        node = (accelerated or bound)[0] if bound else None
+        if job is None or node is None:
+            self.problems.append(f"fault {f.kind} at {_clock(f.at)}: {f.job} has no node then (not injected)")
+            return
+        job.hit_by_fault = True
+        if f.kind == "node-lost":
+            self.kill_node(node, f"node {node.candidate.instance.name} #{node.ident} lost")
+        elif f.kind == "spot-interruption":
+            self.kill_node(node, "spot interruption: Karpenter drained the node (2-minute warning)", drained=True)
+        elif f.kind == "node-unhealthy":
+            node.state = "unhealthy"
+            for victim in self.on_node(node):
+                self.fail(victim, f"GPU fault on {node.candidate.instance.name} #{node.ident}")
+            if self.mix.repair:
+                node.repair_at = self.now + self.mix.repair_minutes
+        elif f.kind == "health-notice":
+            if self.mix.health_rule:
+                self.kill_node(node, "AWS Health notice: Karpenter drained the node on arrival", drained=True)
+            else:
+                job.events.append(
+                    f"AWS Health notice at {_clock(self.now)} for {node.candidate.instance.name} #{node.ident}: "
+                    f"no drain (no aws.health rule), maintenance window at {_clock(self.now + f.window)}"
+                )
+                node.repair_at = self.now + f.window  # the instance is stopped at the window
+
+    def standing_of(self, job: Job) -> Job | None:
+        part = str(job.workload.slurm.get("partition"))
+        return next((j for j in self.jobs if j.kind == "standing" and j.name.endswith(f"-{part}")), None)
+
+    def on_node(self, node: SimNode) -> list[Job]:
+        victims = [j for j in self.jobs if j.name in node.holders]
+        for standing in [j for j in victims if j.kind == "standing"]:
+            victims += [
+                j for j in self.jobs if j.kind == "slurm" and j.state == "running" and self.standing_of(j) is standing
+            ]
+        return victims
+
+    def kill_node(self, node: SimNode, why: str, drained: bool = False) -> None:
+        victims = self.on_node(node)
+        node.state = "gone"
+        grace = f"; pods got {self.mix.grace_seconds} s, a checkpoint takes {self.mix.checkpoint_save_seconds} s"
+        for victim in victims:
+            short = drained and victim.resumes and self.mix.checkpoint_save_seconds > self.mix.grace_seconds
+            self.fail(victim, why + (grace if short else ""))
+
+    def fail(self, job: Job, why: str) -> None:
+        lost = job.progress - (job.last_checkpoint if job.resumes else 0.0)
+        self.release(job)
+        if job.kind == "standing":
+            job.state = "waiting"
+            return
+        if job.kind == "notebook":
+            job.state, job.ended_at, job.failure = "failed", self.now, f"{why} (a notebook is not restarted)"
+            return
+        if job.restarts_left <= 0:
+            job.state, job.ended_at = "failed", self.now
+            job.failure = f"{why}; no restart left ({job.restart_rule})"
+            return
+        job.restarts_left -= 1
+        job.restarts += 1
+        job.progress = job.last_checkpoint if job.resumes else 0.0
+        resumed = (
+            f"resumes from its checkpoint at {job.last_checkpoint:.0f} min, {lost:.0f} min lost"
+            if job.resumes
+            else f"starts over, {lost:.0f} min lost ({job.resume_why})"
+        )
+        job.events.append(f"{_clock(self.now)} {why}: restarted ({job.restart_rule}), {resumed}")
+        job.state, job.started_at, job.not_before = "waiting", None, self.now + self.mix.restart_minutes
+
+    # -- the clock --
+    def step(self) -> None:
+        for f in self.mix.faults:
+            if f.at == self.now:
+                self.fault(f)
+        for n in self.nodes:
+            if n.state == "launching" and n.ready_at <= self.now:
+                n.state, n.empty_since = "ready", self.now
+            if n.repair_at is not None and n.repair_at <= self.now and n.state != "gone":
+                self.kill_node(n, f"node #{n.ident} replaced (NodeRepair / maintenance window)", drained=True)
+        for job in self.jobs:
+            if job.state != "waiting" or job.arrival.at > self.now or job.not_before > self.now:
+                continue
+            if job.failure and not job.workload.groups and not job.workload.slurm:
+                job.state, job.ended_at = "failed", self.now
+                continue
+            self.schedule(job)
+        for job in self.jobs:
+            if job.state == "running":
+                if any(n.state == "unhealthy" for _, n in job.bound) and job.started_at == self.now:
+                    self.fail(job, "started on a node with a GPU fault (same sick node: no NodeRepair yet)")
+                    continue
+                job.progress += 1
+                if job.resumes and job.progress - job.last_checkpoint >= self.mix.checkpoint_every:
+                    job.last_checkpoint = job.progress
+                if job.progress >= job.arrival.runs:
+                    job.state, job.ended_at = "finished", self.now
+                    self.release(job)
+        self.consolidate()
+        self.account()
+        self.now += 1
+
+    def schedule(self, job: Job) -> None:
+        if job.kind == "slurm":
+            self.schedule_slurm(job)
+            return
+        in_queue = job.workload.volcano_queue is not None
+        if in_queue and job.admitted_at is None:
+            blocked = self.admit(job)
+            if blocked:
+                self.wait(job, blocked)
+                return
+            job.admitted_at = self.now
+        elif job.admitted_at is None:
+            job.admitted_at = self.now
+        if in_queue:
+            blocked = self.proportion_block(job)
+            if blocked:
+                self.try_start(job, bind=False)  # the pods exist: Karpenter still launches nodes for them
+                self.wait(job, blocked)
+                return
+        why = self.try_start(job)
+        if why is None:
+            self.started(job)
+        else:
+            self.wait(job, why)
+
+    def wait(self, job: Job, why: str) -> None:
+        if job.first_started_at is None:
+            job.waited[why] += 1
+        job.all_waits[why] += 1
+        job.last_wait = why
+
+    def started(self, job: Job) -> None:
+        job.state, job.started_at = "running", self.now
+        if job.first_started_at is None:
+            job.first_started_at = self.now
+
+    def schedule_slurm(self, job: Job) -> None:
+        part, nodes = str(job.workload.slurm.get("partition")), int(job.workload.slurm.get("nodes", 1))
+        ns = self.cluster.nodesets.get(part)
+        if ns is None:
+            job.state, job.ended_at = "failed", self.now
+            job.failure = f"no Slinky NodeSet serves Slurm partition {part!r}"
+            return
+        standing = next((j for j in self.jobs if j.kind == "standing" and j.name.endswith(f"-{part}")), None)
+        have = len(standing.bound) if standing and standing.state == "running" else 0
+        busy = sum(
+            int(j.workload.slurm.get("nodes", 1)) for j in self.jobs if j.kind == "slurm" and j.state == "running"
+        )
+        if have - busy >= nodes:
+            job.admitted_at = job.admitted_at if job.admitted_at is not None else self.now
+            self.started(job)
+            return
+        if not self.mix.scale_nodesets:
+            self.wait(job, f"Slurm holds it: NodeSet {ns['metadata']['name']} has {have - busy} idle slurmd pods")
+            return
+        # kubectl scale nodeset: the extra slurmd pods are this job's own consumers of the NodePool.
+        if not job.workload.groups:
+            job.workload.groups = [PodGroup("slurmd", nodes - max(0, have - busy), nodeset_pod(ns))]
+        job.admitted_at = job.admitted_at if job.admitted_at is not None else self.now
+        why = self.try_start(job)
+        if why is None:
+            self.started(job)
+        else:
+            self.wait(job, f"NodeSet scaled by {job.workload.groups[0].count}: {why}")
+
+    def pending_pools(self) -> dict[str, list[Job]]:
+        """NodePool -> the admitted, waiting jobs whose pending pods Karpenter nominates to its nodes."""
+        pools: dict[str, list[Job]] = {}
+        for j in self.jobs:
+            if j.state == "waiting" and j.arrival.at <= self.now and j.admitted_at is not None:
+                for g in j.workload.groups:
+                    candidate, _ = self.place(g)
+                    if candidate is not None:
+                        pools.setdefault(candidate.pool, []).append(j)
+        return pools
+
+    def transient(self, jobs: list[Job]) -> bool:
+        """Every job is only restarting or waiting for nodes that are launching (not blocked for good)."""
+        return bool(jobs) and all(j.not_before > self.now or "Karpenter launching" in j.last_wait for j in jobs)
+
+    def consolidate(self) -> None:
+        nominated = self.pending_pools()
+        for n in self.nodes:
+            empty = n.state == "ready" and not n.holders and n.empty_since is not None and n.pool not in nominated
+            if empty and self.now - (n.empty_since or 0) >= self.mix.consolidate_minutes.get(n.pool, 30):
+                n.state = "gone"
+
+    def account(self) -> None:
+        nominated = self.pending_pools()
+        running = {j.name for j in self.jobs if j.state == "running"}
+        for n in self.nodes:
+            if n.state == "gone":
+                continue
+            accel = sum(n.candidate.capacity.get(r, 0.0) for r in ACCELERATORS)
+            if not accel:
+                continue
+            used = accel - sum(max(0.0, n.free.get(r, 0.0)) for r in ACCELERATORS)
+            standing = [j for j in self.jobs if j.kind == "standing" and j.name in n.holders]
+            if standing:  # slurmd pods hold the node; it computes only while a Slurm job runs there
+                slurm_busy = any(
+                    j.kind == "slurm" and j.state == "running" and self.standing_of(j) in standing for j in self.jobs
+                )
+                running = running if slurm_busy else running - {j.name for j in standing}
+            busy = used if any(h in running for h in n.holders) else 0.0
+            idle = accel - busy
+            if idle <= 0:
+                continue
+            if n.state == "launching":
+                cat = "launching"
+            elif n.state == "unhealthy":
+                cat = "unhealthy"
+            elif standing and not busy:
+                cat = "standing slurmd nodes without a Slurm job"
+            elif n.holders and not busy and self.transient([j for j in self.jobs if j.name in n.holders]):
+                cat = "held while the job restarts or its other nodes launch"
+            elif n.holders and not busy:
+                cat = "stranded (held by a job that cannot start)"
+            elif n.holders:
+                cat = "fragments (part of a node in use)"
+            elif n.pool in nominated and self.transient(nominated[n.pool]):
+                cat = "held while the job restarts or its other nodes launch"
+            elif n.pool in nominated:
+                cat = "stranded (launched for a job that cannot start)"
+            else:
+                cat = "consolidateAfter window"
+            part = next(iter(n.candidate.labels.get("ekstrain.io/partition", {n.pool})))
+            minutes, usd = self.idle.setdefault(part, {}), self.idle_usd.setdefault(part, {})
+            price = n.candidate.instance.price_per_hour_usd or 0.0
+            minutes[cat] = minutes.get(cat, 0.0) + idle
+            usd[cat] = usd.get(cat, 0.0) + price / 60 * idle / accel
+
+    def run(self) -> Report:
+        self.system_group()
+        self.standing_jobs()
+        for a in sorted(self.mix.arrivals, key=lambda a: a.at):
+            self.add(a)
+        while self.now < self.mix.minutes:
+            self.step()
+        self.conclude()
+        return Report(self.jobs, self.idle, self.idle_usd, self.problems, self.fault_outcomes)
+
+    def conclude(self) -> None:
+        """Problems (exit 1): a job that failed or did not finish with no injected fault to blame, a starved
+        queue, a gang admitted but unbindable, idle paid nodes beyond launch and consolidation. A job an
+        injected fault hit gets one FAULT line: resumed from its checkpoint, or why not."""
+        for j in self.jobs:
+            if j.kind == "standing":
+                continue
+            if j.hit_by_fault:
+                outcome = (
+                    f"finished {_clock(j.ended_at)} after {j.restarts} restart(s)"
+                    if j.state == "finished"
+                    else f"{j.state}: {j.failure or 'did not finish in time'}"
+                )
+                if not j.restarts and j.state == "failed":
+                    how = "not restarted"
+                elif not j.restarts:
+                    how = "not restarted (the fault did not stop it)"
+                elif j.resumes:
+                    how = "resumed from its checkpoint"
+                else:
+                    how = f"not resumed: {j.resume_why}"
+                self.fault_outcomes.append(f"FAULT {j.name}: {how}; {outcome}")
+                if j.state == "failed":
+                    continue  # the FAULT line says why it did not resume
+            if j.state == "failed" and not j.hit_by_fault:
+                self.problems.append(f"{j.name} failed: {j.failure}")
+            elif j.state not in ("finished", "failed"):
+                top = j.waited.most_common(1)
+                self.problems.append(
+                    f"{j.name} did not finish in {self.mix.minutes // 60} h"
+                    + (f": {top[0][1]} min {top[0][0]}" if top else "")
+                )
+            starved = sum(m for r, m in j.all_waits.items() if r.startswith("proportion"))
+            if starved:
+                self.problems.append(f"{j.name}: starved by proportion for {starved} min")
+            if j.workload.volcano_queue is not None and any("limit" in r for r in j.all_waits):
+                self.problems.append(f"{j.name}: admitted by its queue but unbindable at the NodePool limit")
+        for part, cats in self.idle.items():
+            stranded = sum(v for k, v in cats.items() if k.startswith("stranded"))
+            if stranded:
+                self.problems.append(f"{part}: {stranded / 60:.1f} idle paid accelerator-hours on stranded nodes")
+
+
+def _water_fill(total: float, requests: dict[str, float], weights: dict[str, float]) -> dict[str, float]:
+    """proportion.go: deserved shares of ``total`` by weight, each capped at its request, repeated until
+    every queue is satisfied or nothing is left."""
+    deserved = {q: 0.0 for q in requests}
+    remaining, open_ = total, {q for q, r in requests.items() if r > 0}
+    for _ in range(len(requests) + 1):
+        if remaining <= 1e-9 or not open_:
+            break
+        weight_sum = sum(weights.get(q, 1.0) for q in open_)
+        given = 0.0
+        for q in sorted(open_):
+            share = remaining * weights.get(q, 1.0) / weight_sum
+            grant = min(share, requests[q] - deserved[q])
+            deserved[q] += grant
+            given += grant
+        remaining -= given
+        open_ = {q for q in open_ if requests[q] - deserved[q] > 1e-9}
+    return deserved
+
+
+def simulate_timeline(cluster: Cluster, mix: Mix) -> Report:
+    return Timeline(cluster, mix).run()

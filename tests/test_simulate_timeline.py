@@ -1,0 +1,220 @@
+"""``ekstrain simulate --timeline``: many jobs, shared NodePool limits and injected faults on prod.
+
+GIVEN prod rendered offline (the module fixture of test_simulate: manifests + device-plugin, Slurm and
+Volcano charts through helm template) and job templates rendered in memory
+WHEN a mix is played minute by minute
+THEN the platform defects of issue 22 show on the old settings and are gone on the rendered ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from typing import Any
+
+import pytest
+import yaml
+from conftest import stack_config
+from test_jobs_support import FakePlanner
+from test_jobs_templates import spec_for
+from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
+
+from assembly.cli import main
+from assembly.jobs import render
+from assembly.jupyterhub import profile
+from ekstrain import validation
+from ekstrain.simulate import engine, volcano
+from ekstrain.simulate.inputs import InputError
+from ekstrain.simulate.mix import notebook_pod, read_mix
+from ekstrain.simulate.timeline import Arrival, Fault, Mix, simulate_timeline
+
+pytestmark = pytest.mark.skipif(
+    HELM is None or validation.upstream_dir() is None, reason="needs a helm binary and the upstream chart archives"
+)
+PROD = stack_config("prod")
+
+
+def _job(partition: str, scheduler: str, nodes: int, name: str, **kw: Any) -> dict[str, Any]:
+    kw.setdefault("global_batch", nodes * 64)  # divisible by every data-parallel degree the fake planner picks
+    objects = render(spec_for(partition, nodes=nodes, name=name, **kw), PROD, scheduler, FakePlanner())
+    return next(o for o in objects if o["kind"] not in ("ConfigMap", "Service"))
+
+
+def _arrival(obj: dict[str, Any], at_h: float, hours: float) -> Arrival:
+    return Arrival(f"{obj['kind']}/{obj['metadata']['name']}", obj, int(at_h * 60), int(hours * 60))
+
+
+def _mix(*arrivals: Arrival, faults: list[Fault] | None = None, hours: int = 30, **kw: Any) -> Mix:
+    return Mix(list(arrivals), faults or [], minutes=hours * 60, repair=True, **kw)
+
+
+def _notebook(prod_build: pathlib.Path, partition: str, gpus: int) -> dict[str, Any]:  # noqa: F811
+    return notebook_pod(prod_build, partition, gpus, "test")
+
+
+def _old_volcano(cluster: engine.Cluster) -> engine.Cluster:  # noqa: F811
+    """Main's scheduler config: allocate/backfill with proportion, queues without guarantees."""
+    config = volcano.parse_config(
+        "actions: allocate, backfill\ntiers:\n- plugins: [{name: priority}, {name: gang}, {name: conformance}]\n"
+        "- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}, {name: binpack}]\n"
+    )
+    return dataclasses.replace(cluster, scheduler_config=config, guarantees={})
+
+
+def test_a_gang_is_starved_by_proportion_and_not_by_capacity(cluster: engine.Cluster) -> None:  # noqa: F811
+    """GIVEN gangs queued on gpu-a100 and trainium beyond what runs, and an 8-node gpu-h100 gang, equal
+    queue weights WHEN played on main's proportion config THEN the h100 gang waits for its cpu/memory share
+    while its p5 nodes idle; on the rendered capacity config it starts once its nodes are up."""
+    arrivals = [
+        _arrival(_job("gpu-a100", "volcano", 12, "a100-1"), 0, 10),
+        _arrival(_job("gpu-a100", "volcano", 12, "a100-2"), 0, 10),
+        _arrival(_job("trainium", "volcano", 16, "trn-1", instance_type="trn1.32xlarge"), 0, 10),
+        _arrival(_job("trainium", "volcano", 16, "trn-2", instance_type="trn1.32xlarge"), 0, 10),
+        _arrival(_job("gpu-h100", "volcano", 8, "h100"), 0, 5),
+    ]
+    weights = {q: 1.0 for q in cluster.queues}
+    old = simulate_timeline(_old_volcano(cluster), _mix(*arrivals, weights=weights))
+    h100 = next(j for j in old.jobs if j.name == "Job/h100")
+    assert any(r.startswith("proportion: queue gpu-h100") for r in h100.all_waits), h100.all_waits
+    assert any("Job/h100: starved by proportion" in p for p in old.problems), old.problems
+    new = simulate_timeline(cluster, _mix(*arrivals, weights=weights))
+    h100 = next(j for j in new.jobs if j.name == "Job/h100")
+    assert h100.state == "finished" and h100.first_started_at is not None and h100.first_started_at <= 15
+    assert not any("starved" in p for p in new.problems), new.problems
+
+
+def test_notebooks_outside_volcano_make_an_admitted_gang_unbindable(
+    cluster: engine.Cluster,  # noqa: F811
+    prod_build: pathlib.Path,  # noqa: F811
+) -> None:
+    """GIVEN one 1-GPU notebook on gpu-h100 and then an 8-node gang WHEN the notebook bypasses Volcano (main's
+    profiles) THEN the queue admits the gang, Karpenter stops at the NodePool limit and the launched p5 nodes
+    idle; WHEN it joins the partition's queue (the rendered profiles) THEN the gang waits at admission and no
+    node is stranded."""
+    gang = _arrival(_job("gpu-h100", "volcano", 8, "gang"), 0.5, 4)
+    inside = _notebook(prod_build, "gpu-h100", 1)
+    assert inside["spec"]["schedulerName"] == "volcano"
+    assert inside["metadata"]["annotations"] == {"scheduling.volcano.sh/queue-name": "gpu-h100"}
+    outside = yaml.safe_load(yaml.safe_dump(inside))
+    del outside["spec"]["schedulerName"]
+    old = simulate_timeline(cluster, _mix(_arrival(outside, 0, 10), gang, hours=20))
+    assert any("Job/gang: admitted by its queue but unbindable" in p for p in old.problems), old.problems
+    assert any("stranded" in p for p in old.problems), old.problems
+    new = simulate_timeline(cluster, _mix(_arrival(inside, 0, 10), gang, hours=20))
+    job = next(j for j in new.jobs if j.name == "Job/gang")
+    assert job.state == "finished" and new.problems == [], new.problems
+    assert any("Volcano enqueue (capacity)" in r for r in job.waited)
+
+
+def test_the_rendered_profiles_put_notebooks_in_the_partition_queue() -> None:
+    p = PROD.partitions[0]
+    assert profile(p, True, volcano=True)["kubespawner_override"]["scheduler_name"] == "volcano"
+    assert "scheduler_name" not in profile(p, True, volcano=False)["kubespawner_override"]
+
+
+def test_bad_hardware_gets_the_restarted_job_until_nodes_are_repaired(cluster: engine.Cluster) -> None:  # noqa: F811
+    """GIVEN a GPU fault on a node of a running MPIJob WHEN NodeRepair is off THEN the restarted job lands on
+    the same sick node until its restarts are gone; WHEN on THEN the node is replaced and the job resumes."""
+    job = _arrival(_job("gpu-a100", "mpijob", 4, "bert"), 0, 6)
+    fault = [Fault(120, "node-unhealthy", "MPIJob/bert")]
+    off = simulate_timeline(cluster, dataclasses.replace(_mix(job, faults=fault), repair=False))
+    bert = next(j for j in off.jobs if j.name == "MPIJob/bert")
+    assert bert.state == "failed" and "same sick node" in bert.failure
+    on = simulate_timeline(cluster, _mix(job, faults=fault))
+    bert = next(j for j in on.jobs if j.name == "MPIJob/bert")
+    assert bert.state == "finished" and bert.restarts >= 1
+    assert any(line.startswith("FAULT MPIJob/bert: resumed from its checkpoint; finished") for line in on.faults)
+
+
+def test_a_maintenance_notice_drains_only_with_the_health_rule(cluster: engine.Cluster) -> None:  # noqa: F811
+    """GIVEN an AWS Health notice 3 days ahead for a node of a running gang WHEN the notice drains (main's
+    EventBridge rule) THEN the gang dies at once, its pods' 120 s too short for an 843 s checkpoint; WHEN not
+    (the rendered stack) THEN it runs on."""
+    job = _arrival(_job("gpu-h100", "volcano", 2, "long"), 0, 10)
+    fault = [Fault(180, "health-notice", "Job/long", window=72 * 60)]
+    drained = simulate_timeline(cluster, _mix(job, faults=fault, health_rule=True))
+    long = next(j for j in drained.jobs if j.name == "Job/long")
+    assert long.restarts == 1 and "pods got 120 s, a checkpoint takes 843 s" in long.events[0]
+    kept = simulate_timeline(cluster, _mix(job, faults=fault))
+    long = next(j for j in kept.jobs if j.name == "Job/long")
+    assert long.restarts == 0 and long.state == "finished" and "maintenance window at 75:00" in long.events[0]
+
+
+def test_every_scheduler_resumes_after_a_lost_node_or_says_why_not(cluster: engine.Cluster) -> None:  # noqa: F811
+    """GIVEN a node lost under each scheduler's job WHEN played THEN each either resumes from its checkpoint or
+    its FAULT line names the restart rule that ended it."""
+    jobs = [
+        _job("gpu-h100", "volcano", 2, "v"),
+        _job("gpu-a100", "mpijob", 2, "m"),
+        _job("gpu-a100", "trainjob", 2, "t"),
+        _job("gpu-h100", "rayjob", 2, "r"),
+        _job("trainium", "trainium", 2, "n", instance_type="trn1.32xlarge"),
+    ]
+    arrivals = [_arrival(o, 0, 3) for o in jobs]
+    faults = [Fault(60, "node-lost", a.name) for a in arrivals]
+    report = simulate_timeline(cluster, _mix(*arrivals, faults=faults, hours=10))
+    assert len(report.faults) == len(jobs), report.faults
+    for line in report.faults:
+        assert "resumed from its checkpoint; finished" in line or "no restart left (" in line, line
+
+
+def test_a_spot_interruption_drains_and_the_job_resumes(cluster: engine.Cluster) -> None:  # noqa: F811
+    job = _arrival(_job("gpu-h100", "volcano", 2, "s"), 0, 3)
+    report = simulate_timeline(cluster, _mix(job, faults=[Fault(60, "spot-interruption", "Job/s")], hours=8))
+    (line,) = report.faults
+    assert line.startswith("FAULT Job/s: resumed from its checkpoint; finished")
+
+
+def test_cli_plays_a_mix_and_refuses_a_bad_one(
+    prod_build: pathlib.Path,  # noqa: F811
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    obj = _job("gpu-h100", "volcano", 2, "cli")
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(obj))
+    mix = tmp_path / "mix.yaml"
+    mix.write_text(
+        yaml.safe_dump(
+            {
+                "hours": 6,
+                "jobs": [
+                    {"file": str(tmp_path / "job.yaml"), "at": 0, "hours": 2},
+                    {"notebook": {"partition": "gpu-a100", "accelerators": 2}, "at": 0, "hours": 1},
+                ],
+                "faults": [{"at": 1, "kind": "node-lost", "job": "Job/cli"}],
+            }
+        )
+    )
+    args = ["simulate", "--stack", "prod", "--build", str(prod_build), "--timeline", str(mix)]
+    assert main(args) == 0, capsys.readouterr()
+    out = capsys.readouterr().out
+    assert "JOB Job/cli [volcano]" in out and "FAULT Job/cli: resumed from its checkpoint" in out
+    assert "PARTITION gpu-h100: idle" in out
+    mix.write_text(yaml.safe_dump({"jobs": [{"file": str(tmp_path / "job.yaml")}], "faults": [{"kind": "meteor"}]}))
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "faults[0].kind: is 'meteor'" in err and "fix: use one of node-lost" in err
+
+
+@pytest.mark.parametrize(
+    ("doc", "problem"),
+    [
+        ({"jobs": []}, "jobs: is empty or not a list"),
+        ({"hours": "two", "jobs": [{"notebook": {"partition": "gpu-a100"}}]}, "hours: is 'two'"),
+        ({"jobs": [{"notebook": {"partition": "nope"}}]}, "no JupyterHub profile for partition 'nope'"),
+        ({"jobs": [{"notebook": {"partition": "gpu-a100", "accelerators": 3}}]}, "3 is no choice"),
+        ({"jobs": [{"at": 1}]}, "needs exactly one of file or notebook"),
+        ({"jobs": [{"notebook": {"partition": "gpu-a100"}}], "extra": 1}, "unknown key(s) extra"),
+    ],
+)
+def test_bad_mix_files_name_the_key(
+    doc: dict[str, Any],
+    problem: str,
+    prod_build: pathlib.Path,  # noqa: F811
+    tmp_path: pathlib.Path,
+) -> None:
+    path = tmp_path / "mix.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(InputError) as info:
+        read_mix(path, prod_build)
+    assert problem in info.value.report() and "\n  fix: " in info.value.report()
