@@ -73,6 +73,9 @@ class Record:
     protect: bool = False
     retain_on_delete: bool = False
     ignore_changes: list[str] = field(default_factory=list)
+    delete_before_replace: bool = False
+    aliases: list[dict[str, Any]] = field(default_factory=list)
+    """The ``aliases`` option as sent: ``{"urn": ...}`` or ``{"spec": {"name", "type", "parentUrn", ...}}``."""
     secret_inputs: set[str] = field(default_factory=set)
     """Input paths the SDK sent as Pulumi secrets (``stringData.password``, ``values.auth.rootPassword``):
     stored encrypted in the state."""
@@ -241,6 +244,8 @@ class RecordingMonitor(MockMonitor):
             protect=bool(request.protect),
             retain_on_delete=bool(request.retainOnDelete),
             ignore_changes=list(request.ignoreChanges),
+            delete_before_replace=bool(request.deleteBeforeReplace),
+            aliases=[json_format.MessageToDict(a) for a in request.aliases],
             secret_inputs=_secret_paths(wire),
         )
         self._by_urn[urn] = record
