@@ -39,5 +39,7 @@ def release(
         create_namespace=create_namespace,
         skip_crds=skip_crds,
         values=dict(values) if values is not None else None,
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on)),
+        # A new name or namespace replaces the release; the chart's objects keep their names (CRDs, ClusterRoles,
+        # webhooks), which Helm refuses to install while the old release owns them: delete it first.
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on), delete_before_replace=True),
     )

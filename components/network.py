@@ -200,7 +200,8 @@ class Network(pulumi.ComponentResource):
             name=f"{args.cluster_name}-efa",
             description="EFA: all traffic to and from members (OS-bypass needs both directions)",
             tags=named("efa", **{DISCOVERY_TAG: args.cluster_name, SG_ROLE_TAG: "efa"}),
-            opts=child,
+            # description is replace-on-change and the name is fixed: an edited description must not replace it.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["description"]),
         )
         aws.vpc.SecurityGroupIngressRule(
             f"{name}-efa-self-ingress",

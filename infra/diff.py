@@ -36,6 +36,7 @@ def snapshot_dicts(recording: Any) -> list[dict[str, Any]]:
             "deleteBeforeReplace": getattr(r, "delete_before_replace", False),
             "aliases": list(getattr(r, "aliases", [])),
             "dependencies": list(r.dependencies),
+            "ignoreChanges": list(r.ignore_changes),
             "outputs": {k: str(r.outputs[k]) for k in ("id", "arn") if r.outputs.get(k) is not None},
             "inputs": offline.plain(r.inputs),
         }

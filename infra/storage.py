@@ -86,7 +86,7 @@ def build_storage(cfg: StackConfig, network: Network, cluster: Cluster) -> Stora
                 cluster_name=name,
                 vpc_id=network.vpc_id,
                 private_subnet_ids=network.private_subnet_ids,
-                subnet_count=len(cfg.network.availability_zones),
+                availability_zones=cfg.network.availability_zones,
                 client_security_group_id=cluster.cluster_security_group_id,
                 throughput_mode=e.throughput_mode,
                 kms_key_arn=e.kms_key_arn,

@@ -9,6 +9,7 @@ EFS mount target, whose ``subnetId`` is replace-on-change).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -123,6 +124,14 @@ def _strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
         yield path, value
 
 
+def as_sets(type_: str, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``inputs`` with the type's set-typed inputs (``rules.SET_INPUTS``) in a canonical order."""
+    paths = [p for p in rules.SET_INPUTS.get(type_, ()) if isinstance(inputs.get(p), list)]
+    if not paths:
+        return inputs
+    return {**inputs, **{p: sorted(inputs[p], key=lambda v: json.dumps(v, sort_keys=True)) for p in paths}}
+
+
 def _physical_ids(r: Resource) -> set[str]:
     ids = {f"<ref {r.urn}>"}
     if r.custom:
@@ -186,7 +195,7 @@ def _flags(
         elif action == UPDATE:
             drift = matching(changed, rules.KARPENTER_DRIFT[type_])
             if drift:
-                pool = r.inputs if type_.endswith(":NodePool") else node_pools.get(r.name.removesuffix("-nodeclass"))
+                pool = r.inputs if type_.endswith(":NodePool") else node_pools.get(str(_get(r.inputs, "metadata.name")))
                 held = _held_by_budget(pool) if pool is not None else False
                 out.append(
                     Flag(
@@ -236,10 +245,22 @@ def compare(old: Sequence[Resource], new: Sequence[Resource]) -> Diff:
                 matched[k] = ak
                 break
     old_matched = set(matched.values())
-    node_pools = {r.name: r.inputs for r in new if r.type == "kubernetes:karpenter.sh/v1:NodePool"}
+    # EC2NodeClass name -> the NodePool using it (its drift budget holds the class's drift too)
+    node_pools = {
+        str(_get(r.inputs, "spec.template.spec.nodeClassRef.name")): r.inputs
+        for r in new
+        if r.type == "kubernetes:karpenter.sh/v1:NodePool"
+    }
+
+    def diffed(k: str, paths: Sequence[str]) -> list[str]:
+        ignored = matching(paths, new_by[k].ignore_changes)
+        return [p for p in paths if p not in ignored]
 
     changed: dict[str, list[str]] = {
-        k: list(leaf_changes(old_by[ok].inputs, new_by[k].inputs)) for k, ok in matched.items()
+        k: diffed(
+            k, list(leaf_changes(as_sets(new_by[k].type, old_by[ok].inputs), as_sets(new_by[k].type, new_by[k].inputs)))
+        )
+        for k, ok in matched.items()
     }
     replaced: set[str] = set()
 
@@ -255,7 +276,7 @@ def compare(old: Sequence[Resource], new: Sequence[Resource]) -> Diff:
             if k in replaced:
                 continue
             hits = [p for p, s in _strings(new_by[k].inputs) if any(i in s for i in ids)]
-            fresh = [p for p in hits if p not in changed[k]]
+            fresh = [p for p in diffed(k, hits) if p not in changed[k]]
             if fresh:
                 changed[k] += fresh
                 if replace_because(k):

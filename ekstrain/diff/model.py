@@ -30,6 +30,8 @@ class Resource:
     aliases: tuple[str, ...] = ()
     """Keys (see ``key``) this resource was known by before: the engine moves their state to it."""
     dependencies: tuple[str, ...] = ()
+    ignore_changes: tuple[str, ...] = ()
+    """Inputs the engine does not diff (``ignore_changes``): a change there is no change."""
     outputs: Mapping[str, Any] = field(default_factory=dict)
     """The physical identity others refer to (``id``, ``arn``): a replacement changes every input that holds it."""
 
@@ -49,6 +51,7 @@ class Resource:
             "deleteBeforeReplace": self.delete_before_replace,
             "aliases": list(self.aliases),
             "dependencies": list(self.dependencies),
+            "ignoreChanges": list(self.ignore_changes),
             "outputs": dict(self.outputs),
             "inputs": dict(self.inputs),
         }
@@ -72,6 +75,7 @@ class Resource:
                 if (k := a if isinstance(a, str) else alias_key(a, d["type"], d.get("parent", ""))) is not None
             ),
             dependencies=tuple(d.get("dependencies") or ()),
+            ignore_changes=tuple(d.get("ignoreChanges") or ()),
             outputs=d.get("outputs") or {},
         )
 

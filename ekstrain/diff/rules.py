@@ -268,6 +268,17 @@ KARPENTER_DRIFT: dict[str, tuple[str, ...]] = {
     ),
 }
 
+SET_INPUTS: dict[str, tuple[str, ...]] = {
+    # Terraform ``schema.TypeSet`` attributes (same files as above): their order is no change.
+    "aws:ec2/vpcEndpoint:VpcEndpoint": ("routeTableIds", "subnetIds", "securityGroupIds"),
+    "aws:efs/mountTarget:MountTarget": ("securityGroups",),
+    "aws:fsx/lustreFileSystem:LustreFileSystem": ("securityGroupIds",),
+    "aws:eks/accessEntry:AccessEntry": ("kubernetesGroups",),
+    "eks:index:ManagedNodeGroup": ("subnetIds", "instanceTypes"),
+    # pulumi-eks passes both lists to aws_eks_cluster vpc_config.subnet_ids (a set)
+    "eks:index:Cluster": ("privateSubnetIds", "publicSubnetIds", "publicAccessCidrs"),
+}
+
 STATEFUL_TYPES: dict[str, str] = {
     "aws:fsx/lustreFileSystem:LustreFileSystem": "FSx for Lustre file system (training data and checkpoints)",
     "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": "FSx data repository association (S3 link)",
