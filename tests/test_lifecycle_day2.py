@@ -203,3 +203,23 @@ def test_reordering_admins_touches_no_access_entry(prod: list[Resource]) -> None
     d = diff_after(prod, lambda s: s["cluster"].update(adminAccess=[other, *s["cluster"]["adminAccess"]]))
     cluster = next(c for c in d.changes if c.name == "cluster")
     assert not any(p.startswith("accessEntries.admin-") for p in cluster.changed)
+
+
+def test_fixed_name_security_groups_ignore_description_edits(prod_recording: Recording) -> None:
+    named = [r for r in prod_recording.of_type("aws:ec2/securityGroup:SecurityGroup") if r.inputs.get("name")]
+    assert {r.name for r in named} == {"network-efa", "efs-sg", "fsx-sg"}
+    assert all(r.ignore_changes == ["description"] for r in named)
+
+
+def test_every_helm_release_deletes_before_replace(prod_recording: Recording) -> None:
+    rels = prod_recording.of_type("kubernetes:helm.sh/v3:Release")
+    assert rels and all(r.delete_before_replace for r in rels)
+
+
+def test_efs_mount_targets_alias_their_position_names(prod_recording: Recording) -> None:
+    mts = prod_recording.of_type("aws:efs/mountTarget:MountTarget")
+    assert [(r.name, r.aliases[0]["spec"]["name"]) for r in mts] == [
+        ("efs-mt-us-west-2a", "efs-mt-0"),
+        ("efs-mt-us-west-2b", "efs-mt-1"),
+        ("efs-mt-us-west-2c", "efs-mt-2"),
+    ]

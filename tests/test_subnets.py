@@ -34,7 +34,11 @@ def test_prod_sized_plan() -> None:
 def test_reordering_or_removing_an_az_keeps_every_other_subnet() -> None:
     """Subnet CIDRs are replace-on-change: they follow the zone letter, not the list position."""
     base = plan_subnets("10.40.0.0/16", ["us-west-2a", "us-west-2b", "us-west-2c"])
-    for zones in (["us-west-2c", "us-west-2a", "us-west-2b"], ["us-west-2b", "us-west-2c"], ["us-west-2a", "us-west-2c"]):
+    for zones in (
+        ["us-west-2c", "us-west-2a", "us-west-2b"],
+        ["us-west-2b", "us-west-2c"],
+        ["us-west-2a", "us-west-2c"],
+    ):
         plan = plan_subnets("10.40.0.0/16", zones)
         assert plan.efa == base.efa
         assert {az: plan.private[az] for az in zones} == {az: base.private[az] for az in zones}
