@@ -66,6 +66,13 @@ def test_alias_moves_state_instead_of_delete_and_create() -> None:
     assert [(c.action, c.renamed_from, c.changed) for c in d.changes] == [("update", old.key, ())]
 
 
+def test_alias_under_a_parent_urn_that_names_the_stack() -> None:
+    parent = f"{P}pulumi:pulumi:Stack$ekstrain:storage:Efs::efs"
+    assert (
+        alias_key({"spec": {"name": "efs-mt-0", "parentUrn": ""}}, MT, parent) == f"ekstrain:storage:Efs${MT}::efs-mt-0"
+    )
+
+
 def test_helm_release_rename_needs_delete_before_replace() -> None:
     t = "kubernetes:helm.sh/v3:Release"
     old = res(t, "r", inputs={"name": "a", "namespace": "n", "chart": "volcano"})

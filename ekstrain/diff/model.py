@@ -89,7 +89,8 @@ def key_of(urn: str) -> str:
 def type_chain(urn: str) -> str:
     """The qualified type of a URN (``ekstrain:network:Network$aws:ec2/subnet:Subnet``); the stack's is empty."""
     chain = key_of(urn).split("::", 1)[0]
-    return "" if chain == STACK_TYPE else chain
+    # The engine leaves the stack out of its children's chains (the SDK's parent URN may carry it).
+    return "" if chain == STACK_TYPE else chain.removeprefix(STACK_TYPE + "$")
 
 
 def alias_key(alias: Mapping[str, Any], type_: str, parent: str) -> str | None:
