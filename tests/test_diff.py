@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import REPO, needs_upstream, releases
 
 from assembly.cli import main
 from ekstrain import validation
 from ekstrain.diff import compare, report, rules
 from ekstrain.diff.model import Resource, alias_key
 from infra.offline import Recording
-from tests.conftest import REPO, needs_upstream, releases
 
 P = "urn:pulumi:prod::ekstrain::"
 

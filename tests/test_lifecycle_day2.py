@@ -7,16 +7,19 @@ fixes of issue 21 (node group version, kube-proxy pin, access entries keyed by p
 
 from __future__ import annotations
 
+import os
+import pathlib
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from conftest import cfg_with, needs_upstream, releases, run_stack
 
 from ekstrain.diff import compare
 from ekstrain.diff.model import Resource
 from infra.diff import snapshot_dicts
-from infra.offline import Recording
-from tests.conftest import cfg_with, run_stack
+from infra.offline import Recording, plain
+from infra.verify import charts
 
 Change = tuple[str, str, str]
 
@@ -171,6 +174,7 @@ def test_turning_slurm_off_deletes_its_crds_and_objects(prod: list[Resource]) ->
         ("delete", "NetworkPolicy", "slurm-db"),
         ("delete", "Secret", "slurm-db-secret"),
         ("delete", "StatefulSet", "slurm-db"),
+        *(("delete", t, f"slurm-{k}") for k in ("slurmKey", "jwtKey") for t in ("Secret", "RandomPassword")),
     }
     # Templated CRDs go with their releases, and every NodeSet/LoginSet/Certificate with them.
     assert flagged(d) == {("slurm-operator-crds", "crds"), ("slurm-cert-manager", "crds")}
@@ -223,3 +227,42 @@ def test_efs_mount_targets_alias_their_position_names(prod_recording: Recording)
         ("efs-mt-us-west-2b", "efs-mt-1"),
         ("efs-mt-us-west-2c", "efs-mt-2"),
     ]
+
+
+needs_helm = pytest.mark.skipif(charts.helm_binary() is None, reason="no helm: run `make .tools/helm`")
+
+
+def _cold_render(rel: charts.Release, cache: pathlib.Path) -> str:
+    """``helm template`` with an empty render cache (what Argo CD does on every refresh: no cluster lookup)."""
+    os.environ["EKSTRAIN_CACHE_DIR"] = str(cache)
+    try:
+        return charts.template(rel, "1.35")
+    finally:
+        del os.environ["EKSTRAIN_CACHE_DIR"]
+
+
+@needs_upstream
+@needs_helm
+@pytest.mark.parametrize("release_name", ["slurm", "jupyterhub"])
+def test_two_cold_renders_are_byte_identical(
+    release_name: str, prod_recording: Recording, tmp_path: pathlib.Path
+) -> None:
+    """Argo CD renders without cluster access: generated keys (randAscii/randHex behind `lookup`) would make
+    every refresh OutOfSync and a sync rotate them. The program feeds the charts' own secret options."""
+    inputs = plain(releases(prod_recording)[release_name].inputs)
+    rel = charts.Release.from_inputs("x", inputs)
+    first, second = _cold_render(rel, tmp_path / "a"), _cold_render(rel, tmp_path / "b")
+    assert first == second
+
+
+def test_slurm_and_hub_keys_come_from_pulumi_randoms(prod_recording: Recording) -> None:
+    values = releases(prod_recording)["slurm"].inputs["values"]
+    assert values["slurmKey"] == {"create": False, "secretRef": {"name": "slurm-auth-key", "key": "slurm.key"}}
+    assert values["jwtKey"] == {"create": False, "secretRef": {"name": "slurm-jwt-key", "key": "jwt.key"}}
+    secrets = {r.inputs["metadata"]["name"]: r for r in prod_recording.of_type("kubernetes:core/v1:Secret")}
+    assert set(secrets["slurm-auth-key"].inputs["stringData"]) == {"slurm.key"}
+    assert "stringData" in secrets["slurm-auth-key"].secret_inputs
+    hub = releases(prod_recording)["jupyterhub"]
+    keys = [hub.inputs["values"]["proxy"]["secretToken"], hub.inputs["values"]["hub"]["cookieSecret"]]
+    assert all(len(k) == 64 and int(k, 16) >= 0 for k in keys) and keys[0] != keys[1]
+    assert {"values.proxy.secretToken", "values.hub.cookieSecret"} <= hub.secret_inputs
