@@ -98,7 +98,6 @@ def build_storage(cfg: StackConfig, network: Network, cluster: Cluster) -> Stora
             ),
         )
 
-    on_cluster = pulumi.ResourceOptions(provider=cluster.provider)
     csi = CsiDrivers(
         "storage-csi",
         CsiArgs(
@@ -142,6 +141,6 @@ def build_storage(cfg: StackConfig, network: Network, cluster: Cluster) -> Stora
             if fsx and st.fsx.scratch.enabled
             else None,
         ),
-        opts=on_cluster,
+        opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[csi]),
     )
     return StorageParts(buckets=buckets, fsx=fsx, efs=efs, csi=csi, volumes=volumes)
