@@ -114,7 +114,7 @@ def test_every_registered_type_is_in_the_table(prod_recording: Recording, dev_re
 
 
 def test_every_release_chart_has_a_crd_row_or_none(prod_recording: Recording) -> None:
-    charts = {rules.chart_name(r.inputs) for r in releases(prod_recording).values()}
+    charts = {rules.chart_name(r.inputs["chart"]) for r in releases(prod_recording).values()}
     assert {"kube-prometheus-stack", "kuberay-operator", "volcano", "karpenter-crd"} <= charts
     assert set(rules.CHART_CRDS) - charts <= {"nvidia-device-plugin"}  # nfd subchart off in our values
 
@@ -162,7 +162,7 @@ def test_crds_dir_charts_match_the_pinned_archives() -> None:
             names = tar.getnames()
         top_level = any(re.match(rf"{chart}/crds/", n) for n in names)
         in_subchart = any(re.match(rf"{chart}/charts/[^/]+/crds/", n) for n in names)
-        if where == "crds/":
+        if where == rules.CRDS_DIR:
             assert top_level or in_subchart, chart
         else:
             assert not top_level, chart

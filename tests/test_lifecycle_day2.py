@@ -176,8 +176,9 @@ def test_turning_slurm_off_deletes_its_crds_and_objects(prod: list[Resource]) ->
         ("delete", "StatefulSet", "slurm-db"),
         *(("delete", t, f"slurm-{k}") for k in ("slurmKey", "jwtKey") for t in ("Secret", "RandomPassword")),
     }
-    # Templated CRDs go with their releases, and every NodeSet/LoginSet/Certificate with them.
-    assert flagged(d) == {("slurm-operator-crds", "crds"), ("slurm-cert-manager", "crds")}
+    # Slinky's templated CRDs would go with their release, and every NodeSet/LoginSet with them: the release
+    # is protected (refused until unprotected). cert-manager keeps its CRDs (crds.keep).
+    assert flagged(d) == {("slurm-operator-crds", "crds"), ("slurm-operator-crds", "refused")}
 
 
 def test_chart_bump_with_crds_dir_is_flagged(prod: list[Resource]) -> None:
@@ -218,6 +219,11 @@ def test_fixed_name_security_groups_ignore_description_edits(prod_recording: Rec
 def test_every_helm_release_deletes_before_replace(prod_recording: Recording) -> None:
     rels = prod_recording.of_type("kubernetes:helm.sh/v3:Release")
     assert rels and all(r.delete_before_replace for r in rels)
+
+
+def test_releases_that_delete_their_crds_are_protected(prod_recording: Recording) -> None:
+    protected = {r.name for r in prod_recording.of_type("kubernetes:helm.sh/v3:Release") if r.protect}
+    assert protected == {"karpenter-crd", "volcano", "slurm-operator-crds", "operators-kubeflow-trainer"}
 
 
 def test_efs_mount_targets_alias_their_position_names(prod_recording: Recording) -> None:

@@ -219,11 +219,11 @@ def _flags(
         if refused:
             out.append(Flag(REFUSED, f"immutable field(s) {', '.join(refused)}: the API server refuses the update"))
     if type_ == "kubernetes:helm.sh/v3:Release":
-        chart = rules.chart_name((new or old).inputs)  # type: ignore[union-attr]
+        chart = rules.chart_name(str(r.inputs.get("chart", "")))
         where = rules.CHART_CRDS.get(chart)
-        if where and action == UPDATE and "version" in changed and where[0] == "crds/":
+        if where and action == UPDATE and "version" in changed and where[0] == rules.CRDS_DIR:
             out.append(Flag(CRDS, f"{chart}: Helm does not upgrade the CRDs in its crds/ directory (runbook: upgrade)"))
-        if where and action == DELETE and where[0] == "templates":
+        if where and action == DELETE and rules.deletes_crds_with_release(chart):
             out.append(
                 Flag(
                     CRDS,

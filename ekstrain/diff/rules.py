@@ -35,8 +35,6 @@ replacement. Sources (read for the versions the program pins):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
     # internal/service/ec2/vpc_.go
     "aws:ec2/vpc:Vpc": ("cidrBlock", "instanceTenancy", "ipv4IpamPoolId", "ipv4NetmaskLength"),
@@ -317,24 +315,29 @@ UNIQUE_IDENTITY: dict[str, tuple[str, ...]] = {
     "kubernetes:helm.sh/v3:Release": (),
 }
 
+CRDS_DIR, TEMPLATED, TEMPLATED_KEPT = "crds/", "templates", "templates, kept"
 CHART_CRDS: dict[str, tuple[str, tuple[str, ...]]] = {
-    # chart: (where its CRDs are, the API groups). "crds/": installed once, never upgraded or deleted by Helm;
-    # "templates": upgraded with the release and deleted with it (and with them every custom resource).
-    # From the pinned archives in ../shared/upstream/chart-src (tests/test_diff_rules.py checks the crds/ ones).
-    "kube-prometheus-stack": ("crds/", ("monitoring.coreos.com",)),
-    "kuberay-operator": ("crds/", ("ray.io",)),
-    "kubeflow-trainer": (
-        "templates",
-        ("trainer.kubeflow.org", "jobset.x-k8s.io crds/", "leaderworkerset.x-k8s.io crds/"),
-    ),
-    "karpenter": ("crds/", ("karpenter.sh", "karpenter.k8s.aws")),
-    "karpenter-crd": ("templates", ("karpenter.sh", "karpenter.k8s.aws")),
-    "volcano": ("templates", ("batch.volcano.sh", "scheduling.volcano.sh", "bus.volcano.sh", "topology.volcano.sh")),
-    "slurm-operator-crds": ("templates", ("slinky.slurm.net",)),
-    "cert-manager": ("templates", ("cert-manager.io", "acme.cert-manager.io")),
-    "argo-cd": ("templates", ("argoproj.io",)),
-    "nvidia-device-plugin": ("crds/", ("nfd.k8s-sigs.io",)),
+    # chart: (where its CRDs are, their API groups), from the pinned archives in ../shared/upstream/chart-src
+    # (tests/test_diff.py checks where). CRDS_DIR: installed once, never upgraded nor deleted by Helm.
+    # TEMPLATED: upgraded with the release and deleted with it, and with them every custom resource of their
+    # kinds (components/helm.py protects these releases). TEMPLATED_KEPT: annotated helm.sh/resource-policy: keep
+    # by the chart's defaults (cert-manager crds.keep, argo-cd crds.keep), so an uninstall leaves them.
+    "kube-prometheus-stack": (CRDS_DIR, ("monitoring.coreos.com",)),
+    "kuberay-operator": (CRDS_DIR, ("ray.io",)),
+    "karpenter": (CRDS_DIR, ("karpenter.sh", "karpenter.k8s.aws")),
+    "nvidia-device-plugin": (CRDS_DIR, ("nfd.k8s-sigs.io",)),
+    "kubeflow-trainer": (TEMPLATED, ("trainer.kubeflow.org",)),  # + jobset, lws subcharts in crds/
+    "karpenter-crd": (TEMPLATED, ("karpenter.sh", "karpenter.k8s.aws")),
+    "volcano": (TEMPLATED, ("batch.volcano.sh", "scheduling.volcano.sh", "bus.volcano.sh", "topology.volcano.sh")),
+    "slurm-operator-crds": (TEMPLATED, ("slinky.slurm.net",)),
+    "cert-manager": (TEMPLATED_KEPT, ("cert-manager.io", "acme.cert-manager.io")),
+    "argo-cd": (TEMPLATED_KEPT, ("argoproj.io",)),
 }
+
+
+def deletes_crds_with_release(chart: str) -> bool:
+    """Uninstalling ``chart`` deletes its CRDs and so every custom resource of them."""
+    return CHART_CRDS.get(chart, ("", ()))[0] == TEMPLATED
 
 
 def replace_paths(type_: str, custom: bool = True) -> tuple[str, ...]:
@@ -348,6 +351,6 @@ def replace_paths(type_: str, custom: bool = True) -> tuple[str, ...]:
     return own
 
 
-def chart_name(inputs: Mapping[str, object]) -> str:
+def chart_name(chart: str) -> str:
     """``oci://public.ecr.aws/karpenter/karpenter`` or ``karpenter`` -> ``karpenter``."""
-    return str(inputs.get("chart", "")).rstrip("/").rsplit("/", 1)[-1]
+    return chart.rstrip("/").rsplit("/", 1)[-1]
