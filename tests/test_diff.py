@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO, needs_upstream, releases
+from hypothesis import given
+from hypothesis import strategies as st
 
 from assembly.cli import main
 from ekstrain import validation
@@ -203,3 +205,33 @@ def test_cli_bad_stack_file_exits_2(tmp_path: pathlib.Path, capsys: pytest.Captu
     )
     assert code == 2
     assert "--old-stack-file" in capsys.readouterr().err
+
+
+_values = st.recursive(
+    st.one_of(st.integers(0, 3), st.sampled_from(["a", "b", "10.0.0.0/24"])),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["x", "y", "cidrBlock"]), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_snapshots = st.dictionaries(
+    st.sampled_from(["s1", "s2", "s3", "s4"]),
+    st.dictionaries(st.sampled_from(["cidrBlock", "tags", "vpcId"]), _values, max_size=3),
+    max_size=4,
+)
+
+
+@given(old=_snapshots, new=_snapshots)
+def test_compare_classes_every_key_once(old: dict[str, Any], new: dict[str, Any]) -> None:
+    def side(d: dict[str, Any]) -> list[Resource]:
+        return [res(SUBNET, k, inputs=v, outputs={"id": f"subnet-{k}-00000000"}) for k, v in d.items()]
+
+    d = compare.compare(side(old), side(new))
+    assert compare.compare(side(new), side(new)).changes == []
+    by_action = {a: {c.name for c in d.of(a)} for a in compare.ACTIONS}
+    assert by_action["create"] == set(new) - set(old) and by_action["delete"] == set(old) - set(new)
+    assert len(d.changes) + d.unchanged == len(set(old) | set(new))
+    for c in d.changes:  # a Subnet replaces exactly when cidrBlock or vpcId (ForceNew) changed
+        forced = [p for p in c.changed if p.split(".")[0].split("[")[0] in ("cidrBlock", "vpcId")]
+        assert (c.action == "replace") == bool(forced), c
+        assert set(c.replace_because) == set(forced)
