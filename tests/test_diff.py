@@ -92,6 +92,16 @@ def test_stateful_delete_and_protected_replace_are_flagged() -> None:
     assert {f.category for _, f in compare.compare([old], []).flags()} == {"stateful", "refused"}
 
 
+def test_fsx_capacity_grows_in_place_and_shrinking_replaces() -> None:
+    fsx = "aws:fsx/lustreFileSystem:LustreFileSystem"
+    old = res(fsx, "fsx", inputs={"storageCapacity": 4800})
+    grow = compare.compare([old], [res(fsx, "fsx", inputs={"storageCapacity": 7200})])
+    shrink = compare.compare([old], [res(fsx, "fsx", inputs={"storageCapacity": 2400})])
+    assert [c.action for c in grow.changes] == ["update"] and grow.flags() == []
+    assert [(c.action, c.replace_because) for c in shrink.changes] == [("replace", ("storageCapacity",))]
+    assert {f.category for _, f in shrink.flags()} == {"stateful"}
+
+
 def test_immutable_crd_field_is_refused() -> None:
     t = "kubernetes:karpenter.sh/v1:NodePool"
     ref = {"metadata": {"name": "p"}, "spec": {"template": {"spec": {"nodeClassRef": {"group": "a", "kind": "K"}}}}}

@@ -155,6 +155,10 @@ def _identity_kept(type_: str, old: Resource, new: Resource) -> bool:
     return all(_get(old.inputs, k) is not None and _get(old.inputs, k) == _get(new.inputs, k) for k in keys)
 
 
+def _smaller(new: Any, old: Any) -> bool:
+    return isinstance(new, (int, float)) and isinstance(old, (int, float)) and new < old
+
+
 def _held_by_budget(node_pool: Mapping[str, Any] | None) -> bool:
     budgets = _get(node_pool or {}, "spec.disruption.budgets") or []
     return any(
@@ -265,7 +269,13 @@ def compare(old: Sequence[Resource], new: Sequence[Resource]) -> Diff:
     replaced: set[str] = set()
 
     def replace_because(k: str) -> tuple[str, ...]:
-        return matching(changed[k], rules.replace_paths(new_by[k].type, new_by[k].custom))
+        r, o = new_by[k], old_by[matched[k]]
+        shrunk = tuple(
+            p
+            for p in rules.REPLACE_ON_DECREASE.get(r.type, ())
+            if p in changed[k] and _smaller(_get(r.inputs, p), _get(o.inputs, p))
+        )
+        return matching(changed[k], rules.replace_paths(r.type, r.custom)) + shrunk
 
     frontier = {k for k in matched if replace_because(k)}
     while frontier:  # a replacement gives a new physical id to every input that holds the old one

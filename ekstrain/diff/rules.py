@@ -37,7 +37,7 @@ from __future__ import annotations
 
 REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
     # internal/service/ec2/vpc_.go
-    "aws:ec2/vpc:Vpc": ("cidrBlock", "instanceTenancy", "ipv4IpamPoolId", "ipv4NetmaskLength"),
+    "aws:ec2/vpc:Vpc": ("cidrBlock", "ipv4IpamPoolId", "ipv4NetmaskLength"),
     # internal/service/ec2/vpc_subnet.go
     "aws:ec2/subnet:Subnet": ("vpcId", "cidrBlock", "availabilityZone", "availabilityZoneId", "outpostArn"),
     # internal/service/ec2/vpc_internet_gateway.go (vpc_id is attach/detach, in place)
@@ -166,7 +166,6 @@ REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
     # pulumi-eks components: the aws_eks_cluster / aws_eks_node_group fields their args map to
     "eks:index:Cluster": (
         "name",
-        "instanceRoles",
         "encryptionConfigKeyArn",
         "kubernetesServiceIpAddressRange",
         "ipFamily",
@@ -203,6 +202,12 @@ REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
     "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime": (),
     "kubernetes:argoproj.io/v1alpha1:AppProject": (),
 }
+REPLACE_ON_DECREASE: dict[str, tuple[str, ...]] = {
+    # internal/service/fsx/lustre_file_system.go CustomizeDiff: ForceNewIfChange("storage_capacity", new < old)
+    "aws:fsx/lustreFileSystem:LustreFileSystem": ("storageCapacity",),
+}
+"""Numeric inputs that change in place upwards and replace downwards."""
+
 KUBERNETES_REPLACE_ON_CHANGE = ("metadata.name", "metadata.namespace")
 """pulumi-kubernetes forcenew.go ``metadataForceNewProperties``: every Kubernetes object (not Helm releases)."""
 
