@@ -245,3 +245,15 @@ def test_compare_classes_every_key_once(old: dict[str, Any], new: dict[str, Any]
         forced = [p for p in c.changed if p.split(".")[0].split("[")[0] in ("cidrBlock", "vpcId")]
         assert (c.action == "replace") == bool(forced), c
         assert set(c.replace_because) == set(forced)
+
+
+def test_pull_request_workflow_posts_the_offline_diff_per_stack() -> None:
+    wf = yaml.safe_load((REPO / ".github" / "workflows" / "pull-request.yml").read_text())
+    job = wf["jobs"]["offline-diff"]
+    assert job["strategy"]["matrix"]["stack"] == ["dev", "prod"]
+    assert job["permissions"] == {"contents": "read", "pull-requests": "write"}
+    assert job["steps"][0]["with"]["fetch-depth"] == 0  # --base needs the base branch's history
+    script = job["steps"][-1]["run"]
+    assert '.venv/bin/ekstrain diff --stack "$STACK" --base "$BASE"' in script
+    assert "gh pr comment" in script and "exit $rc" in script
+    assert set(wf["jobs"]) >= {"tests", "preview", "offline-diff"}
