@@ -178,7 +178,11 @@ def test_turning_slurm_off_deletes_its_crds_and_objects(prod: list[Resource]) ->
     }
     # Slinky's templated CRDs would go with their release, and every NodeSet/LoginSet with them: the release
     # is protected (refused until unprotected). cert-manager keeps its CRDs (crds.keep).
-    assert flagged(d) == {("slurm-operator-crds", "crds"), ("slurm-operator-crds", "refused")}
+    assert flagged(d) == {
+        ("slurm-operator-crds", "crds"),
+        ("slurm-operator-crds", "refused"),
+        ("slurm-namespace", "stateful"),  # the accounting database's volume goes with the namespace
+    }
 
 
 def test_chart_bump_with_crds_dir_is_flagged(prod: list[Resource]) -> None:

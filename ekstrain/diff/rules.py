@@ -291,6 +291,9 @@ STATEFUL_TYPES: dict[str, str] = {
     "aws:kms/key:Key": "KMS key (what it encrypted is unreadable once the key is deleted)",
     "eks:index:Cluster": "EKS cluster (every workload and Kubernetes object)",
     "aws:eks/cluster:Cluster": "EKS cluster (every workload and Kubernetes object)",
+    # Deleting a namespace deletes every object in it, PVCs included (Slurm's accounting database volume,
+    # notebook homes): their volumes go with them under a Delete reclaim policy.
+    "kubernetes:core/v1:Namespace": "namespace (every object in it, PVCs and their volumes included)",
 }
 
 TRAINING_NODE_TYPES = ("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass", "kubernetes:karpenter.sh/v1:NodePool")
