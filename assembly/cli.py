@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from assembly.jobs.cli import add_job_commands
 from assembly.simulate_cli import add_simulate_command
 from ekstrain.cli_types import OneLineParser
+from ekstrain.diff.cli import add_diff_command
 from ekstrain.planner.cli import add_plan_commands
 from ekstrain.planner.cli import run as run_plan
 
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_plan_commands(subparsers)
     add_job_commands(subparsers)
     add_simulate_command(subparsers)
+    add_diff_command(subparsers)
     return parser
 
 

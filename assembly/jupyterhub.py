@@ -189,6 +189,28 @@ def chart_values(cfg: StackConfig, dummy_password: Any = None) -> dict[str, Any]
     }
 
 
+GENERATED_SECRETS = ("proxy-token", "cookie-secret", "crypt-key")
+"""Keys z2jh 4.4.0 generates with ``randHex``/``randAlphaNum`` unless ``lookup`` finds its Secret
+(templates/hub/_helpers-passwords.tpl), which Argo CD never does: each is fed from a Pulumi random
+instead, as a 32-byte hex key (what the chart generates for the cookie secret and CryptKeeper)."""
+
+
+def generated_secret_values(secrets: dict[str, Any]) -> dict[str, Any]:
+    """Values setting the chart's own options for ``GENERATED_SECRETS`` (name -> hex key)."""
+    return {
+        "proxy": {"secretToken": secrets["proxy-token"]},
+        "hub": {"cookieSecret": secrets["cookie-secret"], "config": {"CryptKeeper": {"keys": [secrets["crypt-key"]]}}},
+    }
+
+
+def merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``extra`` merged in, maps recursively (neither is modified)."""
+    out = dict(base)
+    for k, v in extra.items():
+        out[k] = merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
 def oauth_secret(client_secret: Any) -> dict[str, Any]:
     return {
         "apiVersion": "v1",

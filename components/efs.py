@@ -8,7 +8,7 @@ AZ-specific mount-target name, not a subnet one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -26,8 +26,8 @@ class EfsArgs:
     vpc_id: pulumi.Input[str]
     private_subnet_ids: pulumi.Input[list[str]]
     """One private subnet per AZ (Network.private_subnet_ids)."""
-    subnet_count: int
-    """How many private subnets (= AZs) there are; known from config, the ids are not at preview."""
+    availability_zones: Sequence[str]
+    """The AZs of ``private_subnet_ids``, in the same order; known from config, the ids are not at preview."""
     client_security_group_id: pulumi.Input[str]
     """SG every node carries (the EKS cluster SG): the only source allowed to NFS."""
     throughput_mode: Literal["elastic", "bursting"] = "elastic"
@@ -91,7 +91,8 @@ class ModelStore(pulumi.ComponentResource):
             name=f"{args.cluster_name}-efs",
             description="EFS mount targets: NFS from cluster nodes",
             tags={**tags, "Name": f"{args.cluster_name}-efs"},
-            opts=child,
+            # description is replace-on-change and the name is fixed: an edited description must not replace it.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["description"]),
         )
         aws.vpc.SecurityGroupIngressRule(
             f"{name}-nfs",
@@ -110,11 +111,17 @@ class ModelStore(pulumi.ComponentResource):
         def subnet(index: int) -> pulumi.Output[str]:
             return subnets.apply(lambda ids: ids[index])
 
+        # Keyed by AZ (EFS allows one mount target per AZ): removing or reordering an AZ touches only its
+        # own target. The alias adopts the state of the position-keyed name (`-mt-<i>`) earlier versions used.
         self.mount_targets = [
             aws.efs.MountTarget(
-                f"{name}-mt-{i}", file_system_id=fs.id, subnet_id=subnet(i), security_groups=[sg.id], opts=child
+                f"{name}-mt-{az}",
+                file_system_id=fs.id,
+                subnet_id=subnet(i),
+                security_groups=[sg.id],
+                opts=pulumi.ResourceOptions(parent=self, aliases=[pulumi.Alias(name=f"{name}-mt-{i}")]),
             )
-            for i in range(args.subnet_count)
+            for i, az in enumerate(args.availability_zones)
         ]
 
         ap = aws.efs.AccessPoint(

@@ -86,7 +86,9 @@ class LustreStorage(pulumi.ComponentResource):
             name=f"{args.cluster_name}-lustre",
             description="FSx for Lustre: LNet ports between file servers and client nodes",
             tags={**tags, "Name": f"{args.cluster_name}-lustre"},
-            opts=child,
+            # description is replace-on-change and the name is fixed: an edited description must not replace it.
+            # A retained file system keeps its network interfaces in this group: retain the group with it.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["description"], retain_on_delete=args.protect),
         )
         # Lustre servers talk to each other and to clients in both directions, and the rules must
         # exist before the file system is created (later changes do not reach its servers).

@@ -12,6 +12,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from ekstrain.diff.rules import chart_name, deletes_crds_with_release
 from ekstrain.versions import Chart
 
 
@@ -39,5 +40,14 @@ def release(
         create_namespace=create_namespace,
         skip_crds=skip_crds,
         values=dict(values) if values is not None else None,
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on)),
+        # A new name or namespace replaces the release; the chart's objects keep their names (CRDs, ClusterRoles,
+        # webhooks), which Helm refuses to install while the old release owns them: delete it first.
+        # A chart whose CRDs are templates takes them, and every custom resource of them, with it when it goes:
+        # protected, so that takes a deliberate `pulumi state unprotect` (docs/delivery.md, upgrade runbook).
+        opts=pulumi.ResourceOptions(
+            parent=parent,
+            depends_on=list(depends_on),
+            delete_before_replace=True,
+            protect=deletes_crds_with_release(chart_name(chart.chart)),
+        ),
     )

@@ -6,10 +6,12 @@ internal load balancer); this component registers them.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
+import pulumi_random as random
 
 from assembly import jupyterhub as hub
 from components.deps import dependencies
@@ -65,12 +67,22 @@ class JupyterHub(pulumi.ComponentResource):
         if secret is not None and not dummy:
             s = hub.oauth_secret(secret)
             deps.append(resource(f"{name}-oauth", s, opts=pulumi.ResourceOptions(parent=self, depends_on=[ns])))
+        # 32-byte hex keys: SHA-256 of a 64-character random password (the provider has no hex output that
+        # the offline engine fakes; the digest keeps the password's entropy up to 256 bits).
+        keys: dict[str, pulumi.Output[str]] = {
+            k: pulumi.Output.secret(
+                random.RandomPassword(
+                    f"{name}-{k}", length=64, special=False, opts=pulumi.ResourceOptions(parent=self)
+                ).result.apply(lambda v: hashlib.sha256(v.encode()).hexdigest())
+            )
+            for k in hub.GENERATED_SECRETS
+        }
         self.release = release(
             name,
             release_name=hub.RELEASE,
             chart=args.chart,
             namespace=hub.NAMESPACE,
-            values=plan.values(secret if dummy else None),
+            values=hub.merged(plan.values(secret if dummy else None), hub.generated_secret_values(keys)),
             parent=self,
             depends_on=deps,
         )

@@ -33,6 +33,10 @@ class NetworkArgs:
     """@default 90 days of VPC flow logs in CloudWatch Logs."""
     placement_group_partitions: Sequence[str] = ()
     """Partitions that get a cluster placement group, named ``<cluster>-<partition>``."""
+    retain_efa_subnet: bool = False
+    """@default false. True when a retained file system (FSx, ``storage.protect``) lives in the EFA subnet:
+    its network interfaces outlive ``pulumi destroy``, so the EFA subnet and the VPC cannot be deleted and
+    are retained too (docs/delivery.md, teardown runbook)."""
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -102,13 +106,14 @@ class Network(pulumi.ComponentResource):
         def named(suffix: str, **extra: str) -> dict[str, str]:
             return {**tags, "Name": f"{args.cluster_name}-{suffix}", **extra}
 
+        kept = pulumi.ResourceOptions(parent=self, retain_on_delete=True) if args.retain_efa_subnet else child
         vpc = aws.ec2.Vpc(
             name,
             cidr_block=args.vpc_cidr,
             enable_dns_hostnames=True,
             enable_dns_support=True,
             tags=named("vpc"),
-            opts=child,
+            opts=kept,
         )
         igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags=named("igw"), opts=child)
         # Nothing uses the VPC's default security group; managing it with no rules strips the all-members
@@ -153,7 +158,9 @@ class Network(pulumi.ComponentResource):
 
         route_tables = []
 
-        def private_subnet(key: str, az: str, cidr: str, role: str, extra: dict[str, str]) -> aws.ec2.Subnet:
+        def private_subnet(
+            key: str, az: str, cidr: str, role: str, extra: dict[str, str], opts: pulumi.ResourceOptions = child
+        ) -> aws.ec2.Subnet:
             nat = nats.get(az) or nats[args.training_availability_zone]
             rt = aws.ec2.RouteTable(f"{name}-{key}", vpc_id=vpc.id, tags=named(key), opts=child)
             aws.ec2.Route(
@@ -171,7 +178,7 @@ class Network(pulumi.ComponentResource):
                 availability_zone=az,
                 map_public_ip_on_launch=False,
                 tags=named(key, **{SUBNET_ROLE_TAG: role, DISCOVERY_TAG: args.cluster_name, **extra}),
-                opts=child,
+                opts=opts,
             )
             aws.ec2.RouteTableAssociation(f"{name}-{key}", subnet_id=subnet.id, route_table_id=rt.id, opts=child)
             return subnet
@@ -181,7 +188,7 @@ class Network(pulumi.ComponentResource):
             for az, cidr in plan.private.items()
         }
         efa_az = args.training_availability_zone
-        efa_subnet = private_subnet(f"efa-{efa_az}", efa_az, plan.efa, "efa", {})
+        efa_subnet = private_subnet(f"efa-{efa_az}", efa_az, plan.efa, "efa", {}, kept)
 
         # Training data and checkpoints flow to S3: a gateway endpoint keeps that off the NAT bill.
         aws.ec2.VpcEndpoint(
@@ -200,7 +207,8 @@ class Network(pulumi.ComponentResource):
             name=f"{args.cluster_name}-efa",
             description="EFA: all traffic to and from members (OS-bypass needs both directions)",
             tags=named("efa", **{DISCOVERY_TAG: args.cluster_name, SG_ROLE_TAG: "efa"}),
-            opts=child,
+            # description is replace-on-change and the name is fixed: an edited description must not replace it.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["description"]),
         )
         aws.vpc.SecurityGroupIngressRule(
             f"{name}-efa-self-ingress",

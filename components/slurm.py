@@ -112,6 +112,13 @@ class Slurm(pulumi.ComponentResource):
                 resource(f"{name}-fsx-pvc", pvc, opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, pv_res]))
             )
 
+        # The chart's auth/slurm and JWT keys, generated once here: the chart's own randAscii would differ on
+        # every render without cluster access (Argo CD), i.e. OutOfSync for ever and a key rotation on sync.
+        for option in build.AUTH_KEYS:
+            key = random.RandomPassword(f"{name}-{option}", length=build.AUTH_KEY_LENGTH, special=True, opts=child)
+            secret_obj = build.auth_key_secret(option, pulumi.Output.secret(key.result))
+            before_chart.append(resource(f"{name}-{option}", secret_obj, opts=in_ns))
+
         self.accounting_password = None
         if args.accounting:
             # Letters, digits and URL/conf-safe punctuation only: slurmdbd.conf StoragePass and

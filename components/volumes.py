@@ -15,6 +15,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.deps import dependencies
 from components.manifest import resource
 from ekstrain import names
 
@@ -221,6 +222,10 @@ class TrainingVolumes(pulumi.ComponentResource):
     def __init__(self, name: str, args: VolumesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:storage:Volumes", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        # The CSI drivers (the caller's depends_on): classes and volumes are created after them and, on
+        # destroy, deleted before them, so the driver still runs to reclaim what they provisioned.
+        drivers = dependencies(opts)
+        after_drivers = pulumi.ResourceOptions(parent=self, depends_on=drivers)
         ns = namespace_manifest(args.namespace)
         namespace = resource(f"{name}-ns", ns, opts=child)
         assert isinstance(namespace, k8s.core.v1.Namespace)  # the adapter's typed class for v1 Namespace
@@ -229,7 +234,7 @@ class TrainingVolumes(pulumi.ComponentResource):
         if args.fsx is not None:
             f = args.fsx
             pv = fsx_pv_manifest(f.file_system_id, f.dns_name, f.mount_name, f.capacity_gib)
-            fsx_pv = resource(f"{name}-fsx-pv", pv, opts=child)
+            fsx_pv = resource(f"{name}-fsx-pv", pv, opts=after_drivers)
             pvc = fsx_pvc_manifest(f.capacity_gib, args.namespace)
             resource(
                 f"{name}-fsx-pvc", pvc, opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace, fsx_pv])
@@ -244,11 +249,11 @@ class TrainingVolumes(pulumi.ComponentResource):
                 x.per_unit_throughput,
                 x.cluster_name,
             )
-            resource(f"{name}-fsx-scratch", sc, opts=child)
+            resource(f"{name}-fsx-scratch", sc, opts=after_drivers)
         if args.efs is not None:
             e = args.efs
             sc = efs_storage_class_manifest(e.file_system_id, e.dynamic_base_path)
-            storage_class = resource(f"{name}-efs-ap", sc, opts=child)
+            storage_class = resource(f"{name}-efs-ap", sc, opts=after_drivers)
             pv = model_store_pv_manifest(e.file_system_id, e.access_point_id)
             model_pv = resource(
                 f"{name}-model-store-pv", pv, opts=pulumi.ResourceOptions(parent=self, depends_on=[storage_class])

@@ -6,6 +6,11 @@ Layout for a /P VPC, split into four /P+2 blocks:
 - blocks 1-2: one private /P+3 subnet per AZ (up to four AZs) for the system nodes, control-plane
   ENIs and non-EFA workloads;
 - block 3: one public /P+6 subnet per AZ for NAT gateways and internet-facing load balancers.
+
+Each AZ's private and public subnet sit in the slot of its zone letter (``a`` -> 0, ``d`` -> 3), not
+of its position in the list: reordering or removing an AZ leaves every other subnet's CIDR (a
+replace-on-change input) as it is. Zone letters past ``d`` (only us-east-1e/f) take the lowest slot
+no listed zone's letter claims, in name order.
 """
 
 from __future__ import annotations
@@ -37,11 +42,25 @@ def plan_subnets(vpc_cidr: str, zones: list[str]) -> SubnetPlan:
     blocks = list(vpc.subnets(prefixlen_diff=2))
     private = list(blocks[1].subnets(prefixlen_diff=1)) + list(blocks[2].subnets(prefixlen_diff=1))
     public = list(blocks[3].subnets(prefixlen_diff=4))
+    slots = zone_slots(zones)
     return SubnetPlan(
         efa=str(blocks[0]),
-        private={az: str(private[i]) for i, az in enumerate(zones)},
-        public={az: str(public[i]) for i, az in enumerate(zones)},
+        private={az: str(private[slots[az]]) for az in zones},
+        public={az: str(public[slots[az]]) for az in zones},
     )
+
+
+MAX_ZONES = 4
+
+
+def zone_slots(zones: list[str]) -> dict[str, int]:
+    """Subnet slot per AZ: its zone letter's (a=0 .. d=3); later letters take the free slots in name order."""
+    by_letter = {az: ord(az[-1]) - ord("a") for az in zones}
+    slots = {az: i for az, i in by_letter.items() if 0 <= i < MAX_ZONES}
+    free = iter(sorted(set(range(MAX_ZONES)) - set(slots.values())))
+    for az in sorted(set(zones) - set(slots)):
+        slots[az] = next(free)
+    return slots
 
 
 def usable_ips(cidr: str) -> int:

@@ -79,6 +79,9 @@ class Record:
     """``import`` option: the id of an existing cloud resource the engine adopts instead of creating it."""
     synthetic: bool = False
     """Registered by the offline engine for a remote component's provider (infra/eks_children.py)."""
+    delete_before_replace: bool = False
+    aliases: list[dict[str, Any]] = field(default_factory=list)
+    """The ``aliases`` option as sent: ``{"urn": ...}`` or ``{"spec": {"name", "type", "parentUrn", ...}}``."""
     secret_inputs: set[str] = field(default_factory=set)
     """Input paths the SDK sent as Pulumi secrets (``stringData.password``, ``values.auth.rootPassword``):
     stored encrypted in the state."""
@@ -248,6 +251,8 @@ class RecordingMonitor(MockMonitor):
             retain_on_delete=bool(request.retainOnDelete),
             ignore_changes=list(request.ignoreChanges),
             import_id=request.importId,
+            delete_before_replace=bool(request.deleteBeforeReplace),
+            aliases=[json_format.MessageToDict(a) for a in request.aliases],
             secret_inputs=_secret_paths(wire),
         )
         self._by_urn[urn] = record

@@ -46,6 +46,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             training_availability_zone=cfg.network.training_availability_zone,
             nat_gateways=cfg.network.nat_gateways,
             placement_group_partitions=[p.name for p in cfg.partitions if p.wants_placement_group],
+            retain_efa_subnet=cfg.storage.protect and cfg.storage.fsx.enabled,
             tags=tags,
         ),
     )

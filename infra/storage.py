@@ -86,7 +86,7 @@ def build_storage(cfg: StackConfig, network: Network, cluster: Cluster) -> Stora
                 cluster_name=name,
                 vpc_id=network.vpc_id,
                 private_subnet_ids=network.private_subnet_ids,
-                subnet_count=len(cfg.network.availability_zones),
+                availability_zones=cfg.network.availability_zones,
                 client_security_group_id=cluster.cluster_security_group_id,
                 throughput_mode=e.throughput_mode,
                 kms_key_arn=e.kms_key_arn,
@@ -98,7 +98,6 @@ def build_storage(cfg: StackConfig, network: Network, cluster: Cluster) -> Stora
             ),
         )
 
-    on_cluster = pulumi.ResourceOptions(provider=cluster.provider)
     csi = CsiDrivers(
         "storage-csi",
         CsiArgs(
@@ -142,6 +141,6 @@ def build_storage(cfg: StackConfig, network: Network, cluster: Cluster) -> Stora
             if fsx and st.fsx.scratch.enabled
             else None,
         ),
-        opts=on_cluster,
+        opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[csi]),
     )
     return StorageParts(buckets=buckets, fsx=fsx, efs=efs, csi=csi, volumes=volumes)

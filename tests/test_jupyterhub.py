@@ -58,6 +58,7 @@ def test_component_children(rec: Recording) -> None:
             ("kubernetes:core/v1:PersistentVolumeClaim", "jupyterhub-fsx-pvc"),
             ("kubernetes:core/v1:Secret", "jupyterhub-oauth"),
             (RELEASE, "jupyterhub"),
+            *(("random:index/randomPassword:RandomPassword", f"jupyterhub-{k}") for k in hub.GENERATED_SECRETS),
         ]
     )
     rel = rec.one(RELEASE, "jupyterhub")

@@ -337,8 +337,13 @@ def test_prod_slurm_mounts_the_stack_fsx(prod_recording: Recording) -> None:
 def test_accounting_off_removes_the_database() -> None:
     rec = run_program(_component(accounting=False))
     types = {r.type for r in rec.records}
-    assert "random:index/randomPassword:RandomPassword" not in types
-    assert "kubernetes:apps/v1:StatefulSet" not in types and "kubernetes:core/v1:Secret" not in types
+    assert "kubernetes:apps/v1:StatefulSet" not in types
+    # What is left of passwords and Secrets are the chart's auth/slurm and JWT keys (no database password).
+    assert sorted(r.name for r in rec.of_type("random:index/randomPassword:RandomPassword")) == [
+        "slurm-jwtKey",
+        "slurm-slurmKey",
+    ]
+    assert sorted(r.name for r in rec.of_type("kubernetes:core/v1:Secret")) == ["slurm-jwtKey", "slurm-slurmKey"]
 
 
 def test_fsx_inputs_accept_file_system_outputs() -> None:

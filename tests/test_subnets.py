@@ -29,3 +29,23 @@ def test_prod_sized_plan() -> None:
     assert plan.efa == "10.40.0.0/18"
     assert plan.private["us-west-2a"] == "10.40.64.0/19"
     assert plan.public["us-west-2c"] == "10.40.200.0/22"
+
+
+def test_reordering_or_removing_an_az_keeps_every_other_subnet() -> None:
+    """Subnet CIDRs are replace-on-change: they follow the zone letter, not the list position."""
+    base = plan_subnets("10.40.0.0/16", ["us-west-2a", "us-west-2b", "us-west-2c"])
+    for zones in (
+        ["us-west-2c", "us-west-2a", "us-west-2b"],
+        ["us-west-2b", "us-west-2c"],
+        ["us-west-2a", "us-west-2c"],
+    ):
+        plan = plan_subnets("10.40.0.0/16", zones)
+        assert plan.efa == base.efa
+        assert {az: plan.private[az] for az in zones} == {az: base.private[az] for az in zones}
+        assert {az: plan.public[az] for az in zones} == {az: base.public[az] for az in zones}
+
+
+@given(zones=st.sets(st.sampled_from([f"us-east-1{c}" for c in "abcdf"]), min_size=2, max_size=4))
+def test_zone_slots_are_distinct_for_any_letters(zones: set[str]) -> None:
+    plan = plan_subnets("10.40.0.0/16", sorted(zones, reverse=True))
+    assert len(set(plan.private.values())) == len(zones) == len(set(plan.public.values()))

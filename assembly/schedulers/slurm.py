@@ -40,6 +40,13 @@ SHARED_VOLUME = "shared"
 MARIADB_NAME = "mariadb"
 """Service name of the accounting database (the chart's ``accounting.storageConfig.host`` default)."""
 MARIADB_SECRET = "mariadb-password"
+AUTH_KEYS = {"slurmKey": ("slurm-auth-key", "slurm.key"), "jwtKey": ("slurm-jwt-key", "jwt.key")}
+"""The chart's ``slurmKey``/``jwtKey`` -> the Secret (name, key) the program creates from a Pulumi random.
+The chart would make them with ``randAscii 1024`` unless ``lookup`` finds them, which Argo CD (no cluster
+access while rendering) never does: a new key on every refresh (charts/slurm 1.2.1 templates/secrets/).
+Names differ from the chart's own (``slurm-auth-slurm``, ``slurm-auth-jwt``) so the switch creates no clash."""
+AUTH_KEY_LENGTH = 1024
+"""What the chart generates (``randAscii 1024``)."""
 """Secret with keys ``password`` (slurm user) and ``root-password``; the chart's default passwordKeyRef."""
 MARIADB_IMAGE = "docker.io/library/mariadb:11.4"
 """MariaDB 11.4 LTS (supported until 2029); slurmdbd supports MariaDB/MySQL."""
@@ -161,6 +168,7 @@ def slurm_values(cfg: StackConfig) -> dict[str, Any]:
     gres_types = sorted({GRES_NAME[p.accelerator_resource] for p in parts})
     values: dict[str, Any] = {
         "clusterName": cfg.cluster.name,
+        **{option: {"create": False, "secretRef": {"name": n, "key": k}} for option, (n, k) in AUTH_KEYS.items()},
         "configFiles": {
             "plugstack.conf": PLUGSTACK,
             **({"gres.conf": "AutoDetect=nvidia\n"} if any(p.is_gpu for p in parts) else {}),
@@ -401,6 +409,18 @@ def mariadb_network_policy() -> dict[str, Any]:
             "policyTypes": ["Ingress"],
             "ingress": [{"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 3306}]}],
         },
+    }
+
+
+def auth_key_secret(option: str, value: Any) -> dict[str, Any]:
+    """The Secret behind the chart's ``slurmKey`` or ``jwtKey`` (``AUTH_KEYS``), holding ``value``."""
+    name, key = AUTH_KEYS[option]
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "type": "Opaque",
+        "stringData": {key: value},
     }
 
 

@@ -1,0 +1,116 @@
+"""``ekstrain diff``: what an edit would change, offline, resource by resource.
+
+    ekstrain diff --stack prod --base origin/main            # this tree against a git revision
+    ekstrain diff --stack prod --old-stack-file old.yaml     # two stack files, this tree's program
+    ekstrain diff ... --json --allow training-nodes          # CI: JSON; exit 1 only on other flags
+
+Each side is recorded by ``infra/diff.py`` in its own process (the program under the offline
+engine, no helm): for ``--base`` on the tree ``git archive`` exports at that revision, so the old
+program runs with its own code. Exit 0: nothing flagged or all allowed; 1: a flagged change; 2: bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+from ekstrain import validation
+from ekstrain.diff import compare, report
+from ekstrain.diff.model import Resource
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+RECORDER = REPO / "infra" / "diff.py"
+
+
+class DiffInputError(ValueError):
+    """Bad input: the message names the flag or file and the fix."""
+
+
+def record(tree: pathlib.Path, stack: str, stack_file: pathlib.Path, what: str) -> list[Resource]:
+    """Resources the program in ``tree`` registers for ``stack_file``."""
+    if not stack_file.is_file():
+        raise DiffInputError(f"{what} {stack_file}: no such stack file (give the path of a Pulumi.<stack>.yaml)")
+    env = dict(os.environ)
+    upstream = validation.upstream_dir()
+    if upstream is not None:  # an exported tree has no ../shared beside it
+        env["EKSTRAIN_UPSTREAM_DIR"] = str(upstream)
+    done = subprocess.run(
+        [sys.executable, str(RECORDER), "--record", str(tree), "--stack", stack, "--stack-file", str(stack_file)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.strip().splitlines()[-6:])
+        raise DiffInputError(f"{what} {stack_file}: the program did not record ({tail}); fix that side first")
+    return [Resource.from_dict(d) for d in json.loads(done.stdout)]
+
+
+def record_revision(revision: str, stack: str, stack_file: pathlib.Path) -> list[Resource]:
+    """``stack`` as the program and stack file committed at git ``revision`` define it."""
+    rel = os.path.relpath(stack_file.resolve(), REPO)
+    with tempfile.TemporaryDirectory(prefix="ekstrain-diff-") as tmp:
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", revision], capture_output=True, check=False)
+        if archive.returncode != 0:
+            raise DiffInputError(
+                f"--base {revision}: git archive failed ({archive.stderr.decode().strip()}); give a commit, "
+                "branch or tag of this repository (fetch it first in a shallow CI checkout)"
+            )
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+        return record(pathlib.Path(tmp), stack, pathlib.Path(tmp) / rel, f"--base {revision}:")
+
+
+def add_diff_command(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "diff",
+        help="offline preview of what an edit changes (create/update/replace/delete, flagged risks)",
+        description=__doc__.split("\n\n")[0],
+    )
+    p.add_argument("--stack", required=True, help="stack name (reads Pulumi.<stack>.yaml)")
+    p.add_argument("--stack-file", help="the new side's stack file (default ./Pulumi.<stack>.yaml)")
+    old = p.add_mutually_exclusive_group(required=True)
+    old.add_argument("--base", help="git revision of the old side (program and stack file as committed there)")
+    old.add_argument("--old-stack-file", help="the old side's stack file (this tree's program)")
+    p.add_argument("--json", action="store_true", help="JSON instead of Markdown")
+    p.add_argument("--out", help="also write the output to this file")
+    p.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        choices=sorted(compare.FLAG_CATEGORIES),
+        metavar="CATEGORY",
+        help=f"a flagged category that does not fail the run: {', '.join(compare.FLAG_CATEGORIES)}",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    new_file = pathlib.Path(args.stack_file) if args.stack_file else pathlib.Path.cwd() / f"Pulumi.{args.stack}.yaml"
+    try:
+        new = record(REPO, args.stack, new_file.resolve(), "--stack-file")
+        if args.base:
+            old = record_revision(args.base, args.stack, new_file)
+            old_label = f"{args.base}:{new_file.name}"
+        else:
+            old = record(REPO, args.stack, pathlib.Path(args.old_stack_file).resolve(), "--old-stack-file")
+            old_label = str(args.old_stack_file)
+    except DiffInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    result = compare.compare(old, new)
+    new_label = str(args.stack_file or new_file.name)
+    if args.json:
+        text = json.dumps(report.to_json(result, old_label, new_label, args.allow), indent=1)
+    else:
+        text = report.markdown(result, old_label, new_label, args.allow)
+    print(text)
+    if args.out:
+        pathlib.Path(args.out).write_text(text)
+    return report.exit_code(result, args.allow)
