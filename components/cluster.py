@@ -233,7 +233,9 @@ class Cluster(pulumi.ComponentResource):
             f"{name}-system",
             cluster=self.eks_cluster,
             node_role_arn=node_role.arn,
-            node_group_name=f"{args.cluster_name}-system",
+            # A prefix, not a fixed name: subnet or instance-type edits replace the node group (ForceNew), and
+            # the replacement is created before the old one is deleted (EKS refuses a second group of one name).
+            node_group_name_prefix=f"{args.cluster_name}-system-",
             instance_types=list(args.system_instance_types),
             capacity_type="ON_DEMAND",
             ami_type="AL2023_x86_64_STANDARD",

@@ -231,6 +231,7 @@ def node_group_children(name: str, inputs: dict[str, Any], cluster_name: str) ->
         "labels",
         "launchTemplate",
         "nodeGroupName",
+        "nodeGroupNamePrefix",
         "nodeRoleArn",
         "scalingConfig",
         "subnetIds",

@@ -142,15 +142,23 @@ def test_removing_an_az_removes_only_that_az(prod: list[Resource]) -> None:
         ("delete", "MountTarget", f"efs-mt-{az}"),
         ("update", "VpcEndpoint", "network-s3"),
         ("update", "Cluster", "cluster"),
-        # aws_eks_node_group subnet_ids is ForceNew: the system nodes move (autonamed, so no conflict)
+        ("update", "Cluster", "cluster-eksCluster"),  # vpc_config.subnet_ids updates in place
+        # aws_eks_node_group subnet_ids is ForceNew: the system nodes move (a name prefix, so no conflict)
         ("replace", "ManagedNodeGroup", "cluster-system"),
+        ("replace", "NodeGroup", "cluster-system"),
     }
     assert flagged(d) == set()
 
 
 def test_ami_bump_drifts_every_nodeclass_held_by_budgets(prod: list[Resource]) -> None:
     d = diff_after(prod, lambda s: s.setdefault("versions", {}).update(amiAliasVersion="v20261101"))
-    classes = {"gpu-a100-nodeclass", "gpu-h100-nodeclass", "trainium-trn1-nodeclass", "trainium-trn1n-nodeclass"}
+    classes = {
+        "gpu-a100-nodeclass",
+        "gpu-h100-nodeclass",
+        "trainium-trn1-nodeclass",
+        "trainium-trn1n-nodeclass",
+        "cpu-helpers-nodeclass",  # the launchers' and Ray heads' CPU pool runs the same AMI
+    }
     assert changes(d) == {("update", "EC2NodeClass", n) for n in classes}
     assert flagged(d) == {(n, "training-nodes") for n in classes}
     assert all("held by the NodePool's drift budget" in f.message for _, f in d.flags())

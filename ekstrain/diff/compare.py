@@ -125,11 +125,24 @@ def _strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
 
 
 def as_sets(type_: str, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``inputs`` with the type's set-typed inputs (``rules.SET_INPUTS``) in a canonical order."""
-    paths = [p for p in rules.SET_INPUTS.get(type_, ()) if isinstance(inputs.get(p), list)]
+    """``inputs`` with the type's set-typed inputs (``rules.SET_INPUTS``, dotted for nested blocks such as
+    ``vpcConfig.subnetIds``) in a canonical order."""
+    paths = rules.SET_INPUTS.get(type_, ())
     if not paths:
         return inputs
-    return {**inputs, **{p: sorted(inputs[p], key=lambda v: json.dumps(v, sort_keys=True)) for p in paths}}
+    out: dict[str, Any] = dict(inputs)
+    for path in paths:
+        *parents, leaf = path.split(".")
+        node: Any = out
+        for key in parents:
+            if not isinstance(node.get(key), dict):
+                node = None
+                break
+            node[key] = dict(node[key])  # copy on the way down: never sort the caller's lists
+            node = node[key]
+        if isinstance(node, dict) and isinstance(node.get(leaf), list):
+            node[leaf] = sorted(node[leaf], key=lambda v: json.dumps(v, sort_keys=True))
+    return out
 
 
 def _physical_ids(r: Resource) -> set[str]:

@@ -140,6 +140,22 @@ REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
     "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": ("clusterName", "principalArn", "policyArn"),
     "aws:eks/addon:Addon": ("clusterName", "addonName"),
     "aws:eks/podIdentityAssociation:PodIdentityAssociation": ("clusterName", "namespace", "serviceAccount"),
+    # internal/service/eks/node_group.go (the node group pulumi-eks's ManagedNodeGroup registers; version,
+    # releaseVersion, scalingConfig, labels, taints and the launch template's version update in place)
+    "aws:eks/nodeGroup:NodeGroup": (
+        "amiType",
+        "capacityType",
+        "clusterName",
+        "diskSize",
+        "instanceTypes",
+        "launchTemplate.id",
+        "launchTemplate.name",
+        "nodeGroupName",
+        "nodeGroupNamePrefix",
+        "nodeRoleArn",
+        "remoteAccess",
+        "subnetIds",
+    ),
     "aws:eks/cluster:Cluster": (
         "name",
         "roleArn",
@@ -280,6 +296,10 @@ SET_INPUTS: dict[str, tuple[str, ...]] = {
     "eks:index:ManagedNodeGroup": ("subnetIds", "instanceTypes"),
     # pulumi-eks passes both lists to aws_eks_cluster vpc_config.subnet_ids (a set)
     "eks:index:Cluster": ("privateSubnetIds", "publicSubnetIds", "publicAccessCidrs"),
+    # internal/service/eks/cluster.go vpc_config subnet_ids/security_group_ids/public_access_cidrs and
+    # node_group.go subnet_ids/instance_types: TypeSet (the children pulumi-eks registers)
+    "aws:eks/cluster:Cluster": ("vpcConfig.subnetIds", "vpcConfig.securityGroupIds", "vpcConfig.publicAccessCidrs"),
+    "aws:eks/nodeGroup:NodeGroup": ("subnetIds", "instanceTypes"),
 }
 
 STATEFUL_TYPES: dict[str, str] = {
@@ -318,6 +338,9 @@ UNIQUE_IDENTITY: dict[str, tuple[str, ...]] = {
     "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": ("fileSystemId", "fileSystemPath"),
     "eks:index:Cluster": ("name",),
     "eks:index:ManagedNodeGroup": ("clusterName", "nodeGroupName"),
+    # the children pulumi-eks registers (infra/eks_children.py)
+    "aws:eks/nodeGroup:NodeGroup": ("clusterName", "nodeGroupName"),
+    "aws:eks/cluster:Cluster": ("name",),
     # A chart's cluster-scoped objects (CRDs, ClusterRoles, webhooks) keep their names whatever the release is
     # called: Helm refuses to install them while the old release owns them ("invalid ownership metadata").
     "kubernetes:helm.sh/v3:Release": (),
