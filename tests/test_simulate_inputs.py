@@ -11,10 +11,12 @@ refusal:
 
 from __future__ import annotations
 
+import atexit
 import collections
 import copy
 import os
 import pathlib
+import shutil
 import tempfile
 import time
 from typing import Any
@@ -39,6 +41,7 @@ FUZZ = settings(
 )
 SECONDS_PER_CASE = 5.0  # a hang guard on a loaded 2-core machine, not a speed target
 WORKDIR = pathlib.Path(tempfile.mkdtemp(prefix="simulate-inputs-"))
+atexit.register(shutil.rmtree, WORKDIR, True)
 counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
 slowest: dict[str, float] = collections.defaultdict(float)
 
