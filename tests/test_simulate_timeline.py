@@ -165,6 +165,22 @@ def test_a_spot_interruption_drains_and_the_job_resumes(cluster: engine.Cluster)
     assert line.startswith("FAULT Job/s: resumed from its checkpoint; finished")
 
 
+def test_ray_heads_and_launchers_get_the_cpu_pool_when_system_nodes_are_full(
+    cluster: engine.Cluster,  # noqa: F811
+) -> None:
+    """GIVEN six 1-node RayJobs at once (4-vCPU/16-GiB heads) beside the platform's controllers WHEN the
+    cpu-helpers pool is absent (main) THEN heads wait for room on the fixed system nodes; WHEN present THEN
+    every job starts within the launch time."""
+    rays = [_arrival(_job("gpu-h100", "rayjob", 1, f"ray{i}"), 0, 2) for i in range(6)]
+    without = dataclasses.replace(cluster, nodes=[n for n in cluster.nodes if n.pool != "cpu-helpers"])
+    old = simulate_timeline(without, _mix(*rays, hours=6))
+    waits = [r for j in old.jobs for r in j.waited]
+    assert any("waits for room on the system nodes" in r for r in waits), waits
+    new = simulate_timeline(cluster, _mix(*rays, hours=6))
+    started = [j.first_started_at for j in new.jobs if j.name.startswith("RayJob/")]
+    assert len(started) == 6 and all(t is not None and t <= 15 for t in started), started
+
+
 def test_cli_plays_a_mix_and_refuses_a_bad_one(
     prod_build: pathlib.Path,  # noqa: F811
     tmp_path: pathlib.Path,

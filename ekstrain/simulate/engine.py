@@ -50,6 +50,9 @@ class Cluster:
     """Slurm partition -> NodeSet object."""
     guarantees: dict[str, dict[str, float]] = field(default_factory=dict)
     """Volcano queue -> spec.guarantee.resource."""
+    controllers: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)
+    """(Kind/name, replicas, pod spec) of the platform's Deployments and StatefulSets (the timeline places
+    them first: they hold system-node room before any job arrives)."""
     crds: set[str] | None = None
     """``<plural>.<group>`` of the CRDs the stack installs; None: not known (every kind served)."""
     scale_nodesets: bool = False

@@ -16,7 +16,17 @@ from ekstrain.simulate.nodes import Node, allocatable, general_purpose, max_pods
 from ekstrain.simulate.quantity import parse
 
 KINDS_READ = frozenset(
-    {"EC2NodeClass", "NodePool", "DaemonSet", "ConfigMap", "Queue", "NodeSet", "ClusterTrainingRuntime"}
+    {
+        "EC2NodeClass",
+        "NodePool",
+        "DaemonSet",
+        "ConfigMap",
+        "Queue",
+        "NodeSet",
+        "ClusterTrainingRuntime",
+        "Deployment",
+        "StatefulSet",
+    }
 )
 """The kinds :func:`load` uses. The render names files ``<Kind>-<ns>-<name>.yaml``, so the rest (17 of prod's
 18 MB are CRDs) is never parsed."""
@@ -94,6 +104,10 @@ def _scheduler_config(objects: list[dict[str, Any]], build: pathlib.Path) -> dic
     return volcano.parse_config((values.get("custom") or {}).get("scheduler_config_override"))
 
 
+def _pod_spec(obj: dict[str, Any]) -> dict[str, Any]:
+    return ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+
+
 def load(build: pathlib.Path, system_instance_types: list[str]) -> Cluster:
     objects = build_objects(build)
     by_kind: dict[str, list[dict[str, Any]]] = {}
@@ -128,5 +142,10 @@ def load(build: pathlib.Path, system_instance_types: list[str]) -> Cluster:
         guarantees=guarantees,
         crds=installed_crds(build),
         runtimes={o["metadata"]["name"]: o for o in by_kind.get("ClusterTrainingRuntime", [])},
+        controllers=[
+            (f"{o['kind']}/{o['metadata']['name']}", int(o["spec"].get("replicas", 1) or 0), _pod_spec(o))
+            for kind in ("Deployment", "StatefulSet")
+            for o in by_kind.get(kind, [])
+        ],
         nodesets=nodesets,
     )

@@ -108,6 +108,8 @@ class SimNode:
     holders: Counter[str] = field(default_factory=Counter)
     empty_since: int | None = None
     repair_at: int | None = None
+    nominated: str = ""
+    """The job whose pending pods made Karpenter launch it (others do not count on it while it waits)."""
 
     @property
     def pool(self) -> str:
@@ -286,6 +288,16 @@ class Timeline:
             node = self.launch(system)  # type: ignore[arg-type]
             node.state, node.ready_at, node.empty_since = "ready", 0, None
 
+    def platform_pods(self) -> None:
+        """The platform's controllers on the nodes they select (system nodes, mostly): they run from the
+        start and hold room that launchers and Ray heads without their own pool would need."""
+        for name, replicas, spec in self.cluster.controllers:
+            if not replicas:
+                continue
+            w = Workload(name, [PodGroup("pod", replicas, spec)])
+            obj = {"kind": "Deployment", "metadata": {"name": name}}
+            self.jobs.append(Job(Arrival(name, obj, 0, 10**9), w, "standing", 0, "", False, ""))
+
     def standing_jobs(self) -> None:
         for part, ns in sorted(self.cluster.nodesets.items()):
             replicas = int(ns["spec"].get("replicas", 0) or 0)
@@ -347,12 +359,13 @@ class Timeline:
                 held[owners[0]] += 1
         return "nodes held by " + ", ".join(f"{k} {v}" for k, v in held.most_common())
 
-    def launch(self, candidate: Node) -> SimNode:
+    def launch(self, candidate: Node, for_job: str = "") -> SimNode:
         self._ident += 1
         family = candidate.instance.family if candidate.instance.family in self.mix.launch_minutes else "cpu"
         node = SimNode(
             self._ident, candidate, self.now + self.mix.launch_minutes.get(family, 5), self.node_free(candidate)
         )
+        node.nominated = for_job
         self.nodes.append(node)
         return node
 
@@ -405,7 +418,7 @@ class Timeline:
         for g, candidate, req, count in needs:
             placed = 0
             for n in self.nodes:
-                if n.state not in ("ready", "unhealthy") or not self._lands(g, n):
+                if n.state not in ("ready", "unhealthy") or not self._lands(g, n) or self.reserved(n, job):
                     continue
                 while placed < count and all(trial[n.ident].get(r, 0.0) + 1e-9 >= v for r, v in req.items() if v > 0):
                     for r, v in req.items():
@@ -427,17 +440,26 @@ class Timeline:
                 continue
             per = max(1, per_node(req, self.node_free(candidate)))
             launching = sum(
-                per_node(req, n.free) for n in self.nodes if n.state == "launching" and n.pool == candidate.pool
+                per_node(req, n.free)
+                for n in self.nodes
+                if n.state == "launching" and n.pool == candidate.pool and n.nominated in ("", job.name)
             )
             for _ in range(max(0, math.ceil((missing - launching) / per))):
                 blocked = self.can_launch(candidate)
                 if blocked:
                     reason = blocked
                     break
-                self.launch(candidate)
+                self.launch(candidate, job.name)
             if not reason:
                 reason = f"Karpenter launching {candidate.instance.name} ({candidate.pool})"
         return reason
+
+    def reserved(self, n: SimNode, job: Job) -> bool:
+        """Launched for another job that still waits for it (Karpenter nominated its pods to the node)."""
+        if not n.nominated or n.nominated == job.name:
+            return False
+        owner = next((j for j in self.jobs if j.name == n.nominated), None)
+        return owner is not None and owner.state == "waiting"
 
     def _lands(self, g: PodGroup, n: SimNode) -> bool:
         return n.state != "gone" and match.lands(g.spec, n.candidate.labels, n.candidate.taints)
@@ -703,6 +725,7 @@ class Timeline:
         nominated = self.pending_pools()
         for n in self.nodes:
             empty = n.state == "ready" and not n.holders and n.empty_since is not None and n.pool not in nominated
+            empty = empty and n.pool != "system"  # the managed node group is not Karpenter's
             if empty and self.now - (n.empty_since or 0) >= self.mix.consolidate_minutes.get(n.pool, 30):
                 n.state = "gone"
 
@@ -752,6 +775,7 @@ class Timeline:
 
     def run(self) -> Report:
         self.system_group()
+        self.platform_pods()
         self.standing_jobs()
         for a in sorted(self.mix.arrivals, key=lambda a: a.at):
             self.add(a)
