@@ -20,18 +20,21 @@ FLOP conventions (stated once, used everywhere):
 Time model (per micro-batch on the slowest pipeline stage, then the pipeline schedule):
 
 * GEMMs: each of the layer's GEMMs on its per-rank shape (M = tokens, N and K split by TP, experts
-  by EP) costs max(FLOPs x tile quantization / (peak x matmul), bytes / (HBM x hbm)): the memory
-  roofline and 128-wide tile quantization (NVIDIA Deep Learning Performance Guide, "Matrix
-  Multiplication Background", sections on arithmetic intensity and tile quantization) are the
-  small-GEMM loss when TP, CP or EP shrink per-rank work. Backward = 2 x forward GEMMs.
-* Attention: FlashAttention skips the masked half of a causal s x s square (timed at half the
-  FLOPs the convention counts), at ``attention`` x matmul efficiency; backward 2.5 x forward (5
-  GEMMs vs 2, Dao 2023 section 3.2). Without FlashAttention the full square runs at GEMM speed.
+  by EP) costs max(FLOPs x quantization / (peak x matmul x software), bytes / (HBM x hbm)): the
+  memory roofline, 128-wide tile quantization and wave quantization over the SMs (NVIDIA Deep
+  Learning Performance Guide, "Matrix Multiplication Background") are the small-GEMM loss when a
+  small hidden size, TP, CP or EP shrink per-rank work. Backward = 2 x forward GEMMs. FP8 GEMMs run
+  at the FP8 peak with 1-byte operands plus Transformer Engine's casts (FP8_CAST_BYTES).
+* Attention: FlashAttention-style kernels compute the unmasked half of a causal square at the
+  published throughput of the kernel the framework runs (attention.py: by generation, sequence
+  length, causal mask, head dim); backward 2.5 x the forward FLOPs (5 GEMMs vs 2, Dao 2023 section
+  3.2). Without FlashAttention the full square runs at GEMM speed.
 * Elementwise kernels: ``elementwise_traffic`` x stored activations of HBM traffic per forward.
 * Communication: alpha-beta per collective (comm.py): TP all-gathers / reduce-scatters (SP) or
   all-reduces, CP's K/V ring overlapped step by step with the attention it feeds, EP all-to-alls,
   PP sends, DP gradient reduce-scatter / all-reduce and parameter all-gathers hidden behind the
-  backward / forward passes where the framework overlaps them (``dp_overlap``).
+  backward / forward passes where the framework overlaps them (``dp_overlap``; ZeRO-3 per
+  framework: ``zero3_traffic``, ``zero3_overlap``, edge layers exposed; HSDP's replica all-reduce).
 * Pipeline: step = m x stage time + bubble; the bubble is the schedule's: (p - 1) stage times for
   1F1B, (p - 1)/v for interleaved 1F1B (Narayanan 2021 section 2.2), with 2v sends per micro-batch.
 * Optimizer step: AdamW streams 32 bytes per trainable parameter through HBM (or the host link and
