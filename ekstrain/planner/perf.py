@@ -20,18 +20,21 @@ FLOP conventions (stated once, used everywhere):
 Time model (per micro-batch on the slowest pipeline stage, then the pipeline schedule):
 
 * GEMMs: each of the layer's GEMMs on its per-rank shape (M = tokens, N and K split by TP, experts
-  by EP) costs max(FLOPs x tile quantization / (peak x matmul), bytes / (HBM x hbm)): the memory
-  roofline and 128-wide tile quantization (NVIDIA Deep Learning Performance Guide, "Matrix
-  Multiplication Background", sections on arithmetic intensity and tile quantization) are the
-  small-GEMM loss when TP, CP or EP shrink per-rank work. Backward = 2 x forward GEMMs.
-* Attention: FlashAttention skips the masked half of a causal s x s square (timed at half the
-  FLOPs the convention counts), at ``attention`` x matmul efficiency; backward 2.5 x forward (5
-  GEMMs vs 2, Dao 2023 section 3.2). Without FlashAttention the full square runs at GEMM speed.
+  by EP) costs max(FLOPs x quantization / (peak x matmul x software), bytes / (HBM x hbm)): the
+  memory roofline, 128-wide tile quantization and wave quantization over the SMs (NVIDIA Deep
+  Learning Performance Guide, "Matrix Multiplication Background") are the small-GEMM loss when a
+  small hidden size, TP, CP or EP shrink per-rank work. Backward = 2 x forward GEMMs. FP8 GEMMs run
+  at the FP8 peak with 1-byte operands plus Transformer Engine's casts (FP8_CAST_BYTES).
+* Attention: FlashAttention-style kernels compute the unmasked half of a causal square at the
+  published throughput of the kernel the framework runs (attention.py: by generation, sequence
+  length, causal mask, head dim); backward 2.5 x the forward FLOPs (5 GEMMs vs 2, Dao 2023 section
+  3.2). Without FlashAttention the full square runs at GEMM speed.
 * Elementwise kernels: ``elementwise_traffic`` x stored activations of HBM traffic per forward.
 * Communication: alpha-beta per collective (comm.py): TP all-gathers / reduce-scatters (SP) or
   all-reduces, CP's K/V ring overlapped step by step with the attention it feeds, EP all-to-alls,
   PP sends, DP gradient reduce-scatter / all-reduce and parameter all-gathers hidden behind the
-  backward / forward passes where the framework overlaps them (``dp_overlap``).
+  backward / forward passes where the framework overlaps them (``dp_overlap``; ZeRO-3 per
+  framework: ``zero3_traffic``, ``zero3_overlap``, edge layers exposed; HSDP's replica all-reduce).
 * Pipeline: step = m x stage time + bubble; the bubble is the schedule's: (p - 1) stage times for
   1F1B, (p - 1)/v for interleaved 1F1B (Narayanan 2021 section 2.2), with 2v sends per micro-batch.
 * Optimizer step: AdamW streams 32 bytes per trainable parameter through HBM (or the host link and
@@ -43,6 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from math import ceil
+from typing import Any
 
 from ekstrain.planner import attention, comm
 from ekstrain.planner.comm import Links
@@ -226,24 +230,33 @@ class _MicroBatch:
         return self.busy + self.tp + self.cp + self.ep + self.p2p
 
 
-def _micro_batch_time(
-    model: ModelSpec,
-    fleet: Fleet,
-    training: TrainingSpec,
-    p: ParallelConfig,
-    eff: Efficiency,
-    links: Links,
-    layers: int,
-    logits: bool,
-) -> _MicroBatch:
+@dataclass(frozen=True)
+class _LayerCosts:
+    """Per-layer seconds on one rank for one micro-batch: what depends only on (tp, cp, ep,
+    micro-batch, sequence parallelism), shared by every layout that differs in pp, vpp, dp, ZeRO
+    or recompute."""
+
+    tokens: float
+    forward: float
+    backward: float
+    attention_forward: float
+    attention_backward: float
+    logits_forward: float
+    tp_per_pass: float
+
+
+def _layer_costs(
+    model: ModelSpec, fleet: Fleet, training: TrainingSpec, p: ParallelConfig, eff: Efficiency, links: Links
+) -> _LayerCosts:
     s, h, b = training.seq_len, model.hidden, p.micro_batch
     tokens = b * s / p.cp  # tokens a rank processes per micro-batch
     fp8 = training.precision == FP8
     software = eff.software_for(training.framework)
     peak = fleet.rank_peak_flops(training.precision) * eff.matmul_for(training.precision) * software
     hbm = fleet.rank_hbm_bytes_per_s * eff.hbm
+    sms = SMS.get(fleet.generation, 0)
 
-    gemms, casts = _layer_gemms(model, tokens, p.tp, p.ep, peak, hbm, SMS.get(fleet.generation, 0), fp8)
+    gemms, casts = _layer_gemms(model, tokens, p.tp, p.ep, peak, hbm, sms, fp8)
     output_grad_casts = 0.0
     if fp8:  # the output gradient of each GEMM is cast once: n-wide where the input was k-wide
         output_grad_casts = sum(
@@ -258,20 +271,38 @@ def _micro_batch_time(
     layer_forward = gemms + casts + lora + attention_forward + elementwise
     weight_grads = 0.0 if training.is_lora else gemms
     layer_backward = gemms + weight_grads + output_grad_casts + 2 * lora + attention_backward + 2 * elementwise
-    layer_recompute = {NONE: 0.0, SELECTIVE: attention_forward, FULL: layer_forward}[p.recompute]
     bf16_peak = fleet.rank_peak_flops(BF16) * eff.matmul * software  # the output layer stays BF16
-    logits_forward = (
-        _gemm(tokens, model.vocab / p.tp, h, bf16_peak, hbm, SMS.get(fleet.generation, 0)) if logits else 0.0
-    )
-    logits_backward = logits_forward * (1 if training.is_lora else 2)
+    logits_forward = _gemm(tokens, model.vocab / p.tp, h, bf16_peak, hbm, sms)
 
-    passes = 3 if p.recompute == FULL else 2  # forward, backward (+ recomputed forward)
     activation_bytes = ACT * tokens * h
     if p.sequence_parallel:  # all-gather before, reduce-scatter after each of attention and MLP
         per_pass = 2 * (comm.all_gather(links, activation_bytes, p.tp, 1) * 2)
     else:  # one all-reduce after each of attention and MLP
         per_pass = 2 * comm.all_reduce(links, activation_bytes, p.tp, 1)
-    tp = (1 - eff.tp_overlap) * layers * passes * per_pass
+    return _LayerCosts(
+        tokens, layer_forward, layer_backward, attention_forward, attention_backward, logits_forward, per_pass
+    )
+
+
+def _micro_batch_time(
+    model: ModelSpec,
+    fleet: Fleet,
+    training: TrainingSpec,
+    p: ParallelConfig,
+    eff: Efficiency,
+    links: Links,
+    layers: int,
+    logits: bool,
+    costs: _LayerCosts | None = None,
+) -> _MicroBatch:
+    c = costs or _layer_costs(model, fleet, training, p, eff, links)
+    tokens, h = c.tokens, model.hidden
+    layer_recompute = {NONE: 0.0, SELECTIVE: c.attention_forward, FULL: c.forward}[p.recompute]
+    logits_forward = c.logits_forward if logits else 0.0
+    logits_backward = logits_forward * (1 if training.is_lora else 2)
+
+    passes = 3 if p.recompute == FULL else 2  # forward, backward (+ recomputed forward)
+    tp = (1 - eff.tp_overlap) * layers * passes * c.tp_per_pass
 
     cp = 0.0
     if p.cp > 1:
@@ -280,8 +311,8 @@ def _micro_batch_time(
         kv_bytes = 2 * ACT * tokens * model.kv_dim / p.tp
         step = comm.ring_step(links, kv_bytes, p.cp, p.tp)
         back_step = comm.ring_step(links, 2 * kv_bytes, p.cp, p.tp)
-        exposed = max(0.0, step - attention_forward / p.cp) * (passes - 1)
-        exposed += max(0.0, back_step - attention_backward / p.cp)
+        exposed = max(0.0, step - c.attention_forward / p.cp) * (passes - 1)
+        exposed += max(0.0, back_step - c.attention_backward / p.cp)
         cp = layers * (p.cp - 1) * exposed
     ep = 0.0
     if p.ep > 1:
@@ -290,10 +321,10 @@ def _micro_batch_time(
     p2p = 0.0
     if p.pp > 1:
         same_node = p.tp * p.cp * p.dp * p.pp <= fleet.ranks_per_node
-        p2p = 2 * p.vpp * comm.send_recv(links, activation_bytes / p.tp, same_node)
+        p2p = 2 * p.vpp * comm.send_recv(links, ACT * tokens * h / p.tp, same_node)
     return _MicroBatch(
-        layers * layer_forward + logits_forward,
-        layers * layer_backward + logits_backward,
+        layers * c.forward + logits_forward,
+        layers * c.backward + logits_backward,
         layers * layer_recompute,
         tp,
         cp,
@@ -339,7 +370,7 @@ def step_time(
     training: TrainingSpec,
     p: ParallelConfig,
     eff: Efficiency | None = None,
-    cache: dict[tuple[object, ...], _MicroBatch] | None = None,
+    cache: dict[tuple[object, ...], Any] | None = None,
 ) -> StepTime:
     """``cache`` (one dict per model, fleet, training and efficiency, e.g. one search) reuses
     micro-batch times across layouts that differ only in ZeRO stage or offload."""
@@ -355,11 +386,14 @@ def step_time(
         # Everything _micro_batch_time reads: pp and dp only through "pipelined" and "same node".
         pipelined = p.pp > 1
         same_node = p.tp * p.cp * p.dp * p.pp <= fleet.ranks_per_node
-        key: tuple[object, ...] = (p.tp, p.cp, p.ep, p.vpp, p.micro_batch, p.recompute, p.sequence_parallel)
-        key += (layers, logits, pipelined, same_node)
+        shape: tuple[object, ...] = (p.tp, p.cp, p.ep, p.micro_batch, p.sequence_parallel)
+        key = (*shape, p.vpp, p.recompute, layers, logits, pipelined, same_node)
         found = cache.get(key)
         if found is None:
-            found = cache[key] = _micro_batch_time(model, fleet, training, p, eff, links, layers, logits)
+            costs = cache.get(shape)
+            if costs is None:
+                costs = cache[shape] = _layer_costs(model, fleet, training, p, eff, links)
+            found = cache[key] = _micro_batch_time(model, fleet, training, p, eff, links, layers, logits, costs)
         return found
 
     stages = [micro_batch(last_layers, True)]
