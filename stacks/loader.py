@@ -71,6 +71,18 @@ def read_stack_file(path: pathlib.Path) -> tuple[dict[str, str], list[str]]:
     issues = []
     for key, value in raw.items():
         namespace, sep, rest = key.partition(":")
+        if rest.startswith("config:") and rest != "config:":
+            # Pulumi's config.ParseKey also reads the legacy <namespace>:config:<name> form as <namespace>:<name>.
+            key, rest = f"{namespace}:{rest.removeprefix('config:')}", rest.removeprefix("config:")
+            if key in raw:
+                issues.append(
+                    ConfigIssue(
+                        f"{name}: config.{namespace}:config:{rest}",
+                        f"is the legacy spelling of {key}, which is also set",
+                        f"keep only {key}",
+                    )
+                )
+                continue
         if not sep or not namespace or not rest:
             issues.append(
                 ConfigIssue(

@@ -124,3 +124,16 @@ def test_a_null_text_setting_in_the_stack_file_is_refused(tmp_path: pathlib.Path
     path.write_text((REPO / "Pulumi.dev.yaml").read_text() + "  ekstrain:jupyterhubClientSecret: null\n")
     with pytest.raises(ConfigError, match="has no value"):
         read_stack_file(path)
+
+
+def test_the_legacy_namespace_config_name_form_is_read_as_pulumi_reads_it(tmp_path: pathlib.Path) -> None:
+    """Pulumi's config.ParseKey reads `ekstrain:config:cluster` as `ekstrain:cluster` (old stack files)."""
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text((REPO / "Pulumi.dev.yaml").read_text().replace("  ekstrain:cluster:", "  ekstrain:config:cluster:"))
+    flat, _ = read_stack_file(path)
+    assert "ekstrain:cluster" in flat and "ekstrain:config:cluster" not in flat
+    assert load_flat(flat, path.name)[0].cluster.name == "ekstrain-dev"
+    both = path.read_text() + "  ekstrain:cluster: {name: x}\n"
+    path.write_text(both)
+    with pytest.raises(ConfigError, match="legacy spelling"):
+        read_stack_file(path)
