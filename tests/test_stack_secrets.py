@@ -137,3 +137,35 @@ def test_the_legacy_namespace_config_name_form_is_read_as_pulumi_reads_it(tmp_pa
     path.write_text(both)
     with pytest.raises(ConfigError, match="legacy spelling"):
         read_stack_file(path)
+
+
+def test_plaintext_credentials_and_secrets_written_as_plain_values_are_named(tmp_path: pathlib.Path) -> None:
+    """Under `pulumi up` the engine says which keys are secrets: a plaintext client secret, and a secret the
+    program writes into resources as a plain value (only the client secret is handled as a credential), warn."""
+    flat, _ = read_stack_file(REPO / "Pulumi.dev.yaml")
+    flat = {**flat, "ekstrain:jupyterhubClientSecret": "pw"}
+    _, warnings = load_flat(flat, "Pulumi.dev.yaml", secret_keys={"ekstrain:cluster"})
+    assert any(w.startswith("ekstrain:jupyterhubClientSecret: set in plain text") for w in warnings)
+    assert any(w.startswith("ekstrain:cluster: holds a secret") for w in warnings)
+    _, quiet = load_flat(flat, "Pulumi.dev.yaml", secret_keys={"ekstrain:jupyterhubClientSecret"})
+    assert not any("plain text" in w or "holds a secret" in w for w in quiet)
+
+
+def test_the_program_reads_the_engines_secret_keys(tmp_path: pathlib.Path) -> None:
+    """infra/__main__.py (`pulumi up`) passes the engine's secret keys: a stack-file secret raises no warning."""
+    from pulumi.runtime import config as runtime_config
+
+    from stacks.loader import load
+
+    path = _prod_with(tmp_path, "  ekstrain:jupyterhubClientSecret:\n    secure: v1:abc\n")
+    flat, secrets = read_stack_file(path)
+    before = dict(runtime_config.CONFIG.get())
+    runtime_config.set_all_config(flat, secret_keys=secrets)
+    try:
+        _, warnings = load("prod")
+        runtime_config.set_all_config(flat, secret_keys=[])
+        _, plain = load("prod")
+    finally:
+        runtime_config.set_all_config(before, secret_keys=[])
+    assert not any("plain text" in w for w in warnings)
+    assert any(w.startswith("ekstrain:jupyterhubClientSecret: set in plain text") for w in plain)
