@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 
 import pytest
 from conftest import REPO
@@ -26,9 +27,15 @@ from stacks.loader import SECRET_PLACEHOLDER, load_flat, read_stack_file
 SECURE = {"secure": "v1:AAABAGV4YW1wbGUtY2lwaGVydGV4dA=="}
 
 
+def _without(text: str, key: str) -> str:
+    """The stack file's text without ``key`` (and its indented value lines), whether the seed sets it or not."""
+    return re.sub(rf"(?m)^  {re.escape(key)}:.*\n(^    .*\n)*", "", text)
+
+
 def _prod_with(tmp_path: pathlib.Path, extra: str) -> pathlib.Path:
     path = tmp_path / "Pulumi.prod.yaml"
-    path.write_text((REPO / "Pulumi.prod.yaml").read_text().rstrip("\n") + "\n" + extra)
+    text = _without((REPO / "Pulumi.prod.yaml").read_text(), "ekstrain:jupyterhubClientSecret")
+    path.write_text(text.rstrip("\n") + "\n" + extra)
     return path
 
 
@@ -121,7 +128,8 @@ def test_text_settings_from_the_engine_stay_text(secret: str) -> None:
 
 def test_a_null_text_setting_in_the_stack_file_is_refused(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "Pulumi.dev.yaml"
-    path.write_text((REPO / "Pulumi.dev.yaml").read_text() + "  ekstrain:jupyterhubClientSecret: null\n")
+    dev = _without((REPO / "Pulumi.dev.yaml").read_text(), "ekstrain:jupyterhubClientSecret")
+    path.write_text(dev + "  ekstrain:jupyterhubClientSecret: null\n")
     with pytest.raises(ConfigError, match="has no value"):
         read_stack_file(path)
 
