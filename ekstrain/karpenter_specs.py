@@ -25,9 +25,7 @@ CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 
-# Label domains a partition's extra labels may not use: Karpenter's (the CRD and its webhook
-# refuse them), Kubernetes' own, and ours (set by the platform, read by device plugins and jobs).
-RESERVED_LABEL_DOMAINS = ("karpenter.sh", "karpenter.k8s.aws", "kubernetes.io", "k8s.io", "ekstrain.io")
+# Which labels a partition may add: stacks/labels.py (Karpenter's restricted domains, ours).
 
 
 def node_role_name(cluster_name: str) -> str:

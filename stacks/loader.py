@@ -71,6 +71,18 @@ def read_stack_file(path: pathlib.Path) -> tuple[dict[str, str], list[str]]:
     issues = []
     for key, value in raw.items():
         namespace, sep, rest = key.partition(":")
+        if rest.startswith("config:") and rest != "config:":
+            # Pulumi's config.ParseKey also reads the legacy <namespace>:config:<name> form as <namespace>:<name>.
+            key, rest = f"{namespace}:{rest.removeprefix('config:')}", rest.removeprefix("config:")
+            if key in raw:
+                issues.append(
+                    ConfigIssue(
+                        f"{name}: config.{namespace}:config:{rest}",
+                        f"is the legacy spelling of {key}, which is also set",
+                        f"keep only {key}",
+                    )
+                )
+                continue
         if not sep or not namespace or not rest:
             issues.append(
                 ConfigIssue(
@@ -192,11 +204,39 @@ def parse(
     return cfg, warnings
 
 
-def load_flat(flat: dict[str, Any], source: str, today: dt.date | None = None) -> tuple[StackConfig, list[str]]:
+CREDENTIAL_KEYS = ("ekstrain:jupyterhubClientSecret",)
+"""Settings the program handles as credentials (kept Pulumi secrets in the state)."""
+
+
+def load_flat(
+    flat: dict[str, Any], source: str, today: dt.date | None = None, secret_keys: Any = None
+) -> tuple[StackConfig, list[str]]:
+    """``secret_keys``: the keys the engine (or the stack file) holds as secrets; None when unknown."""
     sections, unknown = sections_from_flat(flat)
     if unknown:
         raise ConfigError(unknown, source)
-    return parse(sections, source, today)
+    cfg, warnings = parse(sections, source, today)
+    if secret_keys is not None:
+        warnings += secret_warnings(flat, set(secret_keys))
+    return cfg, warnings
+
+
+def secret_warnings(flat: dict[str, Any], secret_keys: set[str]) -> list[str]:
+    """A credential in plain text, or a secret the program will write as a plain value."""
+    out = []
+    for key in CREDENTIAL_KEYS:
+        if key in flat and key not in secret_keys:
+            out.append(
+                f"{key}: set in plain text (it sits unencrypted in the stack file and the engine's config); "
+                f"set it with `pulumi config set --secret {key} <value>`"
+            )
+    for key in sorted(secret_keys - set(CREDENTIAL_KEYS)):
+        if key in flat:
+            out.append(
+                f"{key}: holds a secret (secure:) value, but the program writes this setting into resources as "
+                f"plain values: it is encrypted in the stack file only; keep credentials in {CREDENTIAL_KEYS[0]}"
+            )
+    return out
 
 
 def load_stack_file(path: pathlib.Path, today: dt.date | None = None) -> tuple[StackConfig, list[str]]:
@@ -209,7 +249,9 @@ def load(stack: str) -> tuple[StackConfig, list[str]]:
     from pulumi.runtime import config as runtime_config
 
     flat = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
-    return load_flat(flat, f"Pulumi.{stack}.yaml")
+    # The language host passes secret keys in PULUMI_CONFIG_SECRET_KEYS; mocks (the render) through set_all_config.
+    secret = set(runtime_config.get_config_secret_keys_env()) | {k for k in flat if runtime_config.is_config_secret(k)}
+    return load_flat(flat, f"Pulumi.{stack}.yaml", secret_keys=secret)
 
 
 # ---- pydantic error -> ConfigIssue -------------------------------------------------------------

@@ -111,24 +111,25 @@ def test_pack_stack_policies(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
 
 
 def test_pack_counts_engine_secrets_as_secret_sources(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
-    """GIVEN a Secret whose stringData the engine sends as a Pulumi secret (a `config set --secret` value)
-    THEN credentials-from-secret-sources is silent; the same value in plaintext is still a literal.
-    (pulumi-policy unwraps secrets before validators run; pack.py keeps their paths.)"""
+    """GIVEN Helm values whose credential the engine sends as a Pulumi secret (a `config set --secret` value, or
+    an Output.secret) THEN credentials-from-secret-sources is silent; the same value in plaintext is a literal.
+    A Kubernetes Secret's secret marking proves nothing (its SDK marks every Secret): a literal stays a literal,
+    except the program's config-sourced jupyterhub-oauth. (pulumi-policy unwraps secrets; pack.py keeps paths.)"""
     sig = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
 
-    def secret(string_data: Any) -> analyzer_pb2.AnalyzerResource:
-        return analyzer_pb2.AnalyzerResource(
-            type=rules.K8S_SECRET,
-            urn="urn:pulumi:s::p::kubernetes:core/v1:Secret::jupyterhub-oauth",
-            name="jupyterhub-oauth",
-            properties=_struct({"metadata": {"name": "jupyterhub-oauth"}, "stringData": string_data}),
-        )
+    def resource(type_: str, name: str, props: dict[str, Any]) -> analyzer_pb2.AnalyzerResource:
+        urn = f"urn:pulumi:s::p::{type_}::{name}"
+        return analyzer_pb2.AnalyzerResource(type=type_, urn=urn, name=name, properties=_struct(props))
 
-    def policies(string_data: Any) -> list[str]:
-        req = analyzer_pb2.AnalyzeStackRequest(resources=[secret(string_data)])
+    def policies(*resources: analyzer_pb2.AnalyzerResource) -> list[str]:
+        req = analyzer_pb2.AnalyzeStackRequest(resources=list(resources))
         return [d.policyName for d in analyzer.AnalyzeStack(req).diagnostics]
 
-    assert policies({"client-secret": "hunter2"}) == ["credentials-from-secret-sources"]
-    assert policies({**sig, "value": {"client-secret": "hunter2"}}) == []
-    assert policies({"client-secret": {**sig, "value": "hunter2"}}) == []
-    assert policies({"client-secret": {**sig, "value": "a"}, "other": "literal"}) == ["credentials-from-secret-sources"]
+    password = {"hub": {"config": {"DummyAuthenticator": {"password": "hunter2"}}}}
+    hidden = {"hub": {"config": {"DummyAuthenticator": {"password": {**sig, "value": "hunter2"}}}}}
+    assert policies(resource(rules.HELM_RELEASE, "hub", {"values": password})) == ["credentials-from-secret-sources"]
+    assert policies(resource(rules.HELM_RELEASE, "hub", {"values": hidden})) == []
+    assert policies(resource(rules.HELM_RELEASE, "hub", {"values": {**sig, "value": password}})) == []
+    literal = {"stringData": {**sig, "value": {"password": "hunter2"}}}
+    assert policies(resource(rules.K8S_SECRET, "db", literal)) == ["credentials-from-secret-sources"]
+    assert policies(resource(rules.K8S_SECRET, "jupyterhub-oauth", literal)) == []

@@ -32,3 +32,21 @@ def test_arn_patterns_are_matched_whole() -> None:
     pattern = iam.arn_pattern("arn:${Partition}:s3:::${BucketName}")
     assert pattern.match("arn:aws:s3:::bucket")
     assert not pattern.match("arn:aws:s3:::bucket\n")
+
+
+def test_the_label_budget_counts_the_labels_the_platform_sets() -> None:
+    """stacks.labels.PROGRAM_LABELS is what karpenter_specs.node_labels adds at most (an EFA partition)."""
+    from ekstrain import karpenter_specs
+    from ekstrain.partitions import shape
+
+    spec = karpenter_specs.PartitionSpec(
+        name="p",
+        shape=shape("p", "gpu", ["p5.48xlarge"], True),
+        cluster_name="c",
+        availability_zone="us-west-2a",
+        max_nodes=1,
+        labels={"team.example.com/owner": "ml"},
+    )
+    added = set(karpenter_specs.node_labels(spec)) - set(spec.labels)
+    assert len(added) == labels.PROGRAM_LABELS
+    assert all(labels.key_problem(k) is not None for k in added), "the platform's own keys are refused to users"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 
 import pytest
 from conftest import REPO
@@ -26,9 +27,15 @@ from stacks.loader import SECRET_PLACEHOLDER, load_flat, read_stack_file
 SECURE = {"secure": "v1:AAABAGV4YW1wbGUtY2lwaGVydGV4dA=="}
 
 
+def _without(text: str, key: str) -> str:
+    """The stack file's text without ``key`` (and its indented value lines), whether the seed sets it or not."""
+    return re.sub(rf"(?m)^  {re.escape(key)}:.*\n(^    .*\n)*", "", text)
+
+
 def _prod_with(tmp_path: pathlib.Path, extra: str) -> pathlib.Path:
     path = tmp_path / "Pulumi.prod.yaml"
-    path.write_text((REPO / "Pulumi.prod.yaml").read_text().rstrip("\n") + "\n" + extra)
+    text = _without((REPO / "Pulumi.prod.yaml").read_text(), "ekstrain:jupyterhubClientSecret")
+    path.write_text(text.rstrip("\n") + "\n" + extra)
     return path
 
 
@@ -121,6 +128,52 @@ def test_text_settings_from_the_engine_stay_text(secret: str) -> None:
 
 def test_a_null_text_setting_in_the_stack_file_is_refused(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "Pulumi.dev.yaml"
-    path.write_text((REPO / "Pulumi.dev.yaml").read_text() + "  ekstrain:jupyterhubClientSecret: null\n")
+    dev = _without((REPO / "Pulumi.dev.yaml").read_text(), "ekstrain:jupyterhubClientSecret")
+    path.write_text(dev + "  ekstrain:jupyterhubClientSecret: null\n")
     with pytest.raises(ConfigError, match="has no value"):
         read_stack_file(path)
+
+
+def test_the_legacy_namespace_config_name_form_is_read_as_pulumi_reads_it(tmp_path: pathlib.Path) -> None:
+    """Pulumi's config.ParseKey reads `ekstrain:config:cluster` as `ekstrain:cluster` (old stack files)."""
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text((REPO / "Pulumi.dev.yaml").read_text().replace("  ekstrain:cluster:", "  ekstrain:config:cluster:"))
+    flat, _ = read_stack_file(path)
+    assert "ekstrain:cluster" in flat and "ekstrain:config:cluster" not in flat
+    assert load_flat(flat, path.name)[0].cluster.name == "ekstrain-dev"
+    both = path.read_text() + "  ekstrain:cluster: {name: x}\n"
+    path.write_text(both)
+    with pytest.raises(ConfigError, match="legacy spelling"):
+        read_stack_file(path)
+
+
+def test_plaintext_credentials_and_secrets_written_as_plain_values_are_named(tmp_path: pathlib.Path) -> None:
+    """Under `pulumi up` the engine says which keys are secrets: a plaintext client secret, and a secret the
+    program writes into resources as a plain value (only the client secret is handled as a credential), warn."""
+    flat, _ = read_stack_file(REPO / "Pulumi.dev.yaml")
+    flat = {**flat, "ekstrain:jupyterhubClientSecret": "pw"}
+    _, warnings = load_flat(flat, "Pulumi.dev.yaml", secret_keys={"ekstrain:cluster"})
+    assert any(w.startswith("ekstrain:jupyterhubClientSecret: set in plain text") for w in warnings)
+    assert any(w.startswith("ekstrain:cluster: holds a secret") for w in warnings)
+    _, quiet = load_flat(flat, "Pulumi.dev.yaml", secret_keys={"ekstrain:jupyterhubClientSecret"})
+    assert not any("plain text" in w or "holds a secret" in w for w in quiet)
+
+
+def test_the_program_reads_the_engines_secret_keys(tmp_path: pathlib.Path) -> None:
+    """infra/__main__.py (`pulumi up`) passes the engine's secret keys: a stack-file secret raises no warning."""
+    from pulumi.runtime import config as runtime_config
+
+    from stacks.loader import load
+
+    path = _prod_with(tmp_path, "  ekstrain:jupyterhubClientSecret:\n    secure: v1:abc\n")
+    flat, secrets = read_stack_file(path)
+    before = dict(runtime_config.CONFIG.get())
+    runtime_config.set_all_config(flat, secret_keys=secrets)
+    try:
+        _, warnings = load("prod")
+        runtime_config.set_all_config(flat, secret_keys=[])
+        _, plain = load("prod")
+    finally:
+        runtime_config.set_all_config(before, secret_keys=[])
+    assert not any("plain text" in w for w in warnings)
+    assert any(w.startswith("ekstrain:jupyterhubClientSecret: set in plain text") for w in plain)

@@ -91,6 +91,10 @@ DEFAULT_SECRET_SOURCE_TYPES = (
     "aws:secretsmanager/secretVersion:SecretVersion",
     "tls:index/privateKey:PrivateKey",
 )
+DEFAULT_LITERAL_SECRET_ALLOW_LIST = ("jupyterhub-oauth",)
+"""Secrets the program fills from a stack config secret (never a literal in code): the hub's OAuth client secret
+from ``ekstrain:jupyterhubClientSecret`` (components/jupyterhub.py). A Kubernetes Secret cannot prove that on the
+wire: pulumi-kubernetes marks every Secret's data/stringData secret itself, literal or not."""
 SENSITIVE_KEY = re.compile(r"(passw(or)?d|secret|token|api[-_]?key|private[-_]?key|credential)s?$", re.I)
 """Helm values keys whose string value is a credential (``rootPassword``, ``apiKey``; not ``existingSecret``)."""
 NON_CREDENTIAL_KEY = re.compile(
@@ -527,18 +531,21 @@ def credentials_from_secret_sources(resources: Sequence[Resource], cfg: Mapping[
     a resource whose output is a Pulumi secret (RandomPassword, a Secrets Manager version...), or a value
     the engine holds as a Pulumi secret (``pulumi config set --secret``, ``Output.secret``).
 
-    Provenance is judged by the property's dependencies on a secret-source resource, or by the engine's
-    secret marking of every credential in it (``Resource.secret_paths``: from the recording's wire
-    inputs, and in the pack from the analyzer request before the SDK unwraps secrets, see pack.py).
-    A literal can still be allowed by resource name in ``literalSecretAllowList`` (reviewed).
+    Provenance is judged by the property's dependencies on a secret-source resource; for Helm values also by
+    the engine's secret marking of every credential in them (``Resource.secret_paths``: from the recording's
+    wire inputs, and in the pack from the analyzer request before the SDK unwraps secrets, see pack.py).
+    Kubernetes Secrets are marked secret by their SDK whatever they hold, so for them the marking proves
+    nothing: the program's config-sourced Secrets are named in ``DEFAULT_LITERAL_SECRET_ALLOW_LIST``, and a
+    stack may add reviewed names in ``literalSecretAllowList``.
     """
     sources = set(cfg.get("secretSourceTypes") or DEFAULT_SECRET_SOURCE_TYPES)
-    allowed = list(cfg.get("literalSecretAllowList") or ())
+    allowed = [*DEFAULT_LITERAL_SECRET_ALLOW_LIST, *(cfg.get("literalSecretAllowList") or ())]
 
-    def from_source(res: Resource, prop: str, paths: Iterable[str]) -> bool:
+    def from_source(res: Resource, prop: str, secret_paths: Iterable[str] = ()) -> bool:
+        """Depends on a secret source, or (``secret_paths`` given) every credential there is a Pulumi secret."""
         if any(type_of_urn(u) in sources for u in res.deps_of(prop)):
             return True
-        paths = list(paths)
+        paths = list(secret_paths)
         return bool(paths) and all(res.is_secret(f"{prop}.{p}") for p in paths)
 
     for res in resources:
@@ -550,7 +557,7 @@ def credentials_from_secret_sources(resources: Sequence[Resource], cfg: Mapping[
                 if (
                     isinstance(values, Mapping)
                     and any(v not in (None, "") for v in values.values())
-                    and not from_source(res, prop, [k for k, v in values.items() if v not in (None, "")])
+                    and not from_source(res, prop)
                 ):
                     yield (
                         res.urn,
