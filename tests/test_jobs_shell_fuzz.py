@@ -544,11 +544,11 @@ def test_control_characters_are_refused(
     value = before + bad + after
     started = time.perf_counter()
     if where == "--env":
-        argv, flag = ["--env", f"USER_VALUE={value}"], "--env USER_VALUE="
+        argv, flag = [f"--env=USER_VALUE={value}"], "--env USER_VALUE="
     elif where == "args":
         argv, flag = ["--", value], "script argument 1 (after --)"
     else:
-        argv, flag = [where, value], where
+        argv, flag = [f"{where}={value}"], where  # the = form: a value may start with '-'
     code, err = _cli(["--scheduler", scheduler, "--partition", "gpu-a100", *argv], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert err.startswith(f"ekstrain job render: {flag}") and f"U+{ord(bad):04X}" in err and "remove it" in err
@@ -559,7 +559,7 @@ def test_control_characters_are_refused(
 @given(name=st.text(min_size=1, max_size=12).filter(lambda n: not ENV_NAME.fullmatch(n) and "=" not in n))
 def test_bad_env_names_are_refused(fake_planner: None, capsys: pytest.CaptureFixture[str], name: str) -> None:
     started = time.perf_counter()
-    code, err = _cli(["--scheduler", "slurm", "--partition", "gpu-a100", "--env", f"{name}=1"], capsys)
+    code, err = _cli(["--scheduler", "slurm", "--partition", "gpu-a100", f"--env={name}=1"], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert err.startswith("ekstrain job render: --env name") and "e.g. --env MY_FLAG=1" in err
     TALLY.add("env-names", "slurm", time.perf_counter() - started, repr(name))
