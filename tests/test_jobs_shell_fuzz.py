@@ -178,14 +178,15 @@ STUBS = ("torchrun", "python", "srun", "scontrol", "mpirun", "neuron_parallel_co
 class Tally:
     examples: dict[str, int] = field(default_factory=dict)
     per_scheduler: dict[str, dict[str, int]] = field(default_factory=dict)
-    slowest: tuple[float, str] = (0.0, "")
+    slowest: dict[str, tuple[float, str]] = field(default_factory=dict)
+    """Per class: seconds and the example (render + every script run, or the CLI refusal)."""
 
     def add(self, cls: str, scheduler: str, seconds: float, what: str) -> None:
         self.examples[cls] = self.examples.get(cls, 0) + 1
         by = self.per_scheduler.setdefault(cls, {})
         by[scheduler] = by.get(scheduler, 0) + 1
-        if seconds > self.slowest[0]:
-            self.slowest = (seconds, f"{cls} / {scheduler}: {what}")
+        if seconds > self.slowest.get(cls, (0.0, ""))[0]:
+            self.slowest[cls] = (seconds, f"{scheduler}: {what[:200]}")
 
 
 TALLY = Tally()
@@ -201,8 +202,7 @@ def _report() -> Iterator[None]:
                 {
                     "examples_per_class": TALLY.examples,
                     "per_scheduler": TALLY.per_scheduler,
-                    "slowest_seconds": round(TALLY.slowest[0], 3),
-                    "slowest_case": TALLY.slowest[1][:300],
+                    "slowest": {cls: [round(sec, 3), what] for cls, (sec, what) in TALLY.slowest.items()},
                 },
                 indent=2,
             )
