@@ -56,7 +56,7 @@ from assembly.jobs import (
 )
 from assembly.jobs import planning as planning_module
 from assembly.jobs.resolve import PlatformWord, ResolvedRun, kubelet_literal
-from assembly.jobs.spec import ENV_NAME, REFUSED_CATEGORIES, SHELL_OWNED_ENV
+from assembly.jobs.spec import ENV_NAME, REFUSED_CATEGORIES, RUN_OWNED_ENV, RUN_OWNED_PREFIXES, SHELL_OWNED_ENV
 
 EXAMPLES = int(os.environ.get("EKSTRAIN_FUZZ_EXAMPLES", "25"))
 FUZZ = settings(
@@ -138,33 +138,36 @@ ENV_NAMES = st.from_regex(ENV_NAME, fullmatch=True).filter(
     lambda n: (
         len(n) <= 30
         and n not in SHELL_OWNED_ENV
+        and n not in RUN_OWNED_ENV
         and n not in HARNESS_ENV
-        and n not in PLATFORM_VARS
-        and not n.startswith(("LD_", "OMPI_", "SLURM_", "BASH", "PMIX", "OPAL"))
+        and not n.startswith((*RUN_OWNED_PREFIXES, "BASH", "LD_", "OMPI_", "PMIX", "OPAL", "STUB"))
     )
 )
 
 STUB = r"""#!/bin/bash
-prog="${0##*/}"
-printf '%s\0' "$prog" "$#" "$@" >> "$STUB_LOG"
-env -0 > "$STUB_LOG.env.$prog"
-case "$prog" in
+STUB_prog="${0##*/}"
+printf '%s\0' "$STUB_prog" "$#" "$@" >> "$STUB_LOG"
+env -0 > "$STUB_LOG.env.$STUB_prog"
+case "$STUB_prog" in
   srun) case " $* " in *" --ip-address "*) echo 10.0.0.7;; esac ;;
   scontrol) [ "$1" = show ] && echo node-0 ;;
   mpirun)
     # Open MPI: ranks start with only the -x variables (ssh/orted do not pass the launcher's environment).
-    args=("$@"); i=0; pass=("STUB_LOG=$STUB_LOG")
-    while [ "$i" -lt "${#args[@]}" ]; do
-      case "${args[$i]}" in
-        --allow-run-as-root) i=$((i + 1)) ;;
-        -x) name="${args[$((i + 1))]}"; [ -n "${!name+set}" ] && pass+=("$name=${!name}"); i=$((i + 2)) ;;
-        --bind-to|-np|--npernode) i=$((i + 2)) ;;
-        --mca) i=$((i + 3)) ;;
+    STUB_args=("$@"); STUB_i=0; STUB_pass=("STUB_LOG=$STUB_LOG")
+    while [ "$STUB_i" -lt "${#STUB_args[@]}" ]; do
+      case "${STUB_args[$STUB_i]}" in
+        --allow-run-as-root) STUB_i=$((STUB_i + 1)) ;;
+        -x)
+          STUB_name="${STUB_args[$((STUB_i + 1))]}"
+          [ -n "${!STUB_name+set}" ] && STUB_pass+=("$STUB_name=${!STUB_name}")
+          STUB_i=$((STUB_i + 2)) ;;
+        --bind-to|-np|--npernode) STUB_i=$((STUB_i + 2)) ;;
+        --mca) STUB_i=$((STUB_i + 3)) ;;
         *) break ;;
       esac
     done
-    exec env -i "${pass[@]}" OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_SIZE=1 \
-      OMPI_COMM_WORLD_LOCAL_SIZE=1 "${args[@]:$i}" ;;
+    exec env -i "${STUB_pass[@]}" OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_SIZE=1 \
+      OMPI_COMM_WORLD_LOCAL_SIZE=1 "${STUB_args[@]:$STUB_i}" ;;
 esac
 exit 0
 """
@@ -175,14 +178,15 @@ STUBS = ("torchrun", "python", "srun", "scontrol", "mpirun", "neuron_parallel_co
 class Tally:
     examples: dict[str, int] = field(default_factory=dict)
     per_scheduler: dict[str, dict[str, int]] = field(default_factory=dict)
-    slowest: tuple[float, str] = (0.0, "")
+    slowest: dict[str, tuple[float, str]] = field(default_factory=dict)
+    """Per class: seconds and the example (render + every script run, or the CLI refusal)."""
 
     def add(self, cls: str, scheduler: str, seconds: float, what: str) -> None:
         self.examples[cls] = self.examples.get(cls, 0) + 1
         by = self.per_scheduler.setdefault(cls, {})
         by[scheduler] = by.get(scheduler, 0) + 1
-        if seconds > self.slowest[0]:
-            self.slowest = (seconds, f"{cls} / {scheduler}: {what}")
+        if seconds > self.slowest.get(cls, (0.0, ""))[0]:
+            self.slowest[cls] = (seconds, f"{scheduler}: {what[:200]}")
 
 
 TALLY = Tally()
@@ -198,8 +202,7 @@ def _report() -> Iterator[None]:
                 {
                     "examples_per_class": TALLY.examples,
                     "per_scheduler": TALLY.per_scheduler,
-                    "slowest_seconds": round(TALLY.slowest[0], 3),
-                    "slowest_case": TALLY.slowest[1][:300],
+                    "slowest": {cls: [round(sec, 3), what] for cls, (sec, what) in TALLY.slowest.items()},
                 },
                 indent=2,
             )
@@ -541,11 +544,11 @@ def test_control_characters_are_refused(
     value = before + bad + after
     started = time.perf_counter()
     if where == "--env":
-        argv, flag = ["--env", f"USER_VALUE={value}"], "--env USER_VALUE="
+        argv, flag = [f"--env=USER_VALUE={value}"], "--env USER_VALUE="
     elif where == "args":
         argv, flag = ["--", value], "script argument 1 (after --)"
     else:
-        argv, flag = [where, value], where
+        argv, flag = [f"{where}={value}"], where  # the = form: a value may start with '-'
     code, err = _cli(["--scheduler", scheduler, "--partition", "gpu-a100", *argv], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert err.startswith(f"ekstrain job render: {flag}") and f"U+{ord(bad):04X}" in err and "remove it" in err
@@ -556,15 +559,20 @@ def test_control_characters_are_refused(
 @given(name=st.text(min_size=1, max_size=12).filter(lambda n: not ENV_NAME.fullmatch(n) and "=" not in n))
 def test_bad_env_names_are_refused(fake_planner: None, capsys: pytest.CaptureFixture[str], name: str) -> None:
     started = time.perf_counter()
-    code, err = _cli(["--scheduler", "slurm", "--partition", "gpu-a100", "--env", f"{name}=1"], capsys)
+    code, err = _cli(["--scheduler", "slurm", "--partition", "gpu-a100", f"--env={name}=1"], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert err.startswith("ekstrain job render: --env name") and "e.g. --env MY_FLAG=1" in err
     TALLY.add("env-names", "slurm", time.perf_counter() - started, repr(name))
 
 
-def test_bash_owned_env_names_are_refused() -> None:
+def test_bash_and_launcher_owned_env_names_are_refused() -> None:
     with pytest.raises(JobRequestError, match="UID is a variable bash sets or reads itself"):
         spec("gpu-a100", env={"UID": "0"})
+    with pytest.raises(JobRequestError, match="EXECIGNORE is a variable bash"):
+        spec("gpu-a100", env={"EXECIGNORE": "*"})
+    for name in ("WORLD_SIZE", "LOCAL_WORLD_SIZE", "VC_TASK_INDEX", "OMPI_COMM_WORLD_RANK", "head_node_ip"):
+        with pytest.raises(JobRequestError, match=f"--env name {name} is set for every process by the controller"):
+            spec("gpu-a100", env={name: "1"})
 
 
 def test_old_quoting_would_have_run_the_payload(rig: Rig) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 from assembly.jobs import env as envtable
 from assembly.jobs import planning
 from assembly.jobs.planning import PlannerBackend, choose_plan, plan_instance_type
-from assembly.jobs.spec import TRAINIUM_FRAMEWORKS, JobRequestError, RunSpec
+from assembly.jobs.spec import PLATFORM_VARS, TRAINIUM_FRAMEWORKS, JobRequestError, RunSpec
 from ekstrain import catalog, names
 from ekstrain.partitions import PartitionShape, layout_nodes, shape
 from stacks.models import StackConfig
@@ -303,21 +303,6 @@ def _plan_list(plan: Any, method: str) -> list[str]:
     return [str(a) for a in fn()] if callable(fn) else []
 
 
-PLATFORM_VARS = frozenset(
-    {
-        "RANK",  # PyTorchJob: the operator's replica rank (= node rank)
-        "MASTER_ADDR",
-        "MASTER_PORT",
-        "PET_NODE_RANK",  # TrainJob: the Trainer torch plugin
-        "PET_MASTER_ADDR",
-        "PET_MASTER_PORT",
-        "VC_TASK_INDEX",  # Volcano env plugin
-        "JOB_COMPLETION_INDEX",  # Indexed Job
-        "SLURM_JOB_ID",  # Slurm
-        "head_node_ip",  # set by the sbatch script itself
-    }
-)
-"""The only variables a generated shell line expands: each is set by a controller or by the script itself."""
 _VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 

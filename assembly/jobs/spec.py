@@ -28,11 +28,34 @@ SHELL_OWNED_ENV = frozenset(
         *("BASH_COMMAND", "BASH_ENV", "BASH_LINENO", "BASH_REMATCH", "BASH_SOURCE", "BASH_SUBSHELL"),
         *("BASH_VERSINFO", "BASH_VERSION", "DIRSTACK", "ENV", "EPOCHREALTIME", "EPOCHSECONDS", "EUID"),
         *("FUNCNAME", "GROUPS", "HISTCMD", "IFS", "LINENO", "PIPESTATUS", "PPID", "RANDOM", "SECONDS"),
-        *("SHELLOPTS", "SRANDOM", "UID", "_"),
+        *("SHELLOPTS", "SRANDOM", "UID", "_", "CDPATH", "EXECIGNORE", "GLOBIGNORE", "POSIXLY_CORRECT"),
+        *("PS4", "TMOUT"),
     }
 )
 """Variables bash sets itself, reads at start-up or refuses to assign (bash(1) "Shell Variables"): exporting
-them from the generated scripts fails (UID is read-only) or changes how the script itself runs."""
+them from the generated scripts fails (UID is read-only) or changes how the script itself runs (EXECIGNORE
+hides commands, POSIXLY_CORRECT changes the grammar); every ``BASH*`` name too."""
+PLATFORM_VARS = frozenset(
+    {
+        "RANK",  # PyTorchJob: the operator's replica rank (= node rank)
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "PET_NODE_RANK",  # TrainJob: the Trainer torch plugin
+        "PET_MASTER_ADDR",
+        "PET_MASTER_PORT",
+        "VC_TASK_INDEX",  # Volcano env plugin
+        "JOB_COMPLETION_INDEX",  # Indexed Job
+        "SLURM_JOB_ID",  # Slurm
+        "head_node_ip",  # set by the sbatch script itself
+    }
+)
+"""The only variables a generated shell line expands: each is set by a controller or by the script itself."""
+RUN_OWNED_ENV = frozenset(
+    {*PLATFORM_VARS, "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "head_node", "status"}
+)
+RUN_OWNED_PREFIXES = ("OMPI_COMM_WORLD_", "PET_", "SLURM_")
+"""Variables each process gets from its controller, launcher (torchrun, mpirun, the MPIJob rank mapping) or
+the generated script; a ``--env`` value for them would be overwritten, so it is refused."""
 REFUSED_CATEGORIES = {
     "Cc": "a control character",
     "Cf": "an invisible format character",
@@ -186,10 +209,15 @@ class RunSpec:
                     f"--env name {_shown(key)} is not a variable name; use letters, digits and '_', "
                     "not starting with a digit (e.g. --env MY_FLAG=1)"
                 )
-            if key in SHELL_OWNED_ENV:
+            if key in SHELL_OWNED_ENV or key.startswith("BASH"):
                 raise JobRequestError(
                     f"--env name {key} is a variable bash sets or reads itself (bash(1) Shell Variables); "
                     "pick another name"
+                )
+            if key in RUN_OWNED_ENV or key.startswith(RUN_OWNED_PREFIXES):
+                raise JobRequestError(
+                    f"--env name {key} is set for every process by the controller, the launcher or the "
+                    "generated script; it cannot be set per job (pick another name)"
                 )
             check_text(f"--env {key}=", value)
 
