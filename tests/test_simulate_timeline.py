@@ -37,15 +37,20 @@ PROD = stack_config("prod")
 def _job(partition: str, scheduler: str, nodes: int, name: str, **kw: Any) -> dict[str, Any]:
     kw.setdefault("global_batch", nodes * 64)  # divisible by every data-parallel degree the fake planner picks
     objects = render(spec_for(partition, nodes=nodes, name=name, **kw), PROD, scheduler, FakePlanner())
-    return next(o for o in objects if o["kind"] not in ("ConfigMap", "Service"))
+    # A TrainJob brings its own TrainingRuntime (looked up by name, as a mix file's runtimes are).
+    RUNTIMES.update({o["metadata"]["name"]: o for o in objects if o["kind"] == "TrainingRuntime"})
+    return next(o for o in objects if o["kind"] not in ("ConfigMap", "Service", "TrainingRuntime"))
 
 
 def _arrival(obj: dict[str, Any], at_h: float, hours: float) -> Arrival:
     return Arrival(f"{obj['kind']}/{obj['metadata']['name']}", obj, int(at_h * 60), int(hours * 60))
 
 
+RUNTIMES: dict[str, dict[str, Any]] = {}
+
+
 def _mix(*arrivals: Arrival, faults: list[Fault] | None = None, hours: int = 30, **kw: Any) -> Mix:
-    return Mix(list(arrivals), faults or [], minutes=hours * 60, repair=True, **kw)
+    return Mix(list(arrivals), faults or [], minutes=hours * 60, repair=True, runtimes=dict(RUNTIMES), **kw)
 
 
 def _notebook(prod_build: pathlib.Path, partition: str, gpus: int) -> dict[str, Any]:  # noqa: F811

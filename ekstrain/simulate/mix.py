@@ -141,6 +141,11 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
             _known(f"{at}.notebook", nb, ("partition", "accelerators"))
             accel = int(_number(f"{at}.notebook.accelerators", nb.get("accelerators", 1), 1, 64))
             objects = [notebook_pod(build, str(nb.get("partition")), accel, f"{at}.notebook")]
+        # A TrainJob's own TrainingRuntime is a template, not a workload: it is looked up by name.
+        for obj in objects:
+            if obj.get("kind") == "TrainingRuntime":
+                mix.runtimes[str((obj.get("metadata") or {}).get("name"))] = obj
+        objects = [o for o in objects if o.get("kind") != "TrainingRuntime"]
         for k in range(count):
             for obj in objects:
                 name = f"{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')}" + (

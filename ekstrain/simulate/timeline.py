@@ -96,6 +96,8 @@ class Mix:
     """The system node group's desired size: fixed nodes, no autoscaler."""
     restart_minutes: int = 5
     """From a failure to the restarted pods running again (controller backoff, pod creation, start-up)."""
+    runtimes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per-job TrainingRuntimes the workload files bring with their TrainJobs (assembly/jobs/trainjob.py)."""
 
 
 @dataclass
@@ -240,7 +242,8 @@ def restart_budget(obj: dict[str, Any], runtimes: dict[str, dict[str, Any]], nod
         runtime = runtimes.get(str((spec.get("runtimeRef") or {}).get("name")), {})
         policy = ((runtime.get("spec") or {}).get("template") or {}).get("spec", {}).get("failurePolicy") or {}
         limit = int(policy.get("maxRestarts", 0))
-        return limit, f"JobSet failurePolicy.maxRestarts {limit} (ClusterTrainingRuntime)"
+        kind_of = runtime.get("kind", "ClusterTrainingRuntime")
+        return limit, f"JobSet failurePolicy.maxRestarts {limit} ({kind_of})"
     return 0, f"{kind} is not restarted"
 
 
@@ -308,7 +311,8 @@ class Timeline:
                 self.jobs.append(job)
 
     def add(self, a: Arrival) -> None:
-        w = expand(a.obj, self.cluster.runtimes)
+        runtimes = {**self.cluster.runtimes, **self.mix.runtimes}
+        w = expand(a.obj, runtimes)
         if w is None:
             return
         if w.slurm:
@@ -318,7 +322,7 @@ class Timeline:
         else:
             kind = "volcano" if w.volcano_queue is not None else "pods"
         nodes = max((g.count for g in w.groups), default=int(w.slurm.get("nodes", 1)) if w.slurm else 1)
-        budget, rule = restart_budget(a.obj, self.cluster.runtimes, nodes)
+        budget, rule = restart_budget(a.obj, runtimes, nodes)
         resumes, why = resume_rule(a.obj) if kind != "notebook" else (False, "a notebook")
         job = Job(a, w, kind, budget, rule, resumes, why)
         missing = unserved(self.cluster, a.obj)
