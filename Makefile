@@ -56,7 +56,7 @@ simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of 
 	  echo "== $$s"; \
 	  $(PY) -m infra.render --stack $$s --out build/$$s > build/render-$$s.log || { tail -20 build/render-$$s.log; exit 2; }; \
 	  mkdir -p build/examples-$$s; \
-	  for p in $$($(PY) -c "from stacks.loader import load_stack_file as f; print(' '.join(p.name for p in f('Pulumi.'$$s'.yaml')[0].partitions))"); do \
+	  for p in $$($(PY) -c "from pathlib import Path; from stacks.loader import load_stack_file as f; print(' '.join(p.name for p in f(Path('Pulumi.$$s.yaml'))[0].partitions))"); do \
 	    $(VENV)/bin/ekstrain job render --stack $$s --scheduler nccl-test --partition $$p --out build/examples-$$s/nccl-check-$$p.yaml; \
 	  done; \
 	  $(PY) -m ekstrain simulate --stack $$s build/examples-$$s $$( [ $$s = prod ] && echo build/examples ); \
