@@ -72,6 +72,20 @@ class Graph:
             if r.provider:
                 direct.add(provider_urn(r.provider))
             graph.deps[r.urn] = {d for d in direct if d in nodes and d != r.urn}
+        # A remote component resolves its outputs once its provider has created every child: whatever depends on
+        # it (its kubeconfig, its depends_on) waits for all of them.
+        children: dict[str, list[str]] = {}
+        for r in rec.records:
+            children.setdefault(r.parent, []).append(r.urn)
+        for r in nodes.values():
+            if r.remote:
+                below, frontier = set(), list(children.get(r.urn, ()))
+                while frontier:
+                    u = frontier.pop()
+                    if u not in below:
+                        below.add(u)
+                        frontier.extend(children.get(u, ()))
+                graph.deps[r.urn] |= {u for u in below if u in nodes}
         return graph
 
     def ancestors(self, urn: str) -> set[str]:
