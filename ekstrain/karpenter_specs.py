@@ -191,6 +191,27 @@ def capacity_reservation_selector(spec: PartitionSpec) -> list[dict[str, Any]]:
     return terms
 
 
+# Pods get AWS credentials from EKS Pod Identity; hop limit 1 keeps non-host-network pods away from the node
+# role's instance credentials. One definition for every EC2NodeClass (partitions and the CPU helper pool).
+METADATA_OPTIONS: dict[str, Any] = {
+    "httpEndpoint": "enabled",
+    "httpProtocolIPv6": "disabled",
+    "httpPutResponseHopLimit": 1,
+    "httpTokens": "required",
+}
+
+
+def root_volume(gib: int) -> list[dict[str, Any]]:
+    """The encrypted gp3 root volume of every EC2NodeClass."""
+    return [
+        {
+            "deviceName": ROOT_DEVICE,
+            "rootVolume": True,
+            "ebs": {"volumeSize": f"{gib}Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True},
+        }
+    ]
+
+
 def ec2_node_class(
     spec: PartitionSpec,
     *,
@@ -208,26 +229,8 @@ def ec2_node_class(
         "amiSelectorTerms": [{"alias": f"al2023@{spec.ami_alias_version}"}],
         "subnetSelectorTerms": subnet_selector(spec),
         "securityGroupSelectorTerms": security_group_selector(spec, cluster_security_group_id),
-        # Pods get AWS credentials from EKS Pod Identity; hop limit 1 keeps non-host-network
-        # pods away from the node role's instance credentials.
-        "metadataOptions": {
-            "httpEndpoint": "enabled",
-            "httpProtocolIPv6": "disabled",
-            "httpPutResponseHopLimit": 1,
-            "httpTokens": "required",
-        },
-        "blockDeviceMappings": [
-            {
-                "deviceName": ROOT_DEVICE,
-                "rootVolume": True,
-                "ebs": {
-                    "volumeSize": f"{spec.root_volume_gib}Gi",
-                    "volumeType": "gp3",
-                    "encrypted": True,
-                    "deleteOnTermination": True,
-                },
-            }
-        ],
+        "metadataOptions": dict(METADATA_OPTIONS),
+        "blockDeviceMappings": root_volume(spec.root_volume_gib),
         # Several NICs cannot be combined with a public IP (aws/karpenter-provider-aws#5666).
         "associatePublicIPAddress": False,
         "tags": {**(tags or {}), names.PARTITION_LABEL: spec.name},
@@ -325,19 +328,8 @@ def helper_node_class(
             "amiSelectorTerms": [{"alias": f"al2023@{spec.ami_alias_version}"}],
             "subnetSelectorTerms": [{"tags": {DISCOVERY_TAG: spec.cluster_name, SUBNET_ROLE_TAG: "private"}}],
             "securityGroupSelectorTerms": [{"id": cluster_security_group_id}],
-            "metadataOptions": {
-                "httpEndpoint": "enabled",
-                "httpProtocolIPv6": "disabled",
-                "httpPutResponseHopLimit": 1,
-                "httpTokens": "required",
-            },
-            "blockDeviceMappings": [
-                {
-                    "deviceName": ROOT_DEVICE,
-                    "rootVolume": True,
-                    "ebs": {"volumeSize": "100Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True},
-                }
-            ],
+            "metadataOptions": dict(METADATA_OPTIONS),
+            "blockDeviceMappings": root_volume(100),
             "associatePublicIPAddress": False,
             "tags": dict(tags or {}),
         },

@@ -19,6 +19,7 @@ from test_jobs_support import FakePlanner
 from assembly.jobs import SCHEDULERS, RunSpec, render, render_sbatch
 from assembly.jobs.resolve import DO_NOT_DISRUPT, INSTANCE_TYPE_LABEL
 from ekstrain import catalog, names, validation
+from infra.verify.admission import BASELINE_CAPABILITIES
 
 PROD = stack_config("prod")
 GPU_PARTITIONS = [p.name for p in PROD.partitions if p.accelerator == "gpu"]
@@ -28,21 +29,7 @@ TRN_TEMPLATES = [s for s, t in SCHEDULERS.items() if t.family in (None, "trainiu
 CASES = [(s, p) for p in GPU_PARTITIONS for s in GPU_TEMPLATES] + [
     (s, p) for p in TRN_PARTITIONS for s in TRN_TEMPLATES
 ]
-BASELINE_CAPS = {
-    "AUDIT_WRITE",
-    "CHOWN",
-    "DAC_OVERRIDE",
-    "FOWNER",
-    "FSETID",
-    "KILL",
-    "MKNOD",
-    "NET_BIND_SERVICE",
-    "SETFCAP",
-    "SETGID",
-    "SETPCAP",
-    "SETUID",
-    "SYS_CHROOT",
-}
+BASELINE_CAPS = BASELINE_CAPABILITIES  # the upstream Pod Security list (infra/verify/admission.py)
 """Pod Security Standards 'baseline' allowed capabilities."""
 
 
