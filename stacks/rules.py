@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import re
+from typing import Any
 
 from ekstrain import (
     catalog,
@@ -181,21 +182,7 @@ def _efa_subnet_capacity(cfg: StackConfig) -> list[ConfigIssue]:
     if not efa_parts:
         return []
     plan = subnets.plan_subnets(cfg.network.vpc_cidr, cfg.network.availability_zones[:4])
-    room = int(subnets.usable_ips(plan.efa) * subnets.EFA_SUBNET_NODE_SHARE)
-    need = {
-        p.name: p.max_nodes * max(subnets.ips_per_node(catalog.get(t)) for t in p.instance_types) for p in efa_parts
-    }
-    if sum(need.values()) <= room:
-        return []
-    detail = ", ".join(f"{name} {ips}" for name, ips in need.items())
-    return [
-        ConfigIssue(
-            "ekstrain:network.vpcCidr",
-            f"the EFA subnet {plan.efa} has room for {room} node IPs but the EFA partitions at maxNodes "
-            f"need {sum(need.values())} ({detail}; VPC CNI defaults: two ENIs of IPs per node)",
-            "use a larger vpcCidr (e.g. a /16) or lower maxNodes",
-        )
-    ]
+    return _subnet_capacity(f"the EFA subnet {plan.efa}", plan.efa, "EFA", efa_parts)
 
 
 def _private_subnet_capacity(cfg: StackConfig) -> list[ConfigIssue]:
@@ -206,6 +193,11 @@ def _private_subnet_capacity(cfg: StackConfig) -> list[ConfigIssue]:
         return []
     plan = subnets.plan_subnets(cfg.network.vpc_cidr, zones[:4])
     subnet = plan.private[cfg.network.training_availability_zone]
+    return _subnet_capacity(f"the private subnet {subnet} of the training AZ", subnet, "non-EFA", parts)
+
+
+def _subnet_capacity(where: str, subnet: Any, kind: str, parts: list[PartitionConfig]) -> list[ConfigIssue]:
+    """The partitions' node IPs at maxNodes against the share of ``subnet`` nodes may use."""
     room = int(subnets.usable_ips(subnet) * subnets.EFA_SUBNET_NODE_SHARE)
     need = {p.name: p.max_nodes * max(subnets.ips_per_node(catalog.get(t)) for t in p.instance_types) for p in parts}
     if sum(need.values()) <= room:
@@ -214,8 +206,8 @@ def _private_subnet_capacity(cfg: StackConfig) -> list[ConfigIssue]:
     return [
         ConfigIssue(
             "ekstrain:network.vpcCidr",
-            f"the private subnet {subnet} of the training AZ has room for {room} node IPs but the non-EFA "
-            f"partitions at maxNodes need {sum(need.values())} ({detail}; VPC CNI defaults: two ENIs of IPs per node)",
+            f"{where} has room for {room} node IPs but the {kind} partitions at maxNodes need "
+            f"{sum(need.values())} ({detail}; VPC CNI defaults: two ENIs of IPs per node)",
             "use a larger vpcCidr (e.g. a /16) or lower maxNodes",
         )
     ]

@@ -38,7 +38,7 @@ from conftest import REPO, stack_config
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_jobs_support import FakePlanner, kubelet_expand
-from test_jobs_templates import CASES
+from test_jobs_templates import CASES, spec_for
 
 from assembly import cli
 from assembly.jobs import (
@@ -276,19 +276,7 @@ def mount_of(rig: Rig, scheduler: str) -> str:
     return str(rig.work / ("shared" if scheduler == "slurm" else "fsx"))
 
 
-def spec(partition: str, **kw: Any) -> RunSpec:
-    trn = partition == "trainium"
-    base: dict[str, Any] = dict(
-        name="run",
-        partition=partition,
-        nodes=2,
-        image="registry.example/train:1",
-        model="llama3-8b",
-        global_batch=256,
-        seq_len=4096,
-        framework="neuronx-distributed" if trn else "torchrun-fsdp",
-    )
-    return RunSpec(**{**base, **kw})
+spec = spec_for  # the job-template tests' RunSpec for a partition (tests/test_jobs_templates.py)
 
 
 def expanded(argv: list[str], env: dict[str, str]) -> list[str]:
