@@ -79,12 +79,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"ekstrain simulate: {exc.filename}: cannot be read ({exc.strerror})", file=sys.stderr)
         return EXIT_BAD_INPUT
-    build = args.build or pathlib.Path("build") / args.stack
-    if not (build / "manifests").is_dir():
-        print(
-            f"ekstrain simulate: {build}/manifests not found; run `make render STACK={args.stack}` first",
-            file=sys.stderr,
-        )
+    build = rendered_build(args)
+    if build is None:
         return EXIT_BAD_INPUT
     if (build / "helm").is_dir():
         helm = charts.helm_binary()
@@ -115,13 +111,21 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return EXIT_BLOCKED if result.blocked else 0
 
 
-def cmd_timeline(args: argparse.Namespace) -> int:
-    build = args.build or pathlib.Path("build") / args.stack
+def rendered_build(args: argparse.Namespace) -> pathlib.Path | None:
+    """The stack's render (``--build`` or build/<stack>); None, after saying how to make it, when absent."""
+    build: pathlib.Path = args.build or pathlib.Path("build") / args.stack
     if not (build / "manifests").is_dir():
         print(
             f"ekstrain simulate: {build}/manifests not found; run `make render STACK={args.stack}` first",
             file=sys.stderr,
         )
+        return None
+    return build
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    build = rendered_build(args)
+    if build is None:
         return EXIT_BAD_INPUT
     try:
         mix = read_mix(args.timeline, build)

@@ -25,6 +25,7 @@ import pytest
 from conftest import stack_sections
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_stack_rules import _set as set_path
 
 from ekstrain import catalog, prometheus_sizing, subnets, versions
 from stacks.errors import ConfigError
@@ -71,15 +72,7 @@ def check(cls: str, base: str, change: Callable[[dict[str, Any]], None], valid: 
         assert any(i.key.startswith(key) for i in issues), [str(i) for i in issues]
 
 
-def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
-    def change(s: dict[str, Any]) -> None:
-        *parents, last = path.split(".")
-        node: Any = s
-        for part in parents:
-            node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
-        node[last] = value
-
-    return change
+_set = set_path  # the stack-rule tests' dotted-path edit (tests/test_stack_rules.py)
 
 
 NASTY = ["\n", "\r", "\t", "\x00", "\x7f", " ", "é", "/", ".", "_", "-", "$", "\u202e"]
