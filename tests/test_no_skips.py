@@ -17,6 +17,17 @@ def test_only_listed_patterns_may_skip() -> None:
     assert all("*" not in p or p.startswith("tests/") for p in allowed_skips())
 
 
+def test_a_conditional_allowance_holds_only_while_its_path_is_missing() -> None:
+    # GIVEN a skip allowed only while a tool beside the checkout is missing
+    text = "tests/test_x.py::* -- needs the tool -- only while missing: {}\n"
+    # WHEN the tool is there THEN the skip is not allowed (CI must run it); WHEN it is missing THEN it is
+    assert allowed_skips(text.format("tests/conftest.py")) == []
+    assert allowed_skips(text.format("no-such-dir/tool")) == ["tests/test_x.py::*"]
+    # and the shipped real-eks allowance names the file the test needs
+    real_eks = [ln for ln in (REPO / "tests" / "allowed-skips.txt").read_text().splitlines() if "real_eks" in ln]
+    assert real_eks and real_eks[0].endswith("only while missing: ../shared/tools/real-eks/run.sh")
+
+
 def test_make_test_and_ci_turn_the_guard_on() -> None:
     assert "EKSTRAIN_NO_SKIPS=1" in (REPO / "Makefile").read_text()
     assert "make test" in (REPO / ".ci" / "run").read_text()
