@@ -106,6 +106,22 @@ def dumps(value: Any, indent: int | None = 2) -> str:
     return json.dumps(_finite(value), indent=indent, allow_nan=False, default=str)
 
 
+def markdown_tables(text: str) -> list[list[dict[str, str]]]:
+    """The Markdown tables of ``text`` as rows keyed by their header (for ``--json`` of a Markdown report)."""
+    tables: list[list[dict[str, str]]] = []
+    header: list[str] | None = None
+    for line in [*text.splitlines(), ""]:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.lstrip().startswith("|") else None
+        if cells is None:
+            header = None
+        elif header is None:
+            header = cells
+            tables.append([])
+        elif not all(set(c) <= set("-:") for c in cells):
+            tables[-1].append(dict(zip(header, cells, strict=False)))
+    return tables
+
+
 def plain_table(rows: list[dict[str, Any]], columns: Sequence[str]) -> str:
     widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) if rows else len(c) for c in columns}
     line = lambda r: "  ".join(str(r.get(c, "")).ljust(widths[c]) for c in columns).rstrip()  # noqa: E731
@@ -152,7 +168,7 @@ def _option(action: argparse.Action) -> click.Parameter:
         return click.Option(decls, flag_value=action.const, default=action.default, help=help_text)
     multiple = isinstance(action, argparse._AppendAction)
     default = action.default
-    show = default not in (None, [], False, "")
+    show = default is not None and default is not False and default != [] and default != ""  # 0 is a default
     return click.Option(
         decls,
         type=ArgType(action.type, action.choices),  # type: ignore[arg-type]
@@ -239,6 +255,7 @@ __all__ = [
     "did_you_mean",
     "dumps",
     "flag_of",
+    "markdown_tables",
     "one_line",
     "plain_table",
     "print_table",

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
+from ekstrain import cli_kit
 from ekstrain.planner import calibration, inputs
 from ekstrain.planner.efficiency import Efficiency, efficiency_for
 from ekstrain.planner.errors import PlanError
@@ -201,6 +202,19 @@ def _calibrate(args: argparse.Namespace) -> int:
         given = [f for f in ("model", "instance", "fleet_json", "tp") if getattr(args, f, None) is not None]
         if given:
             raise PlanError(f"--{given[0].replace('_', '-')} needs --measured SECONDS (the step time to fit to)")
+        if args.json:
+            tables = cli_kit.markdown_tables(calibration.generation_report())
+            print(
+                cli_kit.dumps(
+                    {
+                        "narayanan_2021_table1": cli_kit.markdown_tables(calibration.report())[0],
+                        "per_generation": tables[0],
+                        "per_generation_and_framework": tables[1],
+                        "rows": tables[2],
+                    }
+                )
+            )
+            return 0
         print("Narayanan et al. 2021 Table 1 (A100 fit set):\n")
         print(calibration.report())
         print("\nPer-generation fit and held-out validation (tokens/s per device):\n")
