@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 import pytest
+import yaml
 from conftest import REPO, stack_config
 
 from ekstrain.assembly import cli, plan_emit
@@ -216,7 +217,7 @@ def job_launch(plan: Any, emit: str, model: str, global_batch: int, seq_len: int
         framework=framework,  # type: ignore[arg-type]
         plan=plan,
     )
-    objects = render_job(spec, stack_config("prod"), "trainium" if trainium else "pytorchjob")
+    objects = render_job(spec, stack_config("prod"), "trainium" if trainium else "volcano")
     script = next(s for s in _strings(objects) if "exec torchrun" in s)
     line = next(line.strip() for line in script.splitlines() if line.strip().startswith("exec torchrun"))
     words = [w for w in shlex.split(line)[1:] if not w.startswith(RENDEZVOUS)]
@@ -252,3 +253,13 @@ def test_GIVEN_a_plan_WHEN_emit_THEN_it_prints_the_launch_lines_job_render_write
         assert json.loads(body) == json.loads(files["ds_config.json"])
     else:
         assert rest == []
+
+
+def test_GIVEN_words_after_a_double_dash_WHEN_job_render_THEN_they_reach_the_training_script_as_is() -> None:
+    argv = [*JOB, "--scheduler", "volcano", "--nodes", "2", "--model", "llama3-8b", "--image"]
+    argv += ["nvcr.io/nvidia/pytorch:25.01-py3", "--global-batch", "256", "--seq-len", "4096"]
+    code, out, err = run([*argv, "--", "--lr", "1e-4", "--nodes", "x y"])
+    assert code == 0, err
+    script = next(s for s in _strings(list(yaml.safe_load_all(out))) if "exec torchrun" in s)
+    line = next(line.strip() for line in script.splitlines() if line.strip().startswith("exec torchrun"))
+    assert shlex.split(line)[-4:] == ["--lr", "1e-4", "--nodes", "x y"]
