@@ -40,7 +40,7 @@ class ArgType(click.ParamType):
     def __init__(self, func: Callable[[str], Any] | None = None, choices: Sequence[Any] | None = None) -> None:
         self.func = func
         self.choices = list(choices) if choices is not None else None
-        self.name = getattr(func, "__name__", "text") if func is not None else "text"
+        self.name = getattr(func, "__name__", "text").strip("_") if func is not None else "text"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if not isinstance(value, str):

@@ -228,7 +228,11 @@ def build_parser(prog: str = "python -m ekstrain.storage_sizing") -> argparse.Ar
         "--deployment-type", choices=["PERSISTENT_2", "SCRATCH_2"], default="PERSISTENT_2", help="FSx deployment type"
     )
     parser.add_argument(
-        "--capacity-gib", type=_capacity, default=MIN_CAPACITY_GIB, help="configured capacity: 1200 or n x 2400"
+        "--capacity-gib",
+        type=_capacity,
+        default=MIN_CAPACITY_GIB,
+        metavar="GIB",
+        help="configured capacity: 1200 or n x 2400",
     )
     parser.add_argument("--throughput", type=int, default=None, help="MB/s/TiB (PERSISTENT_2 only; default 250)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of one line")
