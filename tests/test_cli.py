@@ -187,6 +187,27 @@ def test_GIVEN_a_render_WHEN_it_runs_THEN_stages_go_to_stderr_and_stdout_is_a_sh
     assert "## Partitions" in summary and "## Partitions" not in proc.stdout
 
 
+def test_GIVEN_a_rendered_stack_WHEN_simulate_json_THEN_stdout_is_strict_json(
+    rendered: tuple[subprocess.CompletedProcess[str], pathlib.Path],
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, build = rendered
+    stack = ["--stack", "dev", "--stack-file", str(REPO / "Pulumi.dev.yaml"), "--build", str(build)]
+    # examples/mix-dev.yaml names the pre-flight `make simulate` renders into build/examples-dev/
+    monkeypatch.chdir(tmp_path)
+    nccl = tmp_path / "build" / "examples-dev" / "nccl-check-gpu-small.yaml"
+    job = ["job", "render", "--stack-file", str(REPO / "Pulumi.dev.yaml"), "--scheduler", "nccl-test"]
+    assert run([*job, "--partition", "gpu-small", "--out", str(nccl)])[0] == 0
+    code, out, err = run(["simulate", *stack, "--json", str(nccl)])
+    assert code in (0, 1), err
+    assert set(strict_json(out)) == {"started", "blocked"}
+    code, out, err = run(["simulate", *stack, "--timeline", str(REPO / "examples" / "mix-dev.yaml"), "--json"])
+    assert code in (0, 1), err
+    timeline = strict_json(out)
+    assert timeline["jobs"] and all("state" in j for j in timeline["jobs"])
+
+
 # ---- plan --emit == job render ------------------------------------------------------------------------
 
 RENDEZVOUS = ("--node_rank=", "--master_addr=", "--master_port=", "--rdzv")
