@@ -26,7 +26,6 @@ from typing import Any
 import click
 
 from ekstrain import catalog, cli_kit, storage_sizing
-from ekstrain.assembly import plan_emit
 from ekstrain.assembly.jobs.cli import add_job_commands
 from ekstrain.assembly.simulate_cli import add_simulate_command
 from ekstrain.cli_types import OneLineParser
@@ -108,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
 def dispatch(args: argparse.Namespace) -> int:
     if hasattr(args, "func"):
         return int(args.func(args))
+    from ekstrain.assembly import plan_emit  # only plan --emit needs the job templates' resolver
+
     args.launch = plan_emit.launch
     return run_plan(args)
 
