@@ -13,6 +13,7 @@ import importlib.metadata
 import io
 import json
 import pathlib
+import re
 import shlex
 import subprocess
 import sys
@@ -176,8 +177,9 @@ def test_GIVEN_a_render_WHEN_it_runs_THEN_stages_go_to_stderr_and_stdout_is_a_sh
 ) -> None:
     proc, out = rendered
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
-    stages = [line for line in proc.stderr.splitlines() if line.startswith("[")]
-    assert [s[:5] for s in stages if s[:5] in ("[1/3]", "[2/3]", "[3/3]")] == ["[1/3]", "[2/3]", "[3/3]"], proc.stderr
+    # "[k/n] what": every stage reports as it ends (finer lines may come between), in order, up to [n/n]
+    stages = [tuple(map(int, m.groups())) for m in re.finditer(r"^\[(\d+)/(\d+)\] ", proc.stderr, re.M)]
+    assert len(stages) >= 3 and stages == sorted(stages) and stages[-1][0] == stages[-1][1], proc.stderr
     lines = proc.stdout.splitlines()
     assert 3 <= len(lines) <= 10, proc.stdout
     assert lines[0].startswith("stack dev: ") and "resources registered" in lines[0]
