@@ -14,12 +14,13 @@ import pathlib
 import sys
 from typing import Any
 
+from ekstrain import cli_kit
 from ekstrain.simulate import charts
 from ekstrain.simulate.engine import nodeset_workloads, simulate
 from ekstrain.simulate.inputs import InputError, read_workloads
 from ekstrain.simulate.load import build_objects, load
 from ekstrain.simulate.mix import platform_facts, read_mix
-from ekstrain.simulate.timeline import simulate_timeline
+from ekstrain.simulate.timeline import Report, job_line, simulate_timeline
 from ekstrain.simulate.workloads import sbatch
 
 EXIT_BLOCKED = 1
@@ -42,6 +43,7 @@ def add_simulate_command(subparsers: Any) -> None:
         metavar="MIX",
         help="play a workload mix file over time instead (arrivals, faults; docs/simulate.md)",
     )
+    p.add_argument("--json", action="store_true", help="print the result as JSON instead of one line per workload")
     p.add_argument("files", nargs="*", type=pathlib.Path, help="workload files or directories (default build/examples)")
     p.set_defaults(func=cmd_simulate)
 
@@ -103,6 +105,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     cluster.scale_nodesets = args.scale_nodesets
     # Every NodeSet's slurmd pod must be able to start too, whether or not an sbatch names it.
     result = simulate(cluster, nodeset_workloads(cluster) + workloads)
+    if getattr(args, "json", False):
+        blocked = [{"workload": b.workload, "role": b.role, "reason": b.reason} for b in result.blocked]
+        print(cli_kit.dumps({"started": result.started, "blocked": blocked}))
+        return EXIT_BLOCKED if result.blocked else 0
     for line in result.started:
         print(line)
     for b in result.blocked:
@@ -143,6 +149,9 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     mix.scale_nodesets = True
     mix.system_nodes = _system_size(args)
     report = simulate_timeline(load(build, system), mix)
+    if getattr(args, "json", False):
+        print(cli_kit.dumps(timeline_json(report)))
+        return EXIT_BLOCKED if report.problems else 0
     for line in report.lines():
         print(line)
     print(
@@ -150,6 +159,36 @@ def cmd_timeline(args: argparse.Namespace) -> int:
         f"(repair {'on' if mix.repair else 'off'}, AWS Health drain {'on' if mix.health_rule else 'off'})"
     )
     return EXIT_BLOCKED if report.problems else 0
+
+
+def timeline_json(report: Report) -> dict[str, Any]:
+    """``simulate --timeline --json``: one object per job (minutes since the start), idle time, faults, problems."""
+    jobs = [
+        {
+            "name": j.name,
+            "kind": j.kind,
+            "state": j.state,
+            "arrived": j.arrival.at,
+            "admitted": j.admitted_at,
+            "started": j.first_started_at,
+            "ended": j.ended_at,
+            "restarts": j.restarts,
+            "waited": dict(j.waited),
+            "events": list(j.events),
+            "failure": j.failure,
+            "line": job_line(j),
+        }
+        for j in report.jobs
+        if j.kind != "standing"
+    ]
+    idle_hours = {p: {k: v / 60 for k, v in cats.items()} for p, cats in report.idle.items()}
+    return {
+        "jobs": jobs,
+        "idle_accelerator_hours": idle_hours,
+        "idle_usd": report.idle_usd,
+        "faults": report.faults,
+        "problems": report.problems,
+    }
 
 
 __all__ = ["add_simulate_command", "cmd_simulate", "sbatch"]

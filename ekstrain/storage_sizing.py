@@ -25,8 +25,10 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Literal
+
+from ekstrain.cli_kit import dumps
 
 DeploymentType = Literal["SCRATCH_2", "PERSISTENT_2"]
 
@@ -203,21 +205,52 @@ def gib_to_bytes(gib: float) -> int:
     return round(gib * GIB)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _capacity(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of GiB") from None
+    if not valid_capacity(value):
+        raise argparse.ArgumentTypeError(f"{value}: use 1200 or a multiple of 2400")
+    return value
+
+
+def build_parser(prog: str = "python -m ekstrain.storage_sizing") -> argparse.ArgumentParser:
+    """The flags of ``ekstrain storage`` (and of ``python -m ekstrain.storage_sizing``)."""
     parser = argparse.ArgumentParser(
-        prog="python -m ekstrain.storage_sizing",
-        description="FSx for Lustre checkpoint save time and sizing recommendation",
+        prog=prog, description="FSx for Lustre checkpoint save time and sizing recommendation"
     )
     checkpoint = parser.add_mutually_exclusive_group(required=True)
-    checkpoint.add_argument("--checkpoint-bytes", type=int)
-    checkpoint.add_argument("--checkpoint-gib", type=float)
-    parser.add_argument("--target-seconds", type=float, default=300)
-    parser.add_argument("--deployment-type", choices=["PERSISTENT_2", "SCRATCH_2"], default="PERSISTENT_2")
-    parser.add_argument("--capacity-gib", type=int, default=MIN_CAPACITY_GIB)
-    parser.add_argument("--throughput", type=int, default=None, help="MB/s/TiB (PERSISTENT_2 only)")
-    args = parser.parse_args(argv)
-    if not valid_capacity(args.capacity_gib):
-        parser.error(f"--capacity-gib {args.capacity_gib}: use 1200 or a multiple of 2400")
+    checkpoint.add_argument("--checkpoint-bytes", type=int, help="checkpoint size in bytes")
+    checkpoint.add_argument("--checkpoint-gib", type=float, help="checkpoint size in GiB")
+    parser.add_argument("--target-seconds", type=float, default=300, help="save time to meet")
+    parser.add_argument(
+        "--deployment-type", choices=["PERSISTENT_2", "SCRATCH_2"], default="PERSISTENT_2", help="FSx deployment type"
+    )
+    parser.add_argument(
+        "--capacity-gib",
+        type=_capacity,
+        default=MIN_CAPACITY_GIB,
+        metavar="GIB",
+        help="configured capacity: 1200 or n x 2400",
+    )
+    parser.add_argument("--throughput", type=int, default=None, help="MB/s/TiB (PERSISTENT_2 only; default 250)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON instead of one line")
+    return parser
+
+
+def to_json(result: SaveReport) -> dict[str, object]:
+    return {
+        "checkpoint_bytes": result.checkpoint_bytes,
+        "target_seconds": result.target_seconds,
+        "meets_target": result.meets_target,
+        "configured": asdict(result.configured),
+        "recommended": asdict(result.recommended) if result.recommended else None,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the report: exit 0 when the configured file system meets the target, 1 when not, 2 on bad input."""
     per_unit = args.throughput if args.deployment_type == "PERSISTENT_2" else None
     if args.deployment_type == "PERSISTENT_2" and per_unit is None:
         per_unit = 250
@@ -225,9 +258,17 @@ def main(argv: list[str] | None = None) -> int:
         size = args.checkpoint_bytes if args.checkpoint_bytes is not None else gib_to_bytes(args.checkpoint_gib)
         result = report(size, args.target_seconds, args.deployment_type, args.capacity_gib, per_unit)
     except ValueError as exc:
-        parser.error(str(exc))
-    print(result.summary())
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if getattr(args, "json", False):
+        print(dumps(to_json(result)))
+    else:
+        print(result.summary())
     return 0 if result.meets_target else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -494,8 +494,33 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[2/3] program ran offline: {len(rec.records)} resources registered in {seconds:.2f}s", file=sys.stderr)
     summary, problems = write(out, args.stack, cfg, warnings, rec, seconds)
     print(f"[3/3] wrote and checked {out} in {time.perf_counter() - started - seconds:.2f}s", file=sys.stderr)
-    print(summary)
     not_run = [p for p in problems if p.endswith(NOT_RUN)]
+    # stdout: a few lines; the whole report (partitions, storage, order, every check) is SUMMARY.md. The check
+    # counts are read from SUMMARY.md's own "## Checks" table (columns located by its dashes line).
+    lines = summary.splitlines()
+    rows: list[list[str]] = []
+    if "## Checks" in lines:
+        at = lines.index("## Checks") + 3  # the header, its dashes, then one row per check
+        spans = [(m.start(), m.end()) for m in re.finditer(r"-+", lines[at - 1] if at <= len(lines) else "")]
+        while at < len(lines) and lines[at].strip() and len(spans) >= 5:
+            rows.append([lines[at][a:b].strip() for a, b in spans[:4]] + [lines[at][spans[4][0] :].strip()])
+            at += 1
+    skipped = len(not_run)  # one entry per check that could not run
+    failed = sum(1 for r in rows if r[2].isdigit() and int(r[2]) > 0)
+    check_warnings = sum(int(r[3]) for r in rows if r[3].isdigit())
+    kube = next((line[3:] for line in lines if line.startswith("## Kubernetes:")), "")
+    print(f"stack {args.stack}: {len(rec.records)} resources registered; {kube.split(' (')[0]}")
+    print(
+        f"checks: {max(0, len(rows) - failed - skipped)} passed, {failed} failed, {skipped} did not run; "
+        f"{len(problems) - len(not_run)} problem(s), {check_warnings} check warning(s), {len(warnings)} config "
+        "warning(s)"
+    )
+    shown = [p for p in problems if not p.endswith(NOT_RUN)]
+    for p in shown[:5]:
+        print(f"  problem: {p[:200]}")
+    if len(shown) > 5:
+        print(f"  ... {len(shown) - 5} more")
+    print(f"full report: {out / 'SUMMARY.md'}")
     if not_run:
         print(
             f"error: {len(not_run)} checks did not run (no upstream schemas): run `make fetch-upstream`, or pass "

@@ -17,6 +17,7 @@ import pathlib
 import sys
 from typing import Any
 
+from ekstrain import cli_kit
 from ekstrain import cli_types as t
 from ekstrain.assembly.jobs import nccl
 from ekstrain.assembly.jobs.render import SCHEDULERS, render, render_sbatch, scheduler_problem, to_yaml
@@ -84,6 +85,7 @@ def add_job_commands(subparsers: Any) -> None:
     r.set_defaults(func=cmd_render)
 
     s = sub.add_parser("schedulers", help="list the templates")
+    s.add_argument("--json", action="store_true", help="print the list as JSON instead of a table")
     s.set_defaults(func=cmd_schedulers)
 
 
@@ -190,7 +192,9 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_schedulers(args: argparse.Namespace) -> int:
-    for s in SCHEDULERS.values():
-        family = s.family or "any"
-        print(f"{s.name:<12} {family:<9} {s.summary}")
+    rows = [{"scheduler": s.name, "family": s.family or "any", "summary": s.summary} for s in SCHEDULERS.values()]
+    if getattr(args, "json", False):
+        print(cli_kit.dumps(rows))
+    else:
+        cli_kit.print_table(rows, ["scheduler", "family", "summary"])
     return 0

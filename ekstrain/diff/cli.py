@@ -20,7 +20,7 @@ import sys
 import tempfile
 from typing import Any
 
-from ekstrain import validation
+from ekstrain import cli_kit, validation
 from ekstrain.diff import compare, report
 from ekstrain.diff.model import Resource
 
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     result = compare.compare(old, new)
     new_label = str(args.stack_file or new_file.name)
     if args.json:
-        text = json.dumps(report.to_json(result, old_label, new_label, args.allow), indent=1)
+        text = cli_kit.dumps(report.to_json(result, old_label, new_label, args.allow), indent=1)
     else:
         text = report.markdown(result, old_label, new_label, args.allow)
     print(text)

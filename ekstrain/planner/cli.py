@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
+from ekstrain import cli_kit
 from ekstrain.planner import calibration, inputs
 from ekstrain.planner.efficiency import Efficiency, efficiency_for
 from ekstrain.planner.errors import PlanError
@@ -18,6 +19,9 @@ from ekstrain.planner.training import FRAMEWORKS, MEGATRON
 
 EXIT_USAGE = 2
 DEFAULT_TOP = 10
+EMIT_CHOICES = ("megatron", "deepspeed", "nemo", "torchrun", "neuron")
+"""``--emit``: print the launch lines ``ekstrain job render`` would write for the (first) plan instead of the
+table. The command line sets ``args.launch`` (ekstrain/assembly/plan_emit.py: the job templates' own code)."""
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -35,11 +39,13 @@ def add_plan_commands(subparsers: argparse._SubParsersAction) -> None:
     _add_common(search_cmd)
     search_cmd.add_argument("--top", type=int, default=DEFAULT_TOP, help="plans to print (0 = all)")
     search_cmd.add_argument("--allow-offload", action="store_true", help="also try ZeRO-Offload")
+    _add_emit(search_cmd, "the best plan")
     search_cmd.set_defaults(handler=_search)
 
     evaluate_cmd = commands.add_parser("evaluate", help="evaluate one fixed layout")
     _add_common(evaluate_cmd)
     _add_layout(evaluate_cmd)
+    _add_emit(evaluate_cmd, "this layout")
     evaluate_cmd.set_defaults(handler=_evaluate)
 
     calibrate_cmd = commands.add_parser(
@@ -53,6 +59,15 @@ def add_plan_commands(subparsers: argparse._SubParsersAction) -> None:
     _add_common(calibrate_cmd, required=False)
     _add_layout(calibrate_cmd, required=False)
     calibrate_cmd.set_defaults(handler=_calibrate)
+
+
+def _add_emit(parser: argparse.ArgumentParser, which: str) -> None:
+    parser.add_argument(
+        "--emit",
+        choices=EMIT_CHOICES,
+        help=f"print the launch lines `ekstrain job render` would run for {which} (torchrun line, DeepSpeed "
+        "JSON, Megatron-LM or neuronx-distributed arguments, NeMo overrides) instead of the table",
+    )
 
 
 def _add_layout(parser: argparse.ArgumentParser, required: bool = True) -> None:
@@ -187,6 +202,19 @@ def _calibrate(args: argparse.Namespace) -> int:
         given = [f for f in ("model", "instance", "fleet_json", "tp") if getattr(args, f, None) is not None]
         if given:
             raise PlanError(f"--{given[0].replace('_', '-')} needs --measured SECONDS (the step time to fit to)")
+        if args.json:
+            tables = cli_kit.markdown_tables(calibration.generation_report())
+            print(
+                cli_kit.dumps(
+                    {
+                        "narayanan_2021_table1": cli_kit.markdown_tables(calibration.report())[0],
+                        "per_generation": tables[0],
+                        "per_generation_and_framework": tables[1],
+                        "rows": tables[2],
+                    }
+                )
+            )
+            return 0
         print("Narayanan et al. 2021 Table 1 (A100 fit set):\n")
         print(calibration.report())
         print("\nPer-generation fit and held-out validation (tokens/s per device):\n")
@@ -244,6 +272,11 @@ def _search(args: argparse.Namespace) -> int:
         top=args.top or None,
         **options,
     )
+    if getattr(args, "emit", None):
+        if not plans:
+            raise PlanError("no plan fits, so there is nothing to --emit; add nodes or pick a larger instance")
+        _emit(args, _launch(args, plans[0], global_batch))
+        return 0
     _emit(args, inputs.dumps([p.to_json() for p in plans]) if args.json else _table(plans))
     return 0
 
@@ -276,8 +309,19 @@ def _evaluate(args: argparse.Namespace) -> int:
     plan = _evaluate_layout(args, model, fleet, global_batch, options)
     # A layout that does not fit memory is an answer, not an error: the plan says "fits": false and
     # carries the memory breakdown (exit 0); only invalid input exits 2.
+    if getattr(args, "emit", None):
+        _emit(args, _launch(args, plan, global_batch))
+        return 0
     _emit(args, inputs.dumps(plan.to_json()) if args.json else _table([plan], memory=True))
     return 0
+
+
+def _launch(args: argparse.Namespace, plan: Plan, global_batch: int) -> str:
+    launch = getattr(args, "launch", None)
+    if launch is None:
+        raise PlanError("--emit needs the ekstrain command line (ekstrain plan ... --emit)")
+    model = args.model or plan.model.name
+    return str(launch(plan, args.emit, model=model, global_batch=global_batch, seq_len=args.seq_len, json=args.json))
 
 
 def _emit(args: argparse.Namespace, text: str) -> None:

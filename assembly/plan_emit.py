@@ -1,0 +1,114 @@
+"""``ekstrain plan search|evaluate ... --emit FRAMEWORK``: the launch lines ``ekstrain job render`` would write.
+
+The words come from the job templates' own code (:class:`ekstrain.assembly.jobs.resolve.ResolvedRun`), for a
+run of the plan's model, nodes and batch on the plan's instance type with the stack defaults (FSx at
+``/fsx``, data in ``/fsx/data``, checkpoints in ``/fsx/checkpoints/<name>``, script ``train.py``). Only the
+rendezvous flags are left out: each scheduler adds its own (``--node_rank=${VC_TASK_INDEX}`` ...).
+
+    torchrun   the torchrun-fsdp command line
+    deepspeed  the DeepSpeed command line, then the ds_config.json the job mounts at /etc/ekstrain
+    megatron   the Megatron-LM command line (pretrain_gpt.py arguments from the plan)
+    neuron     the neuronx-distributed command line (Trainium)
+    nemo       the NeMo Hydra overrides (``ekstrain.planner.emit.nemo_overrides``; no job template runs NeMo)
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from ekstrain import catalog, cli_kit
+from ekstrain.assembly.jobs.resolve import (
+    FILES_DIR,
+    ResolvedRun,
+    _check_torchrun_args,
+    _deepspeed_config,
+    _degrees,
+    shell_join,
+)
+from ekstrain.assembly.jobs.spec import JobRequestError, RunSpec
+from ekstrain.partitions import shape
+from ekstrain.planner.errors import PlanError
+from ekstrain.stacks.models.storage import FsxConfig
+
+JOB_FRAMEWORK = {
+    "torchrun": "torchrun-fsdp",
+    "deepspeed": "deepspeed",
+    "megatron": "megatron",
+    "neuron": "neuronx-distributed",
+}
+"""``--emit`` name -> the ``ekstrain job render --framework`` that writes the same lines."""
+
+
+def resolved_run(plan: Any, framework: str, model: str, global_batch: int, seq_len: int) -> ResolvedRun:
+    """The job templates' ResolvedRun of ``plan`` (what ``resolve`` computes from a stack, with its defaults)."""
+    instance = catalog.get(plan.fleet.name)
+    fsx = FsxConfig()
+    name = f"{model}-{framework}".replace(".", "-").lower()[:40].rstrip("-")
+    spec = RunSpec(
+        name=name,
+        partition="plan",
+        nodes=plan.nodes,
+        image="",
+        model=model,
+        global_batch=global_batch,
+        seq_len=seq_len,
+        framework=framework,  # type: ignore[arg-type]
+        plan=plan,
+    )
+    nproc = instance.workers_per_node
+    degrees = _degrees(spec, plan, nproc)
+    _check_torchrun_args(plan, spec.nodes, nproc)
+    mount = fsx.mount_path.rstrip("/") or "/"
+    return ResolvedRun(
+        spec=spec,
+        shape=shape(spec.partition, instance.family, [instance.name], True),
+        instance=instance,
+        plan=plan,
+        namespace="",
+        nodes=spec.nodes,
+        nproc_per_node=nproc,
+        degrees=degrees,
+        efa=0,
+        hugepages_2mi=None,
+        memory="",
+        cpu="",
+        shm_size="",
+        mount_path=mount,
+        data_dir=posixpath.join(mount, fsx.data_path.lstrip("/")),
+        checkpoint_dir=posixpath.join(mount, fsx.checkpoint_path.lstrip("/"), spec.name),
+        compile_cache=posixpath.join(mount, "neuron-cache"),
+        env={},
+        deepspeed_config=_deepspeed_config(plan, degrees, spec) if framework == "deepspeed" else None,
+        kubernetes_version="",
+    )
+
+
+def launch(plan: Any, emit: str, *, model: str, global_batch: int, seq_len: int, json: bool = False) -> str:
+    """Text of ``--emit``: the launch line (and ds_config.json), or one JSON object with ``--json``."""
+    if emit == "nemo":
+        words = list(plan.nemo_overrides())
+        files: dict[str, str] = {}
+    else:
+        framework = JOB_FRAMEWORK[emit]
+        family = plan.fleet.family
+        if (family == catalog.TRAINIUM) != (framework == "neuronx-distributed"):
+            raise PlanError(
+                f"--emit {emit} needs {'a Trainium' if emit == 'neuron' else 'a GPU'} instance; "
+                f"{plan.fleet.name} is {family} (use --emit {'neuron' if family == catalog.TRAINIUM else 'torchrun'})"
+            )
+        try:
+            run = resolved_run(plan, framework, model, global_batch, seq_len)
+            words = [str(w) for w in run.torchrun([])]
+            files = run.files()
+        except (JobRequestError, ValueError, KeyError) as exc:
+            raise PlanError(f"--emit {emit}: {exc}") from None
+    if json:
+        return cli_kit.dumps({"emit": emit, "command": words, "files": files})
+    text = shell_join(words)
+    for file_name, content in files.items():
+        text += f"\n# {FILES_DIR}/{file_name}\n{content.rstrip()}"
+    return text
+
+
+__all__ = ["JOB_FRAMEWORK", "launch", "resolved_run"]
