@@ -178,7 +178,7 @@ def _network(cfg: StackConfig) -> list[ConfigIssue]:
 
 def _efa_subnet_capacity(cfg: StackConfig) -> list[ConfigIssue]:
     """Every EFA node lands in the one EFA subnet: its IPs at maxNodes must fit."""
-    efa_parts = [p for p in cfg.partitions if p.efa and all(t in catalog.CATALOG for t in p.instance_types)]
+    efa_parts = [p for p in cfg.partitions if p.efa and all(t in catalog.known() for t in p.instance_types)]
     if not efa_parts:
         return []
     plan = subnets.plan_subnets(cfg.network.vpc_cidr, cfg.network.availability_zones[:4])
@@ -187,7 +187,7 @@ def _efa_subnet_capacity(cfg: StackConfig) -> list[ConfigIssue]:
 
 def _private_subnet_capacity(cfg: StackConfig) -> list[ConfigIssue]:
     """Non-EFA partitions launch in the training AZ's private subnet (zone requirement): their IPs must fit."""
-    parts = [p for p in cfg.partitions if not p.efa and all(t in catalog.CATALOG for t in p.instance_types)]
+    parts = [p for p in cfg.partitions if not p.efa and all(t in catalog.known() for t in p.instance_types)]
     zones = cfg.network.availability_zones
     if not parts or cfg.network.training_availability_zone not in zones:
         return []
@@ -373,18 +373,27 @@ def _partitions(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
         known: list[catalog.InstanceType] = []
         for j, name in enumerate(part.instance_types):
             key = _p(i, part, f"instanceTypes[{j}]")
-            if name not in catalog.CATALOG:
+            if name not in catalog.known():
                 errors.append(
                     ConfigIssue(
                         key,
                         f"{name!r} is not in the instance catalog",
-                        f"use one of {', '.join(sorted(catalog.CATALOG))} (or add it to "
-                        "ekstrain/catalog.py with its EFA facts)",
+                        f"use one of {', '.join(sorted(catalog.known()))}, or add its facts under "
+                        f"ekstrain:instanceTypes.{name} (docs/configuration.md)",
                     )
                 )
                 continue
             it = catalog.get(name)
             known.append(it)
+            if it.architecture != "x86_64":
+                errors.append(
+                    ConfigIssue(
+                        key,
+                        f"{name} is {it.architecture}: the NodePools and AL2023 AMI aliases of this program are "
+                        "x86_64 only",
+                        f"use an x86_64 type, or keep {name} out of the partitions until arm64 nodes are supported",
+                    )
+                )
             if it.family != part.accelerator:
                 errors.append(
                     ConfigIssue(
@@ -502,7 +511,7 @@ def _partitions(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
 
 def pool_names(part: PartitionConfig) -> list[str]:
     """NodePool/EC2NodeClass names of a partition: its name, or one per EFA layout (``trainium-trn1n``)."""
-    known = all(t in catalog.CATALOG for t in part.instance_types)
+    known = all(t in catalog.known() for t in part.instance_types)
     if not known or (part.efa and not all(catalog.get(t).efa_capable for t in part.instance_types)):
         return [part.name]  # refused elsewhere; no layouts to name
     shape = partitions.shape(part.name, part.accelerator, part.instance_types, part.efa)
