@@ -249,6 +249,24 @@ def _slurm_login(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
     s = cfg.schedulers.slurm
     if not s.enabled:
         return [], []
+    if not s.login_ssh:
+        unused = [
+            key
+            for key, value in (
+                ("loginSshAuthorizedKeys", s.login_ssh_authorized_keys),
+                ("loginSshAuthorizedKeysFile", s.login_ssh_authorized_keys_file),
+                ("loginAllowedCidrs", s.login_allowed_cidrs),
+            )
+            if value
+        ]
+        return [
+            ConfigIssue(
+                f"ekstrain:schedulers.slurm.{key}",
+                "is set but loginSsh is false: the login node has no SSH endpoint, so it changes nothing",
+                "set loginSsh: true to reach the login node over SSH, or remove the key",
+            )
+            for key in unused
+        ], []
     keys = list(s.login_ssh_authorized_keys)
     path = slurm_login.keys_file(cfg)
     if path is not None:
@@ -260,7 +278,7 @@ def _slurm_login(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
         return [], [
             "ekstrain:schedulers.slurm.loginSshAuthorizedKeys: the login node has no SSH key, so "
             "`ssh root@<login>` is refused; add a public key to loginSshAuthorizedKeys or to the "
-            "loginSshAuthorizedKeysFile, then deploy (README, Slurm)"
+            "loginSshAuthorizedKeysFile, then deploy (README, Slurm), or set loginSsh: false (kubectl exec only)"
         ]
     return [], []
 
