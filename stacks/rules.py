@@ -939,6 +939,12 @@ def _jupyterhub(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
 
 def _versions(cfg: StackConfig) -> list[ConfigIssue]:
     out = []
+    # Pinned add-ons against the cluster's Kubernetes version (ekstrain/versions.py ADDON_COMPATIBILITY and the
+    # source of each bound in ADDON_SOURCES; add-ons without a citable table are left to EKS).
+    for name, pin in sorted(cfg.versions.addons.items()):
+        problem = versions.addon_problem(name, pin, cfg.cluster.kubernetes_version)
+        if problem:
+            out.append(ConfigIssue(f"ekstrain:versions.addons.{name}", *problem))
     cni = cfg.versions.addon("vpc-cni")
     if cni and any(p.efa for p in cfg.partitions):
         try:
@@ -1039,21 +1045,7 @@ def _limits(cfg: StackConfig, today: dt.date) -> list[ConfigIssue]:
                 "merge them into fewer, larger ranges",
             )
         )
-    for key, cidrs in (
-        ("ekstrain:cluster.deployCidrs", c.deploy_cidrs),
-        ("ekstrain:schedulers.slurm.loginAllowedCidrs", cfg.schedulers.slurm.login_allowed_cidrs),
-        ("ekstrain:jupyterhub.allowedCidrs", cfg.jupyterhub.allowed_cidrs),
-    ):
-        if len(cidrs) > limits.SG_CIDR_RULES_MAX:
-            out.append(
-                ConfigIssue(
-                    key,
-                    f"{len(cidrs)} CIDRs become {len(cidrs)} inbound rules of one security group: more than the "
-                    f"{limits.SG_INBOUND_RULES_MAX} rules a group holds (VPC quota) less the "
-                    f"{limits.SG_RULES_PLATFORM_RESERVE} the platform adds",
-                    f"merge them into at most {limits.SG_CIDR_RULES_MAX} ranges",
-                )
-            )
+    out += _cluster_sg_rules(cfg)
     for i, part in enumerate(cfg.partitions):
         seconds = limits.duration_seconds(part.effective_consolidate_after)
         if seconds is not None and seconds > limits.GO_DURATION_MAX_SECONDS:
@@ -1134,21 +1126,50 @@ def _limits(cfg: StackConfig, today: dt.date) -> list[ConfigIssue]:
                 f"use a published release such as {versions.AMI_ALIAS_VERSIONS[cfg.cluster.kubernetes_version]}",
             )
         )
-    kube_proxy = cfg.versions.addons.get("kube-proxy")
-    if kube_proxy is not None:
-        major, minor, _ = versions.parse_semver(kube_proxy)
-        k_major, k_minor, _ = versions.parse_semver(c.kubernetes_version)
-        if major != k_major or not 0 <= k_minor - minor <= limits.KUBE_PROXY_MAX_SKEW:
-            out.append(
-                ConfigIssue(
-                    "ekstrain:versions.addons.kube-proxy",
-                    f"kube-proxy {kube_proxy} does not run with Kubernetes {c.kubernetes_version} (the version skew "
-                    f"policy allows kube-proxy up to {limits.KUBE_PROXY_MAX_SKEW} minor versions older, never newer)",
-                    f"use a v{k_major}.{k_minor}.x-eksbuild build (aws eks describe-addon-versions --addon-name "
-                    f"kube-proxy --kubernetes-version {c.kubernetes_version}) or remove the pin",
-                )
-            )
     return out
+
+
+def cluster_sg_inbound_rules(cfg: StackConfig) -> dict[str, int]:
+    """Inbound IPv4 rules of the EKS cluster security group, by the key that causes them.
+
+    Every node carries that group (system node group and Karpenter EC2NodeClasses), and it is the one tagged
+    ``kubernetes.io/cluster/<name>``, so it receives: EKS's own rule, one 443 rule per deploy CIDR or deploy
+    security group (components/cluster.py), and the rules the cloud provider adds for each internal NLB
+    (the Slurm login node's port 22 when loginSsh is on, JupyterHub's proxy on port 80), each NLB in one
+    private subnet per availability zone (stacks/limits.py, nlb_node_rules)."""
+    c, s, hub = cfg.cluster, cfg.schedulers.slurm, cfg.jupyterhub
+    zones = len(cfg.network.availability_zones)
+    rules = {
+        "EKS's own rule": limits.EKS_CLUSTER_SG_DEFAULT_INBOUND,
+        "ekstrain:cluster.deployCidrs": len(c.deploy_cidrs) + len(c.deploy_security_group_ids),
+    }
+    if s.enabled and s.login_ssh:
+        rules["ekstrain:schedulers.slurm.loginAllowedCidrs"] = limits.nlb_node_rules(
+            len(s.login_allowed_cidrs) or 1, ports=1, subnets=zones
+        )
+    if hub.enabled:
+        rules["ekstrain:jupyterhub.allowedCidrs"] = limits.nlb_node_rules(
+            len(hub.allowed_cidrs) or 1, ports=1, subnets=zones
+        )
+    return rules
+
+
+def _cluster_sg_rules(cfg: StackConfig) -> list[ConfigIssue]:
+    rules = cluster_sg_inbound_rules(cfg)
+    total = sum(rules.values())
+    if total <= limits.SG_INBOUND_RULES_MAX:
+        return []
+    key = max((k for k in rules if k.startswith("ekstrain:")), key=lambda k: rules[k])
+    parts = ", ".join(f"{n} {k.removeprefix('ekstrain:')}" for k, n in rules.items())
+    return [
+        ConfigIssue(
+            key,
+            f"the EKS cluster security group would hold {total} inbound rules ({parts}), more than the "
+            f'{limits.SG_INBOUND_RULES_MAX} a group holds (VPC quota "Inbound or outbound rules per security '
+            'group"; each NLB source range costs 2 rules, plus one health-check rule per zone)',
+            f"merge the CIDRs into fewer, larger ranges (at most {limits.SG_INBOUND_RULES_MAX} rules in all)",
+        )
+    ]
 
 
 def _oauth_urls(cfg: StackConfig) -> list[ConfigIssue]:
