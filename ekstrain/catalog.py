@@ -268,6 +268,31 @@ def markdown() -> str:
             f"| {t.accelerator.peak_tflops_bf16:g} | {t.vcpus} | {t.memory_gib} | {t.network_gbps} "
             f"| {t.efa_max_interfaces} | {t.network_cards} | {cards} | {rdma} | {price} |"
         )
+    lines += [
+        "",
+        "## A type the catalog lacks",
+        "",
+        "Add it to the stack file with its facts (`aws ec2 describe-instance-types`: `EfaInfo.MaximumEfaInterfaces`, "
+        "`NetworkInfo.MaximumNetworkCards`, `VCpuInfo`, `MemoryInfo`); an accelerator model listed above lends "
+        "its memory and performance figures. The partition then gets the EFA layout of those facts (primary "
+        "interface on card 0, one `efa-only` interface per EFA card). The facts below are an illustration, not EC2's:",
+        "",
+        "```yaml",
+        "  ekstrain:instanceTypes:",
+        "    p5e.12xlarge:",
+        "      accelerator: {kind: gpu, model: H200-SXM-141GB, count: 2}",
+        "      vcpus: 48",
+        "      memoryGiB: 512",
+        "      networkGbps: 800",
+        "      efa: {maxInterfaces: 4, networkCards: 4, gpudirectRdma: true}",
+        "      pricePerHourUsd: 15.5",
+        "  ekstrain:partitions:",
+        "    - name: gpu-h200-small",
+        "      accelerator: gpu",
+        "      instanceTypes: [p5e.12xlarge]",
+        "      maxNodes: 4",
+        "```",
+    ]
     return "\n".join(lines) + "\n"
 
 

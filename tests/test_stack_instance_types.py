@@ -154,3 +154,22 @@ def test_arm64_types_are_refused_in_partitions() -> None:
         i for i in refused(with_custom(custom_facts(architecture="arm64"))) if "instanceTypes[0]" in i[0]
     ]
     assert "arm64" in problem and "x86_64 only" in problem
+
+
+def test_the_catalog_doc_example_is_a_valid_stack_addition() -> None:
+    """GIVEN the ekstrain:instanceTypes example in docs/catalog.md WHEN added to the dev stack THEN it validates
+    and its partition's type has the documented EFA interfaces."""
+    import yaml
+    from conftest import REPO
+
+    text = (REPO / "docs" / "catalog.md").read_text()
+    example = yaml.safe_load(text.split("```yaml\n", 1)[1].split("```", 1)[0])
+    sections = stack_sections("dev")
+    sections["instanceTypes"] = example["ekstrain:instanceTypes"]
+    sections["partitions"] = example["ekstrain:partitions"]
+    parse(sections, "test", today=TODAY)
+    [name] = example["ekstrain:instanceTypes"]
+    assert (
+        efa.efa_count(efa.efa_layout(catalog.get(name)))
+        == example["ekstrain:instanceTypes"][name]["efa"]["maxInterfaces"]
+    )
