@@ -4,7 +4,8 @@ The built-in types live in ``ekstrain/catalog.py`` (the one source of truth for 
 the catalog does not have (a new generation, a smaller size) under its name here, with the facts the
 program needs: accelerators, EFA interfaces and network cards, vCPU, memory, price, architecture. The
 loader merges them into the catalog the stack is built with (:func:`ekstrain.catalog.use_stack_types`),
-so partitions, EFA layouts, subnet sizing, job templates and the summary treat them like built-ins.
+so partitions, EFA layouts, subnet sizing, job templates and the summary treat them like built-ins
+(``ekstrain simulate`` does not yet: ekstrain/simulate/nodes.py reads the built-in ``CATALOG`` and skips them).
 A built-in type is never replaced silently: ``override: true`` says the stack's facts win.
 """
 
