@@ -153,6 +153,9 @@ ADDON_SOURCES: dict[str, str] = {
     "aws-ebs-csi-driver": "no citable per-Kubernetes-version table found: not checked offline (EKS checks it)",
     "eks-node-monitoring-agent": "no citable per-Kubernetes-version table found: not checked offline (EKS checks it)",
 }
+"""The EFS and FSx CSI drivers are Helm charts here (DEFAULT_CHARTS), not EKS add-ons: their bound is the chart's
+``kubeVersion`` (aws-efs-csi-driver 4.4.1: >=1.17.0-0, aws-fsx-csi-driver 1.17.0: >=1.20.0-0, shared/upstream
+Chart.yaml), which every supported Kubernetes version meets and ``helm template --kube-version`` enforces."""
 ADDON_SOURCE_NAMES = {"kube-proxy": "Kubernetes version skew policy", "coredns": "EKS user guide, CoreDNS versions"}
 """The short name of each bound's source, for messages."""
 _COREDNS_NEWEST = {"1.31": (1, 11), "1.32": (1, 11), "1.33": (1, 12), "1.34": (1, 13), "1.35": (1, 14)}
