@@ -86,10 +86,9 @@ def neuron_values(trainium_instance_types: Sequence[str], kubernetes_version: st
         "devicePlugin": {"nodeSelector": {names.ACCELERATOR_LABEL: TRAINIUM}},
         "scheduler": {
             "enabled": True,
-            # EKS has no master nodes: drop the default selector (null deletes a chart default)
-            # and run the extension and its kube-scheduler on the system node group.
-            "nodeSelector": {"node-role.kubernetes.io/master": None},
-            "affinity": _only_on(SYSTEM_NODE_LABEL, "system"),
+            # The kube-scheduler runs on the system node group. The extension's own Deployment takes
+            # scheduler.nodeSelector/tolerations only in the chart's defaultScheduler mode (and never
+            # scheduler.affinity): with the custom scheduler it has neither, so none is set here.
             "customScheduler": {
                 "affinity": _only_on(SYSTEM_NODE_LABEL, "system"),
                 "image": {"tag": NEURON_CUSTOM_SCHEDULER_TAGS[kubernetes_version]},

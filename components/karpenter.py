@@ -316,7 +316,8 @@ def chart_values(cluster_name: str, queue_name: Any, replicas: int, region: str 
         controller["env"] = [{"name": "AWS_REGION", "value": region}]
     return {
         "replicas": replicas,
-        "serviceAccount": {"name": SERVICE_ACCOUNT},
+        # serviceAccount: the chart names it after the release, "karpenter" = SERVICE_ACCOUNT, which the
+        # Pod Identity association names.
         # On the system node group only. The list replaces the chart's default term, so it keeps
         # the default's "not on a Karpenter node" expression; podAntiAffinity stays the chart's.
         "affinity": {

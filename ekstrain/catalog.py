@@ -11,7 +11,7 @@ planning aid for the offline render only and are never used to provision anythin
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ekstrain import names
@@ -57,6 +57,11 @@ TRAINIUM1 = Accelerator("Trainium", 32, 190, 820, 192, peak_tflops_fp8=190, core
 TRAINIUM2 = Accelerator(
     "Trainium2", 96, 667, 2900, 640, peak_tflops_fp8=1299, cores_per_device=4, generation="Trainium2"
 )
+ACCELERATORS: dict[str, Accelerator] = {
+    a.model: a for a in (A100_40, A100_80, H100, H200, B200, B300, A10G, L40S, TRAINIUM1, TRAINIUM2)
+}
+"""Built-in accelerators by model name: a stack's own instance type (``ekstrain:instanceTypes``) naming one
+inherits its memory and performance figures."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,8 @@ class InstanceType:
     min_kubernetes_version: str = "1.29"
     ipv4_per_eni: int = 50
     """EC2 ``Ipv4AddressesPerInterface``: the VPC CNI fills each ENI it attaches with this many IPs."""
+    architecture: str = "x86_64"
+    """EC2 ``ProcessorInfo.SupportedArchitectures``: every built-in type is x86_64."""
 
     def __post_init__(self) -> None:
         if not self.efa_card_indices:
@@ -184,20 +191,45 @@ NCCL_MIN_BUSBW_GB_S: dict[str, float] = {
 ACCELERATED_FAMILY_PREFIXES = ("p", "g", "trn", "inf", "dl", "f1", "vt1")
 
 
+_STACK_TYPES: dict[str, InstanceType] = {}
+"""The instance types of the stack loaded last (``ekstrain:instanceTypes``), set by the stack loader."""
+
+
+def use_stack_types(types: Mapping[str, InstanceType]) -> None:
+    """Make a stack's own instance types part of the catalog (replacing the previous stack's).
+
+    ``stacks.loader.parse`` calls this for every stack it validates, so the rules, the program and the job
+    templates of that stack see its types; a stack without ``ekstrain:instanceTypes`` leaves only the
+    built-ins. A stack type named like a built-in one replaces it (the stack model allows that only with
+    ``override: true``)."""
+    _STACK_TYPES.clear()
+    _STACK_TYPES.update(types)
+
+
+def stack_types() -> dict[str, InstanceType]:
+    """The current stack's own types (empty when it has none)."""
+    return dict(_STACK_TYPES)
+
+
+def known() -> dict[str, InstanceType]:
+    """Every type the current stack may use: the built-ins, then its own (which win)."""
+    return {**CATALOG, **_STACK_TYPES}
+
+
 class UnknownInstanceType(KeyError):
     def __init__(self, name: str):
         super().__init__(name)
         self.name = name
 
     def __str__(self) -> str:
-        return f"unknown instance type {self.name!r}; known: {', '.join(sorted(CATALOG))}"
+        return f"unknown instance type {self.name!r}; known: {', '.join(sorted(known()))}"
 
 
 def get(name: str) -> InstanceType:
-    try:
-        return CATALOG[name]
-    except KeyError:
-        raise UnknownInstanceType(name) from None
+    found = _STACK_TYPES.get(name) or CATALOG.get(name)
+    if found is None:
+        raise UnknownInstanceType(name)
+    return found
 
 
 def is_accelerated(instance_type: str) -> bool:
@@ -220,6 +252,8 @@ def markdown() -> str:
         "Generated from `ekstrain/catalog.py` by `python -m ekstrain.catalog`; do not edit by hand.",
         "EFA = EC2 `EfaInfo.MaximumEfaInterfaces` (the count Karpenter advertises as `vpc.amazonaws.com/efa`).",
         f"Prices: {PRICES_SOURCE} As of {PRICES_AS_OF}.",
+        "A type not listed here is added per stack under `ekstrain:instanceTypes` with its facts "
+        "(docs/configuration.md); naming a type listed here there needs `override: true`.",
         "",
         "| type | family | accelerators | HBM/device GiB | BF16 TFLOPS/device | vCPU | memory GiB | network Gbps "
         "| EFA | network cards | EFA cards | GPUDirect RDMA | USD/h |",
@@ -234,6 +268,31 @@ def markdown() -> str:
             f"| {t.accelerator.peak_tflops_bf16:g} | {t.vcpus} | {t.memory_gib} | {t.network_gbps} "
             f"| {t.efa_max_interfaces} | {t.network_cards} | {cards} | {rdma} | {price} |"
         )
+    lines += [
+        "",
+        "## A type the catalog lacks",
+        "",
+        "Add it to the stack file with its facts (`aws ec2 describe-instance-types`: `EfaInfo.MaximumEfaInterfaces`, "
+        "`NetworkInfo.MaximumNetworkCards`, `VCpuInfo`, `MemoryInfo`); an accelerator model listed above lends "
+        "its memory and performance figures. The partition then gets the EFA layout of those facts (primary "
+        "interface on card 0, one `efa-only` interface per EFA card). The facts below are an illustration, not EC2's:",
+        "",
+        "```yaml",
+        "  ekstrain:instanceTypes:",
+        "    p5e.12xlarge:",
+        "      accelerator: {kind: gpu, model: H200-SXM-141GB, count: 2}",
+        "      vcpus: 48",
+        "      memoryGiB: 512",
+        "      networkGbps: 800",
+        "      efa: {maxInterfaces: 4, networkCards: 4, gpudirectRdma: true}",
+        "      pricePerHourUsd: 15.5",
+        "  ekstrain:partitions:",
+        "    - name: gpu-h200-small",
+        "      accelerator: gpu",
+        "      instanceTypes: [p5e.12xlarge]",
+        "      maxNodes: 4",
+        "```",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -117,6 +117,91 @@ def addon_version(name: str, kubernetes_version: str) -> str | None:
 
 
 @dataclass(frozen=True)
+class AddonRange:
+    """The add-on minor versions that run with one Kubernetes version, as far as the cited source says:
+    ``oldest``/``newest`` are (major, minor) bounds, None where the source gives none."""
+
+    oldest: tuple[int, int] | None
+    newest: tuple[int, int] | None
+
+
+KUBE_PROXY_MAX_SKEW = 3
+"""Kubernetes version skew policy (kubernetes.io/releases/version-skew-policy, "kube-proxy"): kube-proxy must
+not be newer than kube-apiserver and may be up to three minor versions older."""
+
+# Per Kubernetes version, the add-on versions a stack may pin (ekstrain:versions.addons), with their source.
+# Only what a source gives is checked; EKS itself refuses any other incompatible pin at CreateAddon/UpdateAddon
+# (`aws eks describe-addon-versions --addon-name <name> --kubernetes-version <version>` lists the compatible ones).
+ADDON_SOURCES: dict[str, str] = {
+    "kube-proxy": (
+        "Kubernetes version skew policy (kubernetes.io/releases/version-skew-policy: kube-proxy not newer than "
+        "the API server, at most 3 minors older); EKS builds kube-proxy per minor (docs.aws.amazon.com/eks/latest/"
+        'userguide/managing-kube-proxy.html, "kube-proxy versions")'
+    ),
+    "coredns": (
+        'EKS user guide, managing-coredns.html "CoreDNS versions": the newest EKS CoreDNS build per Kubernetes '
+        "version (1.31/1.32 v1.11.4, 1.33 v1.12; platform-anchors.md (d)5; 1.34 v1.13.2, 1.35 v1.14.2 as pinned "
+        "above); a newer CoreDNS minor than the table's is not published for that version. The page gives no "
+        "oldest build: none is checked"
+    ),
+    "vpc-cni": (
+        'EKS user guide, managing-vpc-cni.html "Amazon VPC CNI versions": one version line for every Kubernetes '
+        "version (v1.20.1-eksbuild.3 for 1.27-1.33 in the copy read; the copy has no 1.34/1.35 rows), so no "
+        "per-version bound is checked; efa-only interfaces need v1.18.4 or later (MIN_VPC_CNI_FOR_EFA_ONLY)"
+    ),
+    "eks-pod-identity-agent": "no citable per-Kubernetes-version table found: not checked offline (EKS checks it)",
+    "aws-ebs-csi-driver": "no citable per-Kubernetes-version table found: not checked offline (EKS checks it)",
+    "eks-node-monitoring-agent": "no citable per-Kubernetes-version table found: not checked offline (EKS checks it)",
+}
+"""The EFS and FSx CSI drivers are Helm charts here (DEFAULT_CHARTS), not EKS add-ons: their bound is the chart's
+``kubeVersion`` (aws-efs-csi-driver 4.4.1: >=1.17.0-0, aws-fsx-csi-driver 1.17.0: >=1.20.0-0, shared/upstream
+Chart.yaml), which every supported Kubernetes version meets and ``helm template --kube-version`` enforces."""
+ADDON_SOURCE_NAMES = {"kube-proxy": "Kubernetes version skew policy", "coredns": "EKS user guide, CoreDNS versions"}
+"""The short name of each bound's source, for messages."""
+_COREDNS_NEWEST = {"1.31": (1, 11), "1.32": (1, 11), "1.33": (1, 12), "1.34": (1, 13), "1.35": (1, 14)}
+
+
+def _minor(version: str) -> tuple[int, int]:
+    """'1.35' -> (1, 35)."""
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+ADDON_COMPATIBILITY: dict[str, dict[str, AddonRange]] = {
+    "kube-proxy": {
+        k: AddonRange((_minor(k)[0], _minor(k)[1] - KUBE_PROXY_MAX_SKEW), _minor(k)) for k in KUBERNETES_RELEASES
+    },
+    "coredns": {k: AddonRange(None, newest) for k, newest in _COREDNS_NEWEST.items()},
+}
+"""Add-on -> Kubernetes version -> the minor versions a pin may have (ADDON_SOURCES says where each comes from;
+add-ons without an entry have no citable bound and are left to EKS)."""
+
+
+def addon_problem(name: str, version: str, kubernetes_version: str) -> tuple[str, str] | None:
+    """(problem, fix) when add-on ``name`` at ``version`` does not run with ``kubernetes_version`` per
+    ADDON_COMPATIBILITY; None when it does or no source bounds it."""
+    bounds = ADDON_COMPATIBILITY.get(name, {}).get(kubernetes_version)
+    if bounds is None:
+        return None
+    major, minor, _ = parse_semver(version)
+    too_old = bounds.oldest is not None and (major, minor) < bounds.oldest
+    too_new = bounds.newest is not None and (major, minor) > bounds.newest
+    if not (too_old or too_new):
+        return None
+    lo = f"v{bounds.oldest[0]}.{bounds.oldest[1]}" if bounds.oldest else None
+    hi = f"v{bounds.newest[0]}.{bounds.newest[1]}" if bounds.newest else None
+    span = f"{lo} to {hi}" if lo and hi else f"{hi} or older" if hi else f"{lo} or newer"
+    pin = addon_version(name, kubernetes_version)
+    return (
+        f"{name} {version} does not run with Kubernetes {kubernetes_version}, which takes {span} builds "
+        f"({ADDON_SOURCE_NAMES[name]})",
+        (f"use {pin} (the program's pin for {kubernetes_version}), " if pin else "")
+        + f"pick one from `aws eks describe-addon-versions --addon-name {name} --kubernetes-version "
+        f"{kubernetes_version}`, or remove the pin",
+    )
+
+
+@dataclass(frozen=True)
 class Chart:
     """A Helm chart: where it is published and the version the platform pins."""
 

@@ -33,16 +33,32 @@ CAPACITY_RESERVATION_TAGS_MAX = 20
 # Volcano v1.15.1 Queue CRD (crds/scheduling.volcano.sh, spec.weight): minimum 1, maximum 65535.
 VOLCANO_QUEUE_WEIGHT_MAX = 65535
 
-# Amazon EKS service quotas: "Public endpoint access CIDR ranges per cluster" 40, not adjustable
-# (CreateCluster/UpdateClusterConfig resourcesVpcConfig.publicAccessCidrs).
+# Amazon EKS User Guide, "View and manage Amazon EKS and Fargate service quotas" (service-quotas.html; source
+# awsdocs/amazon-eks-user-guide service-quotas): "Public endpoint access CIDR ranges per cluster", default 40,
+# adjustable: No ("these are specified when you create or update the cluster": resourcesVpcConfig.publicAccessCidrs).
 EKS_PUBLIC_ACCESS_CIDRS_MAX = 40
 
-# Amazon VPC quotas: 60 inbound rules per security group (default, "Inbound or outbound rules per security
-# group"); one rule per CIDR and port. The platform adds its own rules to the groups these lists open.
+# Amazon VPC User Guide, "Amazon VPC quotas", Security groups (amazon-vpc-limits.html; source
+# awsdocs/amazon-vpc-user-guide doc_source/amazon-vpc-limits.md): "Inbound or outbound rules per security group",
+# default 60: 60 inbound and 60 outbound, enforced separately for IPv4 and IPv6 rules; a rule that references a
+# security group counts as one rule for IPv4 and one for IPv6. Adjustable, but (rules per group) x (groups per
+# network interface, default 5) may not exceed 1000. The check uses the default.
 SG_INBOUND_RULES_MAX = 60
-SG_RULES_PLATFORM_RESERVE = 10
-"""Rules the program or the load balancer controller add to the same group (health checks, node access)."""
-SG_CIDR_RULES_MAX = SG_INBOUND_RULES_MAX - SG_RULES_PLATFORM_RESERVE
+
+# Amazon EKS User Guide, "View Amazon EKS security group requirements for clusters" (sec-group-reqs.html),
+# "Default cluster security group": one inbound rule (all traffic from the group itself; EKS recreates it).
+EKS_CLUSTER_SG_DEFAULT_INBOUND = 1
+
+
+def nlb_node_rules(client_cidrs: int, ports: int, subnets: int) -> int:
+    """Inbound rules the in-tree AWS cloud provider (which EKS runs) adds to the nodes' cluster-tagged security
+    group for one NLB Service with instance targets (kubernetes/cloud-provider-aws, pkg/providers/v1/
+    aws_loadbalancer.go, ``updateInstanceSecurityGroupsForNLB``): a TCP rule per client CIDR per port
+    (``loadBalancerSourceRanges``), an ICMP type 3 code 4 rule per client CIDR (path MTU discovery), and a
+    health-check rule per NLB subnet CIDR per health-check port (skipped only for one 0.0.0.0/0 client CIDR,
+    which the platform never allows)."""
+    return client_cidrs * ports + client_cidrs + subnets * ports
+
 
 # EBS gp3: 1 GiB to 16 TiB per volume (Amazon EBS User Guide, "Amazon EBS volume types", gp3).
 EBS_GP3_MAX_GIB = 16384
@@ -51,6 +67,5 @@ EBS_GP3_MAX_GIB = 16384
 # case") and 50 user tags per resource (Tagging AWS resources, "Tag quotas").
 AWS_MAX_TAGS = 50
 
-# Kubernetes version skew policy (kubernetes.io/releases/version-skew-policy): kube-proxy must not be newer
-# than kube-apiserver and may be up to three minor versions older.
-KUBE_PROXY_MAX_SKEW = 3
+# Add-on versions per Kubernetes version (kube-proxy's version skew, CoreDNS builds): ekstrain/versions.py
+# ADDON_COMPATIBILITY, with the source of each bound in ADDON_SOURCES.

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ekstrain import catalog
 from ekstrain.stacks import keys, rules, yaml_reader
 from ekstrain.stacks.errors import ConfigError, ConfigIssue
 from ekstrain.stacks.models import StackConfig
@@ -197,9 +198,13 @@ def parse(
     try:
         cfg = StackConfig.model_validate(sections)
     except ValidationError as exc:
+        catalog.use_stack_types({})
         raise ConfigError([_issue(e, sections) for e in exc.errors()], source) from None
+    # The stack's own instance types (ekstrain:instanceTypes) join the catalog for its rules, program and jobs.
+    catalog.use_stack_types(cfg.catalog_types())
     errors, warnings = rules.check(cfg, today)
     if errors:
+        catalog.use_stack_types({})
         raise ConfigError(errors, source)
     return cfg, warnings
 

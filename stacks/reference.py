@@ -62,8 +62,13 @@ def _rows(model: type[BaseModel], prefix: str, out: list[str], nested: list[tupl
         out.append(f"| `{key}` | {_type_name(field.annotation)} | {_default(field)} | {doc} |")
         sub = _model_of(field.annotation)
         if sub is not None:
-            list_like = typing.get_origin(field.annotation) is list
-            nested.append((f"{key}[]." if list_like else f"{key}.", sub))
+            nested.append((key + _nested_prefix(field.annotation), sub))
+
+
+def _nested_prefix(annotation: Any) -> str:
+    """How keys below a field are written: ``[].`` for a list of objects, ``.<name>.`` for a map of them."""
+    origin = typing.get_origin(annotation)
+    return "[]." if origin is list else ".<name>." if origin is dict else "."
 
 
 def render() -> str:
@@ -90,8 +95,7 @@ def render() -> str:
             rows.append(f"| `{section}` | {_type_name(field.annotation)} | {_default(field)} | |")
         else:
             nested: list[tuple[str, type[BaseModel]]] = []
-            list_like = typing.get_origin(field.annotation) is list
-            _rows(sub, "[]." if list_like else "", rows, nested)
+            _rows(sub, _nested_prefix(field.annotation).removeprefix("."), rows, nested)
             while nested:
                 prefix, model = nested.pop(0)
                 _rows(model, prefix, rows, nested)

@@ -178,7 +178,7 @@ def _network(cfg: StackConfig) -> list[ConfigIssue]:
 
 def _efa_subnet_capacity(cfg: StackConfig) -> list[ConfigIssue]:
     """Every EFA node lands in the one EFA subnet: its IPs at maxNodes must fit."""
-    efa_parts = [p for p in cfg.partitions if p.efa and all(t in catalog.CATALOG for t in p.instance_types)]
+    efa_parts = [p for p in cfg.partitions if p.efa and all(t in catalog.known() for t in p.instance_types)]
     if not efa_parts:
         return []
     plan = subnets.plan_subnets(cfg.network.vpc_cidr, cfg.network.availability_zones[:4])
@@ -187,7 +187,7 @@ def _efa_subnet_capacity(cfg: StackConfig) -> list[ConfigIssue]:
 
 def _private_subnet_capacity(cfg: StackConfig) -> list[ConfigIssue]:
     """Non-EFA partitions launch in the training AZ's private subnet (zone requirement): their IPs must fit."""
-    parts = [p for p in cfg.partitions if not p.efa and all(t in catalog.CATALOG for t in p.instance_types)]
+    parts = [p for p in cfg.partitions if not p.efa and all(t in catalog.known() for t in p.instance_types)]
     zones = cfg.network.availability_zones
     if not parts or cfg.network.training_availability_zone not in zones:
         return []
@@ -249,6 +249,24 @@ def _slurm_login(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
     s = cfg.schedulers.slurm
     if not s.enabled:
         return [], []
+    if not s.login_ssh:
+        unused = [
+            key
+            for key, value in (
+                ("loginSshAuthorizedKeys", s.login_ssh_authorized_keys),
+                ("loginSshAuthorizedKeysFile", s.login_ssh_authorized_keys_file),
+                ("loginAllowedCidrs", s.login_allowed_cidrs),
+            )
+            if value
+        ]
+        return [
+            ConfigIssue(
+                f"ekstrain:schedulers.slurm.{key}",
+                "is set but loginSsh is false: the login node has no SSH endpoint, so it changes nothing",
+                "set loginSsh: true to reach the login node over SSH, or remove the key",
+            )
+            for key in unused
+        ], []
     keys = list(s.login_ssh_authorized_keys)
     path = slurm_login.keys_file(cfg)
     if path is not None:
@@ -260,7 +278,7 @@ def _slurm_login(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
         return [], [
             "ekstrain:schedulers.slurm.loginSshAuthorizedKeys: the login node has no SSH key, so "
             "`ssh root@<login>` is refused; add a public key to loginSshAuthorizedKeys or to the "
-            "loginSshAuthorizedKeysFile, then deploy (README, Slurm)"
+            "loginSshAuthorizedKeysFile, then deploy (README, Slurm), or set loginSsh: false (kubectl exec only)"
         ]
     return [], []
 
@@ -373,18 +391,27 @@ def _partitions(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
         known: list[catalog.InstanceType] = []
         for j, name in enumerate(part.instance_types):
             key = _p(i, part, f"instanceTypes[{j}]")
-            if name not in catalog.CATALOG:
+            if name not in catalog.known():
                 errors.append(
                     ConfigIssue(
                         key,
                         f"{name!r} is not in the instance catalog",
-                        f"use one of {', '.join(sorted(catalog.CATALOG))} (or add it to "
-                        "ekstrain/catalog.py with its EFA facts)",
+                        f"use one of {', '.join(sorted(catalog.known()))}, or add its facts under "
+                        f"ekstrain:instanceTypes.{name} (docs/configuration.md)",
                     )
                 )
                 continue
             it = catalog.get(name)
             known.append(it)
+            if it.architecture != "x86_64":
+                errors.append(
+                    ConfigIssue(
+                        key,
+                        f"{name} is {it.architecture}: the NodePools and AL2023 AMI aliases of this program are "
+                        "x86_64 only",
+                        f"use an x86_64 type, or keep {name} out of the partitions until arm64 nodes are supported",
+                    )
+                )
             if it.family != part.accelerator:
                 errors.append(
                     ConfigIssue(
@@ -502,7 +529,7 @@ def _partitions(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
 
 def pool_names(part: PartitionConfig) -> list[str]:
     """NodePool/EC2NodeClass names of a partition: its name, or one per EFA layout (``trainium-trn1n``)."""
-    known = all(t in catalog.CATALOG for t in part.instance_types)
+    known = all(t in catalog.known() for t in part.instance_types)
     if not known or (part.efa and not all(catalog.get(t).efa_capable for t in part.instance_types)):
         return [part.name]  # refused elsewhere; no layouts to name
     shape = partitions.shape(part.name, part.accelerator, part.instance_types, part.efa)
@@ -912,6 +939,12 @@ def _jupyterhub(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
 
 def _versions(cfg: StackConfig) -> list[ConfigIssue]:
     out = []
+    # Pinned add-ons against the cluster's Kubernetes version (ekstrain/versions.py ADDON_COMPATIBILITY and the
+    # source of each bound in ADDON_SOURCES; add-ons without a citable table are left to EKS).
+    for name, pin in sorted(cfg.versions.addons.items()):
+        problem = versions.addon_problem(name, pin, cfg.cluster.kubernetes_version)
+        if problem:
+            out.append(ConfigIssue(f"ekstrain:versions.addons.{name}", *problem))
     cni = cfg.versions.addon("vpc-cni")
     if cni and any(p.efa for p in cfg.partitions):
         try:
@@ -1012,21 +1045,7 @@ def _limits(cfg: StackConfig, today: dt.date) -> list[ConfigIssue]:
                 "merge them into fewer, larger ranges",
             )
         )
-    for key, cidrs in (
-        ("ekstrain:cluster.deployCidrs", c.deploy_cidrs),
-        ("ekstrain:schedulers.slurm.loginAllowedCidrs", cfg.schedulers.slurm.login_allowed_cidrs),
-        ("ekstrain:jupyterhub.allowedCidrs", cfg.jupyterhub.allowed_cidrs),
-    ):
-        if len(cidrs) > limits.SG_CIDR_RULES_MAX:
-            out.append(
-                ConfigIssue(
-                    key,
-                    f"{len(cidrs)} CIDRs become {len(cidrs)} inbound rules of one security group: more than the "
-                    f"{limits.SG_INBOUND_RULES_MAX} rules a group holds (VPC quota) less the "
-                    f"{limits.SG_RULES_PLATFORM_RESERVE} the platform adds",
-                    f"merge them into at most {limits.SG_CIDR_RULES_MAX} ranges",
-                )
-            )
+    out += _cluster_sg_rules(cfg)
     for i, part in enumerate(cfg.partitions):
         seconds = limits.duration_seconds(part.effective_consolidate_after)
         if seconds is not None and seconds > limits.GO_DURATION_MAX_SECONDS:
@@ -1107,21 +1126,50 @@ def _limits(cfg: StackConfig, today: dt.date) -> list[ConfigIssue]:
                 f"use a published release such as {versions.AMI_ALIAS_VERSIONS[cfg.cluster.kubernetes_version]}",
             )
         )
-    kube_proxy = cfg.versions.addons.get("kube-proxy")
-    if kube_proxy is not None:
-        major, minor, _ = versions.parse_semver(kube_proxy)
-        k_major, k_minor, _ = versions.parse_semver(c.kubernetes_version)
-        if major != k_major or not 0 <= k_minor - minor <= limits.KUBE_PROXY_MAX_SKEW:
-            out.append(
-                ConfigIssue(
-                    "ekstrain:versions.addons.kube-proxy",
-                    f"kube-proxy {kube_proxy} does not run with Kubernetes {c.kubernetes_version} (the version skew "
-                    f"policy allows kube-proxy up to {limits.KUBE_PROXY_MAX_SKEW} minor versions older, never newer)",
-                    f"use a v{k_major}.{k_minor}.x-eksbuild build (aws eks describe-addon-versions --addon-name "
-                    f"kube-proxy --kubernetes-version {c.kubernetes_version}) or remove the pin",
-                )
-            )
     return out
+
+
+def cluster_sg_inbound_rules(cfg: StackConfig) -> dict[str, int]:
+    """Inbound IPv4 rules of the EKS cluster security group, by the key that causes them.
+
+    Every node carries that group (system node group and Karpenter EC2NodeClasses), and it is the one tagged
+    ``kubernetes.io/cluster/<name>``, so it receives: EKS's own rule, one 443 rule per deploy CIDR or deploy
+    security group (components/cluster.py), and the rules the cloud provider adds for each internal NLB
+    (the Slurm login node's port 22 when loginSsh is on, JupyterHub's proxy on port 80), each NLB in one
+    private subnet per availability zone (stacks/limits.py, nlb_node_rules)."""
+    c, s, hub = cfg.cluster, cfg.schedulers.slurm, cfg.jupyterhub
+    zones = len(cfg.network.availability_zones)
+    rules = {
+        "EKS's own rule": limits.EKS_CLUSTER_SG_DEFAULT_INBOUND,
+        "ekstrain:cluster.deployCidrs": len(c.deploy_cidrs) + len(c.deploy_security_group_ids),
+    }
+    if s.enabled and s.login_ssh:
+        rules["ekstrain:schedulers.slurm.loginAllowedCidrs"] = limits.nlb_node_rules(
+            len(s.login_allowed_cidrs) or 1, ports=1, subnets=zones
+        )
+    if hub.enabled:
+        rules["ekstrain:jupyterhub.allowedCidrs"] = limits.nlb_node_rules(
+            len(hub.allowed_cidrs) or 1, ports=1, subnets=zones
+        )
+    return rules
+
+
+def _cluster_sg_rules(cfg: StackConfig) -> list[ConfigIssue]:
+    rules = cluster_sg_inbound_rules(cfg)
+    total = sum(rules.values())
+    if total <= limits.SG_INBOUND_RULES_MAX:
+        return []
+    key = max((k for k in rules if k.startswith("ekstrain:")), key=lambda k: rules[k])
+    parts = ", ".join(f"{n} {k.removeprefix('ekstrain:')}" for k, n in rules.items())
+    return [
+        ConfigIssue(
+            key,
+            f"the EKS cluster security group would hold {total} inbound rules ({parts}), more than the "
+            f'{limits.SG_INBOUND_RULES_MAX} a group holds (VPC quota "Inbound or outbound rules per security '
+            'group"; each NLB source range costs 2 rules, plus one health-check rule per zone)',
+            f"merge the CIDRs into fewer, larger ranges (at most {limits.SG_INBOUND_RULES_MAX} rules in all)",
+        )
+    ]
 
 
 def _oauth_urls(cfg: StackConfig) -> list[ConfigIssue]:

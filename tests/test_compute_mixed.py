@@ -135,7 +135,7 @@ def test_prod_trainium_shares_queue_nodeset_and_jobs_select_the_partition() -> N
     # one queue for both layouts: 16 trn1 x 8 EFA + 16 trn1n x 16 EFA
     assert facts["trainium"]["vpc.amazonaws.com/efa"] == str(16 * 8 + 16 * 16)
     ns = slurm.slurm_values(cfg)["nodesets"]["trainium"]
-    assert ns["podSpec"]["nodeSelector"] == {"kubernetes.io/os": "linux", names.PARTITION_LABEL: "trainium"}
+    assert ns["podSpec"]["nodeSelector"] == {names.PARTITION_LABEL: "trainium"}
     # a slurmd pod fits a node of either layout: it asks for the EFA count every node has
     assert ns["slurmd"]["resources"]["limits"]["vpc.amazonaws.com/efa"] == 8
     # a job pinned to trn1n gets all 16 interfaces of its node

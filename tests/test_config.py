@@ -28,7 +28,7 @@ def test_prod_is_the_seed_platform() -> None:
         "trainium": (["trn1.32xlarge", "trn1n.32xlarge"], 32, "trainium"),
     }
     assert cfg.region == "us-west-2"
-    assert (cfg.storage.fsx.deployment_type, cfg.storage.fsx.storage_capacity_gib) == ("PERSISTENT_2", 4800)
+    assert (cfg.storage.fsx.deployment_type, cfg.storage.fsx.storage_capacity_gib) == ("PERSISTENT_2", 7200)
     assert cfg.storage.protect
 
 

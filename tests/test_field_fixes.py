@@ -133,14 +133,20 @@ def test_prod_login_keys_come_from_the_key_file(tmp_path: Any) -> None:
     (tmp_path / "login.pub").write_text(f"# team keys\n\n{key}\n")
     with pytest.MonkeyPatch.context() as mp:  # key files are read only inside the project directory
         mp.setattr(slurm_login, "PROJECT_DIR", tmp_path)
-        cfg = cfg_with(lambda s: s["schedulers"]["slurm"].update(loginSshAuthorizedKeysFile="login.pub"))
+        cfg = cfg_with(lambda s: s["schedulers"]["slurm"].update(loginSsh=True, loginSshAuthorizedKeysFile="login.pub"))
         assert slurm.slurm_values(cfg)["loginsets"]["main"]["rootSshAuthorizedKeys"] == key
-    assert PROD.schedulers.slurm.login_ssh_authorized_keys_file == "security/slurm-login.pub"
+    # prod keeps SSH off until a key is in security/slurm-login.pub; with SSH on and the file empty, the render warns.
+    assert not PROD.schedulers.slurm.login_ssh
     assert (slurm_login.PROJECT_DIR / "security" / "slurm-login.pub").is_file()
-    _, warnings = rules.check(PROD)
+    ssh = cfg_with(
+        lambda s: s["schedulers"]["slurm"].update(loginSsh=True, loginSshAuthorizedKeysFile="security/slurm-login.pub")
+    )
+    _, warnings = rules.check(ssh)
     assert any("loginSshAuthorizedKeys: the login node has no SSH key" in w for w in warnings)  # file still empty
     with pytest.raises(ConfigError, match="loginSshAuthorizedKeysFile"):
-        cfg_with(lambda s: s["schedulers"]["slurm"].update(loginSshAuthorizedKeysFile="security/missing.pub"))
+        cfg_with(
+            lambda s: s["schedulers"]["slurm"].update(loginSsh=True, loginSshAuthorizedKeysFile="security/missing.pub")
+        )
 
 
 def test_ami_alias_age_warns_at_the_configured_cadence() -> None:

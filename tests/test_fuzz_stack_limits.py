@@ -350,6 +350,35 @@ def test_private_subnet_capacity(prefix: int, nodes: int, itype: str) -> None:
     check("private subnet capacity", "dev", change, need <= room, "ekstrain:network.vpcCidr")
 
 
+# ---- the EKS cluster security group's inbound rules (VPC quota 60 per group, IPv4) --------------------------------
+# Oracle from the sources (stacks/limits.py): EKS's own self rule; one 443 rule per deploy CIDR; per internal NLB
+# (JupyterHub's proxy on port 80; the Slurm login node's port 22 when loginSsh is on) a rule per source range,
+# an ICMP path-MTU rule per source range and a health-check rule per subnet (prod: 3 zones); an empty list is
+# one range (the VPC CIDR).
+def _cidrs(n: int, second: int) -> list[str]:
+    return [f"10.{second}.{i}.0/24" for i in range(n)]
+
+
+@RUN
+@given(deploy=st.integers(1, 70), ssh=st.booleans(), login=st.integers(0, 40), hub=st.integers(0, 40))
+def test_cluster_security_group_rules(deploy: int, ssh: bool, login: int, hub: int) -> None:
+    zones = len(BASE["prod"]["network"]["availabilityZones"])
+    rules = {
+        "ekstrain:cluster.deployCidrs": deploy,
+        "ekstrain:schedulers.slurm.loginAllowedCidrs": 2 * max(login, 1) + zones if ssh else 0,
+        "ekstrain:jupyterhub.allowedCidrs": 2 * max(hub, 1) + zones,
+    }
+    valid = 1 + sum(rules.values()) <= 60
+    key = max(rules, key=lambda k: rules[k])
+
+    def change(s: dict[str, Any]) -> None:
+        s["cluster"]["deployCidrs"] = _cidrs(deploy, 40)
+        s["schedulers"]["slurm"].update(loginSsh=ssh, loginAllowedCidrs=_cidrs(login, 41) if ssh else [])
+        s["jupyterhub"]["allowedCidrs"] = _cidrs(hub, 42)
+
+    check("cluster security group rules", "prod", change, valid, key)
+
+
 # ---- AMI release pins: a date no later than today and no earlier than the Kubernetes version's EKS release --------
 @RUN
 @given(day=st.dates(dt.date(2020, 1, 1), dt.date(2032, 1, 1)))
@@ -372,6 +401,40 @@ def test_kube_proxy_skew(minor: int, patch: int, build: int) -> None:
         32 <= minor <= 35,
         "ekstrain:versions.addons.kube-proxy",
     )
+
+
+# ---- add-on pins per Kubernetes version (ekstrain/versions.py ADDON_COMPATIBILITY, sources in ADDON_SOURCES) ------
+# Oracle, written from the sources rather than from the table: kube-proxy within 3 minors below the cluster (skew
+# policy); CoreDNS no newer than the minor of the newest EKS build listed for the version (EKS CoreDNS versions:
+# 1.31/1.32 v1.11, 1.33 v1.12, 1.34 v1.13, 1.35 v1.14); the other add-ons have no citable bound (left to EKS).
+COREDNS_NEWEST_MINOR = {"1.32": 11, "1.33": 12, "1.34": 13, "1.35": 14}
+
+
+@RUN
+@given(
+    k8s=st.sampled_from(sorted(COREDNS_NEWEST_MINOR)),
+    addon=st.sampled_from(sorted(versions.DEFAULT_ADDON_VERSIONS)),
+    minor=st.integers(0, 40),
+    patch=st.integers(0, 9),
+    build=st.integers(1, 30),
+)
+def test_addon_versions_per_kubernetes_version(k8s: str, addon: str, minor: int, patch: int, build: int) -> None:
+    pin = f"v1.{minor}.{patch}-eksbuild.{build}"
+    cluster = int(k8s.split(".")[1])
+    if addon == "kube-proxy":
+        valid = cluster - 3 <= minor <= cluster
+    elif addon == "coredns":
+        valid = minor <= COREDNS_NEWEST_MINOR[k8s]
+    elif addon == "vpc-cni":
+        valid = (1, minor, patch) >= versions.MIN_VPC_CNI_FOR_EFA_ONLY  # dev's partition uses EFA
+    else:
+        valid = True
+
+    def change(s: dict[str, Any]) -> None:
+        s["cluster"]["kubernetesVersion"] = k8s
+        s.setdefault("versions", {})["addons"] = {addon: pin}
+
+    check("add-on per Kubernetes version", "dev", change, valid, f"ekstrain:versions.addons.{addon}")
 
 
 # ---- system node group: x86_64 (AL2023_x86_64_STANDARD), not accelerated, not Mac -------------------------------

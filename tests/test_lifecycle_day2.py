@@ -275,8 +275,9 @@ def test_two_cold_renders_are_byte_identical(
 
 def test_slurm_and_hub_keys_come_from_pulumi_randoms(prod_recording: Recording) -> None:
     values = releases(prod_recording)["slurm"].inputs["values"]
-    assert values["slurmKey"] == {"create": False, "secretRef": {"name": "slurm-auth-key", "key": "slurm.key"}}
-    assert values["jwtKey"] == {"create": False, "secretRef": {"name": "slurm-jwt-key", "key": "jwt.key"}}
+    # The keys in the Secrets are the chart's default key names (slurm.key, jwt.key): only the names are set.
+    assert values["slurmKey"] == {"create": False, "secretRef": {"name": "slurm-auth-key"}}
+    assert values["jwtKey"] == {"create": False, "secretRef": {"name": "slurm-jwt-key"}}
     secrets = {r.inputs["metadata"]["name"]: r for r in prod_recording.of_type("kubernetes:core/v1:Secret")}
     assert set(secrets["slurm-auth-key"].inputs["stringData"]) == {"slurm.key"}
     assert "stringData" in secrets["slurm-auth-key"].secret_inputs

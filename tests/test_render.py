@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import pathlib
 
 import pytest
 import yaml
-from conftest import REPO, STACK_NAMES
+from conftest import REPO, STACK_NAMES, stack_config
 
-from ekstrain import validation
+from ekstrain import validation, versions
 from ekstrain.infra import render
 from ekstrain.infra.offline import Recording
 from ekstrain.stacks.loader import read_stack_file
@@ -24,6 +25,8 @@ def test_stack_renders_and_validates(stack: str, tmp_path: pathlib.Path, capsys:
     assert "OFFLINE RENDER" in out.err
     manifests = list((tmp_path / "manifests").rglob("*.yaml"))
     assert manifests, "some Kubernetes objects are rendered"
+    # The shipped seeds are warning-clean, so that a new warning stands out (and fails here).
+    assert unexpected_warnings(stack, render_warnings(summary, out.err)) == []
     if validation.upstream_dir() is None:
         pytest.skip("upstream schemas absent: run `make fetch-upstream` to validate")
     kubernetes_version = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())["config"]["ekstrain:cluster"][
@@ -32,6 +35,66 @@ def test_stack_renders_and_validates(stack: str, tmp_path: pathlib.Path, capsys:
     for path in manifests:
         assert validation.validate_object(yaml.safe_load(path.read_text()), kubernetes_version) == [], path
     assert "valid against the pinned upstream schemas" in summary
+
+
+REVIEWED = "(accepted: security/iam-lint-accepted.yaml)"
+"""IAM lint findings reviewed and kept (security/iam-lint-accepted.yaml, which tests/test_verify_iam.py keeps short)."""
+
+
+def render_warnings(summary: str, stderr: str) -> list[str]:
+    """Every warning a render reports: the config's (SUMMARY "## Warnings", also printed on stderr) and the
+    checks' ("- warning: ..." lines, e.g. a Helm values key that changes nothing)."""
+    lines = summary.splitlines()
+    start = lines.index("## Warnings") + 1
+    config = []
+    for line in lines[start:]:
+        if not line.startswith("- "):
+            break
+        if line != "- none":
+            config.append(line[2:])
+    printed = [line for line in stderr.splitlines() if line.startswith(("ekstrain:", "aws:"))]
+    return sorted(set(config) | set(printed)) + [
+        line[len("- warning: ") :] for line in lines if line.startswith("- warning: ")
+    ]
+
+
+def unexpected_warnings(stack: str, warnings: list[str], today: dt.date | None = None) -> list[str]:
+    """The warnings a seed stack must not have: all of them, except a reviewed IAM finding and the AMI pin's age
+    while the pin is the newest AL2023 release the program knows for the stack's Kubernetes version
+    (ekstrain/versions.py AMI_ALIAS_VERSIONS): that one follows the calendar, and only a lookup in AWS
+    (docs/runbook-ami.md) finds a newer release to move to."""
+    cfg = stack_config(stack)
+    pin, k8s = cfg.versions.ami_alias_version, cfg.cluster.kubernetes_version
+    age = versions.ami_alias_warning(pin, cfg.versions.ami_alias_max_age_days, today or dt.date.today())
+    calendar = (
+        {f"ekstrain:versions.amiAliasVersion: {age}"} if age and versions.AMI_ALIAS_VERSIONS.get(k8s) == pin else set()
+    )
+    return [w for w in warnings if w not in calendar and not w.endswith(REVIEWED)]
+
+
+def test_a_new_warning_fails_the_seed_check() -> None:
+    """GIVEN a seed render's SUMMARY and stderr WHEN any warning appears (a config rule's, a no-op values key)
+    THEN unexpected_warnings lists it; the AMI age and reviewed IAM findings alone pass."""
+    today = dt.date(2026, 12, 3)
+    cfg = stack_config("prod")
+    ami = versions.ami_alias_warning(cfg.versions.ami_alias_version, cfg.versions.ami_alias_max_age_days, today)
+    clean = "\n".join(["# x", "", "## Warnings", "- none", "", "## Checks", f"- warning: iam finding {REVIEWED}"])
+    assert unexpected_warnings("prod", render_warnings(clean, ""), today) == []
+    aged = clean.replace("- none", f"- ekstrain:versions.amiAliasVersion: {ami}")
+    assert (
+        unexpected_warnings("prod", render_warnings(aged, f"ekstrain:versions.amiAliasVersion: {ami}\n"), today) == []
+    )
+    new_config = clean.replace("- none", "- ekstrain:storage.checkpoint: too slow")
+    assert unexpected_warnings("prod", render_warnings(new_config, ""), today) == [
+        "ekstrain:storage.checkpoint: too slow"
+    ]
+    noop = clean + "\n- warning: helm release slurm--slurm: values key 'x' changes nothing"
+    assert unexpected_warnings("prod", render_warnings(noop, ""), today) == [
+        "helm release slurm--slurm: values key 'x' changes nothing"
+    ]
+    assert unexpected_warnings("prod", render_warnings(clean, "ekstrain:cluster.x: only on stderr\n"), today) == [
+        "ekstrain:cluster.x: only on stderr"
+    ]
 
 
 def test_render_reports_bad_config_without_traceback(

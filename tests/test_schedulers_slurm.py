@@ -51,7 +51,8 @@ def test_prod_partition_becomes_nodeset_and_slurm_partition(part: str) -> None:
     resources, taint, gres, max_nodes = EXPECTED[part]
     ns = slurm.slurm_values(stack_config("prod"))["nodesets"][part]
     # The partition label: every NodePool of a mixed-layout partition (trainium-trn1, -trn1n) sets it.
-    assert ns["podSpec"]["nodeSelector"] == {"kubernetes.io/os": "linux", "ekstrain.io/partition": part}
+    # (kubernetes.io/os: linux is the chart's own selector)
+    assert ns["podSpec"]["nodeSelector"] == {"ekstrain.io/partition": part}
     assert ns["podSpec"]["tolerations"] == [
         {"key": taint, "operator": "Equal", "value": "true", "effect": "NoSchedule"}
     ]
@@ -118,28 +119,49 @@ def test_bad_replicas_are_rejected_naming_the_key(replicas: dict[str, int], key:
     assert [i.key for i in caught.value.issues] == [key]
 
 
+def ssh_on(**settings: Any) -> Callable[[dict[str, Any]], None]:
+    """prod's Slurm with the login node's SSH endpoint on (the seed has it off)."""
+    return lambda s: s["schedulers"]["slurm"].update(loginSsh=True, **settings)
+
+
 def test_login_open_to_the_world_is_rejected() -> None:
     with pytest.raises(ConfigError) as caught:
-        cfg_with(lambda s: s["schedulers"]["slurm"].update(loginAllowedCidrs=["0.0.0.0/0"]))
+        cfg_with(ssh_on(loginAllowedCidrs=["0.0.0.0/0"]))
     assert [i.key for i in caught.value.issues] == ["ekstrain:schedulers.slurm.loginAllowedCidrs"]
 
 
 def test_login_is_an_internal_nlb_restricted_to_allowed_cidrs() -> None:
-    login = slurm.slurm_values(stack_config("prod"))["loginsets"][slurm.LOGINSET]
+    login = slurm.slurm_values(cfg_with(ssh_on(loginAllowedCidrs=["10.40.0.0/16"])))["loginsets"][slurm.LOGINSET]
     assert login["service"]["metadata"]["annotations"] == {
         "service.beta.kubernetes.io/aws-load-balancer-type": "nlb",
         "service.beta.kubernetes.io/aws-load-balancer-internal": "true",
     }
-    assert login["service"]["spec"] == {"type": "LoadBalancer", "loadBalancerSourceRanges": ["10.40.0.0/16"]}
-    cfg = cfg_with(lambda s: s["schedulers"]["slurm"].update(loginAllowedCidrs=["10.1.0.0/24", "10.2.0.0/24"]))
+    # type: LoadBalancer is the chart's default for a LoginSet Service.
+    assert login["service"]["spec"] == {"loadBalancerSourceRanges": ["10.40.0.0/16"]}
+    cfg = cfg_with(ssh_on(loginAllowedCidrs=["10.1.0.0/24", "10.2.0.0/24"]))
     assert slurm.login_source_ranges(cfg) == ["10.1.0.0/24", "10.2.0.0/24"]
 
 
 def test_login_defaults_to_the_vpc_cidr() -> None:
-    cfg = cfg_with(lambda s: s["schedulers"]["slurm"].pop("loginAllowedCidrs"))
+    cfg = cfg_with(ssh_on())
     assert slurm.slurm_values(cfg)["loginsets"][slurm.LOGINSET]["service"]["spec"]["loadBalancerSourceRanges"] == [
         "10.40.0.0/16"
     ]
+
+
+def test_prod_seed_has_no_ssh_endpoint_and_ssh_settings_without_it_are_refused() -> None:
+    """GIVEN loginSsh: false (the prod seed) THEN the login Service is ClusterIP (no NLB, kubectl exec only),
+    and SSH keys, a key file or allowed CIDRs, which would change nothing, are refused naming the key."""
+    login = slurm.slurm_values(stack_config("prod"))["loginsets"][slurm.LOGINSET]
+    assert login["service"] == {"spec": {"type": "ClusterIP"}} and "rootSshAuthorizedKeys" not in login
+    for key, value in (
+        ("loginAllowedCidrs", ["10.40.0.0/16"]),
+        ("loginSshAuthorizedKeysFile", "security/slurm-login.pub"),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            cfg_with(lambda s, key=key, value=value: s["schedulers"]["slurm"].update({key: value}))
+        [issue] = caught.value.issues
+        assert issue.key == f"ekstrain:schedulers.slurm.{key}" and "loginSsh: true" in issue.fix
 
 
 def test_controllers_run_on_system_nodes() -> None:

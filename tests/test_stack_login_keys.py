@@ -41,7 +41,7 @@ def ed25519(seed: int = 0) -> str:
 def _load(path_value: str) -> list[tuple[str, str]]:
     """Issues (key, problem) for the prod stack with the key file set to ``path_value``; [] when valid."""
     sections = stack_sections("prod")
-    sections["schedulers"]["slurm"]["loginSshAuthorizedKeysFile"] = path_value
+    sections["schedulers"]["slurm"].update(loginSsh=True, loginSshAuthorizedKeysFile=path_value)
     try:
         parse(sections, "Pulumi.test.yaml", today=dt.date(2026, 12, 3))
     except ConfigError as exc:
@@ -106,7 +106,7 @@ def test_a_key_file_of_valid_keys_reaches_the_login_node(project: pathlib.Path) 
 
     keys = [ed25519(i) for i in range(3)]
     (project / "team.pub").write_text("# team\n\n" + "\n".join(keys) + "\r\n")
-    cfg = cfg_with(lambda s: s["schedulers"]["slurm"].update(loginSshAuthorizedKeysFile="team.pub"))
+    cfg = cfg_with(lambda s: s["schedulers"]["slurm"].update(loginSsh=True, loginSshAuthorizedKeysFile="team.pub"))
     assert slurm.slurm_values(cfg)["loginsets"]["main"]["rootSshAuthorizedKeys"] == "\n".join(keys)
 
 

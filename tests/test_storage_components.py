@@ -181,9 +181,9 @@ def test_kms_key_switches_buckets_to_sse_kms() -> None:
 # ---- FSx -------------------------------------------------------------------------------------
 
 
-def test_prod_fsx_is_persistent_2_4800_in_the_efa_subnet(prod_recording: Recording) -> None:
+def test_prod_fsx_is_persistent_2_7200_in_the_efa_subnet(prod_recording: Recording) -> None:
     fs = prod_recording.one(FSX, "fsx").inputs
-    assert (fs["deploymentType"], fs["storageCapacity"], fs["perUnitStorageThroughput"]) == ("PERSISTENT_2", 4800, 250)
+    assert (fs["deploymentType"], fs["storageCapacity"], fs["perUnitStorageThroughput"]) == ("PERSISTENT_2", 7200, 500)
     assert fs["storageType"] == "SSD" and fs["fileSystemTypeVersion"] == "2.15"
     assert fs["subnetIds"] == prod_recording.outputs["efaSubnetId"]
     assert fs["securityGroupIds"] == [_sg_id(prod_recording, "fsx-sg")]
@@ -417,7 +417,7 @@ def test_fsx_static_pv_and_pvc_bind_to_the_file_system(prod_recording: Recording
         "volumeHandle": fs["id"],
         "volumeAttributes": {"dnsname": fs["dnsName"], "mountname": fs["mountName"]},
     }
-    assert pv["spec"]["capacity"] == {"storage": "4800Gi"}
+    assert pv["spec"]["capacity"] == {"storage": "7200Gi"}
     assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain" and pv["spec"]["mountOptions"] == ["flock"]
     assert pv["spec"]["accessModes"] == ["ReadWriteMany"] and pv["spec"]["storageClassName"] == ""
     pvc = prod_recording.one(PVC, "storage-volumes-fsx-pvc").inputs
@@ -426,7 +426,7 @@ def test_fsx_static_pv_and_pvc_bind_to_the_file_system(prod_recording: Recording
         "accessModes": ["ReadWriteMany"],
         "storageClassName": "",
         "volumeName": names.FSX_PV,
-        "resources": {"requests": {"storage": "4800Gi"}},
+        "resources": {"requests": {"storage": "7200Gi"}},
     }
 
 

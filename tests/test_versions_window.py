@@ -89,3 +89,20 @@ def test_extended_support_version_is_accepted_with_a_dated_warning() -> None:
 
 def test_prod_runs_the_default_version() -> None:
     assert stack_sections("prod")["cluster"]["kubernetesVersion"] == versions.DEFAULT_KUBERNETES_VERSION
+
+
+def test_every_installed_addon_names_its_compatibility_source_and_the_pins_fit() -> None:
+    """GIVEN the EKS add-ons the program installs WHEN their default pins are checked per Kubernetes version
+    THEN each add-on says where its bounds come from (or that no citable table exists), and every pin the
+    program ships for a version is within that version's bounds."""
+    assert set(versions.ADDON_SOURCES) == set(versions.DEFAULT_ADDON_VERSIONS)
+    assert set(versions.ADDON_COMPATIBILITY) <= set(versions.ADDON_SOURCES)
+    for name, per_version in versions.ADDON_COMPATIBILITY.items():
+        assert set(per_version) <= set(versions.KUBERNETES_RELEASES), name
+    for k8s in versions.KUBERNETES_RELEASES:
+        for name in versions.DEFAULT_ADDON_VERSIONS:
+            pin = versions.addon_version(name, k8s)
+            assert pin is None or versions.addon_problem(name, pin, k8s) is None, (name, k8s, pin)
+    problem, fix = versions.addon_problem("coredns", "v1.14.2-eksbuild.4", "1.34") or ("", "")
+    assert "v1.13 or older" in problem and "EKS user guide, CoreDNS versions" in problem
+    assert "v1.13.2-eksbuild.7" in fix and "describe-addon-versions" in fix

@@ -62,7 +62,8 @@ def trainer_values() -> dict[str, Any]:
     return {
         "jobset": {"install": True},
         "manager": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
-        "runtimes": {"defaultEnabled": False, "installer": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)}},
+        # runtimes: the chart's generic runtimes stay off (its default, defaultEnabled: false), so its
+        # installer Job is never rendered and has nothing to place.
     }
 
 

@@ -68,6 +68,17 @@ def login_source_ranges(cfg: StackConfig) -> list[str]:
     return list(cfg.schedulers.slurm.login_allowed_cidrs) or [cfg.network.vpc_cidr]
 
 
+def login_service(cfg: StackConfig) -> dict[str, Any]:
+    """The login Service: the chart's LoadBalancer (an internal NLB for port 22) when SSH is on, else a
+    ClusterIP Service (no load balancer, nothing listens outside the cluster: ``kubectl exec`` only)."""
+    if not cfg.schedulers.slurm.login_ssh:
+        return {"spec": {"type": "ClusterIP"}}
+    return {
+        "metadata": {"annotations": dict(NLB_ANNOTATIONS)},
+        "spec": {"loadBalancerSourceRanges": login_source_ranges(cfg)},
+    }
+
+
 def nodeset_replicas(cfg: StackConfig, part: str) -> int:
     """slurmd pods of a partition. Each one holds a whole node (Karpenter launches it for the pending
     pod and keeps it while the pod runs), so the default is the partition's minNodes: zero cost when
@@ -109,12 +120,12 @@ def nodeset(cfg: StackConfig, p: PartitionFacts, default: bool = False) -> dict[
     resources = slurmd_resources(p)
     shm = f"{int(int(resources['limits']['memory'][:-2]) * SHM_FRACTION)}Gi"
     return {
-        "enabled": True,
         "replicas": nodeset_replicas(cfg, p.name),
         "slurmd": {
             # Extended resources must have requests == limits; asking for all of them pins the pod
             # to a whole node of the partition. cpu/memory too: a Guaranteed pod, never evicted first.
-            "image": dict(versions.SLURMD_PYXIS_IMAGE),
+            # The pyxis build of the chart's own slurmd tag (the chart's default tag is kept).
+            "image": {"repository": versions.SLURMD_PYXIS_IMAGE["repository"]},
             "resources": resources,
             "volumeMounts": [
                 {"name": SHARED_VOLUME, "mountPath": cfg.schedulers.slurm.shared_mount_path},
@@ -122,7 +133,7 @@ def nodeset(cfg: StackConfig, p: PartitionFacts, default: bool = False) -> dict[
             ],
         },
         "logfile": {
-            "image": dict(versions.ALPINE_IMAGE),
+            "image": {"tag": versions.ALPINE_IMAGE["tag"]},
             "resources": {"requests": dict(LOGFILE_RESOURCES), "limits": dict(LOGFILE_RESOURCES)},
         },
         "extraConfMap": {
@@ -131,7 +142,7 @@ def nodeset(cfg: StackConfig, p: PartitionFacts, default: bool = False) -> dict[
         },
         "partition": slurm_partition(p, default),
         "podSpec": {
-            "nodeSelector": {"kubernetes.io/os": "linux", **p.node_selector},
+            "nodeSelector": dict(p.node_selector),  # the chart adds kubernetes.io/os: linux
             "tolerations": [p.toleration],
             "volumes": [
                 {"name": SHARED_VOLUME, "persistentVolumeClaim": {"claimName": names.FSX_PVC}},
@@ -168,7 +179,8 @@ def slurm_values(cfg: StackConfig) -> dict[str, Any]:
     gres_types = sorted({GRES_NAME[p.accelerator_resource] for p in parts})
     values: dict[str, Any] = {
         "clusterName": cfg.cluster.name,
-        **{option: {"create": False, "secretRef": {"name": n, "key": k}} for option, (n, k) in AUTH_KEYS.items()},
+        # Only the Secret's name: its key is the chart's default key name (AUTH_KEYS, slurm.authSlurmRef.key).
+        **{option: {"create": False, "secretRef": {"name": n}} for option, (n, _) in AUTH_KEYS.items()},
         "configFiles": {
             "plugstack.conf": PLUGSTACK,
             **({"gres.conf": "AutoDetect=nvidia\n"} if any(p.is_gpu for p in parts) else {}),
@@ -194,18 +206,13 @@ def slurm_values(cfg: StackConfig) -> dict[str, Any]:
         },
         "loginsets": {
             LOGINSET: {
-                "enabled": True,
-                "replicas": 1,
                 "login": {"volumeMounts": [{"name": SHARED_VOLUME, "mountPath": s.shared_mount_path}]},
-                "initconf": {"image": dict(versions.ALPINE_IMAGE)},
+                "initconf": {"image": {"tag": versions.ALPINE_IMAGE["tag"]}},
                 "rootSshAuthorizedKeys": "\n".join(authorized_keys(cfg)) or None,
                 "podSpec": _system(
                     {"volumes": [{"name": SHARED_VOLUME, "persistentVolumeClaim": {"claimName": names.FSX_PVC}}]}
                 ),
-                "service": {
-                    "metadata": {"annotations": dict(NLB_ANNOTATIONS)},
-                    "spec": {"type": "LoadBalancer", "loadBalancerSourceRanges": login_source_ranges(cfg)},
-                },
+                "service": login_service(cfg),
             }
         },
         "nodesets": {p.name: nodeset(cfg, p, default=i == 0) for i, p in enumerate(parts)},

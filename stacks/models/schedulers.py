@@ -75,6 +75,10 @@ SshPublicKey = Annotated[str, AfterValidator(_ssh_public_key)]
 class SlurmConfig(Model):
     enabled: bool = False
     """@default false: Slinky (slurm-operator + slurm chart) with one NodeSet per partition."""
+    login_ssh: bool = True
+    """@default true: the login node's sshd is reachable through an internal NLB on port 22 (for the keys
+    below). false: no load balancer, the login pod is reached with ``kubectl exec`` only; the SSH settings
+    (keys, key file, loginAllowedCidrs) are then refused, as they would change nothing."""
     login_allowed_cidrs: list[IPv4Cidr] = Field(default_factory=list)
     """CIDRs allowed to reach the login node's internal NLB on port 22; @default the VPC CIDR."""
     accounting: bool = True

@@ -6,9 +6,10 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from ekstrain import regions
+from ekstrain import catalog, regions
 from ekstrain.stacks.models.base import DNS_LABEL, Model
 from ekstrain.stacks.models.cluster import ClusterConfig
+from ekstrain.stacks.models.instance_types import InstanceTypeFacts, check_instance_types
 from ekstrain.stacks.models.network import NetworkConfig
 from ekstrain.stacks.models.partitions import PartitionConfig
 from ekstrain.stacks.models.platform import DeliveryConfig, JupyterHubConfig, ObservabilityConfig
@@ -36,6 +37,10 @@ class StackConfig(Model):
     """EKS control plane, access and the system node group."""
     network: NetworkConfig
     """VPC, subnets and the training AZ."""
+    instance_types: dict[str, InstanceTypeFacts] = Field(default_factory=dict)
+    """Instance types outside the built-in catalog (docs/catalog.md), by EC2 name, with their accelerator,
+    EFA and sizing facts: partitions may then use them like built-in types. Naming a built-in type needs
+    ``override: true``; @default none."""
     partitions: list[PartitionConfig] = Field(default_factory=list)
     """Compute partitions: one Karpenter NodePool + EC2NodeClass each."""
     storage: StorageConfig = Field(default_factory=StorageConfig)
@@ -53,6 +58,15 @@ class StackConfig(Model):
     ``pulumi config set --secret ekstrain:jupyterhubClientSecret <value>``; @default none."""
     delivery: DeliveryConfig = Field(default_factory=DeliveryConfig)
     """Argo CD as a delivery option."""
+
+    @field_validator("instance_types")
+    @classmethod
+    def _instance_types(cls, value: dict[str, InstanceTypeFacts]) -> dict[str, InstanceTypeFacts]:
+        return check_instance_types(value)
+
+    def catalog_types(self) -> dict[str, catalog.InstanceType]:
+        """The stack's own instance types as catalog entries (merged by :func:`ekstrain.catalog.use_stack_types`)."""
+        return {name: facts.to_catalog(name) for name, facts in self.instance_types.items()}
 
     @field_validator("region")
     @classmethod
