@@ -104,7 +104,7 @@ def read_file_pins(path: pathlib.Path = FILE_PINS) -> list[FilePin]:
 
 
 def read_chart_pins(path: pathlib.Path = CHART_PINS) -> dict[str, ChartPin]:
-    return {row[0]: ChartPin(*row[:4], note=row[4] if len(row) > 4 else "") for row in _rows(path)}
+    return {r[0]: ChartPin(r[0], r[1], r[2], r[3], r[4] if len(r) > 4 else "") for r in _rows(path)}
 
 
 def sha256_of(path: pathlib.Path) -> str:
