@@ -11,9 +11,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from assembly.jobs import env as envtable
-from assembly.jobs.pod import launch_configmap, small_container, worker_container, worker_template
-from assembly.jobs.resolve import MASTER_PORT, ResolvedRun
+from ekstrain.assembly.jobs import env as envtable
+from ekstrain.assembly.jobs.pod import launch_configmap, small_container, worker_container, worker_template
+from ekstrain.assembly.jobs.resolve import MASTER_PORT, ResolvedRun
 
 API_VERSION = "kubeflow.org/v2beta1"
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from assembly.jobs import env as envtable
-from assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain import names, versions
+from ekstrain.assembly.jobs import env as envtable
+from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain.names import SYSTEM_NODE_SELECTOR
-from stacks.models import StackConfig
+from ekstrain.stacks.models import StackConfig
 
 KUBERAY_NAMESPACE = "kuberay-system"
 TRAINER_NAMESPACE = "kubeflow-system"
