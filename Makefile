@@ -63,8 +63,11 @@ simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of 
 	  if [ -f examples/mix-$$s.yaml ]; then $(PY) -m ekstrain simulate --stack $$s --timeline examples/mix-$$s.yaml; fi; \
 	done
 
-fetch-upstream:  ## fetch the pinned upstream CRDs and chart values into .upstream/
-	scripts/fetch-upstream.sh .upstream
+# Chart archives (helm pull from each chart's repository or OCI registry, ekstrain/versions.py), CRDs and chart
+# values, each sha256-checked against scripts/chart-pins.tsv / scripts/upstream-pins.tsv. Mirrors: UPSTREAM_RAW_BASE,
+# UPSTREAM_HELM_MIRROR, UPSTREAM_OCI_MIRROR (scripts/fetch_upstream.py; .ci/fresh-clone uses a local one).
+fetch-upstream: $(VENV)/.installed $(HELM_TOOL)  ## fetch the pinned chart archives, CRDs and chart values into .upstream/
+	$(PY) scripts/fetch_upstream.py .upstream
 
 clean:  ## build outputs and the render cache (build/.cache); keeps .tools/helm
 	rm -rf build .pytest_cache

@@ -2,7 +2,8 @@
 
 Stacks may override any chart or add-on version under ``ekstrain:versions`` in their
 ``Pulumi.<stack>.yaml``; these are the defaults. Chart versions match the upstream files the
-offline validation reads from ``shared/upstream`` (see ``scripts/fetch-upstream.sh``).
+offline validation reads from ``shared/upstream`` (``make fetch-upstream`` pulls them: ``scripts/fetch_upstream.py``,
+the archives' sha256 in ``scripts/chart-pins.tsv``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,327 @@
+"""Fetch everything the offline render and the tests read from the upstream directory, sha256-checked.
+
+    python scripts/fetch_upstream.py [DEST] [--only NAME ...]      (`make fetch-upstream`: DEST = .upstream)
+
+- chart archives ``chart-src/<chart>-<version>.tgz``: every chart of ``ekstrain/versions.py`` DEFAULT_CHARTS,
+  pulled the way helm installs it (``helm pull --repo URL NAME --version V`` for a classic repository,
+  ``helm pull oci://... --version V`` for an OCI registry) and checked against ``scripts/chart-pins.tsv``;
+  for a classic repository also against the ``digest`` of the repository's own index.yaml;
+- CRDs, chart values.yaml/Chart.yaml and reference files: ``scripts/upstream-pins.tsv`` (raw files of a
+  repository at a commit, or a file inside one of the fetched archives), each checked against its sha256.
+
+Mirrors (all optional; the tests and ``.ci/fresh-clone`` point them at ``scripts/upstream_mirror.py``):
+``UPSTREAM_RAW_BASE`` replaces ``https://raw.githubusercontent.com``; ``UPSTREAM_HELM_MIRROR`` replaces the
+scheme of every classic chart repository
+(``https://nvidia.github.io/x`` -> ``$UPSTREAM_HELM_MIRROR/nvidia.github.io/x``);
+``UPSTREAM_OCI_MIRROR`` (``http://host:port`` or ``host:port``) the registry of every OCI chart
+(``oci://public.ecr.aws/k/k`` -> ``oci://host:port/public.ecr.aws/k/k``; ``http://`` adds ``--plain-http``).
+
+One progress line per file; one error line per failure naming the file, the URL and the fix; exit 1 if
+anything failed (what did arrive stays, so a rerun fetches only what is missing or wrong).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TextIO
+
+import yaml
+
+from ekstrain import versions
+from ekstrain.helm import helm_binary
+
+HERE = pathlib.Path(__file__).resolve().parent
+FILE_PINS = HERE / "upstream-pins.tsv"
+CHART_PINS = HERE / "chart-pins.tsv"
+RAW_BASE = "https://raw.githubusercontent.com"
+UNKNOWN = "-"
+
+
+class FetchError(Exception):
+    """One line: the file, what went wrong, the URL and the fix."""
+
+
+@dataclass(frozen=True)
+class FilePin:
+    dest: str
+    repo: str
+    """``owner/name`` on GitHub, or ``chart:<name>`` for a file inside a fetched chart archive."""
+    commit: str
+    path: str
+    sha256: str
+
+    @property
+    def from_chart(self) -> str | None:
+        return self.repo.split(":", 1)[1] if self.repo.startswith("chart:") else None
+
+
+@dataclass(frozen=True)
+class ChartPin:
+    name: str
+    version: str
+    sha256: str
+    published_sha256: str
+    note: str = ""
+
+    def accepts(self, digest: str) -> str | None:
+        """Which pinned archive ``digest`` is ("reference"/"published"), None when neither."""
+        if digest == self.sha256:
+            return "reference archive"
+        if self.published_sha256 != UNKNOWN and digest == self.published_sha256:
+            return "published archive"
+        return None
+
+
+@dataclass(frozen=True)
+class ChartSource:
+    kind: str
+    """``repo`` (classic Helm repository) or ``oci``."""
+    url: str
+    """Repository URL, or the ``oci://`` reference."""
+    plain_http: bool = False
+
+
+def _rows(path: pathlib.Path) -> Iterable[list[str]]:
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            yield line.split("\t")
+
+
+def read_file_pins(path: pathlib.Path = FILE_PINS) -> list[FilePin]:
+    return [FilePin(*row[:5]) for row in _rows(path)]
+
+
+def read_chart_pins(path: pathlib.Path = CHART_PINS) -> dict[str, ChartPin]:
+    return {r[0]: ChartPin(r[0], r[1], r[2], r[3], r[4] if len(r) > 4 else "") for r in _rows(path)}
+
+
+def sha256_of(path: pathlib.Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def archive_name(chart: versions.Chart) -> str:
+    return f"{chart.chart.rstrip('/').rsplit('/', 1)[-1]}-{chart.version}.tgz"
+
+
+def chart_source(chart: versions.Chart, env: dict[str, str] | os._Environ[str] = os.environ) -> ChartSource:
+    """Where helm pulls ``chart`` from, with the mirror environment variables applied."""
+    if chart.repo is None:
+        ref = chart.chart.removeprefix("oci://")
+        mirror = env.get("UPSTREAM_OCI_MIRROR", "")
+        if not mirror:
+            return ChartSource("oci", f"oci://{ref}")
+        plain = mirror.startswith("http://")
+        host = mirror.split("://", 1)[-1].rstrip("/")
+        return ChartSource("oci", f"oci://{host}/{ref}", plain_http=plain)
+    mirror = env.get("UPSTREAM_HELM_MIRROR", "")
+    if not mirror:
+        return ChartSource("repo", chart.repo.rstrip("/"))
+    return ChartSource("repo", f"{mirror.rstrip('/')}/{chart.repo.split('://', 1)[-1].rstrip('/')}")
+
+
+def _helm_env(home: pathlib.Path) -> dict[str, str]:
+    """helm with a private, throw-away cache and config: no repositories added, nothing left behind."""
+    env = dict(os.environ)
+    for var in ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"):
+        env[var] = str(home / var.lower())
+    return env
+
+
+def _index_digest(repo_url: str, name: str, version: str) -> str | None:
+    """The ``digest`` the repository's index.yaml gives for ``name`` ``version`` (None when it gives none)."""
+    url = f"{repo_url}/index.yaml"
+    try:
+        with urllib.request.urlopen(url, timeout=60) as r:
+            index = yaml.load(r.read(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (urllib.error.URLError, OSError, yaml.YAMLError) as e:
+        raise FetchError(f"cannot read the repository index {url}: {e}") from e
+    for entry in (index or {}).get("entries", {}).get(name, []):
+        if str(entry.get("version")) in (version, version.removeprefix("v")):
+            digest = entry.get("digest")
+            return str(digest) if digest else None
+    raise FetchError(f"{url} lists no {name} {version}")
+
+
+def fetch_chart(
+    name: str,
+    chart: versions.Chart,
+    pin: ChartPin | None,
+    dest: pathlib.Path,
+    helm: str,
+    env: dict[str, str] | os._Environ[str] = os.environ,
+) -> str:
+    """Pull ``chart`` into ``dest/chart-src`` unless a checked copy is there; returns the progress note.
+    Raises FetchError (one line: file, problem, URL, fix)."""
+    file = f"chart-src/{archive_name(chart)}"
+    source = chart_source(chart, env)
+    where = f"{source.url} {name}" if source.kind == "repo" else source.url
+    if pin is None:
+        raise FetchError(
+            f"{file}: no row for {name} in scripts/chart-pins.tsv; fix: add `{name}<TAB>{chart.version}<TAB><sha256>` "
+            "after checking the archive"
+        )
+    if pin.version != chart.version:
+        raise FetchError(
+            f"{file}: scripts/chart-pins.tsv pins {name} {pin.version} but ekstrain/versions.py pins {chart.version}; "
+            "fix: update the row (version and sha256) with the version bump"
+        )
+    out = dest / file
+    if out.exists() and pin.accepts(sha256_of(out)):
+        return f"ok (already present, {pin.accepts(sha256_of(out))})"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="fetch-chart-") as tmp:
+        tmpdir = pathlib.Path(tmp)
+        pulled = tmpdir / "pulled"
+        pulled.mkdir()
+        if source.kind == "repo":
+            cmd = [helm, "pull", chart.chart, "--repo", source.url, "--version", chart.version]
+        else:
+            cmd = [helm, "pull", source.url, "--version", chart.version]
+            if source.plain_http:
+                cmd.append("--plain-http")
+        cmd += ["--destination", str(pulled)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=_helm_env(tmpdir / "home"), timeout=600)
+        if proc.returncode != 0:
+            lines = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
+            why = lines[-1].strip() if lines else f"exit {proc.returncode}"
+            raise FetchError(
+                f"{file}: helm pull failed: {why} ({where} --version {chart.version}); fix: check that {name} "
+                f"{chart.version} (ekstrain/versions.py) is published there and the network or mirror "
+                "(UPSTREAM_HELM_MIRROR / UPSTREAM_OCI_MIRROR) is reachable"
+            )
+        archives = sorted(pulled.glob("*.tgz"))
+        if len(archives) != 1:
+            raise FetchError(f"{file}: helm pull gave {[a.name for a in archives]} ({where}); fix: report this")
+        digest = sha256_of(archives[0])
+        if source.kind == "repo":
+            listed = _index_digest(source.url, chart.chart, chart.version)
+            if listed is not None and listed != digest:
+                raise FetchError(
+                    f"{file}: refused: sha256 {digest} is not the digest {listed} the repository's index.yaml gives "
+                    f"({source.url}/index.yaml); fix: the repository or a proxy serves a tampered or stale archive"
+                )
+        kind = pin.accepts(digest)
+        if kind is None:
+            published = pin.published_sha256 if pin.published_sha256 != UNKNOWN else "not known"
+            raise FetchError(
+                f"{file}: refused: sha256 {digest} matches neither the pinned reference archive {pin.sha256} nor the "
+                f"published one ({published}) ({where} --version {chart.version}); fix: if this archive is the "
+                "genuine release, check its templates render the same and put its sha256 in published_sha256 of "
+                'scripts/chart-pins.tsv (docs/delivery.md, "Upstream files")'
+            )
+        shutil.move(str(archives[0]), out)
+    return f"ok (sha256 {digest[:12]}, {kind})"
+
+
+def fetch_file(pin: FilePin, dest: pathlib.Path, raw_base: str) -> str:
+    out = dest / pin.dest
+    if out.exists() and sha256_of(out) == pin.sha256:
+        return "ok (already present)"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    chart_name = pin.from_chart
+    if chart_name is not None:
+        chart = versions.DEFAULT_CHARTS[chart_name]
+        archive = dest / "chart-src" / archive_name(chart)
+        url = f"{archive}:{pin.path}"
+        if not archive.exists():
+            raise FetchError(f"{pin.dest}: its chart archive is missing ({url}); fix: fetch chart {chart_name} first")
+        try:
+            with tarfile.open(archive) as tgz:
+                member = tgz.extractfile(pin.path)
+                data = member.read() if member else b""
+        except (KeyError, tarfile.TarError) as e:
+            raise FetchError(f"{pin.dest}: not in the archive ({url}): {e}; fix: check the path in the pins") from e
+    else:
+        url = f"{raw_base.rstrip('/')}/{pin.repo}/{pin.commit}/{pin.path}"
+        try:
+            with urllib.request.urlopen(url, timeout=60) as r:
+                data = r.read()
+        except (urllib.error.URLError, OSError) as e:
+            raise FetchError(
+                f"{pin.dest}: download failed: {e} ({url}); fix: check the network, or UPSTREAM_RAW_BASE for a mirror"
+            ) from e
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != pin.sha256:
+        raise FetchError(
+            f"{pin.dest}: refused: sha256 {digest} is not the pinned {pin.sha256} ({url}); fix: upstream changed "
+            "or the mirror is wrong: check the file and update scripts/upstream-pins.tsv only if it is genuine"
+        )
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(out)
+    return f"ok (sha256 {digest[:12]})"
+
+
+def fetch(
+    dest: pathlib.Path,
+    only: set[str] | None = None,
+    env: dict[str, str] | os._Environ[str] = os.environ,
+    out: TextIO = sys.stdout,
+) -> list[str]:
+    """Fetch into ``dest``; returns the error lines (empty when everything arrived and matched)."""
+
+    def say(line: str) -> None:
+        print(line, file=out, flush=True)
+
+    errors: list[str] = []
+    chart_pins = read_chart_pins()
+    helm = helm_binary()
+    charts = {n: c for n, c in versions.DEFAULT_CHARTS.items() if only is None or n in only}
+    if charts and helm is None:
+        errors.append("chart-src: helm not found; fix: run `make .tools/helm` (or put helm on PATH)")
+    elif helm is not None:
+        for name, chart in charts.items():
+            src = chart_source(chart, env)
+            say(f"chart {archive_name(chart)} <- {src.url}{' ' + chart.chart if src.kind == 'repo' else ''}")
+            try:
+                say("  " + fetch_chart(name, chart, chart_pins.get(name), dest, helm, env))
+            except FetchError as e:
+                errors.append(f"ERROR {e}")
+                say(f"  {errors[-1]}")
+    raw_base = env.get("UPSTREAM_RAW_BASE", RAW_BASE)
+    for pin in read_file_pins():
+        if only is not None and pin.dest not in only and (pin.from_chart or "") not in only:
+            continue
+        say(f"file {pin.dest} <- {pin.repo}{'@' + pin.commit[:8] if not pin.from_chart else ''}")
+        try:
+            say("  " + fetch_file(pin, dest, raw_base))
+        except FetchError as e:
+            errors.append(f"ERROR {e}")
+            say(f"  {errors[-1]}")
+    archives = sorted((dest / "chart-src").glob("*.tgz")) if (dest / "chart-src").is_dir() else []
+    if archives:
+        sums = "".join(f"{sha256_of(a)}  {a.name}\n" for a in archives)
+        (dest / "chart-src" / "SHA256SUMS").write_text(sums)
+    return errors
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    p.add_argument("dest", nargs="?", default=str(HERE.parent / ".upstream"))
+    p.add_argument("--only", action="append", help="a chart name or a file (dest path) to fetch; repeatable")
+    args = p.parse_args(argv)
+    dest = pathlib.Path(args.dest)
+    errors = fetch(dest, set(args.only) if args.only else None)
+    if errors:
+        print(f"{len(errors)} upstream file(s) could not be fetched into {dest}:", file=sys.stderr)
+        for e in errors:
+            print(e, file=sys.stderr)
+        return 1
+    print(f"upstream files ready in {dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
