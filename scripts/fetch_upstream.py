@@ -154,6 +154,19 @@ def _index_digest(repo_url: str, name: str, version: str) -> str | None:
     raise FetchError(f"{url} lists no {name} {version}")
 
 
+def record_published(name: str, digest: str, path: pathlib.Path = CHART_PINS) -> None:
+    """Write ``digest`` into the published_sha256 column of ``name``'s row (which must say ``-``)."""
+    lines = path.read_text().splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        fields = line.rstrip("\n").split("\t")
+        if not line.startswith("#") and fields[0] == name and len(fields) > 3 and fields[3] == UNKNOWN:
+            fields[3] = digest
+            lines[i] = "\t".join(fields) + "\n"
+            path.write_text("".join(lines))
+            return
+    raise FetchError(f"scripts/chart-pins.tsv: no row for {name} with an unknown published_sha256 to record")
+
+
 def fetch_chart(
     name: str,
     chart: versions.Chart,
@@ -161,9 +174,16 @@ def fetch_chart(
     dest: pathlib.Path,
     helm: str,
     env: dict[str, str] | os._Environ[str] = os.environ,
+    record: bool = False,
+    pins_file: pathlib.Path = CHART_PINS,
 ) -> str:
     """Pull ``chart`` into ``dest/chart-src`` unless a checked copy is there; returns the progress note.
-    Raises FetchError (one line: file, problem, URL, fix)."""
+    Raises FetchError (one line: file, problem, URL, fix).
+
+    ``record`` (``--record-published``, a maintainer's first fetch with network): a chart whose published
+    digest is not pinned yet is accepted when its source vouches for the bytes (a classic repository's
+    index.yaml digest; an OCI registry serves the archive by its content digest, which helm checks), and the
+    digest is written into ``pins_file`` for review in a pull request. A pinned digest is never replaced."""
     file = f"chart-src/{archive_name(chart)}"
     source = chart_source(chart, env)
     where = f"{source.url} {name}" if source.kind == "repo" else source.url
@@ -205,6 +225,7 @@ def fetch_chart(
         if len(archives) != 1:
             raise FetchError(f"{file}: helm pull gave {[a.name for a in archives]} ({where}); fix: report this")
         digest = sha256_of(archives[0])
+        listed = None
         if source.kind == "repo":
             listed = _index_digest(source.url, chart.chart, chart.version)
             if listed is not None and listed != digest:
@@ -213,6 +234,14 @@ def fetch_chart(
                     f"({source.url}/index.yaml); fix: the repository or a proxy serves a tampered or stale archive"
                 )
         kind = pin.accepts(digest)
+        if kind is None and record and pin.published_sha256 == UNKNOWN:
+            if source.kind == "repo" and listed is None:
+                raise FetchError(
+                    f"{file}: cannot record: {source.url}/index.yaml gives no digest for {name} {chart.version}; "
+                    "fix: check the archive by hand and put its sha256 in published_sha256 of scripts/chart-pins.tsv"
+                )
+            record_published(name, digest, pins_file)
+            kind = "published archive, recorded in scripts/chart-pins.tsv: review the change"
         if kind is None:
             published = pin.published_sha256 if pin.published_sha256 != UNKNOWN else "not known"
             raise FetchError(
@@ -269,6 +298,7 @@ def fetch(
     only: set[str] | None = None,
     env: dict[str, str] | os._Environ[str] = os.environ,
     out: TextIO = sys.stdout,
+    record: bool = False,
 ) -> list[str]:
     """Fetch into ``dest``; returns the error lines (empty when everything arrived and matched)."""
 
@@ -286,7 +316,7 @@ def fetch(
             src = chart_source(chart, env)
             say(f"chart {archive_name(chart)} <- {src.url}{' ' + chart.chart if src.kind == 'repo' else ''}")
             try:
-                say("  " + fetch_chart(name, chart, chart_pins.get(name), dest, helm, env))
+                say("  " + fetch_chart(name, chart, chart_pins.get(name), dest, helm, env, record=record))
             except FetchError as e:
                 errors.append(f"ERROR {e}")
                 say(f"  {errors[-1]}")
@@ -311,9 +341,16 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     p.add_argument("dest", nargs="?", default=str(HERE.parent / ".upstream"))
     p.add_argument("--only", action="append", help="a chart name or a file (dest path) to fetch; repeatable")
+    p.add_argument(
+        "--record-published",
+        action="store_true",
+        help="maintainers, with network: accept a chart whose published digest is not pinned yet when its "
+        "repository index (or OCI content digest) vouches for it, and write the digest into scripts/chart-pins.tsv "
+        "for review (default: refuse every archive that matches no pin)",
+    )
     args = p.parse_args(argv)
     dest = pathlib.Path(args.dest)
-    errors = fetch(dest, set(args.only) if args.only else None)
+    errors = fetch(dest, set(args.only) if args.only else None, record=args.record_published)
     if errors:
         print(f"{len(errors)} upstream file(s) could not be fetched into {dest}:", file=sys.stderr)
         for e in errors:

@@ -165,6 +165,31 @@ def test_an_archive_that_is_not_the_pinned_one_is_refused(
     assert not (tmp_path / "chart-src" / fetch_upstream.archive_name(chart)).exists(), "nothing refused is kept"
 
 
+@pytest.mark.parametrize("name", ["karpenter-crd", "volcano"])
+def test_a_maintainer_records_an_unpinned_published_digest_once_then_it_is_pinned(
+    name: str, tampered: dict[str, str], tmp_path: pathlib.Path
+) -> None:
+    # GIVEN a pins file whose published digest for the chart is unknown, and a source serving other bytes
+    pins = tmp_path / "chart-pins.tsv"
+    rows = fetch_upstream.CHART_PINS.read_text().splitlines(keepends=True)
+    pins.write_text(
+        "".join(r if not r.startswith(name + "\t") else "\t".join([*r.split("\t")[:3], "-", "x\n"]) for r in rows)
+    )
+    chart, pin = versions.DEFAULT_CHARTS[name], fetch_upstream.read_chart_pins(pins)[name]
+    # WHEN fetched without --record-published THEN refused; WITH it THEN accepted and written into the pins file
+    with pytest.raises(fetch_upstream.FetchError):
+        fetch_upstream.fetch_chart(name, chart, pin, tmp_path / "a", _helm(), tampered, pins_file=pins)
+    note = fetch_upstream.fetch_chart(name, chart, pin, tmp_path / "b", _helm(), tampered, record=True, pins_file=pins)
+    assert "recorded in scripts/chart-pins.tsv" in note
+    archive = tmp_path / "b" / "chart-src" / fetch_upstream.archive_name(chart)
+    recorded = fetch_upstream.read_chart_pins(pins)[name]
+    assert recorded.published_sha256 == fetch_upstream.sha256_of(archive) != recorded.sha256
+    # and a later strict fetch accepts those bytes, while a pinned digest is never overwritten
+    assert "published archive" in fetch_upstream.fetch_chart(name, chart, recorded, tmp_path / "c", _helm(), tampered)
+    with pytest.raises(fetch_upstream.FetchError, match="no row for"):
+        fetch_upstream.record_published(name, "0" * 64, pins)
+
+
 def test_an_archive_that_is_not_what_the_repository_index_lists_is_refused(
     mirror: dict[str, str], tmp_path: pathlib.Path
 ) -> None:
