@@ -136,7 +136,7 @@ def test_prod_login_keys_come_from_the_key_file(tmp_path: Any) -> None:
         cfg = cfg_with(lambda s: s["schedulers"]["slurm"].update(loginSshAuthorizedKeysFile="login.pub"))
         assert slurm.slurm_values(cfg)["loginsets"]["main"]["rootSshAuthorizedKeys"] == key
     assert PROD.schedulers.slurm.login_ssh_authorized_keys_file == "security/slurm-login.pub"
-    assert (slurm_login.PROJECT_DIR / "security" / "slurm-login.pub").is_file()
+    assert (slurm_login.project_root() / "security" / "slurm-login.pub").is_file()
     _, warnings = rules.check(PROD)
     assert any("loginSshAuthorizedKeys: the login node has no SSH key" in w for w in warnings)  # file still empty
     with pytest.raises(ConfigError, match="loginSshAuthorizedKeysFile"):

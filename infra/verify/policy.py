@@ -8,15 +8,14 @@ config is ``policy/config/<stack>.json``, the file CI passes as ``policyPackConf
 from __future__ import annotations
 
 import json
-import pathlib
 import sys
 from typing import Any
 
 from ekstrain.infra import offline
 from ekstrain.infra.verify import Check
+from ekstrain.paths import POLICY_PACK as POLICY_DIR
 
-POLICY_DIR = pathlib.Path(__file__).resolve().parents[2] / "policy"
-if str(POLICY_DIR) not in sys.path:  # the pack ships as a directory, not as a package of this program
+if str(POLICY_DIR) not in sys.path:  # the pack is package data (a directory), not a package of this program
     sys.path.append(str(POLICY_DIR))
 
 from ekstrain_policy import rules  # noqa: E402
