@@ -219,16 +219,24 @@ def ec2_node_class(
     cluster_security_group_id: Any,
     placement_group: Any = None,
     tags: Mapping[str, str] | None = None,
+    subnet_terms: Any = None,
+    security_group_terms: Any = None,
 ) -> dict[str, Any]:
     """``node_role``, ``cluster_security_group_id`` and ``placement_group`` may be Outputs;
-    ``placement_group`` defaults to the ``<cluster>-<partition>`` name when the spec wants one."""
+    ``placement_group`` defaults to the ``<cluster>-<partition>`` name when the spec wants one.
+    ``subnet_terms`` / ``security_group_terms`` (lists of ``{"id": ...}``, or an Output of one) replace the
+    tag selectors (:func:`subnet_selector`, :func:`security_group_selector`): subnets of an existing VPC."""
     class_spec: dict[str, Any] = {
         "role": node_role,
         # The AL2023 alias resolves the NVIDIA or Neuron accelerated variant per instance type;
         # never AL2 (no EKS-optimized AL2 AMI from Kubernetes 1.33).
         "amiSelectorTerms": [{"alias": f"al2023@{spec.ami_alias_version}"}],
-        "subnetSelectorTerms": subnet_selector(spec),
-        "securityGroupSelectorTerms": security_group_selector(spec, cluster_security_group_id),
+        "subnetSelectorTerms": subnet_selector(spec) if subnet_terms is None else subnet_terms,
+        "securityGroupSelectorTerms": (
+            security_group_selector(spec, cluster_security_group_id)
+            if security_group_terms is None
+            else security_group_terms
+        ),
         "metadataOptions": dict(METADATA_OPTIONS),
         "blockDeviceMappings": root_volume(spec.root_volume_gib),
         # Several NICs cannot be combined with a public IP (aws/karpenter-provider-aws#5666).
@@ -316,9 +324,15 @@ def helper_node_pool(spec: HelperPoolSpec) -> dict[str, Any]:
 
 
 def helper_node_class(
-    spec: HelperPoolSpec, *, node_role: Any, cluster_security_group_id: Any, tags: Mapping[str, str] | None = None
+    spec: HelperPoolSpec,
+    *,
+    node_role: Any,
+    cluster_security_group_id: Any,
+    tags: Mapping[str, str] | None = None,
+    subnet_terms: Any = None,
 ) -> dict[str, Any]:
-    """AL2023 standard AMI, the private subnets, the cluster SG, IMDSv2 hop limit 1, encrypted gp3 root."""
+    """AL2023 standard AMI, the private subnets (by tag, or ``subnet_terms``), the cluster SG, IMDSv2 hop
+    limit 1, encrypted gp3 root."""
     return {
         "apiVersion": NODECLASS_API,
         "kind": "EC2NodeClass",
@@ -326,7 +340,11 @@ def helper_node_class(
         "spec": {
             "role": node_role,
             "amiSelectorTerms": [{"alias": f"al2023@{spec.ami_alias_version}"}],
-            "subnetSelectorTerms": [{"tags": {DISCOVERY_TAG: spec.cluster_name, SUBNET_ROLE_TAG: "private"}}],
+            "subnetSelectorTerms": (
+                [{"tags": {DISCOVERY_TAG: spec.cluster_name, SUBNET_ROLE_TAG: "private"}}]
+                if subnet_terms is None
+                else subnet_terms
+            ),
             "securityGroupSelectorTerms": [{"id": cluster_security_group_id}],
             "metadataOptions": dict(METADATA_OPTIONS),
             "blockDeviceMappings": root_volume(100),
