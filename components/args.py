@@ -100,7 +100,8 @@ def aws_ids(argument: str, values: Any, kind: str, *, allow_empty: bool = True) 
     check(allow_empty or bool(items), argument, values, "empty", f"give at least one {kind} id")
     for i, item in enumerate(items):
         aws_id(f"{argument}[{i}]", item, kind)
-    check(len(set(map(str, items))) == len(items), argument, values, "lists an id twice", "list each id once")
+    plain = [item for item in items if is_plain(item)]
+    check(len(set(plain)) == len(plain), argument, values, "lists an id twice", "list each id once")
 
 
 def positive_int(argument: str, value: Any, fix: str, minimum: int = 1, maximum: int | None = None) -> None:

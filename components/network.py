@@ -55,19 +55,19 @@ class NetworkArgs:
     """@default false. True when a retained file system (FSx, ``storage.protect``) lives in the EFA subnet:
     its network interfaces outlive ``pulumi destroy``, so the EFA subnet and the VPC cannot be deleted and
     are retained too (docs/delivery.md, teardown runbook). Ignored with ``existing_vpc_id``."""
-    existing_vpc_id: str | None = None
-    """@default none: the network creates its VPC. Set (``vpc-...``): use this VPC and create no VPC, subnet,
-    route table, NAT gateway, S3 endpoint or flow log; ``existing_private_subnet_ids`` and
-    ``existing_efa_subnet_ids`` are then required."""
-    existing_public_subnet_ids: Sequence[str] = ()
+    existing_vpc_id: pulumi.Input[str] | None = None
+    """@default none: the network creates its VPC. Set (``vpc-...``, or an Output of another resource): use
+    this VPC and create no VPC, subnet, route table, NAT gateway, S3 endpoint or flow log;
+    ``existing_private_subnet_ids`` and ``existing_efa_subnet_ids`` are then required."""
+    existing_public_subnet_ids: Sequence[pulumi.Input[str]] = ()
     """@default none. With ``existing_vpc_id``: subnets for internet-facing load balancers (no node runs there)."""
-    existing_private_subnet_ids: Mapping[str, str] = field(default_factory=dict)
+    existing_private_subnet_ids: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     """@default none; required with ``existing_vpc_id``. AZ -> private subnet id: control-plane ENIs, system
     nodes, non-EFA partitions; must include the training AZ."""
-    existing_efa_subnet_ids: Mapping[str, str] = field(default_factory=dict)
+    existing_efa_subnet_ids: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     """@default none; required with ``existing_vpc_id``. AZ -> EFA subnet id (EFA traffic cannot cross
     subnets: one per AZ); the training AZ's is the network's ``efa_subnet_id``."""
-    existing_efa_security_group_id: str | None = None
+    existing_efa_security_group_id: pulumi.Input[str] | None = None
     """@default none: the network creates the EFA security group (all traffic to and from itself) in the VPC.
     Set (``sg-...``, only with ``existing_vpc_id``): use this group; it must allow all traffic to and from
     its own members."""
