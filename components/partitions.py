@@ -71,6 +71,14 @@ def check_spec(spec: specs.PartitionSpec, a: str = "PartitionArgs.spec") -> None
         f"types with different accelerator counts {counts} (the NodePool limit counts accelerators per node)",
         "split them into one partition per accelerator count",
     )
+    generations = sorted({t.accelerator.generation for t in shape.instance_types})
+    ac.check(
+        len(generations) == 1,
+        f"{a}.shape.instance_types",
+        [t.name for t in shape.instance_types],
+        f"mixes accelerator generations {generations} (a job's ranks would run at the slowest one's speed)",
+        "one partition per generation",
+    )
     layouts = len(shape.layouts())
     ac.positive_int(
         f"{a}.max_nodes",
