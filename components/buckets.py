@@ -67,7 +67,7 @@ def bucket_prefix(cluster_name: str, role: str) -> str:
 @dataclass(frozen=True, kw_only=True)
 class BucketsArgs:
     cluster_name: str
-    """Prefix of generated bucket names."""
+    """Required. Prefix of generated bucket names."""
     datasets_bucket: str | None = None
     """@default generated ``<cluster>-datasets-<random>``."""
     checkpoints_bucket: str | None = None
@@ -81,13 +81,18 @@ class BucketsArgs:
     protect: bool = True
     """@default true: buckets and their versioning are protected and retained on delete."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """@default none. Tags on both buckets."""
 
 
 class TrainingBuckets(pulumi.ComponentResource):
     datasets_bucket: pulumi.Output[str]
+    """Name of the datasets bucket."""
     datasets_arn: pulumi.Output[str]
+    """ARN of the datasets bucket."""
     checkpoints_bucket: pulumi.Output[str]
+    """Name of the checkpoints bucket."""
     checkpoints_arn: pulumi.Output[str]
+    """ARN of the checkpoints bucket."""
 
     def __init__(self, name: str, args: BucketsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:storage:Buckets", name, None, opts)

@@ -174,14 +174,23 @@ def access_policy_arn(partition: str, policy: str) -> str:
 
 class Cluster(pulumi.ComponentResource):
     cluster_name: pulumi.Output[str]
+    """The EKS cluster's name (``ClusterArgs.cluster_name``)."""
     kubeconfig: pulumi.Output[str]
+    """Kubeconfig JSON for the cluster (secret)."""
     oidc_provider_arn: pulumi.Output[str]
+    """ARN of the cluster's IAM OIDC provider (IRSA)."""
     oidc_issuer: pulumi.Output[str]
+    """The OIDC issuer host/path, without ``https://``."""
     cluster_security_group_id: pulumi.Output[str]
+    """The EKS-created cluster security group every node carries."""
     system_node_role_arn: pulumi.Output[str]
+    """IAM role ARN of the system node group."""
     provider: k8s.Provider
+    """Kubernetes provider for the cluster (server-side apply): pass it to Kubernetes children."""
     eks_cluster: eks.Cluster
+    """The pulumi-eks ``Cluster`` (remote component)."""
     system_node_group: eks.ManagedNodeGroup
+    """The system ``ManagedNodeGroup``: add-ons and controllers run there."""
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:cluster:Cluster", name, None, opts)

@@ -33,13 +33,17 @@ LOG_LEVEL = "WARN_ERROR"
 @dataclass(frozen=True, kw_only=True)
 class LustreArgs:
     cluster_name: str
+    """Required. The EKS cluster's name (resource names and tags)."""
     vpc_id: pulumi.Input[str]
+    """Required. The VPC of the file system's security group."""
     subnet_id: pulumi.Input[str]
-    """The EFA subnet: single-AZ file system next to the training nodes."""
+    """Required. The EFA subnet: single-AZ file system next to the training nodes."""
     client_security_group_id: pulumi.Input[str]
-    """SG every client node carries (the EKS cluster SG); Lustre ports are opened both ways with it."""
+    """Required. SG every client node carries (the EKS cluster SG); Lustre ports are opened both ways with it."""
     datasets_bucket: pulumi.Input[str]
+    """Required. S3 bucket linked at ``data_path`` (``TrainingBuckets.datasets_bucket``)."""
     checkpoints_bucket: pulumi.Input[str]
+    """Required. S3 bucket linked at ``checkpoint_path`` (``TrainingBuckets.checkpoints_bucket``)."""
     deployment_type: Literal["SCRATCH_2", "PERSISTENT_2"] = "PERSISTENT_2"
     """@default PERSISTENT_2."""
     storage_capacity_gib: int = 1200
@@ -63,15 +67,22 @@ class LustreArgs:
     protect: bool = True
     """@default true: file system, associations and key are protected and retained on delete."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """@default none. Tags on the file system, key, security group and log group."""
 
 
 class LustreStorage(pulumi.ComponentResource):
     file_system_id: pulumi.Output[str]
+    """FSx for Lustre file system id."""
     arn: pulumi.Output[str]
+    """Its ARN."""
     dns_name: pulumi.Output[str]
+    """Its DNS name (mount source)."""
     mount_name: pulumi.Output[str]
+    """Its Lustre mount name."""
     security_group_id: pulumi.Output[str]
+    """The file system's security group (Lustre ports with the client group)."""
     storage_capacity_gib: int
+    """Storage capacity in GiB (``LustreArgs.storage_capacity_gib``)."""
 
     def __init__(self, name: str, args: LustreArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:storage:Lustre", name, None, opts)

@@ -221,11 +221,17 @@ class Network(pulumi.ComponentResource):
         )
 
     vpc_id: pulumi.Output[str]
+    """The VPC's id (created, or ``existing_vpc_id``)."""
     public_subnet_ids: pulumi.Output[list[str]]
+    """Public subnet ids, one per AZ (none on an existing VPC unless given)."""
     private_subnet_ids: pulumi.Output[list[str]]
+    """Private subnet ids, one per AZ, in ``availability_zones`` order."""
     efa_subnet_id: pulumi.Output[str]
+    """The EFA subnet in the training AZ."""
     efa_security_group_id: pulumi.Output[str]
+    """The EFA security group (all traffic to and from itself)."""
     placement_group_names: dict[str, pulumi.Output[str]]
+    """Partition -> cluster placement group name (``<cluster>-<partition>``)."""
 
     def _create_vpc(
         self, name: str, args: NetworkArgs, named: Callable[..., dict[str, str]], child: pulumi.ResourceOptions

@@ -168,7 +168,9 @@ def id_terms(ids: pulumi.Input[Sequence[str]], *first: pulumi.Input[str]) -> pul
 
 class Partition(pulumi.ComponentResource):
     node_pool_names: pulumi.Output[list[str]]
+    """NodePool names: the partition's, or one per EFA layout of a mixed partition."""
     node_class_names: pulumi.Output[list[str]]
+    """EC2NodeClass names (same as the NodePools')."""
 
     def __init__(self, name: str, args: PartitionArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:partitions:Partition", name, None, opts)
@@ -232,6 +234,7 @@ class HelperPool(pulumi.ComponentResource):
     (:func:`ekstrain.karpenter_specs.helper_node_pool`)."""
 
     node_pool_name: pulumi.Output[str]
+    """The CPU pool's NodePool name (``cpu-helpers``)."""
 
     def __init__(self, name: str, args: HelperPoolArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:partitions:HelperPool", name, None, opts)

@@ -217,7 +217,9 @@ class TrainingVolumes(pulumi.ComponentResource):
     """Pass ``opts=ResourceOptions(provider=<k8s provider>)``; children inherit it."""
 
     namespace: k8s.core.v1.Namespace
+    """The training Namespace resource."""
     namespace_name: pulumi.Output[str]
+    """Its name (``VolumesArgs.namespace``)."""
 
     def __init__(self, name: str, args: VolumesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:storage:Volumes", name, None, opts)
