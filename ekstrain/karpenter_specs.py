@@ -47,17 +47,23 @@ class PartitionSpec:
     """Everything the manifests of one partition depend on."""
 
     name: str
+    """Required. Partition name: NodePool, EC2NodeClass, ``ekstrain.io/partition`` label."""
     shape: PartitionShape
+    """Required. Instance types, family and EFA (``ekstrain.partitions.shape(name, family, types, efa)``)."""
     cluster_name: str
+    """Required. The EKS cluster's name (discovery tags, placement group name)."""
     availability_zone: str
-    """The single training AZ: EFA traffic cannot cross subnets, placement groups are zonal."""
+    """Required. The single training AZ: EFA traffic cannot cross subnets, placement groups are zonal."""
     max_nodes: int
+    """Required. Most nodes at once (NodePool limits; split over EFA layouts); at least 1."""
     capacity_type: str = "on-demand"
     """@default on-demand; ``spot`` or ``reserved``."""
     placement_group: bool = False
     """@default false: select the ``<cluster>-<partition>`` placement group when true."""
     capacity_reservation_ids: tuple[str, ...] = ()
+    """@default none. ``cr-...`` ids Karpenter may launch into."""
     capacity_reservation_tags: Mapping[str, str] = field(default_factory=dict)
+    """@default none. Tags selecting capacity reservations."""
     root_volume_gib: int = 500
     """@default 500 (GiB, gp3, encrypted)."""
     consolidate_after: str = "30m"
@@ -280,10 +286,13 @@ class HelperPoolSpec:
     only on the fixed system nodes, which no autoscaler grows: a few concurrent RayJobs held the rest."""
 
     cluster_name: str
+    """Required. The EKS cluster's name (subnet discovery tags)."""
     availability_zone: str
-    """The training AZ: launchers talk to their workers, heads to theirs (no cross-AZ traffic)."""
+    """Required. The training AZ: launchers talk to their workers, heads to theirs (no cross-AZ traffic)."""
     max_vcpus: int = HELPER_MAX_VCPUS
+    """@default 256 vCPUs: the pool's limit."""
     ami_alias_version: str = "latest"
+    """@default latest; pin per stack like the partitions."""
     consolidate_after: str = "5m"
     """@default 5m empty before removal: helpers come and go with jobs."""
 
