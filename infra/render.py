@@ -15,6 +15,7 @@ import argparse
 import collections
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import pathlib
@@ -56,6 +57,16 @@ STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 NOT_RUN = "upstream schemas not found (run `make fetch-upstream`): NOT checked"
 NOT_MANIFESTS = ("kubernetes:helm.sh/", "kubernetes:yaml/", "kubernetes:kustomize/")
+RENDER_DEPENDENCIES = {
+    "kubernetes_validate": "kubernetes-validate",
+    "jsonschema": "jsonschema",
+    "policy_sentry": "policy-sentry",
+}
+"""Import name -> distribution of what only the render's checks need (the ``render`` extra of pyproject.toml)."""
+
+
+def missing_render_dependencies() -> list[str]:
+    return [dist for module, dist in RENDER_DEPENDENCIES.items() if importlib.util.find_spec(module) is None]
 
 
 def run_program(flat: dict[str, str], secrets: list[str], stack: str, preview: bool = False) -> offline.Recording:
@@ -473,6 +484,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not STACK_NAME.fullmatch(args.stack):
         parser.error(f"--stack {args.stack!r}: use letters, digits, '-', '_' or '.' (the stack name)")
+    missing = missing_render_dependencies()
+    if missing:
+        print(
+            f"error: the render's checks need {', '.join(missing)}: pip install 'ekstrain[render]' "
+            "(the components and `pulumi up` do not)",
+            file=sys.stderr,
+        )
+        return 2
     # The stack file of the project being deployed: the current directory, never this checkout.
     stack_file = pathlib.Path(args.stack_file) if args.stack_file else pathlib.Path.cwd() / f"Pulumi.{args.stack}.yaml"
     # Output, cache and the files a stack names (the Slurm login key file) belong to the project: the stack

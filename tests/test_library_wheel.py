@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import shutil
 import stat
 import subprocess
@@ -258,3 +259,55 @@ print(json.dumps({
     assert pathlib.Path(got["cache"]) == project / "build" / ".cache"
     assert pathlib.Path(got["keys_root"]) == project
     assert got["loaded"] == [], "importing the render's modules loads its heavy dependencies lazily"
+
+
+def test_the_render_without_its_extra_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ekstrain.infra import render
+
+    real = render.importlib.util.find_spec
+    monkeypatch.setattr(render.importlib.util, "find_spec", lambda n, *a: None if n == "policy_sentry" else real(n, *a))
+    assert render.main(["--stack", "dev"]) == 2
+    assert "the render's checks need policy-sentry: pip install 'ekstrain[render]'" in capsys.readouterr().err
+
+
+def test_render_from_the_wheel_writes_into_the_users_project_only(
+    installed: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """`python -m ekstrain.infra.render` from the installed wheel in a project holding only Pulumi.yaml and a
+    stack file: output and cache land beside the stack file, the policy pack and the reviewed findings come
+    from the package, and nothing is written into the installed package."""
+    from ekstrain import validation
+
+    upstream = validation.upstream_dir()
+    if upstream is None:
+        pytest.skip("upstream schemas absent: run `make fetch-upstream`")
+    project = tmp_path / "acme"
+    project.mkdir()
+    for name in ("Pulumi.yaml", "Pulumi.dev.yaml"):
+        shutil.copy(REPO / name, project / name)
+    before = sorted(p.relative_to(installed) for p in installed.rglob("*") if "__pycache__" not in p.parts)
+    done = subprocess.run(
+        [sys.executable, "-m", "ekstrain.infra.render", "--stack", "dev"],
+        cwd=project,
+        env={
+            **{
+                k: v
+                for k, v in os.environ.items()
+                if not k.startswith(("PYTHON", "EKSTRAIN_CACHE", "EKSTRAIN_PROJECT"))
+            },
+            "PYTHONPATH": str(installed),
+            "EKSTRAIN_UPSTREAM_DIR": str(upstream),
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: e.g. no helm on this machine (its own check)
+    summary = (project / "build" / "dev" / "SUMMARY.md").read_text()
+    assert (project / "build" / ".cache").is_dir()
+    policy_row = next(ln for ln in summary.splitlines() if ln.startswith("policy pack: CrossGuard rules"))
+    assert re.search(r"\) +[1-9][0-9]* resources +0 ", policy_row), policy_row  # the pack ran, found nothing
+    after = sorted(p.relative_to(installed) for p in installed.rglob("*") if "__pycache__" not in p.parts)
+    assert after == before, "the render wrote into the installed package"
