@@ -16,6 +16,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from ekstrain.components import args as ac
 from ekstrain.components import iam
 
 
@@ -82,6 +83,15 @@ class BucketsArgs:
     """@default true: buckets and their versioning are protected and retained on delete."""
     tags: Mapping[str, str] = field(default_factory=dict)
     """@default none. Tags on both buckets."""
+
+    def __post_init__(self) -> None:
+        ac.cluster_name("BucketsArgs.cluster_name", self.cluster_name)
+        ac.positive_int(
+            "BucketsArgs.noncurrent_version_days", self.noncurrent_version_days, "give days (30 is the default)"
+        )
+        ac.positive_int(
+            "BucketsArgs.abort_incomplete_multipart_days", self.abort_incomplete_multipart_days, "give days (7)"
+        )
 
 
 class TrainingBuckets(pulumi.ComponentResource):

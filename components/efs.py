@@ -15,6 +15,7 @@ from typing import Literal
 import pulumi
 import pulumi_aws as aws
 
+from ekstrain.components import args as ac
 from ekstrain.components import iam
 
 NFS_PORT = 2049
@@ -46,6 +47,23 @@ class EfsArgs:
     """@default true: file system, access point and key are protected and retained on delete."""
     tags: Mapping[str, str] = field(default_factory=dict)
     """@default none. Tags on the file system, key, security group and access point."""
+
+    def __post_init__(self) -> None:
+        a = "EfsArgs"
+        ac.cluster_name(f"{a}.cluster_name", self.cluster_name)
+        ac.one_of(f"{a}.throughput_mode", self.throughput_mode, ("elastic", "bursting"))
+        ac.check(
+            bool(list(self.availability_zones)), f"{a}.availability_zones", [], "empty", "list the AZs of the subnets"
+        )
+        for name in ("posix_uid", "posix_gid"):
+            ac.positive_int(f"{a}.{name}", getattr(self, name), "give a POSIX id (1000 is the default)", minimum=0)
+        ac.check(
+            self.models_path.startswith("/") and self.models_path != "/",
+            f"{a}.models_path",
+            self.models_path,
+            "not an absolute directory below the file system's root",
+            "give a path such as /models",
+        )
 
 
 class ModelStore(pulumi.ComponentResource):

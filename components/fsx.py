@@ -22,6 +22,8 @@ from typing import Literal
 import pulumi
 import pulumi_aws as aws
 
+from ekstrain import storage_sizing
+from ekstrain.components import args as ac
 from ekstrain.components import iam
 
 LUSTRE_VERSION = "2.15"
@@ -68,6 +70,33 @@ class LustreArgs:
     """@default true: file system, associations and key are protected and retained on delete."""
     tags: Mapping[str, str] = field(default_factory=dict)
     """@default none. Tags on the file system, key, security group and log group."""
+
+    def __post_init__(self) -> None:
+        a = "LustreArgs"
+        ac.cluster_name(f"{a}.cluster_name", self.cluster_name)
+        ac.one_of(f"{a}.deployment_type", self.deployment_type, ("SCRATCH_2", "PERSISTENT_2"))
+        cap = self.storage_capacity_gib
+        ac.check(
+            isinstance(cap, int) and storage_sizing.valid_capacity(cap),
+            f"{a}.storage_capacity_gib",
+            cap,
+            "not a Lustre SSD capacity",
+            "use 1200 or a multiple of 2400 GiB",
+        )
+        ac.one_of(f"{a}.log_retention_days", self.log_retention_days, ac.LOG_RETENTION_DAYS)
+        for name in ("data_path", "checkpoint_path"):
+            path = getattr(self, name)
+            ac.check(
+                isinstance(path, str) and path.startswith("/") and path != "/",
+                f"{a}.{name}",
+                path,
+                "not an absolute directory of the file system",
+                "give a path such as /data",
+            )
+        for name in ("auto_import_events", "auto_export_events"):
+            events = list(getattr(self, name))
+            unknown = [e for e in events if e not in ("NEW", "CHANGED", "DELETED")]
+            ac.check(not unknown, f"{a}.{name}", events, f"unknown events {unknown}", "use NEW, CHANGED, DELETED")
 
 
 class LustreStorage(pulumi.ComponentResource):

@@ -19,6 +19,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from ekstrain import karpenter_specs as specs
+from ekstrain.components import args as ac
 from ekstrain.components import iam
 from ekstrain.components.deps import dependencies
 from ekstrain.components.helm import release
@@ -71,6 +72,11 @@ class KarpenterArgs:
     """@default 2 controller replicas (leader election; anti-affinity spreads them over system nodes)."""
     tags: Mapping[str, str] = field(default_factory=dict)
     """@default none. Tags on the roles, queue, rules, policies and access entry."""
+
+    def __post_init__(self) -> None:
+        ac.cluster_name("KarpenterArgs.cluster_name", self.cluster_name)
+        ac.region("KarpenterArgs.region", self.region)
+        ac.positive_int("KarpenterArgs.replicas", self.replicas, "run at least one controller (2 is the default)")
 
 
 def _arn(region: str, service: str, resource: str, account: str = "*", regional: bool = True) -> str:

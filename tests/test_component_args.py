@@ -11,11 +11,16 @@ import pytest
 from conftest import run_program
 
 from ekstrain.components.args import ComponentArgsError
+from ekstrain.components.buckets import BucketsArgs
 from ekstrain.components.cluster import AdminPrincipal, ClusterArgs
+from ekstrain.components.efs import EfsArgs
+from ekstrain.components.fsx import LustreArgs
+from ekstrain.components.karpenter import KarpenterArgs
 from ekstrain.components.network import Network, NetworkArgs
 from ekstrain.components.partitions import HelperPool, HelperPoolArgs, Partition, PartitionArgs
 from ekstrain.karpenter_specs import HelperPoolSpec, PartitionSpec
 from ekstrain.partitions import shape
+from ekstrain.versions import Chart
 
 H100 = PartitionSpec(
     name="gpu-h100",
@@ -24,6 +29,24 @@ H100 = PartitionSpec(
     availability_zone="us-west-2b",
     max_nodes=4,
 )
+
+
+LUSTRE = {
+    "cluster_name": "ml",
+    "vpc_id": "vpc-1",
+    "subnet_id": "subnet-e",
+    "client_security_group_id": "sg-c",
+    "datasets_bucket": "d",
+    "checkpoints_bucket": "c",
+}
+EFS = {
+    "cluster_name": "ml",
+    "vpc_id": "vpc-1",
+    "private_subnet_ids": ["subnet-a"],
+    "availability_zones": ["us-west-2a"],
+    "client_security_group_id": "sg-c",
+}
+CHART = Chart(chart="oci://public.ecr.aws/karpenter/karpenter", version="1.14.1")
 
 
 def partition_args(**spec: Any) -> PartitionArgs:
@@ -222,3 +245,25 @@ def test_without_ids_partitions_keep_the_documented_discovery_tags() -> None:
         {"id": "sg-1"},
         {"tags": {"karpenter.sh/discovery": "ml", "ekstrain.io/sg-role": "efa"}},
     ]
+
+
+@pytest.mark.parametrize(
+    ("build", "argument"),
+    [
+        (
+            lambda: LustreArgs(**LUSTRE, storage_capacity_gib=1500),
+            "LustreArgs.storage_capacity_gib",
+        ),
+        (lambda: LustreArgs(**LUSTRE, deployment_type="PERSISTENT_1"), "LustreArgs.deployment_type"),
+        (lambda: LustreArgs(**LUSTRE, data_path="data"), "LustreArgs.data_path"),
+        (lambda: LustreArgs(**LUSTRE, auto_export_events=["NEW", "MOVED"]), "LustreArgs.auto_export_events"),
+        (
+            lambda: KarpenterArgs(cluster_name="ml", region="us-west-2", chart=CHART, crd_chart=CHART, replicas=0),
+            "KarpenterArgs.replicas",
+        ),
+        (lambda: EfsArgs(**EFS, throughput_mode="provisioned"), "EfsArgs.throughput_mode"),
+        (lambda: BucketsArgs(cluster_name="ml", noncurrent_version_days=0), "BucketsArgs.noncurrent_version_days"),
+    ],
+)
+def test_storage_and_karpenter_args_are_refused_naming_the_argument(build: Any, argument: str) -> None:
+    refused(build, argument)
