@@ -267,3 +267,22 @@ def test_without_ids_partitions_keep_the_documented_discovery_tags() -> None:
 )
 def test_storage_and_karpenter_args_are_refused_naming_the_argument(build: Any, argument: str) -> None:
     refused(build, argument)
+
+
+def test_ids_may_be_outputs_of_other_resources() -> None:
+    import pulumi
+
+    def program() -> Any:
+        ids = pulumi.Output.from_input(["subnet-0a", "subnet-0b"])
+        return HelperPool(
+            "helpers",
+            HelperPoolArgs(
+                spec=HelperPoolSpec(cluster_name="ml", availability_zone="us-west-2b"),
+                node_role_name="role",
+                cluster_security_group_id=pulumi.Output.from_input("sg-cluster"),
+                subnet_ids=ids,
+            ),
+        ).node_pool_name
+
+    spec = run_program(program).one("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass", "helpers-nodeclass").inputs["spec"]
+    assert spec["subnetSelectorTerms"] == [{"id": "subnet-0a"}, {"id": "subnet-0b"}]
