@@ -48,6 +48,17 @@ def project_dir() -> pathlib.Path:
     return cwd
 
 
+def project_of(stack_file: pathlib.Path) -> pathlib.Path:
+    """The Pulumi project a stack file belongs to: the nearest directory holding ``Pulumi.yaml`` from the stack
+    file's directory up; a stack file outside any project (a copy in a temporary directory) belongs to the
+    working directory's project (:func:`project_dir`)."""
+    start = stack_file.absolute().parent
+    for directory in (start, *start.parents):
+        if (directory / "Pulumi.yaml").is_file():
+            return directory
+    return project_dir()
+
+
 @contextlib.contextmanager
 def use_project(directory: pathlib.Path) -> Iterator[pathlib.Path]:
     """Make ``directory`` the project for the duration (the render: the stack file's directory)."""

@@ -46,7 +46,7 @@ from ekstrain.infra.verify import (
     tfplan,
 )
 from ekstrain.partitions import layout_nodes, shape
-from ekstrain.paths import use_project
+from ekstrain.paths import project_of, use_project
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import load_flat, read_stack_file
 from ekstrain.stacks.models import StackConfig
@@ -494,9 +494,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # The stack file of the project being deployed: the current directory, never this checkout.
     stack_file = pathlib.Path(args.stack_file) if args.stack_file else pathlib.Path.cwd() / f"Pulumi.{args.stack}.yaml"
-    # Output, cache and the files a stack names (the Slurm login key file) belong to the project: the stack
-    # file's directory, never the installed package.
-    with use_project(stack_file.absolute().parent):
+    # Cache and the files a stack names (the Slurm login key file) belong to the stack file's Pulumi project
+    # (else the working directory's), never to the installed package.
+    with use_project(project_of(stack_file)):
         return _render(args, stack_file)
 
 

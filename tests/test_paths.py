@@ -68,3 +68,14 @@ def test_package_data_sits_in_the_package() -> None:
     assert (paths.POLICY_PACK / "ekstrain_policy" / "rules.py").is_file()
     assert (paths.REVIEWS / "iam-lint-accepted.yaml").is_file()
     assert paths.PACKAGE.name == "ekstrain" and paths.POLICY_PACK.parent == paths.PACKAGE
+
+
+def test_a_stack_file_belongs_to_its_pulumi_project_else_the_working_directorys(
+    project: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (project / "stacks").mkdir()
+    assert paths.project_of(project / "stacks" / "Pulumi.dev.yaml") == project
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    monkeypatch.chdir(project / "infra")
+    assert paths.project_of(copy / "Pulumi.dev.yaml") == project, "a loose copy: the working directory's project"
