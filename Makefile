@@ -11,7 +11,7 @@ OUT ?= build/$(STACK)
 $(VENV)/.installed: pyproject.toml requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,render]'
 	touch $@
 
 # checkov pins packaging<24 while pulumi needs packaging>=26: it gets a virtualenv of its own.

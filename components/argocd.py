@@ -22,15 +22,16 @@ from ekstrain.versions import Chart
 @dataclass(frozen=True, kw_only=True)
 class ArgoCdArgs:
     chart: Chart
-    """The argo-cd chart (pinned in ekstrain/versions.py)."""
+    """Required. The argo-cd chart (pinned in ekstrain/versions.py)."""
     platform_charts: Sequence[Chart]
-    """Every chart the platform pins: their registries become repositories and project sources."""
+    """Required. Every chart the platform pins: their registries become repositories and project sources."""
 
 
 class ArgoCd(pulumi.ComponentResource):
     """Pass ``opts=ResourceOptions(provider=<k8s provider>, depends_on=[<cluster>])``."""
 
     release: k8s.helm.v3.Release
+    """The argo-cd Helm release."""
 
     def __init__(self, name: str, args: ArgoCdArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:delivery:ArgoCd", name, None, opts)

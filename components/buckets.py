@@ -16,6 +16,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from ekstrain.components import args as ac
 from ekstrain.components import iam
 
 
@@ -67,7 +68,7 @@ def bucket_prefix(cluster_name: str, role: str) -> str:
 @dataclass(frozen=True, kw_only=True)
 class BucketsArgs:
     cluster_name: str
-    """Prefix of generated bucket names."""
+    """Required. Prefix of generated bucket names."""
     datasets_bucket: str | None = None
     """@default generated ``<cluster>-datasets-<random>``."""
     checkpoints_bucket: str | None = None
@@ -81,13 +82,27 @@ class BucketsArgs:
     protect: bool = True
     """@default true: buckets and their versioning are protected and retained on delete."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """@default none. Tags on both buckets."""
+
+    def __post_init__(self) -> None:
+        ac.cluster_name("BucketsArgs.cluster_name", self.cluster_name)
+        ac.positive_int(
+            "BucketsArgs.noncurrent_version_days", self.noncurrent_version_days, "give days (30 is the default)"
+        )
+        ac.positive_int(
+            "BucketsArgs.abort_incomplete_multipart_days", self.abort_incomplete_multipart_days, "give days (7)"
+        )
 
 
 class TrainingBuckets(pulumi.ComponentResource):
     datasets_bucket: pulumi.Output[str]
+    """Name of the datasets bucket."""
     datasets_arn: pulumi.Output[str]
+    """ARN of the datasets bucket."""
     checkpoints_bucket: pulumi.Output[str]
+    """Name of the checkpoints bucket."""
     checkpoints_arn: pulumi.Output[str]
+    """ARN of the checkpoints bucket."""
 
     def __init__(self, name: str, args: BucketsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:storage:Buckets", name, None, opts)

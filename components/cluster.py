@@ -18,6 +18,8 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
+from ekstrain import catalog
+from ekstrain.components import args as ac
 from ekstrain.components import iam
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 
@@ -35,30 +37,43 @@ SYSTEM_NODE_POLICIES = (
 )
 
 
+LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+"""Every EKS control-plane log type."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class AdminPrincipal:
     principal_arn: str
+    """Required. IAM role or user ARN that gets an EKS access entry."""
     access_policy: str = "cluster-admin"
+    """@default cluster-admin; one of cluster-admin, admin, edit, view (the EKS access policies)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class ClusterArgs:
     cluster_name: str
+    """Required. The EKS cluster's physical name (1-100 letters, digits, ``-``, ``_``)."""
     region: str
+    """Required. AWS region code; decides the ARN partition of managed policies."""
     kubernetes_version: str
+    """Required. EKS Kubernetes version (``1.33``) of the control plane and the system node group."""
     vpc_id: pulumi.Input[str]
+    """Required. The VPC (``Network.vpc_id``, or an existing VPC's id)."""
     private_subnet_ids: pulumi.Input[Sequence[str]]
-    """Control-plane ENIs and the system node group."""
-    public_subnet_ids: pulumi.Input[Sequence[str]]
-    """For internet-facing load balancers only; no node runs there."""
+    """Required. Control-plane ENIs and the system node group (``Network.private_subnet_ids``)."""
+    public_subnet_ids: pulumi.Input[Sequence[str]] = ()
+    """@default none. For internet-facing load balancers only; no node runs there."""
     endpoint_public_access: bool = False
     """@default false (private endpoint only)."""
     public_access_cidrs: Sequence[str] = ()
+    """@default none. With ``endpoint_public_access``: the CIDRs allowed to reach the public endpoint."""
     deploy_cidrs: Sequence[str] = ()
-    """Where `pulumi up` runs (in-VPC or peered runner): HTTPS to the API server's private endpoint."""
+    """@default none. Where `pulumi up` runs (in-VPC or peered runner): HTTPS to the API server's private
+    endpoint."""
     deploy_security_group_ids: Sequence[str] = ()
-    """Security groups of the deploy runners: HTTPS to the private endpoint."""
+    """@default none. Security groups of the deploy runners: HTTPS to the private endpoint."""
     admin_principals: Sequence[AdminPrincipal] = ()
+    """@default none. Access entries with an EKS access policy each (:class:`AdminPrincipal`)."""
     deploy_role_arn: str | None = None
     """The role that runs `pulumi up`. EKS makes the cluster's creator an admin through an access entry of its own
     (pulumi-eks always sends bootstrapClusterCreatorAdminPermissions: true, and EKS allows one entry per
@@ -71,18 +86,80 @@ class ClusterArgs:
     protect: bool = False
     """@default false. True: the cluster and its Secrets KMS key are protected (``pulumi destroy`` and a
     replacing edit stop with an error) and the key is retained if the resource is ever deleted."""
-    log_types: Sequence[str] = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+    log_types: Sequence[str] = LOG_TYPES
+    """@default all five control-plane logs (api, audit, authenticator, controllerManager, scheduler)."""
     secrets_encryption: bool = True
     """@default true: a dedicated, rotated KMS key envelope-encrypts Secrets."""
     deletion_protection: bool = True
+    """@default true: EKS refuses to delete the cluster until this is turned off."""
     system_instance_types: Sequence[str] = ("m7i.xlarge",)
+    """@default m7i.xlarge. The system node group's types (never an accelerated type)."""
     system_min_size: int = 2
+    """@default 2 system nodes at least."""
     system_desired_size: int = 2
+    """@default 2 system nodes to start with."""
     system_max_size: int = 4
+    """@default 4 system nodes at most."""
     system_disk_size_gib: int = 100
+    """@default 100 GiB encrypted gp3 root volume per system node."""
     addon_versions: Mapping[str, str | None] = field(default_factory=dict)
-    """EKS add-on name -> version; None lets EKS choose its default for the Kubernetes version."""
+    """@default none: EKS's default version of every add-on. EKS add-on name -> version; None lets EKS
+    choose its default for the Kubernetes version."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """@default none. Tags on every AWS resource the cluster creates."""
+
+    def __post_init__(self) -> None:
+        a = "ClusterArgs"
+        ac.cluster_name(f"{a}.cluster_name", self.cluster_name)
+        ac.region(f"{a}.region", self.region)
+        ac.check(
+            isinstance(self.kubernetes_version, str) and bool(re.fullmatch(r"1\.[0-9]{2}", self.kubernetes_version)),
+            f"{a}.kubernetes_version",
+            self.kubernetes_version,
+            "not an EKS Kubernetes version",
+            "give major.minor, such as 1.33",
+        )
+        if ac.is_plain(self.private_subnet_ids):
+            ac.aws_ids(f"{a}.private_subnet_ids", self.private_subnet_ids, "subnet", allow_empty=False)
+        for i, cidr in enumerate([*self.public_access_cidrs, *self.deploy_cidrs]):
+            ac.ipv4_network(
+                f"{a}.{'public_access_cidrs' if i < len(self.public_access_cidrs) else 'deploy_cidrs'}", cidr
+            )
+        ac.aws_ids(f"{a}.deploy_security_group_ids", self.deploy_security_group_ids, "sg")
+        for i, principal in enumerate(self.admin_principals):
+            ac.check(
+                str(principal.principal_arn).startswith("arn:"),
+                f"{a}.admin_principals[{i}].principal_arn",
+                principal.principal_arn,
+                "not an ARN",
+                "give the IAM role or user ARN (arn:aws:iam::111122223333:role/Admin)",
+            )
+            ac.one_of(f"{a}.admin_principals[{i}].access_policy", principal.access_policy, ACCESS_POLICIES)
+        ac.one_of(f"{a}.preview_access_policy", self.preview_access_policy, ACCESS_POLICIES)
+        unknown = [t for t in self.log_types if t not in LOG_TYPES]
+        ac.check(not unknown, f"{a}.log_types", list(self.log_types), f"unknown {unknown}", f"use of {LOG_TYPES}")
+        ac.check(
+            bool(self.system_instance_types) and not any(map(catalog.is_accelerated, self.system_instance_types)),
+            f"{a}.system_instance_types",
+            list(self.system_instance_types),
+            "empty or an accelerated type (system nodes run controllers, never training)",
+            "use general-purpose types such as m7i.xlarge",
+        )
+        ac.positive_int(f"{a}.system_max_size", self.system_max_size, "give the most system nodes (4 is the default)")
+        ac.check(
+            0 <= self.system_min_size <= self.system_desired_size <= self.system_max_size,
+            f"{a}.system_desired_size",
+            (self.system_min_size, self.system_desired_size, self.system_max_size),
+            "needs 0 <= system_min_size <= system_desired_size <= system_max_size",
+            "order the three sizes (2, 2, 4 are the defaults)",
+        )
+        ac.positive_int(
+            f"{a}.system_disk_size_gib",
+            self.system_disk_size_gib,
+            "give 20 to 16384 GiB (100 is the default)",
+            20,
+            16384,
+        )
 
 
 def access_entry_key(principal_arn: str) -> str:
@@ -97,14 +174,23 @@ def access_policy_arn(partition: str, policy: str) -> str:
 
 class Cluster(pulumi.ComponentResource):
     cluster_name: pulumi.Output[str]
+    """The EKS cluster's name (``ClusterArgs.cluster_name``)."""
     kubeconfig: pulumi.Output[str]
+    """Kubeconfig JSON for the cluster (secret)."""
     oidc_provider_arn: pulumi.Output[str]
+    """ARN of the cluster's IAM OIDC provider (IRSA)."""
     oidc_issuer: pulumi.Output[str]
+    """The OIDC issuer host/path, without ``https://``."""
     cluster_security_group_id: pulumi.Output[str]
+    """The EKS-created cluster security group every node carries."""
     system_node_role_arn: pulumi.Output[str]
+    """IAM role ARN of the system node group."""
     provider: k8s.Provider
+    """Kubernetes provider for the cluster (server-side apply): pass it to Kubernetes children."""
     eks_cluster: eks.Cluster
+    """The pulumi-eks ``Cluster`` (remote component)."""
     system_node_group: eks.ManagedNodeGroup
+    """The system ``ManagedNodeGroup``: add-ons and controllers run there."""
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:cluster:Cluster", name, None, opts)
@@ -152,7 +238,7 @@ class Cluster(pulumi.ComponentResource):
             version=args.kubernetes_version,
             vpc_id=args.vpc_id,
             private_subnet_ids=args.private_subnet_ids,
-            public_subnet_ids=args.public_subnet_ids,
+            public_subnet_ids=args.public_subnet_ids or None,
             endpoint_private_access=True,
             endpoint_public_access=args.endpoint_public_access,
             public_access_cidrs=list(args.public_access_cidrs) if args.endpoint_public_access else None,

@@ -110,17 +110,20 @@ def fsx_controller_policy(
 @dataclass(frozen=True, kw_only=True)
 class CsiArgs:
     cluster_name: str
+    """Required. The EKS cluster's name (Pod Identity associations, IAM conditions)."""
     region: str
+    """Required. AWS region code (ARN partition, the controllers' region)."""
     fsx_chart: Chart | None = None
     """@default none: no FSx driver. Set with ``cfg.versions.chart("aws-fsx-csi-driver")``."""
     fsx_file_system_arn: pulumi.Input[str] | None = None
-    """ARN the FSx controller may resize; required with fsx_chart."""
+    """@default none; required with fsx_chart. ARN of the file system the FSx controller may resize."""
     fsx_scratch_tag: tuple[str, str] | None = None
     """@default none; (tag key, value) of dynamically provisioned scratch file systems the controller
     may create and delete."""
     efs_chart: Chart | None = None
     """@default none: no EFS driver."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """@default none. Tags on the drivers' IAM roles."""
 
 
 class CsiDrivers(pulumi.ComponentResource):
@@ -128,6 +131,7 @@ class CsiDrivers(pulumi.ComponentResource):
     used for the Helm releases)."""
 
     releases: dict[str, k8s.helm.v3.Release]
+    """Helm release per driver, keyed ``fsx`` / ``efs``; only the enabled ones."""
 
     def __init__(self, name: str, args: CsiArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:storage:CsiDrivers", name, None, opts)

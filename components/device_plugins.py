@@ -181,9 +181,9 @@ def neuron_monitor_network_policy() -> dict[str, Any]:
 @dataclass(frozen=True, kw_only=True)
 class DevicePluginsArgs:
     charts: Mapping[str, Chart]
-    """Chart name -> pinned chart (``cfg.versions.chart(name)``) for the plugins that are needed."""
+    """Required. Chart name -> pinned chart (``cfg.versions.chart(name)``) for the plugins that are needed."""
     kubernetes_version: str
-    """Picks the kube-scheduler image of the Neuron scheduler extension."""
+    """Required. Picks the kube-scheduler image of the Neuron scheduler extension."""
     gpu_instance_types: Sequence[str] = ()
     """@default none: instance types of GPU partitions; none = no NVIDIA plugin, no DCGM exporter."""
     efa_instance_types: Sequence[str] = ()

@@ -15,6 +15,7 @@ from typing import Literal
 import pulumi
 import pulumi_aws as aws
 
+from ekstrain.components import args as ac
 from ekstrain.components import iam
 
 NFS_PORT = 2049
@@ -23,13 +24,15 @@ NFS_PORT = 2049
 @dataclass(frozen=True, kw_only=True)
 class EfsArgs:
     cluster_name: str
+    """Required. The EKS cluster's name (resource names and tags)."""
     vpc_id: pulumi.Input[str]
+    """Required. The VPC of the mount targets' security group."""
     private_subnet_ids: pulumi.Input[list[str]]
-    """One private subnet per AZ (Network.private_subnet_ids)."""
+    """Required. One private subnet per AZ (Network.private_subnet_ids)."""
     availability_zones: Sequence[str]
-    """The AZs of ``private_subnet_ids``, in the same order; known from config, the ids are not at preview."""
+    """Required. The AZs of ``private_subnet_ids``, in the same order; known from config, the ids are not at preview."""
     client_security_group_id: pulumi.Input[str]
-    """SG every node carries (the EKS cluster SG): the only source allowed to NFS."""
+    """Required. SG every node carries (the EKS cluster SG): the only source allowed to NFS."""
     throughput_mode: Literal["elastic", "bursting"] = "elastic"
     """@default elastic."""
     kms_key_arn: str | None = None
@@ -43,13 +46,35 @@ class EfsArgs:
     protect: bool = True
     """@default true: file system, access point and key are protected and retained on delete."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """@default none. Tags on the file system, key, security group and access point."""
+
+    def __post_init__(self) -> None:
+        a = "EfsArgs"
+        ac.cluster_name(f"{a}.cluster_name", self.cluster_name)
+        ac.one_of(f"{a}.throughput_mode", self.throughput_mode, ("elastic", "bursting"))
+        ac.check(
+            bool(list(self.availability_zones)), f"{a}.availability_zones", [], "empty", "list the AZs of the subnets"
+        )
+        for name in ("posix_uid", "posix_gid"):
+            ac.positive_int(f"{a}.{name}", getattr(self, name), "give a POSIX id (1000 is the default)", minimum=0)
+        ac.check(
+            self.models_path.startswith("/") and self.models_path != "/",
+            f"{a}.models_path",
+            self.models_path,
+            "not an absolute directory below the file system's root",
+            "give a path such as /models",
+        )
 
 
 class ModelStore(pulumi.ComponentResource):
     file_system_id: pulumi.Output[str]
+    """EFS file system id."""
     access_point_id: pulumi.Output[str]
+    """Access point id of ``models_path``."""
     security_group_id: pulumi.Output[str]
+    """Security group of the mount targets (NFS from the client group only)."""
     mount_targets: list[aws.efs.MountTarget]
+    """One mount target per AZ (depend on them before mounting)."""
 
     def __init__(self, name: str, args: EfsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:storage:Efs", name, None, opts)

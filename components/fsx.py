@@ -22,6 +22,8 @@ from typing import Literal
 import pulumi
 import pulumi_aws as aws
 
+from ekstrain import storage_sizing
+from ekstrain.components import args as ac
 from ekstrain.components import iam
 
 LUSTRE_VERSION = "2.15"
@@ -33,13 +35,17 @@ LOG_LEVEL = "WARN_ERROR"
 @dataclass(frozen=True, kw_only=True)
 class LustreArgs:
     cluster_name: str
+    """Required. The EKS cluster's name (resource names and tags)."""
     vpc_id: pulumi.Input[str]
+    """Required. The VPC of the file system's security group."""
     subnet_id: pulumi.Input[str]
-    """The EFA subnet: single-AZ file system next to the training nodes."""
+    """Required. The EFA subnet: single-AZ file system next to the training nodes."""
     client_security_group_id: pulumi.Input[str]
-    """SG every client node carries (the EKS cluster SG); Lustre ports are opened both ways with it."""
+    """Required. SG every client node carries (the EKS cluster SG); Lustre ports are opened both ways with it."""
     datasets_bucket: pulumi.Input[str]
+    """Required. S3 bucket linked at ``data_path`` (``TrainingBuckets.datasets_bucket``)."""
     checkpoints_bucket: pulumi.Input[str]
+    """Required. S3 bucket linked at ``checkpoint_path`` (``TrainingBuckets.checkpoints_bucket``)."""
     deployment_type: Literal["SCRATCH_2", "PERSISTENT_2"] = "PERSISTENT_2"
     """@default PERSISTENT_2."""
     storage_capacity_gib: int = 1200
@@ -63,15 +69,49 @@ class LustreArgs:
     protect: bool = True
     """@default true: file system, associations and key are protected and retained on delete."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """@default none. Tags on the file system, key, security group and log group."""
+
+    def __post_init__(self) -> None:
+        a = "LustreArgs"
+        ac.cluster_name(f"{a}.cluster_name", self.cluster_name)
+        ac.one_of(f"{a}.deployment_type", self.deployment_type, ("SCRATCH_2", "PERSISTENT_2"))
+        cap = self.storage_capacity_gib
+        ac.check(
+            isinstance(cap, int) and storage_sizing.valid_capacity(cap),
+            f"{a}.storage_capacity_gib",
+            cap,
+            "not a Lustre SSD capacity",
+            "use 1200 or a multiple of 2400 GiB",
+        )
+        ac.one_of(f"{a}.log_retention_days", self.log_retention_days, ac.LOG_RETENTION_DAYS)
+        for name in ("data_path", "checkpoint_path"):
+            path = getattr(self, name)
+            ac.check(
+                isinstance(path, str) and path.startswith("/") and path != "/",
+                f"{a}.{name}",
+                path,
+                "not an absolute directory of the file system",
+                "give a path such as /data",
+            )
+        for name in ("auto_import_events", "auto_export_events"):
+            events = list(getattr(self, name))
+            unknown = [e for e in events if e not in ("NEW", "CHANGED", "DELETED")]
+            ac.check(not unknown, f"{a}.{name}", events, f"unknown events {unknown}", "use NEW, CHANGED, DELETED")
 
 
 class LustreStorage(pulumi.ComponentResource):
     file_system_id: pulumi.Output[str]
+    """FSx for Lustre file system id."""
     arn: pulumi.Output[str]
+    """Its ARN."""
     dns_name: pulumi.Output[str]
+    """Its DNS name (mount source)."""
     mount_name: pulumi.Output[str]
+    """Its Lustre mount name."""
     security_group_id: pulumi.Output[str]
+    """The file system's security group (Lustre ports with the client group)."""
     storage_capacity_gib: int
+    """Storage capacity in GiB (``LustreArgs.storage_capacity_gib``)."""
 
     def __init__(self, name: str, args: LustreArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:storage:Lustre", name, None, opts)

@@ -24,7 +24,8 @@ class TrainingJobArgs:
     """``TrainingJobArgs(objects=assembly.jobs.render(spec, cfg, scheduler))`` or ``objects=health_check(cfg, p)``."""
 
     objects: Sequence[Mapping[str, Any]]
-    """Rendered Kubernetes objects (``ekstrain.assembly.jobs.render`` / ``health_check``), applied in this order."""
+    """Required. Rendered Kubernetes objects (``ekstrain.assembly.jobs.render`` / ``health_check``), applied in
+    this order."""
 
 
 def _suffix(obj: Mapping[str, Any]) -> str:
@@ -33,6 +34,7 @@ def _suffix(obj: Mapping[str, Any]) -> str:
 
 class TrainingJob(pulumi.ComponentResource):
     resources: list[pulumi.CustomResource]
+    """The applied Kubernetes resources, in the order of ``objects``."""
 
     def __init__(self, name: str, args: TrainingJobArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:jobs:TrainingJob", name, None, opts)

@@ -23,21 +23,26 @@ from ekstrain.versions import Chart
 @dataclass(frozen=True, kw_only=True)
 class JupyterHubArgs:
     plan: hub.HubPlan
-    """From ``ekstrain.assembly.jupyterhub.plan(cfg)``."""
+    """Required. From ``ekstrain.assembly.jupyterhub.plan(cfg)``."""
     chart: Chart
+    """Required. The jupyterhub chart (pinned in ekstrain/versions.py)."""
     client_secret: pulumi.Input[str] | None = None
     """OAuth client secret (or the dummy password outside prod); kept secret in state. Required: the hub's pod
     reads it from the Secret ``jupyterhub-oauth`` this component creates (a release waiting on a Secret nobody
     creates fails the `up` at Helm's timeout). @default none, which is refused."""
     fsx_file_system_id: pulumi.Input[str]
+    """Required. The FSx for Lustre file system users' home and data mount (``LustreStorage.file_system_id``)."""
     fsx_dns_name: pulumi.Input[str]
+    """Required. Its DNS name (``LustreStorage.dns_name``)."""
     fsx_mount_name: pulumi.Input[str]
+    """Required. Its Lustre mount name (``LustreStorage.mount_name``)."""
 
 
 class JupyterHub(pulumi.ComponentResource):
     """Pass ``opts=ResourceOptions(provider=<k8s provider>, depends_on=[...])``."""
 
     release: k8s.helm.v3.Release
+    """The jupyterhub Helm release."""
 
     def __init__(self, name: str, args: JupyterHubArgs, opts: pulumi.ResourceOptions | None = None):
         if args.client_secret is None:

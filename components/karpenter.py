@@ -19,6 +19,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from ekstrain import karpenter_specs as specs
+from ekstrain.components import args as ac
 from ekstrain.components import iam
 from ekstrain.components.deps import dependencies
 from ekstrain.components.helm import release
@@ -60,14 +61,22 @@ INTERRUPTION_EVENTS: dict[str, tuple[str, str]] = {
 @dataclass(frozen=True, kw_only=True)
 class KarpenterArgs:
     cluster_name: str
+    """Required. The EKS cluster's name (roles, queue, policies' tag conditions, chart settings)."""
     region: str
+    """Required. AWS region code (ARNs, the controller's AWS_REGION)."""
     chart: Chart
-    """The ``karpenter`` chart (pinned version from config)."""
+    """Required. The ``karpenter`` chart (pinned version from config)."""
     crd_chart: Chart
-    """The ``karpenter-crd`` chart, installed first."""
+    """Required. The ``karpenter-crd`` chart, installed first."""
     replicas: int = 2
     """@default 2 controller replicas (leader election; anti-affinity spreads them over system nodes)."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """@default none. Tags on the roles, queue, rules, policies and access entry."""
+
+    def __post_init__(self) -> None:
+        ac.cluster_name("KarpenterArgs.cluster_name", self.cluster_name)
+        ac.region("KarpenterArgs.region", self.region)
+        ac.positive_int("KarpenterArgs.replicas", self.replicas, "run at least one controller (2 is the default)")
 
 
 def _arn(region: str, service: str, resource: str, account: str = "*", regional: bool = True) -> str:
@@ -355,10 +364,15 @@ class Karpenter(pulumi.ComponentResource):
     the cluster is referenced by its plain name, so the dependency must be explicit."""
 
     node_role_name: pulumi.Output[str]
+    """Name of the node IAM role (``PartitionArgs.node_role_name``)."""
     node_role_arn: pulumi.Output[str]
+    """ARN of the node IAM role."""
     controller_role_arn: pulumi.Output[str]
+    """ARN of the controller's Pod Identity role."""
     queue_name: pulumi.Output[str]
+    """The SQS interruption queue's name."""
     release: k8s.helm.v3.Release
+    """The karpenter Helm release: partitions depend on it (CRDs and webhook)."""
 
     def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:karpenter:Karpenter", name, None, opts)

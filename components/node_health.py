@@ -28,15 +28,18 @@ ADDON_NAME = "eks-node-monitoring-agent"
 @dataclass(frozen=True, kw_only=True)
 class NodeHealthArgs:
     cluster_name: str
+    """Required. The EKS cluster the node monitoring agent add-on is installed in."""
     addon_version: str | None = None
     """@default None: EKS installs its default build for the cluster's Kubernetes version."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """@default none. Tags on the add-on."""
 
 
 class NodeHealth(pulumi.ComponentResource):
     """Pass ``opts=ResourceOptions(depends_on=[<cluster component>])``: add-ons install once nodes exist."""
 
     addon_name: pulumi.Output[str]
+    """The EKS add-on's name (``eks-node-monitoring-agent``)."""
 
     def __init__(self, name: str, args: NodeHealthArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:nodehealth:NodeHealth", name, None, opts)

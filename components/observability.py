@@ -33,10 +33,11 @@ POD_SECURITY = {
 @dataclass(frozen=True, kw_only=True)
 class ObservabilityArgs:
     plan: obs.ObservabilityPlan
-    """From ``ekstrain.assembly.observability.plan(cfg)``."""
+    """Required. From ``ekstrain.assembly.observability.plan(cfg)``."""
     chart: Chart
-    """The kube-prometheus-stack chart (pinned in ekstrain/versions.py)."""
+    """Required. The kube-prometheus-stack chart (pinned in ekstrain/versions.py)."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """@default none. Tags on the AWS resources (workspace, roles)."""
 
 
 class Observability(pulumi.ComponentResource):
@@ -44,8 +45,11 @@ class Observability(pulumi.ComponentResource):
     default provider."""
 
     release: k8s.helm.v3.Release
+    """The kube-prometheus-stack Helm release."""
     grafana_admin_password: pulumi.Output[str]
+    """Grafana's generated admin password (secret)."""
     remote_write_url: pulumi.Output[str] | None
+    """Amazon Managed Prometheus remote-write URL; None without a workspace."""
 
     def __init__(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:observability:Observability", name, None, opts)

@@ -32,11 +32,13 @@ class OperatorsArgs:
     trainer_chart: Chart | None = None
     """@default None; required for flavor trainer."""
     trainer_values: Mapping[str, Any] = field(default_factory=dict)
+    """@default none. Helm values of the trainer chart."""
     training_runtimes: Sequence[Mapping[str, Any]] = ()
-    """ClusterTrainingRuntime manifests, applied after the trainer chart."""
+    """@default none. ClusterTrainingRuntime manifests, applied after the trainer chart."""
     kuberay_chart: Chart | None = None
     """@default None: no KubeRay."""
     kuberay_values: Mapping[str, Any] = field(default_factory=dict)
+    """@default none. Helm values of the KubeRay chart."""
 
 
 class Operators(pulumi.ComponentResource):

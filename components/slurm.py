@@ -29,13 +29,19 @@ from ekstrain.versions import Chart
 @dataclass(frozen=True, kw_only=True)
 class SlurmArgs:
     crds_chart: Chart
+    """Required. The slurm-operator CRDs chart (pinned in ekstrain/versions.py)."""
     operator_chart: Chart
+    """Required. The slurm-operator chart."""
     slurm_chart: Chart
+    """Required. The slurm (cluster) chart."""
     operator_values: Mapping[str, Any]
+    """Required. Helm values of the operator (``ekstrain.assembly.schedulers.slurm``)."""
     slurm_values: Mapping[str, Any]
+    """Required. Helm values of the Slurm cluster: controller, NodeSets per partition, login set."""
     cert_manager_chart: Chart | None = None
     """@default None: no cert-manager release (the operator values must then say certManager.enabled=false)."""
     cert_manager_values: Mapping[str, Any] = field(default_factory=dict)
+    """@default none. Helm values of the cert-manager chart."""
     accounting: bool = True
     """@default true: MariaDB + Secret for slurmdbd."""
     accounting_volume_gib: int = 20
@@ -52,7 +58,9 @@ class SlurmArgs:
 
 class Slurm(pulumi.ComponentResource):
     accounting_password: pulumi.Output[str] | None
+    """The slurmdbd MariaDB password (secret); None without accounting."""
     slurm_release: k8s.helm.v3.Release
+    """The slurm cluster Helm release."""
 
     def __init__(self, name: str, args: SlurmArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:slurm:Slurm", name, None, opts)

@@ -19,13 +19,16 @@ from ekstrain.versions import Chart
 @dataclass(frozen=True, kw_only=True)
 class VolcanoArgs:
     chart: Chart
+    """Required. The volcano chart (pinned in ekstrain/versions.py)."""
     values: Mapping[str, Any]
+    """Required. Helm values (``ekstrain.assembly.schedulers.volcano``)."""
     queues: Sequence[Mapping[str, Any]]
-    """``scheduling.volcano.sh/v1beta1`` Queue manifests (assembly.schedulers.volcano.queues)."""
+    """Required. ``scheduling.volcano.sh/v1beta1`` Queue manifests (assembly.schedulers.volcano.queues)."""
 
 
 class Volcano(pulumi.ComponentResource):
     volcano_release: k8s.helm.v3.Release
+    """The volcano Helm release."""
 
     def __init__(self, name: str, args: VolcanoArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:volcano:Volcano", name, None, opts)

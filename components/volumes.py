@@ -177,26 +177,37 @@ def model_store_pvc_manifest(namespace: str = names.TRAINING_NAMESPACE) -> dict[
 @dataclass(frozen=True, kw_only=True)
 class FsxVolume:
     file_system_id: pulumi.Input[str]
+    """Required. FSx for Lustre file system id (``LustreStorage.file_system_id``)."""
     dns_name: pulumi.Input[str]
+    """Required. Its DNS name."""
     mount_name: pulumi.Input[str]
+    """Required. Its Lustre mount name."""
     capacity_gib: int
+    """Required. The static PV's capacity (the file system's size)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class FsxScratch:
     subnet_id: pulumi.Input[str]
+    """Required. Subnet of dynamically provisioned scratch file systems (the EFA subnet)."""
     security_group_id: pulumi.Input[str]
-    """The Lustre SG (ports 988 and 1018-1023 with the cluster SG), shared with the static file system."""
+    """Required. The Lustre SG (ports 988 and 1018-1023 with the cluster SG), shared with the static file system."""
     cluster_name: str
+    """Required. Tags the scratch file systems (the CSI controller may only touch those)."""
     storage_class_name: str = "fsx-scratch"
+    """@default fsx-scratch."""
     deployment_type: str = "SCRATCH_2"
+    """@default SCRATCH_2."""
     per_unit_throughput: int | None = None
+    """@default none (MB/s/TiB, for persistent deployment types only)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class EfsVolume:
     file_system_id: pulumi.Input[str]
+    """Required. EFS file system id (``ModelStore.file_system_id``)."""
     access_point_id: pulumi.Input[str]
+    """Required. The model store's access point (``ModelStore.access_point_id``)."""
     dynamic_base_path: str = "/dynamic"
     """@default /dynamic."""
 
@@ -217,7 +228,9 @@ class TrainingVolumes(pulumi.ComponentResource):
     """Pass ``opts=ResourceOptions(provider=<k8s provider>)``; children inherit it."""
 
     namespace: k8s.core.v1.Namespace
+    """The training Namespace resource."""
     namespace_name: pulumi.Output[str]
+    """Its name (``VolumesArgs.namespace``)."""
 
     def __init__(self, name: str, args: VolumesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ekstrain:storage:Volumes", name, None, opts)

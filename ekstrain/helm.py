@@ -1,17 +1,18 @@
 """The project's one helm lookup (the render, the scheduling simulator and the tests use it).
 
 ``$EKSTRAIN_HELM``, else ``helm`` on PATH, else the pinned static helm ``make`` fetches into ``.tools/helm`` of
-the checkout (scripts/fetch_helm.py). Nothing machine-specific: a fresh clone after ``make`` finds it.
+the project (scripts/fetch_helm.py), else of the checkout this package runs from. Nothing machine-specific: a
+fresh clone after ``make`` finds it.
 """
 
 from __future__ import annotations
 
 import os
-import pathlib
 import shutil
 
+from ekstrain.paths import CHECKOUT, project_dir
+
 HELM_ENV = "EKSTRAIN_HELM"
-CHECKOUT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def helm_binary() -> str | None:
@@ -20,5 +21,8 @@ def helm_binary() -> str | None:
     on_path = shutil.which("helm")
     if on_path:
         return on_path
-    local = CHECKOUT / ".tools" / "helm"
-    return str(local) if local.exists() else None
+    for root in (project_dir(), CHECKOUT):
+        local = root / ".tools" / "helm" if root else None
+        if local is not None and local.exists():
+            return str(local)
+    return None

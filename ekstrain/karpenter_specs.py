@@ -47,17 +47,23 @@ class PartitionSpec:
     """Everything the manifests of one partition depend on."""
 
     name: str
+    """Required. Partition name: NodePool, EC2NodeClass, ``ekstrain.io/partition`` label."""
     shape: PartitionShape
+    """Required. Instance types, family and EFA (``ekstrain.partitions.shape(name, family, types, efa)``)."""
     cluster_name: str
+    """Required. The EKS cluster's name (discovery tags, placement group name)."""
     availability_zone: str
-    """The single training AZ: EFA traffic cannot cross subnets, placement groups are zonal."""
+    """Required. The single training AZ: EFA traffic cannot cross subnets, placement groups are zonal."""
     max_nodes: int
+    """Required. Most nodes at once (NodePool limits; split over EFA layouts); at least 1."""
     capacity_type: str = "on-demand"
     """@default on-demand; ``spot`` or ``reserved``."""
     placement_group: bool = False
     """@default false: select the ``<cluster>-<partition>`` placement group when true."""
     capacity_reservation_ids: tuple[str, ...] = ()
+    """@default none. ``cr-...`` ids Karpenter may launch into."""
     capacity_reservation_tags: Mapping[str, str] = field(default_factory=dict)
+    """@default none. Tags selecting capacity reservations."""
     root_volume_gib: int = 500
     """@default 500 (GiB, gp3, encrypted)."""
     consolidate_after: str = "30m"
@@ -219,16 +225,24 @@ def ec2_node_class(
     cluster_security_group_id: Any,
     placement_group: Any = None,
     tags: Mapping[str, str] | None = None,
+    subnet_terms: Any = None,
+    security_group_terms: Any = None,
 ) -> dict[str, Any]:
     """``node_role``, ``cluster_security_group_id`` and ``placement_group`` may be Outputs;
-    ``placement_group`` defaults to the ``<cluster>-<partition>`` name when the spec wants one."""
+    ``placement_group`` defaults to the ``<cluster>-<partition>`` name when the spec wants one.
+    ``subnet_terms`` / ``security_group_terms`` (lists of ``{"id": ...}``, or an Output of one) replace the
+    tag selectors (:func:`subnet_selector`, :func:`security_group_selector`): subnets of an existing VPC."""
     class_spec: dict[str, Any] = {
         "role": node_role,
         # The AL2023 alias resolves the NVIDIA or Neuron accelerated variant per instance type;
         # never AL2 (no EKS-optimized AL2 AMI from Kubernetes 1.33).
         "amiSelectorTerms": [{"alias": f"al2023@{spec.ami_alias_version}"}],
-        "subnetSelectorTerms": subnet_selector(spec),
-        "securityGroupSelectorTerms": security_group_selector(spec, cluster_security_group_id),
+        "subnetSelectorTerms": subnet_selector(spec) if subnet_terms is None else subnet_terms,
+        "securityGroupSelectorTerms": (
+            security_group_selector(spec, cluster_security_group_id)
+            if security_group_terms is None
+            else security_group_terms
+        ),
         "metadataOptions": dict(METADATA_OPTIONS),
         "blockDeviceMappings": root_volume(spec.root_volume_gib),
         # Several NICs cannot be combined with a public IP (aws/karpenter-provider-aws#5666).
@@ -272,10 +286,13 @@ class HelperPoolSpec:
     only on the fixed system nodes, which no autoscaler grows: a few concurrent RayJobs held the rest."""
 
     cluster_name: str
+    """Required. The EKS cluster's name (subnet discovery tags)."""
     availability_zone: str
-    """The training AZ: launchers talk to their workers, heads to theirs (no cross-AZ traffic)."""
+    """Required. The training AZ: launchers talk to their workers, heads to theirs (no cross-AZ traffic)."""
     max_vcpus: int = HELPER_MAX_VCPUS
+    """@default 256 vCPUs: the pool's limit."""
     ami_alias_version: str = "latest"
+    """@default latest; pin per stack like the partitions."""
     consolidate_after: str = "5m"
     """@default 5m empty before removal: helpers come and go with jobs."""
 
@@ -316,9 +333,15 @@ def helper_node_pool(spec: HelperPoolSpec) -> dict[str, Any]:
 
 
 def helper_node_class(
-    spec: HelperPoolSpec, *, node_role: Any, cluster_security_group_id: Any, tags: Mapping[str, str] | None = None
+    spec: HelperPoolSpec,
+    *,
+    node_role: Any,
+    cluster_security_group_id: Any,
+    tags: Mapping[str, str] | None = None,
+    subnet_terms: Any = None,
 ) -> dict[str, Any]:
-    """AL2023 standard AMI, the private subnets, the cluster SG, IMDSv2 hop limit 1, encrypted gp3 root."""
+    """AL2023 standard AMI, the private subnets (by tag, or ``subnet_terms``), the cluster SG, IMDSv2 hop
+    limit 1, encrypted gp3 root."""
     return {
         "apiVersion": NODECLASS_API,
         "kind": "EC2NodeClass",
@@ -326,7 +349,11 @@ def helper_node_class(
         "spec": {
             "role": node_role,
             "amiSelectorTerms": [{"alias": f"al2023@{spec.ami_alias_version}"}],
-            "subnetSelectorTerms": [{"tags": {DISCOVERY_TAG: spec.cluster_name, SUBNET_ROLE_TAG: "private"}}],
+            "subnetSelectorTerms": (
+                [{"tags": {DISCOVERY_TAG: spec.cluster_name, SUBNET_ROLE_TAG: "private"}}]
+                if subnet_terms is None
+                else subnet_terms
+            ),
             "securityGroupSelectorTerms": [{"id": cluster_security_group_id}],
             "metadataOptions": dict(METADATA_OPTIONS),
             "blockDeviceMappings": root_volume(100),

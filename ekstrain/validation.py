@@ -10,7 +10,8 @@
   that are empty upstream, anything goes: they are free-form, such as ``nodeSelector``).
 
 The upstream files are not copied into this repository. They are read from, in order:
-``$EKSTRAIN_UPSTREAM_DIR``, ``../shared/upstream`` beside the checkout, ``.upstream/`` (filled by
+``$EKSTRAIN_UPSTREAM_DIR``, ``.upstream/`` of the project (:func:`ekstrain.paths.project_dir`), then, when
+running from a source checkout, ``../shared/upstream`` beside it and its ``.upstream/`` (filled by
 ``make fetch-upstream``).
 """
 
@@ -28,7 +29,7 @@ from typing import Any, TypeVar, cast
 
 import yaml
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+from ekstrain.paths import CHECKOUT, PACKAGE, project_dir
 
 
 # The upstream CRDs are several MB of YAML: libyaml's loader parses them ~10x faster when present.
@@ -62,7 +63,9 @@ BUILTIN_GROUPS = {
 
 
 def upstream_dir() -> pathlib.Path | None:
-    candidates = [os.environ.get("EKSTRAIN_UPSTREAM_DIR"), REPO.parent / "shared" / "upstream", REPO / ".upstream"]
+    candidates = [os.environ.get("EKSTRAIN_UPSTREAM_DIR"), project_dir() / ".upstream"]
+    if CHECKOUT is not None:
+        candidates += [CHECKOUT.parent / "shared" / "upstream", CHECKOUT / ".upstream"]
     for c in candidates:
         if c and (pathlib.Path(c) / "crds").is_dir():
             return pathlib.Path(c)
@@ -115,7 +118,8 @@ def schemas_of(docs: list[Any]) -> dict[tuple[str, str], CrdVersion]:
 
 
 def cache_dir() -> pathlib.Path:
-    """Where parsed schemas and chart renders are cached ($EKSTRAIN_CACHE_DIR, default build/.cache), one
+    """Where parsed schemas and chart renders are cached ($EKSTRAIN_CACHE_DIR, default build/.cache of the
+    project), one
     subdirectory per version of the checking code: a cache entry is keyed by its inputs' hash, and a
     changed checker must not reuse what an older one computed from the same inputs."""
     return cache_root() / _checker_digest()
@@ -124,14 +128,14 @@ def cache_dir() -> pathlib.Path:
 def cache_root() -> pathlib.Path:
     """The cache's top directory: what depends only on external tools and inputs (raw helm output) lives
     here, shared by every version of the checking code."""
-    return pathlib.Path(os.environ.get("EKSTRAIN_CACHE_DIR") or REPO / "build" / ".cache")
+    return pathlib.Path(os.environ.get("EKSTRAIN_CACHE_DIR") or project_dir() / "build" / ".cache")
 
 
 @functools.cache
 def _checker_digest() -> str:
     sources = [pathlib.Path(__file__)]
     for package in ("infra/verify",):
-        sources += sorted((REPO / package).glob("*.py"))
+        sources += sorted((PACKAGE / package).glob("*.py"))
     digest = hashlib.sha256()
     for path in sources:
         digest.update(path.name.encode() + path.read_bytes())

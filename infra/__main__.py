@@ -1,11 +1,14 @@
 """Pulumi entry point (``main: infra/`` in Pulumi.yaml): load config, compose, export."""
 
+import importlib.util
 import pathlib
 import sys
 
-# `pulumi up` runs this file with infra/ as the script directory; make the repo's packages
-# importable even when the project is not installed into the virtualenv.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+# `pulumi up` runs this file with infra/ as the script directory; when ekstrain is not installed into the
+# virtualenv, import it from the checkout this file is in. Never add a directory when it is installed: that
+# would put the package's own layers (components, infra, ...) at the top of sys.path.
+if importlib.util.find_spec("ekstrain") is None:
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import pulumi  # noqa: E402
 

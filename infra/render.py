@@ -15,6 +15,7 @@ import argparse
 import collections
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import pathlib
@@ -45,21 +46,32 @@ from ekstrain.infra.verify import (
     tfplan,
 )
 from ekstrain.partitions import layout_nodes, shape
+from ekstrain.paths import project_of, use_project
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import load_flat, read_stack_file
 from ekstrain.stacks.models import StackConfig
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+HERE = pathlib.Path(__file__).resolve().parent
 BANNER = "OFFLINE RENDER (Pulumi mock engine): not a cloud preview. Nothing was sent to AWS or Kubernetes."
 STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 NOT_RUN = "upstream schemas not found (run `make fetch-upstream`): NOT checked"
 NOT_MANIFESTS = ("kubernetes:helm.sh/", "kubernetes:yaml/", "kubernetes:kustomize/")
+RENDER_DEPENDENCIES = {
+    "kubernetes_validate": "kubernetes-validate",
+    "jsonschema": "jsonschema",
+    "policy_sentry": "policy-sentry",
+}
+"""Import name -> distribution of what only the render's checks need (the ``render`` extra of pyproject.toml)."""
+
+
+def missing_render_dependencies() -> list[str]:
+    return [dist for module, dist in RENDER_DEPENDENCIES.items() if importlib.util.find_spec(module) is None]
 
 
 def run_program(flat: dict[str, str], secrets: list[str], stack: str, preview: bool = False) -> offline.Recording:
     """Execute infra/__main__.py under fresh offline mocks."""
-    main = REPO / "infra" / "__main__.py"
+    main = HERE / "__main__.py"
     return offline.run(
         lambda: runpy.run_path(str(main), run_name="__main__")["OUTPUTS"], flat, secrets, stack=stack, preview=preview
     )
@@ -459,7 +471,7 @@ def write(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ekstrain.infra.render", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="stack name: reads Pulumi.<stack>.yaml")
-    parser.add_argument("--out", help="output directory (default build/<stack>)")
+    parser.add_argument("--out", help="output directory (default build/<stack> beside the stack file)")
     parser.add_argument(
         "--stack-file", help="path of the stack file (default ./Pulumi.<stack>.yaml in the current directory)"
     )
@@ -472,9 +484,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not STACK_NAME.fullmatch(args.stack):
         parser.error(f"--stack {args.stack!r}: use letters, digits, '-', '_' or '.' (the stack name)")
+    missing = missing_render_dependencies()
+    if missing:
+        print(
+            f"error: the render's checks need {', '.join(missing)}: pip install 'ekstrain[render]' "
+            "(the components and `pulumi up` do not)",
+            file=sys.stderr,
+        )
+        return 2
     # The stack file of the project being deployed: the current directory, never this checkout.
     stack_file = pathlib.Path(args.stack_file) if args.stack_file else pathlib.Path.cwd() / f"Pulumi.{args.stack}.yaml"
-    out = pathlib.Path(args.out or REPO / "build" / args.stack)
+    # Cache and the files a stack names (the Slurm login key file) belong to the stack file's Pulumi project
+    # (else the working directory's), never to the installed package.
+    with use_project(project_of(stack_file)):
+        return _render(args, stack_file)
+
+
+def _render(args: argparse.Namespace, stack_file: pathlib.Path) -> int:
+    out = pathlib.Path(args.out) if args.out else stack_file.parent / "build" / args.stack
     print(BANNER, file=sys.stderr)
     try:
         flat, secrets = read_stack_file(stack_file)

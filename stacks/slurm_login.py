@@ -14,24 +14,32 @@ from __future__ import annotations
 
 import pathlib
 
+from ekstrain.paths import project_dir
 from ekstrain.stacks.models import StackConfig
 from ekstrain.stacks.models.schedulers import ssh_public_key_problem
 
-PROJECT_DIR = pathlib.Path(__file__).resolve().parents[1]
-"""Where Pulumi.yaml is: ``pulumi up`` runs the program here, and key-file paths are relative to it."""
+PROJECT_DIR: pathlib.Path | None = None
+"""Where Pulumi.yaml is; key-file paths are relative to it. @default None: :func:`ekstrain.paths.project_dir`
+(the render's stack-file directory, or the nearest ``Pulumi.yaml`` from the working directory up), never the
+installed package."""
 MAX_KEY_FILE_BYTES = 64 * 1024
 """An authorized_keys file of a few hundred keys; bounds what is read."""
 KEY = "ekstrain:schedulers.slurm.loginSshAuthorizedKeysFile"
 
 
+def project_root(root: pathlib.Path | None = None) -> pathlib.Path:
+    """``root``, else :data:`PROJECT_DIR`, else the project directory."""
+    return root or PROJECT_DIR or project_dir()
+
+
 def keys_file(cfg: StackConfig, root: pathlib.Path | None = None) -> pathlib.Path | None:
     name = cfg.schedulers.slurm.login_ssh_authorized_keys_file
-    return None if name is None else (root or PROJECT_DIR) / name
+    return None if name is None else project_root(root) / name
 
 
 def read_keys_file(path: pathlib.Path, root: pathlib.Path | None = None) -> tuple[list[str], list[tuple[str, str]]]:
     """(keys, problems as (problem, fix)) of an authorized_keys file; blank and ``#`` lines skipped."""
-    base = (root or PROJECT_DIR).resolve()
+    base = project_root(root).resolve()
     fix_place = f"keep the key file inside the project directory {base} (e.g. security/slurm-login.pub)"
     try:
         real = path.resolve(strict=True)

@@ -137,7 +137,7 @@ def test_prod_login_keys_come_from_the_key_file(tmp_path: Any) -> None:
         assert slurm.slurm_values(cfg)["loginsets"]["main"]["rootSshAuthorizedKeys"] == key
     # prod keeps SSH off until a key is in security/slurm-login.pub; with SSH on and the file empty, the render warns.
     assert not PROD.schedulers.slurm.login_ssh
-    assert (slurm_login.PROJECT_DIR / "security" / "slurm-login.pub").is_file()
+    assert (slurm_login.project_root() / "security" / "slurm-login.pub").is_file()
     ssh = cfg_with(
         lambda s: s["schedulers"]["slurm"].update(loginSsh=True, loginSshAuthorizedKeysFile="security/slurm-login.pub")
     )

@@ -23,9 +23,11 @@ from typing import Any
 from ekstrain import cli_kit, validation
 from ekstrain.diff import compare, report
 from ekstrain.diff.model import Resource
+from ekstrain.paths import PACKAGE
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-RECORDER = REPO / "infra" / "diff.py"
+REPO = PACKAGE.parent
+"""The tree the ``ekstrain`` package is imported from (the checkout, or site-packages when installed)."""
+RECORDER = PACKAGE / "infra" / "diff.py"
 
 
 class DiffInputError(ValueError):

@@ -22,6 +22,7 @@ import yaml
 
 from ekstrain.infra import offline
 from ekstrain.infra.verify import Check
+from ekstrain.paths import REVIEWS
 
 POLICY_TYPES = {  # type token -> the input holding a policy document
     "aws:iam/policy:Policy": "policy",
@@ -159,7 +160,7 @@ def documents(rec: offline.Recording) -> Iterable[tuple[str, str, dict[str, Any]
             yield r.type, r.name, json.loads(raw)
 
 
-ACCEPTED_FILE = pathlib.Path(__file__).resolve().parent.parent.parent / "security" / "iam-lint-accepted.yaml"
+ACCEPTED_FILE = REVIEWS / "iam-lint-accepted.yaml"
 
 
 def accepted(path: pathlib.Path = ACCEPTED_FILE) -> list[dict[str, str]]:

@@ -22,8 +22,9 @@ from typing import Any
 
 import yaml
 
-REPO = pathlib.Path(__file__).resolve().parent.parent.parent
-REVIEWED_FILE = REPO / "security" / "reviewed-runtime-objects.yaml"
+from ekstrain.paths import REVIEWS
+
+REVIEWED_FILE = REVIEWS / "reviewed-runtime-objects.yaml"
 
 # Cluster-scoped built-in kinds (the rest of the built-ins are namespaced).
 CLUSTER_SCOPED = frozenset(

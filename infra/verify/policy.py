@@ -8,23 +8,28 @@ config is ``policy/config/<stack>.json``, the file CI passes as ``policyPackConf
 from __future__ import annotations
 
 import json
-import pathlib
 import sys
 from typing import Any
 
 from ekstrain.infra import offline
 from ekstrain.infra.verify import Check
+from ekstrain.paths import POLICY_PACK as POLICY_DIR
+from ekstrain.paths import project_dir
 
-POLICY_DIR = pathlib.Path(__file__).resolve().parents[2] / "policy"
-if str(POLICY_DIR) not in sys.path:  # the pack ships as a directory, not as a package of this program
+if str(POLICY_DIR) not in sys.path:  # the pack is package data (a directory), not a package of this program
     sys.path.append(str(POLICY_DIR))
 
 from ekstrain_policy import rules  # noqa: E402
 
 
 def pack_config(stack: str) -> dict[str, Any]:
-    path = POLICY_DIR / "config" / f"{stack}.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    """The project's ``policy/config/<stack>.json`` (what its CI passes as policyPackConfigs), else the
+    packaged one of the same name, else none."""
+    for root in (project_dir() / "policy", POLICY_DIR):
+        path = root / "config" / f"{stack}.json"
+        if path.exists():
+            return dict(json.loads(path.read_text()))
+    return {}
 
 
 def check_recording(rec: offline.Recording, stack: str) -> Check:
