@@ -10,9 +10,11 @@ runtime, not MPIJob). So the MPI operator is installed from the pinned manifest 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from assembly.jobs import env as envtable
+from assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
 from assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain import names, versions
 from ekstrain.names import SYSTEM_NODE_SELECTOR
@@ -74,6 +76,15 @@ def torch_runtime(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
     """A ClusterTrainingRuntime shaped like upstream ``torch-distributed`` (JobSet with one ``node``
     replicated job, ``mlPolicy.torch``), pinned to partition P: whole nodes, EFA, /dev/shm, FSx."""
     resources = {k: str(v) for k, v in p.node_resources.items()}
+    # With Volcano, the same gang through the partition's queue as a TrainJob's own runtime
+    # (assembly/jobs/trainjob.py training_runtime: Trainer's Volcano plugin, queue from the annotation).
+    spec: dict[str, Any] = {"mlPolicy": {"numNodes": 1, "torch": {}}}
+    template: dict[str, Any] = {}
+    pod: dict[str, Any] = {}
+    if cfg.schedulers.volcano.enabled:
+        spec["podGroupPolicy"] = {"volcano": {}}
+        template["metadata"] = {"annotations": {QUEUE_ANNOTATION: p.name}}
+        pod["schedulerName"] = VOLCANO_SCHEDULER
     return {
         "apiVersion": TRAINER_API,
         "kind": "ClusterTrainingRuntime",
@@ -82,8 +93,9 @@ def torch_runtime(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
             "labels": {"trainer.kubeflow.org/framework": "torch", names.PARTITION_LABEL: p.name},
         },
         "spec": {
-            "mlPolicy": {"numNodes": 1, "torch": {}},
+            **spec,
             "template": {
+                **template,
                 "spec": {
                     "replicatedJobs": [
                         {
@@ -93,6 +105,7 @@ def torch_runtime(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
                                 "spec": {
                                     "template": {
                                         "spec": {
+                                            **pod,
                                             "nodeSelector": dict(p.node_selector),
                                             "tolerations": [p.toleration],
                                             "containers": [
@@ -121,7 +134,7 @@ def torch_runtime(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
                             },
                         }
                     ]
-                }
+                },
             },
         },
     }
@@ -129,3 +142,42 @@ def torch_runtime(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
 
 def torch_runtimes(cfg: StackConfig) -> list[dict[str, Any]]:
     return [torch_runtime(cfg, p) for p in partition_facts(cfg)]
+
+
+# ---- operators applied from upstream manifests: their Deployment as the program patches it -------------
+
+MPI_OPERATOR = "mpi-operator"
+"""Deployment and container name in mpi-operator v0.8 deploy/v2beta1/mpi-operator.yaml."""
+TRAINING_OPERATOR = "training-operator"
+"""Deployment and container name in kubeflow/trainer v1.9 manifests/base (the legacy training operator)."""
+OPERATOR_RESOURCES = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}}
+"""Neither upstream manifest sets resources (BestEffort, evicted first under node pressure)."""
+
+
+def gang_args(cfg: StackConfig) -> dict[str, list[str]]:
+    """Operator Deployment -> the flags that make it gang-schedule through Volcano (empty without Volcano):
+    mpi-operator ``--gang-scheduling=volcano`` (cmd/mpi-operator/app/options), training-operator v1.9
+    ``--gang-scheduler-name=volcano``. Both manifests' ClusterRoles already grant podgroups of
+    scheduling.volcano.sh."""
+    if not cfg.schedulers.volcano.enabled:
+        return {}
+    return {MPI_OPERATOR: ["--gang-scheduling=volcano"], TRAINING_OPERATOR: ["--gang-scheduler-name=volcano"]}
+
+
+def patch_operator(obj: dict[str, Any], extra_args: dict[str, list[str]]) -> dict[str, Any] | None:
+    """The upstream operator Deployment ``obj`` with the gang flags appended to its container's args and
+    requests set (the program's transform on the manifest's children, components/operators.py); None for
+    any other object."""
+    name = (obj.get("metadata") or {}).get("name")
+    if obj.get("kind") != "Deployment" or name not in (MPI_OPERATOR, TRAINING_OPERATOR):
+        return None
+    out = copy.deepcopy(obj)
+    for c in out.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+        if c.get("name") != name:
+            continue
+        args = list(c.get("args") or [])
+        missing = [a for a in extra_args.get(name, []) if a not in args]
+        if missing:
+            c["args"] = args + missing
+        c.setdefault("resources", copy.deepcopy(OPERATOR_RESOURCES))
+    return out
