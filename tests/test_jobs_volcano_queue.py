@@ -170,3 +170,11 @@ def test_simulate_expands_each_template_to_a_gang_in_its_queue(scheduler: str, p
         # an MPI operator without --gang-scheduling=volcano ignores schedulingPolicy: pods outside Volcano
         outside = expand(_main_object(objects), runtimes, frozenset())
         assert outside is not None and outside.volcano_queue is None
+
+
+def test_only_installed_operators_get_the_gang_flag() -> None:
+    assert operators.gang_args(PROD) == {"mpi-operator": ["--gang-scheduling=volcano"]}  # prod: Trainer flavor
+    legacy = cfg_with(
+        lambda s: s["schedulers"].update(kubeflow={"flavor": "training-operator"}, mpiOperator={"enabled": False})
+    )
+    assert operators.gang_args(legacy) == {"training-operator": ["--gang-scheduler-name=volcano"]}

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import stack_config
+from conftest import cfg_with, stack_config
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
@@ -109,6 +109,38 @@ def test_notebooks_outside_volcano_make_an_admitted_gang_unbindable(
     job = next(j for j in new.jobs if j.name == "Job/gang")
     assert job.state == "finished" and new.problems == [], new.problems
     assert any("Volcano enqueue (capacity)" in r for r in job.waited)
+
+
+NO_VOLCANO = cfg_with(lambda s: s["schedulers"]["volcano"].update(enabled=False, queueWeights={}))
+
+
+@pytest.mark.parametrize("scheduler", ["mpijob", "trainjob"])
+def test_operator_jobs_outside_volcano_make_an_admitted_gang_unbindable(
+    cluster: engine.Cluster,  # noqa: F811
+    scheduler: str,
+) -> None:
+    """GIVEN a 4-node MPIJob/TrainJob on gpu-h100 (8 nodes) and then an 8-node Volcano gang WHEN the job's
+    pods bypass Volcano (main's templates: no schedulingPolicy, no podGroupPolicy; operator without gang
+    scheduling) THEN the queue admits the gang, Karpenter stops at the NodePool limit and the timeline
+    names the bypass; WHEN the job goes through the partition's queue (the rendered templates, the MPI
+    operator patched with --gang-scheduling=volcano) THEN the gang waits at admission and nothing strands."""
+    assert cluster.gang_kinds == frozenset({"MPIJob"})  # read from the render (operators' gang flags)
+    gang = _arrival(_job("gpu-h100", "volcano", 8, f"gang-{scheduler}"), 0.5, 4)
+    main_job = render(
+        spec_for("gpu-h100", nodes=4, name=f"old-{scheduler}", global_batch=256), NO_VOLCANO, scheduler, FakePlanner()
+    )
+    RUNTIMES.update({o["metadata"]["name"]: o for o in main_job if o["kind"] == "TrainingRuntime"})
+    old_job = next(o for o in main_job if o["kind"] not in ("ConfigMap", "Service", "TrainingRuntime"))
+    main_cluster = dataclasses.replace(cluster, gang_kinds=frozenset())
+    old = simulate_timeline(main_cluster, _mix(_arrival(old_job, 0, 10), gang, hours=20))
+    assert any(f"Job/gang-{scheduler}: admitted by its queue but unbindable" in p for p in old.problems), old.problems
+    assert any("bypass Volcano queue gpu-h100" in p for p in old.problems), old.problems
+    new_job = _job("gpu-h100", scheduler, 4, f"new-{scheduler}")
+    new = simulate_timeline(cluster, _mix(_arrival(new_job, 0, 10), gang, hours=20))
+    job = next(j for j in new.jobs if j.name == f"Job/gang-{scheduler}")
+    assert job.state == "finished" and new.problems == [], new.problems
+    assert any("Volcano enqueue (capacity)" in r for r in job.waited)
+    assert next(j for j in new.jobs if j.name.endswith(f"new-{scheduler}")).kind == "volcano"
 
 
 def test_the_rendered_profiles_put_notebooks_in_the_partition_queue() -> None:

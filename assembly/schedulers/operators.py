@@ -155,13 +155,17 @@ OPERATOR_RESOURCES = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": 
 
 
 def gang_args(cfg: StackConfig) -> dict[str, list[str]]:
-    """Operator Deployment -> the flags that make it gang-schedule through Volcano (empty without Volcano):
+    """Installed operator Deployment -> the flags that make it gang-schedule through Volcano (none without it):
     mpi-operator ``--gang-scheduling=volcano`` (cmd/mpi-operator/app/options), training-operator v1.9
     ``--gang-scheduler-name=volcano``. Both manifests' ClusterRoles already grant podgroups of
     scheduling.volcano.sh."""
-    if not cfg.schedulers.volcano.enabled:
-        return {}
-    return {MPI_OPERATOR: ["--gang-scheduling=volcano"], TRAINING_OPERATOR: ["--gang-scheduler-name=volcano"]}
+    s = cfg.schedulers
+    out: dict[str, list[str]] = {}
+    if s.volcano.enabled and s.mpi_operator.enabled:
+        out[MPI_OPERATOR] = ["--gang-scheduling=volcano"]
+    if s.volcano.enabled and s.kubeflow.flavor == "training-operator":
+        out[TRAINING_OPERATOR] = ["--gang-scheduler-name=volcano"]
+    return out
 
 
 def patch_operator(obj: dict[str, Any], extra_args: dict[str, list[str]]) -> dict[str, Any] | None:
