@@ -194,7 +194,7 @@ def test_cert_manager_values_use_documented_keys() -> None:
         out = set()
         for k, v in d.items():
             here = f"{prefix}{k}"
-            if isinstance(v, dict) and k != "nodeSelector":
+            if isinstance(v, dict) and k not in ("nodeSelector", "resources"):
                 out |= paths(v, here + ".")
             else:
                 out.add(here)

@@ -17,6 +17,7 @@ from assembly.jobs import env as envtable
 from assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
 from assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain import names, versions
+from ekstrain.controller_resources import MEDIUM
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 from stacks.models import StackConfig
 
@@ -63,7 +64,7 @@ def trainer_values() -> dict[str, Any]:
     chart's generic ones (left disabled)."""
     return {
         "jobset": {"install": True},
-        "manager": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
+        "manager": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR), "resources": MEDIUM},
         "runtimes": {"defaultEnabled": False, "installer": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)}},
     }
 

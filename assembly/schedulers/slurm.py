@@ -25,6 +25,7 @@ from typing import Any
 
 from assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain import names, versions
+from ekstrain.controller_resources import MEDIUM, SMALL
 from ekstrain.names import SYSTEM_NODE_AFFINITY, SYSTEM_NODE_SELECTOR
 from ekstrain.simulate.nodes import allocatable, capacity
 from stacks.models import StackConfig
@@ -221,8 +222,8 @@ def operator_values(cfg: StackConfig) -> dict[str, Any]:
     """Values of the ``slurm-operator`` chart (CRDs come from the separate slurm-operator-crds release)."""
     return {
         "crds": {"enabled": False},
-        "operator": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
-        "webhook": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
+        "operator": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR), "resources": MEDIUM},
+        "webhook": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR), "resources": SMALL},
         "certManager": {"enabled": cfg.schedulers.slurm.cert_manager},
     }
 
@@ -234,8 +235,9 @@ def cert_manager_values() -> dict[str, Any]:
     return {
         "crds": {"enabled": True},
         "nodeSelector": sel,
-        "webhook": {"nodeSelector": dict(sel)},
-        "cainjector": {"nodeSelector": dict(sel)},
+        "resources": MEDIUM,
+        "webhook": {"nodeSelector": dict(sel), "resources": SMALL},
+        "cainjector": {"nodeSelector": dict(sel), "resources": MEDIUM},
         "startupapicheck": {"nodeSelector": dict(sel)},
     }
 
@@ -243,8 +245,11 @@ def cert_manager_values() -> dict[str, Any]:
 CERT_MANAGER_KEYS = {
     "crds.enabled",
     "nodeSelector",
+    "resources",
     "webhook.nodeSelector",
+    "webhook.resources",
     "cainjector.nodeSelector",
+    "cainjector.resources",
     "startupapicheck.nodeSelector",
 }
 
