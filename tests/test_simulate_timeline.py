@@ -20,7 +20,7 @@ from test_jobs_templates import spec_for
 from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 
 from assembly.cli import main
-from assembly.jobs import render
+from assembly.jobs import render, render_sbatch
 from assembly.jupyterhub import profile
 from ekstrain import validation
 from ekstrain.simulate import engine, volcano
@@ -193,6 +193,20 @@ def test_every_scheduler_resumes_after_a_lost_node_or_says_why_not(cluster: engi
     assert len(report.faults) == len(jobs), report.faults
     for line in report.faults:
         assert "resumed from its checkpoint; finished" in line or "no restart left (" in line, line
+
+
+def test_a_fault_hits_the_nodes_an_sbatch_job_scaled_its_nodeset_to(cluster: engine.Cluster) -> None:  # noqa: F811
+    """GIVEN prod's gpu-a100 NodeSet at 0 replicas and a 2-node sbatch job (its NodeSet scaled for it) WHEN one
+    of its nodes is lost THEN the fault hits that node and Slurm requeues the job, which resumes."""
+    assert cluster.nodesets["gpu-a100"]["spec"]["replicas"] == 0
+    text = render_sbatch(spec_for("gpu-a100", name="ft"), PROD, FakePlanner())
+    sbatch = {"kind": "ConfigMap", "metadata": {"name": "ft"}, "data": {"ft.sbatch": text}}
+    job = Arrival("sbatch/ft", sbatch, 0, 180)
+    report = simulate_timeline(cluster, _mix(job, faults=[Fault(60, "node-lost", "sbatch/ft")], hours=8))
+    assert report.problems == [], report.problems
+    (line,) = report.faults
+    assert line.startswith("FAULT sbatch/ft: resumed from its checkpoint; finished"), line
+    assert "standing slurmd nodes without a Slurm job" not in report.idle.get("gpu-a100", {})
 
 
 def test_a_spot_interruption_drains_and_the_job_resumes(cluster: engine.Cluster) -> None:  # noqa: F811

@@ -537,7 +537,8 @@ class Timeline:
     def fault(self, f: Fault) -> None:
         job = next((j for j in self.jobs if j.name == f.job), None)
         holder = job
-        if job is not None and job.kind == "slurm":  # an sbatch job runs on its partition's slurmd pods
+        if job is not None and job.kind == "slurm" and not job.bound:
+            # an sbatch job runs on its partition's standing slurmd pods, or on those its NodeSet was scaled by
             holder = self.standing_of(job)
         bound = [n for _, n in holder.bound if n.state != "gone"] if holder else []
         accelerated = [n for n in bound if any(n.candidate.capacity.get(r) for r in ACCELERATORS)]
