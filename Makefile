@@ -30,7 +30,7 @@ $(HELM_TOOL): scripts/fetch_helm.py | $(VENV)/.installed
 	else $(PY) scripts/fetch_helm.py $@; fi
 
 render: $(VENV)/.installed $(HELM_TOOL)  ## offline render of one stack (mock engine; not a cloud preview)
-	$(PY) -m infra.render --stack $(STACK) --out $(OUT)
+	$(PY) -m ekstrain.infra.render --stack $(STACK) --out $(OUT)
 
 lint: $(VENV)/.installed  ## ruff format --check, ruff, then mypy against the SDKs' types (config in pyproject.toml)
 	$(VENV)/bin/ruff format --check .
@@ -55,9 +55,9 @@ SIMULATE_STACKS := $(sort $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml)))
 simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of every stack: workloads + timeline mix
 	@set -e; for s in $(SIMULATE_STACKS); do \
 	  echo "== $$s"; \
-	  $(PY) -m infra.render --stack $$s --out build/$$s > build/render-$$s.log || { tail -20 build/render-$$s.log; exit 2; }; \
+	  $(PY) -m ekstrain.infra.render --stack $$s --out build/$$s > build/render-$$s.log || { tail -20 build/render-$$s.log; exit 2; }; \
 	  mkdir -p build/examples-$$s; \
-	  for p in $$($(PY) -c "from pathlib import Path; from stacks.loader import load_stack_file as f; print(' '.join(p.name for p in f(Path('Pulumi.$$s.yaml'))[0].partitions))"); do \
+	  for p in $$($(PY) -c "from pathlib import Path; from ekstrain.stacks.loader import load_stack_file as f; print(' '.join(p.name for p in f(Path('Pulumi.$$s.yaml'))[0].partitions))"); do \
 	    $(VENV)/bin/ekstrain job render --stack $$s --scheduler nccl-test --partition $$p --out build/examples-$$s/nccl-check-$$p.yaml; \
 	  done; \
 	  $(PY) -m ekstrain simulate --stack $$s --scale-nodesets build/examples-$$s $$( [ $$s = prod ] && echo build/examples ); \

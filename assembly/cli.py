@@ -10,8 +10,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from assembly.jobs.cli import add_job_commands
-from assembly.simulate_cli import add_simulate_command
+from ekstrain.assembly.jobs.cli import add_job_commands
+from ekstrain.assembly.simulate_cli import add_simulate_command
 from ekstrain.cli_types import OneLineParser
 from ekstrain.diff.cli import add_diff_command
 from ekstrain.planner.cli import add_plan_commands

@@ -25,8 +25,8 @@ from ekstrain import catalog, names, versions
 from ekstrain.controller_resources import sized
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 from ekstrain.partitions import shape
-from stacks.models import StackConfig
-from stacks.models.partitions import PartitionConfig
+from ekstrain.stacks.models import StackConfig
+from ekstrain.stacks.models.partitions import PartitionConfig
 
 NAMESPACE = "jupyterhub"
 RELEASE = "jupyterhub"

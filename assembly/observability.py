@@ -1,7 +1,7 @@
 """Observability as data: kube-prometheus-stack values, the GPU/Neuron/EFA scrape targets, the
 EFA exporter objects, Prometheus sizing and the Grafana dashboards.
 
-Pure functions of a :class:`StackConfig`; :mod:`components.observability` registers them.
+Pure functions of a :class:`StackConfig`; :mod:`ekstrain.components.observability` registers them.
 ServiceMonitors are declared through the chart's ``prometheus.additionalServiceMonitors`` so they
 are created by the same release that installs the Prometheus Operator CRDs (no ordering problem,
 and the chart render validates them).
@@ -20,7 +20,7 @@ from ekstrain import catalog, efa_exporter, names, versions
 from ekstrain.controller_resources import MEDIUM, SMALL, sized
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 from ekstrain.prometheus_sizing import prometheus_storage_gib  # sizing shared with stacks/rules.py
-from stacks.models import StackConfig
+from ekstrain.stacks.models import StackConfig
 
 NAMESPACE = "monitoring"
 RELEASE = "kube-prometheus-stack"

@@ -47,7 +47,7 @@ def add_simulate_command(subparsers: Any) -> None:
 
 
 def _system_types(args: argparse.Namespace) -> list[str]:
-    from stacks.loader import load_stack_file
+    from ekstrain.stacks.loader import load_stack_file
 
     path = args.stack_file or pathlib.Path(f"Pulumi.{args.stack}.yaml")
     cfg, _ = load_stack_file(path)
@@ -55,7 +55,7 @@ def _system_types(args: argparse.Namespace) -> list[str]:
 
 
 def _system_size(args: argparse.Namespace) -> int:
-    from stacks.loader import load_stack_file
+    from ekstrain.stacks.loader import load_stack_file
 
     cfg, _ = load_stack_file(args.stack_file or pathlib.Path(f"Pulumi.{args.stack}.yaml"))
     return int(cfg.cluster.system_node_group.desired_size)

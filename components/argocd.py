@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.deps import dependencies
-from components.helm import release
-from components.manifest import resource
 from ekstrain import argocd
+from ekstrain.components.deps import dependencies
+from ekstrain.components.helm import release
+from ekstrain.components.manifest import resource
 from ekstrain.versions import Chart
 
 

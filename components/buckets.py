@@ -16,7 +16,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components import iam
+from ekstrain.components import iam
 
 
 def tls_only_statement(bucket_arn: pulumi.Input[str]) -> dict[str, Any]:

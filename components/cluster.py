@@ -18,7 +18,7 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
-from components import iam
+from ekstrain.components import iam
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 
 ACCESS_POLICIES = {

@@ -16,9 +16,9 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import iam
-from components.deps import dependencies
-from components.helm import release
+from ekstrain.components import iam
+from ekstrain.components.deps import dependencies
+from ekstrain.components.helm import release
 from ekstrain.controller_resources import SMALL, sized
 from ekstrain.names import CRITICAL_ADDONS_TOLERATION, SYSTEM_NODE_SELECTOR
 from ekstrain.versions import Chart

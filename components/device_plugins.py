@@ -20,12 +20,12 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from assembly import observability as obs
-from components.deps import dependencies
-from components.helm import release
-from components.manifest import resource
 from ekstrain import names
+from ekstrain.assembly import observability as obs
 from ekstrain.catalog import GPU, TRAINIUM
+from ekstrain.components.deps import dependencies
+from ekstrain.components.helm import release
+from ekstrain.components.manifest import resource
 from ekstrain.controller_resources import SMALL, sized
 from ekstrain.names import CRITICAL_ADDONS_TOLERATION, SYSTEM_NODE_LABEL
 from ekstrain.versions import NEURON_CUSTOM_SCHEDULER_TAGS, NEURON_MONITOR_IMAGE, Chart

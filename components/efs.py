@@ -15,7 +15,7 @@ from typing import Literal
 import pulumi
 import pulumi_aws as aws
 
-from components import iam
+from ekstrain.components import iam
 
 NFS_PORT = 2049
 

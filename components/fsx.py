@@ -22,7 +22,7 @@ from typing import Literal
 import pulumi
 import pulumi_aws as aws
 
-from components import iam
+from ekstrain.components import iam
 
 LUSTRE_VERSION = "2.15"
 LUSTRE_PORTS: tuple[tuple[int, int], ...] = ((988, 988), (1018, 1023))

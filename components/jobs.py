@@ -1,6 +1,6 @@
 """TrainingJob: registers one rendered training workload (or health check) as Kubernetes resources.
 
-Thin on purpose: ``assembly.jobs`` renders the objects (pure, tested without Pulumi); this
+Thin on purpose: ``ekstrain.assembly.jobs`` renders the objects (pure, tested without Pulumi); this
 component only turns each object into a resource (``CustomResource`` for MPIJob, PyTorchJob,
 TrainJob, Volcano Job, RayJob/RayCluster; typed ConfigMap, Service and batch/v1 Job), children of
 the component, in render order. Pass the Kubernetes provider in ``opts`` and ``depends_on`` the
@@ -16,7 +16,7 @@ from typing import Any
 
 import pulumi
 
-from components.manifest import resource
+from ekstrain.components.manifest import resource
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,7 +24,7 @@ class TrainingJobArgs:
     """``TrainingJobArgs(objects=assembly.jobs.render(spec, cfg, scheduler))`` or ``objects=health_check(cfg, p)``."""
 
     objects: Sequence[Mapping[str, Any]]
-    """Rendered Kubernetes objects (``assembly.jobs.render`` / ``health_check``), applied in this order."""
+    """Rendered Kubernetes objects (``ekstrain.assembly.jobs.render`` / ``health_check``), applied in this order."""
 
 
 def _suffix(obj: Mapping[str, Any]) -> str:

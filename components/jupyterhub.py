@@ -1,6 +1,6 @@
 """JupyterHub: the zero-to-jupyterhub release, its namespace and the read-only FSx volume.
 
-Values come from :mod:`assembly.jupyterhub` (profiles per partition, EFS homes, culling, auth,
+Values come from :mod:`ekstrain.assembly.jupyterhub` (profiles per partition, EFS homes, culling, auth,
 internal load balancer); this component registers them.
 """
 
@@ -13,17 +13,17 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-from assembly import jupyterhub as hub
-from components.deps import dependencies
-from components.helm import release
-from components.manifest import resource
+from ekstrain.assembly import jupyterhub as hub
+from ekstrain.components.deps import dependencies
+from ekstrain.components.helm import release
+from ekstrain.components.manifest import resource
 from ekstrain.versions import Chart
 
 
 @dataclass(frozen=True, kw_only=True)
 class JupyterHubArgs:
     plan: hub.HubPlan
-    """From ``assembly.jupyterhub.plan(cfg)``."""
+    """From ``ekstrain.assembly.jupyterhub.plan(cfg)``."""
     chart: Chart
     client_secret: pulumi.Input[str] | None = None
     """OAuth client secret (or the dummy password outside prod); kept secret in state. Required: the hub's pod

@@ -18,10 +18,10 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import iam
-from components.deps import dependencies
-from components.helm import release
 from ekstrain import karpenter_specs as specs
+from ekstrain.components import iam
+from ekstrain.components.deps import dependencies
+from ekstrain.components.helm import release
 from ekstrain.names import SYSTEM_NODE_TERM
 from ekstrain.versions import Chart
 

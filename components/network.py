@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from components import iam
 from ekstrain import names
+from ekstrain.components import iam
 from ekstrain.names import DISCOVERY_TAG, SG_ROLE_TAG, SUBNET_ROLE_TAG
 from ekstrain.subnets import plan_subnets
 

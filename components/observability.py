@@ -1,7 +1,7 @@
 """Observability: kube-prometheus-stack with GPU (DCGM), Neuron and EFA metrics, the training
 dashboards, and optional remote write to Amazon Managed Service for Prometheus.
 
-Values, scrape targets, exporter objects and dashboards come from :mod:`assembly.observability`;
+Values, scrape targets, exporter objects and dashboards come from :mod:`ekstrain.assembly.observability`;
 this component registers them. Grafana's admin password is generated (never the chart's default).
 """
 
@@ -16,11 +16,11 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-from assembly import observability as obs
-from components import iam
-from components.deps import dependencies
-from components.helm import release
-from components.manifest import resource
+from ekstrain.assembly import observability as obs
+from ekstrain.components import iam
+from ekstrain.components.deps import dependencies
+from ekstrain.components.helm import release
+from ekstrain.components.manifest import resource
 from ekstrain.versions import Chart
 
 POD_SECURITY = {
@@ -33,7 +33,7 @@ POD_SECURITY = {
 @dataclass(frozen=True, kw_only=True)
 class ObservabilityArgs:
     plan: obs.ObservabilityPlan
-    """From ``assembly.observability.plan(cfg)``."""
+    """From ``ekstrain.assembly.observability.plan(cfg)``."""
     chart: Chart
     """The kube-prometheus-stack chart (pinned in ekstrain/versions.py)."""
     tags: Mapping[str, str] = field(default_factory=dict)

@@ -15,11 +15,11 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from assembly.schedulers import operators as build
-from components.deps import dependencies
-from components.helm import release
-from components.manifest import resource
 from ekstrain import versions
+from ekstrain.assembly.schedulers import operators as build
+from ekstrain.components.deps import dependencies
+from ekstrain.components.helm import release
+from ekstrain.components.manifest import resource
 from ekstrain.versions import Chart
 
 
@@ -39,13 +39,13 @@ class OperatorsArgs:
     kuberay_values: Mapping[str, Any] = field(default_factory=dict)
     gang_args: Mapping[str, list[str]] = field(default_factory=dict)
     """Upstream operator Deployment -> flags that make it gang-schedule through Volcano
-    (``assembly.schedulers.operators.gang_args``); @default none."""
+    (``ekstrain.assembly.schedulers.operators.gang_args``); @default none."""
 
 
 def manifest_transform(gang_args: Mapping[str, list[str]]) -> pulumi.ResourceTransform:
     """Patches the operator Deployment of an upstream manifest as the provider registers it (transforms reach
     the children of remote components such as yaml/v2 ConfigFile and kustomize/v2 Directory): the gang
-    flags and requests (``assembly.schedulers.operators.patch_operator``)."""
+    flags and requests (``ekstrain.assembly.schedulers.operators.patch_operator``)."""
 
     def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
         if args.type_ != "kubernetes:apps/v1:Deployment":

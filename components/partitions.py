@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import pulumi
 
-from components.deps import dependencies
-from components.manifest import resource
 from ekstrain import karpenter_specs as specs
+from ekstrain.components.deps import dependencies
+from ekstrain.components.manifest import resource
 
 
 @dataclass(frozen=True, kw_only=True)

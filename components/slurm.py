@@ -19,10 +19,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-from assembly.schedulers import slurm as build
-from components.deps import dependencies
-from components.helm import release
-from components.manifest import resource
+from ekstrain.assembly.schedulers import slurm as build
+from ekstrain.components.deps import dependencies
+from ekstrain.components.helm import release
+from ekstrain.components.manifest import resource
 from ekstrain.versions import Chart
 
 

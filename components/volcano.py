@@ -9,10 +9,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from assembly.schedulers import volcano as build
-from components.deps import dependencies
-from components.helm import release
-from components.manifest import resource
+from ekstrain.assembly.schedulers import volcano as build
+from ekstrain.components.deps import dependencies
+from ekstrain.components.helm import release
+from ekstrain.components.manifest import resource
 from ekstrain.versions import Chart
 
 

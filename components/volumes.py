@@ -15,9 +15,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.deps import dependencies
-from components.manifest import resource
 from ekstrain import names
+from ekstrain.components.deps import dependencies
+from ekstrain.components.manifest import resource
 
 FSX_DRIVER = "fsx.csi.aws.com"
 EFS_DRIVER = "efs.csi.aws.com"

@@ -1,5 +1,5 @@
 import sys
 
-from assembly.cli import main
+from ekstrain.assembly.cli import main
 
 sys.exit(main())

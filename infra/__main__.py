@@ -9,9 +9,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import pulumi  # noqa: E402
 
-from infra.program import build  # noqa: E402
-from stacks.errors import ConfigError  # noqa: E402
-from stacks.loader import load  # noqa: E402
+from ekstrain.infra.program import build  # noqa: E402
+from ekstrain.stacks.errors import ConfigError  # noqa: E402
+from ekstrain.stacks.loader import load  # noqa: E402
 
 
 def main() -> dict:

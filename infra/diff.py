@@ -4,7 +4,8 @@
 
 ``TREE`` goes first on ``sys.path``, so the program, its components and the offline engine are
 those of that tree (this checkout, or a git revision exported by ``ekstrain diff --base``). Only
-modules every revision has are imported (``infra.render``, ``infra.offline``, ``stacks``).
+modules every revision has are imported (``infra.render``, ``infra.offline``, ``stacks``), under the
+``ekstrain.`` namespace when the tree has it (revisions before it imported them as top-level packages).
 Rows follow ``ekstrain.diff.model.Resource.to_dict``. A bad stack file: the error, exit 2.
 """
 
@@ -20,10 +21,21 @@ from typing import Any
 HERE = pathlib.Path(__file__).resolve().parent
 
 
+def layer(name: str) -> Any:
+    """``ekstrain.<name>`` of the tree being recorded; a revision from before the namespace has ``<name>``."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"ekstrain.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name not in (f"ekstrain.{name}", "ekstrain"):
+            raise
+        return importlib.import_module(name)
+
+
 def snapshot_dicts(recording: Any) -> list[dict[str, Any]]:
     """The recording as ``Resource.to_dict`` rows (plain data, JSON-safe)."""
-    from infra import offline
-
+    offline = layer("infra.offline")
     return [
         {
             "urn": r.urn,
@@ -45,13 +57,11 @@ def snapshot_dicts(recording: Any) -> list[dict[str, Any]]:
 
 
 def record_stack_file(stack_file: pathlib.Path, stack: str) -> list[dict[str, Any]]:
-    """Run the program offline for ``stack_file``; bad config raises ``stacks.errors.ConfigError`` first."""
-    from infra.render import run_program
-    from stacks.loader import load_flat, read_stack_file
-
-    flat, secrets = read_stack_file(stack_file)
-    load_flat(flat, stack_file.name)
-    return snapshot_dicts(run_program(flat, secrets, stack))
+    """Run the program offline for ``stack_file``; bad config raises ``ekstrain.stacks.errors.ConfigError`` first."""
+    loader = layer("stacks.loader")
+    flat, secrets = loader.read_stack_file(stack_file)
+    loader.load_flat(flat, stack_file.name)
+    return snapshot_dicts(layer("infra.render").run_program(flat, secrets, stack))
 
 
 def main(argv: list[str]) -> int:
@@ -64,7 +74,7 @@ def main(argv: list[str]) -> int:
     # Run as a script, sys.path[0] is this directory: drop it so `offline` etc. are not top-level modules.
     sys.path[:] = [str(tree)] + [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE]
     os.chdir(tree)
-    from stacks.errors import ConfigError
+    ConfigError = layer("stacks.errors").ConfigError  # noqa: N806 (a class, looked up in the tree)
 
     try:
         rows = record_stack_file(pathlib.Path(args.stack_file).resolve(), args.stack)

@@ -1,6 +1,6 @@
 """Offline engine: runs the real Pulumi program under the SDK's mock monitor and records it.
 
-Used by the offline render (``python -m infra.render``) and by the tests, so both exercise the
+Used by the offline render (``python -m ekstrain.infra.render``) and by the tests, so both exercise the
 same program with the same fakes. The fakes are strict:
 
 - every resource's inputs are echoed back, plus the outputs real providers compute and the
@@ -26,7 +26,7 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.sync_await import _sync_await
 
-from infra import eks_children
+from ekstrain.infra import eks_children
 
 UNKNOWN = "<unknown>"
 

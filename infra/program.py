@@ -6,29 +6,29 @@ from typing import Any
 
 import pulumi
 
-from assembly.jupyterhub import plan as hub_plan
-from assembly.observability import plan as obs_plan
-from assembly.schedulers import operators as operator_values
-from assembly.schedulers import slurm as slurm_values
-from assembly.schedulers import volcano as volcano_values
-from components.argocd import ArgoCd, ArgoCdArgs
-from components.cluster import AdminPrincipal, Cluster, ClusterArgs
-from components.device_plugins import DevicePlugins, DevicePluginsArgs
-from components.jupyterhub import JupyterHub, JupyterHubArgs
-from components.karpenter import Karpenter, KarpenterArgs
-from components.network import Network, NetworkArgs
-from components.node_health import ADDON_NAME as NODE_MONITORING_ADDON
-from components.node_health import NodeHealth, NodeHealthArgs
-from components.observability import Observability, ObservabilityArgs
-from components.operators import Operators, OperatorsArgs
-from components.partitions import HelperPool, HelperPoolArgs, Partition, PartitionArgs
-from components.slurm import Slurm, SlurmArgs
-from components.volcano import Volcano, VolcanoArgs
 from ekstrain import catalog, versions
+from ekstrain.assembly.jupyterhub import plan as hub_plan
+from ekstrain.assembly.observability import plan as obs_plan
+from ekstrain.assembly.schedulers import operators as operator_values
+from ekstrain.assembly.schedulers import slurm as slurm_values
+from ekstrain.assembly.schedulers import volcano as volcano_values
+from ekstrain.components.argocd import ArgoCd, ArgoCdArgs
+from ekstrain.components.cluster import AdminPrincipal, Cluster, ClusterArgs
+from ekstrain.components.device_plugins import DevicePlugins, DevicePluginsArgs
+from ekstrain.components.jupyterhub import JupyterHub, JupyterHubArgs
+from ekstrain.components.karpenter import Karpenter, KarpenterArgs
+from ekstrain.components.network import Network, NetworkArgs
+from ekstrain.components.node_health import ADDON_NAME as NODE_MONITORING_ADDON
+from ekstrain.components.node_health import NodeHealth, NodeHealthArgs
+from ekstrain.components.observability import Observability, ObservabilityArgs
+from ekstrain.components.operators import Operators, OperatorsArgs
+from ekstrain.components.partitions import HelperPool, HelperPoolArgs, Partition, PartitionArgs
+from ekstrain.components.slurm import Slurm, SlurmArgs
+from ekstrain.components.volcano import Volcano, VolcanoArgs
+from ekstrain.infra.storage import build_storage
 from ekstrain.karpenter_specs import HelperPoolSpec, PartitionSpec
 from ekstrain.partitions import shape
-from infra.storage import build_storage
-from stacks.models import StackConfig
+from ekstrain.stacks.models import StackConfig
 
 
 def build(cfg: StackConfig) -> dict[str, Any]:

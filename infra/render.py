@@ -1,6 +1,6 @@
 """Offline render: run the real program for a stack under the mock engine and write what it would apply.
 
-    python -m infra.render --stack prod --out build/prod
+    python -m ekstrain.infra.render --stack prod --out build/prod
 
 This is NOT a cloud preview: no AWS or Kubernetes API is called, provider-side defaults and
 computed values are fakes (see infra/offline.py). It shows exactly what the program asks for:
@@ -28,11 +28,10 @@ from typing import Any
 
 import yaml
 
-from assembly.schedulers.slurm import standing_nodes
 from ekstrain import argocd, catalog, names, storage_sizing, validation, versions
-from ekstrain.partitions import layout_nodes, shape
-from infra import offline
-from infra.verify import (
+from ekstrain.assembly.schedulers.slurm import standing_nodes
+from ekstrain.infra import offline
+from ekstrain.infra.verify import (
     Check,
     aws_rules,
     chart_values,
@@ -46,9 +45,10 @@ from infra.verify import (
     secrets,
     tfplan,
 )
-from stacks.errors import ConfigError
-from stacks.loader import load_flat, read_stack_file
-from stacks.models import StackConfig
+from ekstrain.partitions import layout_nodes, shape
+from ekstrain.stacks.errors import ConfigError
+from ekstrain.stacks.loader import load_flat, read_stack_file
+from ekstrain.stacks.models import StackConfig
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BANNER = "OFFLINE RENDER (Pulumi mock engine): not a cloud preview. Nothing was sent to AWS or Kubernetes."
@@ -459,7 +459,7 @@ def write(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m infra.render", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m ekstrain.infra.render", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="stack name: reads Pulumi.<stack>.yaml")
     parser.add_argument("--out", help="output directory (default build/<stack>)")
     parser.add_argument(

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.buckets import BucketsArgs, TrainingBuckets
-from components.cluster import Cluster
-from components.csi import CsiArgs, CsiDrivers
-from components.efs import EfsArgs, ModelStore
-from components.fsx import LustreArgs, LustreStorage
-from components.network import Network
-from components.volumes import SCRATCH_TAG, EfsVolume, FsxScratch, FsxVolume, TrainingVolumes, VolumesArgs
-from stacks.models import StackConfig
+from ekstrain.components.buckets import BucketsArgs, TrainingBuckets
+from ekstrain.components.cluster import Cluster
+from ekstrain.components.csi import CsiArgs, CsiDrivers
+from ekstrain.components.efs import EfsArgs, ModelStore
+from ekstrain.components.fsx import LustreArgs, LustreStorage
+from ekstrain.components.network import Network
+from ekstrain.components.volumes import SCRATCH_TAG, EfsVolume, FsxScratch, FsxVolume, TrainingVolumes, VolumesArgs
+from ekstrain.stacks.models import StackConfig
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """`make bench`: wall times that performance targets are judged by (printed, never asserted).
 
-- `make render STACK=prod` as make runs it (a fresh `python -m infra.render` process: imports, program,
+- `make render STACK=prod` as make runs it (a fresh `python -m ekstrain.infra.render` process: imports, program,
   helm renders of every chart, every check), warm (render/schema cache filled; target < 5 s) and cold
   (empty cache: every chart rendered by helm, CRD YAML parsed);
 - the offline render of the prod stack (config load + program under the mock engine + writing);
@@ -26,7 +26,7 @@ import time
 
 import yaml
 
-from infra import render
+from ekstrain.infra import render
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 TYPES = [
@@ -69,7 +69,7 @@ def time_render(stack: str, stack_file: pathlib.Path, out: pathlib.Path, repeats
 
 def bad_stack_files(into: pathlib.Path) -> dict[str, pathlib.Path]:
     """Worst cases just inside or at the limits of stacks/yaml_reader.py."""
-    from stacks import yaml_reader
+    from ekstrain.stacks import yaml_reader
 
     files = {
         "1 MiB scalar": "config:\n  ekstrain:project: '" + "a" * (yaml_reader.MAX_BYTES - 40) + "'\n",
@@ -100,7 +100,7 @@ def time_make_render(out: pathlib.Path, env: dict[str, str]) -> tuple[float, flo
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "infra.render", "--stack", "prod", "--out", str(out)],
+        [sys.executable, "-m", "ekstrain.infra.render", "--stack", "prod", "--out", str(out)],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from stacks import keys, rules, yaml_reader
-from stacks.errors import ConfigError, ConfigIssue
-from stacks.models import StackConfig
+from ekstrain.stacks import keys, rules, yaml_reader
+from ekstrain.stacks.errors import ConfigError, ConfigIssue
+from ekstrain.stacks.models import StackConfig
 
 SECRET_PLACEHOLDER = "offline-secret-placeholder"
 
@@ -36,7 +36,7 @@ def read_stack_file(path: pathlib.Path) -> tuple[dict[str, str], list[str]]:
 
     ``secure:`` values (at the key or nested below it, as ``--path`` writes them) cannot be decrypted
     without the CLI: they become placeholders and the key is marked secret, as the engine marks it.
-    Anything that is not a plain stack file (see :mod:`stacks.yaml_reader`) raises ConfigError.
+    Anything that is not a plain stack file (see :mod:`ekstrain.stacks.yaml_reader`) raises ConfigError.
     """
     doc = yaml_reader.load_document(path)
     name = str(path)

@@ -1,6 +1,6 @@
 """Generate docs/configuration.md from the config models (one source of truth for keys and defaults).
 
-python -m stacks.reference > docs/configuration.md      (tests fail when it is stale)
+python -m ekstrain.stacks.reference > docs/configuration.md      (tests fail when it is stale)
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from stacks import keys
-from stacks.models import StackConfig
+from ekstrain.stacks import keys
+from ekstrain.stacks.models import StackConfig
 
 
 def _type_name(annotation: Any) -> str:
@@ -70,7 +70,7 @@ def render() -> str:
     lines = [
         "# Stack configuration reference",
         "",
-        "Generated from `stacks/models/` by `python -m stacks.reference`; do not edit by hand.",
+        "Generated from `stacks/models/` by `python -m ekstrain.stacks.reference`; do not edit by hand.",
         "Keys go under `config:` in `Pulumi.<stack>.yaml` (camelCase; unknown keys are errors).",
         "",
     ]

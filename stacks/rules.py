@@ -23,13 +23,13 @@ from ekstrain import (
     subnets,
     versions,
 )
-from stacks import labels, limits
-from stacks.errors import ConfigIssue
-from stacks.models import StackConfig
-from stacks.models.base import kms_key_region
-from stacks.models.cluster import ClusterConfig
-from stacks.models.partitions import PartitionConfig
-from stacks.models.tags import PROGRAM_TAG_BUDGET, PROGRAM_TAG_KEYS
+from ekstrain.stacks import labels, limits
+from ekstrain.stacks.errors import ConfigIssue
+from ekstrain.stacks.models import StackConfig
+from ekstrain.stacks.models.base import kms_key_region
+from ekstrain.stacks.models.cluster import ClusterConfig
+from ekstrain.stacks.models.partitions import PartitionConfig
+from ekstrain.stacks.models.tags import PROGRAM_TAG_BUDGET, PROGRAM_TAG_KEYS
 
 FSX_PERSISTENT_2_THROUGHPUTS = (125, 250, 500, 1000)
 
@@ -244,7 +244,7 @@ DOCUMENTATION_NETWORKS = tuple(ipaddress.IPv4Network(n) for n in ("192.0.2.0/24"
 
 
 def _slurm_login(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
-    from stacks import slurm_login
+    from ekstrain.stacks import slurm_login
 
     s = cfg.schedulers.slurm
     if not s.enabled:

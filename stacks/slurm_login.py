@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pathlib
 
-from stacks.models import StackConfig
-from stacks.models.schedulers import ssh_public_key_problem
+from ekstrain.stacks.models import StackConfig
+from ekstrain.stacks.models.schedulers import ssh_public_key_problem
 
 PROJECT_DIR = pathlib.Path(__file__).resolve().parents[1]
 """Where Pulumi.yaml is: ``pulumi up`` runs the program here, and key-file paths are relative to it."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from stacks.errors import ConfigError, ConfigIssue
+from ekstrain.stacks.errors import ConfigError, ConfigIssue
 
 MAX_BYTES = 1 << 20
 """A stack file is a few KiB; 1 MiB is generous and bounds the parse time."""

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from ekstrain import validation
-from infra import offline
-from infra.program import build
-from stacks.loader import load_flat, parse, read_stack_file, sections_from_flat
-from stacks.models import StackConfig
+from ekstrain.infra import offline
+from ekstrain.infra.program import build
+from ekstrain.stacks.loader import load_flat, parse, read_stack_file, sections_from_flat
+from ekstrain.stacks.models import StackConfig
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 STACK_FILES = sorted(p for p in REPO.glob("Pulumi.*.yaml"))

@@ -11,11 +11,11 @@ import pytest
 import yaml
 from conftest import needs_upstream, run_program, stack_config
 
-from components.argocd import ArgoCd, ArgoCdArgs
 from ekstrain import argocd, validation, versions
-from infra import render
-from infra.offline import Recording
-from infra.verify import charts
+from ekstrain.components.argocd import ArgoCd, ArgoCdArgs
+from ekstrain.infra import render
+from ekstrain.infra.offline import Recording
+from ekstrain.infra.verify import charts
 
 PROD = stack_config("prod")
 RELEASE = "kubernetes:helm.sh/v3:Release"

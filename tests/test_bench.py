@@ -6,8 +6,8 @@ import pathlib
 
 import pytest
 
+from ekstrain.stacks.loader import load_flat, read_stack_file
 from scripts.bench import synthetic_stack
-from stacks.loader import load_flat, read_stack_file
 
 
 @pytest.mark.parametrize("partitions", [8, 32])

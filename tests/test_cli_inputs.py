@@ -10,8 +10,8 @@ import sys
 import pytest
 from conftest import REPO
 
-from assembly import cli
 from ekstrain import cli_types
+from ekstrain.assembly import cli
 
 BASE = [
     "job",

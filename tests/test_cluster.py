@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from conftest import run_program
 
-from components.cluster import AdminPrincipal, Cluster, ClusterArgs
-from infra.offline import Recording
+from ekstrain.components.cluster import AdminPrincipal, Cluster, ClusterArgs
+from ekstrain.infra.offline import Recording
 
 ARGS = ClusterArgs(
     cluster_name="ml-prod",

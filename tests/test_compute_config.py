@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from conftest import stack_sections
 
-from stacks.errors import ConfigError
-from stacks.loader import parse
+from ekstrain.stacks.errors import ConfigError
+from ekstrain.stacks.loader import parse
 
 P0 = "ekstrain:partitions[0] (gpu-small)"
 

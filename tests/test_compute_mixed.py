@@ -14,17 +14,17 @@ from hypothesis import strategies as st
 from test_compute_specs import assert_valid, spec_for
 from test_jobs_support import FakePlanner
 
-from assembly.jobs import render as render_job
-from assembly.jobs.spec import RunSpec
-from assembly.schedulers import slurm, volcano
-from components.partitions import Partition, PartitionArgs
 from ekstrain import karpenter_specs as specs
 from ekstrain import names
+from ekstrain.assembly.jobs import render as render_job
+from ekstrain.assembly.jobs.spec import RunSpec
+from ekstrain.assembly.schedulers import slurm, volcano
+from ekstrain.components.partitions import Partition, PartitionArgs
+from ekstrain.infra.offline import Recording
+from ekstrain.infra.render import partition_rows
 from ekstrain.partitions import split_nodes
-from infra.offline import Recording
-from infra.render import partition_rows
-from stacks.errors import ConfigError
-from stacks.loader import parse
+from ekstrain.stacks.errors import ConfigError
+from ekstrain.stacks.loader import parse
 
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"

@@ -7,10 +7,10 @@ import datetime as dt
 import pytest
 from conftest import run_stack, stack_sections
 
-from components.device_plugins import neuron_monitor_daemonset
 from ekstrain import names, validation
-from infra.offline import Recording
-from stacks.loader import parse
+from ekstrain.components.device_plugins import neuron_monitor_daemonset
+from ekstrain.infra.offline import Recording
+from ekstrain.stacks.loader import parse
 
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"

@@ -9,8 +9,8 @@ import pytest
 from conftest import REPO, STACK_NAMES, stack_sections
 
 from ekstrain import versions
-from stacks.errors import ConfigError
-from stacks.loader import load_stack_file, parse
+from ekstrain.stacks.errors import ConfigError
+from ekstrain.stacks.loader import load_stack_file, parse
 
 
 @pytest.mark.parametrize("stack", STACK_NAMES)
@@ -226,14 +226,16 @@ def test_mixed_efa_layouts_are_accepted_without_a_warning(prod_sections: dict[st
 
 
 def test_unknown_top_level_key_is_rejected() -> None:
-    from stacks.loader import load_flat
+    from ekstrain.stacks.loader import load_flat
 
     with pytest.raises(ConfigError, match="ekstrain:partition: is not a known setting"):
         load_flat({"aws:region": "us-west-2", "ekstrain:partition": "[]"}, "Pulumi.x.yaml")
 
 
 def test_configuration_reference_is_current() -> None:
-    from stacks import reference
+    from ekstrain.stacks import reference
 
     current = (REPO / "docs" / "configuration.md").read_text()
-    assert current.strip() == reference.render().strip(), "run: python -m stacks.reference > docs/configuration.md"
+    assert current.strip() == reference.render().strip(), (
+        "run: python -m ekstrain.stacks.reference > docs/configuration.md"
+    )

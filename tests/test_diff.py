@@ -14,11 +14,11 @@ from conftest import REPO, needs_upstream, releases
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assembly.cli import main
 from ekstrain import validation
+from ekstrain.assembly.cli import main
 from ekstrain.diff import compare, report, rules
 from ekstrain.diff.model import Resource, alias_key
-from infra.offline import Recording
+from ekstrain.infra.offline import Recording
 
 P = "urn:pulumi:prod::ekstrain::"
 

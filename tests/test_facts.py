@@ -18,9 +18,9 @@ import pytest
 import yaml
 from conftest import REPO, stack_config
 
-from assembly import observability
-from assembly.cli import main
 from ekstrain import catalog, efa, storage_sizing, versions
+from ekstrain.assembly import observability
+from ekstrain.assembly.cli import main
 from ekstrain.partitions import layout_nodes, shape
 
 GIB = storage_sizing.GIB

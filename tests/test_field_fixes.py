@@ -14,11 +14,11 @@ from conftest import stack_config
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 
-from assembly.jobs import env as envtable
-from assembly.jobs import nccl, render
-from assembly.schedulers import operators
 from ekstrain import versions
-from infra.offline import Recording
+from ekstrain.assembly.jobs import env as envtable
+from ekstrain.assembly.jobs import nccl, render
+from ekstrain.assembly.schedulers import operators
+from ekstrain.infra.offline import Recording
 
 PROD = stack_config("prod")
 
@@ -109,7 +109,7 @@ def test_private_endpoint_without_deploy_access_and_documentation_cidrs_are_refu
     import pytest
     from conftest import cfg_with
 
-    from stacks.errors import ConfigError
+    from ekstrain.stacks.errors import ConfigError
 
     with pytest.raises(ConfigError, match="ekstrain:cluster.deployCidrs"):
         cfg_with(lambda s: s["cluster"].pop("deployCidrs"))
@@ -125,9 +125,9 @@ def test_prod_login_keys_come_from_the_key_file(tmp_path: Any) -> None:
     import pytest
     from conftest import cfg_with
 
-    from assembly.schedulers import slurm
-    from stacks import rules, slurm_login
-    from stacks.errors import ConfigError
+    from ekstrain.assembly.schedulers import slurm
+    from ekstrain.stacks import rules, slurm_login
+    from ekstrain.stacks.errors import ConfigError
 
     key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhscHR4f ops@example"
     (tmp_path / "login.pub").write_text(f"# team keys\n\n{key}\n")
@@ -148,7 +148,7 @@ def test_ami_alias_age_warns_at_the_configured_cadence() -> None:
 
     from conftest import cfg_with
 
-    from stacks import rules
+    from ekstrain.stacks import rules
 
     def ami(w: list[str]) -> list[str]:
         return [x for x in w if x.startswith("ekstrain:versions.amiAliasVersion")]

@@ -18,7 +18,7 @@ from conftest import stack_config
 from test_jobs_support import FakePlanner, kubelet_expand
 from test_jobs_templates import spec_for
 
-from assembly.jobs import render, render_sbatch
+from ekstrain.assembly.jobs import render, render_sbatch
 
 PROD = stack_config("prod")
 STUB = '#!/bin/sh\necho "$(basename "$0") $*"\n'
@@ -94,7 +94,7 @@ ALL_REDUCE_ROWS = """#  size  count  type  redop  root  time  algbw  busbw  #wro
 
 
 def _health(tmp: pathlib.Path, partition: str, log: str) -> subprocess.CompletedProcess[str]:
-    from assembly.jobs import nccl
+    from ekstrain.assembly.jobs import nccl
 
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "fake.log").write_text(log)
@@ -171,7 +171,7 @@ def _megatron_parser() -> argparse.ArgumentParser:
 def test_megatron_launch_has_the_model_and_user_arguments(tmp_path: pathlib.Path) -> None:
     import yaml
 
-    from assembly.cli import main
+    from ekstrain.assembly.cli import main
     from ekstrain.planner.models import get_model
 
     out = tmp_path / "job.yaml"

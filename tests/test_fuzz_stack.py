@@ -2,7 +2,7 @@
 
 Two generators, both seeded from the real stack files:
 - model mutations: the parsed sections of Pulumi.prod.yaml/Pulumi.dev.yaml with values set, deleted,
-  added or nudged anywhere in the tree, fed to ``stacks.loader.parse`` (what ``pulumi up`` runs);
+  added or nudged anywhere in the tree, fed to ``ekstrain.stacks.loader.parse`` (what ``pulumi up`` runs);
 - raw YAML mutations: the files' text with lines deleted, duplicated, re-indented or truncated and
   values replaced by YAML oddities (anchors, aliases, tags, .inf, dates, bytes), fed to the stack-file
   reader and ``load_flat`` (what the offline render and ``ekstrain job`` run).
@@ -35,11 +35,11 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from ekstrain import catalog
-from infra import render
-from stacks import keys
-from stacks.errors import ConfigError
-from stacks.loader import _inner_model, load_flat, parse, read_stack_file, sections_from_flat
-from stacks.models import StackConfig
+from ekstrain.infra import render
+from ekstrain.stacks import keys
+from ekstrain.stacks.errors import ConfigError
+from ekstrain.stacks.loader import _inner_model, load_flat, parse, read_stack_file, sections_from_flat
+from ekstrain.stacks.models import StackConfig
 
 EXAMPLES = int(os.environ.get("EKSTRAIN_FUZZ_EXAMPLES", "300"))
 RENDERS = int(os.environ.get("EKSTRAIN_FUZZ_RENDER", "2"))

@@ -28,8 +28,8 @@ from hypothesis import strategies as st
 from test_stack_rules import _set as set_path
 
 from ekstrain import catalog, prometheus_sizing, subnets, versions
-from stacks.errors import ConfigError
-from stacks.loader import parse
+from ekstrain.stacks.errors import ConfigError
+from ekstrain.stacks.loader import parse
 
 EXAMPLES = int(os.environ.get("EKSTRAIN_FUZZ_EXAMPLES", "60"))
 SECONDS_PER_CASE = 10.0  # hang guard on a loaded 2-core machine, not a speed target

@@ -19,8 +19,8 @@ import pytest
 import yaml
 from conftest import REPO, STACK_NAMES
 
-from infra import offline, render
-from infra.verify import tfplan
+from ekstrain.infra import offline, render
+from ekstrain.infra.verify import tfplan
 
 SKIPS_FILE = REPO / "security" / "checkov-skips.yaml"
 CHECK_ID = re.compile(r"^CKV2?_(K8S|AWS)_\d+$")

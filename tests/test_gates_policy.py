@@ -30,8 +30,8 @@ from pulumi_policy import (
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
 from ekstrain import names
-from infra import offline
-from infra.verify import secrets
+from ekstrain.infra import offline
+from ekstrain.infra.verify import secrets
 
 # -- bridge: offline recording -> what the policy runtime hands a pack -------------------------------------------------
 

@@ -7,9 +7,9 @@ from conftest import stack_config
 
 from ekstrain import karpenter_specs as specs
 from ekstrain import names, validation
+from ekstrain.infra.offline import Recording
 from ekstrain.simulate import match
 from ekstrain.simulate.nodes import nodes_of
-from infra.offline import Recording
 
 SPEC = specs.HelperPoolSpec(cluster_name="ml-prod", availability_zone="us-west-2a", ami_alias_version="v20260818")
 

@@ -10,8 +10,8 @@ import subprocess
 import pytest
 from conftest import REPO, needs_upstream, stack_config
 
-from assembly.jobs import SCHEDULERS, RunSpec, bionemo, render
 from ekstrain import planner, validation, versions
+from ekstrain.assembly.jobs import SCHEDULERS, RunSpec, bionemo, render
 from ekstrain.planner import models
 from ekstrain.planner.fleet import Fleet
 
@@ -98,7 +98,7 @@ def test_example_uses_the_pinned_image() -> None:
 
 
 def test_trainium_partition_is_refused() -> None:
-    from assembly.jobs import JobRequestError
+    from ekstrain.assembly.jobs import JobRequestError
 
     with pytest.raises(JobRequestError, match="gpu partition"):
         render(_spec(partition="trainium"), PROD, "bionemo")

@@ -6,8 +6,8 @@ from conftest import run_program, stack_config
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 
-from assembly.jobs import health_check, render
-from components.jobs import TrainingJob, TrainingJobArgs
+from ekstrain.assembly.jobs import health_check, render
+from ekstrain.components.jobs import TrainingJob, TrainingJobArgs
 
 PROD = stack_config("prod")
 

@@ -11,10 +11,10 @@ from conftest import REPO, stack_config
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 
-from assembly import cli
-from assembly.jobs import JobRequestError, RunSpec, render, resolve_for
-from assembly.jobs import planning as planning_module
 from ekstrain import validation
+from ekstrain.assembly import cli
+from ekstrain.assembly.jobs import JobRequestError, RunSpec, render, resolve_for
+from ekstrain.assembly.jobs import planning as planning_module
 
 PROD = stack_config("prod")
 

@@ -15,9 +15,9 @@ import yaml
 from conftest import REPO
 from test_jobs_support import FakePlanner
 
-from assembly import cli
-from assembly.jobs import planning
 from ekstrain import validation
+from ekstrain.assembly import cli
+from ekstrain.assembly.jobs import planning
 
 SCRIPT = REPO / "examples" / "render-all.sh"
 REAL_PLANNER = importlib.util.find_spec("ekstrain.planner") is not None

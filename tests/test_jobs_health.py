@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import stack_config
 
-from assembly.jobs import health_check
 from ekstrain import catalog, names, validation
+from ekstrain.assembly.jobs import health_check
 
 PROD = stack_config("prod")
 
@@ -33,7 +33,7 @@ def test_health_check_expects_the_catalog_counts(partition: str) -> None:
 
 
 def test_health_check_node_count_is_bounded_by_the_partition() -> None:
-    from assembly.jobs import JobRequestError
+    from ekstrain.assembly.jobs import JobRequestError
 
     with pytest.raises(JobRequestError, match="maxNodes 8"):
         health_check(PROD, "gpu-h100", nodes=9)

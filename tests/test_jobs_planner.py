@@ -17,8 +17,8 @@ from conftest import stack_config
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 
-from assembly.jobs import JobRequestError, resolve_for
-from assembly.jobs.planning import RealPlanner
+from ekstrain.assembly.jobs import JobRequestError, resolve_for
+from ekstrain.assembly.jobs.planning import RealPlanner
 
 PROD = stack_config("prod")
 REAL = importlib.util.find_spec("ekstrain.planner") is not None

@@ -40,8 +40,8 @@ from hypothesis import strategies as st
 from test_jobs_support import FakePlanner, kubelet_expand
 from test_jobs_templates import CASES, spec_for
 
-from assembly import cli
-from assembly.jobs import (
+from ekstrain.assembly import cli
+from ekstrain.assembly.jobs import (
     JobRequestError,
     RunSpec,
     bionemo,
@@ -54,9 +54,9 @@ from assembly.jobs import (
     trainjob,
     volcano,
 )
-from assembly.jobs import planning as planning_module
-from assembly.jobs.resolve import PlatformWord, ResolvedRun, kubelet_literal
-from assembly.jobs.spec import ENV_NAME, REFUSED_CATEGORIES, RUN_OWNED_ENV, RUN_OWNED_PREFIXES, SHELL_OWNED_ENV
+from ekstrain.assembly.jobs import planning as planning_module
+from ekstrain.assembly.jobs.resolve import PlatformWord, ResolvedRun, kubelet_literal
+from ekstrain.assembly.jobs.spec import ENV_NAME, REFUSED_CATEGORIES, RUN_OWNED_ENV, RUN_OWNED_PREFIXES, SHELL_OWNED_ENV
 
 EXAMPLES = int(os.environ.get("EKSTRAIN_FUZZ_EXAMPLES", "25"))
 FUZZ = settings(

@@ -16,10 +16,10 @@ import pytest
 from conftest import stack_config
 from test_jobs_support import FakePlanner
 
-from assembly.jobs import SCHEDULERS, RunSpec, render, render_sbatch
-from assembly.jobs.resolve import DO_NOT_DISRUPT, INSTANCE_TYPE_LABEL
 from ekstrain import catalog, names, validation
-from infra.verify.admission import BASELINE_CAPABILITIES
+from ekstrain.assembly.jobs import SCHEDULERS, RunSpec, render, render_sbatch
+from ekstrain.assembly.jobs.resolve import DO_NOT_DISRUPT, INSTANCE_TYPE_LABEL
+from ekstrain.infra.verify.admission import BASELINE_CAPABILITIES
 
 PROD = stack_config("prod")
 GPU_PARTITIONS = [p.name for p in PROD.partitions if p.accelerator == "gpu"]
@@ -228,7 +228,7 @@ def test_volcano_gang_restarts_the_whole_job_in_the_partition_queue() -> None:
 
 
 def test_trainjob_runtime_places_like_the_partition_runtime_the_schedulers_component_installs() -> None:
-    from assembly.schedulers import operators
+    from ekstrain.assembly.schedulers import operators
 
     installed = {r["metadata"]["name"]: r for r in operators.torch_runtimes(PROD)}
     for partition in ("gpu-a100", "gpu-h100"):

@@ -19,9 +19,9 @@ from conftest import cfg_with, stack_config
 from test_jobs_support import FakePlanner
 from test_jobs_templates import CASES, accelerator_containers, pod_specs, spec_for
 
-from assembly.jobs import render
-from assembly.schedulers import operators
-from components.operators import manifest_transform
+from ekstrain.assembly.jobs import render
+from ekstrain.assembly.schedulers import operators
+from ekstrain.components.operators import manifest_transform
 from ekstrain.simulate.workloads import expand
 
 PROD = stack_config("prod")

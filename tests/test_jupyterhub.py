@@ -12,13 +12,13 @@ import pytest
 import yaml
 from conftest import needs_upstream, run_program, stack_config, stack_sections
 
-from assembly import jupyterhub as hub
-from components.jupyterhub import JupyterHub, JupyterHubArgs
 from ekstrain import validation
-from infra.offline import Recording
-from infra.verify import charts
-from stacks.errors import ConfigError
-from stacks.loader import parse
+from ekstrain.assembly import jupyterhub as hub
+from ekstrain.components.jupyterhub import JupyterHub, JupyterHubArgs
+from ekstrain.infra.offline import Recording
+from ekstrain.infra.verify import charts
+from ekstrain.stacks.errors import ConfigError
+from ekstrain.stacks.loader import parse
 
 PROD = stack_config("prod")
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -137,8 +137,8 @@ def test_without_the_client_secret_the_stack_and_the_component_refuse() -> None:
 def test_user_pods_pass_the_namespace_pod_security_level(rec: Recording) -> None:
     # GIVEN the hub's values as the program sets them, WHEN KubeSpawner's pods are built from them (the chart's
     # default would add a privileged NET_ADMIN init container) THEN the namespace's `baseline` admits each one
-    from infra.verify import admission
-    from infra.verify.pods import kubespawner_pods
+    from ekstrain.infra.verify import admission
+    from ekstrain.infra.verify.pods import kubespawner_pods
 
     values = rec.one(RELEASE, "jupyterhub").inputs["values"]
     (ns,) = [r for r in rec.of_type("kubernetes:core/v1:Namespace")]

@@ -17,9 +17,9 @@ from conftest import cfg_with, needs_upstream, releases, run_stack
 
 from ekstrain.diff import compare
 from ekstrain.diff.model import Resource
-from infra.diff import snapshot_dicts
-from infra.offline import Recording, plain
-from infra.verify import charts
+from ekstrain.infra.diff import snapshot_dicts
+from ekstrain.infra.offline import Recording, plain
+from ekstrain.infra.verify import charts
 
 Change = tuple[str, str, str]
 

@@ -19,9 +19,9 @@ import pytest
 import yaml
 from conftest import REPO, STACK_NAMES
 
-from infra import offline, render
-from infra.verify.reach import Runner, api_reachable
-from stacks.loader import load_flat, read_stack_file
+from ekstrain.infra import offline, render
+from ekstrain.infra.verify.reach import Runner, api_reachable
+from ekstrain.stacks.loader import load_flat, read_stack_file
 
 RUNBOOK = REPO / "docs" / "delivery.md"
 WORKSTATION = "52.94.10.10"

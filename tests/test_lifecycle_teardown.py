@@ -7,8 +7,8 @@ from conftest import cfg_with, run_stack
 
 from ekstrain.diff.model import Resource
 from ekstrain.diff.order import before, destroy_order
-from infra.diff import snapshot_dicts
-from infra.offline import Recording
+from ekstrain.infra.diff import snapshot_dicts
+from ekstrain.infra.offline import Recording
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""components.manifest.resource (the one manifest-to-resource adapter) and components.helm.release."""
+"""ekstrain.components.manifest.resource (the one manifest-to-resource adapter) and components.helm.release."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pulumi
 import pytest
 from conftest import REPO, run_program, stack_config
 
-from assembly import observability as obs
-from components.helm import release
-from components.manifest import BUILTINS, resource
-from components.observability import Observability, ObservabilityArgs
+from ekstrain.assembly import observability as obs
+from ekstrain.components.helm import release
+from ekstrain.components.manifest import BUILTINS, resource
+from ekstrain.components.observability import Observability, ObservabilityArgs
 from ekstrain.versions import DEFAULT_CHARTS
 
 META = {

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import run_program
 
-from components.network import Network, NetworkArgs
-from infra.offline import Recording
+from ekstrain.components.network import Network, NetworkArgs
+from ekstrain.infra.offline import Recording
 
 ARGS = NetworkArgs(
     cluster_name="ml",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from conftest import run_program, stack_config
 
-from components.node_health import ADDON_NAME, NodeHealth, NodeHealthArgs
-from infra.offline import Recording
+from ekstrain.components.node_health import ADDON_NAME, NodeHealth, NodeHealthArgs
+from ekstrain.infra.offline import Recording
 
 ADDON = "aws:eks/addon:Addon"
 

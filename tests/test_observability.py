@@ -19,11 +19,11 @@ from conftest import needs_upstream, run_program, stack_config
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assembly import observability as obs
-from components.observability import Observability, ObservabilityArgs
 from ekstrain import efa_exporter, validation
-from infra.offline import Recording
-from infra.verify import charts
+from ekstrain.assembly import observability as obs
+from ekstrain.components.observability import Observability, ObservabilityArgs
+from ekstrain.infra.offline import Recording
+from ekstrain.infra.verify import charts
 
 PROD = stack_config("prod")
 # The project's one helm lookup ($EKSTRAIN_HELM, PATH, .tools/helm): `make test` fetches it, so these never skip.
@@ -115,7 +115,7 @@ def test_scrape_targets_select_what_the_exporters_run(rec: Recording) -> None:
     assert monitors["efa-exporter"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items()
     assert svc["spec"]["selector"].items() <= ds["spec"]["template"]["metadata"]["labels"].items()
     neuron = rec.one("kubernetes:core/v1:Service", "observability-neuron-monitor").inputs
-    from components.device_plugins import neuron_monitor_daemonset
+    from ekstrain.components.device_plugins import neuron_monitor_daemonset
 
     pod = neuron_monitor_daemonset()["spec"]["template"]
     assert neuron["spec"]["selector"].items() <= pod["metadata"]["labels"].items()

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from infra import offline
+from ekstrain.infra import offline
 
 TOOL = REPO.parent / "shared" / "tools" / "real-eks" / "run.sh"
 # Values only a mock engine makes up: the created role's ARN or name, the OIDC issuer URL and CA thumbprint,

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from conftest import needs_upstream
 
-from infra import offline, render
-from infra.verify import admission, charts, order, references, relations
-from infra.verify.pods import Inventory, PodTemplate, inventory, pod_templates, reviewed
+from ekstrain.infra import offline, render
+from ekstrain.infra.verify import admission, charts, order, references, relations
+from ekstrain.infra.verify.pods import Inventory, PodTemplate, inventory, pod_templates, reviewed
 
 PROD_KV = "1.35"
 
@@ -230,7 +230,7 @@ def test_example_jobs_name_only_what_prod_creates(
     from conftest import REPO
     from test_jobs_examples import _commands
 
-    from assembly import cli
+    from ekstrain.assembly import cli
 
     jobs: list[dict[str, Any]] = []
     for argv in _commands(tmp_path):

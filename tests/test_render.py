@@ -9,9 +9,9 @@ import yaml
 from conftest import REPO, STACK_NAMES
 
 from ekstrain import validation
-from infra import render
-from infra.offline import Recording
-from stacks.loader import read_stack_file
+from ekstrain.infra import render
+from ekstrain.infra.offline import Recording
+from ekstrain.stacks.loader import read_stack_file
 
 
 @pytest.mark.parametrize("stack", STACK_NAMES)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pulumi
 from conftest import cfg_with, needs_upstream, releases, run_program, run_stack, stack_config
 
-from assembly.schedulers import operators
-from components.operators import Operators, OperatorsArgs
 from ekstrain import validation, versions
-from infra.offline import Recording
+from ekstrain.assembly.schedulers import operators
+from ekstrain.components.operators import Operators, OperatorsArgs
+from ekstrain.infra.offline import Recording
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 RUNTIME = "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime"

@@ -9,14 +9,14 @@ import pulumi
 import pytest
 from conftest import cfg_with, needs_upstream, releases, run_program, run_stack, stack_config
 
-from assembly.schedulers import slurm
-from components.slurm import Slurm, SlurmArgs
 from ekstrain import validation
+from ekstrain.assembly.schedulers import slurm
+from ekstrain.components.slurm import Slurm, SlurmArgs
+from ekstrain.infra.offline import Recording
+from ekstrain.infra.verify import chart_values
+from ekstrain.stacks.errors import ConfigError
+from ekstrain.stacks.models import StackConfig
 from ekstrain.versions import DEFAULT_CHARTS
-from infra.offline import Recording
-from infra.verify import chart_values
-from stacks.errors import ConfigError
-from stacks.models import StackConfig
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from conftest import run_stack, stack_sections
 
-from infra.offline import Recording
-from stacks.loader import parse
+from ekstrain.infra.offline import Recording
+from ekstrain.stacks.loader import parse
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 QUEUE = "kubernetes:scheduling.volcano.sh/v1beta1:Queue"

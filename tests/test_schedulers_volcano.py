@@ -8,9 +8,9 @@ from conftest import stack_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assembly.schedulers import slurm, volcano
 from ekstrain import catalog, validation
-from infra.offline import Recording
+from ekstrain.assembly.schedulers import slurm, volcano
+from ekstrain.infra.offline import Recording
 
 QUEUE = "kubernetes:scheduling.volcano.sh/v1beta1:Queue"
 

@@ -18,13 +18,13 @@ from conftest import stack_config
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 
-from assembly.cli import main
-from assembly.jobs import render, render_sbatch
 from ekstrain import validation
+from ekstrain.assembly.cli import main
+from ekstrain.assembly.jobs import render, render_sbatch
+from ekstrain.infra import render as infra_render
 from ekstrain.simulate import charts, engine, volcano
 from ekstrain.simulate.load import load
 from ekstrain.simulate.nodes import capacity, kube_reserved_cpu
-from infra import render as infra_render
 
 PROD = stack_config("prod")
 HELM = charts.helm_binary()
@@ -240,7 +240,7 @@ def test_make_examples_output_starts(
 ) -> None:
     from test_jobs_examples import REAL_PLANNER, _commands
 
-    from assembly.jobs import planning
+    from ekstrain.assembly.jobs import planning
 
     if not REAL_PLANNER:
         pytest.skip("the examples need the real planner")

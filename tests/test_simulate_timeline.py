@@ -19,10 +19,10 @@ from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 
-from assembly.cli import main
-from assembly.jobs import render, render_sbatch
-from assembly.jupyterhub import profile
 from ekstrain import validation
+from ekstrain.assembly.cli import main
+from ekstrain.assembly.jobs import render, render_sbatch
+from ekstrain.assembly.jupyterhub import profile
 from ekstrain.simulate import engine, volcano
 from ekstrain.simulate.inputs import InputError
 from ekstrain.simulate.mix import notebook_pod, read_mix

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infra.verify import aws_rules, iam
-from stacks import labels
+from ekstrain.infra.verify import aws_rules, iam
+from ekstrain.stacks import labels
 
 
 @given(
@@ -35,7 +35,7 @@ def test_arn_patterns_are_matched_whole() -> None:
 
 
 def test_the_label_budget_counts_the_labels_the_platform_sets() -> None:
-    """stacks.labels.PROGRAM_LABELS is what karpenter_specs.node_labels adds at most (an EFA partition)."""
+    """ekstrain.stacks.labels.PROGRAM_LABELS is what karpenter_specs.node_labels adds at most (an EFA partition)."""
     from ekstrain import karpenter_specs
     from ekstrain.partitions import shape
 

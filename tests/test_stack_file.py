@@ -1,6 +1,6 @@
 """Anything that is not a plain stack file is a ConfigError naming the file, the line or key, and the fix.
 
-Each case runs the real render entry point (``python -m infra.render``'s ``main``): exit 2, one
+Each case runs the real render entry point (``python -m ekstrain.infra.render``'s ``main``): exit 2, one
 ``key: problem / fix`` report on stderr, no traceback, in well under a few seconds.
 """
 
@@ -12,9 +12,9 @@ import time
 import pytest
 from conftest import REPO
 
-from infra import render
-from stacks.errors import ConfigError
-from stacks.loader import read_stack_file
+from ekstrain.infra import render
+from ekstrain.stacks.errors import ConfigError
+from ekstrain.stacks.loader import read_stack_file
 
 DEV = (REPO / "Pulumi.dev.yaml").read_text()
 
@@ -150,7 +150,7 @@ def test_read_stack_file_raises_only_config_error(tmp_path: pathlib.Path) -> Non
 def test_engine_config_gets_the_same_limits(value: str, expected: str) -> None:
     """GIVEN config as `pulumi up` hands it over (JSON strings, no stack-file reader in between)
     THEN the same limits apply and only a ConfigError is raised."""
-    from stacks.loader import load_flat
+    from ekstrain.stacks.loader import load_flat
 
     with pytest.raises(ConfigError) as caught:
         load_flat({"aws:region": "us-west-2", "ekstrain:cluster": value}, "Pulumi.x.yaml")

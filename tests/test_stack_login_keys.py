@@ -22,10 +22,10 @@ from conftest import stack_sections
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stacks import slurm_login
-from stacks.errors import ConfigError
-from stacks.loader import parse
-from stacks.models.schedulers import SSH_KEY_TYPES, ssh_public_key_problem
+from ekstrain.stacks import slurm_login
+from ekstrain.stacks.errors import ConfigError
+from ekstrain.stacks.loader import parse
+from ekstrain.stacks.models.schedulers import SSH_KEY_TYPES, ssh_public_key_problem
 
 KEY_FIELD = "ekstrain:schedulers.slurm.loginSshAuthorizedKeysFile"
 EXAMPLES = int(os.environ.get("EKSTRAIN_FUZZ_EXAMPLES", "100"))
@@ -102,7 +102,7 @@ def test_private_keys_options_and_garbage_are_refused_without_quoting_them(proje
 def test_a_key_file_of_valid_keys_reaches_the_login_node(project: pathlib.Path) -> None:
     from conftest import cfg_with
 
-    from assembly.schedulers import slurm
+    from ekstrain.assembly.schedulers import slurm
 
     keys = [ed25519(i) for i in range(3)]
     (project / "team.pub").write_text("# team\n\n" + "\n".join(keys) + "\r\n")

@@ -14,8 +14,8 @@ import pytest
 from conftest import stack_sections
 
 from ekstrain import catalog, regions, subnets
-from stacks.errors import ConfigError
-from stacks.loader import parse
+from ekstrain.stacks.errors import ConfigError
+from ekstrain.stacks.loader import parse
 
 ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGtra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tr alice@laptop"
 KEY_ARN = "arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"

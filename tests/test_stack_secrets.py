@@ -19,10 +19,10 @@ from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infra import render
-from infra.verify import policy as policy_check
-from stacks.errors import ConfigError
-from stacks.loader import SECRET_PLACEHOLDER, load_flat, read_stack_file
+from ekstrain.infra import render
+from ekstrain.infra.verify import policy as policy_check
+from ekstrain.stacks.errors import ConfigError
+from ekstrain.stacks.loader import SECRET_PLACEHOLDER, load_flat, read_stack_file
 
 SECURE = {"secure": "v1:AAABAGV4YW1wbGUtY2lwaGVydGV4dA=="}
 
@@ -163,7 +163,7 @@ def test_the_program_reads_the_engines_secret_keys(tmp_path: pathlib.Path) -> No
     """infra/__main__.py (`pulumi up`) passes the engine's secret keys: a stack-file secret raises no warning."""
     from pulumi.runtime import config as runtime_config
 
-    from stacks.loader import load
+    from ekstrain.stacks.loader import load
 
     path = _prod_with(tmp_path, "  ekstrain:jupyterhubClientSecret:\n    secure: v1:abc\n")
     flat, secrets = read_stack_file(path)

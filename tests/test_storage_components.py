@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 from conftest import run_program, run_stack, stack_config
 
-from components import csi, volumes
-from components.buckets import BucketsArgs, TrainingBuckets, bucket_prefix
-from components.fsx import LustreArgs, LustreStorage
 from ekstrain import names, validation
-from infra.offline import Record, Recording
+from ekstrain.components import csi, volumes
+from ekstrain.components.buckets import BucketsArgs, TrainingBuckets, bucket_prefix
+from ekstrain.components.fsx import LustreArgs, LustreStorage
+from ekstrain.infra.offline import Record, Recording
 
 BUCKET = "aws:s3/bucket:Bucket"
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"

@@ -12,8 +12,8 @@ from conftest import stack_sections
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stacks.errors import ConfigError
-from stacks.loader import parse
+from ekstrain.stacks.errors import ConfigError
+from ekstrain.stacks.loader import parse
 
 TODAY = dt.date(2026, 12, 3)
 FSX = "ekstrain:storage.fsx"

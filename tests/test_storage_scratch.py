@@ -10,12 +10,12 @@ import pulumi
 import pytest
 from conftest import needs_upstream, run_program, stack_sections
 
-from components import csi, volumes
-from components.volumes import FsxScratch, TrainingVolumes, VolumesArgs
 from ekstrain import validation
-from infra.offline import Recording
-from stacks.errors import ConfigError
-from stacks.loader import parse
+from ekstrain.components import csi, volumes
+from ekstrain.components.volumes import FsxScratch, TrainingVolumes, VolumesArgs
+from ekstrain.infra.offline import Recording
+from ekstrain.stacks.errors import ConfigError
+from ekstrain.stacks.loader import parse
 
 SC = "kubernetes:storage.k8s.io/v1:StorageClass"
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from conftest import STACK_NAMES, run_stack, stack_config
 
-from infra import offline
-from infra.verify import aws_rules
+from ekstrain.infra import offline
+from ekstrain.infra.verify import aws_rules
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ import yaml
 from conftest import REPO, needs_upstream, stack_config
 
 from ekstrain import validation
-from infra import render
-from infra.verify import charts
+from ekstrain.infra import render
+from ekstrain.infra.verify import charts
 
 needs_helm = pytest.mark.skipif(charts.helm_binary() is None, reason="no helm: run `make .tools/helm`")
 PROD = stack_config("prod")

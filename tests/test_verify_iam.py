@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from conftest import run_stack, stack_config
 
-from infra import offline
-from infra.verify import iam
+from ekstrain.infra import offline
+from ekstrain.infra.verify import iam
 
 CFN = "aws/karpenter-v1.14.1-cloudformation.yaml"
 

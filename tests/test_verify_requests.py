@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from conftest import needs_upstream, stack_config
 
-from infra import render
-from infra.verify import charts, requests
+from ekstrain.infra import render
+from ekstrain.infra.verify import charts, requests
 
 needs_helm = pytest.mark.skipif(charts.helm_binary() is None, reason="no helm: run `make .tools/helm`")
 

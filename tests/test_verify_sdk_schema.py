@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from conftest import run_stack, stack_config
 
-from infra import offline
-from infra.verify import sdk_schema
+from ekstrain.infra import offline
+from ekstrain.infra.verify import sdk_schema
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from conftest import run_stack, stack_config
 
-from infra.verify import tfplan
+from ekstrain.infra.verify import tfplan
 
 
 @pytest.fixture(scope="module")

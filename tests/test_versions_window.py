@@ -8,8 +8,8 @@ import pytest
 from conftest import stack_sections
 
 from ekstrain import versions
-from stacks.errors import ConfigError
-from stacks.loader import parse
+from ekstrain.stacks.errors import ConfigError
+from ekstrain.stacks.loader import parse
 
 TODAY = dt.date(2026, 12, 3)
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from assembly.jobs import volcano
-from assembly.jobs.pod import kubelet_argv
-from assembly.jobs.resolve import ResolvedRun, shell_join
+from ekstrain.assembly.jobs import volcano
+from ekstrain.assembly.jobs.pod import kubelet_argv
+from ekstrain.assembly.jobs.resolve import ResolvedRun, shell_join
 
 BIONEMO_HOME = "/workspace/bionemo"
 SCRIPT = f"{BIONEMO_HOME}/examples/molecule/molmim/pretrain.py"

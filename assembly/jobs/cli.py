@@ -17,11 +17,11 @@ import pathlib
 import sys
 from typing import Any
 
-from assembly.jobs import nccl
-from assembly.jobs.render import SCHEDULERS, render, render_sbatch, scheduler_problem, to_yaml
-from assembly.jobs.spec import FRAMEWORKS, JobRequestError, RunSpec
 from ekstrain import cli_types as t
-from stacks.errors import ConfigError
+from ekstrain.assembly.jobs import nccl
+from ekstrain.assembly.jobs.render import SCHEDULERS, render, render_sbatch, scheduler_problem, to_yaml
+from ekstrain.assembly.jobs.spec import FRAMEWORKS, JobRequestError, RunSpec
+from ekstrain.stacks.errors import ConfigError
 
 EXIT_BAD_REQUEST = 2
 EXIT_INVALID = 1
@@ -93,7 +93,7 @@ def _stack_file(args: argparse.Namespace) -> pathlib.Path:
 
 
 def _load(args: argparse.Namespace) -> Any:
-    from stacks.loader import load_stack_file
+    from ekstrain.stacks.loader import load_stack_file
 
     cfg, _warnings = load_stack_file(_stack_file(args))
     return cfg

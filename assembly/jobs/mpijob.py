@@ -11,8 +11,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from assembly.jobs import env as envtable
-from assembly.jobs.pod import (
+from ekstrain.assembly.jobs import env as envtable
+from ekstrain.assembly.jobs.pod import (
     gang_min_resources,
     launch_configmap,
     queue,
@@ -20,7 +20,7 @@ from assembly.jobs.pod import (
     worker_container,
     worker_template,
 )
-from assembly.jobs.resolve import MASTER_PORT, ResolvedRun
+from ekstrain.assembly.jobs.resolve import MASTER_PORT, ResolvedRun
 
 API_VERSION = "kubeflow.org/v2beta1"
 

@@ -13,11 +13,11 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from assembly.jobs import mpijob
-from assembly.jobs.resolve import ResolvedRun, resolve
-from assembly.jobs.spec import RunSpec
 from ekstrain import catalog, versions
-from stacks.models import StackConfig
+from ekstrain.assembly.jobs import mpijob
+from ekstrain.assembly.jobs.resolve import ResolvedRun, resolve
+from ekstrain.assembly.jobs.spec import RunSpec
+from ekstrain.stacks.models import StackConfig
 
 GPU_IMAGE = versions.NCCL_TESTS_IMAGE
 """AWS's nccl-tests image with EFA, aws-ofi-nccl and Open MPI (override with --image)."""

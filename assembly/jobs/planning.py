@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from assembly.jobs.spec import JobRequestError, RunSpec
 from ekstrain import catalog
+from ekstrain.assembly.jobs.spec import JobRequestError, RunSpec
 
 
 class PlannerBackend(Protocol):

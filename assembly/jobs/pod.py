@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from assembly.jobs.resolve import ResolvedRun, kubelet_literal
+from ekstrain.assembly.jobs.resolve import ResolvedRun, kubelet_literal
 
 TERMINATION_GRACE_SECONDS = 120
 """Time a worker gets after SIGTERM to finish writing a checkpoint shard."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from assembly.jobs.pod import launch_configmap, queue, worker_container, worker_template
-from assembly.jobs.resolve import PlatformWord, ResolvedRun
+from ekstrain.assembly.jobs.pod import launch_configmap, queue, worker_container, worker_template
+from ekstrain.assembly.jobs.resolve import PlatformWord, ResolvedRun
 
 API_VERSION = "kubeflow.org/v1"
 CONTAINER = "pytorch"

@@ -15,8 +15,8 @@ import json
 import posixpath
 from typing import Any
 
-from assembly.jobs.pod import launch_configmap, small_container, worker_container, worker_template
-from assembly.jobs.resolve import FILES_DIR, ResolvedRun
+from ekstrain.assembly.jobs.pod import launch_configmap, small_container, worker_container, worker_template
+from ekstrain.assembly.jobs.resolve import FILES_DIR, ResolvedRun
 
 API_VERSION = "ray.io/v1"
 LAUNCHER = "ray_train.py"

@@ -8,12 +8,12 @@ from typing import Any
 
 import yaml
 
-from assembly.jobs import bionemo, mpijob, nccl, pytorchjob, ray, slurm, trainium, trainjob, volcano
-from assembly.jobs.planning import PlannerBackend
-from assembly.jobs.resolve import ResolvedRun, resolve
-from assembly.jobs.spec import JobRequestError, RunSpec
 from ekstrain import catalog
-from stacks.models import StackConfig
+from ekstrain.assembly.jobs import bionemo, mpijob, nccl, pytorchjob, ray, slurm, trainium, trainjob, volcano
+from ekstrain.assembly.jobs.planning import PlannerBackend
+from ekstrain.assembly.jobs.resolve import ResolvedRun, resolve
+from ekstrain.assembly.jobs.spec import JobRequestError, RunSpec
+from ekstrain.stacks.models import StackConfig
 
 
 @dataclass(frozen=True)

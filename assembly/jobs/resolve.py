@@ -14,13 +14,13 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from assembly.jobs import env as envtable
-from assembly.jobs import planning
-from assembly.jobs.planning import PlannerBackend, choose_plan, plan_instance_type
-from assembly.jobs.spec import PLATFORM_VARS, TRAINIUM_FRAMEWORKS, JobRequestError, RunSpec
 from ekstrain import catalog, names
+from ekstrain.assembly.jobs import env as envtable
+from ekstrain.assembly.jobs import planning
+from ekstrain.assembly.jobs.planning import PlannerBackend, choose_plan, plan_instance_type
+from ekstrain.assembly.jobs.spec import PLATFORM_VARS, TRAINIUM_FRAMEWORKS, JobRequestError, RunSpec
 from ekstrain.partitions import PartitionShape, layout_nodes, shape
-from stacks.models import StackConfig
+from ekstrain.stacks.models import StackConfig
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"

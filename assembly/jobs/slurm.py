@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from assembly.jobs.resolve import MASTER_PORT, PlatformWord, ResolvedRun, shell_join
+from ekstrain.assembly.jobs.resolve import MASTER_PORT, PlatformWord, ResolvedRun, shell_join
 
 
 def enroot_uri(image: str) -> str:

@@ -1,7 +1,7 @@
 """What a user asks for: one description of a training run, independent of the scheduler.
 
 A :class:`RunSpec` names the model, the partition, the node count, the image, the training
-script and the batch; the resolver (:mod:`assembly.jobs.resolve`) turns it plus the stack config
+script and the batch; the resolver (:mod:`ekstrain.assembly.jobs.resolve`) turns it plus the stack config
 into every number a manifest needs, and the per-scheduler builders only lay those numbers out.
 """
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assembly.jobs.pod import (
+from ekstrain.assembly.jobs.pod import (
     MIN_MEMBER_ANNOTATION,
     QUEUE_ANNOTATION,
     VOLCANO_SCHEDULER,
@@ -20,7 +20,7 @@ from assembly.jobs.pod import (
     worker_container,
     worker_template,
 )
-from assembly.jobs.resolve import MASTER_PORT, ResolvedRun
+from ekstrain.assembly.jobs.resolve import MASTER_PORT, ResolvedRun
 
 CONTAINER = "trainer"
 

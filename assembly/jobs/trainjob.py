@@ -1,7 +1,7 @@
 """TrainJob (Kubeflow Trainer v2, ``trainer.kubeflow.org/v1alpha1``) on a per-job ``TrainingRuntime``.
 
 The runtime is shaped like upstream ``torch-distributed`` and like the partition's ClusterTrainingRuntime
-(``assembly.schedulers.operators.torch_runtime``: a JobSet with one ``node`` replicated job,
+(``ekstrain.assembly.schedulers.operators.torch_runtime``: a JobSet with one ``node`` replicated job,
 ``mlPolicy.torch``) and carries this run's placement, volumes, annotation and security context. It is
 per job because the restart policy lives in the JobSet template, which a TrainJob cannot patch
 (``runtimePatches`` of Trainer v2.3 allow only pod-level fields; pinned CRD trainjob.yaml): the JobSet
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assembly.jobs.pod import (
+from ekstrain.assembly.jobs.pod import (
     QUEUE_ANNOTATION,
     VOLCANO_SCHEDULER,
     kubelet_argv,
@@ -25,7 +25,7 @@ from assembly.jobs.pod import (
     worker_container,
     worker_template,
 )
-from assembly.jobs.resolve import PlatformWord, ResolvedRun
+from ekstrain.assembly.jobs.resolve import PlatformWord, ResolvedRun
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
 NODE_JOB = "node"

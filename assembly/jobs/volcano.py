@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from assembly.jobs.pod import launch_configmap, worker_container, worker_template
-from assembly.jobs.resolve import MASTER_PORT, ResolvedRun
+from ekstrain.assembly.jobs.pod import launch_configmap, worker_container, worker_template
+from ekstrain.assembly.jobs.resolve import MASTER_PORT, ResolvedRun
 
 API_VERSION = "batch.volcano.sh/v1alpha1"
 SCHEDULER = "volcano"

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from ekstrain import catalog, names
 from ekstrain.partitions import PartitionShape, shape
-from stacks.models import StackConfig
-from stacks.models.partitions import PartitionConfig
+from ekstrain.stacks.models import StackConfig
+from ekstrain.stacks.models.partitions import PartitionConfig
 
 
 @dataclass(frozen=True)

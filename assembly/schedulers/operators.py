@@ -13,13 +13,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from assembly.jobs import env as envtable
-from assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
-from assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain import names, versions
+from ekstrain.assembly.jobs import env as envtable
+from ekstrain.assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
+from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain.controller_resources import MEDIUM
 from ekstrain.names import SYSTEM_NODE_SELECTOR
-from stacks.models import StackConfig
+from ekstrain.stacks.models import StackConfig
 
 KUBERAY_NAMESPACE = "kuberay-system"
 TRAINER_NAMESPACE = "kubeflow-system"

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain import names, versions
+from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain.controller_resources import MEDIUM, SMALL
 from ekstrain.names import SYSTEM_NODE_AFFINITY, SYSTEM_NODE_SELECTOR
 from ekstrain.simulate.nodes import allocatable, capacity
-from stacks.models import StackConfig
-from stacks.slurm_login import authorized_keys
+from ekstrain.stacks.models import StackConfig
+from ekstrain.stacks.slurm_login import authorized_keys
 
 NAMESPACE = "slurm"
 OPERATOR_NAMESPACE = "slinky"

@@ -37,12 +37,12 @@ from typing import Any
 
 import yaml
 
-from assembly.schedulers.common import PartitionFacts, partition_facts
-from assembly.schedulers.slurm import standing_nodes
 from ekstrain import names
+from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
+from ekstrain.assembly.schedulers.slurm import standing_nodes
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 from ekstrain.partitions import layout_nodes
-from stacks.models import StackConfig
+from ekstrain.stacks.models import StackConfig
 
 NAMESPACE = "volcano-system"
 RELEASE = "volcano"

@@ -1,6 +1,6 @@
 """Chart-rendered objects in ``build/<stack>/charts/<component>--<release>/<Kind>-<ns>-<name>.yaml``.
 
-``infra.render`` writes that layout with real ``helm template`` output. For a build directory made before
+``ekstrain.infra.render`` writes that layout with real ``helm template`` output. For a build directory made before
 it did, :func:`render_missing` produces the same layout from ``build/<stack>/helm/*.yaml`` (release name,
 namespace, values) and the pinned chart archives in the upstream directory, with a local helm binary.
 """

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from infra.verify import Check
-from infra.verify.pods import Inventory, PodTemplate, containers
+from ekstrain.infra.verify import Check
+from ekstrain.infra.verify.pods import Inventory, PodTemplate, containers
 
 NAME = "admission: pod security level of each namespace"
 CHECK = "admission"

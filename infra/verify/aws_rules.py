@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from infra import offline
-from infra.verify import Check
+from ekstrain.infra import offline
+from ekstrain.infra.verify import Check
 
 AUTONAME_SUFFIX = 8  # "-" + 7 random hex characters (pulumi autonaming default)
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from infra import offline
-from infra.verify import Check
+from ekstrain.infra import offline
+from ekstrain.infra.verify import Check
 
 POLICY_TYPES = {  # type token -> the input holding a policy document
     "aws:iam/policy:Policy": "policy",

@@ -23,10 +23,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra import offline
-from infra.verify import Check
-from infra.verify.pods import Inventory, PodTemplate, describe, ref
-from infra.verify.references import pod_references
+from ekstrain.infra import offline
+from ekstrain.infra.verify import Check
+from ekstrain.infra.verify.pods import Inventory, PodTemplate, describe, ref
+from ekstrain.infra.verify.references import pod_references
 
 NAME = "creation order: CRDs, webhooks, nodes, read objects first"
 NODE_GROUP = "eks:index:ManagedNodeGroup"

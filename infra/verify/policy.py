@@ -12,8 +12,8 @@ import pathlib
 import sys
 from typing import Any
 
-from infra import offline
-from infra.verify import Check
+from ekstrain.infra import offline
+from ekstrain.infra.verify import Check
 
 POLICY_DIR = pathlib.Path(__file__).resolve().parents[2] / "policy"
 if str(POLICY_DIR) not in sys.path:  # the pack ships as a directory, not as a package of this program

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from infra import offline
+from ekstrain.infra import offline
 
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"

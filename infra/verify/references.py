@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from infra.verify import Check
-from infra.verify.pods import CLUSTER_SCOPED, Inventory, PodTemplate, containers, describe, pod_templates, ref
+from ekstrain.infra.verify import Check
+from ekstrain.infra.verify.pods import CLUSTER_SCOPED, Inventory, PodTemplate, containers, describe, pod_templates, ref
 
 NAME = "references: secrets, claims, accounts, classes, queues exist"
 CHECK = "references"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from infra.verify import Check
+from ekstrain.infra.verify import Check
 
 CHECK_NAME = "controllers: cpu and memory requests on every container"
 KINDS = ("Deployment", "StatefulSet", "DaemonSet")

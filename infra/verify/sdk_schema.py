@@ -26,8 +26,8 @@ from typing import Any
 
 from pulumi import _types as ptypes
 
-from infra import offline
-from infra.verify import Check
+from ekstrain.infra import offline
+from ekstrain.infra.verify import Check
 
 SDKS = {"aws": "pulumi_aws", "eks": "pulumi_eks", "kubernetes": "pulumi_kubernetes", "random": "pulumi_random"}
 _SCALARS: dict[type, tuple[type, ...]] = {str: (str,), bool: (bool,), int: (int,), float: (int, float)}

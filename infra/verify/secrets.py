@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from infra import offline
-from infra.verify import Check
-from infra.verify.policy import rules
+from ekstrain.infra import offline
+from ekstrain.infra.verify import Check
+from ekstrain.infra.verify.policy import rules
 
 
 def plaintext_credentials(records: Iterable[offline.Record]) -> list[str]:

@@ -21,8 +21,8 @@ from typing import Any
 
 from pulumi import _types as ptypes
 
-from infra import offline
-from infra.verify import sdk_schema
+from ekstrain.infra import offline
+from ekstrain.infra.verify import sdk_schema
 
 
 def tf_type(type_token: str) -> str | None:

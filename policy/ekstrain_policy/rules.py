@@ -3,7 +3,7 @@
 Nothing here imports ``pulumi_policy``: the rules run unchanged in three places,
 - in the policy pack (``pack.py`` adapts ``ResourceValidationArgs`` / ``StackValidationArgs``),
 - in unit tests with synthetic inputs, good and bad,
-- over the offline recording of a stack (``infra.offline.Recording``), through the same adapter.
+- over the offline recording of a stack (``ekstrain.infra.offline.Recording``), through the same adapter.
 
 Conventions:
 - props use the engine's camelCase input keys (``endpointPublicAccess``, ``blockDeviceMappings``);

@@ -59,7 +59,7 @@ def _kms_key_arn(value: str) -> str:
 
 
 KmsKeyArn = Annotated[str, AfterValidator(_kms_key_arn)]
-"""Region and partition are checked against the stack by ``stacks.rules`` (keys are regional)."""
+"""Region and partition are checked against the stack by ``ekstrain.stacks.rules`` (keys are regional)."""
 
 
 def kms_key_region(arn: str) -> str:

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from ekstrain import versions
-from stacks.models.base import IPv4Cidr, Model
+from ekstrain.stacks.models.base import IPv4Cidr, Model
 
 LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 AccessPolicy = Literal["cluster-admin", "admin", "edit", "view"]

@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from stacks.models.base import DNS_LABEL, Model
-from stacks.models.tags import SelectorTags
+from ekstrain.stacks.models.base import DNS_LABEL, Model
+from ekstrain.stacks.models.tags import SelectorTags
 
 RESERVED_PARTITION_NAMES = ("default", "root")
 """Volcano's built-in queues (default, root) and Slurm's DEFAULT partition line (case-insensitive)."""

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from stacks.models.base import IPv4Cidr, Model
+from ekstrain.stacks.models.base import IPv4Cidr, Model
 
 
 class AmpConfig(Model):

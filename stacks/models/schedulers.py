@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from stacks.models.base import IPv4Cidr, Model, MountPath
+from ekstrain.stacks.models.base import IPv4Cidr, Model, MountPath
 
 SSH_KEY_TYPES = (
     "ssh-ed25519",

@@ -7,15 +7,15 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from ekstrain import regions
-from stacks.models.base import DNS_LABEL, Model
-from stacks.models.cluster import ClusterConfig
-from stacks.models.network import NetworkConfig
-from stacks.models.partitions import PartitionConfig
-from stacks.models.platform import DeliveryConfig, JupyterHubConfig, ObservabilityConfig
-from stacks.models.schedulers import SchedulersConfig
-from stacks.models.storage import StorageConfig
-from stacks.models.tags import AwsDefaultTags, ResourceTags
-from stacks.models.versions import VersionsConfig
+from ekstrain.stacks.models.base import DNS_LABEL, Model
+from ekstrain.stacks.models.cluster import ClusterConfig
+from ekstrain.stacks.models.network import NetworkConfig
+from ekstrain.stacks.models.partitions import PartitionConfig
+from ekstrain.stacks.models.platform import DeliveryConfig, JupyterHubConfig, ObservabilityConfig
+from ekstrain.stacks.models.schedulers import SchedulersConfig
+from ekstrain.stacks.models.storage import StorageConfig
+from ekstrain.stacks.models.tags import AwsDefaultTags, ResourceTags
+from ekstrain.stacks.models.versions import VersionsConfig
 
 
 class StackConfig(Model):

@@ -1,7 +1,7 @@
 """``ekstrain:storage``: S3 buckets, FSx for Lustre, EFS. Stateful: protected by default.
 
 Layout and behaviour: docs/storage.md. Cross-field rules (capacity steps, throughput tiers,
-data repository paths and events, checkpoint save time): ``stacks.rules._storage``.
+data repository paths and events, checkpoint save time): ``ekstrain.stacks.rules._storage``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from stacks.models.base import AbsolutePath, BucketName, KmsKeyArn, Model, MountPath
+from ekstrain.stacks.models.base import AbsolutePath, BucketName, KmsKeyArn, Model, MountPath
 
 RepositoryEvent = Literal["NEW", "CHANGED", "DELETED"]
 

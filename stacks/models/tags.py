@@ -13,7 +13,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
-from stacks.models.base import Model
+from ekstrain.stacks.models.base import Model
 
 AWS_MAX_TAGS = 50
 PROGRAM_TAG_BUDGET = 10

@@ -7,7 +7,7 @@ import re
 from pydantic import Field, field_validator, model_validator
 
 from ekstrain import versions
-from stacks.models.base import Model
+from ekstrain.stacks.models.base import Model
 
 CHART_VERSION = re.compile(r"v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?")
 ADDON_VERSION = re.compile(r"v\d+\.\d+\.\d+-eksbuild\.\d+")
