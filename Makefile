@@ -48,7 +48,8 @@ examples: $(VENV)/.installed  ## the seed example workloads + NCCL health checks
 
 SIMULATE_STACKS := $(sort $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml)))
 # Every stack in Pulumi.*.yaml: render it, render its NCCL pre-flight per partition into build/examples-<stack>,
-# the empty-cluster check of those (+ build/examples for prod), then the stack's timeline mix
+# the empty-cluster check of those (+ build/examples for prod; Slurm NodeSets scaled for each sbatch first,
+# the documented procedure: prod keeps no standing slurmd node), then the stack's timeline mix
 # (examples/mix-<stack>.yaml) when it has one. Exits non-zero on the first stack with a blocked workload or
 # a timeline problem (docs/simulate.md).
 simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of every stack: workloads + timeline mix
@@ -59,7 +60,7 @@ simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of 
 	  for p in $$($(PY) -c "from pathlib import Path; from ekstrain.stacks.loader import load_stack_file as f; print(' '.join(p.name for p in f(Path('Pulumi.$$s.yaml'))[0].partitions))"); do \
 	    $(VENV)/bin/ekstrain job render --stack $$s --scheduler nccl-test --partition $$p --out build/examples-$$s/nccl-check-$$p.yaml; \
 	  done; \
-	  $(PY) -m ekstrain simulate --stack $$s build/examples-$$s $$( [ $$s = prod ] && echo build/examples ); \
+	  $(PY) -m ekstrain simulate --stack $$s --scale-nodesets build/examples-$$s $$( [ $$s = prod ] && echo build/examples ); \
 	  if [ -f examples/mix-$$s.yaml ]; then $(PY) -m ekstrain simulate --stack $$s --timeline examples/mix-$$s.yaml; fi; \
 	done
 

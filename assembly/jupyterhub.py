@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ekstrain import catalog, names, versions
+from ekstrain.controller_resources import sized
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 from ekstrain.partitions import shape
 from ekstrain.stacks.models import StackConfig
@@ -149,7 +150,11 @@ def auth_config(cfg: StackConfig, client_secret: Any = None) -> dict[str, Any]:
 def chart_values(cfg: StackConfig, dummy_password: Any = None) -> dict[str, Any]:
     j = cfg.jupyterhub
     parts = offered(cfg)
-    hub: dict[str, Any] = {"config": auth_config(cfg, dummy_password), "nodeSelector": dict(SYSTEM_NODE_SELECTOR)}
+    hub: dict[str, Any] = {
+        "config": auth_config(cfg, dummy_password),
+        "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+        "resources": sized("100m", "512Mi", "1Gi"),
+    }
     if j.auth.type != "dummy":
         # oauthenticator reads client_secret from OAUTH_CLIENT_SECRET.
         hub["extraEnv"] = {
@@ -163,7 +168,7 @@ def chart_values(cfg: StackConfig, dummy_password: Any = None) -> dict[str, Any]
                 "annotations": dict(NLB_ANNOTATIONS),
                 "loadBalancerSourceRanges": source_ranges(cfg),
             },
-            "chp": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
+            "chp": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR), "resources": sized("50m", "128Mi", "256Mi")},
         },
         "singleuser": {
             "storage": {

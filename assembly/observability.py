@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ekstrain import catalog, efa_exporter, names, versions
+from ekstrain.controller_resources import MEDIUM, SMALL, sized
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 from ekstrain.prometheus_sizing import prometheus_storage_gib  # sizing shared with stacks/rules.py
 from ekstrain.stacks.models import StackConfig
@@ -135,8 +136,12 @@ def chart_values(cfg: StackConfig, remote_write: Any = None) -> dict[str, Any]:
         "grafana": {
             "admin": {"existingSecret": GRAFANA_ADMIN_SECRET, "userKey": "admin-user", "passwordKey": "admin-password"},
             "defaultDashboardsTimezone": "utc",
+            "resources": MEDIUM,
+            "sidecar": {"resources": SMALL},
         },
-        "prometheusOperator": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
+        "kube-state-metrics": {"resources": sized("50m", "128Mi", "256Mi")},
+        "prometheus-node-exporter": {"resources": sized("20m", "32Mi", "64Mi")},
+        "prometheusOperator": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR), "resources": MEDIUM},
         "alertmanager": {"alertmanagerSpec": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)}},
         "prometheus": {
             "serviceAccount": {"create": True, "name": PROMETHEUS_SA},

@@ -19,6 +19,7 @@ import pulumi_kubernetes as k8s
 from ekstrain.components import iam
 from ekstrain.components.deps import dependencies
 from ekstrain.components.helm import release
+from ekstrain.controller_resources import SMALL, sized
 from ekstrain.names import CRITICAL_ADDONS_TOLERATION, SYSTEM_NODE_SELECTOR
 from ekstrain.versions import Chart
 
@@ -59,10 +60,18 @@ def efs_values() -> dict[str, Any]:
             "serviceAccount": {"create": True, "name": EFS_CONTROLLER_SA},
             # Keep the data of dynamic PVCs when their access point is deleted.
             "deleteAccessPointRootDir": False,
+            "resources": sized("20m", "64Mi", "256Mi"),
         },
         "node": {
             "tolerations": NODE_TOLERATIONS,
             "serviceAccount": {"create": True, "name": EFS_NODE_SA},
+            "resources": sized("20m", "64Mi", "256Mi"),
+        },
+        # Shared by the controller's and the nodes' sidecars (aws-efs-csi-driver 4.4.1 templates).
+        "sidecars": {
+            "livenessProbe": {"resources": sized("10m", "16Mi", "64Mi")},
+            "nodeDriverRegistrar": {"resources": sized("10m", "16Mi", "64Mi")},
+            "csiProvisioner": {"resources": SMALL},
         },
     }
 

@@ -26,6 +26,7 @@ from ekstrain.catalog import GPU, TRAINIUM
 from ekstrain.components.deps import dependencies
 from ekstrain.components.helm import release
 from ekstrain.components.manifest import resource
+from ekstrain.controller_resources import SMALL, sized
 from ekstrain.names import CRITICAL_ADDONS_TOLERATION, SYSTEM_NODE_LABEL
 from ekstrain.versions import NEURON_CUSTOM_SCHEDULER_TAGS, NEURON_MONITOR_IMAGE, Chart
 
@@ -56,6 +57,7 @@ def nvidia_values() -> dict[str, Any]:
         "affinity": _only_on(names.ACCELERATOR_LABEL, GPU),
         "tolerations": [CRITICAL_ADDONS_TOLERATION, _toleration(GPU_RESOURCE)],
         "gfd": {"enabled": False},
+        "resources": SMALL,
     }
 
 
@@ -92,6 +94,7 @@ def neuron_values(trainium_instance_types: Sequence[str], kubernetes_version: st
             "customScheduler": {
                 "affinity": _only_on(SYSTEM_NODE_LABEL, "system"),
                 "image": {"tag": NEURON_CUSTOM_SCHEDULER_TAGS[kubernetes_version]},
+                "resources": sized("100m", "128Mi", "256Mi"),
             },
         },
         "npd": {"enabled": False},

@@ -39,6 +39,23 @@ class OperatorsArgs:
     """@default None: no KubeRay."""
     kuberay_values: Mapping[str, Any] = field(default_factory=dict)
     """@default none. Helm values of the KubeRay chart."""
+    gang_args: Mapping[str, list[str]] = field(default_factory=dict)
+    """Upstream operator Deployment -> flags that make it gang-schedule through Volcano
+    (``ekstrain.assembly.schedulers.operators.gang_args``); @default none."""
+
+
+def manifest_transform(gang_args: Mapping[str, list[str]]) -> pulumi.ResourceTransform:
+    """Patches the operator Deployment of an upstream manifest as the provider registers it (transforms reach
+    the children of remote components such as yaml/v2 ConfigFile and kustomize/v2 Directory): the gang
+    flags and requests (``ekstrain.assembly.schedulers.operators.patch_operator``)."""
+
+    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+        if args.type_ != "kubernetes:apps/v1:Deployment":
+            return None
+        patched = build.patch_operator(dict(args.props), dict(gang_args))
+        return None if patched is None else pulumi.ResourceTransformResult(props=patched, opts=args.opts)
+
+    return transform
 
 
 class Operators(pulumi.ComponentResource):
@@ -46,12 +63,14 @@ class Operators(pulumi.ComponentResource):
     install: the manifest, the charts and, through the trainer chart, the runtimes."""
 
     def __init__(self, name: str, args: OperatorsArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("ekstrain:operators:Operators", name, None, opts)
+        # The gang flags are the component's input: the offline render records them (the manifests' children
+        # are registered by the provider, so the simulation reads them here).
+        super().__init__("ekstrain:operators:Operators", name, {"gangScheduling": dict(args.gang_args)}, opts)
         deps = dependencies(opts)
-        child = pulumi.ResourceOptions(parent=self, depends_on=deps)
+        upstream = pulumi.ResourceOptions(parent=self, depends_on=deps, transforms=[manifest_transform(args.gang_args)])
         installed: list[str] = []
         if args.mpi_operator:
-            k8s.yaml.v2.ConfigFile(f"{name}-mpi-operator", file=versions.MPI_OPERATOR_MANIFEST, opts=child)
+            k8s.yaml.v2.ConfigFile(f"{name}-mpi-operator", file=versions.MPI_OPERATOR_MANIFEST, opts=upstream)
             installed.append("mpi-operator")
         if args.kubeflow_flavor == "trainer":
             if args.trainer_chart is None:
@@ -72,7 +91,7 @@ class Operators(pulumi.ComponentResource):
             installed.append("kubeflow-trainer")
         elif args.kubeflow_flavor == "training-operator":
             k8s.kustomize.v2.Directory(
-                f"{name}-training-operator", directory=versions.TRAINING_OPERATOR_KUSTOMIZE, opts=child
+                f"{name}-training-operator", directory=versions.TRAINING_OPERATOR_KUSTOMIZE, opts=upstream
             )
             installed.append("training-operator")
         if args.kuberay_chart is not None:

@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ekstrain.controller_resources import LARGE, sized
+
 NAMESPACE = "argocd"
 RELEASE = "argo-cd"
 PROJECT = "ekstrain"
@@ -85,8 +87,13 @@ def chart_values(charts: Iterable[str]) -> dict[str, Any]:
     return {
         "dex": {"enabled": False},
         "notifications": {"enabled": False},
-        "server": {"service": {"type": "ClusterIP"}},
+        "server": {"service": {"type": "ClusterIP"}, "resources": sized("50m", "128Mi", "256Mi")},
         "configs": {"repositories": oci_repositories(charts)},
+        # Requests for every component the chart runs (ekstrain/controller_resources.py).
+        "controller": {"resources": LARGE},
+        "repoServer": {"resources": sized("50m", "256Mi", "1Gi")},
+        "applicationSet": {"resources": sized("50m", "128Mi", "256Mi")},
+        "redis": {"resources": sized("50m", "64Mi", "256Mi")},
     }
 
 

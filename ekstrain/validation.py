@@ -383,8 +383,22 @@ def _builtin_validator(kubernetes_version: str, api: str, kind: str) -> Any:
 FREE_FORM_VALUES: dict[str, tuple[tuple[str, ...], ...]] = {
     # zero-to-jupyterhub passes hub.config through as traitlets config (c.<Class>.<trait>): any class.
     "jupyterhub": (("hub", "config"),),
+    # A container's resources (ResourceRequirements) written as given (custom-scheduler.yaml toYaml); the
+    # default has only requests.cpu.
+    "neuron-helm-chart": (("scheduler", "customScheduler", "resources"),),
+    # Subchart values the parent's values.yaml does not repeat: kube-prometheus-stack 88.5.3's charts/grafana
+    # values.yaml `resources` and `sidecar.resources`, charts/kube-state-metrics and
+    # charts/prometheus-node-exporter values.yaml `resources` (upstream/chart-src), each a container's
+    # ResourceRequirements.
+    "kube-prometheus-stack": (
+        ("grafana", "resources"),
+        ("grafana", "sidecar", "resources"),
+        ("kube-state-metrics", "resources"),
+        ("prometheus-node-exporter", "resources"),
+    ),
 }
-"""Value paths a chart documents as free-form although its values.yaml has example keys there."""
+"""Value paths a chart documents as free-form although its values.yaml has example keys there (or, for a
+subchart's key, none): any keys below them are accepted."""
 
 
 @functools.cache
@@ -394,8 +408,8 @@ def chart_defaults(upstream_chart_dir: str) -> dict[str, Any]:
     for free in FREE_FORM_VALUES.get(upstream_chart_dir, ()):
         node = defaults
         for key in free[:-1]:
-            node = node.get(key, {})
-        if isinstance(node, dict) and free[-1] in node:
+            node = node.setdefault(key, {}) if isinstance(node, dict) else None
+        if isinstance(node, dict):
             node[free[-1]] = {}
     return defaults
 

@@ -279,6 +279,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
                 training_runtimes=operator_values.torch_runtimes(cfg) if sched.kubeflow.flavor == "trainer" else (),
                 kuberay_chart=cfg.versions.chart("kuberay-operator") if sched.kuberay.enabled else None,
                 kuberay_values=operator_values.kuberay_values(cfg),
+                gang_args=operator_values.gang_args(cfg),
             ),
             opts=k8s_opts
             if volcano is None

@@ -41,6 +41,7 @@ from ekstrain.infra.verify import (
     order,
     policy,
     relations,
+    requests,
     sdk_schema,
     secrets,
     tfplan,
@@ -278,6 +279,7 @@ def run_checks(
     checks += relation_checks
     if order_rows is not None:
         order_rows.extend(order.stage_rows(graph))
+    checks.append(requests.check([*manifests, *(o for objects in rendered.objects.values() for o in objects)]))
     chart_check.checked = sum(len(o) for o in rendered.objects.values())
     chart_check.problems += validate_chart_objects(rendered, kv)
     for r in releases:

@@ -174,7 +174,7 @@ FACTS: list[tuple[str, str, Callable[[], object]]] = [
     ("docs/schedulers.md", "at full size: roughly {} per hour on demand", _prod_full_size_per_hour),
     (
         "Pulumi.prod.yaml",
-        "slurmd pods hold {} p4d.24xlarge nodes",
+        "nodesetReplicas: {{gpu-a100: {}}}",
         lambda: stack_config("prod").schedulers.slurm.nodeset_replicas["gpu-a100"],
     ),
     # -- observability sizing (assembly/observability.py) --

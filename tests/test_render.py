@@ -134,9 +134,9 @@ def test_prod_summary_lists_partitions_with_efa_and_cost(
         "trainium": "512",
     }
     assert rows["gpu-a100"]["usdPerHourAtMax"] == "351-439"
-    # 4 standing slurmd pods (schedulers.slurm.nodesetReplicas) hold 4 p4d.24xlarge at $21.96/h each.
+    # No standing slurmd pods (schedulers.slurm.nodesetReplicas {gpu-a100: 0}): Slurm capacity is on demand.
     assert {name: row["slurmAlwaysOn"] for name, row in rows.items()} == {
-        "gpu-a100": "4($88/h)",
+        "gpu-a100": "-",
         "gpu-h100": "-",
         "trainium": "-",
     }

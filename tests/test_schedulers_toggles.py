@@ -100,7 +100,7 @@ def test_prod_partition_nodeset_slurm_partition_queue_chain(prod_recording: Reco
     queues = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in prod_recording.of_type(QUEUE)}
     max_nodes = {"gpu-a100": 16, "gpu-h100": 8, "trainium": 32}
     assert sorted(slurm["nodesets"]) == sorted(queues) == sorted(max_nodes)
-    assert {p: ns["replicas"] for p, ns in slurm["nodesets"].items()} == {"gpu-a100": 4, "gpu-h100": 0, "trainium": 0}
+    assert {p: ns["replicas"] for p, ns in slurm["nodesets"].items()} == {"gpu-a100": 0, "gpu-h100": 0, "trainium": 0}
     for part, n in max_nodes.items():
         nodeset = slurm["nodesets"][part]
         assert nodeset["podSpec"]["nodeSelector"]["ekstrain.io/partition"] == part
@@ -108,7 +108,7 @@ def test_prod_partition_nodeset_slurm_partition_queue_chain(prod_recording: Reco
         limits = nodeset["slurmd"]["resources"]["limits"]
         devices = {k: v for k, v in limits.items() if k not in ("cpu", "memory", "vpc.amazonaws.com/efa")}
         cap = queues[part]["capability"]
-        # The queue admits exactly the nodes slurmd does not hold (prod: 4 of gpu-a100's 16) in whole nodes of
+        # The queue admits exactly the nodes slurmd does not hold (prod: none held) in whole nodes of
         # the devices one slurmd pod holds; at least that many of its cpu/memory (the queue counts whole
         # instances, slurmd their allocatable) and of its EFA (in a mixed-layout partition trn1n nodes have
         # more interfaces than a slurmd pod asks for).

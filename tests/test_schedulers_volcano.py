@@ -14,10 +14,10 @@ from ekstrain.infra.offline import Recording
 
 QUEUE = "kubernetes:scheduling.volcano.sh/v1beta1:Queue"
 
-# prod: p4d/p4de 96 vCPU 1152 GiB x(16 - 4 held by slurmd); p5 192 vCPU 2048 GiB x8; trn1/trn1n 128 vCPU
+# prod: p4d/p4de 96 vCPU 1152 GiB x16 (no node held by slurmd); p5 192 vCPU 2048 GiB x8; trn1/trn1n 128 vCPU
 # 512 GiB x32 (16 trn1 nodes with 8 EFA + 16 trn1n nodes with 16 EFA = 384 EFA interfaces).
 EXPECTED = {
-    "gpu-a100": (2, {"cpu": "1152", "memory": "13824Gi", "nvidia.com/gpu": "96", "vpc.amazonaws.com/efa": "48"}),
+    "gpu-a100": (2, {"cpu": "1536", "memory": "18432Gi", "nvidia.com/gpu": "128", "vpc.amazonaws.com/efa": "64"}),
     "gpu-h100": (4, {"cpu": "1536", "memory": "16384Gi", "nvidia.com/gpu": "64", "vpc.amazonaws.com/efa": "256"}),
     "trainium": (
         2,

@@ -150,17 +150,18 @@ def test_nodepool_limits_block_a_job_larger_than_the_partition(cluster: engine.C
 
 
 def test_slurm_jobs_need_nodeset_replicas(cluster: engine.Cluster) -> None:
-    # GIVEN prod, whose gpu-a100 NodeSet keeps 4 slurmd pods (schedulers.slurm.nodesetReplicas)
-    assert PROD.schedulers.slurm.nodeset_replicas == {"gpu-a100": 4}
-    assert cluster.nodesets["gpu-a100"]["spec"]["replicas"] == 4  # the chart-rendered NodeSet carries it
+    # GIVEN prod, whose gpu-a100 NodeSet keeps no standing slurmd pod (schedulers.slurm.nodesetReplicas: 0)
+    assert PROD.schedulers.slurm.nodeset_replicas == {"gpu-a100": 0}
+    assert cluster.nodesets["gpu-a100"]["spec"]["replicas"] == 0  # the chart-rendered NodeSet carries it
     text = render_sbatch(spec_for("gpu-a100"), PROD, FakePlanner())
     sbatch = {"kind": "ConfigMap", "metadata": {"name": "run"}, "data": {"run.sbatch": text}}
-    # WHEN a 2-node sbatch job is simulated THEN it starts on the standing pods
-    assert _lines(cluster, [sbatch]) == []
-    # and a NodeSet at 0 replicas (the default) holds it, with the key that fixes it
-    ns = copy.deepcopy(cluster.nodesets)
-    ns["gpu-a100"]["spec"]["replicas"] = 0
-    (line,) = _lines(dataclasses.replace(cluster, nodesets=ns), [sbatch])
+    # WHEN a 2-node sbatch job is simulated on 4 standing pods THEN it starts on them
+    standing = copy.deepcopy(cluster.nodesets)
+    standing["gpu-a100"]["spec"]["replicas"] = 4
+    assert _lines(dataclasses.replace(cluster, nodesets=standing), [sbatch]) == []
+    # and the NodeSet at 0 replicas holds it, with the key that fixes it
+    ns = cluster.nodesets
+    (line,) = _lines(cluster, [sbatch])
     assert "NodeSet slurm-worker-gpu-a100 has 0 replicas < 2 nodes asked" in line
     assert "schedulers.slurm.nodesetReplicas" in line
     # unless the documented `kubectl scale nodeset` comes first (--scale-nodesets)
@@ -169,9 +170,11 @@ def test_slurm_jobs_need_nodeset_replicas(cluster: engine.Cluster) -> None:
 
 
 def test_standing_slurmd_pods_count_against_the_nodepool_limits(cluster: engine.Cluster) -> None:
-    # GIVEN 4 of gpu-a100's 16 nodes held by slurmd pods
+    # GIVEN 4 of gpu-a100's 16 nodes held by slurmd pods (nodesetReplicas {gpu-a100: 4})
     objects = render(spec_for("gpu-a100"), PROD, "volcano", FakePlanner())
-    unbounded = _without_queue_bounds(cluster)
+    standing = copy.deepcopy(cluster.nodesets)
+    standing["gpu-a100"]["spec"]["replicas"] = 4
+    unbounded = _without_queue_bounds(dataclasses.replace(cluster, nodesets=standing))
     # WHEN a gang asks the other 12 THEN it starts; 13 exceed the NodePool's limits
     objects[-1]["spec"]["tasks"][0]["replicas"] = 12
     assert _lines(unbounded, objects) == []
@@ -246,8 +249,11 @@ def test_make_examples_output_starts(
         assert main([a for a in argv if a != "--validate"]) == 0, argv
     assert planning.RealPlanner is not None
     capsys.readouterr()
-    # Prod keeps 4 slurmd pods on gpu-a100: the sbatch example (4 nodes) starts without scaling anything.
-    assert main(["simulate", "--stack", "prod", "--build", str(prod_build), str(out)]) == 0
+    # Prod keeps no standing slurmd pod: the sbatch example (4 nodes) is held until its NodeSet is scaled ...
+    assert main(["simulate", "--stack", "prod", "--build", str(prod_build), str(out)]) == 1
+    assert "NodeSet slurm-worker-gpu-a100 has 0 replicas < 4 nodes asked" in capsys.readouterr().out
+    # ... and starts once it is (the documented procedure; what `make simulate` checks).
+    assert main(["simulate", "--stack", "prod", "--build", str(prod_build), "--scale-nodesets", str(out)]) == 0
     started = capsys.readouterr().out
     assert "13 workloads start, 0 blocked" in started  # 10 examples + one slurmd pod per NodeSet
     assert "STARTS sbatch/llama3-70b-lora.sbatch: slurmd x4 -> gpu-a100/p4d.24xlarge" in started

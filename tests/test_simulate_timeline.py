@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import stack_config
+from conftest import cfg_with, stack_config
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 
 from ekstrain import validation
 from ekstrain.assembly.cli import main
-from ekstrain.assembly.jobs import render
+from ekstrain.assembly.jobs import render, render_sbatch
 from ekstrain.assembly.jupyterhub import profile
 from ekstrain.simulate import engine, volcano
 from ekstrain.simulate.inputs import InputError
@@ -111,6 +111,38 @@ def test_notebooks_outside_volcano_make_an_admitted_gang_unbindable(
     assert any("Volcano enqueue (capacity)" in r for r in job.waited)
 
 
+NO_VOLCANO = cfg_with(lambda s: s["schedulers"]["volcano"].update(enabled=False, queueWeights={}))
+
+
+@pytest.mark.parametrize("scheduler", ["mpijob", "trainjob"])
+def test_operator_jobs_outside_volcano_make_an_admitted_gang_unbindable(
+    cluster: engine.Cluster,  # noqa: F811
+    scheduler: str,
+) -> None:
+    """GIVEN a 4-node MPIJob/TrainJob on gpu-h100 (8 nodes) and then an 8-node Volcano gang WHEN the job's
+    pods bypass Volcano (main's templates: no schedulingPolicy, no podGroupPolicy; operator without gang
+    scheduling) THEN the queue admits the gang, Karpenter stops at the NodePool limit and the timeline
+    names the bypass; WHEN the job goes through the partition's queue (the rendered templates, the MPI
+    operator patched with --gang-scheduling=volcano) THEN the gang waits at admission and nothing strands."""
+    assert cluster.gang_kinds == frozenset({"MPIJob"})  # read from the render (operators' gang flags)
+    gang = _arrival(_job("gpu-h100", "volcano", 8, f"gang-{scheduler}"), 0.5, 4)
+    main_job = render(
+        spec_for("gpu-h100", nodes=4, name=f"old-{scheduler}", global_batch=256), NO_VOLCANO, scheduler, FakePlanner()
+    )
+    RUNTIMES.update({o["metadata"]["name"]: o for o in main_job if o["kind"] == "TrainingRuntime"})
+    old_job = next(o for o in main_job if o["kind"] not in ("ConfigMap", "Service", "TrainingRuntime"))
+    main_cluster = dataclasses.replace(cluster, gang_kinds=frozenset())
+    old = simulate_timeline(main_cluster, _mix(_arrival(old_job, 0, 10), gang, hours=20))
+    assert any(f"Job/gang-{scheduler}: admitted by its queue but unbindable" in p for p in old.problems), old.problems
+    assert any("bypass Volcano queue gpu-h100" in p for p in old.problems), old.problems
+    new_job = _job("gpu-h100", scheduler, 4, f"new-{scheduler}")
+    new = simulate_timeline(cluster, _mix(_arrival(new_job, 0, 10), gang, hours=20))
+    job = next(j for j in new.jobs if j.name == f"Job/gang-{scheduler}")
+    assert job.state == "finished" and new.problems == [], new.problems
+    assert any("Volcano enqueue (capacity)" in r for r in job.waited)
+    assert next(j for j in new.jobs if j.name.endswith(f"new-{scheduler}")).kind == "volcano"
+
+
 def test_the_rendered_profiles_put_notebooks_in_the_partition_queue() -> None:
     p = PROD.partitions[0]
     assert profile(p, True, volcano=True)["kubespawner_override"]["scheduler_name"] == "volcano"
@@ -161,6 +193,20 @@ def test_every_scheduler_resumes_after_a_lost_node_or_says_why_not(cluster: engi
     assert len(report.faults) == len(jobs), report.faults
     for line in report.faults:
         assert "resumed from its checkpoint; finished" in line or "no restart left (" in line, line
+
+
+def test_a_fault_hits_the_nodes_an_sbatch_job_scaled_its_nodeset_to(cluster: engine.Cluster) -> None:  # noqa: F811
+    """GIVEN prod's gpu-a100 NodeSet at 0 replicas and a 2-node sbatch job (its NodeSet scaled for it) WHEN one
+    of its nodes is lost THEN the fault hits that node and Slurm requeues the job, which resumes."""
+    assert cluster.nodesets["gpu-a100"]["spec"]["replicas"] == 0
+    text = render_sbatch(spec_for("gpu-a100", name="ft"), PROD, FakePlanner())
+    sbatch = {"kind": "ConfigMap", "metadata": {"name": "ft"}, "data": {"ft.sbatch": text}}
+    job = Arrival("sbatch/ft", sbatch, 0, 180)
+    report = simulate_timeline(cluster, _mix(job, faults=[Fault(60, "node-lost", "sbatch/ft")], hours=8))
+    assert report.problems == [], report.problems
+    (line,) = report.faults
+    assert line.startswith("FAULT sbatch/ft: resumed from its checkpoint; finished"), line
+    assert "standing slurmd nodes without a Slurm job" not in report.idle.get("gpu-a100", {})
 
 
 def test_a_spot_interruption_drains_and_the_job_resumes(cluster: engine.Cluster) -> None:  # noqa: F811

@@ -12,7 +12,14 @@ import shlex
 from typing import Any
 
 from ekstrain.assembly.jobs import env as envtable
-from ekstrain.assembly.jobs.pod import launch_configmap, small_container, worker_container, worker_template
+from ekstrain.assembly.jobs.pod import (
+    gang_min_resources,
+    launch_configmap,
+    queue,
+    small_container,
+    worker_container,
+    worker_template,
+)
 from ekstrain.assembly.jobs.resolve import MASTER_PORT, ResolvedRun
 
 API_VERSION = "kubeflow.org/v2beta1"
@@ -39,6 +46,26 @@ def mpirun(r: ResolvedRun, program: list[str], ranks: int, per_node: int, env: d
     return [*cmd, *program]
 
 
+def run_policy(r: ResolvedRun) -> dict[str, Any]:
+    """backoffLimit: the launcher Job's retries; each reruns mpirun over every worker (a whole-job restart).
+
+    With Volcano, ``schedulingPolicy`` makes the operator (run with ``--gang-scheduling=volcano``,
+    components/operators.py) create a PodGroup in the partition's queue and give every pod
+    ``schedulerName: volcano`` (mpi-operator v0.8 pkg/controller/podgroup.go ``VolcanoCtrl.newPodGroup`` /
+    ``decoratePodTemplateSpec``). ``minAvailable`` is the workers only: with ``WaitForWorkersReady`` the
+    launcher is created after every worker is Ready, so the default workers + 1 would never be met; it joins
+    the running gang. ``minResources`` = the workers' requests (the default would count the launcher and
+    one worker less)."""
+    policy: dict[str, Any] = {"cleanPodPolicy": "Running", "backoffLimit": r.spec.max_restarts}
+    if r.volcano:
+        policy["schedulingPolicy"] = {
+            "queue": queue(r),
+            "minAvailable": r.nodes,
+            "minResources": gang_min_resources(r),
+        }
+    return policy
+
+
 def build(r: ResolvedRun, launcher_command: list[str] | None = None) -> list[dict[str, Any]]:
     command = launcher_command or mpirun(r, ["bash", "-c", rank_shell(r)], r.world_size, r.nproc_per_node, r.env)
     launcher = small_container(r, name="launcher", command=command, cpu=r.launcher_cpu, memory=r.launcher_memory)
@@ -51,8 +78,7 @@ def build(r: ResolvedRun, launcher_command: list[str] | None = None) -> list[dic
             "slotsPerWorker": r.nproc_per_node,
             "mpiImplementation": "OpenMPI",
             "launcherCreationPolicy": "WaitForWorkersReady",
-            # backoffLimit: the launcher Job's retries; each reruns mpirun over every worker (a whole-job restart).
-            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": r.spec.max_restarts},
+            "runPolicy": run_policy(r),
             "mpiReplicaSpecs": {
                 "Launcher": {
                     "replicas": 1,

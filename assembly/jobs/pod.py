@@ -7,6 +7,7 @@ node placement, the do-not-disrupt annotation and the security context cannot dr
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ekstrain.assembly.jobs.resolve import ResolvedRun, kubelet_literal
@@ -101,3 +102,35 @@ def launch_configmap(r: ResolvedRun) -> list[dict[str, Any]]:
     if not files:
         return []
     return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": r.metadata(r.launch_configmap_name), "data": files}]
+
+
+# ---- Volcano: every template's pods go through the partition's queue (issue 22) -------------------------
+
+VOLCANO_SCHEDULER = "volcano"
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+"""volcano.sh/apis scheduling/v1beta1 ``QueueNameAnnotationKey``: read from a pod by Volcano's PodGroup
+controller, from a TrainingRuntime's JobSet template by Kubeflow Trainer's Volcano plugin."""
+MIN_MEMBER_ANNOTATION = "scheduling.volcano.sh/group-min-member"
+"""``VolcanoGroupMinMemberAnnotationKey``: on a pod's owner (a batch Job), the ``minMember`` of the PodGroup
+Volcano's controller creates for the owner's pods (pkg/controllers/podgroup pg_controller_handler.go
+``buildPodGroupFromPod``/``getMinMemberFromUpperRes``; ``--inherit-owner-annotations`` is on by default)."""
+
+
+def queue(r: ResolvedRun) -> str:
+    """The partition's Volcano queue (assembly/schedulers/volcano.py: one Queue per partition)."""
+    return r.shape.name
+
+
+def _times(value: Any, n: int) -> Any:
+    if isinstance(value, int):
+        return value * n
+    m = re.fullmatch(r"(\d+)([A-Za-z]*)", str(value))
+    if m is None:
+        raise ValueError(f"cannot multiply the quantity {value!r}")
+    return f"{int(m.group(1)) * n}{m.group(2)}"
+
+
+def gang_min_resources(r: ResolvedRun) -> dict[str, Any]:
+    """Requests of the ``nodes`` workers together: the PodGroup's ``minResources``, which Volcano's enqueue
+    compares with the queue's room (capacity plugin: allocated + inqueue + minResources <= realCapability)."""
+    return {k: _times(v, r.nodes) for k, v in r.resources()["requests"].items()}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ekstrain.assembly.jobs.pod import launch_configmap, worker_container, worker_template
+from ekstrain.assembly.jobs.pod import launch_configmap, queue, worker_container, worker_template
 from ekstrain.assembly.jobs.resolve import PlatformWord, ResolvedRun
 
 API_VERSION = "kubeflow.org/v1"
@@ -29,6 +29,11 @@ def build(r: ResolvedRun) -> list[dict[str, Any]]:
     specs: dict[str, Any] = {"Master": {"replicas": 1, **replica}}
     if r.nodes > 1:
         specs["Worker"] = {"replicas": r.nodes - 1, **replica}
+    run_policy: dict[str, Any] = {"cleanPodPolicy": "Running", "backoffLimit": r.spec.max_restarts * r.nodes}
+    if r.volcano:
+        # training-operator v1.9 with --gang-scheduler-name=volcano (components/operators.py): a PodGroup in
+        # this queue, minMember = every replica (the default), schedulerName set on every pod.
+        run_policy["schedulingPolicy"] = {"queue": queue(r), "minAvailable": r.nodes}
     job = {
         "apiVersion": API_VERSION,
         "kind": "PyTorchJob",
@@ -37,7 +42,7 @@ def build(r: ResolvedRun) -> list[dict[str, Any]]:
             "nprocPerNode": str(r.nproc_per_node),
             # The operator counts container restarts of every replica against backoffLimit (training-operator
             # v1.9 PastBackoffLimit); one whole-job restart restarts every node's container once.
-            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": r.spec.max_restarts * r.nodes},
+            "runPolicy": run_policy,
             "pytorchReplicaSpecs": specs,
         },
     }

@@ -76,6 +76,9 @@ class ResolvedRun:
     """The stack's checkpoint directory on this mount (exists before any job: Slurm's output goes there)."""
     extra_files: dict[str, str] = field(default_factory=dict)
     """Files a builder adds to the launch ConfigMap (the Ray launcher)."""
+    volcano: bool = False
+    """The stack runs Volcano: every template gang-schedules through the partition's queue
+    (``schedulers.volcano.enabled``; without Volcano a ``schedulerName: volcano`` pod would never bind)."""
 
     # ---- derived views shared by the builders ---------------------------------------------------
 
@@ -484,6 +487,7 @@ def resolve(
         checkpoint_root=posixpath.join(mount, fsx.checkpoint_path.lstrip("/")),
         launcher_cpu=launcher_cpu,
         launcher_memory=launcher_memory,
+        volcano=cfg.schedulers.volcano.enabled,
     )
 
 

@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ekstrain.assembly.jobs.pod import launch_configmap, worker_container, worker_template
+from ekstrain.assembly.jobs.pod import (
+    MIN_MEMBER_ANNOTATION,
+    QUEUE_ANNOTATION,
+    VOLCANO_SCHEDULER,
+    launch_configmap,
+    queue,
+    worker_container,
+    worker_template,
+)
 from ekstrain.assembly.jobs.resolve import MASTER_PORT, ResolvedRun
 
 CONTAINER = "trainer"
@@ -34,16 +42,26 @@ def build(r: ResolvedRun) -> list[dict[str, Any]]:
             "ports": [{"name": "rendezvous", "port": MASTER_PORT, "targetPort": MASTER_PORT}],
         },
     }
+    template = worker_template(r, container, restartPolicy="Never", subdomain=r.name)
+    meta = r.metadata()
+    if r.volcano:
+        # Volcano's PodGroup controller gives the pods of a ``schedulerName: volcano`` Job one PodGroup
+        # (podgroup-<job uid>), minMember from the Job's group-min-member annotation, queue from the pods'
+        # queue-name annotation (volcano pkg/controllers/podgroup pg_controller_handler.go): a gang in the
+        # partition's queue.
+        meta["annotations"] = {MIN_MEMBER_ANNOTATION: str(r.nodes)}
+        template["metadata"]["annotations"] = {**template["metadata"]["annotations"], QUEUE_ANNOTATION: queue(r)}
+        template["spec"]["schedulerName"] = VOLCANO_SCHEDULER
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": r.metadata(),
+        "metadata": meta,
         "spec": {
             "completionMode": "Indexed",
             "completions": r.nodes,
             "parallelism": r.nodes,
             "backoffLimit": r.spec.max_restarts * r.nodes,
-            "template": worker_template(r, container, restartPolicy="Never", subdomain=r.name),
+            "template": template,
         },
     }
     return [*launch_configmap(r), service, job]

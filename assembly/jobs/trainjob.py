@@ -16,7 +16,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ekstrain.assembly.jobs.pod import kubelet_argv, launch_configmap, worker_container, worker_template
+from ekstrain.assembly.jobs.pod import (
+    QUEUE_ANNOTATION,
+    VOLCANO_SCHEDULER,
+    kubelet_argv,
+    launch_configmap,
+    queue,
+    worker_container,
+    worker_template,
+)
 from ekstrain.assembly.jobs.resolve import PlatformWord, ResolvedRun
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
@@ -36,7 +44,19 @@ def runtime_name(r: ResolvedRun) -> str:
 
 
 def training_runtime(r: ResolvedRun) -> dict[str, Any]:
+    """With Volcano: ``podGroupPolicy.volcano`` makes Trainer's Volcano plugin create one PodGroup per TrainJob
+    (minMember = every node, minResources = their requests) in the queue named by the JobSet template's
+    ``scheduling.volcano.sh/queue-name`` annotation (kubeflow/trainer pkg/runtime/framework/plugins/volcano
+    volcano.go ``Build``; pkg/runtime/core/trainingruntime.go passes the template's annotations); the plugin
+    does not set the scheduler, so the pods name it (``schedulerName: volcano``)."""
     container = worker_container(r, name=NODE_JOB)
+    pod_extra: dict[str, Any] = {"restartPolicy": "Never"}
+    spec: dict[str, Any] = {"mlPolicy": {"numNodes": r.nodes, "torch": {}}}
+    template: dict[str, Any] = {}
+    if r.volcano:
+        spec["podGroupPolicy"] = {"volcano": {}}
+        template["metadata"] = {"annotations": {QUEUE_ANNOTATION: queue(r)}}
+        pod_extra["schedulerName"] = VOLCANO_SCHEDULER
     return {
         "apiVersion": API_VERSION,
         "kind": "TrainingRuntime",
@@ -45,8 +65,9 @@ def training_runtime(r: ResolvedRun) -> dict[str, Any]:
             "labels": {**r.labels, "trainer.kubeflow.org/framework": "torch"},
         },
         "spec": {
-            "mlPolicy": {"numNodes": r.nodes, "torch": {}},
+            **spec,
             "template": {
+                **template,
                 "spec": {
                     "failurePolicy": {"maxRestarts": r.spec.max_restarts},
                     "replicatedJobs": [
@@ -56,12 +77,12 @@ def training_runtime(r: ResolvedRun) -> dict[str, Any]:
                                 "metadata": {"labels": {ANCESTOR_LABEL: "trainer"}},
                                 "spec": {
                                     "backoffLimit": 0,
-                                    "template": worker_template(r, container, restartPolicy="Never"),
+                                    "template": worker_template(r, container, **pod_extra),
                                 },
                             },
                         }
                     ],
-                }
+                },
             },
         },
     }

@@ -10,11 +10,14 @@ runtime, not MPIJob). So the MPI operator is installed from the pinned manifest 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ekstrain import names, versions
 from ekstrain.assembly.jobs import env as envtable
+from ekstrain.assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
+from ekstrain.controller_resources import MEDIUM
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 from ekstrain.stacks.models import StackConfig
 
@@ -61,7 +64,7 @@ def trainer_values() -> dict[str, Any]:
     chart's generic ones (left disabled)."""
     return {
         "jobset": {"install": True},
-        "manager": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
+        "manager": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR), "resources": MEDIUM},
         # runtimes: the chart's generic runtimes stay off (its default, defaultEnabled: false), so its
         # installer Job is never rendered and has nothing to place.
     }
@@ -75,6 +78,15 @@ def torch_runtime(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
     """A ClusterTrainingRuntime shaped like upstream ``torch-distributed`` (JobSet with one ``node``
     replicated job, ``mlPolicy.torch``), pinned to partition P: whole nodes, EFA, /dev/shm, FSx."""
     resources = {k: str(v) for k, v in p.node_resources.items()}
+    # With Volcano, the same gang through the partition's queue as a TrainJob's own runtime
+    # (assembly/jobs/trainjob.py training_runtime: Trainer's Volcano plugin, queue from the annotation).
+    spec: dict[str, Any] = {"mlPolicy": {"numNodes": 1, "torch": {}}}
+    template: dict[str, Any] = {}
+    pod: dict[str, Any] = {}
+    if cfg.schedulers.volcano.enabled:
+        spec["podGroupPolicy"] = {"volcano": {}}
+        template["metadata"] = {"annotations": {QUEUE_ANNOTATION: p.name}}
+        pod["schedulerName"] = VOLCANO_SCHEDULER
     return {
         "apiVersion": TRAINER_API,
         "kind": "ClusterTrainingRuntime",
@@ -83,8 +95,9 @@ def torch_runtime(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
             "labels": {"trainer.kubeflow.org/framework": "torch", names.PARTITION_LABEL: p.name},
         },
         "spec": {
-            "mlPolicy": {"numNodes": 1, "torch": {}},
+            **spec,
             "template": {
+                **template,
                 "spec": {
                     "replicatedJobs": [
                         {
@@ -94,6 +107,7 @@ def torch_runtime(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
                                 "spec": {
                                     "template": {
                                         "spec": {
+                                            **pod,
                                             "nodeSelector": dict(p.node_selector),
                                             "tolerations": [p.toleration],
                                             "containers": [
@@ -122,7 +136,7 @@ def torch_runtime(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
                             },
                         }
                     ]
-                }
+                },
             },
         },
     }
@@ -130,3 +144,46 @@ def torch_runtime(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
 
 def torch_runtimes(cfg: StackConfig) -> list[dict[str, Any]]:
     return [torch_runtime(cfg, p) for p in partition_facts(cfg)]
+
+
+# ---- operators applied from upstream manifests: their Deployment as the program patches it -------------
+
+MPI_OPERATOR = "mpi-operator"
+"""Deployment and container name in mpi-operator v0.8 deploy/v2beta1/mpi-operator.yaml."""
+TRAINING_OPERATOR = "training-operator"
+"""Deployment and container name in kubeflow/trainer v1.9 manifests/base (the legacy training operator)."""
+OPERATOR_RESOURCES = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}}
+"""Neither upstream manifest sets resources (BestEffort, evicted first under node pressure)."""
+
+
+def gang_args(cfg: StackConfig) -> dict[str, list[str]]:
+    """Installed operator Deployment -> the flags that make it gang-schedule through Volcano (none without it):
+    mpi-operator ``--gang-scheduling=volcano`` (cmd/mpi-operator/app/options), training-operator v1.9
+    ``--gang-scheduler-name=volcano``. Both manifests' ClusterRoles already grant podgroups of
+    scheduling.volcano.sh."""
+    s = cfg.schedulers
+    out: dict[str, list[str]] = {}
+    if s.volcano.enabled and s.mpi_operator.enabled:
+        out[MPI_OPERATOR] = ["--gang-scheduling=volcano"]
+    if s.volcano.enabled and s.kubeflow.flavor == "training-operator":
+        out[TRAINING_OPERATOR] = ["--gang-scheduler-name=volcano"]
+    return out
+
+
+def patch_operator(obj: dict[str, Any], extra_args: dict[str, list[str]]) -> dict[str, Any] | None:
+    """The upstream operator Deployment ``obj`` with the gang flags appended to its container's args and
+    requests set (the program's transform on the manifest's children, components/operators.py); None for
+    any other object."""
+    name = (obj.get("metadata") or {}).get("name")
+    if obj.get("kind") != "Deployment" or name not in (MPI_OPERATOR, TRAINING_OPERATOR):
+        return None
+    out = copy.deepcopy(obj)
+    for c in out.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+        if c.get("name") != name:
+            continue
+        args = list(c.get("args") or [])
+        missing = [a for a in extra_args.get(name, []) if a not in args]
+        if missing:
+            c["args"] = args + missing
+        c.setdefault("resources", copy.deepcopy(OPERATOR_RESOURCES))
+    return out

@@ -25,6 +25,7 @@ from typing import Any
 
 from ekstrain import names, versions
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
+from ekstrain.controller_resources import MEDIUM, SMALL
 from ekstrain.names import SYSTEM_NODE_AFFINITY, SYSTEM_NODE_SELECTOR
 from ekstrain.simulate.nodes import allocatable, capacity
 from ekstrain.stacks.models import StackConfig
@@ -228,8 +229,8 @@ def operator_values(cfg: StackConfig) -> dict[str, Any]:
     """Values of the ``slurm-operator`` chart (CRDs come from the separate slurm-operator-crds release)."""
     return {
         "crds": {"enabled": False},
-        "operator": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
-        "webhook": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
+        "operator": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR), "resources": MEDIUM},
+        "webhook": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR), "resources": SMALL},
         "certManager": {"enabled": cfg.schedulers.slurm.cert_manager},
     }
 
@@ -241,8 +242,9 @@ def cert_manager_values() -> dict[str, Any]:
     return {
         "crds": {"enabled": True},
         "nodeSelector": sel,
-        "webhook": {"nodeSelector": dict(sel)},
-        "cainjector": {"nodeSelector": dict(sel)},
+        "resources": MEDIUM,
+        "webhook": {"nodeSelector": dict(sel), "resources": SMALL},
+        "cainjector": {"nodeSelector": dict(sel), "resources": MEDIUM},
         "startupapicheck": {"nodeSelector": dict(sel)},
     }
 
@@ -250,8 +252,11 @@ def cert_manager_values() -> dict[str, Any]:
 CERT_MANAGER_KEYS = {
     "crds.enabled",
     "nodeSelector",
+    "resources",
     "webhook.nodeSelector",
+    "webhook.resources",
     "cainjector.nodeSelector",
+    "cainjector.resources",
     "startupapicheck.nodeSelector",
 }
 

@@ -57,6 +57,8 @@ class Cluster:
     """``<plural>.<group>`` of the CRDs the stack installs; None: not known (every kind served)."""
     scale_nodesets: bool = False
     """Model the documented Slurm procedure: scale a partition's NodeSet to the job's nodes before sbatch."""
+    gang_kinds: frozenset[str] = frozenset()
+    """Kinds whose operator runs with Volcano gang scheduling (load.py reads the operators' flags)."""
 
 
 @dataclass
@@ -156,6 +158,16 @@ def _requests_total(groups: list[PodGroup]) -> dict[str, float]:
         for r, v in match.pod_requests(g.spec).items():
             total[r] = total.get(r, 0.0) + v * g.count
     return total
+
+
+def _min_resources(w: Workload) -> dict[str, float]:
+    """What Volcano's enqueue weighs for the workload's PodGroup: ``minResources`` as set, else every pod's
+    requests (one pod's when the PodGroup's minMember is 1)."""
+    if w.min_resources is not None:
+        return {r: parse(v) for r, v in w.min_resources.items()}
+    if not w.gang:
+        return _requests_total([PodGroup(g.role, 1, g.spec) for g in w.groups[:1]])
+    return _requests_total(w.groups)
 
 
 def _replicas(ns: dict[str, Any]) -> int:
@@ -279,7 +291,7 @@ def simulate(cluster: Cluster, objects: list[dict[str, Any]]) -> Result:
     # A TrainJob may bring its own (namespaced) TrainingRuntime in the same file (assembly/jobs/trainjob.py).
     runtimes = {**cluster.runtimes, **{o["metadata"]["name"]: o for o in objects if o.get("kind") == "TrainingRuntime"}}
     for obj in objects:
-        w = expand(obj, runtimes)
+        w = expand(obj, runtimes, cluster.gang_kinds)
         if w is None:
             continue
         if w.slurm:
@@ -290,7 +302,7 @@ def simulate(cluster: Cluster, objects: list[dict[str, Any]]) -> Result:
         if missing:
             blocked.append(Blocked(w.name, "*", missing))
         if w.volcano_queue is not None:
-            req = _requests_total(w.groups)
+            req = _min_resources(w)
             why = volcano.queue_block(w.volcano_queue, cluster.queues, req) or volcano.enqueue_block(
                 cluster.scheduler_config, req, idle, w.volcano_queue, cluster.queues, cluster.guarantees
             )

@@ -67,6 +67,21 @@ def installed_crds(build: pathlib.Path) -> set[str]:
     return crds
 
 
+GANG_FLAGS = {
+    # operator flag (in resources.yaml: the Operators component's gangScheduling input) -> the kind it gangs
+    "--gang-scheduling=volcano": "MPIJob",  # mpi-operator cmd/mpi-operator/app/options
+    "--gang-scheduler-name=volcano": "PyTorchJob",  # training-operator v1.9 cmd/training-operator.v1
+}
+
+
+def gang_kinds(build: pathlib.Path) -> frozenset[str]:
+    """Kinds whose operator the stack runs with Volcano gang scheduling (components/operators.py patches the
+    upstream manifests' Deployments; the render records the flags as the component's input)."""
+    resources = build / "resources.yaml"
+    text = resources.read_text() if resources.exists() else ""
+    return frozenset(kind for flag, kind in GANG_FLAGS.items() if flag in text)
+
+
 def build_objects(build: pathlib.Path) -> list[dict[str, Any]]:
     files = sorted((build / "manifests").rglob("*.yaml")) + sorted((build / "charts").rglob("*.yaml"))
     return read_objects([f for f in files if f.name.split("-", 1)[0] in KINDS_READ])
@@ -141,6 +156,7 @@ def load(build: pathlib.Path, system_instance_types: list[str]) -> Cluster:
         queues=queues,
         guarantees=guarantees,
         crds=installed_crds(build),
+        gang_kinds=gang_kinds(build),
         runtimes={o["metadata"]["name"]: o for o in by_kind.get("ClusterTrainingRuntime", [])},
         controllers=[
             (f"{o['kind']}/{o['metadata']['name']}", int(o["spec"].get("replicas", 1) or 0), _pod_spec(o))

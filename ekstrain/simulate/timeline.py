@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ekstrain.simulate import match, volcano
-from ekstrain.simulate.engine import Cluster, free, nodeset_pod, per_node, place, unserved
+from ekstrain.simulate.engine import Cluster, _min_resources, free, nodeset_pod, per_node, place, unserved
 from ekstrain.simulate.nodes import Node
 from ekstrain.simulate.workloads import PodGroup, Workload, expand
 
@@ -312,7 +312,7 @@ class Timeline:
 
     def add(self, a: Arrival) -> None:
         runtimes = {**self.cluster.runtimes, **self.mix.runtimes}
-        w = expand(a.obj, runtimes)
+        w = expand(a.obj, runtimes, self.cluster.gang_kinds)
         if w is None:
             return
         if w.slurm:
@@ -403,7 +403,7 @@ class Timeline:
     def try_start(self, job: Job, bind: bool = True) -> str | None:
         """Bind the job's pods (gang: all or none; otherwise pod by pod) and launch nodes for the rest.
         Returns why it is not running, or None once every pod runs."""
-        gang = job.kind in ("volcano", "standing", "slurm") or job.kind == "notebook"
+        gang = job.kind in ("standing", "slurm", "notebook") or (job.kind == "volcano" and job.workload.gang)
         needs: list[tuple[PodGroup, Node | None, dict[str, float], int]] = []
         for g in job.workload.groups:
             bound_here = sum(1 for bg, _ in job.bound if bg is g)
@@ -489,10 +489,7 @@ class Timeline:
 
     def admit(self, job: Job) -> str | None:
         queue = str(job.workload.volcano_queue)
-        req: dict[str, float] = {}
-        for g in job.workload.groups:
-            for r, v in match.pod_requests(g.spec).items():
-                req[r] = req.get(r, 0.0) + v * g.count
+        req = _min_resources(job.workload)
         blocked = volcano.queue_block(queue, self.cluster.queues, req)
         if blocked:
             return blocked
@@ -540,7 +537,8 @@ class Timeline:
     def fault(self, f: Fault) -> None:
         job = next((j for j in self.jobs if j.name == f.job), None)
         holder = job
-        if job is not None and job.kind == "slurm":  # an sbatch job runs on its partition's slurmd pods
+        if job is not None and job.kind == "slurm" and not job.bound:
+            # an sbatch job runs on its partition's standing slurmd pods, or on those its NodeSet was scaled by
             holder = self.standing_of(job)
         bound = [n for _, n in holder.bound if n.state != "gone"] if holder else []
         accelerated = [n for n in bound if any(n.candidate.capacity.get(r) for r in ACCELERATORS)]
@@ -825,10 +823,29 @@ class Timeline:
                 self.problems.append(f"{j.name}: starved by proportion for {starved} min")
             if j.workload.volcano_queue is not None and any("limit" in r for r in j.all_waits):
                 self.problems.append(f"{j.name}: admitted by its queue but unbindable at the NodePool limit")
+            bypass = self.outside_queue(j)
+            if bypass:
+                self.problems.append(bypass)
         for part, cats in self.idle.items():
             stranded = sum(v for k, v in cats.items() if k.startswith("stranded"))
             if stranded:
                 self.problems.append(f"{part}: {stranded / 60:.1f} idle paid accelerator-hours on stranded nodes")
+
+    def outside_queue(self, j: Job) -> str | None:
+        """A job whose accelerator pods bypass the Volcano queue of their partition: they take the NodePool's
+        nodes while the queue's capability still counts them free, so the queue admits gangs that then stop
+        at the NodePool limit (issue 22). The timeline gives them nodes like any pod; this says so."""
+        if j.kind != "pods" or not self.cluster.scheduler_config:
+            return None
+        for g in j.workload.groups:
+            accel = sum(match.pod_requests(g.spec).get(r, 0.0) for r in ACCELERATORS)
+            part = (g.spec.get("nodeSelector") or {}).get("ekstrain.io/partition")
+            if accel and part in self.cluster.queues:
+                return (
+                    f"{j.name}: {g.count} {g.role} pod(s) with accelerators bypass Volcano queue {part} (no "
+                    f"schedulerName volcano / PodGroup): they take NodePool nodes the queue counts as free"
+                )
+        return None
 
 
 def _water_fill(total: float, requests: dict[str, float], weights: dict[str, float]) -> dict[str, float]:

@@ -8,6 +8,8 @@ from typing import Any
 from ekstrain.simulate.inputs import sbatch_request
 
 VOLCANO = "volcano"
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+MIN_MEMBER_ANNOTATION = "scheduling.volcano.sh/group-min-member"
 
 
 @dataclass
@@ -27,6 +29,11 @@ class Workload:
     slurm: dict[str, Any] = field(default_factory=dict)
     """sbatch: partition and nodes; the pods are the partition's Slinky NodeSet pods."""
     problems: list[str] = field(default_factory=list)
+    min_resources: dict[str, Any] | None = None
+    """The PodGroup's ``minResources`` when the workload sets it (MPIJob ``schedulingPolicy``); None: the
+    requests of all its pods."""
+    gang: bool = True
+    """Volcano binds all pods or none (PodGroup ``minMember`` = every pod); False: one by one in the queue."""
 
 
 def _spec(template: dict[str, Any] | None) -> dict[str, Any]:
@@ -47,7 +54,10 @@ def _ray(obj: dict[str, Any], cluster: dict[str, Any]) -> list[PodGroup]:
 
 def _trainjob(obj: dict[str, Any], runtimes: dict[str, dict[str, Any]]) -> Workload:
     """Trainer v2: the runtime's JobSet, ``numNodes`` pods of the ``node`` job with the trainer's resources,
-    runtime patches applied (kubeflow/trainer pkg/runtime/framework/plugins/torch + jobset builder)."""
+    runtime patches applied (kubeflow/trainer pkg/runtime/framework/plugins/torch + jobset builder). With the
+    runtime's ``podGroupPolicy.volcano`` the Volcano plugin makes one PodGroup of every pod in the queue the
+    JobSet template's ``scheduling.volcano.sh/queue-name`` annotation names (plugins/volcano/volcano.go); the
+    pods reach Volcano only when their template names it as scheduler."""
     name = f"TrainJob/{obj['metadata']['name']}"
     spec = obj.get("spec", {})
     ref = spec.get("runtimeRef", {}).get("name")
@@ -78,7 +88,15 @@ def _trainjob(obj: dict[str, Any], runtimes: dict[str, dict[str, Any]]) -> Workl
                     if key in ps:
                         pod[key] = ps[key]
         groups.append(PodGroup(job["name"], count, pod))
-    return Workload(name, groups)
+    rspec = runtime.get("spec") or {}
+    queue = None
+    if "volcano" in (rspec.get("podGroupPolicy") or {}) and all(g.spec.get("schedulerName") == VOLCANO for g in groups):
+        annotations = dict(((rspec.get("template") or {}).get("metadata") or {}).get("annotations") or {})
+        for patch in spec.get("runtimePatches") or []:
+            meta = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("metadata") or {}
+            annotations.update(meta.get("annotations") or {})
+        queue = str(annotations.get(QUEUE_ANNOTATION, "default"))
+    return Workload(name, groups, volcano_queue=queue)
 
 
 def sbatch(name: str, text: str) -> Workload:
@@ -89,8 +107,22 @@ def sbatch(name: str, text: str) -> Workload:
     return Workload(f"sbatch/{name}", [], slurm=request)
 
 
-def expand(obj: dict[str, Any], runtimes: dict[str, dict[str, Any]]) -> Workload | None:
-    """The pods ``obj``'s controller creates, or None for objects that create none (ConfigMap, Service)."""
+def _operator_gang(name: str, groups: list[PodGroup], spec: dict[str, Any], meta: dict[str, Any]) -> Workload:
+    """An operator run with Volcano gang scheduling (mpi-operator ``--gang-scheduling=volcano``,
+    training-operator ``--gang-scheduler-name=volcano``): one PodGroup of the job in ``schedulingPolicy.queue``
+    (else the job's queue-name annotation, else Volcano's default queue) with ``minResources`` when given
+    (mpi-operator v0.8 pkg/controller/podgroup.go ``newPodGroup``)."""
+    policy = (spec.get("runPolicy") or {}).get("schedulingPolicy") or {}
+    queue = policy.get("queue") or (meta.get("annotations") or {}).get(QUEUE_ANNOTATION) or "default"
+    minimum = policy.get("minResources")
+    return Workload(name, groups, volcano_queue=str(queue), min_resources=dict(minimum) if minimum else None)
+
+
+def expand(
+    obj: dict[str, Any], runtimes: dict[str, dict[str, Any]], gang_kinds: frozenset[str] = frozenset()
+) -> Workload | None:
+    """The pods ``obj``'s controller creates, or None for objects that create none (ConfigMap, Service).
+    ``gang_kinds``: the kinds whose operator the stack runs with Volcano gang scheduling."""
     kind, meta, spec = obj.get("kind"), obj.get("metadata", {}), obj.get("spec") or {}
     group = str(obj.get("apiVersion", "")).split("/")[0]
     name = f"{kind}/{meta.get('name')}"
@@ -105,7 +137,17 @@ def expand(obj: dict[str, Any], runtimes: dict[str, dict[str, Any]]) -> Workload
             volcano_queue=_pod_queue(obj) if spec.get("schedulerName") == VOLCANO else None,
         )
     if kind == "Job" and group == "batch":
-        return Workload(name, [PodGroup("pod", int(spec.get("parallelism", 1)), _spec(spec.get("template")))])
+        template = spec.get("template") or {}
+        pods = PodGroup("pod", int(spec.get("parallelism", 1)), _spec(template))
+        if pods.spec.get("schedulerName") != VOLCANO:
+            return Workload(name, [pods])
+        # Volcano's PodGroup controller: one PodGroup for the Job's pods, minMember from the Job's
+        # group-min-member annotation (default 1), queue from the pods' annotation (pg_controller_handler.go).
+        ann = (template.get("metadata") or {}).get("annotations") or {}
+        min_member = int((meta.get("annotations") or {}).get(MIN_MEMBER_ANNOTATION, 1))
+        return Workload(
+            name, [pods], volcano_queue=str(ann.get(QUEUE_ANNOTATION, "default")), gang=min_member >= pods.count
+        )
     if kind in ("Deployment", "StatefulSet", "ReplicaSet"):
         return Workload(name, [PodGroup("pod", int(spec.get("replicas", 1)), _spec(spec.get("template")))])
     if kind == "Job" and group == "batch.volcano.sh":
@@ -115,9 +157,11 @@ def expand(obj: dict[str, Any], runtimes: dict[str, dict[str, Any]]) -> Workload
         ]
         return Workload(name, groups, volcano_queue=spec.get("queue", "default"))
     if kind == "MPIJob":
-        return Workload(name, _replicas(spec.get("mpiReplicaSpecs") or {}))
+        groups = _replicas(spec.get("mpiReplicaSpecs") or {})
+        return _operator_gang(name, groups, spec, meta) if kind in gang_kinds else Workload(name, groups)
     if kind == "PyTorchJob":
-        return Workload(name, _replicas(spec.get("pytorchReplicaSpecs") or {}))
+        groups = _replicas(spec.get("pytorchReplicaSpecs") or {})
+        return _operator_gang(name, groups, spec, meta) if kind in gang_kinds else Workload(name, groups)
     if kind in ("RayJob", "RayCluster"):
         cluster = spec.get("rayClusterSpec", {}) if kind == "RayJob" else spec
         queue = (
