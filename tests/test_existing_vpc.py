@@ -15,6 +15,7 @@ import pytest
 from conftest import REPO, run_stack
 
 from ekstrain.infra.offline import Recording
+from ekstrain.infra.verify import aws_rules, iam, policy, relations, sdk_schema, secrets
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import load_flat, parse, read_stack_file, sections_from_flat
 
@@ -114,6 +115,20 @@ def test_a_given_efa_security_group_is_used_and_none_created() -> None:
     # Non-EFA partition: the private subnets (the zone requirement keeps it in the training AZ), cluster SG only.
     assert classes["gpu-small"]["subnetSelectorTerms"] == [{"id": PRIVATE_A}, {"id": PRIVATE_B}]
     assert len(classes["gpu-small"]["securityGroupSelectorTerms"]) == 1
+
+
+def test_the_renders_aws_checks_and_policy_pack_pass(recording: Recording) -> None:
+    """What the offline render checks without helm: SDK schemas, IAM, create-time rules, the CrossGuard pack
+    (efa-single-subnet reads id selectors when the stack has no subnet), secrets, pulumi-eks children."""
+    checks = [
+        relations.eks_children(recording),
+        sdk_schema.check_recording(recording),
+        iam.check_recording(recording),
+        aws_rules.check_recording(recording),
+        policy.check_recording(recording, "dev"),
+        secrets.check_recording(recording),
+    ]
+    assert {c.name: c.problems for c in checks if c.problems} == {}
 
 
 # ---- refused before anything registers ---------------------------------------------------------------
