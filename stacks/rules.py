@@ -139,6 +139,9 @@ MAX_ALLOWED_ADDRESSES = 2**24
 
 def _network(cfg: StackConfig) -> list[ConfigIssue]:
     net = cfg.network
+    if net.existing_vpc is not None:
+        # availabilityZones is (or must equal) the private subnets' zones: reported at existingVpc's keys.
+        return _existing_vpc(cfg)
     out = []
     for i, az in enumerate(net.availability_zones):
         problem = regions.zone_problem(cfg.region, az)
@@ -153,8 +156,6 @@ def _network(cfg: StackConfig) -> list[ConfigIssue]:
                 "your accelerator capacity or reservation is)",
             )
         )
-    if net.existing_vpc is not None:
-        return out + _existing_vpc(cfg)
     vpc = ipaddress.IPv4Network(net.vpc_cidr)
     if not any(vpc.subnet_of(r) for r in VPC_RANGES):
         out.append(

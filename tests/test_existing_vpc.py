@@ -131,6 +131,15 @@ def test_the_renders_aws_checks_and_policy_pack_pass(recording: Recording) -> No
     assert {c.name: c.problems for c in checks if c.problems} == {}
 
 
+def test_efs_mount_targets_go_in_the_given_private_subnets() -> None:
+    sections = _sections()
+    sections["storage"]["efs"] = {"enabled": True}
+    rec = run_stack(parse(sections, "test", today=TODAY)[0])
+    targets = sorted(r.inputs["subnetId"] for r in rec.of_type("aws:efs/mountTarget:MountTarget"))
+    assert targets == [PRIVATE_A, PRIVATE_B]
+    assert rec.one("aws:ec2/securityGroup:SecurityGroup", "efs-sg").inputs["vpcId"] == VPC
+
+
 # ---- refused before anything registers ---------------------------------------------------------------
 
 
@@ -214,7 +223,8 @@ BAD = {
     ),
     "unknown zone": (
         _set(
-            "network/existingVpc/privateSubnets/us-east-1a", {"id": "subnet-0ddddddddddddddd5", "cidr": "10.20.96.0/20"}
+            "network/existingVpc/privateSubnets/us-east-1a",
+            {"id": "subnet-0ddddddddddddddd5", "cidr": "10.20.160.0/20"},
         ),
         f"{E}.privateSubnets.us-east-1a",
         "",
@@ -223,6 +233,19 @@ BAD = {
         _set("network/existingVpc/efaSubnets/us-west-2a/cidr", "10.20.64.0/27"),
         f"{E}.efaSubnets.us-west-2a.cidr",
         "use a larger subnet",
+    ),
+    "shared EFA/private subnet too small for all partitions": (
+        lambda s: (
+            _set("network/existingVpc/efaSubnets/us-west-2a", {"id": PRIVATE_A, "cidr": "10.20.0.0/26"})(s),
+            _set("network/existingVpc/privateSubnets/us-west-2a/cidr", "10.20.0.0/26")(s),
+        ),
+        f"{E}.efaSubnets.us-west-2a.cidr",
+        "use a larger subnet",
+    ),
+    "same subnet, two CIDRs": (
+        _set("network/existingVpc/efaSubnets/us-west-2a", {"id": PRIVATE_A, "cidr": "10.20.0.0/20"}),
+        f"{E}.efaSubnets.us-west-2a.cidr",
+        "the same at both keys",
     ),
     "unknown key": (_set("network/existingVpc/vpcCidr", "10.0.0.0/16"), f"{E}.vpcCidr", "allowed here"),
     "hub without allow-list": (
@@ -242,6 +265,8 @@ def test_bad_existing_vpc_is_refused_with_key_and_fix(case: str) -> None:
         parse(sections, "test", today=TODAY)
     matching = [i for i in err.value.issues if i.key == key]
     assert matching, str(err.value)
+    if key.startswith(E):  # reported once, at the key the user wrote (availabilityZones may be derived)
+        assert not [i for i in err.value.issues if i.key.startswith("ekstrain:network.availabilityZones")]
     assert any(fix in i.fix for i in matching), str(err.value)
 
 
