@@ -7,6 +7,7 @@ and the fix before anything registers.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import pathlib
 from typing import Any
@@ -273,3 +274,43 @@ def test_bad_existing_vpc_is_refused_with_key_and_fix(case: str) -> None:
 def test_the_good_section_parses() -> None:
     cfg, _ = parse(_sections(), "test", today=TODAY)
     assert cfg.network.existing_vpc is not None
+
+
+ODD_VALUES = [None, "", 0, -1, True, [], {}, "x" * 300, "us-west-2a", "subnet-0aaaaaaaaaaaaaaa1", "10.20.0.0/19"]
+
+
+def _leaves(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    if isinstance(node, dict):
+        return [path] + [p for k, v in node.items() for p in _leaves(v, (*path, k))]
+    if isinstance(node, list):
+        return [path] + [p for i, v in enumerate(node) for p in _leaves(v, (*path, i))]
+    return [path]
+
+
+def test_any_value_anywhere_in_the_section_is_valid_or_a_config_error() -> None:
+    """Every key of network (existingVpc included) set to odd values, or deleted: parse returns or raises
+    ConfigError, never another exception (the rules read only what the models admitted)."""
+    base = _sections()
+    base["network"]["existingVpc"]["publicSubnets"] = [{"id": PUBLIC_A, "cidr": "10.20.128.0/24"}]
+    base["network"]["existingVpc"]["efaSecurityGroupId"] = "sg-0fedcba9876543210"
+    outcomes = {"valid": 0, "error": 0}
+    for path in _leaves(base["network"]):
+        for value in [DELETE, *ODD_VALUES]:
+            sections = copy.deepcopy(base)
+            node: Any = sections["network"]
+            if not path:
+                sections["network"] = None if value is DELETE else value
+            else:
+                for part in path[:-1]:
+                    node = node[part]
+                if value is DELETE:
+                    del node[path[-1]]
+                else:
+                    node[path[-1]] = value
+            try:
+                parse(sections, "test", today=TODAY)
+                outcomes["valid"] += 1
+            except ConfigError as exc:
+                assert all(i.key and i.problem and i.fix for i in exc.issues), str(exc)
+                outcomes["error"] += 1
+    assert outcomes["valid"] and outcomes["error"] > 100, outcomes
