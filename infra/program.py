@@ -35,19 +35,33 @@ def build(cfg: StackConfig) -> dict[str, Any]:
     """Create every component for ``cfg``; return the stack outputs."""
     tags = cfg.common_tags
     c = cfg.cluster
-
+    existing = cfg.network.existing_vpc
+    zones = cfg.network.availability_zones
+    # An existing VPC (ekstrain:network.existingVpc): its subnets carry none of the discovery tags, so the
+    # partitions and the helper pool select them (and the EFA security group) by id below.
+    network_args: dict[str, Any] = (
+        {"vpc_cidr": cfg.network.vpc_cidr, "nat_gateways": cfg.network.nat_gateways}
+        if existing is None
+        else {
+            "existing_vpc_id": existing.vpc_id,
+            # In availabilityZones order: EFS mount targets pair the private subnet ids with the zones.
+            "existing_private_subnet_ids": {az: existing.private_subnets[az].id for az in zones},
+            "existing_efa_subnet_ids": {az: s.id for az, s in existing.efa_subnets.items()},
+            "existing_public_subnet_ids": [s.id for s in existing.public_subnets],
+            "existing_efa_security_group_id": existing.efa_security_group_id,
+        }
+    )
     network = Network(
         "network",
         NetworkArgs(
             cluster_name=c.name,
             region=cfg.region,
-            vpc_cidr=cfg.network.vpc_cidr,
-            availability_zones=cfg.network.availability_zones,
+            availability_zones=zones,
             training_availability_zone=cfg.network.training_availability_zone,
-            nat_gateways=cfg.network.nat_gateways,
             placement_group_partitions=[p.name for p in cfg.partitions if p.wants_placement_group],
             retain_efa_subnet=cfg.storage.protect and cfg.storage.fsx.enabled,
             tags=tags,
+            **network_args,
         ),
     )
 
@@ -128,6 +142,11 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         opts=k8s_after_cluster,
     )
     node_pools = []
+    private_subnet_ids = efa_subnet_ids = efa_sg_ids = None
+    if existing is not None:
+        private_subnet_ids = [existing.private_subnets[az].id for az in zones]
+        efa_subnet_ids = [existing.efa_subnets[cfg.network.training_availability_zone].id]
+        efa_sg_ids = network.efa_security_group_id.apply(lambda sg: [sg])
     for p in cfg.partitions:
         partition = Partition(
             p.name,
@@ -151,6 +170,10 @@ def build(cfg: StackConfig) -> dict[str, Any]:
                 node_role_name=karpenter.node_role_name,
                 cluster_security_group_id=cluster.cluster_security_group_id,
                 placement_group_name=network.placement_group_names.get(p.name),
+                # By id on an existing VPC, as the tags select them otherwise: the EFA subnet and the EFA SG
+                # (EFA partitions) or the private subnets (the zone requirement keeps nodes in the training AZ).
+                subnet_ids=None if existing is None else (efa_subnet_ids if p.efa else private_subnet_ids),
+                security_group_ids=None if existing is None else (efa_sg_ids if p.efa else []),
                 tags=tags,
             ),
             opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[karpenter.release]),
@@ -167,6 +190,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             ),
             node_role_name=karpenter.node_role_name,
             cluster_security_group_id=cluster.cluster_security_group_id,
+            subnet_ids=None if existing is None else private_subnet_ids,
             tags=tags,
         ),
         opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[karpenter.release]),

@@ -41,7 +41,8 @@ find subnets and security groups by tag: subnets tagged `karpenter.sh/discovery=
 security group tagged `karpenter.sh/discovery=<cluster>`, `ekstrain.io/sg-role=efa`. The Network puts these
 tags on what it creates; subnets of an existing VPC do not have them, so pass `PartitionArgs.subnet_ids`,
 `PartitionArgs.security_group_ids` and `HelperPoolArgs.subnet_ids` (the Network's `efa_subnet_id`,
-`efa_security_group_id`, `private_subnet_ids`). `tests/library_program/` is a complete example.
+`efa_security_group_id`, `private_subnet_ids`). `tests/library_program/` is a complete example. A stack file does
+all of this with `ekstrain:network.existingVpc` (docs/delivery.md, "Deploying into an existing VPC").
 """
 
 

@@ -24,6 +24,8 @@ def duration_seconds(text: str) -> int | None:
 
 # EC2 resource ids: "sg-" and 8 (older) or 17 hex digits (EC2 API reference, "Resource IDs").
 SECURITY_GROUP_ID = re.compile(r"sg-([0-9a-f]{8}|[0-9a-f]{17})")
+VPC_ID = re.compile(r"vpc-([0-9a-f]{8}|[0-9a-f]{17})")
+SUBNET_ID = re.compile(r"subnet-([0-9a-f]{8}|[0-9a-f]{17})")
 
 # Karpenter v1.14.1 EC2NodeClass CRD (crds/karpenter.k8s.aws/ec2nodeclass.yaml):
 # spec.capacityReservationSelectorTerms maxItems 30, each term's tags maxProperties 20 (non-empty keys/values).

@@ -416,6 +416,24 @@ def test_efa_classes_select_exactly_the_efa_subnet_and_sg() -> None:
     assert check_stack(rules.efa_single_subnet_and_sg, plain) == []
 
 
+def test_efa_classes_on_an_existing_vpc_name_the_subnet_and_groups_by_id() -> None:
+    """network.existingVpc: no subnet in the stack; the classes name the EFA subnet and groups by id."""
+    by_id = [{"id": "subnet-efa0"}]
+    sg_ids = [{"id": "sg-cluster"}, {"id": "sg-efa"}]
+    world = [r for r in _efa_world(by_id, sg_ids) if r.type != rules.SUBNET]
+    assert check_stack(rules.efa_single_subnet_and_sg, world) == []
+    given_sg = [r for r in world if r.type not in (rules.SECURITY_GROUP, rules.SG_INGRESS, rules.SG_EGRESS)]
+    assert check_stack(rules.efa_single_subnet_and_sg, given_sg) == []  # efaSecurityGroupId: a second id
+    only_cluster = [r for r in _efa_world(by_id, [{"id": "sg-cluster"}]) if r.type != rules.SUBNET]
+    assert "EFA security group" in check_stack(rules.efa_single_subnet_and_sg, only_cluster)[0]
+    two = [r for r in _efa_world([*by_id, {"id": "subnet-efa1"}], sg_ids) if r.type != rules.SUBNET]
+    assert "by id" in check_stack(rules.efa_single_subnet_and_sg, two)[0]
+    by_tag = [r for r in _efa_world([EFA_SUBNET_TERM], sg_ids) if r.type != rules.SUBNET]
+    assert "by id" in check_stack(rules.efa_single_subnet_and_sg, by_tag)[0]
+    no_self = [r for r in _efa_world(by_id, sg_ids, self_rules=False) if r.type != rules.SUBNET]
+    assert len(check_stack(rules.efa_single_subnet_and_sg, no_self)) == 2
+
+
 # -- protection, IAM, secrets, containers ------------------------------------------------------------------------------
 
 

@@ -422,6 +422,11 @@ def efa_single_subnet_and_sg(resources: Sequence[Resource], cfg: Mapping[str, An
     sgs = [r for r in resources if r.type == SECURITY_GROUP]
     efa_subnets = [s for s in subnets if _tags(s).get(names.SUBNET_ROLE_TAG) == "efa"]
     efa_sgs = [g for g in sgs if _tags(g).get(names.SG_ROLE_TAG) == "efa"]
+    if not subnets:
+        # An existing VPC (ekstrain:network.existingVpc): no subnet in the stack, the classes name them by id.
+        yield from _efa_classes_by_id(classes, efa_sgs)
+        yield from _efa_self_rules(resources, efa_sgs)
+        return
     if len(efa_subnets) != 1:
         yield (
             classes[0].urn,
@@ -446,6 +451,36 @@ def efa_single_subnet_and_sg(resources: Sequence[Resource], cfg: Mapping[str, An
         sg_terms = _list(_get(nc.props, "spec", "securityGroupSelectorTerms"))
         if not efa_sgs or not any(_selects(t, g) for t in sg_terms for g in efa_sgs):
             yield nc.urn, f"EFA EC2NodeClass {nc.name} securityGroupSelectorTerms do not include the EFA security group"
+    yield from _efa_self_rules(resources, efa_sgs)
+
+
+def _efa_classes_by_id(classes: Sequence[Resource], efa_sgs: Sequence[Resource]) -> Iterator[tuple[str, str]]:
+    """Subnets outside the stack: each EFA class names exactly one subnet by id, the same one for all; its
+    security groups are ids too, the EFA group's among them (the stack's own, or a second id for a given one)."""
+    chosen: dict[str, str] = {}
+    for nc in classes:
+        terms = _list(_get(nc.props, "spec", "subnetSelectorTerms"))
+        ids = [t.get("id") for t in terms if isinstance(t, Mapping)]
+        if len(terms) != 1 or len(ids) != 1 or not ids[0]:
+            yield (
+                nc.urn,
+                f"EFA EC2NodeClass {nc.name} subnetSelectorTerms {terms}: with no subnet in the stack (an existing "
+                "VPC) it must name the one EFA subnet by id",
+            )
+        else:
+            chosen[nc.name] = str(ids[0])
+    if len(set(chosen.values())) > 1:
+        yield classes[0].urn, f"EFA classes select different subnets {chosen}: EFA partitions share one EFA subnet"
+    for nc in classes:
+        sg_terms = _list(_get(nc.props, "spec", "securityGroupSelectorTerms"))
+        ids = [t.get("id") for t in sg_terms if isinstance(t, Mapping) and t.get("id")]
+        # The stack's own EFA group, or (efaSecurityGroupId) a second id next to the cluster SG.
+        ok = any(_selects(t, g) for t in sg_terms for g in efa_sgs) if efa_sgs else len(ids) >= 2
+        if not ok:
+            yield nc.urn, f"EFA EC2NodeClass {nc.name} securityGroupSelectorTerms do not include the EFA security group"
+
+
+def _efa_self_rules(resources: Sequence[Resource], efa_sgs: Sequence[Resource]) -> Iterator[tuple[str, str]]:
     for g in efa_sgs:
         for rule_type, what in ((SG_INGRESS, "ingress"), (SG_EGRESS, "egress")):
             rules = [r for r in resources if r.type == rule_type and _refers_to(r, "securityGroupId", g)]

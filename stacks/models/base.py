@@ -10,6 +10,8 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from ekstrain.stacks import limits
+
 
 class Model(BaseModel):
     """camelCase YAML keys, snake_case attributes, no unknown keys, immutable."""
@@ -34,6 +36,25 @@ def _ipv4_cidr(value: str) -> str:
 
 
 IPv4Cidr = Annotated[str, AfterValidator(_ipv4_cidr)]
+
+
+def _ec2_id(kind: str, pattern: re.Pattern[str], example: str) -> AfterValidator:
+    prefix = pattern.pattern.split("-")[0]
+
+    def check(value: str) -> str:
+        if not pattern.fullmatch(value):
+            raise _fail(
+                f"{value[:60]!r} is not a {kind} id ({prefix}- and 8 or 17 lowercase hex digits)",
+                f"copy the id as AWS prints it ({example})",
+            )
+        return value
+
+    return AfterValidator(check)
+
+
+VpcId = Annotated[str, _ec2_id("VPC", limits.VPC_ID, "vpc-0123456789abcdef0")]
+SubnetId = Annotated[str, _ec2_id("subnet", limits.SUBNET_ID, "subnet-0123456789abcdef0")]
+SecurityGroupId = Annotated[str, _ec2_id("security group", limits.SECURITY_GROUP_ID, "sg-0123456789abcdef0")]
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 

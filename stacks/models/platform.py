@@ -60,7 +60,8 @@ class JupyterHubConfig(Model):
     auth: JupyterHubAuth = Field(default_factory=JupyterHubAuth)
     """Who may log in; an open hub is never configured."""
     allowed_cidrs: list[IPv4Cidr] = Field(default_factory=list)
-    """Who may reach the internal load balancer; @default the VPC CIDR. 0.0.0.0/0 is refused."""
+    """Who may reach the internal load balancer; @default the VPC CIDR (required with ``network.existingVpc``).
+    0.0.0.0/0 is refused."""
     cull_idle_minutes: int = Field(default=60, ge=5)
     """@default 60: idle servers are stopped (and their accelerator nodes freed) after this long."""
     user_storage_gib: int = Field(default=50, ge=1, alias="userStorageGiB")

@@ -80,7 +80,8 @@ class SlurmConfig(Model):
     below). false: no load balancer, the login pod is reached with ``kubectl exec`` only; the SSH settings
     (keys, key file, loginAllowedCidrs) are then refused, as they would change nothing."""
     login_allowed_cidrs: list[IPv4Cidr] = Field(default_factory=list)
-    """CIDRs allowed to reach the login node's internal NLB on port 22; @default the VPC CIDR."""
+    """CIDRs allowed to reach the login node's internal NLB on port 22; @default the VPC CIDR (required with
+    ``network.existingVpc``)."""
     accounting: bool = True
     """@default true: slurmdbd backed by a MariaDB StatefulSet (gp3 volume, generated password)."""
     shared_mount_path: MountPath = "/shared"
