@@ -458,6 +458,7 @@ def write(
             ),
             *(f"- {c.name}: {p}" for c in checks for p in c.problems),
             *(f"- warning: {w}" for c in checks for w in c.warnings),
+            *(f"- reviewed: {w}" for c in checks for w in c.reviewed),
             "",
             "## Stack outputs (offline fakes for computed values)",
             "```",

@@ -1,7 +1,8 @@
 """Checks the offline render runs over what a stack would apply (see infra/render.py).
 
 Each check returns a ``Check``: how many things it looked at, the problems (the render exits
-non-zero on any) and warnings (reported, not failing).
+non-zero on any), warnings (reported, not failing: a new one should stand out) and reviewed findings
+(accepted in a reviewed file under security/ with a reason: listed, neither failing nor a warning).
 """
 
 from __future__ import annotations
@@ -16,4 +17,5 @@ class Check:
     what: str = "objects"
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    reviewed: list[str] = field(default_factory=list)
     note: str = ""
