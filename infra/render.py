@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import argparse
 import collections
+import concurrent.futures
+import contextlib
 import functools
 import hashlib
+import itertools
 import json
 import os
 import pathlib
@@ -23,7 +26,7 @@ import runpy
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import yaml
@@ -193,6 +196,28 @@ def chart_releases(recording: offline.Recording) -> list[charts.Release]:
     return [charts.Release.from_inputs(group, rel) for group, rel in helm_releases(recording)]
 
 
+def stderr_progress(line: str) -> None:
+    """The default ``progress`` of write(): one line per render stage on stderr (stdout stays the summary)."""
+    print(line, file=sys.stderr, flush=True)
+
+
+class Stages:
+    """Times the stages of the checks and reports each through ``progress`` as ``[3/3] checks: <stage>: 1.23s``."""
+
+    def __init__(self, progress: Callable[[str], None]) -> None:
+        self.progress = progress
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = time.perf_counter() - started
+            self.progress(f"[3/3] checks: {name}: {self.seconds[name]:.2f}s")
+
+
 def run_checks(
     out: pathlib.Path,
     objs: list[tuple[str, dict[str, Any]]],
@@ -200,9 +225,12 @@ def run_checks(
     cfg: StackConfig,
     stack: str,
     order_rows: list[dict[str, Any]] | None = None,
+    progress: Callable[[str], None] = stderr_progress,
 ) -> tuple[list[Check], int]:
     """Every check of the render, and the number of chart-rendered objects written under out/charts.
-    ``order_rows`` receives the creation stages (infra/verify/order.py) when the charts were rendered."""
+    ``order_rows`` receives the creation stages (infra/verify/order.py) when the charts were rendered;
+    ``progress`` a line per stage with its seconds."""
+    stages = Stages(progress)
     kv = cfg.cluster.kubernetes_version
     manifests_check = Check("kubernetes manifests: upstream schemas", len(objs))
     values_check = Check("helm values: keys in the chart's values.yaml", what="releases")
@@ -211,14 +239,17 @@ def run_checks(
     noop_check = Check("helm values: keys that change the output", what="releases")
     entries_check = Check("helm values: templated entries (slurm nodesets/loginsets), strict", what="entries")
     checks = [manifests_check, values_check, entries_check, render_check, chart_check, noop_check]
-    aws_checks = [
-        relations.eks_children(rec),
-        sdk_schema.check_recording(rec),
-        iam.check_recording(rec),
-        aws_rules.check_recording(rec),
-        policy.check_recording(rec, stack),
-        secrets.check_recording(rec),
-    ]
+    aws_checks = []
+    for name, check_of in (
+        ("pulumi-eks children", lambda: relations.eks_children(rec)),
+        ("SDK input types", lambda: sdk_schema.check_recording(rec)),
+        ("IAM lint", lambda: iam.check_recording(rec)),
+        ("AWS create-time rules", lambda: aws_rules.check_recording(rec)),
+        ("policy pack", lambda: policy.check_recording(rec, stack)),
+        ("credentials", lambda: secrets.check_recording(rec)),
+    ):
+        with stages.stage(name):
+            aws_checks.append(check_of())
     if validation.upstream_dir() is None:
         checks += [Check(name) for name in relations.CHECK_NAMES]
         for c in checks:
@@ -226,55 +257,90 @@ def run_checks(
         return checks + aws_checks, 0
     releases = chart_releases(rec)
     render_check.checked = values_check.checked = noop_check.checked = len(releases)
-    if charts.helm_binary() is None:
-        render_check.problems.append("helm not found: put helm on PATH, set EKSTRAIN_HELM, or run `make .tools/helm`")
-        rendered = charts.Rendered({}, {}, [], set())
-    else:
-        crd_manifests = [o for _, o in objs if o.get("kind") == "CustomResourceDefinition"]
-        rendered = charts.render_all(releases, kv, crd_manifests)
-        render_check.problems += rendered.problems
-    written = charts.write(out, rendered)
-    manifests = [o for _, o in objs]
-    manifests_check.problems += cached_problems(
-        "manifest-validation",
-        [kv, sorted(rendered.digests.items()), canonical(manifests)],
-        lambda: [p for o in manifests for p in validation.validate_object(o, kv, rendered.crds)],
-        cacheable=set(rendered.digests) == set(rendered.objects),
-    )
-    by_chart = {c.chart: c for c in (cfg.versions.chart(n) for n in versions.DEFAULT_CHARTS)}
-    for _, rel in helm_releases(rec):
-        chart = by_chart.get(str(rel.get("chart")))
-        if chart and chart.upstream_dir:
-            for key in validation.unknown_value_keys(
-                rel.get("values") or {}, validation.chart_defaults(chart.upstream_dir)
-            ):
-                values_check.problems.append(
-                    f"helm release {rel.get('name')}: values key {key!r} is not in {chart.upstream_dir}/values.yaml"
-                )
-            # Below a map that is empty upstream the key check sees nothing: each entry against its template.
-            values = rel.get("values") or {}
-            entries_check.checked += len(chart_values.templated_entries(chart.upstream_dir, values))
-            entries_check.problems += [
-                f"helm release {rel.get('name')}: {p}"
-                for p in cached_problems(
-                    "values-entries",
-                    [chart.upstream_dir, kv, values],
-                    functools.partial(chart_values.entry_problems, chart.upstream_dir, values, kv),
-                )
-            ]
-    relation_checks, graph = relations.run(rec, rendered, manifest_of)
-    checks += relation_checks
-    if order_rows is not None:
-        order_rows.extend(order.stage_rows(graph))
-    chart_check.checked = sum(len(o) for o in rendered.objects.values())
-    chart_check.problems += validate_chart_objects(rendered, kv)
-    for r in releases:
-        if r.key in rendered.objects:
-            for key in charts.noop_leaves(r, kv, charts.apis_for(r, rendered.api_versions)):
+    with stages.stage(f"helm template of {len(releases)} releases"):
+        if charts.helm_binary() is None:
+            render_check.problems.append(
+                "helm not found: put helm on PATH, set EKSTRAIN_HELM, or run `make .tools/helm`"
+            )
+            rendered = charts.Rendered({}, {}, [], set())
+        else:
+            crd_manifests = [o for _, o in objs if o.get("kind") == "CustomResourceDefinition"]
+            rendered = charts.render_all(
+                releases,
+                kv,
+                crd_manifests,
+                lambda done, total: progress(f"[3/3] checks: helm template {done}/{total} releases"),
+            )
+            render_check.problems += rendered.problems
+    # The no-op values check is mostly helm processes: it runs beside the checks below (threads; helm takes a
+    # core of its own while Python validates on the other).
+    noop_started = time.perf_counter()
+    noop_pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(releases)))
+    noop_futures = [
+        (r, noop_pool.submit(charts.noop_leaves, r, kv, charts.apis_for(r, rendered.api_versions)))
+        for r in releases
+        if r.key in rendered.objects
+    ]
+    finished = itertools.count(1)
+    for _, fut in noop_futures:
+        fut.add_done_callback(
+            lambda _f: progress(
+                f"[3/3] checks: {noop_check.name}: {next(finished)}/{len(noop_futures)} releases "
+                f"({time.perf_counter() - noop_started:.1f}s)"
+            )
+        )
+    try:
+        with stages.stage("write charts/"):
+            written = charts.write(out, rendered)
+        manifests = [o for _, o in objs]
+        with stages.stage(manifests_check.name):
+            manifests_check.problems += cached_problems(
+                "manifest-validation",
+                [kv, sorted(rendered.digests.items()), canonical(manifests)],
+                lambda: [p for o in manifests for p in validation.validate_object(o, kv, rendered.crds)],
+                cacheable=set(rendered.digests) == set(rendered.objects),
+            )
+        by_chart = {c.chart: c for c in (cfg.versions.chart(n) for n in versions.DEFAULT_CHARTS)}
+        with stages.stage("helm values: keys and templated entries"):
+            for _, rel in helm_releases(rec):
+                chart = by_chart.get(str(rel.get("chart")))
+                if chart and chart.upstream_dir:
+                    for key in validation.unknown_value_keys(
+                        rel.get("values") or {}, validation.chart_defaults(chart.upstream_dir)
+                    ):
+                        values_check.problems.append(
+                            f"helm release {rel.get('name')}: values key {key!r} is not in "
+                            f"{chart.upstream_dir}/values.yaml"
+                        )
+                    # Below a map that is empty upstream the key check sees nothing: each entry against its template.
+                    values = rel.get("values") or {}
+                    entries_check.checked += len(chart_values.templated_entries(chart.upstream_dir, values))
+                    entries_check.problems += [
+                        f"helm release {rel.get('name')}: {p}"
+                        for p in cached_problems(
+                            "values-entries",
+                            [chart.upstream_dir, kv, values],
+                            functools.partial(chart_values.entry_problems, chart.upstream_dir, values, kv),
+                        )
+                    ]
+        with stages.stage("references, admission, creation order"):
+            relation_checks, graph = relations.run(rec, rendered, manifest_of)
+        checks += relation_checks
+        if order_rows is not None:
+            order_rows.extend(order.stage_rows(graph))
+        chart_check.checked = sum(len(o) for o in rendered.objects.values())
+        with stages.stage(chart_check.name):
+            chart_check.problems += validate_chart_objects(rendered, kv)
+        for r, fut in noop_futures:
+            for key in fut.result():
                 noop_check.warnings.append(
                     f"helm release {r.key}: values key {key!r} changes nothing in the "
                     "rendered objects (misplaced, or the chart's default anyway)"
                 )
+    finally:
+        noop_pool.shutdown(cancel_futures=True)
+    stages.seconds[noop_check.name] = time.perf_counter() - noop_started
+    progress(f"[3/3] checks: {noop_check.name} (beside the checks above): {stages.seconds[noop_check.name]:.2f}s")
     return checks + aws_checks, written
 
 
@@ -333,8 +399,16 @@ def checks_table(checks: list[Check]) -> str:
 
 
 def write(
-    out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], rec: offline.Recording, seconds: float
+    out: pathlib.Path,
+    stack: str,
+    cfg: StackConfig,
+    warnings: list[str],
+    rec: offline.Recording,
+    seconds: float,
+    progress: Callable[[str], None] = stderr_progress,
 ) -> tuple[str, list[str]]:
+    """Write the render into ``out`` and run every check; ``progress`` gets a line per stage (default: stderr)."""
+    started = time.perf_counter()
     if out.exists():
         shutil.rmtree(out)
     (out / "manifests").mkdir(parents=True)
@@ -374,8 +448,12 @@ def write(
         {"type": t, "count": n}
         for t, n in sorted(collections.Counter(r.type for r in rec.records if not r.custom).items())
     ]
+    progress(
+        f"[3/3] wrote {len(objs)} manifests, {len(releases)} Helm releases and {len(resources)} resources: "
+        f"{time.perf_counter() - started:.2f}s"
+    )
     order_rows: list[dict[str, Any]] = []
-    checks, chart_objects = run_checks(out, objs, rec, cfg, stack, order_rows)
+    checks, chart_objects = run_checks(out, objs, rec, cfg, stack, order_rows, progress)
     apps = argocd.applications(rel for _, rel in releases) if cfg.delivery.argocd else []
     if apps:
         # ekstrain:delivery.argocd: one Application per Helm release, for a GitOps repository.
