@@ -33,7 +33,7 @@ import yaml
 
 from ekstrain import argocd, catalog, names, storage_sizing, validation, versions
 from ekstrain.assembly.schedulers.slurm import standing_nodes
-from ekstrain.infra import offline
+from ekstrain.infra import offline, replay
 from ekstrain.infra.verify import (
     Check,
     aws_rules,
@@ -534,6 +534,43 @@ def write(
     return summary, problems + [f"{name}: {NOT_RUN}" for name in unchecked]
 
 
+def render_or_replay(
+    stack_file: pathlib.Path,
+    stack: str,
+    preview: bool,
+    flat: dict[str, str],
+    secrets: list[str],
+    cfg: StackConfig,
+    warnings: list[str],
+    out: pathlib.Path,
+    progress: Callable[[str], None] = stderr_progress,
+) -> tuple[str, list[str]]:
+    """Run the program and write(); or, when nothing the render reads has changed since a render stored in the
+    cache, write that render's files again (infra/replay.py). Returns (summary, problems) either way."""
+    key = replay.key(stack, stack_file, preview) if replay.enabled() else None
+    started = time.perf_counter()
+    if key is not None:
+        replayed = replay.load(key, out)
+        if replayed is not None:
+            for warning in warnings:  # what the program logs as it starts (infra/__main__.py)
+                progress(warning)
+            progress(
+                f"[2/3] nothing the render reads has changed: replayed the stored render ({replayed.resources} "
+                f"resources; program ran in {replayed.seconds:.2f}s then) from the cache (EKSTRAIN_REPLAY=0: run it)"
+            )
+            progress(f"[3/3] wrote {out} in {time.perf_counter() - started:.2f}s")
+            return replayed.summary, replayed.problems
+        reads = replay.start(out)
+    rec = run_program(flat, secrets, stack, preview=preview)
+    seconds = time.perf_counter() - started
+    progress(f"[2/3] program ran offline: {len(rec.records)} resources registered in {seconds:.2f}s")
+    summary, problems = write(out, stack, cfg, warnings, rec, seconds, progress)
+    progress(f"[3/3] wrote and checked {out} in {time.perf_counter() - started - seconds:.2f}s")
+    if key is not None:
+        replay.save(key, reads, out, summary, problems, len(rec.records), seconds)
+    return summary, problems
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ekstrain.infra.render", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="stack name: reads Pulumi.<stack>.yaml")
@@ -566,12 +603,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         return 2
     print(f"[1/3] config {stack_file.name} valid: {len(cfg.partitions)} partition(s)", file=sys.stderr)
-    started = time.perf_counter()
-    rec = run_program(flat, secrets, args.stack, preview=args.preview)
-    seconds = time.perf_counter() - started
-    print(f"[2/3] program ran offline: {len(rec.records)} resources registered in {seconds:.2f}s", file=sys.stderr)
-    summary, problems = write(out, args.stack, cfg, warnings, rec, seconds)
-    print(f"[3/3] wrote and checked {out} in {time.perf_counter() - started - seconds:.2f}s", file=sys.stderr)
+    summary, problems = render_or_replay(stack_file, args.stack, args.preview, flat, secrets, cfg, warnings, out)
     print(summary)
     not_run = [p for p in problems if p.endswith(NOT_RUN)]
     if not_run:

@@ -25,6 +25,9 @@ from ekstrain.stacks.loader import load_flat, parse, read_stack_file, sections_f
 from ekstrain.stacks.models import StackConfig
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
+# A render replayed from the cache (infra/replay.py) would not run the checks that tests patch: off unless a test
+# turns it on (tests/test_render_replay.py).
+os.environ.setdefault("EKSTRAIN_REPLAY", "0")
 STACK_FILES = sorted(p for p in REPO.glob("Pulumi.*.yaml"))
 STACK_NAMES = [p.name.split(".")[1] for p in STACK_FILES]
 
