@@ -33,6 +33,8 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 FORMAT = "render-replay-v1"
 # What the key hashes whole: the package (its symlinked directories included), the policy pack, the IAM accept list.
 SOURCE_DIRS = ("ekstrain", "policy", "security")
+# Variables naming a place, whose content the key holds (or that holds no input): not keyed by their value.
+BY_CONTENT = {"EKSTRAIN_CACHE_DIR", "EKSTRAIN_UPSTREAM_DIR", helm.HELM_ENV}
 
 
 def enabled() -> bool:
@@ -74,7 +76,7 @@ def key(stack: str, stack_file: pathlib.Path, preview: bool) -> str:
         dt.datetime.now(dt.timezone.utc).date().isoformat(),
         sys.version,
         _distributions(),
-        sorted((k, v) for k, v in os.environ.items() if k.startswith("EKSTRAIN_") and k != "EKSTRAIN_CACHE_DIR"),
+        sorted((k, v) for k, v in os.environ.items() if k.startswith("EKSTRAIN_") and k not in BY_CONTENT),
         [_tree_digest(REPO / d) for d in SOURCE_DIRS],
         _tree_digest(upstream) if upstream else None,
         _helm_digest(helm_path),
