@@ -218,6 +218,9 @@ class Stages:
             self.progress(f"[3/3] checks: {name}: {self.seconds[name]:.2f}s")
 
 
+NOOP_CHECK = "helm values: keys that change the output"
+
+
 def run_checks(
     out: pathlib.Path,
     objs: list[tuple[str, dict[str, Any]]],
@@ -229,16 +232,60 @@ def run_checks(
 ) -> tuple[list[Check], int]:
     """Every check of the render, and the number of chart-rendered objects written under out/charts.
     ``order_rows`` receives the creation stages (infra/verify/order.py) when the charts were rendered;
-    ``progress`` a line per stage with its seconds."""
-    stages = Stages(progress)
+    ``progress`` a line per stage with its seconds.
+
+    The no-op values check is mostly helm processes: it runs in threads beside every other check (helm takes a
+    core of its own while Python checks on the other)."""
+    releases = chart_releases(rec)
+    kv = cfg.cluster.kubernetes_version
+    started = time.perf_counter()
+    finished = itertools.count(1)
+    noop: dict[str, concurrent.futures.Future[list[str]]] = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(releases))) as pool:
+
+        def start_noop(r: charts.Release, apis: set[str]) -> None:
+            noop[r.key] = pool.submit(charts.noop_leaves, r, kv, apis)
+            noop[r.key].add_done_callback(
+                lambda _f: progress(
+                    f"[3/3] checks: {NOOP_CHECK}: {next(finished)}/{len(releases)} releases "
+                    f"({time.perf_counter() - started:.1f}s)"
+                )
+            )
+
+        try:
+            return _run_checks(out, objs, rec, cfg, stack, order_rows, Stages(progress), releases, noop, start_noop)
+        finally:
+            for fut in noop.values():
+                fut.cancel()
+
+
+def _run_checks(
+    out: pathlib.Path,
+    objs: list[tuple[str, dict[str, Any]]],
+    rec: offline.Recording,
+    cfg: StackConfig,
+    stack: str,
+    order_rows: list[dict[str, Any]] | None,
+    stages: Stages,
+    releases: list[charts.Release],
+    noop: dict[str, concurrent.futures.Future[list[str]]],
+    start_noop: Callable[[charts.Release, set[str]], None],
+) -> tuple[list[Check], int]:
+    noop_started = time.perf_counter()
     kv = cfg.cluster.kubernetes_version
     manifests_check = Check("kubernetes manifests: upstream schemas", len(objs))
     values_check = Check("helm values: keys in the chart's values.yaml", what="releases")
     render_check = Check("helm template: every release renders", what="releases")
     chart_check = Check("chart objects: upstream schemas + chart CRDs")
-    noop_check = Check("helm values: keys that change the output", what="releases")
+    noop_check = Check(NOOP_CHECK, what="releases")
     entries_check = Check("helm values: templated entries (slurm nodesets/loginsets), strict", what="entries")
     checks = [manifests_check, values_check, entries_check, render_check, chart_check, noop_check]
+    if validation.upstream_dir() is not None and charts.helm_binary() is not None:
+        # A chart that never asks .Capabilities.APIVersions renders the same whatever CRDs the stack installs:
+        # its check starts now, beside the AWS checks and the charts' first render.
+        for r in releases:
+            if charts.asks_capabilities(r) is False:
+                start_noop(r, set())
     aws_checks = []
     for name, check_of in (
         ("pulumi-eks children", lambda: relations.eks_children(rec)),
@@ -255,7 +302,6 @@ def run_checks(
         for c in checks:
             c.note = NOT_RUN
         return checks + aws_checks, 0
-    releases = chart_releases(rec)
     render_check.checked = values_check.checked = noop_check.checked = len(releases)
     with stages.stage(f"helm template of {len(releases)} releases"):
         if charts.helm_binary() is None:
@@ -269,78 +315,63 @@ def run_checks(
                 releases,
                 kv,
                 crd_manifests,
-                lambda done, total: progress(f"[3/3] checks: helm template {done}/{total} releases"),
+                lambda done, total: stages.progress(f"[3/3] checks: helm template {done}/{total} releases"),
             )
             render_check.problems += rendered.problems
-    # The no-op values check is mostly helm processes: it runs beside the checks below (threads; helm takes a
-    # core of its own while Python validates on the other).
-    noop_started = time.perf_counter()
-    noop_pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(releases)))
-    noop_futures = [
-        (r, noop_pool.submit(charts.noop_leaves, r, kv, charts.apis_for(r, rendered.api_versions)))
-        for r in releases
-        if r.key in rendered.objects
-    ]
-    finished = itertools.count(1)
-    for _, fut in noop_futures:
-        fut.add_done_callback(
-            lambda _f: progress(
-                f"[3/3] checks: {noop_check.name}: {next(finished)}/{len(noop_futures)} releases "
-                f"({time.perf_counter() - noop_started:.1f}s)"
-            )
+    for r in releases:
+        if r.key in rendered.objects and r.key not in noop:
+            start_noop(r, charts.apis_for(r, rendered.api_versions))
+    with stages.stage("write charts/"):
+        written = charts.write(out, rendered)
+    manifests = [o for _, o in objs]
+    with stages.stage(manifests_check.name):
+        manifests_check.problems += cached_problems(
+            "manifest-validation",
+            [kv, sorted(rendered.digests.items()), canonical(manifests)],
+            lambda: [p for o in manifests for p in validation.validate_object(o, kv, rendered.crds)],
+            cacheable=set(rendered.digests) == set(rendered.objects),
         )
-    try:
-        with stages.stage("write charts/"):
-            written = charts.write(out, rendered)
-        manifests = [o for _, o in objs]
-        with stages.stage(manifests_check.name):
-            manifests_check.problems += cached_problems(
-                "manifest-validation",
-                [kv, sorted(rendered.digests.items()), canonical(manifests)],
-                lambda: [p for o in manifests for p in validation.validate_object(o, kv, rendered.crds)],
-                cacheable=set(rendered.digests) == set(rendered.objects),
-            )
-        by_chart = {c.chart: c for c in (cfg.versions.chart(n) for n in versions.DEFAULT_CHARTS)}
-        with stages.stage("helm values: keys and templated entries"):
-            for _, rel in helm_releases(rec):
-                chart = by_chart.get(str(rel.get("chart")))
-                if chart and chart.upstream_dir:
-                    for key in validation.unknown_value_keys(
-                        rel.get("values") or {}, validation.chart_defaults(chart.upstream_dir)
-                    ):
-                        values_check.problems.append(
-                            f"helm release {rel.get('name')}: values key {key!r} is not in "
-                            f"{chart.upstream_dir}/values.yaml"
-                        )
-                    # Below a map that is empty upstream the key check sees nothing: each entry against its template.
-                    values = rel.get("values") or {}
-                    entries_check.checked += len(chart_values.templated_entries(chart.upstream_dir, values))
-                    entries_check.problems += [
-                        f"helm release {rel.get('name')}: {p}"
-                        for p in cached_problems(
-                            "values-entries",
-                            [chart.upstream_dir, kv, values],
-                            functools.partial(chart_values.entry_problems, chart.upstream_dir, values, kv),
-                        )
-                    ]
-        with stages.stage("references, admission, creation order"):
-            relation_checks, graph = relations.run(rec, rendered, manifest_of)
-        checks += relation_checks
-        if order_rows is not None:
-            order_rows.extend(order.stage_rows(graph))
-        chart_check.checked = sum(len(o) for o in rendered.objects.values())
-        with stages.stage(chart_check.name):
-            chart_check.problems += validate_chart_objects(rendered, kv)
-        for r, fut in noop_futures:
-            for key in fut.result():
+    by_chart = {c.chart: c for c in (cfg.versions.chart(n) for n in versions.DEFAULT_CHARTS)}
+    with stages.stage("helm values: keys and templated entries"):
+        for _, rel in helm_releases(rec):
+            chart = by_chart.get(str(rel.get("chart")))
+            if chart and chart.upstream_dir:
+                for key in validation.unknown_value_keys(
+                    rel.get("values") or {}, validation.chart_defaults(chart.upstream_dir)
+                ):
+                    values_check.problems.append(
+                        f"helm release {rel.get('name')}: values key {key!r} is not in {chart.upstream_dir}/values.yaml"
+                    )
+                # Below a map that is empty upstream the key check sees nothing: each entry against its template.
+                values = rel.get("values") or {}
+                entries_check.checked += len(chart_values.templated_entries(chart.upstream_dir, values))
+                entries_check.problems += [
+                    f"helm release {rel.get('name')}: {p}"
+                    for p in cached_problems(
+                        "values-entries",
+                        [chart.upstream_dir, kv, values],
+                        functools.partial(chart_values.entry_problems, chart.upstream_dir, values, kv),
+                    )
+                ]
+    with stages.stage("references, admission, creation order"):
+        relation_checks, graph = relations.run(rec, rendered, manifest_of)
+    checks += relation_checks
+    if order_rows is not None:
+        order_rows.extend(order.stage_rows(graph))
+    chart_check.checked = sum(len(o) for o in rendered.objects.values())
+    with stages.stage(chart_check.name):
+        chart_check.problems += validate_chart_objects(rendered, kv)
+    for r in releases:
+        if r.key in rendered.objects:
+            for key in noop[r.key].result():
                 noop_check.warnings.append(
                     f"helm release {r.key}: values key {key!r} changes nothing in the "
                     "rendered objects (misplaced, or the chart's default anyway)"
                 )
-    finally:
-        noop_pool.shutdown(cancel_futures=True)
     stages.seconds[noop_check.name] = time.perf_counter() - noop_started
-    progress(f"[3/3] checks: {noop_check.name} (beside the checks above): {stages.seconds[noop_check.name]:.2f}s")
+    stages.progress(
+        f"[3/3] checks: {noop_check.name} (beside the checks above): {stages.seconds[noop_check.name]:.2f}s"
+    )
     return checks + aws_checks, written
 
 

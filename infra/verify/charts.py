@@ -393,6 +393,12 @@ def render_all(
     return Rendered(objs, crds, sorted(problems), apis, digests)
 
 
+def asks_capabilities(release: Release) -> bool | None:
+    """Whether the release's chart asks ``.Capabilities.APIVersions``; None without its archive."""
+    archive = chart_archive(release)
+    return None if archive is None else _uses_capabilities(archive)
+
+
 def apis_for(release: Release, apis: set[str]) -> set[str]:
     """The ``--api-versions`` a release is rendered with: only charts that ask get them."""
     archive = chart_archive(release)
@@ -482,22 +488,41 @@ def _comparable(text: str, release: Release) -> list[Any]:
 _DOCUMENT_MARKER = re.compile(r"^---[ \t]*$", re.MULTILINE)
 
 
+@functools.lru_cache(maxsize=64)
+def _documents(text: str) -> collections.Counter[str]:
+    """The documents of a render by text (a multiset; the base render of the no-op check is split once)."""
+    return collections.Counter(_DOCUMENT_MARKER.split(text))
+
+
+@functools.lru_cache(maxsize=8192)
+def _document_comparable(document: str, namespace: str) -> tuple[str, ...]:
+    """``_comparable`` of one document's text (only the namespace of its release matters to it)."""
+    return tuple(_comparable(document, Release("", "", "", "", namespace)))
+
+
 def same_objects(text: str, other: str, release: Release) -> bool:
     """Whether two renders of ``release`` hold the same objects, generated secrets masked (``_comparable``).
 
-    Documents with the same text on both sides are matched unparsed; only the rest is parsed and compared, which
-    gives the same answer as comparing the whole renders (the objects are a multiset, one document's objects
-    depend on that document alone)."""
+    Documents with the same text on both sides are matched unparsed; of the rest, each document is parsed on its
+    own and the comparison stops at the first object of ``other`` that ``text`` lacks. The answer is the one
+    comparing the whole renders gives: the objects are a multiset, and one document's objects depend on that
+    document alone (and the release's namespace)."""
     if text == other:
         return True
-    left, right = collections.Counter(_DOCUMENT_MARKER.split(text)), collections.Counter(_DOCUMENT_MARKER.split(other))
+    left, right = _documents(text), _documents(other)
     common = left & right
     try:
-        return _comparable("\n---\n".join((left - common).elements()), release) == _comparable(
-            "\n---\n".join((right - common).elements()), release
+        missing = collections.Counter(
+            c for doc in (left - common).elements() for c in _document_comparable(doc, release.namespace)
         )
+        for doc in (right - common).elements():
+            for c in _document_comparable(doc, release.namespace):
+                if missing[c] <= 0:
+                    return False
+                missing[c] -= 1
     except yaml.YAMLError:
         return _comparable(text, release) == _comparable(other, release)
+    return not +missing
 
 
 def noop_leaves(release: Release, kube_version: str, api_versions: Iterable[str] = ()) -> list[str]:
