@@ -155,7 +155,7 @@ BASELINE = {
     "cold render": "620.9 s wall, 205.7 s CPU (load 8-11)",
     "warm render": "28.1 s wall, 7.9 s CPU (load 10.7)",
     "cache across checkouts": "cold: keys held absolute paths and mtimes",
-    "simulate prod render": "7.2 s wall, 1.1 s CPU (load 9.0)",
+    "simulate prod render": "7.2 s wall, 1.1 s CPU (load 9.0; simulate is unchanged since)",
     "make test (pytest)": "not measured (machine loaded)",
 }
 TARGETS = {
