@@ -38,10 +38,10 @@ lint: $(VENV)/.installed  ## ruff format --check, ruff, then mypy against the SD
 	$(VENV)/bin/mypy
 
 test: lint $(CHECKOV_VENV)/.installed $(HELM_TOOL)  ## lint + unit, component, config, schema, render, policy-pack and checkov tests
-	EKSTRAIN_NO_SKIPS=1 EKSTRAIN_CHECKOV=$(CURDIR)/$(CHECKOV_VENV)/bin/checkov EKSTRAIN_REQUIRE_CHECKOV=1 $(PY) -m pytest
+	EKSTRAIN_NO_SKIPS=1 EKSTRAIN_CHECKOV=$(CURDIR)/$(CHECKOV_VENV)/bin/checkov EKSTRAIN_REQUIRE_CHECKOV=1 $(PY) -m pytest -n auto
 
 bench: $(VENV)/.installed $(HELM_TOOL)  ## wall times that targets are judged by (printed, not asserted)
-	$(PY) -m scripts.bench
+	$(PY) -m scripts.bench $(BENCH_ARGS)
 
 examples: $(VENV)/.installed  ## the seed example workloads + NCCL health checks into build/examples
 	EKSTRAIN=$(VENV)/bin/ekstrain examples/render-all.sh build/examples

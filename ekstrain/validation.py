@@ -145,13 +145,22 @@ def _checker_digest() -> str:
 _CACHE_FORMAT = "crd-schemas-v2"  # bump when schemas_of/_to_json_schema change what they produce
 
 
-@functools.lru_cache(maxsize=1)
+_CRD_LOCK = threading.Lock()
+
+
 def crd_schemas() -> dict[tuple[str, str], CrdVersion]:
     """(apiVersion, kind) -> schema for every served version of every upstream CRD.
 
     Parsing ~8 MB of CRD YAML takes seconds; the result is pickled under cache_dir(), keyed by the
-    hash of every CRD file's path and content, so a changed or added CRD re-parses.
+    hash of every CRD file's path and content, so a changed or added CRD re-parses. Threads that ask at once
+    (the no-op values check's) wait for one parse instead of each parsing.
     """
+    with _CRD_LOCK:
+        return _crd_schemas()
+
+
+@functools.lru_cache(maxsize=1)
+def _crd_schemas() -> dict[tuple[str, str], CrdVersion]:
     digest, texts = _upstream_crds()
     return pickled(
         f"crd-schemas-{digest}",
@@ -172,7 +181,7 @@ def _upstream_crds() -> tuple[str, list[bytes]]:
 
 def clear_caches() -> None:
     """Forget the in-process caches of upstream schemas (tests that point at another upstream dir)."""
-    crd_schemas.cache_clear()
+    _crd_schemas.cache_clear()
     _upstream_crds.cache_clear()
 
 

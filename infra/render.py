@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import argparse
 import collections
+import concurrent.futures
+import contextlib
 import functools
 import hashlib
 import importlib.util
+import itertools
 import json
 import os
 import pathlib
@@ -24,14 +27,14 @@ import runpy
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import yaml
 
 from ekstrain import argocd, catalog, names, storage_sizing, validation, versions
 from ekstrain.assembly.schedulers.slurm import standing_nodes
-from ekstrain.infra import offline
+from ekstrain.infra import offline, replay
 from ekstrain.infra.verify import (
     Check,
     aws_rules,
@@ -206,6 +209,31 @@ def chart_releases(recording: offline.Recording) -> list[charts.Release]:
     return [charts.Release.from_inputs(group, rel) for group, rel in helm_releases(recording)]
 
 
+def stderr_progress(line: str) -> None:
+    """The default ``progress`` of write(): one line per render stage on stderr (stdout stays the summary)."""
+    print(line, file=sys.stderr, flush=True)
+
+
+class Stages:
+    """Times the stages of the checks and reports each through ``progress`` as ``[3/3] checks: <stage>: 1.23s``."""
+
+    def __init__(self, progress: Callable[[str], None]) -> None:
+        self.progress = progress
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = time.perf_counter() - started
+            self.progress(f"[3/3] checks: {name}: {self.seconds[name]:.2f}s")
+
+
+NOOP_CHECK = "helm values: keys that change the output"
+
+
 def run_checks(
     out: pathlib.Path,
     objs: list[tuple[str, dict[str, Any]]],
@@ -213,82 +241,151 @@ def run_checks(
     cfg: StackConfig,
     stack: str,
     order_rows: list[dict[str, Any]] | None = None,
+    progress: Callable[[str], None] = stderr_progress,
 ) -> tuple[list[Check], int]:
     """Every check of the render, and the number of chart-rendered objects written under out/charts.
-    ``order_rows`` receives the creation stages (infra/verify/order.py) when the charts were rendered."""
+    ``order_rows`` receives the creation stages (infra/verify/order.py) when the charts were rendered;
+    ``progress`` a line per stage with its seconds.
+
+    The no-op values check is mostly helm processes: it runs in threads beside every other check (helm takes a
+    core of its own while Python checks on the other)."""
+    releases = chart_releases(rec)
+    kv = cfg.cluster.kubernetes_version
+    started = time.perf_counter()
+    finished = itertools.count(1)
+    noop: dict[str, concurrent.futures.Future[list[str]]] = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(releases))) as pool:
+
+        def start_noop(r: charts.Release, apis: set[str]) -> None:
+            noop[r.key] = pool.submit(charts.noop_leaves, r, kv, apis)
+            noop[r.key].add_done_callback(
+                lambda _f: progress(
+                    f"[3/3] checks: {NOOP_CHECK}: {next(finished)}/{len(releases)} releases "
+                    f"({time.perf_counter() - started:.1f}s)"
+                )
+            )
+
+        try:
+            return _run_checks(out, objs, rec, cfg, stack, order_rows, Stages(progress), releases, noop, start_noop)
+        finally:
+            for fut in noop.values():
+                fut.cancel()
+
+
+def _run_checks(
+    out: pathlib.Path,
+    objs: list[tuple[str, dict[str, Any]]],
+    rec: offline.Recording,
+    cfg: StackConfig,
+    stack: str,
+    order_rows: list[dict[str, Any]] | None,
+    stages: Stages,
+    releases: list[charts.Release],
+    noop: dict[str, concurrent.futures.Future[list[str]]],
+    start_noop: Callable[[charts.Release, set[str]], None],
+) -> tuple[list[Check], int]:
+    noop_started = time.perf_counter()
     kv = cfg.cluster.kubernetes_version
     manifests_check = Check("kubernetes manifests: upstream schemas", len(objs))
     values_check = Check("helm values: keys in the chart's values.yaml", what="releases")
     render_check = Check("helm template: every release renders", what="releases")
     chart_check = Check("chart objects: upstream schemas + chart CRDs")
-    noop_check = Check("helm values: keys that change the output", what="releases")
+    noop_check = Check(NOOP_CHECK, what="releases")
     entries_check = Check("helm values: templated entries (slurm nodesets/loginsets), strict", what="entries")
     checks = [manifests_check, values_check, entries_check, render_check, chart_check, noop_check]
-    aws_checks = [
-        relations.eks_children(rec),
-        sdk_schema.check_recording(rec),
-        iam.check_recording(rec),
-        aws_rules.check_recording(rec),
-        policy.check_recording(rec, stack),
-        secrets.check_recording(rec),
-    ]
+    if validation.upstream_dir() is not None and charts.helm_binary() is not None:
+        # A chart that never asks .Capabilities.APIVersions renders the same whatever CRDs the stack installs:
+        # its check starts now, beside the AWS checks and the charts' first render.
+        for r in releases:
+            if charts.asks_capabilities(r) is False:
+                start_noop(r, set())
+    aws_checks = []
+    for name, check_of in (
+        ("pulumi-eks children", lambda: relations.eks_children(rec)),
+        ("SDK input types", lambda: sdk_schema.check_recording(rec)),
+        ("IAM lint", lambda: iam.check_recording(rec)),
+        ("AWS create-time rules", lambda: aws_rules.check_recording(rec)),
+        ("policy pack", lambda: policy.check_recording(rec, stack)),
+        ("credentials", lambda: secrets.check_recording(rec)),
+    ):
+        with stages.stage(name):
+            aws_checks.append(check_of())
     if validation.upstream_dir() is None:
         checks += [Check(name) for name in relations.CHECK_NAMES]
         for c in checks:
             c.note = NOT_RUN
         return checks + aws_checks, 0
-    releases = chart_releases(rec)
     render_check.checked = values_check.checked = noop_check.checked = len(releases)
-    if charts.helm_binary() is None:
-        render_check.problems.append("helm not found: put helm on PATH, set EKSTRAIN_HELM, or run `make .tools/helm`")
-        rendered = charts.Rendered({}, {}, [], set())
-    else:
-        crd_manifests = [o for _, o in objs if o.get("kind") == "CustomResourceDefinition"]
-        rendered = charts.render_all(releases, kv, crd_manifests)
-        render_check.problems += rendered.problems
-    written = charts.write(out, rendered)
+    with stages.stage(f"helm template of {len(releases)} releases"):
+        if charts.helm_binary() is None:
+            render_check.problems.append(
+                "helm not found: put helm on PATH, set EKSTRAIN_HELM, or run `make .tools/helm`"
+            )
+            rendered = charts.Rendered({}, {}, [], set())
+        else:
+            crd_manifests = [o for _, o in objs if o.get("kind") == "CustomResourceDefinition"]
+            rendered = charts.render_all(
+                releases,
+                kv,
+                crd_manifests,
+                lambda done, total: stages.progress(f"[3/3] checks: helm template {done}/{total} releases"),
+            )
+            render_check.problems += rendered.problems
+    for r in releases:
+        if r.key in rendered.objects and r.key not in noop:
+            start_noop(r, charts.apis_for(r, rendered.api_versions))
+    with stages.stage("write charts/"):
+        written = charts.write(out, rendered)
     manifests = [o for _, o in objs]
-    manifests_check.problems += cached_problems(
-        "manifest-validation",
-        [kv, sorted(rendered.digests.items()), canonical(manifests)],
-        lambda: [p for o in manifests for p in validation.validate_object(o, kv, rendered.crds)],
-        cacheable=set(rendered.digests) == set(rendered.objects),
-    )
+    with stages.stage(manifests_check.name):
+        manifests_check.problems += cached_problems(
+            "manifest-validation",
+            [kv, sorted(rendered.digests.items()), canonical(manifests)],
+            lambda: [p for o in manifests for p in validation.validate_object(o, kv, rendered.crds)],
+            cacheable=set(rendered.digests) == set(rendered.objects),
+        )
     by_chart = {c.chart: c for c in (cfg.versions.chart(n) for n in versions.DEFAULT_CHARTS)}
-    for _, rel in helm_releases(rec):
-        chart = by_chart.get(str(rel.get("chart")))
-        if chart and chart.upstream_dir:
-            for key in validation.unknown_value_keys(
-                rel.get("values") or {}, validation.chart_defaults(chart.upstream_dir)
-            ):
-                values_check.problems.append(
-                    f"helm release {rel.get('name')}: values key {key!r} is not in {chart.upstream_dir}/values.yaml"
-                )
-            # Below a map that is empty upstream the key check sees nothing: each entry against its template.
-            values = rel.get("values") or {}
-            entries_check.checked += len(chart_values.templated_entries(chart.upstream_dir, values))
-            entries_check.problems += [
-                f"helm release {rel.get('name')}: {p}"
-                for p in cached_problems(
-                    "values-entries",
-                    [chart.upstream_dir, kv, values],
-                    functools.partial(chart_values.entry_problems, chart.upstream_dir, values, kv),
-                )
-            ]
-    relation_checks, graph = relations.run(rec, rendered, manifest_of)
+    with stages.stage("helm values: keys and templated entries"):
+        for _, rel in helm_releases(rec):
+            chart = by_chart.get(str(rel.get("chart")))
+            if chart and chart.upstream_dir:
+                for key in validation.unknown_value_keys(
+                    rel.get("values") or {}, validation.chart_defaults(chart.upstream_dir)
+                ):
+                    values_check.problems.append(
+                        f"helm release {rel.get('name')}: values key {key!r} is not in {chart.upstream_dir}/values.yaml"
+                    )
+                # Below a map that is empty upstream the key check sees nothing: each entry against its template.
+                values = rel.get("values") or {}
+                entries_check.checked += len(chart_values.templated_entries(chart.upstream_dir, values))
+                entries_check.problems += [
+                    f"helm release {rel.get('name')}: {p}"
+                    for p in cached_problems(
+                        "values-entries",
+                        [chart.upstream_dir, kv, values],
+                        functools.partial(chart_values.entry_problems, chart.upstream_dir, values, kv),
+                    )
+                ]
+    with stages.stage("references, admission, creation order"):
+        relation_checks, graph = relations.run(rec, rendered, manifest_of)
     checks += relation_checks
     if order_rows is not None:
         order_rows.extend(order.stage_rows(graph))
     checks.append(requests.check([*manifests, *(o for objects in rendered.objects.values() for o in objects)]))
     chart_check.checked = sum(len(o) for o in rendered.objects.values())
-    chart_check.problems += validate_chart_objects(rendered, kv)
+    with stages.stage(chart_check.name):
+        chart_check.problems += validate_chart_objects(rendered, kv)
     for r in releases:
         if r.key in rendered.objects:
-            for key in charts.noop_leaves(r, kv, charts.apis_for(r, rendered.api_versions)):
+            for key in noop[r.key].result():
                 noop_check.warnings.append(
                     f"helm release {r.key}: values key {key!r} changes nothing in the "
                     "rendered objects (misplaced, or the chart's default anyway)"
                 )
+    stages.seconds[noop_check.name] = time.perf_counter() - noop_started
+    stages.progress(
+        f"[3/3] checks: {noop_check.name} (beside the checks above): {stages.seconds[noop_check.name]:.2f}s"
+    )
     return checks + aws_checks, written
 
 
@@ -347,8 +444,16 @@ def checks_table(checks: list[Check]) -> str:
 
 
 def write(
-    out: pathlib.Path, stack: str, cfg: StackConfig, warnings: list[str], rec: offline.Recording, seconds: float
+    out: pathlib.Path,
+    stack: str,
+    cfg: StackConfig,
+    warnings: list[str],
+    rec: offline.Recording,
+    seconds: float,
+    progress: Callable[[str], None] = stderr_progress,
 ) -> tuple[str, list[str]]:
+    """Write the render into ``out`` and run every check; ``progress`` gets a line per stage (default: stderr)."""
+    started = time.perf_counter()
     if out.exists():
         shutil.rmtree(out)
     (out / "manifests").mkdir(parents=True)
@@ -388,8 +493,12 @@ def write(
         {"type": t, "count": n}
         for t, n in sorted(collections.Counter(r.type for r in rec.records if not r.custom).items())
     ]
+    progress(
+        f"[3/3] wrote {len(objs)} manifests, {len(releases)} Helm releases and {len(resources)} resources: "
+        f"{time.perf_counter() - started:.2f}s"
+    )
     order_rows: list[dict[str, Any]] = []
-    checks, chart_objects = run_checks(out, objs, rec, cfg, stack, order_rows)
+    checks, chart_objects = run_checks(out, objs, rec, cfg, stack, order_rows, progress)
     apps = argocd.applications(rel for _, rel in releases) if cfg.delivery.argocd else []
     if apps:
         # ekstrain:delivery.argocd: one Application per Helm release, for a GitOps repository.
@@ -471,6 +580,44 @@ def write(
     return summary, problems + [f"{name}: {NOT_RUN}" for name in unchecked]
 
 
+def render_or_replay(
+    stack_file: pathlib.Path,
+    stack: str,
+    preview: bool,
+    flat: dict[str, str],
+    secrets: list[str],
+    cfg: StackConfig,
+    warnings: list[str],
+    out: pathlib.Path,
+    progress: Callable[[str], None] = stderr_progress,
+) -> tuple[str, list[str], int]:
+    """Run the program and write(); or, when nothing the render reads has changed since a render stored in the
+    cache, write that render's files again (infra/replay.py). Returns (summary, problems, resources registered)
+    either way."""
+    key = replay.key(stack, stack_file, preview) if replay.enabled() else None
+    started = time.perf_counter()
+    if key is not None:
+        replayed = replay.load(key, out)
+        if replayed is not None:
+            for warning in warnings:  # what the program logs as it starts (infra/__main__.py)
+                progress(warning)
+            progress(
+                f"[2/3] nothing the render reads has changed: replayed the stored render ({replayed.resources} "
+                f"resources; program ran in {replayed.seconds:.2f}s then) from the cache (EKSTRAIN_REPLAY=0: run it)"
+            )
+            progress(f"[3/3] wrote {out} in {time.perf_counter() - started:.2f}s")
+            return replayed.summary, replayed.problems, replayed.resources
+        reads = replay.start(out)
+    rec = run_program(flat, secrets, stack, preview=preview)
+    seconds = time.perf_counter() - started
+    progress(f"[2/3] program ran offline: {len(rec.records)} resources registered in {seconds:.2f}s")
+    summary, problems = write(out, stack, cfg, warnings, rec, seconds, progress)
+    progress(f"[3/3] wrote and checked {out} in {time.perf_counter() - started - seconds:.2f}s")
+    if key is not None:
+        replay.save(key, reads, out, summary, problems, len(rec.records), seconds)
+    return summary, problems, len(rec.records)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ekstrain.infra.render", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="stack name: reads Pulumi.<stack>.yaml")
@@ -518,12 +665,9 @@ def _render(args: argparse.Namespace, stack_file: pathlib.Path) -> int:
             )
         return 2
     print(f"[1/3] config {stack_file.name} valid: {len(cfg.partitions)} partition(s)", file=sys.stderr)
-    started = time.perf_counter()
-    rec = run_program(flat, secrets, args.stack, preview=args.preview)
-    seconds = time.perf_counter() - started
-    print(f"[2/3] program ran offline: {len(rec.records)} resources registered in {seconds:.2f}s", file=sys.stderr)
-    summary, problems = write(out, args.stack, cfg, warnings, rec, seconds)
-    print(f"[3/3] wrote and checked {out} in {time.perf_counter() - started - seconds:.2f}s", file=sys.stderr)
+    summary, problems, resources = render_or_replay(
+        stack_file, args.stack, args.preview, flat, secrets, cfg, warnings, out
+    )
     not_run = [p for p in problems if p.endswith(NOT_RUN)]
     # stdout: a few lines; the whole report (partitions, storage, order, every check) is SUMMARY.md. The check
     # counts are read from SUMMARY.md's own "## Checks" table (columns located by its dashes line).
@@ -539,7 +683,7 @@ def _render(args: argparse.Namespace, stack_file: pathlib.Path) -> int:
     failed = sum(1 for r in rows if r[2].isdigit() and int(r[2]) > 0)
     check_warnings = sum(int(r[3]) for r in rows if r[3].isdigit())
     kube = next((line[3:] for line in lines if line.startswith("## Kubernetes:")), "")
-    print(f"stack {args.stack}: {len(rec.records)} resources registered; {kube.split(' (')[0]}")
+    print(f"stack {args.stack}: {resources} resources registered; {kube.split(' (')[0]}")
     print(
         f"checks: {max(0, len(rows) - failed - skipped)} passed, {failed} failed, {skipped} did not run; "
         f"{len(problems) - len(not_run)} problem(s), {check_warnings} check warning(s), {len(warnings)} config "

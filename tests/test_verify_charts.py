@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import pathlib
 import sys
 import tarfile
@@ -105,7 +106,7 @@ def test_prod_renders_every_release_into_one_file_per_object(prod_build: pathlib
     assert {group for group, _ in objs} == releases
     assert 380 <= len(objs) <= 480, len(objs)
     for path in (prod_build / "charts").rglob("*.yaml"):
-        obj = yaml.safe_load(path.read_text())
+        obj = yaml.load(path.read_text(), Loader=validation.KubeYamlLoader)  # libyaml: 16 MB of CRDs
         assert path.name == charts.file_name(obj)
     # AND the Slurm NodeSets of every partition are among them, in the release namespace
     nodesets = {o["metadata"]["name"]: o for g, o in objs if o["kind"] == "NodeSet"}
@@ -272,3 +273,47 @@ def test_one_helm_lookup_for_the_whole_project() -> None:
     sources = "\n".join(p.read_text() for p in (REPO / "ekstrain").rglob("*.py"))
     outside = f"{REPO.parent}/"  # where this checkout sits: a fresh clone elsewhere has nothing there
     assert outside not in sources and outside not in (REPO / "infra" / "verify" / "charts.py").read_text()
+
+
+def _checkout_copy(root: pathlib.Path, chart: bytes, mtime: int) -> tuple[pathlib.Path, pathlib.Path]:
+    """An upstream dir with one chart archive and a helm binary, as a checkout at ``root`` would have them."""
+    (root / "upstream" / "crds").mkdir(parents=True)
+    (root / "upstream" / "chart-src").mkdir()
+    archive = root / "upstream" / "chart-src" / "thing-1.0.0.tgz"
+    archive.write_bytes(chart)
+    helm = root / ".tools" / "helm"
+    helm.parent.mkdir()
+    helm.write_bytes(b"#!/bin/sh\necho helm v4\n")
+    for path in (archive, helm):
+        os.utime(path, (mtime, mtime))
+    return root / "upstream", helm
+
+
+def test_cache_keys_name_content_so_a_copied_checkout_stays_warm(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN the same chart archive and helm in two checkouts at different paths, copied at different times
+    release = charts.Release("g", "r", "oci://example.com/charts/thing", "1.0.0", "ns", {"a": {"b": 1}})
+    keys = []
+    for name, mtime in (("here", 1_700_000_000), ("moved/elsewhere", 1_800_000_000)):
+        upstream, helm = _checkout_copy(tmp_path / name, b"chart bytes", mtime)
+        monkeypatch.setenv("EKSTRAIN_UPSTREAM_DIR", str(upstream))
+        monkeypatch.setenv(charts.HELM_ENV, str(helm))
+        keys.append(
+            (
+                charts.template_key(release, "1.34", ["x/v1"]),
+                charts.content_digest(upstream / "chart-src" / "thing-1.0.0.tgz"),
+            )
+        )
+    # THEN every cache key is the same: the cache of one serves the other
+    assert keys[0] == keys[1]
+    # AND a changed archive (same path, size and mtime) or other values is another key
+    changed = tmp_path / "here" / "upstream" / "chart-src" / "thing-1.0.0.tgz"
+    monkeypatch.setenv("EKSTRAIN_UPSTREAM_DIR", str(tmp_path / "here" / "upstream"))
+    monkeypatch.setenv(charts.HELM_ENV, str(tmp_path / "here" / ".tools" / "helm"))
+    assert charts.template_key(release, "1.34", ["x/v1"], values={"a": {"b": 2}}) != keys[0][0]
+    changed.write_bytes(b"chart bytez")
+    os.utime(changed, (1_700_000_001, 1_700_000_001))
+    assert charts.template_key(release, "1.34", ["x/v1"]) != keys[0][0]
+    # AND the crds/ override is part of the key
+    assert charts.template_key(release, "1.34", crds=False) != charts.template_key(release, "1.34", crds=True)

@@ -1,0 +1,219 @@
+"""Replay a whole offline render when nothing it reads has changed: a warm `make render` in about a second.
+
+A render is a function of: the stack file, the stack name and --preview, today's date (version-window and AMI age
+rules), the interpreter and the installed distributions, the ``EKSTRAIN_*`` environment, this package's files,
+the upstream schemas and chart archives (every file, by content), the helm binary (by content) and any other file
+the run opened (an SSH key file next to the stack file, say). The first six and the helm, package and upstream
+content make the key (``key``); the files opened besides are recorded while the render runs (``Reads``, an audit
+hook) and their content is compared before a replay. Nothing in the key or the record is an absolute path inside
+the checkout or an mtime, so a copied or moved checkout with its build/.cache replays too.
+
+The entry holds every file written under the output directory, the summary and the problems: a replay writes the
+same tree and exits the same way. ``EKSTRAIN_REPLAY=0`` turns it off (the tests do: they patch the checks).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import pathlib
+import pickle
+import shutil
+import sys
+import sysconfig
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ekstrain import helm, validation
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+FORMAT = "render-replay-v1"
+# What the key hashes whole: the package (its symlinked directories included), the policy pack, the IAM accept list.
+SOURCE_DIRS = ("ekstrain", "policy", "security")
+# Variables naming a place, whose content the key holds (or that holds no input): not keyed by their value.
+BY_CONTENT = {"EKSTRAIN_CACHE_DIR", "EKSTRAIN_UPSTREAM_DIR", helm.HELM_ENV}
+
+
+def enabled() -> bool:
+    return os.environ.get("EKSTRAIN_REPLAY", "1") != "0"
+
+
+def _tree_digest(root: pathlib.Path) -> str:
+    """Content of every file below ``root`` (symlinked directories followed), by path relative to it."""
+    digest = hashlib.sha256()
+    if root.is_dir():
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for name in sorted(filenames):
+                path = pathlib.Path(dirpath) / name
+                digest.update(str(path.relative_to(root)).encode() + b"\0")
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _distributions() -> list[str]:
+    """Names of the installed distributions' metadata directories (name and version) in the environment's
+    site-packages (not sys.path: the program puts the checkout on it while it runs)."""
+    found: set[str] = set()
+    for entry in {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}:
+        if entry and os.path.isdir(entry):
+            found |= {n for n in os.listdir(entry) if n.endswith((".dist-info", ".egg-info"))}
+    return sorted(found)
+
+
+def key(stack: str, stack_file: pathlib.Path, preview: bool) -> str:
+    upstream = validation.upstream_dir()
+    helm_path = helm.helm_binary()
+    parts: list[Any] = [
+        FORMAT,
+        stack,
+        preview,
+        hashlib.sha256(stack_file.read_bytes()).hexdigest(),
+        dt.date.today().isoformat(),
+        dt.datetime.now(dt.timezone.utc).date().isoformat(),
+        sys.version,
+        _distributions(),
+        sorted((k, v) for k, v in os.environ.items() if k.startswith("EKSTRAIN_") and k not in BY_CONTENT),
+        [_tree_digest(REPO / d) for d in SOURCE_DIRS],
+        _tree_digest(upstream) if upstream else None,
+        _helm_digest(helm_path),
+    ]
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:40]
+
+
+def _helm_digest(path: str | None) -> str | None:
+    from ekstrain.infra.verify.charts import content_digest
+
+    return content_digest(path) if path and os.path.exists(path) else None
+
+
+@dataclass
+class Reads:
+    """Files the render opened outside what the key covers (recorded by an audit hook while it runs)."""
+
+    skip: list[str]
+    seen: set[str] = field(default_factory=set)
+    active: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if not self.active or event != "open" or not args or not isinstance(args[0], str | pathlib.Path):
+            return
+        path = os.path.abspath(os.fspath(args[0]))
+        if not path.startswith(tuple(self.skip)):
+            with self.lock:
+                self.seen.add(path)
+
+
+_READS: Reads | None = None
+
+
+def start(out: pathlib.Path) -> Reads:
+    """Record the files opened from now on (one audit hook per process: hooks cannot be removed)."""
+    global _READS
+    upstream = validation.upstream_dir()
+    skip = [
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        *(str(REPO / d) for d in SOURCE_DIRS),
+        *(str(p) for p in (REPO / d for d in SOURCE_DIRS) if p.is_symlink()),
+        str(validation.cache_root().resolve()),
+        str(validation.cache_root()),
+        str(out.resolve()),
+        "/proc/",
+        "/dev/",
+        "/sys/",
+    ]
+    skip += [str((REPO / "ekstrain" / d).resolve()) for d in ("components", "infra", "stacks", "assembly")]
+    if upstream:
+        skip += [str(upstream), str(upstream.resolve())]
+    helm_path = helm.helm_binary()
+    if helm_path:
+        skip.append(os.path.abspath(helm_path))
+    if _READS is None:
+        _READS = Reads(skip)
+        sys.addaudithook(_READS.hook)
+    _READS.skip, _READS.seen, _READS.active = skip, set(), True
+    return _READS
+
+
+def _name(path: str) -> str:
+    """A read file as recorded: relative to the checkout when inside it (a copied checkout reads its own)."""
+    try:
+        return "checkout:" + str(pathlib.Path(path).relative_to(REPO))
+    except ValueError:
+        return path
+
+
+def _resolve(name: str) -> pathlib.Path:
+    return REPO / name.removeprefix("checkout:") if name.startswith("checkout:") else pathlib.Path(name)
+
+
+def _file_digest(path: pathlib.Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    except OSError:
+        return None
+
+
+def _entry(cache_key: str) -> pathlib.Path:
+    return validation.cache_dir() / "render" / f"{cache_key}.pickle"
+
+
+@dataclass
+class Replayed:
+    summary: str
+    problems: list[str]
+    resources: int
+    seconds: float
+
+
+def load(cache_key: str, out: pathlib.Path) -> Replayed | None:
+    """Write the stored render into ``out`` when an entry for ``cache_key`` exists and every file it read besides
+    is unchanged; None otherwise (render for real)."""
+    try:
+        entry = pickle.loads(_entry(cache_key).read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        return None
+    if any(_file_digest(_resolve(name)) != digest for name, digest in entry["reads"]):
+        return None
+    if out.exists():
+        shutil.rmtree(out)
+    for rel, data in entry["files"].items():
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return Replayed(entry["summary"], entry["problems"], entry["resources"], entry["seconds"])
+
+
+def save(
+    cache_key: str,
+    reads: Reads,
+    out: pathlib.Path,
+    summary: str,
+    problems: list[str],
+    resources: int,
+    seconds: float,
+) -> None:
+    reads.active = False
+    names = sorted({_name(p) for p in reads.seen if os.path.isfile(p)})
+    entry = {
+        "reads": [(name, _file_digest(_resolve(name))) for name in names],
+        "files": {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()},
+        "summary": summary,
+        "problems": problems,
+        "resources": resources,
+        "seconds": seconds,
+    }
+    path = _entry(cache_key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        partial.write_bytes(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
+        partial.replace(path)
+    except OSError:
+        pass  # a read-only checkout renders every time
