@@ -55,7 +55,8 @@ MAX_ZONES = 4
 
 def zone_slots(zones: list[str]) -> dict[str, int]:
     """Subnet slot per AZ: its zone letter's (a=0 .. d=3); later letters take the free slots in name order."""
-    by_letter = {az: ord(az[-1]) - ord("a") for az in zones}
+    # An empty or odd name gets a free slot (the stack rules report the name itself, at its key).
+    by_letter = {az: ord(az[-1]) - ord("a") if az else -1 for az in zones}
     slots = {az: i for az, i in by_letter.items() if 0 <= i < MAX_ZONES}
     free = iter(sorted(set(range(MAX_ZONES)) - set(slots.values())))
     for az in sorted(set(zones) - set(slots)):

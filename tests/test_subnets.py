@@ -49,3 +49,11 @@ def test_reordering_or_removing_an_az_keeps_every_other_subnet() -> None:
 def test_zone_slots_are_distinct_for_any_letters(zones: set[str]) -> None:
     plan = plan_subnets("10.40.0.0/16", sorted(zones, reverse=True))
     assert len(set(plan.private.values())) == len(zones) == len(set(plan.public.values()))
+
+
+@given(zones=st.sets(st.text(max_size=12), min_size=2, max_size=4))
+def test_any_zone_names_get_distinct_slots_without_crashing(zones: set[str]) -> None:
+    # GIVEN names a careless stack file may hold ("", "x", "us-east-1?") WHEN planned THEN distinct subnets, no
+    # IndexError: the stack rules, not the subnet planner, report a bad name (found by a stack fuzz with "").
+    plan = plan_subnets("10.40.0.0/16", sorted(zones))
+    assert len(set(plan.private.values())) == len(zones) == len(set(plan.public.values()))
