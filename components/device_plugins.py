@@ -166,6 +166,24 @@ def neuron_monitor_daemonset() -> dict[str, Any]:
     }
 
 
+NEURON_DEFAULT_REQUESTS = {"cpu": "50m", "memory": "128Mi"}
+"""What a kube-system container that sets no requests gets at admission. neuron-helm-chart 1.0.0 has no
+resources value for its scheduler extension and device plugin (templates scheduler-extn.yaml,
+device-plugin-daemonset.yaml), which would otherwise run BestEffort (evicted first); every other kube-system
+workload of the stack sets its own (an EKS add-on that sets cpu only gets the memory default)."""
+
+
+def default_requests_limit_range() -> dict[str, Any]:
+    """LimitRange of kube-system: ``defaultRequest`` only (no default limit, no min/max), so it fills gaps and
+    refuses nothing (kubernetes plugin/pkg/admission/limitranger)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "default-requests", "namespace": NAMESPACE},
+        "spec": {"limits": [{"type": "Container", "defaultRequest": dict(NEURON_DEFAULT_REQUESTS)}]},
+    }
+
+
 def neuron_monitor_network_policy() -> dict[str, Any]:
     """Only the metrics port is reachable (by Prometheus scrapers anywhere in the cluster)."""
     labels = {"app.kubernetes.io/name": "neuron-monitor"}
@@ -221,6 +239,15 @@ class DevicePlugins(pulumi.ComponentResource):
         super().__init__("ekstrain:device_plugins:DevicePlugins", name, None, opts)
         self.releases: dict[str, k8s.helm.v3.Release] = {}
         after = dependencies(opts)  # the cluster: its system node group runs the charts' Deployments
+        neuron_after = after
+        if args.trainium_instance_types:
+            # Before the Neuron chart: LimitRanger fills requests only as a pod is admitted.
+            limits = resource(
+                f"{name}-default-requests",
+                default_requests_limit_range(),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+            )
+            neuron_after = [*after, limits]
         for chart_name, values in plugin_values(args).items():
             chart = args.charts[chart_name]
             self.releases[chart_name] = release(
@@ -230,7 +257,7 @@ class DevicePlugins(pulumi.ComponentResource):
                 namespace=NAMESPACE,
                 values=values,
                 parent=self,
-                depends_on=after,
+                depends_on=neuron_after if chart_name == "neuron-helm-chart" else after,
             )
         if args.trainium_instance_types:
             ds = neuron_monitor_daemonset()

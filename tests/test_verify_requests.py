@@ -5,7 +5,7 @@ WHEN the render's requests check reads each Deployment, StatefulSet and DaemonSe
 THEN none lacks a cpu or memory request: Argo CD (5), the hub and proxy, kube-prometheus-stack, Kubeflow
 Trainer, cert-manager (3), the Slurm operator (2), the EFS CSI controller and node, the NVIDIA device plugin
 and the Neuron custom scheduler get them through their charts' values; the two Neuron containers whose
-chart has no values key are warnings that say so.
+chart has no values key get them from kube-system's LimitRange defaults.
 """
 
 from __future__ import annotations
@@ -57,7 +57,23 @@ def test_prod_controllers_request_cpu_and_memory(prod_recording: Any) -> None:
     result = requests.check(objects)
     assert result.checked >= 30
     assert result.problems == []
-    assert sorted(w.split(" container ")[0] for w in result.warnings) == [
+    assert result.warnings == []
+    # WHEN kube-system's LimitRange is left out THEN exactly the Neuron chart's two containers lack requests
+    without = requests.check(o for o in objects if o.get("kind") != "LimitRange")
+    assert sorted(p.split(" container ")[0] for p in without.problems) == [
         "DaemonSet/kube-system/neuron-device-plugin",
         "Deployment/kube-system/k8s-neuron-scheduler",
     ]
+
+
+def test_a_namespace_limit_range_default_counts_as_a_request() -> None:
+    limit_range = {
+        "kind": "LimitRange",
+        "metadata": {"namespace": "ns"},
+        "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "50m", "memory": "128Mi"}}]},
+    }
+    assert requests.check([_deployment(None), limit_range]).problems == []
+    other_ns = {**limit_range, "metadata": {"namespace": "other"}}
+    assert len(requests.check([_deployment(None), other_ns]).problems) == 1
+    pod_kind = {**limit_range, "spec": {"limits": [{"type": "Pod", "max": {"cpu": "1"}}]}}
+    assert len(requests.check([_deployment(None), pod_kind]).problems) == 1
