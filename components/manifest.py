@@ -21,6 +21,7 @@ BUILTINS: dict[tuple[str, str], Any] = {
     ("v1", "Service"): k8s.core.v1.Service,
     ("v1", "PersistentVolume"): k8s.core.v1.PersistentVolume,
     ("v1", "PersistentVolumeClaim"): k8s.core.v1.PersistentVolumeClaim,
+    ("v1", "LimitRange"): k8s.core.v1.LimitRange,
     ("apps/v1", "DaemonSet"): k8s.apps.v1.DaemonSet,
     ("apps/v1", "StatefulSet"): k8s.apps.v1.StatefulSet,
     ("batch/v1", "Job"): k8s.batch.v1.Job,
@@ -46,6 +47,13 @@ def resource(
             resource_name, metadata=metadata, opts=opts, **{_snake(k): v for k, v in body.items()}
         )
         return res
+    if "/" not in manifest["apiVersion"]:
+        # The core group as a CustomResource gets the token kubernetes:v1:<Kind>, which the provider does not
+        # have (its core kinds are kubernetes:core/v1:<Kind>).
+        raise ValueError(
+            f"{resource_name}: {manifest['apiVersion']} {manifest['kind']} is a built-in kind: add its typed class "
+            "to components/manifest.py BUILTINS"
+        )
     return k8s.apiextensions.CustomResource(
         resource_name, api_version=manifest["apiVersion"], kind=manifest["kind"], metadata=metadata, opts=opts, **body
     )

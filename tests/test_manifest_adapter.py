@@ -7,6 +7,7 @@ import pathlib
 from typing import Any
 
 import pulumi
+import pulumi_kubernetes as k8s
 import pytest
 from conftest import REPO, run_program, stack_config
 
@@ -144,3 +145,10 @@ def test_components_create_kubernetes_objects_and_releases_only_through_the_help
     }
     assert {f: [c for c in cs if c not in allowed] for f, cs in calls.items() if set(cs) - allowed} == {}
     assert set(BUILTINS) >= {("v1", "PersistentVolume"), ("apps/v1", "StatefulSet"), ("batch/v1", "Job")}
+
+
+def test_a_core_kind_without_its_typed_class_is_refused_not_sent_as_a_custom_resource() -> None:
+    # GIVEN a core-group kind missing from BUILTINS WHEN adapted THEN a clear error, not kubernetes:v1:<Kind>
+    with pytest.raises(ValueError, match=r"v1 ResourceQuota is a built-in kind: add its typed class"):
+        resource("q", {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"}})
+    assert BUILTINS[("v1", "LimitRange")] is k8s.core.v1.LimitRange

@@ -208,6 +208,7 @@ REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
     "kubernetes:core/v1:Service": ("spec.clusterIP", "spec.type"),
     "kubernetes:core/v1:PersistentVolumeClaim": ("spec",),
     "kubernetes:core/v1:PersistentVolume": (),
+    "kubernetes:core/v1:LimitRange": (),
     "kubernetes:storage.k8s.io/v1:StorageClass": ("parameters", "provisioner"),
     "kubernetes:apps/v1:DaemonSet": (),
     "kubernetes:apps/v1:StatefulSet": (),
