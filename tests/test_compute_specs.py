@@ -239,7 +239,7 @@ def test_nodepool_disruption_never_touches_running_jobs() -> None:
     assert spec["template"]["spec"]["expireAfter"] == "Never"
     assert "terminationGracePeriod" not in spec["template"]["spec"]
     d = spec["disruption"]
-    assert d["consolidationPolicy"] == "WhenEmpty" and d["consolidateAfter"] == "30m"
+    assert d["consolidationPolicy"] == "WhenEmpty" and d["consolidateAfter"] == "10m"
     by_reason = {reason: b["nodes"] for b in d["budgets"] for reason in b["reasons"]}
     assert by_reason == {"Drifted": "0", "Underutilized": "0", "Empty": "100%"}
     assert all("reasons" in b for b in d["budgets"]), "no catch-all budget that would also cap Empty"

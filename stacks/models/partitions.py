@@ -61,9 +61,11 @@ class PartitionConfig(Model):
     root_volume_gib: int = Field(default=500, ge=100, le=16384, alias="rootVolumeGiB")
     """@default 500 GiB gp3, encrypted (images of training containers are large)."""
     consolidate_after: str | None = Field(default=None, pattern=r"^(([0-9]+(s|m|h))+|Never)$")
-    """How long a node must be empty before Karpenter removes it. @default 30m for on-demand and
-    spot (a job's restart or the next queued job finds the node still there), Never for reserved
-    (the reservation is paid for whether or not a node runs in it)."""
+    """How long a node must be empty before Karpenter removes it. @default 10m for on-demand and
+    spot: about a GPU/Trainium node's launch time (EC2 boot, join, device plugins), so a job's restart or
+    the next queued job within that window finds the node still there, and no empty node is paid for
+    longer than a new one would take to launch (docs/simulate.md). Never for reserved (the reservation is
+    paid for whether or not a node runs in it)."""
     weight: int | None = Field(default=None, ge=1, le=100)
     """Karpenter NodePool weight when partitions overlap; @default none."""
     labels: dict[str, str] = Field(default_factory=dict)
@@ -95,4 +97,4 @@ class PartitionConfig(Model):
     def effective_consolidate_after(self) -> str:
         if self.consolidate_after is not None:
             return self.consolidate_after
-        return "Never" if self.capacity_type == "reserved" else "30m"
+        return "Never" if self.capacity_type == "reserved" else "10m"
