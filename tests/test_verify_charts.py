@@ -234,16 +234,23 @@ def test_generated_secrets_are_masked_when_renders_are_compared(prod_build: path
 @needs_upstream
 @needs_helm
 def test_values_keys_that_change_nothing_are_reported(prod_build: pathlib.Path) -> None:
-    # GIVEN the neuron release, whose chart reads scheduler placement elsewhere
+    # GIVEN prod's neuron release, whose values all act (the seeds are warning-clean) ...
     rel = _release("neuron", prod_build)
-    noop = charts.noop_leaves(rel, "1.34")
+    assert charts.noop_leaves(rel, "1.34") == []
+    assert "changes nothing" not in (prod_build / "SUMMARY.md").read_text()
+    # ... WHEN scheduler placement is added, which this chart reads only in its default-scheduler mode
+    placed = charts.Release(
+        rel.group,
+        rel.name,
+        rel.chart,
+        rel.version,
+        rel.namespace,
+        {**rel.values, "scheduler": {**rel.values["scheduler"], "affinity": {"nodeAffinity": {"x": 1}}}},
+    )
+    noop = charts.noop_leaves(placed, "1.34")
     # THEN the outermost ignored key is named, and keys that act are not
     assert "scheduler.affinity" in noop
     assert not any(k.startswith(("scheduler.customScheduler", "devicePlugin")) for k in noop), noop
-    assert (
-        "warning: helm release device-plugins--neuron: values key 'scheduler.affinity' changes nothing"
-        in (prod_build / "SUMMARY.md").read_text()
-    )
     # AND a seeded key the chart never reads is reported
     seeded = charts.Release(
         rel.group,
