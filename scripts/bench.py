@@ -107,20 +107,7 @@ def time_refusal(path: pathlib.Path, out: pathlib.Path) -> float:
 
 def time_make_render(out: pathlib.Path, env: dict[str, str]) -> tuple[float, float]:
     """Wall and CPU seconds of the command `make render STACK=prod` runs, in a fresh process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "ekstrain.infra.render", "--stack", "prod", "--out", str(out)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise SystemExit(f"render of prod failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return time_render_in(REPO, out, env)
 
 
 def _wall(cmd: list[str]) -> tuple[float, int]:
