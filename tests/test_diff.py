@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+import subprocess
 import tarfile
 from typing import Any
 
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from ekstrain import validation
 from ekstrain.assembly.cli import main
+from ekstrain.diff import cli as diff_cli
 from ekstrain.diff import compare, report, rules
 from ekstrain.diff.model import Resource, alias_key
 from ekstrain.infra.offline import Recording
@@ -199,6 +201,30 @@ def test_cli_two_stack_files(tmp_path: pathlib.Path, capsys: pytest.CaptureFixtu
     assert code == 0
     assert {c["name"] for c in out["changes"]} >= {"gpu-small-nodepool"}
     assert out["blocking"] == []
+
+
+def test_installed_base_reads_the_projects_own_repository(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a user's project (its own git repository, outside this checkout) whose committed stack has maxNodes 1
+    # and whose working copy has 2, and ekstrain used as installed (not from a checkout holding the stack file)
+    project = tmp_path / "project"
+    project.mkdir()
+    stack = project / "Pulumi.dev.yaml"
+    stack.write_text((REPO / "Pulumi.dev.yaml").read_text().replace("maxNodes: 2", "maxNodes: 1"))
+    git = ["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "one node"], check=True)
+    stack.write_text((REPO / "Pulumi.dev.yaml").read_text())
+    assert not diff_cli.in_checkout(stack)
+    # WHEN diffed against HEAD THEN the old side is the committed stack file: the NodePool limit changes
+    code = main(["diff", "--stack", "dev", "--stack-file", str(stack), "--base", "HEAD", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and {c["name"] for c in out["changes"]} >= {"gpu-small-nodepool"}
+    # AND a revision without the file is one line naming --base and the fix
+    assert main(["diff", "--stack", "dev", "--stack-file", str(stack), "--base", "HEAD~5"]) == 2
+    assert "--base HEAD~5: git show" in capsys.readouterr().err
 
 
 def test_cli_bad_stack_file_exits_2(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -55,8 +55,17 @@ def record(tree: pathlib.Path, stack: str, stack_file: pathlib.Path, what: str) 
     return [Resource.from_dict(d) for d in json.loads(done.stdout)]
 
 
+def in_checkout(stack_file: pathlib.Path) -> bool:
+    """Whether ``stack_file`` is inside the git checkout this ``ekstrain`` is imported from (not an install)."""
+    return (REPO / ".git").exists() and stack_file.resolve().is_relative_to(REPO.resolve())
+
+
 def record_revision(revision: str, stack: str, stack_file: pathlib.Path) -> list[Resource]:
-    """``stack`` as the program and stack file committed at git ``revision`` define it."""
+    """``stack`` as committed at git ``revision``: in this checkout, the program and the stack file of that
+    revision; with ``ekstrain`` installed, the stack file of that revision of the project's own repository (the
+    one holding ``stack_file``) under the installed program."""
+    if not in_checkout(stack_file):
+        return _record_project_revision(revision, stack, stack_file)
     rel = os.path.relpath(stack_file.resolve(), REPO)
     with tempfile.TemporaryDirectory(prefix="ekstrain-diff-") as tmp:
         archive = subprocess.run(["git", "-C", str(REPO), "archive", revision], capture_output=True, check=False)
@@ -67,6 +76,27 @@ def record_revision(revision: str, stack: str, stack_file: pathlib.Path) -> list
             )
         subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
         return record(pathlib.Path(tmp), stack, pathlib.Path(tmp) / rel, f"--base {revision}:")
+
+
+def _record_project_revision(revision: str, stack: str, stack_file: pathlib.Path) -> list[Resource]:
+    where = stack_file.resolve().parent
+    top = subprocess.run(["git", "-C", str(where), "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+    if top.returncode != 0:
+        raise DiffInputError(
+            f"--base {revision}: {stack_file} is not in a git repository; commit it, or compare two files with "
+            "--old-stack-file"
+        )
+    rel = pathlib.Path(os.path.relpath(stack_file.resolve(), pathlib.Path(top.stdout.strip()).resolve())).as_posix()
+    shown = subprocess.run(["git", "-C", top.stdout.strip(), "show", f"{revision}:{rel}"], capture_output=True)
+    if shown.returncode != 0:
+        raise DiffInputError(
+            f"--base {revision}: git show {revision}:{rel} failed ({shown.stderr.decode().strip()}); give a "
+            "commit, branch or tag that has this stack file"
+        )
+    with tempfile.TemporaryDirectory(prefix="ekstrain-diff-") as tmp:
+        old_file = pathlib.Path(tmp) / stack_file.name
+        old_file.write_bytes(shown.stdout)
+        return record(REPO, stack, old_file, f"--base {revision}:")
 
 
 def add_diff_command(subparsers: Any) -> None:
