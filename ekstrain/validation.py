@@ -208,14 +208,20 @@ def pickled(key: str, compute: Callable[[], T]) -> T:
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
         pass
     value = compute()
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_suffix(f".{os.getpid()}.{threading.get_ident()}.partial")
-        partial.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-        partial.replace(cached)
-    except OSError:
-        pass  # a read-only checkout still works, just slower
+    store_pickle(cached, value)
     return value
+
+
+def store_pickle(path: pathlib.Path, value: object) -> None:
+    """Write ``value`` to ``path`` atomically (a partial file per process and thread, then a rename), so
+    concurrent renders never read half a file; a read-only checkout still works, just slower."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.partial")
+        partial.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        partial.replace(path)
+    except OSError:
+        pass
 
 
 def _cel_rules(node: Any, path: str) -> list[tuple[str, str, str]]:

@@ -209,11 +209,4 @@ def save(
         "resources": resources,
         "seconds": seconds,
     }
-    path = _entry(cache_key)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.partial")
-        partial.write_bytes(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
-        partial.replace(path)
-    except OSError:
-        pass  # a read-only checkout renders every time
+    validation.store_pickle(_entry(cache_key), entry)  # a read-only checkout renders every time
