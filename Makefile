@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STACK ?= prod
 OUT ?= build/$(STACK)
 
-.PHONY: render test bench lint fetch-upstream clean examples simulate
+.PHONY: render test bench lint fetch-upstream clean examples simulate lock
 
 $(VENV)/.installed: pyproject.toml requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,12 @@ $(HELM_TOOL): scripts/fetch_helm.py | $(VENV)/.installed
 
 render: $(VENV)/.installed $(HELM_TOOL)  ## offline render of one stack (mock engine; not a cloud preview)
 	$(VENV)/bin/ekstrain render --stack $(STACK) --out $(OUT)
+
+# ekstrain.lock.json: the no-op values check's answers for every stack (or STACK=...), keyed by content, so that a
+# fresh clone's render skips those ~340 helm runs (ekstrain/lock.py). Commit the file; `make test` fails when it is stale.
+LOCK_STACKS ?= $(if $(filter command line,$(origin STACK)),$(STACK),$(SIMULATE_STACKS))
+lock: $(VENV)/.installed $(HELM_TOOL)  ## record the render's no-op values answers in ekstrain.lock.json
+	@set -e; for s in $(LOCK_STACKS); do $(VENV)/bin/ekstrain render --stack $$s --out build/$$s --lock write; done
 
 lint: $(VENV)/.installed  ## ruff format --check, ruff, then mypy against the SDKs' types (config in pyproject.toml)
 	$(VENV)/bin/ruff format --check .

@@ -25,7 +25,7 @@ from typing import Any
 
 import click
 
-from ekstrain import catalog, cli_kit, storage_sizing
+from ekstrain import catalog, cli_kit, lock, storage_sizing
 from ekstrain.assembly.jobs.cli import add_job_commands
 from ekstrain.assembly.simulate_cli import add_simulate_command
 from ekstrain.cli_types import OneLineParser
@@ -79,7 +79,8 @@ ekstrain storage --checkpoint-gib 1043 --capacity-gib 4800 --throughput 250
 ekstrain storage --checkpoint-gib 140 --deployment-type SCRATCH_2 --json""",
     "ekstrain render": """
 ekstrain render --stack dev
-ekstrain render --stack prod --out build/prod --allow-unchecked""",
+ekstrain render --stack prod --out build/prod --allow-unchecked
+ekstrain render --stack prod --lock write""",
     "ekstrain catalog": """
 ekstrain catalog
 ekstrain catalog --family trainium --json""",
@@ -183,12 +184,24 @@ def catalog_command(family: str, as_json: bool) -> int:
     is_flag=True,
     help="exit 0 even when checks could not run (no upstream schemas); default: exit 1 and say which",
 )
-def render_command(stack: str, out: str | None, stack_file: str | None, preview: bool, allow_unchecked: bool) -> int:
+@click.option(
+    "--lock",
+    "lock_mode",
+    type=cli_kit.ArgType(choices=lock.MODES),
+    default=lock.DEFAULT_MODE,
+    show_default=True,
+    help=f"how {lock.LOCK_NAME} answers the no-op values check: use its answers, check that it is current (CI), "
+    "write this stack's answers into it, or ignore it",
+)
+def render_command(
+    stack: str, out: str | None, stack_file: str | None, preview: bool, allow_unchecked: bool, lock_mode: str
+) -> int:
     argv = [sys.executable, "-m", "ekstrain.infra.render", "--stack", stack]
     argv += ["--out", out] if out else []
     argv += ["--stack-file", stack_file] if stack_file else []
     argv += ["--preview"] if preview else []
     argv += ["--allow-unchecked"] if allow_unchecked else []
+    argv += ["--lock", lock_mode] if lock_mode != lock.DEFAULT_MODE else []
     sys.stdout.flush()
     # Its own process (the render's exit skips interpreter teardown); stdout and stderr pass straight through.
     return subprocess.run(argv, check=False).returncode

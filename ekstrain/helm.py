@@ -7,8 +7,10 @@ fresh clone after ``make`` finds it.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import subprocess
 
 from ekstrain.paths import CHECKOUT, project_dir
 
@@ -26,3 +28,26 @@ def helm_binary() -> str | None:
         if local is not None and local.exists():
             return str(local)
     return None
+
+
+@functools.cache
+def _version_of(path: str, size: int, mtime_ns: int) -> str | None:
+    try:
+        proc = subprocess.run(
+            [path, "version", "--template", "{{.Version}}"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except OSError:
+        return None
+    version = proc.stdout.strip()
+    return version if proc.returncode == 0 and version.startswith("v") else None
+
+
+def helm_version(path: str | None = None) -> str | None:
+    """``helm version``'s version (``v4.1.4``) of ``path`` (default :func:`helm_binary`); None when it is not
+    a helm that answers. Keys answers that hold on every platform's build of the same release (ekstrain.lock.json),
+    where a binary's digest would differ between an x86_64 and an arm64 machine."""
+    path = path or helm_binary()
+    if not path or not os.path.exists(path):
+        return None
+    stat = os.stat(path)
+    return _version_of(path, stat.st_size, stat.st_mtime_ns)

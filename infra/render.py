@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from ekstrain import argocd, catalog, names, storage_sizing, validation, versions
+from ekstrain import argocd, catalog, lock, names, storage_sizing, validation, versions
 from ekstrain.assembly.schedulers.slurm import standing_nodes
 from ekstrain.infra import offline, replay
 from ekstrain.infra.verify import (
@@ -234,6 +234,58 @@ class Stages:
 NOOP_CHECK = "helm values: keys that change the output"
 
 
+class NoopLock:
+    """The no-op check's side of ekstrain.lock.json for one render: which releases the lock answered, and at the
+    end what ``check``/``write``/``use`` do with the answers (ekstrain/lock.py)."""
+
+    def __init__(self, the_lock: lock.Lock | None, mode: str) -> None:
+        self.lock, self.mode = the_lock, mode
+        self.keys: dict[str, tuple[str, str]] = {}  # release key -> (answer key, "chart version")
+        self.answered = 0
+
+    def start(self, release: charts.Release, kube_version: str, apis: set[str]) -> tuple[str, ...] | None:
+        """The lock's answer for ``release`` when the mode takes answers from it; None: compute it."""
+        key = charts.noop_key(release, kube_version, apis)
+        self.keys[release.key] = (key, f"{release.chart_name} {release.version}")
+        answer = self.lock.answer(key) if self.lock is not None and self.mode in ("use", "write") else None
+        self.answered += answer is not None
+        return answer
+
+    def finish(
+        self, stack: str, checks: list[Check], results: dict[str, list[str]], progress: Callable[[str], None]
+    ) -> None:
+        noop_check = next((c for c in checks if c.name == NOOP_CHECK), None)
+        if self.lock is None or noop_check is None or not self.keys:
+            return
+        if set(self.keys) - set(results):  # a release did not render: its answer is unknown, the lock is left alone
+            return
+        answers = {
+            key: lock.Entry(release, chart, tuple(results[release]))
+            for release, (key, chart) in self.keys.items()
+            if release in results
+        }
+        name = self.lock.path.name
+        computed = len(answers) - self.answered
+        if self.mode == "check":
+            noop_check.problems += [
+                f"{name} is not current for stack {stack}: {d}; run `make lock STACK={stack}` and commit it"
+                for d in self.lock.differences(stack, answers)
+            ]
+        elif self.mode == "write":
+            if self.lock.differences(stack, answers):
+                self.lock.with_stack(stack, answers).save()
+                progress(f"[3/3] {name}: recorded {len(answers)} answers for stack {stack} in {self.lock.path}")
+            else:
+                progress(f"[3/3] {name}: already current for stack {stack}")
+        if self.answered:
+            noop_check.note = f"{self.answered} of {len(answers)} answered by {name}"
+        if self.mode == "use" and computed and answers:
+            progress(
+                f"[3/3] {name}: {computed} of {len(answers)} releases were checked now (not recorded for these "
+                f"values); `make lock STACK={stack}` records them, so that the next fresh clone skips their renders"
+            )
+
+
 def run_checks(
     out: pathlib.Path,
     objs: list[tuple[str, dict[str, Any]]],
@@ -242,10 +294,12 @@ def run_checks(
     stack: str,
     order_rows: list[dict[str, Any]] | None = None,
     progress: Callable[[str], None] = stderr_progress,
+    lock_mode: str = lock.DEFAULT_MODE,
 ) -> tuple[list[Check], int]:
     """Every check of the render, and the number of chart-rendered objects written under out/charts.
     ``order_rows`` receives the creation stages (infra/verify/order.py) when the charts were rendered;
-    ``progress`` a line per stage with its seconds.
+    ``progress`` a line per stage with its seconds; ``lock_mode`` how ekstrain.lock.json answers the no-op
+    values check (ekstrain/lock.py).
 
     The no-op values check is mostly helm processes: it runs in threads beside every other check (helm takes a
     core of its own while Python checks on the other)."""
@@ -254,10 +308,16 @@ def run_checks(
     started = time.perf_counter()
     finished = itertools.count(1)
     noop: dict[str, concurrent.futures.Future[list[str]]] = {}
+    locked = NoopLock(lock.load() if lock_mode != "ignore" else None, lock_mode)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(releases))) as pool:
 
         def start_noop(r: charts.Release, apis: set[str]) -> None:
-            noop[r.key] = pool.submit(charts.noop_leaves, r, kv, apis)
+            answer = locked.start(r, kv, apis)
+            if answer is not None:
+                noop[r.key] = concurrent.futures.Future()
+                noop[r.key].set_result(list(answer))
+            else:
+                noop[r.key] = pool.submit(charts.noop_leaves, r, kv, apis)
             noop[r.key].add_done_callback(
                 lambda _f: progress(
                     f"[3/3] checks: {NOOP_CHECK}: {next(finished)}/{len(releases)} releases "
@@ -266,7 +326,12 @@ def run_checks(
             )
 
         try:
-            return _run_checks(out, objs, rec, cfg, stack, order_rows, Stages(progress), releases, noop, start_noop)
+            checks, written = _run_checks(
+                out, objs, rec, cfg, stack, order_rows, Stages(progress), releases, noop, start_noop
+            )
+            answered = {k: f.result() for k, f in noop.items() if f.done() and not f.exception()}
+            locked.finish(stack, checks, answered, progress)
+            return checks, written
         finally:
             for fut in noop.values():
                 fut.cancel()
@@ -451,8 +516,10 @@ def write(
     rec: offline.Recording,
     seconds: float,
     progress: Callable[[str], None] = stderr_progress,
+    lock_mode: str = lock.DEFAULT_MODE,
 ) -> tuple[str, list[str]]:
-    """Write the render into ``out`` and run every check; ``progress`` gets a line per stage (default: stderr)."""
+    """Write the render into ``out`` and run every check; ``progress`` gets a line per stage (default: stderr);
+    ``lock_mode`` says how ekstrain.lock.json is used (ekstrain/lock.py)."""
     started = time.perf_counter()
     if out.exists():
         shutil.rmtree(out)
@@ -498,7 +565,7 @@ def write(
         f"{time.perf_counter() - started:.2f}s"
     )
     order_rows: list[dict[str, Any]] = []
-    checks, chart_objects = run_checks(out, objs, rec, cfg, stack, order_rows, progress)
+    checks, chart_objects = run_checks(out, objs, rec, cfg, stack, order_rows, progress, lock_mode)
     apps = argocd.applications(rel for _, rel in releases) if cfg.delivery.argocd else []
     if apps:
         # ekstrain:delivery.argocd: one Application per Helm release, for a GitOps repository.
@@ -590,11 +657,12 @@ def render_or_replay(
     warnings: list[str],
     out: pathlib.Path,
     progress: Callable[[str], None] = stderr_progress,
+    lock_mode: str = lock.DEFAULT_MODE,
 ) -> tuple[str, list[str], int]:
     """Run the program and write(); or, when nothing the render reads has changed since a render stored in the
     cache, write that render's files again (infra/replay.py). Returns (summary, problems, resources registered)
     either way."""
-    key = replay.key(stack, stack_file, preview) if replay.enabled() else None
+    key = replay.key(stack, stack_file, preview, lock_mode) if replay.enabled() else None
     started = time.perf_counter()
     if key is not None:
         replayed = replay.load(key, out)
@@ -611,7 +679,7 @@ def render_or_replay(
     rec = run_program(flat, secrets, stack, preview=preview)
     seconds = time.perf_counter() - started
     progress(f"[2/3] program ran offline: {len(rec.records)} resources registered in {seconds:.2f}s")
-    summary, problems = write(out, stack, cfg, warnings, rec, seconds, progress)
+    summary, problems = write(out, stack, cfg, warnings, rec, seconds, progress, lock_mode)
     progress(f"[3/3] wrote and checked {out} in {time.perf_counter() - started - seconds:.2f}s")
     if key is not None:
         replay.save(key, reads, out, summary, problems, len(rec.records), seconds)
@@ -630,6 +698,13 @@ def main(argv: list[str] | None = None) -> int:
         "--allow-unchecked",
         action="store_true",
         help="exit 0 even when checks could not run (no upstream schemas); default: exit 1 and say which",
+    )
+    parser.add_argument(
+        "--lock",
+        choices=lock.MODES,
+        default=lock.DEFAULT_MODE,
+        help=f"how {lock.LOCK_NAME} answers the no-op values check: use its answers (default), check that it is "
+        "current (CI), write this stack's answers into it, or ignore it",
     )
     args = parser.parse_args(argv)
     if not STACK_NAME.fullmatch(args.stack):
@@ -664,9 +739,15 @@ def _render(args: argparse.Namespace, stack_file: pathlib.Path) -> int:
                 file=sys.stderr,
             )
         return 2
+    try:
+        if args.lock != "ignore":
+            lock.load()  # a broken lock file is refused here, before the program runs
+    except lock.LockError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(f"[1/3] config {stack_file.name} valid: {len(cfg.partitions)} partition(s)", file=sys.stderr)
     summary, problems, resources = render_or_replay(
-        stack_file, args.stack, args.preview, flat, secrets, cfg, warnings, out
+        stack_file, args.stack, args.preview, flat, secrets, cfg, warnings, out, lock_mode=args.lock
     )
     not_run = [p for p in problems if p.endswith(NOT_RUN)]
     # stdout: a few lines; the whole report (partitions, storage, order, every check) is SUMMARY.md. The check

@@ -1,7 +1,7 @@
 """Replay a whole offline render when nothing it reads has changed: a warm `make render` in about a second.
 
-A render is a function of: the stack file, the stack name and --preview, today's date (version-window and AMI age
-rules), the interpreter and the installed distributions, the ``EKSTRAIN_*`` environment, this package's files,
+A render is a function of: the stack file, the stack name, --preview and --lock, today's date (version-window and
+AMI age rules), the interpreter and the installed distributions, the ``EKSTRAIN_*`` environment, this package's files,
 the upstream schemas and chart archives (every file, by content), the helm binary (by content) and any other file
 the run opened (an SSH key file next to the stack file, say). The first six and the helm, package and upstream
 content make the key (``key``); the files opened besides are recorded while the render runs (``Reads``, an audit
@@ -64,13 +64,14 @@ def _distributions() -> list[str]:
     return sorted(found)
 
 
-def key(stack: str, stack_file: pathlib.Path, preview: bool) -> str:
+def key(stack: str, stack_file: pathlib.Path, preview: bool, lock_mode: str = "use") -> str:
     upstream = validation.upstream_dir()
     helm_path = helm.helm_binary()
     parts: list[Any] = [
         FORMAT,
         stack,
         preview,
+        lock_mode,
         hashlib.sha256(stack_file.read_bytes()).hexdigest(),
         dt.date.today().isoformat(),
         dt.datetime.now(dt.timezone.utc).date().isoformat(),
@@ -99,11 +100,16 @@ class Reads:
     active: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def skips(self, path: str) -> bool:
+        """Whether ``path`` is one of ``skip`` or below one (by whole path components: ``<checkout>/ekstrain``
+        covers ``ekstrain/x.py``, not ``ekstrain.lock.json`` beside it)."""
+        return any(path == s or path.startswith(s if s.endswith(os.sep) else s + os.sep) for s in self.skip)
+
     def hook(self, event: str, args: tuple[Any, ...]) -> None:
         if not self.active or event != "open" or not args or not isinstance(args[0], str | pathlib.Path):
             return
         path = os.path.abspath(os.fspath(args[0]))
-        if not path.startswith(tuple(self.skip)):
+        if not self.skips(path):
             with self.lock:
                 self.seen.add(path)
 

@@ -17,7 +17,9 @@ from ekstrain.stacks.loader import read_stack_file
 
 @pytest.mark.parametrize("stack", STACK_NAMES)
 def test_stack_renders_and_validates(stack: str, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = render.main(["--stack", stack, "--stack-file", str(REPO / f"Pulumi.{stack}.yaml"), "--out", str(tmp_path)])
+    # --lock check: every no-op answer is computed here, and the committed ekstrain.lock.json must hold them.
+    stack_file = str(REPO / f"Pulumi.{stack}.yaml")
+    code = render.main(["--stack", stack, "--stack-file", stack_file, "--out", str(tmp_path), "--lock", "check"])
     out = capsys.readouterr()
     assert code == 0, out.out
     summary = (tmp_path / "SUMMARY.md").read_text()

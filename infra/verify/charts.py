@@ -144,6 +144,26 @@ def _content_digest(path: str, size: int, mtime_ns: int) -> str:
     return digest.hexdigest()
 
 
+def chart_files_digest(archive: pathlib.Path | str) -> str:
+    """sha256 of a chart archive's files (each member's name and bytes, in name order), not of the archive: the
+    same chart packaged again (another gzip level, file order or timestamps, as a project's release pipeline
+    does) has the same digest, so an answer computed on the reference archive holds for the published one."""
+    path = pathlib.Path(archive)
+    st = path.stat()
+    return _chart_files_digest(str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.cache
+def _chart_files_digest(path: str, size: int, mtime_ns: int) -> str:
+    files: list[tuple[str, str]] = []
+    with tarfile.open(path) as tgz:
+        for member in tgz:
+            data = tgz.extractfile(member) if member.isfile() else None
+            if data is not None:
+                files.append((member.name.lstrip("./"), hashlib.sha256(data.read()).hexdigest()))
+    return hashlib.sha256(json.dumps(sorted(files)).encode()).hexdigest()
+
+
 def template_key(
     release: Release,
     kube_version: str,
@@ -385,6 +405,7 @@ def render_all(
     ``progress(done, total)`` after each helm process of the first pass."""
     problems: list[str] = []
     texts: dict[str, str] = {}
+    docs: dict[str, list[Any]] = {}
 
     def run(rels: list[Release], apis: set[str], report: Callable[[int, int], None] | None = None) -> None:
         with concurrent.futures.ThreadPoolExecutor(max_workers=JOBS) as pool:
@@ -392,9 +413,15 @@ def render_all(
             for done, fut in enumerate(concurrent.futures.as_completed(futures), 1):
                 r = futures[fut]
                 try:
-                    texts[r.key] = fut.result()
+                    text = fut.result()
                 except (RuntimeError, FileNotFoundError) as exc:
                     problems.append(f"helm release {r.key}: {exc}")
+                else:
+                    # Parsed as it arrives, while helm renders the next ones (CRDs make this seconds of Python);
+                    # a text the second pass renders the same is not parsed again.
+                    if texts.get(r.key) != text or r.key not in docs:
+                        texts[r.key] = text
+                        docs[r.key] = parse(text)
                 if report is not None:
                     report(done, len(rels))
 
@@ -403,16 +430,12 @@ def render_all(
     digest = hashlib.sha256(json.dumps(crd_docs, sort_keys=True, default=str).encode())
     for key in sorted(texts):
         digest.update(hashlib.sha256(texts[key].encode()).digest())
-    docs = {key: parse(text) for key, text in texts.items()}
     for parsed in docs.values():
         crd_docs += [d for d in parsed if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"]
     apis = api_versions_of(crd_docs)
     again = [r for r in releases if r.key in texts and apis_for(r, apis)]
     if again:
-        first = dict(texts)
         run(again, apis)
-        # Most charts render the same text with the API versions: parse only what changed (CRDs are megabytes).
-        docs.update({r.key: parse(texts[r.key]) for r in again if r.key in texts and texts[r.key] != first.get(r.key)})
     crds = validation.pickled(f"crd-schemas-charts-{digest.hexdigest()[:40]}", lambda: validation.schemas_of(crd_docs))
     objs = {r.key: objects_of(docs[r.key], r, crds) for r in releases if r.key in texts}
     digests = {
@@ -557,30 +580,41 @@ def same_objects(text: str, other: str, release: Release) -> bool:
     return not +missing
 
 
-def noop_leaves(release: Release, kube_version: str, api_versions: Iterable[str] = ()) -> list[str]:
-    """Values keys set to something other than the chart default whose removal leaves every rendered
-    object unchanged (generated secrets masked): the chart ignores them, usually a misplaced key.
-
-    One render per such key (cached); the answer itself is cached on the same inputs. The renders leave out
-    the chart's ``crds/`` directory: helm never templates it, so no value can change it (megabytes less YAML)."""
-    apis = sorted(api_versions)
+def noop_key(release: Release, kube_version: str, api_versions: Iterable[str] = ()) -> str:
+    """What the no-op answer of ``release`` is a function of, as a key: the chart's files (not the archive's
+    bytes: ``chart_files_digest``), helm's version (the same answer on every platform's build of a release; its
+    binary digest when it reports none), the release's name, namespace and values, the Kubernetes version and API
+    versions. Keys the cache and ekstrain.lock.json (ekstrain/lock.py)."""
     archive = chart_archive(release)
-    key = hashlib.sha256(
+    binary = helm_binary()
+    helm_id = (helm.helm_version(binary) or content_digest(binary)) if binary and os.path.exists(binary) else ""
+    return hashlib.sha256(
         json.dumps(
             [
-                content_digest(archive) if archive else "",
-                content_digest(helm) if (helm := helm_binary()) else "",
+                chart_files_digest(archive) if archive else "",
+                helm_id,
                 release.name,
                 release.namespace,
                 release.values,
                 kube_version,
-                apis,
+                sorted(api_versions),
                 release.skip_crds,
             ],
             sort_keys=True,
             default=str,
         ).encode()
     ).hexdigest()[:40]
+
+
+def noop_leaves(release: Release, kube_version: str, api_versions: Iterable[str] = ()) -> list[str]:
+    """Values keys set to something other than the chart default whose removal leaves every rendered
+    object unchanged (generated secrets masked): the chart ignores them, usually a misplaced key.
+
+    One render per such key (cached); the answer itself is cached on the same inputs (``noop_key``). The renders
+    leave out the chart's ``crds/`` directory: helm never templates it, so no value can change it (megabytes less
+    YAML)."""
+    apis = sorted(api_versions)
+    key = noop_key(release, kube_version, apis)
     return validation.pickled(f"helm/noop-{key}", lambda: _noop_leaves(release, kube_version, apis))
 
 

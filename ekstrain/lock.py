@@ -1,0 +1,129 @@
+"""``ekstrain.lock.json``: the answers of the render's slowest check, kept with the project like a lockfile.
+
+The no-op values check (infra/verify/charts.py ``noop_leaves``) renders each Helm release once per values key the
+stack sets: about 340 ``helm template`` runs for prod, most of a cold render. Its answer is a function of content
+only (chart archive bytes, helm version, release name and namespace, values, Kubernetes version, API versions;
+``charts.noop_key``), so a project can keep it next to its stack files and commit it. A fresh clone then
+renders without those runs; a release whose values, chart or helm changed has another key and is checked again.
+
+Modes (``ekstrain render --lock``):
+
+- ``use`` (default): an answer the lock holds for a key is taken; the rest are computed and the render says how
+  many (``--lock write`` records them).
+- ``check``: every answer is computed; the render fails when this stack's entries differ from them (CI: a
+  committed lock that went stale, or an answer recorded by hand, fails the build).
+- ``write``: as ``use``, then this stack's entries are replaced by this render's answers (other stacks' kept).
+- ``ignore``: every answer is computed; the file is not read.
+
+Entries are grouped by stack so that ``write`` drops the keys a stack no longer has; a lookup accepts any
+stack's entry with the same key (the key is content).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from ekstrain.paths import project_dir
+
+LOCK_NAME = "ekstrain.lock.json"
+FORMAT = "ekstrain-lock-v1"
+MODES = ("use", "check", "write", "ignore")
+DEFAULT_MODE = "use"
+
+
+class LockError(ValueError):
+    """The lock file cannot be used: says which file and what to do."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One release's answer: the no-op values keys (dotted), plus what the key was made of, for a reviewer."""
+
+    release: str
+    chart: str
+    noop: tuple[str, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"release": self.release, "chart": self.chart, "noop": list(self.noop)}
+
+
+@dataclass
+class Lock:
+    path: pathlib.Path
+    stacks: dict[str, dict[str, Entry]] = field(default_factory=dict)
+
+    def answer(self, key: str) -> tuple[str, ...] | None:
+        for entries in self.stacks.values():
+            if key in entries:
+                return entries[key].noop
+        return None
+
+    def differences(self, stack: str, answers: dict[str, Entry]) -> list[str]:
+        """How this stack's recorded entries differ from ``answers`` (empty: the lock is current)."""
+        recorded = self.stacks.get(stack, {})
+        out = []
+        for key, entry in sorted(answers.items(), key=lambda kv: kv[1].release):
+            if key not in recorded:
+                out.append(f"{entry.release} ({entry.chart}): not recorded for these values")
+            elif recorded[key].noop != entry.noop:
+                out.append(f"{entry.release}: recorded {list(recorded[key].noop)}, computed {list(entry.noop)}")
+        for key, entry in sorted(recorded.items(), key=lambda kv: kv[1].release):
+            if key not in answers:
+                out.append(f"{entry.release} ({entry.chart}): recorded for values this stack no longer has")
+        return out
+
+    def with_stack(self, stack: str, answers: dict[str, Entry]) -> Lock:
+        return Lock(self.path, {**self.stacks, stack: dict(answers)})
+
+    def text(self) -> str:
+        body = {
+            "format": FORMAT,
+            "about": (
+                "Answers of `ekstrain render`'s no-op values check, keyed by content (ekstrain/lock.py). Commit it; "
+                "refresh with `make lock` (ekstrain render --stack S --lock write); CI runs --lock check."
+            ),
+            "stacks": {
+                stack: {k: e.as_json() for k, e in sorted(entries.items(), key=lambda ke: (ke[1].release, ke[0]))}
+                for stack, entries in sorted(self.stacks.items())
+            },
+        }
+        return json.dumps(body, indent=1, sort_keys=False) + "\n"
+
+    def save(self) -> None:
+        partial = self.path.with_name(f".{self.path.name}.{os.getpid()}.partial")
+        partial.write_text(self.text())
+        partial.replace(self.path)
+
+
+def lock_path() -> pathlib.Path:
+    """The project's lock file (the stack file's Pulumi project, else the working directory)."""
+    return project_dir() / LOCK_NAME
+
+
+def load(path: pathlib.Path | None = None) -> Lock:
+    """The lock at ``path`` (default :func:`lock_path`); an absent file is an empty lock."""
+    path = path or lock_path()
+    if not path.exists():
+        return Lock(path)
+    fix = f"delete {path} and run `make lock` (ekstrain render --stack <stack> --lock write) to record it again"
+    try:
+        body = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LockError(f"{path}: not readable as JSON ({exc}): {fix}") from None
+    if not isinstance(body, dict) or body.get("format") != FORMAT or not isinstance(body.get("stacks"), dict):
+        raise LockError(f"{path}: not an {FORMAT} file (its 'format' and 'stacks' keys): {fix}")
+    stacks: dict[str, dict[str, Entry]] = {}
+    for stack, entries in body["stacks"].items():
+        if not isinstance(entries, dict):
+            raise LockError(f"{path}: stacks.{stack} is not a mapping of key -> entry: {fix}")
+        stacks[stack] = {}
+        for key, entry in entries.items():
+            noop = entry.get("noop") if isinstance(entry, dict) else None
+            if not isinstance(noop, list) or not all(isinstance(k, str) for k in noop):
+                raise LockError(f"{path}: stacks.{stack}.{key}.noop is not a list of values keys: {fix}")
+            stacks[stack][key] = Entry(str(entry.get("release", "")), str(entry.get("chart", "")), tuple(noop))
+    return Lock(path, stacks)
