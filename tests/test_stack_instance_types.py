@@ -17,6 +17,7 @@ import pytest
 from conftest import run_stack, stack_sections
 
 from ekstrain import catalog, efa
+from ekstrain.simulate.nodes import nodes_of
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import parse
 
@@ -96,6 +97,11 @@ def test_a_partition_of_a_custom_type_gets_its_efa_layout_in_the_ec2nodeclass() 
         if r.inputs["metadata"]["name"] == "gpu-custom"
     ]
     assert pool["spec"]["limits"]["nvidia.com/gpu"] == "4", "2 GPUs x maxNodes 2"
+    # AND the scheduling simulator launches the type as Karpenter would: its GPUs and the EFA interfaces attached
+    [node] = nodes_of(pool, {"gpu-custom": node_class})
+    assert node.instance == catalog.get(CUSTOM)
+    assert (node.capacity["nvidia.com/gpu"], node.capacity["vpc.amazonaws.com/efa"]) == (2.0, 3.0)
+    assert node.allocatable["cpu"] < 48
 
 
 @pytest.mark.parametrize(

@@ -135,7 +135,8 @@ def _attached_efa(node_class: dict[str, Any] | None) -> int | None:
 
 
 def nodes_of(pool: dict[str, Any], node_classes: dict[str, dict[str, Any]]) -> list[Node]:
-    """Every (NodePool, instance type) Karpenter could launch; instance types outside the catalog are skipped."""
+    """Every (NodePool, instance type) Karpenter could launch: the catalog and the loaded stack's own types
+    (``ekstrain:instanceTypes``); other instance types are skipped."""
     name = pool["metadata"]["name"]
     template = pool["spec"]["template"]
     spec = template.get("spec", {})
@@ -145,7 +146,7 @@ def nodes_of(pool: dict[str, Any], node_classes: dict[str, dict[str, Any]]) -> l
     limits = {k: parse(v) for k, v in (pool["spec"].get("limits") or {}).items()}
     out = []
     for it_name in sorted(reqs.get("node.kubernetes.io/instance-type", set())):
-        found = catalog.CATALOG.get(it_name) or general_purpose(it_name)
+        found = catalog.known().get(it_name) or general_purpose(it_name)
         if found is None:
             continue
         it = found
