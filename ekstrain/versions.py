@@ -352,12 +352,19 @@ def ami_alias_warning(version: str, max_age_days: int, today: dt.date) -> str | 
 # A known amazon-eks-ami release (weekly, one tag for every supported Kubernetes version) per
 # Kubernetes version, recommended as the prod pin. A pin dated before the version's EKS release
 # cannot resolve (no AL2023 AMI of that version existed): the stack rules refuse it.
+# v20261119 (github.com/awslabs/amazon-eks-ami/releases/tag/v20261119): AL2023 source AMIs for Kubernetes
+# 1.31-1.32, 1.33-1.35 and 1.36-1.37, "no changes to the AMI template"; after v20261012's fix of the kernel
+# 6.12.110 panic that v20260930/v20261003 carried for 1.31-1.35 (amazon-eks-ami #2845): never pin those two.
 AMI_ALIAS_VERSIONS: dict[str, str] = {
-    "1.31": "v20251120",
-    "1.32": "v20251120",
-    "1.33": "v20251120",
-    "1.34": "v20251120",
-    "1.35": "v20260818",
+    "1.31": "v20261119",
+    "1.32": "v20261119",
+    "1.33": "v20261119",
+    "1.34": "v20261119",
+    "1.35": "v20261119",
+}
+AMI_RELEASES_WITH_KNOWN_DEFECTS: dict[str, str] = {
+    "v20260930": "kernel 6.12.110 may panic on Kubernetes 1.31-1.35 (amazon-eks-ami #2845; fixed in v20261012)",
+    "v20261003": "kernel 6.12.110 may panic on Kubernetes 1.31-1.35 (amazon-eks-ami #2845; fixed in v20261012)",
 }
 
 

@@ -112,6 +112,14 @@ def _kubernetes_window(cfg: StackConfig, today: dt.date) -> list[ConfigIssue]:
                 f"use amiAliasVersion: {versions.AMI_ALIAS_VERSIONS[k8s]} (or a later release)",
             )
         )
+    elif ami in versions.AMI_RELEASES_WITH_KNOWN_DEFECTS:
+        out.append(
+            ConfigIssue(
+                "ekstrain:versions.amiAliasVersion",
+                f"AMI release {ami}: {versions.AMI_RELEASES_WITH_KNOWN_DEFECTS[ami]}",
+                f"use amiAliasVersion: {versions.AMI_ALIAS_VERSIONS[k8s]}",
+            )
+        )
     return out
 
 

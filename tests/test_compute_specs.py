@@ -312,7 +312,7 @@ def test_prod_partitions_efa_counts_and_limits() -> None:
         "gpu-h100": {"nvidia.com/gpu": "64", "nodes": "8"},
         "trainium": {"aws.amazon.com/neuron": "512", "nodes": "32"},
     }
-    assert {node_class(s)["spec"]["amiSelectorTerms"][0]["alias"] for s in parts.values()} == {"al2023@v20260818"}
+    assert {node_class(s)["spec"]["amiSelectorTerms"][0]["alias"] for s in parts.values()} == {"al2023@v20261119"}
 
 
 @pytest.mark.parametrize("stack", ["prod", "dev"])

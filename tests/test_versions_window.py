@@ -72,8 +72,16 @@ def test_ami_pin_older_than_the_version_is_refused() -> None:
     issues = _issues({"amiAliasVersion": "v20251120"})
     assert issues == [
         "ekstrain:versions.amiAliasVersion: AMI release v20251120 predates Kubernetes 1.35 on EKS "
-        "(2026-01-27): al2023@v20251120 has no 1.35 image / use amiAliasVersion: v20260818 (or a later "
+        "(2026-01-27): al2023@v20251120 has no 1.35 image / use amiAliasVersion: v20261119 (or a later "
         "release)"
+    ]
+
+
+@pytest.mark.parametrize("release", ["v20260930", "v20261003"])
+def test_an_ami_release_with_a_known_kernel_panic_is_refused(release: str) -> None:
+    assert _issues({"amiAliasVersion": release}) == [
+        f"ekstrain:versions.amiAliasVersion: AMI release {release}: kernel 6.12.110 may panic on Kubernetes "
+        "1.31-1.35 (amazon-eks-ami #2845; fixed in v20261012) / use amiAliasVersion: v20261119"
     ]
 
 
