@@ -379,13 +379,20 @@ def test_cluster_security_group_rules(deploy: int, ssh: bool, login: int, hub: i
     check("cluster security group rules", "prod", change, valid, key)
 
 
-# ---- AMI release pins: a date no later than today and no earlier than the Kubernetes version's EKS release --------
+# ---- AMI release pins: a date no later than today, no earlier than the Kubernetes version's EKS release, and not a
+# release with a known defect ------------------------------------------------------------------------------------
 @RUN
-@given(day=st.dates(dt.date(2020, 1, 1), dt.date(2032, 1, 1)))
-def test_ami_release_dates(day: dt.date) -> None:
+@given(
+    day=st.one_of(
+        st.dates(dt.date(2020, 1, 1), dt.date(2032, 1, 1)),
+        st.sampled_from([versions.ami_release_date(v) for v in versions.AMI_RELEASES_WITH_KNOWN_DEFECTS]),
+    )
+)
+def test_ami_release_dates(day: dt.date | None) -> None:
+    assert day is not None
     released = versions.KUBERNETES_RELEASES["1.35"].released
-    valid = released <= day <= TODAY
     pin = f"v{day:%Y%m%d}"
+    valid = released <= day <= TODAY and pin not in versions.AMI_RELEASES_WITH_KNOWN_DEFECTS
     check("AMI release pin", "dev", _set("versions.amiAliasVersion", pin), valid, "ekstrain:versions.amiAliasVersion")
 
 
