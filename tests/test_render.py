@@ -77,9 +77,13 @@ def unexpected_warnings(stack: str, warnings: list[str], today: dt.date | None =
 def test_a_new_warning_fails_the_seed_check() -> None:
     """GIVEN a seed render's SUMMARY and stderr WHEN any warning appears (a config rule's, a no-op values key)
     THEN unexpected_warnings lists it; the AMI age and reviewed IAM findings (not warnings) alone pass."""
-    today = dt.date(2026, 12, 3)
     cfg = stack_config("prod")
+    # the day prod's pin turns too old (the age warning is only then part of a seed render)
+    released = versions.ami_release_date(cfg.versions.ami_alias_version)
+    assert released is not None
+    today = released + dt.timedelta(days=cfg.versions.ami_alias_max_age_days + 1)
     ami = versions.ami_alias_warning(cfg.versions.ami_alias_version, cfg.versions.ami_alias_max_age_days, today)
+    assert ami is not None
     clean = "\n".join(["# x", "", "## Warnings", "- none", "", "## Checks", f"- reviewed: iam finding {REVIEWED}"])
     assert unexpected_warnings("prod", render_warnings(clean, ""), today) == []
     aged = clean.replace("- none", f"- ekstrain:versions.amiAliasVersion: {ami}")
