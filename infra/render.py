@@ -232,6 +232,7 @@ class Stages:
 
 
 NOOP_CHECK = "helm values: keys that change the output"
+LOCK_STALE = f"{lock.LOCK_NAME} is not current"
 
 
 class NoopLock:
@@ -267,18 +268,22 @@ class NoopLock:
         name = self.lock.path.name
         computed = len(answers) - self.answered
         if self.mode == "check":
+            stale = self.lock.differences(stack, answers)
             noop_check.problems += [
-                f"{name} is not current for stack {stack}: {d}; run `make lock STACK={stack}` and commit it"
-                for d in self.lock.differences(stack, answers)
+                f"{LOCK_STALE} for stack {stack}: {d}; run `make lock STACK={stack}` and commit it" for d in stale
             ]
+            if not stale:
+                progress(f"[3/3] {name}: current for stack {stack} (every answer computed and compared)")
         elif self.mode == "write":
             if self.lock.differences(stack, answers):
                 self.lock.with_stack(stack, answers).save()
                 progress(f"[3/3] {name}: recorded {len(answers)} answers for stack {stack} in {self.lock.path}")
             else:
                 progress(f"[3/3] {name}: already current for stack {stack}")
+        # On stderr, not in SUMMARY.md: the files of a --lock use and a --lock check render are the same (they share
+        # a replay entry, infra/replay.py).
         if self.answered:
-            noop_check.note = f"{self.answered} of {len(answers)} answered by {name}"
+            progress(f"[3/3] {NOOP_CHECK}: {self.answered} of {len(answers)} releases answered by {name}")
         if self.mode == "use" and computed and answers:
             progress(
                 f"[3/3] {name}: {computed} of {len(answers)} releases were checked now (not recorded for these "
@@ -665,7 +670,7 @@ def render_or_replay(
     key = replay.key(stack, stack_file, preview, lock_mode) if replay.enabled() else None
     started = time.perf_counter()
     if key is not None:
-        replayed = replay.load(key, out)
+        replayed = replay.load(key, out, checked=lock_mode == "check")
         if replayed is not None:
             for warning in warnings:  # what the program logs as it starts (infra/__main__.py)
                 progress(warning)
@@ -681,8 +686,9 @@ def render_or_replay(
     progress(f"[2/3] program ran offline: {len(rec.records)} resources registered in {seconds:.2f}s")
     summary, problems = write(out, stack, cfg, warnings, rec, seconds, progress, lock_mode)
     progress(f"[3/3] wrote and checked {out} in {time.perf_counter() - started - seconds:.2f}s")
-    if key is not None:
-        replay.save(key, reads, out, summary, problems, len(rec.records), seconds)
+    if key is not None and not (lock_mode == "check" and any(p.startswith(LOCK_STALE) for p in problems)):
+        # A failed lock check is not stored: a --lock use render of the same inputs would not fail.
+        replay.save(key, reads, out, summary, problems, len(rec.records), seconds, checked=lock_mode == "check")
     return summary, problems, len(rec.records)
 
 

@@ -1,11 +1,12 @@
 """Replay a whole offline render when nothing it reads has changed: a warm `make render` in about a second.
 
-A render is a function of: the stack file, the stack name, --preview and --lock, today's date (version-window and
-AMI age rules), the interpreter and the installed distributions, the ``EKSTRAIN_*`` environment, this package's files,
-the upstream schemas and chart archives (every file, by content), the helm binary (by content) and any other file
-the run opened (an SSH key file next to the stack file, say). The first six and the helm, package and upstream
-content make the key (``key``); the files opened besides are recorded while the render runs (``Reads``, an audit
-hook) and their content is compared before a replay. Nothing in the key or the record is an absolute path inside
+A render is a function of: the stack file, the stack name, --preview and --lock (use and check share an entry),
+today's date (version-window and AMI age rules), the interpreter and the installed distributions, the
+``EKSTRAIN_*`` environment, this package's files, the upstream schemas and chart archives (every file, by
+content), the helm binary (by content) and any other file the run opened (an SSH key file next to the stack
+file, ekstrain.lock.json). The first six and the helm, package and upstream content make the key (``key``); the
+files opened besides are recorded while the render runs (``Reads``, an audit hook) and their content is compared
+before a replay. Nothing in the key or the record is an absolute path inside
 the checkout or an mtime, so a copied or moved checkout with its build/.cache replays too.
 
 The entry holds every file written under the output directory, the summary and the problems: a replay writes the
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ekstrain import helm, validation
+from ekstrain.paths import project_dir
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 FORMAT = "render-replay-v1"
@@ -64,6 +66,11 @@ def _distributions() -> list[str]:
     return sorted(found)
 
 
+# --lock use and --lock check write the same files when the lock is current (check only computes the answers the
+# lock holds): they share an entry, which says whether it was checked (``load``'s ``checked``).
+LOCK_KEY = {"use": "lock", "check": "lock", "write": "write", "ignore": "ignore"}
+
+
 def key(stack: str, stack_file: pathlib.Path, preview: bool, lock_mode: str = "use") -> str:
     upstream = validation.upstream_dir()
     helm_path = helm.helm_binary()
@@ -71,7 +78,7 @@ def key(stack: str, stack_file: pathlib.Path, preview: bool, lock_mode: str = "u
         FORMAT,
         stack,
         preview,
-        lock_mode,
+        LOCK_KEY[lock_mode],
         hashlib.sha256(stack_file.read_bytes()).hexdigest(),
         dt.date.today().isoformat(),
         dt.datetime.now(dt.timezone.utc).date().isoformat(),
@@ -148,14 +155,20 @@ def start(out: pathlib.Path) -> Reads:
 
 
 def _name(path: str) -> str:
-    """A read file as recorded: relative to the checkout when inside it (a copied checkout reads its own)."""
-    try:
-        return "checkout:" + str(pathlib.Path(path).relative_to(REPO))
-    except ValueError:
-        return path
+    """A read file as recorded: relative to the project being rendered when inside it (its lock file, a key file
+    next to its stack file: another project with the same stack file reads its own), else relative to the
+    checkout (a copied checkout reads its own), else the path."""
+    for prefix, root in (("project:", project_dir().absolute()), ("checkout:", REPO)):
+        try:
+            return prefix + str(pathlib.Path(path).relative_to(root))
+        except ValueError:
+            continue
+    return path
 
 
 def _resolve(name: str) -> pathlib.Path:
+    if name.startswith("project:"):
+        return project_dir().absolute() / name.removeprefix("project:")
     return REPO / name.removeprefix("checkout:") if name.startswith("checkout:") else pathlib.Path(name)
 
 
@@ -178,12 +191,15 @@ class Replayed:
     seconds: float
 
 
-def load(cache_key: str, out: pathlib.Path) -> Replayed | None:
+def load(cache_key: str, out: pathlib.Path, checked: bool = False) -> Replayed | None:
     """Write the stored render into ``out`` when an entry for ``cache_key`` exists and every file it read besides
-    is unchanged; None otherwise (render for real)."""
+    is unchanged; None otherwise (render for real). ``checked``: only an entry whose render computed every no-op
+    answer and found the lock current (``--lock check``) will do."""
     try:
         entry = pickle.loads(_entry(cache_key).read_bytes())
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        return None
+    if checked and not entry.get("checked"):
         return None
     if any(_file_digest(_resolve(name)) != digest for name, digest in entry["reads"]):
         return None
@@ -204,7 +220,9 @@ def save(
     problems: list[str],
     resources: int,
     seconds: float,
+    checked: bool = False,
 ) -> None:
+    """Store the render just written to ``out``; ``checked``: it ran --lock check and the lock was current."""
     reads.active = False
     names = sorted({_name(p) for p in reads.seen if os.path.isfile(p)})
     entry = {
@@ -214,5 +232,6 @@ def save(
         "problems": problems,
         "resources": resources,
         "seconds": seconds,
+        "checked": checked,
     }
     validation.store_pickle(_entry(cache_key), entry)  # a read-only checkout renders every time

@@ -159,7 +159,7 @@ def test_a_recorded_answer_replaces_the_helm_runs_and_is_what_the_render_reports
     assert asked == []
     summary = (project / "out" / "SUMMARY.md").read_text()
     assert "values key 'planted.key' changes nothing" in summary
-    assert "7 of 7 answered by ekstrain.lock.json" in summary
+    assert "7 of 7 releases answered by ekstrain.lock.json" in capsys.readouterr().err
     # AND --lock check computes every answer and fails on the planted one, naming the release and the fix
     monkeypatch.undo()
     monkeypatch.setenv("EKSTRAIN_CACHE_DIR", str(validation.cache_root()))
@@ -253,3 +253,85 @@ def test_an_answer_holds_for_the_same_chart_packaged_again_and_not_for_other_fil
         keys[name] = charts.noop_key(rel, "1.35")
     # THEN the lock's key is the same for both packagings, and another for a chart whose files differ
     assert keys["reference"] == keys["again"] != keys["edited"]
+
+
+# ---- the replay: --lock use and --lock check share a stored render --------------------------------------------
+
+
+@pytest.fixture
+def replaying(project: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
+    """The project with the checkout's (current) lock, replays on, and a render cache of its own."""
+    shutil.copy(REPO / lock.LOCK_NAME, project / lock.LOCK_NAME)
+    monkeypatch.setenv("EKSTRAIN_REPLAY", "1")
+    monkeypatch.setenv("EKSTRAIN_CACHE_DIR", str(tmp_path / "cache"))
+    return project
+
+
+def replayed(err: str) -> bool:
+    return "replayed the stored render" in err
+
+
+def out_files(project: pathlib.Path) -> dict[str, bytes]:
+    return {str(p.relative_to(project / "out")): p.read_bytes() for p in (project / "out").rglob("*") if p.is_file()}
+
+
+@needs_upstream
+def test_a_passed_lock_check_is_replayed_by_a_use_render_and_not_the_other_way(
+    replaying: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a --lock check render that passed (every answer computed, the lock current)
+    assert render_dev(replaying, "--lock", "check") == 0
+    assert "ekstrain.lock.json: current for stack dev" in capsys.readouterr().err
+    checked = out_files(replaying)
+    # WHEN the same inputs render with --lock use
+    asked = refuse_helm_variants(monkeypatch)
+    assert render_dev(replaying) == 0
+    # THEN it is that render, replayed: the same files, nothing computed
+    assert replayed(capsys.readouterr().err) and asked == []
+    assert out_files(replaying) == checked
+    # AND a --lock check replays it too (it was checked)
+    assert render_dev(replaying, "--lock", "check") == 0
+    assert replayed(capsys.readouterr().err)
+
+
+@needs_upstream
+def test_a_use_render_is_not_taken_for_a_check_and_a_failed_check_is_not_stored(
+    replaying: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a --lock use render stored in the cache (its answers came from the lock: nothing was verified)
+    assert render_dev(replaying) == 0
+    capsys.readouterr()
+    # WHEN --lock check runs on the same inputs THEN it computes (no replay) and passes
+    assert render_dev(replaying, "--lock", "check") == 0
+    assert not replayed(capsys.readouterr().err)
+    # GIVEN a planted wrong answer in the lock
+    path = replaying / lock.LOCK_NAME
+    body = json.loads(path.read_text())
+    entry = next(e for e in body["stacks"]["dev"].values() if "nvidia" in e["release"])
+    entry["noop"] = ["planted.key"]
+    path.write_text(json.dumps(body))
+    # WHEN --lock check fails on it THEN a --lock use render of the same inputs is not that failure replayed
+    assert render_dev(replaying, "--lock", "check") == 1
+    capsys.readouterr()
+    assert render_dev(replaying) == 0
+    assert not replayed(capsys.readouterr().err)
+
+
+def test_files_of_the_rendered_project_are_recorded_relative_to_it(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN two projects: the render of each reads its own lock file
+    one, two = tmp_path / "one", tmp_path / "two"
+    for p in (one, two):
+        p.mkdir()
+        (p / "Pulumi.yaml").write_text("name: x\nruntime: python\n")
+    (one / lock.LOCK_NAME).write_text("one")
+    (two / lock.LOCK_NAME).write_text("two")
+    monkeypatch.chdir(one)
+    name = replay._name(str(one / lock.LOCK_NAME))
+    # THEN it is recorded relative to the project, and resolved in whichever project renders next
+    assert name == f"project:{lock.LOCK_NAME}"
+    assert replay._resolve(name).read_text() == "one"
+    monkeypatch.chdir(two)
+    assert replay._resolve(name).read_text() == "two"
+    assert replay._name(str(REPO / "ekstrain" / "lock.py")) == "checkout:ekstrain/lock.py"
