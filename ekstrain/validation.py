@@ -22,6 +22,8 @@ import hashlib
 import os
 import pathlib
 import pickle
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -153,10 +155,44 @@ def crd_schemas() -> dict[tuple[str, str], CrdVersion]:
 
     Parsing ~8 MB of CRD YAML takes seconds; the result is pickled under cache_dir(), keyed by the
     hash of every CRD file's path and content, so a changed or added CRD re-parses. Threads that ask at once
-    (the no-op values check's) wait for one parse instead of each parsing.
+    (the no-op values check's) wait for one parse instead of each parsing, and for the one prewarm_crd_schemas()
+    started.
     """
     with _CRD_LOCK:
+        global _PREWARM
+        if _PREWARM is not None:
+            _PREWARM.wait()
+            _PREWARM = None
         return _crd_schemas()
+
+
+_PREWARM: subprocess.Popen[bytes] | None = None
+
+
+def prewarm_crd_schemas() -> None:
+    """Parse the upstream CRDs into the cache in a process of its own, on the core the caller leaves idle (the
+    render runs the single-threaded Pulumi program meanwhile); crd_schemas() then reads the pickle. Nothing
+    starts when the cache already holds them or there are no upstream schemas."""
+    global _PREWARM
+    if _PREWARM is not None or upstream_dir() is None:
+        return
+    if (cache_dir() / f"crd-schemas-{_upstream_crds()[0]}.pickle").exists():
+        return
+    env = {
+        **os.environ,
+        "EKSTRAIN_CACHE_DIR": str(cache_root().absolute()),
+        "EKSTRAIN_UPSTREAM_DIR": str(upstream_dir()),
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+    }
+    try:
+        _PREWARM = subprocess.Popen(
+            [sys.executable, "-c", "from ekstrain import validation; validation.crd_schemas()"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    except OSError:
+        _PREWARM = None
 
 
 @functools.lru_cache(maxsize=1)

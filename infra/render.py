@@ -681,6 +681,7 @@ def render_or_replay(
             progress(f"[3/3] wrote {out} in {time.perf_counter() - started:.2f}s")
             return replayed.summary, replayed.problems, replayed.resources
         reads = replay.start(out)
+    validation.prewarm_crd_schemas()  # on the other core while the program runs
     rec = run_program(flat, secrets, stack, preview=preview)
     seconds = time.perf_counter() - started
     progress(f"[2/3] program ran offline: {len(rec.records)} resources registered in {seconds:.2f}s")

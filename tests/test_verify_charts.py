@@ -120,6 +120,30 @@ def test_prod_renders_every_release_into_one_file_per_object(prod_build: pathlib
 
 @needs_upstream
 @needs_helm
+def test_a_chart_crd_is_written_as_helm_rendered_it_and_other_objects_as_parsed(tmp_path: pathlib.Path) -> None:
+    # GIVEN a CRD chart and a chart of namespaced objects, rendered
+    crds = charts.Release("karpenter", "karpenter-crd", "karpenter-crd", "1.14.1", "kube-system")
+    plugin = charts.Release("device-plugins", "nvidia-device-plugin", "nvidia-device-plugin", "0.20.0", "kube-system")
+    rendered = charts.render_all([crds, plugin], "1.35")
+    assert rendered.problems == []
+    # WHEN written
+    charts.write(tmp_path, rendered)
+    # THEN each CRD's file is helm's own document (its "# Source:" line kept) and parses to exactly the object
+    crd_objects = {charts.file_name(o): o for o in rendered.objects[crds.key]}
+    assert len(crd_objects) >= 2 and all(o["kind"] == "CustomResourceDefinition" for o in crd_objects.values())
+    for name, obj in crd_objects.items():
+        text = (tmp_path / "charts" / crds.key / name).read_text()
+        assert text.startswith("# Source: karpenter-crd/") and text.endswith("\n")
+        assert yaml.load(text, Loader=validation.KubeYamlLoader) == obj
+    # AND an object the render changed (the release namespace set on it) is written as parsed, namespace included
+    for obj in rendered.objects[plugin.key]:
+        text = (tmp_path / "charts" / plugin.key / charts.file_name(obj)).read_text()
+        assert "# Source:" not in text and yaml.load(text, Loader=validation.KubeYamlLoader) == obj
+    assert any(o["metadata"].get("namespace") == "kube-system" for o in rendered.objects[plugin.key])
+
+
+@needs_upstream
+@needs_helm
 def test_every_chart_object_is_valid(prod_build: pathlib.Path) -> None:
     objs = charts.read_rendered(prod_build)
     crds = validation.schemas_of([o for _, o in objs if o["kind"] == "CustomResourceDefinition"])

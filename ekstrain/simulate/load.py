@@ -11,9 +11,9 @@ import yaml
 from ekstrain import names
 from ekstrain.simulate import volcano
 from ekstrain.simulate.engine import Cluster
-from ekstrain.simulate.inputs import SAFE_LOADER
 from ekstrain.simulate.nodes import Node, allocatable, general_purpose, max_pods, nodes_of
 from ekstrain.simulate.quantity import parse
+from ekstrain.validation import KubeYamlLoader
 
 KINDS_READ = frozenset(
     {
@@ -33,9 +33,11 @@ KINDS_READ = frozenset(
 
 
 def read_objects(paths: list[pathlib.Path]) -> list[dict[str, Any]]:
+    """The objects of rendered files, read as Kubernetes reads YAML (a chart CRD's file is helm's own text, where
+    a bare ``=`` is a string: PyYAML's safe loader alone refuses it)."""
     out = []
     for path in paths:
-        for doc in yaml.load_all(path.read_text(), Loader=SAFE_LOADER):
+        for doc in yaml.load_all(path.read_text(), Loader=KubeYamlLoader):
             if isinstance(doc, dict) and doc.get("kind"):
                 out.append(doc)
     return out

@@ -49,6 +49,7 @@ HELM_GC = {"GOGC": "off", "GOMEMLIMIT": "512MiB"}
 # Every helm process of this one takes a slot, whichever thread or check starts it.
 _HELM_SLOTS = threading.BoundedSemaphore(JOBS)
 _LOADER = validation.KubeYamlLoader
+CRD_KIND = "CustomResourceDefinition"
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 # Built-in kinds that are not namespaced (custom resources: the CRD's scope says).
@@ -274,8 +275,22 @@ def _is_builtin(obj: dict[str, Any]) -> bool:
 
 def parse(text: str) -> list[Any]:
     """The YAML documents of a render (parsed once per distinct text; charts' CRDs are megabytes)."""
+    return [doc for _, doc in parse_documents(text)]
+
+
+def parse_documents(text: str) -> list[tuple[str | None, Any]]:
+    """(document text, document) for every YAML document of a render: the text of the piece between two ``---``
+    lines when the piece holds exactly that one document, else None. Cached by the render's text."""
     digest = hashlib.sha256(text.encode()).hexdigest()[:40]
-    return validation.pickled(f"helm/{digest}", lambda: list(yaml.load_all(text, Loader=_LOADER)))
+
+    def load() -> list[tuple[str | None, Any]]:
+        out: list[tuple[str | None, Any]] = []
+        for piece in _DOCUMENT_MARKER.split(text):
+            docs = list(yaml.load_all(piece, Loader=_LOADER))
+            out += [(piece if len(docs) == 1 else None, doc) for doc in docs]
+        return out
+
+    return validation.pickled(f"helm/docs-{digest}", load)
 
 
 def objects(text: str, release: Release, crds: dict[tuple[str, str], validation.CrdVersion]) -> list[dict[str, Any]]:
@@ -392,6 +407,9 @@ class Rendered:
     api_versions: set[str]
     digests: dict[str, str] = field(default_factory=dict)
     """Release key -> hash of what its objects were made from (keys the written-file cache)."""
+    texts: dict[int, str] = field(default_factory=dict)
+    """``id()`` of a chart CRD object -> the document text helm rendered it from (write() writes that text instead
+    of emitting the parsed object again: the charts' CRDs are 17 of prod's 19 MB of chart YAML)."""
 
 
 def render_all(
@@ -406,6 +424,7 @@ def render_all(
     problems: list[str] = []
     texts: dict[str, str] = {}
     docs: dict[str, list[Any]] = {}
+    crd_texts: dict[str, dict[int, str]] = {}
 
     def run(rels: list[Release], apis: set[str], report: Callable[[int, int], None] | None = None) -> None:
         with concurrent.futures.ThreadPoolExecutor(max_workers=JOBS) as pool:
@@ -421,7 +440,13 @@ def render_all(
                     # a text the second pass renders the same is not parsed again.
                     if texts.get(r.key) != text or r.key not in docs:
                         texts[r.key] = text
-                        docs[r.key] = parse(text)
+                        pairs = parse_documents(text)
+                        docs[r.key] = [doc for _, doc in pairs]
+                        crd_texts[r.key] = {
+                            id(doc): piece.strip("\n") + "\n"
+                            for piece, doc in pairs
+                            if piece is not None and isinstance(doc, dict) and doc.get("kind") == CRD_KIND
+                        }
                 if report is not None:
                     report(done, len(rels))
 
@@ -445,7 +470,11 @@ def render_all(
         for r in releases
         if r.key in texts
     }
-    return Rendered(objs, crds, sorted(problems), apis, digests)
+    # A CRD goes through objects_of() unchanged (cluster-scoped, a built-in kind: nothing set or pruned), so the
+    # text helm rendered it from is its file.
+    raw = {i: t for key, by_id in crd_texts.items() if key in objs for i, t in by_id.items()}
+    kept = {id(o) for key in objs for o in objs[key]}
+    return Rendered(objs, crds, sorted(problems), apis, digests, {i: t for i, t in raw.items() if i in kept})
 
 
 def asks_capabilities(release: Release) -> bool | None:
@@ -471,7 +500,9 @@ def write(out: pathlib.Path, rendered: Rendered) -> int:
         d.mkdir(parents=True)
 
         def dump(objs: list[dict[str, Any]] = objs) -> list[tuple[str, str]]:
-            return [(file_name(o), yaml.dump(o, Dumper=_DUMPER, sort_keys=False)) for o in objs]
+            return [
+                (file_name(o), rendered.texts.get(id(o)) or yaml.dump(o, Dumper=_DUMPER, sort_keys=False)) for o in objs
+            ]
 
         # YAML emission of the charts' CRDs is most of the write time: reuse it while the render is the same
         digest = rendered.digests.get(key)
