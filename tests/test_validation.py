@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
 
 import pytest
@@ -137,3 +138,29 @@ def test_derived_caches_are_per_checker_version_and_helm_output_is_shared() -> N
 
     derived, root = validation.cache_dir(), validation.cache_root()
     assert derived.parent == root and _re.fullmatch(r"code-[0-9a-f]{16}", derived.name), derived
+
+
+@pytest.mark.skipif(validation.upstream_dir() is None, reason="upstream schemas absent: run `make fetch-upstream`")
+def test_the_crd_schemas_are_parsed_ahead_by_a_process_of_their_own(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN an empty cache
+    monkeypatch.setenv("EKSTRAIN_CACHE_DIR", str(tmp_path))
+    validation.clear_caches()
+    pickle_file = validation.cache_dir() / f"crd-schemas-{validation._upstream_crds()[0]}.pickle"
+    assert not pickle_file.exists()
+    # WHEN the prewarm starts THEN another process parses them into the cache, and crd_schemas() waits for it
+    validation.prewarm_crd_schemas()
+    child = validation._PREWARM
+    assert child is not None and child.pid != os.getpid()
+    schemas = validation.crd_schemas()
+    assert child.returncode == 0 and pickle_file.exists() and validation._PREWARM is None
+    assert ("karpenter.sh/v1", "NodePool") in schemas
+    # AND the answer is the one this process computes itself
+    validation.clear_caches()
+    pickle_file.unlink()
+    assert validation.crd_schemas().keys() == schemas.keys()
+    # AND with the answer cached, nothing starts
+    validation.prewarm_crd_schemas()
+    assert validation._PREWARM is None
+    validation.clear_caches()
