@@ -12,7 +12,8 @@ Modes (``ekstrain render --lock``):
   many (``--lock write`` records them).
 - ``check``: every answer is computed; the render fails when this stack's entries differ from them (CI: a
   committed lock that went stale, or an answer recorded by hand, fails the build).
-- ``write``: as ``use``, then this stack's entries are replaced by this render's answers (other stacks' kept).
+- ``write``: every answer is computed (a wrong recorded one is replaced, never kept), then this stack's entries
+  are replaced by this render's answers (other stacks' kept).
 - ``ignore``: every answer is computed; the file is not read.
 
 Entries are grouped by stack so that ``write`` drops the keys a stack no longer has; a lookup accepts any

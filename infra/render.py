@@ -248,7 +248,7 @@ class NoopLock:
         """The lock's answer for ``release`` when the mode takes answers from it; None: compute it."""
         key = charts.noop_key(release, kube_version, apis)
         self.keys[release.key] = (key, f"{release.chart_name} {release.version}")
-        answer = self.lock.answer(key) if self.lock is not None and self.mode in ("use", "write") else None
+        answer = self.lock.answer(key) if self.lock is not None and self.mode == "use" else None
         self.answered += answer is not None
         return answer
 

@@ -171,6 +171,10 @@ def test_a_recorded_answer_replaces_the_helm_runs_and_is_what_the_render_reports
         "computed []; run `make lock STACK=dev` and commit it" in summary
     )
     assert key in json.loads(path.read_text())["stacks"]["dev"]
+    # AND the fix it names works: --lock write computes every answer (the planted one is not kept), then check passes
+    assert render_dev(project, "--lock", "write") == 0
+    assert json.loads(path.read_text())["stacks"]["dev"][key]["noop"] == []
+    assert render_dev(project, "--lock", "check") == 0
 
 
 @needs_upstream
