@@ -16,6 +16,7 @@ no listed zone's letter claims, in name order.
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass
 
 from ekstrain.catalog import InstanceType
@@ -53,11 +54,19 @@ def plan_subnets(vpc_cidr: str, zones: list[str]) -> SubnetPlan:
 MAX_ZONES = 4
 
 
+REGION_ZONE = re.compile(r"[a-z]+(-[a-z]+)+-\d+[a-z]")
+"""An Availability Zone of a region (us-west-2a), not a Local or Wavelength Zone (us-west-2-lax-1a)."""
+
+
 def zone_slots(zones: list[str]) -> dict[str, int]:
     """Subnet slot per AZ: its zone letter's (a=0 .. d=3); later letters take the free slots in name order."""
-    # An empty or odd name gets a free slot (the stack rules report the name itself, at its key).
-    by_letter = {az: ord(az[-1]) - ord("a") if az else -1 for az in zones}
-    slots = {az: i for az, i in by_letter.items() if 0 <= i < MAX_ZONES}
+    # An empty or odd name gets a free slot (the stack rules report the name itself, at its key); so does the second
+    # of two names ending in the same letter (us-west-2a and the Local Zone us-west-2-lax-1a), in name order.
+    slots: dict[str, int] = {}
+    for az in sorted(set(zones), key=lambda name: (not REGION_ZONE.fullmatch(name), name)):  # regional zones first
+        letter = ord(az[-1]) - ord("a") if az else -1
+        if 0 <= letter < MAX_ZONES and letter not in slots.values():
+            slots[az] = letter
     free = iter(sorted(set(range(MAX_ZONES)) - set(slots.values())))
     for az in sorted(set(zones) - set(slots)):
         slots[az] = next(free)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import itertools
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ekstrain.subnets import plan_subnets
@@ -51,6 +51,16 @@ def test_zone_slots_are_distinct_for_any_letters(zones: set[str]) -> None:
     assert len(set(plan.private.values())) == len(zones) == len(set(plan.public.values()))
 
 
+def test_a_local_zone_ending_in_the_same_letter_gets_its_own_subnets() -> None:
+    # GIVEN a zone and a Local Zone whose names end in the same letter (found by the property below: "a", "0a")
+    plan = plan_subnets("10.40.0.0/16", ["us-west-2a", "us-west-2-lax-1a"])
+    # THEN each has its own subnets, and the zone keeps its letter's slot (as without the Local Zone)
+    assert plan.private["us-west-2a"] != plan.private["us-west-2-lax-1a"]
+    without = plan_subnets("10.40.0.0/16", ["us-west-2a", "us-west-2b"])
+    assert plan.private["us-west-2a"] == without.private["us-west-2a"]
+
+
+@example(zones={"a", "0a"})
 @given(zones=st.sets(st.text(max_size=12), min_size=2, max_size=4))
 def test_any_zone_names_get_distinct_slots_without_crashing(zones: set[str]) -> None:
     # GIVEN names a careless stack file may hold ("", "x", "us-east-1?") WHEN planned THEN distinct subnets, no
