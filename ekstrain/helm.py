@@ -7,11 +7,11 @@ fresh clone after ``make`` finds it.
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import subprocess
 
+from ekstrain import filememo
 from ekstrain.paths import CHECKOUT, project_dir
 
 HELM_ENV = "EKSTRAIN_HELM"
@@ -30,8 +30,8 @@ def helm_binary() -> str | None:
     return None
 
 
-@functools.cache
-def _version_of(path: str, size: int, mtime_ns: int) -> str | None:
+@filememo.per_file
+def _version_of(path: str) -> str | None:
     try:
         proc = subprocess.run(
             [path, "version", "--template", "{{.Version}}"], capture_output=True, text=True, timeout=60, check=False
@@ -47,7 +47,4 @@ def helm_version(path: str | None = None) -> str | None:
     a helm that answers. Keys answers that hold on every platform's build of the same release (ekstrain.lock.json),
     where a binary's digest would differ between an x86_64 and an arm64 machine."""
     path = path or helm_binary()
-    if not path or not os.path.exists(path):
-        return None
-    stat = os.stat(path)
-    return _version_of(path, stat.st_size, stat.st_mtime_ns)
+    return _version_of(path) if path and os.path.exists(path) else None

@@ -260,11 +260,7 @@ class NoopLock:
             return
         if set(self.keys) - set(results):  # a release did not render: its answer is unknown, the lock is left alone
             return
-        answers = {
-            key: lock.Entry(release, chart, tuple(results[release]))
-            for release, (key, chart) in self.keys.items()
-            if release in results
-        }
+        answers = {key: lock.Entry(rel, chart, tuple(results[rel])) for rel, (key, chart) in self.keys.items()}
         name = self.lock.path.name
         computed = len(answers) - self.answered
         if self.mode == "check":

@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from ekstrain import helm, validation
+from ekstrain import filememo, helm, validation
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
 HELM_ENV = helm.HELM_ENV
@@ -127,17 +127,10 @@ def chart_archive(release: Release) -> pathlib.Path | None:
     return path if path.exists() else None
 
 
-def content_digest(path: pathlib.Path | str) -> str:
+@filememo.per_file
+def content_digest(path: str) -> str:
     """sha256 of a file's bytes: what cache keys name a chart archive or the helm binary by, so that a
     moved or copied checkout with the same content keeps its cache (never a path or an mtime)."""
-    path = pathlib.Path(path)
-    st = path.stat()
-    return _content_digest(str(path.resolve()), st.st_size, st.st_mtime_ns)
-
-
-@functools.cache
-def _content_digest(path: str, size: int, mtime_ns: int) -> str:
-    """Memoised per process on (path, size, mtime): the helm binary is 60 MB, hashed once a run."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -145,17 +138,11 @@ def _content_digest(path: str, size: int, mtime_ns: int) -> str:
     return digest.hexdigest()
 
 
-def chart_files_digest(archive: pathlib.Path | str) -> str:
+@filememo.per_file
+def chart_files_digest(path: str) -> str:
     """sha256 of a chart archive's files (each member's name and bytes, in name order), not of the archive: the
     same chart packaged again (another gzip level, file order or timestamps, as a project's release pipeline
     does) has the same digest, so an answer computed on the reference archive holds for the published one."""
-    path = pathlib.Path(archive)
-    st = path.stat()
-    return _chart_files_digest(str(path.resolve()), st.st_size, st.st_mtime_ns)
-
-
-@functools.cache
-def _chart_files_digest(path: str, size: int, mtime_ns: int) -> str:
     files: list[tuple[str, str]] = []
     with tarfile.open(path) as tgz:
         for member in tgz:
@@ -473,8 +460,7 @@ def render_all(
     # A CRD goes through objects_of() unchanged (cluster-scoped, a built-in kind: nothing set or pruned), so the
     # text helm rendered it from is its file.
     raw = {i: t for key, by_id in crd_texts.items() if key in objs for i, t in by_id.items()}
-    kept = {id(o) for key in objs for o in objs[key]}
-    return Rendered(objs, crds, sorted(problems), apis, digests, {i: t for i, t in raw.items() if i in kept})
+    return Rendered(objs, crds, sorted(problems), apis, digests, raw)
 
 
 def asks_capabilities(release: Release) -> bool | None:
