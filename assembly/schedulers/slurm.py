@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from ekstrain import names, versions
+from ekstrain.assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain.controller_resources import MEDIUM, SMALL
 from ekstrain.names import SYSTEM_NODE_AFFINITY, SYSTEM_NODE_SELECTOR
@@ -142,7 +143,9 @@ def nodeset(cfg: StackConfig, p: PartitionFacts, default: bool = False) -> dict[
             "Features": [p.name],
         },
         "partition": slurm_partition(p, default),
+        **_queue_metadata(cfg, p),
         "podSpec": {
+            **_queue_scheduler(cfg),
             "nodeSelector": dict(p.node_selector),  # the chart adds kubernetes.io/os: linux
             "tolerations": [p.toleration],
             "volumes": [
@@ -152,6 +155,23 @@ def nodeset(cfg: StackConfig, p: PartitionFacts, default: bool = False) -> dict[
             ],
         },
     }
+
+
+def _queue_metadata(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
+    """One ledger per partition: with Volcano, a slurmd pod holds a whole node of the partition, so it
+    joins the partition's Queue like every other pod there (Volcano's PodGroup controller gives a plain
+    ``schedulerName: volcano`` pod its own PodGroup in the queue its ``scheduling.volcano.sh/queue-name``
+    annotation names: volcano v1.13 pkg/controllers/podgroup/pg_controller_handler.go). Without it the
+    queue counts the node as free and admits a gang that cannot bind (issue 33). The chart's
+    ``nodesets.<n>.metadata`` goes onto the NodeSet's pod template (charts/slurm 1.2.1 values.yaml)."""
+    if not cfg.schedulers.volcano.enabled:
+        return {}
+    return {"metadata": {"annotations": {QUEUE_ANNOTATION: p.name}}}
+
+
+def _queue_scheduler(cfg: StackConfig) -> dict[str, Any]:
+    """``podSpec.schedulerName``: the chart's podSpec extends the NodeSet's corev1.PodSpec."""
+    return {"schedulerName": VOLCANO_SCHEDULER} if cfg.schedulers.volcano.enabled else {}
 
 
 def slurm_partition(p: PartitionFacts, default: bool) -> dict[str, Any]:
