@@ -12,13 +12,16 @@ program runs with its own code. Exit 0: nothing flagged or all allowed; 1: a fla
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import pathlib
 import subprocess
 import sys
 import tempfile
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ekstrain import cli_kit, validation
 from ekstrain.diff import compare, report
@@ -42,6 +45,8 @@ def record(tree: pathlib.Path, stack: str, stack_file: pathlib.Path, what: str) 
     upstream = validation.upstream_dir()
     if upstream is not None:  # an exported tree has no ../shared beside it
         env["EKSTRAIN_UPSTREAM_DIR"] = str(upstream)
+    started = time.perf_counter()
+    progress(f"recording {what} {stack_file.name} (the program under the offline engine)")
     done = subprocess.run(
         [sys.executable, str(RECORDER), "--record", str(tree), "--stack", stack, "--stack-file", str(stack_file)],
         capture_output=True,
@@ -52,7 +57,25 @@ def record(tree: pathlib.Path, stack: str, stack_file: pathlib.Path, what: str) 
     if done.returncode != 0:
         tail = "\n".join(done.stderr.strip().splitlines()[-6:])
         raise DiffInputError(f"{what} {stack_file}: the program did not record ({tail}); fix that side first")
-    return [Resource.from_dict(d) for d in json.loads(done.stdout)]
+    rows = [Resource.from_dict(d) for d in json.loads(done.stdout)]
+    progress(f"recorded {what} {stack_file.name}: {len(rows)} resources in {time.perf_counter() - started:.1f}s")
+    return rows
+
+
+def progress(line: str) -> None:
+    """A progress line on stderr (stdout carries only the report, for --json and pipes)."""
+    print(f"ekstrain diff: {line}", file=sys.stderr, flush=True)
+
+
+_T = TypeVar("_T")
+
+
+def both(new: Callable[[], _T], old: Callable[[], _T]) -> tuple[_T, _T]:
+    """``new()`` and ``old()`` at once: each side records in a process of its own (one core each, where a serial
+    run took both sides' time); the first error of either is raised."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        new_side, old_side = pool.submit(new), pool.submit(old)
+        return new_side.result(), old_side.result()
 
 
 def in_checkout(stack_file: pathlib.Path) -> bool:
@@ -126,17 +149,24 @@ def add_diff_command(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     new_file = pathlib.Path(args.stack_file) if args.stack_file else pathlib.Path.cwd() / f"Pulumi.{args.stack}.yaml"
     try:
-        new = record(REPO, args.stack, new_file.resolve(), "--stack-file")
         if args.base:
-            old = record_revision(args.base, args.stack, new_file)
+            new, old = both(
+                lambda: record(REPO, args.stack, new_file.resolve(), "--stack-file"),
+                lambda: record_revision(args.base, args.stack, new_file),
+            )
             old_label = f"{args.base}:{new_file.name}"
         else:
-            old = record(REPO, args.stack, pathlib.Path(args.old_stack_file).resolve(), "--old-stack-file")
+            new, old = both(
+                lambda: record(REPO, args.stack, new_file.resolve(), "--stack-file"),
+                lambda: record(REPO, args.stack, pathlib.Path(args.old_stack_file).resolve(), "--old-stack-file"),
+            )
             old_label = str(args.old_stack_file)
     except DiffInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    started = time.perf_counter()
     result = compare.compare(old, new)
+    progress(f"compared {len(old)} -> {len(new)} resources in {time.perf_counter() - started:.1f}s")
     new_label = str(args.stack_file or new_file.name)
     if args.json:
         text = cli_kit.dumps(report.to_json(result, old_label, new_label, args.allow), indent=1)
