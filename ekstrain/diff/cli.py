@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import functools
 import json
 import os
 import pathlib
@@ -64,7 +65,9 @@ def record(tree: pathlib.Path, stack: str, stack_file: pathlib.Path, what: str) 
 
 def progress(line: str) -> None:
     """A progress line on stderr (stdout carries only the report, for --json and pipes)."""
-    print(f"ekstrain diff: {line}", file=sys.stderr, flush=True)
+    # One write per line: the two sides report from two threads, and print() writes the text and its newline apart.
+    sys.stderr.write(f"ekstrain diff: {line}\n")
+    sys.stderr.flush()
 
 
 _T = TypeVar("_T")
@@ -150,17 +153,13 @@ def run(args: argparse.Namespace) -> int:
     new_file = pathlib.Path(args.stack_file) if args.stack_file else pathlib.Path.cwd() / f"Pulumi.{args.stack}.yaml"
     try:
         if args.base:
-            new, old = both(
-                lambda: record(REPO, args.stack, new_file.resolve(), "--stack-file"),
-                lambda: record_revision(args.base, args.stack, new_file),
-            )
+            record_old = functools.partial(record_revision, args.base, args.stack, new_file)
             old_label = f"{args.base}:{new_file.name}"
         else:
-            new, old = both(
-                lambda: record(REPO, args.stack, new_file.resolve(), "--stack-file"),
-                lambda: record(REPO, args.stack, pathlib.Path(args.old_stack_file).resolve(), "--old-stack-file"),
-            )
+            old_file = pathlib.Path(args.old_stack_file).resolve()
+            record_old = functools.partial(record, REPO, args.stack, old_file, "--old-stack-file")
             old_label = str(args.old_stack_file)
+        new, old = both(functools.partial(record, REPO, args.stack, new_file.resolve(), "--stack-file"), record_old)
     except DiffInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
