@@ -17,6 +17,7 @@ import functools
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import tempfile
@@ -24,9 +25,10 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ekstrain import cli_kit, validation
+from ekstrain import cli_kit, outputs, validation
 from ekstrain.diff import compare, report
 from ekstrain.diff.model import Resource
+from ekstrain.names import stack_name_problem
 from ekstrain.paths import PACKAGE
 
 REPO = PACKAGE.parent
@@ -49,7 +51,7 @@ def record(tree: pathlib.Path, stack: str, stack_file: pathlib.Path, what: str) 
     started = time.perf_counter()
     progress(f"recording {what} {stack_file.name} (the program under the offline engine)")
     done = subprocess.run(
-        [sys.executable, str(RECORDER), "--record", str(tree), "--stack", stack, "--stack-file", str(stack_file)],
+        [sys.executable, str(RECORDER), f"--record={tree}", f"--stack={stack}", f"--stack-file={stack_file}"],
         capture_output=True,
         text=True,
         env=env,
@@ -93,8 +95,9 @@ def record_revision(revision: str, stack: str, stack_file: pathlib.Path) -> list
     if not in_checkout(stack_file):
         return _record_project_revision(revision, stack, stack_file)
     rel = os.path.relpath(stack_file.resolve(), REPO)
+    commit = resolve_revision(REPO, revision)
     with tempfile.TemporaryDirectory(prefix="ekstrain-diff-") as tmp:
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", revision], capture_output=True, check=False)
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], capture_output=True, check=False)
         if archive.returncode != 0:
             raise DiffInputError(
                 f"--base {revision}: git archive failed ({archive.stderr.decode().strip()}); give a commit, "
@@ -102,6 +105,29 @@ def record_revision(revision: str, stack: str, stack_file: pathlib.Path) -> list
             )
         subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
         return record(pathlib.Path(tmp), stack, pathlib.Path(tmp) / rel, f"--base {revision}:")
+
+
+def resolve_revision(repo: pathlib.Path, revision: str) -> str:
+    """The commit id ``revision`` names in ``repo``: git reads it after ``--end-of-options``, so a value such as
+    ``--output=FILE`` is a revision that does not exist, never an option; only the 40-hex id reaches later calls."""
+    if not revision or "\x00" in revision or revision.startswith("-"):
+        raise DiffInputError(
+            f"--base {revision[:80]!r}: not a git revision (it begins with '-' or is empty); give a commit, branch "
+            "or tag of this repository"
+        )
+    found = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    commit = found.stdout.strip()
+    if found.returncode != 0 or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", commit):
+        raise DiffInputError(
+            f"--base {revision[:80]!r}: no such commit in {repo} (git rev-parse --verify); give a commit, branch or "
+            "tag of this repository (fetch it first in a shallow CI checkout)"
+        )
+    return commit
 
 
 def _record_project_revision(revision: str, stack: str, stack_file: pathlib.Path) -> list[Resource]:
@@ -113,7 +139,8 @@ def _record_project_revision(revision: str, stack: str, stack_file: pathlib.Path
             "--old-stack-file"
         )
     rel = pathlib.Path(os.path.relpath(stack_file.resolve(), pathlib.Path(top.stdout.strip()).resolve())).as_posix()
-    shown = subprocess.run(["git", "-C", top.stdout.strip(), "show", f"{revision}:{rel}"], capture_output=True)
+    commit = resolve_revision(pathlib.Path(top.stdout.strip()), revision)
+    shown = subprocess.run(["git", "-C", top.stdout.strip(), "show", f"{commit}:{rel}"], capture_output=True)
     if shown.returncode != 0:
         raise DiffInputError(
             f"--base {revision}: git show {revision}:{rel} failed ({shown.stderr.decode().strip()}); give a "
@@ -152,6 +179,11 @@ def add_diff_command(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     new_file = pathlib.Path(args.stack_file) if args.stack_file else pathlib.Path.cwd() / f"Pulumi.{args.stack}.yaml"
     try:
+        stack_problem = stack_name_problem(args.stack)
+        if stack_problem:
+            raise DiffInputError(stack_problem)
+        # Checked before either side records: a bad --out found after both recordings costs a minute.
+        out = outputs.check_file("--out", pathlib.Path(args.out)) if args.out else None
         if args.base:
             record_old = functools.partial(record_revision, args.base, args.stack, new_file)
             old_label = f"{args.base}:{new_file.name}"
@@ -160,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
             record_old = functools.partial(record, REPO, args.stack, old_file, "--old-stack-file")
             old_label = str(args.old_stack_file)
         new, old = both(functools.partial(record, REPO, args.stack, new_file.resolve(), "--stack-file"), record_old)
-    except DiffInputError as exc:
+    except (DiffInputError, outputs.OutputRefused) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     started = time.perf_counter()
@@ -172,6 +204,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         text = report.markdown(result, old_label, new_label, args.allow)
     print(text)
-    if args.out:
-        pathlib.Path(args.out).write_text(text)
+    if out is not None:
+        try:
+            outputs.write_file("--out", out, text if text.endswith("\n") else text + "\n")
+        except outputs.OutputRefused as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     return report.exit_code(result, args.allow)
