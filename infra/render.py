@@ -49,6 +49,7 @@ from ekstrain.infra.verify import (
     secrets,
     tfplan,
 )
+from ekstrain.pages import render_page
 from ekstrain.partitions import layout_nodes, shape
 from ekstrain.paths import project_of, use_project
 from ekstrain.stacks.errors import ConfigError
@@ -645,6 +646,7 @@ def write(
         ]
     )
     (out / "SUMMARY.md").write_text(summary)
+    render_page.write(out, stack, cfg, rec, checks, order_rows, partition_rows(cfg))  # index.html (ekstrain/pages)
     return summary, problems + [f"{name}: {NOT_RUN}" for name in unchecked]
 
 

@@ -1,0 +1,131 @@
+"""The pages (ekstrain/pages): each is one self-contained file (no network resources, no scripts) and a real
+headless Chromium loads it with no console message and draws a non-blank screenshot."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import urllib.parse
+
+import pytest
+from conftest import REPO
+from PIL import Image
+
+from ekstrain.infra import render
+from ekstrain.pages import shell
+
+INSTALL = "install it: apt-get install -y chromium (Debian/Ubuntu; .ci/run does this), or put chromium on PATH"
+
+
+def chromium() -> str:
+    """The browser binary; missing under `make test` (EKSTRAIN_NO_SKIPS=1) is a failure naming the install."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    message = f"headless Chromium not found for the pages' browser test: {INSTALL}"
+    if os.environ.get("EKSTRAIN_NO_SKIPS") == "1":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def load_in_browser(page: pathlib.Path, shot: pathlib.Path) -> list[str]:
+    """Load ``page`` in headless Chromium, screenshot it into ``shot``; return its console messages."""
+    result = subprocess.run(
+        [
+            chromium(),
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--no-first-run",
+            f"--user-data-dir={shot.parent / 'chromium-profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1400,1600",
+            f"--screenshot={shot}",
+            page.resolve().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shot.exists(), f"chromium wrote no screenshot (exit {result.returncode}): {result.stderr[-2000:]}"
+    # A page's console.* calls and its JavaScript errors are logged as ":CONSOLE:line] "message", source: ..."
+    # (older builds: "CONSOLE(line)").
+    return [line for line in result.stderr.splitlines() if re.search(r":CONSOLE[:(]?\d*\)?\]", line)]
+
+
+def ink(shot: pathlib.Path) -> tuple[float, int]:
+    """(fraction of pixels that are not the background, distinct colours) of a screenshot."""
+    img = Image.open(shot).convert("RGB").resize((350, 400))
+    pixels = list(img.getdata())
+    background = max(set(pixels), key=pixels.count)
+    return sum(p != background for p in pixels) / len(pixels), len(set(pixels))
+
+
+def assert_page_works(page: pathlib.Path, tmp_path: pathlib.Path, must_show: list[str]) -> None:
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>")
+    assert shell.network_references(text) == []
+    assert "<script" not in text.lower()
+    assert text.count("<svg") >= 1, "the charts are embedded inline as SVG"
+    for phrase in must_show:
+        assert phrase in text, phrase
+    console = load_in_browser(page, tmp_path / f"{page.stem}.png")
+    assert console == []
+    covered, colours = ink(tmp_path / f"{page.stem}.png")
+    assert covered > 0.05 and colours > 20, (covered, colours)
+
+
+def test_network_references_finds_every_kind_of_remote_resource() -> None:
+    bad = [
+        '<script src="https://cdn.example/x.js"></script>',
+        '<link rel="stylesheet" href="//cdn.example/x.css">',
+        '<img src="http://example.com/a.png">',
+        '<image xlink:href="https://example.com/a.png"/>',
+        "<style>@import 'x.css'</style>",
+        "<style>body{background:url(https://example.com/a.png)}</style>",
+        '<script src="local.js"></script>',
+    ]
+    for snippet in bad:
+        assert shell.network_references(snippet), snippet
+    assert shell.network_references('<a href="https://docs.aws.amazon.com/eks/">docs</a>') == []
+
+
+def test_the_browser_check_sees_console_errors_and_blank_pages(tmp_path: pathlib.Path) -> None:
+    """The browser test can fail: a page that logs an error, and a blank page, are both caught."""
+    noisy = tmp_path / "noisy.html"
+    noisy.write_text('<!DOCTYPE html><p>x</p><script>console.error("broken-page")</script>')
+    assert any("broken-page" in line for line in load_in_browser(noisy, tmp_path / "noisy.png"))
+    blank = tmp_path / "blank.html"
+    blank.write_text("<!DOCTYPE html><html><body></body></html>")
+    load_in_browser(blank, tmp_path / "blank.png")
+    assert ink(tmp_path / "blank.png")[0] < 0.01
+
+
+@pytest.fixture(scope="module")
+def prod_render(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """One prod render (replayed from the cache when nothing it reads changed, infra/replay.py)."""
+    out = tmp_path_factory.mktemp("prod-render")
+    assert render.main(["--stack", "prod", "--stack-file", str(REPO / "Pulumi.prod.yaml"), "--out", str(out)]) == 0
+    return out
+
+
+def test_render_writes_its_page_beside_the_summary(prod_render: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    page = prod_render / "index.html"
+    text = page.read_text()
+    # Architecture from the render: the components, their AWS resources and Helm releases, the stages.
+    for phrase in ("Architecture:", "karpenter", "network", "ec2 Subnet", "helm: karpenter", "Creation stages"):
+        assert phrase in text, phrase
+    # Partitions with instance types, EFA and placement groups; checks; links to the written files.
+    assert "Partitions" in text and "p5.48xlarge" in text and "placementGroup" in text
+    assert '<p class="ok">0 problems in' in text
+    for f in ("SUMMARY.md", "resources.yaml", "aws-plan.json"):
+        assert f'<a href="{f}">' in text, f
+    linked = set(map(urllib.parse.unquote, re.findall(r'<a href="([^"]+)"', text)))
+    written = {p.relative_to(prod_render).as_posix() for p in prod_render.rglob("*") if p.is_file()} - {"index.html"}
+    assert written <= linked, sorted(written - linked)[:5]
+    assert_page_works(page, tmp_path, ["Checks", "Helm releases", "Files"])
