@@ -44,6 +44,9 @@ def add_simulate_command(subparsers: Any) -> None:
         help="play a workload mix file over time instead (arrivals, faults; docs/simulate.md)",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of one line per workload")
+    p.add_argument(
+        "--html", type=pathlib.Path, metavar="FILE", help="with --timeline: also write a self-contained page of it"
+    )
     p.add_argument("files", nargs="*", type=pathlib.Path, help="workload files or directories (default build/examples)")
     p.set_defaults(func=cmd_simulate)
 
@@ -148,7 +151,13 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     platform_facts(build, by_kind, mix)
     mix.scale_nodesets = True
     mix.system_nodes = _system_size(args)
-    report = simulate_timeline(load(build, system), mix)
+    if getattr(args, "html", None):
+        from ekstrain.pages import timeline_page  # matplotlib loads only for a page
+
+        title = f"ekstrain simulate --stack {args.stack} --timeline {args.timeline.name}"
+        report = timeline_page.run_and_write(load(build, system), mix, args.html, title)
+    else:
+        report = simulate_timeline(load(build, system), mix)
     if getattr(args, "json", False):
         print(cli_kit.dumps(timeline_json(report)))
         return EXIT_BLOCKED if report.problems else 0

@@ -11,11 +11,17 @@ import subprocess
 import urllib.parse
 
 import pytest
-from conftest import REPO
+import yaml
+from conftest import REPO, stack_config
 from PIL import Image
 
+from ekstrain.assembly.cli import main
+from ekstrain.assembly.jobs import render as render_job
 from ekstrain.infra import render
-from ekstrain.pages import shell
+from ekstrain.pages import shell, timeline_page
+from ekstrain.simulate.load import load
+from ekstrain.simulate.mix import read_mix
+from ekstrain.simulate.timeline import simulate_timeline
 
 INSTALL = "install it: apt-get install -y chromium (Debian/Ubuntu; .ci/run does this), or put chromium on PATH"
 
@@ -129,3 +135,66 @@ def test_render_writes_its_page_beside_the_summary(prod_render: pathlib.Path, tm
     written = {p.relative_to(prod_render).as_posix() for p in prod_render.rglob("*") if p.is_file()} - {"index.html"}
     assert written <= linked, sorted(written - linked)[:5]
     assert_page_works(page, tmp_path, ["Checks", "Helm releases", "Files"])
+
+
+def _mix(prod_render: pathlib.Path, tmp_path: pathlib.Path) -> pathlib.Path:
+    from test_jobs_support import FakePlanner
+    from test_jobs_templates import spec_for
+
+    objects = render_job(
+        spec_for("gpu-h100", nodes=2, name="page", global_batch=128), stack_config("prod"), "volcano", FakePlanner()
+    )
+    job = next(o for o in objects if o["kind"] not in ("ConfigMap", "Service", "TrainingRuntime"))
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
+    mix = tmp_path / "mix.yaml"
+    mix.write_text(
+        yaml.safe_dump(
+            {
+                "hours": 6,
+                "jobs": [
+                    {"file": str(tmp_path / "job.yaml"), "at": 0, "hours": 2},
+                    {"notebook": {"partition": "gpu-a100", "accelerators": 2}, "at": 0, "hours": 1},
+                ],
+                "faults": [{"at": 1, "kind": "node-lost", "job": "Job/page"}],
+            }
+        )
+    )
+    return mix
+
+
+def test_timeline_page_draws_nodes_waits_faults_and_idle_dollars(
+    prod_render: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mix = _mix(prod_render, tmp_path)
+    page = tmp_path / "timeline.html"
+    args = ["simulate", "--stack", "prod", "--build", str(prod_render), "--timeline", str(mix), "--html", str(page)]
+    assert main(args) == 0, capsys.readouterr()
+    out = capsys.readouterr().out
+    assert "FAULT Job/page: resumed from its checkpoint" in out
+    text = page.read_text()
+    for phrase in (
+        "Nodes per partition over time",
+        "gpu-h100 · p5.48xlarge",
+        "Each job&#x27;s wait, by reason",
+        "Idle paid capacity: $",
+        "node-lost",
+        "Job/page",
+        "resumed from its checkpoint",
+    ):
+        assert phrase in text, phrase
+    assert text.count("<svg") == 4
+    assert_page_works(page, tmp_path, ["Faults and restarts"])
+
+
+def test_the_recorder_simulates_exactly_what_the_timeline_does(
+    prod_render: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    cluster = load(prod_render, list(stack_config("prod").cluster.system_node_group.instance_types))
+    mix_file = _mix(prod_render, tmp_path)
+    plain = simulate_timeline(cluster, read_mix(mix_file, prod_render))
+    recorder = timeline_page.Recorder(cluster, read_mix(mix_file, prod_render))
+    recorded = recorder.run()
+    assert recorded.lines() == plain.lines()
+    assert recorder.failures and recorder.failures[0][1] == "Job/page"
+    busy = [s for states in recorder.node_states.values() for _, s in states if s == "busy"]
+    assert busy, "the job's nodes were recorded busy"
