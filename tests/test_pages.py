@@ -198,3 +198,46 @@ def test_the_recorder_simulates_exactly_what_the_timeline_does(
     assert recorder.failures and recorder.failures[0][1] == "Job/page"
     busy = [s for states in recorder.node_states.values() for _, s in states if s == "busy"]
     assert busy, "the job's nodes were recorded busy"
+
+
+PLAN = [
+    "--model",
+    "llama3-70b",
+    "--instance",
+    "p5.48xlarge",
+    "--nodes",
+    "8",
+    "--global-batch",
+    "512",
+    "--seq-len",
+    "8192",
+]
+
+
+def test_plan_search_page_charts_every_candidate_and_the_chosen_breakdown(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "plan.html"
+    assert main(["plan", "search", *PLAN, "--top", "3", "--html", str(page)]) == 0
+    table = capsys.readouterr().out
+    assert table.count("\n  3 ") == 1 and "\n  4 " not in table, "--top still limits the printed table"
+    text = page.read_text()
+    chosen = re.search(r"Chosen plan: (tp=\S+ pp=\S+ dp=\S+)", text)
+    assert chosen, "the chosen plan is named"
+    first = table.split("\n")[2].split()
+    assert chosen.group(1) == f"tp={first[1]} pp={first[2]} dp={first[3]}", (chosen.group(1), first)
+    counts = re.search(r"Candidates: step time against memory per device \((\d+)\)", text)
+    assert counts and int(counts.group(1)) > 100
+    assert re.search(r"fits \(\d+\)", text) and re.search(r"does not fit \(\d+\)", text)
+    for phrase in ("device memory 80 GiB", "activations", "compute", "exposed DP/ZeRO traffic"):
+        assert phrase in text, phrase
+    assert_page_works(page, tmp_path, ["Ranked plans (first 20 of"])
+
+
+def test_plan_evaluate_page_marks_a_layout_that_does_not_fit(tmp_path: pathlib.Path) -> None:
+    page = tmp_path / "evaluate.html"
+    layout = ["--tp", "1", "--pp", "1", "--dp", "64", "--micro-batch", "1", "--recompute", "none"]
+    assert main(["plan", "evaluate", *PLAN, *layout, "--html", str(page)]) == 0
+    text = page.read_text()
+    assert "(does not fit)" in text and "<span class=bad>does not fit</span>" in text
+    assert_page_works(page, tmp_path, ["Chosen plan: tp=1 pp=1 dp=64"])
