@@ -18,6 +18,8 @@ from ekstrain.pages import shell
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 PAGE_NAME = "index.html"
+ARCHITECTURE = "architecture.svg"
+XML_HEAD = '<?xml version="1.0" encoding="utf-8" standalone="no"?>\n'
 
 
 def components(rec: Any) -> list[dict[str, Any]]:
@@ -42,10 +44,12 @@ def components(rec: Any) -> list[dict[str, Any]]:
 
 
 def _short(type_token: str) -> str:
-    """``aws:ec2/subnet:Subnet`` -> ``ec2 Subnet``; ``eks:index:Cluster`` -> ``eks Cluster``."""
+    """``aws:ec2/subnet:Subnet`` -> ``ec2 Subnet``; ``random:index/randomPassword:RandomPassword`` -> ``random
+    RandomPassword``."""
     pkg, _, rest = type_token.partition(":")
     module, _, kind = rest.rpartition(":")
-    mod = module.split("/")[0] if module and module != "index" else pkg
+    mod = module.split("/")[0]
+    mod = pkg if mod in ("", "index") else mod
     return f"{mod} {kind}"
 
 
@@ -158,6 +162,7 @@ def html(
     partition_rows: Sequence[dict[str, Any]],
 ) -> str:
     comps = components(rec)
+    architecture = architecture_figure(comps, f"{stack}-arch")
     releases = [r for r in rec.records if r.type == HELM_RELEASE]
     aws = sum(1 for r in rec.records if r.custom and not r.type.startswith("kubernetes:"))
     sections = [
@@ -165,7 +170,7 @@ def html(
             f"Architecture: {len(comps)} components, {aws} cloud resources, {len(releases)} Helm releases",
             '<p class="muted">Each box is a top-level component of the program, with the AWS resources and Helm '
             "releases registered beneath it (blue: creates cloud resources; green: Kubernetes only).</p>",
-            f"<figure>{architecture_figure(comps, f'{stack}-arch')}</figure>",
+            f"<figure>{architecture}</figure>",
         ),
         shell.section(
             "Creation stages",
@@ -207,5 +212,7 @@ def write(
     order_rows: Sequence[dict[str, Any]],
     partition_rows: Sequence[dict[str, Any]],
 ) -> pathlib.Path:
-    """Write ``out/index.html`` (after SUMMARY.md, so the page links every file the render wrote)."""
+    """Write ``out/architecture.svg`` (docs/index.md shows prod's) and ``out/index.html`` (after SUMMARY.md, so
+    the page links every file the render wrote)."""
+    shell.write(out / ARCHITECTURE, XML_HEAD + architecture_figure(components(rec), f"{stack}-arch"))
     return shell.write(out / PAGE_NAME, html(out, stack, cfg, rec, checks, order_rows, partition_rows))
