@@ -67,9 +67,9 @@ def load_in_browser(page: pathlib.Path, shot: pathlib.Path) -> list[str]:
 def ink(shot: pathlib.Path) -> tuple[float, int]:
     """(fraction of pixels that are not the background, distinct colours) of a screenshot."""
     img = Image.open(shot).convert("RGB").resize((350, 400))
-    pixels = list(img.getdata())
-    background = max(set(pixels), key=pixels.count)
-    return sum(p != background for p in pixels) / len(pixels), len(set(pixels))
+    counts = img.getcolors(maxcolors=350 * 400) or []
+    background = max(n for n, _ in counts)
+    return 1 - background / (350 * 400), len(counts)
 
 
 def assert_page_works(page: pathlib.Path, tmp_path: pathlib.Path, must_show: list[str]) -> None:
@@ -99,6 +99,16 @@ def test_network_references_finds_every_kind_of_remote_resource() -> None:
     for snippet in bad:
         assert shell.network_references(snippet), snippet
     assert shell.network_references('<a href="https://docs.aws.amazon.com/eks/">docs</a>') == []
+
+
+def test_without_chromium_make_test_fails_naming_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
+    monkeypatch.setenv("EKSTRAIN_NO_SKIPS", "1")
+    with pytest.raises(pytest.fail.Exception, match="headless Chromium not found.*apt-get install -y chromium"):
+        chromium()
+    monkeypatch.delenv("EKSTRAIN_NO_SKIPS")
+    with pytest.raises(pytest.skip.Exception, match="apt-get install -y chromium"):
+        chromium()
 
 
 def test_the_browser_check_sees_console_errors_and_blank_pages(tmp_path: pathlib.Path) -> None:
