@@ -196,9 +196,10 @@ def catalog_command(family: str, as_json: bool) -> int:
 def render_command(
     stack: str, out: str | None, stack_file: str | None, preview: bool, allow_unchecked: bool, lock_mode: str
 ) -> int:
-    argv = [sys.executable, "-m", "ekstrain.infra.render", "--stack", stack]
-    argv += ["--out", out] if out else []
-    argv += ["--stack-file", stack_file] if stack_file else []
+    # --flag=value: a value that begins with '-' stays a value (the render refuses it with its own message)
+    argv = [sys.executable, "-m", "ekstrain.infra.render", f"--stack={stack}"]
+    argv += [f"--out={out}"] if out else []
+    argv += [f"--stack-file={stack_file}"] if stack_file else []
     argv += ["--preview"] if preview else []
     argv += ["--allow-unchecked"] if allow_unchecked else []
     argv += ["--lock", lock_mode] if lock_mode != lock.DEFAULT_MODE else []

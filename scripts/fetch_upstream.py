@@ -64,6 +64,8 @@ class FilePin:
     commit: str
     path: str
     sha256: str
+    transform: str = ""
+    """A name of TRANSFORMS applied to the bytes before the sha256 check ("" = none)."""
 
     @property
     def from_chart(self) -> str | None:
@@ -98,6 +100,18 @@ class ChartSource:
     plain_http: bool = False
 
 
+def drop_helm_lines(data: bytes) -> bytes:
+    """A chart template that is a plain manifest once its Helm lines go: every line holding ``{{`` and the
+    ``labels:`` key whose entries were all templated (KEDA ships its CRDs only as such templates,
+    ``keda/templates/crds/``); ``grep -v -e '{{' -e '^  labels:$'``, as shared/upstream/SOURCES.md derives them."""
+    lines = data.decode().splitlines(keepends=True)
+    return "".join(line for line in lines if "{{" not in line and line.rstrip("\r\n") != "  labels:").encode()
+
+
+TRANSFORMS = {"drop-helm-lines": drop_helm_lines}
+"""Column 6 of scripts/upstream-pins.tsv: how a fetched file becomes the pinned copy."""
+
+
 def _rows(path: pathlib.Path) -> Iterable[list[str]]:
     for line in path.read_text().splitlines():
         if line.strip() and not line.startswith("#"):
@@ -105,7 +119,13 @@ def _rows(path: pathlib.Path) -> Iterable[list[str]]:
 
 
 def read_file_pins(path: pathlib.Path = FILE_PINS) -> list[FilePin]:
-    return [FilePin(*row[:5]) for row in _rows(path)]
+    pins = [FilePin(*row[:6]) for row in _rows(path)]
+    for pin in pins:
+        if pin.transform and pin.transform not in TRANSFORMS:
+            raise FetchError(
+                f"{pin.dest}: unknown transform {pin.transform!r} in {path.name}; known: {sorted(TRANSFORMS)}"
+            )
+    return pins
 
 
 def read_chart_pins(path: pathlib.Path = CHART_PINS) -> dict[str, ChartPin]:
@@ -314,6 +334,9 @@ def fetch_file(pin: FilePin, dest: pathlib.Path, raw_base: str) -> str:
             raise FetchError(
                 f"{pin.dest}: download failed: {e} ({url}); fix: check the network, or UPSTREAM_RAW_BASE for a mirror"
             ) from e
+    if pin.transform:
+        data = TRANSFORMS[pin.transform](data)
+        url += f" ({pin.transform})"
     digest = hashlib.sha256(data).hexdigest()
     if digest != pin.sha256:
         raise FetchError(
