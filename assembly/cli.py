@@ -226,9 +226,10 @@ def render_command(
             print(f"error: --helm {helm_path!r}: not an executable file (a helm v3 or v4 binary)", file=sys.stderr)
             return 2
         env["EKSTRAIN_HELM"] = str(pathlib.Path(helm_path).absolute())
-    argv = [sys.executable, "-m", "ekstrain.infra.render", "--stack", stack]
-    argv += ["--out", out] if out else []
-    argv += ["--stack-file", stack_file] if stack_file else []
+    # --flag=value: a value that begins with '-' stays a value (the render refuses it with its own message)
+    argv = [sys.executable, "-m", "ekstrain.infra.render", f"--stack={stack}"]
+    argv += [f"--out={out}"] if out else []
+    argv += [f"--stack-file={stack_file}"] if stack_file else []
     argv += ["--preview"] if preview else []
     argv += ["--allow-unchecked"] if allow_unchecked else []
     argv += ["--lock", lock_mode] if lock_mode != lock.DEFAULT_MODE else []

@@ -14,7 +14,7 @@ import pathlib
 import sys
 from typing import Any
 
-from ekstrain import cli_kit
+from ekstrain import cli_kit, cli_types
 from ekstrain.simulate import charts
 from ekstrain.simulate.engine import nodeset_workloads, simulate
 from ekstrain.simulate.inputs import InputError, read_workloads
@@ -45,7 +45,10 @@ def add_simulate_command(subparsers: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of one line per workload")
     p.add_argument(
-        "--html", type=pathlib.Path, metavar="FILE", help="with --timeline: also write a self-contained page of it"
+        "--html",
+        type=cli_types.writable_out,
+        metavar="FILE",
+        help="with --timeline: also write a self-contained page of it",
     )
     p.add_argument("files", nargs="*", type=pathlib.Path, help="workload files or directories (default build/examples)")
     p.set_defaults(func=cmd_simulate)

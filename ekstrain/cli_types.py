@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import pathlib
 import re
 from typing import Any, NoReturn
+
+from ekstrain import outputs
 
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 # OCI distribution reference grammar (github.com/distribution/reference), anchored.
@@ -104,20 +105,12 @@ def quantity(text: str) -> str:
 
 
 def writable_out(text: str) -> pathlib.Path:
-    """A file path whose file can be created or replaced (checked before any work is done)."""
-    path = pathlib.Path(text)
-    if not text or path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file path")
-    if path.exists():
-        if not os.access(path, os.W_OK):
-            raise argparse.ArgumentTypeError(f"{text!r} exists and is not writable")
-        return path
-    parent = path.absolute().parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"cannot create {text!r}: {parent} is not a writable directory")
-    return path
+    """A file path whose file can be created or replaced, checked before any work is done by the write guard
+    (ekstrain/outputs.py: not a directory, not a stack or project file, in a writable directory that exists)."""
+    try:
+        return outputs.check_file("--out", pathlib.Path(text))
+    except outputs.OutputRefused as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--out ")) from None
 
 
 def json_object_file(text: str) -> dict[str, Any]:

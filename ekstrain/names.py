@@ -1,5 +1,6 @@
 """Names and labels that several components and the job templates must agree on."""
 
+import re
 from typing import Any
 
 TRAINING_NAMESPACE = "training"
@@ -54,3 +55,15 @@ SG_ROLE_TAG = "ekstrain.io/sg-role"
 def placement_group_name(cluster_name: str, partition: str) -> str:
     """The partition's cluster placement group (the network creates it, Karpenter selects it)."""
     return f"{cluster_name}-{partition}"
+
+
+STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+"""Pulumi's stack-name characters (alphanumerics, '-', '_', '.')."""
+
+
+def stack_name_problem(stack: str) -> str | None:
+    """Why ``stack`` is not a stack name (None when it is): Pulumi's characters, and never a path such as ``..``
+    (the render's default output is build/<stack>, the diff's stack file Pulumi.<stack>.yaml)."""
+    if not STACK_NAME.fullmatch(stack) or not stack.strip("."):
+        return f"--stack {stack[:120]!r}: use letters, digits, '-', '_' or '.', not only dots (the stack name)"
+    return None

@@ -271,6 +271,9 @@ DEFAULT_CHARTS: dict[str, Chart] = {
     ),
     "jupyterhub": Chart("jupyterhub", "4.4.0", "https://hub.jupyter.org/helm-chart/", upstream_dir="jupyterhub"),
     "argo-cd": Chart("argo-cd", "10.1.1", "https://argoproj.github.io/argo-helm", upstream_dir="argo-cd"),
+    # Event-driven autoscaling (ScaledObject); the chart installs its CRDs from templates (crds.install: true),
+    # which the pins turn into crds/keda.sh and crds/eventing.keda.sh (scripts/upstream-pins.tsv, drop-helm-lines).
+    "keda": Chart("keda", "2.20.2", "https://kedacore.github.io/charts", upstream_dir="keda"),
 }
 
 # Container images the platform itself names (never `:latest`: a moving tag changes NCCL/EFA under a

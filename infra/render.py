@@ -24,7 +24,6 @@ import os
 import pathlib
 import re
 import runpy
-import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -32,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from ekstrain import argocd, catalog, lock, names, storage_sizing, validation, versions
+from ekstrain import argocd, catalog, lock, names, outputs, storage_sizing, validation, versions
 from ekstrain.assembly.schedulers.slurm import standing_nodes
 from ekstrain.infra import offline, replay
 from ekstrain.infra.verify import (
@@ -49,6 +48,7 @@ from ekstrain.infra.verify import (
     secrets,
     tfplan,
 )
+from ekstrain.names import stack_name_problem
 from ekstrain.pages import render_page
 from ekstrain.partitions import layout_nodes, shape
 from ekstrain.paths import helm_fix, project_of, upstream_fix, use_project
@@ -58,7 +58,6 @@ from ekstrain.stacks.models import StackConfig
 
 HERE = pathlib.Path(__file__).resolve().parent
 BANNER = "OFFLINE RENDER (Pulumi mock engine): not a cloud preview. Nothing was sent to AWS or Kubernetes."
-STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 NOT_RUN = f"upstream schemas not found ({upstream_fix()}): NOT checked"
 NOT_MANIFESTS = ("kubernetes:helm.sh/", "kubernetes:yaml/", "kubernetes:kustomize/")
@@ -521,9 +520,7 @@ def write(
     """Write the render into ``out`` and run every check; ``progress`` gets a line per stage (default: stderr);
     ``lock_mode`` says how ekstrain.lock.json is used (ekstrain/lock.py)."""
     started = time.perf_counter()
-    if out.exists():
-        shutil.rmtree(out)
-    (out / "manifests").mkdir(parents=True)
+    (out / "manifests").mkdir(parents=True)  # out: a new, empty directory (ekstrain/outputs.py replace_dir)
     (out / "helm").mkdir()
     objs = manifests(rec)
     for group, obj in objs:
@@ -659,10 +656,12 @@ def render_or_replay(
     out: pathlib.Path,
     progress: Callable[[str], None] = stderr_progress,
     lock_mode: str = lock.DEFAULT_MODE,
+    final: pathlib.Path | None = None,
 ) -> tuple[str, list[str], int]:
     """Run the program and write(); or, when nothing the render reads has changed since a render stored in the
     cache, write that render's files again (infra/replay.py). Returns (summary, problems, resources registered)
-    either way."""
+    either way. ``final``: where ``out`` (a staging directory) will be, for the progress lines."""
+    shown = final or out
     key = replay.key(stack, stack_file, preview, lock_mode) if replay.enabled() else None
     started = time.perf_counter()
     if key is not None:
@@ -674,7 +673,7 @@ def render_or_replay(
                 f"[2/3] nothing the render reads has changed: replayed the stored render ({replayed.resources} "
                 f"resources; program ran in {replayed.seconds:.2f}s then) from the cache (EKSTRAIN_REPLAY=0: run it)"
             )
-            progress(f"[3/3] wrote {out} in {time.perf_counter() - started:.2f}s")
+            progress(f"[3/3] wrote {shown} in {time.perf_counter() - started:.2f}s")
             return replayed.summary, replayed.problems, replayed.resources
         reads = replay.start(out)
     validation.prewarm_crd_schemas()  # on the other core while the program runs
@@ -682,7 +681,7 @@ def render_or_replay(
     seconds = time.perf_counter() - started
     progress(f"[2/3] program ran offline: {len(rec.records)} resources registered in {seconds:.2f}s")
     summary, problems = write(out, stack, cfg, warnings, rec, seconds, progress, lock_mode)
-    progress(f"[3/3] wrote and checked {out} in {time.perf_counter() - started - seconds:.2f}s")
+    progress(f"[3/3] wrote and checked {shown} in {time.perf_counter() - started - seconds:.2f}s")
     if key is not None and not (lock_mode == "check" and any(p.startswith(LOCK_STALE) for p in problems)):
         # A failed lock check is not stored: a --lock use render of the same inputs would not fail.
         replay.save(key, reads, out, summary, problems, len(rec.records), seconds, checked=lock_mode == "check")
@@ -710,8 +709,9 @@ def main(argv: list[str] | None = None) -> int:
         "current (CI), write this stack's answers into it, or ignore it",
     )
     args = parser.parse_args(argv)
-    if not STACK_NAME.fullmatch(args.stack):
-        parser.error(f"--stack {args.stack!r}: use letters, digits, '-', '_' or '.' (the stack name)")
+    stack_problem = stack_name_problem(args.stack)
+    if stack_problem:
+        parser.error(stack_problem)
     missing = missing_render_dependencies()
     if missing:
         print(
@@ -729,7 +729,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _render(args: argparse.Namespace, stack_file: pathlib.Path) -> int:
-    out = pathlib.Path(args.out) if args.out else stack_file.parent / "build" / args.stack
+    flag = "--out" if args.out else f"--stack {args.stack} (output build/{args.stack})"
+    requested = pathlib.Path(args.out) if args.out else stack_file.parent / "build" / args.stack
+    kept = outputs.kept_dirs(stack_file.absolute().parent, project_of(stack_file))
+    try:  # before anything runs: a render never replaces what it did not write
+        out = outputs.check_dir(flag, requested, kept)
+    except outputs.OutputRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(BANNER, file=sys.stderr)
     try:
         flat, secrets = read_stack_file(stack_file)
@@ -749,9 +756,26 @@ def _render(args: argparse.Namespace, stack_file: pathlib.Path) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"[1/3] config {stack_file.name} valid: {len(cfg.partitions)} partition(s)", file=sys.stderr)
-    summary, problems, resources = render_or_replay(
-        stack_file, args.stack, args.preview, flat, secrets, cfg, warnings, out, lock_mode=args.lock
-    )
+    try:
+        summary, problems, resources = outputs.replace_dir(
+            out,
+            lambda staging: render_or_replay(
+                stack_file,
+                args.stack,
+                args.preview,
+                flat,
+                secrets,
+                cfg,
+                warnings,
+                staging,
+                lock_mode=args.lock,
+                final=out,
+            ),
+            by=f"ekstrain render --stack {args.stack}",
+        )
+    except outputs.OutputRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     not_run = [p for p in problems if p.endswith(NOT_RUN)]
     # stdout: a few lines; the whole report (partitions, storage, order, every check) is SUMMARY.md. The check
     # counts are read from SUMMARY.md's own "## Checks" table (columns located by its dashes line).

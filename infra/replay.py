@@ -21,7 +21,6 @@ import json
 import os
 import pathlib
 import pickle
-import shutil
 import sys
 import sysconfig
 import threading
@@ -203,9 +202,7 @@ def load(cache_key: str, out: pathlib.Path, checked: bool = False) -> Replayed |
         return None
     if any(_file_digest(_resolve(name)) != digest for name, digest in entry["reads"]):
         return None
-    if out.exists():
-        shutil.rmtree(out)
-    for rel, data in entry["files"].items():
+    for rel, data in entry["files"].items():  # out: a new, empty directory (ekstrain/outputs.py replace_dir)
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)

@@ -81,10 +81,10 @@ def test_unwritable_out_is_refused_before_rendering(
     locked.mkdir(mode=0o500)
     if os.geteuid() == 0:
         # root passes every permission bit (CI runs as root): deny as the kernel would for another user
-        from ekstrain import cli_types
+        from ekstrain import outputs
 
         real_access = os.access
-        monkeypatch.setattr(cli_types.os, "access", lambda p, mode: str(p) != str(locked) and real_access(p, mode))
+        monkeypatch.setattr(outputs.os, "access", lambda p, mode: str(p) != str(locked) and real_access(p, mode))
     with pytest.raises(SystemExit) as caught:
         cli.main(_with("--out", str(locked / "job.yaml")))
     assert caught.value.code == 2 and "not a writable directory" in capsys.readouterr().err

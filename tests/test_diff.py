@@ -224,7 +224,7 @@ def test_installed_base_reads_the_projects_own_repository(
     assert code == 0 and {c["name"] for c in out["changes"]} >= {"gpu-small-nodepool"}
     # AND a revision without the file is one line naming --base and the fix
     assert main(["diff", "--stack", "dev", "--stack-file", str(stack), "--base", "HEAD~5"]) == 2
-    assert "--base HEAD~5: git show" in capsys.readouterr().err
+    assert "--base 'HEAD~5': no such commit" in capsys.readouterr().err
 
 
 def test_cli_bad_stack_file_exits_2(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:

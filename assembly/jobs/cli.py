@@ -17,7 +17,7 @@ import pathlib
 import sys
 from typing import Any
 
-from ekstrain import cli_kit
+from ekstrain import cli_kit, outputs
 from ekstrain import cli_types as t
 from ekstrain.assembly.jobs import nccl
 from ekstrain.assembly.jobs.render import SCHEDULERS, render, render_sbatch, scheduler_problem, to_yaml
@@ -184,8 +184,11 @@ def cmd_render(args: argparse.Namespace) -> int:
                 print(f"invalid: {p}", file=sys.stderr)
             return EXIT_INVALID
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+        try:
+            outputs.write_file("--out", args.out, text)
+        except outputs.OutputRefused as exc:
+            print(f"ekstrain job render: {exc}", file=sys.stderr)
+            return EXIT_BAD_REQUEST
     else:
         sys.stdout.write(text)
     return 0

@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ekstrain import outputs
+
 if TYPE_CHECKING:  # matplotlib loads when a page is drawn, not when a module importing this one does
     from matplotlib.figure import Figure
 
@@ -96,7 +98,8 @@ def network_references(text: str) -> list[str]:
     return found
 
 
-def write(path: pathlib.Path, text: str) -> pathlib.Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+def write(path: pathlib.Path, text: str, flag: str = "--html") -> pathlib.Path:
+    """Write a page through the write guard (ekstrain/outputs.py): never a stack file or a directory."""
+    target = outputs.check_file(flag, path)
+    outputs.write_file(flag, target, text)
     return path

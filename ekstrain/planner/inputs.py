@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ekstrain import outputs
 from ekstrain.planner.errors import PlanError
 
 MAX_JSON_BYTES = 1 << 20
@@ -145,39 +146,27 @@ def _show(value: object) -> str:
 
 
 def check_output_path(flag: str, path: str) -> Path:
-    """Refuse an ``--out`` that cannot be written before any work is done."""
-    try:
-        return _check_output_path(flag, path)
-    except OSError as error:  # a name too long, a loop of symlinks, ...
-        raise PlanError(f"{flag} {path[:80]!r}: unusable path: {error.strerror}; choose another path") from None
-
-
-def _check_output_path(flag: str, path: str) -> Path:
+    """Refuse an ``--out`` that cannot be written before any work is done (the write guard, ekstrain/outputs.py:
+    not a directory, not a stack or project file, in a writable directory)."""
     if "\x00" in path or not path:
         raise PlanError(f"{flag} {path!r}: not a usable file path; pass a writable file path")
     try:
         os.fsencode(path)
     except UnicodeEncodeError:
         raise PlanError(f"{flag} {path!r}: not encodable as a file name; use a UTF-8 path") from None
-    target = Path(path)
-    parent = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
-        raise PlanError(f"{flag} {path!r}: is a directory; name a file inside it")
-    if not parent.is_dir():
-        raise PlanError(f"{flag} {path!r}: directory {str(parent)!r} does not exist; create it first")
-    if target.exists() and not os.access(target, os.W_OK):
-        raise PlanError(f"{flag} {path!r}: not writable; choose another path or fix its permissions")
-    if not target.exists() and not os.access(parent, os.W_OK | os.X_OK):
-        raise PlanError(f"{flag} {path!r}: directory {str(parent)!r} is not writable; choose another path")
-    return target
+    try:
+        return outputs.check_file(flag, Path(path), make_parents=False)
+    except outputs.OutputRefused as error:
+        raise PlanError(str(error)) from None
+    except OSError as error:  # a name too long, a loop of symlinks, ...
+        raise PlanError(f"{flag} {path[:80]!r}: unusable path: {error.strerror}; choose another path") from None
 
 
 def write_output(flag: str, path: str, text: str) -> None:
     try:
-        Path(path).write_text(text, encoding="utf-8")
-    except (OSError, ValueError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        raise PlanError(f"{flag} {path!r}: cannot write: {reason}; choose a writable path") from None
+        outputs.write_file(flag, check_output_path(flag, path), text)
+    except outputs.OutputRefused as error:
+        raise PlanError(str(error)) from None
 
 
 def dumps(data: object) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from ekstrain import outputs
 from ekstrain.helm import helm_binary
 
 __all__ = ["helm_binary", "render_missing"]  # helm_binary: the project's one lookup (ekstrain/helm.py)
@@ -48,16 +49,15 @@ def render_missing(build: pathlib.Path, chart_src: pathlib.Path, helm: str, only
         values.parent.mkdir(parents=True, exist_ok=True)
         values.write_text(yaml.safe_dump(rel.get("values") or {}))
         proc = subprocess.run(
-            [
+            [  # values read from a render's files: after "--" and in --flag=value form, never options
                 helm,
                 "template",
+                f"--namespace={rel['namespace']}",
+                f"--values={values}",
+                "--include-crds",
+                "--",
                 str(rel["name"]),
                 str(archive),
-                "-n",
-                str(rel["namespace"]),
-                "-f",
-                str(values),
-                "--include-crds",
             ],
             capture_output=True,
             text=True,
@@ -76,4 +76,5 @@ def render_missing(build: pathlib.Path, chart_src: pathlib.Path, helm: str, only
                     "ClusterRoleBinding",
                 ) else None
                 (out_dir / file_name(doc)).write_text(yaml.safe_dump(doc, sort_keys=False))
+        outputs.add_written(build, out_dir.iterdir())  # the next render may replace what this wrote
     return problems

@@ -84,6 +84,11 @@ class HelmMissing(RuntimeError):
 helm_binary = helm.helm_binary  # the project's one lookup (ekstrain/helm.py)
 
 
+HELM_RELEASE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+"""helm's release-name rule (pkg/chartutil validateReleaseName; at most 53 characters)."""
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
 @dataclass(frozen=True)
 class Release:
     """What a ``kubernetes:helm.sh/v3:Release`` asks Helm to install."""
@@ -164,6 +169,20 @@ def template_key(
     return _args_and_key(release, kube_version, api_versions, values, crds)[2]
 
 
+def check_helm_arguments(release: Release) -> None:
+    """Refuse a release whose name or namespace helm would not take (so neither can be read as an option)."""
+    if len(release.name) > 53 or not HELM_RELEASE_NAME.fullmatch(release.name):
+        raise ValueError(
+            f"Helm release name {release.name[:80]!r} ({release.group}): helm takes lowercase letters, digits, '-' "
+            "and '.', at most 53 characters, beginning and ending with a letter or digit"
+        )
+    if len(release.namespace) > 63 or not DNS_LABEL.fullmatch(release.namespace):
+        raise ValueError(
+            f"namespace {release.namespace[:80]!r} of Helm release {release.name}: a namespace is a DNS-1123 label "
+            "(lowercase letters, digits and '-', at most 63, beginning and ending with a letter or digit)"
+        )
+
+
 def _args_and_key(
     release: Release,
     kube_version: str,
@@ -172,6 +191,7 @@ def _args_and_key(
     crds: bool | None,
 ) -> tuple[list[str], str, str]:
     """(helm template arguments, values body on stdin, cache key)."""
+    check_helm_arguments(release)
     helm = helm_binary()
     if helm is None:
         raise HelmMissing(f"helm not found: {paths.helm_fix()}")
