@@ -18,6 +18,7 @@ import argparse
 import dataclasses
 import importlib.metadata
 import os
+import pathlib
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -193,9 +194,38 @@ def catalog_command(family: str, as_json: bool) -> int:
     help=f"how {lock.LOCK_NAME} answers the no-op values check: use its answers, check that it is current (CI), "
     "write this stack's answers into it, or ignore it",
 )
+@click.option(
+    "--upstream-dir",
+    default=None,
+    help="the pinned upstream files (crds/, chart archives, chart values) the checks read  "
+    "[default: $EKSTRAIN_UPSTREAM_DIR, ./.upstream, a checkout's ../shared/upstream]",
+)
+@click.option("--helm", "helm_path", default=None, help="helm binary  [default: $EKSTRAIN_HELM, helm on PATH]")
 def render_command(
-    stack: str, out: str | None, stack_file: str | None, preview: bool, allow_unchecked: bool, lock_mode: str
+    stack: str,
+    out: str | None,
+    stack_file: str | None,
+    preview: bool,
+    allow_unchecked: bool,
+    lock_mode: str,
+    upstream_dir: str | None = None,
+    helm_path: str | None = None,
 ) -> int:
+    env = dict(os.environ)
+    # The flags set what the render reads (ekstrain/validation.py upstream_dir, ekstrain/helm.py helm_binary).
+    if upstream_dir is not None:
+        if not (pathlib.Path(upstream_dir) / "crds").is_dir():
+            print(
+                f"error: --upstream-dir {upstream_dir!r}: no crds/ directory there (the pinned upstream files)",
+                file=sys.stderr,
+            )
+            return 2
+        env["EKSTRAIN_UPSTREAM_DIR"] = str(pathlib.Path(upstream_dir).absolute())
+    if helm_path is not None:
+        if not (os.path.isfile(helm_path) and os.access(helm_path, os.X_OK)):
+            print(f"error: --helm {helm_path!r}: not an executable file (a helm v3 or v4 binary)", file=sys.stderr)
+            return 2
+        env["EKSTRAIN_HELM"] = str(pathlib.Path(helm_path).absolute())
     # --flag=value: a value that begins with '-' stays a value (the render refuses it with its own message)
     argv = [sys.executable, "-m", "ekstrain.infra.render", f"--stack={stack}"]
     argv += [f"--out={out}"] if out else []
@@ -205,7 +235,7 @@ def render_command(
     argv += ["--lock", lock_mode] if lock_mode != lock.DEFAULT_MODE else []
     sys.stdout.flush()
     # Its own process (the render's exit skips interpreter teardown); stdout and stderr pass straight through.
-    return subprocess.run(argv, check=False).returncode
+    return subprocess.run(argv, check=False, env=env).returncode
 
 
 def build_cli() -> click.Group:

@@ -14,7 +14,7 @@ import pathlib
 import sys
 from typing import Any
 
-from ekstrain import cli_kit
+from ekstrain import cli_kit, cli_types
 from ekstrain.simulate import charts
 from ekstrain.simulate.engine import nodeset_workloads, simulate
 from ekstrain.simulate.inputs import InputError, read_workloads
@@ -44,6 +44,12 @@ def add_simulate_command(subparsers: Any) -> None:
         help="play a workload mix file over time instead (arrivals, faults; docs/simulate.md)",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of one line per workload")
+    p.add_argument(
+        "--html",
+        type=cli_types.writable_out,
+        metavar="FILE",
+        help="with --timeline: also write a self-contained page of it",
+    )
     p.add_argument("files", nargs="*", type=pathlib.Path, help="workload files or directories (default build/examples)")
     p.set_defaults(func=cmd_simulate)
 
@@ -148,7 +154,13 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     platform_facts(build, by_kind, mix)
     mix.scale_nodesets = True
     mix.system_nodes = _system_size(args)
-    report = simulate_timeline(load(build, system), mix)
+    if getattr(args, "html", None):
+        from ekstrain.pages import timeline_page  # matplotlib loads only for a page
+
+        title = f"ekstrain simulate --stack {args.stack} --timeline {args.timeline.name}"
+        report = timeline_page.run_and_write(load(build, system), mix, args.html, title)
+    else:
+        report = simulate_timeline(load(build, system), mix)
     if getattr(args, "json", False):
         print(cli_kit.dumps(timeline_json(report)))
         return EXIT_BLOCKED if report.problems else 0

@@ -31,7 +31,7 @@ from typing import Any, TypeVar, cast
 
 import yaml
 
-from ekstrain.paths import CHECKOUT, PACKAGE, project_dir
+from ekstrain.paths import CHECKOUT, PACKAGE, project_dir, upstream_fix
 
 
 # The upstream CRDs are several MB of YAML: libyaml's loader parses them ~10x faster when present.
@@ -81,7 +81,7 @@ class SchemasMissing(RuntimeError):
 def _require_upstream() -> pathlib.Path:
     found = upstream_dir()
     if found is None:
-        raise SchemasMissing("upstream schemas not found: set EKSTRAIN_UPSTREAM_DIR or run `make fetch-upstream`")
+        raise SchemasMissing(f"upstream schemas not found: {upstream_fix()}")
     return found
 
 

@@ -49,8 +49,9 @@ from ekstrain.infra.verify import (
     tfplan,
 )
 from ekstrain.names import stack_name_problem
+from ekstrain.pages import render_page
 from ekstrain.partitions import layout_nodes, shape
-from ekstrain.paths import project_of, use_project
+from ekstrain.paths import helm_fix, project_of, upstream_fix, use_project
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import load_flat, read_stack_file
 from ekstrain.stacks.models import StackConfig
@@ -58,7 +59,7 @@ from ekstrain.stacks.models import StackConfig
 HERE = pathlib.Path(__file__).resolve().parent
 BANNER = "OFFLINE RENDER (Pulumi mock engine): not a cloud preview. Nothing was sent to AWS or Kubernetes."
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-NOT_RUN = "upstream schemas not found (run `make fetch-upstream`): NOT checked"
+NOT_RUN = f"upstream schemas not found ({upstream_fix()}): NOT checked"
 NOT_MANIFESTS = ("kubernetes:helm.sh/", "kubernetes:yaml/", "kubernetes:kustomize/")
 RENDER_DEPENDENCIES = {
     "kubernetes_validate": "kubernetes-validate",
@@ -383,9 +384,7 @@ def _run_checks(
     render_check.checked = values_check.checked = noop_check.checked = len(releases)
     with stages.stage(f"helm template of {len(releases)} releases"):
         if charts.helm_binary() is None:
-            render_check.problems.append(
-                "helm not found: put helm on PATH, set EKSTRAIN_HELM, or run `make .tools/helm`"
-            )
+            render_check.problems.append(f"helm not found: {helm_fix()}")
             rendered = charts.Rendered({}, {}, [], set())
         else:
             crd_manifests = [o for _, o in objs if o.get("kind") == "CustomResourceDefinition"]
@@ -590,7 +589,7 @@ def write(
             *(
                 [
                     f"## NOT VALIDATED: {len(unchecked)} of {len(checks)} checks did not run (upstream schemas not "
-                    "found: `make fetch-upstream`): " + "; ".join(unchecked),
+                    f"found: {upstream_fix()}): " + "; ".join(unchecked),
                     "",
                 ]
                 if unchecked
@@ -642,6 +641,7 @@ def write(
         ]
     )
     (out / "SUMMARY.md").write_text(summary)
+    render_page.write(out, stack, cfg, rec, checks, order_rows, partition_rows(cfg))  # index.html (ekstrain/pages)
     return summary, problems + [f"{name}: {NOT_RUN}" for name in unchecked]
 
 
@@ -805,7 +805,7 @@ def _render(args: argparse.Namespace, stack_file: pathlib.Path) -> int:
     print(f"full report: {out / 'SUMMARY.md'}")
     if not_run:
         print(
-            f"error: {len(not_run)} checks did not run (no upstream schemas): run `make fetch-upstream`, or pass "
+            f"error: {len(not_run)} checks did not run (no upstream schemas): {upstream_fix()}; or pass "
             "--allow-unchecked to accept an unvalidated render",
             file=sys.stderr,
         )

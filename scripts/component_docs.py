@@ -43,6 +43,30 @@ tags on what it creates; subnets of an existing VPC do not have them, so pass `P
 `PartitionArgs.security_group_ids` and `HelperPoolArgs.subnet_ids` (the Network's `efa_subnet_id`,
 `efa_security_group_id`, `private_subnet_ids`). `tests/library_program/` is a complete example. A stack file does
 all of this with `ekstrain:network.existingVpc` (docs/delivery.md, "Deploying into an existing VPC").
+
+**Testing your own program offline.** `ekstrain.testing.run_offline(program, config)` runs a function that
+creates resources (or the path of a program's `__main__.py` or directory) once on the render's strict mock
+engine, with no cloud and no Pulumi CLI, and returns the `Recording` of every registration (type, name, parent,
+inputs, dependsOn, provider, protect). Computed outputs get fakes; an invoke the mocks do not know fails.
+
+```python
+from ekstrain.testing import run_offline
+from ekstrain.components.cluster import Cluster, ClusterArgs
+
+
+def program():
+    Cluster("acme-train", ClusterArgs(...))  # your components and ekstrain's
+
+
+def test_the_cluster_is_private():
+    rec = run_offline(program, {"aws:region": "us-east-2"})
+    (cluster,) = rec.of_type("eks:index:Cluster")
+    assert cluster.inputs["endpointPublicAccess"] is False
+    assert all(r.parent for r in rec.records if r.type.startswith("aws:"))  # every child under a component
+
+
+rec = run_offline("path/to/my-project")  # a whole program: runs its __main__.py as `pulumi up` would
+```
 """
 
 

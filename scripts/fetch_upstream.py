@@ -4,8 +4,10 @@
 
 - chart archives ``chart-src/<chart>-<version>.tgz``: every chart of ``ekstrain/versions.py`` DEFAULT_CHARTS,
   pulled the way helm installs it (``helm pull --repo URL NAME --version V`` for a classic repository,
-  ``helm pull oci://... --version V`` for an OCI registry) and checked against ``scripts/chart-pins.tsv``;
-  for a classic repository also against the ``digest`` of the repository's own index.yaml;
+  ``helm pull oci://... --version V`` for an OCI registry) and verified by its content: the digest of the
+  chart's files (``files_sha256`` of ``scripts/chart-pins.tsv``, each file in ``scripts/chart-files.tsv``;
+  ekstrain/chartdigest.py), whatever the packaging; for a classic repository the archive must also be the
+  ``digest`` of the repository's own index.yaml;
 - CRDs, chart values.yaml/Chart.yaml and reference files: ``scripts/upstream-pins.tsv`` (raw files of a
   repository at a commit, or a file inside one of the fetched archives), each checked against its sha256.
 
@@ -39,12 +41,13 @@ from typing import TextIO
 
 import yaml
 
-from ekstrain import versions
+from ekstrain import chartdigest, versions
 from ekstrain.helm import helm_binary
 
 HERE = pathlib.Path(__file__).resolve().parent
 FILE_PINS = HERE / "upstream-pins.tsv"
 CHART_PINS = HERE / "chart-pins.tsv"
+CHART_FILES = HERE / "chart-files.tsv"
 RAW_BASE = "https://raw.githubusercontent.com"
 UNKNOWN = "-"
 
@@ -73,17 +76,19 @@ class FilePin:
 class ChartPin:
     name: str
     version: str
+    files_sha256: str
+    """ekstrain.chartdigest.files_digest of the reference archive: what a fetched archive is verified by."""
     sha256: str
     published_sha256: str
     note: str = ""
 
-    def accepts(self, digest: str) -> str | None:
-        """Which pinned archive ``digest`` is ("reference"/"published"), None when neither."""
+    def archive_kind(self, digest: str) -> str:
+        """Which known packaging an archive (already verified by content) is, for the progress line."""
         if digest == self.sha256:
             return "reference archive"
         if self.published_sha256 != UNKNOWN and digest == self.published_sha256:
             return "published archive"
-        return None
+        return "repackaged"
 
 
 @dataclass(frozen=True)
@@ -124,7 +129,40 @@ def read_file_pins(path: pathlib.Path = FILE_PINS) -> list[FilePin]:
 
 
 def read_chart_pins(path: pathlib.Path = CHART_PINS) -> dict[str, ChartPin]:
-    return {r[0]: ChartPin(r[0], r[1], r[2], r[3], r[4] if len(r) > 4 else "") for r in _rows(path)}
+    return {r[0]: ChartPin(r[0], r[1], r[2], r[3], r[4], r[5] if len(r) > 5 else "") for r in _rows(path)}
+
+
+def read_chart_files(path: pathlib.Path = CHART_FILES) -> dict[tuple[str, str], dict[str, str]]:
+    """(chart, version) -> {path relative to the chart root: sha256} of every pinned chart."""
+    out: dict[tuple[str, str], dict[str, str]] = {}
+    for name, version, rel, digest in _rows(path):
+        out.setdefault((name, version), {})[rel] = digest
+    return out
+
+
+def verify_content(name: str, version: str, archive: pathlib.Path, pin: ChartPin, files_pins: pathlib.Path) -> None:
+    """Raise FetchError (one line naming the chart and every file that differs) unless ``archive`` holds exactly
+    the pinned chart's files."""
+    file = f"chart-src/{archive_name_of(name, version)}"
+    try:
+        files = chartdigest.chart_files(archive)
+    except (tarfile.TarError, OSError, chartdigest.NotAChart) as e:
+        raise FetchError(f"{file}: refused: {name} {version} is not a readable chart archive: {e}") from e
+    if chartdigest.files_digest(files) == pin.files_sha256:
+        return
+    pinned = read_chart_files(files_pins).get((name, version), {})
+    diff = chartdigest.differences(pinned, files) if pinned else []
+    what = ", ".join(diff) if diff else f"files digest {chartdigest.files_digest(files)}"
+    raise FetchError(
+        f"{file}: refused: chart {name} {version} differs from the pinned chart files: {what} "
+        f"(pinned files_sha256 {pin.files_sha256}); fix: the host or a proxy serves a tampered or different chart; "
+        "if upstream re-released it, check the change and re-pin (scripts/chart-pins.tsv, scripts/chart-files.tsv)"
+    )
+
+
+def archive_name_of(name: str, version: str) -> str:
+    chart = versions.DEFAULT_CHARTS.get(name)
+    return archive_name(chart) if chart is not None and chart.version == version else f"{name}-{version}.tgz"
 
 
 def sha256_of(path: pathlib.Path) -> str:
@@ -179,8 +217,8 @@ def record_published(name: str, digest: str, path: pathlib.Path = CHART_PINS) ->
     lines = path.read_text().splitlines(keepends=True)
     for i, line in enumerate(lines):
         fields = line.rstrip("\n").split("\t")
-        if not line.startswith("#") and fields[0] == name and len(fields) > 3 and fields[3] == UNKNOWN:
-            fields[3] = digest
+        if not line.startswith("#") and fields[0] == name and len(fields) > 4 and fields[4] == UNKNOWN:
+            fields[4] = digest
             lines[i] = "\t".join(fields) + "\n"
             path.write_text("".join(lines))
             return
@@ -196,14 +234,14 @@ def fetch_chart(
     env: dict[str, str] | os._Environ[str] = os.environ,
     record: bool = False,
     pins_file: pathlib.Path = CHART_PINS,
+    files_pins: pathlib.Path = CHART_FILES,
 ) -> str:
     """Pull ``chart`` into ``dest/chart-src`` unless a checked copy is there; returns the progress note.
     Raises FetchError (one line: file, problem, URL, fix).
 
-    ``record`` (``--record-published``, a maintainer's first fetch with network): a chart whose published
-    digest is not pinned yet is accepted when its source vouches for the bytes (a classic repository's
-    index.yaml digest; an OCI registry serves the archive by its content digest, which helm checks), and the
-    digest is written into ``pins_file`` for review in a pull request. A pinned digest is never replaced."""
+    An archive is accepted when its files are the pinned chart's (:func:`verify_content`), however packaged.
+    ``record`` (``--record-published``): the sha256 of an accepted archive whose published digest is not pinned
+    yet is written into ``pins_file`` (informational, for review). A pinned digest is never replaced."""
     file = f"chart-src/{archive_name(chart)}"
     source = chart_source(chart, env)
     where = f"{source.url} {name}" if source.kind == "repo" else source.url
@@ -218,8 +256,12 @@ def fetch_chart(
             "fix: update the row (version and sha256) with the version bump"
         )
     out = dest / file
-    if out.exists() and pin.accepts(sha256_of(out)):
-        return f"ok (already present, {pin.accepts(sha256_of(out))})"
+    if out.exists():
+        try:
+            verify_content(name, chart.version, out, pin, files_pins)
+            return f"ok (already present, {pin.archive_kind(sha256_of(out))}, files verified)"
+        except FetchError:
+            pass  # fetched again below; a wrong copy is replaced, never kept
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="fetch-chart-") as tmp:
         tmpdir = pathlib.Path(tmp)
@@ -253,25 +295,16 @@ def fetch_chart(
                     f"{file}: refused: sha256 {digest} is not the digest {listed} the repository's index.yaml gives "
                     f"({source.url}/index.yaml); fix: the repository or a proxy serves a tampered or stale archive"
                 )
-        kind = pin.accepts(digest)
-        if kind is None and record and pin.published_sha256 == UNKNOWN:
-            if source.kind == "repo" and listed is None:
-                raise FetchError(
-                    f"{file}: cannot record: {source.url}/index.yaml gives no digest for {name} {chart.version}; "
-                    "fix: check the archive by hand and put its sha256 in published_sha256 of scripts/chart-pins.tsv"
-                )
+        try:
+            verify_content(name, chart.version, archives[0], pin, files_pins)
+        except FetchError as e:
+            raise FetchError(f"{e} [{where} --version {chart.version}]") from None
+        kind = pin.archive_kind(digest)
+        if kind == "repackaged" and record and pin.published_sha256 == UNKNOWN:
             record_published(name, digest, pins_file)
             kind = "published archive, recorded in scripts/chart-pins.tsv: review the change"
-        if kind is None:
-            published = pin.published_sha256 if pin.published_sha256 != UNKNOWN else "not known"
-            raise FetchError(
-                f"{file}: refused: sha256 {digest} matches neither the pinned reference archive {pin.sha256} nor the "
-                f"published one ({published}) ({where} --version {chart.version}); fix: if this archive is the "
-                "genuine release, check its templates render the same and put its sha256 in published_sha256 of "
-                'scripts/chart-pins.tsv (docs/delivery.md, "Upstream files")'
-            )
         shutil.move(str(archives[0]), out)
-    return f"ok (sha256 {digest[:12]}, {kind})"
+    return f"ok (sha256 {digest[:12]}, {kind}, files verified)"
 
 
 def fetch_file(pin: FilePin, dest: pathlib.Path, raw_base: str) -> str:
@@ -360,6 +393,19 @@ def fetch(
     return errors
 
 
+def print_chart_files(src: pathlib.Path, out: TextIO = sys.stdout) -> int:
+    """scripts/chart-files.tsv's rows for the pinned charts' archives in ``src``, then a files_sha256 line each."""
+    digests = {}
+    for name, chart in versions.DEFAULT_CHARTS.items():
+        files = chartdigest.chart_files(src / archive_name(chart))
+        digests[name] = chartdigest.files_digest(files)
+        for rel in sorted(files):
+            print(f"{name}\t{chart.version}\t{rel}\t{files[rel]}", file=out)
+    for name, digest in digests.items():
+        print(f"# files_sha256 {name} {digest}", file=out)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     p.add_argument("dest", nargs="?", default=str(HERE.parent / ".upstream"))
@@ -371,7 +417,15 @@ def main(argv: list[str] | None = None) -> int:
         "repository index (or OCI content digest) vouches for it, and write the digest into scripts/chart-pins.tsv "
         "for review (default: refuse every archive that matches no pin)",
     )
+    p.add_argument(
+        "--print-chart-files",
+        metavar="CHART_SRC",
+        help="print the rows of scripts/chart-files.tsv and each chart's files_sha256 for the archives in CHART_SRC "
+        "(the reference archives, ../shared/upstream/chart-src) and exit",
+    )
     args = p.parse_args(argv)
+    if args.print_chart_files:
+        return print_chart_files(pathlib.Path(args.print_chart_files))
     dest = pathlib.Path(args.dest)
     errors = fetch(dest, set(args.only) if args.only else None, record=args.record_published)
     if errors:

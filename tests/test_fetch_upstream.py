@@ -17,12 +17,13 @@ import os
 import pathlib
 import subprocess
 import sys
+import tarfile
 from collections.abc import Iterator
 
 import pytest
 from conftest import REPO
 
-from ekstrain import validation, versions
+from ekstrain import chartdigest, validation, versions
 from ekstrain.helm import helm_binary
 from scripts import fetch_upstream, upstream_mirror
 
@@ -70,6 +71,27 @@ def _repacked(archive: pathlib.Path) -> bytes:
     return gzip.compress(gzip.decompress(archive.read_bytes()), mtime=1)
 
 
+def _repackaged(archive: pathlib.Path, tamper: str | None = None) -> bytes:
+    """The chart packaged again as another pipeline would: members in reverse order, other mtime, uid/gid and owner
+    names, gzip level 1; with ``tamper`` (a path relative to the chart root) that one file gets one more line."""
+    members: list[tuple[tarfile.TarInfo, bytes]] = []
+    with tarfile.open(archive) as tgz:
+        for m in tgz:
+            f = tgz.extractfile(m) if m.isfile() else None
+            data = f.read() if f else b""
+            if tamper and m.name.split("/", 1)[-1] == tamper:
+                data += b"\n# injected\n"
+            members.append((m, data))
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as out:
+        for m, data in reversed(members):
+            info = tarfile.TarInfo(m.name)
+            info.size, info.mode, info.type = len(data), 0o600, m.type
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 86400, 1234, 5678, "ci", "ci"
+            out.addfile(info, io.BytesIO(data) if m.isfile() else None)
+    return gzip.compress(raw.getvalue(), compresslevel=1, mtime=7)
+
+
 def test_every_pinned_chart_and_file_arrives_and_matches_its_pin(
     fetched: tuple[pathlib.Path, subprocess.CompletedProcess[str]],
 ) -> None:
@@ -80,6 +102,7 @@ def test_every_pinned_chart_and_file_arrives_and_matches_its_pin(
         archive = dest / "chart-src" / fetch_upstream.archive_name(chart)
         assert archive.is_file(), f"{name}: {archive} missing\n{proc.stdout}"
         assert fetch_upstream.sha256_of(archive) == pins[name].sha256, name
+        assert chartdigest.files_digest(chartdigest.chart_files(archive)) == pins[name].files_sha256, name
         assert f"chart {archive.name} <- " in proc.stdout
     for pin in fetch_upstream.read_file_pins():
         assert fetch_upstream.sha256_of(dest / pin.dest) == pin.sha256, pin.dest
@@ -104,6 +127,27 @@ def test_pins_follow_ekstrain_versions_and_the_reference_archives() -> None:
         listed = dict(reversed(line.split()) for line in sums.read_text().splitlines() if line.strip())
         for name, chart in versions.DEFAULT_CHARTS.items():
             assert listed[fetch_upstream.archive_name(chart)] == pins[name].sha256, name
+
+
+def test_every_pin_verifies_by_content_and_its_file_list_is_the_reference_archives() -> None:
+    # GIVEN the pins (files_sha256) and the per-file table; the reference archives are the pinned source
+    pins, files = fetch_upstream.read_chart_pins(), fetch_upstream.read_chart_files()
+    assert len(pins) == len(versions.DEFAULT_CHARTS) == 19
+    for name, chart in versions.DEFAULT_CHARTS.items():
+        pin = pins[name]
+        assert len(pin.files_sha256) == 64 and pin.files_sha256 != fetch_upstream.UNKNOWN, name
+        table = files[(name, chart.version)]
+        assert "Chart.yaml" in table and chartdigest.files_digest(table) == pin.files_sha256, name
+        reference = _src() / "chart-src" / fetch_upstream.archive_name(chart)
+        assert chartdigest.chart_files(reference) == table, name
+        # THEN another packaging of the same files has other bytes and the same content digest
+        again = pathlib.Path(str(reference) + ".again")
+        try:
+            again.write_bytes(_repackaged(reference))
+            assert fetch_upstream.sha256_of(again) != pin.sha256
+            fetch_upstream.verify_content(name, chart.version, again, pin, fetch_upstream.CHART_FILES)
+        finally:
+            again.unlink(missing_ok=True)
 
 
 def test_a_second_run_downloads_nothing(
@@ -136,23 +180,53 @@ def test_the_dev_stack_renders_from_the_fetched_directory(
     assert list((tmp_path / "out" / "helm").iterdir()), "the charts were rendered with helm template"
 
 
+TAMPERED = {"karpenter-crd": "templates/karpenter.sh_nodepools.yaml", "volcano": "templates/scheduler.yaml"}
+
+
+def _mirror_of(tmp: pathlib.Path, tamper: bool) -> tuple[object, dict[str, str]]:
+    src = tmp / "src"
+    (src / "chart-src").mkdir(parents=True)
+    for name, path in TAMPERED.items():
+        file = fetch_upstream.archive_name(versions.DEFAULT_CHARTS[name])
+        (src / "chart-src" / file).write_bytes(_repackaged(_src() / "chart-src" / file, path if tamper else None))
+    root = tmp / "mirror"
+    upstream_mirror.build(src, root, charts=list(TAMPERED), files=False)
+    server, base = upstream_mirror.serve(root)
+    return server, upstream_mirror.mirror_env(base)
+
+
+@pytest.fixture(scope="module")
+def repackaged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A mirror serving karpenter-crd (OCI) and volcano (repository) packaged again: other tar metadata, member
+    order and gzip level, the same files (its index.yaml lists the repackaged archives' digests)."""
+    server, env = _mirror_of(tmp_path_factory.mktemp("repackaged"), tamper=False)
+    yield env
+    server.shutdown()  # type: ignore[attr-defined]
+
+
 @pytest.fixture(scope="module")
 def tampered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """A mirror serving other (valid, self-consistent) archives for karpenter-crd (OCI) and volcano (repository)."""
-    src = tmp_path_factory.mktemp("tampered-src")
-    (src / "chart-src").mkdir()
-    for name in ("karpenter-crd", "volcano"):
-        file = fetch_upstream.archive_name(versions.DEFAULT_CHARTS[name])
-        (src / "chart-src" / file).write_bytes(_repacked(_src() / "chart-src" / file))
-    root = tmp_path_factory.mktemp("tampered-mirror")
-    upstream_mirror.build(src, root, charts=["karpenter-crd", "volcano"], files=False)
-    server, base = upstream_mirror.serve(root)
-    yield upstream_mirror.mirror_env(base)
-    server.shutdown()
+    """The same repackaging with one template of each chart changed (a self-consistent mirror: index.yaml and the
+    OCI manifest describe the tampered archives)."""
+    server, env = _mirror_of(tmp_path_factory.mktemp("tampered"), tamper=True)
+    yield env
+    server.shutdown()  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("name", ["karpenter-crd", "volcano"])
-def test_an_archive_that_is_not_the_pinned_one_is_refused(
+@pytest.mark.parametrize("name", list(TAMPERED))
+def test_a_repackaged_archive_of_the_pinned_files_is_accepted(
+    name: str, repackaged: dict[str, str], tmp_path: pathlib.Path
+) -> None:
+    chart, pin = versions.DEFAULT_CHARTS[name], fetch_upstream.read_chart_pins()[name]
+    note = fetch_upstream.fetch_chart(name, chart, pin, tmp_path, _helm(), repackaged)
+    assert "repackaged, files verified" in note, note
+    archive = tmp_path / "chart-src" / fetch_upstream.archive_name(chart)
+    assert fetch_upstream.sha256_of(archive) != pin.sha256
+    assert chartdigest.files_digest(chartdigest.chart_files(archive)) == pin.files_sha256
+
+
+@pytest.mark.parametrize("name", list(TAMPERED))
+def test_a_tampered_template_is_refused_naming_the_chart_and_the_file(
     name: str, tampered: dict[str, str], tmp_path: pathlib.Path
 ) -> None:
     chart = versions.DEFAULT_CHARTS[name]
@@ -160,32 +234,49 @@ def test_an_archive_that_is_not_the_pinned_one_is_refused(
     with pytest.raises(fetch_upstream.FetchError) as e:
         fetch_upstream.fetch_chart(name, chart, pin, tmp_path, _helm(), tampered)
     msg = str(e.value)
-    assert msg.startswith(f"chart-src/{fetch_upstream.archive_name(chart)}: refused: sha256 "), msg
-    assert pin.sha256 in msg and "scripts/chart-pins.tsv" in msg and "\n" not in msg
+    assert msg.startswith(
+        f"chart-src/{fetch_upstream.archive_name(chart)}: refused: chart {name} {chart.version} differs from the "
+        f"pinned chart files: {TAMPERED[name]} (changed: sha256 "
+    ), msg
+    assert msg.count("(changed") == 1 and pin.files_sha256 in msg and "\n" not in msg
     assert not (tmp_path / "chart-src" / fetch_upstream.archive_name(chart)).exists(), "nothing refused is kept"
 
 
-@pytest.mark.parametrize("name", ["karpenter-crd", "volcano"])
+def test_a_tampered_copy_already_present_is_fetched_again(repackaged: dict[str, str], tmp_path: pathlib.Path) -> None:
+    chart, pin = versions.DEFAULT_CHARTS["volcano"], fetch_upstream.read_chart_pins()["volcano"]
+    out = tmp_path / "chart-src" / fetch_upstream.archive_name(chart)
+    out.parent.mkdir()
+    out.write_bytes(_repackaged(_src() / "chart-src" / out.name, TAMPERED["volcano"]))
+    note = fetch_upstream.fetch_chart("volcano", chart, pin, tmp_path, _helm(), repackaged)
+    assert "already present" not in note and "files verified" in note
+    assert chartdigest.files_digest(chartdigest.chart_files(out)) == pin.files_sha256
+
+
+@pytest.mark.parametrize("name", list(TAMPERED))
 def test_a_maintainer_records_an_unpinned_published_digest_once_then_it_is_pinned(
-    name: str, tampered: dict[str, str], tmp_path: pathlib.Path
+    name: str, repackaged: dict[str, str], tampered: dict[str, str], tmp_path: pathlib.Path
 ) -> None:
     # GIVEN a pins file whose published digest for the chart is unknown, and a source serving other bytes
     pins = tmp_path / "chart-pins.tsv"
     rows = fetch_upstream.CHART_PINS.read_text().splitlines(keepends=True)
     pins.write_text(
-        "".join(r if not r.startswith(name + "\t") else "\t".join([*r.split("\t")[:3], "-", "x\n"]) for r in rows)
+        "".join(r if not r.startswith(name + "\t") else "\t".join([*r.split("\t")[:4], "-", "x\n"]) for r in rows)
     )
     chart, pin = versions.DEFAULT_CHARTS[name], fetch_upstream.read_chart_pins(pins)[name]
-    # WHEN fetched without --record-published THEN refused; WITH it THEN accepted and written into the pins file
-    with pytest.raises(fetch_upstream.FetchError):
-        fetch_upstream.fetch_chart(name, chart, pin, tmp_path / "a", _helm(), tampered, pins_file=pins)
-    note = fetch_upstream.fetch_chart(name, chart, pin, tmp_path / "b", _helm(), tampered, record=True, pins_file=pins)
+    # WHEN the files differ THEN even --record-published refuses and records nothing
+    with pytest.raises(fetch_upstream.FetchError, match="differs from the pinned chart files"):
+        fetch_upstream.fetch_chart(name, chart, pin, tmp_path / "a", _helm(), tampered, record=True, pins_file=pins)
+    assert fetch_upstream.read_chart_pins(pins)[name].published_sha256 == "-"
+    # WHEN the files are the pinned ones THEN the archive's sha256 is written into the pins file
+    note = fetch_upstream.fetch_chart(
+        name, chart, pin, tmp_path / "b", _helm(), repackaged, record=True, pins_file=pins
+    )
     assert "recorded in scripts/chart-pins.tsv" in note
     archive = tmp_path / "b" / "chart-src" / fetch_upstream.archive_name(chart)
     recorded = fetch_upstream.read_chart_pins(pins)[name]
     assert recorded.published_sha256 == fetch_upstream.sha256_of(archive) != recorded.sha256
-    # and a later strict fetch accepts those bytes, while a pinned digest is never overwritten
-    assert "published archive" in fetch_upstream.fetch_chart(name, chart, recorded, tmp_path / "c", _helm(), tampered)
+    # and a later fetch names those bytes, while a pinned digest is never overwritten
+    assert "published archive" in fetch_upstream.fetch_chart(name, chart, recorded, tmp_path / "c", _helm(), repackaged)
     with pytest.raises(fetch_upstream.FetchError, match="no row for"):
         fetch_upstream.record_published(name, "0" * 64, pins)
 

@@ -311,3 +311,95 @@ def test_render_from_the_wheel_writes_into_the_users_project_only(
     assert re.search(r"\) +[1-9][0-9]* resources +0 ", policy_row), policy_row  # the pack ran, found nothing
     after = sorted(p.relative_to(installed) for p in installed.rglob("*") if "__pycache__" not in p.parts)
     assert after == before, "the render wrote into the installed package"
+
+
+# ---- the command line from a plain install (no extras) ----------------------------------------------------------
+
+# A plain `pip install ekstrain` (this venv holds the extras for the other tests): a sitecustomize makes the render
+# extra's modules absent in every process (the render runs in one of its own), then the console script
+# runs as pip writes it.
+NO_EXTRAS = """
+import sys
+# None in sys.modules: `import` raises ModuleNotFoundError and importlib.util.find_spec answers None, as when absent.
+sys.modules.update(dict.fromkeys({blocked!r}))
+"""
+CONSOLE_SCRIPT = """
+import sys
+from importlib.metadata import entry_points
+(script,) = [e for e in entry_points(group="console_scripts") if e.name == "ekstrain"]
+sys.argv = ["ekstrain", *{argv!r}]
+sys.exit(script.load()())
+"""
+
+
+def ekstrain_without_extras(site: pathlib.Path, cwd: pathlib.Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    hooks = cwd / "no-extras"
+    hooks.mkdir(exist_ok=True)
+    (hooks / "sitecustomize.py").write_text(NO_EXTRAS.format(blocked=RENDER_ONLY))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "EKSTRAIN_", "PULUMI_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(hooks)])
+    code = CONSOLE_SCRIPT.format(argv=list(argv))
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, check=False)
+
+
+def test_the_cli_dependencies_are_in_the_base_install(wheel: pathlib.Path) -> None:
+    with zipfile.ZipFile(wheel) as z:
+        meta = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+        entry = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/entry_points.txt"))).decode()
+    requires = [ln.split(":", 1)[1].strip() for ln in meta.splitlines() if ln.startswith("Requires-Dist:")]
+    for dist in ("click", "rich", "matplotlib"):
+        (line,) = [r for r in requires if r.startswith(dist)]
+        assert "extra" not in line, line
+    assert "ekstrain = ekstrain.assembly.cli:main" in entry
+
+
+def test_the_installed_cli_helps_and_plans_without_the_render_extra(
+    installed: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    done = ekstrain_without_extras(installed, tmp_path, "--help")
+    assert done.returncode == 0, done.stderr[-3000:]
+    for command in ("render", "plan", "simulate", "job", "diff", "catalog"):
+        assert command in done.stdout, command
+    page = tmp_path / "plan.html"
+    argv = ["plan", "search", "--model", "llama3-8b", "--instance", "p5.48xlarge", "--nodes", "1"]
+    done = ekstrain_without_extras(
+        installed, tmp_path, *argv, "--global-batch", "64", "--seq-len", "4096", "--top", "3", "--html", str(page)
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "  1 " in done.stdout and "fits" in done.stdout
+    assert "Chosen plan: tp=" in page.read_text()
+
+
+def test_the_installed_render_names_its_extra_and_its_flags(installed: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """Without the extra: one line naming it. With a bad --upstream-dir or --helm: one line naming the flag."""
+    (tmp_path / "Pulumi.dev.yaml").write_text((REPO / "Pulumi.dev.yaml").read_text())
+    done = ekstrain_without_extras(installed, tmp_path, "render", "--stack", "dev")
+    assert done.returncode == 2
+    assert "pip install 'ekstrain[render]'" in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
+    done = run_installed(installed, tmp_path, "-m", "ekstrain", "render", "--stack", "dev", "--upstream-dir", "nowhere")
+    assert done.returncode == 2 and "--upstream-dir 'nowhere': no crds/ directory" in done.stderr, done.stderr
+    done = run_installed(installed, tmp_path, "-m", "ekstrain", "render", "--stack", "dev", "--helm", "no-helm")
+    assert done.returncode == 2 and "--helm 'no-helm': not an executable file" in done.stderr, done.stderr
+
+
+def test_the_installed_errors_name_flags_not_make_targets(installed: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    code = "from ekstrain import paths; print(paths.upstream_fix()); print(paths.helm_fix())"
+    done = run_installed(installed, tmp_path, "-c", code)
+    assert done.returncode == 0, done.stderr
+    upstream, helm = done.stdout.splitlines()
+    assert "--upstream-dir DIR" in upstream and "--helm PATH" in helm
+    assert "make" not in upstream and "make" not in helm
+
+
+def test_ekstrain_testing_runs_a_users_program_offline(
+    installed: pathlib.Path, project: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    code = (
+        "import json; from ekstrain.testing import run_offline; "
+        f"rec = run_offline({str(project)!r}, {{'aws:region': 'us-east-2'}}); "
+        "print(json.dumps(sorted({r.type for r in rec.records})))"
+    )
+    done = run_installed(installed, tmp_path, "-c", code)
+    assert done.returncode == 0, done.stderr[-3000:]
+    types = json.loads(done.stdout)
+    assert "eks:index:Cluster" in types and "aws:ec2/placementGroup:PlacementGroup" in types, types

@@ -150,10 +150,10 @@ def spec_from_args(args: argparse.Namespace, cfg: Any) -> RunSpec:
 
 
 def _validate(objects: list[dict[str, Any]], kubernetes_version: str) -> list[str]:
-    from ekstrain import validation
+    from ekstrain import paths, validation
 
     if validation.upstream_dir() is None:
-        return ["upstream schemas not found: set EKSTRAIN_UPSTREAM_DIR or run `make fetch-upstream`"]
+        return [f"upstream schemas not found: {paths.upstream_fix()}"]
     return [p for o in objects for p in validation.validate_object(o, kubernetes_version)]
 
 

@@ -40,12 +40,14 @@ def add_plan_commands(subparsers: argparse._SubParsersAction) -> None:
     search_cmd.add_argument("--top", type=int, default=DEFAULT_TOP, help="plans to print (0 = all)")
     search_cmd.add_argument("--allow-offload", action="store_true", help="also try ZeRO-Offload")
     _add_emit(search_cmd, "the best plan")
+    _add_html(search_cmd)
     search_cmd.set_defaults(handler=_search)
 
     evaluate_cmd = commands.add_parser("evaluate", help="evaluate one fixed layout")
     _add_common(evaluate_cmd)
     _add_layout(evaluate_cmd)
     _add_emit(evaluate_cmd, "this layout")
+    _add_html(evaluate_cmd)
     evaluate_cmd.set_defaults(handler=_evaluate)
 
     calibrate_cmd = commands.add_parser(
@@ -68,6 +70,20 @@ def _add_emit(parser: argparse.ArgumentParser, which: str) -> None:
         help=f"print the launch lines `ekstrain job render` would run for {which} (torchrun line, DeepSpeed "
         "JSON, Megatron-LM or neuronx-distributed arguments, NeMo overrides) instead of the table",
     )
+
+
+def _add_html(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--html", metavar="FILE", help="also write a self-contained page: candidates chart, breakdown")
+
+
+def _page(args: argparse.Namespace, plans: list[Plan], model: ModelSpec, fleet: Fleet, batch: int, opts: dict) -> None:
+    """``--html FILE``: the page of ``plans`` (ekstrain/pages/plan_page.py; matplotlib loads only then)."""
+    if getattr(args, "html", None) and plans:
+        from ekstrain.pages import plan_page
+
+        inputs.check_output_path("--html", args.html)
+        title = f"ekstrain plan {args.plan_command}: {model.name}, {args.nodes} x {args.instance or args.fleet_json}"
+        plan_page.write(args.html, plans, model, fleet, batch, args.seq_len, opts, title)
 
 
 def _add_layout(parser: argparse.ArgumentParser, required: bool = True) -> None:
@@ -269,9 +285,11 @@ def _search(args: argparse.Namespace) -> int:
         global_batch,
         args.seq_len,
         allow_offload=args.allow_offload,
-        top=args.top or None,
+        top=None if getattr(args, "html", None) else args.top or None,  # the page charts every candidate
         **options,
     )
+    _page(args, plans, model, fleet, global_batch, options)
+    plans = plans[: args.top] if args.top else plans
     if getattr(args, "emit", None):
         if not plans:
             raise PlanError("no plan fits, so there is nothing to --emit; add nodes or pick a larger instance")
@@ -307,6 +325,7 @@ def _evaluate_layout(
 def _evaluate(args: argparse.Namespace) -> int:
     model, fleet, global_batch, options = _inputs(args)
     plan = _evaluate_layout(args, model, fleet, global_batch, options)
+    _page(args, [plan], model, fleet, global_batch, options)
     # A layout that does not fit memory is an answer, not an error: the plan says "fits": false and
     # carries the memory breakdown (exit 0); only invalid input exits 2.
     if getattr(args, "emit", None):

@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from ekstrain import filememo, helm, validation
+from ekstrain import filememo, helm, paths, validation
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
 HELM_ENV = helm.HELM_ENV
@@ -194,7 +194,7 @@ def _args_and_key(
     check_helm_arguments(release)
     helm = helm_binary()
     if helm is None:
-        raise HelmMissing("helm not found: put helm on PATH, set EKSTRAIN_HELM, or run `make .tools/helm`")
+        raise HelmMissing(f"helm not found: {paths.helm_fix()}")
     archive = chart_archive(release)
     if archive is None:
         raise FileNotFoundError(

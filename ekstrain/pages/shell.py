@@ -1,0 +1,105 @@
+"""The pages' shared shell: one HTML document with inline CSS, tables, and matplotlib figures as inline SVG.
+
+Charts are drawn with matplotlib's object API (``matplotlib.figure.Figure``, no pyplot global state) and saved
+with its SVG backend (https://matplotlib.org/stable/api/backend_svg_api.html, matplotlib 3.x): text stays text
+(``svg.fonttype: none``) and ids are salted per figure so several figures on one page do not collide.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import pathlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ekstrain import outputs
+
+if TYPE_CHECKING:  # matplotlib loads when a page is drawn, not when a module importing this one does
+    from matplotlib.figure import Figure
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+header{background:#1d2b45;color:#fff;padding:14px 24px}header h1{margin:0;font-size:20px}
+header p{margin:4px 0 0;opacity:.85}main{padding:8px 24px 40px;max-width:1400px}
+section{background:#fff;border:1px solid #dde1e8;border-radius:6px;margin:16px 0;padding:12px 16px}
+h2{font-size:16px;margin:4px 0 10px}table{border-collapse:collapse;font-size:13px;width:100%}
+th,td{border-bottom:1px solid #e6e9ef;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f0f2f6;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.bad{color:#b3261e;font-weight:600}.ok{color:#1b7f3b;font-weight:600}.muted{color:#6b7280}
+figure{margin:8px 0;overflow-x:auto}figure svg{max-width:100%;height:auto}ul{margin:4px 0;padding-left:20px}
+code{background:#f0f2f6;padding:0 3px;border-radius:3px}
+"""
+
+
+def esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def svg(fig: Figure, salt: str) -> str:
+    """``fig`` as an inline ``<svg>`` element (no XML declaration or DOCTYPE, which are invalid inside HTML)."""
+    import matplotlib
+
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    text = buf.getvalue()
+    return text[text.index("<svg") :]
+
+
+def figure(width: float, height: float) -> Figure:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=96)
+    fig.set_facecolor("white")
+    return fig
+
+
+def table(rows: Sequence[Mapping[str, Any]], numeric: Iterable[str] = ()) -> str:
+    if not rows:
+        return '<p class="muted">none</p>'
+    cols = list(rows[0])
+    nums = set(numeric)
+    head = "".join(f"<th>{esc(c)}</th>" for c in cols)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="num">{esc(r.get(c, ""))}</td>' if c in nums else f"<td>{esc(r.get(c, ''))}</td>" for c in cols
+        )
+        + "</tr>"
+        for r in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def section(title: str, *parts: str) -> str:
+    return f"<section><h2>{esc(title)}</h2>{''.join(parts)}</section>"
+
+
+def page(title: str, subtitle: str, sections: Iterable[str]) -> str:
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
+        f"<header><h1>{esc(title)}</h1><p>{esc(subtitle)}</p></header><main>{''.join(sections)}</main></body></html>\n"
+    )
+
+
+RESOURCE_URL = re.compile(r"""<(?!a\b)[a-z]+\b[^>]*\b(?:src|href|xlink:href)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
+
+
+def network_references(text: str) -> list[str]:
+    """Elements other than plain ``<a>`` links that would fetch from the network (scripts, styles, images,
+    fonts), plus any ``<script src>`` and CSS ``url(http...)``/``@import``: a page must have none."""
+    found = [m.group(0) for m in RESOURCE_URL.finditer(text)]
+    found += re.findall(r"<script\b[^>]*\bsrc\s*=", text, re.I)
+    found += re.findall(r"url\(\s*['\"]?\s*(?:https?:)?//[^)]*\)|@import\b", text, re.I)
+    return found
+
+
+def write(path: pathlib.Path, text: str, flag: str = "--html") -> pathlib.Path:
+    """Write a page through the write guard (ekstrain/outputs.py): never a stack file or a directory."""
+    target = outputs.check_file(flag, path)
+    outputs.write_file(flag, target, text)
+    return path
