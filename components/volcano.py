@@ -24,6 +24,9 @@ class VolcanoArgs:
     """Required. Helm values (``ekstrain.assembly.schedulers.volcano``)."""
     queues: Sequence[Mapping[str, Any]]
     """Required. ``scheduling.volcano.sh/v1beta1`` Queue manifests (assembly.schedulers.volcano.queues)."""
+    admission_policies: Sequence[Mapping[str, Any]] = ()
+    """@default none. ValidatingAdmissionPolicies and their bindings that make every accelerator pod use its
+    partition's queue (assembly.schedulers.ledger.policies); created after the queues they point pods at."""
 
 
 class Volcano(pulumi.ComponentResource):
@@ -43,6 +46,17 @@ class Volcano(pulumi.ComponentResource):
             depends_on=dependencies(opts),  # the cluster: its node group runs the scheduler and admission pods
         )
         after = pulumi.ResourceOptions(parent=self, depends_on=[self.volcano_release])
-        for q in args.queues:
-            resource(f"{name}-queue-{q['metadata']['name']}", q, opts=after)
-        self.register_outputs({"queues": [q["metadata"]["name"] for q in args.queues]})
+        made = [resource(f"{name}-queue-{q['metadata']['name']}", q, opts=after) for q in args.queues]
+        # After the queues: a pod the policies admit names a queue that exists.
+        after_queues = pulumi.ResourceOptions(parent=self, depends_on=[self.volcano_release, *made])
+        for obj in args.admission_policies:
+            kind = "binding" if obj["kind"].endswith("Binding") else "policy"
+            resource(f"{name}-{kind}-{obj['metadata']['name']}", obj, opts=after_queues)
+        self.register_outputs(
+            {
+                "queues": [q["metadata"]["name"] for q in args.queues],
+                "admission_policies": [
+                    o["metadata"]["name"] for o in args.admission_policies if "Binding" not in o["kind"]
+                ],
+            }
+        )

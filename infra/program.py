@@ -9,6 +9,7 @@ import pulumi
 from ekstrain import catalog, versions
 from ekstrain.assembly.jupyterhub import plan as hub_plan
 from ekstrain.assembly.observability import plan as obs_plan
+from ekstrain.assembly.schedulers import ledger
 from ekstrain.assembly.schedulers import operators as operator_values
 from ekstrain.assembly.schedulers import slurm as slurm_values
 from ekstrain.assembly.schedulers import volcano as volcano_values
@@ -258,6 +259,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
                 chart=cfg.versions.chart("volcano"),
                 values=volcano_values.volcano_values(),
                 queues=volcano_values.queues(cfg),
+                admission_policies=ledger.policies(ledger.ledger_namespaces(cfg)),
             ),
             opts=k8s_opts,
         )
@@ -288,7 +290,10 @@ def build(cfg: StackConfig) -> dict[str, Any]:
                 fsx_mount_name=fsx.get("mount_name"),
                 fsx_capacity_gib=cfg.storage.fsx.storage_capacity_gib,
             ),
-            opts=k8s_opts,
+            # slurmd pods name their partition's queue (the ledger): the queues come first
+            opts=k8s_opts
+            if volcano is None
+            else pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[volcano])),
         )
         if slurm.accounting_password is not None:
             outputs["slurmAccountingPassword"] = slurm.accounting_password

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from conftest import cfg_with, needs_upstream, releases, run_stack
 
+from ekstrain.assembly.schedulers import ledger
 from ekstrain.diff import compare
 from ekstrain.diff.model import Resource
 from ekstrain.infra.diff import snapshot_dicts
@@ -167,7 +168,12 @@ def test_ami_bump_drifts_every_nodeclass_held_by_budgets(prod: list[Resource]) -
 def test_turning_slurm_off_deletes_its_crds_and_objects(prod: list[Resource]) -> None:
     d = diff_after(prod, lambda s: s["schedulers"]["slurm"].update(enabled=False))
     assert changes(d) == {
-        # no Queue changes: prod keeps no standing slurmd node, so the queues never left capacity to Slurm
+        # no Queue changes: a queue holds its whole partition, slurmd pods or not (assembly/schedulers/ledger.py);
+        # the admission bindings stop covering the slurm namespace
+        *(
+            ("update", "ValidatingAdmissionPolicyBinding", f"volcano-binding-{p}")
+            for p in (ledger.POD_POLICY, ledger.JOB_POLICY, ledger.PODGROUP_POLICY)
+        ),
         ("delete", "Slurm", "slurm"),
         ("delete", "Release", "slurm-cert-manager"),
         ("delete", "Release", "slurm-operator-crds"),

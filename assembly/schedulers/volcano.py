@@ -2,9 +2,8 @@
 
 A Queue's ``capability`` is the partition's ceiling: maxNodes whole nodes of accelerators, EFA
 interfaces, vCPUs and memory (largest instance type of the partition, so a full node of any of its
-types fits), less the nodes standing slurmd pods hold (``schedulers.slurm.nodesetReplicas``). The same
-amount is the queue's ``guarantee`` and ``deserved``, and the scheduler runs the ``capacity`` plugin, not
-``proportion``:
+types fits). The same amount is the queue's ``guarantee`` and ``deserved``, and the scheduler runs the
+``capacity`` plugin, not ``proportion``:
 
 - ``proportion`` (volcano v1.15.1 pkg/scheduler/plugins/proportion/proportion.go) splits the whole
   cluster's resources between queues by ``weight``. Partitions have disjoint accelerators but share the
@@ -22,9 +21,11 @@ Inqueue, so Karpenter never launches nodes for a gang the queue cannot hold (the
 idle at the NodePool limit). ``overcommit`` is not enabled: its vote compares against idle resources of
 existing nodes, which are zero before Karpenter launches any.
 
-Consumers of a partition outside Volcano (notebooks, Slurm NodeSet replicas beyond the standing ones,
-MPIJob/TrainJob/Indexed-Job pods submitted without ``schedulerName: volcano``) take the same NodePool
-``limits`` without passing a queue; ``ekstrain simulate --timeline`` shows the jobs they block.
+Every pod that holds a partition's nodes is counted in its queue: job templates, slurmd NodeSet pods
+(assembly/schedulers/slurm.py) and notebook profiles (assembly/jupyterhub.py) name ``schedulerName: volcano``
+and the queue, and the admission policies of assembly/schedulers/ledger.py refuse any other pod that requests
+accelerators or EFA in the namespaces people train in. So the capability is the whole partition, standing
+slurmd pods included, and a gang the queue admits can bind.
 
 ``reclaimable: false``: the reclaim action would evict running pods of a queue over its deserved share
 for another queue. A distributed training job loses every rank (and all progress since its last
@@ -39,7 +40,6 @@ import yaml
 
 from ekstrain import names
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
-from ekstrain.assembly.schedulers.slurm import standing_nodes
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 from ekstrain.partitions import layout_nodes
 from ekstrain.stacks.models import StackConfig
@@ -104,7 +104,7 @@ def queue_capability(p: PartitionFacts, n: int) -> dict[str, str]:
 
 
 def queue(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
-    share = queue_capability(p, p.config.max_nodes - standing_nodes(cfg, p.name))
+    share = queue_capability(p, p.config.max_nodes)  # slurmd and notebook pods are in the queue too
     return {
         "apiVersion": QUEUE_API,
         "kind": "Queue",

@@ -216,6 +216,9 @@ REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
     "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass": (),
     "kubernetes:karpenter.sh/v1:NodePool": (),
     "kubernetes:scheduling.volcano.sh/v1beta1:Queue": (),
+    # forcenew.go lists no field of the admission kinds: a changed policy or binding is updated in place
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": (),
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding": (),
     "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime": (),
     "kubernetes:argoproj.io/v1alpha1:AppProject": (),
 }

@@ -251,7 +251,15 @@ def nodeset_pod(ns: dict[str, Any]) -> dict[str, Any]:
 def nodeset_workloads(cluster: Cluster) -> list[dict[str, Any]]:
     """Each Slinky NodeSet as a workload of its slurmd pods (at least one: what scaling it up creates)."""
     return [
-        {"kind": "Pod", "metadata": {"name": f"{ns['metadata']['name']}-0"}, "spec": nodeset_pod(ns)}
+        {
+            "kind": "Pod",
+            # the template's metadata too: its queue-name annotation puts the pod in its partition's queue
+            "metadata": {
+                **((ns["spec"].get("template") or {}).get("metadata") or {}),
+                "name": f"{ns['metadata']['name']}-0",
+            },
+            "spec": nodeset_pod(ns),
+        }
         for ns in cluster.nodesets.values()
     ]
 
