@@ -66,7 +66,7 @@ simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of 
 	  for p in $$($(PY) -c "from pathlib import Path; from ekstrain.stacks.loader import load_stack_file as f; print(' '.join(p.name for p in f(Path('Pulumi.$$s.yaml'))[0].partitions))"); do \
 	    $(VENV)/bin/ekstrain job render --stack $$s --scheduler nccl-test --partition $$p --out build/examples-$$s/nccl-check-$$p.yaml; \
 	  done; \
-	  $(PY) -m ekstrain simulate --stack $$s --scale-nodesets build/examples-$$s $$( [ $$s = prod ] && echo build/examples ); \
+	  $(PY) -m ekstrain simulate --stack $$s build/examples-$$s $$( [ $$s = prod ] && echo build/examples ); \
 	  if [ -f examples/mix-$$s.yaml ]; then $(PY) -m ekstrain simulate --stack $$s --timeline examples/mix-$$s.yaml; fi; \
 	done
 

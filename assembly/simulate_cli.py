@@ -152,7 +152,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     for o in build_objects(build):
         by_kind.setdefault(o["kind"], []).append(o)
     platform_facts(build, by_kind, mix)
-    mix.scale_nodesets = True
+    mix.scale_nodesets = bool(getattr(args, "scale_nodesets", False))
     mix.system_nodes = _system_size(args)
     if getattr(args, "html", None):
         from ekstrain.pages import timeline_page  # matplotlib loads only for a page

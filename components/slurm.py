@@ -11,7 +11,7 @@ pods stay Pending on the missing ``fsx-lustre`` claim until it exists.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+from ekstrain.assembly.schedulers import autoscaling
 from ekstrain.assembly.schedulers import slurm as build
 from ekstrain.components.deps import dependencies
 from ekstrain.components.helm import release
@@ -54,6 +55,13 @@ class SlurmArgs:
     """@default None."""
     fsx_capacity_gib: int = 1200
     """@default 1200: the PV's nominal capacity (Lustre does not enforce it)."""
+    keda_chart: Chart | None = None
+    """@default None: no KEDA release, NodeSets keep their replicas (scaled by hand)."""
+    keda_values: Mapping[str, Any] = field(default_factory=dict)
+    """@default none. Helm values of the KEDA chart (``ekstrain.assembly.schedulers.autoscaling.keda_values``)."""
+    scaled_objects: Sequence[Mapping[str, Any]] = ()
+    """@default none. One KEDA ScaledObject per NodeSet (``autoscaling.scaled_objects``): created after the KEDA
+    release (its CRDs and webhook) and the slurm release (the NodeSets they scale)."""
 
 
 class Slurm(pulumi.ComponentResource):
@@ -158,6 +166,20 @@ class Slurm(pulumi.ComponentResource):
             depends_on=before_chart,
             create_namespace=False,
         )
+        if args.keda_chart is not None:
+            keda = release(
+                f"{name}-keda",
+                release_name=autoscaling.KEDA_RELEASE,
+                chart=args.keda_chart,
+                namespace=autoscaling.KEDA_NAMESPACE,
+                values=args.keda_values,
+                parent=self,
+                create_namespace=True,
+                depends_on=after,
+            )
+            after_both = pulumi.ResourceOptions(parent=self, depends_on=[keda, self.slurm_release])
+            for so in args.scaled_objects:
+                resource(f"{name}-scale-{so['metadata']['name']}", so, opts=after_both)
         outputs: dict[str, Any] = {"namespace": build.NAMESPACE}
         if self.accounting_password is not None:
             outputs["accountingPassword"] = self.accounting_password

@@ -59,6 +59,7 @@ BUILTIN_GROUPS = {
     "node.k8s.io",
     "apiextensions.k8s.io",
     "admissionregistration.k8s.io",
+    "apiregistration.k8s.io",  # APIService (kube-aggregator; KEDA's external metrics API)
     "discovery.k8s.io",
     "resource.k8s.io",
 }

@@ -9,7 +9,7 @@ import pulumi
 from ekstrain import catalog, versions
 from ekstrain.assembly.jupyterhub import plan as hub_plan
 from ekstrain.assembly.observability import plan as obs_plan
-from ekstrain.assembly.schedulers import ledger
+from ekstrain.assembly.schedulers import autoscaling, ledger
 from ekstrain.assembly.schedulers import operators as operator_values
 from ekstrain.assembly.schedulers import slurm as slurm_values
 from ekstrain.assembly.schedulers import volcano as volcano_values
@@ -215,6 +215,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
 
     outputs: dict[str, Any] = dict(storage_outputs)
     # ---- platform pieces (ekstrain:observability, ekstrain:jupyterhub, ekstrain:delivery) ----
+    observability: Observability | None = None
     if cfg.observability.enabled:
         observability = Observability(
             "observability",
@@ -289,11 +290,16 @@ def build(cfg: StackConfig) -> dict[str, Any]:
                 fsx_dns_name=fsx.get("dns_name"),
                 fsx_mount_name=fsx.get("mount_name"),
                 fsx_capacity_gib=cfg.storage.fsx.storage_capacity_gib,
+                keda_chart=cfg.versions.chart("keda") if sched.slurm.autoscale else None,
+                keda_values=autoscaling.keda_values(),
+                scaled_objects=autoscaling.scaled_objects(cfg, slurm_values.NAMESPACE),
             ),
-            # slurmd pods name their partition's queue (the ledger): the queues come first
-            opts=k8s_opts
-            if volcano is None
-            else pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[volcano])),
+            # slurmd pods name their partition's queue (the ledger): the queues come first; the chart's
+            # ServiceMonitor (autoscale) needs the Prometheus Operator's CRDs
+            opts=pulumi.ResourceOptions.merge(
+                k8s_opts,
+                pulumi.ResourceOptions(depends_on=[d for d in (volcano, observability) if d is not None]),
+            ),
         )
         if slurm.accounting_password is not None:
             outputs["slurmAccountingPassword"] = slurm.accounting_password

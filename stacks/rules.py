@@ -960,6 +960,15 @@ def _schedulers(cfg: StackConfig) -> list[ConfigIssue]:
                 )
             )
     out += _allow_list("ekstrain:schedulers.slurm.loginAllowedCidrs", s.slurm.login_allowed_cidrs, public=False)
+    if s.slurm.enabled and s.slurm.autoscale and not cfg.observability.enabled:
+        out.append(
+            ConfigIssue(
+                "ekstrain:schedulers.slurm.autoscale",
+                "elastic Slurm reads Slurm's pending-job metrics from Prometheus, which this stack does not install",
+                "set ekstrain:observability.enabled: true, or ekstrain:schedulers.slurm.autoscale: false (NodeSets "
+                "then keep nodesetReplicas and are scaled by hand)",
+            )
+        )
     if s.slurm.enabled and not cfg.storage.fsx.enabled:
         out.append(
             ConfigIssue(

@@ -159,14 +159,16 @@ def test_slurm_jobs_need_nodeset_replicas(cluster: engine.Cluster) -> None:
     standing = copy.deepcopy(cluster.nodesets)
     standing["gpu-a100"]["spec"]["replicas"] = 4
     assert _lines(dataclasses.replace(cluster, nodesets=standing), [sbatch]) == []
-    # and the NodeSet at 0 replicas holds it, with the key that fixes it
-    ns = cluster.nodesets
-    (line,) = _lines(cluster, [sbatch])
-    assert "NodeSet slurm-worker-gpu-a100 has 0 replicas < 2 nodes asked" in line
-    assert "schedulers.slurm.nodesetReplicas" in line
+    # and at 0 replicas KEDA's ScaledObject (rendered for every NodeSet) scales it: it starts too
+    assert cluster.autoscaled == frozenset(cluster.nodesets)
+    assert _lines(cluster, [sbatch]) == []
+    # WHEN nothing scales the NodeSet (schedulers.slurm.autoscale: false) THEN Slurm holds it, naming the fix
+    manual = dataclasses.replace(cluster, autoscaled=frozenset())
+    (line,) = _lines(manual, [sbatch])
+    assert "NodeSet slurm-worker-gpu-a100 has 0 replicas < 2 nodes asked and nothing scales it" in line
+    assert "schedulers.slurm.autoscale: true" in line
     # unless the documented `kubectl scale nodeset` comes first (--scale-nodesets)
-    scaled = dataclasses.replace(cluster, nodesets=ns, scale_nodesets=True)
-    assert _lines(scaled, [sbatch]) == []
+    assert _lines(dataclasses.replace(manual, scale_nodesets=True), [sbatch]) == []
 
 
 def test_standing_slurmd_pods_count_against_the_nodepool_limits(cluster: engine.Cluster) -> None:
@@ -249,11 +251,9 @@ def test_make_examples_output_starts(
         assert main([a for a in argv if a != "--validate"]) == 0, argv
     assert planning.RealPlanner is not None
     capsys.readouterr()
-    # Prod keeps no standing slurmd pod: the sbatch example (4 nodes) is held until its NodeSet is scaled ...
-    assert main(["simulate", "--stack", "prod", "--build", str(prod_build), str(out)]) == 1
-    assert "NodeSet slurm-worker-gpu-a100 has 0 replicas < 4 nodes asked" in capsys.readouterr().out
-    # ... and starts once it is (the documented procedure; what `make simulate` checks).
-    assert main(["simulate", "--stack", "prod", "--build", str(prod_build), "--scale-nodesets", str(out)]) == 0
+    # Prod keeps no standing slurmd pod, and KEDA scales each NodeSet from Slurm's queue (schedulers.slurm.autoscale):
+    # the 4-node sbatch example starts with no manual `kubectl scale` (no --scale-nodesets).
+    assert main(["simulate", "--stack", "prod", "--build", str(prod_build), str(out)]) == 0
     started = capsys.readouterr().out
     assert "13 workloads start, 0 blocked" in started  # 10 examples + one slurmd pod per NodeSet
     assert "STARTS sbatch/llama3-70b-lora.sbatch: slurmd x4 -> gpu-a100/p4d.24xlarge" in started

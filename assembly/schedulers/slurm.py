@@ -25,6 +25,7 @@ from typing import Any
 
 from ekstrain import names, versions
 from ekstrain.assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
+from ekstrain.assembly.schedulers import autoscaling
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain.controller_resources import MEDIUM, SMALL
 from ekstrain.names import SYSTEM_NODE_AFFINITY, SYSTEM_NODE_SELECTOR
@@ -212,6 +213,7 @@ def slurm_values(cfg: StackConfig) -> dict[str, Any]:
             if gres_types
             else {},
             "podSpec": _system(),
+            **autoscaling.controller_metrics(cfg),
         },
         "restapi": {"podSpec": _system()},
         "accounting": {

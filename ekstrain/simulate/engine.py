@@ -56,6 +56,8 @@ class Cluster:
     crds: set[str] | None = None
     """``<plural>.<group>`` of the CRDs the stack installs; None: not known (every kind served)."""
     scale_nodesets: bool = False
+    autoscaled: frozenset[str] = frozenset()
+    """Partitions whose NodeSet a KEDA ScaledObject scales to what the Slurm queue needs (up to maxNodes)."""
     """Model the documented Slurm procedure: scale a partition's NodeSet to the job's nodes before sbatch."""
     gang_kinds: frozenset[str] = frozenset()
     """Kinds whose operator runs with Volcano gang scheduling (load.py reads the operators' flags)."""
@@ -220,10 +222,10 @@ def _nodeset_groups(cluster: Cluster, w: Workload) -> tuple[list[PodGroup], list
         return [], [f"no Slinky NodeSet serves Slurm partition {part!r}"]
     problems = []
     replicas = _replicas(ns)
-    if replicas < nodes and not cluster.scale_nodesets:
+    if replicas < nodes and not (cluster.scale_nodesets or part in cluster.autoscaled):
         problems.append(
-            f"NodeSet {ns['metadata']['name']} has {replicas} replicas < {nodes} nodes asked: Slurm "
-            "holds the job (scale it: schedulers.slurm.nodesetReplicas or kubectl scale nodeset)"
+            f"NodeSet {ns['metadata']['name']} has {replicas} replicas < {nodes} nodes asked and nothing scales it: "
+            "Slurm holds the job (schedulers.slurm.autoscale: true, or scale it by hand: kubectl scale nodeset)"
         )
     # The job runs on the NodeSet's pods: all of them hold nodes (scaled up to the job's size if asked).
     return [PodGroup("slurmd", max(nodes, replicas), nodeset_pod(ns))], problems

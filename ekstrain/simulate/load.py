@@ -22,6 +22,7 @@ KINDS_READ = frozenset(
         "DaemonSet",
         "ConfigMap",
         "Queue",
+        "ScaledObject",
         "NodeSet",
         "ClusterTrainingRuntime",
         "Deployment",
@@ -166,4 +167,11 @@ def load(build: pathlib.Path, system_instance_types: list[str]) -> Cluster:
             for o in by_kind.get(kind, [])
         ],
         nodesets=nodesets,
+        # NodeSets a KEDA ScaledObject scales (assembly/schedulers/autoscaling.py): no manual scaling before a job
+        autoscaled=frozenset(
+            part
+            for part, ns in nodesets.items()
+            for so in by_kind.get("ScaledObject", [])
+            if (so.get("spec") or {}).get("scaleTargetRef", {}).get("name") == ns["metadata"]["name"]
+        ),
     )

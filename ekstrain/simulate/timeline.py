@@ -91,7 +91,9 @@ class Mix:
     """NodePool -> consolidateAfter in minutes (from the build; 30 when unknown)."""
     weights: dict[str, float] = field(default_factory=dict)
     """Volcano queue -> spec.weight (proportion)."""
-    scale_nodesets: bool = True
+    scale_nodesets: bool = False
+    """Assume someone scales a NodeSet by hand before each sbatch (``kubectl scale nodeset``); @default false: only
+    a KEDA-scaled NodeSet (cluster.autoscaled) grows by itself, any other sbatch waits and counts as a problem."""
     system_nodes: int = 3
     """The system node group's desired size: fixed nodes, no autoscaler."""
     restart_minutes: int = 5
@@ -695,10 +697,10 @@ class Timeline:
             job.admitted_at = job.admitted_at if job.admitted_at is not None else self.now
             self.started(job)
             return
-        if not self.mix.scale_nodesets:
+        if not (self.mix.scale_nodesets or part in self.cluster.autoscaled):
             self.wait(job, f"Slurm holds it: NodeSet {ns['metadata']['name']} has {have - busy} idle slurmd pods")
             return
-        # kubectl scale nodeset: the extra slurmd pods are this job's own consumers of the NodePool.
+        # KEDA (or kubectl scale nodeset): the extra slurmd pods are this job's own consumers of the NodePool.
         if not job.workload.groups:
             job.workload.groups = [PodGroup("slurmd", nodes - max(0, have - busy), nodeset_pod(ns))]
         job.admitted_at = job.admitted_at if job.admitted_at is not None else self.now
@@ -823,6 +825,9 @@ class Timeline:
                 self.problems.append(f"{j.name}: starved by proportion for {starved} min")
             if j.workload.volcano_queue is not None and any("limit" in r for r in j.all_waits):
                 self.problems.append(f"{j.name}: admitted by its queue but unbindable at the NodePool limit")
+            manual = sum(m for r, m in j.all_waits.items() if r.startswith("Slurm holds it"))
+            if manual:  # only a hand-run `kubectl scale nodeset` would have started it
+                self.problems.append(f"{j.name}: waited {manual} min for a NodeSet nobody scales (no autoscale)")
             bypass = self.outside_queue(j)
             if bypass:
                 self.problems.append(bypass)

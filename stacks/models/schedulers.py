@@ -90,9 +90,14 @@ class SlurmConfig(Model):
     """@default true: install cert-manager for the operator's webhook certificates; false uses the
     documented ``certManager.enabled=false`` install of slurm-operator."""
     nodeset_replicas: dict[str, int] = Field(default_factory=dict)
-    """Per-partition slurmd pods (= whole nodes kept running whether or not Slurm has work; they come out of
-    the partition's maxNodes for Kubernetes jobs, and its Volcano queue shrinks by as much); @default the
-    partition's minNodes (0: scale the NodeSet before submitting, docs/schedulers.md)."""
+    """Per-partition floor of slurmd pods (= whole nodes kept running whether or not Slurm has work; they are
+    counted in the partition's Volcano queue like every other pod there); @default the partition's minNodes.
+    With ``autoscale`` KEDA adds pods up to maxNodes while jobs need them; without it this is the NodeSet's size."""
+    autoscale: bool = True
+    """@default true: one KEDA ScaledObject per NodeSet scales it from Slurm's metrics (the nodes busy plus the
+    largest pending job) between nodesetReplicas and the partition's maxNodes, to 0 when the queue empties
+    (assembly/schedulers/autoscaling.py); needs ``ekstrain:observability.enabled`` (Prometheus). false: scale
+    NodeSets by hand (``kubectl scale nodeset``)."""
     login_ssh_authorized_keys: list[SshPublicKey] = Field(default_factory=list)
     """SSH public keys for root on the login node; @default none (add keys before first login)."""
     login_ssh_authorized_keys_file: Annotated[str, AfterValidator(_key_file_path)] | None = None
