@@ -27,6 +27,7 @@ map fails with "mapping key ... already defined").
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -40,18 +41,24 @@ STR_TAG = "tag:yaml.org,2002:str"
 
 _BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
 _NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
-# strconv.ParseInt(s, 0, 64): an optional sign, then decimal, 0x hex, 0o octal or 0b binary (leading-zero
-# decimals and underscores are refused before resolution: see ambiguity()).
-_INT = re.compile(r"^[-+]?(?:0|[1-9][0-9]*|0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+)$")
-# yaml.v3 resolve.go yamlStyleFloat, plus the .inf/.nan spellings of its resolveMapList.
+# strconv.ParseInt(s, 0, 64) as yaml.v3 calls it: decimal, a leading 0 for octal (01-07 and 00: the same
+# in every reading), 0x hex and 0o octal. Forms that the YAML 1.2 core schema reads otherwise (010, signed or
+# upper-case prefixes, 0b, underscores) are refused before resolution: see ambiguity().
+_INT = re.compile(r"^[-+]?(?:0|[1-9][0-9]*|0[0-7]+)$|^0x[0-9a-fA-F]+$|^0o[0-7]+$")
+# yaml.v3 resolve.go yamlStyleFloat (08 and 1e3 are floats there, as in YAML 1.2), plus the .inf/.nan
+# spellings of its resolveMapList.
 _FLOAT = re.compile(
     r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
 )
 _BOOL_11 = re.compile(r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)$")
 """YAML 1.1 booleans (yaml.org/type/bool.html) that YAML 1.2 and yaml.v3 read as text."""
-_LEADING_ZERO = re.compile(r"^([-+]?)0([0-9]+)$")
-_SEXAGESIMAL = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
-"""YAML 1.1 base-60 numbers (yaml.org/type/int.html, float.html); text in YAML 1.2 and yaml.v3."""
+_OCTAL_11 = re.compile(r"^([-+]?)0([0-7]+)$")
+_PREFIXED = re.compile(r"^([-+]?)0([xXoObB])([0-9a-fA-F]+)$")
+"""Go's base prefixes: yaml.v3 reads +0x10, 0X10, 0O7 and 0b11 as integers; the YAML 1.2 core schema
+(yaml.org/spec/1.2.2 10.3.2) only unsigned lower-case 0x and 0o, the rest is text."""
+_SEXAGESIMAL = re.compile(r"^[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+$|^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*$")
+"""YAML 1.1 base-60 numbers (yaml.org/type/int.html, float.html; PyYAML's resolver); text in YAML 1.2 and
+yaml.v3."""
 
 
 class Refusal(Exception):
@@ -63,40 +70,76 @@ class Refusal(Exception):
 
 
 def ambiguity(text: str) -> tuple[str, str] | None:
-    """(problem, fix) for a plain scalar that YAML 1.1, YAML 1.2 and yaml.v3 do not read alike."""
+    """(problem, fix) for a plain scalar that YAML 1.1, the YAML 1.2 core schema and yaml.v3 read differently.
+
+    Not refused: a scalar that YAML 1.2 and yaml.v3 read alike and YAML 1.1 reads as text (``0o10``, ``1e3``,
+    ``08``): Pulumi and the spec agree, and the text was never meant."""
     if _BOOL_11.match(text):
         return (
             f"{text} is a boolean in YAML 1.1 but the text {text!r} in YAML 1.2 (Pulumi's gopkg.in/yaml.v3)",
             f'write true or false for a boolean, or "{text}" for text',
         )
-    m = _LEADING_ZERO.match(text)
-    if m:
+    m = _OCTAL_11.match(text)
+    if m and int(m.group(2), 8) != int(m.group(2)):
         sign, digits = m.groups()
-        if set(digits) <= set("01234567"):
-            return (
-                f"{text} has a leading zero: gopkg.in/yaml.v3 (Pulumi) and YAML 1.1 read it as octal "
-                f"{sign}{int(digits, 8)}, the YAML 1.2 core schema as decimal {sign}{int(digits)}",
-                f'write {sign}{int(digits)} for decimal, {sign}0o{digits} for octal, or "{text}" for text',
-            )
         return (
-            f"{text} has a leading zero: gopkg.in/yaml.v3 (Pulumi) reads it as the float {sign}{int(digits)}.0, "
-            "YAML 1.1 as text",
-            f'write {sign}{int(digits)} for the number, or "{text}" for text',
+            f"{text} has a leading zero: gopkg.in/yaml.v3 (Pulumi) and YAML 1.1 read it as octal "
+            f"{sign}{int(digits, 8)}, the YAML 1.2 core schema as decimal {sign}{int(digits)}",
+            f'write {sign}{int(digits)} for decimal, 0o{digits} for octal (unsigned), or "{text}" for text',
+        )
+    m = _PREFIXED.match(text)
+    if m and (m.group(1) or m.group(2) not in "xo"):
+        sign, base, digits = m.groups()
+        try:
+            value = int(f"{sign}0{base.lower()}{digits}", 0)
+        except ValueError:
+            return None  # not a Go integer either (0b12): text everywhere
+        return (
+            f"{text} is the integer {value} in gopkg.in/yaml.v3 (Pulumi) but text in the YAML 1.2 core schema",
+            f'write {value}, or "{text}" for text',
         )
     if "_" in text and text[:1] in "0123456789+-":
         plain = text.replace("_", "")
-        if _INT.match(plain) or _FLOAT.match(plain) or _LEADING_ZERO.match(plain):
+        if _go_int(plain) is not None or (_FLOAT.match(plain) and math.isfinite(float(plain))):
             return (
-                f"{text} is the number {plain} in YAML 1.1 and gopkg.in/yaml.v3 but text in YAML 1.2 "
-                "and in a top-level Pulumi setting",
+                f"{text} is the number {plain} in gopkg.in/yaml.v3 (Pulumi drops the underscores in a nested "
+                "value) but text in YAML 1.2 and in a top-level Pulumi setting",
                 f'write {plain} for the number, or "{text}" for text',
             )
+    if _INT.match(text) and not -(2**63) <= _int_value(text) < 2**64:
+        return (
+            f"{text} is out of range: gopkg.in/yaml.v3 (Pulumi) reads no integer beyond 64 bits",
+            "use a number from -2^63 to 2^64-1",
+        )
+    if (
+        _FLOAT.match(text)
+        and "." + text.lstrip("+-.")[:3].lower() not in (".inf", ".nan")
+        and abs(float(text)) == float("inf")
+    ):
+        return (
+            f"{text} is beyond the float range: gopkg.in/yaml.v3 (Pulumi) reads it as text, YAML 1.2 as infinity",
+            "use a finite number",
+        )
     if _SEXAGESIMAL.match(text):
         return (
             f"{text} is a base-60 number in YAML 1.1 but the text {text!r} in YAML 1.2 (Pulumi's gopkg.in/yaml.v3)",
             f'write the number in one unit (e.g. minutes), or "{text}" for text',
         )
     return None
+
+
+def _go_int(text: str) -> int | None:
+    """strconv.ParseInt(text, 0, 64), else ParseUint (resolve.go tries both): the value or None."""
+    sign, body = ("-", text[1:]) if text[:1] == "-" else ("", text[1:] if text[:1] == "+" else text)
+    base, digits = 10, body
+    if body[:2].lower() in ("0x", "0o", "0b"):
+        base, digits = {"x": 16, "o": 8, "b": 2}[body[1].lower()], body[2:]
+    elif body[:1] == "0" and len(body) > 1:
+        base, digits = 8, body[1:]
+    if not digits or any(c not in "0123456789abcdef"[:base] for c in digits.lower()):
+        return None
+    value = int(sign + digits, base)
+    return value if -(2**63) <= value < 2**64 else None
 
 
 def _path(parts: list[Any]) -> str:
@@ -208,8 +251,14 @@ for _tag, _regexp, _first in (
 
 
 def _construct_int(loader: Loader, node: yaml.ScalarNode) -> int:
-    text = str(loader.construct_scalar(node))
+    return _int_value(str(loader.construct_scalar(node)))
+
+
+def _int_value(text: str) -> int:
+    """An _INT scalar's value as Go's strconv.ParseInt(s, 0, 64) reads it."""
     sign, body = (-1, text[1:]) if text[:1] == "-" else (1, text.lstrip("+"))
+    if len(body) > 1 and body[0] == "0" and body[1].isdigit():
+        return sign * int(body, 8)  # Go's ParseInt base 0: a leading 0 is octal (only 00-07 get here)
     return sign * int(body, 0)
 
 

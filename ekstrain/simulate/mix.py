@@ -201,17 +201,13 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
         at = f"{where}: faults[{i}]"
         entry = _mapping(at, entry)
         _known(at, entry, ("at", "kind", "job", "windowHours"))
-        for key in ("kind", "job"):
-            if not isinstance(entry.get(key), str):
-                shown = type(entry.get(key)).__name__ if entry.get(key) is not None else "missing"
-                choices = FAULT_KINDS if key == "kind" else sorted(names)
-                raise InputError(f"{at}.{key}", f"is {shown}, not text", f"use one of {', '.join(choices)}")
-        if entry.get("kind") not in FAULT_KINDS:
-            raise InputError(f"{at}.kind", f"is {entry.get('kind')!r}", f"use one of {', '.join(FAULT_KINDS)}")
-        if entry.get("job") not in names:
-            raise InputError(
-                f"{at}.job", f"is {entry.get('job')!r}, no job of the mix", f"use one of {', '.join(sorted(names))}"
-            )
+        kind, job = entry.get("kind"), entry.get("job")
+        if not isinstance(kind, str) or kind not in FAULT_KINDS:
+            shown = repr(kind) if kind is None or isinstance(kind, str) else f"a {type(kind).__name__}"
+            raise InputError(f"{at}.kind", f"is {shown}", f"use one of {', '.join(FAULT_KINDS)}")
+        if not isinstance(job, str) or job not in names:
+            shown = repr(job) if job is None or isinstance(job, str) else f"a {type(job).__name__}"
+            raise InputError(f"{at}.job", f"is {shown}, no job of the mix", f"use one of {', '.join(sorted(names))}")
         mix.faults.append(
             Fault(
                 int(_number(f"{at}.at", entry.get("at", 0), 0, MAX_HOURS) * 60),
