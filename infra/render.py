@@ -740,7 +740,7 @@ def _render(args: argparse.Namespace, stack_file: pathlib.Path) -> int:
     print(BANNER, file=sys.stderr)
     try:
         flat, secrets = read_stack_file(stack_file)
-        cfg, warnings = load_flat(flat, stack_file.name)
+        cfg, warnings = load_flat(flat, stack_file.name, secret_keys=secrets)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         if not args.stack_file and not stack_file.exists():

@@ -8,6 +8,7 @@ flat config map for the offline render and the tests, which have no CLI to do it
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import json
 import pathlib
 import typing
@@ -15,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ekstrain import catalog
+from ekstrain import catalog, yaml12
 from ekstrain.stacks import keys, rules, yaml_reader
 from ekstrain.stacks.errors import ConfigError, ConfigIssue
 from ekstrain.stacks.models import StackConfig
@@ -39,7 +40,7 @@ def read_stack_file(path: pathlib.Path) -> tuple[dict[str, str], list[str]]:
     without the CLI: they become placeholders and the key is marked secret, as the engine marks it.
     Anything that is not a plain stack file (see :mod:`ekstrain.stacks.yaml_reader`) raises ConfigError.
     """
-    doc = yaml_reader.load_document(path)
+    doc, texts = yaml_reader.load_stack_document(path)
     name = str(path)
     unknown = sorted(set(doc) - set(STACK_FILE_KEYS))
     if unknown:
@@ -71,6 +72,8 @@ def read_stack_file(path: pathlib.Path) -> tuple[dict[str, str], list[str]]:
     secrets: list[str] = []
     issues = []
     for key, value in raw.items():
+        # A top-level scalar reaches the program as the text written (yaml_reader._config_texts).
+        value = texts.get(key, value)
         namespace, sep, rest = key.partition(":")
         if rest.startswith("config:") and rest != "config:":
             # Pulumi's config.ParseKey also reads the legacy <namespace>:config:<name> form as <namespace>:<name>.
@@ -107,7 +110,7 @@ def read_stack_file(path: pathlib.Path) -> tuple[dict[str, str], list[str]]:
         except _NotSecure as exc:
             issues.append(ConfigIssue(exc.where, "a secure: value must be the only key, and text", exc.fix(key)))
             continue
-        flat[key] = plain if isinstance(plain, str) else json.dumps(plain)
+        flat[key] = plain if isinstance(plain, str) else json.dumps(yaml12.go_json(plain))
         if secure:
             secrets.append(key)
     if issues:
@@ -221,9 +224,32 @@ def load_flat(
     if unknown:
         raise ConfigError(unknown, source)
     cfg, warnings = parse(sections, source, today)
+    warnings += namespace_warnings(flat)
     if secret_keys is not None:
         warnings += secret_warnings(flat, set(secret_keys))
     return cfg, warnings
+
+
+NAMESPACES = (keys.PROJECT, "aws", "kubernetes", "pulumi")
+"""Config namespaces something reads under ``pulumi up``: this program, its AWS and Kubernetes providers,
+and the engine (``pulumi:disable-default-providers``). Pulumi hands every other namespace to the program
+too, and nothing reads it: a misspelled namespace is silently a no-op there."""
+
+
+def namespace_warnings(flat: dict[str, Any]) -> list[str]:
+    """A did-you-mean for each key whose namespace is a near miss of one that is read (``ekstrian:``)."""
+    out = []
+    for key in sorted(flat):
+        namespace, _, rest = key.partition(":")
+        if namespace in NAMESPACES or not rest:
+            continue
+        near = difflib.get_close_matches(namespace.lower(), NAMESPACES, n=1, cutoff=0.7)
+        if near:
+            out.append(
+                f"{key}: nothing reads the namespace {namespace!r}, so this setting is ignored (did you mean "
+                f"{near[0]}:{rest}?); rename it to {near[0]}:{rest}, or remove it"
+            )
+    return out
 
 
 def secret_warnings(flat: dict[str, Any], secret_keys: set[str]) -> list[str]:
@@ -245,8 +271,8 @@ def secret_warnings(flat: dict[str, Any], secret_keys: set[str]) -> list[str]:
 
 
 def load_stack_file(path: pathlib.Path, today: dt.date | None = None) -> tuple[StackConfig, list[str]]:
-    flat, _ = read_stack_file(path)
-    return load_flat(flat, path.name, today)
+    flat, secrets = read_stack_file(path)
+    return load_flat(flat, path.name, today, secret_keys=secrets)
 
 
 def load(stack: str) -> tuple[StackConfig, list[str]]:

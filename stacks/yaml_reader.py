@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from ekstrain import yaml12
 from ekstrain.stacks.errors import ConfigError, ConfigIssue
 
 MAX_BYTES = 1 << 20
@@ -37,8 +38,9 @@ def _line(node_or_mark: Any) -> str:
     return f"line {mark.line + 1}" if mark is not None else "?"
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate mapping keys at every level (YAML 1.2 says keys are unique)."""
+class _Loader(yaml12.Loader):
+    """YAML 1.2 as Pulumi reads it (:mod:`ekstrain.yaml12`); duplicate keys refused also where the scalar
+    texts differ but the keys are equal."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, Any] = {}
@@ -65,7 +67,7 @@ class _Loader(yaml.SafeLoader):
 def _check_events(text: str) -> None:
     """Depth and event count from the (iterative) parser, before the recursive composer runs."""
     depth = 0
-    for count, event in enumerate(yaml.parse(text, Loader=yaml.SafeLoader), 1):
+    for count, event in enumerate(yaml.parse(text, Loader=yaml12.Loader), 1):
         if count > MAX_NODES:
             raise _Refused("document", f"has more than {MAX_NODES} YAML nodes", "a stack file is a few KiB of YAML")
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
@@ -173,6 +175,27 @@ def check_value(value: Any, key: str) -> ConfigIssue | None:
 
 def load_document(path: pathlib.Path) -> dict[str, Any]:
     """The stack file as plain dict/list/str/int/float/bool/None; ConfigError for anything else."""
+    return load_stack_document(path)[0]
+
+
+def _config_texts(root: yaml.Node | None) -> dict[str, str]:
+    """The text of each scalar directly under ``config:``, as written: the Pulumi CLI decodes a top-level
+    value into a Go string first (pulumi sdk/go/common/resource/config/value.go ``unmarshalValue``), and
+    yaml.v3 keeps a scalar's text when the target is a string (decode.go ``scalar``), so ``True`` reaches
+    the program as "True" and ``0x10`` as "0x10". A null falls through to the object path ("null")."""
+    out: dict[str, str] = {}
+    if not isinstance(root, yaml.MappingNode):
+        return out
+    for key, value in root.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == "config" and isinstance(value, yaml.MappingNode):
+            for k, v in value.value:
+                if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode) and v.tag != yaml12.NULL_TAG:
+                    out[k.value] = v.value
+    return out
+
+
+def load_stack_document(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, str]]:
+    """:func:`load_document` and the written text of each top-level config scalar (:func:`_config_texts`)."""
     name = str(path)
 
     def fail(where: str, problem: str, fix: str) -> ConfigError:
@@ -206,6 +229,7 @@ def load_document(path: pathlib.Path) -> dict[str, Any]:
         try:
             root = loader.get_single_node()
             _check_expansion(root)
+            texts = _config_texts(root)
             doc = loader.construct_document(root) if root is not None else None
         finally:
             loader.dispose()
@@ -220,6 +244,8 @@ def load_document(path: pathlib.Path) -> dict[str, Any]:
         _check_values(doc, "")
     except _Refused as exc:
         raise fail(*exc.issue) from None
+    except yaml12.Refusal as exc:
+        raise fail(f"{exc.path} (line {exc.line})", exc.problem, exc.fix) from None
     except yaml.YAMLError as exc:
         problem = " ".join(str(exc).split())
         raise fail("", f"is not valid YAML: {problem[:300]}", "fix the YAML syntax") from None
@@ -228,4 +254,4 @@ def load_document(path: pathlib.Path) -> dict[str, Any]:
         raise fail(
             "", f"cannot be read as a stack file ({type(exc).__name__}: {str(exc)[:200]})", "simplify the YAML"
         ) from None
-    return doc
+    return doc, texts

@@ -38,7 +38,7 @@ NOT_A_STACK_FILE: dict[str, tuple[bytes, str]] = {
     "empty file": (b"", "is empty"),
     "config is a list": (b"config: [a, b]\n", "config: is a list, not a mapping"),
     "integer key": (b"config:\n  aws:region: us-west-2\n  1: x\n", "key 1 is an int, not text"),
-    "yes/on key": (b"config:\n  on: 1\n", "key True is a bool"),
+    "yes/on key": (b"config:\n  on: 1\n", "on is a boolean in YAML 1.1 but the text 'on' in YAML 1.2"),
     "nested non-string key": (_dev_with("  ekstrain:network:\n", "  ekstrain:network:\n    2: x\n"), "key 2 is an int"),
     "unhashable key": (b"config:\n  ? [a, b]\n  : x\n", "mapping key is a list"),
     "non-UTF-8 bytes": (DEV.encode().replace(b"ekstrain-dev", b"ekstrain-d\xffv"), "line 6: is not UTF-8"),

@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from ekstrain import catalog, yaml12
 from ekstrain.simulate.inputs import SAFE_LOADER, InputError, read_file
 from ekstrain.simulate.quantity import parse
 from ekstrain.simulate.timeline import FAULT_KINDS, Arrival, Fault, Mix
@@ -40,6 +41,26 @@ def _number(where: str, value: Any, low: float, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
         raise InputError(where, f"is {value!r}", f"give a number from {low:g} to {high:g}")
     return float(value)
+
+
+def _whole(where: str, value: Any, low: int, high: int) -> int:
+    """A count or a time in whole minutes/seconds: 1.5 is refused, not truncated (2.0 is 2)."""
+    number = _number(where, value, low, high)
+    if not number.is_integer():
+        raise InputError(where, f"is {value!r}, not a whole number", f"give a whole number from {low} to {high}")
+    return int(number)
+
+
+def _text(where: str, value: Any, fix: str) -> str:
+    if not isinstance(value, str) or not value:
+        shown = f"a {type(value).__name__}" if isinstance(value, (dict, list)) else repr(value)
+        raise InputError(where, f"is {shown}, not text", fix)
+    return value
+
+
+LAUNCH_FAMILIES = (catalog.GPU, catalog.TRAINIUM, "cpu")
+"""The families ``Mix.launch_minutes`` keys (ekstrain/simulate/timeline.py: an instance of another family
+launches in the cpu time)."""
 
 
 def _mapping(where: str, value: Any) -> dict[str, Any]:
@@ -103,7 +124,12 @@ def notebook_pod(build: pathlib.Path, partition: str, accelerators: int, where: 
 def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
     where = str(path)
     try:
-        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=SAFE_LOADER)
+        # Read like a stack file (ekstrain/yaml12.py): YAML 1.2, duplicate keys and ambiguous scalars refused.
+        doc = yaml12.load(path.read_text(encoding="utf-8"))
+    except yaml12.Refusal as exc:
+        raise InputError(f"{where}: {exc.path} (line {exc.line})", exc.problem, exc.fix) from None
+    except RecursionError:
+        raise InputError(where, "nests too deep to read", "a mix file is a few levels deep") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise InputError(
             where, f"is not a valid UTF-8 YAML file ({str(exc).splitlines()[0]})", "fix its syntax"
@@ -114,12 +140,14 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
     _known(where, doc, ("hours", "checkpointMinutes", "checkpointSaveSeconds", "launchMinutes", "jobs", "faults"))
     mix = Mix(arrivals=[])
     mix.minutes = int(_number(f"{where}: hours", doc.get("hours", 48), 1, MAX_HOURS) * 60)
-    mix.checkpoint_every = int(_number(f"{where}: checkpointMinutes", doc.get("checkpointMinutes", 30), 1, 10_000))
-    mix.checkpoint_save_seconds = int(
-        _number(f"{where}: checkpointSaveSeconds", doc.get("checkpointSaveSeconds", 843), 0, 10**6)
+    mix.checkpoint_every = _whole(f"{where}: checkpointMinutes", doc.get("checkpointMinutes", 30), 1, 10_000)
+    mix.checkpoint_save_seconds = _whole(
+        f"{where}: checkpointSaveSeconds", doc.get("checkpointSaveSeconds", 843), 0, 10**6
     )
-    for family, minutes in _mapping(f"{where}: launchMinutes", doc.get("launchMinutes") or {}).items():
-        mix.launch_minutes[str(family)] = int(_number(f"{where}: launchMinutes.{family}", minutes, 0, 600))
+    launch = _mapping(f"{where}: launchMinutes", doc.get("launchMinutes") or {})
+    _known(f"{where}: launchMinutes", launch, LAUNCH_FAMILIES)
+    for family, minutes in launch.items():
+        mix.launch_minutes[str(family)] = _whole(f"{where}: launchMinutes.{family}", minutes, 0, 600)
     jobs = doc.get("jobs") or []
     if not isinstance(jobs, list) or not jobs:
         raise InputError(f"{where}: jobs", "is empty or not a list", "list the jobs to play")
@@ -129,18 +157,26 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
         _known(at, entry, ("file", "notebook", "at", "hours", "count"))
         start = int(_number(f"{at}.at", entry.get("at", 0), 0, MAX_HOURS) * 60)
         runs = max(1, int(_number(f"{at}.hours", entry.get("hours", 1), 0, MAX_HOURS) * 60))
-        count = int(_number(f"{at}.count", entry.get("count", 1), 1, 100))
+        count = _whole(f"{at}.count", entry.get("count", 1), 1, 100)
         if ("file" in entry) == ("notebook" in entry):
             raise InputError(at, "needs exactly one of file or notebook", "give `file: <path>` or `notebook: {...}`")
         if "file" in entry:
-            if not isinstance(entry["file"], str):
-                raise InputError(f"{at}.file", "is not a path", "give the workload file's path")
-            objects = read_file(pathlib.Path(entry["file"]))
+            job_file = pathlib.Path(_text(f"{at}.file", entry["file"], "give the workload file's path"))
+            if not job_file.is_file():
+                raise InputError(f"{at}.file", f"{job_file} is not a file", "give the path of a workload file")
+            objects = read_file(job_file)
+            if not [o for o in objects if o.get("kind") != "TrainingRuntime"]:
+                raise InputError(
+                    f"{at}.file",
+                    f"{job_file} holds no workload object" + (" (only TrainingRuntime templates)" if objects else ""),
+                    "name a file with the job's YAML objects or an sbatch script",
+                )
         else:
             nb = _mapping(f"{at}.notebook", entry["notebook"])
             _known(f"{at}.notebook", nb, ("partition", "accelerators"))
-            accel = int(_number(f"{at}.notebook.accelerators", nb.get("accelerators", 1), 1, 64))
-            objects = [notebook_pod(build, str(nb.get("partition")), accel, f"{at}.notebook")]
+            accel = _whole(f"{at}.notebook.accelerators", nb.get("accelerators", 1), 1, 64)
+            partition = _text(f"{at}.notebook.partition", nb.get("partition"), "name a JupyterHub profile's partition")
+            objects = [notebook_pod(build, partition, accel, f"{at}.notebook")]
         # A TrainJob's own TrainingRuntime is a template, not a workload: it is looked up by name.
         for obj in objects:
             if obj.get("kind") == "TrainingRuntime":
@@ -156,16 +192,22 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
                 used = sum(1 for x in mix.arrivals if x.name == name or x.name.startswith(name + " (again"))
                 mix.arrivals.append(Arrival(name if not used else f"{name} (again {used})", obj, start, runs))
     names = {a.name for a in mix.arrivals}
-    for i, entry in enumerate(doc.get("faults") or []):
+    faults = doc.get("faults") or []
+    if not isinstance(faults, list):
+        raise InputError(
+            f"{where}: faults", f"is a {type(faults).__name__}, not a list", "write faults as `- {...}` lines"
+        )
+    for i, entry in enumerate(faults):
         at = f"{where}: faults[{i}]"
         entry = _mapping(at, entry)
         _known(at, entry, ("at", "kind", "job", "windowHours"))
-        if entry.get("kind") not in FAULT_KINDS:
-            raise InputError(f"{at}.kind", f"is {entry.get('kind')!r}", f"use one of {', '.join(FAULT_KINDS)}")
-        if entry.get("job") not in names:
-            raise InputError(
-                f"{at}.job", f"is {entry.get('job')!r}, no job of the mix", f"use one of {', '.join(sorted(names))}"
-            )
+        kind, job = entry.get("kind"), entry.get("job")
+        if not isinstance(kind, str) or kind not in FAULT_KINDS:
+            shown = repr(kind) if kind is None or isinstance(kind, str) else f"a {type(kind).__name__}"
+            raise InputError(f"{at}.kind", f"is {shown}", f"use one of {', '.join(FAULT_KINDS)}")
+        if not isinstance(job, str) or job not in names:
+            shown = repr(job) if job is None or isinstance(job, str) else f"a {type(job).__name__}"
+            raise InputError(f"{at}.job", f"is {shown}, no job of the mix", f"use one of {', '.join(sorted(names))}")
         mix.faults.append(
             Fault(
                 int(_number(f"{at}.at", entry.get("at", 0), 0, MAX_HOURS) * 60),
