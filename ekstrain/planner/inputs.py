@@ -30,6 +30,8 @@ MAX_SEQ_LEN = 1 << 24
 """16M tokens per sequence (Llama 3 stopped at 128k; Gemini-class contexts reach a few million)."""
 MAX_GLOBAL_BATCH = 1 << 24
 """Sequences per step."""
+WHY_BATCH = "sequences per step: 2^24 is 8,000x Llama 3 405B's 2,048 sequences of 8k tokens"
+WHY_SEQ_LEN = "tokens per sequence: 2^24 is 128x Llama 3's 128k context"
 MAX_GLOBAL_BATCH_TOKENS = 1 << 36
 MAX_DEGREE = MAX_RANKS
 MAX_LORA_RANK = 1 << 16
@@ -44,6 +46,20 @@ def check_count(flag: str, value: int | None, low: int, high: int, fix: str = ""
     if value > high:
         hint = f"; {fix}" if fix else ""
         raise PlanError(f"{flag} {value} exceeds the planner's bound of {high:,}{hint}")
+
+
+def check_lora_rank(model: Any, rank: int) -> None:
+    """A LoRA rank no larger than the narrowest matrix it adapts: the adapter B·A of a d x k weight has rank
+    r <= min(d, k) (Hu et al. 2021, LoRA, arXiv 2106.09685 section 4.1); the planner adapts every linear layer,
+    K and V (kv_heads x head_dim wide under GQA) included."""
+    if rank <= 0:
+        return
+    narrowest = min(model.hidden, model.kv_dim, model.ffn_hidden)
+    if rank > narrowest:
+        raise PlanError(
+            f"--lora-rank {rank} is past {model.name}'s narrowest adapted matrix ({narrowest}; a rank-r adapter of "
+            f"a d x k weight needs r <= min(d, k)): use a rank of at most {narrowest} (4-256 in practice)"
+        )
 
 
 def _reject_constant(name: str) -> float:
