@@ -62,8 +62,20 @@ def check_lora_rank(model: Any, rank: int) -> None:
         )
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number JSON allows (RFC 8259 section 6); write a finite number")
+class _Constant(str):
+    """``NaN``/``Infinity``/``-Infinity`` as json read them: kept, so the refusal can name the key holding it."""
+
+
+def _constant_path(value: Any, path: str = "") -> str | None:
+    """The key path (``a.b[2]``) of the first NaN/Infinity in ``value`` (depth is bounded by MAX_JSON_DEPTH)."""
+    if isinstance(value, _Constant):
+        return path or "(top level)"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _constant_path(item, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}".lstrip("."))
+        if found is not None:
+            return found
+    return None
 
 
 def _depth(text: str) -> int:
@@ -113,11 +125,17 @@ def read_json_object(path: str | Path, what: str) -> dict[str, Any]:
     if _depth(text) > MAX_JSON_DEPTH:
         raise PlanError(f"{flag}: nested deeper than {MAX_JSON_DEPTH} levels; a {what} JSON is one flat object")
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_Constant)
     except json.JSONDecodeError as error:
         raise PlanError(f"{flag}: not valid JSON: {error.msg} at line {error.lineno}; fix the syntax") from None
     except (ValueError, RecursionError) as error:  # NaN/Infinity, integers past int_max_str_digits
         raise PlanError(f"{flag}: {str(error).splitlines()[0]}") from None
+    where = _constant_path(data)
+    if where is not None:
+        raise PlanError(
+            f"{flag}: {where} is not a number JSON allows (NaN and Infinity are not JSON, RFC 8259 section 6); "
+            "write a finite number"
+        )
     if not isinstance(data, dict):
         raise PlanError(f"{flag}: must be a JSON object ({{...}}), got {type(data).__name__}")
     return data
