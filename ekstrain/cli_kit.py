@@ -181,10 +181,15 @@ def _option(action: argparse.Action) -> click.Parameter:
     )
 
 
+def _given(value: Any, default: Any) -> bool:
+    """A flag was given: compared by identity for None/False, so ``--checkpoint-gib 0`` (0 == False) counts."""
+    return value is not None and value is not False and not (default is not None and value == default)
+
+
 def _exclusive(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> None:
     """argparse's mutually exclusive groups, checked after Click parsed (same messages)."""
     for group in parser._mutually_exclusive_groups:
-        given = [a for a in group._group_actions if getattr(ns, a.dest, None) not in (None, False, a.default)]
+        given = [a for a in group._group_actions if _given(getattr(ns, a.dest, None), a.default)]
         flags = [a.option_strings[0] for a in group._group_actions]
         if len(given) > 1:
             raise click.UsageError(

@@ -100,6 +100,10 @@ class Lock:
         partial.replace(self.path)
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (RFC 8259 section 6)")
+
+
 def lock_path() -> pathlib.Path:
     """The project's lock file (the stack file's Pulumi project, else the working directory)."""
     return project_dir() / LOCK_NAME
@@ -112,9 +116,15 @@ def load(path: pathlib.Path | None = None) -> Lock:
         return Lock(path)
     fix = f"delete {path} and run `make lock` (ekstrain render --stack <stack> --lock write) to record it again"
     try:
-        body = json.loads(path.read_text())
+        body = json.loads(path.read_text(), parse_constant=_refuse_constant)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise LockError(f"{path}: not readable as JSON ({exc}): {fix}") from None
+    except RecursionError:  # json's decoder recurses per nesting level; the lock nests 5 deep
+        raise LockError(
+            f"{path}: nested deeper than Python's JSON reader can follow (a lock nests 5 deep): {fix}"
+        ) from None
+    except ValueError as exc:  # NaN/Infinity; an integer past int_max_str_digits
+        raise LockError(f"{path}: not an {FORMAT} file ({str(exc).splitlines()[0][:120]}): {fix}") from None
     if not isinstance(body, dict) or body.get("format") != FORMAT or not isinstance(body.get("stacks"), dict):
         raise LockError(f"{path}: not an {FORMAT} file (its 'format' and 'stacks' keys): {fix}")
     stacks: dict[str, dict[str, Entry]] = {}

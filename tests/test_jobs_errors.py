@@ -91,7 +91,7 @@ def test_batch_that_does_not_divide() -> None:
 def test_bad_names_and_numbers() -> None:
     with pytest.raises(JobRequestError, match="DNS-1035"):
         spec_for("gpu-a100", name="Llama_70B")
-    with pytest.raises(JobRequestError, match="nodes must be at least 1"):
+    with pytest.raises(JobRequestError, match=r"--nodes is 0, outside 1\.\.131,072"):
         spec_for("gpu-a100", nodes=0)
 
 

@@ -18,7 +18,14 @@ from ekstrain import catalog, names
 from ekstrain.assembly.jobs import env as envtable
 from ekstrain.assembly.jobs import planning
 from ekstrain.assembly.jobs.planning import PlannerBackend, choose_plan, plan_instance_type
-from ekstrain.assembly.jobs.spec import PLATFORM_VARS, TRAINIUM_FRAMEWORKS, JobRequestError, RunSpec
+from ekstrain.assembly.jobs.spec import (
+    HUGEPAGE_2MI,
+    PLATFORM_VARS,
+    TRAINIUM_FRAMEWORKS,
+    JobRequestError,
+    RunSpec,
+    hugepages_bytes,
+)
 from ekstrain.partitions import PartitionShape, layout_nodes, shape
 from ekstrain.stacks.models import StackConfig
 
@@ -363,6 +370,20 @@ def kubelet_literal(text: str) -> str:
 _KUBELET_SPECIAL = re.compile(r"\$(?=[$(])")
 
 
+def _check_hugepages(spec: RunSpec, instance: catalog.InstanceType) -> None:
+    """Pre-allocated huge pages come out of the node's RAM and the kubelet takes them off allocatable memory
+    (kubernetes.io/docs/tasks/manage-hugepages/scheduling-hugepages); the worker already asks for
+    MEMORY_FRACTION of the RAM, so the pages must fit in the rest or the pod never schedules."""
+    if spec.hugepages_2mi is None:
+        return
+    room = int(instance.memory_gib * (1 - MEMORY_FRACTION) * 2**30) // HUGEPAGE_2MI * HUGEPAGE_2MI
+    if hugepages_bytes(spec.hugepages_2mi) > room:
+        raise JobRequestError(
+            f"--hugepages-2mi {spec.hugepages_2mi} does not fit beside the worker's memory request "
+            f"({MEMORY_FRACTION:.0%} of {instance.name}'s {instance.memory_gib} GiB): use at most {room // 2**20}Mi"
+        )
+
+
 def _gib(value: float) -> str:
     return f"{int(value)}Gi"
 
@@ -424,6 +445,7 @@ def resolve(
         )
     instance = catalog.get(it_name)
     _check_layout_share(spec, part.max_nodes, shp, it_name)
+    _check_hugepages(spec, instance)
     fsx = cfg.storage.fsx
     if not fsx.enabled:
         raise JobRequestError(

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ekstrain.planner import inputs as planner_inputs
+
 Framework = Literal["torchrun-fsdp", "deepspeed", "megatron", "neuronx-distributed"]
 FRAMEWORKS: tuple[str, ...] = ("torchrun-fsdp", "deepspeed", "megatron", "neuronx-distributed")
 TRAINIUM_FRAMEWORKS = frozenset({"neuronx-distributed"})
@@ -73,6 +75,44 @@ FIXED_DEGREES = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "re
 
 class JobRequestError(ValueError):
     """A request that cannot become a valid workload; ``str()`` is one line naming the fix."""
+
+
+INT32_MAX = 2**31 - 1
+"""The restart counts land in int32 fields: Volcano Job ``maxRetry`` (volcano.sh/apis batch/v1alpha1 JobSpec),
+``runPolicy.backoffLimit`` (kubeflow/trainer v1 RunPolicy, MPIJob and PyTorchJob), batch Job ``backoffLimit``
+(k8s.io/api batch/v1), RayJob ``backoffLimit`` (ray-project/kuberay v1), TrainJob ``failurePolicy.maxRestarts``
+(kubeflow/trainer v2). PyTorchJob and the Indexed Job count pod failures: restarts x nodes."""
+HUGEPAGE_2MI = 2 * 2**20
+"""A hugepages-2Mi request is a whole number of 2 MiB pages: the kernel's hugetlb pool holds whole pages
+(kernel.org admin-guide/mm/hugetlbpage), and the kubelet reports hugepages-<size> capacity in them
+(kubernetes.io/docs/tasks/manage-hugepages/scheduling-hugepages, Kubernetes v1.35)."""
+_QUANTITY = re.compile(r"(?P<num>[0-9]{1,40}(?:\.[0-9]{1,9})?)(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?")
+_SCALE = {
+    "": 1,
+    **{s: 2 ** (10 * i) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"), 1)},
+    **{s: 10 ** (3 * i) for i, s in enumerate(("k", "M", "G", "T", "P", "E"), 1)},
+}
+
+
+def hugepages_bytes(text: str) -> int:
+    """Bytes of a ``--hugepages-2mi`` quantity: a positive whole number of 2 MiB pages, within int64 bytes."""
+    match = _QUANTITY.fullmatch(text)
+    if match is None:
+        raise JobRequestError(f"--hugepages-2mi {_shown(text)} is not a quantity such as 5120Mi or 2Gi")
+    whole, _, frac = match["num"].partition(".")
+    scale = _SCALE[match["suffix"] or ""]
+    numerator = (int(whole) * 10 ** len(frac) + int(frac or 0)) * scale
+    if numerator % 10 ** len(frac) or (numerator // 10 ** len(frac)) % HUGEPAGE_2MI:
+        raise JobRequestError(
+            f"--hugepages-2mi {text} is not a whole number of 2Mi pages (the kernel allocates whole huge pages); "
+            "use a multiple of 2Mi such as 5120Mi"
+        )
+    value = numerator // 10 ** len(frac)
+    if not 0 < value < 2**63:
+        raise JobRequestError(
+            f"--hugepages-2mi {text} is outside 2Mi..8Ei (a Kubernetes quantity is int64 bytes); use e.g. 5120Mi"
+        )
+    return value
 
 
 def _shown(value: str) -> str:
@@ -183,15 +223,39 @@ class RunSpec:
             )
         if self.framework not in FRAMEWORKS:
             raise JobRequestError(f"unknown framework {self.framework!r}; use one of {', '.join(FRAMEWORKS)}")
-        for label, value in (
-            ("nodes", self.nodes),
-            ("global batch", self.global_batch),
-            ("sequence length", self.seq_len),
+        self._check_numbers()
+
+    def _check_numbers(self) -> None:
+        """Every number within what the planner models and the manifests' fields hold, before any work: one
+        line naming the flag, its range and why (a 10^30 batch made the divisor search run for minutes)."""
+        for flag, value, low, high, why in (
+            ("--nodes", self.nodes, 1, planner_inputs.MAX_NODES, "the planner's fleet bound"),
+            ("--global-batch", self.global_batch, 1, planner_inputs.MAX_GLOBAL_BATCH, planner_inputs.WHY_BATCH),
+            ("--seq-len", self.seq_len, 1, planner_inputs.MAX_SEQ_LEN, planner_inputs.WHY_SEQ_LEN),
+            ("--lora-rank", self.lora_rank, 1, planner_inputs.MAX_LORA_RANK, "LoRA ranks are 4-256 in practice"),
+            *(
+                (f"--{name.replace('_', '-')}", getattr(self, name), 1, planner_inputs.MAX_DEGREE, "ranks of any fleet")
+                for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch")
+            ),
+            ("--zero", self.zero, 0, 3, "ZeRO stages 0-3"),
+            ("--max-restarts", self.max_restarts, 0, INT32_MAX, "an int32 field"),
+            ("precompile_steps", self.precompile_steps, 1, INT32_MAX, "an int32 count"),
         ):
-            if value < 1:
-                raise JobRequestError(f"{label} must be at least 1, got {value}")
-        if self.max_restarts < 0:
-            raise JobRequestError(f"max restarts must be >= 0, got {self.max_restarts}")
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise JobRequestError(f"{flag} must be a whole number, got {_shown(str(value))}")
+            if not low <= value <= high:
+                shown = str(value) if len(str(value)) <= 24 else f"a {len(str(value))}-digit number"
+                raise JobRequestError(f"{flag} is {shown}, outside {low}..{high:,} ({why})")
+        # PyTorchJob/Trainium backoffLimit = restarts x nodes (pod failures): int32 as well.
+        if self.max_restarts * self.nodes > INT32_MAX:
+            raise JobRequestError(
+                f"--max-restarts {self.max_restarts} x --nodes {self.nodes} pod failures exceed the int32 "
+                f"backoffLimit ({INT32_MAX:,}); use --max-restarts {INT32_MAX // self.nodes} or fewer"
+            )
+        if self.hugepages_2mi is not None:
+            hugepages_bytes(self.hugepages_2mi)
 
     def _check_text(self) -> None:
         for field_name, flag in FIELD_FLAGS.items():

@@ -30,6 +30,8 @@ MAX_SEQ_LEN = 1 << 24
 """16M tokens per sequence (Llama 3 stopped at 128k; Gemini-class contexts reach a few million)."""
 MAX_GLOBAL_BATCH = 1 << 24
 """Sequences per step."""
+WHY_BATCH = "sequences per step: 2^24 is 8,000x Llama 3 405B's 2,048 sequences of 8k tokens"
+WHY_SEQ_LEN = "tokens per sequence: 2^24 is 128x Llama 3's 128k context"
 MAX_GLOBAL_BATCH_TOKENS = 1 << 36
 MAX_DEGREE = MAX_RANKS
 MAX_LORA_RANK = 1 << 16
@@ -46,8 +48,34 @@ def check_count(flag: str, value: int | None, low: int, high: int, fix: str = ""
         raise PlanError(f"{flag} {value} exceeds the planner's bound of {high:,}{hint}")
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number JSON allows (RFC 8259 section 6); write a finite number")
+def check_lora_rank(model: Any, rank: int) -> None:
+    """A LoRA rank no larger than the narrowest matrix it adapts: the adapter B·A of a d x k weight has rank
+    r <= min(d, k) (Hu et al. 2021, LoRA, arXiv 2106.09685 section 4.1); the planner adapts every linear layer,
+    K and V (kv_heads x head_dim wide under GQA) included."""
+    if rank <= 0:
+        return
+    narrowest = min(model.hidden, model.kv_dim, model.ffn_hidden)
+    if rank > narrowest:
+        raise PlanError(
+            f"--lora-rank {rank} is past {model.name}'s narrowest adapted matrix ({narrowest}; a rank-r adapter of "
+            f"a d x k weight needs r <= min(d, k)): use a rank of at most {narrowest} (4-256 in practice)"
+        )
+
+
+class _Constant(str):
+    """``NaN``/``Infinity``/``-Infinity`` as json read them: kept, so the refusal can name the key holding it."""
+
+
+def _constant_path(value: Any, path: str = "") -> str | None:
+    """The key path (``a.b[2]``) of the first NaN/Infinity in ``value`` (depth is bounded by MAX_JSON_DEPTH)."""
+    if isinstance(value, _Constant):
+        return path or "(top level)"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _constant_path(item, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}".lstrip("."))
+        if found is not None:
+            return found
+    return None
 
 
 def _depth(text: str) -> int:
@@ -97,11 +125,17 @@ def read_json_object(path: str | Path, what: str) -> dict[str, Any]:
     if _depth(text) > MAX_JSON_DEPTH:
         raise PlanError(f"{flag}: nested deeper than {MAX_JSON_DEPTH} levels; a {what} JSON is one flat object")
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_Constant)
     except json.JSONDecodeError as error:
         raise PlanError(f"{flag}: not valid JSON: {error.msg} at line {error.lineno}; fix the syntax") from None
     except (ValueError, RecursionError) as error:  # NaN/Infinity, integers past int_max_str_digits
         raise PlanError(f"{flag}: {str(error).splitlines()[0]}") from None
+    where = _constant_path(data)
+    if where is not None:
+        raise PlanError(
+            f"{flag}: {where} is not a number JSON allows (NaN and Infinity are not JSON, RFC 8259 section 6); "
+            "write a finite number"
+        )
     if not isinstance(data, dict):
         raise PlanError(f"{flag}: must be a JSON object ({{...}}), got {type(data).__name__}")
     return data

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ekstrain.planner import emit
+from ekstrain.planner import emit, inputs
 from ekstrain.planner.bands import Band, band_for
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import GIB, Fleet
@@ -331,6 +331,7 @@ def evaluate(
         flash_attention=flash_attention,
         framework=framework,
     )
+    inputs.check_lora_rank(model, lora_rank)
     parallel = ParallelConfig(
         tp=tp,
         pp=pp,

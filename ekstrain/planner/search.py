@@ -17,6 +17,7 @@ from math import gcd, isqrt
 from typing import Any
 
 from ekstrain import catalog
+from ekstrain.planner import inputs
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import Fleet
 from ekstrain.planner.memory import MemoryBreakdown, worst_stage_memory
@@ -189,6 +190,7 @@ def search(
         flash_attention=flash_attention,
         framework=framework,
     )
+    inputs.check_lora_rank(model, lora_rank)
     neuron = fleet.family == catalog.TRAINIUM
     if zero_stages is None:
         zero_stages = NEURON_ZERO_STAGES if neuron else FRAMEWORK_ZERO_STAGES[framework]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import gcd
 
+from ekstrain.planner import inputs
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import BF16, FP8
 
@@ -55,6 +56,16 @@ class TrainingSpec:
             raise PlanError(f"only the {ADAMW} optimizer is modelled, got {self.optimizer!r}")
         if self.lora_rank < 0:
             raise PlanError("LoRA rank must be >= 0")
+        # The bounds ekstrain/planner/inputs.py gives the flags, for library callers too (a 10^30 batch would
+        # make the divisor search run for minutes).
+        for what, value, high in (
+            ("global batch", self.global_batch, inputs.MAX_GLOBAL_BATCH),
+            ("sequence length", self.seq_len, inputs.MAX_SEQ_LEN),
+            ("LoRA rank", self.lora_rank, inputs.MAX_LORA_RANK),
+        ):
+            if value > high:
+                shown = str(value) if value < 10**24 else f"of {len(str(value))} digits"
+                raise PlanError(f"{what} {shown} is past the planner's bound of {high:,}")
 
     @classmethod
     def from_tokens(cls, global_batch_tokens: int, seq_len: int, **options: object) -> TrainingSpec:
