@@ -56,6 +56,7 @@ def _rename_partition_keys(s: dict[str, Any], old: str, new: str | None) -> None
 PARTITION_OBJECTS = {
     ("PlacementGroup", "network-pg-{p}"),
     ("Queue", "volcano-queue-{p}"),
+    ("ScaledObject", "slurm-scale-slurm-worker-{p}"),  # KEDA scales each partition's NodeSet
     ("ClusterTrainingRuntime", "operators-runtime-torch-distributed-{p}"),
     ("Partition", "{p}"),
     ("EC2NodeClass", "{p}-nodeclass"),
@@ -76,6 +77,7 @@ def test_resizing_a_partition_updates_its_limits_only(prod: list[Resource]) -> N
     assert changes(d) == {
         ("update", "Queue", "volcano-queue-gpu-h100"),
         ("update", "Release", "slurm-cluster"),
+        ("update", "ScaledObject", "slurm-scale-slurm-worker-gpu-h100"),  # maxReplicaCount = maxNodes
         ("update", "NodePool", "gpu-h100-nodepool"),
     }
     assert flagged(d) == set()  # spec.limits is not in the NodePool hash: no drift
@@ -175,6 +177,8 @@ def test_turning_slurm_off_deletes_its_crds_and_objects(prod: list[Resource]) ->
             for p in (ledger.POD_POLICY, ledger.JOB_POLICY, ledger.PODGROUP_POLICY)
         ),
         ("delete", "Slurm", "slurm"),
+        ("delete", "Release", "slurm-keda"),
+        *(("delete", "ScaledObject", f"slurm-scale-slurm-worker-{p}") for p in ("gpu-a100", "gpu-h100", "trainium")),
         ("delete", "Release", "slurm-cert-manager"),
         ("delete", "Release", "slurm-operator-crds"),
         ("delete", "Release", "slurm-operator"),

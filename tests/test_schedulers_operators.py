@@ -35,7 +35,7 @@ def test_kuberay_uses_volcano_when_enabled(prod_recording: Recording) -> None:
     cluster = prod_recording.one("ekstrain:cluster:Cluster", "cluster")
     # depends_on a component waits for all of its children: the cluster's, Volcano's chart and every queue.
     volcano = {r.urn for r in prod_recording.children_of(volcano_component.urn)}
-    assert len(volcano) == 4
+    assert len(volcano) == 10  # the chart, one queue per partition, three admission policies and their bindings
     assert set(ray.dependencies) == volcano | {r.urn for r in prod_recording.children_of(cluster.urn)}
 
 

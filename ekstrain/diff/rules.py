@@ -219,6 +219,7 @@ REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
     # forcenew.go lists no field of the admission kinds: a changed policy or binding is updated in place
     "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": (),
     "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding": (),
+    "kubernetes:keda.sh/v1alpha1:ScaledObject": (),
     "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime": (),
     "kubernetes:argoproj.io/v1alpha1:AppProject": (),
 }
