@@ -19,7 +19,7 @@ from typing import Any
 from ekstrain import catalog, efa_exporter, names, versions
 from ekstrain.controller_resources import MEDIUM, SMALL, sized
 from ekstrain.names import SYSTEM_NODE_SELECTOR
-from ekstrain.prometheus_sizing import prometheus_storage_gib  # sizing shared with stacks/rules.py
+from ekstrain.prometheus_sizing import prometheus_memory_gib, prometheus_storage_gib  # shared with stacks/rules.py
 from ekstrain.stacks.models import StackConfig
 
 NAMESPACE = "monitoring"
@@ -49,6 +49,22 @@ def storage_gib(cfg: StackConfig) -> int:
         sum(p.max_nodes for p in cfg.partitions),
         cfg.cluster.system_node_group.max_size,
     )
+
+
+def prometheus_resources(cfg: StackConfig) -> dict[str, Any]:
+    """Prometheus's container: memory from the active series of the largest fleet (ekstrain/prometheus_sizing.py);
+    cpu 500m: a few hundred thousand series at a 30 s scrape are ~10-20k samples/s, a fraction of a core."""
+    gib = prometheus_memory_gib(sum(p.max_nodes for p in cfg.partitions), cfg.cluster.system_node_group.max_size)
+    return sized("500m", f"{gib}Gi", f"{2 * gib}Gi")
+
+
+ALERTMANAGER_RESOURCES = sized("20m", "64Mi", "256Mi")
+"""One Alertmanager holding a few hundred alerts and their silences: tens of MiB."""
+CONFIG_RELOADER_RESOURCES = sized("10m", "32Mi", "64Mi")
+"""The operator's config-reloader sidecars (watch a file, POST /-/reload): kube-prometheus-stack's values.yaml
+comments 50Mi as a limit for them."""
+ADMISSION_JOB_RESOURCES = SMALL
+"""The chart's admission-create/-patch hook Jobs (kube-webhook-certgen: write one Secret, patch one webhook)."""
 
 
 def has(cfg: StackConfig, family: str) -> bool:
@@ -122,6 +138,7 @@ def chart_values(cfg: StackConfig, remote_write: Any = None) -> dict[str, Any]:
         "ruleSelectorNilUsesHelmValues": False,
         "externalLabels": {"cluster": cfg.cluster.name},
         "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+        "resources": prometheus_resources(cfg),
     }
     if remote_write is not None:
         spec["remoteWrite"] = [{"url": remote_write, "sigv4": {"region": cfg.region}}]
@@ -141,8 +158,17 @@ def chart_values(cfg: StackConfig, remote_write: Any = None) -> dict[str, Any]:
         },
         "kube-state-metrics": {"resources": sized("50m", "128Mi", "256Mi")},
         "prometheus-node-exporter": {"resources": sized("20m", "32Mi", "64Mi")},
-        "prometheusOperator": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR), "resources": MEDIUM},
-        "alertmanager": {"alertmanagerSpec": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)}},
+        "prometheusOperator": {
+            "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+            "resources": MEDIUM,
+            # Without these the operator's --config-reloader-*-request flags are 0: no request on the
+            # config-reloader sidecars of the Prometheus and Alertmanager pods.
+            "prometheusConfigReloader": {"resources": CONFIG_RELOADER_RESOURCES},
+            "admissionWebhooks": {"patch": {"resources": ADMISSION_JOB_RESOURCES}},
+        },
+        "alertmanager": {
+            "alertmanagerSpec": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR), "resources": ALERTMANAGER_RESOURCES}
+        },
         "prometheus": {
             "serviceAccount": {"create": True, "name": PROMETHEUS_SA},
             "additionalServiceMonitors": service_monitors(cfg),

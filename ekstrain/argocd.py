@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ekstrain.controller_resources import LARGE, sized
+from ekstrain.controller_resources import LARGE, SMALL, sized
 
 NAMESPACE = "argocd"
 RELEASE = "argo-cd"
@@ -94,6 +94,8 @@ def chart_values(charts: Iterable[str]) -> dict[str, Any]:
         "repoServer": {"resources": sized("50m", "256Mi", "1Gi")},
         "applicationSet": {"resources": sized("50m", "128Mi", "256Mi")},
         "redis": {"resources": sized("50m", "64Mi", "256Mi")},
+        # The pre-install hook Job that writes the redis password Secret (one kubectl-style call): a sidecar size.
+        "redisSecretInit": {"resources": SMALL},
     }
 
 

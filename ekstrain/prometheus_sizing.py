@@ -26,3 +26,22 @@ def prometheus_storage_gib(
     series = accelerator_nodes * SERIES_PER_ACCELERATOR_NODE + system_nodes * SERIES_PER_SYSTEM_NODE + SERIES_BASE
     data = series * (86400 / scrape_interval_s) * retention_days * BYTES_PER_SAMPLE * HEADROOM
     return max(10, math.ceil(data / 2**30 / 10) * 10)
+
+
+def active_series(accelerator_nodes: int, system_nodes: int) -> int:
+    """Series Prometheus holds in its head block when every node the stack can have is up."""
+    return accelerator_nodes * SERIES_PER_ACCELERATOR_NODE + system_nodes * SERIES_PER_SYSTEM_NODE + SERIES_BASE
+
+
+HEAD_BYTES_PER_SERIES = 8 * 1024
+"""Prometheus memory per active series: about 3-4 KiB for the head block's series, labels and chunks (Prometheus
+tsdb docs/format and Brian Brazil, "How much RAM does Prometheus 2.x need for cardinality and ingestion?",
+robustperception.io, 2018), doubled for the Go heap's GOGC=100 growth and query working memory."""
+PROMETHEUS_MIN_MEMORY_GIB = 1
+
+
+def prometheus_memory_gib(accelerator_nodes: int, system_nodes: int) -> int:
+    """Prometheus's memory request for the stack's largest fleet, rounded up to a GiB; its limit is twice that
+    (compaction and WAL replay after a restart peak above the steady head)."""
+    need = active_series(accelerator_nodes, system_nodes) * HEAD_BYTES_PER_SERIES / 2**30
+    return max(PROMETHEUS_MIN_MEMORY_GIB, math.ceil(need))

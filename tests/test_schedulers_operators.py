@@ -70,7 +70,14 @@ def test_trainer_chart_and_per_partition_torch_runtimes(prod_recording: Recordin
     pod = job["template"]["spec"]["template"]["spec"]
     assert job["name"] == "node"
     assert pod["nodeSelector"] == {"ekstrain.io/partition": "gpu-h100"}  # every NodePool of the partition
-    assert pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}
+    # p5.48xlarge: 192 vCPUs less 12 and 85 % of 2048 GiB, as `job render` asks (Guaranteed, issue 34)
+    assert pod["containers"][0]["resources"]["limits"] == {
+        "nvidia.com/gpu": "8",
+        "vpc.amazonaws.com/efa": "32",
+        "cpu": "180",
+        "memory": "1740Gi",
+    }
+    assert pod["containers"][0]["resources"]["requests"] == pod["containers"][0]["resources"]["limits"]
     trn_job = runtimes["torch-distributed-trainium"].inputs["spec"]["template"]["spec"]["replicatedJobs"][0]
     trn_pod = trn_job["template"]["spec"]["template"]["spec"]
     assert trn_pod["tolerations"] == [

@@ -388,6 +388,12 @@ def _gib(value: float) -> str:
     return f"{int(value)}Gi"
 
 
+def worker_cpu_memory(vcpus: int, memory_gib: float) -> tuple[str, str]:
+    """(cpu, memory) a whole-node worker requests on an instance of ``vcpus`` and ``memory_gib``: all but a
+    sixteenth of the vCPUs (at least 2, for the node's DaemonSets and kubelet) and :data:`MEMORY_FRACTION`."""
+    return str(vcpus - max(2, vcpus // 16)), _gib(memory_gib * MEMORY_FRACTION)
+
+
 def _under(path: str, root: str) -> bool:
     return posixpath.normpath(path) == root or posixpath.normpath(path).startswith(root.rstrip("/") + "/")
 
@@ -482,7 +488,7 @@ def resolve(
     env = envtable.platform_env(ctx)
     env.update({str(k): str(v) for k, v in _plan_env(plan).items()})
     env.update({str(k): str(v) for k, v in spec.env.items()})
-    cpu_reserve = max(2, instance.vcpus // 16)
+    worker_cpu, worker_memory = worker_cpu_memory(instance.vcpus, instance.memory_gib)
     launcher_cpu, launcher_memory = launcher_requests(cfg.cluster.system_node_group.instance_types)
     return ResolvedRun(
         spec=spec,
@@ -495,8 +501,8 @@ def resolve(
         degrees=degrees,
         efa=shp.efa_for(instance.name),
         hugepages_2mi=spec.hugepages_2mi,
-        memory=_gib(instance.memory_gib * MEMORY_FRACTION),
-        cpu=str(instance.vcpus - cpu_reserve),
+        memory=worker_memory,
+        cpu=worker_cpu,
         shm_size=_gib(instance.memory_gib * SHM_FRACTION),
         mount_path=mount,
         data_dir=data_dir,

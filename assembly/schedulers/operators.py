@@ -16,6 +16,7 @@ from typing import Any
 from ekstrain import names, versions
 from ekstrain.assembly.jobs import env as envtable
 from ekstrain.assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
+from ekstrain.assembly.jobs.resolve import worker_cpu_memory
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain.controller_resources import MEDIUM
 from ekstrain.names import SYSTEM_NODE_SELECTOR
@@ -78,6 +79,14 @@ def torch_runtime(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
     """A ClusterTrainingRuntime shaped like upstream ``torch-distributed`` (JobSet with one ``node``
     replicated job, ``mlPolicy.torch``), pinned to partition P: whole nodes, EFA, /dev/shm, FSx."""
     resources = {k: str(v) for k, v in p.node_resources.items()}
+    # cpu and memory as the TrainJobs `ekstrain job render` writes (assembly/jobs/resolve.py), for the
+    # partition's smallest type: a runtime a user's TrainJob references is never BestEffort, and its pod
+    # fits every node of the partition. requests == limits: a Guaranteed pod (extended resources must be).
+    cpu, memory = min(
+        (worker_cpu_memory(t.vcpus, t.memory_gib) for t in p.shape.instance_types),
+        key=lambda cm: (int(cm[0]), int(cm[1].removesuffix("Gi"))),
+    )
+    resources.update(cpu=cpu, memory=memory)
     # With Volcano, the same gang through the partition's queue as a TrainJob's own runtime
     # (assembly/jobs/trainjob.py training_runtime: Trainer's Volcano plugin, queue from the annotation).
     spec: dict[str, Any] = {"mlPolicy": {"numNodes": 1, "torch": {}}}

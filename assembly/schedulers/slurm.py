@@ -27,7 +27,7 @@ from ekstrain import names, versions
 from ekstrain.assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
 from ekstrain.assembly.schedulers import autoscaling
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
-from ekstrain.controller_resources import MEDIUM, SMALL
+from ekstrain.controller_resources import MEDIUM, SMALL, sized
 from ekstrain.names import SYSTEM_NODE_AFFINITY, SYSTEM_NODE_SELECTOR
 from ekstrain.simulate.nodes import allocatable, capacity
 from ekstrain.stacks.models import StackConfig
@@ -100,6 +100,15 @@ NODE_DAEMONSET_RESERVE = {"cpu": 2.0, "memory": 8 * 2**30}
 neuron-monitor, EKS add-ons): their requests sum to well under this; ``ekstrain simulate`` checks the
 slurmd pod still fits beside the rendered DaemonSets."""
 LOGFILE_RESOURCES = {"cpu": "100m", "memory": "128Mi"}
+# Slurm daemons on the system nodes. The slurm chart 1.2.1's values.yaml suggests (commented out) requests of
+# cpu 1 / memory 1Gi for slurmctld, slurmrestd, slurmdbd and the login container, 500m / 128Mi for the
+# reconfigure and logfile sidecars and a 500m / 100Mi limit for initconf. The daemons take that; the memory
+# limit leaves slurmctld room for its job and node tables on a cluster of a few hundred nodes (its state is
+# on the PVC, a restart loses nothing). The sidecars tail a log / run scontrol once: 100m is plenty and keeps
+# the three system nodes' CPU for the controllers.
+SLURM_DAEMON_RESOURCES = sized("1", "1Gi", "4Gi")
+SLURM_SIDECAR_RESOURCES = {"requests": dict(LOGFILE_RESOURCES), "limits": {"memory": "256Mi"}}
+INITCONF_RESOURCES = sized("100m", "100Mi", "100Mi")
 SHM_VOLUME = "dshm"
 SHM_FRACTION = 0.125
 """Memory-backed /dev/shm size limit as a share of the slurmd memory (NCCL and DataLoader workers use it)."""
@@ -208,14 +217,16 @@ def slurm_values(cfg: StackConfig) -> dict[str, Any]:
             **({"gres.conf": "AutoDetect=nvidia\n"} if any(p.is_gpu for p in parts) else {}),
         },
         "controller": {
-            "logfile": {"image": dict(versions.ALPINE_IMAGE)},
+            "slurmctld": {"resources": SLURM_DAEMON_RESOURCES},
+            "reconfigure": {"resources": SLURM_SIDECAR_RESOURCES},
+            "logfile": {"image": dict(versions.ALPINE_IMAGE), "resources": SLURM_SIDECAR_RESOURCES},
             "extraConfMap": {"GresTypes": gres_types, "AccountingStorageTRES": [f"gres/{g}" for g in gres_types]}
             if gres_types
             else {},
             "podSpec": _system(),
             **autoscaling.controller_metrics(cfg),
         },
-        "restapi": {"podSpec": _system()},
+        "restapi": {"slurmrestd": {"resources": SLURM_DAEMON_RESOURCES}, "podSpec": _system()},
         "accounting": {
             "enabled": s.accounting,
             "storageConfig": {
@@ -225,12 +236,16 @@ def slurm_values(cfg: StackConfig) -> dict[str, Any]:
                 "username": MARIADB_USER,
                 "passwordKeyRef": {"name": MARIADB_SECRET, "key": "password"},
             },
+            "slurmdbd": {"resources": SLURM_DAEMON_RESOURCES},
             "podSpec": _system(),
         },
         "loginsets": {
             LOGINSET: {
-                "login": {"volumeMounts": [{"name": SHARED_VOLUME, "mountPath": s.shared_mount_path}]},
-                "initconf": {"image": {"tag": versions.ALPINE_IMAGE["tag"]}},
+                "login": {
+                    "volumeMounts": [{"name": SHARED_VOLUME, "mountPath": s.shared_mount_path}],
+                    "resources": SLURM_DAEMON_RESOURCES,
+                },
+                "initconf": {"image": {"tag": versions.ALPINE_IMAGE["tag"]}, "resources": INITCONF_RESOURCES},
                 "rootSshAuthorizedKeys": "\n".join(authorized_keys(cfg)) or None,
                 "podSpec": _system(
                     {"volumes": [{"name": SHARED_VOLUME, "persistentVolumeClaim": {"claimName": names.FSX_PVC}}]}
@@ -267,7 +282,8 @@ def cert_manager_values() -> dict[str, Any]:
         "resources": MEDIUM,
         "webhook": {"nodeSelector": dict(sel), "resources": SMALL},
         "cainjector": {"nodeSelector": dict(sel), "resources": MEDIUM},
-        "startupapicheck": {"nodeSelector": dict(sel)},
+        # The post-install hook Job that waits for the webhook (cmctl check api): a sidecar size.
+        "startupapicheck": {"nodeSelector": dict(sel), "resources": SMALL},
     }
 
 
@@ -280,6 +296,7 @@ CERT_MANAGER_KEYS = {
     "cainjector.nodeSelector",
     "cainjector.resources",
     "startupapicheck.nodeSelector",
+    "startupapicheck.resources",
 }
 
 
