@@ -78,6 +78,7 @@ def test_resizing_a_partition_updates_its_limits_only(prod: list[Resource]) -> N
         ("update", "Queue", "volcano-queue-gpu-h100"),
         ("update", "Release", "slurm-cluster"),
         ("update", "ScaledObject", "slurm-scale-slurm-worker-gpu-h100"),  # maxReplicaCount = maxNodes
+        ("update", "Release", "observability"),  # Prometheus memory follows the fleet's series (prometheus_sizing)
         ("update", "NodePool", "gpu-h100-nodepool"),
     }
     assert flagged(d) == set()  # spec.limits is not in the NodePool hash: no drift
@@ -90,6 +91,7 @@ def test_adding_a_partition_creates_its_objects(prod: list[Resource]) -> None:
         ("update", "Release", "device-plugins-aws-efa-k8s-device-plugin"),
         ("update", "Release", "slurm-cluster"),
         ("update", "Release", "jupyterhub"),
+        ("update", "Release", "observability"),  # Prometheus memory follows the fleet's series (prometheus_sizing)
     }
     assert flagged(d) == set()
 
