@@ -20,7 +20,9 @@ Where each signal comes from:
   ``impaired_remote_conn_events``, device-wide ``cmds_err``) and ``efa_devices``.
 - Nodes and pods: kube-state-metrics (``kube_node_status_condition``, ``kube_node_spec_taint``,
   ``kube_node_labels`` with the labels :data:`NODE_LABELS_ALLOWLIST` lets through,
-  ``kube_pod_container_status_restarts_total``, ``kube_job_status_failed``).
+  ``kube_pod_container_status_restarts_total``, ``kube_job_status_failed``, and ``kube_pod_created`` /
+  ``kube_job_created``, whose value changes when a controller recreates a pod or Job under the same name: how
+  Volcano Job and JobSet restarts show without metrics of their own controllers, which nothing scrapes).
 - Job progress: the gauges of ekstrain/training_metrics.py, scraped by its PodMonitor.
 """
 
@@ -308,6 +310,25 @@ def job_alerts() -> list[Alert]:
             summary="A pod of Job {{ $labels.job_name }} failed",
             description="A pod of a batch Job in the training namespace (a JobSet's or TrainJob's Job, a Trainium "
             "Job, an MPIJob launcher) failed: one of its backoffLimit retries is spent.",
+        ),
+        Alert(
+            name="TrainingPodRecreated",
+            expr=f'changes(max by (namespace, pod) (kube_pod_created{{namespace="{ns}"}})[{RESTART_WINDOW}:1m]) > 0',
+            for_minutes=0,
+            severity=WARNING,
+            summary="Training pod {{ $labels.pod }} was deleted and created again",
+            description="A pod came back under the same name with a new creation time: a Volcano Job restart "
+            "(its pods are <job>-<task>-<index>) or an MPIJob worker the operator recreated.",
+        ),
+        Alert(
+            name="TrainingJobRecreated",
+            expr=f'changes(max by (namespace, job_name) (kube_job_created{{namespace="{ns}"}})[{RESTART_WINDOW}:1m])'
+            " > 0",
+            for_minutes=0,
+            severity=WARNING,
+            summary="Job {{ $labels.job_name }} was deleted and created again",
+            description="A batch Job came back under the same name: a JobSet restart (a TrainJob's or a "
+            "ClusterTrainingRuntime's JobSet recreates all its Jobs, <jobset>-<replicatedJob>-<index>).",
         ),
         Alert(
             name="TrainingJobStuck",

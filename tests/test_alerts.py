@@ -229,6 +229,27 @@ CASES: dict[str, Case] = {
             'kube_job_status_failed{namespace="kube-system",job_name="hook"}': STEP_THEN_RISE,
         },
     ),
+    "TrainingPodRecreated": Case(
+        # created at t=0; deleted at minute 5 by a Volcano Job restart and created again at minute 6 (t=360 s)
+        fires={'kube_pod_created{namespace="training",pod="llama-worker-0"}': "0x4 _ 360x90"},
+        at=6,
+        labels={"namespace": "training", "pod": "llama-worker-0"},
+        silent={
+            'kube_pod_created{namespace="training",pod="llama-worker-0"}': "0x90",
+            # a new pod of another job: a first creation is no restart
+            'kube_pod_created{namespace="training",pod="bert-worker-0"}': "_x20 1200x70",
+        },
+    ),
+    "TrainingJobRecreated": Case(
+        # a JobSet restart recreates its Job llama-node-0 at minute 8
+        fires={'kube_job_created{namespace="training",job_name="llama-node-0"}': "60x6 _ 480x90"},
+        at=8,
+        labels={"namespace": "training", "job_name": "llama-node-0"},
+        silent={
+            'kube_job_created{namespace="training",job_name="llama-node-0"}': "60x90",
+            'kube_job_created{namespace="kube-system",job_name="hook"}': "60x6 _ 480x90",
+        },
+    ),
     "TrainingJobStuck": Case(
         # a step a minute until minute 10 (t=600 s), then none: stuck once time() - 600 > STUCK_AFTER
         fires={
@@ -320,14 +341,14 @@ def run_promtool_test(tmp_path: pathlib.Path, series: dict[str, str], checks: li
 
 
 def test_promtool_checks_the_rules_the_component_installs(tmp_path: pathlib.Path) -> None:
-    """GIVEN prod's chart values WHEN promtool checks the rule groups they carry THEN they parse, 16 alerts."""
+    """GIVEN prod's chart values WHEN promtool checks the rule groups they carry THEN they parse, 18 alerts."""
     groups = obs.chart_values(PROD)["additionalPrometheusRulesMap"][alerts.RULES_NAME]["groups"]
     assert groups == alerts.rule_groups(PROD)
     f = tmp_path / "rules.yaml"
     f.write_text(yaml.safe_dump({"groups": groups}))
     done = subprocess.run([promtool(), "check", "rules", str(f)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS: 16 rules found" in done.stdout
+    assert "SUCCESS: 18 rules found" in done.stdout
     # and promtool is a real check: a broken expression fails it
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"groups": [{"name": "x", "rules": [{"alert": "X", "expr": "max by (node ("}]}]}))
