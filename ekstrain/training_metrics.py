@@ -26,6 +26,7 @@ is simply not scraped (and raises none of the job-progress alerts).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ekstrain import names
@@ -56,6 +57,11 @@ def env() -> list[dict[str, str]]:
     return [{"name": PORT_ENV, "value": str(PORT)}]
 
 
+def _pod_label_meta(label: str) -> str:
+    """Prometheus's Kubernetes discovery label for a pod label (every character outside [a-zA-Z0-9_] becomes _)."""
+    return "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", label)
+
+
 def pod_monitor(scrape_interval: str) -> dict[str, Any]:
     """``prometheus.additionalPodMonitors`` entry of kube-prometheus-stack: every pod of the training namespace
     with a job label, on the named port."""
@@ -70,10 +76,7 @@ def pod_monitor(scrape_interval: str) -> dict[str, Any]:
                 "interval": scrape_interval,
                 "relabelings": [
                     {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"},
-                    {
-                        "sourceLabels": ["__meta_kubernetes_pod_label_ekstrain_io_job"],
-                        "targetLabel": JOB_TARGET_LABEL,
-                    },
+                    {"sourceLabels": [_pod_label_meta(JOB_LABEL)], "targetLabel": JOB_TARGET_LABEL},
                 ],
             }
         ],

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from conftest import REPO, needs_upstream, stack_config
 
-from ekstrain import names, training_metrics, validation
+from ekstrain import efa_exporter, names, training_metrics, validation
 from ekstrain.assembly import alerts
 from ekstrain.assembly import observability as obs
 from ekstrain.assembly.jobs.resolve import JOB_LABEL
@@ -427,6 +427,12 @@ def test_the_heartbeat_contract_matches_the_job_templates_and_chart_values() -> 
         "nodes=[ekstrain.io/partition,node.kubernetes.io/instance-type]"
     ]
     assert alerts.node_label(names.PARTITION_LABEL) == "label_ekstrain_io_partition"
+    relabel = monitor["podMetricsEndpoints"][0]["relabelings"][1]
+    assert relabel == {"sourceLabels": ["__meta_kubernetes_pod_label_ekstrain_io_job"], "targetLabel": "training_job"}
+    # the EFA rules read what ekstrain/efa_exporter.py serves
+    efa = {r["alert"]: r["expr"] for r in alerts.alerts(PROD) if r["alert"].startswith("Efa")}
+    assert efa_exporter.METRIC in efa["EfaErrors"] and "efa_devices" in efa["EfaDeviceMissing"]
+    assert not set(alerts.EFA_ERROR_COUNTERS) & efa_exporter.NOT_COUNTERS
 
 
 @needs_upstream
@@ -458,3 +464,30 @@ def test_the_chart_renders_one_prometheus_rule_valid_against_its_crd(tmp_path: p
     (ksm,) = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("kube-state-metrics")]
     args = ksm["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--metric-labels-allowlist=nodes=[ekstrain.io/partition,node.kubernetes.io/instance-type]" in args
+
+
+@needs_upstream
+def test_the_gpu_rules_read_only_counters_the_pinned_dcgm_exporter_exports() -> None:
+    """The DCGM fields the rules query are uncommented in the pinned dcgm-exporter chart's default counters (the
+    stack sets no customMetrics, so that list is what the exporter serves); the ECC volatile counters are not."""
+    import tarfile
+
+    from ekstrain.components.device_plugins import dcgm_values
+
+    assert "customMetrics" not in dcgm_values()
+    version = PROD.versions.chart("dcgm-exporter").version
+    archive = validation.upstream_dir() / "chart-src" / f"dcgm-exporter-{version}.tgz"  # type: ignore[operator]
+    with tarfile.open(archive) as tar:
+        member = tar.extractfile("dcgm-exporter/templates/metrics-configmap.yaml")
+        assert member is not None
+        template = member.read().decode()
+    default = template.split("{{- else }}", 1)[1]
+    exported = set(re.findall(r"^\s*(DCGM_FI_\w+)\s*,", default, re.M))
+    used = {m for r in alerts.alerts(PROD) for m in re.findall(r"DCGM_FI_\w+", r["expr"])}
+    assert used == {
+        "DCGM_FI_DEV_XID_ERRORS",
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+    }
+    assert used <= exported
+    assert "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL" not in exported
