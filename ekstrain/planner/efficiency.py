@@ -115,6 +115,14 @@ for H100 on the fit rows (fit MAE 14.3 -> 8.2 %), the held-out rows agreeing (15
 TRAINIUM2 = replace(TRAINIUM1)
 """No public Trainium2 training throughput was found: Trainium1's constants, marked uncalibrated."""
 
+MAMF: dict[str, float] = {"a100": 0.859, "h100": 0.801, "h200": 0.801, "b200": 0.776}
+"""Maximum achievable matmul FLOPS as a fraction of the dense BF16 peak (the best large GEMM a
+generation's cuBLAS reaches): stas00/ml-engineering compute/accelerator/README.md, "Maximum Achievable
+Matmul FLOPS comparison table" (A100 SXM 267.9/312, H100 SXM 792.1/989) and the B200 table of the same
+book (1745/2250). Trainium has no published figure. validation.fit_constants scales a generation
+without training rows by it (generation prior = MAMF x the mean fitted fraction of MAMF the others
+reach end to end), so what carries to a new chip is the chip's GEMM ceiling, not another chip's fit."""
+
 GENERATIONS: dict[str, Efficiency] = {
     "a100": A100,
     "h100": H100,

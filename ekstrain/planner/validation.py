@@ -12,7 +12,8 @@ fallbacks, the same rules the shipped constants follow):
 
 * a generation and precision without rows takes the same generation's other precision (FP8 GEMMs
   reach the same fraction of their peak: FP8's smaller speed-up is the cast traffic, perf.py), else
-  the mean of the fitted BF16 efficiencies of the other generations (a prior, not a fit);
+  a prior: its published GEMM ceiling (efficiency.MAMF) times the mean fraction of their own ceiling
+  the generations with rows reach end to end;
 * H200 and Trainium2 run on H100's and Trainium1's constants;
 * a framework without rows takes 1.0 (Megatron's software, NCCL's ring bandwidth).
 
@@ -33,7 +34,7 @@ from statistics import mean
 
 from ekstrain.planner import calibration
 from ekstrain.planner.calibration import FIT, Measurement
-from ekstrain.planner.efficiency import GENERATIONS, Efficiency
+from ekstrain.planner.efficiency import GENERATIONS, MAMF, Efficiency
 from ekstrain.planner.fleet import BF16, FP8
 from ekstrain.planner.training import DEEPSPEED, FSDP, MEGATRON
 
@@ -114,11 +115,15 @@ def fit_constants(fit_rows: Iterable[Measurement]) -> dict[str, Efficiency]:
         of_generation = [m for m in fit_rows if m.generation == generation]
         for precision in (BF16, FP8):
             fitted[(generation, precision)] = _fit_matmul(of_generation, gens[generation], precision)
-    found_bf16 = [v for (_, p), v in fitted.items() if p == BF16 and v is not None]
-    prior = round(mean(found_bf16), 3) if found_bf16 else GENERATIONS["a100"].matmul
+    # The fraction of its GEMM ceiling (MAMF) each generation with rows reaches end to end; their mean,
+    # times a rowless generation's own ceiling, is its prior (the mean ceiling when it has none published).
+    reached = {g: fitted[(g, BF16)] if fitted[(g, BF16)] is not None else fitted[(g, FP8)] for g in FITTED_GENERATIONS}
+    of_ceiling = [v / MAMF[g] for g, v in reached.items() if v is not None and g in MAMF]
+    share = mean(of_ceiling) if of_ceiling else GENERATIONS["a100"].matmul / MAMF["a100"]
     for generation in FITTED_GENERATIONS:
+        ceiling = MAMF.get(generation, mean(MAMF.values()))
         bf16, fp8 = fitted[(generation, BF16)], fitted[(generation, FP8)]
-        bf16 = bf16 if bf16 is not None else fp8 if fp8 is not None else prior
+        bf16 = bf16 if bf16 is not None else fp8 if fp8 is not None else round(share * ceiling, 3)
         fp8 = fp8 if fp8 is not None else bf16
         gens[generation] = replace(gens[generation], matmul=bf16, matmul_fp8=fp8)
     for generation, lender in BORROWED.items():
