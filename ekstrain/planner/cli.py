@@ -7,7 +7,7 @@ import sys
 from typing import Any, NoReturn
 
 from ekstrain import cli_kit
-from ekstrain.planner import calibration, frameworks, inputs
+from ekstrain.planner import calibration, frameworks, inputs, validation
 from ekstrain.planner.efficiency import Efficiency, efficiency_for
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import BF16, FP8, Fleet
@@ -233,6 +233,7 @@ def _calibrate(args: argparse.Namespace) -> int:
                         "per_generation": tables[0],
                         "per_generation_and_framework": tables[1],
                         "rows": tables[2],
+                        "leave_one_source_out": cli_kit.markdown_tables(validation.report()),
                     }
                 )
             )
@@ -241,6 +242,9 @@ def _calibrate(args: argparse.Namespace) -> int:
         print(calibration.report())
         print("\nPer-generation fit and held-out validation (tokens/s per device):\n")
         print(calibration.generation_report())
+        covered, total = validation.coverage()
+        print(f"\nLeave one source out (fit on the others, predict it; bands cover {covered}/{total}):\n")
+        print(validation.report())
         return 0
     if not 0 < args.measured < 1e7 or args.measured != args.measured:
         raise PlanError(f"--measured must be seconds per step, > 0 and finite, got {args.measured}")
