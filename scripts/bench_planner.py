@@ -94,6 +94,10 @@ def planner_targets() -> None:
     for source in validation.sources():
         mine = [abs(r.error) for r in results if r.source == source]
         print(f"  {mean(mine):6.1%} mean {max(mine):6.1%} max  {len(mine):2d} runs  {source}")
+    for what, key in (("generation", lambda r: r.row.generation), ("framework", lambda r: r.row.framework)):
+        for value in sorted({key(r) for r in results}):
+            mine = [abs(r.error) for r in results if key(r) == value]
+            print(f"  {mean(mine):6.1%} mean {max(mine):6.1%} max  {len(mine):2d} runs  {what} {value}")
 
 
 def meta_layout(gpus: int, batch: int, seq: int, cp: int) -> Plan:
