@@ -255,8 +255,11 @@ def megatron_args(plan: Plan) -> list[str]:
         args.append("--sequence-parallel")
     if p.zero == 1:
         args.append("--use-distributed-optimizer")
-    elif p.zero == 2:  # Megatron-FSDP: optimizer states and gradients sharded (ZeRO-2)
+    elif p.zero == 2:
+        # Megatron-FSDP, optimizer states and gradients sharded (ZeRO-2), with the flags the Megatron-FSDP
+        # user guide requires (Megatron-LM docs/discussions/megatron-fsdp-user-guide, "Required Configurations").
         args += ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads"]
+        args += ["--no-gradient-accumulation-fusion", "--use-distributed-optimizer", "--ckpt-format", "fsdp_dtensor"]
     elif p.zero == 3:
         args.append("--use-torch-fsdp2")
     if p.parallel.offload_optimizer:
