@@ -21,7 +21,7 @@ from ekstrain import cli_kit, outputs
 from ekstrain import cli_types as t
 from ekstrain.assembly.jobs import nccl
 from ekstrain.assembly.jobs.render import SCHEDULERS, render, render_sbatch, scheduler_problem, to_yaml
-from ekstrain.assembly.jobs.spec import FRAMEWORKS, JobRequestError, RunSpec
+from ekstrain.assembly.jobs.spec import FRAMEWORK_CHOICES, JobRequestError, RunSpec
 from ekstrain.stacks.errors import ConfigError
 
 EXIT_BAD_REQUEST = 2
@@ -51,9 +51,9 @@ def add_job_commands(subparsers: Any) -> None:
     r.add_argument("--seq-len", type=t.positive_int)
     r.add_argument(
         "--framework",
-        choices=FRAMEWORKS,
+        choices=FRAMEWORK_CHOICES,
         default=None,
-        help="default torchrun-fsdp (neuronx-distributed on trainium partitions)",
+        help="default fsdp (neuronx-distributed on trainium partitions); it also ranks the plan",
     )
     r.add_argument("--script", default="train.py")
     r.add_argument("--lora-rank", type=t.positive_int)
@@ -112,7 +112,7 @@ def spec_from_args(args: argparse.Namespace, cfg: Any) -> RunSpec:
     framework = args.framework
     if framework is None:
         part = next((p for p in cfg.partitions if p.name == args.partition), None)
-        framework = "neuronx-distributed" if part is not None and part.accelerator == "trainium" else "torchrun-fsdp"
+        framework = "neuronx-distributed" if part is not None and part.accelerator == "trainium" else "fsdp"
     env = {}
     for item in args.env:
         key, sep, value = item.partition("=")

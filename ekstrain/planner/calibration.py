@@ -171,7 +171,7 @@ class Measurement:
             vpp=self.vpp,
             micro_batch=self.micro_batch,
             recompute=self.recompute,
-            sequence_parallel=self.tp > 1,
+            sequence_parallel=self.tp > 1 and not self.legacy,  # 2021 Megatron-LM had no SP
             zero=self.zero,
             precision=self.precision,
             framework=self.framework,
@@ -187,6 +187,7 @@ class Measurement:
 _LLAMA3 = "Llama 3 herd paper (arXiv 2407.21783) Table 4"
 _NEMO_2407 = "NVIDIA/NeMo docs/source/performance/performance_summary.md (NeMo 24.07, DGX-H100, FP8)"
 _BRIDGE = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md"
+_BRIDGE_NOW = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md"
 _TITAN_A100 = "pytorch/torchtitan docs/performance.md (64 A100 80GB, FSDP2)"
 _TITAN_H200 = "pytorch/torchtitan benchmarks/llama3_8b_h200_2025-06_torchtitan.md"
 _NEURON = "aws-neuron-sdk general/benchmarks/trn1/training_data_decoder.csv (Neuron 2.15/2.16)"
@@ -220,14 +221,16 @@ def _neuron(seq_per_s: float, seq_len: int, nodes: int) -> float:
 # fmt: off
 MEASUREMENTS: tuple[Measurement, ...] = (
     # H100, BF16: Llama 3 405B pre-training on Meta's 16K H100 (400 Gb/s per GPU, like p5).
-    Measurement("h100", FIT, _LLAMA3, "llama3-405b", "p5.48xlarge", 8192, 2048, 8192, 8, 16, 1, 4, 1, 1,
+    Measurement("h100", FIT, _LLAMA3, "llama3-405b", "p5.48xlarge", 8192, 2048, 8192, 8, 16, 1, 8, 1, 2,
                 "none", "bf16", _MEGATRON, _llama3_tokens(430, 8192),
-                "vpp 4 (the 430 -> 400 drop from m = 32 to 16 fits v = 4-8), no recompute, distributed "
-                "optimizer, causal attention FLOPs: none of these is printed"),
-    Measurement("h100", FIT, _LLAMA3, "llama3-405b", "p5.48xlarge", 16384, 2048, 8192, 8, 16, 1, 4, 1, 1,
+                "section 3.3.2: the memory-balanced interleaved schedule, one layer per virtual stage (vpp 8: "
+                "126 layers + embedding + loss in 16 x 8 slots, the end chunks hold no layer); section 3.3.1: "
+                "optimizer states and gradients sharded over DP, weights not (zero 2); no recompute and causal "
+                "attention FLOPs are not printed"),
+    Measurement("h100", FIT, _LLAMA3, "llama3-405b", "p5.48xlarge", 16384, 2048, 8192, 8, 16, 1, 8, 1, 2,
                 "none", "bf16", _MEGATRON, _llama3_tokens(400, 8192), "as above"),
-    Measurement("h100", VALIDATION, _LLAMA3, "llama3-405b", "p5.48xlarge", 16384, 128, 131072, 8, 16, 16, 4,
-                1, 1, "none", "bf16", _MEGATRON, _llama3_tokens(380, 131072), "as above; 16M tokens/step"),
+    Measurement("h100", VALIDATION, _LLAMA3, "llama3-405b", "p5.48xlarge", 16384, 128, 131072, 8, 16, 16, 8,
+                1, 2, "none", "bf16", _MEGATRON, _llama3_tokens(380, 131072), "as above; 16M tokens/step"),
     # H100, FP8 (NeMo 24.07 fit; Megatron-Bridge 25.09 held out).
     Measurement("h100", FIT, _NEMO_2407, "llama3-8b", "p5.48xlarge", 8, 128, 8192, 1, 1, 2, 1, 1, 1, "none",
                 "fp8", _MEGATRON, 12036),
@@ -243,6 +246,14 @@ MEASUREMENTS: tuple[Measurement, ...] = (
                 8, 1, 5, 1, 1, "none", "fp8", _MEGATRON, 1619),
     Measurement("h100", VALIDATION, _BRIDGE + " 25.09 DGX-H100", "llama3-405b", "p5.48xlarge", 1024, 512, 8192,
                 8, 8, 2, 8, 1, 1, "none", "fp8", _MEGATRON, 302),
+    # Never fitted: Megatron-Bridge 25.11's DGX-H100 table (docs/performance-summary.md, "25.11 NeMo
+    # Container"), a newer container of the same recipes; FSDP 1 = zero 3.
+    Measurement("h100", VALIDATION, _BRIDGE_NOW + " 25.11 DGX-H100", "llama3-8b", "p5.48xlarge", 8, 128, 8192, 1,
+                1, 1, 1, 1, 3, "none", "fp8", _MEGATRON, 14451, "FSDP 1 = zero 3"),
+    Measurement("h100", VALIDATION, _BRIDGE_NOW + " 25.11 DGX-H100", "llama3-70b", "p5.48xlarge", 64, 128, 8192, 4,
+                8, 1, 5, 1, 1, "none", "fp8", _MEGATRON, 1602),
+    Measurement("h100", VALIDATION, _BRIDGE_NOW + " 25.11 DGX-H100", "llama3-405b", "p5.48xlarge", 1024, 512,
+                8192, 8, 8, 2, 8, 1, 1, "none", "fp8", _MEGATRON, 292),
     # H200: held out entirely; it runs on H100's fitted constants.
     Measurement("h200", VALIDATION, _TITAN_H200, "llama3-8b", "p5e.48xlarge", 32, 64, 8192, 1, 1, 1, 1, 2, 3,
                 "none", "fp8", _FSDP, 10938, "torch.compile + float8; selective AC taken as none"),
@@ -480,3 +491,32 @@ def generation_report() -> str:
             f"{m.published_tokens_per_s_per_device:.0f} | {plan.tokens_per_s / m.gpus:.0f} | {m.error():+.1%} |"
         )
     return "\n".join(lines)
+
+
+TABLE1_SOURCE = "Narayanan et al. 2021 Table 1"
+TABLE1_ROWS: tuple[Measurement, ...] = tuple(
+    Measurement(
+        "a100",
+        FIT,
+        TABLE1_SOURCE,
+        row.model.name,
+        SELENE,
+        row.gpus,
+        row.global_batch,
+        SEQ_LEN,
+        row.tp,
+        row.pp,
+        1,
+        1,
+        1,
+        0,
+        "full",
+        "bf16",
+        _MEGATRON,
+        _table2_tokens(row.model.name, row.global_batch, row.published_tflops_per_gpu),
+        "micro-batch 1, plain 1F1B; hardware TFLOP/s converted with Eq. 3",
+    )
+    for row in TABLE1
+)
+ALL_ROWS: tuple[Measurement, ...] = TABLE1_ROWS + MEASUREMENTS
+"""Every published run as a row: what validation.py leaves out source by source."""

@@ -426,18 +426,20 @@ def step_time(
         )
 
     overlap = 1.0 if eff.dp_overlap else 0.0
-    megatron_like = training.framework != DEEPSPEED
     if p.zero == 0:
         # One all-reduce after the last micro-batch, bucketed under its backward pass.
         dp = max(0.0, grads_all_reduce() - overlap * slowest.backward)
-    elif p.zero <= 2 and (megatron_like or p.zero == 1):
+    elif p.zero == 1 or (p.zero == 2 and training.framework in (FSDP, HSDP)):
         # Distributed optimizer / ZeRO-1: gradients reduce-scattered once a step under the last
         # backward, updated weights all-gathered under the next step's first forward.
         dp = max(0.0, grads_reduce_scatter() - overlap * slowest.backward)
         dp += max(0.0, weights_all_gather() - overlap * slowest.forward)
     elif p.zero == 2:
-        # DeepSpeed ZeRO-2 reduce-scatters every micro-batch (that is what frees the gradients).
-        dp = m * max(0.0, grads_reduce_scatter() - overlap * slowest.backward)
+        # DeepSpeed ZeRO-2 and Megatron-FSDP optim_grads reduce-scatter every micro-batch (that is what
+        # frees the gradients). The reduce-scatter runs on its own stream (DeepSpeed overlap_comm,
+        # Megatron-FSDP's gradient stream) while the next micro-batch computes, so it hides behind a whole
+        # micro-batch (forward and backward), not only the backward that produced it.
+        dp = m * max(0.0, grads_reduce_scatter() - overlap * (slowest.forward + slowest.backward))
         dp += max(0.0, weights_all_gather() - overlap * slowest.forward)
     else:
         # ZeRO-3 / FSDP: weights gathered for every forward and backward, gradients scattered, per
