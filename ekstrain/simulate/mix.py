@@ -16,6 +16,7 @@ the build. The format (times in hours; docs/simulate.md):
     faults:
       - {at: 5, kind: node-lost, job: Job/llama3-70b-megatron}
       - {at: 6, kind: health-notice, job: ..., windowHours: 72}
+      - {at: 1, kind: insufficient-capacity, job: ..., windowHours: 2, nodes: 5}   # EC2 has 5 more, then none for 2 h
 
 Every mistake is an :class:`~ekstrain.simulate.inputs.InputError` naming the key and the fix (exit 2).
 """
@@ -200,7 +201,7 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
     for i, entry in enumerate(faults):
         at = f"{where}: faults[{i}]"
         entry = _mapping(at, entry)
-        _known(at, entry, ("at", "kind", "job", "windowHours"))
+        _known(at, entry, ("at", "kind", "job", "windowHours", "nodes"))
         kind, job = entry.get("kind"), entry.get("job")
         if not isinstance(kind, str) or kind not in FAULT_KINDS:
             shown = repr(kind) if kind is None or isinstance(kind, str) else f"a {type(kind).__name__}"
@@ -214,6 +215,7 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
                 str(entry["kind"]),
                 str(entry["job"]),
                 int(_number(f"{at}.windowHours", entry.get("windowHours", 72), 0, MAX_HOURS) * 60),
+                _whole(f"{at}.nodes", entry.get("nodes", 0), 0, 100_000),
             )
         )
     return mix

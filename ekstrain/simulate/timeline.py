@@ -47,9 +47,9 @@ from typing import Any
 from ekstrain.simulate import match, volcano
 from ekstrain.simulate.engine import Cluster, _min_resources, free, nodeset_pod, per_node, place, unserved
 from ekstrain.simulate.nodes import Node
-from ekstrain.simulate.workloads import PodGroup, Workload, expand
+from ekstrain.simulate.workloads import QUEUE_ANNOTATION, PodGroup, Workload, expand
 
-FAULT_KINDS = ("node-lost", "node-unhealthy", "health-notice", "spot-interruption")
+FAULT_KINDS = ("node-lost", "node-unhealthy", "health-notice", "spot-interruption", "insufficient-capacity")
 ACCELERATORS = ("nvidia.com/gpu", "aws.amazon.com/neuron")
 
 
@@ -70,7 +70,11 @@ class Fault:
     job: str
     """The job whose (first) node is hit."""
     window: int = 0
-    """health-notice: minutes from the notice to the maintenance window."""
+    """health-notice: minutes from the notice to the maintenance window; insufficient-capacity: how long EC2 has
+    no more instances of the job's type."""
+    nodes: int = 0
+    """insufficient-capacity: instances of the type EC2 can still launch in the window (the first launches succeed,
+    the rest fail with InsufficientInstanceCapacity)."""
 
 
 @dataclass
@@ -160,6 +164,8 @@ class Report:
     idle_usd: dict[str, dict[str, float]]
     problems: list[str]
     faults: list[str] = field(default_factory=list)
+    waits: list[str] = field(default_factory=list)
+    """The longest waits after admission and from an sbatch's arrival (Timeline.waits)."""
 
     def lines(self) -> list[str]:
         out = [job_line(j) for j in self.jobs if j.kind != "standing"]
@@ -171,7 +177,7 @@ class Report:
                 f"PARTITION {part}: idle {total:.1f} accelerator-hours, ${dollars:,.0f}"
                 + (f": {detail}" if detail else "")
             )
-        out += self.faults + [f"PROBLEM {p}" for p in self.problems]
+        out += self.waits + self.faults + [f"PROBLEM {p}" for p in self.problems]
         return out
 
 
@@ -260,6 +266,15 @@ def resume_rule(obj: dict[str, Any]) -> tuple[bool, str]:
     return False, "its pods carry no CHECKPOINT_DIR/RESUME_FROM_CHECKPOINT: it starts over"
 
 
+def nodeset_queue(ns: dict[str, Any]) -> str | None:
+    """The Volcano queue of a NodeSet's slurmd pods: its pod template's ``scheduling.volcano.sh/queue-name`` when
+    the pods are scheduled by Volcano (assembly/schedulers/slurm.py), else None (they bypass the queues)."""
+    template = ns["spec"].get("template") or {}
+    if (template.get("spec") or {}).get("schedulerName") != "volcano":
+        return None
+    return str(((template.get("metadata") or {}).get("annotations") or {}).get(QUEUE_ANNOTATION, "default"))
+
+
 # ---- the simulation --------------------------------------------------------------------------------------
 
 
@@ -277,6 +292,8 @@ class Timeline:
         self.karpenter = dataclasses.replace(cluster, nodes=[n for n in cluster.nodes if n.pool != "system"])
         self.fault_outcomes: list[str] = []
         self._placed: dict[int, tuple[Node | None, str]] = {}
+        self.shortages: dict[str, tuple[int, int]] = {}
+        """instance type -> (minute EC2 has capacity again, instances it can still launch before then)."""
 
     def place(self, g: PodGroup) -> tuple[Node | None, str]:
         """engine.place on the Karpenter pools, once per pod group (the pools do not change)."""
@@ -309,6 +326,7 @@ class Timeline:
             if replicas:
                 obj = {"kind": "Pod", "metadata": {"name": f"slurmd-{part}"}, "spec": nodeset_pod(ns)}
                 w = Workload(f"NodeSet/{ns['metadata']['name']}", [PodGroup("slurmd", replicas, nodeset_pod(ns))])
+                w.volcano_queue = nodeset_queue(ns)
                 job = Job(Arrival(w.name, obj, 0, 10**9), w, "standing", 0, "", False, "")
                 self.jobs.append(job)
 
@@ -319,6 +337,8 @@ class Timeline:
             return
         if w.slurm:
             kind = "slurm"
+            ns = self.cluster.nodesets.get(str(w.slurm.get("partition")))
+            w.volcano_queue = nodeset_queue(ns) if ns else None
         elif a.obj.get("metadata", {}).get("labels", {}).get("component") == "singleuser-server":
             kind = "notebook"
         else:
@@ -451,7 +471,7 @@ class Timeline:
                 if n.state == "launching" and n.pool == candidate.pool and n.nominated in ("", job.name)
             )
             for _ in range(max(0, math.ceil((missing - launching) / per))):
-                blocked = self.can_launch(candidate)
+                blocked = self.can_launch(candidate) or self.insufficient_capacity(candidate)
                 if blocked:
                     reason = blocked
                     break
@@ -459,6 +479,22 @@ class Timeline:
             if not reason:
                 reason = f"Karpenter launching {candidate.instance.name} ({candidate.pool})"
         return reason
+
+    def insufficient_capacity(self, candidate: Node) -> str | None:
+        """An injected EC2 shortage of the candidate's type: CreateFleet fails with InsufficientInstanceCapacity once
+        the window's spare instances are used; Karpenter deletes the NodeClaim, caches the offering as unavailable
+        for 3 minutes and the provisioner tries again (karpenter-provider-aws v1.14.1 pkg/cache/unavailableofferings.go
+        UnavailableOfferingsTTL, pkg/providers/instance/instance.go). The pods stay pending and keep what they hold."""
+        short = self.shortages.get(candidate.instance.name)
+        if short is None or self.now >= short[0]:
+            return None
+        if short[1] > 0:
+            self.shortages[candidate.instance.name] = (short[0], short[1] - 1)
+            return None
+        return (
+            f"Karpenter launching {candidate.instance.name} ({candidate.pool}): InsufficientInstanceCapacity, "
+            f"offering unavailable for 3 min, retried until EC2 has capacity ({_clock(short[0])})"
+        )
 
     def reserved(self, n: SimNode, job: Job) -> bool:
         """Launched for another job that still waits for it (Karpenter nominated its pods to the node)."""
@@ -538,6 +574,17 @@ class Timeline:
     # -- faults --
     def fault(self, f: Fault) -> None:
         job = next((j for j in self.jobs if j.name == f.job), None)
+        if f.kind == "insufficient-capacity" and job is not None:
+            found = [c for c in (self.place(g)[0] for g in job.workload.groups) if c is not None]
+            accel = [c for c in found if any(c.capacity.get(r) for r in ACCELERATORS)] or found
+            if accel:
+                job.hit_by_fault = True
+                kind = accel[0].instance.name
+                self.shortages[kind] = (self.now + f.window, f.nodes)
+                job.events.append(
+                    f"{_clock(self.now)} EC2 has {f.nodes} more {kind} until {_clock(self.now + f.window)}"
+                )
+                return
         holder = job
         if job is not None and job.kind == "slurm" and not job.bound:
             # an sbatch job runs on its partition's standing slurmd pods, or on those its NodeSet was scaled by
@@ -703,6 +750,14 @@ class Timeline:
         # KEDA (or kubectl scale nodeset): the extra slurmd pods are this job's own consumers of the NodePool.
         if not job.workload.groups:
             job.workload.groups = [PodGroup("slurmd", nodes - max(0, have - busy), nodeset_pod(ns))]
+        if job.admitted_at is None and job.workload.volcano_queue is not None:
+            # Each slurmd pod is a PodGroup (minMember 1) in the partition's queue (volcano pg_controller_handler.go):
+            # enqueue admits them only while the queue has room, like any gang. Simplification: the job's scaled pods
+            # are admitted together (one by one, a part of them could hold nodes for a job that cannot start yet).
+            blocked = self.admit(job)
+            if blocked:
+                self.wait(job, f"NodeSet scaled by {job.workload.groups[0].count}: {blocked}")
+                return
         job.admitted_at = job.admitted_at if job.admitted_at is not None else self.now
         why = self.try_start(job)
         if why is None:
@@ -759,6 +814,8 @@ class Timeline:
                 cat = "unhealthy"
             elif standing and not busy:
                 cat = "standing slurmd nodes without a Slurm job"
+            elif (n.holders or n.pool in nominated) and not busy and self.short_of_capacity(n, nominated):
+                cat = "held while EC2 has no capacity for the rest (insufficient-capacity)"
             elif n.holders and not busy and self.transient([j for j in self.jobs if j.name in n.holders]):
                 cat = "held while the job restarts or its other nodes launch"
             elif n.holders and not busy:
@@ -777,6 +834,10 @@ class Timeline:
             minutes[cat] = minutes.get(cat, 0.0) + idle
             usd[cat] = usd.get(cat, 0.0) + price / 60 * idle / accel
 
+    def short_of_capacity(self, n: SimNode, nominated: dict[str, list[Job]]) -> bool:
+        jobs = [j for j in self.jobs if j.name in n.holders] or nominated.get(n.pool, [])
+        return bool(jobs) and any("InsufficientInstanceCapacity" in j.last_wait for j in jobs if j.state == "waiting")
+
     def run(self) -> Report:
         self.system_group()
         self.platform_pods()
@@ -786,7 +847,7 @@ class Timeline:
         while self.now < self.mix.minutes:
             self.step()
         self.conclude()
-        return Report(self.jobs, self.idle, self.idle_usd, self.problems, self.fault_outcomes)
+        return Report(self.jobs, self.idle, self.idle_usd, self.problems, self.fault_outcomes, self.waits())
 
     def conclude(self) -> None:
         """Problems (exit 1): a job that failed or did not finish with no injected fault to blame, a starved
@@ -803,6 +864,11 @@ class Timeline:
                 )
                 if not j.restarts and j.state == "failed":
                     how = "not restarted"
+                elif not j.restarts and any(" more " in e and " until " in e for e in j.events):
+                    late = self.wait_after_admission(j)
+                    how = "launch failed for lack of EC2 capacity" + (
+                        f", started {late[0]} min after admission" if late else ""
+                    )
                 elif not j.restarts:
                     how = "not restarted (the fault did not stop it)"
                 elif j.resumes:
@@ -831,10 +897,68 @@ class Timeline:
             bypass = self.outside_queue(j)
             if bypass:
                 self.problems.append(bypass)
+            late = self.wait_after_admission(j)
+            if late is not None and late[0] > late[1] and not j.hit_by_fault:
+                self.problems.append(
+                    f"{j.name}: started {late[0]} min after its queue admitted it, more than a node launch "
+                    f"({late[1]} min): admitted before its nodes could be had"
+                )
         for part, cats in self.idle.items():
             stranded = sum(v for k, v in cats.items() if k.startswith("stranded"))
             if stranded:
                 self.problems.append(f"{part}: {stranded / 60:.1f} idle paid accelerator-hours on stranded nodes")
+            standing = cats.get("standing slurmd nodes without a Slurm job", 0.0)
+            if standing:  # never empty, so WhenEmpty never removes them: idle beyond the consolidation policy
+                self.problems.append(
+                    f"{part}: {standing / 60:.1f} idle paid accelerator-hours on slurmd nodes without a Slurm job, "
+                    "kept "
+                    "beyond the partition's consolidateAfter (schedulers.slurm.nodesetReplicas floor)"
+                )
+
+    def launch_minutes_of(self, j: Job) -> int:
+        """A node launch for the job: the longest launch time of the families its pods land on."""
+        minutes = [0]
+        for g in j.workload.groups:
+            candidate = self.place(g)[0]
+            if candidate is not None and candidate.pool != "system":
+                family = candidate.instance.family if candidate.instance.family in self.mix.launch_minutes else "cpu"
+                minutes.append(self.mix.launch_minutes.get(family, 5))
+        return max(minutes)
+
+    def wait_after_admission(self, j: Job) -> tuple[int, int] | None:
+        """(minutes from its queue's admission to its first start, a node launch) for a job in a Volcano queue."""
+        if j.workload.volcano_queue is None or j.kind == "standing":
+            return None
+        if j.admitted_at is None or j.first_started_at is None:
+            return None
+        return j.first_started_at - j.admitted_at, self.launch_minutes_of(j)
+
+    def waits(self) -> list[str]:
+        """The summary of waits: the longest after admission (Volcano and sbatch) and from an sbatch's arrival."""
+        after = [(w[0], w[1], j.name) for j in self.jobs if (w := self.wait_after_admission(j)) is not None]
+        hit = sum(
+            1 for j in self.jobs if j.hit_by_fault and (w := self.wait_after_admission(j)) is not None and w[0] > w[1]
+        )
+        sbatch = [
+            (j.first_started_at - j.arrival.at, self.launch_minutes_of(j), j.name)
+            for j in self.jobs
+            if j.kind == "slurm" and j.first_started_at is not None
+        ]
+        out = []
+        if after:
+            worst = max(after)
+            out.append(
+                f"WAITS after admission (queue to running): longest {worst[0]} min ({worst[2]}; a node launch is "
+                f"{worst[1]} min), {sum(1 for a in after if a[0] > a[1])} of {len(after)} longer than a node launch"
+                + (f" ({hit} hit by an injected fault)" if hit else "")
+            )
+        if sbatch:
+            worst = max(sbatch)
+            out.append(
+                f"WAITS sbatch arrival to start: longest {worst[0]} min ({worst[2]}; a node launch is {worst[1]} min), "
+                f"{sum(1 for a in sbatch if a[0] > a[1])} of {len(sbatch)} longer than a node launch"
+            )
+        return out
 
     def outside_queue(self, j: Job) -> str | None:
         """A job whose accelerator pods bypass the Volcano queue of their partition: they take the NodePool's
