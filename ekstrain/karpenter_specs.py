@@ -59,7 +59,7 @@ class PartitionSpec:
     capacity_type: str = "on-demand"
     """@default on-demand; ``spot`` or ``reserved``."""
     placement_group: bool = False
-    """@default false: select the ``<cluster>-<partition>`` placement group when true."""
+    """@default false: select the ``<cluster>-<NodePool>`` placement group when true (one per EFA layout)."""
     capacity_reservation_ids: tuple[str, ...] = ()
     """@default none. ``cr-...`` ids Karpenter may launch into."""
     capacity_reservation_tags: Mapping[str, str] = field(default_factory=dict)
@@ -256,7 +256,12 @@ def ec2_node_class(
     if spec.efa:
         class_spec["networkInterfaces"] = [i.to_karpenter() for i in spec.shape.network_interfaces]
     if spec.placement_group:
-        pg = placement_group if placement_group is not None else placement_group_name(spec.cluster_name, spec.name)
+        # One cluster placement group per NodePool layout (``<cluster>-<pool>``: the partition's name when it has one).
+        pg = (
+            placement_group
+            if placement_group is not None
+            else placement_group_name(spec.cluster_name, spec.resource_name)
+        )
         class_spec["placementGroupSelector"] = {"name": pg}
     reservations = capacity_reservation_selector(spec)
     if reservations:

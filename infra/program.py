@@ -59,7 +59,13 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             region=cfg.region,
             availability_zones=zones,
             training_availability_zone=cfg.network.training_availability_zone,
-            placement_group_partitions=[p.name for p in cfg.partitions if p.wants_placement_group],
+            # One cluster placement group per NodePool: per partition, or per EFA layout of a mixed one.
+            placement_group_partitions=[
+                layout.name
+                for p in cfg.partitions
+                if p.wants_placement_group
+                for layout in shape(p.name, p.accelerator, p.instance_types, p.efa).layouts()
+            ],
             retain_efa_subnet=cfg.storage.protect and cfg.storage.fsx.enabled,
             tags=tags,
             **network_args,
@@ -170,7 +176,11 @@ def build(cfg: StackConfig) -> dict[str, Any]:
                 ),
                 node_role_name=karpenter.node_role_name,
                 cluster_security_group_id=cluster.cluster_security_group_id,
-                placement_group_name=network.placement_group_names.get(p.name),
+                placement_group_names={
+                    layout.name: network.placement_group_names[layout.name]
+                    for layout in shape(p.name, p.accelerator, p.instance_types, p.efa).layouts()
+                    if layout.name in network.placement_group_names
+                },
                 # By id on an existing VPC, as the tags select them otherwise: the EFA subnet and the EFA SG
                 # (EFA partitions) or the private subnets (the zone requirement keeps nodes in the training AZ).
                 subnet_ids=None if existing is None else (efa_subnet_ids if p.efa else private_subnet_ids),

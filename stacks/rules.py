@@ -650,7 +650,7 @@ def _partitions(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
         if part.capacity_type == "reserved" and part.wants_placement_group:
             warnings.append(
                 f"{_p(i, part, 'placementGroup')}: instances launch into the placement group "
-                f"{names.placement_group_name(cfg.cluster.name, part.name)}, so an On-Demand "
+                f"{names.placement_group_name(cfg.cluster.name, part.name)} (one per EFA layout), so an On-Demand "
                 "Capacity Reservation is only used if it was created in that group; Capacity Blocks "
                 "are co-located by EC2 already: set placementGroup: false for them"
             )

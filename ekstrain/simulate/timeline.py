@@ -483,7 +483,7 @@ class Timeline:
     def insufficient_capacity(self, candidate: Node) -> str | None:
         """An injected EC2 shortage of the candidate's type: CreateFleet fails with InsufficientInstanceCapacity once
         the window's spare instances are used; Karpenter deletes the NodeClaim, caches the offering as unavailable
-        for 3 minutes and the provisioner tries again (karpenter-provider-aws v1.14.1 pkg/cache/unavailableofferings.go
+        for 3 minutes and the provisioner tries again (karpenter-provider-aws v1.14.1 pkg/cache/cache.go
         UnavailableOfferingsTTL, pkg/providers/instance/instance.go). The pods stay pending and keep what they hold."""
         short = self.shortages.get(candidate.instance.name)
         if short is None or self.now >= short[0]:

@@ -56,7 +56,8 @@ class PartitionConfig(Model):
     efa: bool = True
     """@default true: nodes launch in the EFA subnet with every EFA interface the type supports."""
     placement_group: bool | None = None
-    """@default the value of ``efa``: one cluster placement group per EFA partition."""
+    """@default the value of ``efa``: one cluster placement group per NodePool of an EFA partition (per EFA layout
+    when its instance types have several, e.g. trainium-trn1 and trainium-trn1n)."""
     capacity_reservation: CapacityReservation | None = None
     root_volume_gib: int = Field(default=500, ge=100, le=16384, alias="rootVolumeGiB")
     """@default 500 GiB gp3, encrypted (images of training containers are large)."""
