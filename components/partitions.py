@@ -23,6 +23,7 @@ from ekstrain.components.deps import dependencies
 from ekstrain.components.manifest import resource
 
 CAPACITY_TYPES = ("on-demand", "spot", "reserved")
+CAPACITY_RESERVATION_TYPES = ("default", "capacity-block")
 DURATION = re.compile(r"Never|([0-9]+(\.[0-9]+)?(s|m|h))+")
 MAX_ROOT_VOLUME_GIB = 16384
 """gp3's largest volume (16 TiB)."""
@@ -94,6 +95,7 @@ def check_spec(spec: specs.PartitionSpec, a: str = "PartitionArgs.spec") -> None
         "reserved capacity without a reservation to select",
         "give capacity_reservation_ids (cr-...) or capacity_reservation_tags",
     )
+    ac.one_of(f"{a}.capacity_reservation_type", spec.capacity_reservation_type, CAPACITY_RESERVATION_TYPES)
     for i, reservation in enumerate(spec.capacity_reservation_ids):
         ac.check(
             isinstance(reservation, str) and reservation.startswith("cr-"),

@@ -168,6 +168,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
                     placement_group=p.wants_placement_group,
                     capacity_reservation_ids=tuple(p.capacity_reservation.ids) if p.capacity_reservation else (),
                     capacity_reservation_tags=p.capacity_reservation.tags if p.capacity_reservation else {},
+                    capacity_reservation_type=p.capacity_reservation.type if p.capacity_reservation else "default",
                     root_volume_gib=p.root_volume_gib,
                     consolidate_after=p.effective_consolidate_after,
                     weight=p.weight,

@@ -647,12 +647,21 @@ def _partitions(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
                     f"lower maxNodes to {cr.instance_count} or enlarge the reservation",
                 )
             )
-        if part.capacity_type == "reserved" and part.wants_placement_group:
+        if part.capacity_block and part.placement_group:
+            errors.append(
+                ConfigIssue(
+                    _p(i, part, "placementGroup"),
+                    "a Capacity Block's instances cannot be launched into a placement group of this program: EC2 "
+                    "co-locates them itself",
+                    "remove placementGroup (it defaults to false for capacity-block reservations)",
+                )
+            )
+        elif part.capacity_type == "reserved" and part.wants_placement_group:
             warnings.append(
                 f"{_p(i, part, 'placementGroup')}: instances launch into the placement group "
                 f"{names.placement_group_name(cfg.cluster.name, part.name)} (one per EFA layout), so an On-Demand "
-                "Capacity Reservation is only used if it was created in that group; Capacity Blocks "
-                "are co-located by EC2 already: set placementGroup: false for them"
+                "Capacity Reservation is only used if it was created in that group (or set placementGroup: false); "
+                "for a Capacity Block set capacityReservation.type: capacity-block (no placement group)"
             )
         if part.min_nodes > 0:
             errors.append(

@@ -24,6 +24,11 @@ class CapacityReservation(Model):
     """Or select reservations by tags."""
     instance_count: int | None = Field(default=None, ge=1)
     """Instances the reservations hold; maxNodes may not exceed it."""
+    type: Literal["default", "capacity-block"] = "default"
+    """@default default: On-Demand Capacity Reservations. ``capacity-block``: EC2 Capacity Blocks for ML; the
+    NodePool then also requires ``karpenter.k8s.aws/capacity-reservation-type In [capacity-block]`` (Karpenter
+    v1.6+, karpenter.sh/docs/tasks/odcrs), so only nodes in a block launch, and the placement group defaults to
+    off (a block's instances are co-located by EC2; ``placementGroup: true`` is refused)."""
 
     @field_validator("ids")
     @classmethod
@@ -92,7 +97,13 @@ class PartitionConfig(Model):
 
     @property
     def wants_placement_group(self) -> bool:
+        if self.placement_group is None and self.capacity_block:
+            return False  # a Capacity Block's instances are co-located by EC2 already
         return self.efa if self.placement_group is None else self.placement_group
+
+    @property
+    def capacity_block(self) -> bool:
+        return self.capacity_reservation is not None and self.capacity_reservation.type == "capacity-block"
 
     @property
     def effective_consolidate_after(self) -> str:
