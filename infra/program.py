@@ -9,7 +9,7 @@ import pulumi
 from ekstrain import catalog, versions
 from ekstrain.assembly.jupyterhub import plan as hub_plan
 from ekstrain.assembly.observability import plan as obs_plan
-from ekstrain.assembly.schedulers import autoscaling, ledger
+from ekstrain.assembly.schedulers import autoscaling, ledger, teams
 from ekstrain.assembly.schedulers import operators as operator_values
 from ekstrain.assembly.schedulers import slurm as slurm_values
 from ekstrain.assembly.schedulers import volcano as volcano_values
@@ -269,9 +269,9 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             "volcano",
             VolcanoArgs(
                 chart=cfg.versions.chart("volcano"),
-                values=volcano_values.volcano_values(),
+                values=volcano_values.volcano_values(cfg),
                 queues=volcano_values.queues(cfg),
-                admission_policies=ledger.policies(ledger.ledger_namespaces(cfg)),
+                admission_policies=ledger.policies(ledger.ledger_namespaces(cfg), teams.leaf_queues(cfg)),
             ),
             opts=k8s_opts,
         )

@@ -45,9 +45,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ekstrain.simulate import match, volcano
-from ekstrain.simulate.engine import Cluster, _min_resources, free, nodeset_pod, per_node, place, unserved
+from ekstrain.simulate.engine import (
+    Cluster,
+    _min_resources,
+    free,
+    nodeset_pod,
+    nodeset_queue,
+    per_node,
+    place,
+    unserved,
+)
 from ekstrain.simulate.nodes import Node
-from ekstrain.simulate.workloads import QUEUE_ANNOTATION, PodGroup, Workload, expand
+from ekstrain.simulate.workloads import PodGroup, Workload, expand
 
 FAULT_KINDS = ("node-lost", "node-unhealthy", "health-notice", "spot-interruption", "insufficient-capacity")
 ACCELERATORS = ("nvidia.com/gpu", "aws.amazon.com/neuron")
@@ -264,15 +273,6 @@ def resume_rule(obj: dict[str, Any]) -> tuple[bool, str]:
     if {"CHECKPOINT_DIR", "RESUME_FROM_CHECKPOINT"} <= env:
         return True, ""
     return False, "its pods carry no CHECKPOINT_DIR/RESUME_FROM_CHECKPOINT: it starts over"
-
-
-def nodeset_queue(ns: dict[str, Any]) -> str | None:
-    """The Volcano queue of a NodeSet's slurmd pods: its pod template's ``scheduling.volcano.sh/queue-name`` when
-    the pods are scheduled by Volcano (assembly/schedulers/slurm.py), else None (they bypass the queues)."""
-    template = ns["spec"].get("template") or {}
-    if (template.get("spec") or {}).get("schedulerName") != "volcano":
-        return None
-    return str(((template.get("metadata") or {}).get("annotations") or {}).get(QUEUE_ANNOTATION, "default"))
 
 
 # ---- the simulation --------------------------------------------------------------------------------------
@@ -508,9 +508,12 @@ class Timeline:
 
     # -- Volcano admission --
     def queue_used(self, queue: str) -> dict[str, float]:
+        """Allocated + inqueue of a queue: its admitted jobs, or with team queues every leaf's under it."""
         used: dict[str, float] = {}
         for j in self.jobs:
-            mine = j.workload.volcano_queue == queue and j.admitted_at is not None
+            q = j.workload.volcano_queue
+            under = q is not None and queue in volcano.ancestry(q, self.cluster.parents)
+            mine = under and j.admitted_at is not None
             if mine and j.state in ("waiting", "running"):
                 for g in j.workload.groups:
                     for r, v in match.pod_requests(g.spec).items():
@@ -545,6 +548,8 @@ class Timeline:
             self.cluster.queues,
             self.cluster.guarantees,
             self.queue_used(queue),
+            parents=self.cluster.parents,
+            used_by={q: self.queue_used(q) for q in volcano.ancestry(queue, self.cluster.parents)},
         )
 
     def proportion_block(self, job: Job) -> str | None:
