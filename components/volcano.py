@@ -46,7 +46,8 @@ class Volcano(pulumi.ComponentResource):
             depends_on=dependencies(opts),  # the cluster: its node group runs the scheduler and admission pods
         )
         after = pulumi.ResourceOptions(parent=self, depends_on=[self.volcano_release])
-        made, by_queue = [], {}
+        made: list[pulumi.Resource] = []
+        by_queue: dict[str, pulumi.Resource] = {}
         for q in args.queues:
             # A team queue after its parent (Volcano's queue webhook refuses a child whose parent does not exist).
             parent_queue = (q.get("spec") or {}).get("parent")
