@@ -159,3 +159,16 @@ def test_a_mix_fault_reads_nodes(tmp_path: pathlib.Path, prod_build: pathlib.Pat
     )
     (fault,) = read_mix(mix, prod_build).faults
     assert (fault.kind, fault.window, fault.nodes) == ("insufficient-capacity", 120, 1)
+
+
+def test_insufficient_capacity_delays_an_sbatch_before_its_nodeset_scales(cluster: engine.Cluster) -> None:  # noqa: F811
+    """GIVEN a 2-node sbatch on gpu-h100 and EC2 without p5.48xlarge for an hour from its arrival WHEN played THEN
+    KEDA's slurmd pods wait for the launches (the fault is injected on the type its NodeSet's pods land on) and the
+    job starts a launch after the window; a FAULT line, no problem."""
+    sbatch = _sbatch("gpu-h100", 2, "ft", 1, 2)
+    fault = Fault(60, "insufficient-capacity", "sbatch/ft", window=60, nodes=0)
+    report = simulate_timeline(cluster, _mix(sbatch, faults=[fault], hours=6))
+    assert report.problems == [], report.problems
+    job = next(j for j in report.jobs if j.name == "sbatch/ft")
+    assert job.first_started_at == 2 * 60 + 10, job.waited
+    assert report.faults[0].startswith("FAULT sbatch/ft: launch failed for lack of EC2 capacity, started 70 min")

@@ -580,7 +580,11 @@ class Timeline:
     def fault(self, f: Fault) -> None:
         job = next((j for j in self.jobs if j.name == f.job), None)
         if f.kind == "insufficient-capacity" and job is not None:
-            found = [c for c in (self.place(g)[0] for g in job.workload.groups) if c is not None]
+            groups = list(job.workload.groups)
+            ns = self.cluster.nodesets.get(str(job.workload.slurm.get("partition"))) if job.kind == "slurm" else None
+            if not groups and ns is not None:  # an sbatch not scaled yet: the slurmd pods KEDA will add
+                groups = [PodGroup("slurmd", 1, nodeset_pod(ns))]
+            found = [c for c in (self.place(g)[0] for g in groups) if c is not None]
             accel = [c for c in found if any(c.capacity.get(r) for r in ACCELERATORS)] or found
             if accel:
                 job.hit_by_fault = True
