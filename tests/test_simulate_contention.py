@@ -146,6 +146,11 @@ def test_the_contention_mix_names_only_rendered_examples_and_every_scheduler_kin
     assert notebooks == {"gpu-a100", "gpu-h100", "trainium"}
     makefile = (REPO / "Makefile").read_text()
     assert "examples/mix-prod-contention.yaml" in makefile and "examples/contention/render.sh" in makefile
+    assert "examples/mix-reserved-teams.yaml" in makefile and "examples/contention/render-teams.sh" in makefile
+    teams_mix = yaml.safe_load((REPO / "examples" / "mix-reserved-teams.yaml").read_text())
+    teams_script = (REPO / "examples" / "contention" / "render-teams.sh").read_text()
+    for j in teams_mix["jobs"]:
+        assert "$OUT/" + j["file"].split("/", 2)[2] in teams_script, j
 
 
 def test_a_mix_fault_reads_nodes(tmp_path: pathlib.Path, prod_build: pathlib.Path) -> None:  # noqa: F811
@@ -172,3 +177,20 @@ def test_insufficient_capacity_delays_an_sbatch_before_its_nodeset_scales(cluste
     job = next(j for j in report.jobs if j.name == "sbatch/ft")
     assert job.first_started_at == 2 * 60 + 10, job.waited
     assert report.faults[0].startswith("FAULT sbatch/ft: launch failed for lack of EC2 capacity, started 70 min")
+
+
+def test_consolidate_after_never_keeps_empty_reserved_nodes(cluster: engine.Cluster) -> None:  # noqa: F811
+    """GIVEN a NodePool with consolidateAfter Never (a reserved partition) WHEN the build's facts are read THEN its
+    empty nodes are never removed, and their idle time is its own category (the reservation is paid anyway)."""
+    from ekstrain.simulate.mix import _go_minutes
+    from ekstrain.simulate.timeline import NEVER
+
+    assert _go_minutes("Never") == NEVER and _go_minutes("10m") == 10 and _go_minutes("1h30m") == 90
+    gang = _arrival(_job("gpu-h100", "volcano", 2, "gang"), 0, 1)
+    mix = _mix(gang, hours=4)
+    mix.consolidate_minutes = {"gpu-h100": NEVER}
+    report = simulate_timeline(cluster, mix)
+    idle = report.idle["gpu-h100"]
+    kept = idle["kept empty (consolidateAfter: Never, a reservation paid anyway)"]
+    assert kept == pytest.approx(2 * 8 * (4 * 60 - 69))  # 2 nodes x 8 GPUs from the job's end (1:09) to 4:00
+    assert report.problems == []

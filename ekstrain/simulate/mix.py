@@ -32,7 +32,7 @@ import yaml
 from ekstrain import catalog, yaml12
 from ekstrain.simulate.inputs import SAFE_LOADER, InputError, read_file
 from ekstrain.simulate.quantity import parse
-from ekstrain.simulate.timeline import FAULT_KINDS, Arrival, Fault, Mix
+from ekstrain.simulate.timeline import FAULT_KINDS, NEVER, Arrival, Fault, Mix
 
 MAX_HOURS = 24 * 31
 """The clock runs minute by minute: a month is the longest mix simulated."""
@@ -222,6 +222,9 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
 
 
 def _go_minutes(text: Any) -> int:
+    """A Go duration in whole minutes (rounded up); ``Never`` (Karpenter: never consolidate) is for ever."""
+    if str(text) == "Never":
+        return NEVER
     m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", str(text))
     if not m or not any(m.groups()):
         return 30

@@ -60,6 +60,8 @@ from ekstrain.simulate.workloads import PodGroup, Workload, expand
 
 FAULT_KINDS = ("node-lost", "node-unhealthy", "health-notice", "spot-interruption", "insufficient-capacity")
 ACCELERATORS = ("nvidia.com/gpu", "aws.amazon.com/neuron")
+NEVER = 10**9
+"""``consolidateAfter: Never`` in minutes (ekstrain/simulate/mix.py: reserved partitions keep empty nodes)."""
 
 
 @dataclass(frozen=True)
@@ -835,6 +837,8 @@ class Timeline:
                 cat = "held while the job restarts or its other nodes launch"
             elif n.pool in nominated:
                 cat = "stranded (launched for a job that cannot start)"
+            elif self.mix.consolidate_minutes.get(n.pool, 30) >= NEVER:
+                cat = "kept empty (consolidateAfter: Never, a reservation paid anyway)"
             else:
                 cat = "consolidateAfter window"
             part = next(iter(n.candidate.labels.get("ekstrain.io/partition", {n.pool})))
