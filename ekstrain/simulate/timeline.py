@@ -159,6 +159,8 @@ class Job:
     last_checkpoint: float = 0.0
     waited: Counter[str] = field(default_factory=Counter)
     events: list[str] = field(default_factory=list)
+    short_of_capacity: bool = False
+    """An injected insufficient-capacity fault hit the job's instance type."""
     bound: list[tuple[PodGroup, SimNode]] = field(default_factory=list)
     failure: str = ""
 
@@ -589,7 +591,7 @@ class Timeline:
             found = [c for c in (self.place(g)[0] for g in groups) if c is not None]
             accel = [c for c in found if any(c.capacity.get(r) for r in ACCELERATORS)] or found
             if accel:
-                job.hit_by_fault = True
+                job.hit_by_fault = job.short_of_capacity = True
                 kind = accel[0].instance.name
                 self.shortages[kind] = (self.now + f.window, f.nodes)
                 job.events.append(
@@ -877,7 +879,7 @@ class Timeline:
                 )
                 if not j.restarts and j.state == "failed":
                     how = "not restarted"
-                elif not j.restarts and any(" more " in e and " until " in e for e in j.events):
+                elif not j.restarts and j.short_of_capacity:
                     late = self.wait_after_admission(j)
                     how = "launch failed for lack of EC2 capacity" + (
                         f", started {late[0]} min after admission" if late else ""
@@ -924,14 +926,17 @@ class Timeline:
             if standing:  # never empty, so WhenEmpty never removes them: idle beyond the consolidation policy
                 self.problems.append(
                     f"{part}: {standing / 60:.1f} idle paid accelerator-hours on slurmd nodes without a Slurm job, "
-                    "kept "
-                    "beyond the partition's consolidateAfter (schedulers.slurm.nodesetReplicas floor)"
+                    "kept beyond the partition's consolidateAfter (schedulers.slurm.nodesetReplicas floor)"
                 )
 
     def launch_minutes_of(self, j: Job) -> int:
         """A node launch for the job: the longest launch time of the families its pods land on."""
         minutes = [0]
-        for g in j.workload.groups:
+        groups = list(j.workload.groups)
+        ns = self.cluster.nodesets.get(str(j.workload.slurm.get("partition"))) if j.kind == "slurm" else None
+        if not groups and ns is not None:  # an sbatch on standing slurmd pods: its partition's nodes
+            groups = [PodGroup("slurmd", 1, nodeset_pod(ns))]
+        for g in groups:
             candidate = self.place(g)[0]
             if candidate is not None and candidate.pool != "system":
                 family = candidate.instance.family if candidate.instance.family in self.mix.launch_minutes else "cpu"
