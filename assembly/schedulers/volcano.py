@@ -142,9 +142,9 @@ def team_queues(cfg: StackConfig, p: PartitionFacts) -> list[dict[str, Any]]:
     - ``priority``: the capacity plugin's QueueOrderFn admits a higher-priority leaf's pending jobs first when room
       frees up in the partition;
     - ``reclaimable: false``, no reclaim action: with ``enqueue`` a gang that does not fit stays Pending, and Volcano's
-      reclaim and gangreclaim actions only act for admitted jobs (actions/gangreclaim/gangreclaim.go skips
-      ``job.IsPending()``), so reclaim could only evict running training ranks for jobs that were admitted anyway.
-      Guarantees are what keeps a team's nodes for it.
+      reclaim and gangreclaim actions only act for admitted jobs (actions/reclaim/reclaim.go and
+      actions/gangreclaim/gangreclaim.go skip ``job.IsPending()``), so reclaim could only evict running training
+      ranks for jobs that were admitted anyway. Guarantees are what keeps a team's nodes for it.
     """
     share = queue_capability(p, p.config.max_nodes)
     out = []
