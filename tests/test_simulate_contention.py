@@ -194,3 +194,21 @@ def test_consolidate_after_never_keeps_empty_reserved_nodes(cluster: engine.Clus
     kept = idle["kept empty (consolidateAfter: Never, a reservation paid anyway)"]
     assert kept == pytest.approx(2 * 8 * (4 * 60 - 69))  # 2 nodes x 8 GPUs from the job's end (1:09) to 4:00
     assert report.problems == []
+
+
+def test_an_sbatch_partly_admitted_holds_nodes_and_says_so(cluster: engine.Cluster) -> None:  # noqa: F811
+    """GIVEN a 6-node gang on gpu-h100 (8 nodes) WHEN a 4-node sbatch arrives THEN KEDA adds 4 slurmd pods, each
+    its own PodGroup: the queue admits 2, they hold 2 launched p5 nodes while Slurm waits for the other 2, which
+    the timeline reports as stranded paid nodes and a start later than a node launch after admission (the cost of
+    slurmd pods that Volcano admits one by one: docs/simulate.md)."""
+    gang = _arrival(_job("gpu-h100", "volcano", 6, "gang"), 0, 3)
+    sbatch = _sbatch("gpu-h100", 4, "ft", 1, 2)
+    report = simulate_timeline(cluster, _mix(gang, sbatch, hours=8))
+    job = next(j for j in report.jobs if j.name == "sbatch/ft")
+    # the gang ends at 3:09; the other 2 pods are admitted at 3:10 and bind on its nodes, still there
+    assert job.admitted_at == 60 and job.first_started_at == 3 * 60 + 10, (job.admitted_at, job.first_started_at)
+    assert any("2 slurmd pods run, Slurm waits for the 2 its queue has not admitted" in r for r in job.waited)
+    assert "sbatch/ft: started 130 min after its queue admitted it, more than a node launch (10 min)" in " ".join(
+        report.problems
+    )
+    assert any(p.startswith("gpu-h100: ") and "stranded" in p for p in report.problems), report.problems

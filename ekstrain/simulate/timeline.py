@@ -161,6 +161,8 @@ class Job:
     events: list[str] = field(default_factory=list)
     short_of_capacity: bool = False
     """An injected insufficient-capacity fault hit the job's instance type."""
+    slurm_pods: int = 0
+    """sbatch: the slurmd pods KEDA added to its NodeSet for it (its group's count: those the queue admitted)."""
     bound: list[tuple[PodGroup, SimNode]] = field(default_factory=list)
     failure: str = ""
 
@@ -532,9 +534,11 @@ class Timeline:
                     total[r] = total.get(r, 0.0) + v
         return total
 
-    def admit(self, job: Job) -> str | None:
-        queue = str(job.workload.volcano_queue)
-        req = _min_resources(job.workload)
+    def admit(self, job: Job, workload: Workload | None = None) -> str | None:
+        """Why Volcano keeps the job's PodGroup (or ``workload``'s: one slurmd pod of an sbatch) Pending, or None."""
+        w = workload or job.workload
+        queue = str(w.volcano_queue)
+        req = _min_resources(w)
         blocked = volcano.queue_block(queue, self.cluster.queues, req)
         if blocked:
             return blocked
@@ -761,22 +765,37 @@ class Timeline:
             self.wait(job, f"Slurm holds it: NodeSet {ns['metadata']['name']} has {have - busy} idle slurmd pods")
             return
         # KEDA (or kubectl scale nodeset): the extra slurmd pods are this job's own consumers of the NodePool.
+        queue = job.workload.volcano_queue
         if not job.workload.groups:
-            job.workload.groups = [PodGroup("slurmd", nodes - max(0, have - busy), nodeset_pod(ns))]
-        if job.admitted_at is None and job.workload.volcano_queue is not None:
-            # Each slurmd pod is a PodGroup (minMember 1) in the partition's queue (volcano pg_controller_handler.go):
-            # enqueue admits them only while the queue has room, like any gang. Simplification: the job's scaled pods
-            # are admitted together (one by one, a part of them could hold nodes for a job that cannot start yet).
-            blocked = self.admit(job)
+            job.slurm_pods = nodes - max(0, have - busy)
+            # Without a queue every scaled pod is scheduled at once; in one, none is until its queue admits it.
+            job.workload.groups = [PodGroup("slurmd", job.slurm_pods if queue is None else 0, nodeset_pod(ns))]
+        group = job.workload.groups[0]
+        blocked = None
+        while queue is not None and group.count < job.slurm_pods:
+            # Each slurmd pod is its own PodGroup (minMember 1) in the partition's queue (volcano
+            # pkg/controllers/podgroup/pg_controller_handler.go): enqueue admits them one at a time while the queue
+            # has room, so part of a job's pods can be admitted (and hold nodes) while the rest wait.
+            blocked = self.admit(job, Workload(job.name, [PodGroup("slurmd", 1, group.spec)], volcano_queue=queue))
             if blocked:
-                self.wait(job, f"NodeSet scaled by {job.workload.groups[0].count}: {blocked}")
-                return
+                break
+            group.count += 1
+            job.admitted_at = job.admitted_at if job.admitted_at is not None else self.now
+        if group.count == 0:
+            self.wait(job, f"NodeSet scaled by {job.slurm_pods}: {blocked}")
+            return
         job.admitted_at = job.admitted_at if job.admitted_at is not None else self.now
         why = self.try_start(job)
-        if why is None:
+        if why is None and group.count == job.slurm_pods:
             self.started(job)
+        elif why is None:
+            self.wait(
+                job,
+                f"NodeSet scaled by {job.slurm_pods}: {group.count} slurmd pods run, Slurm waits for the "
+                f"{job.slurm_pods - group.count} its queue has not admitted ({blocked})",
+            )
         else:
-            self.wait(job, f"NodeSet scaled by {job.workload.groups[0].count}: {why}")
+            self.wait(job, f"NodeSet scaled by {job.slurm_pods}: {why}")
 
     def pending_pools(self) -> dict[str, list[Job]]:
         """NodePool -> the admitted, waiting jobs whose pending pods Karpenter nominates to its nodes."""
