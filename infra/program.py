@@ -9,7 +9,7 @@ import pulumi
 from ekstrain import catalog, versions
 from ekstrain.assembly.jupyterhub import plan as hub_plan
 from ekstrain.assembly.observability import plan as obs_plan
-from ekstrain.assembly.schedulers import autoscaling, ledger
+from ekstrain.assembly.schedulers import autoscaling, ledger, teams
 from ekstrain.assembly.schedulers import operators as operator_values
 from ekstrain.assembly.schedulers import slurm as slurm_values
 from ekstrain.assembly.schedulers import volcano as volcano_values
@@ -59,7 +59,13 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             region=cfg.region,
             availability_zones=zones,
             training_availability_zone=cfg.network.training_availability_zone,
-            placement_group_partitions=[p.name for p in cfg.partitions if p.wants_placement_group],
+            # One cluster placement group per NodePool: per partition, or per EFA layout of a mixed one.
+            placement_group_partitions=[
+                layout.name
+                for p in cfg.partitions
+                if p.wants_placement_group
+                for layout in shape(p.name, p.accelerator, p.instance_types, p.efa).layouts()
+            ],
             retain_efa_subnet=cfg.storage.protect and cfg.storage.fsx.enabled,
             tags=tags,
             **network_args,
@@ -162,6 +168,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
                     placement_group=p.wants_placement_group,
                     capacity_reservation_ids=tuple(p.capacity_reservation.ids) if p.capacity_reservation else (),
                     capacity_reservation_tags=p.capacity_reservation.tags if p.capacity_reservation else {},
+                    capacity_reservation_type=p.capacity_reservation.type if p.capacity_reservation else "default",
                     root_volume_gib=p.root_volume_gib,
                     consolidate_after=p.effective_consolidate_after,
                     weight=p.weight,
@@ -170,7 +177,11 @@ def build(cfg: StackConfig) -> dict[str, Any]:
                 ),
                 node_role_name=karpenter.node_role_name,
                 cluster_security_group_id=cluster.cluster_security_group_id,
-                placement_group_name=network.placement_group_names.get(p.name),
+                placement_group_names={
+                    layout.name: network.placement_group_names[layout.name]
+                    for layout in shape(p.name, p.accelerator, p.instance_types, p.efa).layouts()
+                    if layout.name in network.placement_group_names
+                },
                 # By id on an existing VPC, as the tags select them otherwise: the EFA subnet and the EFA SG
                 # (EFA partitions) or the private subnets (the zone requirement keeps nodes in the training AZ).
                 subnet_ids=None if existing is None else (efa_subnet_ids if p.efa else private_subnet_ids),
@@ -258,9 +269,9 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             "volcano",
             VolcanoArgs(
                 chart=cfg.versions.chart("volcano"),
-                values=volcano_values.volcano_values(),
+                values=volcano_values.volcano_values(cfg),
                 queues=volcano_values.queues(cfg),
-                admission_policies=ledger.policies(ledger.ledger_namespaces(cfg)),
+                admission_policies=ledger.policies(ledger.ledger_namespaces(cfg), teams.leaf_queues(cfg)),
             ),
             opts=k8s_opts,
         )

@@ -144,7 +144,9 @@ def partition_rows(cfg: StackConfig) -> list[dict[str, Any]]:
                 "maxAccelerators": s.accelerators_per_node * p.max_nodes,
                 "efa": ",".join(f"{t.name.split('.')[0]}:{s.efa_for(t.name)}" for t in s.instance_types),
                 "nodePools": ",".join(f"{layout.name}({n})" for layout, n in pools),
-                "placementGroup": names.placement_group_name(cfg.cluster.name, p.name)
+                "placementGroup": ",".join(
+                    names.placement_group_name(cfg.cluster.name, layout.name) for layout, _ in pools
+                )
                 if p.wants_placement_group
                 else "-",
                 "usdPerHourAtMax": "n/a"

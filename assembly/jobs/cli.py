@@ -58,6 +58,11 @@ def add_job_commands(subparsers: Any) -> None:
     r.add_argument("--script", default="train.py")
     r.add_argument("--lora-rank", type=t.positive_int)
     r.add_argument("--instance-type", help="one of the partition's instance types (default: its first)")
+    r.add_argument(
+        "--team",
+        help="a team of ekstrain:schedulers.volcano.teams: the job goes to its queue <partition>-<team> "
+        "(default: the partition's queue for work of no team)",
+    )
     r.add_argument("--dataset-path")
     r.add_argument("--checkpoint-path")
     r.add_argument("--namespace", type=t.namespace)
@@ -130,6 +135,7 @@ def spec_from_args(args: argparse.Namespace, cfg: Any) -> RunSpec:
         script=args.script,
         framework=framework,
         lora_rank=args.lora_rank,
+        team=args.team,
         instance_type=args.instance_type,
         dataset_path=args.dataset_path,
         checkpoint_path=args.checkpoint_path,

@@ -15,7 +15,7 @@ import json
 import posixpath
 from typing import Any
 
-from ekstrain.assembly.jobs.pod import launch_configmap, small_container, worker_container, worker_template
+from ekstrain.assembly.jobs.pod import launch_configmap, queue, small_container, worker_container, worker_template
 from ekstrain.assembly.jobs.resolve import FILES_DIR, ResolvedRun
 
 API_VERSION = "ray.io/v1"
@@ -105,7 +105,7 @@ def metadata(r: ResolvedRun) -> dict[str, Any]:
     RayJob is gang-scheduled and bounded by its partition like every other template. Without the batch
     scheduler the operator ignores them."""
     meta = r.metadata()
-    meta["labels"] = {**meta["labels"], SCHEDULER_LABEL: "volcano", QUEUE_LABEL: r.shape.name}
+    meta["labels"] = {**meta["labels"], SCHEDULER_LABEL: "volcano", QUEUE_LABEL: queue(r)}
     return meta
 
 

@@ -144,6 +144,7 @@ FIELD_FLAGS = {
     "model": "--model",
     "script": "--script",
     "instance_type": "--instance-type",
+    "team": "--team",
     "dataset_path": "--dataset-path",
     "checkpoint_path": "--checkpoint-path",
     "namespace": "--namespace",
@@ -182,6 +183,9 @@ class RunSpec:
     (``torchrun-fsdp`` = ``fsdp``, ``neuron`` = ``neuronx-distributed``)."""
     lora_rank: int | None = None
     """@default none (full fine-tune); a rank makes the planner size a LoRA fine-tune."""
+    team: str | None = None
+    """@default none: the partition's queue for work of no team (``<partition>-shared`` when the stack names teams
+    there); a team of ``schedulers.volcano.teams`` puts the job in its queue ``<partition>-<team>``."""
     instance_type: str | None = None
     """@default the partition's first instance type; must be one of the partition's types."""
     dataset_path: str | None = None

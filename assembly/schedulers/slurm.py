@@ -25,7 +25,7 @@ from typing import Any
 
 from ekstrain import names, versions
 from ekstrain.assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
-from ekstrain.assembly.schedulers import autoscaling
+from ekstrain.assembly.schedulers import autoscaling, teams
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain.controller_resources import MEDIUM, SMALL, sized
 from ekstrain.names import SYSTEM_NODE_AFFINITY, SYSTEM_NODE_SELECTOR
@@ -176,7 +176,8 @@ def _queue_metadata(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
     ``nodesets.<n>.metadata`` goes onto the NodeSet's pod template (charts/slurm 1.2.1 values.yaml)."""
     if not cfg.schedulers.volcano.enabled:
         return {}
-    return {"metadata": {"annotations": {QUEUE_ANNOTATION: p.name}}}
+    # With teams the partition's queue is a parent: slurmd pods go to its `-shared` leaf (assembly/schedulers/teams.py).
+    return {"metadata": {"annotations": {QUEUE_ANNOTATION: teams.shared_queue(cfg, p.name)}}}
 
 
 def _queue_scheduler(cfg: StackConfig) -> dict[str, Any]:
