@@ -148,7 +148,9 @@ class Measurement:
 
     @property
     def nodes(self) -> int:
-        per_node = GPUS_PER_NODE if self.instance in (SELENE, MOSAICML_A100) else catalog.get(self.instance).accelerator_count
+        per_node = (
+            GPUS_PER_NODE if self.instance in (SELENE, MOSAICML_A100) else catalog.get(self.instance).accelerator_count
+        )
         return self.gpus // per_node
 
     def plan(self, efficiency: Efficiency | None = None) -> Plan:
@@ -199,6 +201,8 @@ _FOUNDRY = "mosaicml/llm-foundry scripts/train/benchmarking/README.md"
 _FOUNDRY_A100 = _FOUNDRY + " A100 80GB (FSDP)"
 _FOUNDRY_H100 = _FOUNDRY + " H100 80GB BF16 (FSDP)"
 _FOUNDRY_H100_FP8 = _FOUNDRY + " H100 80GB FP8 (FSDP)"
+ADDED_IN_V4 = (_NEURON_220, _NEURON_224, _FOUNDRY_A100, _FOUNDRY_H100, _FOUNDRY_H100_FP8)
+"""Sources added by the second round of issue 37 (reports show the first round's sources apart)."""
 _MEGATRON = "megatron"
 _FSDP = "fsdp"
 _DEEPSPEED = "deepspeed"
