@@ -22,15 +22,15 @@ from ekstrain.planner.fleet import BF16
 
 ANY_FRAMEWORK = "*"
 ERROR_BANDS: dict[tuple[str, str], float] = {
-    ("a100", ANY_FRAMEWORK): 0.498,
+    ("a100", ANY_FRAMEWORK): 0.305,
     ("a100", "megatron"): 0.108,
-    ("a100", "fsdp"): 0.498,
+    ("a100", "fsdp"): 0.305,
     ("a100", "deepspeed"): 0.292,
     ("b200", ANY_FRAMEWORK): 0.084,
     ("b200", "megatron"): 0.084,
-    ("h100", ANY_FRAMEWORK): 0.524,
+    ("h100", ANY_FRAMEWORK): 0.215,
     ("h100", "megatron"): 0.13,
-    ("h100", "fsdp"): 0.524,
+    ("h100", "fsdp"): 0.215,
     ("trainium1", ANY_FRAMEWORK): 0.544,
     ("trainium1", "megatron"): 0.544,
 }

@@ -14,6 +14,7 @@ from statistics import mean
 from typing import Any
 
 from ekstrain import catalog
+from ekstrain.planner.attention import FA_TRITON
 from ekstrain.planner.efficiency import GENERATIONS, MEGATRON_2021, Efficiency
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import BF16, FP8, Fleet
@@ -140,6 +141,8 @@ class Measurement:
     published_tokens_per_s_per_device: float
     """Tokens per second per GPU (per Trainium chip), as published or converted as ``assumed`` says."""
     assumed: str = ""
+    attention_kernel: str | None = None
+    """The attention kernel the source ran where it is not its framework's default (attention.py)."""
 
     @property
     def legacy(self) -> bool:
@@ -181,6 +184,7 @@ class Measurement:
             framework=self.framework,
             flash_attention=not self.legacy,
             efficiency=efficiency,
+            attention_kernel=self.attention_kernel,
         )
 
     def error(self, efficiency: Efficiency | None = None) -> float:
@@ -385,11 +389,12 @@ MEASUREMENTS: tuple[Measurement, ...] = (
     # of 1B parameters or more: (model, sequence, GPUs, micro-batch, grad accumulation, activation
     # checkpointing = full recompute, published tokens/s per GPU). The A100 80GB table sets FSDP's software
     # factor with torchtitan's row; the H100 tables are never fitted (H100's fleet: p5's 3,200 Gb/s; the table
-    # does not print the network, and all but a few rows run on one node).
+    # does not print the network, and all but a few rows run on one node). Attention: FlashAttention in Triton
+    # (the sweep's submit_benchmarks.py passes --attn_impl, default "triton", to every run; attention.FA_TRITON).
     *(
         Measurement(generation, split, source, f"mpt-{size}", instance, gpus, micro * accum * gpus, seq, 1, 1, 1,
                     1, micro, 3, "full" if checkpointing else "none", precision, _FSDP, tokens,
-                    "FULL_SHARD; activation checkpointing = full recompute")
+                    "FULL_SHARD; activation checkpointing = full recompute", FA_TRITON)
         for generation, split, source, instance, precision, table in (
             ("a100", FIT, _FOUNDRY_A100, MOSAICML_A100, "bf16", (
                 ("70b", 2048, 64, 8, 4, 1, 410), ("70b", 2048, 32, 2, 16, 1, 373),

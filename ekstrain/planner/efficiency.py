@@ -83,16 +83,17 @@ def _lookup(entries: tuple[tuple[str, float], ...], framework: str) -> float:
     return dict(entries).get(framework, 1.0)
 
 
-FRAMEWORK_SOFTWARE = (("fsdp", 0.91),)
-"""PyTorch FSDP stacks: 0.91 of Megatron's GEMM throughput, fitted on torchtitan's Llama 2 13B row
+FRAMEWORK_SOFTWARE = (("fsdp", 0.993),)
+"""PyTorch FSDP stacks: 0.993 of Megatron's GEMM throughput, fitted on torchtitan's Llama 2 13B row
 (FSDP2, eager, SDPA) and llm-foundry's A100 80GB MPT table (Composer FSDP FULL_SHARD) together
 (calibration.py); the same factor on every generation."""
 ZERO3_TRAFFIC = (("deepspeed", 0.48),)
 ZERO3_OVERLAP = (("deepspeed", 0.04),)
 """DeepSpeed ZeRO-3 as Narayanan 2021 Table 2 measured it (GPT-3 175B on 384-1536 A100): its
 all-gathers and reduce-scatters reach 0.48 of NCCL's ring bandwidth and hide behind 0.04 of the
-concurrent pass, on top of one collective latency per parameter tensor (perf.py; fitted together on a 0.04 grid, validation.fit_constants; the 530B rows held out). FSDP keeps 1.0/1.0
-(prefetch of the next layer); only the first all-gather and last reduce-scatter stay exposed."""
+concurrent pass, on top of one collective latency per parameter tensor (perf.py; fitted together
+on a 0.04 grid, validation.fit_constants; the 530B rows held out). FSDP keeps 1.0/1.0 (prefetch of the next
+layer); only the first all-gather and last reduce-scatter stay exposed."""
 A100 = Efficiency(matmul=0.725, software=FRAMEWORK_SOFTWARE, zero3_traffic=ZERO3_TRAFFIC, zero3_overlap=ZERO3_OVERLAP)
 """Fitted on Narayanan et al. 2021 Tables 1 and 2 (PTD-P) (docs/planner.md, Calibration)."""
 H100 = replace(A100, matmul=0.516, matmul_fp8=0.558, tp_overlap=0.8)
@@ -110,8 +111,9 @@ B200 = replace(A100, matmul=0.55, matmul_fp8=0.55, tp_overlap=0.8)
 found: BF16 takes the FP8 fraction (as on H100, where the two fits agree within 1 %; the rule every
 generation without rows of one precision follows, validation.fit_constants), unvalidated."""
 TRAINIUM1 = replace(A100, matmul=0.405, tp_overlap=0.8)
-"""Fitted on the Neuron SDK's trn1.32xlarge NxD tables (releases 2.15/2.16 and 2.20; 2.24 never fitted). tp_overlap 0.8: the Neuron compiler runs
-TP collectives asynchronously under compute (XLA async collectives); chosen from {0, 0.5, 0.8} as
+"""Fitted on the Neuron SDK's trn1.32xlarge NxD tables (releases 2.15/2.16 and 2.20; 2.24 never
+fitted). tp_overlap 0.8: the Neuron compiler runs TP collectives asynchronously under compute (XLA async
+collectives); chosen from {0, 0.5, 0.8} as
 for H100 on the fit rows (fit MAE 14.3 -> 8.2 %), the held-out rows agreeing (15.9 -> 11.0 %)."""
 TRAINIUM2 = replace(TRAINIUM1)
 """No public Trainium2 training throughput was found: Trainium1's constants, marked uncalibrated."""

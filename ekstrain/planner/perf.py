@@ -348,7 +348,7 @@ def _attention_time(
         forward = 4 * tokens * s * h / p.tp / (bf16_peak * eff.matmul * eff.software_for(training.framework))
         return forward, 2 * forward
     executed = 4 * tokens * s * h / p.tp * (0.5 if model.causal else 1.0)
-    kernel = attention.kernel_for(fleet.generation, training.framework)
+    kernel = training.attention_kernel or attention.kernel_for(fleet.generation, training.framework)
     if kernel is None:  # no published kernel table: the generation's GEMM efficiency
         forward_fraction = backward_fraction = eff.matmul * eff.software_for(training.framework)
     else:
@@ -369,6 +369,8 @@ def zero3_tensors_per_layer(model: ModelSpec) -> int:
     matrices = 2 + (3 if model.gated_mlp else 2)
     norms = 2 * (2 if model.norm == "layernorm" else 1)
     return matrices * (2 if model.biases else 1) + norms
+
+
 """Bytes per gradient element on the wire: Megatron reduces its fp32 main gradients (unless
 --grad-reduce-in-bf16), FSDP2's reduce_dtype=fp32 likewise; DeepSpeed reduces bf16/fp16 gradients."""
 

@@ -186,7 +186,7 @@ def band(results: Sequence[LeftOut], generation: str, framework: str | None = No
     ``framework`` when there are MIN_BAND_ROWS of them, else of the generation's Megatron and FSDP rows, else
     of every such row. DeepSpeed ZeRO-3, one 2021 source, has its own band from its rows on any generation.
     Per framework because the frameworks' sources differ in kind: on H100, NVIDIA's and Meta's Megatron runs
-    land within 13 %, llm-foundry's 2023 FSDP runs at 0.5-64k tokens within 52 % (their attention kernel)."""
+    land within 13 %, llm-foundry's and torchtitan's FSDP runs within 22 %."""
     generation = BORROWED.get(generation, generation)
     framework = FSDP if framework == "hsdp" else framework
     if framework == DEEPSPEED:
@@ -194,9 +194,7 @@ def band(results: Sequence[LeftOut], generation: str, framework: str | None = No
     else:
         own = [abs(r.error) for r in results if r.row.generation == generation and r.row.framework == framework]
         if len(own) < MIN_BAND_ROWS:
-            own = [
-                abs(r.error) for r in results if r.row.generation == generation and r.row.framework != DEEPSPEED
-            ]
+            own = [abs(r.error) for r in results if r.row.generation == generation and r.row.framework != DEEPSPEED]
     pool = own if len(own) >= MIN_BAND_ROWS else [abs(r.error) for r in results if r.row.framework != DEEPSPEED]
     return round(_quantile(pool, BAND_QUANTILE), 3)
 
