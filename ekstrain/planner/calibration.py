@@ -362,7 +362,10 @@ MEASUREMENTS: tuple[Measurement, ...] = (
     Measurement("trainium1", FIT, _NEURON, "llama2-7b", "trn1.32xlarge", 16 * 16, 1024, 4096, 8, 1, 1, 1, 1, 1,
                 "none", "bf16", _MEGATRON, _neuron(93.3, 4096, 16), "selective recompute taken as none"),
     Measurement("trainium1", FIT, _NEURON, "llama2-70b", "trn1.32xlarge", 32 * 16, 1024, 4096, 32, 4, 1, 1, 1, 1,
-                "full", "bf16", _MEGATRON, _neuron(15.34, 4096, 32), "full recompute"),
+                "none", "bf16", _MEGATRON, _neuron(15.34, 4096, 32),
+                "selective recompute taken as none: the tutorial's script runs sequence parallelism and selective "
+                "activation checkpointing (training_llama2_tp_pp.rst; run_llama3_70B_tp_pp.sh: "
+                "--use_selective_checkpoint 1 --use_flash_attention 1)"),
     Measurement("trainium1", VALIDATION, _NEURON, "llama2-13b", "trn1.32xlarge", 32 * 16, 1024, 4096, 8, 4, 1, 1,
                 1, 1, "none", "bf16", _MEGATRON, _neuron(85.65, 4096, 32), "selective recompute taken as none"),
     Measurement("trainium1", VALIDATION, _NEURON, "gpt3-175b", "trn1.32xlarge", 32 * 16, 1024, 2048, 32, 8, 1,
@@ -378,11 +381,11 @@ MEASUREMENTS: tuple[Measurement, ...] = (
         for split, source, model, nodes, tp, pp, seq, seq_per_s, recompute in (
             (FIT, _NEURON_220, "llama2-7b", 16, 8, 1, 4096, 101.3, "none"),
             (FIT, _NEURON_220, "llama2-13b", 32, 8, 8, 4096, 84.0, "none"),
-            (FIT, _NEURON_220, "llama2-70b", 32, 32, 8, 4096, 14.2, "full"),
+            (FIT, _NEURON_220, "llama2-70b", 32, 32, 8, 4096, 14.2, "none"),
             (FIT, _NEURON_220, "llama3-8b", 32, 32, 1, 8192, 49.47, "none"),
-            (FIT, _NEURON_220, "llama3-70b", 32, 32, 8, 8192, 7.59, "full"),
+            (FIT, _NEURON_220, "llama3-70b", 32, 32, 8, 8192, 7.59, "none"),
             (VALIDATION, _NEURON_224, "llama3-8b", 32, 32, 1, 8192, 47.95, "none"),
-            (VALIDATION, _NEURON_224, "llama3-70b", 32, 32, 8, 8192, 7.94, "full"),
+            (VALIDATION, _NEURON_224, "llama3-70b", 32, 32, 8, 8192, 7.94, "none"),
         )
     ),
     # PyTorch FSDP (FULL_SHARD) in MosaicML Composer, llm-foundry's MPT benchmark tables, every row of a model
