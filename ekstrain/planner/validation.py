@@ -19,14 +19,14 @@ fallbacks, the same rules the shipped constants follow):
   ZERO3_PRIOR: NCCL's ring bandwidth with nothing hidden (its gathers block), plus the per-tensor
   collective latency perf.py always prices.
 
-So a source that is the only one of its generation (Neuron's table for Trainium1) or framework
-(Narayanan Table 2 for DeepSpeed ZeRO-3) is predicted from priors, and its error says how far a
-prior is off: that is the honest answer for a chip or framework with one public source.
+So a source that is the only one of its generation or framework is predicted from priors, and its error
+says how far a prior is off. Since issue 37's second round only DeepSpeed ZeRO-3 (Narayanan Table 2) is
+alone: Trainium1 has three releases of the Neuron page, FSDP torchtitan and llm-foundry on A100.
 
-Error bands (bands.py) are the largest of these left-out errors per generation (DeepSpeed ZeRO-3
-apart): no source left out of a fit was further off. Their coverage is measured nested
-(``coverage``): each source's rows against the band computed without that source. Lower quantiles
-cover less (nested: 0.90 -> 61 %, 0.95 -> 76 %, the largest -> 82 %).
+Error bands (bands.py) are the largest of these left-out errors per generation, and per framework where a
+generation has MIN_BAND_ROWS of its rows (DeepSpeed ZeRO-3 on its own): no source left out of a fit was
+further off. Their coverage is measured nested (``coverage``): each source's rows against the band computed
+without that source (113/142 = 80 % with the largest; lower quantiles cover less).
 """
 
 from __future__ import annotations
