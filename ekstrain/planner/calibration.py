@@ -393,7 +393,8 @@ MEASUREMENTS: tuple[Measurement, ...] = (
     # checkpointing = full recompute, published tokens/s per GPU). The A100 80GB table sets FSDP's software
     # factor with torchtitan's row; the H100 tables are never fitted (H100's fleet: p5's 3,200 Gb/s; the table
     # does not print the network, and all but a few rows run on one node). Attention: FlashAttention in Triton
-    # (the sweep's submit_benchmarks.py passes --attn_impl, default "triton", to every run; attention.FA_TRITON).
+    # (the tables came with llm-foundry commit b2a43a14, Oct 2023, whose submit_benchmarks.py sets attn_impl
+    # from --attn_impl, default "triton", which sweep.sh never passes; attention.FA_TRITON).
     *(
         Measurement(generation, split, source, f"mpt-{size}", instance, gpus, micro * accum * gpus, seq, 1, 1, 1,
                     1, micro, 3, "full" if checkpointing else "none", precision, _FSDP, tokens,
