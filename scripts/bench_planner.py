@@ -84,7 +84,7 @@ def planner_targets() -> None:
     print(
         f"planner: leave-one-source-out over {len(validation.sources())} sources, {total} runs: mean |err| "
         f"{mean(errors):.1%} (target <= 8 %), max {max(errors):.1%} (target <= 25 %); bands cover "
-        f"{covered}/{total} = {covered / total:.0%} of left-out runs (target >= 80 %)"
+        f"{covered}/{total} = {covered / total:.1%} of left-out runs (target >= 80 %)"
     )
     per_source = [mean(abs(r.error) for r in results if r.source == s) for s in validation.sources()]
     print(f"  mean over sources (each source weighted once): {mean(per_source):.1%}")

@@ -2,7 +2,7 @@
 generations are calibrated at all.
 
 The band is the largest of the leave-one-source-out errors of tokens/s per device of that
-generation and framework (validation.py: each published source predicted with constants fitted without it;
+generation (validation.py: each published source predicted with constants fitted without it;
 ``ekstrain plan calibrate`` prints them), DeepSpeed ZeRO-3 with its own. Its coverage of a source it
 was not computed from is measured nested and printed with the table (docs/planner.md). ``ERROR_BANDS``
 stores the values (tests recompute them).
@@ -23,19 +23,13 @@ from ekstrain.planner.fleet import BF16
 ANY_FRAMEWORK = "*"
 ERROR_BANDS: dict[tuple[str, str], float] = {
     ("a100", ANY_FRAMEWORK): 0.305,
-    ("a100", "megatron"): 0.108,
-    ("a100", "fsdp"): 0.305,
     ("a100", "deepspeed"): 0.292,
     ("b200", ANY_FRAMEWORK): 0.084,
-    ("b200", "megatron"): 0.084,
     ("h100", ANY_FRAMEWORK): 0.215,
-    ("h100", "megatron"): 0.13,
-    ("h100", "fsdp"): 0.215,
     ("trainium1", ANY_FRAMEWORK): 0.272,
-    ("trainium1", "megatron"): 0.272,
 }
-"""validation.bands(): the largest leave-one-source-out error per generation, and per framework where the
-generation has at least four of its rows (DeepSpeed ZeRO-3 on its own); tests recompute them."""
+"""validation.bands(): the largest leave-one-source-out error per generation (DeepSpeed ZeRO-3 apart);
+tests recompute them."""
 NEAREST_CALIBRATED = {"h200": "h100", "trainium2": "trainium1", "": "a100"}
 
 
