@@ -320,6 +320,7 @@ def evaluate(
     flash_attention: bool = True,
     framework: str = MEGATRON,
     efficiency: Efficiency | None = None,
+    attention_kernel: str | None = None,
 ) -> Plan:
     """Evaluate one fixed layout. The plan is returned even when it does not fit (``plan.fits``);
     a layout that does not divide raises PlanError. ``framework`` is any name of frameworks.py."""
@@ -330,6 +331,7 @@ def evaluate(
         lora_rank=lora_rank,
         flash_attention=flash_attention,
         framework=frameworks.cost_model(framework),
+        attention_kernel=attention_kernel,
     )
     inputs.check_lora_rank(model, lora_rank)
     parallel = ParallelConfig(

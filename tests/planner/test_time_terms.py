@@ -93,3 +93,13 @@ def test_hsdp_shards_within_the_node_and_all_reduces_across():
     w, g, o = model_state_bytes(params * 8, 3, 8, framework="hsdp")
     assert (hsdp.memory.params, hsdp.memory.grads, hsdp.memory.optimizer) == pytest.approx((w, g, o), rel=1e-6)
     assert hsdp.memory.optimizer == pytest.approx(16 * fsdp.memory.optimizer)  # 8 shards, not 128
+
+
+def test_triton_flash_attention_runs_at_fa2_over_the_published_speedup():
+    # GIVEN FlashAttention-2's published 1.3-2.5x speed-up over FlashAttention in Triton (Dao 2023 section 4.1)
+    # WHEN a run names the Triton kernel THEN its attention runs at FA2's throughput / sqrt(1.3 x 2.5)
+    from ekstrain.planner import attention
+
+    fa2 = attention.forward_fraction("a100", attention.FA2, 128, 8192, True)
+    triton = attention.forward_fraction("a100", attention.FA_TRITON, 128, 8192, True)
+    assert triton == pytest.approx(fa2 / (1.3 * 2.5) ** 0.5)
