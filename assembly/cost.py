@@ -30,19 +30,11 @@ PROMETHEUS_PORT = 9090
 
 ACCELERATOR_RESOURCES = 'resource=~"nvidia_com_gpu|aws_amazon_com_neuron"'
 """kube-state-metrics' names of the accelerator resources (``/`` and ``.`` become ``_``)."""
-POD_LABELS = ("ekstrain.io/job", "ekstrain.io/job-kind", "ekstrain.io/queue", names.PARTITION_LABEL)
-NODE_LABELS = (names.PARTITION_LABEL, names.ACCELERATOR_LABEL, "ekstrain.io/team")
-"""Labels kube-state-metrics exports as ``kube_pod_labels`` / ``kube_node_labels`` (``--metric-labels-allowlist``):
-the dashboard groups by them."""
 
 
 def ksm_label(key: str) -> str:
     """``ekstrain.io/queue`` -> ``label_ekstrain_io_queue`` (kube-state-metrics' sanitised label name)."""
     return "label_" + "".join(c if c.isalnum() else "_" for c in key)
-
-
-def metric_labels_allowlist() -> list[str]:
-    return [f"pods=[{','.join(POD_LABELS)}]", f"nodes=[{','.join(NODE_LABELS)}]"]
 
 
 def cost_tags(cfg: StackConfig, stack: str, partition: str | None = None) -> dict[str, str]:

@@ -108,20 +108,30 @@ def lua_script() -> str:
                 out["pod"] = k["pod_name"]
                 out["container"] = k["container_name"]
               end
-              if string.sub(tag, 1, 6) == "slurm." and type(record["file"]) == "string" then
-                local id, name = string.match(record["file"], "/(%d+)/([^/]+)%.out$")
-                out["job"] = name
-                out["slurm_job_id"] = id
-                out["job_kind"] = "sbatch"
-                out["queue"] = record["node_partition"]
-              end
               if string.sub(tag, 1, 5) == "node." then out["source"] = string.sub(tag, 6)
               elseif string.sub(tag, 1, 6) == "slurm." then out["source"] = "sbatch"
               else out["source"] = "container" end
             """
         )
         + body
-        + "\n  return 2, timestamp, out\nend\n"
+        + "\n"
+        + textwrap.indent(
+            textwrap.dedent(
+                """\
+                -- sbatch output (<dir>/<job id>/<job name>.out): the Slurm job's name, id and kind; queue = partition.
+                if string.sub(tag, 1, 6) == "slurm." and type(record["file"]) == "string" then
+                  local id, name = string.match(record["file"], "/(%d+)/([^/]+)%.out$")
+                  out["job"] = name
+                  out["slurm_job_id"] = id
+                  out["job_kind"] = "sbatch"
+                  out["queue"] = record["node_partition"]
+                end
+                return 2, timestamp, out
+                """
+            ),
+            "  ",
+        )
+        + "end\n"
     )
 
 
@@ -413,3 +423,71 @@ def plan(cfg: StackConfig) -> LogsPlan:
         log_groups=log_group_names(cfg.cluster.name),
         values=functools.partial(chart_values, cfg)(),
     )
+
+
+def lua_pattern_regex(pattern: str) -> str:
+    """The Python regex of the Lua patterns in :data:`FIELDS` (``%d`` digits, ``%s`` space, ``%a`` letters,
+    ``%x`` escapes punctuation): the tests evaluate the same table the Lua filter runs."""
+    classes = {"d": r"\d", "s": r"\s", "a": "[A-Za-z]"}
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "%" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            out.append(classes.get(nxt, "\\" + nxt if not nxt.isalnum() else nxt))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def record_fields(
+    *,
+    tag: str,
+    namespace: str | None = None,
+    pod: str | None = None,
+    container: str | None = None,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    node_partition: str = "none",
+    log: str = "",
+    file: str | None = None,
+) -> dict[str, str | None]:
+    """The flat fields a record leaves the agent with, as :func:`lua_script` computes them (same :data:`FIELDS`)."""
+    import re
+
+    labels, annotations = labels or {}, annotations or {}
+    rec: dict[str, str | None] = {"log": log, "node_partition": node_partition}
+    if namespace is not None:
+        rec.update(namespace=namespace, pod=pod, container=container)
+    rec["source"] = tag[5:] if tag.startswith("node.") else "sbatch" if tag.startswith("slurm.") else "container"
+
+    def first(sources: tuple[str, ...]) -> str | None:
+        for src in sources:
+            kind, _, arg = src.partition(":")
+            value: str | None = None
+            if kind == "label":
+                value = labels.get(arg)
+            elif kind == "annotation":
+                value = annotations.get(arg)
+            elif kind == "record":
+                value = rec.get(arg)
+            elif kind in ("log", "pod") and isinstance(rec.get(kind), str):
+                m = re.search(lua_pattern_regex(arg), rec[kind] or "")
+                value = m.group(1) if m else None
+            if value not in (None, "", "none"):
+                return value
+        return None
+
+    for field, sources in FIELDS.items():
+        rec[field] = first(sources)
+    if tag.startswith("slurm.") and file:
+        m = re.search(r"/(\d+)/([^/]+)\.out$", file)
+        rec.update(
+            job=m.group(2) if m else None,
+            slurm_job_id=m.group(1) if m else None,
+            job_kind="sbatch",
+            queue=node_partition,
+        )
+    return rec
