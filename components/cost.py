@@ -49,9 +49,9 @@ class Cost(pulumi.ComponentResource):
         tags = dict(args.tags)
 
         # Account-wide: Cost Explorer groups and the budget filters by these tags once they are active.
-        for key in plan.tag_keys:
+        for tag_key in plan.tag_keys:
             aws.costexplorer.CostAllocationTag(
-                f"{name}-{key.rsplit('/', 1)[-1]}", tag_key=key, status="Active", opts=child
+                f"{name}-{tag_key.rsplit('/', 1)[-1]}", tag_key=tag_key, status="Active", opts=child
             )
 
         key = aws.kms.Key(

@@ -35,8 +35,8 @@ class ObservabilityConfig(Model):
     """Optional remote write to Amazon Managed Prometheus."""
 
 
-CLOUDWATCH_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557)
-CLOUDWATCH_RETENTION_DAYS += (2922, 3288, 3653)
+CLOUDWATCH_RETENTION_DAYS: tuple[int, ...] = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096)
+CLOUDWATCH_RETENTION_DAYS += (1827, 2192, 2557, 2922, 3288, 3653)
 """The values CloudWatch Logs accepts for a log group's retention (PutRetentionPolicy ``retentionInDays``)."""
 
 
