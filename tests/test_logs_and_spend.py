@@ -7,6 +7,7 @@ the same kube-scheduler rules the simulator applies, and the real Prometheus's p
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
 import pathlib
@@ -29,7 +30,7 @@ from ekstrain.assembly.jobs import logs as joblogs
 from ekstrain.assembly.schedulers import slurm as slurm_values
 from ekstrain.infra import offline
 from ekstrain.infra.render import partition_rows
-from ekstrain.infra.verify import charts
+from ekstrain.infra.verify import charts, everywhere
 from ekstrain.simulate import match
 from ekstrain.simulate.nodes import nodes_of
 from ekstrain.stacks.errors import ConfigError
@@ -104,6 +105,20 @@ def test_the_node_kind_check_fails_for_an_agent_missing_a_toleration(prod_record
         k.split("/")[0] for k, labels, taints in _node_kinds(prod_recording) if not match.lands(pod, labels, taints)
     }
     assert missed == {"trainium-trn1", "trainium-trn1n"}
+
+
+# GIVEN prod WHEN the render's check reads the chart's DaemonSet THEN it passes; an agent without the Neuron toleration
+# is reported on the Trainium kinds by name.
+def test_the_render_check_reports_node_kinds_without_the_agent(prod_recording: offline.Recording) -> None:
+    objects = _objects(prod_recording, logs.RELEASE)
+    ok = everywhere.check(prod_recording, objects)
+    assert (ok.checked, ok.problems) == (1, [])
+    assert len(everywhere.node_kinds(prod_recording)) == len(_node_kinds(prod_recording))
+    (ds,) = [d for d in objects if d["kind"] == "DaemonSet"]
+    narrow = copy.deepcopy(ds)
+    narrow["spec"]["template"]["spec"]["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
+    (problem,) = everywhere.check(prod_recording, [narrow]).problems
+    assert "logging/fluent-bit has no pod on trainium-trn1/trn1.32xlarge, trainium-trn1n/trn1n.32xlarge" in problem
 
 
 # GIVEN prod THEN the agent has requests, buffers every input on the node's disk (a hostPath) and keeps its read
