@@ -268,6 +268,10 @@ def test_the_job_query_selects_exactly_that_jobs_pods(scheduler: str) -> None:
     query = joblogs.insights_query(scheduler, "run", ns)
     own = _pod_records(mine, ns)
     assert own and all(r["job_kind"] == joblogs.JOB_KINDS[scheduler] and r["queue"] == partition for r in own)
+    if scheduler == "rayjob":  # the driver's output (every Ray Train worker's lines) comes through the submitter
+        assert "ray-job-submitter" in {r["container"] for r in own}
+    if scheduler == "mpijob":  # every rank's output comes through mpirun in the launcher
+        assert "launcher" in {r["container"] for r in own}
     foreign = [
         *_pod_records(other, ns),
         *_pod_records(mine, "team-b"),
@@ -322,7 +326,9 @@ def test_each_line_carries_its_rank() -> None:
 def test_sbatch_output_goes_where_the_agent_reads_it() -> None:
     script = render.render_sbatch(spec_for("gpu-a100"), PROD, FakePlanner())
     assert f"#SBATCH --output={logs.SLURM_LOG_DIR}/%j/%x.out" in script
-    assert 'exec > >(tee -a /fsx/checkpoints/run-"${SLURM_JOB_ID}.out") 2>&1' in script.replace("/shared", "/fsx")
+    root = render.resolve_for(spec_for("gpu-a100"), PROD, "slurm", FakePlanner()).checkpoint_root
+    assert root.startswith(PROD.schedulers.slurm.shared_mount_path)  # FSx, as the slurmd pods mount it
+    assert f'exec > >(tee -a {root}/run-"${{SLURM_JOB_ID}}.out") 2>&1' in script
     values = slurm_values.slurm_values(PROD)
     prolog = values["prologScripts"][slurm_values.LOG_PROLOG]
     assert prolog.startswith("#!/usr/bin/env bash") and f'"{logs.SLURM_LOG_DIR}/$SLURM_JOB_ID"' in prolog
