@@ -36,7 +36,7 @@ class StackConfig(Model):
     """From ``aws:defaultTags`` (the AWS provider adds these tags to every resource): counted with ``tags``
     against AWS's 50 per resource; @default none."""
     tags: ResourceTags = Field(default_factory=dict)
-    """Extra tags on every AWS resource: at most 40 (AWS allows 50; the program adds up to 10), keys <= 128 and
+    """Extra tags on every AWS resource: at most 38 (AWS allows 50; the program adds up to 12), keys <= 128 and
     values <= 256 characters, no ``aws:`` prefix, never one of the program's own tags (Project, Environment,
     ManagedBy, Name, ekstrain.io/, kubernetes.io/, karpenter.sh/, eks: ...)."""
     cluster: ClusterConfig
