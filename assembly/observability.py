@@ -36,6 +36,11 @@ NEURON_MONITOR = "neuron-monitor"
 NEURON_MONITOR_PORT = 8000
 DCGM_PORT_NAME = "metrics"
 
+COST_POD_LABELS = ("ekstrain.io/job", "ekstrain.io/job-kind", "ekstrain.io/queue", names.PARTITION_LABEL)
+COST_NODE_LABELS = (names.PARTITION_LABEL, names.ACCELERATOR_LABEL, names.TEAM_LABEL)
+"""Labels kube-state-metrics exports as ``kube_pod_labels`` / ``kube_node_labels`` (``--metric-labels-allowlist``)
+with ``ekstrain:cost``: the spend dashboard (assembly/cost.py) groups by them."""
+
 RETENTION_SIZE_FRACTION = 0.85
 """retentionSize: Prometheus deletes old blocks before the volume fills."""
 
@@ -161,8 +166,16 @@ def chart_values(cfg: StackConfig, remote_write: Any = None) -> dict[str, Any]:
         },
         "kube-state-metrics": {
             "resources": sized("50m", "128Mi", "256Mi"),
-            # The node labels the alerts join on (a node's partition, its instance type's EFA layout).
-            "metricLabelsAllowlist": [f"nodes=[{','.join(alerts.NODE_LABELS_ALLOWLIST)}]"],
+            # The node labels the alerts join on (a node's partition, its instance type's EFA layout), and with
+            # cost allocation the pod and node labels the spend dashboard groups by.
+            "metricLabelsAllowlist": [
+                *([f"pods=[{','.join(COST_POD_LABELS)}]"] if cfg.cost.enabled else []),
+                "nodes=[{}]".format(
+                    ",".join(
+                        dict.fromkeys(alerts.NODE_LABELS_ALLOWLIST + (COST_NODE_LABELS if cfg.cost.enabled else ()))
+                    )
+                ),
+            ],
         },
         "prometheus-node-exporter": {"resources": sized("20m", "32Mi", "64Mi")},
         "prometheusOperator": {

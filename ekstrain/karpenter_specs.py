@@ -78,6 +78,8 @@ class PartitionSpec:
     """@default none."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """Extra node labels; @default none."""
+    team: str | None = None
+    """@default none. The ``ekstrain.io/team`` node label (OpenCost and the spend dashboard group by it)."""
     ami_alias_version: str = "latest"
     """@default latest; pin per stack (a new AMI drifts every node)."""
     pool_name: str | None = None
@@ -110,6 +112,8 @@ def node_labels(spec: PartitionSpec) -> dict[str, str]:
     labels = {**spec.labels, names.PARTITION_LABEL: spec.name, names.ACCELERATOR_LABEL: spec.shape.family}
     if spec.efa:
         labels[names.EFA_NODE_LABEL] = "true"
+    if spec.team:
+        labels[names.TEAM_LABEL] = spec.team
     return labels
 
 

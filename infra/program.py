@@ -7,6 +7,8 @@ from typing import Any
 import pulumi
 
 from ekstrain import catalog, versions
+from ekstrain.assembly import cost as cost_plan
+from ekstrain.assembly import logs as logs_plan
 from ekstrain.assembly.jupyterhub import plan as hub_plan
 from ekstrain.assembly.observability import plan as obs_plan
 from ekstrain.assembly.schedulers import autoscaling, ledger, teams
@@ -15,9 +17,11 @@ from ekstrain.assembly.schedulers import slurm as slurm_values
 from ekstrain.assembly.schedulers import volcano as volcano_values
 from ekstrain.components.argocd import ArgoCd, ArgoCdArgs
 from ekstrain.components.cluster import AdminPrincipal, Cluster, ClusterArgs
+from ekstrain.components.cost import Cost, CostArgs
 from ekstrain.components.device_plugins import DevicePlugins, DevicePluginsArgs
 from ekstrain.components.jupyterhub import JupyterHub, JupyterHubArgs
 from ekstrain.components.karpenter import Karpenter, KarpenterArgs
+from ekstrain.components.logs import Logs, LogsArgs
 from ekstrain.components.network import Network, NetworkArgs
 from ekstrain.components.node_health import ADDON_NAME as NODE_MONITORING_ADDON
 from ekstrain.components.node_health import NodeHealth, NodeHealthArgs
@@ -36,6 +40,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
     """Create every component for ``cfg``; return the stack outputs."""
     tags = cfg.common_tags
     c = cfg.cluster
+    stack = pulumi.get_stack()
     existing = cfg.network.existing_vpc
     zones = cfg.network.availability_zones
     # An existing VPC (ekstrain:network.existingVpc): its subnets carry none of the discovery tags, so the
@@ -109,7 +114,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
     )
 
     # Storage: S3 buckets, FSx for Lustre + DRAs, EFS, CSI drivers, training namespace and PVCs.
-    storage = build_storage(cfg, network, cluster)
+    storage = build_storage(cfg, network, cluster, extra_tags=cost_plan.cost_tags(cfg, stack))
     storage_outputs: dict[str, Any] = {
         "datasetsBucket": storage.buckets.datasets_bucket,
         "checkpointsBucket": storage.buckets.checkpoints_bucket,
@@ -173,6 +178,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
                     consolidate_after=p.effective_consolidate_after,
                     weight=p.weight,
                     labels=p.labels,
+                    team=cfg.team_of(p.name) if cfg.cost.enabled else None,
                     ami_alias_version=cfg.versions.ami_alias_version,
                 ),
                 node_role_name=karpenter.node_role_name,
@@ -186,7 +192,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
                 # (EFA partitions) or the private subnets (the zone requirement keeps nodes in the training AZ).
                 subnet_ids=None if existing is None else (efa_subnet_ids if p.efa else private_subnet_ids),
                 security_group_ids=None if existing is None else (efa_sg_ids if p.efa else []),
-                tags=tags,
+                tags={**tags, **cost_plan.cost_tags(cfg, stack, p.name)},
             ),
             opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[karpenter.release]),
         )
@@ -236,6 +242,26 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         outputs["grafanaAdminPassword"] = observability.grafana_admin_password
         if observability.remote_write_url is not None:
             outputs["ampRemoteWriteUrl"] = observability.remote_write_url
+    if cfg.logging.enabled:
+        log_agent = Logs(
+            "logs",
+            LogsArgs(plan=logs_plan.plan(cfg), chart=cfg.versions.chart("fluent-bit"), tags=tags),
+            opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster]),
+        )
+        outputs.update({f"{k}LogGroup": v for k, v in log_agent.log_group_names.items()})
+    if cfg.cost.enabled:
+        spend = Cost(
+            "cost",
+            CostArgs(
+                plan=cost_plan.plan(cfg, stack),
+                chart=cfg.versions.chart("opencost") if cfg.cost.opencost and observability is not None else None,
+                tags=tags,
+            ),
+            opts=pulumi.ResourceOptions(
+                provider=cluster.provider, depends_on=[d for d in (cluster, observability) if d is not None]
+            ),
+        )
+        outputs["budgetTopicArn"] = spend.topic_arn
     if cfg.jupyterhub.enabled and storage.fsx:
         JupyterHub(
             "jupyterhub",

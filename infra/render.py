@@ -39,6 +39,7 @@ from ekstrain.infra.verify import (
     aws_rules,
     chart_values,
     charts,
+    everywhere,
     iam,
     order,
     policy,
@@ -438,6 +439,8 @@ def _run_checks(
     if order_rows is not None:
         order_rows.extend(order.stage_rows(graph))
     checks.append(requests.check([*manifests, *(o for objects in rendered.objects.values() for o in objects)]))
+    if cfg.logging.enabled:
+        checks.append(everywhere.check(rec, [o for objects in rendered.objects.values() for o in objects]))
     chart_check.checked = sum(len(o) for o in rendered.objects.values())
     with stages.stage(chart_check.name):
         chart_check.problems += validate_chart_objects(rendered, kv)

@@ -19,6 +19,7 @@ from typing import Any
 
 from ekstrain import cli_kit, outputs
 from ekstrain import cli_types as t
+from ekstrain.assembly.jobs import logs as joblogs
 from ekstrain.assembly.jobs import nccl
 from ekstrain.assembly.jobs.render import SCHEDULERS, render, render_sbatch, scheduler_problem, to_yaml
 from ekstrain.assembly.jobs.spec import FRAMEWORK_CHOICES, JobRequestError, RunSpec
@@ -164,6 +165,7 @@ def _validate(objects: list[dict[str, Any]], kubernetes_version: str) -> list[st
 
 
 def cmd_render(args: argparse.Namespace) -> int:
+    job_name = ""
     try:
         cfg = _load(args)
         part = next((p for p in cfg.partitions if p.name == args.partition), None)
@@ -175,6 +177,7 @@ def cmd_render(args: argparse.Namespace) -> int:
             text = to_yaml(objects)
         else:
             spec = spec_from_args(args, cfg)
+            job_name = spec.name
             if args.scheduler == "slurm" and not args.configmap:
                 objects, text = [], render_sbatch(spec, cfg)
             else:
@@ -192,6 +195,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     if args.out:
         try:
             outputs.write_file("--out", args.out, text)
+            for path, body in joblogs.files_beside(args.out, args.scheduler, job_name, args.namespace, cfg).items():
+                outputs.write_file("--out", pathlib.Path(path), body)
         except outputs.OutputRefused as exc:
             print(f"ekstrain job render: {exc}", file=sys.stderr)
             return EXIT_BAD_REQUEST

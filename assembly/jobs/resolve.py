@@ -85,6 +85,9 @@ class ResolvedRun:
     """Files a builder adds to the launch ConfigMap (the Ray launcher)."""
     queue: str = ""
     """The Volcano queue the job names (assembly/schedulers/teams.py ``queue_for``); @default "": the partition's."""
+    slurm_log_dir: str | None = None
+    """sbatch: the node-local directory the job's output goes to (``<dir>/<job id>/<name>.out``), where the log
+    agent tails it (``ekstrain:logging``); None: the output goes only to the checkpoint root on FSx."""
     volcano: bool = False
     """The stack runs Volcano: every template gang-schedules through the partition's queue
     (``schedulers.volcano.enabled``; without Volcano a ``schedulerName: volcano`` pod would never bind)."""

@@ -74,6 +74,9 @@ class PartitionConfig(Model):
     paid for whether or not a node runs in it)."""
     weight: int | None = Field(default=None, ge=1, le=100)
     """Karpenter NodePool weight when partitions overlap; @default none."""
+    team: str | None = Field(default=None, pattern=DNS_LABEL, max_length=63)
+    """The team this partition's nodes are charged to (the ``ekstrain.io/team`` tag on its instances and
+    volumes); @default ``ekstrain:cost.team``."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Extra node labels; @default none. Keys in the karpenter.sh, karpenter.k8s.aws and ekstrain.io
     domains are reserved."""
