@@ -139,11 +139,19 @@ def idle_queries(cfg: StackConfig) -> dict[str, str]:
         "fragments (part of a node in use)": (
             f"sum(({healthy} - on (node) {RUNNING_REQUESTS}) and on (node) ({RUNNING_REQUESTS} > 0)) or vector(0)"
         ),
-        "consolidateAfter window": (
-            f"sum({healthy} unless on (node) ({RUNNING_REQUESTS} > 0) unless on (node) ({PENDING_REQUESTS} > 0))"
-            " or vector(0)"
-        ),
     }
+    empty = f"{healthy} unless on (node) ({RUNNING_REQUESTS} > 0) unless on (node) ({PENDING_REQUESTS} > 0)"
+    # A partition with consolidateAfter: Never (a reservation paid anyway) keeps its empty nodes: the simulator
+    # counts those apart from the window a consolidating partition waits before removing one.
+    never = sorted(p.name for p in cfg.partitions if p.effective_consolidate_after == "Never")
+    if never:
+        kept = f'max by (node) (kube_node_labels{{{ksm_label(names.PARTITION_LABEL)}=~"{"|".join(never)}"}})'
+        out["consolidateAfter window"] = f"sum(({empty}) unless on (node) ({kept})) or vector(0)"
+        out["kept empty (consolidateAfter: Never, a reservation paid anyway)"] = (
+            f"sum(({empty}) and on (node) ({kept})) or vector(0)"
+        )
+    else:
+        out["consolidateAfter window"] = f"sum({empty}) or vector(0)"
     if cfg.schedulers.slurm.enabled:
         # Slurm's idle nodes held by slurmd pods, times the partition's accelerators per node.
         terms = [

@@ -34,6 +34,7 @@ from ekstrain.infra.verify import charts, everywhere
 from ekstrain.simulate import match
 from ekstrain.simulate.nodes import nodes_of
 from ekstrain.stacks.errors import ConfigError
+from ekstrain.stacks.loader import load_flat, read_stack_file
 
 render = importlib.import_module("ekstrain.assembly.jobs.render")
 
@@ -504,10 +505,44 @@ def test_the_spend_dashboard_shows_queue_team_job_and_idle_categories(prod_recor
     simulator = set(re.findall(r'cat = "([^"]+)"', timeline))
     drawn = {t.removeprefix("Idle accelerators: ") for t in titles if t.startswith("Idle accelerators: ")}
     assert drawn <= simulator and len(drawn) == 6
+    # Not drawn: why a job cannot start, or that EC2 refused the rest of its nodes, is the simulator's knowledge;
+    # the cluster sees those nodes' pods Pending ("held ..."). prod reserves nothing, so nothing is kept empty.
     assert simulator - drawn == {
         "stranded (held by a job that cannot start)",
         "stranded (launched for a job that cannot start)",
+        "held while EC2 has no capacity for the rest (insufficient-capacity)",
+        "kept empty (consolidateAfter: Never, a reservation paid anyway)",
     }
+
+
+# GIVEN a stack with reserved partitions (consolidateAfter: Never) THEN their empty nodes are "kept empty", apart
+# from the consolidateAfter window of the partitions that consolidate, as the simulator counts them.
+def test_the_spend_dashboard_counts_empty_reserved_nodes_apart(tmp_path: pathlib.Path) -> None:
+    flat, _ = read_stack_file(REPO / "examples" / "stacks" / "Pulumi.reserved.yaml")
+    reserved = load_flat(flat, "reserved")[0]
+    never = {p.name for p in reserved.partitions if p.effective_consolidate_after == "Never"}
+    assert never and never != {p.name for p in reserved.partitions}
+    idle = cost.idle_queries(reserved)
+    kept = idle["kept empty (consolidateAfter: Never, a reservation paid anyway)"]
+    window = idle["consolidateAfter window"]
+    for name in never:
+        assert name in kept and name in window
+    assert " and on (node) " in kept and " unless on (node) (max by (node) (kube_node_labels" in window
+    assert "kept empty (consolidateAfter: Never, a reservation paid anyway)" not in cost.idle_queries(PROD)
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool not found: apt-get install -y prometheus (.ci/run installs it)"
+    rules = {
+        "groups": [
+            {
+                "name": "idle",
+                "rules": [{"record": f"ekstrain:idle_{i}", "expr": e} for i, e in enumerate(idle.values())],
+            }
+        ]
+    }
+    f = tmp_path / "rules.yaml"
+    f.write_text(yaml.safe_dump(rules))
+    done = subprocess.run([promtool, "check", "rules", str(f)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 # The dashboard's PromQL is PromQL the real Prometheus parses (promtool check rules, as the alerts and KEDA's query).
