@@ -267,13 +267,13 @@ def fetch_chart(
         tmpdir = pathlib.Path(tmp)
         pulled = tmpdir / "pulled"
         pulled.mkdir()
+        # --flag=value, then the chart after "--": a mirror URL from the environment is never read as an option
+        cmd = [helm, "pull", f"--version={chart.version}", f"--destination={pulled}"]
         if source.kind == "repo":
-            cmd = [helm, "pull", chart.chart, "--repo", source.url, "--version", chart.version]
+            cmd += [f"--repo={source.url}", "--", chart.chart]
         else:
-            cmd = [helm, "pull", source.url, "--version", chart.version]
-            if source.plain_http:
-                cmd.append("--plain-http")
-        cmd += ["--destination", str(pulled)]
+            cmd += ["--plain-http"] if source.plain_http else []
+            cmd += ["--", source.url]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=_helm_env(tmpdir / "home"), timeout=600)
         if proc.returncode != 0:
             lines = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
