@@ -303,8 +303,14 @@ def test_per_partition_entries_alike_but_for_their_name_form_one_class() -> None
     assert charts.entry_classes(entries) == {"efa-00": ["efa-00", "efa-04"], "efa-01": ["efa-01"], "efa-05": ["efa-05"]}
     release = charts.Release("slurm", "slurm", SLURM.chart, SLURM.version, "slurm")
     release = dataclasses.replace(release, values={"clusterName": "c", "nodesets": entries})
-    small, expand = charts.reduced(release)
+    small, expand, singles = charts.reduced(release)
     assert sorted(small.values["nodesets"]) == ["efa-00", "efa-01", "efa-05"]
+    assert {k: list(r.values["nodesets"]) for k, r in singles.items()} == {
+        ("nodesets", "efa-00"): ["efa-00"],
+        ("nodesets", "efa-01"): ["efa-01"],
+        ("nodesets", "efa-05"): ["efa-05"],
+    }
+    assert all(r.values["clusterName"] == "c" for r in singles.values())
     assert expand(["clusterName", "nodesets.efa-00.queue", "nodesets.efa-01.replicas"]) == [
         "clusterName",
         "nodesets.efa-00.queue",

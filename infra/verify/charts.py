@@ -684,21 +684,30 @@ def entry_classes(entries: dict[str, Any]) -> dict[str, list[str]]:
     return classes
 
 
-def reduced(release: Release) -> tuple[Release, Callable[[list[str]], list[str]]]:
-    """``release`` with one entry of each class (:func:`entry_classes`) of its per-partition mappings, and the map
-    of a no-op answer for it to one for ``release`` (a key of a representative stands for the same key of each
-    entry of its class)."""
+def reduced(
+    release: Release,
+) -> tuple[Release, Callable[[list[str]], list[str]], dict[tuple[str, ...], Release]]:
+    """``release`` with one entry of each class (:func:`entry_classes`) of its per-partition mappings; the map of a
+    no-op answer for it to one for ``release`` (a key of a representative stands for the same key of each entry of
+    its class); and per representative, ``release`` with that entry alone in its mapping (its keys are checked
+    there: a smaller render, the chart renders each entry on its own)."""
     values = copy.deepcopy(release.values)
     expand: dict[tuple[str, ...], list[str]] = {}
+    singles: dict[tuple[str, ...], Release] = {}
     for path in PER_PARTITION_MAPS.get(release.chart_name, ()):
         entries = _get(values, path)
         if not isinstance(entries, dict) or len(entries) < 2:
             continue
         classes = entry_classes(entries)
-        for rep, members in classes.items():
-            expand[(*path, rep)] = members
         node = _get(values, path[:-1]) if len(path) > 1 else values
         node[path[-1]] = {rep: entries[rep] for rep in classes}
+        for rep, members in classes.items():
+            expand[(*path, rep)] = members
+    for prefix in expand:
+        alone = copy.deepcopy(values)
+        node = _get(alone, prefix[:-2]) if len(prefix) > 2 else alone
+        node[prefix[-2]] = {prefix[-1]: _get(values, prefix)}
+        singles[prefix] = dataclasses.replace(release, values=alone)
 
     def answer(noop: list[str]) -> list[str]:
         out = []
@@ -712,18 +721,33 @@ def reduced(release: Release) -> tuple[Release, Callable[[list[str]], list[str]]
         return sorted(out)
 
     if not expand:
-        return release, lambda noop: noop
-    return dataclasses.replace(release, values=values), answer
+        return release, lambda noop: noop, {}
+    return dataclasses.replace(release, values=values), answer, singles
 
 
 def _noop_leaves(release: Release, kube_version: str, apis: list[str]) -> list[str]:
-    small, expand = reduced(release)
-    return expand(_noop_leaves_of(small, kube_version, apis))
+    small, expand, singles = reduced(release)
+    if not singles:
+        return _noop_leaves_of(release, kube_version, apis)
+
+    def outside(path: tuple[str, ...]) -> bool:
+        return not any(path[: len(prefix)] == prefix for prefix in singles)
+
+    found = _noop_leaves_of(small, kube_version, apis, outside)  # the keys outside the entries: every class present
+    for prefix, alone in singles.items():
+        found += _noop_leaves_of(alone, kube_version, apis, lambda p, prefix=prefix: p[: len(prefix)] == prefix)
+    return expand(found)
 
 
-def _noop_leaves_of(release: Release, kube_version: str, apis: list[str]) -> list[str]:
+def _noop_leaves_of(
+    release: Release,
+    kube_version: str,
+    apis: list[str],
+    among: Callable[[tuple[str, ...]], bool] = lambda path: True,
+) -> list[str]:
+    """The no-op keys of ``release`` among the key paths ``among`` admits."""
     defaults = chart_defaults(release)
-    candidates = [p for p in leaves(release.values) if _get(defaults, p) != _get(release.values, p)]
+    candidates = [p for p in leaves(release.values) if among(p) and _get(defaults, p) != _get(release.values, p)]
     if not candidates:
         return []
     base = template(release, kube_version, apis, crds=False)
