@@ -17,6 +17,7 @@ import contextlib
 import io
 import math
 import os
+import pathlib
 import random
 import signal
 import sys
@@ -215,6 +216,181 @@ def test_numeric_extremes_are_answered_or_refused_by_name(command: str) -> None:
     assert found["refused"] > 0 and sum(found.values()) == len(cases(command))
 
 
+# ---- deployability: stacks that validate but that AWS, Pulumi or the API server refuse ------------------------
+
+DEPLOY_SUBNET = {"A": "subnet-0123456789abcdef0", "B": "subnet-0123456789abcdef1", "C": "subnet-0123456789abcdef2"}
+
+
+def _byo(prefixes: dict[str, int], public_id: str | None) -> Callable[[dict[str, Any]], None]:
+    """dev's sections deploying into an existing VPC: the private, EFA and public subnets with the given prefixes."""
+    import ipaddress
+
+    def cidr(base: str, prefix: int) -> str:
+        return str(ipaddress.IPv4Network(f"{base}/{prefix}", strict=False))
+
+    def change(s: dict[str, Any]) -> None:
+        s["network"] = {
+            "trainingAvailabilityZone": "us-west-2a",
+            "existingVpc": {
+                "vpcId": "vpc-0123456789abcdef0",
+                "privateSubnets": {
+                    "us-west-2a": {"id": DEPLOY_SUBNET["A"], "cidr": cidr("10.20.0.0", prefixes["a"])},
+                    "us-west-2b": {"id": DEPLOY_SUBNET["B"], "cidr": cidr("10.40.0.0", prefixes["b"])},
+                },
+                "efaSubnets": {"us-west-2a": {"id": DEPLOY_SUBNET["A"], "cidr": cidr("10.20.0.0", prefixes["a"])}},
+                "publicSubnets": (
+                    [{"id": public_id, "cidr": cidr("10.60.0.0", prefixes["public"])}] if public_id else []
+                ),
+            },
+        }
+
+    return change
+
+
+def deploy_cases() -> list[tuple[str, Any, Callable[[list[str]], bool | None]]]:
+    """(name, what to run, oracle on the issue texts: True = the rule's refusal must be there, False = absent)."""
+    from ekstrain import catalog
+
+    out: list[tuple[str, Any, Callable[[list[str]], bool | None]]] = []
+    for where in ("a", "b", "public"):
+        for prefix in range(8, 33):
+            prefixes = {"a": 19, "b": 19, "public": 22, where: prefix}
+            bad = not 16 <= prefix <= 28
+            out.append(
+                (
+                    f"existingVpc {where} subnet /{prefix}",
+                    ("sections", "dev", _byo(prefixes, DEPLOY_SUBNET["C"])),
+                    lambda issues, bad=bad: any("EC2 subnets are /16 to /28" in i for i in issues) == bad,
+                )
+            )
+    for name, public in (("public = private", "B"), ("public = EFA", "A"), ("public of its own", "C")):
+        bad = public != "C"
+        out.append(
+            (
+                f"existingVpc {name}",
+                ("sections", "dev", _byo({"a": 19, "b": 19, "public": 19}, DEPLOY_SUBNET[public])),
+                lambda issues, bad=bad: any("route table" in i for i in issues) == bad,
+            )
+        )
+    import itertools
+
+    for n in range(5):
+        for listed in itertools.combinations(["aws", "kubernetes", "random", "*"], n):
+            bad = "aws" in listed or "*" in listed
+            out.append(
+                (
+                    f"disable-default-providers {list(listed)}",
+                    ("file", f"  pulumi:disable-default-providers: {list(listed)!r}\n"),
+                    lambda issues, bad=bad: any("disables the default provider" in i for i in issues) == bad,
+                )
+            )
+    for text in ('""', "' '", '"\\t"', "v1:AAAA", "AAAAAQ=="):
+        bad = text in ('""', "' '", '"\\t"')
+        out.append(
+            (
+                f"secure: {text}",
+                ("file", f"  ekstrain:jupyterhubClientSecret:\n    secure: {text}\n"),
+                lambda issues, bad=bad: any("no ciphertext" in i for i in issues) == bad,
+            )
+        )
+    for name in sorted(catalog.known()):
+        it = catalog.get(name)
+        # an independent oracle: Karpenter keeps 7.5 % of memory for the VM and kube-reserved/eviction ~1-10 GiB
+        bad = True if it.memory_gib * 0.925 < 32 else False if it.memory_gib * 0.925 - 12 >= 32 else None
+
+        def add(s: dict[str, Any], name: str = name, family: str = it.family) -> None:
+            s["partitions"].append(
+                {"name": "extra", "accelerator": family, "instanceTypes": [name], "maxNodes": 1, "efa": False}
+            )
+
+        out.append(
+            (
+                f"notebook profile on {name}",
+                ("sections", "prod", add),
+                lambda issues, bad=bad: (
+                    None if bad is None else any("a notebook of this partition" in i for i in issues) == bad
+                ),
+            )
+        )
+    rng = random.Random(f"{SEED}-pods")
+    for _ in range(60):
+        paths = [rng.choice(["/x", "/y", "/dev/shm", "/data"]) for _ in range(rng.randint(1, 3))]
+        pages = rng.choice(["2Mi", "4Mi", "3Mi", "1Gi", "1025Mi", "0", "6Mi", "2048Ki", "1.5Mi"])
+        spec = {
+            "containers": [
+                {
+                    "name": "c",
+                    "volumeMounts": [{"name": f"v{j}", "mountPath": p} for j, p in enumerate(paths)],
+                    "resources": {"limits": {"hugepages-2Mi": pages}},
+                }
+            ],
+            "volumes": [{"name": f"v{j}", "emptyDir": {}} for j in range(len(paths))],
+        }
+        from ekstrain.simulate.quantity import parse as quantity
+
+        bad = len(set(paths)) < len(paths) or quantity(pages) <= 0 or quantity(pages) % 2**21 != 0
+        out.append(
+            (f"pod mounts {paths} hugepages-2Mi {pages}", ("pod", spec), lambda issues, bad=bad: bool(issues) == bad)
+        )
+    return out
+
+
+def run_deploy_case(what: Any) -> list[str] | str:
+    """The issues the stack (or the pod) gets, or a defect class."""
+    import copy
+    import datetime as dt
+    import tempfile
+
+    from ekstrain.infra.verify import admission
+    from ekstrain.stacks.errors import ConfigError
+    from ekstrain.stacks.loader import load_flat, parse, read_stack_file, sections_from_flat
+
+    try:
+        if what[0] == "pod":
+            check = getattr(admission, "api_validation", None)
+            return [] if check is None else list(check(what[1]))
+        if what[0] == "sections":
+            flat, _ = read_stack_file(REPO / f"Pulumi.{what[1]}.yaml")
+            sections = copy.deepcopy(sections_from_flat(flat)[0])
+            what[2](sections)
+            parse(sections, "corpus", today=dt.date(2026, 12, 3))
+            return []
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp) / "Pulumi.x.yaml"
+            path.write_text((REPO / "Pulumi.dev.yaml").read_text().replace("config:\n", "config:\n" + what[1], 1))
+            flat, secrets = read_stack_file(path)
+            load_flat(flat, path.name, today=dt.date(2026, 12, 3), secret_keys=secrets)
+            return []
+    except ConfigError as exc:
+        return [str(i) for i in exc.issues]
+    except Exception as exc:  # noqa: BLE001 - the defect class this corpus counts
+        return f"traceback {type(exc).__name__}: {str(exc)[:200]}"
+
+
+def judge_deploy(name: str, what: Any, oracle: Callable[[list[str]], bool | None]) -> str:
+    issues = run_deploy_case(what)
+    if isinstance(issues, str):
+        return "traceback"
+    verdict = oracle(issues)
+    if verdict is None or verdict:
+        return "refused" if issues else "accepted"
+    return "accepted invalid" if not issues or not any("fix:" in i for i in issues) else "wrong refusal"
+
+
+def test_deployability_corpus() -> None:
+    """GIVEN every generated case WHEN loaded THEN the rule's refusal is there exactly when the oracle says it must
+    be (each refusal with its fix line), never a traceback."""
+    found: Counter[str] = Counter()
+    defects = []
+    for name, what, oracle in deploy_cases():
+        outcome = judge_deploy(name, what, oracle)
+        found[outcome] += 1
+        if outcome not in ("accepted", "refused"):
+            defects.append(f"{name}: {outcome}")
+    assert not defects, "\n".join(defects)
+    assert found["refused"] > 50 and found["accepted"] > 50, found
+
+
 if __name__ == "__main__":  # the counts docs/validation.md quotes
     sys.path.insert(0, str(REPO / "tests"))
     for command in sorted(COMMANDS):
@@ -225,3 +401,10 @@ if __name__ == "__main__":  # the counts docs/validation.md quotes
             if outcome not in ("accepted", "refused"):
                 print(f"  {command} {flag}={value[:40]!r}: {outcome} {detail}")
         print(f"{command}: {sum(counts.values())} cases: {dict(sorted(counts.items()))}")
+    deploy: Counter[str] = Counter()
+    for name, what, oracle in deploy_cases():
+        outcome = judge_deploy(name, what, oracle)
+        deploy[outcome] += 1
+        if outcome not in ("accepted", "refused"):
+            print(f"  {name}: {outcome}")
+    print(f"deployability: {sum(deploy.values())} cases: {dict(sorted(deploy.items()))}")
