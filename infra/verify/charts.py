@@ -702,7 +702,7 @@ def reduced(
         node = _get(values, path[:-1]) if len(path) > 1 else values
         node[path[-1]] = {rep: entries[rep] for rep in classes}
         for rep, members in classes.items():
-            expand[(*path, rep)] = members
+            expand[path + (rep,)] = members
     for prefix in expand:
         alone = copy.deepcopy(values)
         node = _get(alone, prefix[:-2]) if len(prefix) > 2 else alone
@@ -735,8 +735,12 @@ def _noop_leaves(release: Release, kube_version: str, apis: list[str]) -> list[s
 
     found = _noop_leaves_of(small, kube_version, apis, outside)  # the keys outside the entries: every class present
     for prefix, alone in singles.items():
-        found += _noop_leaves_of(alone, kube_version, apis, lambda p, prefix=prefix: p[: len(prefix)] == prefix)
+        found += _noop_leaves_of(alone, kube_version, apis, functools.partial(_under, prefix))
     return expand(found)
+
+
+def _under(prefix: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    return path[: len(prefix)] == prefix
 
 
 def _noop_leaves_of(
