@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None) -> None:
         # 64 EFA partitions (a new stack: the lock answers only the releases that do not change with partitions),
         # cold like the row above; the target is a multiple of it (issue 32).
         efa = time_render_in(REPO, tmpdir / "efa64", env, "--stack-file", str(efa_stack(64, tmpdir)), stack="efa64")
-        rows[EFA64] = cell(*efa) + f" = {efa[0] / cold[0]:.1f}x the cold render"
+        rows[EFA64] = cell(*efa) + f" = {efa[0] / cold[0]:.1f}x the cold render ({efa[1] / cold[1]:.1f}x its CPU)"
         print(f"  {EFA64}: {rows[EFA64]}", flush=True)
         shutil.rmtree(cache)
         rows["cold render, --lock ignore"] = cell(*time_make_render(tmpdir / "cold-nolock", env, "--lock", "ignore"))
