@@ -383,3 +383,24 @@ def test_each_writing_command_changes_nothing_but_its_output(
     changed = _changed(before, _snapshot(world))
     target = outputs._resolved(pathlib.Path(value))
     assert all((world / k).resolve() == target for k in changed), f"{command} {value!r}: changed {sorted(changed)}"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture], derandomize=True)
+@given(
+    st.lists(
+        st.sampled_from(["..", ".", "/", "~", "-x", "--out=.", "dev", "proj", "build", "\x00", " "]),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_any_stack_name_renders_nothing_outside_its_output(world: pathlib.Path, parts: list[str]) -> None:
+    """GIVEN a stack name built from path segments, options and names WHEN `render --stack NAME` (default output
+    build/<NAME>) THEN it is refused (exit 2) or fails on its stack file, and no file in the project changes."""
+    name = "".join(parts)
+    before = _snapshot(world)
+    try:
+        code = render.main(["--stack", name])
+    except SystemExit as exc:  # argparse's refusal of the name
+        code = exc.code
+    assert code == 2, name
+    assert _snapshot(world) == before, f"--stack {name!r} changed files"
