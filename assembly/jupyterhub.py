@@ -63,6 +63,11 @@ def _devices(p: PartitionConfig) -> tuple[int, ...]:
     return tuple(c for c in choices if c <= per_node) or (per_node,)
 
 
+NOTEBOOK_CPU = 4
+NOTEBOOK_MEMORY_GIB = 32
+"""A notebook server's guarantee (stacks/rules.py checks it fits each profile's partition)."""
+
+
 def profile(p: PartitionConfig, default: bool, volcano: bool = False, queue: str | None = None) -> dict[str, Any]:
     """One kubespawner profile: the partition's nodes, its taint, an accelerator-count choice. With Volcano
     the server pod joins the partition's queue, so the queue's capacity counts it and no gang is admitted
@@ -86,8 +91,8 @@ def profile(p: PartitionConfig, default: bool, volcano: bool = False, queue: str
         "image": versions.JUPYTER_GPU_IMAGE if gpu else versions.JUPYTER_NEURON_IMAGE,
         "node_selector": {names.PARTITION_LABEL: p.name},
         "tolerations": [{"key": resource, "operator": "Equal", "value": names.TAINT_VALUE, "effect": "NoSchedule"}],
-        "cpu_guarantee": 4,
-        "mem_guarantee": "32G",
+        "cpu_guarantee": NOTEBOOK_CPU,
+        "mem_guarantee": f"{NOTEBOOK_MEMORY_GIB}G",  # kubespawner's ByteSpecification: G is 1024**3
     }
     if volcano:
         override["scheduler_name"] = "volcano"

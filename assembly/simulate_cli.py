@@ -14,7 +14,7 @@ import pathlib
 import sys
 from typing import Any
 
-from ekstrain import cli_kit, cli_types
+from ekstrain import cli_kit, cli_types, outputs
 from ekstrain.simulate import charts
 from ekstrain.simulate.engine import nodeset_workloads, simulate
 from ekstrain.simulate.inputs import InputError, read_workloads
@@ -158,7 +158,11 @@ def cmd_timeline(args: argparse.Namespace) -> int:
         from ekstrain.pages import timeline_page  # matplotlib loads only for a page
 
         title = f"ekstrain simulate --stack {args.stack} --timeline {args.timeline.name}"
-        report = timeline_page.run_and_write(load(build, system), mix, args.html, title)
+        try:
+            report = timeline_page.run_and_write(load(build, system), mix, args.html, title)
+        except outputs.OutputRefused as exc:  # checked when read; the write itself can still fail (/proc, full)
+            print(f"ekstrain simulate: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     else:
         report = simulate_timeline(load(build, system), mix)
     if getattr(args, "json", False):

@@ -23,11 +23,11 @@ stack's entry with the same key (the key is content).
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from ekstrain import outputs
 from ekstrain.paths import project_dir
 
 LOCK_NAME = "ekstrain.lock.json"
@@ -95,13 +95,17 @@ class Lock:
         return json.dumps(body, indent=1, sort_keys=False) + "\n"
 
     def save(self) -> None:
-        partial = self.path.with_name(f".{self.path.name}.{os.getpid()}.partial")
-        partial.write_text(self.text())
-        partial.replace(self.path)
+        """Write the lock through the write guard (ekstrain/outputs.py): a file beside it, then a rename."""
+        outputs.write_file("--lock write", writable(self.path), self.text())
 
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON (RFC 8259 section 6)")
+
+
+def writable(path: pathlib.Path) -> pathlib.Path:
+    """``path`` resolved, when ``--lock write`` may replace it (a file, not a directory; ekstrain/outputs.py)."""
+    return outputs.check_file("--lock write", path, make_parents=False)
 
 
 def lock_path() -> pathlib.Path:

@@ -114,6 +114,46 @@ def check_dir(flag: str, path: pathlib.Path, kept: Iterable[tuple[str, pathlib.P
     return target
 
 
+def check_tree(
+    flag: str, path: pathlib.Path, kept: Iterable[tuple[str, pathlib.Path]], own: Iterable[str]
+) -> pathlib.Path:
+    """The resolved directory ``path`` names, for a command that adds files under the top-level names ``own``
+    (``fetch-upstream``: chart-src/, crds/, ...) and never removes one: not a kept directory nor one holding it,
+    and, when it exists and is not empty, holding nothing but ``own``; else :class:`OutputRefused`."""
+    try:
+        target = _resolved(path)
+    except (OSError, RuntimeError) as exc:
+        raise OutputRefused(f"{flag} {str(path)[:120]!r}: unusable path ({exc}); name a new directory") from None
+    for what, directory in sorted(kept, key=lambda k: k[1] != target):
+        if target == directory or directory.is_relative_to(target):
+            same = "is" if target == directory else "contains"
+            raise OutputRefused(
+                f"{flag} {str(path)[:120]!r} resolves to {target}, which {same} {what} ({directory}); fix: name a "
+                "directory of its own, such as .upstream"
+            )
+    existing = next(a for a in (target, *target.parents) if a.exists() or a.is_symlink())
+    if not existing.is_dir():
+        raise OutputRefused(f"{flag} {_shown(path, target)}: {existing} is not a directory; fix: name a directory")
+    if existing == target:
+        foreign = sorted(p.name for p in target.iterdir() if p.name not in set(own) | {MARKER})
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise OutputRefused(
+                f"{flag} {_shown(path, target)} holds files this command does not write ({shown}); fix: name a new "
+                f"or empty directory, or one that holds only {', '.join(sorted(own))}"
+            )
+    return target
+
+
+def inside(root: pathlib.Path, rel: str) -> pathlib.Path:
+    """``root / rel`` when it stays under ``root`` (symlinks resolved); else :class:`OutputRefused` (a file list
+    read from a cache or a pins file never names a path outside the output)."""
+    path = root / rel
+    if pathlib.PurePosixPath(rel).is_absolute() or not _resolved(path).is_relative_to(_resolved(root)):
+        raise OutputRefused(f"{rel!r} lies outside {root}; fix: delete the file that lists it and run again")
+    return path
+
+
 def replace_dir(target: pathlib.Path, fill: Callable[[pathlib.Path], _T], by: str) -> _T:
     """``fill(staging)`` writes the new output into an empty directory beside ``target`` (checked by
     :func:`check_dir`); then it replaces ``target``. On any error the staging directory goes and ``target`` stays."""

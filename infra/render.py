@@ -757,7 +757,9 @@ def _render(args: argparse.Namespace, stack_file: pathlib.Path) -> int:
     try:
         if args.lock != "ignore":
             lock.load()  # a broken lock file is refused here, before the program runs
-    except lock.LockError as exc:
+        if args.lock == "write":
+            lock.writable(lock.lock_path())
+    except (lock.LockError, outputs.OutputRefused) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"[1/3] config {stack_file.name} valid: {len(cfg.partitions)} partition(s)", file=sys.stderr)

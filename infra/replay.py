@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from ekstrain import helm, validation
+from ekstrain import helm, outputs, validation
 from ekstrain.paths import project_dir
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -202,8 +202,11 @@ def load(cache_key: str, out: pathlib.Path, checked: bool = False) -> Replayed |
         return None
     if any(_file_digest(_resolve(name)) != digest for name, digest in entry["reads"]):
         return None
-    for rel, data in entry["files"].items():  # out: a new, empty directory (ekstrain/outputs.py replace_dir)
-        path = out / rel
+    try:  # an entry naming a path outside the output is no render of ours: render for real
+        files = [(outputs.inside(out, rel), data) for rel, data in entry["files"].items()]
+    except outputs.OutputRefused:
+        return None
+    for path, data in files:  # out: a new, empty directory (ekstrain/outputs.py replace_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
     return Replayed(entry["summary"], entry["problems"], entry["resources"], entry["seconds"])

@@ -6,6 +6,8 @@ First a table, metric | target | before | now (issue 23, "Speed a newcomer feels
   helm, CRD YAML parsed), the no-op values check answered by the committed ekstrain.lock.json (a fresh clone);
 - cold render, --lock ignore: the same with the no-op values check's ~340 helm renders run (a new stack, or one
   whose chart values all changed);
+- cold render, 64 EFA partitions: prod with 64 EFA partitions (:func:`efa_stack`), cold the same way; a new stack,
+  so the lock answers only the releases that do not change with the partitions (target: 3x the cold render);
 - warm render: the same again with the cache filled (best of 3);
 - cache across checkouts: the tree and its build/.cache copied to another directory, rendered there (the cache
   is keyed by content, so the copy is warm);
@@ -66,6 +68,27 @@ def synthetic_stack(partitions: int, into: pathlib.Path) -> pathlib.Path:
     doc["config"]["ekstrain:schedulers"].setdefault("volcano", {})["queueWeights"] = {}
     doc["config"]["ekstrain:schedulers"].setdefault("slurm", {}).pop("nodesetReplicas", None)
     path = into / f"Pulumi.synthetic{partitions}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+EFA_TYPES = [["p5.48xlarge"], ["p4d.24xlarge", "p4de.24xlarge"], ["p5en.48xlarge"], ["trn1.32xlarge"]]
+"""EFA instance types of ekstrain/catalog.py that us-west-2 offers (the 64-partition stack cycles through them)."""
+
+
+def efa_stack(partitions: int, into: pathlib.Path) -> pathlib.Path:
+    """prod with ``partitions`` EFA partitions (one node each, so the training AZ's EFA subnet holds them): the
+    render's cost per partition (issue 32: 64 of them within 3x prod's cold render)."""
+    doc = yaml.safe_load((REPO / "Pulumi.prod.yaml").read_text())
+    parts = []
+    for i in range(partitions):
+        types = EFA_TYPES[i % len(EFA_TYPES)]
+        accelerator = "trainium" if types[0].startswith("trn") else "gpu"
+        parts.append({"name": f"efa-{i:02d}", "accelerator": accelerator, "instanceTypes": types, "maxNodes": 1})
+    doc["config"]["ekstrain:partitions"] = parts
+    doc["config"]["ekstrain:schedulers"]["volcano"]["queueWeights"] = {}
+    doc["config"]["ekstrain:schedulers"]["slurm"].pop("nodesetReplicas", None)
+    path = into / f"Pulumi.efa{partitions}.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path
 
@@ -140,6 +163,7 @@ def time_timeline(build: pathlib.Path) -> None:
         print("  simulate --timeline: skipped (run `make examples` first)")
 
 
+EFA64 = "cold render, 64 EFA partitions"
 # What `make bench`'s table compares with: measured before the speed work, on the shared 2-core machine.
 BASELINE = {
     "date": "2026-12-03",
@@ -151,9 +175,11 @@ BASELINE = {
     "simulate prod render": "7.2 s wall, 1.1 s CPU (load 9.0; simulate is unchanged since)",
     "ekstrain diff (warm)": "10-12 s wall, no progress line (issue 36, 2026-12-04)",
     "make test (pytest)": "not measured (the 'now' code, serial: 461 s wall, 371 s CPU, load 3-4)",
+    EFA64: "not done after 858 s wall, 354 s CPU (killed; 2026-12-05, 0154b65, load 5-9)",
 }
 TARGETS = {
     "cold render": "< 30 s",
+    EFA64: "< 3x cold render",
     "cold render, --lock ignore": "none (what the lock saves)",
     "warm render": "< 2.5 s",
     "cache across checkouts": "warm (< 2.5 s)",
@@ -171,12 +197,14 @@ def copy_checkout(warm_cache: pathlib.Path, into: pathlib.Path) -> pathlib.Path:
     return into
 
 
-def time_render_in(checkout: pathlib.Path, out: pathlib.Path, env: dict[str, str], *extra: str) -> tuple[float, float]:
+def time_render_in(
+    checkout: pathlib.Path, out: pathlib.Path, env: dict[str, str], *extra: str, stack: str = "prod"
+) -> tuple[float, float]:
     """`python -m ekstrain.infra.render` run in ``checkout`` (``-m`` imports the package of the current directory)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "ekstrain.infra.render", "--stack", "prod", "--out", str(out), *extra],
+        [sys.executable, "-m", "ekstrain.infra.render", "--stack", stack, "--out", str(out), *extra],
         cwd=checkout,
         env=env,
         capture_output=True,
@@ -185,7 +213,7 @@ def time_render_in(checkout: pathlib.Path, out: pathlib.Path, env: dict[str, str
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
-        raise SystemExit(f"render of prod in {checkout} failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
+        raise SystemExit(f"render of {stack} in {checkout} failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
@@ -270,8 +298,15 @@ def main(argv: list[str] | None = None) -> None:
             helm.HELM_ENV: os.environ.get(helm.HELM_ENV) or helm.helm_binary() or "",
         }
         env = {**base, "EKSTRAIN_CACHE_DIR": str(cache)}
-        rows["cold render"] = cell(*time_make_render(tmpdir / "cold", env))
+        cold = time_make_render(tmpdir / "cold", env)
+        rows["cold render"] = cell(*cold)
         print(f"  cold render: {rows['cold render']}", flush=True)
+        shutil.rmtree(cache)
+        # 64 EFA partitions (a new stack: the lock answers only the releases that do not change with partitions),
+        # cold like the row above; the target is a multiple of it (issue 32).
+        efa = time_render_in(REPO, tmpdir / "efa64", env, "--stack-file", str(efa_stack(64, tmpdir)), stack="efa64")
+        rows[EFA64] = cell(*efa) + f" = {efa[0] / cold[0]:.1f}x the cold render ({efa[1] / cold[1]:.1f}x its CPU)"
+        print(f"  {EFA64}: {rows[EFA64]}", flush=True)
         shutil.rmtree(cache)
         rows["cold render, --lock ignore"] = cell(*time_make_render(tmpdir / "cold-nolock", env, "--lock", "ignore"))
         print(f"  cold render, --lock ignore: {rows['cold render, --lock ignore']}", flush=True)

@@ -41,7 +41,7 @@ from typing import TextIO
 
 import yaml
 
-from ekstrain import chartdigest, versions
+from ekstrain import chartdigest, outputs, versions
 from ekstrain.helm import helm_binary
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -267,13 +267,13 @@ def fetch_chart(
         tmpdir = pathlib.Path(tmp)
         pulled = tmpdir / "pulled"
         pulled.mkdir()
+        # --flag=value, then the chart after "--": a mirror URL from the environment is never read as an option
+        cmd = [helm, "pull", f"--version={chart.version}", f"--destination={pulled}"]
         if source.kind == "repo":
-            cmd = [helm, "pull", chart.chart, "--repo", source.url, "--version", chart.version]
+            cmd += [f"--repo={source.url}", "--", chart.chart]
         else:
-            cmd = [helm, "pull", source.url, "--version", chart.version]
-            if source.plain_http:
-                cmd.append("--plain-http")
-        cmd += ["--destination", str(pulled)]
+            cmd += ["--plain-http"] if source.plain_http else []
+            cmd += ["--", source.url]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=_helm_env(tmpdir / "home"), timeout=600)
         if proc.returncode != 0:
             lines = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
@@ -308,7 +308,10 @@ def fetch_chart(
 
 
 def fetch_file(pin: FilePin, dest: pathlib.Path, raw_base: str) -> str:
-    out = dest / pin.dest
+    try:
+        out = outputs.inside(dest, pin.dest)
+    except outputs.OutputRefused as exc:
+        raise FetchError(f"{pin.dest}: scripts/upstream-pins.tsv names a path outside {dest} ({exc})") from None
     if out.exists() and sha256_of(out) == pin.sha256:
         return "ok (already present)"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -393,6 +396,12 @@ def fetch(
     return errors
 
 
+def upstream_layout() -> set[str]:
+    """The top-level names of an upstream directory: what this script writes (chart-src/ and the pins' first path
+    segments) and the reference copy's SOURCES.md."""
+    return {"chart-src", "SOURCES.md"} | {pin.dest.split("/", 1)[0] for pin in read_file_pins()}
+
+
 def print_chart_files(src: pathlib.Path, out: TextIO = sys.stdout) -> int:
     """scripts/chart-files.tsv's rows for the pinned charts' archives in ``src``, then a files_sha256 line each."""
     digests = {}
@@ -426,7 +435,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.print_chart_files:
         return print_chart_files(pathlib.Path(args.print_chart_files))
-    dest = pathlib.Path(args.dest)
+    try:  # the write guard (ekstrain/outputs.py): only a directory of upstream files, never the checkout or ~
+        dest = outputs.check_tree("dest", pathlib.Path(args.dest), outputs.kept_dirs(), upstream_layout())
+    except outputs.OutputRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     errors = fetch(dest, set(args.only) if args.only else None, record=args.record_published)
     if errors:
         print(f"{len(errors)} upstream file(s) could not be fetched into {dest}:", file=sys.stderr)

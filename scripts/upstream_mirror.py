@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from ekstrain import versions
+from ekstrain import outputs, versions
 from ekstrain.helm import helm_binary
 
 try:
@@ -106,7 +106,8 @@ def build(src: pathlib.Path, dest: pathlib.Path, charts: Iterable[str] | None = 
             shutil.copyfile(archive, repo / archive.name)
             repos.add(repo)
     for repo in sorted(repos):
-        subprocess.run([helm, "repo", "index", str(repo)], check=True)
+        # the directory after "--" and absolute: a dest such as '-x' is never read as an option
+        subprocess.run([helm, "repo", "index", "--", str(repo.absolute())], check=True)
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -213,14 +214,29 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--verbose", action="store_true", help="log every request")
     args = p.parse_args(argv)
     if args.cmd == "build":
+        try:  # the write guard (ekstrain/outputs.py): a directory of its own, holding only a mirror's files
+            outputs.check_tree("dest", args.dest, outputs.kept_dirs(), {"raw", "helm", "oci"})
+        except outputs.OutputRefused as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         build(args.src, args.dest)
         print(f"mirror of {args.src} built in {args.dest}")
         return 0
+    try:
+        env_file = outputs.check_file("--env-file", args.env_file) if args.env_file else None
+    except outputs.OutputRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     server, base = serve(args.root, args.port, quiet=not args.verbose)
     lines = "".join(f"export {k}={v}\n" for k, v in mirror_env(base).items())
     print(f"serving {args.root} at {base}\n{lines}", end="", flush=True)
-    if args.env_file:
-        args.env_file.write_text(lines)
+    if env_file is not None:
+        try:
+            outputs.write_file("--env-file", env_file, lines)
+        except outputs.OutputRefused as exc:
+            server.shutdown()
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     try:
         threading.Event().wait()
     except KeyboardInterrupt:

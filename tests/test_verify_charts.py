@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import os
@@ -15,7 +16,7 @@ import pytest
 import yaml
 from conftest import REPO, needs_upstream, stack_config
 
-from ekstrain import validation
+from ekstrain import validation, versions
 from ekstrain.infra import render
 from ekstrain.infra.verify import charts
 
@@ -285,6 +286,55 @@ def test_values_keys_that_change_nothing_are_reported(prod_build: pathlib.Path) 
         {**rel.values, "devicePlugin": {**rel.values["devicePlugin"], "colour": "blue"}},
     )
     assert "devicePlugin.colour" in charts.noop_leaves(seeded, "1.34")
+
+
+SLURM = versions.DEFAULT_CHARTS["slurm"]
+
+
+def test_per_partition_entries_alike_but_for_their_name_form_one_class() -> None:
+    """GIVEN Slurm NodeSets, two the same but for the partition name (in their key, node selector and queue) and
+    one of another size WHEN classed THEN the two share a class; a name inside another word is no rename."""
+    entries = {
+        "efa-00": {"nodeSelector": {"p": "efa-00"}, "queue": "efa-00", "replicas": 0},
+        "efa-04": {"nodeSelector": {"p": "efa-04"}, "queue": "efa-04", "replicas": 0},
+        "efa-01": {"nodeSelector": {"p": "efa-01"}, "queue": "efa-01", "replicas": 2},
+        "efa-05": {"nodeSelector": {"p": "efa-05"}, "queue": "x-efa-05", "replicas": 0},
+    }
+    assert charts.entry_classes(entries) == {"efa-00": ["efa-00", "efa-04"], "efa-01": ["efa-01"], "efa-05": ["efa-05"]}
+    release = charts.Release("slurm", "slurm", SLURM.chart, SLURM.version, "slurm")
+    release = dataclasses.replace(release, values={"clusterName": "c", "nodesets": entries})
+    small, expand, singles = charts.reduced(release)
+    assert sorted(small.values["nodesets"]) == ["efa-00", "efa-01", "efa-05"]
+    assert {k: list(r.values["nodesets"]) for k, r in singles.items()} == {
+        ("nodesets", "efa-00"): ["efa-00"],
+        ("nodesets", "efa-01"): ["efa-01"],
+        ("nodesets", "efa-05"): ["efa-05"],
+    }
+    assert all(r.values["clusterName"] == "c" for r in singles.values())
+    assert expand(["clusterName", "nodesets.efa-00.queue", "nodesets.efa-01.replicas"]) == [
+        "clusterName",
+        "nodesets.efa-00.queue",
+        "nodesets.efa-01.replicas",
+        "nodesets.efa-04.queue",
+    ]
+    other = dataclasses.replace(release, chart="oci://example.com/charts/other")
+    assert charts.reduced(other)[0] is other  # only the charts listed in PER_PARTITION_MAPS
+
+
+@needs_upstream
+def test_the_grouped_no_op_check_answers_as_the_check_of_every_entry() -> None:
+    """GIVEN the Slurm chart with two NodeSets alike but for their name and a third, each with a key the chart
+    never reads WHEN the no-op check runs on every entry and on one per class THEN the answers are the same (and
+    name the key in every NodeSet)."""
+    entries = {
+        "a": {"replicas": 3, "bogus": 1, "partition": {"enabled": True}},
+        "b": {"replicas": 3, "bogus": 1, "partition": {"enabled": True}},
+        "c": {"replicas": 2, "bogus": 1},
+    }
+    release = charts.Release("slurm", "slurm", SLURM.chart, SLURM.version, "slurm", {"nodesets": entries})
+    every = charts._noop_leaves_of(release, "1.35", [])
+    assert every == ["nodesets.a.bogus", "nodesets.b.bogus", "nodesets.c.bogus"]
+    assert charts._noop_leaves(release, "1.35", []) == every
 
 
 def test_leaves_and_without() -> None:

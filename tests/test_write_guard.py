@@ -12,8 +12,10 @@ import json
 import os
 import pathlib
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -84,6 +86,8 @@ def _attempt(world: pathlib.Path, value: str) -> None:
         return
     for _, kept in _kept(world):
         assert not kept.is_relative_to(target), f"{value!r}: accepted {target}, which holds {kept}"
+    if _outside_the_world(world, value, target):
+        return
     assert outputs.replace_dir(target, _fill, by="test") == 2
     after = _snapshot(world)
     inside = {k for k in after | before if (world / k).absolute().is_relative_to(target) or _through_link(world, k)}
@@ -93,6 +97,15 @@ def _attempt(world: pathlib.Path, value: str) -> None:
     for k in gone:  # only what an earlier render listed in its marker
         assert k.endswith(("manifests/a.yaml", outputs.MARKER)), f"{value!r}: removed {k}"
     assert sorted(p.name for p in target.iterdir()) == [outputs.MARKER, "SUMMARY.md", "manifests"]
+
+
+def _outside_the_world(world: pathlib.Path, value: str, target: pathlib.Path) -> bool:
+    """An accepted target outside the test's directory: only an absolute value may name one (the home and working
+    directories are inside it), and the test writes nothing there (as root it could write into the machine's /)."""
+    if target.is_relative_to(world.resolve()):
+        return False
+    assert value.startswith("/"), f"{value!r}: a relative value resolved outside the project's world: {target}"
+    return True
 
 
 def _through_link(world: pathlib.Path, rel: str) -> bool:
@@ -189,3 +202,205 @@ def test_file_outputs_refuse_stack_files_and_directories(world: pathlib.Path) ->
     target = outputs.check_file("--out", pathlib.Path("notes/plan.json"))
     outputs.write_file("--out", target, "{}\n")
     assert target.read_text() == "{}\n"
+
+
+# ---- every other command that writes: file outputs, fetch-upstream's directory, the lock file ----------------
+
+FILE_SEGMENTS = [*SEGMENTS, "x.out", "infra", "main.py", "Pulumi.yaml", "pyproject.toml", outputs.MARKER]
+
+
+def _changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
+    return {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+
+
+def _attempt_file(world: pathlib.Path, value: str) -> None:
+    """The file guard every file output goes through (diff/job render/plan --out, --html, the lock): refused with
+    nothing changed, or only the file it resolves to written."""
+    before = _snapshot(world)
+    try:
+        target = outputs.check_file("--out", pathlib.Path(value))
+        if _outside_the_world(world, value, target):
+            return
+        outputs.write_file("--out", target, "written\n")
+    except outputs.OutputRefused as exc:
+        assert "fix:" in str(exc) or "create it first" in str(exc)
+        assert _snapshot(world) == before, f"{value!r}: refused, yet files changed"
+        return
+    changed = _changed(before, _snapshot(world))
+    assert changed <= {str(target.relative_to(world))}, f"{value!r}: wrote {target}, changed {sorted(changed)}"
+    assert target.read_text() == "written\n"
+    assert not target.name.startswith("Pulumi.") and target.name not in ("pyproject.toml", outputs.MARKER)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture], derandomize=True
+)
+@given(st.lists(st.sampled_from(FILE_SEGMENTS), min_size=1, max_size=4))
+def test_any_file_output_is_refused_or_only_writes_that_file(world: pathlib.Path, parts: list[str]) -> None:
+    _attempt_file(world, "/".join(parts))
+
+
+def _fetch_upstream() -> Any:
+    import importlib
+
+    return importlib.import_module("scripts.fetch_upstream")
+
+
+def _attempt_tree(world: pathlib.Path, value: str) -> None:
+    """fetch-upstream's directory: refused with nothing changed, or files added only under its own names."""
+    fetch = _fetch_upstream()
+    layout = fetch.upstream_layout()
+    before = _snapshot(world)
+    try:
+        target = outputs.check_tree("dest", pathlib.Path(value), outputs.kept_dirs(), layout)
+    except outputs.OutputRefused as exc:
+        assert "fix:" in str(exc)
+        assert _snapshot(world) == before
+        return
+    for _, kept in outputs.kept_dirs():
+        assert not kept.is_relative_to(target), f"{value!r}: accepted {target}, which holds {kept}"
+    if _outside_the_world(world, value, target):
+        return
+    for rel in ("crds/a.yaml", "chart-src/c-1.tgz", "charts/x/values.yaml"):  # what a fetch writes
+        path = outputs.inside(target, rel)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(rel)
+    changed = _changed(before, _snapshot(world))
+    assert all((world / k).resolve().is_relative_to(target) for k in changed), f"{value!r}: {sorted(changed)}"
+    assert {p.name for p in target.iterdir()} <= layout
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture], derandomize=True
+)
+@given(st.lists(st.sampled_from([*SEGMENTS, "crds", ".upstream"]), min_size=1, max_size=4))
+def test_fetch_upstream_dest_is_refused_or_only_gains_upstream_files(world: pathlib.Path, parts: list[str]) -> None:
+    _attempt_tree(world, "/".join(parts))
+
+
+@pytest.mark.parametrize("dest", [".", "..", "~", "/", "link-in", "notes", "infra", "Pulumi.dev.yaml"])
+def test_fetch_upstream_refuses_before_it_fetches(
+    world: pathlib.Path, dest: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GIVEN the working directory, ~, /, a user's directory or a file WHEN `fetch_upstream.py DEST` THEN exit 2,
+    one line with the fix, nothing fetched or written (no network is touched: the guard runs first)."""
+    before = _snapshot(world)
+    assert _fetch_upstream().main([dest]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: dest ") and "fix:" in err and len(err.strip().splitlines()) == 1
+    assert _snapshot(world) == before
+
+
+def test_a_pins_row_naming_a_path_outside_the_directory_is_refused(tmp_path: pathlib.Path) -> None:
+    fetch = _fetch_upstream()
+    pin = fetch.FilePin("../escaped.yaml", "o/r", "0" * 40, "x.yaml", "0" * 64)
+    with pytest.raises(fetch.FetchError, match="outside"):
+        fetch.fetch_file(pin, tmp_path / "up", "file:///nonexistent")
+    assert not (tmp_path / "escaped.yaml").exists()
+
+
+def test_lock_write_refuses_a_directory_and_writes_only_its_file(world: pathlib.Path) -> None:
+    from ekstrain import lock
+
+    proj = world / "home" / "proj"
+    (proj / lock.LOCK_NAME).mkdir()
+    with pytest.raises(outputs.OutputRefused, match="is a directory"):
+        lock.writable(proj / lock.LOCK_NAME)
+    (proj / lock.LOCK_NAME).rmdir()
+    before = _snapshot(world)
+    lock.Lock(proj / lock.LOCK_NAME).save()
+    assert _changed(before, _snapshot(world)) == {f"home/proj/{lock.LOCK_NAME}"}
+
+
+def test_render_lock_write_into_a_directory_is_refused_before_it_runs(
+    world: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ekstrain import lock
+
+    proj = world / "home" / "proj"
+    (proj / "Pulumi.prod.yaml").write_text((REPO / "Pulumi.prod.yaml").read_text())
+    (proj / lock.LOCK_NAME).mkdir()
+    before = _snapshot(world)
+    argv = ["--stack", "prod", "--stack-file", "Pulumi.prod.yaml", "--out", "build/p", "--lock", "write"]
+    assert render.main(argv) == 2
+    assert lock.LOCK_NAME in capsys.readouterr().err
+    assert _snapshot(world) == before
+
+
+def test_a_cached_render_naming_a_path_outside_the_output_is_not_replayed(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(outputs.OutputRefused):
+        outputs.inside(tmp_path / "out", "../x")
+    with pytest.raises(outputs.OutputRefused):
+        outputs.inside(tmp_path / "out", "/etc/passwd")
+    assert outputs.inside(tmp_path / "out", "manifests/a.yaml") == tmp_path / "out" / "manifests" / "a.yaml"
+
+
+PLAN = ["--instance", "p5.48xlarge", "--nodes", "2", "--global-batch", "256", "--seq-len", "4096"]
+WRITERS = {
+    "job render --out": lambda out: [
+        *["job", "render", "--stack", "prod", "--stack-file", str(REPO / "Pulumi.prod.yaml")],
+        *["--scheduler", "nccl-test", "--partition", "gpu-h100", f"--out={out}"],
+    ],
+    "plan search --out": lambda out: ["plan", "search", "--model", "llama3-8b", *PLAN, "--top", "1", f"--out={out}"],
+    "plan search --html": lambda out: ["plan", "search", "--model", "llama3-8b", *PLAN, "--top", "1", f"--html={out}"],
+    "simulate --html": lambda out: [
+        *["simulate", "--stack", "prod", "--stack-file", str(REPO / "Pulumi.prod.yaml")],
+        *["--build", "no-such-build", "--timeline", str(REPO / "examples" / "mix-prod.yaml"), f"--html={out}"],
+    ],
+    "diff --out": lambda out: [
+        *["diff", "--stack", "prod", "--stack-file", str(REPO / "Pulumi.prod.yaml")],
+        *["--old-stack-file", "no-such-file.yaml", f"--out={out}"],
+    ],
+}
+FILE_VALUES = [".", "..", "~", "~/", "/", "proj", "link-in", "link-out", "notes", "Pulumi.dev.yaml", "Pulumi.yaml"]
+FILE_VALUES += ["infra", "infra/main.py/x", "link-out/x.out", "link-in/x.out", "new/x.out", "~/x.out", "/proc/x"]
+
+
+@pytest.mark.parametrize("value", FILE_VALUES)
+@pytest.mark.parametrize("command", sorted(WRITERS))
+def test_each_writing_command_changes_nothing_but_its_output(
+    world: pathlib.Path,
+    command: str,
+    value: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """GIVEN each command that writes a file WHEN its output flag is any of the values THEN exit 0 or 2, no
+    traceback, and no file changed but the one the value resolves to."""
+    from ekstrain.assembly.cli import main
+
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path_factory.mktemp("mpl")))  # matplotlib's own font cache
+
+    before = _snapshot(world)
+    try:
+        code = main(WRITERS[command](value))
+    except SystemExit as exc:  # argparse refuses a flag's value with exit 2
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code in (0, 2), err
+    assert "Traceback" not in err
+    changed = _changed(before, _snapshot(world))
+    target = outputs._resolved(pathlib.Path(value))
+    assert all((world / k).resolve() == target for k in changed), f"{command} {value!r}: changed {sorted(changed)}"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture], derandomize=True)
+@given(
+    st.lists(
+        st.sampled_from(["..", ".", "/", "~", "-x", "--out=.", "dev", "proj", "build", "\x00", " "]),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_any_stack_name_renders_nothing_outside_its_output(world: pathlib.Path, parts: list[str]) -> None:
+    """GIVEN a stack name built from path segments, options and names WHEN `render --stack NAME` (default output
+    build/<NAME>) THEN it is refused (exit 2) or fails on its stack file, and no file in the project changes."""
+    name = "".join(parts)
+    before = _snapshot(world)
+    try:
+        code = render.main(["--stack", name])
+    except SystemExit as exc:  # argparse's refusal of the name
+        code = exc.code
+    assert code == 2, name
+    assert _snapshot(world) == before, f"--stack {name!r} changed files"

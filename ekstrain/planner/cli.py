@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-from ekstrain import cli_kit
+from ekstrain import cli_kit, outputs
 from ekstrain.planner import calibration, frameworks, inputs, validation
 from ekstrain.planner.efficiency import Efficiency, efficiency_for
 from ekstrain.planner.errors import PlanError
@@ -84,7 +84,10 @@ def _page(args: argparse.Namespace, plans: list[Plan], model: ModelSpec, fleet: 
 
         inputs.check_output_path("--html", args.html)
         title = f"ekstrain plan {args.plan_command}: {model.name}, {args.nodes} x {args.instance or args.fleet_json}"
-        plan_page.write(args.html, plans, model, fleet, batch, args.seq_len, opts, title)
+        try:
+            plan_page.write(args.html, plans, model, fleet, batch, args.seq_len, opts, title)
+        except outputs.OutputRefused as error:  # checked above; the write itself can still fail (/proc, a full disk)
+            raise PlanError(str(error)) from None
 
 
 def _add_layout(parser: argparse.ArgumentParser, required: bool = True) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pathlib
 import subprocess
+import tempfile
 from typing import Any
 
 import yaml
@@ -45,25 +46,11 @@ def render_missing(build: pathlib.Path, chart_src: pathlib.Path, helm: str, only
                 f"{release_file.name}: chart archive {rel.get('chart')} {rel.get('version')} not in {chart_src}"
             )
             continue
-        values = out_dir.with_suffix(".values.yaml")
-        values.parent.mkdir(parents=True, exist_ok=True)
-        values.write_text(yaml.safe_dump(rel.get("values") or {}))
-        proc = subprocess.run(
-            [  # values read from a render's files: after "--" and in --flag=value form, never options
-                helm,
-                "template",
-                f"--namespace={rel['namespace']}",
-                f"--values={values}",
-                "--include-crds",
-                "--",
-                str(rel["name"]),
-                str(archive),
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        values.unlink()
+        # The values in a file of its own (never one of the build's, which the user may have put there).
+        with tempfile.NamedTemporaryFile("w", suffix=".values.yaml", prefix="ekstrain-simulate-") as f:
+            f.write(yaml.safe_dump(rel.get("values") or {}))
+            f.flush()
+            proc = _helm_template(helm, rel, pathlib.Path(f.name), archive)
         if proc.returncode != 0:
             problems.append(f"{release_file.name}: helm template failed: {proc.stderr.strip()[:200]}")
             continue
@@ -75,6 +62,31 @@ def render_missing(build: pathlib.Path, chart_src: pathlib.Path, helm: str, only
                     "ClusterRole",
                     "ClusterRoleBinding",
                 ) else None
-                (out_dir / file_name(doc)).write_text(yaml.safe_dump(doc, sort_keys=False))
+                try:  # a name from the chart's output never places a file outside out_dir ('../x' is refused)
+                    path = outputs.inside(out_dir, file_name(doc))
+                except outputs.OutputRefused as exc:
+                    problems.append(f"{release_file.name}: {exc}")
+                    continue
+                path.write_text(yaml.safe_dump(doc, sort_keys=False))
         outputs.add_written(build, out_dir.iterdir())  # the next render may replace what this wrote
     return problems
+
+
+def _helm_template(
+    helm: str, rel: dict[str, Any], values: pathlib.Path, archive: pathlib.Path
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [  # values read from a render's files: after "--" and in --flag=value form, never options
+            helm,
+            "template",
+            f"--namespace={rel['namespace']}",
+            f"--values={values}",
+            "--include-crds",
+            "--",
+            str(rel["name"]),
+            str(archive),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )

@@ -18,6 +18,7 @@ from typing import Any
 
 from ekstrain.infra.verify import Check
 from ekstrain.infra.verify.pods import Inventory, PodTemplate, containers
+from ekstrain.simulate import quantity
 
 NAME = "admission: pod security level of each namespace"
 CHECK = "admission"
@@ -172,10 +173,52 @@ def violations(template: PodTemplate, level: str) -> list[str]:
     return [] if rule is None else list(rule(template.spec, template.metadata))
 
 
+_HUGEPAGES = {"hugepages-2Mi": 2**21, "hugepages-1Gi": 2**30, "hugepages-32Mi": 2**25, "hugepages-64Ki": 2**16}
+
+
+def api_validation(spec: dict[str, Any]) -> Iterator[str]:
+    """What the API server's pod validation refuses at every Pod Security level (kubernetes
+    pkg/apis/core/validation/validation.go, v1.35): a mountPath twice in one container (ValidateVolumeMounts:
+    "must be unique"), a volume or container name twice (validateVolumes, validateContainers: "Duplicate value"),
+    and a hugepages request or limit that is no whole number of pages (validateResourceQuantityHugePageValue:
+    "is not positive integer multiple of")."""
+    volumes = [str(v.get("name")) for v in spec.get("volumes") or [] if isinstance(v, dict)]
+    for name in sorted({v for v in volumes if volumes.count(v) > 1}):
+        yield f"volume {name!r} is listed {volumes.count(name)} times (validateVolumes: Duplicate value)"
+    names = [str(c.get("name")) for c in containers(spec)]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        yield f"container name {name!r} is used {names.count(name)} times (validateContainers: Duplicate value)"
+    for c in containers(spec):
+        paths = [str(m.get("mountPath")) for m in c.get("volumeMounts") or [] if isinstance(m, dict)]
+        for path in sorted({m for m in paths if paths.count(m) > 1}):
+            yield (
+                f"container {c.get('name')} mounts {paths.count(path)} volumes at {path} (ValidateVolumeMounts: "
+                "mountPath must be unique)"
+            )
+        for kind in ("requests", "limits"):
+            for resource, value in ((c.get("resources") or {}).get(kind) or {}).items():
+                page = _HUGEPAGES.get(str(resource))
+                try:
+                    amount = quantity.parse(value) if page else 0
+                except ValueError:
+                    continue  # the schema check names a value that is no quantity
+                if page and (amount <= 0 or amount % page):
+                    yield (
+                        f"container {c.get('name')} {kind} {resource}: {value} is not a positive whole number of "
+                        f"{resource.removeprefix('hugepages-')} pages (validateResourceQuantityHugePageValue)"
+                    )
+
+
 def check(templates: list[PodTemplate], levels: dict[str, str], inventory: Inventory) -> Check:
     result = Check(NAME, what="pod templates")
     for t in templates:
         result.checked += 1
+        invalid = list(api_validation(t.spec))
+        if invalid:  # no level and no review admits these: the API server refuses the object
+            result.problems.append(
+                f"{t.owner} ({t.source}) {t.path}: the API server refuses this pod: {'; '.join(invalid)}. Fix the "
+                "pod (or the stack key or chart value that writes it)"
+            )
         level = levels.get(t.namespace, "privileged")
         found = violations(t, level)
         if not found:

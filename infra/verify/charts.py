@@ -20,6 +20,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import copy
+import dataclasses
 import functools
 import hashlib
 import io
@@ -655,9 +656,102 @@ def noop_leaves(release: Release, kube_version: str, api_versions: Iterable[str]
     return validation.pickled(f"helm/noop-{key}", lambda: _noop_leaves(release, kube_version, apis))
 
 
+# Values mappings with one entry per partition: chart name -> their key paths. The no-op check renders one entry of
+# each set of entries that are the same but for their name (ekstrain/partitions.py gives every partition the same
+# shape), so its helm runs grow with the kinds of partition, not their number (issue 32: 64 EFA partitions).
+PER_PARTITION_MAPS: dict[str, tuple[tuple[str, ...], ...]] = {"slurm": (("nodesets",),)}
+
+
+def _renamed(value: Any, old: str, new: str) -> str:
+    """``value`` as JSON with ``old`` replaced by ``new`` where it stands as a whole name (not inside another)."""
+    token = re.compile(rf"(?<![A-Za-z0-9_.-]){re.escape(old)}(?![A-Za-z0-9_.-])")
+    return token.sub(new, json.dumps(value, sort_keys=True))
+
+
+def entry_classes(entries: dict[str, Any]) -> dict[str, list[str]]:
+    """Representative -> its entries (itself first): entries whose values are the representative's with its name
+    replaced by theirs, both ways (so the chart renders them alike but for the name)."""
+    classes: dict[str, list[str]] = {}
+    for name, value in entries.items():
+        for rep in classes:
+            if _renamed(entries[rep], rep, name) == json.dumps(value, sort_keys=True) and _renamed(
+                value, name, rep
+            ) == json.dumps(entries[rep], sort_keys=True):
+                classes[rep].append(name)
+                break
+        else:
+            classes[name] = [name]
+    return classes
+
+
+def reduced(
+    release: Release,
+) -> tuple[Release, Callable[[list[str]], list[str]], dict[tuple[str, ...], Release]]:
+    """``release`` with one entry of each class (:func:`entry_classes`) of its per-partition mappings; the map of a
+    no-op answer for it to one for ``release`` (a key of a representative stands for the same key of each entry of
+    its class); and per representative, ``release`` with that entry alone in its mapping (its keys are checked
+    there: a smaller render, the chart renders each entry on its own)."""
+    values = copy.deepcopy(release.values)
+    expand: dict[tuple[str, ...], list[str]] = {}
+    singles: dict[tuple[str, ...], Release] = {}
+    for path in PER_PARTITION_MAPS.get(release.chart_name, ()):
+        entries = _get(values, path)
+        if not isinstance(entries, dict) or len(entries) < 2:
+            continue
+        classes = entry_classes(entries)
+        node = _get(values, path[:-1]) if len(path) > 1 else values
+        node[path[-1]] = {rep: entries[rep] for rep in classes}
+        for rep, members in classes.items():
+            expand[path + (rep,)] = members
+    for prefix in expand:
+        alone = copy.deepcopy(values)
+        node = _get(alone, prefix[:-2]) if len(prefix) > 2 else alone
+        node[prefix[-2]] = {prefix[-1]: _get(values, prefix)}
+        singles[prefix] = dataclasses.replace(release, values=alone)
+
+    def answer(noop: list[str]) -> list[str]:
+        out = []
+        for dotted in noop:
+            parts = tuple(dotted.split("."))
+            prefix = next((p for p in expand if parts[: len(p)] == p), None)
+            if prefix is None:
+                out.append(dotted)
+                continue
+            out += [".".join((*prefix[:-1], m, *parts[len(prefix) :])) for m in expand[prefix]]
+        return sorted(out)
+
+    if not expand:
+        return release, lambda noop: noop, {}
+    return dataclasses.replace(release, values=values), answer, singles
+
+
 def _noop_leaves(release: Release, kube_version: str, apis: list[str]) -> list[str]:
+    small, expand, singles = reduced(release)
+    if not singles:
+        return _noop_leaves_of(release, kube_version, apis)
+
+    def outside(path: tuple[str, ...]) -> bool:
+        return not any(path[: len(prefix)] == prefix for prefix in singles)
+
+    found = _noop_leaves_of(small, kube_version, apis, outside)  # the keys outside the entries: every class present
+    for prefix, alone in singles.items():
+        found += _noop_leaves_of(alone, kube_version, apis, functools.partial(_under, prefix))
+    return expand(found)
+
+
+def _under(prefix: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    return path[: len(prefix)] == prefix
+
+
+def _noop_leaves_of(
+    release: Release,
+    kube_version: str,
+    apis: list[str],
+    among: Callable[[tuple[str, ...]], bool] = lambda path: True,
+) -> list[str]:
+    """The no-op keys of ``release`` among the key paths ``among`` admits."""
     defaults = chart_defaults(release)
-    candidates = [p for p in leaves(release.values) if _get(defaults, p) != _get(release.values, p)]
+    candidates = [p for p in leaves(release.values) if among(p) and _get(defaults, p) != _get(release.values, p)]
     if not candidates:
         return []
     base = template(release, kube_version, apis, crds=False)
