@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ekstrain import validation
-from ekstrain.assembly.cli import main
-from ekstrain.diff import cli as diff_cli
+from ekstrain.cli import diff as diff_cli
+from ekstrain.cli.main import main
 from ekstrain.diff import compare, report, rules
 from ekstrain.diff.model import Resource, alias_key
 from ekstrain.infra.offline import Recording

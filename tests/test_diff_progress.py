@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import REPO
 
-from ekstrain.diff import cli as diff_cli
+from ekstrain.cli import diff as diff_cli
 
 
 def test_both_runs_the_two_sides_at_the_same_time() -> None:

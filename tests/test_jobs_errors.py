@@ -12,7 +12,7 @@ from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 
 from ekstrain import validation
-from ekstrain.assembly import cli
+from ekstrain.cli import main as cli
 from ekstrain.assembly.jobs import JobRequestError, RunSpec, render, resolve_for
 from ekstrain.assembly.jobs import planning as planning_module
 

@@ -16,7 +16,7 @@ from conftest import REPO
 from test_jobs_support import FakePlanner
 
 from ekstrain import validation
-from ekstrain.assembly import cli
+from ekstrain.cli import main as cli
 from ekstrain.assembly.jobs import planning
 
 SCRIPT = REPO / "examples" / "render-all.sh"

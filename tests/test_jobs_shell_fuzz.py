@@ -40,7 +40,7 @@ from hypothesis import strategies as st
 from test_jobs_support import FakePlanner, kubelet_expand
 from test_jobs_templates import CASES, spec_for
 
-from ekstrain.assembly import cli
+from ekstrain.cli import main as cli
 from ekstrain.assembly.jobs import (
     JobRequestError,
     RunSpec,

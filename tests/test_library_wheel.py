@@ -350,7 +350,7 @@ def test_the_cli_dependencies_are_in_the_base_install(wheel: pathlib.Path) -> No
     for dist in ("click", "rich", "matplotlib"):
         (line,) = [r for r in requires if r.startswith(dist)]
         assert "extra" not in line, line
-    assert "ekstrain = ekstrain.assembly.cli:main" in entry
+    assert "ekstrain = ekstrain.cli.main:main" in entry
 
 
 def test_the_installed_cli_helps_and_plans_without_the_render_extra(

@@ -16,8 +16,8 @@ from conftest import REPO, stack_config
 from PIL import Image
 
 from ekstrain import outputs
-from ekstrain.assembly.cli import main
 from ekstrain.assembly.jobs import render as render_job
+from ekstrain.cli.main import main
 from ekstrain.infra import render
 from ekstrain.pages import shell, timeline_page
 from ekstrain.simulate.load import load

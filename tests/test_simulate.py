@@ -19,8 +19,8 @@ from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 
 from ekstrain import validation
-from ekstrain.assembly.cli import main
 from ekstrain.assembly.jobs import render, render_sbatch
+from ekstrain.cli.main import main
 from ekstrain.infra import render as infra_render
 from ekstrain.simulate import charts, engine, volcano
 from ekstrain.simulate.load import load

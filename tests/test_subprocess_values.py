@@ -16,8 +16,8 @@ import yaml
 from conftest import REPO
 
 from ekstrain import validation
-from ekstrain.assembly.cli import main
-from ekstrain.diff import cli as diff_cli
+from ekstrain.cli import diff as diff_cli
+from ekstrain.cli.main import main
 from ekstrain.helm import helm_binary
 from ekstrain.infra.verify import charts
 from ekstrain.simulate import charts as simulate_charts
@@ -78,7 +78,7 @@ def test_render_passes_its_flags_as_values(tmp_path: pathlib.Path, flag: str) ->
     """`ekstrain render` runs the render in its own process: ``--flag=value`` keeps '-x' a value, so the render
     answers for it (exit 2 with its own message), never argparse's "expected one argument"."""
     values = {"--out": "-x", "--stack-file": "-x", "--stack": "-x"}
-    argv = [sys.executable, "-m", "ekstrain.assembly.cli", "render", "--stack", "dev", f"{flag}={values[flag]}"]
+    argv = [sys.executable, "-m", "ekstrain.cli.main", "render", "--stack", "dev", f"{flag}={values[flag]}"]
     done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert "expected one argument" not in done.stderr

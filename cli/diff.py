@@ -25,7 +25,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ekstrain import cli_kit, outputs, validation
+from ekstrain import outputs, validation
+from ekstrain.cli import kit as cli_kit
 from ekstrain.diff import compare, report
 from ekstrain.diff.model import Resource
 from ekstrain.names import stack_name_problem

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-from ekstrain import cli_kit
+from ekstrain.cli import kit as cli_kit
 from ekstrain.planner import calibration, inputs
 from ekstrain.planner.efficiency import Efficiency, efficiency_for
 from ekstrain.planner.errors import PlanError
