@@ -4,7 +4,7 @@
     ekstrain diff --stack prod --old-stack-file old.yaml     # two stack files, this tree's program
     ekstrain diff ... --json --allow training-nodes          # CI: JSON; exit 1 only on other flags
 
-Each side is recorded by ``infra/diff.py`` in its own process (the program under the offline
+Each side is recorded by ``cli/record.py`` (infra/diff.py) in its own process (the program under the offline
 engine, no helm): for ``--base`` on the tree ``git archive`` exports at that revision, so the old
 program runs with its own code. Exit 0: nothing flagged or all allowed; 1: a flagged change; 2: bad input.
 """
@@ -34,7 +34,7 @@ from ekstrain.paths import PACKAGE
 
 REPO = PACKAGE.parent
 """The tree the ``ekstrain`` package is imported from (the checkout, or site-packages when installed)."""
-RECORDER = PACKAGE / "infra" / "diff.py"
+RECORDER = PACKAGE / "cli" / "record.py"
 
 
 class DiffInputError(ValueError):

@@ -5,7 +5,7 @@ Each area declares its own flags next to its handler, in this package (``add_*_c
 turns those declarations into Click
 commands, so Click parses every command line, prints every ``--help`` (defaults and an example), suggests
 the closest command, flag or choice, and answers ``--version``. ``render`` runs the offline render
-(``python -m ekstrain.infra.render``) in its own process: its stage lines go to stderr as they happen.
+(``python -m ekstrain.cli.render``) in its own process: its stage lines go to stderr as they happen.
 
 Exit codes: 0 ok, 1 problems found (blocked workloads, flagged changes, failed checks, a too-slow file
 system), 2 bad input (one line naming the flag and the fix). A closed pipe (``ekstrain catalog | head -1``)
@@ -229,7 +229,7 @@ def render_command(
             return 2
         env["EKSTRAIN_HELM"] = str(pathlib.Path(helm_path).absolute())
     # --flag=value: a value that begins with '-' stays a value (the render refuses it with its own message)
-    argv = [sys.executable, "-m", "ekstrain.infra.render", f"--stack={stack}"]
+    argv = [sys.executable, "-m", "ekstrain.cli.render", f"--stack={stack}"]
     argv += [f"--out={out}"] if out else []
     argv += [f"--stack-file={stack_file}"] if stack_file else []
     argv += ["--preview"] if preview else []

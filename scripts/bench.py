@@ -38,7 +38,7 @@ import time
 import yaml
 
 from ekstrain import helm, validation
-from ekstrain.infra import render
+from ekstrain.cli import render as render_cli
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 TYPES = [
@@ -72,7 +72,7 @@ def time_render(stack: str, stack_file: pathlib.Path, out: pathlib.Path, repeats
     for _ in range(repeats):
         started = time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            code = render.main(["--stack", stack, "--stack-file", str(stack_file), "--out", str(out)])
+            code = render_cli.main(["--stack", stack, "--stack-file", str(stack_file), "--out", str(out)])
         best = min(best, time.perf_counter() - started)
         if code != 0:
             raise SystemExit(f"render of {stack} failed (exit {code})")
@@ -101,7 +101,7 @@ def bad_stack_files(into: pathlib.Path) -> dict[str, pathlib.Path]:
 def time_refusal(path: pathlib.Path, out: pathlib.Path) -> float:
     started = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        code = render.main(["--stack", "bad", "--stack-file", str(path), "--out", str(out)])
+        code = render_cli.main(["--stack", "bad", "--stack-file", str(path), "--out", str(out)])
     if code != 2:
         raise SystemExit(f"{path.name} was not refused (exit {code})")
     return time.perf_counter() - started
@@ -169,11 +169,11 @@ def copy_checkout(warm_cache: pathlib.Path, into: pathlib.Path) -> pathlib.Path:
 
 
 def time_render_in(checkout: pathlib.Path, out: pathlib.Path, env: dict[str, str], *extra: str) -> tuple[float, float]:
-    """`python -m ekstrain.infra.render` run in ``checkout`` (``-m`` imports the package of the current directory)."""
+    """`python -m ekstrain.cli.render` run in ``checkout`` (``-m`` imports the package of the current directory)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "ekstrain.infra.render", "--stack", "prod", "--out", str(out), *extra],
+        [sys.executable, "-m", "ekstrain.cli.render", "--stack", "prod", "--out", str(out), *extra],
         cwd=checkout,
         env=env,
         capture_output=True,

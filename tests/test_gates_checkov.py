@@ -19,7 +19,8 @@ import pytest
 import yaml
 from conftest import REPO, STACK_NAMES
 
-from ekstrain.infra import offline, render
+from ekstrain.cli import render as render_cli
+from ekstrain.infra import offline
 from ekstrain.infra.verify import tfplan
 
 SKIPS_FILE = REPO / "security" / "checkov-skips.yaml"
@@ -168,7 +169,7 @@ def scan(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, A
     for stack in STACK_NAMES:
         out = root / "render" / stack
         stack_file = str(REPO / f"Pulumi.{stack}.yaml")
-        assert render.main(["--stack", stack, "--stack-file", stack_file, "--out", str(out)]) == 0
+        assert render_cli.main(["--stack", stack, "--stack-file", stack_file, "--out", str(out)]) == 0
         (out / "manifests").rename(scanned / "stacks" / stack)
         (out / "charts").rename(scanned / "charts" / stack)
         (out / "aws-plan.json").rename(plans / f"{stack}.tfplan.json")

@@ -20,8 +20,8 @@ from test_jobs_templates import spec_for
 
 from ekstrain import validation
 from ekstrain.assembly.jobs import render, render_sbatch
+from ekstrain.cli import render as render_cli
 from ekstrain.cli.main import main
-from ekstrain.infra import render as infra_render
 from ekstrain.simulate import charts, engine, volcano
 from ekstrain.simulate.load import load
 from ekstrain.simulate.nodes import capacity, kube_reserved_cpu
@@ -38,7 +38,7 @@ def _build(root: pathlib.Path, stack_file: pathlib.Path | None = None) -> pathli
     args = ["--stack", "prod", "--out", str(root)]
     if stack_file is not None:
         args += ["--stack-file", str(stack_file)]
-    assert infra_render.main(args) == 0
+    assert render_cli.main(args) == 0
     upstream = validation.upstream_dir()
     assert upstream is not None and HELM is not None
     assert charts.render_missing(root, pathlib.Path(upstream) / "chart-src", HELM, CHARTS) == []

@@ -16,7 +16,7 @@ import yaml
 from conftest import REPO, needs_upstream, stack_config
 
 from ekstrain import validation
-from ekstrain.infra import render
+from ekstrain.cli import render as render_cli
 from ekstrain.infra.verify import charts
 
 needs_helm = pytest.mark.skipif(charts.helm_binary() is None, reason="no helm: run `make .tools/helm`")
@@ -26,7 +26,7 @@ PROD = stack_config("prod")
 @pytest.fixture(scope="module")
 def prod_build(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     out = tmp_path_factory.mktemp("render") / "prod"
-    assert render.main(["--stack", "prod", "--out", str(out)]) == 0
+    assert render_cli.main(["--stack", "prod", "--out", str(out)]) == 0
     return out
 
 
@@ -203,7 +203,7 @@ def test_a_release_that_cannot_render_fails_the_render(prod_build: pathlib.Path)
 @needs_upstream
 def test_the_render_exits_non_zero_when_helm_fails(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(charts.HELM_ENV, "/bin/false")  # a helm that fails every render
-    assert render.main(["--stack", "dev", "--out", str(tmp_path)]) == 1
+    assert render_cli.main(["--stack", "dev", "--out", str(tmp_path)]) == 1
     assert "helm template: every release renders" in (tmp_path / "SUMMARY.md").read_text()
 
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ekstrain import outputs
-from ekstrain.infra import render
+from ekstrain.cli import render as render_cli
 
 SEGMENTS = ["..", ".", "build", "dev", "link-in", "link-out", "notes", "new", "~", "proj", "Pulumi.dev.yaml", ""]
 NAMED = [".", "..", "/", "~", "~/", "proj", "build", "build/dev", "build/dev/", "link-in", "link-out", "notes", "new/a"]
@@ -162,7 +162,7 @@ def test_a_symlinked_output_replaces_the_directory_it_points_at(world: pathlib.P
 def test_render_refuses_stack_names_that_are_paths(world: pathlib.Path, stack: str) -> None:
     before = _snapshot(world)
     with pytest.raises(SystemExit) as exc:
-        render.main(["--stack", stack, "--stack-file", "Pulumi.dev.yaml"] if stack else ["--stack=", "--out=x"])
+        render_cli.main(["--stack", stack, "--stack-file", "Pulumi.dev.yaml"] if stack else ["--stack=", "--out=x"])
     assert exc.value.code == 2
     assert _snapshot(world) == before
 
@@ -172,7 +172,7 @@ def test_render_refuses_an_output_it_may_not_replace_before_it_runs(
     world: pathlib.Path, out: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = _snapshot(world)
-    assert render.main(["--stack", "dev", "--stack-file", "Pulumi.dev.yaml", "--out", out]) == 2
+    assert render_cli.main(["--stack", "dev", "--stack-file", "Pulumi.dev.yaml", "--out", out]) == 2
     assert "fix:" in capsys.readouterr().err
     assert _snapshot(world) == before
 
