@@ -16,8 +16,8 @@ import yaml
 from conftest import REPO
 
 from ekstrain import validation
-from ekstrain.cli import diff as diff_cli
 from ekstrain.cli.main import main
+from ekstrain.diff import sides
 from ekstrain.helm import helm_binary
 from ekstrain.infra.verify import charts
 from ekstrain.simulate import charts as simulate_charts
@@ -54,8 +54,8 @@ def test_a_base_that_looks_like_an_option_is_no_git_option(
     base = value.format(file=victim)
     project = _project(tmp_path / "p")
     for repo in (REPO, project):
-        with pytest.raises(diff_cli.DiffInputError, match="--base"):
-            diff_cli.resolve_revision(repo, base)
+        with pytest.raises(sides.DiffInputError, match="--base"):
+            sides.resolve_revision(repo, base)
     for stack_file in (REPO / "Pulumi.dev.yaml", project / "Pulumi.dev.yaml"):  # git archive; git show
         code = main(["diff", "--stack", "dev", "--stack-file", str(stack_file), f"--base={base}"])
         assert code == 2 and "--base" in capsys.readouterr().err
@@ -64,7 +64,7 @@ def test_a_base_that_looks_like_an_option_is_no_git_option(
 
 def test_a_real_revision_resolves_to_its_commit_id() -> None:
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-    assert diff_cli.resolve_revision(REPO, "HEAD") == head.stdout.strip()
+    assert sides.resolve_revision(REPO, "HEAD") == head.stdout.strip()
 
 
 @pytest.mark.parametrize("stack", ["-x", "--help", "..", "."])
