@@ -91,6 +91,14 @@ def dev_recording() -> offline.Recording:
     return run_stack(stack_config("dev"))
 
 
+def shipped_recording(request: pytest.FixtureRequest, stack: str) -> offline.Recording:
+    """A shipped stack's recording, read-only: the session's for prod and dev, else run now."""
+    if stack in ("prod", "dev"):
+        recording: offline.Recording = request.getfixturevalue(f"{stack}_recording")
+        return recording
+    return run_stack(stack_config(stack))
+
+
 __all__ = [
     "cfg_with",
     "needs_upstream",
@@ -99,6 +107,7 @@ __all__ = [
     "run_program",
     "run_stack",
     "stack_config",
+    "shipped_recording",
     "stack_sections",
     "STACK_NAMES",
     "REPO",
