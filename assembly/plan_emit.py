@@ -17,10 +17,11 @@ The names are the planner's one vocabulary (ekstrain/planner/frameworks.py), the
 
 from __future__ import annotations
 
+import json as jsonlib
 import posixpath
 from typing import Any
 
-from ekstrain import catalog, cli_kit
+from ekstrain import catalog
 from ekstrain.assembly.jobs.resolve import (
     FILES_DIR,
     ResolvedRun,
@@ -106,7 +107,7 @@ def launch(plan: Any, emit: str, *, model: str, global_batch: int, seq_len: int,
         except (JobRequestError, ValueError, KeyError) as exc:
             raise PlanError(f"--emit {emit}: {exc}") from None
     if json:
-        return cli_kit.dumps({"emit": emit, "command": words, "files": files})
+        return jsonlib.dumps({"emit": emit, "command": words, "files": files}, indent=2)  # strings only
     text = shell_join(words)
     for file_name, content in files.items():
         text += f"\n# {FILES_DIR}/{file_name}\n{content.rstrip()}"

@@ -1,5 +1,5 @@
 import sys
 
-from ekstrain.assembly.cli import main
+from ekstrain.cli.main import main
 
 sys.exit(main())

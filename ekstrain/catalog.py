@@ -245,11 +245,11 @@ def price_range(names: Iterable[str]) -> tuple[float | None, float | None]:
 
 
 def markdown() -> str:
-    """docs/catalog.md: the catalog as a table (``python -m ekstrain.catalog > docs/catalog.md``)."""
+    """docs/catalog.md: the catalog as a table (``python -m ekstrain.cli.reference catalog > docs/catalog.md``)."""
     lines = [
         "# Instance catalog",
         "",
-        "Generated from `ekstrain/catalog.py` by `python -m ekstrain.catalog`; do not edit by hand.",
+        "Generated from `ekstrain/catalog.py` by `python -m ekstrain.cli.reference catalog`; do not edit by hand.",
         "EFA = EC2 `EfaInfo.MaximumEfaInterfaces` (the count Karpenter advertises as `vpc.amazonaws.com/efa`).",
         f"Prices: {PRICES_SOURCE} As of {PRICES_AS_OF}.",
         "A type not listed here is added per stack under `ekstrain:instanceTypes` with its facts "
@@ -294,7 +294,3 @@ def markdown() -> str:
         "```",
     ]
     return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":
-    print(markdown(), end="")

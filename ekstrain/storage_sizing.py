@@ -1,9 +1,10 @@
 """FSx for Lustre sizing for checkpoints: how long a save takes, and what would meet a target.
 
 Pure functions, used by the config rules (a warning when the configured file system cannot save
-``storage.checkpoint.sizeGiB`` within ``targetSaveSeconds``), by the offline render, and as a CLI:
+``storage.checkpoint.sizeGiB`` within ``targetSaveSeconds``), by the offline render, and by ``ekstrain storage``
+(its flags and printing: ekstrain/cli/storage.py):
 
-    python -m ekstrain.storage_sizing --checkpoint-gib 1043 --target-seconds 300 \\
+    ekstrain storage --checkpoint-gib 1043 --target-seconds 300 \\
         --deployment-type PERSISTENT_2 --capacity-gib 4800 --throughput 250
 
 Model and assumptions (state them wherever the numbers are shown):
@@ -22,13 +23,9 @@ Model and assumptions (state them wherever the numbers are shown):
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 from dataclasses import asdict, dataclass
 from typing import Literal
-
-from ekstrain.cli_kit import dumps
 
 DeploymentType = Literal["SCRATCH_2", "PERSISTENT_2"]
 
@@ -205,22 +202,6 @@ def gib_to_bytes(gib: float) -> int:
     return round(gib * GIB)
 
 
-def _capacity(text: str) -> int:
-    high = MAX_RECOMMENDED_CAPACITY_GIB
-    if len(text.strip().lstrip("+-")) > len(str(high)):
-        raise argparse.ArgumentTypeError(
-            f"a number of {len(text)} digits is past {high:,} GiB (storageCapacityGiB maximum)"
-        )
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number of GiB") from None
-    if not valid_capacity(value) or value > high:
-        # storage.fsx.storageCapacityGiB's range (ekstrain/stacks/models/storage.py): 1200, then n x 2400.
-        raise argparse.ArgumentTypeError(f"{value}: use 1200 or a multiple of 2400 up to {high:,}")
-    return value
-
-
 MAX_CHECKPOINT_GIB = 1_000_000
 """Largest checkpoint the sizing takes (as ``storage.checkpoint.sizeGiB``): 1,000,000 GiB is under the largest file
 system the recommendation searches (MAX_RECOMMENDED_CAPACITY_GIB); a bigger checkpoint fits on no FSx it models."""
@@ -228,87 +209,6 @@ MIN_TARGET_SECONDS = 1.0
 MAX_TARGET_SECONDS = 86400.0
 """A save target between a second and a day (``storage.checkpoint.targetSaveSeconds`` allows 10-86400): below a
 second the required capacity overflows any file system; checkpoints are saved more often than daily."""
-
-
-def _number(text: str, unit: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number of {unit}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a finite number of {unit}")
-    return value
-
-
-def _checkpoint_gib(text: str) -> float:
-    value = _number(text, "GiB")
-    if not 0 < value <= MAX_CHECKPOINT_GIB:
-        raise argparse.ArgumentTypeError(
-            f"{value:g} GiB is outside 0 < GiB <= {MAX_CHECKPOINT_GIB:,} (no FSx file system this models holds more);"
-            " give the size of one full checkpoint"
-        )
-    return value
-
-
-def _checkpoint_bytes(text: str) -> int:
-    high = MAX_CHECKPOINT_GIB * GIB
-    if len(text.strip().lstrip("+-")) > len(str(high)):
-        raise argparse.ArgumentTypeError(
-            f"a number of {len(text)} digits is past {high:,} bytes ({MAX_CHECKPOINT_GIB:,} GiB)"
-        )
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number of bytes") from None
-    if not 0 < value <= high:
-        raise argparse.ArgumentTypeError(
-            f"{value} is outside 1..{high:,} bytes ({MAX_CHECKPOINT_GIB:,} GiB); give the size of one full checkpoint"
-        )
-    return value
-
-
-def _target_seconds(text: str) -> float:
-    value = _number(text, "seconds")
-    if not MIN_TARGET_SECONDS <= value <= MAX_TARGET_SECONDS:
-        raise argparse.ArgumentTypeError(
-            f"{value:g} s is outside {MIN_TARGET_SECONDS:g}..{MAX_TARGET_SECONDS:g} s (a second to a day); "
-            "give the longest a checkpoint save may take"
-        )
-    return value
-
-
-def _throughput(text: str) -> int:
-    if text.strip() not in {str(t) for t in PERSISTENT_2_TIERS}:
-        raise argparse.ArgumentTypeError(
-            f"{text[:40]!r} is not a PERSISTENT_2 throughput tier; use one of {', '.join(map(str, PERSISTENT_2_TIERS))}"
-        )
-    return int(text)
-
-
-def build_parser(prog: str = "python -m ekstrain.storage_sizing") -> argparse.ArgumentParser:
-    """The flags of ``ekstrain storage`` (and of ``python -m ekstrain.storage_sizing``)."""
-    parser = argparse.ArgumentParser(
-        prog=prog, description="FSx for Lustre checkpoint save time and sizing recommendation"
-    )
-    checkpoint = parser.add_mutually_exclusive_group(required=True)
-    checkpoint.add_argument("--checkpoint-bytes", type=_checkpoint_bytes, help="checkpoint size in bytes")
-    checkpoint.add_argument("--checkpoint-gib", type=_checkpoint_gib, help="checkpoint size in GiB")
-    parser.add_argument("--target-seconds", type=_target_seconds, default=300, help="save time to meet (1-86400)")
-    parser.add_argument(
-        "--deployment-type", choices=["PERSISTENT_2", "SCRATCH_2"], default="PERSISTENT_2", help="FSx deployment type"
-    )
-    parser.add_argument(
-        "--capacity-gib",
-        type=_capacity,
-        default=MIN_CAPACITY_GIB,
-        metavar="GIB",
-        help="configured capacity: 1200 or n x 2400",
-    )
-    parser.add_argument(
-        "--throughput", type=_throughput, default=None, help="MB/s/TiB (PERSISTENT_2 only; default 250)"
-    )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON instead of one line")
-    return parser
 
 
 def to_json(result: SaveReport) -> dict[str, object]:
@@ -319,37 +219,3 @@ def to_json(result: SaveReport) -> dict[str, object]:
         "configured": asdict(result.configured),
         "recommended": asdict(result.recommended) if result.recommended else None,
     }
-
-
-def run(args: argparse.Namespace) -> int:
-    """Print the report: exit 0 when the configured file system meets the target, 1 when not, 2 on bad input."""
-    if args.deployment_type == "SCRATCH_2" and args.throughput is not None:
-        # SCRATCH_2 has no PerUnitStorageThroughput (FSx CreateFileSystemLustreConfiguration: PERSISTENT only).
-        print(
-            f"error: --throughput {args.throughput} applies to PERSISTENT_2 only: SCRATCH_2's baseline is fixed at "
-            f"{SCRATCH_2_BASELINE} MB/s/TiB; drop --throughput or use --deployment-type PERSISTENT_2",
-            file=sys.stderr,
-        )
-        return 2
-    per_unit = args.throughput if args.deployment_type == "PERSISTENT_2" else None
-    if args.deployment_type == "PERSISTENT_2" and per_unit is None:
-        per_unit = 250
-    try:
-        size = args.checkpoint_bytes if args.checkpoint_bytes is not None else gib_to_bytes(args.checkpoint_gib)
-        result = report(size, args.target_seconds, args.deployment_type, args.capacity_gib, per_unit)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if getattr(args, "json", False):
-        print(dumps(to_json(result)))
-    else:
-        print(result.summary())
-    return 0 if result.meets_target else 1
-
-
-def main(argv: list[str] | None = None) -> int:
-    return run(build_parser().parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,8 @@
 """Record one side of ``ekstrain diff``: the real program for a stack file under the offline engine, as JSON.
 
-    python infra/diff.py --record TREE --stack prod --stack-file TREE/Pulumi.prod.yaml > side.json
+    python cli/record.py --record TREE --stack prod --stack-file TREE/Pulumi.prod.yaml > side.json
+
+(cli/record.py reads the command line, loads this file by its path and calls :func:`record_stack_file`.)
 
 ``TREE`` goes first on ``sys.path``, so the program, its components and the offline engine are
 those of that tree (this checkout, or a git revision exported by ``ekstrain diff --base``). Only
@@ -11,11 +13,7 @@ Rows follow ``ekstrain.diff.model.Resource.to_dict``. A bad stack file: the erro
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import pathlib
-import sys
 from typing import Any
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -62,31 +60,3 @@ def record_stack_file(stack_file: pathlib.Path, stack: str) -> list[dict[str, An
     flat, secrets = loader.read_stack_file(stack_file)
     loader.load_flat(flat, stack_file.name)
     return snapshot_dicts(layer("infra.render").run_program(flat, secrets, stack))
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python infra/diff.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--record", required=True, help="root of the tree whose program runs")
-    parser.add_argument("--stack", required=True)
-    parser.add_argument("--stack-file", required=True)
-    args = parser.parse_args(argv)
-    tree = pathlib.Path(args.record).resolve()
-    # Run as a script, sys.path[0] is this directory: drop it so `offline` etc. are not top-level modules.
-    sys.path[:] = [str(tree)] + [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE]
-    os.chdir(tree)
-    ConfigError = layer("stacks.errors").ConfigError  # noqa: N806 (a class, looked up in the tree)
-
-    try:
-        rows = record_stack_file(pathlib.Path(args.stack_file).resolve(), args.stack)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    json.dump(rows, sys.stdout)
-    return 0
-
-
-if __name__ == "__main__":
-    code = main(sys.argv[1:])
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)  # skip the SDKs' slow interpreter teardown, as infra/render.py does

@@ -1,6 +1,6 @@
 """Offline engine: runs the real Pulumi program under the SDK's mock monitor and records it.
 
-Used by the offline render (``python -m ekstrain.infra.render``) and by the tests, so both exercise the
+Used by the offline render (``python -m ekstrain.cli.render``) and by the tests, so both exercise the
 same program with the same fakes. The fakes are strict:
 
 - every resource's inputs are echoed back, plus the outputs real providers compute and the

@@ -1,6 +1,6 @@
 """Offline render: run the real program for a stack under the mock engine and write what it would apply.
 
-    python -m ekstrain.infra.render --stack prod --out build/prod
+    ekstrain render --stack prod --out build/prod        (its flags and printing: ekstrain/cli/render.py)
 
 This is NOT a cloud preview: no AWS or Kubernetes API is called, provider-side defaults and
 computed values are fakes (see infra/offline.py). It shows exactly what the program asks for:
@@ -11,7 +11,6 @@ on-demand cost range, and whether each manifest validates against the pinned ups
 
 from __future__ import annotations
 
-import argparse
 import collections
 import concurrent.futures
 import contextlib
@@ -20,9 +19,7 @@ import hashlib
 import importlib.util
 import itertools
 import json
-import os
 import pathlib
-import re
 import runpy
 import sys
 import time
@@ -31,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from ekstrain import argocd, catalog, lock, names, outputs, storage_sizing, validation, versions
+from ekstrain import argocd, catalog, lock, names, storage_sizing, validation, versions
 from ekstrain.assembly.schedulers.slurm import standing_nodes
 from ekstrain.infra import offline, replay
 from ekstrain.infra.verify import (
@@ -49,12 +46,9 @@ from ekstrain.infra.verify import (
     secrets,
     tfplan,
 )
-from ekstrain.names import stack_name_problem
 from ekstrain.pages import render_page
 from ekstrain.partitions import layout_nodes, shape
-from ekstrain.paths import helm_fix, project_of, upstream_fix, use_project
-from ekstrain.stacks.errors import ConfigError
-from ekstrain.stacks.loader import load_flat, read_stack_file
+from ekstrain.paths import helm_fix, upstream_fix
 from ekstrain.stacks.models import StackConfig
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -691,140 +685,3 @@ def render_or_replay(
         # A failed lock check is not stored: a --lock use render of the same inputs would not fail.
         replay.save(key, reads, out, summary, problems, len(rec.records), seconds, checked=lock_mode == "check")
     return summary, problems, len(rec.records)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ekstrain.infra.render", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stack", required=True, help="stack name: reads Pulumi.<stack>.yaml")
-    parser.add_argument("--out", help="output directory (default build/<stack> beside the stack file)")
-    parser.add_argument(
-        "--stack-file", help="path of the stack file (default ./Pulumi.<stack>.yaml in the current directory)"
-    )
-    parser.add_argument("--preview", action="store_true", help="emulate preview: computed values are unknown")
-    parser.add_argument(
-        "--allow-unchecked",
-        action="store_true",
-        help="exit 0 even when checks could not run (no upstream schemas); default: exit 1 and say which",
-    )
-    parser.add_argument(
-        "--lock",
-        choices=lock.MODES,
-        default=lock.DEFAULT_MODE,
-        help=f"how {lock.LOCK_NAME} answers the no-op values check: use its answers (default), check that it is "
-        "current (CI), write this stack's answers into it, or ignore it",
-    )
-    args = parser.parse_args(argv)
-    stack_problem = stack_name_problem(args.stack)
-    if stack_problem:
-        parser.error(stack_problem)
-    missing = missing_render_dependencies()
-    if missing:
-        print(
-            f"error: the render's checks need {', '.join(missing)}: pip install 'ekstrain[render]' "
-            "(the components and `pulumi up` do not)",
-            file=sys.stderr,
-        )
-        return 2
-    # The stack file of the project being deployed: the current directory, never this checkout.
-    stack_file = pathlib.Path(args.stack_file) if args.stack_file else pathlib.Path.cwd() / f"Pulumi.{args.stack}.yaml"
-    # Cache and the files a stack names (the Slurm login key file) belong to the stack file's Pulumi project
-    # (else the working directory's), never to the installed package.
-    with use_project(project_of(stack_file)):
-        return _render(args, stack_file)
-
-
-def _render(args: argparse.Namespace, stack_file: pathlib.Path) -> int:
-    flag = "--out" if args.out else f"--stack {args.stack} (output build/{args.stack})"
-    requested = pathlib.Path(args.out) if args.out else stack_file.parent / "build" / args.stack
-    kept = outputs.kept_dirs(stack_file.absolute().parent, project_of(stack_file))
-    try:  # before anything runs: a render never replaces what it did not write
-        out = outputs.check_dir(flag, requested, kept)
-    except outputs.OutputRefused as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(BANNER, file=sys.stderr)
-    try:
-        flat, secrets = read_stack_file(stack_file)
-        cfg, warnings = load_flat(flat, stack_file.name, secret_keys=secrets)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        if not args.stack_file and not stack_file.exists():
-            print(
-                f"  stacks in {stack_file.parent}: {sorted(p.name for p in stack_file.parent.glob('Pulumi.*.yaml'))}",
-                file=sys.stderr,
-            )
-        return 2
-    try:
-        if args.lock != "ignore":
-            lock.load()  # a broken lock file is refused here, before the program runs
-        if args.lock == "write":
-            lock.writable(lock.lock_path())
-    except (lock.LockError, outputs.OutputRefused) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"[1/3] config {stack_file.name} valid: {len(cfg.partitions)} partition(s)", file=sys.stderr)
-    try:
-        summary, problems, resources = outputs.replace_dir(
-            out,
-            lambda staging: render_or_replay(
-                stack_file,
-                args.stack,
-                args.preview,
-                flat,
-                secrets,
-                cfg,
-                warnings,
-                staging,
-                lock_mode=args.lock,
-                final=out,
-            ),
-            by=f"ekstrain render --stack {args.stack}",
-        )
-    except outputs.OutputRefused as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    not_run = [p for p in problems if p.endswith(NOT_RUN)]
-    # stdout: a few lines; the whole report (partitions, storage, order, every check) is SUMMARY.md. The check
-    # counts are read from SUMMARY.md's own "## Checks" table (columns located by its dashes line).
-    lines = summary.splitlines()
-    rows: list[list[str]] = []
-    if "## Checks" in lines:
-        at = lines.index("## Checks") + 3  # the header, its dashes, then one row per check
-        spans = [(m.start(), m.end()) for m in re.finditer(r"-+", lines[at - 1] if at <= len(lines) else "")]
-        while at < len(lines) and lines[at].strip() and len(spans) >= 5:
-            rows.append([lines[at][a:b].strip() for a, b in spans[:4]] + [lines[at][spans[4][0] :].strip()])
-            at += 1
-    skipped = len(not_run)  # one entry per check that could not run
-    failed = sum(1 for r in rows if r[2].isdigit() and int(r[2]) > 0)
-    check_warnings = sum(int(r[3]) for r in rows if r[3].isdigit())
-    kube = next((line[3:] for line in lines if line.startswith("## Kubernetes:")), "")
-    print(f"stack {args.stack}: {resources} resources registered; {kube.split(' (')[0]}")
-    print(
-        f"checks: {max(0, len(rows) - failed - skipped)} passed, {failed} failed, {skipped} did not run; "
-        f"{len(problems) - len(not_run)} problem(s), {check_warnings} check warning(s), {len(warnings)} config "
-        "warning(s)"
-    )
-    shown = [p for p in problems if not p.endswith(NOT_RUN)]
-    for p in shown[:5]:
-        print(f"  problem: {p[:200]}")
-    if len(shown) > 5:
-        print(f"  ... {len(shown) - 5} more")
-    print(f"full report: {out / 'SUMMARY.md'}")
-    if not_run:
-        print(
-            f"error: {len(not_run)} checks did not run (no upstream schemas): {upstream_fix()}; or pass "
-            "--allow-unchecked to accept an unvalidated render",
-            file=sys.stderr,
-        )
-        if args.allow_unchecked and len(not_run) == len(problems):
-            return 0
-    return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    exit_code = main()
-    # Skip interpreter teardown (about a second of freeing the SDKs' module graph, as mypy's hard_exit does):
-    # every file has been written and closed; only the standard streams need flushing.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(exit_code)

@@ -1,6 +1,6 @@
 """Generate docs/configuration.md from the config models (one source of truth for keys and defaults).
 
-python -m ekstrain.stacks.reference > docs/configuration.md      (tests fail when it is stale)
+python -m ekstrain.cli.reference configuration > docs/configuration.md      (tests fail when it is stale)
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def render() -> str:
     lines = [
         "# Stack configuration reference",
         "",
-        "Generated from `stacks/models/` by `python -m ekstrain.stacks.reference`; do not edit by hand.",
+        "Generated from `stacks/models/` by `python -m ekstrain.cli.reference configuration`; do not edit by hand.",
         "Keys go under `config:` in `Pulumi.<stack>.yaml` (camelCase; unknown keys are errors).",
         "",
     ]
@@ -101,7 +101,3 @@ def render() -> str:
                 _rows(model, prefix, rows, nested)
         lines += rows + [""]
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    print(render())

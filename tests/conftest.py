@@ -25,9 +25,10 @@ from ekstrain.stacks.loader import load_flat, parse, read_stack_file, sections_f
 from ekstrain.stacks.models import StackConfig
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-# render.main() replays a stored render when nothing it reads has changed (infra/replay.py): the many tests that
-# render prod or dev with the same inputs share one render. A test that patches the program or a check (Python
-# objects, which the replay key cannot see) and then calls render.main() sets EKSTRAIN_REPLAY=0 first.
+# render_cli.main() (ekstrain/cli/render.py) replays a stored render when nothing it reads has changed
+# (infra/replay.py): the many tests that render prod or dev with the same inputs share one render. A test that
+# patches the program or a check (Python objects, which the replay key cannot see) and then calls render_cli.main()
+# sets EKSTRAIN_REPLAY=0 first.
 STACK_FILES = sorted(p for p in REPO.glob("Pulumi.*.yaml"))
 STACK_NAMES = [p.name.split(".")[1] for p in STACK_FILES]
 
@@ -90,6 +91,14 @@ def dev_recording() -> offline.Recording:
     return run_stack(stack_config("dev"))
 
 
+def shipped_recording(request: pytest.FixtureRequest, stack: str) -> offline.Recording:
+    """A shipped stack's recording, read-only: the session's for prod and dev, else run now."""
+    if stack in ("prod", "dev"):
+        recording: offline.Recording = request.getfixturevalue(f"{stack}_recording")
+        return recording
+    return run_stack(stack_config(stack))
+
+
 __all__ = [
     "cfg_with",
     "needs_upstream",
@@ -98,6 +107,7 @@ __all__ = [
     "run_program",
     "run_stack",
     "stack_config",
+    "shipped_recording",
     "stack_sections",
     "STACK_NAMES",
     "REPO",

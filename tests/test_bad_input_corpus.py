@@ -28,7 +28,6 @@ from typing import Any
 
 import pytest
 from conftest import REPO
-
 from ekstrain.assembly.cli import main
 
 SEED = int(os.environ.get("EKSTRAIN_CORPUS_SEED", "32"))

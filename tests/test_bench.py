@@ -7,7 +7,7 @@ import pathlib
 import pytest
 
 from ekstrain.stacks.loader import load_flat, read_stack_file
-from scripts.bench import synthetic_stack
+from scripts.bench import REPO, edited_prod, synthetic_stack
 
 
 @pytest.mark.parametrize("partitions", [8, 32])
@@ -18,3 +18,15 @@ def test_synthetic_stack_is_a_valid_stack(tmp_path: pathlib.Path, partitions: in
     flat, _ = read_stack_file(path)
     cfg, _ = load_flat(flat, path.name)
     assert [p.name for p in cfg.partitions] == [f"part-{i:02d}" for i in range(partitions)]
+
+
+def test_the_edited_prod_is_valid_and_differs_from_prod_by_one_value(tmp_path: pathlib.Path) -> None:
+    # GIVEN the stack of the bench's edit ratio and diff rows
+    path = edited_prod(tmp_path)
+    flat, _ = read_stack_file(path)
+    cfg, _ = load_flat(flat, path.name)
+    prod, _ = load_flat(read_stack_file(REPO / "Pulumi.prod.yaml")[0], "Pulumi.prod.yaml")
+    # THEN it is valid, and only the first partition's maxNodes differs (one more node)
+    assert cfg.partitions[0].max_nodes == prod.partitions[0].max_nodes + 1
+    restored = cfg.model_copy(update={"partitions": [prod.partitions[0], *cfg.partitions[1:]]})
+    assert restored == prod

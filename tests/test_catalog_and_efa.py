@@ -98,4 +98,4 @@ def test_catalog_doc_is_current() -> None:
     import pathlib
 
     doc = pathlib.Path(__file__).resolve().parent.parent / "docs" / "catalog.md"
-    assert doc.read_text() == catalog.markdown(), "run: python -m ekstrain.catalog > docs/catalog.md"
+    assert doc.read_text() == catalog.markdown(), "run: python -m ekstrain.cli.reference catalog > docs/catalog.md"

@@ -24,9 +24,10 @@ import pytest
 import yaml
 from conftest import REPO, stack_config
 
-from ekstrain.assembly import cli, plan_emit
+from ekstrain.assembly import plan_emit
 from ekstrain.assembly.jobs.render import render as render_job
 from ekstrain.assembly.jobs.spec import RunSpec
+from ekstrain.cli import main as cli
 from ekstrain.planner import emit as planner_emit
 
 PLAN = ["--instance", "p5.48xlarge", "--nodes", "2", "--global-batch", "256", "--seq-len", "4096"]
@@ -124,7 +125,7 @@ def test_GIVEN_a_table_command_WHEN_json_THEN_stdout_is_strict_json(argv: list[s
 
 
 def test_GIVEN_a_non_finite_number_WHEN_dumped_THEN_it_becomes_null() -> None:
-    from ekstrain import cli_kit
+    from ekstrain.cli import kit as cli_kit
 
     assert strict_json(cli_kit.dumps({"a": float("nan"), "b": [float("inf"), 1.5]})) == {"a": None, "b": [None, 1.5]}
 

@@ -10,8 +10,8 @@ import sys
 import pytest
 from conftest import REPO
 
-from ekstrain import cli_types
-from ekstrain.assembly import cli
+from ekstrain.cli import argtypes as cli_types
+from ekstrain.cli import main as cli
 
 BASE = [
     "job",

@@ -237,5 +237,5 @@ def test_configuration_reference_is_current() -> None:
 
     current = (REPO / "docs" / "configuration.md").read_text()
     assert current.strip() == reference.render().strip(), (
-        "run: python -m ekstrain.stacks.reference > docs/configuration.md"
+        "run: python -m ekstrain.cli.reference configuration > docs/configuration.md"
     )

@@ -16,9 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ekstrain import validation
-from ekstrain.assembly.cli import main
-from ekstrain.diff import cli as diff_cli
-from ekstrain.diff import compare, report, rules
+from ekstrain.cli.main import main
+from ekstrain.diff import compare, report, rules, sides
 from ekstrain.diff.model import Resource, alias_key
 from ekstrain.infra.offline import Recording
 
@@ -217,7 +216,7 @@ def test_installed_base_reads_the_projects_own_repository(
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "one node"], check=True)
     stack.write_text((REPO / "Pulumi.dev.yaml").read_text())
-    assert not diff_cli.in_checkout(stack)
+    assert not sides.in_checkout(stack)
     # WHEN diffed against HEAD THEN the old side is the committed stack file: the NodePool limit changes
     code = main(["diff", "--stack", "dev", "--stack-file", str(stack), "--base", "HEAD", "--json"])
     out = json.loads(capsys.readouterr().out)

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from conftest import REPO
 
-from ekstrain.diff import cli as diff_cli
+from ekstrain.cli import diff as diff_cli
+from ekstrain.diff import sides
 
 
 def test_both_runs_the_two_sides_at_the_same_time() -> None:
@@ -22,15 +23,15 @@ def test_both_runs_the_two_sides_at_the_same_time() -> None:
         barrier.wait()
         return name
 
-    assert diff_cli.both(lambda: side("new"), lambda: side("old")) == ("new", "old")
+    assert sides.both(lambda: side("new"), lambda: side("old")) == ("new", "old")
 
 
 def test_both_raises_the_error_of_a_side() -> None:
     def bad() -> str:
-        raise diff_cli.DiffInputError("--old-stack-file x: no such stack file")
+        raise sides.DiffInputError("--old-stack-file x: no such stack file")
 
-    with pytest.raises(diff_cli.DiffInputError, match="no such stack file"):
-        diff_cli.both(lambda: "new", bad)
+    with pytest.raises(sides.DiffInputError, match="no such stack file"):
+        sides.both(lambda: "new", bad)
 
 
 def test_record_prints_progress_on_stderr_and_not_stdout(
@@ -41,10 +42,10 @@ def test_record_prints_progress_on_stderr_and_not_stdout(
     def fake_run(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(cmd, 0, stdout=json.dumps([row]), stderr="")
 
-    monkeypatch.setattr(diff_cli.subprocess, "run", fake_run)
+    monkeypatch.setattr(sides.subprocess, "run", fake_run)
     stack_file = tmp_path / "Pulumi.prod.yaml"
     stack_file.write_text((REPO / "Pulumi.prod.yaml").read_text())
-    rows = diff_cli.record(REPO, "prod", stack_file, "--stack-file")
+    rows = sides.record(REPO, "prod", stack_file, "--stack-file", diff_cli.progress)
     assert [r.urn for r in rows] == [row["urn"]]
     out, err = capsys.readouterr()
     assert out == ""

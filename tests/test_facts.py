@@ -20,7 +20,7 @@ from conftest import REPO, stack_config
 
 from ekstrain import catalog, efa, storage_sizing, versions
 from ekstrain.assembly import observability
-from ekstrain.assembly.cli import main
+from ekstrain.cli.main import main
 from ekstrain.partitions import layout_nodes, shape
 
 GIB = storage_sizing.GIB

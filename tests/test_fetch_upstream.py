@@ -167,7 +167,7 @@ def test_the_dev_stack_renders_from_the_fetched_directory(
     assert proc.returncode == 0, proc.stderr
     env = {**os.environ, "EKSTRAIN_UPSTREAM_DIR": str(dest), "EKSTRAIN_CACHE_DIR": str(tmp_path / "cache")}
     render = subprocess.run(
-        [sys.executable, "-m", "ekstrain.infra.render", "--stack", "dev", "--out", str(tmp_path / "out")],
+        [sys.executable, "-m", "ekstrain.cli.render", "--stack", "dev", "--out", str(tmp_path / "out")],
         cwd=REPO,
         env=env,
         capture_output=True,

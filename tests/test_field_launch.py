@@ -171,7 +171,7 @@ def _megatron_parser() -> argparse.ArgumentParser:
 def test_megatron_launch_has_the_model_and_user_arguments(tmp_path: pathlib.Path) -> None:
     import yaml
 
-    from ekstrain.assembly.cli import main
+    from ekstrain.cli.main import main
     from ekstrain.planner.models import get_model
 
     out = tmp_path / "job.yaml"

@@ -131,6 +131,6 @@ def test_GIVEN_nemo_WHEN_job_render_THEN_a_clear_error_pointing_at_plan_emit() -
 
 def test_GIVEN_the_three_flags_THEN_they_accept_the_same_names() -> None:
     from ekstrain.assembly.jobs.spec import FRAMEWORK_CHOICES
-    from ekstrain.planner import cli as plan_cli
+    from ekstrain.cli import plan as plan_cli
 
     assert tuple(plan_cli.EMIT_CHOICES) == tuple(FRAMEWORK_CHOICES) == frameworks.CHOICES

@@ -1,8 +1,9 @@
-"""The package layers point one way: ekstrain (pure logic) <- stacks (config) <- assembly <- components <- infra.
+"""The package layers point one way: ekstrain (pure logic) <- stacks (config) <- assembly <- components <- infra <- cli.
 
 Read from the source (ast), so a lazy import inside a function counts as much as a top-level one. Every layer
 is imported under the one ``ekstrain`` namespace (``ekstrain.components``: ekstrain/components is a symlink to
-components/), so a module's layer is ``ekstrain.<layer>`` for the four upper layers and ``ekstrain`` otherwise.
+components/), so a module's layer is ``ekstrain.<layer>`` for the five upper layers and ``ekstrain`` otherwise.
+cli/ (the command line, ``ekstrain.cli``) is the top: it may import every layer and none imports it.
 """
 
 from __future__ import annotations
@@ -14,16 +15,17 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-OURS = ("ekstrain", "stacks", "assembly", "components", "infra")
+OURS = ("ekstrain", "stacks", "assembly", "components", "infra", "cli")
 EXTERNAL_BANNED = {"ekstrain": {"pulumi", "pulumi_aws", "pulumi_eks", "pulumi_kubernetes"}}
 ALLOWED = {
     "ekstrain": {"ekstrain"},
     "stacks": {"ekstrain", "stacks"},
     "assembly": {"ekstrain", "stacks", "assembly"},
     "components": {"ekstrain", "assembly", "components"},
-    "infra": set(OURS),
+    "infra": {"ekstrain", "stacks", "assembly", "components", "infra"},
+    "cli": set(OURS),
 }
-# `python -m ekstrain` has to start the whole CLI, which lives in the top layer; nothing imports this file.
+# `python -m ekstrain` has to start the whole CLI, which lives in the top layer (cli/); nothing imports this file.
 # ekstrain/testing.py is the public door to the offline engine for users' own tests (docs/components.md): it
 # loads ekstrain.infra.offline lazily and nothing in the package imports it.
 ENTRY_POINTS = {"ekstrain/__main__.py", "ekstrain/testing.py"}

@@ -12,9 +12,9 @@ from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 
 from ekstrain import validation
-from ekstrain.assembly import cli
 from ekstrain.assembly.jobs import JobRequestError, RunSpec, render, resolve_for
 from ekstrain.assembly.jobs import planning as planning_module
+from ekstrain.cli import main as cli
 
 PROD = stack_config("prod")
 

@@ -16,8 +16,8 @@ from conftest import REPO
 from test_jobs_support import FakePlanner
 
 from ekstrain import validation
-from ekstrain.assembly import cli
 from ekstrain.assembly.jobs import planning
+from ekstrain.cli import main as cli
 
 SCRIPT = REPO / "examples" / "render-all.sh"
 REAL_PLANNER = importlib.util.find_spec("ekstrain.planner") is not None

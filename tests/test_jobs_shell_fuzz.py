@@ -40,7 +40,6 @@ from hypothesis import strategies as st
 from test_jobs_support import FakePlanner, kubelet_expand
 from test_jobs_templates import CASES, spec_for
 
-from ekstrain.assembly import cli
 from ekstrain.assembly.jobs import (
     JobRequestError,
     RunSpec,
@@ -57,6 +56,7 @@ from ekstrain.assembly.jobs import (
 from ekstrain.assembly.jobs import planning as planning_module
 from ekstrain.assembly.jobs.resolve import PlatformWord, ResolvedRun, kubelet_literal
 from ekstrain.assembly.jobs.spec import ENV_NAME, REFUSED_CATEGORIES, RUN_OWNED_ENV, RUN_OWNED_PREFIXES, SHELL_OWNED_ENV
+from ekstrain.cli import main as cli
 
 EXAMPLES = int(os.environ.get("EKSTRAIN_FUZZ_EXAMPLES", "25"))
 FUZZ = settings(

@@ -264,18 +264,19 @@ print(json.dumps({
 def test_the_render_without_its_extra_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from ekstrain.cli import render as render_cli
     from ekstrain.infra import render
 
     real = render.importlib.util.find_spec
     monkeypatch.setattr(render.importlib.util, "find_spec", lambda n, *a: None if n == "policy_sentry" else real(n, *a))
-    assert render.main(["--stack", "dev"]) == 2
+    assert render_cli.main(["--stack", "dev"]) == 2
     assert "the render's checks need policy-sentry: pip install 'ekstrain[render]'" in capsys.readouterr().err
 
 
 def test_render_from_the_wheel_writes_into_the_users_project_only(
     installed: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
-    """`python -m ekstrain.infra.render` from the installed wheel in a project holding only Pulumi.yaml and a
+    """`python -m ekstrain.cli.render` from the installed wheel in a project holding only Pulumi.yaml and a
     stack file: output and cache land beside the stack file, the policy pack and the reviewed findings come
     from the package, and nothing is written into the installed package."""
     from ekstrain import validation
@@ -289,7 +290,7 @@ def test_render_from_the_wheel_writes_into_the_users_project_only(
         shutil.copy(REPO / name, project / name)
     before = sorted(p.relative_to(installed) for p in installed.rglob("*") if "__pycache__" not in p.parts)
     done = subprocess.run(
-        [sys.executable, "-m", "ekstrain.infra.render", "--stack", "dev"],
+        [sys.executable, "-m", "ekstrain.cli.render", "--stack", "dev"],
         cwd=project,
         env={
             **{
@@ -350,7 +351,7 @@ def test_the_cli_dependencies_are_in_the_base_install(wheel: pathlib.Path) -> No
     for dist in ("click", "rich", "matplotlib"):
         (line,) = [r for r in requires if r.startswith(dist)]
         assert "extra" not in line, line
-    assert "ekstrain = ekstrain.assembly.cli:main" in entry
+    assert "ekstrain = ekstrain.cli.main:main" in entry
 
 
 def test_the_installed_cli_helps_and_plans_without_the_render_extra(

@@ -19,6 +19,7 @@ import pytest
 import yaml
 from conftest import REPO, STACK_NAMES
 
+from ekstrain.cli import render as render_cli
 from ekstrain.infra import offline, render
 from ekstrain.infra.verify.reach import Runner, api_reachable
 from ekstrain.stacks.loader import load_flat, read_stack_file
@@ -81,7 +82,7 @@ def pulumi_config(stack_file: pathlib.Path, line: str) -> bool:
 
 
 def pulumi_up(stack: str, stack_file: pathlib.Path, out: pathlib.Path) -> tuple[offline.Recording, str]:
-    code = render.main(["--stack", stack, "--stack-file", str(stack_file), "--out", str(out)])
+    code = render_cli.main(["--stack", stack, "--stack-file", str(stack_file), "--out", str(out)])
     summary = (out / "SUMMARY.md").read_text()
     assert code == 0, summary[summary.find("## Checks") :]
     flat, secrets = read_stack_file(stack_file)

@@ -16,9 +16,9 @@ from conftest import REPO, stack_config
 from PIL import Image
 
 from ekstrain import outputs
-from ekstrain.assembly.cli import main
 from ekstrain.assembly.jobs import render as render_job
-from ekstrain.infra import render
+from ekstrain.cli import render as render_cli
+from ekstrain.cli.main import main
 from ekstrain.pages import shell, timeline_page
 from ekstrain.simulate.load import load
 from ekstrain.simulate.mix import read_mix
@@ -127,7 +127,7 @@ def test_the_browser_check_sees_console_errors_and_blank_pages(tmp_path: pathlib
 def prod_render(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     """One prod render (replayed from the cache when nothing it reads changed, infra/replay.py)."""
     out = tmp_path_factory.mktemp("prod-render")
-    assert render.main(["--stack", "prod", "--stack-file", str(REPO / "Pulumi.prod.yaml"), "--out", str(out)]) == 0
+    assert render_cli.main(["--stack", "prod", "--stack-file", str(REPO / "Pulumi.prod.yaml"), "--out", str(out)]) == 0
     return out
 
 

@@ -230,7 +230,7 @@ def test_example_jobs_name_only_what_prod_creates(
     from conftest import REPO
     from test_jobs_examples import _commands
 
-    from ekstrain.assembly import cli
+    from ekstrain.cli import main as cli
 
     jobs: list[dict[str, Any]] = []
     for argv in _commands(tmp_path):

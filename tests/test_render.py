@@ -10,6 +10,7 @@ import yaml
 from conftest import REPO, STACK_NAMES, stack_config
 
 from ekstrain import validation, versions
+from ekstrain.cli import render as render_cli
 from ekstrain.infra import render
 from ekstrain.infra.offline import Recording
 from ekstrain.stacks.loader import read_stack_file
@@ -19,7 +20,7 @@ from ekstrain.stacks.loader import read_stack_file
 def test_stack_renders_and_validates(stack: str, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
     # --lock check: every no-op answer is computed here, and the committed ekstrain.lock.json must hold them.
     stack_file = str(REPO / f"Pulumi.{stack}.yaml")
-    code = render.main(["--stack", stack, "--stack-file", stack_file, "--out", str(tmp_path), "--lock", "check"])
+    code = render_cli.main(["--stack", stack, "--stack-file", stack_file, "--out", str(tmp_path), "--lock", "check"])
     out = capsys.readouterr()
     assert code == 0, out.out
     summary = (tmp_path / "SUMMARY.md").read_text()
@@ -109,7 +110,7 @@ def test_render_reports_bad_config_without_traceback(
     bad = tmp_path / "Pulumi.bad.yaml"
     text = (REPO / "Pulumi.dev.yaml").read_text().replace("maxNodes: 2", "maxNodes: -1")
     bad.write_text(text)
-    code = render.main(["--stack", "bad", "--stack-file", str(bad), "--out", str(tmp_path / "out")])
+    code = render_cli.main(["--stack", "bad", "--stack-file", str(bad), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 2
     assert "ekstrain:partitions[0] (gpu-small).maxNodes" in err and "Traceback" not in err
@@ -120,7 +121,7 @@ def test_prod_summary_lists_partitions_with_efa_and_cost(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(REPO)
-    assert render.main(["--stack", "prod", "--out", str(tmp_path)]) == 0
+    assert render_cli.main(["--stack", "prod", "--out", str(tmp_path)]) == 0
     summary = (tmp_path / "SUMMARY.md").read_text()
     lines = summary.splitlines()
     header = next(line.split() for line in lines if line.startswith("partition "))
@@ -169,7 +170,7 @@ def test_render_reads_the_stack_file_of_the_current_directory(
     text = (REPO / "Pulumi.prod.yaml").read_text().replace("maxNodes: 8", "maxNodes: 0")
     (tmp_path / "Pulumi.prod.yaml").write_text(text)
     monkeypatch.chdir(tmp_path)
-    assert render.main(["--stack", "prod", "--out", str(tmp_path / "out")]) == 2
+    assert render_cli.main(["--stack", "prod", "--out", str(tmp_path / "out")]) == 2
     assert "(gpu-h100).maxNodes" in capsys.readouterr().err
 
 
@@ -177,7 +178,7 @@ def test_render_without_a_stack_file_here_exits_2(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert render.main(["--stack", "prod", "--out", str(tmp_path / "out")]) == 2
+    assert render_cli.main(["--stack", "prod", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "Pulumi.prod.yaml: does not exist" in err and "--stack-file" in err and "Traceback" not in err
 
@@ -301,7 +302,7 @@ def test_without_the_schemas_the_render_claims_nothing(
     monkeypatch.setattr(validation, "upstream_dir", lambda: None)
     argv = ["--stack", "dev", "--stack-file", str(REPO / "Pulumi.dev.yaml"), "--out", str(tmp_path)]
     # WHEN rendered THEN it exits 1 and says first which checks did not run, and never that things are valid
-    assert render.main(argv) == 1
+    assert render_cli.main(argv) == 1
     err = capsys.readouterr().err
     assert "checks did not run (no upstream schemas)" in err and "--allow-unchecked" in err
     summary = (tmp_path / "SUMMARY.md").read_text()
@@ -309,4 +310,4 @@ def test_without_the_schemas_the_render_claims_nothing(
     assert "## NOT VALIDATED: 9 of" in head and "creation order" in head
     assert "valid against the pinned upstream schemas" not in summary
     # AND --allow-unchecked accepts the unvalidated render explicitly
-    assert render.main([*argv, "--allow-unchecked"]) == 0
+    assert render_cli.main([*argv, "--allow-unchecked"]) == 0

@@ -17,6 +17,7 @@ import pytest
 from conftest import REPO, needs_upstream
 
 from ekstrain import lock, validation
+from ekstrain.cli import render as render_cli
 from ekstrain.infra import render, replay
 from ekstrain.infra.verify import charts
 
@@ -120,7 +121,7 @@ def project(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.
 
 
 def render_dev(project: pathlib.Path, *extra: str) -> int:
-    return render.main(
+    return render_cli.main(
         ["--stack", "dev", "--stack-file", str(project / "Pulumi.dev.yaml"), "--out", str(project / "out"), *extra]
     )
 

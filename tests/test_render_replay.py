@@ -8,6 +8,7 @@ import shutil
 import pytest
 from conftest import REPO, needs_upstream
 
+from ekstrain.cli import render as render_cli
 from ekstrain.infra import render, replay
 
 
@@ -22,13 +23,13 @@ def test_an_unchanged_render_is_replayed(
     monkeypatch.setenv("EKSTRAIN_REPLAY", "1")
     argv = ["--stack", "prod", "--stack-file", str(REPO / "Pulumi.prod.yaml")]
     # GIVEN a render of prod (replayed or not: the cache may hold one already)
-    assert render.main([*argv, "--out", str(tmp_path / "first")]) == 0
+    assert render_cli.main([*argv, "--out", str(tmp_path / "first")]) == 0
     first = capsys.readouterr()
     # WHEN rendered again with nothing changed THEN the program does not run, and the same tree and summary result
     ran = []
     real = render.run_program
     monkeypatch.setattr(render, "run_program", lambda *a, **k: ran.append(1) or real(*a, **k))
-    assert render.main([*argv, "--out", str(tmp_path / "second")]) == 0
+    assert render_cli.main([*argv, "--out", str(tmp_path / "second")]) == 0
     second = capsys.readouterr()
     assert ran == [] and "replayed the stored render" in second.err
     # (the short stdout summary ends with where this run's SUMMARY.md is)

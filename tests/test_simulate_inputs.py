@@ -26,7 +26,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ekstrain.assembly.cli import main
+from ekstrain.cli.main import main
 from ekstrain.simulate.inputs import MAX_DEPTH, InputError, read_file, read_workloads, sbatch_request
 from ekstrain.simulate.quantity import parse
 from ekstrain.simulate.workloads import expand

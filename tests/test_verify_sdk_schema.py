@@ -6,15 +6,15 @@ import copy
 from typing import Any
 
 import pytest
-from conftest import run_stack, stack_config
 
 from ekstrain.infra import offline
 from ekstrain.infra.verify import sdk_schema
 
 
 @pytest.fixture(scope="module")
-def prod() -> offline.Recording:
-    return run_stack(stack_config("prod"))
+def prod(prod_recording: offline.Recording) -> offline.Recording:
+    """The session's prod recording (conftest.py): the tests deep-copy records before they change any."""
+    return prod_recording
 
 
 def _with(rec: offline.Recording, type_token: str, change: Any) -> offline.Recording:

@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import run_stack, stack_config
 
+from ekstrain.infra import offline
 from ekstrain.infra.verify import tfplan
 
 
 @pytest.fixture(scope="module")
-def plan() -> dict[str, Any]:
-    return tfplan.plan(run_stack(stack_config("prod")))
+def plan(prod_recording: offline.Recording) -> dict[str, Any]:
+    return tfplan.plan(prod_recording)
 
 
 @pytest.mark.parametrize(
@@ -30,8 +30,8 @@ def test_type_tokens_map_to_terraform_types(token: str, tf: str | None) -> None:
     assert tfplan.tf_type(token) == tf
 
 
-def test_every_recorded_aws_resource_is_in_the_plan(plan: dict[str, Any]) -> None:
-    rec = run_stack(stack_config("prod"))
+def test_every_recorded_aws_resource_is_in_the_plan(plan: dict[str, Any], prod_recording: offline.Recording) -> None:
+    rec = prod_recording
     assert len(plan["resource_changes"]) == sum(1 for r in rec.records if r.custom and r.type.startswith("aws:"))
     assert len({c["address"] for c in plan["resource_changes"]}) == len(plan["resource_changes"])
 

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ekstrain import outputs
-from ekstrain.infra import render
+from ekstrain.cli import render as render_cli
 
 SEGMENTS = ["..", ".", "build", "dev", "link-in", "link-out", "notes", "new", "~", "proj", "Pulumi.dev.yaml", ""]
 NAMED = [".", "..", "/", "~", "~/", "proj", "build", "build/dev", "build/dev/", "link-in", "link-out", "notes", "new/a"]
@@ -175,7 +175,7 @@ def test_a_symlinked_output_replaces_the_directory_it_points_at(world: pathlib.P
 def test_render_refuses_stack_names_that_are_paths(world: pathlib.Path, stack: str) -> None:
     before = _snapshot(world)
     with pytest.raises(SystemExit) as exc:
-        render.main(["--stack", stack, "--stack-file", "Pulumi.dev.yaml"] if stack else ["--stack=", "--out=x"])
+        render_cli.main(["--stack", stack, "--stack-file", "Pulumi.dev.yaml"] if stack else ["--stack=", "--out=x"])
     assert exc.value.code == 2
     assert _snapshot(world) == before
 
@@ -185,7 +185,7 @@ def test_render_refuses_an_output_it_may_not_replace_before_it_runs(
     world: pathlib.Path, out: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = _snapshot(world)
-    assert render.main(["--stack", "dev", "--stack-file", "Pulumi.dev.yaml", "--out", out]) == 2
+    assert render_cli.main(["--stack", "dev", "--stack-file", "Pulumi.dev.yaml", "--out", out]) == 2
     assert "fix:" in capsys.readouterr().err
     assert _snapshot(world) == before
 
@@ -322,7 +322,7 @@ def test_render_lock_write_into_a_directory_is_refused_before_it_runs(
     (proj / lock.LOCK_NAME).mkdir()
     before = _snapshot(world)
     argv = ["--stack", "prod", "--stack-file", "Pulumi.prod.yaml", "--out", "build/p", "--lock", "write"]
-    assert render.main(argv) == 2
+    assert render_cli.main(argv) == 2
     assert lock.LOCK_NAME in capsys.readouterr().err
     assert _snapshot(world) == before
 
@@ -368,7 +368,7 @@ def test_each_writing_command_changes_nothing_but_its_output(
 ) -> None:
     """GIVEN each command that writes a file WHEN its output flag is any of the values THEN exit 0 or 2, no
     traceback, and no file changed but the one the value resolves to."""
-    from ekstrain.assembly.cli import main
+    from ekstrain.cli.main import main
 
     monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path_factory.mktemp("mpl")))  # matplotlib's own font cache
 
@@ -399,7 +399,7 @@ def test_any_stack_name_renders_nothing_outside_its_output(world: pathlib.Path, 
     name = "".join(parts)
     before = _snapshot(world)
     try:
-        code = render.main(["--stack", name])
+        code = render_cli.main(["--stack", name])
     except SystemExit as exc:  # argparse's refusal of the name
         code = exc.code
     assert code == 2, name

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ekstrain.assembly.cli import main
+from ekstrain.cli.main import main
 from ekstrain.planner import inputs
 from ekstrain.planner.fleet import FLEET_COUNTS, FLEET_NUMBERS, KNOWN_GENERATIONS
 from ekstrain.planner.models import MODEL_BOUNDS, get_model

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ekstrain.assembly.cli import main
+from ekstrain.cli.main import main
 from ekstrain.planner import validation
 from ekstrain.planner.bands import ANY_FRAMEWORK, ERROR_BANDS, band_for
 

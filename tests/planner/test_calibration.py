@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ekstrain.assembly.cli import main
+from ekstrain.cli.main import main
 from ekstrain.planner import Fleet, calibration, evaluate, get_model
 from ekstrain.planner.efficiency import GENERATIONS, MEGATRON_2021
 

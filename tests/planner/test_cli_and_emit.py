@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ekstrain.assembly.cli import main
+from ekstrain.cli.main import main
 from ekstrain.planner import Fleet, evaluate, get_model
 
 CONTRACT_KEYS = {

@@ -17,12 +17,13 @@ import pathlib
 import sys
 from typing import Any
 
-from ekstrain import cli_kit, outputs
-from ekstrain import cli_types as t
+from ekstrain import outputs
 from ekstrain.assembly.jobs import logs as joblogs
 from ekstrain.assembly.jobs import nccl
 from ekstrain.assembly.jobs.render import SCHEDULERS, render, render_sbatch, scheduler_problem, to_yaml
 from ekstrain.assembly.jobs.spec import FRAMEWORK_CHOICES, JobRequestError, RunSpec
+from ekstrain.cli import argtypes as t
+from ekstrain.cli import kit as cli_kit
 from ekstrain.stacks.errors import ConfigError
 
 EXIT_BAD_REQUEST = 2

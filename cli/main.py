@@ -1,11 +1,11 @@
 """``ekstrain``: one command tree on Click (render, diff, plan, job, simulate, storage, catalog).
 
-Each area declares its own flags next to its handler (``add_*_command`` with argparse's ``add_argument``:
-ekstrain/planner/cli.py, assembly/jobs/cli.py, assembly/simulate_cli.py, ekstrain/diff/cli.py,
-ekstrain/storage_sizing.py); :func:`ekstrain.cli_kit.command_from_parser` turns those declarations into Click
+Each area declares its own flags next to its handler, in this package (``add_*_command`` with argparse's
+``add_argument``: plan.py, job.py, simulate.py, diff.py, storage.py); :func:`ekstrain.cli.kit.command_from_parser`
+turns those declarations into Click
 commands, so Click parses every command line, prints every ``--help`` (defaults and an example), suggests
 the closest command, flag or choice, and answers ``--version``. ``render`` runs the offline render
-(``python -m ekstrain.infra.render``) in its own process: its stage lines go to stderr as they happen.
+(``python -m ekstrain.cli.render``) in its own process: its stage lines go to stderr as they happen.
 
 Exit codes: 0 ok, 1 problems found (blocked workloads, flagged changes, failed checks, a too-slow file
 system), 2 bad input (one line naming the flag and the fix). A closed pipe (``ekstrain catalog | head -1``)
@@ -26,13 +26,15 @@ from typing import Any
 
 import click
 
-from ekstrain import catalog, cli_kit, lock, storage_sizing
-from ekstrain.assembly.jobs.cli import add_job_commands
-from ekstrain.assembly.simulate_cli import add_simulate_command
-from ekstrain.cli_types import OneLineParser
-from ekstrain.diff.cli import add_diff_command
-from ekstrain.planner.cli import add_plan_commands
-from ekstrain.planner.cli import run as run_plan
+from ekstrain import catalog, lock
+from ekstrain.cli import kit as cli_kit
+from ekstrain.cli import storage
+from ekstrain.cli.argtypes import OneLineParser
+from ekstrain.cli.diff import add_diff_command
+from ekstrain.cli.job import add_job_commands
+from ekstrain.cli.plan import add_plan_commands
+from ekstrain.cli.plan import run as run_plan
+from ekstrain.cli.simulate import add_simulate_command
 
 EXIT_BAD_INPUT = 2
 EXIT_BROKEN_PIPE = 141
@@ -227,7 +229,7 @@ def render_command(
             return 2
         env["EKSTRAIN_HELM"] = str(pathlib.Path(helm_path).absolute())
     # --flag=value: a value that begins with '-' stays a value (the render refuses it with its own message)
-    argv = [sys.executable, "-m", "ekstrain.infra.render", f"--stack={stack}"]
+    argv = [sys.executable, "-m", "ekstrain.cli.render", f"--stack={stack}"]
     argv += [f"--out={out}"] if out else []
     argv += [f"--stack-file={stack_file}"] if stack_file else []
     argv += ["--preview"] if preview else []
@@ -257,12 +259,12 @@ def build_cli() -> click.Group:
             callback=_print_version,
         )
     )
-    # One declaration of storage's flags: the module's own parser (also `python -m ekstrain.storage_sizing`).
+    # One declaration of storage's flags: ekstrain/cli/storage.py's parser.
     root.add_command(
         cli_kit.command_from_parser(
             "storage",
-            storage_sizing.build_parser(),
-            storage_sizing.run,
+            storage.build_parser(),
+            storage.run,
             "FSx for Lustre checkpoint save time and the cheapest configuration meeting a target "
             "(exit 1 when the configured file system is too slow).",
             EXAMPLES,

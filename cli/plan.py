@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-from ekstrain import cli_kit, outputs
+from ekstrain import outputs
+from ekstrain.cli import kit as cli_kit
 from ekstrain.planner import calibration, frameworks, inputs, validation
 from ekstrain.planner.efficiency import Efficiency, efficiency_for
 from ekstrain.planner.errors import PlanError

@@ -1,4 +1,4 @@
-"""Click pieces every ``ekstrain`` command shares (the tree itself is built in ekstrain/assembly/cli.py).
+"""Click pieces every ``ekstrain`` command shares (the tree itself is built in ekstrain/cli/main.py).
 
 * :func:`command_from_parser`: a subcommand declared with argparse's ``add_argument`` calls (one
   declaration per flag, where its handler lives) becomes a Click command: Click parses, prints the help

@@ -1,19 +1,13 @@
-"""``ekstrain diff``: what an edit would change, offline, resource by resource.
+"""The two sides of ``ekstrain diff``: each side's resources, recorded by running the program offline.
 
-    ekstrain diff --stack prod --base origin/main            # this tree against a git revision
-    ekstrain diff --stack prod --old-stack-file old.yaml     # two stack files, this tree's program
-    ekstrain diff ... --json --allow training-nodes          # CI: JSON; exit 1 only on other flags
-
-Each side is recorded by ``infra/diff.py`` in its own process (the program under the offline
-engine, no helm): for ``--base`` on the tree ``git archive`` exports at that revision, so the old
-program runs with its own code. Exit 0: nothing flagged or all allowed; 1: a flagged change; 2: bad input.
+Each side is recorded in its own process (cli/record.py, which runs infra/diff.py: the program under the offline
+engine, no helm), both at once; for a git revision the tree ``git archive`` exports at that revision, so the old
+program runs with its own code. The command line (flags, progress lines, the report) is ekstrain/cli/diff.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures
-import functools
 import json
 import os
 import pathlib
@@ -23,25 +17,34 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from ekstrain import cli_kit, outputs, validation
-from ekstrain.diff import compare, report
+from ekstrain import validation
 from ekstrain.diff.model import Resource
-from ekstrain.names import stack_name_problem
 from ekstrain.paths import PACKAGE
+
+Progress = Callable[[str], None]
+
+
+def quiet(line: str) -> None:
+    """No progress lines."""
+
 
 REPO = PACKAGE.parent
 """The tree the ``ekstrain`` package is imported from (the checkout, or site-packages when installed)."""
-RECORDER = PACKAGE / "infra" / "diff.py"
+RECORDER = PACKAGE / "cli" / "record.py"
+"""The recording process's script (run by path: it puts the recorded tree first on ``sys.path``)."""
 
 
 class DiffInputError(ValueError):
     """Bad input: the message names the flag or file and the fix."""
 
 
-def record(tree: pathlib.Path, stack: str, stack_file: pathlib.Path, what: str) -> list[Resource]:
-    """Resources the program in ``tree`` registers for ``stack_file``."""
+def record(
+    tree: pathlib.Path, stack: str, stack_file: pathlib.Path, what: str, progress: Progress = quiet
+) -> list[Resource]:
+    """Resources the program in ``tree`` registers for ``stack_file``; ``progress`` gets a line as each step starts
+    and ends."""
     if not stack_file.is_file():
         raise DiffInputError(f"{what} {stack_file}: no such stack file (give the path of a Pulumi.<stack>.yaml)")
     env = dict(os.environ)
@@ -65,13 +68,6 @@ def record(tree: pathlib.Path, stack: str, stack_file: pathlib.Path, what: str) 
     return rows
 
 
-def progress(line: str) -> None:
-    """A progress line on stderr (stdout carries only the report, for --json and pipes)."""
-    # One write per line: the two sides report from two threads, and print() writes the text and its newline apart.
-    sys.stderr.write(f"ekstrain diff: {line}\n")
-    sys.stderr.flush()
-
-
 _T = TypeVar("_T")
 
 
@@ -88,12 +84,12 @@ def in_checkout(stack_file: pathlib.Path) -> bool:
     return (REPO / ".git").exists() and stack_file.resolve().is_relative_to(REPO.resolve())
 
 
-def record_revision(revision: str, stack: str, stack_file: pathlib.Path) -> list[Resource]:
+def record_revision(revision: str, stack: str, stack_file: pathlib.Path, progress: Progress = quiet) -> list[Resource]:
     """``stack`` as committed at git ``revision``: in this checkout, the program and the stack file of that
     revision; with ``ekstrain`` installed, the stack file of that revision of the project's own repository (the
     one holding ``stack_file``) under the installed program."""
     if not in_checkout(stack_file):
-        return _record_project_revision(revision, stack, stack_file)
+        return _record_project_revision(revision, stack, stack_file, progress)
     rel = os.path.relpath(stack_file.resolve(), REPO)
     commit = resolve_revision(REPO, revision)
     with tempfile.TemporaryDirectory(prefix="ekstrain-diff-") as tmp:
@@ -104,7 +100,7 @@ def record_revision(revision: str, stack: str, stack_file: pathlib.Path) -> list
                 "branch or tag of this repository (fetch it first in a shallow CI checkout)"
             )
         subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
-        return record(pathlib.Path(tmp), stack, pathlib.Path(tmp) / rel, f"--base {revision}:")
+        return record(pathlib.Path(tmp), stack, pathlib.Path(tmp) / rel, f"--base {revision}:", progress)
 
 
 def resolve_revision(repo: pathlib.Path, revision: str) -> str:
@@ -130,7 +126,7 @@ def resolve_revision(repo: pathlib.Path, revision: str) -> str:
     return commit
 
 
-def _record_project_revision(revision: str, stack: str, stack_file: pathlib.Path) -> list[Resource]:
+def _record_project_revision(revision: str, stack: str, stack_file: pathlib.Path, progress: Progress) -> list[Resource]:
     where = stack_file.resolve().parent
     top = subprocess.run(["git", "-C", str(where), "rev-parse", "--show-toplevel"], capture_output=True, text=True)
     if top.returncode != 0:
@@ -149,65 +145,4 @@ def _record_project_revision(revision: str, stack: str, stack_file: pathlib.Path
     with tempfile.TemporaryDirectory(prefix="ekstrain-diff-") as tmp:
         old_file = pathlib.Path(tmp) / stack_file.name
         old_file.write_bytes(shown.stdout)
-        return record(REPO, stack, old_file, f"--base {revision}:")
-
-
-def add_diff_command(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "diff",
-        help="offline preview of what an edit changes (create/update/replace/delete, flagged risks)",
-        description=__doc__.split("\n\n")[0],
-    )
-    p.add_argument("--stack", required=True, help="stack name (reads Pulumi.<stack>.yaml)")
-    p.add_argument("--stack-file", help="the new side's stack file (default ./Pulumi.<stack>.yaml)")
-    old = p.add_mutually_exclusive_group(required=True)
-    old.add_argument("--base", help="git revision of the old side (program and stack file as committed there)")
-    old.add_argument("--old-stack-file", help="the old side's stack file (this tree's program)")
-    p.add_argument("--json", action="store_true", help="JSON instead of Markdown")
-    p.add_argument("--out", help="also write the output to this file")
-    p.add_argument(
-        "--allow",
-        action="append",
-        default=[],
-        choices=sorted(compare.FLAG_CATEGORIES),
-        metavar="CATEGORY",
-        help=f"a flagged category that does not fail the run: {', '.join(compare.FLAG_CATEGORIES)}",
-    )
-    p.set_defaults(func=run)
-
-
-def run(args: argparse.Namespace) -> int:
-    new_file = pathlib.Path(args.stack_file) if args.stack_file else pathlib.Path.cwd() / f"Pulumi.{args.stack}.yaml"
-    try:
-        stack_problem = stack_name_problem(args.stack)
-        if stack_problem:
-            raise DiffInputError(stack_problem)
-        # Checked before either side records: a bad --out found after both recordings costs a minute.
-        out = outputs.check_file("--out", pathlib.Path(args.out)) if args.out else None
-        if args.base:
-            record_old = functools.partial(record_revision, args.base, args.stack, new_file)
-            old_label = f"{args.base}:{new_file.name}"
-        else:
-            old_file = pathlib.Path(args.old_stack_file).resolve()
-            record_old = functools.partial(record, REPO, args.stack, old_file, "--old-stack-file")
-            old_label = str(args.old_stack_file)
-        new, old = both(functools.partial(record, REPO, args.stack, new_file.resolve(), "--stack-file"), record_old)
-    except (DiffInputError, outputs.OutputRefused) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    started = time.perf_counter()
-    result = compare.compare(old, new)
-    progress(f"compared {len(old)} -> {len(new)} resources in {time.perf_counter() - started:.1f}s")
-    new_label = str(args.stack_file or new_file.name)
-    if args.json:
-        text = cli_kit.dumps(report.to_json(result, old_label, new_label, args.allow), indent=1)
-    else:
-        text = report.markdown(result, old_label, new_label, args.allow)
-    print(text)
-    if out is not None:
-        try:
-            outputs.write_file("--out", out, text if text.endswith("\n") else text + "\n")
-        except outputs.OutputRefused as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-    return report.exit_code(result, args.allow)
+        return record(REPO, stack, old_file, f"--base {revision}:", progress)

@@ -14,7 +14,9 @@ import pathlib
 import sys
 from typing import Any
 
-from ekstrain import cli_kit, cli_types, outputs
+from ekstrain import outputs
+from ekstrain.cli import argtypes as cli_types
+from ekstrain.cli import kit as cli_kit
 from ekstrain.simulate import charts
 from ekstrain.simulate.engine import nodeset_workloads, simulate
 from ekstrain.simulate.inputs import InputError, read_workloads

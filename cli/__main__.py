@@ -1,0 +1,5 @@
+import sys
+
+from ekstrain.cli.main import main
+
+sys.exit(main())
