@@ -25,6 +25,7 @@ from ekstrain import catalog, names, versions
 from ekstrain.assembly.schedulers import teams
 from ekstrain.controller_resources import sized
 from ekstrain.names import SYSTEM_NODE_SELECTOR
+from ekstrain.notebook_size import NOTEBOOK_CPU, NOTEBOOK_MEMORY_GIB
 from ekstrain.partitions import shape
 from ekstrain.stacks.models import StackConfig
 from ekstrain.stacks.models.partitions import PartitionConfig
@@ -61,11 +62,6 @@ def _devices(p: PartitionConfig) -> tuple[int, ...]:
     per_node = shape(p.name, p.accelerator, p.instance_types, p.efa).accelerators_per_node
     choices = GPU_CHOICES if p.accelerator == catalog.GPU else NEURON_CHOICES
     return tuple(c for c in choices if c <= per_node) or (per_node,)
-
-
-NOTEBOOK_CPU = 4
-NOTEBOOK_MEMORY_GIB = 32
-"""A notebook server's guarantee (stacks/rules.py checks it fits each profile's partition)."""
 
 
 def profile(p: PartitionConfig, default: bool, volcano: bool = False, queue: str | None = None) -> dict[str, Any]:

@@ -1140,12 +1140,12 @@ def _notebook_fit(cfg: StackConfig, key: str) -> list[ConfigIssue]:
     """Each profile's notebook pod (assembly/jupyterhub.py: its cpu and memory guarantee, one accelerator) fits
     the allocatable of some instance type of its partition, as Karpenter computes it (ekstrain/simulate/nodes.py,
     karpenter-provider-aws types.go); else the server never schedules and the user waits for the spawn timeout."""
-    from ekstrain.assembly import jupyterhub
+    from ekstrain import notebook_size
     from ekstrain.simulate import nodes
 
     out = []
     offered = set(cfg.jupyterhub.profiles) or {p.name for p in cfg.partitions}
-    cpu, memory = float(jupyterhub.NOTEBOOK_CPU), float(jupyterhub.NOTEBOOK_MEMORY_GIB * 2**30)
+    cpu, memory = float(notebook_size.NOTEBOOK_CPU), float(notebook_size.NOTEBOOK_MEMORY_GIB * 2**30)
     for i, p in enumerate(cfg.partitions):
         if p.name not in offered or not all(t in catalog.known() for t in p.instance_types):
             continue
@@ -1158,7 +1158,7 @@ def _notebook_fit(cfg: StackConfig, key: str) -> list[ConfigIssue]:
             out.append(
                 ConfigIssue(
                     f"{_p(i, p, 'instanceTypes')}",
-                    f"a notebook of this partition asks {cpu:g} CPUs and {jupyterhub.NOTEBOOK_MEMORY_GIB} GiB, but "
+                    f"a notebook of this partition asks {cpu:g} CPUs and {notebook_size.NOTEBOOK_MEMORY_GIB} GiB, but "
                     f"the largest allocatable of its types is {best[1]['cpu']:.2f} CPUs and "
                     f"{best[1]['memory'] / 2**30:.1f} GiB ({best[0]}): the server would never start",
                     f"add a larger instance type to this partition, or leave it out of {key}.profiles",

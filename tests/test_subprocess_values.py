@@ -114,24 +114,25 @@ def test_simulate_hands_helm_a_renders_values_after_the_end_of_options(tmp_path:
 
 # ---- one test per call site: the registry below must name every subprocess call in the project ------------------
 
-SCANNED = ["ekstrain", "infra", "assembly", "components", "scripts", "stacks", "policy", "security"]
+SCANNED = ["ekstrain", "infra", "assembly", "cli", "components", "scripts", "stacks", "policy", "security"]
 CALL_SITES = {
     # "<file>:<function>": the test that feeds that call values beginning with '-'
     "ekstrain/helm.py:_version_of": "test_helm_version_runs_the_binary_it_was_given_with_fixed_arguments",
     "ekstrain/validation.py:prewarm_crd_schemas": "test_the_crd_prewarm_process_gets_no_user_value",
-    "ekstrain/diff/cli.py:record": "test_the_diff_recorder_gets_every_value_as_flag_equals_value",
-    "ekstrain/diff/cli.py:record_revision": "test_a_base_that_looks_like_an_option_is_no_git_option",
-    "ekstrain/diff/cli.py:resolve_revision": "test_a_base_that_looks_like_an_option_is_no_git_option",
-    "ekstrain/diff/cli.py:_record_project_revision": "test_a_project_whose_directory_looks_like_an_option",
+    "ekstrain/diff/sides.py:record": "test_the_diff_recorder_gets_every_value_as_flag_equals_value",
+    "ekstrain/diff/sides.py:record_revision": "test_a_base_that_looks_like_an_option_is_no_git_option",
+    "ekstrain/diff/sides.py:resolve_revision": "test_a_base_that_looks_like_an_option_is_no_git_option",
+    "ekstrain/diff/sides.py:_record_project_revision": "test_a_project_whose_directory_looks_like_an_option",
     "ekstrain/simulate/charts.py:_helm_template": "test_simulate_hands_helm_a_renders_values_after_the_end_of_options",
     "infra/verify/charts.py:template": "test_helm_template_never_runs_for_a_release_name_that_is_an_option",
-    "assembly/cli.py:render_command": "test_render_passes_its_flags_as_values",
+    "cli/main.py:render_command": "test_render_passes_its_flags_as_values",
     "scripts/fetch_helm.py:main": "test_fetch_helm_runs_pip_with_fixed_arguments",
     "scripts/upstream_mirror.py:build": "test_the_mirror_indexes_a_directory_that_looks_like_an_option",
     "scripts/fetch_upstream.py:fetch_chart": "test_fetch_upstream_mirror_urls_are_never_helm_options",
     "scripts/bench.py:_wall": "test_bench_commands_hold_no_user_value",
     "scripts/bench.py:time_render_in": "test_bench_commands_hold_no_user_value",
     "scripts/bench.py:time_pytest": "test_bench_commands_hold_no_user_value",
+    "scripts/bench.py:time_diff": "test_bench_commands_hold_no_user_value",
 }
 
 
@@ -306,9 +307,14 @@ def test_bench_commands_hold_no_user_value(monkeypatch: pytest.MonkeyPatch, tmp_
         lambda: bench._wall(["true"]),
         lambda: bench.time_render_in(REPO, tmp_path / "out", {}),
         lambda: bench.time_pytest(),
+        lambda: bench.time_diff(tmp_path),
     ):
         with pytest.raises(_Captured) as got:
             call()
         argv = got.value.argv
         assert argv == ["true"] or argv[0] == sys.executable
-        assert all(not a.startswith("-") or a in ("-m", "-q", "-p", "-n", "--stack", "--out") for a in argv[1:]), argv
+        assert all(
+            not a.startswith("-")
+            or a in ("-m", "-q", "-p", "-n", "--stack", "--out", "--stack-file", "--old-stack-file")
+            for a in argv[1:]
+        ), argv
