@@ -481,8 +481,10 @@ def fit_error(generation: str, precision: str, value: float) -> float:
     if generation == "a100" and precision == BF16:
         eff = _with_matmul(MEGATRON_2021, BF16, value)
         return mean(abs(row.error(eff)) for row in TABLE1)
-    eff = _with_matmul(GENERATIONS[generation], precision, value)
-    return mean(abs(row.error(eff)) for row in _rows(generation, FIT, precision))
+    # One efficiency for both precisions (validation._fit_matmul): every Megatron-family fit row of the
+    # generation, whichever precision ``precision`` names.
+    eff = replace(GENERATIONS[generation], matmul=value, matmul_fp8=value)
+    return mean(abs(row.error(eff)) for row in _rows(generation, FIT))
 
 
 def _golden(error: Callable[[float], float], low: float, high: float) -> float:
