@@ -19,7 +19,7 @@ from ekstrain.planner.efficiency import GENERATIONS, MEGATRON_2021, Efficiency
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import BF16, FP8, Fleet
 from ekstrain.planner.models import NARAYANAN_TABLE1_MODELS, ModelSpec, _gpt, get_model
-from ekstrain.planner.parallel import FULL, NONE
+from ekstrain.planner.parallel import FULL, NONE, SELECTIVE_OP
 from ekstrain.planner.perf import step_flops
 from ekstrain.planner.plan import Plan, evaluate
 from ekstrain.planner.training import TrainingSpec
@@ -303,10 +303,12 @@ MEASUREMENTS: tuple[Measurement, ...] = (
     Measurement("h100", VALIDATION, _BRIDGE_NOW + " 25.11 DGX-H100", "llama3-405b", "p5.48xlarge", 1024, 512,
                 8192, 8, 8, 2, 8, 1, 1, "none", "fp8", _MEGATRON, 292),
     # H200: held out entirely; it runs on H100's fitted constants.
+    # The runs' llama3_8b.toml (torchtitan 6b11290c, Jun 2025) sets selective_ac_option "op": the same
+    # every-second-mm policy (torchtitan/models/llama3/infra/parallelize.py), parallel.SELECTIVE_OP.
     Measurement("h200", VALIDATION, _TITAN_H200, "llama3-8b", "p5e.48xlarge", 32, 64, 8192, 1, 1, 1, 1, 2, 3,
-                "none", "fp8", _FSDP, 10938, "torch.compile + float8; selective AC taken as none"),
+                SELECTIVE_OP, "fp8", _FSDP, 10938, "torch.compile + float8; per-op selective AC"),
     Measurement("h200", VALIDATION, _TITAN_H200, "llama3-8b", "p5e.48xlarge", 64, 128, 8192, 1, 1, 1, 1, 2, 3,
-                "none", "fp8", _FSDP, 10753, "as above"),
+                SELECTIVE_OP, "fp8", _FSDP, 10753, "as above"),
     # B200, FP8: Megatron-Bridge 25.09 fit, 25.11 (same recipes, newer container) held out.
     Measurement("b200", FIT, _BRIDGE + " 25.09 DGX-B200", "llama3-8b", "p6-b200.48xlarge", 8, 128, 8192, 1, 1,
                 1, 1, 2, 1, "none", "fp8", _MEGATRON, 29994),
@@ -332,8 +334,11 @@ MEASUREMENTS: tuple[Measurement, ...] = (
         )
     ),
     # torchtitan FSDP2 on 64 A100 80GB, local batch 1.
+    # Llama 3 8B ran torchtitan's per-op selective AC (the page's "selective op"; train_configs/llama3_8b.toml
+    # of that commit: mode "selective", selective_ac_option "op"), which recomputes every second mm
+    # (parallel.SELECTIVE_OP). The page's own Llama 2 13B rows price it: 1,904 tok/s with it, 2,162 without.
     Measurement("a100", VALIDATION, _TITAN_A100, "llama3-8b", "p4de.24xlarge", 64, 64, 8192, 1, 1, 1, 1, 1, 3,
-                "none", "bf16", _FSDP, 2973, "selective-op AC taken as none"),
+                SELECTIVE_OP, "bf16", _FSDP, 2973, "selective-op AC as torchtitan's policy recomputes it"),
     Measurement("a100", VALIDATION, _TITAN_A100, "llama3-70b", "p4de.24xlarge", 64, 64, 8192, 1, 1, 1, 1, 1, 3,
                 "full", "bf16", _FSDP, 331),
     # Llama 2 rows of the same page: 13B without activation checkpointing sets the FSDP software
@@ -368,8 +373,13 @@ MEASUREMENTS: tuple[Measurement, ...] = (
                 "--use_selective_checkpoint 1 --use_flash_attention 1)"),
     Measurement("trainium1", VALIDATION, _NEURON, "llama2-13b", "trn1.32xlarge", 32 * 16, 1024, 4096, 8, 4, 1, 1,
                 1, 1, "none", "bf16", _MEGATRON, _neuron(85.65, 4096, 32), "selective recompute taken as none"),
+    # NeMo-Megatron on Neuron: aws-neuron/neuronx-nemo-megatron nemo/examples/nlp/language_modeling/gpt_175b.sh
+    # (commit 87acba2b) sets ACT_CHKPNT_GRANULARITY=selective, which test.sh passes as
+    # model.activations_checkpoint_granularity: Korthikanti's selective recompute (the attention core), not
+    # the full recompute test.sh defaults to.
     Measurement("trainium1", VALIDATION, _NEURON, "gpt3-175b", "trn1.32xlarge", 32 * 16, 1024, 2048, 32, 8, 1,
-                1, 1, 1, "full", "bf16", _MEGATRON, _neuron(13.3, 2048, 32), "NeMo-Megatron, full recompute"),
+                1, 1, 1, "selective", "bf16", _MEGATRON, _neuron(13.3, 2048, 32),
+                "NeMo-Megatron, selective recompute as gpt_175b.sh sets it"),
     # Trainium1, a second and third release of the same page (aws-neuron/aws-neuron-sdk history): Neuron 2.20
     # (Sep 2024; NxD, Llama 2 at 4k and Llama 3.1 at 8k, new layouts: Llama 2 13B/70B at PP8) sets Trainium1's
     # efficiency with the 2.15/2.16 rows; Neuron 2.24 (Jun 2025) is never fitted. Topologies in NeuronCores,
@@ -471,8 +481,10 @@ def fit_error(generation: str, precision: str, value: float) -> float:
     if generation == "a100" and precision == BF16:
         eff = _with_matmul(MEGATRON_2021, BF16, value)
         return mean(abs(row.error(eff)) for row in TABLE1)
-    eff = _with_matmul(GENERATIONS[generation], precision, value)
-    return mean(abs(row.error(eff)) for row in _rows(generation, FIT, precision))
+    # One efficiency for both precisions (validation._fit_matmul): every Megatron-family fit row of the
+    # generation, whichever precision ``precision`` names.
+    eff = replace(GENERATIONS[generation], matmul=value, matmul_fp8=value)
+    return mean(abs(row.error(eff)) for row in _rows(generation, FIT))
 
 
 def _golden(error: Callable[[float], float], low: float, high: float) -> float:

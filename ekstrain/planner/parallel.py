@@ -19,6 +19,15 @@ NONE = "none"
 SELECTIVE = "selective"
 FULL = "full"
 RECOMPUTE_MODES = (NONE, SELECTIVE, FULL)
+SELECTIVE_OP = "selective-op"
+"""torchtitan's selective per-op activation checkpointing (``activation_checkpoint.mode = "selective"``,
+``selective_ac_option = "op"``): it saves the outputs of matmuls and SDPA "except every second mm", so of a
+Llama layer's seven mms (wq, wk, wv, wo, w1, w3, w2 in call order) wk, wo and w3 are recomputed in the
+backward, with every op that is not an mm or SDPA (norms, RoPE, SiLU, products) (pytorch/torchtitan
+torchtitan/parallelisms/parallelize_llama.py, ``_custom_policy``, commit 157a12c5, Apr 2024). The layer
+stores what no recompute stores less those three outputs. Not searched and not a CLI choice: the published
+torchtitan runs that used it are recorded with it (calibration.py)."""
+ACCEPTED_RECOMPUTE = (*RECOMPUTE_MODES, SELECTIVE_OP)
 ZERO_STAGES = (0, 1, 2, 3)
 MAX_SHORT_STAGES = 2
 """Layers that do not divide by pp are absorbed by making the first and last stage one layer
@@ -138,7 +147,7 @@ class ParallelConfig:
             )
         if self.zero not in ZERO_STAGES:
             raise PlanError(f"zero must be one of {ZERO_STAGES}, got {self.zero}")
-        if self.recompute not in RECOMPUTE_MODES:
+        if self.recompute not in ACCEPTED_RECOMPUTE:
             raise PlanError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {self.recompute!r}")
         if self.sequence_parallel and self.tp == 1:
             raise PlanError("sequence parallelism needs tp > 1")

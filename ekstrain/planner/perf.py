@@ -60,7 +60,7 @@ from ekstrain.planner.memory import (
     stage_params,
 )
 from ekstrain.planner.models import ModelSpec
-from ekstrain.planner.parallel import FULL, NONE, SELECTIVE, ParallelConfig
+from ekstrain.planner.parallel import FULL, NONE, SELECTIVE, SELECTIVE_OP, ParallelConfig
 from ekstrain.planner.training import DEEPSPEED, FSDP, HSDP, MEGATRON, TrainingSpec
 
 __all__ = [
@@ -94,6 +94,16 @@ class Flops:
     """Model FLOPs with a causal model's attention counted as half of the square (the published MFU)."""
 
 
+def op_sac_share(model: ModelSpec) -> float:
+    """Share of a layer's weight-GEMM FLOPs torchtitan's per-op selective checkpointing recomputes
+    (parallel.SELECTIVE_OP: every second mm of wq, wk, wv, wo, w1, w3, w2, i.e. wk, wo and w3; an MoE or
+    ungated MLP recomputes its second MLP mm the same way)."""
+    h, kv, f = model.hidden, model.kv_dim, model.ffn_hidden
+    up = (2 if model.gated_mlp else 1) * f
+    recomputed = kv + h + (f if model.gated_mlp else 0)
+    return recomputed / (h + 2 * kv + h + up + f)
+
+
 def step_flops(model: ModelSpec, training: TrainingSpec, recompute: str) -> Flops:
     tokens = training.tokens_per_step
     s, h = training.seq_len, model.hidden
@@ -110,7 +120,9 @@ def step_flops(model: ModelSpec, training: TrainingSpec, recompute: str) -> Flop
         layer_model = 3 * (matmul + attention)
         logits_model = 3 * logits
         layer_forward = matmul + attention
-    recomputed = {NONE: 0.0, SELECTIVE: attention, FULL: layer_forward}[recompute]
+    recomputed = {NONE: 0.0, SELECTIVE: attention, FULL: layer_forward, SELECTIVE_OP: op_sac_share(model) * matmul}[
+        recompute
+    ]
     model_flops = tokens * (model.layers * layer_model + logits_model)
     masked_half = 3 * (attention / 2) if model.causal else 0.0  # forward + backward of the masked half
     causal_flops = model_flops - tokens * model.layers * masked_half
@@ -243,6 +255,9 @@ class _LayerCosts:
     attention_backward: float
     logits_forward: float
     tp_per_pass: float
+    op_sac_recompute: float = 0.0
+    """Per-op selective checkpointing (parallel.SELECTIVE_OP): its share of the forward GEMMs and casts,
+    plus every elementwise kernel of the layer."""
 
 
 def _layer_costs(
@@ -279,8 +294,9 @@ def _layer_costs(
         per_pass = 2 * (comm.all_gather(links, activation_bytes, p.tp, 1) * 2)
     else:  # one all-reduce after each of attention and MLP
         per_pass = 2 * comm.all_reduce(links, activation_bytes, p.tp, 1)
+    op_sac = op_sac_share(model) * (gemms + casts) + elementwise
     return _LayerCosts(
-        tokens, layer_forward, layer_backward, attention_forward, attention_backward, logits_forward, per_pass
+        tokens, layer_forward, layer_backward, attention_forward, attention_backward, logits_forward, per_pass, op_sac
     )
 
 
@@ -297,7 +313,12 @@ def _micro_batch_time(
 ) -> _MicroBatch:
     c = costs or _layer_costs(model, fleet, training, p, eff, links)
     tokens, h = c.tokens, model.hidden
-    layer_recompute = {NONE: 0.0, SELECTIVE: c.attention_forward, FULL: c.forward}[p.recompute]
+    layer_recompute = {
+        NONE: 0.0,
+        SELECTIVE: c.attention_forward,
+        FULL: c.forward,
+        SELECTIVE_OP: c.op_sac_recompute,
+    }[p.recompute]
     logits_forward = c.logits_forward if logits else 0.0
     logits_backward = logits_forward * (1 if training.is_lora else 2)
 
