@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ekstrain.assembly.jobs.env import liveness_probe
 from ekstrain.assembly.jobs.resolve import ResolvedRun, kubelet_literal
 
 TERMINATION_GRACE_SECONDS = 120
@@ -37,6 +38,7 @@ def worker_container(
         c["args"] = kubelet_argv(args)
     if with_env:
         c["env"] = r.env_list()
+        c["livenessProbe"] = liveness_probe()  # hang detection (assembly/jobs/env.py PROGRESS_HEARTBEAT_FILE)
     c["resources"] = r.resources()
     c["volumeMounts"] = r.volume_mounts()
     c["securityContext"] = r.security_context(ssh=ssh)
