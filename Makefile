@@ -56,8 +56,8 @@ SIMULATE_STACKS := $(sort $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml)))
 # Every stack in Pulumi.*.yaml: render it, render its NCCL pre-flight per partition into build/examples-<stack>,
 # the empty-cluster check of those (+ build/examples for prod; Slurm NodeSets scaled for each sbatch first,
 # the documented procedure: prod keeps no standing slurmd node), then the stack's timeline mix
-# (examples/mix-<stack>.yaml) when it has one. Exits non-zero on the first stack with a blocked workload or
-# a timeline problem (docs/simulate.md).
+# (examples/mix-<stack>.yaml) and its fault mix (examples/mix-health-<stack>.yaml, docs/health.md) when it has them.
+# Exits non-zero on the first stack with a blocked workload or a timeline problem (docs/simulate.md).
 simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of every stack: workloads + timeline mix
 	@set -e; for s in $(SIMULATE_STACKS); do \
 	  echo "== $$s"; \
@@ -68,6 +68,7 @@ simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of 
 	  done; \
 	  $(PY) -m ekstrain simulate --stack $$s build/examples-$$s $$( [ $$s = prod ] && echo build/examples ); \
 	  if [ -f examples/mix-$$s.yaml ]; then $(PY) -m ekstrain simulate --stack $$s --timeline examples/mix-$$s.yaml; fi; \
+	  if [ -f examples/mix-health-$$s.yaml ]; then $(PY) -m ekstrain simulate --stack $$s --timeline examples/mix-health-$$s.yaml; fi; \
 	done
 
 # Chart archives (helm pull from each chart's repository or OCI registry, ekstrain/versions.py), CRDs and chart

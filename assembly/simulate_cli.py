@@ -19,7 +19,7 @@ from ekstrain.simulate import charts
 from ekstrain.simulate.engine import nodeset_workloads, simulate
 from ekstrain.simulate.inputs import InputError, read_workloads
 from ekstrain.simulate.load import build_objects, load
-from ekstrain.simulate.mix import platform_facts, read_mix
+from ekstrain.simulate.mix import platform_facts, read_mix, stack_checkpoint_seconds
 from ekstrain.simulate.timeline import Report, job_line, simulate_timeline
 from ekstrain.simulate.workloads import sbatch
 
@@ -142,6 +142,13 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     try:
         mix = read_mix(args.timeline, build)
         system = _system_types(args)
+        if not mix.checkpoint_save_given:
+            from ekstrain.stacks.loader import load_stack_file
+
+            cfg, _ = load_stack_file(args.stack_file or pathlib.Path(f"Pulumi.{args.stack}.yaml"))
+            mix.checkpoint_save_seconds = stack_checkpoint_seconds(
+                cfg.storage.fsx, cfg.storage.checkpoint, str(args.timeline)
+            )
     except InputError as exc:
         print(exc.report(), file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -168,7 +175,8 @@ def cmd_timeline(args: argparse.Namespace) -> int:
         print(line)
     print(
         f"{sum(j.state == 'finished' for j in report.jobs)} jobs finished, {len(report.problems)} problems "
-        f"(repair {'on' if mix.repair else 'off'}, AWS Health drain {'on' if mix.health_rule else 'off'})"
+        f"(repair {'on' if mix.repair else 'off'}, AWS Health drain {'on' if mix.health_rule else 'off'}, "
+        f"health gate on {len(mix.gated_pools)} NodePools, checkpoint save {mix.checkpoint_save_seconds} s)"
     )
     return EXIT_BLOCKED if report.problems else 0
 

@@ -26,6 +26,10 @@ sbatch job when asked). Rules, each with the upstream code it follows:
   RepairPolicies); interruption (pkg/controllers/interruption/controller.go) drains at once on a spot
   interruption warning, and on an AWS Health scheduled change only when the stack routes AWS Health
   events to the interruption queue.
+- The health gate (ekstrain/health_gate.py, read from the build: NodePools with its startup taint): a node of
+  such a pool takes work only after its pre-flight, ``health_gate.gate_minutes`` after the launch; on a GPU/Neuron
+  fault the guard taints the node NoExecute at once, so its pods leave now and no restart lands there (a restart
+  that does is a PROBLEM); NodeRepair replaces it ``REPAIR_MINUTES['AcceleratedHardwareReady']`` later.
 - Restarts, per controller, from the object: Volcano Job ``maxRetry`` (default 3,
   pkg/controllers/job); MPIJob/PyTorchJob ``runPolicy.backoffLimit``; batch Job ``backoffLimit``
   (default 6, counted in pods for Indexed Jobs); RayJob ``backoffLimit`` (default 0); TrainJob the
@@ -44,6 +48,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ekstrain import health_gate
 from ekstrain.simulate import match, volcano
 from ekstrain.simulate.engine import Cluster, _min_resources, free, nodeset_pod, per_node, place, unserved
 from ekstrain.simulate.nodes import Node
@@ -80,13 +85,19 @@ class Mix:
     minutes: int = 48 * 60
     checkpoint_every: int = 30
     checkpoint_save_seconds: int = 843
+    """One checkpoint's write time; ``ekstrain simulate --timeline`` sets it from the stack's FSx
+    (``mix.stack_checkpoint_seconds``) unless the mix file gives ``checkpointSaveSeconds``."""
+    checkpoint_save_given: bool = False
     grace_seconds: int = 120
     launch_minutes: dict[str, int] = field(default_factory=lambda: {"gpu": 10, "trainium": 10, "cpu": 3})
     repair: bool = False
     """Karpenter nodeRepair on and the node monitoring agent installed (both read from the build)."""
     health_rule: bool = False
     """AWS Health events routed to Karpenter's interruption queue (read from the build)."""
-    repair_minutes: int = 10
+    repair_minutes: int = health_gate.REPAIR_MINUTES["AcceleratedHardwareReady"]
+    gated_pools: set[str] = field(default_factory=set)
+    """NodePools whose nodes carry the health gate's startup taint (from the build): a launch takes the pre-flight
+    too, and the gate's guard taints a sick node NoExecute at once (ekstrain/health_gate.py)."""
     consolidate_minutes: dict[str, int] = field(default_factory=dict)
     """NodePool -> consolidateAfter in minutes (from the build; 30 when unknown)."""
     weights: dict[str, float] = field(default_factory=dict)
@@ -114,6 +125,8 @@ class SimNode:
     repair_at: int | None = None
     nominated: str = ""
     """The job whose pending pods made Karpenter launch it (others do not count on it while it waits)."""
+    gate_from: int = 0
+    """When its health-gate pre-flight starts (the launch before it, ``ready_at`` after it)."""
 
     @property
     def pool(self) -> str:
@@ -354,6 +367,13 @@ class Timeline:
         for r, lim in sorted(candidate.pool_limits.items()):
             add = 1.0 if r == "nodes" else candidate.capacity.get(r, 0.0)
             if add and use.get(r, 0.0) + add > lim + 1e-9:
+                sick = [n for n in self.nodes if n.pool == candidate.pool and n.state == "unhealthy" and n.repair_at]
+                if sick:  # full until NodeRepair deletes the sick node (its NodeClaim counts against the pool)
+                    n = min(sick, key=lambda s: s.repair_at or 0)
+                    return (
+                        f"NodePool {candidate.pool} full until NodeRepair replaces unhealthy node #{n.ident} at "
+                        f"{_clock(n.repair_at)}"
+                    )
                 return f"NodePool {candidate.pool} limit {r}={lim:g} reached ({self.holders_of(candidate.pool)})"
         return None
 
@@ -368,9 +388,11 @@ class Timeline:
     def launch(self, candidate: Node, for_job: str = "") -> SimNode:
         self._ident += 1
         family = candidate.instance.family if candidate.instance.family in self.mix.launch_minutes else "cpu"
+        gate = health_gate.gate_minutes(candidate.instance.family) if candidate.pool in self.mix.gated_pools else 0
         node = SimNode(
-            self._ident, candidate, self.now + self.mix.launch_minutes.get(family, 5), self.node_free(candidate)
+            self._ident, candidate, self.now + self.mix.launch_minutes.get(family, 5) + gate, self.node_free(candidate)
         )
+        node.gate_from = node.ready_at - gate
         node.nominated = for_job
         self.nodes.append(node)
         return node
@@ -424,7 +446,7 @@ class Timeline:
         for g, candidate, req, count in needs:
             placed = 0
             for n in self.nodes:
-                if n.state not in ("ready", "unhealthy") or not self._lands(g, n) or self.reserved(n, job):
+                if not self.usable(n) or not self._lands(g, n) or self.reserved(n, job):
                     continue
                 while placed < count and all(trial[n.ident].get(r, 0.0) + 1e-9 >= v for r, v in req.items() if v > 0):
                     for r, v in req.items():
@@ -459,6 +481,10 @@ class Timeline:
             if not reason:
                 reason = f"Karpenter launching {candidate.instance.name} ({candidate.pool})"
         return reason
+
+    def usable(self, n: SimNode) -> bool:
+        """Ready, or sick without the gate's NoExecute taint (then kube-scheduler still places pods there)."""
+        return n.state == "ready" or (n.state == "unhealthy" and n.pool not in self.mix.gated_pools)
 
     def reserved(self, n: SimNode, job: Job) -> bool:
         """Launched for another job that still waits for it (Karpenter nominated its pods to the node)."""
@@ -555,8 +581,14 @@ class Timeline:
             self.kill_node(node, "spot interruption: Karpenter drained the node (2-minute warning)", drained=True)
         elif f.kind == "node-unhealthy":
             node.state = "unhealthy"
+            left = (
+                f" (the health gate's guard tainted it {health_gate.UNHEALTHY_TAINT_KEY}:NoExecute: its pods left "
+                "at once)"
+                if node.pool in self.mix.gated_pools
+                else ""
+            )
             for victim in self.on_node(node):
-                self.fail(victim, f"GPU fault on {node.candidate.instance.name} #{node.ident}")
+                self.fail(victim, f"GPU fault on {node.candidate.instance.name} #{node.ident}{left}")
             if self.mix.repair:
                 node.repair_at = self.now + self.mix.repair_minutes
         elif f.kind == "health-notice":
@@ -632,7 +664,12 @@ class Timeline:
             self.schedule(job)
         for job in self.jobs:
             if job.state == "running":
-                if any(n.state == "unhealthy" for _, n in job.bound) and job.started_at == self.now:
+                sick = next((n for _, n in job.bound if n.state == "unhealthy"), None)
+                if sick is not None and job.started_at == self.now:
+                    self.problems.append(
+                        f"{job.name} restarted at {_clock(self.now)} onto node #{sick.ident}, marked unhealthy "
+                        "(no taint keeps pods off a sick node before NodeRepair replaces it)"
+                    )
                     self.fail(job, "started on a node with a GPU fault (same sick node: no NodeRepair yet)")
                     continue
                 job.progress += 1
@@ -723,7 +760,10 @@ class Timeline:
 
     def transient(self, jobs: list[Job]) -> bool:
         """Every job is only restarting or waiting for nodes that are launching (not blocked for good)."""
-        return bool(jobs) and all(j.not_before > self.now or "Karpenter launching" in j.last_wait for j in jobs)
+        return bool(jobs) and all(
+            j.not_before > self.now or "Karpenter launching" in j.last_wait or "until NodeRepair" in j.last_wait
+            for j in jobs
+        )
 
     def consolidate(self) -> None:
         nominated = self.pending_pools()
@@ -753,7 +793,9 @@ class Timeline:
             idle = accel - busy
             if idle <= 0:
                 continue
-            if n.state == "launching":
+            if n.state == "launching" and self.now >= n.gate_from and n.gate_from < n.ready_at:
+                cat = "health gate pre-flight"
+            elif n.state == "launching":
                 cat = "launching"
             elif n.state == "unhealthy":
                 cat = "unhealthy"
