@@ -51,6 +51,10 @@ UNHEALTHY_TAINT: dict[str, str] = {"key": UNHEALTHY_TAINT_KEY, "value": "true", 
 tolerate it are evicted at once and none is scheduled there (Kubernetes taint-based eviction)."""
 GATE_ANNOTATION = "ekstrain.io/health-gate"
 """The guard's verdict on its node (passed, or why not)."""
+SLURM_DRAIN_ANNOTATION = "nodeset.slinky.slurm.net/node-cordon-reason"
+"""Slinky's drain reason: the guard cordons a sick node with it, and the slurm-operator drains the Slurm node of the
+NodeSet pod there with that reason (slurm-operator v1.2.1 api/v1beta1/well_known.go AnnotationNodeCordonReason,
+internal/controller/nodeset/nodeset_sync.go syncCordon: a cordoned Kubernetes node drains its Slurm node)."""
 SERVICE_ACCOUNT = "ekstrain-health-gate"
 NODE_NAME_CLAIM = "authentication.kubernetes.io/node-name"
 POLICY = "ekstrain-health-gate-own-node-only"
@@ -246,6 +250,7 @@ def gate_daemonset(spec: PartitionSpec) -> dict[str, Any]:
         "STARTUP_TAINT_KEY": STARTUP_TAINT_KEY,
         "UNHEALTHY_TAINT_KEY": UNHEALTHY_TAINT_KEY,
         "GATE_ANNOTATION": GATE_ANNOTATION,
+        "SLURM_DRAIN_ANNOTATION": SLURM_DRAIN_ANNOTATION,
         "LEAVE_CONDITIONS": ",".join(LEAVE_CONDITIONS),
         "EXPECTED_EFA": str(efa),
         "EFA_SYSFS": "/host/sys/class/infiniband",
@@ -347,6 +352,8 @@ _GATE_KEYS = f"['{STARTUP_TAINT_KEY}', '{UNHEALTHY_TAINT_KEY}']"
 _TAINTS = "(has({o}.spec.taints) ? {o}.spec.taints : [])"
 _ANN = "(has({o}.metadata.annotations) ? {o}.metadata.annotations : {{}})"
 _LABELS = "(has({o}.metadata.labels) ? {o}.metadata.labels : {{}})"
+_UNSCHED = "(has({o}.spec.unschedulable) ? {o}.spec.unschedulable : false)"
+_GATE_ANNOTATIONS = f"['{GATE_ANNOTATION}', '{SLURM_DRAIN_ANNOTATION}']"
 
 POLICY_VARIABLES: tuple[dict[str, str], ...] = (
     {
@@ -379,13 +386,18 @@ POLICY_VALIDATIONS: tuple[dict[str, str], ...] = (
     },
     {
         "expression": f"request.operation != 'UPDATE' || ("
-        f"{_ANN.format(o='object')}.all(k, k == '{GATE_ANNOTATION}' || (k in {_ANN.format(o='oldObject')} && "
+        f"{_ANN.format(o='object')}.all(k, k in {_GATE_ANNOTATIONS} || (k in {_ANN.format(o='oldObject')} && "
         f"{_ANN.format(o='oldObject')}[k] == {_ANN.format(o='object')}[k])) && "
-        f"{_ANN.format(o='oldObject')}.all(k, k == '{GATE_ANNOTATION}' || k in {_ANN.format(o='object')}) && "
-        f"{_LABELS.format(o='object')} == {_LABELS.format(o='oldObject')} && "
-        "(has(object.spec.unschedulable) ? object.spec.unschedulable : false) == "
-        "(has(oldObject.spec.unschedulable) ? oldObject.spec.unschedulable : false))",
-        "message": f"the health gate changes no label, no other annotation than {GATE_ANNOTATION}, and does not cordon",
+        f"{_ANN.format(o='oldObject')}.all(k, k in {_GATE_ANNOTATIONS} || k in {_ANN.format(o='object')}) && "
+        f"{_LABELS.format(o='object')} == {_LABELS.format(o='oldObject')})",
+        "message": f"the health gate changes no label and no other annotation than {GATE_ANNOTATION} and "
+        f"{SLURM_DRAIN_ANNOTATION}",
+    },
+    {
+        "expression": f"request.operation != 'UPDATE' || {_UNSCHED.format(o='object')} == "
+        f"{_UNSCHED.format(o='oldObject')} || ({_UNSCHED.format(o='object')} && "
+        f"{_TAINTS.format(o='object')}.exists(t, t.key == '{UNHEALTHY_TAINT_KEY}'))",
+        "message": f"the health gate cordons only a node it taints {UNHEALTHY_TAINT_KEY}, and never uncordons",
     },
 )
 

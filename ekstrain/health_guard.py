@@ -42,6 +42,7 @@ def env(name: str, default: str = "") -> str:
 STARTUP_TAINT_KEY = env("STARTUP_TAINT_KEY", "ekstrain.io/health-gate")
 UNHEALTHY_TAINT_KEY = env("UNHEALTHY_TAINT_KEY", "ekstrain.io/unhealthy")
 GATE_ANNOTATION = env("GATE_ANNOTATION", "ekstrain.io/health-gate")
+SLURM_DRAIN_ANNOTATION = env("SLURM_DRAIN_ANNOTATION", "nodeset.slinky.slurm.net/node-cordon-reason")
 
 
 # ---- pure decisions (tests/test_health_gate.py) ----------------------------------------------------------
@@ -107,8 +108,16 @@ def get_node(name: str) -> dict[str, Any]:
     return node
 
 
-def set_taints(node: dict[str, Any], taints: list[dict[str, Any]], note: str | None = None) -> None:
-    """JSON patch guarded by the resourceVersion read (a conflict re-reads the node next round)."""
+def _pointer(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def set_taints(
+    node: dict[str, Any], taints: list[dict[str, Any]], note: str | None = None, cordon: bool = False
+) -> None:
+    """JSON patch guarded by the resourceVersion read (a conflict re-reads the node next round). ``cordon``: also
+    ``spec.unschedulable`` with the reason in Slinky's drain-reason annotation, so the slurm-operator drains the
+    node's Slurm node (slurm-operator v1.2.1 internal/controller/nodeset/nodeset_sync.go ``syncCordon``)."""
     patch: list[dict[str, Any]] = [
         {"op": "test", "path": "/metadata/resourceVersion", "value": node["metadata"]["resourceVersion"]},
         {"op": "add", "path": "/spec/taints", "value": taints},
@@ -116,8 +125,14 @@ def set_taints(node: dict[str, Any], taints: list[dict[str, Any]], note: str | N
     if note is not None:
         if not (node["metadata"].get("annotations")):
             patch.append({"op": "add", "path": "/metadata/annotations", "value": {}})
-        key = GATE_ANNOTATION.replace("~", "~0").replace("/", "~1")
-        patch.append({"op": "add", "path": f"/metadata/annotations/{key}", "value": note[:1000]})
+        patch.append({"op": "add", "path": f"/metadata/annotations/{_pointer(GATE_ANNOTATION)}", "value": note[:1000]})
+        if cordon:
+            reason = "ekstrain health gate: " + note[:200]
+            patch.append(
+                {"op": "add", "path": f"/metadata/annotations/{_pointer(SLURM_DRAIN_ANNOTATION)}", "value": reason}
+            )
+    if cordon:
+        patch.append({"op": "add", "path": "/spec/unschedulable", "value": True})
     _request("PATCH", f"/api/v1/nodes/{node['metadata']['name']}", patch, "application/json-patch+json")
 
 
@@ -139,7 +154,7 @@ def _retry(step: Any) -> None:
 def _mark_unhealthy(name: str, why: str) -> None:
     def step() -> None:
         node = get_node(name)
-        set_taints(node, taints_unhealthy(node["spec"].get("taints") or [], "true"), why)
+        set_taints(node, taints_unhealthy(node["spec"].get("taints") or [], "true"), why, cordon=True)
 
     _retry(step)
     print(f"health-guard: {name} unhealthy: {why}", flush=True)

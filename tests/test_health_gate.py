@@ -121,7 +121,7 @@ def test_a_token_without_a_node_claim_is_refused() -> None:
         (lambda n: n["spec"]["taints"].clear(), "only its own taints"),  # drops the accelerator taint too
         (lambda n: n["metadata"]["labels"].update({names.PARTITION_LABEL: "x"}), "no label"),
         (lambda n: n["metadata"]["annotations"].pop("karpenter.sh/nodepool-hash"), "no other annotation"),
-        (lambda n: n["spec"].update(unschedulable=True), "does not cordon"),
+        (lambda n: n["spec"].update(unschedulable=True), "cordons only a node it taints"),
     ],
 )
 def test_the_gate_changes_nothing_else_on_its_node(change: Any, says: str) -> None:
@@ -140,10 +140,16 @@ def test_a_failed_node_is_tainted_then_deleted_by_its_own_gate_only() -> None:
     new = copy.deepcopy(old)
     new["spec"]["taints"] = health_guard.taints_unhealthy(old["spec"]["taints"], "true")
     new["metadata"]["annotations"][health_gate.GATE_ANNOTATION] = "pre-flight failed: devices: expected 8 GPUs"
+    # Cordoned with Slinky's drain reason: the slurm-operator drains the node's Slurm node (syncCordon).
+    new["metadata"]["annotations"][health_gate.SLURM_DRAIN_ANNOTATION] = "ekstrain health gate: pre-flight failed"
+    new["spec"]["unschedulable"] = True
     assert health_gate.STARTUP_TAINT in new["spec"]["taints"]  # it never takes a job
     assert health_gate.UNHEALTHY_TAINT in new["spec"]["taints"]
     assert _admit("UPDATE", old, new, GATE, "n1") is None
     assert _admit("DELETE", new, None, GATE, "n1") is None
+    back = copy.deepcopy(new)
+    back["spec"]["unschedulable"] = False
+    assert "never uncordons" in str(_admit("UPDATE", new, back, GATE, "n1"))
     assert "deletes only a node it tainted" in str(_admit("DELETE", old, None, GATE, "n1"))
     assert "only the node its pod runs on" in str(_admit("DELETE", new, None, GATE, "n2"))
 
@@ -288,3 +294,26 @@ def test_every_cluster_training_runtime_restarts_its_gang() -> None:
         assert spec["failurePolicy"] == {"maxRestarts": 3}
         job = spec["replicatedJobs"][0]["template"]["spec"]
         assert job["backoffLimit"] == 0 and job["template"]["spec"]["restartPolicy"] == "Never"
+
+
+def test_the_guard_marks_a_sick_node_cordoned_with_slinkys_drain_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GIVEN a node the guard must take out of service WHEN it marks it THEN one JSON patch, guarded by the
+    resourceVersion it read, adds the NoExecute taint, the reason, Slinky's drain reason and the cordon (the
+    slurm-operator then drains its Slurm node); and the policy admits exactly that change."""
+    sent: list[tuple[str, str, Any]] = []
+    node = _node("n1")
+    node["metadata"]["resourceVersion"] = "42"
+    monkeypatch.setattr(health_guard, "_request", lambda m, path, body=None, ct="": sent.append((m, path, body)))
+    health_guard.set_taints(node, health_guard.taints_unhealthy(node["spec"]["taints"], "true"), "XID 79", cordon=True)
+    ((method, path, patch),) = sent
+    assert (method, path) == ("PATCH", "/api/v1/nodes/n1")
+    assert patch[0] == {"op": "test", "path": "/metadata/resourceVersion", "value": "42"}
+    ops = {p["path"]: p["value"] for p in patch[1:]}
+    assert ops["/spec/unschedulable"] is True and health_gate.UNHEALTHY_TAINT in ops["/spec/taints"]
+    assert ops["/metadata/annotations/nodeset.slinky.slurm.net~1node-cordon-reason"] == "ekstrain health gate: XID 79"
+    new = copy.deepcopy(node)
+    new["spec"]["taints"], new["spec"]["unschedulable"] = ops["/spec/taints"], True
+    new["metadata"]["annotations"].update(
+        {health_gate.GATE_ANNOTATION: "XID 79", health_gate.SLURM_DRAIN_ANNOTATION: "ekstrain health gate: XID 79"}
+    )
+    assert _admit("UPDATE", node, new, GATE, "n1") is None

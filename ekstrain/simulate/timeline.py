@@ -582,8 +582,8 @@ class Timeline:
         elif f.kind == "node-unhealthy":
             node.state = "unhealthy"
             left = (
-                f" (the health gate's guard tainted it {health_gate.UNHEALTHY_TAINT_KEY}:NoExecute: its pods left "
-                "at once)"
+                f" (the health gate's guard tainted it {health_gate.UNHEALTHY_TAINT_KEY}:NoExecute and cordoned it: "
+                "its pods left at once, Slinky drains a Slurm node there)"
                 if node.pool in self.mix.gated_pools
                 else ""
             )
