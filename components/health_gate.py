@@ -50,8 +50,7 @@ class HealthGate(pulumi.ComponentResource):
             if o["kind"] == "DaemonSet":
                 names.append(o["metadata"]["name"])
                 # After the policy, the RBAC and the script: a guard never runs without its limits.
-                resource(
-                    f"{name}-{o['metadata']['name']}", o, opts=pulumi.ResourceOptions(parent=self, depends_on=made)
-                )
+                pool = o["metadata"]["name"].removeprefix("health-gate-")
+                resource(f"{name}-{pool}", o, opts=pulumi.ResourceOptions(parent=self, depends_on=made))
         self.daemonsets = pulumi.Output.from_input(names)
         self.register_outputs({"daemonsets": self.daemonsets})

@@ -201,8 +201,15 @@ def tolerations(accelerator_resource: str) -> list[dict[str, str]]:
     ]
 
 
-CHECK_RESOURCES = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "8Gi"}}
-GUARD_RESOURCES = {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}}
+CHECK_RESOURCES = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": "4", "memory": "8Gi"}}
+GUARD_RESOURCES = {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}}
+ALIVE = "/run/guard/alive"
+"""The guard touches it every round (also while it holds a failed node): its liveness and readiness probes."""
+
+
+def _alive_probe() -> dict[str, Any]:
+    test = f"[ $(( $(date +%s) - $(stat -c %Y {ALIVE}) )) -lt 120 ]"
+    return {"exec": {"command": ["/bin/sh", "-c", test]}, "initialDelaySeconds": 30, "periodSeconds": 30}
 
 
 def gate_daemonset(spec: PartitionSpec) -> dict[str, Any]:
@@ -226,6 +233,7 @@ def gate_daemonset(spec: PartitionSpec) -> dict[str, Any]:
             {
                 "name": "dcgm-diag",
                 "image": versions.DCGM_IMAGE,
+                "imagePullPolicy": "Always",
                 "command": ["/bin/bash", "-c", dcgm_script()],
                 "env": nvidia_env,
                 "securityContext": privileged,
@@ -237,6 +245,7 @@ def gate_daemonset(spec: PartitionSpec) -> dict[str, Any]:
         {
             "name": "devices",
             "image": versions.NCCL_TESTS_IMAGE if gpu else versions.NEURON_TRAINING_IMAGE,
+            "imagePullPolicy": "Always",
             "command": ["/bin/bash", "-c", gpu_devices_script(it, efa) if gpu else neuron_devices_script(it, efa)],
             "env": nvidia_env if gpu else [],
             "securityContext": privileged,
@@ -256,6 +265,7 @@ def gate_daemonset(spec: PartitionSpec) -> dict[str, Any]:
         "EFA_SYSFS": "/host/sys/class/infiniband",
         "HOLD_SECONDS": str(HOLD_SECONDS),
         "POLL_SECONDS": "15",
+        "ALIVE_FILE": ALIVE,
     }
     return {
         "apiVersion": "apps/v1",
@@ -268,18 +278,25 @@ def gate_daemonset(spec: PartitionSpec) -> dict[str, Any]:
         "spec": {
             "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
             "template": {
-                "metadata": {"labels": {**_labels(name), names.PARTITION_LABEL: spec.name}},
+                "metadata": {
+                    "labels": {**_labels(name), names.PARTITION_LABEL: spec.name, "ekstrain.io/health-gate": "true"}
+                },
                 "spec": {
                     "nodeSelector": {names.NODEPOOL_LABEL: spec.resource_name},
                     "tolerations": tolerations(spec.shape.accelerator_resource),
                     "priorityClassName": "system-node-critical",
                     "serviceAccountName": SERVICE_ACCOUNT,
+                    # The privileged checks run unconfined anyway; the guard under the runtime's profile.
+                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                     "initContainers": checks,
                     "containers": [
                         {
                             "name": "guard",
                             "image": versions.EFA_EXPORTER_IMAGE,
+                            "imagePullPolicy": "Always",
                             "command": ["python3", "/opt/guard/health_guard.py"],
+                            "livenessProbe": _alive_probe(),
+                            "readinessProbe": _alive_probe(),
                             "env": [
                                 {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
                                 *({"name": k, "value": v} for k, v in guard_env.items()),
@@ -296,6 +313,7 @@ def gate_daemonset(spec: PartitionSpec) -> dict[str, Any]:
                                 {"name": "results", "mountPath": RESULTS, "readOnly": True},
                                 {"name": "sys", "mountPath": "/host/sys", "readOnly": True},
                                 {"name": "guard", "mountPath": "/opt/guard", "readOnly": True},
+                                {"name": "state", "mountPath": "/run/guard"},
                             ],
                         }
                     ],
@@ -303,9 +321,30 @@ def gate_daemonset(spec: PartitionSpec) -> dict[str, Any]:
                         {"name": "results", "emptyDir": {}},
                         {"name": "sys", "hostPath": {"path": "/sys", "type": "Directory"}},
                         {"name": "guard", "configMap": {"name": CONFIGMAP}},
+                        {"name": "state", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
                     ],
                 },
             },
+        },
+    }
+
+
+def network_policy() -> dict[str, Any]:
+    """Nothing reaches the gate's pods; they reach only the API server and DNS (what the guard needs)."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "health-gate", "namespace": NAMESPACE, "labels": _labels("health-gate")},
+        "spec": {
+            "podSelector": {
+                "matchLabels": {"app.kubernetes.io/part-of": "ekstrain", "ekstrain.io/health-gate": "true"}
+            },
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [],
+            "egress": [
+                {"ports": [{"protocol": "TCP", "port": 443}]},
+                {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
+            ],
         },
     }
 
@@ -439,7 +478,14 @@ def node_policy() -> list[dict[str, Any]]:
 
 def shared_objects() -> list[dict[str, Any]]:
     """What every gate DaemonSet shares: the guard's script, its service account, RBAC and the admission policy."""
-    return [guard_configmap(), service_account(), cluster_role(), cluster_role_binding(), *node_policy()]
+    return [
+        guard_configmap(),
+        service_account(),
+        cluster_role(),
+        cluster_role_binding(),
+        *node_policy(),
+        network_policy(),
+    ]
 
 
 def gate_objects(pools: Sequence[PartitionSpec]) -> list[dict[str, Any]]:

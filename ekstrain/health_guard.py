@@ -140,6 +140,25 @@ def delete_node(name: str) -> None:
     _request("DELETE", f"/api/v1/nodes/{name}")
 
 
+def alive() -> None:
+    """Touch the file the container's liveness and readiness probes read (``ALIVE_FILE``)."""
+    path = env("ALIVE_FILE")
+    if path:
+        try:
+            with open(path, "w") as f:
+                f.write(str(time.time()))
+        except OSError:
+            pass
+
+
+def hold(seconds: int) -> None:
+    """Sleep while staying alive for the probes."""
+    end = time.time() + seconds
+    while time.time() < end:
+        alive()
+        time.sleep(min(15, max(0.0, end - time.time())))
+
+
 def _retry(step: Any) -> None:
     for attempt in range(10):
         try:
@@ -167,7 +186,8 @@ def main() -> int:
     conditions = [c for c in env("LEAVE_CONDITIONS", "AcceleratedHardwareReady").split(",") if c]
     efa_expected = int(env("EXPECTED_EFA", "0") or 0)
     efa_root = env("EFA_SYSFS", "/host/sys/class/infiniband")
-    hold, poll = int(env("HOLD_SECONDS", "600")), int(env("POLL_SECONDS", "15"))
+    hold_seconds, poll = int(env("HOLD_SECONDS", "600")), int(env("POLL_SECONDS", "15"))
+    alive()
     node = get_node(name)
     if any(t.get("key") == STARTUP_TAINT_KEY for t in node["spec"].get("taints") or []):
         results = {}
@@ -180,7 +200,7 @@ def main() -> int:
         failed = verdict(results)
         if failed:
             _mark_unhealthy(name, "pre-flight failed: " + "; ".join(failed))
-            time.sleep(hold)
+            hold(hold_seconds)
             _retry(lambda: delete_node(name))
             return 0
 
@@ -191,7 +211,7 @@ def main() -> int:
         _retry(passed)
         print(f"health-guard: {name} passed its pre-flight ({', '.join(checks)}): startup taint removed", flush=True)
     while True:
-        time.sleep(poll)
+        hold(poll)
         try:
             node = get_node(name)
         except (urllib.error.URLError, OSError) as exc:
@@ -204,7 +224,7 @@ def main() -> int:
         if why:
             _mark_unhealthy(name, why)
             if why.split("=")[0] not in conditions:  # no agent condition for NodeRepair: replace it ourselves
-                time.sleep(hold)
+                hold(hold_seconds)
                 _retry(lambda: delete_node(name))
                 return 0
 

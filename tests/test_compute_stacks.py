@@ -156,7 +156,7 @@ def test_dev_has_no_neuron_components(dev_recording: Recording) -> None:
     assert "neuron" not in rel
     # The only DaemonSet is the GPU partition's health gate (no neuron-monitor).
     daemonsets = [r.inputs["metadata"]["name"] for r in dev_recording.of_type("kubernetes:apps/v1:DaemonSet")]
-    assert daemonsets == ["health-gate-gpu-small"]
+    assert daemonsets == ["health-gate-gpu-small"]  # metadata.name
     assert {"nvidia-device-plugin", "dcgm-exporter", "aws-efa-k8s-device-plugin"} <= set(rel)
 
 

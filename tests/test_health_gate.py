@@ -24,6 +24,8 @@ from ekstrain.assembly.schedulers import operators
 from ekstrain.efa import efa_count, efa_layout
 from ekstrain.karpenter_specs import PartitionSpec, layout_specs
 from ekstrain.partitions import shape
+from ekstrain.simulate.inputs import InputError
+from ekstrain.simulate.mix import stack_checkpoint_seconds
 
 PROD = stack_config("prod")
 CLAIM = health_gate.NODE_NAME_CLAIM
@@ -317,3 +319,15 @@ def test_the_guard_marks_a_sick_node_cordoned_with_slinkys_drain_reason(monkeypa
         {health_gate.GATE_ANNOTATION: "XID 79", health_gate.SLURM_DRAIN_ANNOTATION: "ekstrain health gate: XID 79"}
     )
     assert _admit("UPDATE", node, new, GATE, "n1") is None
+
+
+def test_the_timeline_takes_the_checkpoint_save_from_the_stack_or_says_which_key() -> None:
+    """GIVEN prod's FSx and checkpoint size THEN 281 s (ekstrain.storage_sizing, as `ekstrain storage` prints);
+    GIVEN a stack without a checkpoint size THEN the refusal names both keys that would give it."""
+    assert stack_checkpoint_seconds(PROD.storage.fsx, PROD.storage.checkpoint, "mix.yaml") == 281
+    no_size = PROD.storage.checkpoint.model_copy(update={"size_gib": None})
+    with pytest.raises(InputError) as info:
+        stack_checkpoint_seconds(PROD.storage.fsx, no_size, "mix.yaml")
+    assert (
+        "checkpointSaveSeconds" in info.value.report() and "ekstrain:storage.checkpoint.sizeGiB" in info.value.report()
+    )
