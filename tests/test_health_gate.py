@@ -21,7 +21,9 @@ from conftest import stack_config
 
 from ekstrain import catalog, health_gate, health_guard, karpenter_specs, names, validation, versions
 from ekstrain.assembly.schedulers import operators
+from ekstrain.components.node_health import ADDON_NAME
 from ekstrain.efa import efa_count, efa_layout
+from ekstrain.infra import offline
 from ekstrain.karpenter_specs import PartitionSpec, layout_specs
 from ekstrain.partitions import shape
 from ekstrain.simulate.inputs import InputError
@@ -331,3 +333,28 @@ def test_the_timeline_takes_the_checkpoint_save_from_the_stack_or_says_which_key
     assert (
         "checkpointSaveSeconds" in info.value.report() and "ekstrain:storage.checkpoint.sizeGiB" in info.value.report()
     )
+
+
+def test_the_prod_program_registers_the_gate_the_agent_configuration_and_the_runtimes(
+    prod_recording: offline.Recording,
+) -> None:
+    """GIVEN the prod program run offline THEN every NodePool carries the startup taint and has its gate DaemonSet
+    after the shared objects, the node monitoring add-on's configurationValues let its DCGM host engine onto the GPU
+    nodes, and every ClusterTrainingRuntime restarts its gang."""
+    pools = [r.inputs for r in prod_recording.of_type("kubernetes:karpenter.sh/v1:NodePool")]
+    gates = {r.inputs["metadata"]["name"] for r in prod_recording.of_type("kubernetes:apps/v1:DaemonSet")}
+    accel = [p for p in pools if p["metadata"]["name"] != karpenter_specs.HELPER_POOL]
+    assert accel and all(health_gate.gated(p) for p in accel)
+    assert {health_gate.gate_name(p["metadata"]["name"]) for p in accel} <= gates
+    assert not health_gate.gated(next(p for p in pools if p["metadata"]["name"] == karpenter_specs.HELPER_POOL))
+    policy = prod_recording.one(
+        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy",
+        f"health-gate-validatingadmissionpolicy-{health_gate.POLICY}",
+    )
+    assert policy.inputs["spec"]["validations"][1]["expression"] == "oldObject.metadata.name == variables.claimNode"
+    addon = next(r for r in prod_recording.of_type("aws:eks/addon:Addon") if r.inputs["addonName"] == ADDON_NAME)
+    conf = json.loads(addon.inputs["configurationValues"])
+    assert conf == health_gate.agent_configuration([names.GPU_RESOURCE, names.NEURON_RESOURCE])
+    runtimes = prod_recording.of_type("kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")
+    assert len(runtimes) == len(PROD.partitions)
+    assert all(r.inputs["spec"]["template"]["spec"]["failurePolicy"] == {"maxRestarts": 3} for r in runtimes)
