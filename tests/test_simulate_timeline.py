@@ -366,3 +366,24 @@ def test_checkpoint_save_time_comes_from_the_stack_fsx(
     mix.write_text(yaml.safe_dump({"hours": 2, "jobs": [{"file": str(tmp_path / "job.yaml"), "hours": 1}]}))
     assert main(["simulate", "--stack", "prod", "--build", str(prod_build), "--timeline", str(mix)]) == 0
     assert "checkpoint save 281 s)" in capsys.readouterr().out
+
+
+def test_a_node_that_fails_its_preflight_never_takes_the_job(
+    cluster: engine.Cluster,  # noqa: F811
+    prod_build: pathlib.Path,  # noqa: F811
+) -> None:
+    """GIVEN the first node launched for a 2-node gang is sick WHEN the pool is gated THEN its pre-flight fails, the
+    job never runs there (no restart, no problem), Karpenter launches another node and the guard deletes the sick
+    one 10 minutes later; WHEN not gated THEN the gang starts on the sick node and that is a PROBLEM."""
+    job = _arrival(_job("gpu-h100", "volcano", 2, "pf"), 0, 2)
+    fault = [Fault(0, "preflight-fails", "Job/pf")]
+    run = Timeline(cluster, _mix(job, faults=fault, gated_pools=_gated(prod_build)))
+    report = run.run()
+    pf = next(j for j in report.jobs if j.name == "Job/pf")
+    assert pf.state == "finished" and pf.restarts == 0 and report.problems == [], report.problems
+    sick = next(n for n in run.nodes if n.sick_from_start)
+    assert sick.repair_at == 14 + 10
+    assert report.idle["gpu-h100"]["unhealthy"] == 8 * 10  # idle (never busy) for the 10 minutes it was sick
+    assert pf.first_started_at == 14 + 14  # a second launch and gate after the first node failed its pre-flight
+    old = simulate_timeline(cluster, _mix(job, faults=fault))
+    assert any("marked unhealthy" in p for p in old.problems), old.problems

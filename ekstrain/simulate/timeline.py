@@ -54,7 +54,9 @@ from ekstrain.simulate.engine import Cluster, _min_resources, free, nodeset_pod,
 from ekstrain.simulate.nodes import Node
 from ekstrain.simulate.workloads import PodGroup, Workload, expand
 
-FAULT_KINDS = ("node-lost", "node-unhealthy", "health-notice", "spot-interruption")
+FAULT_KINDS = ("node-lost", "node-unhealthy", "health-notice", "spot-interruption", "preflight-fails")
+"""``preflight-fails``: the next node Karpenter launches for the job is sick from the start (ekstrain/health_gate.py:
+its pre-flight fails, the guard taints it NoExecute and deletes it ``HOLD_SECONDS`` later)."""
 ACCELERATORS = ("nvidia.com/gpu", "aws.amazon.com/neuron")
 
 
@@ -127,6 +129,8 @@ class SimNode:
     """The job whose pending pods made Karpenter launch it (others do not count on it while it waits)."""
     gate_from: int = 0
     """When its health-gate pre-flight starts (the launch before it, ``ready_at`` after it)."""
+    sick_from_start: bool = False
+    """A ``preflight-fails`` fault: the node is sick when it comes up."""
 
     @property
     def pool(self) -> str:
@@ -290,6 +294,8 @@ class Timeline:
         self.karpenter = dataclasses.replace(cluster, nodes=[n for n in cluster.nodes if n.pool != "system"])
         self.fault_outcomes: list[str] = []
         self._placed: dict[int, tuple[Node | None, str]] = {}
+        self.doomed: set[str] = set()
+        """Jobs whose next launched node fails its pre-flight (``preflight-fails`` faults)."""
 
     def place(self, g: PodGroup) -> tuple[Node | None, str]:
         """engine.place on the Karpenter pools, once per pod group (the pools do not change)."""
@@ -394,6 +400,9 @@ class Timeline:
         )
         node.gate_from = node.ready_at - gate
         node.nominated = for_job
+        if for_job in self.doomed:
+            self.doomed.discard(for_job)
+            node.sick_from_start = True
         self.nodes.append(node)
         return node
 
@@ -564,6 +573,10 @@ class Timeline:
     # -- faults --
     def fault(self, f: Fault) -> None:
         job = next((j for j in self.jobs if j.name == f.job), None)
+        if f.kind == "preflight-fails" and job is not None:
+            job.hit_by_fault = True
+            self.doomed.add(job.name)  # the next node launched for it
+            return
         holder = job
         if job is not None and job.kind == "slurm" and not job.bound:
             # an sbatch job runs on its partition's standing slurmd pods, or on those its NodeSet was scaled by
@@ -653,6 +666,19 @@ class Timeline:
         for n in self.nodes:
             if n.state == "launching" and n.ready_at <= self.now:
                 n.state, n.empty_since = "ready", self.now
+                if n.sick_from_start:  # its pre-flight failed (gated pool): tainted, deleted by its guard later
+                    n.state = "unhealthy"
+                    if n.pool in self.mix.gated_pools:
+                        n.repair_at = self.now + math.ceil(health_gate.HOLD_SECONDS / 60)
+                        owner = next((j for j in self.jobs if j.name == n.nominated), None)
+                        if owner is not None:
+                            owner.events.append(
+                                f"{_clock(self.now)} node {n.candidate.instance.name} #{n.ident} failed its "
+                                "health-gate pre-flight: tainted NoExecute, never took the job, deleted by its guard "
+                                f"at {_clock(n.repair_at)}"
+                            )
+                    elif self.mix.repair:
+                        n.repair_at = self.now + self.mix.repair_minutes
             if n.repair_at is not None and n.repair_at <= self.now and n.state != "gone":
                 self.kill_node(n, f"node #{n.ident} replaced (NodeRepair / maintenance window)", drained=True)
         for job in self.jobs:
@@ -845,6 +871,8 @@ class Timeline:
                 )
                 if not j.restarts and j.state == "failed":
                     how = "not restarted"
+                elif not j.restarts and any("failed its health-gate pre-flight" in e for e in j.events):
+                    how = "not restarted: its node failed the pre-flight and never took it"
                 elif not j.restarts:
                     how = "not restarted (the fault did not stop it)"
                 elif j.resumes:
