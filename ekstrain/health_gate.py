@@ -89,6 +89,12 @@ REPAIR_MINUTES: dict[str, int] = {
 EKS docs, "Enable node auto repair": https://docs.aws.amazon.com/eks/latest/userguide/node-health.html)."""
 
 
+REPAIR_UNHEALTHY_PERCENT = 20
+"""NodeRepair acts on a NodePool's node only while at most this share of the pool's nodes (rounded up: one of a
+3-node pool, two of an 8-node pool) is unhealthy, and likewise for the whole cluster (kubernetes-sigs/karpenter
+v1.14.1 pkg/controllers/node/health/controller.go ``allowedUnhealthyPercent``, ``areNodesHealthy``)."""
+
+
 def gate_seconds(family: str) -> int:
     """How long the pre-flight adds to a node's launch (GPU: DCGM diag + the collective + the counts)."""
     if family == catalog.GPU:

@@ -387,3 +387,20 @@ def test_a_node_that_fails_its_preflight_never_takes_the_job(
     assert pf.first_started_at == 14 + 14  # a second launch and gate after the first node failed its pre-flight
     old = simulate_timeline(cluster, _mix(job, faults=fault))
     assert any("marked unhealthy" in p for p in old.problems), old.problems
+
+
+def test_node_repair_waits_while_too_much_of_a_pool_is_unhealthy(
+    cluster: engine.Cluster,  # noqa: F811
+    prod_build: pathlib.Path,  # noqa: F811
+) -> None:
+    """GIVEN two 2-node jobs on gpu-a100 (4 nodes: Karpenter tolerates ceil(20% x 4) = 1 unhealthy) WHEN both lose
+    a node to a GPU fault at once THEN NodeRepair holds both sick nodes past its 10 minutes until the replacements
+    joined the pool (6 nodes: 2 allowed); the jobs still restart once each, elsewhere, with no problem."""
+    a = _arrival(_job("gpu-a100", "volcano", 2, "a"), 0, 4)
+    b = _arrival(_job("gpu-a100", "volcano", 2, "b"), 0, 4)
+    faults = [Fault(120, "node-unhealthy", "Job/a"), Fault(120, "node-unhealthy", "Job/b")]
+    run = Timeline(cluster, _mix(a, b, faults=faults, gated_pools=_gated(prod_build)))
+    report = run.run()
+    assert report.problems == [] and [j.restarts for j in report.jobs if j.name in ("Job/a", "Job/b")] == [1, 1]
+    sick = [n for n in run.nodes if n.repair_by == "NodeRepair"]
+    assert len(sick) == 2 and all(n.state == "gone" and (n.repair_at or 0) > 120 + 10 for n in sick)

@@ -131,6 +131,9 @@ class SimNode:
     """When its health-gate pre-flight starts (the launch before it, ``ready_at`` after it)."""
     sick_from_start: bool = False
     """A ``preflight-fails`` fault: the node is sick when it comes up."""
+    repair_by: str = ""
+    """Who removes it at ``repair_at``: ``NodeRepair`` (held while too much of its pool is unhealthy), ``guard``
+    (the health gate deletes its node) or the maintenance ``window``."""
 
     @property
     def pool(self) -> str:
@@ -491,6 +494,14 @@ class Timeline:
                 reason = f"Karpenter launching {candidate.instance.name} ({candidate.pool})"
         return reason
 
+    def pool_repairable(self, pool: str) -> bool:
+        """Karpenter repairs a NodePool's node only while at most ``health_gate.REPAIR_UNHEALTHY_PERCENT`` of its
+        nodes (rounded up) are unhealthy (kubernetes-sigs/karpenter v1.14.1 pkg/controllers/node/health/controller.go
+        ``isNodePoolHealthy``, ``allowedUnhealthyPercent``); nodes still booting are no Node objects yet."""
+        nodes = [n for n in self.nodes if n.pool == pool and n.state in ("ready", "unhealthy")]
+        sick = sum(1 for n in nodes if n.state == "unhealthy" and n.repair_by == "NodeRepair")
+        return sick <= math.ceil(len(nodes) * health_gate.REPAIR_UNHEALTHY_PERCENT / 100)
+
     def usable(self, n: SimNode) -> bool:
         """Ready, or sick without the gate's NoExecute taint (then kube-scheduler still places pods there)."""
         return n.state == "ready" or (n.state == "unhealthy" and n.pool not in self.mix.gated_pools)
@@ -603,7 +614,7 @@ class Timeline:
             for victim in self.on_node(node):
                 self.fail(victim, f"GPU fault on {node.candidate.instance.name} #{node.ident}{left}")
             if self.mix.repair:
-                node.repair_at = self.now + self.mix.repair_minutes
+                node.repair_at, node.repair_by = self.now + self.mix.repair_minutes, "NodeRepair"
         elif f.kind == "health-notice":
             if self.mix.health_rule:
                 self.kill_node(node, "AWS Health notice: Karpenter drained the node on arrival", drained=True)
@@ -669,7 +680,7 @@ class Timeline:
                 if n.sick_from_start:  # its pre-flight failed (gated pool): tainted, deleted by its guard later
                     n.state = "unhealthy"
                     if n.pool in self.mix.gated_pools:
-                        n.repair_at = self.now + math.ceil(health_gate.HOLD_SECONDS / 60)
+                        n.repair_at, n.repair_by = self.now + math.ceil(health_gate.HOLD_SECONDS / 60), "guard"
                         owner = next((j for j in self.jobs if j.name == n.nominated), None)
                         if owner is not None:
                             owner.events.append(
@@ -678,7 +689,11 @@ class Timeline:
                                 f"at {_clock(n.repair_at)}"
                             )
                     elif self.mix.repair:
-                        n.repair_at = self.now + self.mix.repair_minutes
+                        n.repair_at, n.repair_by = self.now + self.mix.repair_minutes, "NodeRepair"
+            due = n.repair_at is not None and n.repair_at <= self.now and n.state != "gone"
+            if due and n.repair_by == "NodeRepair" and not self.pool_repairable(n.pool):
+                n.repair_at = self.now + 1  # NodeRepair blocked: more than 20% of the pool is unhealthy
+                continue
             if n.repair_at is not None and n.repair_at <= self.now and n.state != "gone":
                 self.kill_node(n, f"node #{n.ident} replaced (NodeRepair / maintenance window)", drained=True)
         for job in self.jobs:
