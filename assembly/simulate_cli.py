@@ -173,6 +173,14 @@ def cmd_timeline(args: argparse.Namespace) -> int:
         return EXIT_BLOCKED if report.problems else 0
     for line in report.lines():
         print(line)
+    if mix.faults:
+        training = [j for j in report.jobs if j.kind != "standing"]
+        print(
+            f"FAULTS {len(mix.faults)} injected: {sum(j.restarts for j in training)} restarts, "
+            f"{sum(j.lost_accelerator_hours for j in training):.1f} accelerator-hours of training lost, "
+            f"{sum(sum(c.values()) for c in report.idle.values()) / 60:.1f} idle accelerator-hours "
+            f"(${sum(sum(c.values()) for c in report.idle_usd.values()):,.0f})"
+        )
     print(
         f"{sum(j.state == 'finished' for j in report.jobs)} jobs finished, {len(report.problems)} problems "
         f"(repair {'on' if mix.repair else 'off'}, AWS Health drain {'on' if mix.health_rule else 'off'}, "
@@ -193,6 +201,7 @@ def timeline_json(report: Report) -> dict[str, Any]:
             "started": j.first_started_at,
             "ended": j.ended_at,
             "restarts": j.restarts,
+            "lost_accelerator_hours": round(j.lost_accelerator_hours, 2),
             "waited": dict(j.waited),
             "events": list(j.events),
             "failure": j.failure,

@@ -329,6 +329,8 @@ def test_a_sick_node_leaves_service_at_once_and_the_restart_lands_elsewhere(
     bert = next(j for j in report.jobs if j.name == "MPIJob/bert")
     assert bert.state == "finished" and bert.restarts == 1 and report.problems == [], report.problems
     assert "ekstrain.io/unhealthy:NoExecute" in bert.events[0]
+    # started at 0:14 (launch + gate), checkpoint at 90 min of training, fault at 106: 16 min x 32 GPUs lost
+    assert "16 min lost" in bert.events[0] and bert.lost_accelerator_hours == pytest.approx(16 * 32 / 60)
     sick = next(n for n in gated_run.nodes if n.repair_at is not None)
     assert sick.repair_at == 120 + 10 and sick.state == "gone"
     old = simulate_timeline(cluster, _mix(job, faults=fault))

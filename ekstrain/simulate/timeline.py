@@ -166,6 +166,8 @@ class Job:
     events: list[str] = field(default_factory=list)
     bound: list[tuple[PodGroup, SimNode]] = field(default_factory=list)
     failure: str = ""
+    lost_accelerator_hours: float = 0.0
+    """Training lost to failures x the accelerators the job held (all of it when the job failed for good)."""
 
     @property
     def name(self) -> str:
@@ -647,6 +649,9 @@ class Timeline:
 
     def fail(self, job: Job, why: str) -> None:
         lost = job.progress - (job.last_checkpoint if job.resumes else 0.0)
+        held = sum(match.pod_requests(g.spec).get(r, 0.0) for g, _ in job.bound for r in ACCELERATORS)
+        gone = job.progress if job.restarts_left <= 0 and job.kind not in ("standing", "notebook") else lost
+        job.lost_accelerator_hours += gone * held / 60
         self.release(job)
         if job.kind == "standing":
             job.state = "waiting"
