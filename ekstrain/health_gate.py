@@ -141,11 +141,16 @@ def dcgm_script() -> str:
         "dcgm",
         [
             # The image's host engine in this container (the pod network: no clash with the agent's dcgm-server).
+            f"if {IN_SERVICE}; then exit 0; fi",
             "nv-hostengine -n -b 127.0.0.1 & sleep 5",
             f"dcgmi diag -r {DCGM_DIAG_LEVEL} > /results/dcgm.log 2>&1 || "
             f'fail "dcgmi diag -r {DCGM_DIAG_LEVEL} failed: $(grep -m1 -i fail /results/dcgm.log)"',
         ],
     )
+
+
+IN_SERVICE = "nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -q ."
+"""A process on the GPUs: the node is in service (its pod was recreated, the node rebooted): skip the checks."""
 
 
 def gpu_devices_script(it: catalog.InstanceType, efa: int) -> str:
@@ -154,6 +159,7 @@ def gpu_devices_script(it: catalog.InstanceType, efa: int) -> str:
     return _result(
         "devices",
         [
+            f"if {IN_SERVICE}; then exit 0; fi",
             "gpus=$(nvidia-smi -L | grep -c '^GPU ')",
             f'[ "$gpus" -eq {n} ] || fail "expected {n} GPUs ({it.name}), found $gpus"',
             *_efa_lines(efa),
@@ -283,6 +289,9 @@ def gate_daemonset(spec: PartitionSpec) -> dict[str, Any]:
         },
         "spec": {
             "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
+            # A new version reaches a node in service only when its pod is deleted (between jobs): a rollout must
+            # not rerun DCGM diagnostics and an all-reduce on GPUs a job is using. New nodes get it at once.
+            "updateStrategy": {"type": "OnDelete"},
             "template": {
                 "metadata": {
                     "labels": {**_labels(name), names.PARTITION_LABEL: spec.name, "ekstrain.io/health-gate": "true"}

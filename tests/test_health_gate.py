@@ -358,3 +358,28 @@ def test_the_prod_program_registers_the_gate_the_agent_configuration_and_the_run
     runtimes = prod_recording.of_type("kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")
     assert len(runtimes) == len(PROD.partitions)
     assert all(r.inputs["spec"]["template"]["spec"]["failurePolicy"] == {"maxRestarts": 3} for r in runtimes)
+
+
+@pytest.mark.parametrize(
+    ("apps", "diag_rc", "result"),
+    [
+        ("", 0, "ok\n"),  # a new node, the diagnostics pass
+        ("", 1, "dcgmi diag -r 2 failed: Memory test: Fail\n"),  # a new node, a GPU fails
+        ("4242\n", 1, "ok\n"),  # a process on the GPUs: a node in service, no diagnostics under a running job
+    ],
+)
+def test_the_dcgm_check_runs_on_a_new_node_only(apps: str, diag_rc: int, result: str, tmp_path: pathlib.Path) -> None:
+    """GIVEN fake nvidia-smi/nv-hostengine/dcgmi WHEN the DCGM check runs THEN it writes ok or dcgmi's failing line,
+    and skips the diagnostics when a job's process is on the GPUs (the pod recreated on a node in service)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\nprintf '{apps}'\n")
+    (bin_dir / "nv-hostengine").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "dcgmi").write_text(f"#!/bin/sh\necho 'Memory test: Fail'\ntouch {tmp_path}/ran\nexit {diag_rc}\n")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    script = health_gate.dcgm_script().replace("/results", str(tmp_path)).replace("sleep 5", "true")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    assert subprocess.run(["bash", "-c", script], env=env, check=False).returncode == 0
+    assert (tmp_path / "dcgm").read_text() == result
+    assert (tmp_path / "ran").exists() == (apps == "")
