@@ -51,6 +51,9 @@ UNHEALTHY_TAINT: dict[str, str] = {"key": UNHEALTHY_TAINT_KEY, "value": "true", 
 tolerate it are evicted at once and none is scheduled there (Kubernetes taint-based eviction)."""
 GATE_ANNOTATION = "ekstrain.io/health-gate"
 """The guard's verdict on its node (passed, or why not)."""
+EFA_CONDITION = "EFADevicesReady"
+"""Node condition the guard keeps: False when the node shows fewer EFA devices than its instance type's layout (the
+node monitoring agent reports EFA errors only as Events); kube-state-metrics exports it for alerts."""
 SLURM_DRAIN_ANNOTATION = "nodeset.slinky.slurm.net/node-cordon-reason"
 """Slinky's drain reason: the guard cordons a sick node with it, and the slurm-operator drains the Slurm node of the
 NodeSet pod there with that reason (slurm-operator v1.2.1 api/v1beta1/well_known.go AnnotationNodeCordonReason,
@@ -271,6 +274,7 @@ def gate_daemonset(spec: PartitionSpec) -> dict[str, Any]:
         "STARTUP_TAINT_KEY": STARTUP_TAINT_KEY,
         "UNHEALTHY_TAINT_KEY": UNHEALTHY_TAINT_KEY,
         "GATE_ANNOTATION": GATE_ANNOTATION,
+        "EFA_CONDITION": EFA_CONDITION,
         "SLURM_DRAIN_ANNOTATION": SLURM_DRAIN_ANNOTATION,
         "LEAVE_CONDITIONS": ",".join(LEAVE_CONDITIONS),
         "EXPECTED_EFA": str(efa),
@@ -382,12 +386,16 @@ def service_account() -> dict[str, Any]:
 
 
 def cluster_role() -> dict[str, Any]:
-    """Nodes only: read, patch (taints, the annotation) and delete; the policy narrows each to the pod's own node."""
+    """Nodes only: read, patch (taints, the annotation, the cordon; the EFA condition in the status) and delete; the
+    policy narrows each to the pod's own node and to those fields."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
         "metadata": {"name": SERVICE_ACCOUNT, "labels": _labels(SERVICE_ACCOUNT)},
-        "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch", "delete"]}],
+        "rules": [
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch", "delete"]},
+            {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
+        ],
     }
 
 
@@ -407,6 +415,7 @@ _TAINTS = "(has({o}.spec.taints) ? {o}.spec.taints : [])"
 _ANN = "(has({o}.metadata.annotations) ? {o}.metadata.annotations : {{}})"
 _LABELS = "(has({o}.metadata.labels) ? {o}.metadata.labels : {{}})"
 _UNSCHED = "(has({o}.spec.unschedulable) ? {o}.spec.unschedulable : false)"
+_CONDS = "(has({o}.status) && has({o}.status.conditions) ? {o}.status.conditions : [])"
 _GATE_ANNOTATIONS = f"['{GATE_ANNOTATION}', '{SLURM_DRAIN_ANNOTATION}']"
 
 POLICY_VARIABLES: tuple[dict[str, str], ...] = (
@@ -446,6 +455,12 @@ POLICY_VALIDATIONS: tuple[dict[str, str], ...] = (
         f"{_LABELS.format(o='object')} == {_LABELS.format(o='oldObject')})",
         "message": f"the health gate changes no label and no other annotation than {GATE_ANNOTATION} and "
         f"{SLURM_DRAIN_ANNOTATION}",
+    },
+    {
+        "expression": f"request.operation != 'UPDATE' || {_CONDS.format(o='object')}"
+        f".filter(c, c.type != '{EFA_CONDITION}') == {_CONDS.format(o='oldObject')}"
+        f".filter(c, c.type != '{EFA_CONDITION}')",
+        "message": f"the health gate writes no node condition but {EFA_CONDITION}",
     },
     {
         "expression": f"request.operation != 'UPDATE' || {_UNSCHED.format(o='object')} == "

@@ -15,7 +15,8 @@ collective) and each wrote one file in ``RESULTS_DIR``: ``ok`` or the reason it 
    or fewer EFA devices than the instance type's layout (``EXPECTED_EFA``), adds the NoExecute taint at once:
    training pods (which do not tolerate it) leave now instead of when Karpenter's NodeRepair replaces the node
    (10 minutes later for AcceleratedHardwareReady), and their restart lands elsewhere. An EFA loss has no agent
-   condition NodeRepair acts on, so the guard deletes its node after ``HOLD_SECONDS`` as in 1.
+   condition NodeRepair acts on, so the guard deletes its node after ``HOLD_SECONDS`` as in 1; it keeps the node
+   condition ``EFA_CONDITION`` (True/False) for alerts.
 
 It may change only its own node: the ValidatingAdmissionPolicy ``ekstrain.health_gate.node_policy`` compares the
 node's name with the service account token's node claim and allows only the gate's taints and annotation.
@@ -43,6 +44,7 @@ STARTUP_TAINT_KEY = env("STARTUP_TAINT_KEY", "ekstrain.io/health-gate")
 UNHEALTHY_TAINT_KEY = env("UNHEALTHY_TAINT_KEY", "ekstrain.io/unhealthy")
 GATE_ANNOTATION = env("GATE_ANNOTATION", "ekstrain.io/health-gate")
 SLURM_DRAIN_ANNOTATION = env("SLURM_DRAIN_ANNOTATION", "nodeset.slinky.slurm.net/node-cordon-reason")
+EFA_CONDITION = env("EFA_CONDITION", "EFADevicesReady")
 
 
 # ---- pure decisions (tests/test_health_gate.py) ----------------------------------------------------------
@@ -73,6 +75,34 @@ def leave_reason(node: dict[str, Any], conditions: list[str], efa_found: int | N
     if efa_expected and efa_found is not None and efa_found < efa_expected:
         return f"{efa_found} EFA devices, the instance type's layout has {efa_expected}"
     return ""
+
+
+def efa_condition(node: dict[str, Any], found: int | None, expected: int) -> dict[str, str] | None:
+    """The node condition ``EFA_CONDITION`` to write, or None when the node already says so (no churn): the EFA
+    signal as a node condition (the agent reports EFA errors only as Events), which kube-state-metrics exports
+    (``kube_node_status_condition``) for alerts."""
+    if not expected or found is None:
+        return None
+    ok = found >= expected
+    status = "True" if ok else "False"
+    current = next(
+        (c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == EFA_CONDITION), {}
+    )
+    if current.get("status") == status:
+        return None
+    return {
+        "type": EFA_CONDITION,
+        "status": status,
+        "reason": "EFADevicesPresent" if ok else "EFADevicesMissing",
+        "message": f"{found} of the instance type's {expected} EFA devices",
+        "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def set_condition(name: str, condition: dict[str, str]) -> None:
+    """Strategic merge on ``status.conditions`` (merge key ``type``): only this condition is written."""
+    body = {"status": {"conditions": [condition]}}
+    _request("PATCH", f"/api/v1/nodes/{name}/status", body, "application/strategic-merge-patch+json")
 
 
 def efa_devices(root: str) -> int | None:
@@ -220,6 +250,12 @@ def main() -> int:
         if any(t.get("key") == UNHEALTHY_TAINT_KEY for t in node["spec"].get("taints") or []):
             continue
         found = efa_devices(efa_root) if efa_expected else None
+        cond = efa_condition(node, found, efa_expected)
+        if cond is not None:
+            try:
+                set_condition(name, cond)
+            except (urllib.error.URLError, OSError) as exc:
+                print(f"health-guard: {exc}", flush=True)
         why = leave_reason(node, conditions, found, efa_expected)
         if why:
             _mark_unhealthy(name, why)

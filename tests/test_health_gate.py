@@ -166,7 +166,10 @@ def test_other_users_are_not_matched() -> None:
 
 def test_rbac_grants_nodes_only() -> None:
     role = health_gate.cluster_role()
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch", "delete"]}]
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch", "delete"]},
+        {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
+    ]
     binding = health_gate.cluster_role_binding()
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": health_gate.SERVICE_ACCOUNT, "namespace": health_gate.NAMESPACE}
@@ -383,3 +386,39 @@ def test_the_dcgm_check_runs_on_a_new_node_only(apps: str, diag_rc: int, result:
     assert subprocess.run(["bash", "-c", script], env=env, check=False).returncode == 0
     assert (tmp_path / "dcgm").read_text() == result
     assert (tmp_path / "ran").exists() == (apps == "")
+
+
+def test_the_guard_keeps_an_efa_condition_and_writes_no_other() -> None:
+    """GIVEN a p5 node (32 EFA devices) WHEN the guard finds 31 THEN it writes EFADevicesReady=False once (not
+    again while unchanged) with a strategic merge on that condition alone, which the policy admits; a change to
+    the agent's AcceleratedHardwareReady is refused."""
+    node = _node("n1")
+    node["status"] = {"conditions": [{"type": "AcceleratedHardwareReady", "status": "True"}]}
+    cond = health_guard.efa_condition(node, 31, 32)
+    assert cond is not None and (cond["type"], cond["status"], cond["reason"]) == (
+        health_gate.EFA_CONDITION,
+        "False",
+        "EFADevicesMissing",
+    )
+    assert health_guard.efa_condition(node, 32, 0) is None  # no EFA on this node type
+    new = copy.deepcopy(node)
+    new["status"]["conditions"].append(cond)
+    assert health_guard.efa_condition(new, 31, 32) is None  # already says so
+    assert _admit("UPDATE", node, new, GATE, "n1") is None
+    agent = copy.deepcopy(node)
+    agent["status"]["conditions"][0]["status"] = "False"
+    assert "no node condition but EFADevicesReady" in str(_admit("UPDATE", node, agent, GATE, "n1"))
+
+
+def test_the_guard_patches_only_its_condition(monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[tuple[str, str, Any, str]] = []
+    monkeypatch.setattr(health_guard, "_request", lambda m, path, body=None, ct="": sent.append((m, path, body, ct)))
+    health_guard.set_condition("n1", {"type": health_gate.EFA_CONDITION, "status": "True"})
+    assert sent == [
+        (
+            "PATCH",
+            "/api/v1/nodes/n1/status",
+            {"status": {"conditions": [{"type": health_gate.EFA_CONDITION, "status": "True"}]}},
+            "application/strategic-merge-patch+json",
+        )
+    ]
