@@ -54,10 +54,12 @@ examples: $(VENV)/.installed  ## the seed example workloads + NCCL health checks
 
 SIMULATE_STACKS := $(sort $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml)))
 # Every stack in Pulumi.*.yaml: render it, render its NCCL pre-flight per partition into build/examples-<stack>,
-# the empty-cluster check of those (+ build/examples for prod; Slurm NodeSets scaled for each sbatch first,
-# the documented procedure: prod keeps no standing slurmd node), then the stack's timeline mix
-# (examples/mix-<stack>.yaml) and its fault mix (examples/mix-health-<stack>.yaml, docs/health.md) when it has them.
-# Exits non-zero on the first stack with a blocked workload or a timeline problem (docs/simulate.md).
+# the empty-cluster check of those (+ build/examples for prod; KEDA scales a NodeSet for an sbatch, no manual
+# step), then the stack's timeline mix (examples/mix-<stack>.yaml) when it has one, and for prod the contention
+# mix (examples/mix-prod-contention.yaml, its extra workloads from examples/contention/render.sh), and the stack's
+# fault mix (examples/mix-health-<stack>.yaml, docs/health.md); then the example stack with reservations and team
+# queues and its teams mix (examples/mix-reserved-teams.yaml). Exits non-zero on the first stack with a blocked
+# workload or a timeline problem (docs/simulate.md).
 simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of every stack: workloads + timeline mix
 	@set -e; for s in $(SIMULATE_STACKS); do \
 	  echo "== $$s"; \
@@ -69,7 +71,17 @@ simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of 
 	  $(PY) -m ekstrain simulate --stack $$s build/examples-$$s $$( [ $$s = prod ] && echo build/examples ); \
 	  if [ -f examples/mix-$$s.yaml ]; then $(PY) -m ekstrain simulate --stack $$s --timeline examples/mix-$$s.yaml; fi; \
 	  if [ -f examples/mix-health-$$s.yaml ]; then $(PY) -m ekstrain simulate --stack $$s --timeline examples/mix-health-$$s.yaml; fi; \
-	done
+	  if [ $$s = prod ]; then \
+	    EKSTRAIN=$(VENV)/bin/ekstrain examples/contention/render.sh build/examples-contention > /dev/null; \
+	    $(PY) -m ekstrain simulate --stack prod --timeline examples/mix-prod-contention.yaml; \
+	  fi; \
+	done; \
+	echo "== reserved (examples/stacks/Pulumi.reserved.yaml: reservations and team queues)"; \
+	r="--stack reserved --stack-file examples/stacks/Pulumi.reserved.yaml"; \
+	$(VENV)/bin/ekstrain render $$r --out build/reserved > build/render-reserved.log || { tail -20 build/render-reserved.log; exit 2; }; \
+	EKSTRAIN=$(VENV)/bin/ekstrain examples/contention/render-teams.sh build/examples-reserved > /dev/null; \
+	$(PY) -m ekstrain simulate $$r --build build/reserved build/examples-reserved; \
+	$(PY) -m ekstrain simulate $$r --build build/reserved --timeline examples/mix-reserved-teams.yaml
 
 # Chart archives (helm pull from each chart's repository or OCI registry, ekstrain/versions.py), CRDs and chart
 # values, each sha256-checked against scripts/chart-pins.tsv / scripts/upstream-pins.tsv. Mirrors: UPSTREAM_RAW_BASE,

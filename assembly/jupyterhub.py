@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ekstrain import catalog, names, versions
+from ekstrain.assembly.schedulers import teams
 from ekstrain.controller_resources import sized
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 from ekstrain.partitions import shape
@@ -62,10 +63,12 @@ def _devices(p: PartitionConfig) -> tuple[int, ...]:
     return tuple(c for c in choices if c <= per_node) or (per_node,)
 
 
-def profile(p: PartitionConfig, default: bool, volcano: bool = False) -> dict[str, Any]:
+def profile(p: PartitionConfig, default: bool, volcano: bool = False, queue: str | None = None) -> dict[str, Any]:
     """One kubespawner profile: the partition's nodes, its taint, an accelerator-count choice. With Volcano
     the server pod joins the partition's queue, so the queue's capacity counts it and no gang is admitted
-    for nodes a notebook holds (assembly/schedulers/volcano.py)."""
+    for nodes a notebook holds (assembly/schedulers/volcano.py). ``queue``: the partition's queue for pods of no
+    team (@default the partition's name; ``<partition>-shared`` when teams name the partition,
+    assembly/schedulers/teams.py)."""
     it = catalog.get(p.instance_types[0])
     resource = it.accelerator_resource
     gpu = p.accelerator == catalog.GPU
@@ -88,7 +91,7 @@ def profile(p: PartitionConfig, default: bool, volcano: bool = False) -> dict[st
     }
     if volcano:
         override["scheduler_name"] = "volcano"
-        override["extra_annotations"] = {"scheduling.volcano.sh/queue-name": p.name}
+        override["extra_annotations"] = {"scheduling.volcano.sh/queue-name": queue or p.name}
     if not gpu:
         # The Neuron SDK image has no Jupyter: install the singleuser server, then start it.
         override["cmd"] = [
@@ -179,7 +182,10 @@ def chart_values(cfg: StackConfig, dummy_password: Any = None) -> dict[str, Any]
                 "extraVolumes": [{"name": "fsx", "persistentVolumeClaim": {"claimName": FSX_PVC, "readOnly": True}}],
                 "extraVolumeMounts": [{"name": "fsx", "mountPath": cfg.storage.fsx.mount_path, "readOnly": True}],
             },
-            "profileList": [profile(p, i == 0, cfg.schedulers.volcano.enabled) for i, p in enumerate(parts)],
+            "profileList": [
+                profile(p, i == 0, cfg.schedulers.volcano.enabled, teams.shared_queue(cfg, p.name))
+                for i, p in enumerate(parts)
+            ],
             # The chart's default adds a privileged NET_ADMIN init container to every user pod, which the
             # namespace's Pod Security `baseline` refuses. IMDS stays closed: the partitions' nodes answer IMDSv2
             # with hop limit 1 (no pod reaches it) and the chart's singleuser NetworkPolicy already denies

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ekstrain import catalog, efa_exporter, names, versions
+from ekstrain import catalog, efa_exporter, names, training_metrics, versions
+from ekstrain.assembly import alerts
 from ekstrain.controller_resources import MEDIUM, SMALL, sized
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 from ekstrain.prometheus_sizing import prometheus_memory_gib, prometheus_storage_gib  # shared with stacks/rules.py
@@ -34,6 +35,11 @@ EFA_EXPORTER_PORT = 9809
 NEURON_MONITOR = "neuron-monitor"
 NEURON_MONITOR_PORT = 8000
 DCGM_PORT_NAME = "metrics"
+
+COST_POD_LABELS = ("ekstrain.io/job", "ekstrain.io/job-kind", "ekstrain.io/queue", names.PARTITION_LABEL)
+COST_NODE_LABELS = (names.PARTITION_LABEL, names.ACCELERATOR_LABEL, names.TEAM_LABEL)
+"""Labels kube-state-metrics exports as ``kube_pod_labels`` / ``kube_node_labels`` (``--metric-labels-allowlist``)
+with ``ekstrain:cost``: the spend dashboard (assembly/cost.py) groups by them."""
 
 RETENTION_SIZE_FRACTION = 0.85
 """retentionSize: Prometheus deletes old blocks before the volume fills."""
@@ -144,6 +150,8 @@ def chart_values(cfg: StackConfig, remote_write: Any = None) -> dict[str, Any]:
         spec["remoteWrite"] = [{"url": remote_write, "sigv4": {"region": cfg.region}}]
     return {
         "crds": {"enabled": True},
+        # The training alerts (ekstrain/assembly/alerts.py): a PrometheusRule of this release, after its CRDs.
+        "additionalPrometheusRulesMap": alerts.prometheus_rules_map(cfg),
         # EKS runs the control plane: its scheduler, controller manager and etcd are not scrapable,
         # and kube-proxy binds its metrics to localhost.
         "kubeControllerManager": {"enabled": False},
@@ -156,7 +164,19 @@ def chart_values(cfg: StackConfig, remote_write: Any = None) -> dict[str, Any]:
             "resources": MEDIUM,
             "sidecar": {"resources": SMALL},
         },
-        "kube-state-metrics": {"resources": sized("50m", "128Mi", "256Mi")},
+        "kube-state-metrics": {
+            "resources": sized("50m", "128Mi", "256Mi"),
+            # The node labels the alerts join on (a node's partition, its instance type's EFA layout), and with
+            # cost allocation the pod and node labels the spend dashboard groups by.
+            "metricLabelsAllowlist": [
+                *([f"pods=[{','.join(COST_POD_LABELS)}]"] if cfg.cost.enabled else []),
+                "nodes=[{}]".format(
+                    ",".join(
+                        dict.fromkeys(alerts.NODE_LABELS_ALLOWLIST + (COST_NODE_LABELS if cfg.cost.enabled else ()))
+                    )
+                ),
+            ],
+        },
         "prometheus-node-exporter": {"resources": sized("20m", "32Mi", "64Mi")},
         "prometheusOperator": {
             "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
@@ -172,6 +192,7 @@ def chart_values(cfg: StackConfig, remote_write: Any = None) -> dict[str, Any]:
         "prometheus": {
             "serviceAccount": {"create": True, "name": PROMETHEUS_SA},
             "additionalServiceMonitors": service_monitors(cfg),
+            "additionalPodMonitors": [training_metrics.pod_monitor(f"{o.scrape_interval_seconds}s")],
             "prometheusSpec": spec,
         },
     }
@@ -311,7 +332,7 @@ DASHBOARDS: dict[str, tuple[str, list[PanelDef]]] = {
             ("NeuronCore utilisation by core", "neuroncore_utilization_ratio * 100", "percent"),
             ("Neuron device memory used", "sum by (node) (neuron_runtime_memory_used_bytes)", "bytes"),
             ("Execution errors", "sum by (node) (rate(execution_errors_total[5m]))", "ops"),
-            ("Hardware ECC events", "sum by (node) (increase(neuron_hardware_ecc_events_total[1h]))", "short"),
+            ("Hardware ECC events", "sum by (node) (increase(hardware_ecc_events_total[1h]))", "short"),
         ],
     ),
     "efa-traffic": (

@@ -5,11 +5,14 @@ run of the plan's model, nodes and batch on the plan's instance type with the st
 ``/fsx``, data in ``/fsx/data``, checkpoints in ``/fsx/checkpoints/<name>``, script ``train.py``). Only the
 rendezvous flags are left out: each scheduler adds its own (``--node_rank=${VC_TASK_INDEX}`` ...).
 
-    torchrun   the torchrun-fsdp command line
-    deepspeed  the DeepSpeed command line, then the ds_config.json the job mounts at /etc/ekstrain
-    megatron   the Megatron-LM command line (pretrain_gpt.py arguments from the plan)
-    neuron     the neuronx-distributed command line (Trainium)
-    nemo       the NeMo Hydra overrides (``ekstrain.planner.emit.nemo_overrides``; no job template runs NeMo)
+    fsdp, hsdp           the torchrun + FSDP2 command line (aliases torchrun, torchrun-fsdp)
+    deepspeed            the DeepSpeed command line, then the ds_config.json the job mounts at /etc/ekstrain
+    megatron             the Megatron-LM command line (pretrain_gpt.py arguments from the plan)
+    neuronx-distributed  the neuronx-distributed command line (Trainium; alias neuron)
+    nemo                 the NeMo Hydra overrides (``ekstrain.planner.emit.nemo_overrides``; no job template)
+
+The names are the planner's one vocabulary (ekstrain/planner/frameworks.py), the same ``job render
+--framework`` takes, and the plan is the best one *for that framework* (``plan search --emit X`` ranks for X).
 """
 
 from __future__ import annotations
@@ -28,16 +31,14 @@ from ekstrain.assembly.jobs.resolve import (
 )
 from ekstrain.assembly.jobs.spec import JobRequestError, RunSpec
 from ekstrain.partitions import shape
+from ekstrain.planner import frameworks
 from ekstrain.planner.errors import PlanError
 from ekstrain.stacks.models.storage import FsxConfig
 
-JOB_FRAMEWORK = {
-    "torchrun": "torchrun-fsdp",
-    "deepspeed": "deepspeed",
-    "megatron": "megatron",
-    "neuron": "neuronx-distributed",
+JOB_FRAMEWORK = {name: name for name in frameworks.JOB_NAMES} | {
+    alias: frameworks.ALIASES[alias] for alias in frameworks.ALIASES
 }
-"""``--emit`` name -> the ``ekstrain job render --framework`` that writes the same lines."""
+"""``--emit`` name (or alias) -> the ``ekstrain job render --framework`` that writes the same lines."""
 
 
 def resolved_run(plan: Any, framework: str, model: str, global_batch: int, seq_len: int) -> ResolvedRun:
@@ -86,16 +87,17 @@ def resolved_run(plan: Any, framework: str, model: str, global_batch: int, seq_l
 
 def launch(plan: Any, emit: str, *, model: str, global_batch: int, seq_len: int, json: bool = False) -> str:
     """Text of ``--emit``: the launch line (and ds_config.json), or one JSON object with ``--json``."""
-    if emit == "nemo":
+    if frameworks.canonical(emit) == frameworks.NEMO:
         words = list(plan.nemo_overrides())
         files: dict[str, str] = {}
     else:
         framework = JOB_FRAMEWORK[emit]
         family = plan.fleet.family
-        if (family == catalog.TRAINIUM) != (framework == "neuronx-distributed"):
+        trainium = framework == frameworks.NEURON
+        if (family == catalog.TRAINIUM) != trainium:
             raise PlanError(
-                f"--emit {emit} needs {'a Trainium' if emit == 'neuron' else 'a GPU'} instance; "
-                f"{plan.fleet.name} is {family} (use --emit {'neuron' if family == catalog.TRAINIUM else 'torchrun'})"
+                f"--emit {emit} needs {'a Trainium' if trainium else 'a GPU'} instance; {plan.fleet.name} is "
+                f"{family} (use --emit {frameworks.NEURON if family == catalog.TRAINIUM else frameworks.FSDP})"
             )
         try:
             run = resolved_run(plan, framework, model, global_batch, seq_len)

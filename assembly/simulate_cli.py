@@ -216,6 +216,7 @@ def timeline_json(report: Report) -> dict[str, Any]:
         "idle_accelerator_hours": idle_hours,
         "idle_usd": report.idle_usd,
         "faults": report.faults,
+        "waits": report.waits,
         "problems": report.problems,
     }
 

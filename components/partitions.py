@@ -23,6 +23,7 @@ from ekstrain.components.deps import dependencies
 from ekstrain.components.manifest import resource
 
 CAPACITY_TYPES = ("on-demand", "spot", "reserved")
+CAPACITY_RESERVATION_TYPES = ("default", "capacity-block")
 DURATION = re.compile(r"Never|([0-9]+(\.[0-9]+)?(s|m|h))+")
 MAX_ROOT_VOLUME_GIB = 16384
 """gp3's largest volume (16 TiB)."""
@@ -94,6 +95,7 @@ def check_spec(spec: specs.PartitionSpec, a: str = "PartitionArgs.spec") -> None
         "reserved capacity without a reservation to select",
         "give capacity_reservation_ids (cr-...) or capacity_reservation_tags",
     )
+    ac.one_of(f"{a}.capacity_reservation_type", spec.capacity_reservation_type, CAPACITY_RESERVATION_TYPES)
     for i, reservation in enumerate(spec.capacity_reservation_ids):
         ac.check(
             isinstance(reservation, str) and reservation.startswith("cr-"),
@@ -139,8 +141,12 @@ class PartitionArgs:
     cluster_security_group_id: pulumi.Input[str]
     """Required. The EKS-created cluster SG; every node carries it (``Cluster.cluster_security_group_id``)."""
     placement_group_name: pulumi.Input[str] | None = None
-    """@default none: ``<cluster>-<partition>`` when ``spec.placement_group``; the network's placement group
-    name (an Output, so the group exists first)."""
+    """@default none: ``<cluster>-<NodePool>`` when ``spec.placement_group``; the network's placement group
+    name (an Output, so the group exists first), for every layout that ``placement_group_names`` does not name."""
+    placement_group_names: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    """@default none. Per NodePool (one per EFA layout, ``ekstrain.partitions.layout_name``) its own placement group
+    (the network's ``placement_group_names``): one cluster placement group per NodePool layout, so trn1 and trn1n
+    are never packed into one group (EC2 places a cluster group best with one instance type launched together)."""
     subnet_ids: pulumi.Input[Sequence[str]] | None = None
     """@default none: subnets selected by tag, ``karpenter.sh/discovery=<cluster>`` and
     ``ekstrain.io/subnet-role=efa`` (EFA partitions) or ``private`` (the Network tags its own subnets so).
@@ -183,7 +189,7 @@ class Partition(pulumi.ComponentResource):
                 spec,
                 node_role=args.node_role_name,
                 cluster_security_group_id=args.cluster_security_group_id,
-                placement_group=args.placement_group_name,
+                placement_group=args.placement_group_names.get(spec.resource_name, args.placement_group_name),
                 tags=args.tags,
                 subnet_terms=None if args.subnet_ids is None else id_terms(args.subnet_ids),
                 security_group_terms=(

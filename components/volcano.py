@@ -46,7 +46,16 @@ class Volcano(pulumi.ComponentResource):
             depends_on=dependencies(opts),  # the cluster: its node group runs the scheduler and admission pods
         )
         after = pulumi.ResourceOptions(parent=self, depends_on=[self.volcano_release])
-        made = [resource(f"{name}-queue-{q['metadata']['name']}", q, opts=after) for q in args.queues]
+        made: list[pulumi.Resource] = []
+        by_queue: dict[str, pulumi.Resource] = {}
+        for q in args.queues:
+            # A team queue after its parent (Volcano's queue webhook refuses a child whose parent does not exist).
+            parent_queue = (q.get("spec") or {}).get("parent")
+            opts = after
+            if parent_queue in by_queue:
+                opts = pulumi.ResourceOptions(parent=self, depends_on=[self.volcano_release, by_queue[parent_queue]])
+            by_queue[q["metadata"]["name"]] = resource(f"{name}-queue-{q['metadata']['name']}", q, opts=opts)
+            made.append(by_queue[q["metadata"]["name"]])
         # After the queues: a pod the policies admit names a queue that exists.
         after_queues = pulumi.ResourceOptions(parent=self, depends_on=[self.volcano_release, *made])
         for obj in args.admission_policies:

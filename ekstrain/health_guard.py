@@ -85,9 +85,8 @@ def efa_condition(node: dict[str, Any], found: int | None, expected: int) -> dic
         return None
     ok = found >= expected
     status = "True" if ok else "False"
-    current = next(
-        (c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == EFA_CONDITION), {}
-    )
+    conditions: list[dict[str, Any]] = (node.get("status") or {}).get("conditions") or []
+    current: dict[str, Any] = next((c for c in conditions if c.get("type") == EFA_CONDITION), {})
     if current.get("status") == status:
         return None
     return {

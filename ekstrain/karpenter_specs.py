@@ -22,6 +22,8 @@ ROOT_DEVICE = "/dev/xvda"
 """AL2023's root device name."""
 
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+CAPACITY_RESERVATION_TYPE_LABEL = "karpenter.k8s.aws/capacity-reservation-type"
+"""``default`` (an ODCR) or ``capacity-block`` on reserved nodes (karpenter.sh/docs/tasks/odcrs, v1.6+)."""
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 
@@ -59,11 +61,14 @@ class PartitionSpec:
     capacity_type: str = "on-demand"
     """@default on-demand; ``spot`` or ``reserved``."""
     placement_group: bool = False
-    """@default false: select the ``<cluster>-<partition>`` placement group when true."""
+    """@default false: select the ``<cluster>-<NodePool>`` placement group when true (one per EFA layout)."""
     capacity_reservation_ids: tuple[str, ...] = ()
     """@default none. ``cr-...`` ids Karpenter may launch into."""
     capacity_reservation_tags: Mapping[str, str] = field(default_factory=dict)
     """@default none. Tags selecting capacity reservations."""
+    capacity_reservation_type: str = "default"
+    """@default default (On-Demand Capacity Reservations); ``capacity-block``: only EC2 Capacity Blocks for ML (the
+    NodePool requires ``karpenter.k8s.aws/capacity-reservation-type In [capacity-block]``)."""
     root_volume_gib: int = 500
     """@default 500 (GiB, gp3, encrypted)."""
     consolidate_after: str = "10m"
@@ -73,6 +78,8 @@ class PartitionSpec:
     """@default none."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """Extra node labels; @default none."""
+    team: str | None = None
+    """@default none. The ``ekstrain.io/team`` node label (OpenCost and the spend dashboard group by it)."""
     ami_alias_version: str = "latest"
     """@default latest; pin per stack (a new AMI drifts every node)."""
     pool_name: str | None = None
@@ -105,6 +112,8 @@ def node_labels(spec: PartitionSpec) -> dict[str, str]:
     labels = {**spec.labels, names.PARTITION_LABEL: spec.name, names.ACCELERATOR_LABEL: spec.shape.family}
     if spec.efa:
         labels[names.EFA_NODE_LABEL] = "true"
+    if spec.team:
+        labels[names.TEAM_LABEL] = spec.team
     return labels
 
 
@@ -140,13 +149,19 @@ def disruption(spec: PartitionSpec) -> dict[str, Any]:
 
 
 def requirements(spec: PartitionSpec) -> list[dict[str, Any]]:
-    return [
+    """``reserved``: Karpenter launches only into the EC2NodeClass's ``capacityReservationSelectorTerms``
+    (karpenter.sh/docs/tasks/odcrs); a capacity-block partition also requires that reservation type, so an ODCR the
+    tags happen to match is never used instead of the block."""
+    reqs = [
         {"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": [t.name for t in spec.shape.instance_types]},
         {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": [spec.capacity_type]},
         {"key": ZONE_LABEL, "operator": "In", "values": [spec.availability_zone]},
         {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
         {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
     ]
+    if spec.capacity_type == "reserved" and spec.capacity_reservation_type == "capacity-block":
+        reqs.insert(2, {"key": CAPACITY_RESERVATION_TYPE_LABEL, "operator": "In", "values": ["capacity-block"]})
+    return reqs
 
 
 def node_pool(spec: PartitionSpec) -> dict[str, Any]:
@@ -259,7 +274,12 @@ def ec2_node_class(
     if spec.efa:
         class_spec["networkInterfaces"] = [i.to_karpenter() for i in spec.shape.network_interfaces]
     if spec.placement_group:
-        pg = placement_group if placement_group is not None else placement_group_name(spec.cluster_name, spec.name)
+        # One cluster placement group per NodePool layout (``<cluster>-<pool>``: the partition's name when it has one).
+        pg = (
+            placement_group
+            if placement_group is not None
+            else placement_group_name(spec.cluster_name, spec.resource_name)
+        )
         class_spec["placementGroupSelector"] = {"name": pg}
     reservations = capacity_reservation_selector(spec)
     if reservations:

@@ -13,6 +13,8 @@ EFA_NODE_LABEL = "ekstrain.io/efa"
 """``"true"`` on nodes of EFA partitions: the EFA device plugin is scheduled only there."""
 ACCELERATOR_LABEL = "ekstrain.io/accelerator"
 """``gpu`` or ``trainium``: where the NVIDIA or Neuron device plugin runs."""
+TEAM_LABEL = "ekstrain.io/team"
+"""The team a partition's nodes are charged to (``ekstrain:cost``); also the instances' cost-allocation tag."""
 TAINT_VALUE = "true"
 """Accelerator nodes are tainted ``<accelerator resource>=true:NoSchedule``."""
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
@@ -52,9 +54,10 @@ SG_ROLE_TAG = "ekstrain.io/sg-role"
 """``efa`` on the EFA security group."""
 
 
-def placement_group_name(cluster_name: str, partition: str) -> str:
-    """The partition's cluster placement group (the network creates it, Karpenter selects it)."""
-    return f"{cluster_name}-{partition}"
+def placement_group_name(cluster_name: str, pool: str) -> str:
+    """A NodePool's cluster placement group (the network creates it, Karpenter selects it): one per NodePool, i.e.
+    per partition, or per EFA layout of a mixed partition (``trainium-trn1``, ``trainium-trn1n``)."""
+    return f"{cluster_name}-{pool}"
 
 
 STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")

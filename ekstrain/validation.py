@@ -441,11 +441,13 @@ FREE_FORM_VALUES: dict[str, tuple[tuple[str, ...], ...]] = {
     # Subchart values the parent's values.yaml does not repeat: kube-prometheus-stack 88.5.3's charts/grafana
     # values.yaml `resources` and `sidecar.resources`, charts/kube-state-metrics and
     # charts/prometheus-node-exporter values.yaml `resources` (upstream/chart-src), each a container's
-    # ResourceRequirements.
+    # ResourceRequirements; and charts/kube-state-metrics values.yaml `metricLabelsAllowlist` (a list of
+    # `<resource>=[<label>,...]`, the --metric-labels-allowlist flag).
     "kube-prometheus-stack": (
         ("grafana", "resources"),
         ("grafana", "sidecar", "resources"),
         ("kube-state-metrics", "resources"),
+        ("kube-state-metrics", "metricLabelsAllowlist"),
         ("prometheus-node-exporter", "resources"),
     ),
 }

@@ -274,6 +274,12 @@ DEFAULT_CHARTS: dict[str, Chart] = {
     # Event-driven autoscaling (ScaledObject); the chart installs its CRDs from templates (crds.install: true),
     # which the pins turn into crds/keda.sh and crds/eventing.keda.sh (scripts/upstream-pins.tsv, drop-helm-lines).
     "keda": Chart("keda", "2.20.2", "https://kedacore.github.io/charts", upstream_dir="keda"),
+    # Logs off every node (docs/observability.md): Fluent Bit's own chart (Fluent Bit 5.1.1: cloudwatch_logs output,
+    # EKS Pod Identity credentials since fluent/fluent-bit#10115, filesystem buffering, systemd input).
+    "fluent-bit": Chart("fluent-bit", "0.58.1", "https://fluent.github.io/helm-charts", upstream_dir="fluent-bit"),
+    # Spend by team, queue and job: OpenCost on the stack's Prometheus, node prices from ekstrain.catalog (CSV
+    # provider).
+    "opencost": Chart("opencost", "2.5.17", "https://opencost.github.io/opencost-helm-chart", upstream_dir="opencost"),
 }
 
 # Container images the platform itself names (never `:latest`: a moving tag changes NCCL/EFA under a

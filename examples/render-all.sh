@@ -18,7 +18,7 @@ mkdir -p "$OUT"
 
 # 1. Llama 3 70B fine-tune on 4 x p4d.24xlarge (32 x A100 40GB) via Slurm. A full fine-tune does not
 #    fit comfortably (see examples/README.md): the planner sizes a LoRA fine-tune (r=16) instead.
-"$EKSTRAIN" job render --stack prod --scheduler slurm --partition gpu-a100 --nodes 4 --model llama3-70b --lora-rank 16 --framework torchrun-fsdp --global-batch 64 --seq-len 4096 --image "$GPU_IMAGE" --script /shared/code/finetune.py --name llama3-70b-lora --out "$OUT/llama3-70b-lora.sbatch"
+"$EKSTRAIN" job render --stack prod --scheduler slurm --partition gpu-a100 --nodes 4 --model llama3-70b --lora-rank 16 --framework fsdp --global-batch 64 --seq-len 4096 --image "$GPU_IMAGE" --script /shared/code/finetune.py --name llama3-70b-lora --out "$OUT/llama3-70b-lora.sbatch"
 # 2. BERT-large with MPI (one rank per GPU) on 4 x p4d.24xlarge.
 "$EKSTRAIN" job render --stack prod --scheduler mpijob --partition gpu-a100 --nodes 4 --model bert-large --framework deepspeed --global-batch 4096 --seq-len 512 --image "$GPU_IMAGE" --script /fsx/code/bert_pretrain.py --name bert-large-mpi --validate --out "$OUT/bert-large-mpijob.yaml"
 # 3. Llama 3 8B LoRA on 4 x trn1.32xlarge (128 NeuronCores), neuronx-distributed, Indexed Job.
@@ -31,7 +31,7 @@ mkdir -p "$OUT"
 #    overrides carry the planner's micro-batch and TP/PP; SMILES data under /fsx/data/zinc15).
 "$EKSTRAIN" job render --stack prod --scheduler bionemo --partition gpu-h100 --nodes 2 --model molmim-70m --global-batch 2048 --seq-len 128 --image "$BIONEMO_IMAGE" --name molmim-pretrain --validate --out "$OUT/molmim-bionemo.yaml"
 # The sbatch of example 1 as a ConfigMap (for GitOps), validated.
-"$EKSTRAIN" job render --stack prod --scheduler slurm --configmap --partition gpu-a100 --nodes 4 --model llama3-70b --lora-rank 16 --framework torchrun-fsdp --global-batch 64 --seq-len 4096 --image "$GPU_IMAGE" --script /shared/code/finetune.py --name llama3-70b-lora --validate --out "$OUT/llama3-70b-lora-sbatch-configmap.yaml"
+"$EKSTRAIN" job render --stack prod --scheduler slurm --configmap --partition gpu-a100 --nodes 4 --model llama3-70b --lora-rank 16 --framework fsdp --global-batch 64 --seq-len 4096 --image "$GPU_IMAGE" --script /shared/code/finetune.py --name llama3-70b-lora --validate --out "$OUT/llama3-70b-lora-sbatch-configmap.yaml"
 
 # Pre-flight all-reduce health checks, one per prod partition (run before long jobs).
 "$EKSTRAIN" job render --stack prod --scheduler nccl-test --partition gpu-a100 --validate --out "$OUT/nccl-check-gpu-a100.yaml"

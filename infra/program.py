@@ -7,18 +7,22 @@ from typing import Any
 import pulumi
 
 from ekstrain import catalog, health_gate, versions
+from ekstrain.assembly import cost as cost_plan
+from ekstrain.assembly import logs as logs_plan
 from ekstrain.assembly.jupyterhub import plan as hub_plan
 from ekstrain.assembly.observability import plan as obs_plan
-from ekstrain.assembly.schedulers import autoscaling, ledger
+from ekstrain.assembly.schedulers import autoscaling, ledger, teams
 from ekstrain.assembly.schedulers import operators as operator_values
 from ekstrain.assembly.schedulers import slurm as slurm_values
 from ekstrain.assembly.schedulers import volcano as volcano_values
 from ekstrain.components.argocd import ArgoCd, ArgoCdArgs
 from ekstrain.components.cluster import AdminPrincipal, Cluster, ClusterArgs
+from ekstrain.components.cost import Cost, CostArgs
 from ekstrain.components.device_plugins import DevicePlugins, DevicePluginsArgs
 from ekstrain.components.health_gate import HealthGate, HealthGateArgs
 from ekstrain.components.jupyterhub import JupyterHub, JupyterHubArgs
 from ekstrain.components.karpenter import Karpenter, KarpenterArgs
+from ekstrain.components.logs import Logs, LogsArgs
 from ekstrain.components.network import Network, NetworkArgs
 from ekstrain.components.node_health import ADDON_NAME as NODE_MONITORING_ADDON
 from ekstrain.components.node_health import NodeHealth, NodeHealthArgs
@@ -37,6 +41,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
     """Create every component for ``cfg``; return the stack outputs."""
     tags = cfg.common_tags
     c = cfg.cluster
+    stack = pulumi.get_stack()
     existing = cfg.network.existing_vpc
     zones = cfg.network.availability_zones
     # An existing VPC (ekstrain:network.existingVpc): its subnets carry none of the discovery tags, so the
@@ -60,7 +65,13 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             region=cfg.region,
             availability_zones=zones,
             training_availability_zone=cfg.network.training_availability_zone,
-            placement_group_partitions=[p.name for p in cfg.partitions if p.wants_placement_group],
+            # One cluster placement group per NodePool: per partition, or per EFA layout of a mixed one.
+            placement_group_partitions=[
+                layout.name
+                for p in cfg.partitions
+                if p.wants_placement_group
+                for layout in shape(p.name, p.accelerator, p.instance_types, p.efa).layouts()
+            ],
             retain_efa_subnet=cfg.storage.protect and cfg.storage.fsx.enabled,
             tags=tags,
             **network_args,
@@ -104,7 +115,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
     )
 
     # Storage: S3 buckets, FSx for Lustre + DRAs, EFS, CSI drivers, training namespace and PVCs.
-    storage = build_storage(cfg, network, cluster)
+    storage = build_storage(cfg, network, cluster, extra_tags=cost_plan.cost_tags(cfg, stack))
     storage_outputs: dict[str, Any] = {
         "datasetsBucket": storage.buckets.datasets_bucket,
         "checkpointsBucket": storage.buckets.checkpoints_bucket,
@@ -165,10 +176,12 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             placement_group=p.wants_placement_group,
             capacity_reservation_ids=tuple(p.capacity_reservation.ids) if p.capacity_reservation else (),
             capacity_reservation_tags=p.capacity_reservation.tags if p.capacity_reservation else {},
+            capacity_reservation_type=p.capacity_reservation.type if p.capacity_reservation else "default",
             root_volume_gib=p.root_volume_gib,
             consolidate_after=p.effective_consolidate_after,
             weight=p.weight,
             labels=p.labels,
+            team=cfg.team_of(p.name) if cfg.cost.enabled else None,
             ami_alias_version=cfg.versions.ami_alias_version,
         )
         gated.append(spec)
@@ -178,12 +191,16 @@ def build(cfg: StackConfig) -> dict[str, Any]:
                 spec=spec,
                 node_role_name=karpenter.node_role_name,
                 cluster_security_group_id=cluster.cluster_security_group_id,
-                placement_group_name=network.placement_group_names.get(p.name),
+                placement_group_names={
+                    layout.name: network.placement_group_names[layout.name]
+                    for layout in shape(p.name, p.accelerator, p.instance_types, p.efa).layouts()
+                    if layout.name in network.placement_group_names
+                },
                 # By id on an existing VPC, as the tags select them otherwise: the EFA subnet and the EFA SG
                 # (EFA partitions) or the private subnets (the zone requirement keeps nodes in the training AZ).
                 subnet_ids=None if existing is None else (efa_subnet_ids if p.efa else private_subnet_ids),
                 security_group_ids=None if existing is None else (efa_sg_ids if p.efa else []),
-                tags=tags,
+                tags={**tags, **cost_plan.cost_tags(cfg, stack, p.name)},
             ),
             opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[karpenter.release]),
         )
@@ -241,6 +258,26 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         outputs["grafanaAdminPassword"] = observability.grafana_admin_password
         if observability.remote_write_url is not None:
             outputs["ampRemoteWriteUrl"] = observability.remote_write_url
+    if cfg.logging.enabled:
+        log_agent = Logs(
+            "logs",
+            LogsArgs(plan=logs_plan.plan(cfg), chart=cfg.versions.chart("fluent-bit"), tags=tags),
+            opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[cluster]),
+        )
+        outputs.update({f"{k}LogGroup": v for k, v in log_agent.log_group_names.items()})
+    if cfg.cost.enabled:
+        spend = Cost(
+            "cost",
+            CostArgs(
+                plan=cost_plan.plan(cfg, stack),
+                chart=cfg.versions.chart("opencost") if cfg.cost.opencost and observability is not None else None,
+                tags=tags,
+            ),
+            opts=pulumi.ResourceOptions(
+                provider=cluster.provider, depends_on=[d for d in (cluster, observability) if d is not None]
+            ),
+        )
+        outputs["budgetTopicArn"] = spend.topic_arn
     if cfg.jupyterhub.enabled and storage.fsx:
         JupyterHub(
             "jupyterhub",
@@ -274,9 +311,9 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             "volcano",
             VolcanoArgs(
                 chart=cfg.versions.chart("volcano"),
-                values=volcano_values.volcano_values(),
+                values=volcano_values.volcano_values(cfg),
                 queues=volcano_values.queues(cfg),
-                admission_policies=ledger.policies(ledger.ledger_namespaces(cfg)),
+                admission_policies=ledger.policies(ledger.ledger_namespaces(cfg), teams.leaf_queues(cfg)),
             ),
             opts=k8s_opts,
         )

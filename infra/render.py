@@ -39,6 +39,7 @@ from ekstrain.infra.verify import (
     aws_rules,
     chart_values,
     charts,
+    everywhere,
     iam,
     order,
     policy,
@@ -144,7 +145,9 @@ def partition_rows(cfg: StackConfig) -> list[dict[str, Any]]:
                 "maxAccelerators": s.accelerators_per_node * p.max_nodes,
                 "efa": ",".join(f"{t.name.split('.')[0]}:{s.efa_for(t.name)}" for t in s.instance_types),
                 "nodePools": ",".join(f"{layout.name}({n})" for layout, n in pools),
-                "placementGroup": names.placement_group_name(cfg.cluster.name, p.name)
+                "placementGroup": ",".join(
+                    names.placement_group_name(cfg.cluster.name, layout.name) for layout, _ in pools
+                )
                 if p.wants_placement_group
                 else "-",
                 "usdPerHourAtMax": "n/a"
@@ -436,6 +439,8 @@ def _run_checks(
     if order_rows is not None:
         order_rows.extend(order.stage_rows(graph))
     checks.append(requests.check([*manifests, *(o for objects in rendered.objects.values() for o in objects)]))
+    if cfg.logging.enabled:
+        checks.append(everywhere.check(rec, [o for objects in rendered.objects.values() for o in objects]))
     chart_check.checked = sum(len(o) for o in rendered.objects.values())
     with stages.stage(chart_check.name):
         chart_check.problems += validate_chart_objects(rendered, kv)

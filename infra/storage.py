@@ -32,7 +32,10 @@ class StorageParts:
     volumes: TrainingVolumes
 
 
-def build_storage(cfg: StackConfig, network: Network, cluster: Cluster) -> StorageParts:
+def build_storage(
+    cfg: StackConfig, network: Network, cluster: Cluster, extra_tags: dict[str, str] | None = None
+) -> StorageParts:
+    """``extra_tags``: the cost-allocation tags the file systems carry (stack, team)."""
     st = cfg.storage
     name = cfg.cluster.name
     tags = cfg.common_tags
@@ -73,7 +76,7 @@ def build_storage(cfg: StackConfig, network: Network, cluster: Cluster) -> Stora
                 imported_file_chunk_size_mib=f.imported_file_chunk_size_mib,
                 log_retention_days=f.log_retention_days,
                 protect=st.protect,
-                tags=tags,
+                tags={**tags, **(extra_tags or {})},
             ),
         )
 
@@ -94,7 +97,7 @@ def build_storage(cfg: StackConfig, network: Network, cluster: Cluster) -> Stora
                 posix_gid=e.posix_gid,
                 models_path=e.models_path,
                 protect=st.protect,
-                tags=tags,
+                tags={**tags, **(extra_tags or {})},
             ),
         )
 

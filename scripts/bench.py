@@ -15,6 +15,9 @@ First a table, metric | target | before | now (issue 23, "Speed a newcomer feels
 "before" is what was measured on the day the targets were set (BASELINE below: date, commit, machine load);
 the machine is shared, so each cell says wall and CPU seconds and the load average it was measured under.
 
+Then the planner's targets (scripts/bench_planner.py planner_targets): Llama 3 405B search on 2,048 p5, Meta's
+three published 405B layouts (memory, error), and the leave-one-source-out table (ekstrain/planner/validation.py).
+
 With --details, also: the in-process render of prod and of synthetic 8- and 32-partition stacks, the refusal of
 the largest bad stack files, and the planner's search times.
 """
@@ -292,6 +295,10 @@ def main(argv: list[str] | None = None) -> None:
         rows["make test (pytest)"] = "not run (make bench BENCH_ARGS=--tests)"
     print()
     print(targets_table(rows))
+    from scripts import bench_planner  # planner targets (issue 37): always printed, a few seconds of CPU
+
+    print()
+    bench_planner.planner_targets()
     if args.details:
         print()
         details()

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import time
+from statistics import mean
 
-from ekstrain.planner import Fleet, get_model, search
+from ekstrain.planner import Fleet, Plan, calibration, evaluate, get_model, search, validation
 
 CASES = (
     # (model, instance, nodes, global batch in sequences, seq_len, target seconds)
@@ -37,6 +38,88 @@ def main() -> None:
             f"planner search {name:12s} {fleet.ranks:6d} GPUs ({nodes} x {instance}) seq {seq_len:6d}: "
             f"{wall:6.3f} s wall, {cpu:6.3f} s CPU{goal}; best {plans[0].summary()} MFU {plans[0].mfu:.1%}"
         )
+
+
+META_405B = (
+    # (GPUs, sequences per step, sequence, CP, published TFLOP/s per GPU): Llama 3 paper Table 4
+    (8192, 2048, 8192, 1, 430),
+    (16384, 2048, 8192, 1, 400),
+    (16384, 128, 131072, 16, 380),
+)
+
+
+def planner_targets() -> None:
+    """Issue 37's targets: 405B search time, Meta's layouts, leave-one-source-out error and coverage."""
+    if hasattr(os, "sched_setaffinity"):
+        before = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {min(before)})
+    fleet = Fleet.from_instance("p5.48xlarge", 2048)
+    cpu = time.process_time()
+    plans = search(get_model("llama3-405b"), fleet, 2048, 8192, top=TOP)
+    cpu = time.process_time() - cpu
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, before)
+    print(
+        f"planner: llama3-405b search on 2,048 p5.48xlarge, seq 8192: {cpu:.3f} s CPU (target < 1 s: "
+        f"{'met' if cpu < 1 else 'MISSED'}); best {plans[0].summary()}"
+    )
+    left_out = {
+        (r.row.gpus, r.row.seq_len): r.error
+        for r in validation.leave_one_source_out()
+        if r.source == calibration._LLAMA3
+    }
+    for gpus, batch, seq, cp, tflops in META_405B:
+        plan = meta_layout(gpus, batch, seq, cp)
+        published = calibration._llama3_tokens(tflops, seq)
+        error = plan.tokens_per_s / gpus / published - 1
+        print(
+            f"planner: llama3-405b TP8/PP16/CP{cp}/VPP8 ZeRO-2 on {gpus} H100, seq {seq}: "
+            f"{plan.memory.total / 2**30:.1f} GiB of 80 ({'fits' if plan.fits else 'DOES NOT FIT'}), "
+            f"{plan.tokens_per_s / gpus:.1f} tok/s/GPU vs Meta {published:.1f}: {error:+.1%} shipped constants, "
+            f"{left_out[(gpus, seq)]:+.1%} with Meta's source left out (target within 15 %)"
+        )
+    results = validation.leave_one_source_out()
+    errors = [abs(r.error) for r in results]
+    covered, total = validation.coverage()
+    print(
+        f"planner: leave-one-source-out over {len(validation.sources())} sources, {total} runs: mean |err| "
+        f"{mean(errors):.1%} (target <= 8 %), max {max(errors):.1%} (target <= 25 %); bands cover "
+        f"{covered}/{total} = {covered / total:.1%} of left-out runs (target >= 80 %)"
+    )
+    per_source = [mean(abs(r.error) for r in results if r.source == s) for s in validation.sources()]
+    print(f"  mean over sources (each source weighted once): {mean(per_source):.1%}")
+    for label, chosen in (
+        ("the first round's sources", [r for r in results if r.source not in calibration.ADDED_IN_V4]),
+        ("sources added in v4", [r for r in results if r.source in calibration.ADDED_IN_V4]),
+    ):
+        mine = [abs(r.error) for r in chosen]
+        print(f"  {label}: {len(mine)} runs, mean {mean(mine):.1%}, max {max(mine):.1%}")
+    for source in validation.sources():
+        mine = [abs(r.error) for r in results if r.source == source]
+        print(f"  {mean(mine):6.1%} mean {max(mine):6.1%} max  {len(mine):2d} runs  {source}")
+    for what, key in (("generation", lambda r: r.row.generation), ("framework", lambda r: r.row.framework)):
+        for value in sorted({key(r) for r in results}):
+            mine = [abs(r.error) for r in results if key(r) == value]
+            print(f"  {mean(mine):6.1%} mean {max(mine):6.1%} max  {len(mine):2d} runs  {what} {value}")
+
+
+def meta_layout(gpus: int, batch: int, seq: int, cp: int) -> Plan:
+    """Llama 3 405B as Meta ran it: TP8/PP16, one layer per virtual stage, optimizer and gradients sharded."""
+    return evaluate(
+        get_model("llama3-405b"),
+        Fleet.from_instance("p5.48xlarge", gpus // 8),
+        batch,
+        seq,
+        tp=8,
+        pp=16,
+        cp=cp,
+        dp=gpus // (128 * cp),
+        vpp=8,
+        zero=2,
+        micro_batch=1,
+        recompute="none",
+        sequence_parallel=True,
+    )
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from ekstrain import (
     partitions,
     prometheus_sizing,
     regions,
+    spend,
     storage_sizing,
     subnets,
     versions,
@@ -51,6 +52,8 @@ def check(cfg: StackConfig, today: dt.date | None = None) -> tuple[list[ConfigIs
     errors += storage_errors
     warnings += storage_warnings
     errors += _schedulers(cfg)
+    warnings += team_warnings(cfg)
+    errors += _cost(cfg)
     errors += _versions(cfg)
     errors += _kms_keys(cfg)
     hub_errors, hub_warnings = _jupyterhub(cfg)
@@ -647,12 +650,21 @@ def _partitions(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
                     f"lower maxNodes to {cr.instance_count} or enlarge the reservation",
                 )
             )
-        if part.capacity_type == "reserved" and part.wants_placement_group:
+        if part.capacity_block and part.placement_group:
+            errors.append(
+                ConfigIssue(
+                    _p(i, part, "placementGroup"),
+                    "a Capacity Block's instances cannot be launched into a placement group of this program: EC2 "
+                    "co-locates them itself",
+                    "remove placementGroup (it defaults to false for capacity-block reservations)",
+                )
+            )
+        elif part.capacity_type == "reserved" and part.wants_placement_group:
             warnings.append(
                 f"{_p(i, part, 'placementGroup')}: instances launch into the placement group "
-                f"{names.placement_group_name(cfg.cluster.name, part.name)}, so an On-Demand "
-                "Capacity Reservation is only used if it was created in that group; Capacity Blocks "
-                "are co-located by EC2 already: set placementGroup: false for them"
+                f"{names.placement_group_name(cfg.cluster.name, part.name)} (one per EFA layout), so an On-Demand "
+                "Capacity Reservation is only used if it was created in that group (or set placementGroup: false); "
+                "for a Capacity Block set capacityReservation.type: capacity-block (no placement group)"
             )
         if part.min_nodes > 0:
             errors.append(
@@ -917,6 +929,86 @@ def _storage(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
     return out, warnings
 
 
+def team_warnings(cfg: StackConfig) -> list[str]:
+    """Guarantees that leave a partition nothing to share: no team can borrow and its ``-shared`` queue (Slurm,
+    notebooks, jobs without a team) gets no node."""
+    out = []
+    teams = cfg.schedulers.volcano.teams
+    for part in cfg.partitions:
+        total = sum(t.guarantees.get(part.name, 0) for t in teams)
+        if teams and total == part.max_nodes and any(part.name in t.guarantees for t in teams):
+            out.append(
+                f"ekstrain:schedulers.volcano.teams: the guarantees in {part.name} cover all its {part.max_nodes} "
+                f"nodes, so no team can borrow there and {part.name}-shared (Slurm's slurmd pods, notebooks, jobs "
+                "without --team) is never admitted; leave some nodes unguaranteed"
+            )
+    return out
+
+
+def _teams(cfg: StackConfig) -> list[ConfigIssue]:
+    """``schedulers.volcano.teams``: known partitions, guarantees that fit the partition, unique queue names."""
+    teams = cfg.schedulers.volcano.teams
+    if not teams:
+        return []
+    out: list[ConfigIssue] = []
+    key = "ekstrain:schedulers.volcano.teams"
+    if not cfg.schedulers.volcano.enabled:
+        out.append(ConfigIssue(key, "teams are Volcano queues, but Volcano is off", "set schedulers.volcano.enabled"))
+    by_name = {p.name: p for p in cfg.partitions}
+    seen: set[str] = set()
+    for i, team in enumerate(teams):
+        at = f"{key}[{i}] ({team.name})"
+        if team.name in seen:
+            out.append(ConfigIssue(f"{at}.name", "two teams have this name", "give every team its own name"))
+        seen.add(team.name)
+        if team.name == "shared":
+            out.append(
+                ConfigIssue(
+                    f"{at}.name",
+                    "'shared' is the queue of Slurm, notebooks and jobs without a team in each partition",
+                    "choose another team name",
+                )
+            )
+        for part, nodes in sorted(team.guarantees.items()):
+            where = f"{at}.guarantees.{part}"
+            if part not in by_name:
+                out.append(
+                    ConfigIssue(where, f"{part!r} is not a partition", f"use partition names: {sorted(by_name)}")
+                )
+            elif not 0 <= nodes <= by_name[part].max_nodes:
+                out.append(
+                    ConfigIssue(
+                        where,
+                        f"{nodes} guaranteed nodes is outside 0..maxNodes ({by_name[part].max_nodes})",
+                        "guarantee whole nodes the partition can launch",
+                    )
+                )
+    for part in sorted(by_name):
+        total = sum(t.guarantees.get(part, 0) for t in teams)
+        if total > by_name[part].max_nodes:
+            out.append(
+                ConfigIssue(
+                    key,
+                    f"the teams' guarantees in {part} add up to {total} nodes, more than its maxNodes "
+                    f"{by_name[part].max_nodes}: Volcano cannot hold them all at once",
+                    f"lower the guarantees of {part} to {by_name[part].max_nodes} nodes in total, "
+                    "or raise its maxNodes",
+                )
+            )
+        for team in teams:
+            queue = f"{part}-{team.name}"
+            if part in team.guarantees and queue in by_name:
+                out.append(
+                    ConfigIssue(
+                        key,
+                        f"team {team.name!r}'s queue in {part} would be {queue!r}, the name of another "
+                        "partition's queue",
+                        "rename the team or the partition",
+                    )
+                )
+    return out
+
+
 def _schedulers(cfg: StackConfig) -> list[ConfigIssue]:
     s = cfg.schedulers
     out = []
@@ -946,6 +1038,7 @@ def _schedulers(cfg: StackConfig) -> list[ConfigIssue]:
                 "ekstrain:schedulers.volcano.queueWeights", f"weights must be >= 1, got {bad}", "use positive integers"
             )
         )
+    out += _teams(cfg)
     by_name = {p.name: p for p in cfg.partitions}
     for part, replicas in sorted(s.slurm.nodeset_replicas.items()):
         key = f"ekstrain:schedulers.slurm.nodesetReplicas.{part}"
@@ -975,6 +1068,38 @@ def _schedulers(cfg: StackConfig) -> list[ConfigIssue]:
                 "ekstrain:schedulers.slurm.enabled",
                 "Slurm needs the shared FSx file system for its NodeSets and login nodes",
                 "set ekstrain:storage.fsx.enabled: true",
+            )
+        )
+    return out
+
+
+def _cost(cfg: StackConfig) -> list[ConfigIssue]:
+    """OpenCost reads the stack's Prometheus; a budget without a limit needs list prices for its default."""
+    out = []
+    c = cfg.cost
+    if c.enabled and c.opencost and not cfg.observability.enabled:
+        out.append(
+            ConfigIssue(
+                "ekstrain:cost.opencost",
+                "OpenCost reads node and pod usage from the stack's Prometheus, which this stack does not install",
+                "set ekstrain:observability.enabled: true, or ekstrain:cost.opencost: false",
+            )
+        )
+    priced = spend.default_monthly_limit_usd((p.instance_types, p.max_nodes) for p in cfg.partitions)
+    if c.enabled and c.budget.monthly_limit_usd is None and priced <= 0:
+        out.append(
+            ConfigIssue(
+                "ekstrain:cost.budget.monthlyLimitUsd",
+                "no partition instance type has an on-demand list price, so there is no default limit",
+                "set ekstrain:cost.budget.monthlyLimitUsd to the monthly spend you expect",
+            )
+        )
+    if c.enabled and len(c.budget.thresholds_percent) + (c.budget.forecast_percent is not None) > 5:
+        out.append(
+            ConfigIssue(
+                "ekstrain:cost.budget.thresholdsPercent",
+                "AWS allows 5 notifications per budget (the forecast one counts)",
+                "keep at most 4 thresholds with forecastPercent, or 5 with forecastPercent: null",
             )
         )
     return out

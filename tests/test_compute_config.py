@@ -114,3 +114,20 @@ def test_reserved_partition_in_a_placement_group_warns() -> None:
     sections["partitions"][0]["placementGroup"] = False
     _, warnings = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 12, 3))
     assert not any("placementGroup" in w for w in warnings)
+
+
+def test_a_capacity_block_has_no_placement_group_and_refuses_one() -> None:
+    """GIVEN a reserved partition whose reservation is a Capacity Block WHEN loaded THEN it wants no placement group
+    (EC2 co-locates a block's instances) and no warning; WHEN placementGroup: true THEN the error names the key."""
+    sections = stack_sections("dev")
+    block = {"tags": {"ekstrain.io/block": "llm"}, "type": "capacity-block", "instanceCount": 2}
+    sections["partitions"][0].update(capacityType="reserved", capacityReservation=block)
+    cfg, warnings = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 12, 3))
+    assert cfg.partitions[0].capacity_block and not cfg.partitions[0].wants_placement_group
+    assert not any("placementGroup" in w for w in warnings), warnings
+    sections["partitions"][0]["placementGroup"] = True
+    errors = _errors(sections)
+    assert any(k == f"{P0}.placementGroup" and "Capacity Block" in m for k, m in errors), errors
+    sections["partitions"][0].pop("placementGroup")
+    sections["partitions"][0]["capacityReservation"] = {**block, "type": "block"}
+    assert any(k.startswith(f"{P0}.capacityReservation.type") for k, _ in _errors(sections)), _errors(sections)

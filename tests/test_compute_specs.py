@@ -320,3 +320,30 @@ def test_stack_manifests_pass_schema_and_cel(stack: str) -> None:
     for s in stack_specs(stack).values():
         assert_valid(node_class(s))
         assert_valid(specs.node_pool(s))
+
+
+def test_a_capacity_block_partition_requires_the_block_and_validates() -> None:
+    """GIVEN a reserved p5en partition whose reservation is an EC2 Capacity Block WHEN its NodePool and EC2NodeClass
+    render THEN the pool requires karpenter.sh/capacity-type reserved and karpenter.k8s.aws/capacity-reservation-type
+    capacity-block (karpenter.sh/docs/tasks/odcrs), the class selects the block by tags, both valid against the
+    pinned Karpenter v1.14.1 CRDs; an ODCR partition has no reservation-type requirement."""
+    block = spec_for(
+        ["p5en.48xlarge"],
+        name="h200",
+        capacity_type="reserved",
+        capacity_reservation_tags={"ekstrain.io/block": "llm-pretrain"},
+        capacity_reservation_type="capacity-block",
+        placement_group=False,
+    )
+    pool = specs.node_pool(block)
+    reqs = {r["key"]: r["values"] for r in pool["spec"]["template"]["spec"]["requirements"]}
+    assert reqs["karpenter.sh/capacity-type"] == ["reserved"]
+    assert reqs["karpenter.k8s.aws/capacity-reservation-type"] == ["capacity-block"]
+    assert_valid(pool)
+    nc = node_class(block)
+    assert nc["spec"]["capacityReservationSelectorTerms"] == [{"tags": {"ekstrain.io/block": "llm-pretrain"}}]
+    assert "placementGroupSelector" not in nc["spec"]
+    assert_valid(nc)
+    odcr = specs.node_pool(spec_for(["p5.48xlarge"], capacity_type="reserved", capacity_reservation_ids=("cr-0abc",)))
+    keys = [r["key"] for r in odcr["spec"]["template"]["spec"]["requirements"]]
+    assert "karpenter.k8s.aws/capacity-reservation-type" not in keys

@@ -45,7 +45,8 @@ def test_prod_nodeclasses_are_wired_to_network_cluster_and_karpenter(prod_record
     for name, pool_name in ((n, pn) for n, pns in PROD_POOLS.items() for pn in pns):
         nc = rec.one(NODECLASS, f"{pool_name}-nodeclass")
         pool = rec.one(NODEPOOL, f"{pool_name}-nodepool")
-        pg = rec.one("aws:ec2/placementGroup:PlacementGroup", f"network-pg-{name}")
+        # one cluster placement group per NodePool: trainium-trn1 and trainium-trn1n each have their own
+        pg = rec.one("aws:ec2/placementGroup:PlacementGroup", f"network-pg-{pool_name}")
         spec = nc.inputs["spec"]
         assert nc.inputs["metadata"]["name"] == pool.inputs["metadata"]["name"] == pool_name
         assert pool.inputs["spec"]["template"]["spec"]["nodeClassRef"]["name"] == pool_name
@@ -53,7 +54,7 @@ def test_prod_nodeclasses_are_wired_to_network_cluster_and_karpenter(prod_record
         assert spec["role"] == node_role == "KarpenterNodeRole-ekstrain-prod"
         assert spec["securityGroupSelectorTerms"][0] == {"id": cluster_sg}
         assert spec["placementGroupSelector"] == {"name": pg.outputs["name"]}
-        assert pg.inputs["strategy"] == "cluster"
+        assert pg.inputs["strategy"] == "cluster" and pg.inputs["name"] == f"ekstrain-prod-{pool_name}"
         assert karpenter.urn in nc.dependencies and karpenter.urn in pool.dependencies
         assert nc.urn in pool.dependencies
         assert nc.provider.startswith(provider.urn) and pool.provider.startswith(provider.urn)

@@ -133,4 +133,10 @@ def test_autoscale_needs_prometheus() -> None:
     text = str(refused.value)
     assert "ekstrain:schedulers.slurm.autoscale: elastic Slurm reads" in text
     assert "ekstrain:observability.enabled: true" in text and "ekstrain:schedulers.slurm.autoscale: false" in text
-    cfg_with(lambda s: (s["observability"].update(enabled=False), s["schedulers"]["slurm"].update(autoscale=False)))
+    cfg_with(
+        lambda s: (
+            s["observability"].update(enabled=False),
+            s["schedulers"]["slurm"].update(autoscale=False),
+            s["cost"].update(opencost=False),  # OpenCost reads the same Prometheus (tests/test_logs_and_spend.py)
+        )
+    )

@@ -65,16 +65,18 @@ def stub_planner(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     return calls
 
 
-def test_adapter_passes_model_fleet_batch_and_lora(stub_planner: list[tuple[Any, ...]]) -> None:
+def test_adapter_passes_model_fleet_batch_lora_and_the_jobs_framework(stub_planner: list[tuple[Any, ...]]) -> None:
+    # The job's framework ranks its plan: spec_for's torchrun-fsdp (an alias of fsdp) asks for FSDP's cost model.
     r = resolve_for(spec_for("gpu-a100", nodes=4, global_batch=512, lora_rank=16), PROD, "volcano", RealPlanner())
-    assert stub_planner == [("search", ("model", "llama3-8b"), "p4d.24xlarge", 4, 512, 4096, {"lora_rank": 16})]
+    options = {"lora_rank": 16, "framework": "fsdp"}
+    assert stub_planner == [("search", ("model", "llama3-8b"), "p4d.24xlarge", 4, 512, 4096, options)]
     assert r.degrees["world_size"] == 32
 
 
 def test_adapter_evaluates_fully_pinned_degrees(stub_planner: list[tuple[Any, ...]]) -> None:
     r = resolve_for(spec_for("gpu-h100", nodes=2, tp=4, pp=2, micro_batch=2), PROD, "volcano", RealPlanner())
     assert stub_planner[-1][0] == "evaluate"
-    assert stub_planner[-1][4] == {"tp": 4, "pp": 2, "micro_batch": 2, "dp": 2}
+    assert stub_planner[-1][4] == {"framework": "fsdp", "tp": 4, "pp": 2, "micro_batch": 2, "dp": 2}
     assert (r.degrees["tp"], r.degrees["pp"], r.degrees["dp"], r.degrees["grad_accum"]) == (4, 2, 2, 64)
 
 

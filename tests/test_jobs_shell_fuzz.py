@@ -156,7 +156,7 @@ case "$STUB_prog" in
     STUB_args=("$@"); STUB_i=0; STUB_pass=("STUB_LOG=$STUB_LOG")
     while [ "$STUB_i" -lt "${#STUB_args[@]}" ]; do
       case "${STUB_args[$STUB_i]}" in
-        --allow-run-as-root) STUB_i=$((STUB_i + 1)) ;;
+        --allow-run-as-root|--tag-output) STUB_i=$((STUB_i + 1)) ;;
         -x)
           STUB_name="${STUB_args[$((STUB_i + 1))]}"
           [ -n "${!STUB_name+set}" ] && STUB_pass+=("$STUB_name=${!STUB_name}")
@@ -330,7 +330,7 @@ def run_workload(rig: Rig, scheduler: str, run_spec: RunSpec) -> tuple[list[str]
         pre = ["neuron_parallel_compile"] if r.is_trainium and run_spec.precompile else []
         assert len(calls) == 1 + bool(pre)
         want = expanded([*slurm.container_flags(r), *r.torchrun(slurm._rendezvous(), r.checkpoint_dir)], platform)
-        assert train[1:] == ["--kill-on-bad-exit=1", *want]
+        assert train[1:] == ["--kill-on-bad-exit=1", "--label", *want]  # --label: each line says its task
         return want[want.index("torchrun") + 1 :], rig.env_of("srun"), r
     objects = render(run_spec, rig.cfg, scheduler, planner)
     job = objects[-1]

@@ -81,6 +81,7 @@ def test_resizing_a_partition_updates_its_limits_only(prod: list[Resource]) -> N
         ("update", "ScaledObject", "slurm-scale-slurm-worker-gpu-h100"),  # maxReplicaCount = maxNodes
         ("update", "Release", "observability"),  # Prometheus memory follows the fleet's series (prometheus_sizing)
         ("update", "NodePool", "gpu-h100-nodepool"),
+        ("update", "Budget", "cost-budget"),  # the default limit is every partition at maxNodes for a month
     }
     assert flagged(d) == set()  # spec.limits is not in the NodePool hash: no drift
 
@@ -89,6 +90,9 @@ def test_adding_a_partition_creates_its_objects(prod: list[Resource]) -> None:
     part = {"name": "gpu-h200", "accelerator": "gpu", "instanceTypes": ["p5en.48xlarge"], "maxNodes": 4}
     d = diff_after(prod, lambda s: s["partitions"].append(part))
     assert changes(d) == partition_objects("create", "gpu-h200") | {
+        ("update", "Budget", "cost-budget"),  # the default limit is every partition at maxNodes for a month
+        ("replace", "ConfigMap", "cost-node-prices"),  # OpenCost's prices cover the stack's instance types
+        ("replace", "ConfigMap", "cost-dashboard-spend"),  # the Slurm idle panel sums each partition
         ("update", "Release", "device-plugins-aws-efa-k8s-device-plugin"),
         ("update", "Release", "slurm-cluster"),
         ("update", "Release", "jupyterhub"),
@@ -104,6 +108,9 @@ def test_removing_a_partition_deletes_its_nodes_and_is_flagged(prod: list[Resour
 
     d = diff_after(prod, edit)
     assert changes(d) == partition_objects("delete", "gpu-h100") | {
+        ("update", "Budget", "cost-budget"),  # the default limit is every partition at maxNodes for a month
+        ("replace", "ConfigMap", "cost-node-prices"),  # OpenCost's prices cover the stack's instance types
+        ("replace", "ConfigMap", "cost-dashboard-spend"),  # the Slurm idle panel sums each partition
         ("update", "Release", "device-plugins-aws-efa-k8s-device-plugin"),
         ("update", "Release", "slurm-cluster"),
         ("update", "Release", "observability"),  # fewer nodes to scrape: a smaller Prometheus volume
@@ -124,6 +131,7 @@ def test_renaming_a_partition_is_a_new_partition(prod: list[Resource]) -> None:
         partition_objects("delete", "gpu-h100")
         | partition_objects("create", "gpu-hopper")
         | {("update", "Release", "slurm-cluster"), ("update", "Release", "jupyterhub")}
+        | {("replace", "ConfigMap", "cost-dashboard-spend")}  # the Slurm idle panel names each partition
     )
     assert {c for _, c in flagged(d)} == {"training-nodes"}
 
@@ -173,6 +181,7 @@ def test_ami_bump_drifts_every_nodeclass_held_by_budgets(prod: list[Resource]) -
 def test_turning_slurm_off_deletes_its_crds_and_objects(prod: list[Resource]) -> None:
     d = diff_after(prod, lambda s: s["schedulers"]["slurm"].update(enabled=False))
     assert changes(d) == {
+        ("replace", "ConfigMap", "cost-dashboard-spend"),  # the Slurm idle panel is gone with Slurm
         # no Queue changes: a queue holds its whole partition, slurmd pods or not (assembly/schedulers/ledger.py);
         # the admission bindings stop covering the slurm namespace
         *(

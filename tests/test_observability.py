@@ -123,6 +123,19 @@ def test_scrape_targets_select_what_the_exporters_run(rec: Recording) -> None:
     assert pod["spec"]["containers"][0]["ports"][0]["name"] == neuron["spec"]["ports"][0]["targetPort"]
 
 
+# GIVEN prod WHEN the component registers its release THEN the values carry the training alerts (the groups
+# tests/test_alerts.py runs through promtool), the heartbeat PodMonitor and the node labels the rules join on.
+def test_release_installs_the_training_alerts_and_the_heartbeat_monitor(rec: Recording) -> None:
+    from ekstrain import training_metrics
+    from ekstrain.assembly import alerts
+
+    values = rec.one(RELEASE, "observability").inputs["values"]
+    assert values["additionalPrometheusRulesMap"] == {"ekstrain-training": {"groups": alerts.rule_groups(PROD)}}
+    assert [m["name"] for m in values["prometheus"]["additionalPodMonitors"]] == [training_metrics.POD_MONITOR]
+    (nodes,) = [e for e in values["kube-state-metrics"]["metricLabelsAllowlist"] if e.startswith("nodes=[")]
+    assert {"ekstrain.io/partition", "node.kubernetes.io/instance-type"} <= set(nodes[7:-1].split(","))
+
+
 @needs_upstream
 def test_values_use_only_chart_keys_and_manifests_validate(rec: Recording) -> None:
     values = rec.one(RELEASE, "observability").inputs["values"]

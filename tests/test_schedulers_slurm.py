@@ -64,11 +64,13 @@ def test_prod_partition_becomes_nodeset_and_slurm_partition(part: str) -> None:
     assert ns["slurmd"]["volumeMounts"] == [
         {"name": "shared", "mountPath": "/shared"},
         {"name": "dshm", "mountPath": "/dev/shm"},
+        {"name": "job-logs", "mountPath": "/var/log/ekstrain-slurm"},  # sbatch output the log agent tails
     ]
     shm = f"{int(int(resources['memory'][:-2]) / 8)}Gi"  # memory-backed, not the runtime's 64 MiB
     assert ns["podSpec"]["volumes"] == [
         {"name": "shared", "persistentVolumeClaim": {"claimName": "fsx-lustre"}},
         {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}},
+        {"name": "job-logs", "hostPath": {"path": "/var/log/ekstrain-slurm", "type": "DirectoryOrCreate"}},
     ]
     assert ns["slurmd"]["image"]["repository"] == "ghcr.io/slinkyproject/slurmd-pyxis"  # srun --container-image
     assert ns["logfile"]["resources"]["requests"] == ns["logfile"]["resources"]["limits"]  # Guaranteed QoS

@@ -19,9 +19,10 @@ from typing import Any
 
 from ekstrain import cli_kit, outputs
 from ekstrain import cli_types as t
+from ekstrain.assembly.jobs import logs as joblogs
 from ekstrain.assembly.jobs import nccl
 from ekstrain.assembly.jobs.render import SCHEDULERS, render, render_sbatch, scheduler_problem, to_yaml
-from ekstrain.assembly.jobs.spec import FRAMEWORKS, JobRequestError, RunSpec
+from ekstrain.assembly.jobs.spec import FRAMEWORK_CHOICES, JobRequestError, RunSpec
 from ekstrain.stacks.errors import ConfigError
 
 EXIT_BAD_REQUEST = 2
@@ -51,13 +52,18 @@ def add_job_commands(subparsers: Any) -> None:
     r.add_argument("--seq-len", type=t.positive_int)
     r.add_argument(
         "--framework",
-        choices=FRAMEWORKS,
+        choices=FRAMEWORK_CHOICES,
         default=None,
-        help="default torchrun-fsdp (neuronx-distributed on trainium partitions)",
+        help="default fsdp (neuronx-distributed on trainium partitions); it also ranks the plan",
     )
     r.add_argument("--script", default="train.py")
     r.add_argument("--lora-rank", type=t.positive_int)
     r.add_argument("--instance-type", help="one of the partition's instance types (default: its first)")
+    r.add_argument(
+        "--team",
+        help="a team of ekstrain:schedulers.volcano.teams: the job goes to its queue <partition>-<team> "
+        "(default: the partition's queue for work of no team)",
+    )
     r.add_argument("--dataset-path")
     r.add_argument("--checkpoint-path")
     r.add_argument("--namespace", type=t.namespace)
@@ -112,7 +118,7 @@ def spec_from_args(args: argparse.Namespace, cfg: Any) -> RunSpec:
     framework = args.framework
     if framework is None:
         part = next((p for p in cfg.partitions if p.name == args.partition), None)
-        framework = "neuronx-distributed" if part is not None and part.accelerator == "trainium" else "torchrun-fsdp"
+        framework = "neuronx-distributed" if part is not None and part.accelerator == "trainium" else "fsdp"
     env = {}
     for item in args.env:
         key, sep, value = item.partition("=")
@@ -130,6 +136,7 @@ def spec_from_args(args: argparse.Namespace, cfg: Any) -> RunSpec:
         script=args.script,
         framework=framework,
         lora_rank=args.lora_rank,
+        team=args.team,
         instance_type=args.instance_type,
         dataset_path=args.dataset_path,
         checkpoint_path=args.checkpoint_path,
@@ -158,6 +165,7 @@ def _validate(objects: list[dict[str, Any]], kubernetes_version: str) -> list[st
 
 
 def cmd_render(args: argparse.Namespace) -> int:
+    job_name = ""
     try:
         cfg = _load(args)
         part = next((p for p in cfg.partitions if p.name == args.partition), None)
@@ -169,6 +177,7 @@ def cmd_render(args: argparse.Namespace) -> int:
             text = to_yaml(objects)
         else:
             spec = spec_from_args(args, cfg)
+            job_name = spec.name
             if args.scheduler == "slurm" and not args.configmap:
                 objects, text = [], render_sbatch(spec, cfg)
             else:
@@ -186,6 +195,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     if args.out:
         try:
             outputs.write_file("--out", args.out, text)
+            for path, body in joblogs.files_beside(args.out, args.scheduler, job_name, args.namespace, cfg).items():
+                outputs.write_file("--out", pathlib.Path(path), body)
         except outputs.OutputRefused as exc:
             print(f"ekstrain job render: {exc}", file=sys.stderr)
             return EXIT_BAD_REQUEST

@@ -40,7 +40,8 @@ def rank_shell(r: ResolvedRun) -> str:
 
 
 def mpirun(r: ResolvedRun, program: list[str], ranks: int, per_node: int, env: dict[str, str]) -> list[str]:
-    cmd = ["mpirun", *envtable.MPI_FLAGS, "-np", str(ranks), "--npernode", str(per_node)]
+    # --tag-output: every line starts with [<jobid>,<rank>]<stdout|stderr>: (the log agent reads the rank from it).
+    cmd = ["mpirun", *envtable.MPI_FLAGS, "--tag-output", "-np", str(ranks), "--npernode", str(per_node)]
     for key in dict.fromkeys([*envtable.MPI_FORWARDED_IMAGE_ENV, *env]):
         cmd += ["-x", key]
     return [*cmd, *program]

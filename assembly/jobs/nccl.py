@@ -60,7 +60,7 @@ def spec_for(
         model="all-reduce",
         global_batch=count * workers,
         seq_len=1,
-        framework="neuronx-distributed" if trainium else "torchrun-fsdp",
+        framework="neuronx-distributed" if trainium else "fsdp",
         resume_flag="",
         precompile=False,
         checkpoint_path=f"{cfg.storage.fsx.mount_path.rstrip('/')}{cfg.storage.fsx.checkpoint_path}/health",

@@ -99,9 +99,15 @@ def _matches(plan: Any, fixed: dict[str, Any]) -> bool:
 
 
 def _options(spec: RunSpec) -> dict[str, Any]:
+    """What the planner is asked with: the RunSpec's planner options, its LoRA rank and the cost model of
+    its framework (ekstrain/planner/frameworks.py), so the job runs the best plan *for its framework*:
+    a DeepSpeed job is ranked with DeepSpeed's ZeRO model, not Megatron's."""
+    from ekstrain.planner import frameworks
+
     options = dict(spec.planner_options)
     if spec.lora_rank is not None:
         options.setdefault("lora_rank", spec.lora_rank)
+    options.setdefault("framework", frameworks.cost_model(spec.framework))
     return options
 
 

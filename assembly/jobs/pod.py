@@ -119,8 +119,9 @@ Volcano's controller creates for the owner's pods (pkg/controllers/podgroup pg_c
 
 
 def queue(r: ResolvedRun) -> str:
-    """The partition's Volcano queue (assembly/schedulers/volcano.py: one Queue per partition)."""
-    return r.shape.name
+    """The job's Volcano queue: the partition's (assembly/schedulers/volcano.py), or with teams its team's leaf or
+    the partition's ``-shared`` leaf (assembly/schedulers/teams.py; resolved into ``r.queue``)."""
+    return r.queue or r.shape.name
 
 
 def _times(value: Any, n: int) -> Any:

@@ -15,7 +15,7 @@ import json
 import posixpath
 from typing import Any
 
-from ekstrain.assembly.jobs.pod import launch_configmap, small_container, worker_container, worker_template
+from ekstrain.assembly.jobs.pod import launch_configmap, queue, small_container, worker_container, worker_template
 from ekstrain.assembly.jobs.resolve import FILES_DIR, ResolvedRun
 
 API_VERSION = "ray.io/v1"
@@ -105,8 +105,18 @@ def metadata(r: ResolvedRun) -> dict[str, Any]:
     RayJob is gang-scheduled and bounded by its partition like every other template. Without the batch
     scheduler the operator ignores them."""
     meta = r.metadata()
-    meta["labels"] = {**meta["labels"], SCHEDULER_LABEL: "volcano", QUEUE_LABEL: r.shape.name}
+    meta["labels"] = {**meta["labels"], SCHEDULER_LABEL: "volcano", QUEUE_LABEL: queue(r)}
     return meta
+
+
+def submitter_template(r: ResolvedRun) -> dict[str, Any]:
+    """The pod that runs ``ray job submit`` and follows the driver's output (every Ray Train worker's lines reach the
+    driver): it carries the job's labels, so the log agent files that output under the job. KubeRay uses a given
+    template's first container as the submitter and sets its command when it has none (ray-operator
+    controllers/ray/rayjob_controller.go ``getSubmitterTemplate``); the image is the job's, as KubeRay's default
+    takes the head's."""
+    submitter = small_container(r, name="ray-job-submitter", cpu="500m", memory="1Gi")
+    return {"metadata": {"labels": dict(r.labels)}, "spec": {"restartPolicy": "Never", "containers": [submitter]}}
 
 
 def build(r: ResolvedRun) -> list[dict[str, Any]]:
@@ -124,6 +134,7 @@ def build(r: ResolvedRun) -> list[dict[str, Any]]:
             # Ray Train's FailureConfig(max_failures) in the launcher.
             "backoffLimit": r.spec.max_restarts,
             "submitterConfig": {"backoffLimit": r.spec.max_restarts},
+            "submitterPodTemplate": submitter_template(r),
             "rayClusterSpec": cluster_spec(r),
         },
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -9,7 +10,9 @@ from typing import Any
 import yaml
 
 from ekstrain import catalog
+from ekstrain.assembly import logs
 from ekstrain.assembly.jobs import bionemo, mpijob, nccl, pytorchjob, ray, slurm, trainium, trainjob, volcano
+from ekstrain.assembly.jobs import logs as joblogs
 from ekstrain.assembly.jobs.planning import PlannerBackend
 from ekstrain.assembly.jobs.resolve import ResolvedRun, resolve
 from ekstrain.assembly.jobs.spec import JobRequestError, RunSpec
@@ -87,7 +90,11 @@ def resolve_for(spec: RunSpec, cfg: StackConfig, scheduler: str, planner: Planne
         raise JobRequestError(f"unknown scheduler {scheduler!r}; use one of {', '.join(SCHEDULERS)}")
     # slurmd pods mount the FSx file system at the Slurm shared path, not at the pods' /fsx.
     mount = cfg.schedulers.slurm.shared_mount_path if scheduler == "slurm" else None
-    return resolve(spec, cfg, planner, require_family=SCHEDULERS[scheduler].family, mount_path=mount)
+    r = resolve(spec, cfg, planner, require_family=SCHEDULERS[scheduler].family, mount_path=mount)
+    # Every pod says which job, kind and queue it belongs to: the log agent and OpenCost read these labels.
+    labels = {**r.labels, **joblogs.pod_labels(scheduler, r.shape.name)}
+    slurm_log_dir = logs.SLURM_LOG_DIR if scheduler == "slurm" and cfg.logging.enabled else None
+    return dataclasses.replace(r, labels=labels, slurm_log_dir=slurm_log_dir)
 
 
 def render(spec: RunSpec, cfg: StackConfig, scheduler: str, planner: PlannerBackend | None = None) -> list[dict]:

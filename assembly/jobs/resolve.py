@@ -83,6 +83,11 @@ class ResolvedRun:
     """The stack's checkpoint directory on this mount (exists before any job: Slurm's output goes there)."""
     extra_files: dict[str, str] = field(default_factory=dict)
     """Files a builder adds to the launch ConfigMap (the Ray launcher)."""
+    queue: str = ""
+    """The Volcano queue the job names (assembly/schedulers/teams.py ``queue_for``); @default "": the partition's."""
+    slurm_log_dir: str | None = None
+    """sbatch: the node-local directory the job's output goes to (``<dir>/<job id>/<name>.out``), where the log
+    agent tails it (``ekstrain:logging``); None: the output goes only to the checkpoint root on FSx."""
     volcano: bool = False
     """The stack runs Volcano: every template gang-schedules through the partition's queue
     (``schedulers.volcano.enabled``; without Volcano a ``schedulerName: volcano`` pod would never bind)."""
@@ -516,7 +521,18 @@ def resolve(
         launcher_cpu=launcher_cpu,
         launcher_memory=launcher_memory,
         volcano=cfg.schedulers.volcano.enabled,
+        queue=_queue(cfg, part.name, spec.team),
     )
+
+
+def _queue(cfg: StackConfig, partition: str, team: str | None) -> str:
+    """The job's Volcano queue: its team's in the partition, or the partition's queue for work of no team."""
+    from ekstrain.assembly.schedulers import teams
+
+    try:
+        return teams.queue_for(cfg, partition, team)
+    except ValueError as exc:
+        raise JobRequestError(f"--team: {exc}") from None
 
 
 def launcher_requests(system_instance_types: list[str]) -> tuple[str, str]:

@@ -53,8 +53,10 @@ def script(r: ResolvedRun) -> str:
         lines.append(f"#SBATCH --gpus-per-node={r.instance.accelerator_count}")
     lines += [
         # The output file is opened before the script runs, so it goes to the stack's checkpoint root (it
-        # exists; a user's --checkpoint-path may not yet). No user text on #SBATCH lines.
-        f"#SBATCH --output={r.checkpoint_root}/%x-%j.out",
+        # exists; a user's --checkpoint-path may not yet), or with ekstrain:logging to the node's directory the log
+        # agent tails (the Prolog made <dir>/<job id>) and the script copies it to the checkpoint root.
+        # No user text on #SBATCH lines.
+        f"#SBATCH --output={output_path(r)}",
         "#SBATCH --requeue" if r.spec.max_restarts else "#SBATCH --no-requeue",
         "",
         f"# ekstrain run {r.name}: {r.spec.model} on {r.nodes} x {r.instance.name} ({r.efa} EFA each) "
@@ -62,6 +64,7 @@ def script(r: ResolvedRun) -> str:
         f"# plan: tp={d['tp']} pp={d['pp']} dp={d['dp']} cp={d['cp']} ep={d['ep']} vpp={d['vpp']} "
         f"micro_batch={d['micro_batch']} grad_accum={d['grad_accum']} zero={d['zero']} recompute={d['recompute']} "
         f"(global batch {r.spec.global_batch})",
+        *fsx_copy(r),
         *r.prelude(),
         *restart_guard(r),
         "",
@@ -87,19 +90,35 @@ def script(r: ResolvedRun) -> str:
         pre = ["neuron_parallel_compile", *r.torchrun(rdzv, files_dir), f"--max_steps={r.spec.precompile_steps}"]
         lines += [
             f"if [ ! -f {shlex.quote(marker)} ]; then",
-            f"  srun --kill-on-bad-exit=1 {shell_join([*container_flags(r), *pre])}",
+            f"  srun --kill-on-bad-exit=1 --label {shell_join([*container_flags(r), *pre])}",
             f"  touch {shlex.quote(marker)}",
             "fi",
         ]
     lines += [
         "status=0",
-        "srun --kill-on-bad-exit=1 "
+        "srun --kill-on-bad-exit=1 --label "
         + shell_join([*container_flags(r), *r.torchrun(rdzv, files_dir)])
         + " || status=$?",
         *requeue_on_failure(r),
         'exit "$status"',
     ]
     return "\n".join(lines) + "\n"
+
+
+def output_path(r: ResolvedRun) -> str:
+    """sbatch ``--output``: ``%j`` the job id, ``%x`` the job name (sbatch(1) filename pattern)."""
+    if r.slurm_log_dir:
+        return f"{r.slurm_log_dir}/%j/%x.out"
+    return f"{r.checkpoint_root}/%x-%j.out"
+
+
+def fsx_copy(r: ResolvedRun) -> list[str]:
+    """With the node-local output (ekstrain:logging), every line also goes to ``<checkpoint root>/<name>-<id>.out``
+    on FSx, where it was before, for whoever reads it from a login pod."""
+    if not r.slurm_log_dir:
+        return []
+    prefix = shlex.quote(f"{r.checkpoint_root}/{r.name}-")
+    return [f'exec > >(tee -a {prefix}"${{SLURM_JOB_ID}}.out") 2>&1']
 
 
 RESTART_COUNT = "${SLURM_RESTART_COUNT:-0}"

@@ -13,10 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ekstrain.planner import frameworks as planner_frameworks
 from ekstrain.planner import inputs as planner_inputs
 
-Framework = Literal["torchrun-fsdp", "deepspeed", "megatron", "neuronx-distributed"]
-FRAMEWORKS: tuple[str, ...] = ("torchrun-fsdp", "deepspeed", "megatron", "neuronx-distributed")
+Framework = Literal["fsdp", "hsdp", "deepspeed", "megatron", "neuronx-distributed"]
+FRAMEWORKS: tuple[str, ...] = planner_frameworks.JOB_NAMES
+"""The planner's one vocabulary (ekstrain/planner/frameworks.py); old names (``torchrun-fsdp``) are aliases."""
+FRAMEWORK_CHOICES: tuple[str, ...] = planner_frameworks.CHOICES
+"""What ``job render --framework`` accepts: the same names as ``plan --framework`` and ``plan --emit``."""
 TRAINIUM_FRAMEWORKS = frozenset({"neuronx-distributed"})
 """Frameworks that only run on Trainium; every other framework needs GPUs (CUDA/NCCL)."""
 
@@ -140,6 +144,7 @@ FIELD_FLAGS = {
     "model": "--model",
     "script": "--script",
     "instance_type": "--instance-type",
+    "team": "--team",
     "dataset_path": "--dataset-path",
     "checkpoint_path": "--checkpoint-path",
     "namespace": "--namespace",
@@ -172,10 +177,15 @@ class RunSpec:
     """@default ``train.py``: the training entry point, relative to the image's working dir or absolute."""
     args: tuple[str, ...] = ()
     """@default none: extra script arguments, appended after the plan's."""
-    framework: Framework = "torchrun-fsdp"
-    """@default torchrun-fsdp; ``neuronx-distributed`` for Trainium."""
+    framework: Framework = "fsdp"
+    """@default fsdp (torchrun + PyTorch FSDP2); ``neuronx-distributed`` for Trainium. The framework also
+    ranks the plan: the job runs the planner's best plan *for this framework*. Old names are aliases
+    (``torchrun-fsdp`` = ``fsdp``, ``neuron`` = ``neuronx-distributed``)."""
     lora_rank: int | None = None
     """@default none (full fine-tune); a rank makes the planner size a LoRA fine-tune."""
+    team: str | None = None
+    """@default none: the partition's queue for work of no team (``<partition>-shared`` when the stack names teams
+    there); a team of ``schedulers.volcano.teams`` puts the job in its queue ``<partition>-<team>``."""
     instance_type: str | None = None
     """@default the partition's first instance type; must be one of the partition's types."""
     dataset_path: str | None = None
@@ -221,8 +231,18 @@ class RunSpec:
                 f"--name {_shown(self.name)} must be a DNS-1035 label (a-z, 0-9, '-', starting with a "
                 f"letter) of at most {MAX_NAME} characters (the default is <model>-<scheduler>)"
             )
-        if self.framework not in FRAMEWORKS:
-            raise JobRequestError(f"unknown framework {self.framework!r}; use one of {', '.join(FRAMEWORKS)}")
+        framework = planner_frameworks.ALIASES.get(self.framework, self.framework)
+        if framework not in FRAMEWORKS:
+            raise JobRequestError(
+                f"unknown framework {self.framework!r}; use one of {', '.join(FRAMEWORKS)} "
+                f"(aliases: {', '.join(planner_frameworks.ALIASES)})"
+                + (
+                    "; no job template runs NeMo: `ekstrain plan search ... --emit nemo` prints its overrides"
+                    if framework == planner_frameworks.NEMO
+                    else ""
+                )
+            )
+        object.__setattr__(self, "framework", framework)
         self._check_numbers()
 
     def _check_numbers(self) -> None:

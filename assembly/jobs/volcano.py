@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ekstrain.assembly.jobs.pod import launch_configmap, worker_container, worker_template
+from ekstrain.assembly.jobs.pod import launch_configmap, queue, worker_container, worker_template
 from ekstrain.assembly.jobs.resolve import MASTER_PORT, ResolvedRun
 
 API_VERSION = "batch.volcano.sh/v1alpha1"
@@ -30,7 +30,7 @@ def build(r: ResolvedRun) -> list[dict[str, Any]]:
         "metadata": r.metadata(),
         "spec": {
             "schedulerName": SCHEDULER,
-            "queue": r.shape.name,
+            "queue": queue(r),
             "minAvailable": r.nodes,
             "maxRetry": r.spec.max_restarts,
             "plugins": {"ssh": [], "svc": [], "env": []},

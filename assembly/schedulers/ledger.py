@@ -16,7 +16,7 @@ v1.15 pkg/webhooks/admission/jobs/mutate/mutate_job.go), which is why ``default`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ekstrain import names
@@ -145,12 +145,60 @@ def _binding(policy: str, namespaces: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def policies(namespaces: Sequence[str]) -> list[dict[str, Any]]:
+def _cel_map(leaves: Mapping[str, Sequence[str]]) -> str:
+    return (
+        "{" + ", ".join(f"'{p}': [" + ", ".join(f"'{q}'" for q in qs) + "]" for p, qs in sorted(leaves.items())) + "}"
+    )
+
+
+def team_validations(
+    leaves: Mapping[str, Sequence[str]],
+) -> tuple[tuple[dict[str, str], ...], tuple[dict[str, str], ...]]:
+    """POD_VALIDATIONS and JOB_VALIDATIONS for a stack whose partitions have team queues
+    (assembly/schedulers/teams.py ``leaf_queues``): the queue a pod or job names is one of the leaves of the
+    partition it selects (the partition's own queue is their parent and holds no job under Volcano's hierarchy)."""
+    table = _cel_map(leaves)
+    pod_partition = f"{_SELECTOR}['{names.PARTITION_LABEL}']"
+    allowed = f"({pod_partition} in {table} ? {table}[{pod_partition}] : [{pod_partition}])"
+    fix = (
+        "name one of the partition's queues in the annotation " + QUEUE_ANNOTATION + ": <partition>-<team> "
+        "(`ekstrain job render --team`) or <partition>-shared (work of no team); a partition without teams: "
+        "<partition>"
+    )
+    pod = (
+        *POD_VALIDATIONS[:3],
+        {
+            "expression": f"!('{QUEUE_ANNOTATION}' in {_ANNOTATIONS}) || !('{names.PARTITION_LABEL}' in {_SELECTOR}) "
+            f"|| {_ANNOTATIONS}['{QUEUE_ANNOTATION}'] in {allowed}",
+            "message": f"the pod's queue ({QUEUE_ANNOTATION}) is not a queue of the partition its nodeSelector "
+            f"{names.PARTITION_LABEL} names: each partition's queues count that partition's nodes; " + fix,
+        },
+    )
+    task_partition = f"t.template.spec.nodeSelector['{names.PARTITION_LABEL}']"
+    job = (
+        JOB_VALIDATIONS[0],
+        {
+            "expression": "!has(object.spec.tasks) || object.spec.tasks.all(t, !has(t.template.spec) || "
+            "!has(t.template.spec.nodeSelector) || "
+            f"!('{names.PARTITION_LABEL}' in t.template.spec.nodeSelector) || "
+            f"object.spec.queue in ({task_partition} in {table} ? {table}[{task_partition}] : [{task_partition}]))",
+            "message": f"a task selects partition {names.PARTITION_LABEL}=<p> but the job's spec.queue is not one of "
+            "that partition's queues: " + fix,
+        },
+    )
+    return pod, job
+
+
+def policies(namespaces: Sequence[str], leaves: Mapping[str, Sequence[str]] | None = None) -> list[dict[str, Any]]:
     """The three policies and their bindings for the namespaces users train in (``training``, and the Slurm and
-    JupyterHub namespaces where those run)."""
+    JupyterHub namespaces where those run). ``leaves``: partition -> the queues its pods may name, when the stack
+    names teams (assembly/schedulers/teams.py ``leaf_queues``); @default none: each partition's own queue."""
+    pod_rules, job_rules = POD_VALIDATIONS, JOB_VALIDATIONS
+    if leaves and any(list(qs) != [p] for p, qs in leaves.items()):
+        pod_rules, job_rules = team_validations(leaves)
     pairs = [
-        _policy(POD_POLICY, "", "v1", "pods", POD_VALIDATIONS),
-        _policy(JOB_POLICY, "batch.volcano.sh", "v1alpha1", "jobs", JOB_VALIDATIONS),
+        _policy(POD_POLICY, "", "v1", "pods", pod_rules),
+        _policy(JOB_POLICY, "batch.volcano.sh", "v1alpha1", "jobs", job_rules),
         _policy(PODGROUP_POLICY, "scheduling.volcano.sh", "v1beta1", "podgroups", PODGROUP_VALIDATIONS),
     ]
     return [obj for p in pairs for obj in (p, _binding(p["metadata"]["name"], namespaces))]

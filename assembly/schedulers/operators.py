@@ -18,6 +18,7 @@ from ekstrain.assembly.jobs import env as envtable
 from ekstrain.assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
 from ekstrain.assembly.jobs.resolve import worker_cpu_memory
 from ekstrain.assembly.jobs.spec import RunSpec
+from ekstrain.assembly.schedulers import teams
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain.controller_resources import MEDIUM
 from ekstrain.names import SYSTEM_NODE_SELECTOR
@@ -100,7 +101,8 @@ def torch_runtime(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
     pod: dict[str, Any] = {}
     if cfg.schedulers.volcano.enabled:
         spec["podGroupPolicy"] = {"volcano": {}}
-        template["metadata"] = {"annotations": {QUEUE_ANNOTATION: p.name}}
+        # the partition's queue for work of no team (its -shared leaf when teams name it: schedulers/teams.py)
+        template["metadata"] = {"annotations": {QUEUE_ANNOTATION: teams.shared_queue(cfg, p.name)}}
         pod["schedulerName"] = VOLCANO_SCHEDULER
     return {
         "apiVersion": TRAINER_API,

@@ -24,8 +24,9 @@ from __future__ import annotations
 from typing import Any
 
 from ekstrain import names, versions
+from ekstrain.assembly import logs
 from ekstrain.assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
-from ekstrain.assembly.schedulers import autoscaling
+from ekstrain.assembly.schedulers import autoscaling, teams
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain.controller_resources import MEDIUM, SMALL, sized
 from ekstrain.names import SYSTEM_NODE_AFFINITY, SYSTEM_NODE_SELECTOR
@@ -127,10 +128,40 @@ def slurmd_resources(p: PartitionFacts) -> dict[str, Any]:
     return {"requests": dict(res), "limits": dict(res)}
 
 
+LOG_VOLUME = "job-logs"
+LOG_PROLOG = "50-ekstrain-job-logs.sh"
+
+
+def log_prolog() -> str:
+    """Slurm's Prolog (root, on each node before the job's first step there; slurm.schedmd.com/prolog_epilog.html)
+    makes the job's own output directory on the node, owned by the job's user, so slurmstepd can open
+    ``--output=<dir>/<job id>/<name>.out`` where the log agent tails it (ekstrain:logging)."""
+    return "\n".join(
+        [
+            "#!/usr/bin/env bash",
+            "set -euo pipefail",
+            f'install -d -m 0750 -o "$SLURM_JOB_UID" -g "${{SLURM_JOB_GID:-$SLURM_JOB_UID}}" '
+            f'"{logs.SLURM_LOG_DIR}/$SLURM_JOB_ID"',
+            "",
+        ]
+    )
+
+
+def _log_volume(cfg: StackConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(volumes, mounts): the node's sbatch-output directory, with ekstrain:logging."""
+    if not cfg.logging.enabled:
+        return [], []
+    return (
+        [{"name": LOG_VOLUME, "hostPath": {"path": logs.SLURM_LOG_DIR, "type": "DirectoryOrCreate"}}],
+        [{"name": LOG_VOLUME, "mountPath": logs.SLURM_LOG_DIR}],
+    )
+
+
 def nodeset(cfg: StackConfig, p: PartitionFacts, default: bool = False) -> dict[str, Any]:
     """``nodesets.<partition>`` value of the slurm chart."""
     resources = slurmd_resources(p)
     shm = f"{int(int(resources['limits']['memory'][:-2]) * SHM_FRACTION)}Gi"
+    log_volumes, log_mounts = _log_volume(cfg)
     return {
         "replicas": nodeset_replicas(cfg, p.name),
         "slurmd": {
@@ -142,6 +173,7 @@ def nodeset(cfg: StackConfig, p: PartitionFacts, default: bool = False) -> dict[
             "volumeMounts": [
                 {"name": SHARED_VOLUME, "mountPath": cfg.schedulers.slurm.shared_mount_path},
                 {"name": SHM_VOLUME, "mountPath": "/dev/shm"},
+                *log_mounts,
             ],
         },
         "logfile": {
@@ -162,6 +194,7 @@ def nodeset(cfg: StackConfig, p: PartitionFacts, default: bool = False) -> dict[
                 {"name": SHARED_VOLUME, "persistentVolumeClaim": {"claimName": names.FSX_PVC}},
                 # The container runtime's default /dev/shm is 64 MiB: NCCL would fail on it.
                 {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": shm}},
+                *log_volumes,
             ],
         },
     }
@@ -176,7 +209,8 @@ def _queue_metadata(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
     ``nodesets.<n>.metadata`` goes onto the NodeSet's pod template (charts/slurm 1.2.1 values.yaml)."""
     if not cfg.schedulers.volcano.enabled:
         return {}
-    return {"metadata": {"annotations": {QUEUE_ANNOTATION: p.name}}}
+    # With teams the partition's queue is a parent: slurmd pods go to its `-shared` leaf (assembly/schedulers/teams.py).
+    return {"metadata": {"annotations": {QUEUE_ANNOTATION: teams.shared_queue(cfg, p.name)}}}
 
 
 def _queue_scheduler(cfg: StackConfig) -> dict[str, Any]:
@@ -255,6 +289,8 @@ def slurm_values(cfg: StackConfig) -> dict[str, Any]:
         },
         "nodesets": {p.name: nodeset(cfg, p, default=i == 0) for i, p in enumerate(parts)},
     }
+    if cfg.logging.enabled:
+        values["prologScripts"] = {LOG_PROLOG: log_prolog()}
     if values["loginsets"][LOGINSET]["rootSshAuthorizedKeys"] is None:
         del values["loginsets"][LOGINSET]["rootSshAuthorizedKeys"]
     if not s.accounting:

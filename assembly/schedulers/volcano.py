@@ -39,6 +39,7 @@ from typing import Any
 import yaml
 
 from ekstrain import names
+from ekstrain.assembly.schedulers import teams
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 from ekstrain.partitions import layout_nodes
@@ -71,17 +72,28 @@ CONTROLLER_RESOURCES: dict[str, dict[str, dict[str, str]]] = {
 }
 
 
-def scheduler_config() -> dict[str, Any]:
-    return {"actions": ", ".join(SCHEDULER_ACTIONS), "tiers": [{"plugins": list(t)} for t in SCHEDULER_TIERS]}
+def scheduler_config(hierarchy: bool = False) -> dict[str, Any]:
+    """``hierarchy``: the stack names teams, so the capacity plugin runs with ``enableHierarchy`` (volcano v1.15.1
+    pkg/scheduler/conf ``enableHierarchy``; docs/user-guide/how_to_use_capacity_plugin.md): each leaf queue is admitted
+    against itself and every ancestor (capacity.go ``checkJobEnqueueableHierarchically``)."""
+    tiers = [{"plugins": [dict(p) for p in t]} for t in SCHEDULER_TIERS]
+    if hierarchy:
+        for tier in tiers:
+            for plugin in tier["plugins"]:
+                if plugin["name"] == "capacity":
+                    plugin["enableHierarchy"] = True
+    return {"actions": ", ".join(SCHEDULER_ACTIONS), "tiers": tiers}
 
 
-def volcano_values() -> dict[str, Any]:
+def volcano_values(cfg: StackConfig | None = None) -> dict[str, Any]:
     """Admission, controllers and scheduler on system nodes (``custom.default_ns`` is the chart's
     node selector for all of its components); the scheduler config that admits gangs by queue capacity."""
     return {
         "custom": {
             "default_ns": dict(SYSTEM_NODE_SELECTOR),
-            "scheduler_config_override": yaml.safe_dump(scheduler_config(), sort_keys=False),
+            "scheduler_config_override": yaml.safe_dump(
+                scheduler_config(cfg is not None and teams.hierarchy(cfg)), sort_keys=False
+            ),
             # The chart sets no resources (values.yaml `*_resources: ~`): BestEffort pods are the kubelet's
             # first eviction victims under node pressure on the shared system nodes. Requests = limits on
             # memory make them Burstable with a floor; cpu is not limited (no throttling of the scheduler).
@@ -119,5 +131,59 @@ def queue(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
     }
 
 
+def team_queues(cfg: StackConfig, p: PartitionFacts) -> list[dict[str, Any]]:
+    """The leaves under partition ``p``'s queue when teams name it (assembly/schedulers/teams.py): one per team and
+    ``<p>-shared``. Volcano v1.15.1 capacity plugin with enableHierarchy (capacity.go ``checkHierarchicalQueue``):
+
+    - ``guarantee`` (= ``deserved``) = the team's guaranteed nodes: no sibling's realCapability includes it
+      (``ExceededPart(parent, sum of the children's guarantees) + own guarantee``), so the team's gangs up to it are
+      admitted as soon as they arrive, however much others borrowed; ``-shared`` guarantees nothing;
+    - ``capability`` = the whole partition (the parent's): a team borrows the nodes nobody is guaranteed when idle;
+    - ``priority``: the capacity plugin's QueueOrderFn admits a higher-priority leaf's pending jobs first when room
+      frees up in the partition;
+    - ``reclaimable: false``, no reclaim action: with ``enqueue`` a gang that does not fit stays Pending, and Volcano's
+      reclaim and gangreclaim actions only act for admitted jobs (actions/reclaim/reclaim.go and
+      actions/gangreclaim/gangreclaim.go skip ``job.IsPending()``), so reclaim could only evict running training
+      ranks for jobs that were admitted anyway. Guarantees are what keeps a team's nodes for it.
+    """
+    share = queue_capability(p, p.config.max_nodes)
+    out = []
+    by_team = {t.name: t for t in cfg.schedulers.volcano.teams}
+    for name in [*teams.teams_of(cfg, p.name), teams.SHARED]:
+        team = by_team.get(name)
+        nodes = team.guarantees.get(p.name, 0) if team else 0
+        spec: dict[str, Any] = {
+            "parent": p.name,
+            "reclaimable": False,
+            "priority": team.priority if team else 0,
+            "capability": dict(share),
+        }
+        if nodes:
+            spec["deserved"] = queue_capability(p, nodes)
+            spec["guarantee"] = {"resource": queue_capability(p, nodes)}
+        out.append(
+            {
+                "apiVersion": QUEUE_API,
+                "kind": "Queue",
+                "metadata": {
+                    "name": teams.team_queue(p.name, name),
+                    "labels": {names.PARTITION_LABEL: p.name, TEAM_LABEL: name},
+                },
+                "spec": spec,
+            }
+        )
+    return out
+
+
+TEAM_LABEL = "ekstrain.io/team"
+"""On each team queue: the team (``shared`` for the partition's shared leaf)."""
+
+
 def queues(cfg: StackConfig) -> list[dict[str, Any]]:
-    return [queue(cfg, p) for p in partition_facts(cfg)]
+    """One Queue per partition; with teams, the leaves under it (:func:`team_queues`)."""
+    out = []
+    for p in partition_facts(cfg):
+        out.append(queue(cfg, p))
+        if teams.has_teams(cfg, p.name):
+            out += team_queues(cfg, p)
+    return out

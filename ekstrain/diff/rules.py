@@ -87,6 +87,14 @@ REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
     "aws:iam/policy:Policy": ("name", "namePrefix", "path", "description"),
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": ("role", "policyArn"),
     "aws:iam/openIdConnectProvider:OpenIdConnectProvider": ("url",),
+    # internal/service/sns/topic.go, topic_policy.go, topic_subscription.go
+    "aws:sns/topic:Topic": ("name", "namePrefix", "fifoTopic"),
+    "aws:sns/topicPolicy:TopicPolicy": ("arn",),
+    "aws:sns/topicSubscription:TopicSubscription": ("topicArn", "protocol", "endpoint"),
+    # internal/service/budgets/budget.go
+    "aws:budgets/budget:Budget": ("accountId", "name", "namePrefix"),
+    # internal/service/ce/cost_allocation_tag.go (no ForceNew: create and update both set the status)
+    "aws:costexplorer/costAllocationTag:CostAllocationTag": (),
     # internal/service/kms/key.go, alias.go, key_policy.go
     "aws:kms/key:Key": ("customerMasterKeySpec", "keyUsage", "multiRegion", "customKeyStoreId", "xksKeyId"),
     "aws:kms/alias:Alias": ("name", "namePrefix"),
@@ -339,6 +347,8 @@ UNIQUE_IDENTITY: dict[str, tuple[str, ...]] = {
     "aws:iam/policy:Policy": ("name",),
     "aws:kms/alias:Alias": ("name",),
     "aws:sqs/queue:Queue": ("name",),
+    "aws:sns/topic:Topic": ("name",),
+    "aws:budgets/budget:Budget": ("name",),
     "aws:s3/bucket:Bucket": ("bucket",),
     "aws:efs/mountTarget:MountTarget": ("fileSystemId", "subnetId"),
     "aws:eks/accessEntry:AccessEntry": ("clusterName", "principalArn"),

@@ -51,6 +51,12 @@ H100_FORWARD: dict[tuple[str, bool], tuple[float, ...]] = {
     (FA3, False): (467, 565, 625, 638, 646, 648),
     (FA3, True): (292, 423, 521, 579, 602, 616),
 }
+FA_TRITON = "flash-triton"
+"""FlashAttention written in Triton (flash-attention's ``flash_attn_triton.py``, the kernel MPT's
+``attn_impl: triton`` runs): FlashAttention-2 is "1.3-2.5x faster than FlashAttention in Triton" (Dao
+2023, arXiv 2307.08691, section 4.1, A100 forward and backward); this kernel runs at FA2's throughput
+divided by ``FA2_OVER_TRITON``, the geometric middle of that range. Not fitted."""
+FA2_OVER_TRITON = (1.3 * 2.5) ** 0.5
 A100_FA2_PLATEAU = 0.73
 """FlashAttention-2's forward on A100, non-causal head dim 128 at long sequences (Dao 2023)."""
 BACKWARD_RATIO = 0.8
@@ -87,6 +93,8 @@ def head_dim_factor(head_dim: int) -> float:
 def forward_fraction(generation: str, kernel: str, head_dim: int, seq: float, causal: bool) -> float:
     """Fraction of the generation's dense BF16 peak the attention forward reaches (causal credited
     half of the square, i.e. per FLOP the kernel really computes)."""
+    if kernel == FA_TRITON:
+        return forward_fraction(generation, FA2, head_dim, seq, causal) / FA2_OVER_TRITON
     fraction = _interpolate(H100_FORWARD[(kernel, causal)], seq) / H100_PEAK_TFLOPS
     if generation == "a100":
         fraction *= A100_FA2_PLATEAU / (H100_FORWARD[(FA2, False)][-1] / H100_PEAK_TFLOPS)

@@ -14,10 +14,11 @@ from statistics import mean
 from typing import Any
 
 from ekstrain import catalog
+from ekstrain.planner.attention import FA_TRITON
 from ekstrain.planner.efficiency import GENERATIONS, MEGATRON_2021, Efficiency
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import BF16, FP8, Fleet
-from ekstrain.planner.models import NARAYANAN_TABLE1_MODELS, ModelSpec, get_model
+from ekstrain.planner.models import NARAYANAN_TABLE1_MODELS, ModelSpec, _gpt, get_model
 from ekstrain.planner.parallel import FULL, NONE
 from ekstrain.planner.perf import step_flops
 from ekstrain.planner.plan import Plan, evaluate
@@ -140,6 +141,8 @@ class Measurement:
     published_tokens_per_s_per_device: float
     """Tokens per second per GPU (per Trainium chip), as published or converted as ``assumed`` says."""
     assumed: str = ""
+    attention_kernel: str | None = None
+    """The attention kernel the source ran where it is not its framework's default (attention.py)."""
 
     @property
     def legacy(self) -> bool:
@@ -148,7 +151,9 @@ class Measurement:
 
     @property
     def nodes(self) -> int:
-        per_node = GPUS_PER_NODE if self.legacy else catalog.get(self.instance).accelerator_count
+        per_node = (
+            GPUS_PER_NODE if self.instance in (SELENE, MOSAICML_A100) else catalog.get(self.instance).accelerator_count
+        )
         return self.gpus // per_node
 
     def plan(self, efficiency: Efficiency | None = None) -> Plan:
@@ -156,11 +161,13 @@ class Measurement:
             # 2021 software: Megatron-LM did not overlap DP traffic; DeepSpeed ZeRO-3 prefetched.
             fleet = selene(self.nodes)
             efficiency = replace(efficiency or MEGATRON_2021, dp_overlap=self.framework == _DEEPSPEED)
+        elif self.instance == MOSAICML_A100:
+            fleet = replace(selene(self.nodes), name=MOSAICML_A100)
         else:
             fleet = Fleet.from_instance(self.instance, self.nodes)
         dp = fleet.ranks // (self.tp * self.pp * self.cp)
         return evaluate(
-            get_model(self.model),
+            model_for(self.model, self.seq_len),
             fleet,
             self.global_batch,
             self.seq_len,
@@ -171,12 +178,13 @@ class Measurement:
             vpp=self.vpp,
             micro_batch=self.micro_batch,
             recompute=self.recompute,
-            sequence_parallel=self.tp > 1,
+            sequence_parallel=self.tp > 1 and not self.legacy,  # 2021 Megatron-LM had no SP
             zero=self.zero,
             precision=self.precision,
             framework=self.framework,
             flash_attention=not self.legacy,
             efficiency=efficiency,
+            attention_kernel=self.attention_kernel,
         )
 
     def error(self, efficiency: Efficiency | None = None) -> float:
@@ -187,9 +195,18 @@ class Measurement:
 _LLAMA3 = "Llama 3 herd paper (arXiv 2407.21783) Table 4"
 _NEMO_2407 = "NVIDIA/NeMo docs/source/performance/performance_summary.md (NeMo 24.07, DGX-H100, FP8)"
 _BRIDGE = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md"
+_BRIDGE_NOW = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md"
 _TITAN_A100 = "pytorch/torchtitan docs/performance.md (64 A100 80GB, FSDP2)"
 _TITAN_H200 = "pytorch/torchtitan benchmarks/llama3_8b_h200_2025-06_torchtitan.md"
 _NEURON = "aws-neuron-sdk general/benchmarks/trn1/training_data_decoder.csv (Neuron 2.15/2.16)"
+_NEURON_220 = "aws-neuron-sdk general/benchmarks/trn1/training_data_decoder.csv (Neuron 2.20, commit 5ccac8f3)"
+_NEURON_224 = "aws-neuron-sdk general/benchmarks/trn1/training_data_decoder.csv (Neuron 2.24, commit 90a7fe4b)"
+_FOUNDRY = "mosaicml/llm-foundry scripts/train/benchmarking/README.md"
+_FOUNDRY_A100 = _FOUNDRY + " A100 80GB (FSDP)"
+_FOUNDRY_H100 = _FOUNDRY + " H100 80GB BF16 (FSDP)"
+_FOUNDRY_H100_FP8 = _FOUNDRY + " H100 80GB FP8 (FSDP)"
+ADDED_IN_V4 = (_NEURON_220, _NEURON_224, _FOUNDRY_A100, _FOUNDRY_H100, _FOUNDRY_H100_FP8)
+"""Sources added by the second round of issue 37 (reports show the first round's sources apart)."""
 _MEGATRON = "megatron"
 _FSDP = "fsdp"
 _DEEPSPEED = "deepspeed"
@@ -203,6 +220,38 @@ def _llama3_tokens(tflops: float, seq_len: int) -> float:
 
 
 SELENE = "selene"
+MOSAICML_A100 = "mosaicml-a100-80gb"
+"""MosaicML's A100 80GB nodes (llm-foundry benchmark tables: 8 GPUs, "1600 Gbps node-node interconnect
+(RoCE)"): Selene's figures (8 x 200 Gb/s per node), modern software."""
+
+
+def _mpt(name: str, layers: int, hidden: int, heads: int) -> ModelSpec:
+    """MPT as llm-foundry's benchmark sweep ran it (scripts/train/yamls/pretrain/mpt-*.yaml): GPT-style
+    4h MLP, vocabulary 50,368, tied embeddings, no dropout; the sweep's models carry biases, LayerNorm
+    biases and a learned position table of the run's sequence length (its NumParams column: MPT-7B at
+    2048 tokens = 6,658,859,008 = our count exactly, tests/planner/test_calibration.py)."""
+    return replace(_gpt(name, layers, hidden, heads, vocab=50368), dropout=False)
+
+
+CALIBRATION_MODELS: dict[str, ModelSpec] = {
+    m.name: m
+    for m in (
+        _mpt("mpt-1b", 24, 2048, 16),
+        _mpt("mpt-3b", 32, 2560, 20),
+        _mpt("mpt-7b", 32, 4096, 32),
+        _mpt("mpt-13b", 40, 5120, 40),
+        _mpt("mpt-30b", 48, 7168, 56),
+        _mpt("mpt-70b", 80, 8192, 64),
+    )
+}
+"""Models that only calibration rows use (not offered by ``--model``)."""
+
+
+def model_for(name: str, seq_len: int) -> ModelSpec:
+    """A calibration row's model: MPT's learned position table is as long as the run's sequence."""
+    if name in CALIBRATION_MODELS:
+        return replace(CALIBRATION_MODELS[name], max_positions=seq_len)
+    return get_model(name)
 
 
 def _table2_tokens(model: str, global_batch: int, hardware_tflops: float) -> float:
@@ -220,14 +269,16 @@ def _neuron(seq_per_s: float, seq_len: int, nodes: int) -> float:
 # fmt: off
 MEASUREMENTS: tuple[Measurement, ...] = (
     # H100, BF16: Llama 3 405B pre-training on Meta's 16K H100 (400 Gb/s per GPU, like p5).
-    Measurement("h100", FIT, _LLAMA3, "llama3-405b", "p5.48xlarge", 8192, 2048, 8192, 8, 16, 1, 4, 1, 1,
+    Measurement("h100", FIT, _LLAMA3, "llama3-405b", "p5.48xlarge", 8192, 2048, 8192, 8, 16, 1, 8, 1, 2,
                 "none", "bf16", _MEGATRON, _llama3_tokens(430, 8192),
-                "vpp 4 (the 430 -> 400 drop from m = 32 to 16 fits v = 4-8), no recompute, distributed "
-                "optimizer, causal attention FLOPs: none of these is printed"),
-    Measurement("h100", FIT, _LLAMA3, "llama3-405b", "p5.48xlarge", 16384, 2048, 8192, 8, 16, 1, 4, 1, 1,
+                "section 3.3.2: the memory-balanced interleaved schedule, one layer per virtual stage (vpp 8: "
+                "126 layers + embedding + loss in 16 x 8 slots, the end chunks hold no layer); section 3.3.1: "
+                "optimizer states and gradients sharded over DP, weights not (zero 2); no recompute and causal "
+                "attention FLOPs are not printed"),
+    Measurement("h100", FIT, _LLAMA3, "llama3-405b", "p5.48xlarge", 16384, 2048, 8192, 8, 16, 1, 8, 1, 2,
                 "none", "bf16", _MEGATRON, _llama3_tokens(400, 8192), "as above"),
-    Measurement("h100", VALIDATION, _LLAMA3, "llama3-405b", "p5.48xlarge", 16384, 128, 131072, 8, 16, 16, 4,
-                1, 1, "none", "bf16", _MEGATRON, _llama3_tokens(380, 131072), "as above; 16M tokens/step"),
+    Measurement("h100", VALIDATION, _LLAMA3, "llama3-405b", "p5.48xlarge", 16384, 128, 131072, 8, 16, 16, 8,
+                1, 2, "none", "bf16", _MEGATRON, _llama3_tokens(380, 131072), "as above; 16M tokens/step"),
     # H100, FP8 (NeMo 24.07 fit; Megatron-Bridge 25.09 held out).
     Measurement("h100", FIT, _NEMO_2407, "llama3-8b", "p5.48xlarge", 8, 128, 8192, 1, 1, 2, 1, 1, 1, "none",
                 "fp8", _MEGATRON, 12036),
@@ -243,6 +294,14 @@ MEASUREMENTS: tuple[Measurement, ...] = (
                 8, 1, 5, 1, 1, "none", "fp8", _MEGATRON, 1619),
     Measurement("h100", VALIDATION, _BRIDGE + " 25.09 DGX-H100", "llama3-405b", "p5.48xlarge", 1024, 512, 8192,
                 8, 8, 2, 8, 1, 1, "none", "fp8", _MEGATRON, 302),
+    # Never fitted: Megatron-Bridge 25.11's DGX-H100 table (docs/performance-summary.md, "25.11 NeMo
+    # Container"), a newer container of the same recipes; FSDP 1 = zero 3.
+    Measurement("h100", VALIDATION, _BRIDGE_NOW + " 25.11 DGX-H100", "llama3-8b", "p5.48xlarge", 8, 128, 8192, 1,
+                1, 1, 1, 1, 3, "none", "fp8", _MEGATRON, 14451, "FSDP 1 = zero 3"),
+    Measurement("h100", VALIDATION, _BRIDGE_NOW + " 25.11 DGX-H100", "llama3-70b", "p5.48xlarge", 64, 128, 8192, 4,
+                8, 1, 5, 1, 1, "none", "fp8", _MEGATRON, 1602),
+    Measurement("h100", VALIDATION, _BRIDGE_NOW + " 25.11 DGX-H100", "llama3-405b", "p5.48xlarge", 1024, 512,
+                8192, 8, 8, 2, 8, 1, 1, "none", "fp8", _MEGATRON, 292),
     # H200: held out entirely; it runs on H100's fitted constants.
     Measurement("h200", VALIDATION, _TITAN_H200, "llama3-8b", "p5e.48xlarge", 32, 64, 8192, 1, 1, 1, 1, 2, 3,
                 "none", "fp8", _FSDP, 10938, "torch.compile + float8; selective AC taken as none"),
@@ -257,10 +316,10 @@ MEASUREMENTS: tuple[Measurement, ...] = (
                 1, 1, 1, 1, 2, 1, "none", "fp8", _MEGATRON, 30624),
     Measurement("b200", VALIDATION, _BRIDGE + " 25.11 DGX-B200", "llama3-405b", "p6-b200.48xlarge", 128, 64,
                 8192, 4, 8, 2, 8, 1, 1, "none", "fp8", _MEGATRON, 661),
-    # A100 held out (fit: Narayanan Table 1 above): Narayanan Table 2 (PTD-P rows, same software,
+    # A100 fit with Narayanan Table 1 above: Narayanan Table 2 (PTD-P rows, same software,
     # model-parallel size 96 = TP8 x PP12 and 280 = TP8 x PP35), then torchtitan FSDP2.
     *(
-        Measurement("a100", VALIDATION, "Narayanan et al. 2021 Table 2 (PTD-P)", model, SELENE, gpus, batch,
+        Measurement("a100", FIT, "Narayanan et al. 2021 Table 2 (PTD-P)", model, SELENE, gpus, batch,
                     SEQ_LEN, 8, pp, 1, 1, 1, 0, "full", "bf16", _MEGATRON, _table2_tokens(model, batch, tflops),
                     "micro-batch 1 as printed; hardware TFLOP/s converted with Eq. 3")
         for model, pp, batch, gpus, tflops in (
@@ -303,11 +362,87 @@ MEASUREMENTS: tuple[Measurement, ...] = (
     Measurement("trainium1", FIT, _NEURON, "llama2-7b", "trn1.32xlarge", 16 * 16, 1024, 4096, 8, 1, 1, 1, 1, 1,
                 "none", "bf16", _MEGATRON, _neuron(93.3, 4096, 16), "selective recompute taken as none"),
     Measurement("trainium1", FIT, _NEURON, "llama2-70b", "trn1.32xlarge", 32 * 16, 1024, 4096, 32, 4, 1, 1, 1, 1,
-                "full", "bf16", _MEGATRON, _neuron(15.34, 4096, 32), "full recompute"),
+                "none", "bf16", _MEGATRON, _neuron(15.34, 4096, 32),
+                "selective recompute taken as none: the tutorial's script runs sequence parallelism and selective "
+                "activation checkpointing (training_llama2_tp_pp.rst; run_llama3_70B_tp_pp.sh: "
+                "--use_selective_checkpoint 1 --use_flash_attention 1)"),
     Measurement("trainium1", VALIDATION, _NEURON, "llama2-13b", "trn1.32xlarge", 32 * 16, 1024, 4096, 8, 4, 1, 1,
                 1, 1, "none", "bf16", _MEGATRON, _neuron(85.65, 4096, 32), "selective recompute taken as none"),
     Measurement("trainium1", VALIDATION, _NEURON, "gpt3-175b", "trn1.32xlarge", 32 * 16, 1024, 2048, 32, 8, 1,
                 1, 1, 1, "full", "bf16", _MEGATRON, _neuron(13.3, 2048, 32), "NeMo-Megatron, full recompute"),
+    # Trainium1, a second and third release of the same page (aws-neuron/aws-neuron-sdk history): Neuron 2.20
+    # (Sep 2024; NxD, Llama 2 at 4k and Llama 3.1 at 8k, new layouts: Llama 2 13B/70B at PP8) sets Trainium1's
+    # efficiency with the 2.15/2.16 rows; Neuron 2.24 (Jun 2025) is never fitted. Topologies in NeuronCores,
+    # 32 cores per trn1.32xlarge, and they multiply to the nodes' cores (e.g. TP32 DP4 PP8 = 1,024 = 32 nodes).
+    *(
+        Measurement("trainium1", split, source, model, "trn1.32xlarge", nodes * 16, 1024, seq, tp, pp, 1, 1, 1, 1,
+                    recompute, "bf16", _MEGATRON, _neuron(seq_per_s, seq, nodes),
+                    "full recompute" if recompute == "full" else "selective recompute taken as none")
+        for split, source, model, nodes, tp, pp, seq, seq_per_s, recompute in (
+            (FIT, _NEURON_220, "llama2-7b", 16, 8, 1, 4096, 101.3, "none"),
+            (FIT, _NEURON_220, "llama2-13b", 32, 8, 8, 4096, 84.0, "none"),
+            (FIT, _NEURON_220, "llama2-70b", 32, 32, 8, 4096, 14.2, "none"),
+            (FIT, _NEURON_220, "llama3-8b", 32, 32, 1, 8192, 49.47, "none"),
+            (FIT, _NEURON_220, "llama3-70b", 32, 32, 8, 8192, 7.59, "none"),
+            (VALIDATION, _NEURON_224, "llama3-8b", 32, 32, 1, 8192, 47.95, "none"),
+            (VALIDATION, _NEURON_224, "llama3-70b", 32, 32, 8, 8192, 7.94, "none"),
+        )
+    ),
+    # PyTorch FSDP (FULL_SHARD) in MosaicML Composer, llm-foundry's MPT benchmark tables, every row of a model
+    # of 1B parameters or more: (model, sequence, GPUs, micro-batch, grad accumulation, activation
+    # checkpointing = full recompute, published tokens/s per GPU). The A100 80GB table sets FSDP's software
+    # factor with torchtitan's row; the H100 tables are never fitted (H100's fleet: p5's 3,200 Gb/s; the table
+    # does not print the network, and all but a few rows run on one node). Attention: FlashAttention in Triton
+    # (the tables came with llm-foundry commit b2a43a14, Oct 2023, whose submit_benchmarks.py sets attn_impl
+    # from --attn_impl, default "triton", which sweep.sh never passes; attention.FA_TRITON).
+    *(
+        Measurement(generation, split, source, f"mpt-{size}", instance, gpus, micro * accum * gpus, seq, 1, 1, 1,
+                    1, micro, 3, "full" if checkpointing else "none", precision, _FSDP, tokens,
+                    "FULL_SHARD; activation checkpointing = full recompute", FA_TRITON)
+        for generation, split, source, instance, precision, table in (
+            ("a100", FIT, _FOUNDRY_A100, MOSAICML_A100, "bf16", (
+                ("70b", 2048, 64, 8, 4, 1, 410), ("70b", 2048, 32, 2, 16, 1, 373),
+                ("30b", 8192, 8, 1, 21, 1, 574), ("30b", 4096, 8, 1, 21, 1, 814), ("30b", 2048, 8, 3, 21, 1, 916),
+                ("30b", 1024, 8, 6, 21, 1, 946), ("30b", 512, 8, 12, 21, 1, 967),
+                ("13b", 32768, 8, 1, 3, 1, 1016), ("13b", 16384, 8, 3, 3, 1, 1431), ("13b", 8192, 8, 5, 3, 1, 1795),
+                ("13b", 4096, 8, 10, 3, 1, 2060), ("13b", 2048, 8, 2, 3, 0, 2262), ("13b", 1024, 8, 40, 3, 1, 2330),
+                ("7b", 65536, 8, 1, 2, 1, 1013), ("7b", 32768, 8, 2, 2, 1, 1672), ("7b", 16384, 8, 4, 2, 1, 2453),
+                ("7b", 8192, 8, 8, 2, 1, 3206), ("7b", 4096, 8, 16, 2, 1, 3684), ("7b", 2048, 8, 6, 2, 0, 4641),
+                ("7b", 1024, 8, 64, 2, 1, 4357),
+                ("3b", 65536, 8, 1, 2, 1, 1767), ("3b", 32768, 8, 3, 6, 1, 3029), ("3b", 16384, 8, 1, 6, 0, 5529),
+                ("3b", 8192, 8, 3, 6, 0, 7695), ("3b", 4096, 8, 5, 6, 0, 9457), ("3b", 2048, 8, 10, 2, 0, 10811),
+                ("3b", 1024, 8, 20, 6, 0, 11580), ("3b", 512, 8, 40, 6, 0, 12127),
+                ("1b", 65536, 8, 1, 2, 1, 3044), ("1b", 32768, 8, 1, 4, 0, 6275), ("1b", 16384, 8, 2, 4, 0, 9956),
+                ("1b", 8192, 8, 3, 4, 0, 13814), ("1b", 4096, 8, 7, 4, 0, 17807), ("1b", 2048, 8, 14, 4, 0, 20513),
+                ("1b", 1024, 8, 18, 4, 0, 22112), ("1b", 512, 8, 56, 4, 0, 23148),
+            )),
+            ("h100", VALIDATION, _FOUNDRY_H100, "p5.48xlarge", "bf16", (
+                ("70b", 2048, 64, 8, 4, 1, 1039), ("70b", 2048, 32, 2, 16, 1, 882),
+                ("30b", 8192, 8, 1, 21, 1, 1384), ("30b", 4096, 8, 1, 21, 1, 1802),
+                ("30b", 2048, 32, 14, 3, 1, 2308), ("30b", 2048, 16, 10, 3, 1, 2263),
+                ("30b", 2048, 8, 3, 21, 1, 2002), ("30b", 1024, 8, 6, 21, 1, 2084),
+                ("13b", 32768, 8, 1, 3, 1, 1976), ("13b", 16384, 8, 3, 3, 1, 2985), ("13b", 4096, 8, 10, 3, 1, 4717),
+                ("13b", 2048, 64, 2, 1, 0, 4800), ("13b", 2048, 32, 2, 1, 0, 4811), ("13b", 2048, 16, 2, 1, 0, 4767),
+                ("13b", 2048, 8, 2, 1, 0, 4792), ("13b", 1024, 8, 40, 3, 1, 5502),
+                ("7b", 65536, 8, 1, 2, 1, 1956), ("7b", 32768, 8, 2, 2, 1, 3318), ("7b", 8192, 8, 8, 2, 1, 6935),
+                ("7b", 4096, 8, 16, 2, 1, 8611), ("7b", 2048, 8, 6, 1, 0, 10643), ("7b", 1024, 8, 64, 2, 1, 10203),
+                ("3b", 65536, 8, 1, 2, 1, 3262), ("3b", 32768, 8, 3, 6, 1, 5873), ("3b", 16384, 8, 1, 6, 0, 11152),
+                ("3b", 8192, 8, 3, 6, 0, 16578), ("3b", 4096, 8, 5, 6, 0, 20964), ("3b", 2048, 64, 6, 3, 0, 22525),
+                ("3b", 2048, 32, 6, 3, 0, 23021), ("3b", 2048, 16, 10, 3, 0, 24142), ("3b", 1024, 8, 20, 6, 0, 27046),
+                ("3b", 512, 8, 40, 6, 0, 27965),
+                ("1b", 65536, 8, 1, 2, 1, 5506), ("1b", 32768, 8, 1, 4, 0, 12025), ("1b", 16384, 8, 2, 4, 0, 19649),
+                ("1b", 8192, 8, 3, 4, 0, 29157), ("1b", 4096, 8, 7, 4, 0, 38535), ("1b", 2048, 64, 20, 1, 0, 44402),
+                ("1b", 2048, 32, 20, 1, 0, 45130), ("1b", 2048, 16, 20, 1, 0, 46037),
+                ("1b", 2048, 8, 14, 1, 0, 45455), ("1b", 1024, 8, 18, 4, 0, 48910), ("1b", 512, 8, 56, 4, 0, 52275),
+            )),
+            ("h100", VALIDATION, _FOUNDRY_H100_FP8, "p5.48xlarge", "fp8", (
+                ("3b", 32768, 8, 3, 6, 1, 5856), ("3b", 8192, 8, 3, 6, 0, 19146), ("3b", 2048, 8, 10, 6, 0, 30586),
+                ("3b", 512, 8, 40, 6, 0, 36527), ("1b", 32768, 8, 1, 4, 0, 12580), ("1b", 8192, 8, 2, 4, 0, 32010),
+                ("1b", 512, 8, 56, 4, 0, 70315),
+            )),
+        )
+        for size, seq, gpus, micro, accum, checkpointing, tokens in table
+    ),
 )
 # fmt: on
 
@@ -480,3 +615,32 @@ def generation_report() -> str:
             f"{m.published_tokens_per_s_per_device:.0f} | {plan.tokens_per_s / m.gpus:.0f} | {m.error():+.1%} |"
         )
     return "\n".join(lines)
+
+
+TABLE1_SOURCE = "Narayanan et al. 2021 Table 1"
+TABLE1_ROWS: tuple[Measurement, ...] = tuple(
+    Measurement(
+        "a100",
+        FIT,
+        TABLE1_SOURCE,
+        row.model.name,
+        SELENE,
+        row.gpus,
+        row.global_batch,
+        SEQ_LEN,
+        row.tp,
+        row.pp,
+        1,
+        1,
+        1,
+        0,
+        "full",
+        "bf16",
+        _MEGATRON,
+        _table2_tokens(row.model.name, row.global_batch, row.published_tflops_per_gpu),
+        "micro-batch 1, plain 1F1B; hardware TFLOP/s converted with Eq. 3",
+    )
+    for row in TABLE1
+)
+ALL_ROWS: tuple[Measurement, ...] = TABLE1_ROWS + MEASUREMENTS
+"""Every published run as a row: what validation.py leaves out source by source."""

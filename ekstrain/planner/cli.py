@@ -7,7 +7,7 @@ import sys
 from typing import Any, NoReturn
 
 from ekstrain import cli_kit
-from ekstrain.planner import calibration, inputs
+from ekstrain.planner import calibration, frameworks, inputs, validation
 from ekstrain.planner.efficiency import Efficiency, efficiency_for
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import BF16, FP8, Fleet
@@ -15,13 +15,14 @@ from ekstrain.planner.models import MODELS, ModelSpec, get_model
 from ekstrain.planner.parallel import RECOMPUTE_MODES, ZERO_STAGES
 from ekstrain.planner.plan import Plan, evaluate
 from ekstrain.planner.search import search
-from ekstrain.planner.training import FRAMEWORKS, MEGATRON
+from ekstrain.planner.training import FRAMEWORKS
 
 EXIT_USAGE = 2
 DEFAULT_TOP = 10
-EMIT_CHOICES = ("megatron", "deepspeed", "nemo", "torchrun", "neuron")
+EMIT_CHOICES = frameworks.CHOICES
 """``--emit``: print the launch lines ``ekstrain job render`` would write for the (first) plan instead of the
-table. The command line sets ``args.launch`` (ekstrain/assembly/plan_emit.py: the job templates' own code)."""
+table; the plans are ranked for that framework. Same names as ``--framework`` and ``job render --framework``
+(frameworks.py). The command line sets ``args.launch`` (ekstrain/assembly/plan_emit.py: the job templates' code)."""
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -127,7 +128,10 @@ def _add_common(parser: argparse.ArgumentParser, required: bool = True) -> None:
         help="store the attention scores (Korthikanti's 5as/h term)",
     )
     parser.add_argument(
-        "--framework", choices=FRAMEWORKS, default=MEGATRON, help="whose model-state bookkeeping to assume"
+        "--framework",
+        choices=frameworks.CHOICES,
+        default=None,
+        help="the framework that runs the plan and ranks it (default megatron, or --emit's)",
     )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--out", help="write the output to this file instead of stdout")
@@ -183,6 +187,8 @@ def _inputs(args: argparse.Namespace) -> tuple[ModelSpec, Fleet, int, dict[str, 
         inputs.check_count(
             "--global-batch-tokens / --seq-len", global_batch, 1, inputs.MAX_GLOBAL_BATCH, "use fewer tokens per step"
         )
+    framework, args.emit = frameworks.for_plan_command(args.framework, getattr(args, "emit", None))
+    args.framework = frameworks.cost_model(framework)
     options = {
         "precision": args.precision,
         "lora_rank": args.lora_rank,
@@ -227,6 +233,7 @@ def _calibrate(args: argparse.Namespace) -> int:
                         "per_generation": tables[0],
                         "per_generation_and_framework": tables[1],
                         "rows": tables[2],
+                        "leave_one_source_out": cli_kit.markdown_tables(validation.report()),
                     }
                 )
             )
@@ -235,6 +242,9 @@ def _calibrate(args: argparse.Namespace) -> int:
         print(calibration.report())
         print("\nPer-generation fit and held-out validation (tokens/s per device):\n")
         print(calibration.generation_report())
+        covered, total = validation.coverage()
+        print(f"\nLeave one source out (fit on the others, predict it; bands cover {covered}/{total}):\n")
+        print(validation.report())
         return 0
     if not 0 < args.measured < 1e7 or args.measured != args.measured:
         raise PlanError(f"--measured must be seconds per step, > 0 and finite, got {args.measured}")

@@ -81,6 +81,15 @@ def all_reduce(links: Links, bytes_: float, n: int, stride: int) -> float:
     return BASE_LATENCY_S + intra + min(ring, tree)
 
 
+def ring_latency(links: Links, n: int, stride: int) -> float:
+    """The latency alone of one flat-ring all-gather or reduce-scatter over ``n`` ranks (what a tiny
+    buffer costs): the base launch latency plus n - 1 steps, network steps when the group spans nodes."""
+    if n <= 1:
+        return 0.0
+    _, nodes = links.layout(n, stride)
+    return BASE_LATENCY_S + (n - 1) * (RING_STEP_NVLINK_S if nodes == 1 else RING_STEP_NETWORK_S)
+
+
 def reduce_scatter(links: Links, bytes_: float, n: int, stride: int) -> float:
     """Reduce-scatter of a ``bytes_`` buffer (all-gather of a ``bytes_`` result costs the same).
 

@@ -83,19 +83,22 @@ def _lookup(entries: tuple[tuple[str, float], ...], framework: str) -> float:
     return dict(entries).get(framework, 1.0)
 
 
-FRAMEWORK_SOFTWARE = (("fsdp", 0.846),)
-"""PyTorch FSDP2 stacks (torchtitan, eager, SDPA): 0.846 of Megatron's GEMM throughput, fitted on
-torchtitan's Llama 2 13B row (calibration.py); the same factor on every generation."""
-ZERO3_TRAFFIC = (("deepspeed", 0.12),)
-ZERO3_OVERLAP = (("deepspeed", 0.7),)
+FRAMEWORK_SOFTWARE = (("fsdp", 0.993),)
+"""PyTorch FSDP stacks: 0.993 of Megatron's GEMM throughput, fitted on torchtitan's Llama 2 13B row
+(FSDP2, eager, SDPA) and llm-foundry's A100 80GB MPT table (Composer FSDP FULL_SHARD) together
+(calibration.py); the same factor on every generation."""
+ZERO3_TRAFFIC = (("deepspeed", 0.48),)
+ZERO3_OVERLAP = (("deepspeed", 0.04),)
 """DeepSpeed ZeRO-3 as Narayanan 2021 Table 2 measured it (GPT-3 175B on 384-1536 A100): its
-all-gathers and reduce-scatters reach 0.12 of NCCL's ring bandwidth and hide behind 0.7 of the
-concurrent pass (fitted together on a 0.02 grid; the 530B rows held out). FSDP keeps 1.0/1.0
-(prefetch of the next layer); only the first all-gather and last reduce-scatter stay exposed."""
-A100 = Efficiency(matmul=0.73, software=FRAMEWORK_SOFTWARE, zero3_traffic=ZERO3_TRAFFIC, zero3_overlap=ZERO3_OVERLAP)
-"""Fitted on Narayanan et al. 2021 Table 1 (docs/planner.md, Calibration)."""
-H100 = replace(A100, matmul=0.55, matmul_fp8=0.558, tp_overlap=0.8)
-"""BF16 fitted on the Llama 3 405B runs, FP8 on NeMo 24.07's DGX-H100 table (calibration.py);
+all-gathers and reduce-scatters reach 0.48 of NCCL's ring bandwidth and hide behind 0.04 of the
+concurrent pass, on top of one collective latency per parameter tensor (perf.py; fitted together
+on a 0.04 grid, validation.fit_constants; the 530B rows held out). FSDP keeps 1.0/1.0 (prefetch of the next
+layer); only the first all-gather and last reduce-scatter stay exposed."""
+A100 = Efficiency(matmul=0.725, software=FRAMEWORK_SOFTWARE, zero3_traffic=ZERO3_TRAFFIC, zero3_overlap=ZERO3_OVERLAP)
+"""Fitted on Narayanan et al. 2021 Tables 1 and 2 (PTD-P) (docs/planner.md, Calibration)."""
+H100 = replace(A100, matmul=0.516, matmul_fp8=0.558, tp_overlap=0.8)
+"""BF16 fitted on the Llama 3 405B runs (at Meta's memory-balanced vpp 8 and ZeRO-2 sharding, section
+3.3 of the paper), FP8 on NeMo 24.07's DGX-H100 table (calibration.py);
 the FP8 efficiency is the BF16 one within 1 %: FP8's smaller speed-up is the cast traffic
 (perf.FP8_CAST_BYTES), not a lower GEMM efficiency. tp_overlap 0.8: Transformer Engine's
 userbuffer overlap, on in NeMo's Hopper recipes; chosen from
@@ -103,15 +106,27 @@ userbuffer overlap, on in NeMo's Hopper recipes; chosen from
 H200 = replace(H100)
 """Same SM as H100 (only HBM capacity and bandwidth differ, which the fleet carries): H100's
 constants; marked uncalibrated (bands.py)."""
-B200 = replace(A100, matmul=0.542, matmul_fp8=0.55, tp_overlap=0.8)
+B200 = replace(A100, matmul=0.55, matmul_fp8=0.55, tp_overlap=0.8)
 """FP8 fitted on Megatron-Bridge 25.09's DGX-B200 table. No public B200 BF16 dense-LLM run was
-found: BF16 is H100's BF16 x (B200 FP8 / H100 FP8), iterated to a fixed point, unvalidated."""
-TRAINIUM1 = replace(A100, matmul=0.373, tp_overlap=0.8)
-"""Fitted on the Neuron SDK's trn1.32xlarge NxD table. tp_overlap 0.8: the Neuron compiler runs
-TP collectives asynchronously under compute (XLA async collectives); chosen from {0, 0.5, 0.8} as
-for H100 on the fit rows (fit MAE 14.3 -> 8.2 %), the held-out rows agreeing (15.9 -> 11.0 %)."""
+found: BF16 takes the FP8 fraction (as on H100, where the two fits agree within 1 %; the rule every
+generation without rows of one precision follows, validation.fit_constants), unvalidated."""
+TRAINIUM1 = replace(A100, matmul=0.43, tp_overlap=0.0)
+"""Fitted on the Neuron SDK's trn1.32xlarge NxD tables (releases 2.15/2.16 and 2.20; 2.24 never
+fitted). tp_overlap 0: TP collectives over NeuronLink are priced in full, none hidden under compute.
+Chosen from {0, 0.25, 0.5, 0.8, 1} on the fit rows with the matmul efficiency refitted at each: fit MAE
+4.1 / 5.8 / 8.3 / 11.9 / 14.6 %, the held-out rows agreeing (13.3 / 14.0 / 15.0 / 16.7 / 19.5 %). The
+first release's 0.8 was chosen on its two fit rows; the TP32 rows of Neuron 2.20 (Llama 3 8B at TP32:
++37 % at 0.8, +5 % at 0) are what decide it."""
 TRAINIUM2 = replace(TRAINIUM1)
 """No public Trainium2 training throughput was found: Trainium1's constants, marked uncalibrated."""
+
+MAMF: dict[str, float] = {"a100": 0.859, "h100": 0.801, "h200": 0.801, "b200": 0.776}
+"""Maximum achievable matmul FLOPS as a fraction of the dense BF16 peak (the best large GEMM a
+generation's cuBLAS reaches): stas00/ml-engineering compute/accelerator/README.md, "Maximum Achievable
+Matmul FLOPS comparison table" (A100 SXM 267.9/312, H100 SXM 792.1/989) and the B200 table of the same
+book (1745/2250). Trainium has no published figure. validation.fit_constants scales a generation
+without training rows by it (generation prior = MAMF x the mean fitted fraction of MAMF the others
+reach end to end), so what carries to a new chip is the chip's GEMM ceiling, not another chip's fit."""
 
 GENERATIONS: dict[str, Efficiency] = {
     "a100": A100,

@@ -213,8 +213,10 @@ def megatron_args(plan: Plan) -> list[str]:
     """Megatron-LM (megatron-core) ``pretrain_gpt.py`` arguments: the model's (megatron_model_args), then
     parallelism.
 
-    ZeRO 1 and 2 map to ``--use-distributed-optimizer`` (it shards optimizer states and reduce-scatters
-    gradients), ZeRO 3 to ``--use-torch-fsdp2``; uneven stages to the first/last-stage layer counts."""
+    ZeRO 1 maps to ``--use-distributed-optimizer`` (it shards optimizer states and reduce-scatters
+    gradients), ZeRO 2 to Megatron-FSDP ``optim_grads`` (gradients sharded too), ZeRO 3 to
+    ``--use-torch-fsdp2``; uneven stages to the first/last-stage layer counts, or with interleaving to
+    Megatron-core's embedding/loss-in-split flags (Meta's memory-balanced pipeline)."""
     p = plan
     args = [
         *megatron_model_args(plan),
@@ -233,19 +235,31 @@ def megatron_args(plan: Plan) -> list[str]:
         "--bf16",
     ]
     edge, full = p.parallel.stage_layers(p.model.layers)
-    if p.pp > 1 and edge < full:
-        args += [
-            "--decoder-first-pipeline-num-layers",
-            str(edge),
-            "--decoder-last-pipeline-num-layers",
-            str(p.model.layers - edge - full * (p.pp - 2)),
-        ]
-    if p.vpp > 1:
-        args += ["--num-layers-per-virtual-pipeline-stage", str(full // p.vpp)]
+    balanced = p.pp > 1 and full * p.pp - p.model.layers == 2
+    if balanced and p.vpp > 1:
+        # Meta's memory-balanced split: embedding and loss each take one layer's slot, so the first chunk
+        # of the first stage and the last chunk of the last stage hold one transformer layer fewer.
+        args += ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
+        args += ["--num-virtual-stages-per-pipeline-rank", str(p.vpp)]
+    else:
+        if p.pp > 1 and edge < full:
+            args += [
+                "--decoder-first-pipeline-num-layers",
+                str(edge),
+                "--decoder-last-pipeline-num-layers",
+                str(p.model.layers - edge - full * (p.pp - 2)),
+            ]
+        if p.vpp > 1:
+            args += ["--num-layers-per-virtual-pipeline-stage", str(full // p.vpp)]
     if p.sequence_parallel:
         args.append("--sequence-parallel")
-    if p.zero in (1, 2):
+    if p.zero == 1:
         args.append("--use-distributed-optimizer")
+    elif p.zero == 2:
+        # Megatron-FSDP, optimizer states and gradients sharded (ZeRO-2), with the flags the Megatron-FSDP
+        # user guide requires (Megatron-LM docs/discussions/megatron-fsdp-user-guide, "Required Configurations").
+        args += ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads"]
+        args += ["--no-gradient-accumulation-fusion", "--use-distributed-optimizer", "--ckpt-format", "fsdp_dtensor"]
     elif p.zero == 3:
         args.append("--use-torch-fsdp2")
     if p.parallel.offload_optimizer:

@@ -8,7 +8,7 @@ Model states per trainable parameter depend on whose bookkeeping runs (``state_b
 * Megatron-LM: bf16 weights (2) and fp32 main gradients (4, ``--accumulate-allreduce-grads-in-fp32``
   default) plus 12 of fp32 main weights, momentum and variance: 18 B/param, or ``6 + 12/d`` with
   the distributed optimizer (Megatron-LM README, "Distributed Optimizer" table, "bf16 param,
-  fp32 grads" row). ZeRO 2 is the same under Megatron (its gradient buffer is not sharded).
+  fp32 grads" row). ZeRO 2 is Megatron-FSDP's ``optim_grads``: ``2 + 16/d`` (gradients sharded too).
 * FSDP (PyTorch FSDP2 with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), also what
   Megatron's ``--use-torch-fsdp2`` runs): fp32 sharded parameters (4), fp32 gradients (4), Adam
   m and v (8) = 16/d; the bf16 copy of the layer being computed is a buffer.
@@ -62,8 +62,12 @@ def state_bytes_per_param(framework: str, zero: int, shards: int) -> tuple[float
         return weights, FP32_BYTES / n, ADAM_MOMENTS_BYTES / n
     if framework in (FSDP, HSDP):  # DDP with autocast: fp32 weights, fp32 gradients, fp32 m and v
         return FP32_BYTES, FP32_BYTES, ADAM_MOMENTS_BYTES
-    # Megatron: bf16 weights, fp32 main gradients, distributed optimizer for zero 1/2.
-    return WEIGHT_BYTES, FP32_BYTES, OPTIMIZER_BYTES / (n if zero >= 1 else 1)
+    # Megatron: bf16 weights, fp32 main gradients, distributed optimizer for zero 1; zero 2 is
+    # Megatron-FSDP's ``optim_grads`` (optimizer states and gradients sharded, weights whole: "similar to
+    # ZeRO-2", megatron_fsdp ShardingStrategy), the sharding Meta ran Llama 3 405B with ("we shard the
+    # optimizer states and gradients, but for model shards we do not reshard after forward", arXiv
+    # 2407.21783 section 3.3.1).
+    return WEIGHT_BYTES, FP32_BYTES / (n if zero == 2 else 1), OPTIMIZER_BYTES / (n if zero >= 1 else 1)
 
 
 def model_state_bytes(

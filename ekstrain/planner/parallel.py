@@ -112,13 +112,19 @@ class ParallelConfig:
                 f"{model.layers} layers do not split into {self.pp} stages "
                 f"(at most the first and last stage may hold one layer less)"
             )
-        if self.vpp > 1 and (self.pp < 2 or full % self.vpp or (short and full == self.vpp)):
+        if self.vpp > 1 and (self.pp < 2 or full % self.vpp or (short == 1 and full == self.vpp)):
             # Uneven stages stay expressible: each rank runs vpp chunks of full/vpp layers and the
             # first chunk of the first stage and the last chunk of the last stage are one layer short
-            # (Llama 3 405B: 126 layers, pp 16, vpp 2 -> chunks of 4, the two end chunks of 3).
+            # (Llama 3 405B: 126 layers, pp 16, vpp 2 -> chunks of 4, the two end chunks of 3). This is
+            # Meta's memory-balanced split (arXiv 2407.21783 section 3.3.2: "we reduce one Transformer
+            # layer each from the first and the last stages ... the first model chunk on the first stage
+            # has only the embedding, and the last model chunk on the last stage has only output
+            # projection and loss"), Megatron-core's --account-for-embedding-in-pipeline-split and
+            # --account-for-loss-in-pipeline-split: with chunks of one layer (vpp = layers per stage) the
+            # two end chunks hold no transformer layer at all.
             raise PlanError(
                 f"vpp {self.vpp} needs pp >= 2 and the {full} layers of a full stage divisible by vpp "
-                f"(into chunks of 2 or more when the end stages are a layer short)"
+                f"(into chunks of 2 or more when only one end stage is a layer short)"
             )
         if training.global_batch % (self.dp * self.micro_batch):
             raise PlanError(

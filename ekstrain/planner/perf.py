@@ -348,7 +348,7 @@ def _attention_time(
         forward = 4 * tokens * s * h / p.tp / (bf16_peak * eff.matmul * eff.software_for(training.framework))
         return forward, 2 * forward
     executed = 4 * tokens * s * h / p.tp * (0.5 if model.causal else 1.0)
-    kernel = attention.kernel_for(fleet.generation, training.framework)
+    kernel = training.attention_kernel or attention.kernel_for(fleet.generation, training.framework)
     if kernel is None:  # no published kernel table: the generation's GEMM efficiency
         forward_fraction = backward_fraction = eff.matmul * eff.software_for(training.framework)
     else:
@@ -360,6 +360,17 @@ def _attention_time(
 
 
 GRAD_WIRE_BYTES = {MEGATRON: 4, FSDP: 4, HSDP: 4, DEEPSPEED: 2}
+
+
+def zero3_tensors_per_layer(model: ModelSpec) -> int:
+    """Parameter tensors of one transformer layer as a framework holds them: a fused QKV and an output
+    projection, the MLP's two matrices (three gated), a bias with each when the model has biases, and two
+    norms (weight, plus bias for LayerNorm). GPT-3: 4 x 2 + 2 x 2 = 12; Llama: 5 + 2 = 7."""
+    matrices = 2 + (3 if model.gated_mlp else 2)
+    norms = 2 * (2 if model.norm == "layernorm" else 1)
+    return matrices * (2 if model.biases else 1) + norms
+
+
 """Bytes per gradient element on the wire: Megatron reduces its fp32 main gradients (unless
 --grad-reduce-in-bf16), FSDP2's reduce_dtype=fp32 likewise; DeepSpeed reduces bf16/fp16 gradients."""
 
@@ -426,18 +437,20 @@ def step_time(
         )
 
     overlap = 1.0 if eff.dp_overlap else 0.0
-    megatron_like = training.framework != DEEPSPEED
     if p.zero == 0:
         # One all-reduce after the last micro-batch, bucketed under its backward pass.
         dp = max(0.0, grads_all_reduce() - overlap * slowest.backward)
-    elif p.zero <= 2 and (megatron_like or p.zero == 1):
+    elif p.zero == 1 or (p.zero == 2 and training.framework in (FSDP, HSDP)):
         # Distributed optimizer / ZeRO-1: gradients reduce-scattered once a step under the last
         # backward, updated weights all-gathered under the next step's first forward.
         dp = max(0.0, grads_reduce_scatter() - overlap * slowest.backward)
         dp += max(0.0, weights_all_gather() - overlap * slowest.forward)
     elif p.zero == 2:
-        # DeepSpeed ZeRO-2 reduce-scatters every micro-batch (that is what frees the gradients).
-        dp = m * max(0.0, grads_reduce_scatter() - overlap * slowest.backward)
+        # DeepSpeed ZeRO-2 and Megatron-FSDP optim_grads reduce-scatter every micro-batch (that is what
+        # frees the gradients). The reduce-scatter runs on its own stream (DeepSpeed overlap_comm,
+        # Megatron-FSDP's gradient stream) while the next micro-batch computes, so it hides behind a whole
+        # micro-batch (forward and backward), not only the backward that produced it.
+        dp = m * max(0.0, grads_reduce_scatter() - overlap * (slowest.forward + slowest.backward))
         dp += max(0.0, weights_all_gather() - overlap * slowest.forward)
     else:
         # ZeRO-3 / FSDP: weights gathered for every forward and backward, gradients scattered, per
@@ -453,6 +466,14 @@ def step_time(
             + max(0.0, gather + scatter - hidden * slowest.backward)
             + min(edge_units, hidden * (slowest.forward + slowest.backward))
         )
+        if training.framework == DEEPSPEED:
+            # DeepSpeed ZeRO-3 gathers and scatters parameter by parameter: `_allgather_params_coalesced`
+            # (deepspeedai/DeepSpeed deepspeed/runtime/zero/partition_parameters.py) launches one all-gather
+            # per parameter tensor and is, in its own docstring, a "blocking call"; so every tensor of every
+            # layer pays a collective's latency three times per micro-batch (gather for forward, gather for
+            # backward, reduce-scatter of its gradient) and nothing hides it.
+            tensors = zero3_tensors_per_layer(model) * last_layers
+            dp += m * 3 * tensors * comm.ring_latency(links, dense_n, dense_stride)
         replicas = p.grad_reduce_ranks // dense_n
         if replicas > 1:  # HSDP: the gradient shards all-reduced across replicas under the last backward
             replica_sync = comm.all_reduce(links, wire * params.trainable_dense / dense_n, replicas, p.tp * dense_n)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ekstrain.planner import emit, inputs
+from ekstrain.planner import emit, frameworks, inputs
 from ekstrain.planner.bands import Band, band_for
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import GIB, Fleet
@@ -320,16 +320,18 @@ def evaluate(
     flash_attention: bool = True,
     framework: str = MEGATRON,
     efficiency: Efficiency | None = None,
+    attention_kernel: str | None = None,
 ) -> Plan:
     """Evaluate one fixed layout. The plan is returned even when it does not fit (``plan.fits``);
-    a layout that does not divide raises PlanError."""
+    a layout that does not divide raises PlanError. ``framework`` is any name of frameworks.py."""
     training = TrainingSpec(
         global_batch,
         seq_len,
         precision=precision,
         lora_rank=lora_rank,
         flash_attention=flash_attention,
-        framework=framework,
+        framework=frameworks.cost_model(framework),
+        attention_kernel=attention_kernel,
     )
     inputs.check_lora_rank(model, lora_rank)
     parallel = ParallelConfig(

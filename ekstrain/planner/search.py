@@ -17,7 +17,7 @@ from math import gcd, isqrt
 from typing import Any
 
 from ekstrain import catalog
-from ekstrain.planner import inputs
+from ekstrain.planner import frameworks, inputs
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import Fleet
 from ekstrain.planner.memory import MemoryBreakdown, worst_stage_memory
@@ -51,6 +51,13 @@ def _valid(parallel: ParallelConfig, model: ModelSpec, fleet: Fleet, training: T
     except PlanError:
         return False
     return True
+
+
+def _unlaunchable(parallel: ParallelConfig, training: TrainingSpec) -> bool:
+    """A layout the framework's launcher refuses: DeepSpeed's PipelineEngine asserts ZeRO stage < 2
+    ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism", deepspeed/runtime/pipe/engine.py),
+    so its best plan must not be one."""
+    return training.framework == DEEPSPEED and parallel.pp > 1 and parallel.zero >= 2
 
 
 def candidate_layouts(
@@ -105,7 +112,7 @@ def candidate_layouts(
                                 sequence_parallel=tp > 1,
                                 offload_optimizer=offload,
                             )
-                            if not _valid(lean, model, fleet, training):
+                            if not _valid(lean, model, fleet, training) or _unlaunchable(lean, training):
                                 continue
                             if worst_stage_memory(model, lean, training).total > capacity:
                                 continue  # model states alone do not fit: prune the branch
@@ -182,6 +189,7 @@ def search(
     top: int | None = None,
 ) -> list[Plan]:
     """All fitting plans, fastest first (ties: less memory first). Raises PlanError if none fits."""
+    framework = frameworks.cost_model(framework)  # any name of the one vocabulary (frameworks.py)
     training = TrainingSpec(
         global_batch,
         seq_len,

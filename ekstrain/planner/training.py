@@ -44,6 +44,9 @@ class TrainingSpec:
     framework: str = MEGATRON
     hsdp_shard: int = HSDP_SHARD
     """HSDP only: data-parallel ranks one replica's shards span."""
+    attention_kernel: str | None = None
+    """The fused attention kernel (attention.py names); None = the one the framework runs on the generation
+    (attention.kernel_for). Calibration rows set it where a source names another (llm-foundry: Triton)."""
 
     def __post_init__(self) -> None:
         if self.framework not in FRAMEWORKS:

@@ -11,7 +11,7 @@ from typing import Any
 from ekstrain.simulate import match, volcano
 from ekstrain.simulate.nodes import Node
 from ekstrain.simulate.quantity import parse, show
-from ekstrain.simulate.workloads import PodGroup, Workload, expand
+from ekstrain.simulate.workloads import QUEUE_ANNOTATION, PodGroup, Workload, expand
 
 DEVICE_PLUGINS: dict[str, tuple[str, ...]] = {
     # container image fragment -> extended resources that DaemonSet's plugin advertises on its node
@@ -50,6 +50,8 @@ class Cluster:
     """Slurm partition -> NodeSet object."""
     guarantees: dict[str, dict[str, float]] = field(default_factory=dict)
     """Volcano queue -> spec.guarantee.resource."""
+    parents: dict[str, str] = field(default_factory=dict)
+    """Volcano queue -> spec.parent (team queues under their partition's: assembly/schedulers/teams.py)."""
     controllers: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)
     """(Kind/name, replicas, pod spec) of the platform's Deployments and StatefulSets (the timeline places
     them first: they hold system-node room before any job arrives)."""
@@ -231,6 +233,15 @@ def _nodeset_groups(cluster: Cluster, w: Workload) -> tuple[list[PodGroup], list
     return [PodGroup("slurmd", max(nodes, replicas), nodeset_pod(ns))], problems
 
 
+def nodeset_queue(ns: dict[str, Any]) -> str | None:
+    """The Volcano queue of a NodeSet's slurmd pods: its pod template's ``scheduling.volcano.sh/queue-name`` when
+    the pods are scheduled by Volcano (assembly/schedulers/slurm.py), else None (they bypass the queues)."""
+    template = ns["spec"].get("template") or {}
+    if (template.get("spec") or {}).get("schedulerName") != "volcano":
+        return None
+    return str(((template.get("metadata") or {}).get("annotations") or {}).get(QUEUE_ANNOTATION, "default"))
+
+
 def nodeset_pod(ns: dict[str, Any]) -> dict[str, Any]:
     """The slurmd pod a Slinky NodeSet creates: its template plus the slurmd container (slurm-operator
     internal/builder/nodeset: template.spec + spec.slurmd as container ``slurmd``, spec.logfile sidecar)."""
@@ -307,6 +318,8 @@ def simulate(cluster: Cluster, objects: list[dict[str, Any]]) -> Result:
         if w.slurm:
             groups, problems = _nodeset_groups(cluster, w)
             w.groups, w.problems = groups, w.problems + problems
+            ns = cluster.nodesets.get(str(w.slurm.get("partition")))
+            w.volcano_queue = nodeset_queue(ns) if ns else None  # the slurmd pods' queue admits them
         blocked = [Blocked(w.name, "*", p) for p in w.problems]
         missing = unserved(cluster, obj)
         if missing:
@@ -314,7 +327,13 @@ def simulate(cluster: Cluster, objects: list[dict[str, Any]]) -> Result:
         if w.volcano_queue is not None:
             req = _min_resources(w)
             why = volcano.queue_block(w.volcano_queue, cluster.queues, req) or volcano.enqueue_block(
-                cluster.scheduler_config, req, idle, w.volcano_queue, cluster.queues, cluster.guarantees
+                cluster.scheduler_config,
+                req,
+                idle,
+                w.volcano_queue,
+                cluster.queues,
+                cluster.guarantees,
+                parents=cluster.parents,
             )
             if why:
                 blocked.append(Blocked(w.name, "*", why))

@@ -149,6 +149,11 @@ def load(build: pathlib.Path, system_instance_types: list[str]) -> Cluster:
         }
         for o in by_kind.get("Queue", [])
     }
+    parents = {
+        o["metadata"]["name"]: str((o.get("spec") or {}).get("parent"))
+        for o in by_kind.get("Queue", [])
+        if (o.get("spec") or {}).get("parent")
+    }
     if config is not None:
         queues.setdefault("default", {})  # the volcano chart creates it
     nodesets = {re.sub(r"^.*?-worker-", "", o["metadata"]["name"]): o for o in by_kind.get("NodeSet", [])}
@@ -158,6 +163,7 @@ def load(build: pathlib.Path, system_instance_types: list[str]) -> Cluster:
         scheduler_config=config or {},
         queues=queues,
         guarantees=guarantees,
+        parents=parents,
         crds=installed_crds(build),
         gang_kinds=gang_kinds(build),
         runtimes={o["metadata"]["name"]: o for o in by_kind.get("ClusterTrainingRuntime", [])},

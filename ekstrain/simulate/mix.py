@@ -17,6 +17,7 @@ the build. The format (times in hours; docs/simulate.md):
     faults:
       - {at: 5, kind: node-lost, job: Job/llama3-70b-megatron}
       - {at: 6, kind: health-notice, job: ..., windowHours: 72}
+      - {at: 1, kind: insufficient-capacity, job: ..., windowHours: 2, nodes: 5}   # EC2 has 5 more, then none for 2 h
 
 Every mistake is an :class:`~ekstrain.simulate.inputs.InputError` naming the key and the fix (exit 2).
 """
@@ -33,7 +34,7 @@ import yaml
 from ekstrain import catalog, health_gate, storage_sizing, yaml12
 from ekstrain.simulate.inputs import SAFE_LOADER, InputError, read_file
 from ekstrain.simulate.quantity import parse
-from ekstrain.simulate.timeline import FAULT_KINDS, Arrival, Fault, Mix
+from ekstrain.simulate.timeline import FAULT_KINDS, NEVER, Arrival, Fault, Mix
 
 MAX_HOURS = 24 * 31
 """The clock runs minute by minute: a month is the longest mix simulated."""
@@ -202,7 +203,7 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
     for i, entry in enumerate(faults):
         at = f"{where}: faults[{i}]"
         entry = _mapping(at, entry)
-        _known(at, entry, ("at", "kind", "job", "windowHours"))
+        _known(at, entry, ("at", "kind", "job", "windowHours", "nodes"))
         kind, job = entry.get("kind"), entry.get("job")
         if not isinstance(kind, str) or kind not in FAULT_KINDS:
             shown = repr(kind) if kind is None or isinstance(kind, str) else f"a {type(kind).__name__}"
@@ -216,12 +217,16 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
                 str(entry["kind"]),
                 str(entry["job"]),
                 int(_number(f"{at}.windowHours", entry.get("windowHours", 72), 0, MAX_HOURS) * 60),
+                _whole(f"{at}.nodes", entry.get("nodes", 0), 0, 100_000),
             )
         )
     return mix
 
 
 def _go_minutes(text: Any) -> int:
+    """A Go duration in whole minutes (rounded up); ``Never`` (Karpenter: never consolidate) is for ever."""
+    if str(text) == "Never":
+        return NEVER
     m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", str(text))
     if not m or not any(m.groups()):
         return 30

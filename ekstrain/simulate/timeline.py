@@ -50,14 +50,32 @@ from typing import Any
 
 from ekstrain import health_gate
 from ekstrain.simulate import match, volcano
-from ekstrain.simulate.engine import Cluster, _min_resources, free, nodeset_pod, per_node, place, unserved
+from ekstrain.simulate.engine import (
+    Cluster,
+    _min_resources,
+    free,
+    nodeset_pod,
+    nodeset_queue,
+    per_node,
+    place,
+    unserved,
+)
 from ekstrain.simulate.nodes import Node
 from ekstrain.simulate.workloads import PodGroup, Workload, expand
 
-FAULT_KINDS = ("node-lost", "node-unhealthy", "health-notice", "spot-interruption", "preflight-fails")
+FAULT_KINDS = (
+    "node-lost",
+    "node-unhealthy",
+    "health-notice",
+    "spot-interruption",
+    "insufficient-capacity",
+    "preflight-fails",
+)
 """``preflight-fails``: the next node Karpenter launches for the job is sick from the start (ekstrain/health_gate.py:
 its pre-flight fails, the guard taints it NoExecute and deletes it ``HOLD_SECONDS`` later)."""
 ACCELERATORS = ("nvidia.com/gpu", "aws.amazon.com/neuron")
+NEVER = 10**9
+"""``consolidateAfter: Never`` in minutes (ekstrain/simulate/mix.py: reserved partitions keep empty nodes)."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +95,11 @@ class Fault:
     job: str
     """The job whose (first) node is hit."""
     window: int = 0
-    """health-notice: minutes from the notice to the maintenance window."""
+    """health-notice: minutes from the notice to the maintenance window; insufficient-capacity: how long EC2 has
+    no more instances of the job's type."""
+    nodes: int = 0
+    """insufficient-capacity: instances of the type EC2 can still launch in the window (the first launches succeed,
+    the rest fail with InsufficientInstanceCapacity)."""
 
 
 @dataclass
@@ -164,6 +186,10 @@ class Job:
     last_checkpoint: float = 0.0
     waited: Counter[str] = field(default_factory=Counter)
     events: list[str] = field(default_factory=list)
+    short_of_capacity: bool = False
+    """An injected insufficient-capacity fault hit the job's instance type."""
+    slurm_pods: int = 0
+    """sbatch: the slurmd pods KEDA added to its NodeSet for it (its group's count: those the queue admitted)."""
     bound: list[tuple[PodGroup, SimNode]] = field(default_factory=list)
     failure: str = ""
     lost_accelerator_hours: float = 0.0
@@ -182,6 +208,8 @@ class Report:
     idle_usd: dict[str, dict[str, float]]
     problems: list[str]
     faults: list[str] = field(default_factory=list)
+    waits: list[str] = field(default_factory=list)
+    """The longest waits after admission and from an sbatch's arrival (Timeline.waits)."""
 
     def lines(self) -> list[str]:
         out = [job_line(j) for j in self.jobs if j.kind != "standing"]
@@ -193,7 +221,7 @@ class Report:
                 f"PARTITION {part}: idle {total:.1f} accelerator-hours, ${dollars:,.0f}"
                 + (f": {detail}" if detail else "")
             )
-        out += self.faults + [f"PROBLEM {p}" for p in self.problems]
+        out += self.waits + self.faults + [f"PROBLEM {p}" for p in self.problems]
         return out
 
 
@@ -301,6 +329,8 @@ class Timeline:
         self._placed: dict[int, tuple[Node | None, str]] = {}
         self.doomed: set[str] = set()
         """Jobs whose next launched node fails its pre-flight (``preflight-fails`` faults)."""
+        self.shortages: dict[str, tuple[int, int]] = {}
+        """instance type -> (minute EC2 has capacity again, instances it can still launch before then)."""
 
     def place(self, g: PodGroup) -> tuple[Node | None, str]:
         """engine.place on the Karpenter pools, once per pod group (the pools do not change)."""
@@ -333,6 +363,7 @@ class Timeline:
             if replicas:
                 obj = {"kind": "Pod", "metadata": {"name": f"slurmd-{part}"}, "spec": nodeset_pod(ns)}
                 w = Workload(f"NodeSet/{ns['metadata']['name']}", [PodGroup("slurmd", replicas, nodeset_pod(ns))])
+                w.volcano_queue = nodeset_queue(ns)
                 job = Job(Arrival(w.name, obj, 0, 10**9), w, "standing", 0, "", False, "")
                 self.jobs.append(job)
 
@@ -343,6 +374,8 @@ class Timeline:
             return
         if w.slurm:
             kind = "slurm"
+            ns = self.cluster.nodesets.get(str(w.slurm.get("partition")))
+            w.volcano_queue = nodeset_queue(ns) if ns else None
         elif a.obj.get("metadata", {}).get("labels", {}).get("component") == "singleuser-server":
             kind = "notebook"
         else:
@@ -487,7 +520,7 @@ class Timeline:
                 if n.state == "launching" and n.pool == candidate.pool and n.nominated in ("", job.name)
             )
             for _ in range(max(0, math.ceil((missing - launching) / per))):
-                blocked = self.can_launch(candidate)
+                blocked = self.can_launch(candidate) or self.insufficient_capacity(candidate)
                 if blocked:
                     reason = blocked
                     break
@@ -508,6 +541,22 @@ class Timeline:
         """Ready, or sick without the gate's NoExecute taint (then kube-scheduler still places pods there)."""
         return n.state == "ready" or (n.state == "unhealthy" and n.pool not in self.mix.gated_pools)
 
+    def insufficient_capacity(self, candidate: Node) -> str | None:
+        """An injected EC2 shortage of the candidate's type: CreateFleet fails with InsufficientInstanceCapacity once
+        the window's spare instances are used; Karpenter deletes the NodeClaim, caches the offering as unavailable
+        for 3 minutes and the provisioner tries again (karpenter-provider-aws v1.14.1 pkg/cache/cache.go
+        UnavailableOfferingsTTL, pkg/providers/instance/instance.go). The pods stay pending and keep what they hold."""
+        short = self.shortages.get(candidate.instance.name)
+        if short is None or self.now >= short[0]:
+            return None
+        if short[1] > 0:
+            self.shortages[candidate.instance.name] = (short[0], short[1] - 1)
+            return None
+        return (
+            f"Karpenter launching {candidate.instance.name} ({candidate.pool}): InsufficientInstanceCapacity, "
+            f"offering unavailable for 3 min, retried until EC2 has capacity ({_clock(short[0])})"
+        )
+
     def reserved(self, n: SimNode, job: Job) -> bool:
         """Launched for another job that still waits for it (Karpenter nominated its pods to the node)."""
         if not n.nominated or n.nominated == job.name:
@@ -520,9 +569,12 @@ class Timeline:
 
     # -- Volcano admission --
     def queue_used(self, queue: str) -> dict[str, float]:
+        """Allocated + inqueue of a queue: its admitted jobs, or with team queues every leaf's under it."""
         used: dict[str, float] = {}
         for j in self.jobs:
-            mine = j.workload.volcano_queue == queue and j.admitted_at is not None
+            q = j.workload.volcano_queue
+            under = q is not None and queue in volcano.ancestry(q, self.cluster.parents)
+            mine = under and j.admitted_at is not None
             if mine and j.state in ("waiting", "running"):
                 for g in j.workload.groups:
                     for r, v in match.pod_requests(g.spec).items():
@@ -537,9 +589,11 @@ class Timeline:
                     total[r] = total.get(r, 0.0) + v
         return total
 
-    def admit(self, job: Job) -> str | None:
-        queue = str(job.workload.volcano_queue)
-        req = _min_resources(job.workload)
+    def admit(self, job: Job, workload: Workload | None = None) -> str | None:
+        """Why Volcano keeps the job's PodGroup (or ``workload``'s: one slurmd pod of an sbatch) Pending, or None."""
+        w = workload or job.workload
+        queue = str(w.volcano_queue)
+        req = _min_resources(w)
         blocked = volcano.queue_block(queue, self.cluster.queues, req)
         if blocked:
             return blocked
@@ -557,6 +611,8 @@ class Timeline:
             self.cluster.queues,
             self.cluster.guarantees,
             self.queue_used(queue),
+            parents=self.cluster.parents,
+            used_by={q: self.queue_used(q) for q in volcano.ancestry(queue, self.cluster.parents)},
         )
 
     def proportion_block(self, job: Job) -> str | None:
@@ -590,6 +646,21 @@ class Timeline:
             job.hit_by_fault = True
             self.doomed.add(job.name)  # the next node launched for it
             return
+        if f.kind == "insufficient-capacity" and job is not None:
+            groups = list(job.workload.groups)
+            ns = self.cluster.nodesets.get(str(job.workload.slurm.get("partition"))) if job.kind == "slurm" else None
+            if not groups and ns is not None:  # an sbatch not scaled yet: the slurmd pods KEDA will add
+                groups = [PodGroup("slurmd", 1, nodeset_pod(ns))]
+            found = [c for c in (self.place(g)[0] for g in groups) if c is not None]
+            accel = [c for c in found if any(c.capacity.get(r) for r in ACCELERATORS)] or found
+            if accel:
+                job.hit_by_fault = job.short_of_capacity = True
+                kind = accel[0].instance.name
+                self.shortages[kind] = (self.now + f.window, f.nodes)
+                job.events.append(
+                    f"{_clock(self.now)} EC2 has {f.nodes} more {kind} until {_clock(self.now + f.window)}"
+                )
+                return
         holder = job
         if job is not None and job.kind == "slurm" and not job.bound:
             # an sbatch job runs on its partition's standing slurmd pods, or on those its NodeSet was scaled by
@@ -784,14 +855,37 @@ class Timeline:
             self.wait(job, f"Slurm holds it: NodeSet {ns['metadata']['name']} has {have - busy} idle slurmd pods")
             return
         # KEDA (or kubectl scale nodeset): the extra slurmd pods are this job's own consumers of the NodePool.
+        queue = job.workload.volcano_queue
         if not job.workload.groups:
-            job.workload.groups = [PodGroup("slurmd", nodes - max(0, have - busy), nodeset_pod(ns))]
+            job.slurm_pods = nodes - max(0, have - busy)
+            # Without a queue every scaled pod is scheduled at once; in one, none is until its queue admits it.
+            job.workload.groups = [PodGroup("slurmd", job.slurm_pods if queue is None else 0, nodeset_pod(ns))]
+        group = job.workload.groups[0]
+        blocked = None
+        while queue is not None and group.count < job.slurm_pods:
+            # Each slurmd pod is its own PodGroup (minMember 1) in the partition's queue (volcano
+            # pkg/controllers/podgroup/pg_controller_handler.go): enqueue admits them one at a time while the queue
+            # has room, so part of a job's pods can be admitted (and hold nodes) while the rest wait.
+            blocked = self.admit(job, Workload(job.name, [PodGroup("slurmd", 1, group.spec)], volcano_queue=queue))
+            if blocked:
+                break
+            group.count += 1
+            job.admitted_at = job.admitted_at if job.admitted_at is not None else self.now
+        if group.count == 0:
+            self.wait(job, f"NodeSet scaled by {job.slurm_pods}: {blocked}")
+            return
         job.admitted_at = job.admitted_at if job.admitted_at is not None else self.now
         why = self.try_start(job)
-        if why is None:
+        if why is None and group.count == job.slurm_pods:
             self.started(job)
+        elif why is None:
+            self.wait(
+                job,
+                f"NodeSet scaled by {job.slurm_pods}: {group.count} slurmd pods run, Slurm waits for the "
+                f"{job.slurm_pods - group.count} its queue has not admitted ({blocked})",
+            )
         else:
-            self.wait(job, f"NodeSet scaled by {job.workload.groups[0].count}: {why}")
+            self.wait(job, f"NodeSet scaled by {job.slurm_pods}: {why}")
 
     def pending_pools(self) -> dict[str, list[Job]]:
         """NodePool -> the admitted, waiting jobs whose pending pods Karpenter nominates to its nodes."""
@@ -847,6 +941,8 @@ class Timeline:
                 cat = "unhealthy"
             elif standing and not busy:
                 cat = "standing slurmd nodes without a Slurm job"
+            elif (n.holders or n.pool in nominated) and not busy and self.short_of_capacity(n, nominated):
+                cat = "held while EC2 has no capacity for the rest (insufficient-capacity)"
             elif n.holders and not busy and self.transient([j for j in self.jobs if j.name in n.holders]):
                 cat = "held while the job restarts or its other nodes launch"
             elif n.holders and not busy:
@@ -857,6 +953,8 @@ class Timeline:
                 cat = "held while the job restarts or its other nodes launch"
             elif n.pool in nominated:
                 cat = "stranded (launched for a job that cannot start)"
+            elif self.mix.consolidate_minutes.get(n.pool, 30) >= NEVER:
+                cat = "kept empty (consolidateAfter: Never, a reservation paid anyway)"
             else:
                 cat = "consolidateAfter window"
             part = next(iter(n.candidate.labels.get("ekstrain.io/partition", {n.pool})))
@@ -864,6 +962,10 @@ class Timeline:
             price = n.candidate.instance.price_per_hour_usd or 0.0
             minutes[cat] = minutes.get(cat, 0.0) + idle
             usd[cat] = usd.get(cat, 0.0) + price / 60 * idle / accel
+
+    def short_of_capacity(self, n: SimNode, nominated: dict[str, list[Job]]) -> bool:
+        jobs = [j for j in self.jobs if j.name in n.holders] or nominated.get(n.pool, [])
+        return bool(jobs) and any("InsufficientInstanceCapacity" in j.last_wait for j in jobs if j.state == "waiting")
 
     def run(self) -> Report:
         self.system_group()
@@ -874,7 +976,7 @@ class Timeline:
         while self.now < self.mix.minutes:
             self.step()
         self.conclude()
-        return Report(self.jobs, self.idle, self.idle_usd, self.problems, self.fault_outcomes)
+        return Report(self.jobs, self.idle, self.idle_usd, self.problems, self.fault_outcomes, self.waits())
 
     def conclude(self) -> None:
         """Problems (exit 1): a job that failed or did not finish with no injected fault to blame, a starved
@@ -893,6 +995,11 @@ class Timeline:
                     how = "not restarted"
                 elif not j.restarts and any("failed its health-gate pre-flight" in e for e in j.events):
                     how = "not restarted: its node failed the pre-flight and never took it"
+                elif not j.restarts and j.short_of_capacity:
+                    late = self.wait_after_admission(j)
+                    how = "launch failed for lack of EC2 capacity" + (
+                        f", started {late[0]} min after admission" if late else ""
+                    )
                 elif not j.restarts:
                     how = "not restarted (the fault did not stop it)"
                 elif j.resumes:
@@ -921,10 +1028,75 @@ class Timeline:
             bypass = self.outside_queue(j)
             if bypass:
                 self.problems.append(bypass)
+            late = self.wait_after_admission(j)
+            if late is not None and late[0] > late[1] and not j.hit_by_fault:
+                self.problems.append(
+                    f"{j.name}: started {late[0]} min after its queue admitted it, more than a node launch "
+                    f"({late[1]} min): admitted before its nodes could be had"
+                )
         for part, cats in self.idle.items():
             stranded = sum(v for k, v in cats.items() if k.startswith("stranded"))
             if stranded:
                 self.problems.append(f"{part}: {stranded / 60:.1f} idle paid accelerator-hours on stranded nodes")
+            standing = cats.get("standing slurmd nodes without a Slurm job", 0.0)
+            if standing:  # never empty, so WhenEmpty never removes them: idle beyond the consolidation policy
+                self.problems.append(
+                    f"{part}: {standing / 60:.1f} idle paid accelerator-hours on slurmd nodes without a Slurm job, "
+                    "kept beyond the partition's consolidateAfter (schedulers.slurm.nodesetReplicas floor)"
+                )
+
+    def launch_minutes_of(self, j: Job) -> int:
+        """A node launch for the job: the longest launch time of the families its pods land on, with the health
+        gate's pre-flight on a gated NodePool (the node takes work only after it)."""
+        minutes = [0]
+        groups = list(j.workload.groups)
+        ns = self.cluster.nodesets.get(str(j.workload.slurm.get("partition"))) if j.kind == "slurm" else None
+        if not groups and ns is not None:  # an sbatch on standing slurmd pods: its partition's nodes
+            groups = [PodGroup("slurmd", 1, nodeset_pod(ns))]
+        for g in groups:
+            candidate = self.place(g)[0]
+            if candidate is not None and candidate.pool != "system":
+                family = candidate.instance.family if candidate.instance.family in self.mix.launch_minutes else "cpu"
+                gate = (
+                    health_gate.gate_minutes(candidate.instance.family) if candidate.pool in self.mix.gated_pools else 0
+                )
+                minutes.append(self.mix.launch_minutes.get(family, 5) + gate)
+        return max(minutes)
+
+    def wait_after_admission(self, j: Job) -> tuple[int, int] | None:
+        """(minutes from its queue's admission to its first start, a node launch) for a job in a Volcano queue."""
+        if j.workload.volcano_queue is None or j.kind == "standing":
+            return None
+        if j.admitted_at is None or j.first_started_at is None:
+            return None
+        return j.first_started_at - j.admitted_at, self.launch_minutes_of(j)
+
+    def waits(self) -> list[str]:
+        """The summary of waits: the longest after admission (Volcano and sbatch) and from an sbatch's arrival."""
+        after = [(w[0], w[1], j.name) for j in self.jobs if (w := self.wait_after_admission(j)) is not None]
+        hit = sum(
+            1 for j in self.jobs if j.hit_by_fault and (w := self.wait_after_admission(j)) is not None and w[0] > w[1]
+        )
+        sbatch = [
+            (j.first_started_at - j.arrival.at, self.launch_minutes_of(j), j.name)
+            for j in self.jobs
+            if j.kind == "slurm" and j.first_started_at is not None
+        ]
+        out = []
+        if after:
+            worst = max(after)
+            out.append(
+                f"WAITS after admission (queue to running): longest {worst[0]} min ({worst[2]}; a node launch is "
+                f"{worst[1]} min), {sum(1 for a in after if a[0] > a[1])} of {len(after)} longer than a node launch"
+                + (f" ({hit} hit by an injected fault)" if hit else "")
+            )
+        if sbatch:
+            worst = max(sbatch)
+            out.append(
+                f"WAITS sbatch arrival to start: longest {worst[0]} min ({worst[2]}; a node launch is {worst[1]} min), "
+                f"{sum(1 for a in sbatch if a[0] > a[1])} of {len(sbatch)} longer than a node launch"
+            )
+        return out
 
     def outside_queue(self, j: Job) -> str | None:
         """A job whose accelerator pods bypass the Volcano queue of their partition: they take the NodePool's

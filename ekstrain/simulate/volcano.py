@@ -16,6 +16,7 @@ Without ``enqueue`` in ``actions``, allocate moves Pending jobs to Inqueue itsel
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import yaml
@@ -73,6 +74,43 @@ def real_capability(
     return real if cap is None else min(real, cap)
 
 
+def hierarchy_enabled(config: dict[str, Any]) -> bool:
+    """The capacity plugin runs with ``enableHierarchy`` (volcano v1.15.1 pkg/scheduler/conf)."""
+    return any(
+        p.get("name") == "capacity" and p.get("enableHierarchy") is True
+        for tier in config.get("tiers") or []
+        for p in tier.get("plugins") or []
+    )
+
+
+def ancestry(queue: str, parents: dict[str, str]) -> list[str]:
+    """The queue, then its parent, ... up to a queue under root (``spec.parent`` empty or ``root``)."""
+    chain = [queue]
+    while parents.get(chain[-1]) not in (None, "", "root") and len(chain) < 32:
+        chain.append(parents[chain[-1]])
+    return chain
+
+
+def hierarchical_real_capability(
+    queue: str,
+    queues: dict[str, dict[str, float]],
+    guarantees: dict[str, dict[str, float]],
+    parents: dict[str, str],
+    resource: str,
+) -> float:
+    """realCapability with ``enableHierarchy`` (capacity.go ``checkHierarchicalQueue``): root's is infinite (its
+    capability is empty), a child's is min(capability, ExceededPart(parent's realCapability, the sum of the parent's
+    children's guarantees) + its own guarantee); a capability the child does not set is the parent's."""
+    parent = parents.get(queue) or "root"
+    cap = queues.get(queue, {}).get(resource)
+    if parent == "root":
+        return math.inf if cap is None else cap
+    parent_real = hierarchical_real_capability(parent, queues, guarantees, parents, resource)
+    siblings = sum(guarantees.get(q, {}).get(resource, 0.0) for q, p in parents.items() if p == parent)
+    real = max(0.0, parent_real - siblings) + guarantees.get(queue, {}).get(resource, 0.0)
+    return real if cap is None else min(real, cap)
+
+
 def enqueue_block(
     config: dict[str, Any],
     requests: dict[str, float],
@@ -81,9 +119,16 @@ def enqueue_block(
     queues: dict[str, dict[str, float]] | None = None,
     guarantees: dict[str, dict[str, float]] | None = None,
     used: dict[str, float] | None = None,
+    parents: dict[str, str] | None = None,
+    used_by: dict[str, dict[str, float]] | None = None,
 ) -> str | None:
     """Why the gang's PodGroup stays Pending, or None when it is enqueued. ``idle``: free resources of the
-    nodes that exist (the cluster total on an empty one); ``used``: the queue's allocated + inqueue."""
+    nodes that exist (the cluster total on an empty one); ``used``: the queue's allocated + inqueue. With a
+    hierarchy (``parents``: queue -> spec.parent, and the capacity plugin's ``enableHierarchy``) the job must fit
+    its leaf and every ancestor (capacity.go ``checkJobEnqueueableHierarchically``); ``used_by``: allocated +
+    inqueue of each queue, a parent's summing its children's."""
+    if parents and hierarchy_enabled(config):
+        return _hierarchical_block(config, requests, queue, queues or {}, guarantees or {}, parents, used_by or {})
     if "enqueue" not in actions(config):
         return None
     voters = [p for p in plugins(config) if p in ENQUEUE_VOTERS]
@@ -106,6 +151,36 @@ def enqueue_block(
                     f"Volcano enqueue ({voter}) keeps the PodGroup Pending: queue {queue} realCapability {r} "
                     f"{real:g} < {have:g} in use + {requests[r]:g} asked"
                     + ("" if have else " (a queue guarantee makes it independent of the nodes that exist)")
+                )
+    return None
+
+
+def _hierarchical_block(
+    config: dict[str, Any],
+    requests: dict[str, float],
+    queue: str,
+    queues: dict[str, dict[str, float]],
+    guarantees: dict[str, dict[str, float]],
+    parents: dict[str, str],
+    used_by: dict[str, dict[str, float]],
+) -> str | None:
+    if "enqueue" not in actions(config) or "capacity" not in plugins(config):
+        return None
+    if any(p == queue for p in parents.values()):
+        return (
+            f"Volcano capacity (enableHierarchy) refuses a job in {queue}: it has child queues and only leaf "
+            "queues hold jobs (capacity.go buildHierarchicalQueueAttrs)"
+        )
+    order = sorted((r for r, v in requests.items() if v > 0), key=lambda r: (r in ("cpu", "memory", "pods"), r))
+    for q in ancestry(queue, parents):
+        for r in order:
+            real = hierarchical_real_capability(q, queues, guarantees, parents, r)
+            have = used_by.get(q, {}).get(r, 0.0)
+            if have + requests[r] > real + 1e-9:
+                where = f"queue {q}" if q == queue else f"queue {queue}'s parent {q}"
+                return (
+                    f"Volcano enqueue (capacity, hierarchy) keeps the PodGroup Pending: {where} realCapability {r} "
+                    f"{real:g} < {have:g} in use + {requests[r]:g} asked"
                 )
     return None
 

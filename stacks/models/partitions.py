@@ -24,6 +24,11 @@ class CapacityReservation(Model):
     """Or select reservations by tags."""
     instance_count: int | None = Field(default=None, ge=1)
     """Instances the reservations hold; maxNodes may not exceed it."""
+    type: Literal["default", "capacity-block"] = "default"
+    """@default default: On-Demand Capacity Reservations. ``capacity-block``: EC2 Capacity Blocks for ML; the
+    NodePool then also requires ``karpenter.k8s.aws/capacity-reservation-type In [capacity-block]`` (Karpenter
+    v1.6+, karpenter.sh/docs/tasks/odcrs), so only nodes in a block launch, and the placement group defaults to
+    off (a block's instances are co-located by EC2; ``placementGroup: true`` is refused)."""
 
     @field_validator("ids")
     @classmethod
@@ -56,7 +61,8 @@ class PartitionConfig(Model):
     efa: bool = True
     """@default true: nodes launch in the EFA subnet with every EFA interface the type supports."""
     placement_group: bool | None = None
-    """@default the value of ``efa``: one cluster placement group per EFA partition."""
+    """@default the value of ``efa``: one cluster placement group per NodePool of an EFA partition (per EFA layout
+    when its instance types have several, e.g. trainium-trn1 and trainium-trn1n)."""
     capacity_reservation: CapacityReservation | None = None
     root_volume_gib: int = Field(default=500, ge=100, le=16384, alias="rootVolumeGiB")
     """@default 500 GiB gp3, encrypted (images of training containers are large)."""
@@ -68,6 +74,9 @@ class PartitionConfig(Model):
     paid for whether or not a node runs in it)."""
     weight: int | None = Field(default=None, ge=1, le=100)
     """Karpenter NodePool weight when partitions overlap; @default none."""
+    team: str | None = Field(default=None, pattern=DNS_LABEL, max_length=63)
+    """The team this partition's nodes are charged to (the ``ekstrain.io/team`` tag on its instances and
+    volumes); @default ``ekstrain:cost.team``."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Extra node labels; @default none. Keys in the karpenter.sh, karpenter.k8s.aws and ekstrain.io
     domains are reserved."""
@@ -91,7 +100,13 @@ class PartitionConfig(Model):
 
     @property
     def wants_placement_group(self) -> bool:
+        if self.placement_group is None and self.capacity_block:
+            return False  # a Capacity Block's instances are co-located by EC2 already
         return self.efa if self.placement_group is None else self.placement_group
+
+    @property
+    def capacity_block(self) -> bool:
+        return self.capacity_reservation is not None and self.capacity_reservation.type == "capacity-block"
 
     @property
     def effective_consolidate_after(self) -> str:

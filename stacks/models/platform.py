@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from ekstrain.stacks.models.base import IPv4Cidr, Model
+from ekstrain.stacks.models.base import DNS_LABEL, IPv4Cidr, Model
 
 
 class AmpConfig(Model):
@@ -33,6 +33,74 @@ class ObservabilityConfig(Model):
     partitions' maxNodes (``ekstrain/prometheus_sizing.py``); beyond 16 TiB (the gp3 maximum) is refused."""
     amp: AmpConfig = Field(default_factory=AmpConfig)
     """Optional remote write to Amazon Managed Prometheus."""
+
+
+CLOUDWATCH_RETENTION_DAYS: tuple[int, ...] = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096)
+CLOUDWATCH_RETENTION_DAYS += (1827, 2192, 2557, 2922, 3288, 3653)
+"""The values CloudWatch Logs accepts for a log group's retention (PutRetentionPolicy ``retentionInDays``)."""
+
+
+class LoggingConfig(Model):
+    enabled: bool = False
+    """@default false. Fluent Bit on every node (every taint tolerated) ships container stdout/stderr, the kernel's
+    messages (XID lines) and the kubelet's journal into KMS-encrypted CloudWatch log groups (docs/observability.md)."""
+    retention_days: int = 90
+    """@default 90: how long CloudWatch keeps the log groups' events; one of CloudWatch's values (1, 3, 5, 7, 14,
+    30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653)."""
+
+    @field_validator("retention_days")
+    @classmethod
+    def _retention(cls, value: int) -> int:
+        if value not in CLOUDWATCH_RETENTION_DAYS:
+            nearest = min(CLOUDWATCH_RETENTION_DAYS, key=lambda d: (abs(d - value), d))
+            raise ValueError(
+                f"CloudWatch Logs keeps events for one of {list(CLOUDWATCH_RETENTION_DAYS)} days, not {value}; "
+                f"use {nearest}"
+            )
+        return value
+
+
+class BudgetConfig(Model):
+    """The AWS Budget of the stack (monthly cost, filtered by the ``ekstrain.io/stack`` cost-allocation tag)."""
+
+    monthly_limit_usd: float | None = Field(default=None, gt=0, le=1e9, alias="monthlyLimitUsd")
+    """@default what every partition costs at maxNodes for a month (730 h at the catalog's on-demand prices)."""
+    thresholds_percent: list[int] = Field(default_factory=lambda: [50, 80, 100], min_length=1, max_length=5)
+    """@default [50, 80, 100]: actual spend past each percentage of the limit notifies the topic (AWS allows 5
+    notifications per budget, forecasted included)."""
+    forecast_percent: int | None = Field(default=100, ge=1, le=1000)
+    """@default 100: a forecast past this percentage notifies too; null for none."""
+    notify_emails: list[str] = Field(default_factory=list, max_length=10)
+    """@default none: email addresses subscribed to the budget's SNS topic (each confirms by mail)."""
+
+    @field_validator("thresholds_percent")
+    @classmethod
+    def _thresholds(cls, value: list[int]) -> list[int]:
+        if any(not 1 <= v <= 1000 for v in value) or len(set(value)) != len(value):
+            raise ValueError(f"thresholds {value} must be distinct percentages between 1 and 1000, e.g. [50, 80, 100]")
+        return value
+
+    @field_validator("notify_emails")
+    @classmethod
+    def _emails(cls, value: list[str]) -> list[str]:
+        bad = [v for v in value if v.count("@") != 1 or v.startswith("@") or v.endswith("@") or " " in v]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not an email address; write it like team@example.com")
+        return value
+
+
+class CostConfig(Model):
+    enabled: bool = False
+    """@default false. Spend by team, queue and job: OpenCost on the stack's Prometheus priced from the catalog,
+    cost-allocation tags (``ekstrain.io/stack``, ``ekstrain.io/partition``, ``ekstrain.io/team``) on the nodes
+    and file systems and activated in Cost Explorer, an AWS Budget with an SNS topic, the spend dashboard."""
+    team: str = Field(default="platform", pattern=DNS_LABEL, max_length=63)
+    """@default platform: the team the stack's shared resources (file systems) and partitions without their own
+    ``team`` are charged to (the ``ekstrain.io/team`` tag)."""
+    opencost: bool = True
+    """@default true (needs ``observability.enabled``): OpenCost allocates node cost to namespace, pod and label."""
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    """The stack's monthly budget and who hears about it."""
 
 
 class JupyterHubAuth(Model):

@@ -108,11 +108,33 @@ class SlurmConfig(Model):
     """@default 20: gp3 volume of the MariaDB that backs slurmdbd."""
 
 
+TEAM_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
+class TeamConfig(Model):
+    """A team with its own Volcano queue inside each partition it names (docs/schedulers.md "Teams")."""
+
+    name: str = Field(pattern=TEAM_NAME, max_length=20)
+    """Required. DNS label; the team's queue in partition ``P`` is ``P-<name>`` (``shared`` is taken)."""
+    guarantees: dict[str, int] = Field(min_length=1)
+    """Required. Partition -> whole nodes reserved for the team there (0 or more): the queue's ``guarantee`` and
+    ``deserved``; no other queue of the partition can be admitted onto them. The team may borrow the partition's
+    unguaranteed nodes beyond it (``capability`` = the partition)."""
+    priority: int = Field(default=0, ge=0, le=1000)
+    """@default 0: Queue ``spec.priority``; when room frees up in a partition, pending jobs of a higher-priority
+    queue are admitted first (capacity plugin QueueOrderFn)."""
+
+
 class VolcanoConfig(Model):
     enabled: bool = False
     """@default false: Volcano scheduler with one Queue per partition."""
     queue_weights: dict[str, int] = Field(default_factory=dict)
     """Per-partition queue weight; @default 1."""
+    teams: list[TeamConfig] = Field(default_factory=list)
+    """@default none: one queue per partition. With teams, each partition a team names becomes a parent queue
+    (the whole partition) with one child queue per team (``<partition>-<team>``, its guaranteed nodes) and
+    ``<partition>-shared`` (Slurm's slurmd pods, notebooks, jobs rendered without ``--team``); the capacity plugin
+    runs with ``enableHierarchy`` (Volcano v1.15 hierarchical queues)."""
 
 
 class ToggleConfig(Model):

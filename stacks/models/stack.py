@@ -12,7 +12,13 @@ from ekstrain.stacks.models.cluster import ClusterConfig
 from ekstrain.stacks.models.instance_types import InstanceTypeFacts, check_instance_types
 from ekstrain.stacks.models.network import NetworkConfig
 from ekstrain.stacks.models.partitions import PartitionConfig
-from ekstrain.stacks.models.platform import DeliveryConfig, JupyterHubConfig, ObservabilityConfig
+from ekstrain.stacks.models.platform import (
+    CostConfig,
+    DeliveryConfig,
+    JupyterHubConfig,
+    LoggingConfig,
+    ObservabilityConfig,
+)
 from ekstrain.stacks.models.schedulers import SchedulersConfig
 from ekstrain.stacks.models.storage import StorageConfig
 from ekstrain.stacks.models.tags import AwsDefaultTags, ResourceTags
@@ -30,7 +36,7 @@ class StackConfig(Model):
     """From ``aws:defaultTags`` (the AWS provider adds these tags to every resource): counted with ``tags``
     against AWS's 50 per resource; @default none."""
     tags: ResourceTags = Field(default_factory=dict)
-    """Extra tags on every AWS resource: at most 40 (AWS allows 50; the program adds up to 10), keys <= 128 and
+    """Extra tags on every AWS resource: at most 38 (AWS allows 50; the program adds up to 12), keys <= 128 and
     values <= 256 characters, no ``aws:`` prefix, never one of the program's own tags (Project, Environment,
     ManagedBy, Name, ekstrain.io/, kubernetes.io/, karpenter.sh/, eks: ...)."""
     cluster: ClusterConfig
@@ -51,6 +57,10 @@ class StackConfig(Model):
     """Overrides of the pinned chart and add-on versions (defaults in ekstrain/versions.py)."""
     observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
     """Prometheus, Grafana, GPU/Neuron/EFA metrics, dashboards, optional AMP remote write."""
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    """Workload, kernel and kubelet logs shipped to CloudWatch Logs."""
+    cost: CostConfig = Field(default_factory=CostConfig)
+    """Spend by team, queue and job: OpenCost, cost-allocation tags, the budget."""
     jupyterhub: JupyterHubConfig = Field(default_factory=JupyterHubConfig)
     """Interactive notebooks on the partitions."""
     jupyterhub_client_secret: str | None = None
@@ -81,6 +91,10 @@ class StackConfig(Model):
             if p.name == name:
                 return p
         raise KeyError(f"no partition named {name!r}; stack has {[p.name for p in self.partitions]}")
+
+    def team_of(self, partition: str) -> str:
+        """The team a partition's nodes are charged to (its own ``team``, else ``cost.team``)."""
+        return self.partition(partition).team or self.cost.team
 
     @property
     def common_tags(self) -> dict[str, str]:

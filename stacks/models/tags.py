@@ -1,9 +1,10 @@
 """AWS resource tags a stack adds (``ekstrain:tags``) and tags that select reservations.
 
 AWS allows 50 tags per resource, keys of 1-128 and values of 0-256 characters, and reserves the
-``aws:`` prefix. The program adds its own tags (Project, Environment, ManagedBy, Name, bucket role;
-Karpenter adds nodepool, nodeclaim, ec2nodeclass, cluster and partition tags to instances), so user
-tags may use at most ``MAX_USER_TAGS`` and never one of the program's keys.
+``aws:`` prefix. The program adds its own tags (Project, Environment, ManagedBy, Name, bucket role; the
+partition and, with ``ekstrain:cost``, the stack and team cost-allocation tags on instances; Karpenter adds Name,
+nodepool, nodeclaim, ec2nodeclass, eks-cluster-name and cluster tags to instances), so user tags may use at most
+``MAX_USER_TAGS`` and never one of the program's keys.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from pydantic import AfterValidator, Field
 from ekstrain.stacks.models.base import Model
 
 AWS_MAX_TAGS = 50
-PROGRAM_TAG_BUDGET = 10
-"""The most tags the program and Karpenter put on one resource (an accelerated instance)."""
+PROGRAM_TAG_BUDGET = 12
+"""The most tags the program and Karpenter put on one resource (an accelerated instance): Project, Environment,
+ManagedBy, ekstrain.io/partition, ekstrain.io/stack, ekstrain.io/team, and Karpenter's six."""
 MAX_USER_TAGS = AWS_MAX_TAGS - PROGRAM_TAG_BUDGET
 PROGRAM_TAG_KEYS = ("Project", "Environment", "ManagedBy", "Name")
 PROGRAM_TAG_PREFIXES = ("ekstrain.io/", "kubernetes.io/", "k8s.io/", "karpenter.sh/", "karpenter.k8s.aws/", "eks:")

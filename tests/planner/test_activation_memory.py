@@ -39,7 +39,8 @@ def test_interleaved_with_as_many_micro_batches_as_stages_runs_all_forwards_firs
 )
 def test_llama3_405b_fits_as_meta_trained_it(gpus, global_batch, seq_len, cp):
     # GIVEN the layouts of Llama 3 paper Table 4 (TP8, PP16, CP1/16, bf16, 80 GB H100, trained without
-    # activation checkpointing at 8k, section 3.3.2) WHEN evaluated without recompute THEN they fit
+    # activation checkpointing at 8k, section 3.3.2) WHEN evaluated without recompute and without
+    # interleaving THEN they fit (interleaved: test_interleaved_405b.py)
     plan = evaluate(
         LLAMA_405B,
         Fleet.from_instance("p5.48xlarge", gpus // 8),

@@ -102,3 +102,37 @@ def test_calibrate_measured_recovers_the_software_factor_of_a_step(tmp_path_fact
 def test_a_measurement_no_factor_explains_is_refused(capsys):
     assert main(["plan", "calibrate", "--measured", "0.0001", *LAYOUT]) == 2
     assert "outside what this layout can take" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "name, seq_len, published",
+    [
+        ("mpt-1b", 2048, 1_315_950_592),
+        ("mpt-7b", 2048, 6_658_859_008),
+        ("mpt-7b", 8192, 6_684_024_832),
+        ("mpt-13b", 2048, 12_853_954_560),
+        ("mpt-30b", 2048, 29_975_214_080),
+        ("mpt-70b", 2048, 64_862_437_376),
+    ],
+)
+def test_mpt_models_match_llm_foundry_numparams_column(name, seq_len, published):
+    # GIVEN llm-foundry's benchmark table's NumParams column WHEN our MPT spec counts its parameters at the
+    # row's sequence length (learned positions) THEN it is that number exactly
+    assert calibration.model_for(name, seq_len).total_params == published
+
+
+def test_deepspeed_zero3_pays_one_collective_latency_per_parameter_tensor():
+    # GIVEN GPT-3 175B under DeepSpeed ZeRO-3 on 1,536 A100 WHEN the per-tensor latency is priced THEN it is
+    # 12 tensors x 96 layers x 3 collectives x (base + 1,535 network ring steps) per micro-batch
+    from ekstrain.planner import comm, perf
+
+    model = get_model("gpt3-175b")
+    assert perf.zero3_tensors_per_layer(model) == 12
+    assert perf.zero3_tensors_per_layer(get_model("llama3-8b")) == 7
+    row = next(m for m in calibration.MEASUREMENTS if m.framework == "deepspeed" and m.gpus == 1536)
+    eff = GENERATIONS["a100"]
+    with_latency = row.plan(eff).time.dp_comm
+    links = comm.Links.of(calibration.selene(192), eff.intra_node, eff.network)
+    latency = 3 * 12 * 96 * comm.ring_latency(links, 1536, 1)
+    assert latency == pytest.approx(3 * 12 * 96 * (comm.BASE_LATENCY_S + 1535 * comm.RING_STEP_NETWORK_S))
+    assert with_latency > latency > 40.0

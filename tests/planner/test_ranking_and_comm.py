@@ -24,13 +24,14 @@ def llama3_405b_8k():
 
 def test_405b_at_8k_ranks_published_layouts_at_the_top(llama3_405b_8k):
     # GIVEN Llama 3 405B on 2,048 p5 (16,384 H100) at 8k tokens, 16M tokens per step
-    # THEN the top plans are TP8 inside the node without recompute; the first is NVIDIA's published
-    # recipe (TP8/PP8/CP2/VPP8, Megatron-Bridge 25.09 DGX-H100) and Meta's TP8/PP16 is in the top 3
-    # (with CP2: interleaved TP8/PP16/CP1 needs 82.6 GiB of 80 under Megatron-core's schedule)
+    # THEN the first is Meta's TP8/PP16 with one layer per virtual stage (vpp 8, the memory-balanced split),
+    # at CP2 (its CP1 needs Meta's gradient sharding, ZeRO-2, which the Megatron search does not try), no
+    # recompute; NVIDIA's published recipe (TP8/PP8/CP2/VPP8, Megatron-Bridge 25.09 DGX-H100) is in the
+    # top 10 within 3 %
     top = llama3_405b_8k
-    assert all(p.tp == 8 and p.recompute == "none" for p in top[:3])
-    assert (top[0].tp, top[0].pp, top[0].cp, top[0].vpp) == (8, 8, 2, 8)
-    assert any((p.tp, p.pp) == (8, 16) for p in top[:3])
+    assert (top[0].tp, top[0].pp, top[0].cp, top[0].vpp, top[0].recompute) == (8, 16, 2, 8, "none")
+    nvidia = [p for p in top if (p.tp, p.pp, p.cp, p.vpp) == (8, 8, 2, 8)]
+    assert nvidia and nvidia[0].step_time_s <= 1.03 * top[0].step_time_s
     assert all(p.notes for p in top[1:]) and not top[0].notes
 
 
@@ -50,7 +51,7 @@ def test_small_fleets_at_8k_use_no_cp_and_keep_headroom(nodes):
 def test_runner_up_reasons_name_the_difference(llama3_405b_8k):
     second = llama3_405b_8k[1]
     slower = second.step_time_s / llama3_405b_8k[0].step_time_s - 1
-    assert f"+{slower:.1%} step time" in second.notes or abs(slower) < 0.0005
+    assert f"{slower:+.1%} step time" in second.notes or abs(slower) < 0.0005
 
 
 LINKS = comm.Links(ranks_per_node=8, intra=360e9, network=40e9)

@@ -1,0 +1,128 @@
+"""Logs off every node: Fluent Bit (a DaemonSet tolerating every taint) writes container stdout/stderr, sbatch
+output, the kernel's messages and the kubelet's journal into KMS-encrypted CloudWatch log groups through EKS Pod
+Identity. Values and policies come from :mod:`ekstrain.assembly.logs`; this component registers them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from ekstrain.assembly import logs
+from ekstrain.components import iam
+from ekstrain.components.deps import dependencies
+from ekstrain.components.helm import release
+from ekstrain.versions import Chart
+
+POD_SECURITY = {
+    # hostPath mounts of /var/log and the agent's state directory, root to read them.
+    "pod-security.kubernetes.io/enforce": "privileged",
+    "pod-security.kubernetes.io/audit": "baseline",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogsArgs:
+    plan: logs.LogsPlan
+    """Required. From ``ekstrain.assembly.logs.plan(cfg)``."""
+    chart: Chart
+    """Required. The fluent-bit chart (pinned in ekstrain/versions.py)."""
+    tags: Mapping[str, str] = field(default_factory=dict)
+    """@default none. Tags on the AWS resources (key, log groups, role)."""
+
+
+class Logs(pulumi.ComponentResource):
+    """Pass ``opts=ResourceOptions(provider=<k8s provider>, depends_on=[<cluster>])``; AWS children use the
+    default provider."""
+
+    release: k8s.helm.v3.Release
+    """The fluent-bit Helm release."""
+    log_group_names: dict[str, pulumi.Output[str]]
+    """``workloads`` and ``node`` -> the CloudWatch log group's name."""
+
+    def __init__(self, name: str, args: LogsArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ekstrain:logs:Logs", name, None, opts)
+        plan = args.plan
+        after = dependencies(opts)
+        child = pulumi.ResourceOptions(parent=self)
+        tags = dict(args.tags)
+
+        key = aws.kms.Key(
+            f"{name}-key",
+            description=f"CloudWatch log groups of {plan.cluster_name}",
+            enable_key_rotation=True,
+            deletion_window_in_days=30,
+            tags=tags,
+            opts=child,
+        )
+        aws.kms.Alias(f"{name}-key", name=f"alias/{plan.cluster_name}-logs", target_key_id=key.key_id, opts=child)
+        key_policy = aws.kms.KeyPolicy(
+            f"{name}-key",
+            key_id=key.key_id,
+            policy=key.arn.apply(lambda arn: json.dumps(logs.kms_key_policy(arn, plan.region, plan.cluster_name))),
+            opts=child,
+        )
+        groups = {
+            kind: aws.cloudwatch.LogGroup(
+                f"{name}-{kind}",
+                name=group,
+                kms_key_id=key.arn,
+                retention_in_days=plan.retention_days,
+                tags=tags,
+                # CloudWatch checks the key policy when the group is associated with the key.
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[key_policy]),
+            )
+            for kind, group in plan.log_groups.items()
+        }
+        self.log_group_names = {kind: g.name for kind, g in groups.items()}
+
+        role = aws.iam.Role(
+            f"{name}-writer",
+            assume_role_policy=iam.pod_identity_trust(),
+            description=f"Fluent Bit of {plan.cluster_name} writes its own log groups",
+            tags=tags,
+            opts=child,
+        )
+        arns = [g.arn for g in groups.values()]
+        policy = aws.iam.RolePolicy(
+            f"{name}-writer",
+            role=role.id,
+            policy=pulumi.Output.all(*arns).apply(
+                lambda resolved: json.dumps(
+                    {"Version": "2012-10-17", "Statement": logs.log_writer_statements(resolved)}
+                )
+            ),
+            opts=child,
+        )
+        ns = k8s.core.v1.Namespace(
+            f"{name}-ns",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=logs.NAMESPACE, labels={"app.kubernetes.io/part-of": "ekstrain", **POD_SECURITY}
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+        )
+        association = aws.eks.PodIdentityAssociation(
+            f"{name}-writer",
+            cluster_name=plan.cluster_name,
+            namespace=logs.NAMESPACE,
+            service_account=logs.SERVICE_ACCOUNT,
+            role_arn=role.arn,
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy, *after]),
+        )
+        self.release = release(
+            name,
+            release_name=logs.RELEASE,
+            chart=args.chart,
+            namespace=logs.NAMESPACE,
+            values=plan.values,
+            parent=self,
+            depends_on=[ns, association, *groups.values(), *after],
+        )
+        outputs: dict[str, Any] = {f"{k}LogGroup": v for k, v in self.log_group_names.items()}
+        self.register_outputs(outputs)

@@ -1,0 +1,264 @@
+"""Leave-one-source-out validation: how the planner predicts a publisher it was not fitted on.
+
+A held-out *row* of a source that also has fit rows shares that source's software, cluster and
+counting conventions, so its error says little about a new source. Here every source (a paper's
+table, a vendor's benchmark page, a release of a recipe table) is left out in turn: every fitted
+constant (``fit_constants``: the matmul efficiency per generation and precision, FSDP's software
+factor, DeepSpeed's ZeRO-3 traffic and overlap) is refitted on the fit rows of the *other* sources,
+and the left-out source's rows (fit and held-out alike) are predicted with those constants.
+
+What a source leaves behind when it goes decides what its prediction rests on (``fit_constants``
+fallbacks, the same rules the shipped constants follow):
+
+* a generation and precision without rows takes the same generation's other precision (FP8 GEMMs
+  reach the same fraction of their peak: FP8's smaller speed-up is the cast traffic, perf.py), else
+  a prior: its published GEMM ceiling (efficiency.MAMF) times the mean fraction of their own ceiling
+  the generations with rows reach end to end;
+* H200 and Trainium2 run on H100's and Trainium1's constants;
+* a framework without rows takes software 1.0 (Megatron's software); DeepSpeed's ZeRO-3 traffic takes
+  ZERO3_PRIOR: NCCL's ring bandwidth with nothing hidden (its gathers block), plus the per-tensor
+  collective latency perf.py always prices.
+
+So a source that is the only one of its generation or framework is predicted from priors, and its error
+says how far a prior is off. Since issue 37's second round only DeepSpeed ZeRO-3 (Narayanan Table 2) is
+alone: Trainium1 has three releases of the Neuron page, FSDP torchtitan and llm-foundry on A100.
+
+Error bands (bands.py) are the largest of these left-out errors per generation (DeepSpeed ZeRO-3 on its
+own): no source left out of a fit was further off. Their coverage is measured nested (``coverage``): each
+source's rows against the band computed without that source (128/142 = 90.1 %; lower quantiles and
+per-framework bands cover less).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from statistics import mean
+
+from ekstrain.planner import calibration
+from ekstrain.planner.calibration import FIT, Measurement
+from ekstrain.planner.efficiency import GENERATIONS, MAMF, Efficiency
+from ekstrain.planner.fleet import BF16, FP8
+from ekstrain.planner.training import DEEPSPEED, FSDP, MEGATRON
+
+FITTED_GENERATIONS = ("a100", "h100", "b200", "trainium1")
+"""Generations with their own constants; the others borrow (efficiency.py)."""
+BORROWED = {"h200": "h100", "trainium2": "trainium1"}
+ZERO3_STEP = 0.04
+ZERO3_PRIOR = (1.0, 0.0)
+"""DeepSpeed's ZeRO-3 (traffic, overlap) when no DeepSpeed row is left to fit them: the collective
+model's own ring bandwidth, and nothing hidden, because DeepSpeed's parameter gathers are blocking calls
+issued tensor by tensor (perf.py, ``zero3_tensors_per_layer``: that latency is priced in any case). The
+physics of the comm model, not a fit: leaving Narayanan Table 2 (ZeRO-3) out, it predicts that table
+within 29 % (it was 368 % with the former fallback of FSDP's full overlap)."""
+BAND_QUANTILE = 1.0
+MIN_BAND_ROWS = 4
+"""A (generation, framework) or generation band uses its own left-out errors when it has this many."""
+
+
+def rows() -> tuple[Measurement, ...]:
+    """Every published run: calibration.MEASUREMENTS and Narayanan Table 1 as rows."""
+    return calibration.ALL_ROWS
+
+
+def sources() -> list[str]:
+    seen: list[str] = []
+    for m in rows():
+        if m.source not in seen:
+            seen.append(m.source)
+    return seen
+
+
+def _golden_fit(error: object, low: float, high: float) -> float:
+    return calibration._golden(error, low, high)  # type: ignore[arg-type]
+
+
+def _fit_matmul(fit_rows: Sequence[Measurement], base: Efficiency, precision: str) -> float | None:
+    chosen = [m for m in fit_rows if m.precision == precision and m.framework == MEGATRON]
+    if not chosen:
+        return None
+
+    def error(value: float) -> float:
+        eff = calibration._with_matmul(base, precision, value)
+        return mean(abs(m.error(eff)) for m in chosen)
+
+    return _golden_fit(error, 0.2, 0.98)
+
+
+def _fit_software(fit_rows: Sequence[Measurement], gens: dict[str, Efficiency], framework: str) -> float | None:
+    chosen = [m for m in fit_rows if m.framework == framework]
+    if not chosen:
+        return None
+
+    def error(value: float) -> float:
+        return mean(abs(m.error(calibration.with_software(gens[m.generation], framework, value))) for m in chosen)
+
+    return _golden_fit(error, 0.3, 1.3)
+
+
+def _fit_zero3(
+    fit_rows: Sequence[Measurement], gens: dict[str, Efficiency], framework: str
+) -> tuple[float, float] | None:
+    chosen = [m for m in fit_rows if m.framework == framework and m.zero == 3]
+    if not chosen:
+        return None
+    grid = [round(ZERO3_STEP * i, 2) for i in range(1, int(1 / ZERO3_STEP) + 1)]
+
+    def error(traffic: float, overlap: float) -> float:
+        total = 0.0
+        for m in chosen:
+            eff = calibration._with_framework(gens[m.generation], framework, "zero3_traffic", traffic)
+            total += abs(m.error(calibration._with_framework(eff, framework, "zero3_overlap", overlap)))
+        return total / len(chosen)
+
+    best = min((error(t, o), t, o) for t in grid for o in grid)
+    return best[1], best[2]
+
+
+def fit_constants(fit_rows: Iterable[Measurement]) -> dict[str, Efficiency]:
+    """Every generation's Efficiency fitted on ``fit_rows`` (module docstring for the fallbacks)."""
+    fit_rows = list(fit_rows)
+    gens = dict(GENERATIONS)
+    fitted: dict[tuple[str, str], float | None] = {}
+    for generation in FITTED_GENERATIONS:
+        of_generation = [m for m in fit_rows if m.generation == generation]
+        for precision in (BF16, FP8):
+            fitted[(generation, precision)] = _fit_matmul(of_generation, gens[generation], precision)
+    # The fraction of its GEMM ceiling (MAMF) each generation with rows reaches end to end; their mean,
+    # times a rowless generation's own ceiling, is its prior (the mean ceiling when it has none published).
+    reached = {g: fitted[(g, BF16)] if fitted[(g, BF16)] is not None else fitted[(g, FP8)] for g in FITTED_GENERATIONS}
+    of_ceiling = [v / MAMF[g] for g, v in reached.items() if v is not None and g in MAMF]
+    share = mean(of_ceiling) if of_ceiling else GENERATIONS["a100"].matmul / MAMF["a100"]
+    for generation in FITTED_GENERATIONS:
+        ceiling = MAMF.get(generation, mean(MAMF.values()))
+        bf16, fp8 = fitted[(generation, BF16)], fitted[(generation, FP8)]
+        bf16 = bf16 if bf16 is not None else fp8 if fp8 is not None else round(share * ceiling, 3)
+        fp8 = fp8 if fp8 is not None else bf16
+        gens[generation] = replace(gens[generation], matmul=bf16, matmul_fp8=fp8)
+    for generation, lender in BORROWED.items():
+        gens[generation] = replace(gens[lender])
+
+    software = _fit_software(fit_rows, gens, FSDP)
+    zero3 = _fit_zero3(fit_rows, gens, DEEPSPEED)
+    for generation, eff in gens.items():
+        eff = calibration.with_software(eff, FSDP, software if software is not None else 1.0)
+        traffic, overlap = zero3 if zero3 is not None else ZERO3_PRIOR
+        eff = calibration._with_framework(eff, DEEPSPEED, "zero3_traffic", traffic)
+        gens[generation] = calibration._with_framework(eff, DEEPSPEED, "zero3_overlap", overlap)
+    return gens
+
+
+def predict(m: Measurement, gens: dict[str, Efficiency]) -> float:
+    """Relative error of ``m``'s predicted tokens/s per device under the constants ``gens``."""
+    return m.error(gens[m.generation])
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    source: str
+    row: Measurement
+    error: float
+
+
+@lru_cache(maxsize=1)
+def leave_one_source_out() -> tuple[LeftOut, ...]:
+    """Every row predicted with constants fitted on the fit rows of the other sources."""
+    results: list[LeftOut] = []
+    for source in sources():
+        gens = fit_constants(m for m in rows() if m.split == FIT and m.source != source)
+        results += [LeftOut(source, m, predict(m, gens)) for m in rows() if m.source == source]
+    return tuple(results)
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def band(results: Sequence[LeftOut], generation: str, framework: str | None = None) -> float:
+    """The BAND_QUANTILE (1.0: the largest) of the left-out |errors| of ``generation``'s Megatron and
+    FSDP rows (of every such row when the generation has fewer than MIN_BAND_ROWS). DeepSpeed ZeRO-3,
+    one 2021 source, has its own band from its rows. Not split by framework: per-framework bands (Megatron's
+    narrower: H100 ±13 % against ±21.5 %) covered 113/142 = 79.6 % of left-out runs nested, under the 80 %
+    target, so they were overconfident; the generation's covers 128/142 = 90.1 %."""
+    generation = BORROWED.get(generation, generation)
+    if framework == DEEPSPEED:
+        own = [abs(r.error) for r in results if r.row.framework == DEEPSPEED]
+    else:
+        own = [abs(r.error) for r in results if r.row.generation == generation and r.row.framework != DEEPSPEED]
+    pool = own if len(own) >= MIN_BAND_ROWS else [abs(r.error) for r in results if r.row.framework != DEEPSPEED]
+    return round(_quantile(pool, BAND_QUANTILE), 3)
+
+
+def bands() -> dict[tuple[str, str], float]:
+    """(generation, framework or "*") -> band, the keys of bands.ERROR_BANDS."""
+    results = leave_one_source_out()
+    out = {(g, "*"): band(results, g) for g in sorted(set(GENERATIONS) - set(BORROWED))}
+    out[("a100", DEEPSPEED)] = band(results, "a100", DEEPSPEED)
+    return out
+
+
+def _covered(r: LeftOut, results: Sequence[LeftOut]) -> bool:
+    others = [o for o in results if o.source != r.source]
+    return abs(r.error) <= band(others, r.row.generation, r.row.framework)
+
+
+def coverage() -> tuple[int, int]:
+    """(covered, total): rows within the band computed from the *other* sources' left-out errors."""
+    results = leave_one_source_out()
+    return sum(_covered(r, results) for r in results), len(results)
+
+
+def _cell(errors: list[float]) -> str:
+    return f"{len(errors)} | {mean(errors):.1%} | {max(errors):.1%}" if errors else "0 | - | -"
+
+
+def report() -> str:
+    """Markdown: per source, per generation, per framework; then the totals and band coverage."""
+    results = leave_one_source_out()
+    shipped = fit_constants(m for m in rows() if m.split == FIT)
+    lines = [
+        "| Left-out source | Role | Rows | Mean abs error | Max abs error | Within band |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for source in sources():
+        of_source = [r for r in results if r.source == source]
+        inside = sum(_covered(r, results) for r in of_source)
+        role = "fit" if any(r.row.split == FIT for r in of_source) else "never fitted"
+        lines.append(f"| {source} | {role} | {_cell([abs(r.error) for r in of_source])} | {inside}/{len(of_source)} |")
+    every = [abs(r.error) for r in results]
+    covered, total = coverage()
+    lines += [
+        f"| **all sources** | | {_cell(every)} | {covered}/{total} ({covered / total:.1%}) |",
+        "",
+        "| Generation | Rows | Mean abs error | Max abs error | Band (largest) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for generation in sorted({r.row.generation for r in results}):
+        errors = [abs(r.error) for r in results if r.row.generation == generation]
+        lines.append(f"| {generation} | {_cell(errors)} | ±{band(results, generation):.1%} |")
+    lines += ["", "| Framework | Rows | Mean abs error | Max abs error |", "|---|---:|---:|---:|"]
+    for framework in sorted({r.row.framework for r in results}):
+        lines.append(f"| {framework} | {_cell([abs(r.error) for r in results if r.row.framework == framework])} |")
+    lines += [
+        "",
+        "| Left-out source | Generation | Framework | Model | Devices | Layout | Precision | Published tok/s/dev "
+        "| Left-out prediction | Error | Shipped constants |",
+        "|---|---|---|---|---:|---|---|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        m = r.row
+        layout = f"tp{m.tp} pp{m.pp} cp{m.cp} vpp{m.vpp} mb{m.micro_batch} z{m.zero} {m.recompute}"
+        predicted = m.published_tokens_per_s_per_device * (1 + r.error)
+        lines.append(
+            f"| {r.source} | {m.generation} | {m.framework} | {m.model} | {m.gpus} | {layout} | {m.precision} | "
+            f"{m.published_tokens_per_s_per_device:.0f} | {predicted:.0f} | {r.error:+.1%} | "
+            f"{predict(m, shipped):+.1%} |"
+        )
+    return "\n".join(lines)
