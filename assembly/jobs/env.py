@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ekstrain import catalog
+from ekstrain import catalog, training_metrics
 
 
 @dataclass(frozen=True)
@@ -150,6 +150,13 @@ RULES: tuple[EnvRule, ...] = (
         _always,
         "hang detection: the training script touches it after every step; the worker's liveness probe fails when "
         "it is older than HANG_SECONDS (a hung rank restarts the job instead of holding its nodes)",
+    ),
+    EnvRule(
+        training_metrics.PORT_ENV,
+        str(training_metrics.PORT),
+        _always,
+        "the progress metrics (last step, last checkpoint) the training process serves for the PodMonitor and the "
+        "job-progress alerts (ekstrain/training_metrics.py, docs/alerts.md)",
     ),
     EnvRule("PYTHONUNBUFFERED", "1", _always, "logs reach kubectl logs immediately"),
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ekstrain import training_metrics
 from ekstrain.assembly.jobs.env import liveness_probe
 from ekstrain.assembly.jobs.resolve import ResolvedRun, kubelet_literal
 
@@ -39,6 +40,8 @@ def worker_container(
     if with_env:
         c["env"] = r.env_list()
         c["livenessProbe"] = liveness_probe()  # hang detection (assembly/jobs/env.py PROGRESS_HEARTBEAT_FILE)
+        # The progress metrics port the PodMonitor scrapes (ekstrain/training_metrics.py; docs/alerts.md).
+        c["ports"] = [training_metrics.container_port()]
     c["resources"] = r.resources()
     c["volumeMounts"] = r.volume_mounts()
     c["securityContext"] = r.security_context(ssh=ssh)
