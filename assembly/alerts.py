@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ekstrain import catalog, efa, names, training_metrics
+from ekstrain import catalog, efa, health_gate, names, training_metrics
 from ekstrain.stacks.models import StackConfig
 
 RULES_NAME = "ekstrain-training"
@@ -41,13 +41,12 @@ RUNBOOK_DOC = "docs/alerts.md"
 CRITICAL = "critical"
 WARNING = "warning"
 
-PREFLIGHT_TAINT = "ekstrain.io/preflight"
-"""The startup taint of accelerator NodePools that the pre-flight gate removes. LEAD: reconcile with the gate's
-own constant (issue 34, deliverable 1: ekstrain/health_gate.py); the alert must read the same key."""
-PREFLIGHT_ALERT_MINUTES = 45
-"""A node still carrying the startup taint this long after it appeared: the gate hangs or keeps failing. Above a
-long GPU diagnostic (DCGM ``-r 3`` runs about 30 min, NVIDIA DCGM user guide, "Run levels") plus the EFA check
-and a single-node collective."""
+PREFLIGHT_TAINT = health_gate.STARTUP_TAINT_KEY
+"""The startup taint of accelerator NodePools that the pre-flight gate removes (ekstrain/health_gate.py)."""
+PREFLIGHT_ALERT_MINUTES = max(15, 3 * max(health_gate.gate_minutes(f) for f in (catalog.GPU, catalog.TRAINIUM)))
+"""A node still carrying the startup taint this long: the gate hangs or its checks keep failing. Three times the
+longest gate (GPU: DCGM diag level 2, the counts and a single-node collective), and at least 15 minutes, since a
+new node first pulls the gate's images (the DCGM image is several GB)."""
 
 NODE_AGENT_CONDITIONS: dict[str, int] = {
     "AcceleratedHardwareReady": 10,

@@ -21,7 +21,7 @@ from ekstrain.simulate import charts
 from ekstrain.simulate.engine import nodeset_workloads, simulate
 from ekstrain.simulate.inputs import InputError, read_workloads
 from ekstrain.simulate.load import build_objects, load
-from ekstrain.simulate.mix import platform_facts, read_mix
+from ekstrain.simulate.mix import platform_facts, read_mix, stack_checkpoint_seconds
 from ekstrain.simulate.timeline import Report, job_line, simulate_timeline
 from ekstrain.simulate.workloads import sbatch
 
@@ -144,6 +144,13 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     try:
         mix = read_mix(args.timeline, build)
         system = _system_types(args)
+        if not mix.checkpoint_save_given:
+            from ekstrain.stacks.loader import load_stack_file
+
+            cfg, _ = load_stack_file(args.stack_file or pathlib.Path(f"Pulumi.{args.stack}.yaml"))
+            mix.checkpoint_save_seconds = stack_checkpoint_seconds(
+                cfg.storage.fsx, cfg.storage.checkpoint, str(args.timeline)
+            )
     except InputError as exc:
         print(exc.report(), file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -172,9 +179,18 @@ def cmd_timeline(args: argparse.Namespace) -> int:
         return EXIT_BLOCKED if report.problems else 0
     for line in report.lines():
         print(line)
+    if mix.faults:
+        training = [j for j in report.jobs if j.kind != "standing"]
+        print(
+            f"FAULTS {len(mix.faults)} injected: {sum(j.restarts for j in training)} restarts, "
+            f"{sum(j.lost_accelerator_hours for j in training):.1f} accelerator-hours of training lost, "
+            f"{sum(sum(c.values()) for c in report.idle.values()) / 60:.1f} idle accelerator-hours "
+            f"(${sum(sum(c.values()) for c in report.idle_usd.values()):,.0f})"
+        )
     print(
         f"{sum(j.state == 'finished' for j in report.jobs)} jobs finished, {len(report.problems)} problems "
-        f"(repair {'on' if mix.repair else 'off'}, AWS Health drain {'on' if mix.health_rule else 'off'})"
+        f"(repair {'on' if mix.repair else 'off'}, AWS Health drain {'on' if mix.health_rule else 'off'}, "
+        f"health gate on {len(mix.gated_pools)} NodePools, checkpoint save {mix.checkpoint_save_seconds} s)"
     )
     return EXIT_BLOCKED if report.problems else 0
 
@@ -191,6 +207,7 @@ def timeline_json(report: Report) -> dict[str, Any]:
             "started": j.first_started_at,
             "ended": j.ended_at,
             "restarts": j.restarts,
+            "lost_accelerator_hours": round(j.lost_accelerator_hours, 2),
             "waited": dict(j.waited),
             "events": list(j.events),
             "failure": j.failure,

@@ -10,14 +10,20 @@ accelerated hardware, 30 min for the others) is drained and replaced, so a resta
 on the same sick node. EKS docs: "Detect node health issues and enable automatic node repair"
 (https://docs.aws.amazon.com/eks/latest/userguide/node-health.html).
 
-The add-on needs no IAM role; its DaemonSet tolerates every taint, so it runs on the tainted accelerator
-nodes too. Version: ``ekstrain:versions.addons`` or EKS's default for the cluster version.
+The add-on needs no IAM role. Its node agent tolerates every taint (chart 1.7.0 default ``operator: Exists``), but
+its DCGM host engine (``dcgm-server``, which the agent reads GPU health from) tolerates none by default, so on the
+``nvidia.com/gpu``-tainted GPU nodes it would not run and the DCGM checks would be blind: ``configuration_values``
+(``ekstrain.health_gate.agent_configuration``) states both tolerations (partition taints, the health gate's
+startup and unhealthy taints) and turns the NVIDIA, Neuron and networking monitors on. Version:
+``ekstrain:versions.addons`` or EKS's default for the cluster version.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -31,6 +37,9 @@ class NodeHealthArgs:
     """Required. The EKS cluster the node monitoring agent add-on is installed in."""
     addon_version: str | None = None
     """@default None: EKS installs its default build for the cluster's Kubernetes version."""
+    configuration_values: Mapping[str, Any] | None = None
+    """@default None: the chart's defaults (its DCGM host engine then tolerates no taint). The add-on's
+    ``configurationValues`` (chart 1.7.0 values keys), e.g. ``ekstrain.health_gate.agent_configuration``."""
     tags: Mapping[str, str] = field(default_factory=dict)
     """@default none. Tags on the add-on."""
 
@@ -48,6 +57,9 @@ class NodeHealth(pulumi.ComponentResource):
             cluster_name=args.cluster_name,
             addon_name=ADDON_NAME,
             addon_version=args.addon_version,
+            configuration_values=(
+                None if args.configuration_values is None else json.dumps(args.configuration_values, sort_keys=True)
+            ),
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=dict(args.tags),

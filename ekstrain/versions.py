@@ -286,6 +286,10 @@ DEFAULT_CHARTS: dict[str, Chart] = {
 # running fleet). Users pass their own training images to `ekstrain job render --image`.
 NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
 """AWS's nccl-tests build: CUDA, EFA installer, aws-ofi-nccl, NCCL, Open MPI and all_reduce_perf."""
+DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04"
+"""NVIDIA's DCGM container (nv-hostengine, dcgmi and the diagnostic plugins) for the health gate's ``dcgmi diag``
+(ekstrain/health_gate.py): DCGM 4.5.2, the DCGM build of the pinned dcgm-exporter chart 4.8.1's image
+(``4.5.2-4.8.1-distroless``, which has no shell to run dcgmi from)."""
 GPU_TRAINING_IMAGE = (
     "public.ecr.aws/deep-learning-containers/pytorch-training:2.8.0-gpu-py312-cu129-ubuntu22.04-ec2-v1.0"
 )

@@ -6,7 +6,7 @@ from typing import Any
 
 import pulumi
 
-from ekstrain import catalog, versions
+from ekstrain import catalog, health_gate, versions
 from ekstrain.assembly import cost as cost_plan
 from ekstrain.assembly import logs as logs_plan
 from ekstrain.assembly.jupyterhub import plan as hub_plan
@@ -19,6 +19,7 @@ from ekstrain.components.argocd import ArgoCd, ArgoCdArgs
 from ekstrain.components.cluster import AdminPrincipal, Cluster, ClusterArgs
 from ekstrain.components.cost import Cost, CostArgs
 from ekstrain.components.device_plugins import DevicePlugins, DevicePluginsArgs
+from ekstrain.components.health_gate import HealthGate, HealthGateArgs
 from ekstrain.components.jupyterhub import JupyterHub, JupyterHubArgs
 from ekstrain.components.karpenter import Karpenter, KarpenterArgs
 from ekstrain.components.logs import Logs, LogsArgs
@@ -136,6 +137,9 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         NodeHealthArgs(
             cluster_name=c.name,
             addon_version=cfg.versions.addon(NODE_MONITORING_ADDON, c.kubernetes_version),
+            configuration_values=health_gate.agent_configuration(
+                [catalog.get(p.instance_types[0]).accelerator_resource for p in cfg.partitions]
+            ),
             tags=tags,
         ),
         opts=pulumi.ResourceOptions(depends_on=[cluster]),
@@ -159,28 +163,32 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         private_subnet_ids = [existing.private_subnets[az].id for az in zones]
         efa_subnet_ids = [existing.efa_subnets[cfg.network.training_availability_zone].id]
         efa_sg_ids = network.efa_security_group_id.apply(lambda sg: [sg])
+    gated: list[PartitionSpec] = []
+    partitions: list[Partition] = []
     for p in cfg.partitions:
+        spec = PartitionSpec(
+            name=p.name,
+            shape=shape(p.name, p.accelerator, p.instance_types, p.efa),
+            cluster_name=c.name,
+            availability_zone=cfg.network.training_availability_zone,
+            max_nodes=p.max_nodes,
+            capacity_type=p.capacity_type,
+            placement_group=p.wants_placement_group,
+            capacity_reservation_ids=tuple(p.capacity_reservation.ids) if p.capacity_reservation else (),
+            capacity_reservation_tags=p.capacity_reservation.tags if p.capacity_reservation else {},
+            capacity_reservation_type=p.capacity_reservation.type if p.capacity_reservation else "default",
+            root_volume_gib=p.root_volume_gib,
+            consolidate_after=p.effective_consolidate_after,
+            weight=p.weight,
+            labels=p.labels,
+            team=cfg.team_of(p.name) if cfg.cost.enabled else None,
+            ami_alias_version=cfg.versions.ami_alias_version,
+        )
+        gated.append(spec)
         partition = Partition(
             p.name,
             PartitionArgs(
-                spec=PartitionSpec(
-                    name=p.name,
-                    shape=shape(p.name, p.accelerator, p.instance_types, p.efa),
-                    cluster_name=c.name,
-                    availability_zone=cfg.network.training_availability_zone,
-                    max_nodes=p.max_nodes,
-                    capacity_type=p.capacity_type,
-                    placement_group=p.wants_placement_group,
-                    capacity_reservation_ids=tuple(p.capacity_reservation.ids) if p.capacity_reservation else (),
-                    capacity_reservation_tags=p.capacity_reservation.tags if p.capacity_reservation else {},
-                    capacity_reservation_type=p.capacity_reservation.type if p.capacity_reservation else "default",
-                    root_volume_gib=p.root_volume_gib,
-                    consolidate_after=p.effective_consolidate_after,
-                    weight=p.weight,
-                    labels=p.labels,
-                    team=cfg.team_of(p.name) if cfg.cost.enabled else None,
-                    ami_alias_version=cfg.versions.ami_alias_version,
-                ),
+                spec=spec,
                 node_role_name=karpenter.node_role_name,
                 cluster_security_group_id=cluster.cluster_security_group_id,
                 placement_group_names={
@@ -197,6 +205,14 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[karpenter.release]),
         )
         node_pools.append(partition.node_pool_names)
+        partitions.append(partition)
+    # The health gate: every accelerator NodePool's pre-flight (its startup taint is in the NodePool) and the guard
+    # that takes a sick node out of service at once (ekstrain/health_gate.py, docs/health.md).
+    HealthGate(
+        "health-gate",
+        HealthGateArgs(partitions=gated),
+        opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[karpenter.release, *partitions]),
+    )
     # Untainted CPU pool: MPI launchers and Ray heads scale with the jobs instead of filling the system nodes.
     HelperPool(
         "cpu-helpers",

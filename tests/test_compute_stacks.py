@@ -155,7 +155,9 @@ def test_device_plugin_values_keys_exist_upstream(prod_recording: Recording) -> 
 def test_dev_has_no_neuron_components(dev_recording: Recording) -> None:
     rel = _releases(dev_recording)
     assert "neuron" not in rel
-    assert not dev_recording.of_type("kubernetes:apps/v1:DaemonSet")
+    # The only DaemonSet is the GPU partition's health gate (no neuron-monitor).
+    daemonsets = [r.inputs["metadata"]["name"] for r in dev_recording.of_type("kubernetes:apps/v1:DaemonSet")]
+    assert daemonsets == ["health-gate-gpu-small"]  # metadata.name
     assert {"nvidia-device-plugin", "dcgm-exporter", "aws-efa-k8s-device-plugin"} <= set(rel)
 
 

@@ -61,6 +61,7 @@ PARTITION_OBJECTS = {
     ("Partition", "{p}"),
     ("EC2NodeClass", "{p}-nodeclass"),
     ("NodePool", "{p}-nodepool"),
+    ("DaemonSet", "health-gate-{p}"),  # the NodePool's pre-flight (ekstrain/health_gate.py)
 }
 
 

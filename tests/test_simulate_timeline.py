@@ -23,10 +23,12 @@ from ekstrain import validation
 from ekstrain.assembly.jobs import render, render_sbatch
 from ekstrain.assembly.jupyterhub import profile
 from ekstrain.cli.main import main
+from ekstrain.health_gate import gate_minutes, gated
 from ekstrain.simulate import engine, volcano
 from ekstrain.simulate.inputs import InputError
-from ekstrain.simulate.mix import notebook_pod, read_mix
-from ekstrain.simulate.timeline import Arrival, Fault, Mix, simulate_timeline
+from ekstrain.simulate.load import build_objects
+from ekstrain.simulate.mix import notebook_pod, read_mix, stack_checkpoint_seconds
+from ekstrain.simulate.timeline import Arrival, Fault, Mix, Timeline, simulate_timeline
 
 pytestmark = pytest.mark.skipif(
     HELM is None or validation.upstream_dir() is None, reason="needs a helm binary and the upstream chart archives"
@@ -285,3 +287,122 @@ def test_bad_mix_files_name_the_key(
     with pytest.raises(InputError) as info:
         read_mix(path, prod_build)
     assert problem in info.value.report() and "\n  fix: " in info.value.report()
+
+
+# ---- issue 34: the health gate --------------------------------------------------------------------------
+
+
+def _gated(prod_build: pathlib.Path) -> set[str]:  # noqa: F811
+    return {o["metadata"]["name"] for o in build_objects(prod_build) if o["kind"] == "NodePool" and gated(o)}
+
+
+def test_the_gate_adds_its_minutes_to_a_launch(cluster: engine.Cluster, prod_build: pathlib.Path) -> None:  # noqa: F811
+    """GIVEN prod's NodePools with the startup taint WHEN a GPU and a Trainium job launch nodes THEN each starts
+    after the launch plus its gate (DCGM diag level 2 + collective + counts: 4 min GPU, 2 min Trainium); without
+    the gate after the launch alone."""
+    pools = _gated(prod_build)
+    assert {"gpu-a100", "gpu-h100", "trainium-trn1", "trainium-trn1n"} <= pools
+    gpu = _arrival(_job("gpu-h100", "volcano", 2, "g"), 0, 1)
+    trn = _arrival(_job("trainium", "trainium", 2, "n", instance_type="trn1.32xlarge"), 0, 1)
+    on = simulate_timeline(cluster, _mix(gpu, trn, gated_pools=pools))
+    off = simulate_timeline(cluster, _mix(gpu, trn))
+    started = {j.name: j.first_started_at for j in on.jobs}
+    assert (
+        started["Job/g"] == 10 + gate_minutes("gpu") == 14 and started["Job/n"] == 10 + gate_minutes("trainium") == 12
+    )
+    assert {j.name: j.first_started_at for j in off.jobs}["Job/g"] == 10
+    assert on.idle["gpu-h100"]["health gate pre-flight"] == 2 * 8 * 4  # 2 nodes x 8 GPUs x 4 minutes
+
+
+def test_a_sick_node_leaves_service_at_once_and_the_restart_lands_elsewhere(
+    cluster: engine.Cluster,  # noqa: F811
+    prod_build: pathlib.Path,  # noqa: F811
+) -> None:
+    """GIVEN a GPU fault under a running MPIJob WHEN the gate's guard taints the node NoExecute THEN the job restarts
+    once, on healthy nodes only, and NodeRepair removes the sick node 10 minutes later; WHEN no taint keeps pods
+    off it (main before issue 34) THEN the restart lands on the sick node, burns a second restart, and that is a
+    PROBLEM."""
+    job = _arrival(_job("gpu-a100", "mpijob", 4, "bert"), 0, 6)
+    fault = [Fault(120, "node-unhealthy", "MPIJob/bert")]
+    gated_run = Timeline(cluster, _mix(job, faults=fault, gated_pools=_gated(prod_build)))
+    report = gated_run.run()
+    bert = next(j for j in report.jobs if j.name == "MPIJob/bert")
+    assert bert.state == "finished" and bert.restarts == 1 and report.problems == [], report.problems
+    assert "ekstrain.io/unhealthy:NoExecute" in bert.events[0]
+    # started at 0:14 (launch + gate), checkpoint at 90 min of training, fault at 106: 16 min x 32 GPUs lost
+    assert "16 min lost" in bert.events[0] and bert.lost_accelerator_hours == pytest.approx(16 * 32 / 60)
+    sick = next(n for n in gated_run.nodes if n.repair_at is not None)
+    assert sick.repair_at == 120 + 10 and sick.state == "gone"
+    old = simulate_timeline(cluster, _mix(job, faults=fault))
+    bert = next(j for j in old.jobs if j.name == "MPIJob/bert")
+    assert bert.restarts == 2 and "same sick node" in bert.events[1]
+    assert any("onto node #" in p and "marked unhealthy" in p for p in old.problems), old.problems
+
+
+def test_a_gang_that_fills_its_pool_waits_for_node_repair_not_stranded(
+    cluster: engine.Cluster,  # noqa: F811
+    prod_build: pathlib.Path,  # noqa: F811
+) -> None:
+    """GIVEN an 8-node gang on gpu-h100 (maxNodes 8) WHEN one node turns sick THEN the restart waits until
+    NodeRepair deletes it (the sick node's NodeClaim counts against the limit), then one launch and one gate, and
+    runs on: one restart, no problem."""
+    job = _arrival(_job("gpu-h100", "volcano", 8, "big"), 0, 6)
+    report = simulate_timeline(
+        cluster, _mix(job, faults=[Fault(120, "node-unhealthy", "Job/big")], gated_pools=_gated(prod_build))
+    )
+    big = next(j for j in report.jobs if j.name == "Job/big")
+    assert big.state == "finished" and big.restarts == 1 and report.problems == [], report.problems
+    assert any("full until NodeRepair replaces unhealthy node" in w for w in big.all_waits)
+
+
+def test_checkpoint_save_time_comes_from_the_stack_fsx(
+    prod_build: pathlib.Path,  # noqa: F811
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """GIVEN prod's FSx (7200 GiB PERSISTENT_2 at 500 MB/s/TiB) and its 920 GiB checkpoint WHEN a mix gives no
+    checkpointSaveSeconds THEN the timeline uses 281 s (ekstrain storage), not a literal."""
+    assert stack_checkpoint_seconds(PROD.storage.fsx, PROD.storage.checkpoint, "m") == 281
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(_job("gpu-h100", "volcano", 1, "ck")))
+    mix = tmp_path / "mix.yaml"
+    mix.write_text(yaml.safe_dump({"hours": 2, "jobs": [{"file": str(tmp_path / "job.yaml"), "hours": 1}]}))
+    assert main(["simulate", "--stack", "prod", "--build", str(prod_build), "--timeline", str(mix)]) == 0
+    assert "checkpoint save 281 s)" in capsys.readouterr().out
+
+
+def test_a_node_that_fails_its_preflight_never_takes_the_job(
+    cluster: engine.Cluster,  # noqa: F811
+    prod_build: pathlib.Path,  # noqa: F811
+) -> None:
+    """GIVEN the first node launched for a 2-node gang is sick WHEN the pool is gated THEN its pre-flight fails, the
+    job never runs there (no restart, no problem), Karpenter launches another node and the guard deletes the sick
+    one 10 minutes later; WHEN not gated THEN the gang starts on the sick node and that is a PROBLEM."""
+    job = _arrival(_job("gpu-h100", "volcano", 2, "pf"), 0, 2)
+    fault = [Fault(0, "preflight-fails", "Job/pf")]
+    run = Timeline(cluster, _mix(job, faults=fault, gated_pools=_gated(prod_build)))
+    report = run.run()
+    pf = next(j for j in report.jobs if j.name == "Job/pf")
+    assert pf.state == "finished" and pf.restarts == 0 and report.problems == [], report.problems
+    sick = next(n for n in run.nodes if n.sick_from_start)
+    assert sick.repair_at == 14 + 10
+    assert report.idle["gpu-h100"]["unhealthy"] == 8 * 10  # idle (never busy) for the 10 minutes it was sick
+    assert pf.first_started_at == 14 + 14  # a second launch and gate after the first node failed its pre-flight
+    old = simulate_timeline(cluster, _mix(job, faults=fault))
+    assert any("marked unhealthy" in p for p in old.problems), old.problems
+
+
+def test_node_repair_waits_while_too_much_of_a_pool_is_unhealthy(
+    cluster: engine.Cluster,  # noqa: F811
+    prod_build: pathlib.Path,  # noqa: F811
+) -> None:
+    """GIVEN two 2-node jobs on gpu-a100 (4 nodes: Karpenter tolerates ceil(20% x 4) = 1 unhealthy) WHEN both lose
+    a node to a GPU fault at once THEN NodeRepair holds both sick nodes past its 10 minutes until the replacements
+    joined the pool (6 nodes: 2 allowed); the jobs still restart once each, elsewhere, with no problem."""
+    a = _arrival(_job("gpu-a100", "volcano", 2, "a"), 0, 4)
+    b = _arrival(_job("gpu-a100", "volcano", 2, "b"), 0, 4)
+    faults = [Fault(120, "node-unhealthy", "Job/a"), Fault(120, "node-unhealthy", "Job/b")]
+    run = Timeline(cluster, _mix(a, b, faults=faults, gated_pools=_gated(prod_build)))
+    report = run.run()
+    assert report.problems == [] and [j.restarts for j in report.jobs if j.name in ("Job/a", "Job/b")] == [1, 1]
+    sick = [n for n in run.nodes if n.repair_by == "NodeRepair"]
+    assert len(sick) == 2 and all(n.state == "gone" and (n.repair_at or 0) > 120 + 10 for n in sick)

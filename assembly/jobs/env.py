@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ekstrain import catalog
+from ekstrain import catalog, training_metrics
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,22 @@ def _trainium(c: EnvContext) -> bool:
     return c.family == catalog.TRAINIUM
 
 
+HEARTBEAT_FILE = "/tmp/ekstrain-progress"
+HANG_SECONDS = 1800
+"""A step that has not finished for 30 minutes is a hang: more than any step, checkpoint save (281 s on prod's FSx,
+`ekstrain storage`) or Neuron graph load after the first step; before the first step the file does not exist and
+the probe passes (compilation, data loading)."""
+
+
+def liveness_probe() -> dict[str, object]:
+    """The workers' hang detector (``PROGRESS_HEARTBEAT_FILE``): passes while the file is absent or fresh."""
+    test = (
+        f'f="${{PROGRESS_HEARTBEAT_FILE:-{HEARTBEAT_FILE}}}"; [ ! -e "$f" ] || '
+        f'[ $(( $(date +%s) - $(stat -c %Y "$f") )) -lt {HANG_SECONDS} ]'
+    )
+    return {"exec": {"command": ["/bin/sh", "-c", test]}, "periodSeconds": 60, "failureThreshold": 1}
+
+
 SOCKET_EXCLUDE = "^lo,docker,veth_def_agent"
 """Interfaces NCCL/Gloo bootstrap must not use (prefix match: ``docker`` covers ``docker0``)."""
 
@@ -90,6 +106,13 @@ RULES: tuple[EnvRule, ...] = (
     # PyTorch robustness
     EnvRule("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", _gpu, "a hung collective kills the process (then restart)"),
     EnvRule("TORCH_NCCL_ENABLE_MONITORING", "1", _gpu, "watchdog heartbeat monitor"),
+    EnvRule(
+        "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC",
+        "600",
+        _gpu,
+        "hang detection: the NCCL watchdog's monitor kills the process when the watchdog itself is stuck this long "
+        "(PyTorch ProcessGroupNCCL, default 480)",
+    ),
     EnvRule("TORCH_NCCL_DUMP_ON_TIMEOUT", "1", _gpu, "flight-recorder dump on a collective timeout"),
     EnvRule("TORCH_NCCL_TRACE_BUFFER_SIZE", "20000", _gpu, "flight-recorder entries kept per rank"),
     EnvRule(
@@ -120,6 +143,20 @@ RULES: tuple[EnvRule, ...] = (
         lambda c: f"{c.checkpoint_dir}/latest",
         _always,
         "resume from the newest checkpoint when it exists, start fresh otherwise",
+    ),
+    EnvRule(
+        "PROGRESS_HEARTBEAT_FILE",
+        HEARTBEAT_FILE,
+        _always,
+        "hang detection: the training script touches it after every step; the worker's liveness probe fails when "
+        "it is older than HANG_SECONDS (a hung rank restarts the job instead of holding its nodes)",
+    ),
+    EnvRule(
+        training_metrics.PORT_ENV,
+        str(training_metrics.PORT),
+        _always,
+        "the progress metrics (last step, last checkpoint) the training process serves for the PodMonitor and the "
+        "job-progress alerts (ekstrain/training_metrics.py, docs/alerts.md)",
     ),
     EnvRule("PYTHONUNBUFFERED", "1", _always, "logs reach kubectl logs immediately"),
 )

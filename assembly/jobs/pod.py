@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ekstrain import training_metrics
+from ekstrain.assembly.jobs.env import liveness_probe
 from ekstrain.assembly.jobs.resolve import ResolvedRun, kubelet_literal
 
 TERMINATION_GRACE_SECONDS = 120
@@ -37,6 +39,9 @@ def worker_container(
         c["args"] = kubelet_argv(args)
     if with_env:
         c["env"] = r.env_list()
+        c["livenessProbe"] = liveness_probe()  # hang detection (assembly/jobs/env.py PROGRESS_HEARTBEAT_FILE)
+        # The progress metrics port the PodMonitor scrapes (ekstrain/training_metrics.py; docs/alerts.md).
+        c["ports"] = [training_metrics.container_port()]
     c["resources"] = r.resources()
     c["volumeMounts"] = r.volume_mounts()
     c["securityContext"] = r.security_context(ssh=ssh)

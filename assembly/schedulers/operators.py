@@ -17,6 +17,7 @@ from ekstrain import names, versions
 from ekstrain.assembly.jobs import env as envtable
 from ekstrain.assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
 from ekstrain.assembly.jobs.resolve import worker_cpu_memory
+from ekstrain.assembly.jobs.spec import RunSpec
 from ekstrain.assembly.schedulers import teams
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain.controller_resources import MEDIUM
@@ -72,6 +73,11 @@ def trainer_values() -> dict[str, Any]:
     }
 
 
+RUNTIME_MAX_RESTARTS = RunSpec.max_restarts
+"""Whole-gang restarts of a TrainJob on a ClusterTrainingRuntime: `ekstrain job render`'s ``--max-restarts``
+default (assembly/jobs/spec.py), so a hand-written TrainJob survives as many bad nodes as a rendered one."""
+
+
 def runtime_name(partition: str) -> str:
     return f"torch-distributed-{partition}"
 
@@ -110,15 +116,23 @@ def torch_runtime(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
             "template": {
                 **template,
                 "spec": {
+                    # A failed node restarts the whole gang (every Job recreated, new pods placed anew: never on a
+                    # node the health gate tainted unhealthy) up to RUNTIME_MAX_RESTARTS times; without it a user's
+                    # TrainJob failed on its first lost node (jobset api: failurePolicy.maxRestarts defaults to 0).
+                    # As the per-job runtimes of `ekstrain job render` (assembly/jobs/trainjob.py).
+                    "failurePolicy": {"maxRestarts": RUNTIME_MAX_RESTARTS},
                     "replicatedJobs": [
                         {
                             "name": "node",
                             "template": {
                                 "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
                                 "spec": {
+                                    # A Job fails on its first pod failure, so the JobSet's restart is the only one.
+                                    "backoffLimit": 0,
                                     "template": {
                                         "spec": {
                                             **pod,
+                                            "restartPolicy": "Never",
                                             "nodeSelector": dict(p.node_selector),
                                             "tolerations": [p.toleration],
                                             "containers": [
@@ -142,11 +156,11 @@ def torch_runtime(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
                                                 {"name": "fsx", "persistentVolumeClaim": {"claimName": names.FSX_PVC}},
                                             ],
                                         }
-                                    }
+                                    },
                                 },
                             },
                         }
-                    ]
+                    ],
                 },
             },
         },

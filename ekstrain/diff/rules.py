@@ -217,6 +217,10 @@ REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
     "kubernetes:core/v1:PersistentVolumeClaim": ("spec",),
     "kubernetes:core/v1:PersistentVolume": (),
     "kubernetes:core/v1:LimitRange": (),
+    "kubernetes:core/v1:ServiceAccount": (),
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": (),
+    # pulumi-kubernetes provider/pkg/provider/diff.go: ClusterRoleBinding -> roleBinding (.roleRef)
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": ("roleRef",),
     "kubernetes:storage.k8s.io/v1:StorageClass": ("parameters", "provisioner"),
     "kubernetes:apps/v1:DaemonSet": (),
     "kubernetes:apps/v1:StatefulSet": (),

@@ -3,7 +3,8 @@ the build. The format (times in hours; docs/simulate.md):
 
     hours: 48                       # how long to play
     checkpointMinutes: 30           # every job's checkpoint interval
-    checkpointSaveSeconds: 843      # how long one checkpoint takes to write (ekstrain.storage_sizing)
+    checkpointSaveSeconds: 281      # optional: one checkpoint's write time; @default the stack's FSx at its
+                                    # ekstrain:storage.checkpoint.sizeGiB (ekstrain.storage_sizing)
     launchMinutes: {gpu: 10, trainium: 10, cpu: 3}
     jobs:
       - file: build/examples/llama3-70b-volcano.yaml   # YAML objects or an sbatch, relative to the cwd
@@ -23,13 +24,14 @@ Every mistake is an :class:`~ekstrain.simulate.inputs.InputError` naming the key
 
 from __future__ import annotations
 
+import math
 import pathlib
 import re
 from typing import Any
 
 import yaml
 
-from ekstrain import catalog, yaml12
+from ekstrain import catalog, health_gate, storage_sizing, yaml12
 from ekstrain.simulate.inputs import SAFE_LOADER, InputError, read_file
 from ekstrain.simulate.quantity import parse
 from ekstrain.simulate.timeline import FAULT_KINDS, NEVER, Arrival, Fault, Mix
@@ -142,9 +144,9 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
     mix = Mix(arrivals=[])
     mix.minutes = int(_number(f"{where}: hours", doc.get("hours", 48), 1, MAX_HOURS) * 60)
     mix.checkpoint_every = _whole(f"{where}: checkpointMinutes", doc.get("checkpointMinutes", 30), 1, 10_000)
-    mix.checkpoint_save_seconds = _whole(
-        f"{where}: checkpointSaveSeconds", doc.get("checkpointSaveSeconds", 843), 0, 10**6
-    )
+    if "checkpointSaveSeconds" in doc:  # otherwise the stack's FSx decides (stack_checkpoint_seconds)
+        mix.checkpoint_save_seconds = _whole(f"{where}: checkpointSaveSeconds", doc["checkpointSaveSeconds"], 0, 10**6)
+        mix.checkpoint_save_given = True
     launch = _mapping(f"{where}: launchMinutes", doc.get("launchMinutes") or {})
     _known(f"{where}: launchMinutes", launch, LAUNCH_FAMILIES)
     for family, minutes in launch.items():
@@ -244,8 +246,28 @@ def platform_facts(build: pathlib.Path, objects_by_kind: dict[str, list[dict[str
     agent = "eks-node-monitoring-agent" in text
     mix.repair = bool(gates.get("nodeRepair")) and agent
     mix.health_rule = "aws.health" in text
+    mix.gated_pools = {p["metadata"]["name"] for p in objects_by_kind.get("NodePool", []) if health_gate.gated(p)}
     for pool in objects_by_kind.get("NodePool", []):
         after = ((pool.get("spec") or {}).get("disruption") or {}).get("consolidateAfter", "30m")
         mix.consolidate_minutes[pool["metadata"]["name"]] = _go_minutes(after)
     for q in objects_by_kind.get("Queue", []):
         mix.weights[q["metadata"]["name"]] = float((q.get("spec") or {}).get("weight", 1) or 1)
+
+
+def stack_checkpoint_seconds(fsx: Any, checkpoint: Any, where: str) -> int:
+    """One checkpoint's save on the stack's FSx for Lustre (``ekstrain.storage_sizing``, the model ``ekstrain
+    storage`` and the render's SUMMARY use): ``ekstrain:storage.checkpoint.sizeGiB`` at the file system's baseline
+    throughput, rounded up to a second."""
+    if not fsx.enabled or checkpoint.size_gib is None:
+        raise InputError(
+            f"{where}: checkpointSaveSeconds",
+            "is not given and the stack has no FSx checkpoint size (ekstrain:storage.checkpoint.sizeGiB) to derive it",
+            "set checkpointSaveSeconds in the mix, or the stack's ekstrain:storage.checkpoint.sizeGiB",
+        )
+    seconds = storage_sizing.save_seconds(
+        storage_sizing.gib_to_bytes(checkpoint.size_gib),
+        fsx.deployment_type,
+        fsx.storage_capacity_gib,
+        fsx.per_unit_storage_throughput,
+    )
+    return math.ceil(seconds)

@@ -26,6 +26,10 @@ sbatch job when asked). Rules, each with the upstream code it follows:
   RepairPolicies); interruption (pkg/controllers/interruption/controller.go) drains at once on a spot
   interruption warning, and on an AWS Health scheduled change only when the stack routes AWS Health
   events to the interruption queue.
+- The health gate (ekstrain/health_gate.py, read from the build: NodePools with its startup taint): a node of
+  such a pool takes work only after its pre-flight, ``health_gate.gate_minutes`` after the launch; on a GPU/Neuron
+  fault the guard taints the node NoExecute at once, so its pods leave now and no restart lands there (a restart
+  that does is a PROBLEM); NodeRepair replaces it ``REPAIR_MINUTES['AcceleratedHardwareReady']`` later.
 - Restarts, per controller, from the object: Volcano Job ``maxRetry`` (default 3,
   pkg/controllers/job); MPIJob/PyTorchJob ``runPolicy.backoffLimit``; batch Job ``backoffLimit``
   (default 6, counted in pods for Indexed Jobs); RayJob ``backoffLimit`` (default 0); TrainJob the
@@ -44,6 +48,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ekstrain import health_gate
 from ekstrain.simulate import match, volcano
 from ekstrain.simulate.engine import (
     Cluster,
@@ -58,7 +63,16 @@ from ekstrain.simulate.engine import (
 from ekstrain.simulate.nodes import Node
 from ekstrain.simulate.workloads import PodGroup, Workload, expand
 
-FAULT_KINDS = ("node-lost", "node-unhealthy", "health-notice", "spot-interruption", "insufficient-capacity")
+FAULT_KINDS = (
+    "node-lost",
+    "node-unhealthy",
+    "health-notice",
+    "spot-interruption",
+    "insufficient-capacity",
+    "preflight-fails",
+)
+"""``preflight-fails``: the next node Karpenter launches for the job is sick from the start (ekstrain/health_gate.py:
+its pre-flight fails, the guard taints it NoExecute and deletes it ``HOLD_SECONDS`` later)."""
 ACCELERATORS = ("nvidia.com/gpu", "aws.amazon.com/neuron")
 NEVER = 10**9
 """``consolidateAfter: Never`` in minutes (ekstrain/simulate/mix.py: reserved partitions keep empty nodes)."""
@@ -95,13 +109,19 @@ class Mix:
     minutes: int = 48 * 60
     checkpoint_every: int = 30
     checkpoint_save_seconds: int = 843
+    """One checkpoint's write time; ``ekstrain simulate --timeline`` sets it from the stack's FSx
+    (``mix.stack_checkpoint_seconds``) unless the mix file gives ``checkpointSaveSeconds``."""
+    checkpoint_save_given: bool = False
     grace_seconds: int = 120
     launch_minutes: dict[str, int] = field(default_factory=lambda: {"gpu": 10, "trainium": 10, "cpu": 3})
     repair: bool = False
     """Karpenter nodeRepair on and the node monitoring agent installed (both read from the build)."""
     health_rule: bool = False
     """AWS Health events routed to Karpenter's interruption queue (read from the build)."""
-    repair_minutes: int = 10
+    repair_minutes: int = health_gate.REPAIR_MINUTES["AcceleratedHardwareReady"]
+    gated_pools: set[str] = field(default_factory=set)
+    """NodePools whose nodes carry the health gate's startup taint (from the build): a launch takes the pre-flight
+    too, and the gate's guard taints a sick node NoExecute at once (ekstrain/health_gate.py)."""
     consolidate_minutes: dict[str, int] = field(default_factory=dict)
     """NodePool -> consolidateAfter in minutes (from the build; 30 when unknown)."""
     weights: dict[str, float] = field(default_factory=dict)
@@ -129,6 +149,13 @@ class SimNode:
     repair_at: int | None = None
     nominated: str = ""
     """The job whose pending pods made Karpenter launch it (others do not count on it while it waits)."""
+    gate_from: int = 0
+    """When its health-gate pre-flight starts (the launch before it, ``ready_at`` after it)."""
+    sick_from_start: bool = False
+    """A ``preflight-fails`` fault: the node is sick when it comes up."""
+    repair_by: str = ""
+    """Who removes it at ``repair_at``: ``NodeRepair`` (held while too much of its pool is unhealthy), ``guard``
+    (the health gate deletes its node) or the maintenance ``window``."""
 
     @property
     def pool(self) -> str:
@@ -165,6 +192,8 @@ class Job:
     """sbatch: the slurmd pods KEDA added to its NodeSet for it (its group's count: those the queue admitted)."""
     bound: list[tuple[PodGroup, SimNode]] = field(default_factory=list)
     failure: str = ""
+    lost_accelerator_hours: float = 0.0
+    """Training lost to failures x the accelerators the job held (all of it when the job failed for good)."""
 
     @property
     def name(self) -> str:
@@ -298,6 +327,8 @@ class Timeline:
         self.karpenter = dataclasses.replace(cluster, nodes=[n for n in cluster.nodes if n.pool != "system"])
         self.fault_outcomes: list[str] = []
         self._placed: dict[int, tuple[Node | None, str]] = {}
+        self.doomed: set[str] = set()
+        """Jobs whose next launched node fails its pre-flight (``preflight-fails`` faults)."""
         self.shortages: dict[str, tuple[int, int]] = {}
         """instance type -> (minute EC2 has capacity again, instances it can still launch before then)."""
 
@@ -380,6 +411,13 @@ class Timeline:
         for r, lim in sorted(candidate.pool_limits.items()):
             add = 1.0 if r == "nodes" else candidate.capacity.get(r, 0.0)
             if add and use.get(r, 0.0) + add > lim + 1e-9:
+                sick = [n for n in self.nodes if n.pool == candidate.pool and n.state == "unhealthy" and n.repair_at]
+                if sick:  # full until NodeRepair deletes the sick node (its NodeClaim counts against the pool)
+                    n = min(sick, key=lambda s: s.repair_at or 0)
+                    return (
+                        f"NodePool {candidate.pool} full until NodeRepair replaces unhealthy node #{n.ident} at "
+                        f"{_clock(n.repair_at)}"
+                    )
                 return f"NodePool {candidate.pool} limit {r}={lim:g} reached ({self.holders_of(candidate.pool)})"
         return None
 
@@ -394,10 +432,15 @@ class Timeline:
     def launch(self, candidate: Node, for_job: str = "") -> SimNode:
         self._ident += 1
         family = candidate.instance.family if candidate.instance.family in self.mix.launch_minutes else "cpu"
+        gate = health_gate.gate_minutes(candidate.instance.family) if candidate.pool in self.mix.gated_pools else 0
         node = SimNode(
-            self._ident, candidate, self.now + self.mix.launch_minutes.get(family, 5), self.node_free(candidate)
+            self._ident, candidate, self.now + self.mix.launch_minutes.get(family, 5) + gate, self.node_free(candidate)
         )
+        node.gate_from = node.ready_at - gate
         node.nominated = for_job
+        if for_job in self.doomed:
+            self.doomed.discard(for_job)
+            node.sick_from_start = True
         self.nodes.append(node)
         return node
 
@@ -450,7 +493,7 @@ class Timeline:
         for g, candidate, req, count in needs:
             placed = 0
             for n in self.nodes:
-                if n.state not in ("ready", "unhealthy") or not self._lands(g, n) or self.reserved(n, job):
+                if not self.usable(n) or not self._lands(g, n) or self.reserved(n, job):
                     continue
                 while placed < count and all(trial[n.ident].get(r, 0.0) + 1e-9 >= v for r, v in req.items() if v > 0):
                     for r, v in req.items():
@@ -485,6 +528,18 @@ class Timeline:
             if not reason:
                 reason = f"Karpenter launching {candidate.instance.name} ({candidate.pool})"
         return reason
+
+    def pool_repairable(self, pool: str) -> bool:
+        """Karpenter repairs a NodePool's node only while at most ``health_gate.REPAIR_UNHEALTHY_PERCENT`` of its
+        nodes (rounded up) are unhealthy (kubernetes-sigs/karpenter v1.14.1 pkg/controllers/node/health/controller.go
+        ``isNodePoolHealthy``, ``allowedUnhealthyPercent``); nodes still booting are no Node objects yet."""
+        nodes = [n for n in self.nodes if n.pool == pool and n.state in ("ready", "unhealthy")]
+        sick = sum(1 for n in nodes if n.state == "unhealthy" and n.repair_by == "NodeRepair")
+        return sick <= math.ceil(len(nodes) * health_gate.REPAIR_UNHEALTHY_PERCENT / 100)
+
+    def usable(self, n: SimNode) -> bool:
+        """Ready, or sick without the gate's NoExecute taint (then kube-scheduler still places pods there)."""
+        return n.state == "ready" or (n.state == "unhealthy" and n.pool not in self.mix.gated_pools)
 
     def insufficient_capacity(self, candidate: Node) -> str | None:
         """An injected EC2 shortage of the candidate's type: CreateFleet fails with InsufficientInstanceCapacity once
@@ -587,6 +642,10 @@ class Timeline:
     # -- faults --
     def fault(self, f: Fault) -> None:
         job = next((j for j in self.jobs if j.name == f.job), None)
+        if f.kind == "preflight-fails" and job is not None:
+            job.hit_by_fault = True
+            self.doomed.add(job.name)  # the next node launched for it
+            return
         if f.kind == "insufficient-capacity" and job is not None:
             groups = list(job.workload.groups)
             ns = self.cluster.nodesets.get(str(job.workload.slurm.get("partition"))) if job.kind == "slurm" else None
@@ -619,10 +678,16 @@ class Timeline:
             self.kill_node(node, "spot interruption: Karpenter drained the node (2-minute warning)", drained=True)
         elif f.kind == "node-unhealthy":
             node.state = "unhealthy"
+            left = (
+                f" (the health gate's guard tainted it {health_gate.UNHEALTHY_TAINT_KEY}:NoExecute and cordoned it: "
+                "its pods left at once, Slinky drains a Slurm node there)"
+                if node.pool in self.mix.gated_pools
+                else ""
+            )
             for victim in self.on_node(node):
-                self.fail(victim, f"GPU fault on {node.candidate.instance.name} #{node.ident}")
+                self.fail(victim, f"GPU fault on {node.candidate.instance.name} #{node.ident}{left}")
             if self.mix.repair:
-                node.repair_at = self.now + self.mix.repair_minutes
+                node.repair_at, node.repair_by = self.now + self.mix.repair_minutes, "NodeRepair"
         elif f.kind == "health-notice":
             if self.mix.health_rule:
                 self.kill_node(node, "AWS Health notice: Karpenter drained the node on arrival", drained=True)
@@ -655,6 +720,9 @@ class Timeline:
 
     def fail(self, job: Job, why: str) -> None:
         lost = job.progress - (job.last_checkpoint if job.resumes else 0.0)
+        held = sum(match.pod_requests(g.spec).get(r, 0.0) for g, _ in job.bound for r in ACCELERATORS)
+        gone = job.progress if job.restarts_left <= 0 and job.kind not in ("standing", "notebook") else lost
+        job.lost_accelerator_hours += gone * held / 60
         self.release(job)
         if job.kind == "standing":
             job.state = "waiting"
@@ -685,6 +753,23 @@ class Timeline:
         for n in self.nodes:
             if n.state == "launching" and n.ready_at <= self.now:
                 n.state, n.empty_since = "ready", self.now
+                if n.sick_from_start:  # its pre-flight failed (gated pool): tainted, deleted by its guard later
+                    n.state = "unhealthy"
+                    if n.pool in self.mix.gated_pools:
+                        n.repair_at, n.repair_by = self.now + math.ceil(health_gate.HOLD_SECONDS / 60), "guard"
+                        owner = next((j for j in self.jobs if j.name == n.nominated), None)
+                        if owner is not None:
+                            owner.events.append(
+                                f"{_clock(self.now)} node {n.candidate.instance.name} #{n.ident} failed its "
+                                "health-gate pre-flight: tainted NoExecute, never took the job, deleted by its guard "
+                                f"at {_clock(n.repair_at)}"
+                            )
+                    elif self.mix.repair:
+                        n.repair_at, n.repair_by = self.now + self.mix.repair_minutes, "NodeRepair"
+            due = n.repair_at is not None and n.repair_at <= self.now and n.state != "gone"
+            if due and n.repair_by == "NodeRepair" and not self.pool_repairable(n.pool):
+                n.repair_at = self.now + 1  # NodeRepair blocked: more than 20% of the pool is unhealthy
+                continue
             if n.repair_at is not None and n.repair_at <= self.now and n.state != "gone":
                 self.kill_node(n, f"node #{n.ident} replaced (NodeRepair / maintenance window)", drained=True)
         for job in self.jobs:
@@ -696,7 +781,12 @@ class Timeline:
             self.schedule(job)
         for job in self.jobs:
             if job.state == "running":
-                if any(n.state == "unhealthy" for _, n in job.bound) and job.started_at == self.now:
+                sick = next((n for _, n in job.bound if n.state == "unhealthy"), None)
+                if sick is not None and job.started_at == self.now:
+                    self.problems.append(
+                        f"{job.name} restarted at {_clock(self.now)} onto node #{sick.ident}, marked unhealthy "
+                        "(no taint keeps pods off a sick node before NodeRepair replaces it)"
+                    )
                     self.fail(job, "started on a node with a GPU fault (same sick node: no NodeRepair yet)")
                     continue
                 job.progress += 1
@@ -810,7 +900,10 @@ class Timeline:
 
     def transient(self, jobs: list[Job]) -> bool:
         """Every job is only restarting or waiting for nodes that are launching (not blocked for good)."""
-        return bool(jobs) and all(j.not_before > self.now or "Karpenter launching" in j.last_wait for j in jobs)
+        return bool(jobs) and all(
+            j.not_before > self.now or "Karpenter launching" in j.last_wait or "until NodeRepair" in j.last_wait
+            for j in jobs
+        )
 
     def consolidate(self) -> None:
         nominated = self.pending_pools()
@@ -840,7 +933,9 @@ class Timeline:
             idle = accel - busy
             if idle <= 0:
                 continue
-            if n.state == "launching":
+            if n.state == "launching" and self.now >= n.gate_from and n.gate_from < n.ready_at:
+                cat = "health gate pre-flight"
+            elif n.state == "launching":
                 cat = "launching"
             elif n.state == "unhealthy":
                 cat = "unhealthy"
@@ -898,6 +993,8 @@ class Timeline:
                 )
                 if not j.restarts and j.state == "failed":
                     how = "not restarted"
+                elif not j.restarts and any("failed its health-gate pre-flight" in e for e in j.events):
+                    how = "not restarted: its node failed the pre-flight and never took it"
                 elif not j.restarts and j.short_of_capacity:
                     late = self.wait_after_admission(j)
                     how = "launch failed for lack of EC2 capacity" + (
@@ -949,7 +1046,8 @@ class Timeline:
                 )
 
     def launch_minutes_of(self, j: Job) -> int:
-        """A node launch for the job: the longest launch time of the families its pods land on."""
+        """A node launch for the job: the longest launch time of the families its pods land on, with the health
+        gate's pre-flight on a gated NodePool (the node takes work only after it)."""
         minutes = [0]
         groups = list(j.workload.groups)
         ns = self.cluster.nodesets.get(str(j.workload.slurm.get("partition"))) if j.kind == "slurm" else None
@@ -959,7 +1057,10 @@ class Timeline:
             candidate = self.place(g)[0]
             if candidate is not None and candidate.pool != "system":
                 family = candidate.instance.family if candidate.instance.family in self.mix.launch_minutes else "cpu"
-                minutes.append(self.mix.launch_minutes.get(family, 5))
+                gate = (
+                    health_gate.gate_minutes(candidate.instance.family) if candidate.pool in self.mix.gated_pools else 0
+                )
+                minutes.append(self.mix.launch_minutes.get(family, 5) + gate)
         return max(minutes)
 
     def wait_after_admission(self, j: Job) -> tuple[int, int] | None:

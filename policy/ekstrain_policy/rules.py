@@ -83,6 +83,11 @@ DEFAULT_PRIVILEGED_ALLOW_LIST: tuple[dict[str, str], ...] = (
     {"match": "*/aws-efa-k8s-device-plugin*", "reason": "EFA device plugin needs /dev/infiniband"},
     {"match": "*/neuron-device-plugin*", "reason": "Neuron device plugin needs /dev/neuron*"},
     {"match": "*/neuron-monitor", "reason": "reads the Neuron driver's sysfs and /dev/neuron* (no chart)"},
+    {
+        "match": "kube-system/health-gate-*",
+        "reason": "the health gate's pre-flight (ekstrain/health_gate.py) runs DCGM diagnostics, opens the EFA and "
+        "Neuron devices of its node without holding them (init containers only; its guard is unprivileged)",
+    },
 )
 DEFAULT_SECRET_SOURCE_TYPES = (
     "random:index/randomPassword:RandomPassword",
