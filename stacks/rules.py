@@ -65,7 +65,7 @@ def check(cfg: StackConfig, today: dt.date | None = None) -> tuple[list[ConfigIs
     warnings += slurm_warnings
     day = today or dt.date.today()
     errors += _kubernetes_window(cfg, day)
-    offer_errors, offer_warnings = _offerings(cfg)
+    offer_errors, offer_warnings = _offerings(cfg, day)
     errors += offer_errors
     warnings += offer_warnings
     errors += _ami_against_launch(cfg)
@@ -131,17 +131,17 @@ def _kubernetes_window(cfg: StackConfig, today: dt.date) -> list[ConfigIssue]:
     return out
 
 
-def _offerings(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
+def _offerings(cfg: StackConfig, today: dt.date) -> tuple[list[ConfigIssue], list[str]]:
     """Every partition type is offered in the stack's region (ekstrain/offerings.py: a dated table of EC2
     on-demand offerings by region, extended by ``ekstrain:instanceTypes.<type>.regions``); Karpenter would
     otherwise find no offering and the partition never gets a node. Where the table cannot know (a region
-    newer than it, a Capacity-Blocks-only type) a warning, never a refusal."""
+    newer than it, a Capacity-Blocks-only type, a table older than ``STALE_AFTER_DAYS``) a warning, never a refusal."""
     extra = {name: frozenset(f.regions) for name, f in cfg.instance_types.items() if f.regions}
     errors: list[ConfigIssue] = []
     warnings: list[str] = []
     for i, p in enumerate(cfg.partitions):
         for name in p.instance_types:
-            found = offerings.offering_problem(name, cfg.region, extra)
+            found = offerings.offering_problem(name, cfg.region, extra, today)
             if found is None:
                 continue
             level, problem, fix = found

@@ -331,8 +331,29 @@ def test_an_ami_release_older_than_a_partition_type_is_refused() -> None:
     [issue] = errors
     assert issue.startswith(
         "ekstrain:versions.amiAliasVersion: AMI release v20251010 (2025-10-10) predates an instance type of "
-        "ekstrain:partitions[1] (gpu-h100).instanceTypes: p6-b300.48xlarge launched 2025-11-18 (https://aws.amazon.com/"
+        "ekstrain:partitions[1] (gpu-h100).instanceTypes: p6-b300.48xlarge launched 2025-11-18 "
+        "(AWS What's New 2025-11-18, "
     )
     assert "fix: pin a release dated on or after 2025-11-18, e.g. amiAliasVersion: v20261119" in issue
     assert _parsed(_b300_on("1.34", "v20251120"))[0] == []
     assert _parsed(_b300_on("1.34", "latest"))[0] == []
+
+
+def test_a_stale_offerings_table_only_warns() -> None:
+    """GIVEN prod in eu-west-3 validated more than a year after the table's date (2026-01-21) WHEN loaded THEN the
+    types it does not list there are warnings (EC2 may offer them by now), not refusals."""
+    sections = stack_sections("prod")
+    _in_region("eu-west-3")(sections)
+    _, warnings = parse(sections, "test", today=dt.date(2027, 2, 1))
+    offered = [w for w in warnings if "is not offered in eu-west-3" in w]
+    assert len(offered) == 5, warnings
+    assert offered[0].startswith("ekstrain:partitions[0] (gpu-a100).instanceTypes: p4d.24xlarge is not offered in")
+
+
+def test_offerings_seen_after_the_table_are_merged_with_their_source() -> None:
+    """GIVEN p6-b300 launched in Seoul on 2026-08-20 (after the table date) WHEN checked there THEN no problem."""
+    from ekstrain import offerings
+
+    assert "ap-northeast-2" in offerings.ADDED_SINCE["p6-b300.48xlarge"]
+    assert offerings.offering_problem("p6-b300.48xlarge", "ap-northeast-2", today=TODAY) is None
+    assert offerings.offering_problem("p6-b300.48xlarge", "eu-west-1", today=TODAY)[0] == "error"  # type: ignore[index]
