@@ -163,8 +163,8 @@ def _ami_against_launch(cfg: StackConfig) -> list[ConfigIssue]:
         return []
     out = []
     for i, p in enumerate(cfg.partitions):
-        late = [(n, offerings.launched(n)) for n in p.instance_types]
-        late = [(n, launch) for n, launch in late if launch is not None and released < launch.date]
+        launches = [(n, offerings.launched(n)) for n in p.instance_types]
+        late = [(n, launch) for n, launch in launches if launch is not None and released < launch.date]
         if not late:
             continue
         newest = max(launch.date for _, launch in late)
