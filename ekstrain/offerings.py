@@ -182,11 +182,14 @@ def offering_problem(
     if region in where:
         return None
     age = ((today or dt.date.today()) - dt.date.fromisoformat(OFFERINGS_AS_OF)).days
+    builtin = instance_type in OFFERED_IN
+    source = OFFERINGS_SOURCE if builtin else f"ekstrain:instanceTypes.{instance_type}.regions"
+    entry = " (an entry with override: true and the type's facts)" if builtin else ""
     return (
         "error" if age <= STALE_AFTER_DAYS else "warning",
-        f"{instance_type} is not offered in {region} (offered in {', '.join(sorted(where))}; {OFFERINGS_SOURCE})",
+        f"{instance_type} is not offered in {region} (offered in {', '.join(sorted(where))}; {source})",
         f"use a region that offers it or a type {region} offers; if EC2 now offers it there, list {region} under "
-        f"ekstrain:instanceTypes.{instance_type}.regions (an entry with override: true and the type's facts)",
+        f"ekstrain:instanceTypes.{instance_type}.regions{entry}",
     )
 
 
