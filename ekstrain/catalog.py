@@ -244,6 +244,31 @@ def price_range(names: Iterable[str]) -> tuple[float | None, float | None]:
     return (min(prices), max(prices)) if prices else (None, None)
 
 
+def _offerings_markdown() -> list[str]:
+    """Where each type is offered and when it launched (``ekstrain/offerings.py``, the stack rules' table)."""
+    from ekstrain import offerings
+
+    lines = [
+        "",
+        "## Regions and launch dates",
+        "",
+        f"Regions: {offerings.OFFERINGS_SOURCE}. A partition type its stack's `aws:region` does not offer is refused; "
+        "a region newer than the table, or a type it cannot place, is a warning. "
+        "`ekstrain:instanceTypes.<type>.regions` adds regions for one stack. Launch: the AWS What's New "
+        "announcement; an `amiAliasVersion` pin dated before a partition type's launch is refused.",
+        "",
+        "| type | offered in | launched | announcement |",
+        "|---|---|---|---|",
+    ]
+    for name in CATALOG:
+        where = offerings.OFFERED_IN.get(name)
+        regions = "unknown (Capacity Blocks only)" if where is None else ", ".join(sorted(where))
+        launch = offerings.launched(name)
+        date, source = (str(launch.date), launch.source) if launch else ("-", "-")
+        lines.append(f"| {name} | {regions} | {date} | {source} |")
+    return lines
+
+
 def markdown() -> str:
     """docs/catalog.md: the catalog as a table (``python -m ekstrain.cli.reference catalog > docs/catalog.md``)."""
     lines = [
@@ -268,6 +293,7 @@ def markdown() -> str:
             f"| {t.accelerator.peak_tflops_bf16:g} | {t.vcpus} | {t.memory_gib} | {t.network_gbps} "
             f"| {t.efa_max_interfaces} | {t.network_cards} | {cards} | {rdma} | {price} |"
         )
+    lines += _offerings_markdown()
     lines += [
         "",
         "## A type the catalog lacks",

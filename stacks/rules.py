@@ -16,6 +16,7 @@ from ekstrain import (
     efa,
     karpenter_specs,
     names,
+    offerings,
     partitions,
     prometheus_sizing,
     regions,
@@ -64,6 +65,10 @@ def check(cfg: StackConfig, today: dt.date | None = None) -> tuple[list[ConfigIs
     warnings += slurm_warnings
     day = today or dt.date.today()
     errors += _kubernetes_window(cfg, day)
+    offer_errors, offer_warnings = _offerings(cfg, day)
+    errors += offer_errors
+    warnings += offer_warnings
+    errors += _ami_against_launch(cfg)
     errors += _limits(cfg, day)
     ami = versions.ami_alias_warning(cfg.versions.ami_alias_version, cfg.versions.ami_alias_max_age_days, day)
     if ami:
@@ -121,6 +126,57 @@ def _kubernetes_window(cfg: StackConfig, today: dt.date) -> list[ConfigIssue]:
                 "ekstrain:versions.amiAliasVersion",
                 f"AMI release {ami}: {versions.AMI_RELEASES_WITH_KNOWN_DEFECTS[ami]}",
                 f"use amiAliasVersion: {versions.AMI_ALIAS_VERSIONS[k8s]}",
+            )
+        )
+    return out
+
+
+def _offerings(cfg: StackConfig, today: dt.date) -> tuple[list[ConfigIssue], list[str]]:
+    """Every partition type is offered in the stack's region (ekstrain/offerings.py: a dated table of EC2
+    on-demand offerings by region, extended by ``ekstrain:instanceTypes.<type>.regions``); Karpenter would
+    otherwise find no offering and the partition never gets a node. Where the table cannot know (a region
+    newer than it, a Capacity-Blocks-only type, a table older than ``STALE_AFTER_DAYS``) a warning, never a refusal."""
+    extra = {name: frozenset(f.regions) for name, f in cfg.instance_types.items() if f.regions}
+    errors: list[ConfigIssue] = []
+    warnings: list[str] = []
+    for i, p in enumerate(cfg.partitions):
+        for name in p.instance_types:
+            found = offerings.offering_problem(name, cfg.region, extra, today)
+            if found is None:
+                continue
+            level, problem, fix = found
+            key = _p(i, p, "instanceTypes")
+            if level == "error":
+                errors.append(ConfigIssue(key, problem, fix))
+            else:
+                warnings.append(f"{key}: {problem}; {fix}")
+    return errors, warnings
+
+
+def _ami_against_launch(cfg: StackConfig) -> list[ConfigIssue]:
+    """A pinned AMI release (``al2023@vYYYYMMDD``) dated before a partition type's launch was never built or
+    tested for it (its NVIDIA/Neuron driver predates the generation): the dates and their AWS announcements are
+    ``ekstrain/offerings.py`` ``LAUNCHED``."""
+    ami = cfg.versions.ami_alias_version
+    released = versions.ami_release_date(ami)
+    if released is None:
+        return []
+    out = []
+    for i, p in enumerate(cfg.partitions):
+        launches = [(n, offerings.launched(n)) for n in p.instance_types]
+        late = [(n, launch) for n, launch in launches if launch is not None and released < launch.date]
+        if not late:
+            continue
+        newest = max(launch.date for _, launch in late)
+        recommended = versions.AMI_ALIAS_VERSIONS.get(cfg.cluster.kubernetes_version, "latest")
+        named = "; ".join(f"{n} launched {launch.date} ({launch.source})" for n, launch in late)
+        out.append(
+            ConfigIssue(
+                "ekstrain:versions.amiAliasVersion",
+                f"AMI release {ami} ({released}) predates an instance type of {_p(i, p, 'instanceTypes')}: {named}; "
+                "no AMI of that release was built or tested for it (its GPU/Neuron driver predates the type)",
+                f"pin a release dated on or after {newest}, e.g. amiAliasVersion: {recommended}, or remove the "
+                "type from the partition",
             )
         )
     return out

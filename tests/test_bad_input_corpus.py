@@ -28,7 +28,8 @@ from typing import Any
 
 import pytest
 from conftest import REPO
-from ekstrain.assembly.cli import main
+
+from ekstrain.cli.main import main
 
 SEED = int(os.environ.get("EKSTRAIN_CORPUS_SEED", "32"))
 SIZE = int(os.environ.get("EKSTRAIN_CORPUS_SIZE", "60"))
@@ -311,6 +312,8 @@ def deploy_cases() -> list[tuple[str, Any, Callable[[list[str]], bool | None]]]:
                 ),
             )
         )
+    out += offering_cases()
+    out += ami_launch_cases()
     rng = random.Random(f"{SEED}-pods")
     for _ in range(60):
         paths = [rng.choice(["/x", "/y", "/dev/shm", "/data"]) for _ in range(rng.randint(1, 3))]
@@ -331,6 +334,113 @@ def deploy_cases() -> list[tuple[str, Any, Callable[[list[str]], bool | None]]]:
         out.append(
             (f"pod mounts {paths} hugepages-2Mi {pages}", ("pod", spec), lambda issues, bad=bad: bool(issues) == bad)
         )
+    return out
+
+
+def _moved(region: str, instance_type: str, regions: list[str] | None = None) -> Callable[[dict[str, Any]], None]:
+    """dev in ``region`` (its first zones) with one partition of ``instance_type`` (and the type's regions under
+    ekstrain:instanceTypes when given)."""
+    from ekstrain import catalog
+    from ekstrain.regions import AVAILABILITY_ZONES
+
+    def change(s: dict[str, Any]) -> None:
+        letters = AVAILABILITY_ZONES[region]
+        s["region"] = region
+        s["network"]["availabilityZones"] = [region + x for x in letters[:2]]
+        s["network"]["trainingAvailabilityZone"] = region + letters[0]
+        it = catalog.CATALOG[instance_type]
+        s["partitions"] = [
+            {"name": "p", "accelerator": it.family, "instanceTypes": [instance_type], "maxNodes": 2, "efa": False}
+        ]
+        s["jupyterhub"] = {"enabled": False}
+        if regions is not None:
+            s["instanceTypes"] = {
+                instance_type: {
+                    "override": True,
+                    "accelerator": {"kind": it.family, "model": it.accelerator.model, "count": it.accelerator_count},
+                    "vcpus": it.vcpus,
+                    "memoryGiB": it.memory_gib,
+                    "networkGbps": it.network_gbps,
+                    "efa": {"maxInterfaces": it.efa_max_interfaces, "networkCards": it.network_cards},
+                    "regions": regions,
+                }
+            }
+
+    return change
+
+
+def offering_cases() -> list[tuple[str, Any, Callable[[list[str]], bool | None]]]:
+    """Every accelerated catalog type in every region of ekstrain/regions.py (and, on a seeded sample, with the
+    region listed under ekstrain:instanceTypes.<type>.regions). The oracle is the dated table read directly: a
+    region it lists is never refused, one it does not list always is, a type it cannot place (None) never is."""
+    from ekstrain import offerings
+    from ekstrain.regions import AVAILABILITY_ZONES
+
+    out: list[tuple[str, Any, Callable[[list[str]], bool | None]]] = []
+    rng = random.Random(f"{SEED}-offerings")
+    for name, where in sorted(offerings.OFFERED_IN.items(), key=lambda kv: kv[0]):
+        for region in sorted(AVAILABILITY_ZONES):
+            bad = where is not None and region not in where
+            text = f"{name} is not offered in {region}"
+            out.append(
+                (
+                    f"{name} in {region}",
+                    ("sections", "dev", _moved(region, name)),
+                    lambda issues, bad=bad, text=text: any(text in i for i in issues) == bad,
+                )
+            )
+            if bad and rng.random() < 0.1:
+                out.append(
+                    (
+                        f"{name} in {region}, listed under instanceTypes.regions",
+                        ("sections", "dev", _moved(region, name, [region])),
+                        lambda issues, text=text: not any(text in i for i in issues),
+                    )
+                )
+    return out
+
+
+def ami_launch_cases() -> list[tuple[str, Any, Callable[[list[str]], bool | None]]]:
+    """Each catalog type on each Kubernetes version EKS supports on the corpus day, with AMI releases the day
+    before, on and after its launch (and the version's release and v20261119). The oracle: refused exactly when
+    the release predates the launch; None when another rule (a release before the version's EKS release) speaks.
+    Four more release days per pair are drawn (seeded) between the version's release and v20261119."""
+    import datetime as dt
+
+    from ekstrain import offerings, versions
+
+    out: list[tuple[str, Any, Callable[[list[str]], bool | None]]] = []
+    rng = random.Random(f"{SEED}-ami")
+    standard, extended = versions.window(dt.date(2026, 12, 3))
+    for name, launch in sorted(offerings.LAUNCHED.items()):
+        for k8s in (*standard, *extended):
+            k8s_released = versions.KUBERNETES_RELEASES[k8s].released
+            days = {launch.date - dt.timedelta(days=1), launch.date, launch.date + dt.timedelta(days=1), k8s_released}
+            days.add(dt.date(2026, 11, 19))
+            span = (dt.date(2026, 11, 19) - k8s_released).days
+            days.update(k8s_released + dt.timedelta(days=rng.randrange(span)) for _ in range(4))
+            for day in sorted(days):
+                ami = "v" + day.strftime("%Y%m%d")
+                bad: bool | None = day < launch.date
+                if day < k8s_released or ami in versions.AMI_RELEASES_WITH_KNOWN_DEFECTS:
+                    bad = None
+
+                def change(s: dict[str, Any], name: str = name, k8s: str = k8s, ami: str = ami) -> None:
+                    _moved("us-west-2", name)(s)  # the one region offering every type the table places
+                    s["cluster"]["kubernetesVersion"] = k8s
+                    s["versions"] = {"amiAliasVersion": ami}
+
+                out.append(
+                    (
+                        f"AMI {ami} on Kubernetes {k8s} with {name}",
+                        ("sections", "dev", change),
+                        lambda issues, bad=bad, name=name: (
+                            None
+                            if bad is None
+                            else any("predates an instance type" in i and name in i for i in issues) == bad
+                        ),
+                    )
+                )
     return out
 
 

@@ -189,3 +189,171 @@ def test_the_repo_stacks_pass_every_deployability_rule() -> None:
         flat, secrets = read_stack_file(REPO / f"Pulumi.{name}.yaml")
         load_flat(flat, name, today=TODAY, secret_keys=secrets)
     assert yaml.safe_load((REPO / "Pulumi.prod.yaml").read_text())["config"]["ekstrain:jupyterhub"]["enabled"]
+
+
+# ---- region offerings and the AMI release against a type's launch (ekstrain/offerings.py) -----------------------
+
+
+def _in_region(region: str) -> Any:
+    """The stack moved to ``region``: its zones become that region's first zones (every other key unchanged)."""
+    from ekstrain.regions import AVAILABILITY_ZONES
+
+    def change(s: dict[str, Any]) -> None:
+        letters = AVAILABILITY_ZONES.get(region, "abc")
+        s["region"] = region
+        s["network"]["availabilityZones"] = [region + x for x in letters[: len(s["network"]["availabilityZones"])]]
+        s["network"]["trainingAvailabilityZone"] = region + letters[0]
+
+    return change
+
+
+def _parsed(change: Any, stack: str = "prod") -> tuple[list[str], list[str]]:
+    """(errors, warnings) of a repo stack with ``change`` applied."""
+    sections = stack_sections(stack)
+    change(sections)
+    try:
+        _, warnings = parse(sections, "test", today=TODAY)
+    except ConfigError as exc:
+        return [str(i) for i in exc.issues], []
+    return [], warnings
+
+
+def test_a_partition_type_its_region_does_not_offer_is_refused() -> None:
+    """GIVEN prod moved to eu-west-3 (Paris), where no p4d, p4de, p5, trn1 or trn1n has an on-demand offering as of
+    the table's date WHEN loaded THEN each partition type is refused with the key, the regions that offer it and
+    the fix; in us-east-1 (which offers them all) the same stack is clean."""
+    errors, _ = _parsed(_in_region("eu-west-3"))
+    assert len(errors) == 5, errors
+    [p5] = [e for e in errors if "p5.48xlarge" in e]
+    assert p5.startswith("ekstrain:partitions[1] (gpu-h100).instanceTypes: p5.48xlarge is not offered in eu-west-3 (")
+    assert "us-west-2" in p5 and "last updated 2026-01-21" in p5
+    assert "fix: use a region that offers it or a type eu-west-3 offers" in p5
+    assert "ekstrain:instanceTypes.p5.48xlarge.regions" in p5
+    assert _parsed(_in_region("us-east-1")) == ([], [])
+
+
+def test_one_type_not_offered_is_named_alone() -> None:
+    """GIVEN prod in us-east-2 (Ohio): p4de has no offering there, p4d, p5 and the Trainium types have WHEN loaded
+    THEN only p4de is refused."""
+    errors, _ = _parsed(_in_region("us-east-2"))
+    assert [e.split(" (offered")[0] for e in errors] == [
+        "ekstrain:partitions[0] (gpu-a100).instanceTypes: p4de.24xlarge is not offered in us-east-2"
+    ]
+
+
+def _override(name: str, regions: list[str]) -> Any:
+    from ekstrain import catalog
+
+    it = catalog.CATALOG[name]
+
+    def change(s: dict[str, Any]) -> None:
+        s["instanceTypes"] = {
+            name: {
+                "override": True,
+                "accelerator": {"kind": it.family, "model": it.accelerator.model, "count": it.accelerator_count},
+                "vcpus": it.vcpus,
+                "memoryGiB": it.memory_gib,
+                "networkGbps": it.network_gbps,
+                "efa": {
+                    "maxInterfaces": it.efa_max_interfaces,
+                    "networkCards": it.network_cards,
+                    "gpudirectRdma": it.gpudirect_rdma,
+                },
+                "instanceStoreGiB": it.instance_store_gib,
+                "regions": regions,
+            }
+        }
+
+    return change
+
+
+def test_instance_types_regions_extend_the_table() -> None:
+    """GIVEN dev (g5.8xlarge) in us-west-1, which the table does not list for g5 WHEN the stack lists us-west-1 under
+    ekstrain:instanceTypes.g5.8xlarge.regions THEN it loads; without that entry it is refused."""
+
+    def both(s: dict[str, Any]) -> None:
+        _in_region("us-west-1")(s)
+        _override("g5.8xlarge", ["us-west-1"])(s)
+
+    assert any("g5.8xlarge is not offered in us-west-1" in e for e in _parsed(_in_region("us-west-1"), "dev")[0])
+    assert _parsed(both, "dev") == ([], [])
+
+
+def test_a_region_name_in_instance_types_regions_is_checked() -> None:
+    errors, _ = _parsed(_override("g5.8xlarge", ["US West 1"]), "dev")
+    [issue] = errors
+    assert "'US West 1' is not a region name" in issue and "fix: list region names such as us-west-2" in issue
+
+
+def test_a_region_newer_than_the_table_is_a_warning_not_a_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GIVEN a region the regions table gained after the offerings table was written WHEN dev is loaded there THEN
+    no refusal (the table cannot know), a warning naming the table's date and how to check."""
+    from ekstrain import regions
+
+    monkeypatch.setitem(regions.AVAILABILITY_ZONES, "ap-southeast-9", "abc")
+    errors, warnings = _parsed(_in_region("ap-southeast-9"), "dev")
+    assert errors == []
+    [warning] = [w for w in warnings if "offerings table" in w]
+    assert warning.startswith(
+        "ekstrain:partitions[0] (gpu-small).instanceTypes: the offerings table (as of 2026-01-21)"
+    )
+    assert "aws ec2 describe-instance-type-offerings --region ap-southeast-9" in warning
+
+
+def test_a_capacity_blocks_only_type_is_a_warning() -> None:
+    """GIVEN a partition of p5e.48xlarge (no on-demand price anywhere: the table cannot know its regions) WHEN loaded
+    THEN a warning, not a refusal."""
+
+    def p5e(s: dict[str, Any]) -> None:
+        s["partitions"][1]["instanceTypes"] = ["p5e.48xlarge"]
+
+    errors, warnings = _parsed(p5e)
+    assert errors == []
+    assert any(
+        w.startswith("ekstrain:partitions[1] (gpu-h100).instanceTypes: p5e.48xlarge has no on-demand") for w in warnings
+    )
+
+
+def _b300_on(kubernetes: str, ami: str) -> Any:
+    def change(s: dict[str, Any]) -> None:
+        s["cluster"]["kubernetesVersion"] = kubernetes
+        s["versions"]["amiAliasVersion"] = ami
+        s["partitions"][1]["instanceTypes"] = ["p6-b300.48xlarge"]
+
+    return change
+
+
+def test_an_ami_release_older_than_a_partition_type_is_refused() -> None:
+    """GIVEN Kubernetes 1.34 pinned to AMI release v20251010 (after 1.34 reached EKS, before p6-b300's launch on
+    2025-11-18) and a p6-b300 partition WHEN loaded THEN refused, naming amiAliasVersion, the type's launch and its
+    announcement, and the fix; a release after the launch loads."""
+    errors, _ = _parsed(_b300_on("1.34", "v20251010"))
+    [issue] = errors
+    assert issue.startswith(
+        "ekstrain:versions.amiAliasVersion: AMI release v20251010 (2025-10-10) predates an instance type of "
+        "ekstrain:partitions[1] (gpu-h100).instanceTypes: p6-b300.48xlarge launched 2025-11-18 "
+        "(AWS What's New 2025-11-18, "
+    )
+    assert "fix: pin a release dated on or after 2025-11-18, e.g. amiAliasVersion: v20261119" in issue
+    assert _parsed(_b300_on("1.34", "v20251120"))[0] == []
+    assert _parsed(_b300_on("1.34", "latest"))[0] == []
+
+
+def test_a_stale_offerings_table_only_warns() -> None:
+    """GIVEN prod in eu-west-3 validated more than a year after the table's date (2026-01-21) WHEN loaded THEN the
+    types it does not list there are warnings (EC2 may offer them by now), not refusals."""
+    sections = stack_sections("prod")
+    _in_region("eu-west-3")(sections)
+    _, warnings = parse(sections, "test", today=dt.date(2027, 2, 1))
+    offered = [w for w in warnings if "is not offered in eu-west-3" in w]
+    assert len(offered) == 5, warnings
+    assert offered[0].startswith("ekstrain:partitions[0] (gpu-a100).instanceTypes: p4d.24xlarge is not offered in")
+
+
+def test_offerings_seen_after_the_table_are_merged_with_their_source() -> None:
+    """GIVEN p6-b300 launched in Seoul on 2026-08-20 (after the table date) WHEN checked there THEN no problem."""
+    from ekstrain import offerings
+
+    assert "ap-northeast-2" in offerings.ADDED_SINCE["p6-b300.48xlarge"]
+    assert offerings.offering_problem("p6-b300.48xlarge", "ap-northeast-2", today=TODAY) is None
+    assert offerings.offering_problem("p6-b300.48xlarge", "eu-west-1", today=TODAY)[0] == "error"  # type: ignore[index]

@@ -179,3 +179,15 @@ def test_the_catalog_doc_example_is_a_valid_stack_addition() -> None:
         efa.efa_count(efa.efa_layout(catalog.get(name)))
         == example["ekstrain:instanceTypes"][name]["efa"]["maxInterfaces"]
     )
+
+
+def test_a_stack_type_with_regions_is_checked_against_them() -> None:
+    """GIVEN a stack's own type that lists only us-east-1 under regions WHEN dev (us-west-2) uses it THEN refused,
+    naming those regions as the source; listing us-west-2 too loads."""
+    [(key, problem, fix)] = refused(with_custom(custom_facts(regions=["us-east-1"])))
+    assert key == "ekstrain:partitions[0] (gpu-custom).instanceTypes"
+    assert problem == (
+        f"{CUSTOM} is not offered in us-west-2 (offered in us-east-1; ekstrain:instanceTypes.{CUSTOM}.regions)"
+    )
+    assert f"list us-west-2 under ekstrain:instanceTypes.{CUSTOM}.regions" in fix
+    parse(with_custom(custom_facts(regions=["us-east-1", "us-west-2"])), "test", today=TODAY)

@@ -21,6 +21,8 @@ from ekstrain.stacks.models.base import Model, _fail
 
 INSTANCE_TYPE_NAME = re.compile(r"[a-z][a-z0-9-]*[0-9][a-z0-9-]*\.[a-z0-9]+")
 """EC2 instance type names: family (letters, generation digit, attributes), a dot, the size (p5.48xlarge)."""
+REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]{1,2}")
+"""AWS region names (us-west-2, ap-southeast-7)."""
 
 
 class AcceleratorFacts(Model):
@@ -140,6 +142,10 @@ class InstanceTypeFacts(Model):
     """``NetworkInfo.Ipv4AddressesPerInterface`` (subnet sizing); @default 50."""
     min_kubernetes_version: str = Field(default="1.29", pattern=r"^1\.[0-9]{2}$")
     """Oldest Kubernetes version whose EKS AMIs support the type; @default 1.29."""
+    regions: list[str] = Field(default_factory=list, max_length=64)
+    """Regions where EC2 offers the type (``aws ec2 describe-instance-type-offerings``), added to the offerings
+    table of ``ekstrain/offerings.py`` for this stack; @default [] (a stack type without regions is not checked,
+    a built-in one keeps the table's)."""
     override: bool = False
     """The name is a built-in type and these facts replace the catalog's for this stack; @default false
     (naming a built-in type is refused, so a typo never shadows the catalog)."""
@@ -178,6 +184,12 @@ def check_instance_types(value: dict[str, InstanceTypeFacts]) -> dict[str, Insta
             raise _fail(
                 f"{name} is a built-in type (ekstrain/catalog.py)",
                 "remove the entry to use the catalog's facts, or set override: true to replace them for this stack",
+            )
+        bad = [r for r in facts.regions if not REGION_NAME.fullmatch(r)]
+        if bad:
+            raise _fail(
+                f"{name}.regions: {', '.join(map(repr, bad))} is not a region name",
+                "list region names such as us-west-2 (aws ec2 describe-regions)",
             )
         if facts.override and name not in catalog.CATALOG:
             raise _fail(
