@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ekstrain import catalog, names, spend
+from ekstrain import catalog, health_gate, names, spend
 from ekstrain.assembly import observability as obs
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 from ekstrain.stacks.models import StackConfig
@@ -127,12 +127,21 @@ def idle_queries(cfg: StackConfig) -> dict[str, str]:
     """Idle accelerators now, in the simulator's categories (ekstrain/simulate/timeline.py ``account``), summed over
     the stack's accelerator nodes. A category the cluster cannot see from metrics is not drawn: "stranded" (the
     simulator knows why a job cannot start; the cluster only sees pods Pending on a node, counted with "held")."""
-    healthy = f"({ACCEL_ALLOCATABLE} unless on (node) ({NOT_READY}) unless on (node) ({UNHEALTHY}))"
+    gated = f'max by (node) (kube_node_spec_taint{{key="{health_gate.STARTUP_TAINT_KEY}"}})'
+    healthy = (
+        f"({ACCEL_ALLOCATABLE} unless on (node) ({NOT_READY}) unless on (node) ({UNHEALTHY})"
+        f" unless on (node) ({gated}))"
+    )
     out = {
         "launching": (
             f"sum(({ACCEL_ALLOCATABLE} and on (node) ({NOT_READY})) unless on (node) ({UNHEALTHY})) or vector(0)"
         ),
         "unhealthy": f"sum({ACCEL_ALLOCATABLE} and on (node) ({UNHEALTHY})) or vector(0)",
+        # Ready, but the health gate's startup taint is still on (ekstrain/health_gate.py): checked, not yet usable
+        "health gate pre-flight": (
+            f"sum(({ACCEL_ALLOCATABLE} and on (node) ({gated})) unless on (node) ({NOT_READY})"
+            f" unless on (node) ({UNHEALTHY})) or vector(0)"
+        ),
         "held while the job restarts or its other nodes launch": (
             f"sum(({PENDING_REQUESTS}) unless on (node) ({RUNNING_REQUESTS})) or vector(0)"
         ),

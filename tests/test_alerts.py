@@ -197,9 +197,10 @@ CASES: dict[str, Case] = {
         at=alerts.PREFLIGHT_ALERT_MINUTES,
         labels={"node": "n1", "partition": "gpu-h100"},
         silent={
-            # the gate removes its taint after 30 minutes; the accelerator taint stays
+            # a slow gate (its images pulled first) removes its taint two minutes before the threshold; the
+            # accelerator taint stays
             f'kube_node_spec_taint{{node="n1",key="{alerts.PREFLIGHT_TAINT}",value="true",effect="NoSchedule"}}': (
-                "1x30"
+                f"1x{alerts.PREFLIGHT_ALERT_MINUTES - 2}"
             ),
             'kube_node_spec_taint{node="n1",key="nvidia.com/gpu",value="true",effect="NoSchedule"}': ALWAYS,
             H100: ALWAYS,

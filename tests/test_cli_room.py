@@ -29,6 +29,8 @@ NOT_COMMANDS = {
     "ekstrain/__main__.py": "the package's entry point into cli/",
     # The exporter runs inside the cluster: observability mounts this file in a ConfigMap (python3 efa_exporter.py).
     "ekstrain/efa_exporter.py": "a program the cluster runs, not a command of ekstrain",
+    # The health gate's guard runs on every accelerator node: components/health_gate.py mounts it in a ConfigMap.
+    "ekstrain/health_guard.py": "a program the cluster runs, not a command of ekstrain",
     # The Pulumi programs: the engine runs them (Pulumi.yaml main: infra/; the CrossGuard pack).
     "infra/__main__.py": "the Pulumi program",
     "policy/__main__.py": "the CrossGuard policy pack",

@@ -22,7 +22,7 @@ from conftest import REPO, cfg_with, releases, stack_config
 from test_jobs_support import FakePlanner
 from test_jobs_templates import pod_specs, spec_for
 
-from ekstrain import catalog, spend
+from ekstrain import catalog, health_gate, spend
 from ekstrain.assembly import cost, logs
 from ekstrain.assembly import observability as obs
 from ekstrain.assembly.jobs import logs as joblogs
@@ -101,11 +101,18 @@ def test_the_log_agent_has_a_pod_on_every_node_kind(prod_recording: offline.Reco
 
 # GIVEN the same check WHEN the agent tolerated only the GPU taint THEN the Trainium node kinds are reported.
 def test_the_node_kind_check_fails_for_an_agent_missing_a_toleration(prod_recording: offline.Recording) -> None:
-    pod = {**_agent_pod(prod_recording), "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}
-    missed = {
-        k.split("/")[0] for k, labels, taints in _node_kinds(prod_recording) if not match.lands(pod, labels, taints)
-    }
-    assert missed == {"trainium-trn1", "trainium-trn1n"}
+    gpu_only = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
+    gated = [*gpu_only, {"key": health_gate.STARTUP_TAINT_KEY, "operator": "Exists"}]
+    for tolerations, want in (
+        # the health gate's startup taint is on every accelerator node while it checks it
+        (gpu_only, {"gpu-a100", "gpu-h100", "trainium-trn1", "trainium-trn1n"}),
+        (gated, {"trainium-trn1", "trainium-trn1n"}),
+    ):
+        pod = {**_agent_pod(prod_recording), "tolerations": tolerations}
+        missed = {
+            k.split("/")[0] for k, labels, taints in _node_kinds(prod_recording) if not match.lands(pod, labels, taints)
+        }
+        assert missed == want
 
 
 # GIVEN prod WHEN the render's check reads the chart's DaemonSet THEN it passes; an agent without the Neuron toleration
@@ -117,7 +124,10 @@ def test_the_render_check_reports_node_kinds_without_the_agent(prod_recording: o
     assert len(everywhere.node_kinds(prod_recording)) == len(_node_kinds(prod_recording))
     (ds,) = [d for d in objects if d["kind"] == "DaemonSet"]
     narrow = copy.deepcopy(ds)
-    narrow["spec"]["template"]["spec"]["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
+    narrow["spec"]["template"]["spec"]["tolerations"] = [
+        {"key": "nvidia.com/gpu", "operator": "Exists"},
+        {"key": health_gate.STARTUP_TAINT_KEY, "operator": "Exists"},
+    ]
     (problem,) = everywhere.check(prod_recording, [narrow]).problems
     assert "logging/fluent-bit has no pod on trainium-trn1/trn1.32xlarge, trainium-trn1n/trn1n.32xlarge" in problem
 
@@ -356,7 +366,7 @@ def test_job_render_writes_the_query_and_start_query_line_beside_the_job(
     argv = ["job", "render", "--stack-file", str(REPO / "Pulumi.prod.yaml"), "--partition", "gpu-h100"]
     argv += ["--scheduler", "mpijob", "--nodes", "2", "--image", "img:1", "--model", "llama3-8b", "--global-batch"]
     argv += ["256", "--seq-len", "4096", "--name", "llama", "--out", str(out)]
-    from ekstrain.assembly import cli
+    from ekstrain.cli import main as cli
 
     assert cli.main(argv) == 0
     query = (tmp_path / "job.yaml.logs.query").read_text()
@@ -504,7 +514,7 @@ def test_the_spend_dashboard_shows_queue_team_job_and_idle_categories(prod_recor
     timeline = (REPO / "ekstrain" / "simulate" / "timeline.py").read_text()
     simulator = set(re.findall(r'cat = "([^"]+)"', timeline))
     drawn = {t.removeprefix("Idle accelerators: ") for t in titles if t.startswith("Idle accelerators: ")}
-    assert drawn <= simulator and len(drawn) == 6
+    assert drawn <= simulator and len(drawn) == 7
     # Not drawn: why a job cannot start, or that EC2 refused the rest of its nodes, is the simulator's knowledge;
     # the cluster sees those nodes' pods Pending ("held ..."). prod reserves nothing, so nothing is kept empty.
     assert simulator - drawn == {
@@ -550,7 +560,7 @@ def test_the_spend_dashboard_promql_parses(tmp_path: pathlib.Path) -> None:
     promtool = shutil.which("promtool")
     assert promtool, "promtool not found: apt-get install -y prometheus (.ci/run installs it)"
     exprs = cost.promql(PROD)
-    assert len(exprs) == 11
+    assert len(exprs) == 12
     rules = {
         "groups": [
             {"name": "spend", "rules": [{"record": f"ekstrain:spend_{i}", "expr": e} for i, e in enumerate(exprs)]}
