@@ -205,13 +205,40 @@ GENERATED_SECRETS = ("proxy-token", "cookie-secret", "crypt-key")
 """Keys z2jh 4.4.0 generates with ``randHex``/``randAlphaNum`` unless ``lookup`` finds its Secret
 (templates/hub/_helpers-passwords.tpl), which Argo CD never does: each is fed from a Pulumi random
 instead, as a 32-byte hex key (what the chart generates for the cookie secret and CryptKeeper)."""
+KEYS_SECRET = "jupyterhub-keys"
+"""The Secret the program creates with the hub's cookie secret and CryptKeeper keys: the chart's ``hub.existingSecret``.
+z2jh's hub reads each of these keys from that Secret first (files/hub/z2jh.py ``get_secret_value``: existing-secret,
+then the chart's own), so an Argo CD Application carries the Secret's name, never the values."""
+KEYS_SECRET_ITEMS = {"cookie-secret": "hub.config.JupyterHub.cookie_secret", "crypt-key": "hub.config.CryptKeeper.keys"}
+"""GENERATED_SECRETS key -> the key z2jh reads in the existing Secret (jupyterhub_config.py)."""
+
+
+def keys_secret(secrets: dict[str, Any]) -> dict[str, Any]:
+    """The ``hub.existingSecret`` Secret (:data:`KEYS_SECRET`) holding the cookie secret and the CryptKeeper key."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {"name": KEYS_SECRET, "namespace": NAMESPACE},
+        "stringData": {item: secrets[key] for key, item in KEYS_SECRET_ITEMS.items()},
+    }
 
 
 def generated_secret_values(secrets: dict[str, Any]) -> dict[str, Any]:
-    """Values setting the chart's own options for ``GENERATED_SECRETS`` (name -> hex key)."""
+    """Values setting the chart's own options for ``GENERATED_SECRETS`` (name -> hex key), and ``hub.existingSecret``.
+
+    The values are Pulumi secrets: in the state encrypted, and in what the render writes redacted; the Argo CD
+    Application leaves them out and keeps ``hub.existingSecret`` (infra/render.py): the hub then reads the cookie
+    secret and CryptKeeper key from :data:`KEYS_SECRET`, and the proxy token is the chart's (generated per sync,
+    read by hub and proxy from the same chart Secret; docs/platform.md). Pulumi's own release keeps all three, so
+    ``helm template`` renders the same objects every time."""
     return {
         "proxy": {"secretToken": secrets["proxy-token"]},
-        "hub": {"cookieSecret": secrets["cookie-secret"], "config": {"CryptKeeper": {"keys": [secrets["crypt-key"]]}}},
+        "hub": {
+            "existingSecret": KEYS_SECRET,
+            "cookieSecret": secrets["cookie-secret"],
+            "config": {"CryptKeeper": {"keys": [secrets["crypt-key"]]}},
+        },
     }
 
 

@@ -10,13 +10,14 @@ and the chart render validates them).
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import pathlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ekstrain import catalog, efa_exporter, names, training_metrics, versions
+from ekstrain import catalog, efa_exporter, names, promql_names, training_metrics, versions
 from ekstrain.assembly import alerts
 from ekstrain.controller_resources import MEDIUM, SMALL, sized
 from ekstrain.names import SYSTEM_NODE_SELECTOR
@@ -146,9 +147,7 @@ def chart_values(cfg: StackConfig, remote_write: Any = None) -> dict[str, Any]:
         "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
         "resources": prometheus_resources(cfg),
     }
-    if remote_write is not None:
-        spec["remoteWrite"] = [{"url": remote_write, "sigv4": {"region": cfg.region}}]
-    return {
+    values = {
         "crds": {"enabled": True},
         # The training alerts (ekstrain/assembly/alerts.py): a PrometheusRule of this release, after its CRDs.
         "additionalPrometheusRulesMap": alerts.prometheus_rules_map(cfg),
@@ -196,6 +195,41 @@ def chart_values(cfg: StackConfig, remote_write: Any = None) -> dict[str, Any]:
             "prometheusSpec": spec,
         },
     }
+    if remote_write is not None:
+        # Only the series the dashboards and alert rules read reach Amazon Managed Prometheus (it bills per sample
+        # ingested): writeRelabelConfigs keep those names, derived from the PromQL itself (remote_write_keep_list).
+        spec["remoteWrite"] = [
+            {
+                "url": remote_write,
+                "sigv4": {"region": cfg.region},
+                "writeRelabelConfigs": promql_names.keep_relabel(remote_write_keep_list(cfg, values)),
+            }
+        ]
+    return values
+
+
+QUERY_SOURCES: tuple[tuple[str, str], ...] = (("ekstrain.assembly.cost", "promql"),)
+"""Other modules' PromQL (``module``, function of the stack config returning expressions) the keep-list reads too:
+the spend dashboard's queries. A module or function that is not there (a stack or build without it) adds none."""
+
+
+def remote_write_queries(cfg: StackConfig, values: dict[str, Any] | None = None) -> list[str]:
+    """Every PromQL expression the stack's dashboards and alert rules evaluate: this module's dashboards, the rules
+    the chart values carry (``additionalPrometheusRulesMap``: any ``expr`` at any depth), and :data:`QUERY_SOURCES`."""
+    exprs = [e for board in dashboards(cfg).values() for e in promql_names.queries(board)]
+    exprs += list(promql_names.queries(values or {}))
+    for module, function in QUERY_SOURCES:
+        try:
+            source = getattr(importlib.import_module(module), function)
+        except (ImportError, AttributeError):
+            continue
+        exprs += list(source(cfg))
+    return exprs
+
+
+def remote_write_keep_list(cfg: StackConfig, values: dict[str, Any] | None = None) -> list[str]:
+    """The metric names remote write keeps (:func:`remote_write_queries`, ekstrain/promql_names.py)."""
+    return promql_names.keep_list(remote_write_queries(cfg, values))
 
 
 # ---- EFA exporter and the neuron-monitor Service -------------------------------------------------
@@ -241,7 +275,7 @@ def efa_exporter_daemonset() -> dict[str, Any]:
                         {
                             "name": "exporter",
                             "image": versions.EFA_EXPORTER_IMAGE,
-                            "imagePullPolicy": "Always",
+                            "imagePullPolicy": "IfNotPresent",
                             "command": ["python3", "/opt/efa/efa_exporter.py"],
                             "env": [
                                 {"name": "EFA_SYSFS", "value": "/host/sys/class/infiniband"},

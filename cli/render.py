@@ -15,7 +15,8 @@ import pathlib
 import re
 import sys
 
-from ekstrain import lock, outputs
+from ekstrain import lock, outputs, validation
+from ekstrain.assembly.schedulers import mpi_operator
 from ekstrain.infra import render
 from ekstrain.names import stack_name_problem
 from ekstrain.paths import project_of, use_project
@@ -79,6 +80,9 @@ def _render(args: argparse.Namespace, stack_file: pathlib.Path) -> int:
     try:
         flat, secrets = read_stack_file(stack_file)
         cfg, warnings = load_flat(flat, stack_file.name, secret_keys=secrets)
+        if cfg.schedulers.mpi_operator.enabled:
+            # a file the program applies (infra/program.py reads it first too): refused here, before it runs
+            mpi_operator.mpijob_crd(validation.upstream_dir())
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         if not args.stack_file and not stack_file.exists():

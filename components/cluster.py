@@ -75,10 +75,12 @@ class ClusterArgs:
     admin_principals: Sequence[AdminPrincipal] = ()
     """@default none. Access entries with an EKS access policy each (:class:`AdminPrincipal`)."""
     deploy_role_arn: str | None = None
-    """The role that runs `pulumi up`. EKS makes the cluster's creator an admin through an access entry of its own
-    (pulumi-eks always sends bootstrapClusterCreatorAdminPermissions: true, and EKS allows one entry per
-    principal), so this entry is adopted (imported), not created: the first `up` must run as this role.
-    @default none (the creator's entry stays unmanaged)."""
+    """The role that runs `pulumi up`: an access entry with AmazonEKSClusterAdminPolicy that the program creates.
+    pulumi-eks always asks EKS to make the cluster's creator an admin through an entry of its own
+    (nodejs/eks/cluster/cluster.ts createCore: ``accessConfig.bootstrapClusterCreatorAdminPermissions: true``,
+    ignoreChanges on it), and EKS allows one entry per principal; so with a deploy role the program turns that
+    bootstrap off on pulumi-eks's EKS cluster (a transform: :func:`creator_bootstrap_off`) and creates the entry
+    itself, never importing one. @default none: EKS's bootstrap entry for the creator stays (unmanaged)."""
     preview_role_arn: str | None = None
     """The role of pull-request previews: an access entry with ``preview_access_policy``. @default none."""
     preview_access_policy: str = "view"
@@ -172,6 +174,28 @@ def access_policy_arn(partition: str, policy: str) -> str:
     return f"arn:{partition}:eks::aws:cluster-access-policy/{ACCESS_POLICIES[policy]}"
 
 
+def without_creator_bootstrap(props: Mapping[str, Any]) -> dict[str, Any]:
+    """The inputs of pulumi-eks's ``aws:eks/cluster:Cluster`` child with
+    ``accessConfig.bootstrapClusterCreatorAdminPermissions: false``: EKS then creates no access entry for the
+    principal that creates the cluster (EKS CreateCluster API, AccessConfigRequest). pulumi-eks sends ``true``
+    whenever an authentication mode is set (nodejs/eks/cluster/cluster.ts createCore, "required for this component
+    because it deploys charts": with API mode and no default node group it deploys none) and ignores later changes
+    of the field, so an existing cluster is never replaced by this."""
+    out = dict(props)
+    access = dict(out.get("accessConfig") or {})
+    access["bootstrapClusterCreatorAdminPermissions"] = False
+    out["accessConfig"] = access
+    return out
+
+
+def creator_bootstrap_off(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+    """Transform of ``eks.Cluster``: :func:`without_creator_bootstrap` on its EKS cluster child (transforms reach
+    the children a packaged component's provider registers)."""
+    if args.type_ != "aws:eks/cluster:Cluster":
+        return None
+    return pulumi.ResourceTransformResult(props=without_creator_bootstrap(args.props), opts=args.opts)
+
+
 class Cluster(pulumi.ComponentResource):
     cluster_name: pulumi.Output[str]
     """The EKS cluster's name (``ClusterArgs.cluster_name``)."""
@@ -262,10 +286,15 @@ class Cluster(pulumi.ComponentResource):
             coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
             tags=tags,
             # protect propagates to the component's children (the EKS cluster, its role and OIDC provider).
-            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
+            # With a deploy role, its admin entry is the program's own (_deployer_entry): EKS must not bootstrap one.
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                protect=args.protect,
+                transforms=[creator_bootstrap_off] if args.deploy_role_arn else None,
+            ),
         )
         if args.deploy_role_arn:
-            self._adopt_creator_entry(name, args.cluster_name, args.deploy_role_arn, partition)
+            self._deployer_entry(name, args.cluster_name, args.deploy_role_arn, partition)
 
         node_role = aws.iam.Role(
             f"{name}-system-node",
@@ -437,28 +466,23 @@ class Cluster(pulumi.ComponentResource):
             }
         )
 
-    def _adopt_creator_entry(self, name: str, cluster_name: str, role_arn: str, partition: str) -> None:
-        """Import the access entry and admin association EKS created for the cluster's creator (the deploy role).
-
-        Imported with the exact inputs EKS gives that entry (no tags, type STANDARD): an import whose inputs
-        differ from the live resource fails. Import ids: ``cluster:principal`` and ``cluster#principal#policy``.
-        """
+    def _deployer_entry(self, name: str, cluster_name: str, role_arn: str, partition: str) -> None:
+        """The deploy role's access entry and its cluster-admin association, created by the program (EKS created
+        none: :func:`creator_bootstrap_off`). Named as the entry this program used to adopt, so a stack that
+        imported it keeps the same resources, unchanged."""
         after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[self.eks_cluster])
         entry = aws.eks.AccessEntry(
             f"{name}-deployer",
             cluster_name=cluster_name,
             principal_arn=role_arn,
             type="STANDARD",
-            opts=pulumi.ResourceOptions.merge(
-                after_cluster, pulumi.ResourceOptions(import_=f"{cluster_name}:{role_arn}")
-            ),
+            opts=after_cluster,
         )
-        policy = access_policy_arn(partition, "cluster-admin")
         aws.eks.AccessPolicyAssociation(
             f"{name}-deployer",
             cluster_name=cluster_name,
             principal_arn=role_arn,
-            policy_arn=policy,
+            policy_arn=access_policy_arn(partition, "cluster-admin"),
             access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[entry], import_=f"{cluster_name}#{role_arn}#{policy}"),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]),
         )

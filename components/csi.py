@@ -76,43 +76,78 @@ def efs_values() -> dict[str, Any]:
     }
 
 
+PROTECTED_FSX_ACTIONS = (
+    "fsx:DeleteFileSystem",
+    "fsx:UpdateFileSystem",
+    "fsx:TagResource",
+    "fsx:UntagResource",
+)
+"""What the FSx controller may never do to the statically provisioned (protected) file system."""
+
+
 def fsx_controller_policy(
     file_system_arn: pulumi.Input[str], scratch_tag: tuple[str, str] | None = None
 ) -> list[dict[str, Any]]:
-    """Least privilege for a statically provisioned file system: describe, and resize it. With
-    ``scratch_tag`` (key, value) also create file systems carrying that tag and delete only those
-    (dynamic per-PVC scratch), plus the FSx service-linked role EC2 needs the first time."""
+    """Least privilege for a statically provisioned file system: describe it, nothing else (its size is the
+    program's: ``storage.fsx.storageCapacityGiB``; a CSI resize would drift from it). With ``scratch_tag``
+    (key, value) also create file systems carrying that tag, resize and delete only those (dynamic per-PVC
+    scratch), plus the FSx service-linked role EC2 needs the first time.
+
+    Tagging is needed only at creation (CreateFileSystem with tags is authorized on fsx:TagResource too: FSx for
+    Lustre user guide, "Grant permission to tag resources during creation"), so fsx:TagResource requires the
+    scratch tag in the request. FSx has no ``fsx:CreateAction`` condition key to tell a create from a later
+    TagResource call (Service Authorization Reference, Amazon FSx condition keys), so the last statement denies
+    tagging, untagging, updating and deleting the protected file system outright: the role cannot put the
+    scratch tag on it and then delete it (infra/verify/protected.py checks every role for that)."""
     statements: list[dict[str, Any]] = [
-        {"Effect": "Allow", "Action": ["fsx:DescribeFileSystems"], "Resource": "*"},
-        {"Effect": "Allow", "Action": ["fsx:UpdateFileSystem"], "Resource": file_system_arn},
+        {"Sid": "Describe", "Effect": "Allow", "Action": ["fsx:DescribeFileSystems"], "Resource": "*"},
     ]
     if scratch_tag is not None:
         key, value = scratch_tag
         statements += [
             {
+                "Sid": "CreateTaggedScratch",
                 "Effect": "Allow",
-                "Action": ["fsx:CreateFileSystem", "fsx:TagResource"],
+                "Action": ["fsx:CreateFileSystem"],
                 "Resource": "*",
                 "Condition": {"StringEquals": {f"aws:RequestTag/{key}": value}},
             },
             {
+                "Sid": "TagScratchOnCreate",
                 "Effect": "Allow",
-                "Action": ["fsx:DeleteFileSystem"],
+                "Action": ["fsx:TagResource"],
+                "Resource": "*",
+                "Condition": {"StringEquals": {f"aws:RequestTag/{key}": value}},
+            },
+            {
+                "Sid": "ResizeAndDeleteOnlyTaggedScratch",
+                "Effect": "Allow",
+                "Action": ["fsx:DeleteFileSystem", "fsx:UpdateFileSystem"],
                 "Resource": "*",
                 "Condition": {"StringEquals": {f"aws:ResourceTag/{key}": value}},
             },
             {
+                "Sid": "DescribeNetwork",
                 "Effect": "Allow",
                 "Action": ["ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DescribeVpcs"],
                 "Resource": "*",
             },
             {
+                "Sid": "FsxServiceLinkedRole",
                 "Effect": "Allow",
                 "Action": ["iam:CreateServiceLinkedRole"],
                 "Resource": "*",
                 "Condition": {"StringLike": {"iam:AWSServiceName": ["fsx.amazonaws.com"]}},
             },
         ]
+    statements.append(
+        {
+            "Sid": "NeverTheProtectedFileSystem",
+            "Effect": "Deny",
+            "Action": list(PROTECTED_FSX_ACTIONS),
+            "Resource": file_system_arn,
+        }
+    )
     return statements
 
 
@@ -125,7 +160,8 @@ class CsiArgs:
     fsx_chart: Chart | None = None
     """@default none: no FSx driver. Set with ``cfg.versions.chart("aws-fsx-csi-driver")``."""
     fsx_file_system_arn: pulumi.Input[str] | None = None
-    """@default none; required with fsx_chart. ARN of the file system the FSx controller may resize."""
+    """@default none; required with fsx_chart. ARN of the statically provisioned file system, which the FSx
+    controller may describe but never tag, update or delete."""
     fsx_scratch_tag: tuple[str, str] | None = None
     """@default none; (tag key, value) of dynamically provisioned scratch file systems the controller
     may create and delete."""

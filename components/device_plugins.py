@@ -131,7 +131,7 @@ def neuron_monitor_daemonset() -> dict[str, Any]:
                         {
                             "name": "neuron-monitor",
                             "image": NEURON_MONITOR_IMAGE,
-                            "imagePullPolicy": "Always",
+                            "imagePullPolicy": "IfNotPresent",
                             "command": ["/opt/bin/entrypoint.sh"],
                             "args": ["--port", str(NEURON_MONITOR_PORT)],
                             "ports": [{"name": "metrics", "containerPort": NEURON_MONITOR_PORT}],

@@ -82,6 +82,11 @@ class JupyterHub(pulumi.ComponentResource):
             )
             for k in hub.GENERATED_SECRETS
         }
+        # The hub's cookie secret and CryptKeeper key in a Secret of their own (hub.existingSecret), so that an Argo CD
+        # Application can reference it instead of carrying the values.
+        deps.append(
+            resource(f"{name}-keys", hub.keys_secret(keys), opts=pulumi.ResourceOptions(parent=self, depends_on=[ns]))
+        )
         self.release = release(
             name,
             release_name=hub.RELEASE,

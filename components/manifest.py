@@ -23,6 +23,7 @@ BUILTINS: dict[tuple[str, str], Any] = {
     ("v1", "PersistentVolumeClaim"): k8s.core.v1.PersistentVolumeClaim,
     ("v1", "LimitRange"): k8s.core.v1.LimitRange,
     ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
+    ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
     ("apps/v1", "DaemonSet"): k8s.apps.v1.DaemonSet,

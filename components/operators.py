@@ -1,9 +1,12 @@
-"""Job operators: MPI operator (manifest), Kubeflow Trainer (chart + runtimes) or the legacy
+"""Job operators: MPI operator (upstream v0.8.0 objects), Kubeflow Trainer (chart + runtimes) or the legacy
 training operator (kustomize), and KubeRay (chart).
 
-The MPI operator and the legacy training operator are remote components (yaml/v2 ConfigFile,
-kustomize/v2 Directory): the engine fetches the pinned upstream URL at deploy time, and under
-mocks they register no children, so tests check their inputs.
+The MPI operator's install objects (``ekstrain.assembly.schedulers.mpi_operator``: our own dicts with upstream
+v0.8.0's content, the CRD read from the pinned upstream directory before anything registers) are each registered
+as their own resource (``ekstrain.assembly.schedulers.operators.mpi_operator_objects``, the Volcano gang flag
+applied there): the render writes and validates exactly what ``pulumi up`` applies. The legacy
+training operator is still a remote kustomize/v2 Directory on a pinned tag, fetched at deploy time (neither
+prod nor dev uses it; under mocks it registers no children, so tests check its inputs).
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from ekstrain.versions import Chart
 class OperatorsArgs:
     mpi_operator: bool = False
     """@default false."""
+    mpijob_crd: Mapping[str, Any] | None = None
+    """@default None; required with ``mpi_operator``. The MPIJob CRD
+    (``ekstrain.assembly.schedulers.mpi_operator.mpijob_crd``, from the pinned upstream directory)."""
     kubeflow_flavor: str = "none"
     """``trainer``, ``training-operator`` or ``none`` (@default)."""
     trainer_chart: Chart | None = None
@@ -58,9 +64,40 @@ def manifest_transform(gang_args: Mapping[str, list[str]]) -> pulumi.ResourceTra
     return transform
 
 
+def _mpi_operator(
+    name: str, objects: Sequence[Mapping[str, Any]], parent: pulumi.Resource, deps: Sequence[pulumi.Resource]
+) -> None:
+    """One resource per object of the manifest: the Namespace and the CRD first, the namespaced objects and
+    the RBAC after the Namespace, the Deployment after everything else (its ServiceAccount and binding).
+
+    The CRD goes through a yaml/v2 ConfigGroup holding it inline (``objs``, nothing fetched): the provider
+    applies it as the plain object, while the typed CustomResourceDefinition class names the schema's
+    ``x-kubernetes-*`` keys ``x_kubernetes_*`` (pulumi-kubernetes JSONSchemaPropsArgs). The render reads a
+    ConfigGroup's ``objs`` as manifests (infra/render.py ``manifests``) and validates them like the others."""
+    first = pulumi.ResourceOptions(parent=parent, depends_on=list(deps))
+    created: list[pulumi.Resource] = []
+    namespaces = []
+    for obj in objects:
+        res_name = f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}"
+        if obj["kind"] == "CustomResourceDefinition":
+            created.append(k8s.yaml.v2.ConfigGroup(res_name, objs=[dict(obj)], opts=first))
+        elif obj["kind"] == "Namespace":
+            namespaces.append(resource(res_name, obj, opts=first))
+    created += namespaces
+    after_ns = pulumi.ResourceOptions(parent=parent, depends_on=[*deps, *namespaces])
+    for obj in objects:
+        if obj["kind"] in ("Namespace", "CustomResourceDefinition", "Deployment"):
+            continue
+        created.append(resource(f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}", obj, opts=after_ns))
+    last = pulumi.ResourceOptions(parent=parent, depends_on=[*deps, *created])
+    for obj in objects:
+        if obj["kind"] == "Deployment":
+            resource(f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}", obj, opts=last)
+
+
 class Operators(pulumi.ComponentResource):
     """``opts.depends_on`` (the cluster; Volcano when KubeRay uses it as batch scheduler) reaches every
-    install: the manifest, the charts and, through the trainer chart, the runtimes."""
+    install: the MPI operator's objects, the charts and, through the trainer chart, the runtimes."""
 
     def __init__(self, name: str, args: OperatorsArgs, opts: pulumi.ResourceOptions | None = None):
         # The gang flags are the component's input: the offline render records them (the manifests' children
@@ -70,7 +107,10 @@ class Operators(pulumi.ComponentResource):
         upstream = pulumi.ResourceOptions(parent=self, depends_on=deps, transforms=[manifest_transform(args.gang_args)])
         installed: list[str] = []
         if args.mpi_operator:
-            k8s.yaml.v2.ConfigFile(f"{name}-mpi-operator", file=versions.MPI_OPERATOR_MANIFEST, opts=upstream)
+            if args.mpijob_crd is None:
+                raise ValueError("mpi_operator needs mpijob_crd")
+            objects = build.mpi_operator_objects(dict(args.gang_args), dict(args.mpijob_crd))
+            _mpi_operator(f"{name}-mpi-operator", objects, self, deps)
             installed.append("mpi-operator")
         if args.kubeflow_flavor == "trainer":
             if args.trainer_chart is None:

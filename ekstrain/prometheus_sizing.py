@@ -45,3 +45,26 @@ def prometheus_memory_gib(accelerator_nodes: int, system_nodes: int) -> int:
     (compaction and WAL replay after a restart peak above the steady head)."""
     need = active_series(accelerator_nodes, system_nodes) * HEAD_BYTES_PER_SERIES / 2**30
     return max(PROMETHEUS_MIN_MEMORY_GIB, math.ceil(need))
+
+
+AMP_INGEST_TIERS_USD_PER_10M = ((2e9, 0.90), (250e9, 0.35), (float("inf"), 0.16))
+"""Amazon Managed Service for Prometheus metric-sample ingestion, USD per 10 million samples per month by tier: the
+first 2 billion, the next 250 billion, beyond (aws.amazon.com/prometheus/pricing, us-east-1/us-west-2 list prices
+as read December 2026; storage $0.03/GB-month and queries $0.10 per billion samples processed come on top)."""
+
+
+def samples_per_month(series: int, scrape_interval_s: int, days: float = 30) -> float:
+    """Samples ``series`` produce in a month at one sample per scrape."""
+    return series * days * 86400 / scrape_interval_s
+
+
+def amp_ingestion_usd(samples: float) -> float:
+    """Monthly AMP ingestion charge for ``samples`` samples (:data:`AMP_INGEST_TIERS_USD_PER_10M`)."""
+    total, left = 0.0, samples
+    for size, price in AMP_INGEST_TIERS_USD_PER_10M:
+        take = min(left, size)
+        total += take / 1e7 * price
+        left -= take
+        if left <= 0:
+            break
+    return total

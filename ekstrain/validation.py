@@ -9,10 +9,10 @@
 - Helm values: every key path must exist in the chart's upstream ``values.yaml`` (below maps
   that are empty upstream, anything goes: they are free-form, such as ``nodeSelector``).
 
-The upstream files are not copied into this repository. They are read from, in order:
-``$EKSTRAIN_UPSTREAM_DIR``, ``.upstream/`` of the project (:func:`ekstrain.paths.project_dir`), then, when
-running from a source checkout, ``../shared/upstream`` beside it and its ``.upstream/`` (filled by
-``make fetch-upstream``).
+The upstream files are not copied into this repository. They are read from ``$EKSTRAIN_UPSTREAM_DIR`` when
+set, else from the first *complete* directory (every file :func:`required_upstream_files` lists) of:
+``.upstream/`` of the project (:func:`ekstrain.paths.project_dir`), then, when running from a source checkout,
+``../shared/upstream`` beside it and its ``.upstream/`` (filled by ``make fetch-upstream``) (:func:`upstream_dir`).
 """
 
 from __future__ import annotations
@@ -65,14 +65,58 @@ BUILTIN_GROUPS = {
 }
 
 
-def upstream_dir() -> pathlib.Path | None:
-    candidates = [os.environ.get("EKSTRAIN_UPSTREAM_DIR"), project_dir() / ".upstream"]
+def required_upstream_files() -> list[str]:
+    """Every file (relative to the upstream directory) the render reads: each pinned chart's archive
+    (``chart-src/<chart>-<version>.tgz``) and values.yaml, and, in a checkout, every file of
+    ``scripts/upstream-pins.tsv`` (CRDs, values, reference files; what ``make fetch-upstream`` writes)."""
+    from ekstrain import versions
+
+    out: list[str] = []
+    for chart in versions.DEFAULT_CHARTS.values():
+        out.append(f"chart-src/{chart.chart.rstrip('/').rsplit('/', 1)[-1]}-{chart.version}.tgz")
+        if chart.upstream_dir:
+            out.append(f"charts/{chart.upstream_dir}/values.yaml")
+    pins = CHECKOUT / "scripts" / "upstream-pins.tsv" if CHECKOUT is not None else None
+    if pins is not None and pins.is_file():
+        for line in pins.read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                out.append(line.split("\t", 1)[0])
+    return sorted(set(out))
+
+
+def upstream_missing(root: pathlib.Path) -> list[str]:
+    """The files of :func:`required_upstream_files` that ``root`` lacks (empty: a complete directory)."""
+    return [rel for rel in required_upstream_files() if not (root / rel).is_file()]
+
+
+def upstream_candidates() -> list[pathlib.Path]:
+    """Where the pinned upstream files are looked for, in order: ``.upstream/`` of the project, then, from a
+    source checkout, ``../shared/upstream`` beside it (a mirror of the pinned files) and the checkout's own
+    ``.upstream/`` (what ``make fetch-upstream`` fills). ``$EKSTRAIN_UPSTREAM_DIR`` (or ``--upstream-dir``) is not
+    a candidate: when set, it is the directory, complete or not."""
+    candidates = [project_dir() / ".upstream"]
     if CHECKOUT is not None:
         candidates += [CHECKOUT.parent / "shared" / "upstream", CHECKOUT / ".upstream"]
+    out: list[pathlib.Path] = []
     for c in candidates:
-        if c and (pathlib.Path(c) / "crds").is_dir():
-            return pathlib.Path(c)
-    return None
+        if c.absolute() not in out:
+            out.append(c.absolute())
+    return out
+
+
+def upstream_dir() -> pathlib.Path | None:
+    """The upstream directory the render reads: ``$EKSTRAIN_UPSTREAM_DIR`` when set (a directory with ``crds/``),
+    else the first of :func:`upstream_candidates` that holds every required file, else the first that has a
+    ``crds/`` directory (the render then names the files it lacks: :func:`upstream_missing`). So a partial
+    ``.upstream/`` (a fetch that failed midway, ``mkdir -p .upstream/crds``) never hides a complete mirror."""
+    explicit = os.environ.get("EKSTRAIN_UPSTREAM_DIR")
+    if explicit:
+        return pathlib.Path(explicit) if (pathlib.Path(explicit) / "crds").is_dir() else None
+    present = [c for c in upstream_candidates() if (c / "crds").is_dir()]
+    for c in present:
+        if not upstream_missing(c):
+            return c
+    return present[0] if present else None
 
 
 class SchemasMissing(RuntimeError):
@@ -458,6 +502,8 @@ subchart's key, none): any keys below them are accepted."""
 @functools.cache
 def chart_defaults(upstream_chart_dir: str) -> dict[str, Any]:
     path = _require_upstream() / "charts" / upstream_chart_dir / "values.yaml"
+    if not path.is_file():
+        raise SchemasMissing(f"{path} is missing: {upstream_fix()}")
     defaults = yaml.load(path.read_text(), Loader=_YAML_LOADER) or {}
     for free in FREE_FORM_VALUES.get(upstream_chart_dir, ()):
         node = defaults

@@ -301,7 +301,10 @@ NEURON_TRAINING_IMAGE = "public.ecr.aws/neuron/pytorch-training-neuronx:2.7.0-ne
 # Slinky images: slurmd with pyxis + enroot (``srun --container-image``), same Slurm build as the chart's
 # slurmctld (26.05-ubuntu26.04); alpine for the chart's logfile/initconf helpers (chart default: latest).
 SLURMD_PYXIS_IMAGE = {"repository": "ghcr.io/slinkyproject/slurmd-pyxis", "tag": "26.05-ubuntu26.04"}
-ALPINE_IMAGE = {"repository": "docker.io/library/alpine", "tag": "3.22"}
+ALPINE_IMAGE = {"repository": "public.ecr.aws/docker/library/alpine", "tag": "3.22"}
+"""Slinky's logfile/initconf sidecars (the chart's default is docker.io/library/alpine:latest). Docker Official
+Images are mirrored on Amazon ECR Public as ``public.ecr.aws/docker/library/<name>`` (gallery.ecr.aws/docker),
+which has no anonymous pull-rate limit from AWS; Docker Hub does (infra/verify/images.py refuses it)."""
 
 # Images the platform pieces run outside any chart's defaults.
 EFA_EXPORTER_IMAGE = "public.ecr.aws/docker/library/python:3.12.11-slim-bookworm"
@@ -329,12 +332,26 @@ NEURON_CUSTOM_SCHEDULER_TAGS: dict[str, str] = {
     "1.35": "v1.35.6-eks-1-35-12",  # kube-scheduler of EKS Distro release v1-35-eks-12
 }
 
-# Operators published as plain manifests, not charts (installed with yaml/kustomize components).
+# Operators published as plain manifests, not charts.
 MPI_OPERATOR_VERSION = "v0.8.0"
 """kubeflow/mpi-operator tag; MPIJob kubeflow.org/v2beta1 (matches shared/upstream/crds/kubeflow.org/mpijob.yaml)."""
-MPI_OPERATOR_MANIFEST = (
-    f"https://raw.githubusercontent.com/kubeflow/mpi-operator/{MPI_OPERATOR_VERSION}/deploy/v2beta1/mpi-operator.yaml"
+MPI_OPERATOR_COMMIT = "101db144e019e1de65aaded07745e9d805c2852a"
+"""The commit the v0.8.0 tag names (shared/upstream/SOURCES.md)."""
+MPI_OPERATOR_SOURCE = (
+    f"https://raw.githubusercontent.com/kubeflow/mpi-operator/{MPI_OPERATOR_COMMIT}/deploy/v2beta1/mpi-operator.yaml"
 )
+"""Upstream's install file at the tag's commit (its README: ``kubectl apply --server-side -f
+.../deploy/v2beta1/mpi-operator.yaml``). Not shipped and not fetched: the program writes its non-CRD objects itself
+(``ekstrain.assembly.schedulers.mpi_operator``) and reads the CRD from the upstream directory (:data:`MPIJOB_CRD`)."""
+MPI_OPERATOR_IMAGE = f"mpioperator/mpi-operator:{MPI_OPERATOR_VERSION.removeprefix('v')}"
+"""The operator's image, as that file's Deployment names it."""
+MPIJOB_CRD = "crds/kubeflow.org/mpijob.yaml"
+"""The MPIJob CRD the program applies, relative to the upstream directory (``ekstrain.validation.upstream_dir``;
+``make fetch-upstream`` or ``--upstream-dir``): mpi-operator's ``manifests/base/kubeflow.org_mpijobs.yaml`` at
+:data:`MPI_OPERATOR_COMMIT`, the CRD the render validates MPIJobs with."""
+MPIJOB_CRD_SHA256 = "78b0131f931fcc8d99f6ce0407281f41b62527e443ec691d26d9634b390ad3bb"
+"""sha256 of :data:`MPIJOB_CRD`: its row of scripts/upstream-pins.tsv (a test keeps the two equal); the program
+refuses any other file, since it applies this one to the cluster."""
 TRAINING_OPERATOR_VERSION = "v1.9.4"
 """Legacy Kubeflow training operator (release-1.9 line of kubeflow/trainer); PyTorchJob kubeflow.org/v1."""
 TRAINING_OPERATOR_KUSTOMIZE = (

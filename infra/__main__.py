@@ -25,7 +25,11 @@ def main() -> dict:
         raise pulumi.RunError(str(exc)) from None
     for warning in warnings:
         pulumi.log.warn(warning)
-    outputs = build(cfg)
+    try:
+        outputs = build(cfg)
+    except ConfigError as exc:
+        # raised by build() before its first resource: the files it applies (the MPIJob CRD) are missing
+        raise pulumi.RunError(str(exc)) from None
     for key, value in outputs.items():
         pulumi.export(key, value)
     return outputs

@@ -21,6 +21,7 @@ from typing import Any
 
 import pulumi
 from google.protobuf import json_format
+from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.proto import resource_pb2
@@ -85,6 +86,9 @@ class Record:
     secret_inputs: set[str] = field(default_factory=set)
     """Input paths the SDK sent as Pulumi secrets (``stringData.password``, ``values.auth.rootPassword``):
     stored encrypted in the state."""
+    transforms: list[Any] = field(default_factory=list, repr=False, compare=False)
+    """The ``transforms`` option's functions (resolved from the request's callbacks): for a remote component, the
+    engine runs them on every child its provider registers, and so does :meth:`RecordingMonitor._register_children`."""
 
 
 class OfflineMocks(pulumi.runtime.Mocks):
@@ -254,6 +258,7 @@ class RecordingMonitor(MockMonitor):
             delete_before_replace=bool(request.deleteBeforeReplace),
             aliases=[json_format.MessageToDict(a) for a in request.aliases],
             secret_inputs=_secret_paths(wire),
+            transforms=pulumi_mocks._resolve_callbacks(request.transforms),  # noqa: SLF001
         )
         self._by_urn[urn] = record
         self.records.append(record)
@@ -313,6 +318,7 @@ class RecordingMonitor(MockMonitor):
             if urn in self._by_urn:
                 raise ValueError(f"duplicate URN {urn}: a child of {component.name} clashes with another resource")
             inputs = _resolve_refs(child.inputs, self._by_urn, urns)
+            inputs = _transformed(component.transforms, child, inputs)
             record = Record(
                 urn=urn,
                 type=child.type,
@@ -339,6 +345,20 @@ class RecordingMonitor(MockMonitor):
 
 
 REMOTE_CHILDREN = ("eks:index:Cluster", "eks:index:ManagedNodeGroup")
+
+
+def _transformed(transforms: list[Any], child: eks_children.Child, inputs: dict[str, Any]) -> dict[str, Any]:
+    """A child's inputs after the component's ``transforms`` (the engine runs a remote component's transforms on
+    the children its provider registers: Pulumi "transforms" reach packaged components' children)."""
+    for fn in transforms:
+        result = fn(
+            pulumi.ResourceTransformArgs(
+                custom=child.custom, type_=child.type, name=child.name, props=inputs, opts=pulumi.ResourceOptions()
+            )
+        )
+        if result is not None:
+            inputs = dict(result.props)
+    return inputs
 
 
 def _partition(region: str) -> str:

@@ -6,12 +6,12 @@ from typing import Any
 
 import pulumi
 
-from ekstrain import catalog, health_gate, versions
+from ekstrain import catalog, health_gate, validation, versions
 from ekstrain.assembly import cost as cost_plan
 from ekstrain.assembly import logs as logs_plan
 from ekstrain.assembly.jupyterhub import plan as hub_plan
 from ekstrain.assembly.observability import plan as obs_plan
-from ekstrain.assembly.schedulers import autoscaling, ledger, teams
+from ekstrain.assembly.schedulers import autoscaling, ledger, mpi_operator, teams
 from ekstrain.assembly.schedulers import operators as operator_values
 from ekstrain.assembly.schedulers import slurm as slurm_values
 from ekstrain.assembly.schedulers import volcano as volcano_values
@@ -39,6 +39,10 @@ from ekstrain.stacks.models import StackConfig
 
 def build(cfg: StackConfig) -> dict[str, Any]:
     """Create every component for ``cfg``; return the stack outputs."""
+    # Files the program applies, read before anything registers (a ConfigError naming the fix when absent).
+    mpijob_crd = None
+    if cfg.schedulers.mpi_operator.enabled:
+        mpijob_crd = mpi_operator.mpijob_crd(validation.upstream_dir())
     tags = cfg.common_tags
     c = cfg.cluster
     stack = pulumi.get_stack()
@@ -361,6 +365,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             "operators",
             OperatorsArgs(
                 mpi_operator=sched.mpi_operator.enabled,
+                mpijob_crd=mpijob_crd,
                 kubeflow_flavor=sched.kubeflow.flavor,
                 trainer_chart=cfg.versions.chart("kubeflow-trainer") if sched.kubeflow.flavor == "trainer" else None,
                 trainer_values=operator_values.trainer_values(),

@@ -20,10 +20,11 @@ import importlib.util
 import itertools
 import json
 import pathlib
+import re
 import runpy
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import yaml
@@ -36,10 +37,14 @@ from ekstrain.infra.verify import (
     aws_rules,
     chart_values,
     charts,
+    emitted,
     everywhere,
     iam,
+    images,
+    imports,
     order,
     policy,
+    protected,
     relations,
     requests,
     sdk_schema,
@@ -49,6 +54,7 @@ from ekstrain.infra.verify import (
 from ekstrain.pages import render_page
 from ekstrain.partitions import layout_nodes, shape
 from ekstrain.paths import helm_fix, upstream_fix
+from ekstrain.stacks.loader import SECRET_PLACEHOLDER
 from ekstrain.stacks.models import StackConfig
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -85,11 +91,16 @@ def manifest_of(record: offline.Record) -> dict[str, Any]:
 
 
 def manifests(recording: offline.Recording) -> list[tuple[str, dict[str, Any]]]:
-    """(component group, manifest) for every Kubernetes object the program declares."""
+    """(component group, manifest) for every Kubernetes object the program declares, including the objects a
+    yaml/v2 ConfigGroup holds inline (``objs``; the provider registers them as its children, which the mock
+    engine never sees)."""
     out = []
     for r in recording.records:
         if r.custom and r.type.startswith("kubernetes:") and not r.type.startswith(NOT_MANIFESTS):
             out.append((recording.top_component(r).name, manifest_of(r)))
+        elif r.type == "kubernetes:yaml/v2:ConfigGroup":
+            for obj in offline.plain(r.inputs).get("objs") or []:
+                out.append((recording.top_component(r).name, dict(obj)))
     return out
 
 
@@ -370,13 +381,23 @@ def _run_checks(
         ("AWS create-time rules", lambda: aws_rules.check_recording(rec)),
         ("policy pack", lambda: policy.check_recording(rec, stack)),
         ("credentials", lambda: secrets.check_recording(rec)),
+        ("imports", lambda: imports.check_recording(rec)),
+        ("protected data", lambda: protected.check_recording(rec)),
     ):
         with stages.stage(name):
             aws_checks.append(check_of())
-    if validation.upstream_dir() is None:
+    root = validation.upstream_dir()
+    missing = validation.upstream_missing(root) if root is not None else []
+    if root is None or missing:
         checks += [Check(name) for name in relations.CHECK_NAMES]
         for c in checks:
             c.note = NOT_RUN
+        if missing:
+            # A partial directory (a fetch that failed midway) and no complete one: name what it lacks.
+            files = Check("upstream files: every pinned file present", len(validation.required_upstream_files()))
+            shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
+            files.problems.append(f"{root} lacks {len(missing)} pinned file(s): {shown}; fix: {upstream_fix()}")
+            aws_checks.append(files)
         return checks + aws_checks, 0
     render_check.checked = values_check.checked = noop_check.checked = len(releases)
     with stages.stage(f"helm template of {len(releases)} releases"):
@@ -432,7 +453,9 @@ def _run_checks(
     checks += relation_checks
     if order_rows is not None:
         order_rows.extend(order.stage_rows(graph))
-    checks.append(requests.check([*manifests, *(o for objects in rendered.objects.values() for o in objects)]))
+    applied = [*manifests, *(o for objects in rendered.objects.values() for o in objects)]
+    checks.append(requests.check(applied))
+    checks.append(images.check(applied))
     if cfg.logging.enabled:
         checks.append(everywhere.check(rec, [o for objects in rendered.objects.values() for o in objects]))
     chart_check.checked = sum(len(o) for o in rendered.objects.values())
@@ -525,11 +548,18 @@ def write(
     for group, obj in objs:
         d = out / "manifests" / group
         d.mkdir(exist_ok=True)
-        (d / _file_name(obj)).write_text(yaml.dump(obj, Dumper=_DUMPER, sort_keys=False))
+        # Secret data is written redacted (infra/verify/emitted.py): the render's files are artifacts.
+        (d / _file_name(obj)).write_text(yaml.dump(emitted.redact_secret_object(obj), Dumper=_DUMPER, sort_keys=False))
     releases = helm_releases(rec)
-    for group, rel in releases:
+    # What the program passed as Pulumi secrets: redacted in the files, left out of the Argo CD Applications.
+    release_secrets = [
+        [p.removeprefix("values.") for p in r.secret_inputs if p.startswith("values.")]
+        for r in rec.of_type("kubernetes:helm.sh/v3:Release")
+    ]
+    for (group, rel), secret_paths in zip(releases, release_secrets, strict=True):
+        written = {**rel, "values": emitted.redact(rel.get("values") or {}, secret_paths)} if secret_paths else rel
         (out / "helm" / f"{group}--{rel.get('name', 'release')}.yaml").write_text(
-            yaml.dump(rel, Dumper=_DUMPER, sort_keys=False)
+            yaml.dump(written, Dumper=_DUMPER, sort_keys=False)
         )
     resources = [
         {
@@ -538,11 +568,16 @@ def write(
             "parent": r.parent.rsplit("::", 1)[-1] if r.parent else "",
             "protect": r.protect,
             "retainOnDelete": r.retain_on_delete,
+            # The `import` option's id (None: created): adopting a resource this stack creates is refused
+            # (infra/verify/imports.py).
+            "import": r.import_id or None,
             # What the engine orders creation by (infra/verify/order.py): dependsOn + input dependencies, provider.
             "dependsOn": sorted(d.rsplit("::", 1)[-1] for d in r.dependencies),
             "provider": offline_provider_name(r.provider),
             **({"registeredBy": "offline engine, as pulumi-eks would"} if r.synthetic else {}),
-            "inputs": offline.plain(r.inputs),
+            "inputs": emitted.redact_secret_object(emitted.redact(offline.plain(r.inputs), r.secret_inputs))
+            if r.type == "kubernetes:core/v1:Secret"
+            else emitted.redact(offline.plain(r.inputs), r.secret_inputs),
         }
         for r in rec.records
     ]
@@ -562,7 +597,13 @@ def write(
     )
     order_rows: list[dict[str, Any]] = []
     checks, chart_objects = run_checks(out, objs, rec, cfg, stack, order_rows, progress, lock_mode)
-    apps = argocd.applications(rel for _, rel in releases) if cfg.delivery.argocd else []
+    # Applications carry no secret value: the release's secret values are left out (the chart references a Secret
+    # the program creates instead, e.g. JupyterHub's hub.existingSecret; docs/platform.md).
+    unsecret = [
+        {**rel, "values": emitted.redact(rel.get("values") or {}, paths, remove=True)} if paths else rel
+        for (_, rel), paths in zip(releases, release_secrets, strict=True)
+    ]
+    apps = argocd.applications(unsecret) if cfg.delivery.argocd else []
     if apps:
         # ekstrain:delivery.argocd: one Application per Helm release, for a GitOps repository.
         apps_check = Check("argo cd applications: upstream schemas", len(apps))
@@ -575,6 +616,12 @@ def write(
                 "argocd-validation", [kv, apps], lambda: [p for a in apps for p in validation.validate_object(a, kv)]
             )
         checks.append(apps_check)
+    # Every file written so far, scanned for secret values (the stack's secure: values as the program saw them,
+    # everything it marked secret, literal credentials).
+    secret_values = {SECRET_PLACEHOLDER} | {
+        str(v) for r in rec.records for v in _values_at(offline.plain(r.inputs), r.secret_inputs) if isinstance(v, str)
+    }
+    checks.append(emitted.scan(out, secret_values))
     problems = [p for c in checks for p in c.problems]
     unchecked = [c.name for c in checks if c.note == NOT_RUN]
     exported = {k: ("[secret]" if k == "kubeconfig" else v) for k, v in (rec.outputs or {}).items()}
@@ -615,6 +662,7 @@ def write(
                 for _, rel in releases
             ),
             "",
+            *image_lines(checks),
             "## Creation order (first `pulumi up`: what the dependency graph lets the engine create in each stage)",
             table(order_rows) if order_rows else "(not computed: the charts were not rendered)\n",
             "## Checks",
@@ -642,6 +690,32 @@ def write(
     (out / "SUMMARY.md").write_text(summary)
     render_page.write(out, stack, cfg, rec, checks, order_rows, partition_rows(cfg))  # index.html (ekstrain/pages)
     return summary, problems + [f"{name}: {NOT_RUN}" for name in unchecked]
+
+
+def _values_at(value: Any, paths: Iterable[str]) -> Iterator[Any]:
+    """The values at dotted paths (``values.hub.cookieSecret``, ``keys[0]``) of ``value``."""
+    for path in paths:
+        node: Any = value
+        for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
+            try:
+                node = node[int(index)] if index else node[name]
+            except (KeyError, IndexError, TypeError):
+                node = None
+                break
+        if node is not None:
+            yield from (node.values() if isinstance(node, dict) else [node])
+
+
+def image_lines(checks: list[Check]) -> list[str]:
+    """SUMMARY.md's "Images" section: every image the stack runs, by registry (infra/verify/images.py)."""
+    rows = next((c.rows for c in checks if isinstance(c, images.ImagesCheck)), None)
+    if rows is None:
+        return []
+    registries = sorted({r["registry"] for r in rows})
+    return [
+        f"## Images: {len(rows)} images from {len(registries)} registries ({', '.join(registries)})",
+        table([{k: r[k] for k in ("registry", "image", "pull policy", "objects", "first")} for r in rows]),
+    ]
 
 
 def render_or_replay(

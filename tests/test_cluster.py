@@ -154,16 +154,30 @@ def test_deploy_and_preview_roles_get_explicit_entries() -> None:
             "accessScope": {"type": "cluster"},
         }
     }
-    # AND the deploy role's entry, which EKS creates for the cluster's creator (pulumi-eks always sets
-    # bootstrapClusterCreatorAdminPermissions), is adopted by import with the ids the AWS provider reads
-    assert "role-ekstrain-deploy" not in entries, "a second entry for the creator fails with ResourceInUse"
+    # AND the deploy role's cluster-admin entry is created by the program, never imported: pulumi-eks always sends
+    # bootstrapClusterCreatorAdminPermissions true (cluster.ts createCore), which the component's transform turns
+    # off on the EKS cluster, so EKS creates no entry of its own for the creator (one entry per principal)
+    assert "role-ekstrain-deploy" not in entries
     entry = rec.one("aws:eks/accessEntry:AccessEntry", "eks-deployer")
-    assert entry.import_id == f"ml-prod:{deploy}"
-    assert entry.inputs == {"clusterName": "ml-prod", "principalArn": deploy, "type": "STANDARD"}, "no tags: import"
+    assert entry.import_id == ""
+    assert entry.inputs == {"clusterName": "ml-prod", "principalArn": deploy, "type": "STANDARD"}
     assoc = rec.one("aws:eks/accessPolicyAssociation:AccessPolicyAssociation", "eks-deployer")
-    policy = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
-    assert assoc.import_id == f"ml-prod#{deploy}#{policy}"
-    assert rec.one("eks:index:Cluster", "eks").urn in entry.dependencies, "adopted once the cluster exists"
+    assert assoc.import_id == ""
+    assert assoc.inputs["policyArn"] == "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+    assert rec.one("eks:index:Cluster", "eks").urn in entry.dependencies, "created once the cluster exists"
+    eks_child = rec.one("aws:eks/cluster:Cluster", "eks-eksCluster")
+    assert eks_child.inputs["accessConfig"] == {
+        "authenticationMode": "API",
+        "bootstrapClusterCreatorAdminPermissions": False,
+    }
+
+
+def test_without_a_deploy_role_eks_bootstraps_the_creators_entry() -> None:
+    # GIVEN no deploy role WHEN recorded THEN pulumi-eks's default stays: EKS makes the creator an admin
+    rec = run_program(lambda: Cluster("eks", ARGS).kubeconfig)
+    assert rec.of_type("aws:eks/accessEntry:AccessEntry") == [] or all(
+        not r.name.endswith("-deployer") for r in rec.of_type("aws:eks/accessEntry:AccessEntry")
+    )
     eks_child = rec.one("aws:eks/cluster:Cluster", "eks-eksCluster")
     assert eks_child.inputs["accessConfig"]["bootstrapClusterCreatorAdminPermissions"] is True
 

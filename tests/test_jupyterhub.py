@@ -57,6 +57,7 @@ def test_component_children(rec: Recording) -> None:
             ("kubernetes:core/v1:PersistentVolume", "jupyterhub-fsx-pv"),
             ("kubernetes:core/v1:PersistentVolumeClaim", "jupyterhub-fsx-pvc"),
             ("kubernetes:core/v1:Secret", "jupyterhub-oauth"),
+            ("kubernetes:core/v1:Secret", "jupyterhub-keys"),
             (RELEASE, "jupyterhub"),
             *(("random:index/randomPassword:RandomPassword", f"jupyterhub-{k}") for k in hub.GENERATED_SECRETS),
         ]

@@ -182,6 +182,8 @@ def test_turning_slurm_off_deletes_its_crds_and_objects(prod: list[Resource]) ->
     d = diff_after(prod, lambda s: s["schedulers"]["slurm"].update(enabled=False))
     assert changes(d) == {
         ("replace", "ConfigMap", "cost-dashboard-spend"),  # the Slurm idle panel is gone with Slurm
+        # ... and so is its metric from the AMP remote-write keep-list (assembly/observability.py)
+        ("update", "Release", "observability"),
         # no Queue changes: a queue holds its whole partition, slurmd pods or not (assembly/schedulers/ledger.py);
         # the admission bindings stop covering the slurm namespace
         *(

@@ -112,6 +112,20 @@ def test_first_up_from_an_empty_account(stack: str, tmp_path: pathlib.Path) -> N
     assert api_reachable(phase1, Runner(WORKSTATION, in_vpc=False))[0]
     assert "ekstrain:cluster.bootstrapAccessCidrs: the API endpoint is public for ['52.94.10.10/32']" in summary1
     assert "## Creation order" in summary1 and "creation order: CRDs, webhooks, nodes, read objects first" in summary1
+    # AND its preview reads nothing the run creates: no resource is imported (resources.yaml records each import
+    # id; the render's imports check ran), and the deploy role's admin entry is created by the program, EKS's
+    # bootstrap entry for the creator turned off (components/cluster.py creator_bootstrap_off)
+    resources = yaml.safe_load((tmp_path / "phase1" / "resources.yaml").read_text())
+    assert all("import" in r for r in resources)
+    assert [r["name"] for r in resources if r["import"]] == []
+    assert "imports: no import of a resource this stack creates" in summary1
+    deployer = [r for r in resources if r["name"] == "cluster-deployer"]
+    assert sorted(r["type"] for r in deployer) == [
+        "aws:eks/accessEntry:AccessEntry",
+        "aws:eks/accessPolicyAssociation:AccessPolicyAssociation",
+    ]
+    eks = next(r for r in resources if r["type"] == "aws:eks/cluster:Cluster")
+    assert eks["inputs"]["accessConfig"]["bootstrapClusterCreatorAdminPermissions"] is False
 
     # WHEN the in-VPC runner (an address of deployCidrs) runs phase 2
     network = yaml.safe_load(stack_file.read_text())["config"]["ekstrain:network"]

@@ -134,7 +134,7 @@ def test_components_create_kubernetes_objects_and_releases_only_through_the_help
         "k8s.core.v1.Secret",
         "k8s.storage.v1.StorageClass",
         "k8s.Provider",
-        "k8s.yaml.v2.ConfigFile",
+        "k8s.yaml.v2.ConfigGroup",
         "k8s.kustomize.v2.Directory",
     }
     helpers = {"components/manifest.py", "components/helm.py"}

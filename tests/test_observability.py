@@ -102,9 +102,13 @@ def test_amp_remote_write_uses_pod_identity_scoped_to_the_workspace(rec: Recordi
     assert (assoc["namespace"], assoc["serviceAccount"]) == ("monitoring", "prometheus")
     values = rec.one(RELEASE, "observability").inputs["values"]
     assert values["prometheus"]["serviceAccount"]["name"] == "prometheus"
-    assert values["prometheus"]["prometheusSpec"]["remoteWrite"] == [
-        {"url": ws.outputs["prometheusEndpoint"] + "api/v1/remote_write", "sigv4": {"region": "us-west-2"}}
-    ]
+    (write,) = values["prometheus"]["prometheusSpec"]["remoteWrite"]
+    assert (write["url"], write["sigv4"]) == (
+        ws.outputs["prometheusEndpoint"] + "api/v1/remote_write",
+        {"region": "us-west-2"},
+    )
+    # only the series the dashboards and rules read (tests/test_remote_write_keep.py)
+    assert write["writeRelabelConfigs"][0]["action"] == "keep"
 
 
 def test_scrape_targets_select_what_the_exporters_run(rec: Recording) -> None:

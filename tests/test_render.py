@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import pathlib
+import re
 
 import pytest
 import yaml
@@ -38,6 +39,16 @@ def test_stack_renders_and_validates(stack: str, tmp_path: pathlib.Path, capsys:
     for path in manifests:
         assert validation.validate_object(yaml.safe_load(path.read_text()), kubernetes_version) == [], path
     assert "valid against the pinned upstream schemas" in summary
+    # every container image is listed with its registry, and the images check found nothing (infra/verify/images.py)
+    assert re.search(r"^## Images: \d+ images from \d+ registries", summary, re.MULTILINE)
+    assert "docker.io/library/" not in summary
+    # no secret value in what the render wrote; Applications reference Secrets (infra/verify/emitted.py)
+    assert re.search(r"^emitted files: no secret values .* 0 +0 ", summary, re.MULTILINE)
+    hub_app = tmp_path / "argocd" / "Application-argocd-jupyterhub.yaml"
+    if hub_app.exists():
+        text = hub_app.read_text()
+        assert "existingSecret: jupyterhub-keys" in text
+        assert "cookieSecret" not in text and "secretToken" not in text and "CryptKeeper" not in text
 
 
 REVIEWED = "(accepted: security/iam-lint-accepted.yaml)"
@@ -300,12 +311,24 @@ def test_without_the_schemas_the_render_claims_nothing(
 ) -> None:
     # GIVEN no upstream schemas (a fresh clone before `make fetch-upstream`)
     monkeypatch.setattr(validation, "upstream_dir", lambda: None)
-    argv = ["--stack", "dev", "--stack-file", str(REPO / "Pulumi.dev.yaml"), "--out", str(tmp_path)]
+    # WHEN dev is rendered THEN it is refused before the program runs: the MPI operator's CRD is an upstream file
+    argv = ["--stack", "dev", "--stack-file", str(REPO / "Pulumi.dev.yaml"), "--out", str(tmp_path / "dev")]
+    assert render.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "ekstrain:schedulers.mpiOperator.enabled: the MPI operator's CRD is read from" in err
+    assert "make fetch-upstream" in err and "Traceback" not in err and not (tmp_path / "dev").exists()
+    # GIVEN dev without the MPI operator
+    text = (REPO / "Pulumi.dev.yaml").read_text()
+    assert text.count("mpiOperator:\n      enabled: true") == 1
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text(text.replace("mpiOperator:\n      enabled: true", "mpiOperator:\n      enabled: false"))
+    out = tmp_path / "out"
+    argv = ["--stack", "dev", "--stack-file", str(stack_file), "--out", str(out)]
     # WHEN rendered THEN it exits 1 and says first which checks did not run, and never that things are valid
     assert render_cli.main(argv) == 1
     err = capsys.readouterr().err
     assert "checks did not run (no upstream schemas)" in err and "--allow-unchecked" in err
-    summary = (tmp_path / "SUMMARY.md").read_text()
+    summary = (out / "SUMMARY.md").read_text()
     head = summary.split("## Warnings")[0]
     assert "## NOT VALIDATED: 9 of" in head and "creation order" in head
     assert "valid against the pinned upstream schemas" not in summary

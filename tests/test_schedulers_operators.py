@@ -2,25 +2,145 @@
 
 from __future__ import annotations
 
-import pulumi
-from conftest import cfg_with, needs_upstream, releases, run_program, run_stack, stack_config
+import hashlib
+import pathlib
 
-from ekstrain import validation, versions
-from ekstrain.assembly.schedulers import operators
+import pulumi
+import pytest
+import yaml
+from conftest import REPO, cfg_with, needs_upstream, releases, run_program, run_stack, stack_config
+
+from ekstrain import paths, validation, versions
+from ekstrain.assembly.schedulers import mpi_operator, operators
 from ekstrain.components.operators import Operators, OperatorsArgs
 from ekstrain.infra.offline import Recording
+from ekstrain.infra.program import build
+from ekstrain.stacks.errors import ConfigError
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 RUNTIME = "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime"
 
 
-def test_mpi_operator_installs_the_pinned_v2beta1_manifest(prod_recording: Recording) -> None:
-    (mpi,) = prod_recording.of_type("kubernetes:yaml/v2:ConfigFile")
-    assert mpi.name == "operators-mpi-operator" and mpi.remote
-    assert mpi.inputs["file"] == (
-        "https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.8.0/deploy/v2beta1/mpi-operator.yaml"
-    )
+def _crd() -> dict:
+    return mpi_operator.mpijob_crd(validation.upstream_dir())
+
+
+@needs_upstream
+def test_mpi_operator_installs_upstreams_v2beta1_objects_one_by_one(prod_recording: Recording) -> None:
+    # GIVEN prod (MPI operator and Volcano on) WHEN recorded
+    # THEN nothing is fetched at deploy time: no ConfigFile, the install's objects are registered one by one
+    assert prod_recording.of_type("kubernetes:yaml/v2:ConfigFile") == []
+    objects = operators.mpi_operator_objects(operators.gang_args(stack_config("prod")), _crd())
+    assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
+        ("Namespace", "mpi-operator"),
+        ("CustomResourceDefinition", "mpijobs.kubeflow.org"),
+        ("ServiceAccount", "mpi-operator"),
+        ("ClusterRole", "kubeflow-mpijobs-admin"),
+        ("ClusterRole", "kubeflow-mpijobs-edit"),
+        ("ClusterRole", "kubeflow-mpijobs-view"),
+        ("ClusterRole", "mpi-operator"),
+        ("ClusterRoleBinding", "mpi-operator"),
+        ("Deployment", "mpi-operator"),
+    ]
+    # every object carries the install file's kustomize labels
+    assert all(o["metadata"]["labels"]["kustomize.component"] == "mpi-operator" for o in objects)
+    (crd,) = prod_recording.of_type("kubernetes:yaml/v2:ConfigGroup")
+    assert crd.name == "operators-mpi-operator-customresourcedefinition-mpijobs.kubeflow.org"
+    assert set(crd.inputs) == {"objs"} and crd.inputs["objs"] == [objects[1]]
+    (deployment,) = [
+        r for r in prod_recording.of_type("kubernetes:apps/v1:Deployment") if r.name.endswith("mpi-operator")
+    ]
+    # the Volcano gang flag is in what the render recorded, not patched at apply time
+    (container,) = deployment.inputs["spec"]["template"]["spec"]["containers"]
+    assert container["args"] == ["-alsologtostderr", "--lock-namespace=mpi-operator", "--gang-scheduling=volcano"]
+    assert container["image"] == "mpioperator/mpi-operator:0.8.0" == versions.MPI_OPERATOR_IMAGE
+    assert container["resources"] == operators.OPERATOR_RESOURCES
+    assert container["securityContext"] == operators.MPI_OPERATOR_CONTAINER_SECURITY
+    assert deployment.name == "operators-mpi-operator-deployment-mpi-operator"
+    assert deployment.inputs == objects[-1]
+    (role,) = [
+        r
+        for r in prod_recording.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
+        if r.inputs["metadata"]["name"] == "kubeflow-mpijobs-admin"
+    ]
+    assert role.inputs["aggregationRule"] == {
+        "clusterRoleSelectors": [
+            {"matchLabels": {"rbac.authorization.kubeflow.org/aggregate-to-kubeflow-mpijobs-admin": "true"}}
+        ]
+    }
     assert versions.MPI_OPERATOR_VERSION == "v0.8.0"
+
+
+@needs_upstream
+def test_the_mpijob_crd_is_the_pinned_upstream_file_and_nothing_upstream_is_in_the_package() -> None:
+    # GIVEN the upstream directory the render validates with WHEN the CRD is read
+    upstream = validation.upstream_dir()
+    assert upstream is not None
+    data = (upstream / versions.MPIJOB_CRD).read_bytes()
+    crd = _crd()
+    # THEN it is that file with the install file's labels added, nothing else changed
+    original = yaml.safe_load(data)
+    assert crd["spec"] == original["spec"]
+    assert crd["metadata"] == {**original["metadata"], "labels": mpi_operator.LABELS}
+    # AND its pin is the row of scripts/upstream-pins.tsv (one pin, two readers)
+    rows = [line.split("\t") for line in (REPO / "scripts/upstream-pins.tsv").read_text().splitlines()]
+    (row,) = [r for r in rows if r[0] == versions.MPIJOB_CRD]
+    assert row[2] == versions.MPI_OPERATOR_COMMIT and row[4].strip() == versions.MPIJOB_CRD_SHA256
+    assert hashlib.sha256(data).hexdigest() == versions.MPIJOB_CRD_SHA256
+    # AND the package ships no upstream install file
+    assert not (paths.PACKAGE / "manifests").exists()
+    assert "manifests/*.yaml" not in (REPO / "pyproject.toml").read_text()
+
+
+def test_a_changed_mpijob_crd_is_refused_naming_the_key_and_the_fix() -> None:
+    with pytest.raises(
+        ConfigError, match=r"ekstrain:schedulers.mpiOperator.enabled: .*is not the pinned 78b0131f"
+    ) as e:
+        mpi_operator.crd_from_text(b"kind: CustomResourceDefinition\n", "x/mpijob.yaml")
+    assert "fix: restore the pinned upstream file" in str(e.value) and "--upstream-dir" in str(e.value)
+
+
+def test_without_the_upstream_directory_the_program_registers_nothing(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN no upstream directory, or one without the MPIJob CRD
+    (tmp_path / "crds").mkdir()
+    for found, where in ((None, "no upstream directory was found"), (tmp_path, f"{tmp_path} has no crds/")):
+        monkeypatch.setattr(validation, "upstream_dir", lambda found=found: found)
+        errors: list[str] = []
+
+        def program(errors: list[str] = errors) -> dict:
+            try:
+                return build(stack_config("prod"))
+            except ConfigError as exc:
+                errors.append(str(exc))
+                return {}
+
+        # WHEN prod's program runs
+        rec = run_program(program)
+        # THEN it stops before its first resource, naming the key, where it looked and the fixes
+        assert rec.records == []
+        (error,) = errors
+        assert "ekstrain:schedulers.mpiOperator.enabled: the MPI operator's CRD is read from" in error
+        assert where in error and "--upstream-dir DIR" in error and "make fetch-upstream" in error
+        assert "set ekstrain:schedulers.mpiOperator.enabled: false" in error
+    # AND a stack without the MPI operator needs no CRD
+    off = cfg_with(lambda s: s["schedulers"]["mpiOperator"].update(enabled=False))
+    assert run_stack(off).records
+
+
+def test_no_manifest_is_fetched_from_a_url_at_deploy_time(prod_recording: Recording) -> None:
+    # GIVEN prod and dev WHEN recorded THEN no yaml/v2 ConfigFile (a file or URL the provider reads at deploy
+    # time) and every ConfigGroup holds its objects inline
+    for rec in (prod_recording, run_stack(stack_config("dev"))):
+        assert rec.of_type("kubernetes:yaml/v2:ConfigFile") == []
+        assert rec.of_type("kubernetes:yaml/v1:ConfigFile") == []
+        for group in rec.of_type("kubernetes:yaml/v2:ConfigGroup"):
+            assert set(group.inputs) == {"objs"}, group.name
+    # AND no source file of the program registers a ConfigFile or a ConfigGroup reading files/URLs
+    for path in [*(REPO / "components").glob("*.py"), *(REPO / "infra").rglob("*.py")]:
+        text = path.read_text()
+        assert "ConfigFile(" not in text and "files=" not in text, path
 
 
 def test_kuberay_uses_volcano_when_enabled(prod_recording: Recording) -> None:
@@ -112,6 +232,22 @@ def test_values_and_runtimes_validate() -> None:
         assert validation.validate_object(rt, "1.34") == []
 
 
+STUB_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "mpijobs.kubeflow.org"},
+}
+"""Stands for the MPIJob CRD where only the wiring is tested."""
+
+
+def test_the_mpi_operator_component_needs_its_crd() -> None:
+    def program() -> None:
+        Operators("operators", OperatorsArgs(mpi_operator=True))
+
+    with pytest.raises(Exception, match="mpi_operator needs mpijob_crd"):
+        run_program(program)
+
+
 def test_operators_take_dependencies_through_opts() -> None:
     # GIVEN Operators built with every install and opts=ResourceOptions(depends_on=[dep])
     def program() -> None:
@@ -120,6 +256,7 @@ def test_operators_take_dependencies_through_opts() -> None:
             "operators",
             OperatorsArgs(
                 mpi_operator=True,
+                mpijob_crd=STUB_CRD,
                 kubeflow_flavor="trainer",
                 trainer_chart=versions.DEFAULT_CHARTS["kubeflow-trainer"],
                 kuberay_chart=versions.DEFAULT_CHARTS["kuberay-operator"],
@@ -130,9 +267,10 @@ def test_operators_take_dependencies_through_opts() -> None:
     # WHEN recorded
     rec = run_program(program)
     dep = rec.one("test:index:Scheduler", "volcano").urn
-    # THEN the manifest and both charts wait for it (the runtimes wait for the trainer chart)
+    # THEN the manifest's first objects and both charts wait for it (the runtimes wait for the trainer chart)
     for typ, name in (
-        ("kubernetes:yaml/v2:ConfigFile", "operators-mpi-operator"),
+        ("kubernetes:yaml/v2:ConfigGroup", "operators-mpi-operator-customresourcedefinition-mpijobs.kubeflow.org"),
+        ("kubernetes:core/v1:Namespace", "operators-mpi-operator-namespace-mpi-operator"),
         (RELEASE, "operators-kubeflow-trainer"),
         (RELEASE, "operators-kuberay"),
     ):

@@ -45,7 +45,7 @@ CASES: dict[str, tuple[Callable[[dict[str, Any]], None], Callable[[Recording], s
     "slurm": (lambda s: s["slurm"].update(enabled=False), lambda p: subtree(p, "ekstrain:slurm:Slurm")),
     "mpi operator": (
         lambda s: s["mpiOperator"].update(enabled=False),
-        lambda p: {r.urn for r in p.of_type("kubernetes:yaml/v2:ConfigFile")},
+        lambda p: {r.urn for r in p.records if r.name.startswith("operators-mpi-operator-")},
     ),
     "kubeflow trainer": (
         lambda s: s["kubeflow"].update(flavor="none"),
@@ -90,7 +90,9 @@ def test_dev_runs_only_volcano_and_mpi(dev_recording: Recording) -> None:
         for r in dev_recording.of_type(RELEASE)
         if dev_recording.top_component(r).type.startswith(scheduler_types)
     ) == ["volcano"]
-    assert len(dev_recording.of_type("kubernetes:yaml/v2:ConfigFile")) == 1
+    assert [r.name for r in dev_recording.of_type("kubernetes:apps/v1:Deployment")] == [
+        "operators-mpi-operator-deployment-mpi-operator"
+    ]
     assert dev_recording.of_type("ekstrain:slurm:Slurm") == []
     assert [r.inputs["metadata"]["name"] for r in dev_recording.of_type(QUEUE)] == ["gpu-small"]
 

@@ -399,10 +399,20 @@ def test_fsx_controller_policy_is_scoped_to_the_file_system(prod_recording: Reco
     policy = json.loads(prod_recording.one("aws:iam/rolePolicy:RolePolicy", "storage-csi-fsx").inputs["policy"])
     fs_arn = prod_recording.one(FSX, "fsx").outputs["arn"]
     # (prod also enables dynamic scratch: its statements follow, tests/test_storage_scratch.py)
-    assert policy["Statement"][:2] == [
-        {"Effect": "Allow", "Action": ["fsx:DescribeFileSystems"], "Resource": "*"},
-        {"Effect": "Allow", "Action": ["fsx:UpdateFileSystem"], "Resource": fs_arn},
-    ]
+    assert policy["Statement"][0] == {
+        "Sid": "Describe",
+        "Effect": "Allow",
+        "Action": ["fsx:DescribeFileSystems"],
+        "Resource": "*",
+    }
+    # the static file system: never tagged, updated or deleted by the controller (Pulumi owns its size)
+    assert policy["Statement"][-1] == {
+        "Sid": "NeverTheProtectedFileSystem",
+        "Effect": "Deny",
+        "Action": ["fsx:DeleteFileSystem", "fsx:UpdateFileSystem", "fsx:TagResource", "fsx:UntagResource"],
+        "Resource": fs_arn,
+    }
+    assert [s for s in policy["Statement"] if s["Resource"] == fs_arn and s["Effect"] == "Allow"] == []
 
 
 # ---- Kubernetes volumes ----------------------------------------------------------------------

@@ -83,13 +83,19 @@ def test_prod_scratch_sits_in_the_efa_subnet_behind_the_lustre_sg(prod_recording
 
 def test_controller_may_create_and_delete_only_tagged_scratch(prod_recording: Recording) -> None:
     policy = json.loads(prod_recording.one("aws:iam/rolePolicy:RolePolicy", "storage-csi-fsx").inputs["policy"])
-    scratch = policy["Statement"][2:]
-    assert scratch == csi.fsx_controller_policy("x", ("ekstrain.io/fsx-scratch", "ekstrain-prod"))[2:]
-    create = next(s for s in scratch if "fsx:CreateFileSystem" in s["Action"])
-    delete = next(s for s in scratch if s["Action"] == ["fsx:DeleteFileSystem"])
-    assert create["Condition"] == {"StringEquals": {"aws:RequestTag/ekstrain.io/fsx-scratch": "ekstrain-prod"}}
+    scratch = policy["Statement"][1:-1]
+    assert scratch == csi.fsx_controller_policy("x", ("ekstrain.io/fsx-scratch", "ekstrain-prod"))[1:-1]
+    create = next(s for s in scratch if s["Action"] == ["fsx:CreateFileSystem"])
+    tag = next(s for s in scratch if s["Action"] == ["fsx:TagResource"])
+    delete = next(s for s in scratch if "fsx:DeleteFileSystem" in s["Action"])
+    requested = {"StringEquals": {"aws:RequestTag/ekstrain.io/fsx-scratch": "ekstrain-prod"}}
+    assert create["Condition"] == requested and tag["Condition"] == requested, "tags only in a create call's request"
+    assert delete["Action"] == ["fsx:DeleteFileSystem", "fsx:UpdateFileSystem"]
     assert delete["Condition"] == {"StringEquals": {"aws:ResourceTag/ekstrain.io/fsx-scratch": "ekstrain-prod"}}
-    assert csi.fsx_controller_policy("arn") == csi.fsx_controller_policy("arn", None)[:2]
+    # AND the protected file system is denied outright: the scratch tag can never be put on it, then deleted
+    assert policy["Statement"][-1]["Effect"] == "Deny" and "fsx:TagResource" in policy["Statement"][-1]["Action"]
+    without = csi.fsx_controller_policy("arn")
+    assert [s["Sid"] for s in without] == ["Describe", "NeverTheProtectedFileSystem"]
 
 
 def test_dev_has_no_scratch_class(dev_recording: Recording) -> None:

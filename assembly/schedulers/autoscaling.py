@@ -113,4 +113,5 @@ def controller_metrics(cfg: StackConfig) -> dict[str, Any]:
 def keda_values() -> dict[str, Any]:
     """KEDA's operator, metrics API server and webhooks on the system nodes (the chart's defaults request
     100m/100Mi each; values.yaml ``resources``)."""
-    return {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)}
+    # image.pullPolicy: the chart's Always re-pulls pinned tags on every start (values.yaml); IfNotPresent.
+    return {"nodeSelector": dict(SYSTEM_NODE_SELECTOR), "image": {"pullPolicy": "IfNotPresent"}}

@@ -2,8 +2,9 @@
 
 MPI operator v0.8 has no Helm chart (upstream installs ``deploy/v2beta1/mpi-operator.yaml``), and the
 Kubeflow Trainer chart does not bundle it (Trainer v2 runs MPI through its own ``mlPolicy.mpi``
-runtime, not MPIJob). So the MPI operator is installed from the pinned manifest URL
-(``versions.MPI_OPERATOR_MANIFEST``); it coexists with Trainer v2 (different API group,
+runtime, not MPIJob). So the program writes the MPI operator's install objects itself (module
+``mpi_operator``: our own dicts, the CRD from the pinned upstream directory), gang flag applied at render time
+(:func:`mpi_operator_objects`); it coexists with Trainer v2 (different API group,
 ``trainer.kubeflow.org``) but not with the legacy training operator, which ships its own
 ``mpijobs.kubeflow.org`` (rule in stacks/rules.py).
 """
@@ -18,7 +19,7 @@ from ekstrain.assembly.jobs import env as envtable
 from ekstrain.assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
 from ekstrain.assembly.jobs.resolve import worker_cpu_memory
 from ekstrain.assembly.jobs.spec import RunSpec
-from ekstrain.assembly.schedulers import teams
+from ekstrain.assembly.schedulers import mpi_operator, teams
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain.controller_resources import MEDIUM
 from ekstrain.names import SYSTEM_NODE_SELECTOR
@@ -171,12 +172,22 @@ def torch_runtimes(cfg: StackConfig) -> list[dict[str, Any]]:
     return [torch_runtime(cfg, p) for p in partition_facts(cfg)]
 
 
-# ---- operators applied from upstream manifests: their Deployment as the program patches it -------------
+# ---- operators installed from upstream's objects: their Deployment as the program patches it -------------
 
 MPI_OPERATOR = "mpi-operator"
 """Deployment and container name in mpi-operator v0.8 deploy/v2beta1/mpi-operator.yaml."""
 TRAINING_OPERATOR = "training-operator"
 """Deployment and container name in kubeflow/trainer v1.9 manifests/base (the legacy training operator)."""
+MPI_OPERATOR_CONTAINER_SECURITY = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+    "runAsNonRoot": True,
+    "runAsUser": 65532,
+}
+"""The upstream Deployment sets no securityContext and its image (gcr.io/distroless/base-debian12, binary in /opt,
+mpi-operator Dockerfile) runs as root; the operator only talks to the API server, so it runs unprivileged, with a
+writable /tmp (emptyDir) for klog's files (``-alsologtostderr`` also logs to files)."""
 OPERATOR_RESOURCES = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}}
 """Neither upstream manifest sets resources (BestEffort, evicted first under node pressure)."""
 
@@ -211,4 +222,23 @@ def patch_operator(obj: dict[str, Any], extra_args: dict[str, list[str]]) -> dic
         if missing:
             c["args"] = args + missing
         c.setdefault("resources", copy.deepcopy(OPERATOR_RESOURCES))
+        if name == MPI_OPERATOR:
+            c.setdefault("securityContext", copy.deepcopy(MPI_OPERATOR_CONTAINER_SECURITY))
+            c.setdefault("volumeMounts", [{"name": "tmp", "mountPath": "/tmp"}])
+    if name == MPI_OPERATOR:
+        pod = out["spec"]["template"]["spec"]
+        pod.setdefault("securityContext", {"seccompProfile": {"type": "RuntimeDefault"}})
+        pod.setdefault("volumes", [{"name": "tmp", "emptyDir": {}}])
+    return out
+
+
+def mpi_operator_objects(gang: dict[str, list[str]], crd: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every object of mpi-operator's install (``mpi_operator.install_objects``, our own dicts with upstream's
+    content; ``crd`` from ``mpi_operator.mpijob_crd``), in upstream's order (Namespace, CRD, ServiceAccount,
+    ClusterRoles, ClusterRoleBinding, Deployment), with the Deployment patched (:func:`patch_operator`: the gang
+    flag from ``gang``, requests). What the render writes and validates is what ``pulumi up`` applies."""
+    out = []
+    for obj in mpi_operator.install_objects(crd):
+        patched = patch_operator(obj, gang)
+        out.append(patched if patched is not None else obj)
     return out

@@ -52,7 +52,8 @@ Names differ from the chart's own (``slurm-auth-slurm``, ``slurm-auth-jwt``) so 
 AUTH_KEY_LENGTH = 1024
 """What the chart generates (``randAscii 1024``)."""
 """Secret with keys ``password`` (slurm user) and ``root-password``; the chart's default passwordKeyRef."""
-MARIADB_IMAGE = "docker.io/library/mariadb:11.4"
+MARIADB_IMAGE = "public.ecr.aws/docker/library/mariadb:11.4"
+"""The Docker Official Image through its Amazon ECR Public mirror (no Docker Hub pull-rate limit)."""
 """MariaDB 11.4 LTS (supported until 2029); slurmdbd supports MariaDB/MySQL."""
 MARIADB_DATABASE = "slurm_acct_db"
 MARIADB_USER = "slurm"
@@ -177,7 +178,7 @@ def nodeset(cfg: StackConfig, p: PartitionFacts, default: bool = False) -> dict[
             ],
         },
         "logfile": {
-            "image": {"tag": versions.ALPINE_IMAGE["tag"]},
+            "image": dict(versions.ALPINE_IMAGE),
             "resources": {"requests": dict(LOGFILE_RESOURCES), "limits": dict(LOGFILE_RESOURCES)},
         },
         "extraConfMap": {
@@ -279,7 +280,7 @@ def slurm_values(cfg: StackConfig) -> dict[str, Any]:
                     "volumeMounts": [{"name": SHARED_VOLUME, "mountPath": s.shared_mount_path}],
                     "resources": SLURM_DAEMON_RESOURCES,
                 },
-                "initconf": {"image": {"tag": versions.ALPINE_IMAGE["tag"]}, "resources": INITCONF_RESOURCES},
+                "initconf": {"image": dict(versions.ALPINE_IMAGE), "resources": INITCONF_RESOURCES},
                 "rootSshAuthorizedKeys": "\n".join(authorized_keys(cfg)) or None,
                 "podSpec": _system(
                     {"volumes": [{"name": SHARED_VOLUME, "persistentVolumeClaim": {"claimName": names.FSX_PVC}}]}
@@ -436,7 +437,7 @@ def mariadb_statefulset(volume_gib: int) -> dict[str, Any]:
                         {
                             "name": "mariadb",
                             "image": MARIADB_IMAGE,
-                            "imagePullPolicy": "Always",
+                            "imagePullPolicy": "IfNotPresent",
                             "securityContext": {
                                 "allowPrivilegeEscalation": False,
                                 "readOnlyRootFilesystem": True,

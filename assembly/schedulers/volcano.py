@@ -89,6 +89,9 @@ def volcano_values(cfg: StackConfig | None = None) -> dict[str, Any]:
     """Admission, controllers and scheduler on system nodes (``custom.default_ns`` is the chart's
     node selector for all of its components); the scheduler config that admits gangs by queue capacity."""
     return {
+        # The chart pulls its pinned tags with imagePullPolicy Always (values.yaml basic.image_pull_policy): every
+        # pod start would depend on Docker Hub's rate limit; a pinned tag never changes, so IfNotPresent.
+        "basic": {"image_pull_policy": "IfNotPresent"},
         "custom": {
             "default_ns": dict(SYSTEM_NODE_SELECTOR),
             "scheduler_config_override": yaml.safe_dump(
@@ -98,7 +101,7 @@ def volcano_values(cfg: StackConfig | None = None) -> dict[str, Any]:
             # first eviction victims under node pressure on the shared system nodes. Requests = limits on
             # memory make them Burstable with a floor; cpu is not limited (no throttling of the scheduler).
             **{f"{component}_resources": dict(resources) for component, resources in CONTROLLER_RESOURCES.items()},
-        }
+        },
     }
 
 

@@ -209,7 +209,11 @@ REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
     "pulumi:providers:kubernetes": (),
     # pulumi-kubernetes forcenew.go (metadata.name/namespace are added for every kind below)
     "kubernetes:helm.sh/v3:Release": ("name", "namespace"),
-    "kubernetes:yaml/v2:ConfigFile": (),
+    "kubernetes:yaml/v2:ConfigGroup": (),  # a component: its inline objects are the provider's children
+    "kubernetes:core/v1:ServiceAccount": (),
+    "kubernetes:apps/v1:Deployment": ("spec.selector",),  # forcenew.go `deployment`
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": (),
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": ("roleRef",),  # forcenew.go `roleBinding`
     "kubernetes:core/v1:Namespace": (),
     "kubernetes:core/v1:ConfigMap": ("data", "binaryData"),
     "kubernetes:core/v1:Secret": ("type",),
@@ -217,10 +221,6 @@ REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
     "kubernetes:core/v1:PersistentVolumeClaim": ("spec",),
     "kubernetes:core/v1:PersistentVolume": (),
     "kubernetes:core/v1:LimitRange": (),
-    "kubernetes:core/v1:ServiceAccount": (),
-    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": (),
-    # pulumi-kubernetes provider/pkg/provider/diff.go: ClusterRoleBinding -> roleBinding (.roleRef)
-    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": ("roleRef",),
     "kubernetes:storage.k8s.io/v1:StorageClass": ("parameters", "provisioner"),
     "kubernetes:apps/v1:DaemonSet": (),
     "kubernetes:apps/v1:StatefulSet": (),

@@ -45,8 +45,9 @@ def read_objects(paths: list[pathlib.Path]) -> list[dict[str, Any]]:
 
 
 CONTROLLER_SOURCES = {
-    # Operators applied from upstream manifests rather than charts: the render records the source URL in
-    # resources.yaml (kubernetes:yaml/v2:ConfigFile, kustomize/v2:Directory) but no CRD object.
+    # Operators applied from upstream manifests rather than charts. The MPI operator's CRD is a rendered manifest
+    # (manifests/operators/CustomResourceDefinition-mpijobs.kubeflow.org.yaml); the legacy training operator's
+    # kustomization is recorded by its source in resources.yaml (kustomize/v2:Directory), with no CRD object.
     "mpi-operator": ("mpijobs.kubeflow.org",),
     "training-operator": ("pytorchjobs.kubeflow.org", "mpijobs.kubeflow.org"),
 }

@@ -39,6 +39,7 @@ from typing import Any
 import yaml
 
 from ekstrain import filememo, helm, paths, validation
+from ekstrain.infra.verify.emitted import redact_secret_object
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
 HELM_ENV = helm.HELM_ENV
@@ -507,13 +508,20 @@ def write(out: pathlib.Path, rendered: Rendered) -> int:
         d.mkdir(parents=True)
 
         def dump(objs: list[dict[str, Any]] = objs) -> list[tuple[str, str]]:
+            # A Secret's data is written redacted (infra/verify/emitted.py): the files are artifacts.
             return [
-                (file_name(o), rendered.texts.get(id(o)) or yaml.dump(o, Dumper=_DUMPER, sort_keys=False)) for o in objs
+                (
+                    file_name(o),
+                    rendered.texts.get(id(o)) or yaml.dump(redact_secret_object(o), Dumper=_DUMPER, sort_keys=False),
+                )
+                if o.get("kind") != "Secret"
+                else (file_name(o), yaml.dump(redact_secret_object(o), Dumper=_DUMPER, sort_keys=False))
+                for o in objs
             ]
 
         # YAML emission of the charts' CRDs is most of the write time: reuse it while the render is the same
         digest = rendered.digests.get(key)
-        files = validation.pickled(f"helm/files-{digest}", dump) if digest else dump()
+        files = validation.pickled(f"helm/files-redacted-{digest}", dump) if digest else dump()
         for name, text in files:
             (d / name).write_text(text)
             n += 1

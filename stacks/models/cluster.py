@@ -76,10 +76,10 @@ class ClusterConfig(Model):
     admin_access: list[AdminAccess] = Field(default_factory=list)
     """IAM principals given cluster access entries (API authentication mode)."""
     deploy_role_arn: str | None = Field(default=None, pattern=ROLE_ARN)
-    """The IAM role that runs `pulumi up` (the workflows' AWS_DEPLOY_ROLE_ARN). EKS gives the principal that
-    creates the cluster an admin access entry of its own (pulumi-eks always sets
-    bootstrapClusterCreatorAdminPermissions); the program adopts that entry (import) so it is managed and
-    visible. The first `pulumi up` must run as this role. @default none: the creator's entry stays unmanaged."""
+    """The IAM role that runs `pulumi up` (the workflows' AWS_DEPLOY_ROLE_ARN): a cluster-admin access entry the
+    program creates. pulumi-eks always asks EKS to give the cluster's creator an entry of its own
+    (bootstrapClusterCreatorAdminPermissions); with this key set the program turns that off, so nothing is
+    imported and the first deploy's preview passes. @default none: EKS's entry for the creator stays unmanaged."""
     preview_role_arn: str | None = Field(default=None, pattern=ROLE_ARN)
     """The IAM role of pull-request previews (AWS_PREVIEW_ROLE_ARN): an access entry with ``previewAccessPolicy``.
     @default none: previews cannot read the cluster."""
