@@ -248,7 +248,7 @@ def gate_daemonset(spec: PartitionSpec) -> dict[str, Any]:
             {
                 "name": "dcgm-diag",
                 "image": versions.DCGM_IMAGE,
-                "imagePullPolicy": "Always",
+                "imagePullPolicy": "IfNotPresent",
                 "command": ["/bin/bash", "-c", dcgm_script()],
                 "env": nvidia_env,
                 "securityContext": privileged,
@@ -260,7 +260,7 @@ def gate_daemonset(spec: PartitionSpec) -> dict[str, Any]:
         {
             "name": "devices",
             "image": versions.NCCL_TESTS_IMAGE if gpu else versions.NEURON_TRAINING_IMAGE,
-            "imagePullPolicy": "Always",
+            "imagePullPolicy": "IfNotPresent",
             "command": ["/bin/bash", "-c", gpu_devices_script(it, efa) if gpu else neuron_devices_script(it, efa)],
             "env": nvidia_env if gpu else [],
             "securityContext": privileged,
@@ -312,7 +312,7 @@ def gate_daemonset(spec: PartitionSpec) -> dict[str, Any]:
                         {
                             "name": "guard",
                             "image": versions.EFA_EXPORTER_IMAGE,
-                            "imagePullPolicy": "Always",
+                            "imagePullPolicy": "IfNotPresent",
                             "command": ["python3", "/opt/guard/health_guard.py"],
                             "livenessProbe": _alive_probe(),
                             "readinessProbe": _alive_probe(),
