@@ -313,7 +313,7 @@ def test_without_the_schemas_the_render_claims_nothing(
     monkeypatch.setattr(validation, "upstream_dir", lambda: None)
     # WHEN dev is rendered THEN it is refused before the program runs: the MPI operator's CRD is an upstream file
     argv = ["--stack", "dev", "--stack-file", str(REPO / "Pulumi.dev.yaml"), "--out", str(tmp_path / "dev")]
-    assert render.main(argv) == 2
+    assert render_cli.main(argv) == 2
     err = capsys.readouterr().err
     assert "ekstrain:schedulers.mpiOperator.enabled: the MPI operator's CRD is read from" in err
     assert "make fetch-upstream" in err and "Traceback" not in err and not (tmp_path / "dev").exists()

@@ -71,7 +71,7 @@ def _render(
     project: pathlib.Path, stack: str, out: pathlib.Path, env: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ekstrain.infra.render", "--stack", stack, "--out", str(out)],
+        [sys.executable, "-m", "ekstrain.cli.render", "--stack", stack, "--out", str(out)],
         cwd=project,
         env=env,
         capture_output=True,
