@@ -1099,13 +1099,16 @@ def _teams(cfg: StackConfig) -> list[ConfigIssue]:
 def _schedulers(cfg: StackConfig) -> list[ConfigIssue]:
     s = cfg.schedulers
     out = []
-    if s.mpi_operator.enabled and s.kubeflow.flavor == "training-operator":
+    if s.kubeflow.flavor == "training-operator":
+        # Nothing unpinned is applied: pulumi-kubernetes's kustomize/v2 Directory fetches this kustomization from
+        # GitHub at deploy time, so what `pulumi up` applies is nothing the render checked or pinned by content.
         out.append(
             ConfigIssue(
                 "ekstrain:schedulers.kubeflow.flavor",
-                "the legacy training operator and the MPI operator both own the CRD "
-                "mpijobs.kubeflow.org and cannot be installed together",
-                "use flavor: trainer (Kubeflow Trainer v2) with the MPI operator, or disable mpiOperator",
+                "the legacy training operator v1.9.4 is a kustomization fetched from GitHub at deploy time: nothing "
+                "the render validated or pinned by content (and it owns mpijobs.kubeflow.org like the MPI operator)",
+                "set flavor: trainer (Kubeflow Trainer v2: TrainJob, `ekstrain job render --scheduler trainjob`), "
+                "or none and install the legacy operator outside this stack",
             )
         )
     names = {p.name for p in cfg.partitions}

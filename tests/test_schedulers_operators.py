@@ -205,17 +205,18 @@ def test_trainer_chart_and_per_partition_torch_runtimes(prod_recording: Recordin
     ]
 
 
-def test_legacy_training_operator_flavor() -> None:
-    cfg = cfg_with(
-        lambda s: s["schedulers"].update(mpiOperator={"enabled": False}, kubeflow={"flavor": "training-operator"})
-    )
-    rec = run_stack(cfg)
-    (kustomize,) = rec.of_type("kubernetes:kustomize/v2:Directory")
-    assert kustomize.inputs["directory"] == (
-        "https://github.com/kubeflow/trainer//manifests/overlays/standalone?ref=v1.9.4"
-    )
-    assert rec.of_type("kubernetes:yaml/v2:ConfigFile") == []
-    assert "kubeflow-trainer" not in releases(rec) and rec.of_type(RUNTIME) == []
+# GIVEN a stack that asks for the legacy training operator WHEN its config is read THEN it is refused before any
+# resource registers: its kustomization would be fetched from GitHub at deploy time, unchecked (issue 35).
+def test_legacy_training_operator_flavor_is_refused() -> None:
+    for mpi in (False, True):
+        with pytest.raises(ConfigError) as got:
+            cfg_with(
+                lambda s, mpi=mpi: s["schedulers"].update(
+                    mpiOperator={"enabled": mpi}, kubeflow={"flavor": "training-operator"}
+                )
+            )
+        assert "ekstrain:schedulers.kubeflow.flavor" in str(got.value)
+        assert "fetched from GitHub at deploy time" in str(got.value) and "set flavor: trainer" in str(got.value)
 
 
 @needs_upstream

@@ -144,8 +144,8 @@ class ToggleConfig(Model):
 
 class KubeflowConfig(Model):
     flavor: Literal["trainer", "training-operator", "none"] = "none"
-    """``trainer`` = Kubeflow Trainer v2 (TrainJob); ``training-operator`` = legacy v1 (PyTorchJob);
-    @default none."""
+    """``trainer`` = Kubeflow Trainer v2 (TrainJob); ``training-operator`` (legacy v1, PyTorchJob) is refused: its
+    kustomization would be fetched from GitHub at deploy time, unchecked; @default none."""
 
 
 class SchedulersConfig(Model):
