@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ekstrain import catalog, health_gate, names, spend
+from ekstrain import catalog, health_gate, kms_policy, names, spend
 from ekstrain.assembly import observability as obs
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 from ekstrain.stacks.models import StackConfig
@@ -264,28 +264,19 @@ def topic_policy(topic_arn: str, account: str) -> str:
 
 def topic_key_policy(key_arn: str) -> dict[str, Any]:
     """The topic's key: the account administers it; AWS Budgets may encrypt messages to the topic."""
-    partition, account = key_arn.split(":")[1], key_arn.split(":")[4]
-    return {
-        "Version": "2012-10-17",
-        "Id": "ekstrain-budget-topic",
-        "Statement": [
-            {
-                "Sid": "EnableIAMPolicies",
-                "Effect": "Allow",
-                "Principal": {"AWS": f"arn:{partition}:iam::{account}:root"},
-                "Action": "kms:*",
-                "Resource": "*",
-            },
-            {
-                "Sid": "BudgetsEncrypt",
-                "Effect": "Allow",
-                "Principal": {"Service": "budgets.amazonaws.com"},
-                "Action": ["kms:GenerateDataKey*", "kms:Decrypt"],
-                "Resource": "*",
-                "Condition": {"StringEquals": {"aws:SourceAccount": account}},
-            },
-        ],
-    }
+    _, account = kms_policy.arn_account(key_arn)
+    return kms_policy.key_policy(
+        key_arn,
+        "ekstrain-budget-topic",
+        {
+            "Sid": "BudgetsEncrypt",
+            "Effect": "Allow",
+            "Principal": {"Service": "budgets.amazonaws.com"},
+            "Action": ["kms:GenerateDataKey*", "kms:Decrypt"],
+            "Resource": "*",
+            "Condition": {"StringEquals": {"aws:SourceAccount": account}},
+        },
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

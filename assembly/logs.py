@@ -17,7 +17,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from ekstrain import names, versions
+from ekstrain import kms_policy, names, versions
 from ekstrain.stacks.models import StackConfig
 
 NAMESPACE = "logging"
@@ -375,34 +375,25 @@ def log_writer_statements(group_arns: list[Any]) -> list[dict[str, Any]]:
 def kms_key_policy(key_arn: str, region: str, cluster: str) -> dict[str, Any]:
     """The log groups' key: the account administers it; CloudWatch Logs of this region may use it for this
     cluster's log groups only (docs.aws.amazon.com AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html)."""
-    partition, account = key_arn.split(":")[1], key_arn.split(":")[4]
-    return {
-        "Version": "2012-10-17",
-        "Id": "ekstrain-logs",
-        "Statement": [
-            {
-                "Sid": "EnableIAMPolicies",
-                "Effect": "Allow",
-                "Principal": {"AWS": f"arn:{partition}:iam::{account}:root"},
-                "Action": "kms:*",
-                "Resource": "*",
+    partition, account = kms_policy.arn_account(key_arn)
+    return kms_policy.key_policy(
+        key_arn,
+        "ekstrain-logs",
+        {
+            "Sid": "CloudWatchLogsUsesKey",
+            "Effect": "Allow",
+            "Principal": {"Service": f"logs.{region}.amazonaws.com"},
+            "Action": ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
+            "Resource": "*",
+            "Condition": {
+                "ArnLike": {
+                    "kms:EncryptionContext:aws:logs:arn": (
+                        f"arn:{partition}:logs:{region}:{account}:log-group:/ekstrain/{cluster}/*"
+                    )
+                }
             },
-            {
-                "Sid": "CloudWatchLogsUsesKey",
-                "Effect": "Allow",
-                "Principal": {"Service": f"logs.{region}.amazonaws.com"},
-                "Action": ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
-                "Resource": "*",
-                "Condition": {
-                    "ArnLike": {
-                        "kms:EncryptionContext:aws:logs:arn": (
-                            f"arn:{partition}:logs:{region}:{account}:log-group:/ekstrain/{cluster}/*"
-                        )
-                    }
-                },
-            },
-        ],
-    }
+        },
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,6 +8,8 @@ from typing import Any
 
 import pulumi
 
+from ekstrain import kms_policy
+
 
 def partition_of(region: str) -> str:
     """ARN partition for a region, so no ``get_partition`` invoke is needed."""
@@ -46,21 +48,6 @@ def account_key_policy(key_arn: pulumi.Input[str]) -> pulumi.Output[str]:
     AWS applies when no policy is given). The account comes from the key's own ARN: no invoke."""
 
     def document(arn: str) -> str:
-        partition, account = arn.split(":")[1], arn.split(":")[4]
-        return json.dumps(
-            {
-                "Version": "2012-10-17",
-                "Id": "account-administers-iam-grants-use",
-                "Statement": [
-                    {
-                        "Sid": "EnableIAMPolicies",
-                        "Effect": "Allow",
-                        "Principal": {"AWS": f"arn:{partition}:iam::{account}:root"},
-                        "Action": "kms:*",
-                        "Resource": "*",
-                    }
-                ],
-            }
-        )
+        return json.dumps(kms_policy.key_policy(arn, "account-administers-iam-grants-use"))
 
     return pulumi.Output.from_input(key_arn).apply(document)
