@@ -48,16 +48,9 @@ PREFLIGHT_ALERT_MINUTES = max(15, 3 * max(health_gate.gate_minutes(f) for f in (
 longest gate (GPU: DCGM diag level 2, the counts and a single-node collective), and at least 15 minutes, since a
 new node first pulls the gate's images (the DCGM image is several GB)."""
 
-NODE_AGENT_CONDITIONS: dict[str, int] = {
-    "AcceleratedHardwareReady": 10,
-    "NetworkingReady": 30,
-    "StorageReady": 30,
-    "KernelReady": 30,
-    "ContainerRuntimeReady": 30,
-}
+NODE_AGENT_CONDITIONS: dict[str, int] = health_gate.REPAIR_MINUTES
 """Node conditions the EKS node monitoring agent sets False on a fault -> minutes Karpenter's NodeRepair
-tolerates them before it replaces the node (karpenter-provider-aws v1.14.1 pkg/cloudprovider/cloudprovider.go
-RepairPolicies; components/karpenter.py turns the ``nodeRepair`` gate on)."""
+tolerates them before it replaces the node (one table: ekstrain/health_gate.py ``REPAIR_MINUTES``)."""
 NOT_READY_MINUTES = 5
 """Ready not True this long on a partition node: the gang on it is stalled (Karpenter's own repair of a NotReady
 node waits 30 min, karpenter core pkg/controllers/node/health)."""
@@ -148,7 +141,8 @@ def gpu_alerts() -> list[Alert]:
             severity=CRITICAL,
             summary="GPU {{ $labels.gpu }} of {{ $labels.node }} reported XID {{ $value }}",
             description="An XID after which the GPU must be drained and reset or replaced. The node monitoring agent "
-            "sets AcceleratedHardwareReady=False and Karpenter replaces the node after 10 minutes.",
+            f"sets AcceleratedHardwareReady=False and Karpenter replaces the node after "
+            f"{NODE_AGENT_CONDITIONS['AcceleratedHardwareReady']} minutes.",
         ),
         Alert(
             name="GpuXidError",

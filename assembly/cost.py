@@ -116,7 +116,7 @@ PENDING_REQUESTS = (
 NOT_READY = 'max by (node) (kube_node_status_condition{condition="Ready",status="true"}) == 0'
 UNHEALTHY = (
     "max by (node) (kube_node_status_condition{condition=~"
-    '"AcceleratedHardwareReady|KernelReady|NetworkingReady|StorageReady|ContainerRuntimeReady",status="false"}) == 1'
+    f'"{"|".join(health_gate.REPAIR_MINUTES)}",status="false"}}) == 1'
 )
 """The EKS node monitoring agent's conditions (components/node_health.py), which Karpenter's NodeRepair acts on."""
 COST_PER_ACCELERATOR = f"(max by (node) (node_total_hourly_cost) / on (node) {ACCEL_ALLOCATABLE})"
