@@ -22,7 +22,15 @@ from typing import Any
 from ekstrain import outputs
 from ekstrain.cli import kit as cli_kit
 from ekstrain.diff import compare, report
-from ekstrain.diff.sides import REPO, DiffInputError, both, record, record_revision
+from ekstrain.diff.sides import (
+    REPO,
+    DiffInputError,
+    both,
+    check_revision,
+    check_stack_file,
+    record,
+    record_revision,
+)
 from ekstrain.names import stack_name_problem
 
 
@@ -65,11 +73,14 @@ def run(args: argparse.Namespace) -> int:
             raise DiffInputError(stack_problem)
         # Checked before either side records: a bad --out found after both recordings costs a minute.
         out = outputs.check_file("--out", pathlib.Path(args.out)) if args.out else None
+        check_stack_file(new_file, "--stack-file")
         if args.base:
+            check_revision(args.base, new_file)
             record_old = functools.partial(record_revision, args.base, args.stack, new_file, progress)
             old_label = f"{args.base}:{new_file.name}"
         else:
             old_file = pathlib.Path(args.old_stack_file).resolve()
+            check_stack_file(old_file, "--old-stack-file")
             record_old = functools.partial(record, REPO, args.stack, old_file, "--old-stack-file", progress)
             old_label = str(args.old_stack_file)
         new, old = both(

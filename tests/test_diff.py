@@ -242,6 +242,35 @@ def test_cli_bad_stack_file_exits_2(tmp_path: pathlib.Path, capsys: pytest.Captu
     assert "--old-stack-file" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "argv,flag",
+    [
+        (["--stack-file", str(REPO / "Pulumi.dev.yaml"), "--old-stack-file", "nope.yaml"], "--old-stack-file"),
+        (["--stack-file", "nope.yaml", "--old-stack-file", str(REPO / "Pulumi.dev.yaml")], "--stack-file"),
+        (["--stack-file", str(REPO / "Pulumi.dev.yaml"), "--base=no-such-revision-xyz"], "--base"),
+        (["--stack-file", str(REPO / "Pulumi.dev.yaml"), "--base=--output=x"], "--base"),
+    ],
+)
+def test_bad_input_is_refused_before_either_side_records(
+    argv: list[str], flag: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a recorder that fails the test if it starts (the good side used to record for seconds, then the bad
+    # side's refusal was printed)
+    monkeypatch.setattr(sides.subprocess, "run", _no_recording(sides.subprocess.run))
+    # WHEN the diff gets one bad side THEN exit 2 naming the flag, and nothing recorded
+    assert main(["diff", "--stack", "dev", *argv]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {flag}")
+
+
+def _no_recording(run: Any) -> Any:
+    def guarded(argv: list[str], *args: Any, **kwargs: Any) -> Any:
+        if any(str(a).endswith("record.py") for a in argv):
+            pytest.fail(f"a side recorded: {argv}")
+        return run(argv, *args, **kwargs)
+
+    return guarded
+
+
 _values = st.recursive(
     st.one_of(st.integers(0, 3), st.sampled_from(["a", "b", "10.0.0.0/24"])),
     lambda inner: st.one_of(

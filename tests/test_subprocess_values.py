@@ -123,6 +123,7 @@ CALL_SITES = {
     "ekstrain/diff/sides.py:record_revision": "test_a_base_that_looks_like_an_option_is_no_git_option",
     "ekstrain/diff/sides.py:resolve_revision": "test_a_base_that_looks_like_an_option_is_no_git_option",
     "ekstrain/diff/sides.py:_record_project_revision": "test_a_project_whose_directory_looks_like_an_option",
+    "ekstrain/diff/sides.py:_repository_of": "test_a_project_whose_directory_looks_like_an_option",
     "ekstrain/simulate/charts.py:_helm_template": "test_simulate_hands_helm_a_renders_values_after_the_end_of_options",
     "infra/verify/charts.py:template": "test_helm_template_never_runs_for_a_release_name_that_is_an_option",
     "cli/main.py:render_command": "test_render_passes_its_flags_as_values",

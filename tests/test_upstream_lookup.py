@@ -31,7 +31,9 @@ def partial_project(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delenv("EKSTRAIN_UPSTREAM_DIR", raising=False)
     project = tmp_path / "project"
     (project / ".upstream" / "crds").mkdir(parents=True)
-    for f in ("Pulumi.yaml", "Pulumi.prod.yaml", "Pulumi.dev.yaml"):
+    # The lock too: this is about where upstream files are found, and without the lock's answers the render runs
+    # every no-op helm check again (a minute of CPU the render tests already spend).
+    for f in ("Pulumi.yaml", "Pulumi.prod.yaml", "Pulumi.dev.yaml", "ekstrain.lock.json"):
         shutil.copy(REPO / f, project / f)
     return project
 
@@ -87,6 +89,7 @@ def test_prod_renders_with_a_partial_upstream_directory_beside_a_complete_one(
     # checkout's ../shared/upstream or .upstream/)
     _complete()
     env = {k: v for k, v in os.environ.items() if k != "EKSTRAIN_UPSTREAM_DIR"}
+    env["EKSTRAIN_CACHE_DIR"] = str(validation.cache_root())  # content-keyed: the render tests' helm answers serve
     # WHEN prod renders
     proc = _render(partial_project, "prod", tmp_path / "out", env)
     # THEN exit 0, no traceback, everything checked against the complete directory
@@ -99,7 +102,11 @@ def test_a_render_whose_only_upstream_directory_is_partial_names_what_is_missing
     partial_project: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
     # GIVEN the only upstream directory is the partial one
-    env = {**os.environ, "EKSTRAIN_UPSTREAM_DIR": str(partial_project / ".upstream")}
+    env = {
+        **os.environ,
+        "EKSTRAIN_UPSTREAM_DIR": str(partial_project / ".upstream"),
+        "EKSTRAIN_CACHE_DIR": str(validation.cache_root()),
+    }
     # WHEN dev (MPI operator on) renders THEN exit 2 before the program runs: the MPIJob CRD it applies is missing
     proc = _render(partial_project, "dev", tmp_path / "refused", env)
     assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-3000:]

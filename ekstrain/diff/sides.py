@@ -40,13 +40,18 @@ class DiffInputError(ValueError):
     """Bad input: the message names the flag or file and the fix."""
 
 
+def check_stack_file(stack_file: pathlib.Path, what: str) -> None:
+    """Refuse a stack file that is not there, naming the flag (before anything records)."""
+    if not stack_file.is_file():
+        raise DiffInputError(f"{what} {stack_file}: no such stack file (give the path of a Pulumi.<stack>.yaml)")
+
+
 def record(
     tree: pathlib.Path, stack: str, stack_file: pathlib.Path, what: str, progress: Progress = quiet
 ) -> list[Resource]:
     """Resources the program in ``tree`` registers for ``stack_file``; ``progress`` gets a line as each step starts
     and ends."""
-    if not stack_file.is_file():
-        raise DiffInputError(f"{what} {stack_file}: no such stack file (give the path of a Pulumi.<stack>.yaml)")
+    check_stack_file(stack_file, what)
     env = dict(os.environ)
     upstream = validation.upstream_dir()
     if upstream is not None:  # an exported tree has no ../shared beside it
@@ -103,6 +108,15 @@ def record_revision(revision: str, stack: str, stack_file: pathlib.Path, progres
         return record(pathlib.Path(tmp), stack, pathlib.Path(tmp) / rel, f"--base {revision}:", progress)
 
 
+def check_revision(revision: str, stack_file: pathlib.Path) -> None:
+    """Refuse a ``--base`` that names no commit of the repository ``record_revision`` reads, before either side
+    records (a side that fails at once still waits for the other's recording)."""
+    if in_checkout(stack_file):
+        resolve_revision(REPO, revision)
+    else:
+        resolve_revision(_repository_of(revision, stack_file), revision)
+
+
 def resolve_revision(repo: pathlib.Path, revision: str) -> str:
     """The commit id ``revision`` names in ``repo``: git reads it after ``--end-of-options``, so a value such as
     ``--output=FILE`` is a revision that does not exist, never an option; only the 40-hex id reaches later calls."""
@@ -127,16 +141,10 @@ def resolve_revision(repo: pathlib.Path, revision: str) -> str:
 
 
 def _record_project_revision(revision: str, stack: str, stack_file: pathlib.Path, progress: Progress) -> list[Resource]:
-    where = stack_file.resolve().parent
-    top = subprocess.run(["git", "-C", str(where), "rev-parse", "--show-toplevel"], capture_output=True, text=True)
-    if top.returncode != 0:
-        raise DiffInputError(
-            f"--base {revision}: {stack_file} is not in a git repository; commit it, or compare two files with "
-            "--old-stack-file"
-        )
-    rel = pathlib.Path(os.path.relpath(stack_file.resolve(), pathlib.Path(top.stdout.strip()).resolve())).as_posix()
-    commit = resolve_revision(pathlib.Path(top.stdout.strip()), revision)
-    shown = subprocess.run(["git", "-C", top.stdout.strip(), "show", f"{commit}:{rel}"], capture_output=True)
+    top = _repository_of(revision, stack_file)
+    rel = pathlib.Path(os.path.relpath(stack_file.resolve(), top.resolve())).as_posix()
+    commit = resolve_revision(top, revision)
+    shown = subprocess.run(["git", "-C", str(top), "show", f"{commit}:{rel}"], capture_output=True)
     if shown.returncode != 0:
         raise DiffInputError(
             f"--base {revision}: git show {revision}:{rel} failed ({shown.stderr.decode().strip()}); give a "
@@ -146,3 +154,15 @@ def _record_project_revision(revision: str, stack: str, stack_file: pathlib.Path
         old_file = pathlib.Path(tmp) / stack_file.name
         old_file.write_bytes(shown.stdout)
         return record(REPO, stack, old_file, f"--base {revision}:", progress)
+
+
+def _repository_of(revision: str, stack_file: pathlib.Path) -> pathlib.Path:
+    """The top of the git repository holding ``stack_file`` (a project's own repository, for ``--base``)."""
+    where = stack_file.resolve().parent
+    top = subprocess.run(["git", "-C", str(where), "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+    if top.returncode != 0:
+        raise DiffInputError(
+            f"--base {revision}: {stack_file} is not in a git repository; commit it, or compare two files with "
+            "--old-stack-file"
+        )
+    return pathlib.Path(top.stdout.strip())
