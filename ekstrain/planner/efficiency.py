@@ -84,7 +84,7 @@ def _lookup(entries: tuple[tuple[str, float], ...], framework: str) -> float:
     return dict(entries).get(framework, 1.0)
 
 
-FRAMEWORK_SOFTWARE = (("fsdp", 0.993),)
+FRAMEWORK_SOFTWARE = (("fsdp", 0.987),)
 """PyTorch FSDP stacks: 0.993 of Megatron's GEMM throughput, fitted on torchtitan's Llama 2 13B row
 (FSDP2, eager, SDPA) and llm-foundry's A100 80GB MPT table (Composer FSDP FULL_SHARD) together
 (calibration.py); the same factor on every generation."""

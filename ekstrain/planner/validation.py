@@ -39,7 +39,7 @@ from statistics import mean
 from ekstrain.planner import calibration
 from ekstrain.planner.calibration import FIT, Measurement
 from ekstrain.planner.efficiency import GENERATIONS, MAMF, Efficiency
-from ekstrain.planner.training import DEEPSPEED, FSDP, MEGATRON
+from ekstrain.planner.training import DEEPSPEED, FSDP, HSDP, MEGATRON
 
 FITTED_GENERATIONS = ("a100", "h100", "b200", "trainium1")
 """Generations with their own constants; the others borrow (efficiency.py)."""
@@ -90,7 +90,9 @@ def _fit_matmul(fit_rows: Sequence[Measurement], base: Efficiency) -> float | No
 
 
 def _fit_software(fit_rows: Sequence[Measurement], gens: dict[str, Efficiency], framework: str) -> float | None:
-    chosen = [m for m in fit_rows if m.framework == framework]
+    """A framework's software factor on its fit rows (FSDP's: FSDP and HSDP rows; HSDP takes FSDP's factor)."""
+    frameworks = (framework, HSDP) if framework == FSDP else (framework,)
+    chosen = [m for m in fit_rows if m.framework in frameworks]
     if not chosen:
         return None
 
