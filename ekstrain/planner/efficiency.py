@@ -97,7 +97,7 @@ on a 0.04 grid, validation.fit_constants; the 530B rows held out). FSDP keeps 1.
 layer); only the first all-gather and last reduce-scatter stay exposed."""
 A100 = Efficiency(matmul=0.725, software=FRAMEWORK_SOFTWARE, zero3_traffic=ZERO3_TRAFFIC, zero3_overlap=ZERO3_OVERLAP)
 """Fitted on Narayanan et al. 2021 Tables 1 and 2 (PTD-P) (docs/planner.md, Calibration)."""
-H100 = replace(A100, matmul=0.516, matmul_fp8=0.516, tp_overlap=0.8)
+H100 = replace(A100, matmul=0.523, matmul_fp8=0.523, tp_overlap=0.8)
 """One GEMM efficiency for BF16 and FP8, fitted on the Llama 3 405B runs (at Meta's memory-balanced vpp 8
 and ZeRO-2 sharding, section 3.3 of the paper) and NeMo 24.07's DGX-H100 FP8 table together
 (validation._fit_matmul). FP8's smaller-than-peak speed-up is the cast traffic (perf.FP8_CAST_BYTES) and
