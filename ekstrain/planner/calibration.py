@@ -669,7 +669,7 @@ def generation_report() -> str:
         )
     lines += ["", f"| Generation | Framework {header}", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for generation in GENERATIONS:
-        for framework in (_MEGATRON, _FSDP, _DEEPSPEED):
+        for framework in (_MEGATRON, _FSDP, "hsdp", _DEEPSPEED):
             fit_errors, held_out = errors_by(generation, framework, FIT), errors_by(generation, framework, VALIDATION)
             if fit_errors or held_out:
                 lines.append(f"| {generation} | {framework} | {_cell(fit_errors)} | {_cell(held_out)} |")
