@@ -89,8 +89,12 @@ def planner_targets() -> None:
     per_source = [mean(abs(r.error) for r in results if r.source == s) for s in validation.sources()]
     print(f"  mean over sources (each source weighted once): {mean(per_source):.1%}")
     for label, chosen in (
-        ("the first round's sources", [r for r in results if r.source not in calibration.ADDED_IN_V4]),
+        (
+            "the first round's sources",
+            [r for r in results if r.source not in calibration.ADDED_IN_V4 + calibration.ADDED_IN_ROUND4],
+        ),
         ("sources added in v4", [r for r in results if r.source in calibration.ADDED_IN_V4]),
+        ("sources added in round 4 (fms-fsdp)", [r for r in results if r.source in calibration.ADDED_IN_ROUND4]),
     ):
         mine = [abs(r.error) for r in chosen]
         print(f"  {label}: {len(mine)} runs, mean {mean(mine):.1%}, max {max(mine):.1%}")

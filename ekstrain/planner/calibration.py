@@ -18,8 +18,8 @@ from ekstrain.planner.attention import FA_TRITON
 from ekstrain.planner.efficiency import GENERATIONS, MEGATRON_2021, Efficiency
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import BF16, FP8, Fleet
-from ekstrain.planner.models import NARAYANAN_TABLE1_MODELS, ModelSpec, _gpt, get_model
-from ekstrain.planner.parallel import FULL, NONE, SELECTIVE_OP
+from ekstrain.planner.models import NARAYANAN_TABLE1_MODELS, ModelSpec, _gpt, _llama, get_model
+from ekstrain.planner.parallel import EVERY_SECOND_BLOCK, FULL, NONE, SELECTIVE_OP
 from ekstrain.planner.perf import step_flops
 from ekstrain.planner.plan import Plan, evaluate
 from ekstrain.planner.training import TrainingSpec
@@ -152,7 +152,9 @@ class Measurement:
     @property
     def nodes(self) -> int:
         per_node = (
-            GPUS_PER_NODE if self.instance in (SELENE, MOSAICML_A100) else catalog.get(self.instance).accelerator_count
+            GPUS_PER_NODE
+            if self.instance in (SELENE, MOSAICML_A100, IBM_H100)
+            else catalog.get(self.instance).accelerator_count
         )
         return self.gpus // per_node
 
@@ -163,6 +165,8 @@ class Measurement:
             efficiency = replace(efficiency or MEGATRON_2021, dp_overlap=self.framework == _DEEPSPEED)
         elif self.instance == MOSAICML_A100:
             fleet = replace(selene(self.nodes), name=MOSAICML_A100)
+        elif self.instance == IBM_H100:
+            fleet = replace(Fleet.from_instance("p5.48xlarge", self.nodes), name=IBM_H100, inter_node_gbits_per_s=800)
         else:
             fleet = Fleet.from_instance(self.instance, self.nodes)
         dp = fleet.ranks // (self.tp * self.pp * self.cp)
@@ -205,8 +209,13 @@ _FOUNDRY = "mosaicml/llm-foundry scripts/train/benchmarking/README.md"
 _FOUNDRY_A100 = _FOUNDRY + " A100 80GB (FSDP)"
 _FOUNDRY_H100 = _FOUNDRY + " H100 80GB BF16 (FSDP)"
 _FOUNDRY_H100_FP8 = _FOUNDRY + " H100 80GB FP8 (FSDP)"
+_FMS = "foundation-model-stack/fms-fsdp README.md"
+_FMS_MAR24 = _FMS + " (commit 5e522b4, 2024-03-13, eager)"
+_FMS_MAY24 = _FMS + " (commit ed74fd5, 2024-05-09, torch.compile)"
 ADDED_IN_V4 = (_NEURON_220, _NEURON_224, _FOUNDRY_A100, _FOUNDRY_H100, _FOUNDRY_H100_FP8)
 """Sources added by the second round of issue 37 (reports show the first round's sources apart)."""
+ADDED_IN_ROUND4 = (_FMS_MAR24, _FMS_MAY24)
+"""Sources added by the fourth round of issue 37."""
 _MEGATRON = "megatron"
 _FSDP = "fsdp"
 _DEEPSPEED = "deepspeed"
@@ -220,6 +229,9 @@ def _llama3_tokens(tflops: float, seq_len: int) -> float:
 
 
 SELENE = "selene"
+IBM_H100 = "ibm-h100-800g"
+"""The fms-fsdp README's H100 cluster, "H100 96 GPUs with 800 Gbps": H100 SXM 80 GB nodes (p5's GPU figures)
+with 800 Gb/s per node between nodes, as printed (p5 has 3,200)."""
 MOSAICML_A100 = "mosaicml-a100-80gb"
 """MosaicML's A100 80GB nodes (llm-foundry benchmark tables: 8 GPUs, "1600 Gbps node-node interconnect
 (RoCE)"): Selene's figures (8 x 200 Gb/s per node), modern software."""
@@ -242,6 +254,9 @@ CALIBRATION_MODELS: dict[str, ModelSpec] = {
         _mpt("mpt-13b", 40, 5120, 40),
         _mpt("mpt-30b", 48, 7168, 56),
         _mpt("mpt-70b", 80, 8192, 64),
+        # fms-fsdp's "34b" variant (fms_fsdp/utils/config_utils.py get_model_config, commit 5e522b4): LLaMAConfig
+        # with emb_dim 8192, 64 heads, 8 KV heads, 48 layers, hidden_grow_factor 22016/8192, vocab 32,000.
+        _llama("fms-llama-34b", 48, 8192, 64, 8, 22016, vocab=32000),
     )
 }
 """Models that only calibration rows use (not offered by ``--model``)."""
@@ -288,6 +303,15 @@ MEASUREMENTS: tuple[Measurement, ...] = (
                 "fp8", _MEGATRON, 726),
     Measurement("h100", FIT, _NEMO_2407, "gpt3-175b", "p5.48xlarge", 512, 2048, 2048, 4, 8, 1, 6, 2, 1, "none",
                 "fp8", _MEGATRON, 782),
+    # The same table's Llama 2 rows (sequence 4096), recorded in issue 37's fourth round with the source's role
+    # (fit) before their errors were computed; its Nemotron rows have no model here, its GPT3-5B/20B rows no
+    # recorded shape.
+    Measurement("h100", FIT, _NEMO_2407, "llama2-7b", "p5.48xlarge", 8, 128, 4096, 1, 1, 1, 1, 1, 1, "none",
+                "fp8", _MEGATRON, 16847),
+    Measurement("h100", FIT, _NEMO_2407, "llama2-13b", "p5.48xlarge", 16, 128, 4096, 1, 4, 1, 10, 1, 1, "none",
+                "fp8", _MEGATRON, 8646),
+    Measurement("h100", FIT, _NEMO_2407, "llama2-70b", "p5.48xlarge", 64, 128, 4096, 4, 4, 1, 20, 1, 1, "none",
+                "fp8", _MEGATRON, 1707),
     Measurement("h100", VALIDATION, _BRIDGE + " 25.09 DGX-H100", "llama3-8b", "p5.48xlarge", 8, 128, 8192, 1, 1,
                 1, 1, 1, 3, "none", "fp8", _MEGATRON, 14079, "FSDP 8 = zero 3"),
     Measurement("h100", VALIDATION, _BRIDGE + " 25.09 DGX-H100", "llama3-70b", "p5.48xlarge", 64, 128, 8192, 4,
@@ -453,6 +477,40 @@ MEASUREMENTS: tuple[Measurement, ...] = (
         )
         for size, seq, gpus, micro, accum, checkpointing, tokens in table
     ),
+    # IBM and PyTorch's fms-fsdp (PyTorch FSDP1 on Llama 2 shapes, SDPA FlashAttention-2, bf16, sequence 4096,
+    # batch 2 per GPU and no gradient accumulation: train_config and train_utils.train of each commit), its
+    # README table "Training throughput benchmarks": 128 A100 80GB with 400 Gbps (p4de's figures) and 96 H100
+    # with 800 Gbps (IBM_H100). "HSDP" = HYBRID_SHARD, shards within a node (framework hsdp); "FSDP" =
+    # FULL_SHARD (zero 3). Mixed precision bfSixteen (param, reduce and buffer dtype bf16:
+    # fms_fsdp/policies/mixed_precision.py), gradients reduced in bf16 (not itemised: FSDP's fp32 wire is priced).
+    # Roles decided before either table's errors were computed: the March 2024 table (the PyTorch blog
+    # "Maximizing training throughput using PyTorch FSDP", 2024-03-13, prints the same figures; eager, as the
+    # other FSDP fit rows) fits FSDP's software factor; the May 2024 table (torch.compile) is never fitted.
+    *(
+        Measurement(generation, FIT, _FMS_MAR24, model, instance, gpus, 2 * gpus, 4096, 1, 1, 1, 1, 2, 3,
+                    recompute, "bf16", framework, tokens, note)
+        for generation, instance, gpus, figures in (
+            ("a100", "p4de.24xlarge", 128, (3700, 1800, 700, 370)),
+            ("h100", IBM_H100, 96, (7500, 3800, 1550, 800)),
+        )
+        for (model, framework, recompute, note), tokens in zip((
+            ("llama2-7b", "hsdp", NONE, "HSDP, no AC, as printed"),
+            ("llama2-13b", _FSDP, EVERY_SECOND_BLOCK,
+             "\"Selective AC\": every second LLaMABlock checkpointed (ac_handler.py every_xth_item; not printed: the "
+             "table's HFU/MFU, 0.59/0.51 on A100 and 0.40/0.35 on H100, is 1 + (1/2)/3 within its rounding; "
+             "every third block's 1 + 1/9 and every block's 4/3 are not)"),
+            ("fms-llama-34b", _FSDP, FULL, "Full AC, as printed"),
+            ("llama2-70b", _FSDP, FULL, "Full AC, as printed"),
+        ), figures, strict=True)
+    ),
+    # The same README two months later, "numbers are updated with torch.compile": only its 7B rows (HSDP, no AC)
+    # are recorded. Its 13B/34B/70B rows say "Selective AC" without the ratio, and the table's HFU/MFU columns
+    # imply different ratios on A100 and H100 (13B: 0.69/0.61 vs 0.46/0.43; 70B: 0.74/0.55 vs 0.47/0.38) though
+    # the README says both ran "the exact same scripts and configurations", so their layout is not known.
+    Measurement("a100", VALIDATION, _FMS_MAY24, "llama2-7b", "p4de.24xlarge", 128, 256, 4096, 1, 1, 1, 1, 2, 3,
+                NONE, "bf16", "hsdp", 4550, "HSDP, torch.compile, no AC, as printed"),
+    Measurement("h100", VALIDATION, _FMS_MAY24, "llama2-7b", IBM_H100, 96, 192, 4096, 1, 1, 1, 1, 2, 3,
+                NONE, "bf16", "hsdp", 9600, "as above"),
 )
 # fmt: on
 
@@ -506,7 +564,9 @@ def fit(generation: str, precision: str, low: float = 0.2, high: float = 0.98) -
 
 
 def _framework_fit_rows(framework: str) -> list[Measurement]:
-    return [m for m in MEASUREMENTS if m.framework == framework and m.split == FIT]
+    """A framework's fit rows; FSDP's include HSDP's (FSDP on a 2-D mesh takes FSDP's software factor)."""
+    frameworks = (framework, "hsdp") if framework == _FSDP else (framework,)
+    return [m for m in MEASUREMENTS if m.framework in frameworks and m.split == FIT]
 
 
 def _with_framework(base: Efficiency, framework: str, field: str, value: float) -> Efficiency:
@@ -609,7 +669,7 @@ def generation_report() -> str:
         )
     lines += ["", f"| Generation | Framework {header}", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for generation in GENERATIONS:
-        for framework in (_MEGATRON, _FSDP, _DEEPSPEED):
+        for framework in (_MEGATRON, _FSDP, "hsdp", _DEEPSPEED):
             fit_errors, held_out = errors_by(generation, framework, FIT), errors_by(generation, framework, VALIDATION)
             if fit_errors or held_out:
                 lines.append(f"| {generation} | {framework} | {_cell(fit_errors)} | {_cell(held_out)} |")

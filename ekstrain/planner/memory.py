@@ -29,7 +29,7 @@ from functools import lru_cache
 
 from ekstrain.planner.fleet import GIB, Fleet
 from ekstrain.planner.models import ModelSpec
-from ekstrain.planner.parallel import FULL, NONE, SELECTIVE, ParallelConfig
+from ekstrain.planner.parallel import EVERY_SECOND_BLOCK, FULL, NONE, SELECTIVE, ParallelConfig
 from ekstrain.planner.training import DEEPSPEED, FSDP, HSDP, TrainingSpec
 
 WEIGHT_BYTES = 2
@@ -264,9 +264,13 @@ def stage_memory(model: ModelSpec, parallel: ParallelConfig, training: TrainingS
 def _per_layer(model: ModelSpec, p: ParallelConfig, training: TrainingSpec) -> tuple[float, float]:
     """(activation bytes a layer stores per micro-batch, bytes of the layer being recomputed)."""
     args = (model, training.seq_len, p.micro_batch, p.tp, p.cp, p.sequence_parallel)
-    stored = layer_activation_bytes(*args, p.recompute, training.flash_attention)
+    everything = layer_activation_bytes(*args, NONE, training.flash_attention)
+    if p.recompute == EVERY_SECOND_BLOCK:  # half the layers store their input only, half everything
+        stored = (layer_activation_bytes(*args, FULL, training.flash_attention) + everything) / 2
+    else:
+        stored = layer_activation_bytes(*args, p.recompute, training.flash_attention)
     # Recomputing a layer materialises its full activations for the current micro-batch.
-    recomputing = layer_activation_bytes(*args, NONE, training.flash_attention) if p.recompute == FULL else 0.0
+    recomputing = everything if p.recompute in (FULL, EVERY_SECOND_BLOCK) else 0.0
     return stored, recomputing
 
 

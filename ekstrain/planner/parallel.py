@@ -27,7 +27,14 @@ backward, with every op that is not an mm or SDPA (norms, RoPE, SiLU, products) 
 torchtitan/parallelisms/parallelize_llama.py, ``_custom_policy``, commit 157a12c5, Apr 2024). The layer
 stores what no recompute stores less those three outputs. Not searched and not a CLI choice: the published
 torchtitan runs that used it are recorded with it (calibration.py)."""
-ACCEPTED_RECOMPUTE = (*RECOMPUTE_MODES, SELECTIVE_OP)
+EVERY_SECOND_BLOCK = "full-every-2nd"
+"""Full recompute of every second transformer block, the others keeping all their activations:
+foundation-model-stack/fms-fsdp ``fms_fsdp/policies/ac_handler.py`` as of commit 5e522b4 (Mar 2024),
+``apply_fsdp_checkpointing(model, every_xth_item)`` wraps every ``every_xth_item``-th ``LLaMABlock`` in a
+non-reentrant checkpoint wrapper (its README's "Selective AC"). Priced as half the layers recomputing their
+forward and storing only their input, half storing everything. Not searched and not a CLI choice: the
+published runs that used it are recorded with it (calibration.py)."""
+ACCEPTED_RECOMPUTE = (*RECOMPUTE_MODES, SELECTIVE_OP, EVERY_SECOND_BLOCK)
 ZERO_STAGES = (0, 1, 2, 3)
 MAX_SHORT_STAGES = 2
 """Layers that do not divide by pp are absorbed by making the first and last stage one layer

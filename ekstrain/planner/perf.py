@@ -60,7 +60,7 @@ from ekstrain.planner.memory import (
     stage_params,
 )
 from ekstrain.planner.models import ModelSpec
-from ekstrain.planner.parallel import FULL, NONE, SELECTIVE, SELECTIVE_OP, ParallelConfig
+from ekstrain.planner.parallel import EVERY_SECOND_BLOCK, FULL, NONE, SELECTIVE, SELECTIVE_OP, ParallelConfig
 from ekstrain.planner.training import DEEPSPEED, FSDP, HSDP, MEGATRON, TrainingSpec
 
 __all__ = [
@@ -120,9 +120,13 @@ def step_flops(model: ModelSpec, training: TrainingSpec, recompute: str) -> Flop
         layer_model = 3 * (matmul + attention)
         logits_model = 3 * logits
         layer_forward = matmul + attention
-    recomputed = {NONE: 0.0, SELECTIVE: attention, FULL: layer_forward, SELECTIVE_OP: op_sac_share(model) * matmul}[
-        recompute
-    ]
+    recomputed = {
+        NONE: 0.0,
+        SELECTIVE: attention,
+        FULL: layer_forward,
+        SELECTIVE_OP: op_sac_share(model) * matmul,
+        EVERY_SECOND_BLOCK: layer_forward / 2,
+    }[recompute]
     model_flops = tokens * (model.layers * layer_model + logits_model)
     masked_half = 3 * (attention / 2) if model.causal else 0.0  # forward + backward of the masked half
     causal_flops = model_flops - tokens * model.layers * masked_half
@@ -318,11 +322,13 @@ def _micro_batch_time(
         SELECTIVE: c.attention_forward,
         FULL: c.forward,
         SELECTIVE_OP: c.op_sac_recompute,
+        EVERY_SECOND_BLOCK: c.forward / 2,
     }[p.recompute]
     logits_forward = c.logits_forward if logits else 0.0
     logits_backward = logits_forward * (1 if training.is_lora else 2)
 
-    passes = 3 if p.recompute == FULL else 2  # forward, backward (+ recomputed forward)
+    # forward, backward (+ recomputed forward, in every second block for EVERY_SECOND_BLOCK)
+    passes = {FULL: 3.0, EVERY_SECOND_BLOCK: 2.5}.get(p.recompute, 2.0)
     tp = (1 - eff.tp_overlap) * layers * passes * c.tp_per_pass
 
     cp = 0.0
