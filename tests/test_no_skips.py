@@ -7,7 +7,8 @@ import pathlib
 import subprocess
 import sys
 
-from conftest import REPO, allowed_skips, unexpected_skips
+import pytest
+from conftest import LONGEST_FIRST, REPO, allowed_skips, unexpected_skips
 
 
 def test_only_listed_patterns_may_skip() -> None:
@@ -26,6 +27,18 @@ def test_a_conditional_allowance_holds_only_while_its_path_is_missing() -> None:
     # and the shipped real-eks allowance names the file the test needs
     real_eks = [ln for ln in (REPO / "tests" / "allowed-skips.txt").read_text().splitlines() if "real_eks" in ln]
     assert real_eks and real_eks[0].endswith("only while missing: ../shared/tools/real-eks/run.sh")
+
+
+def test_each_longest_first_entry_names_a_test_that_exists(request: pytest.FixtureRequest) -> None:
+    # The ordering list names tests by node id prefix; a renamed test would silently fall back to its place.
+    for prefix in LONGEST_FIRST:
+        path, _, function = prefix.partition("::")
+        assert (REPO / path).is_file(), prefix
+        assert not function or f"def {function}" in (REPO / path).read_text(), prefix
+    # and under a full run they are the first tests collected
+    names = [item.nodeid for item in request.session.items]
+    if len(names) > 1000:
+        assert names[0].startswith(LONGEST_FIRST[0]), names[:3]
 
 
 def test_make_test_and_ci_turn_the_guard_on() -> None:
