@@ -26,6 +26,10 @@ from ekstrain.components.manifest import resource
 from ekstrain.versions import Chart
 
 
+KUBEFLOW_FLAVORS = ("trainer", "training-operator", "none")
+"""``OperatorsArgs.kubeflow_flavor``'s values."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class OperatorsArgs:
     mpi_operator: bool = False
@@ -100,6 +104,10 @@ class Operators(pulumi.ComponentResource):
     install: the MPI operator's objects, the charts and, through the trainer chart, the runtimes."""
 
     def __init__(self, name: str, args: OperatorsArgs, opts: pulumi.ResourceOptions | None = None):
+        if args.kubeflow_flavor not in KUBEFLOW_FLAVORS:  # a typo would otherwise install nothing, silently
+            raise ValueError(
+                f"OperatorsArgs.kubeflow_flavor {args.kubeflow_flavor!r}: use one of {', '.join(KUBEFLOW_FLAVORS)}"
+            )
         # The gang flags are the component's input: the offline render records them (the manifests' children
         # are registered by the provider, so the simulation reads them here).
         super().__init__("ekstrain:operators:Operators", name, {"gangScheduling": dict(args.gang_args)}, opts)

@@ -249,6 +249,16 @@ def test_the_mpi_operator_component_needs_its_crd() -> None:
         run_program(program)
 
 
+def test_an_unknown_kubeflow_flavor_is_refused_before_anything_registers() -> None:
+    # GIVEN a library program with a misspelt flavor WHEN it runs THEN it fails naming the arg and the choices (it
+    # used to install no Kubeflow operator, silently)
+    def program() -> None:
+        Operators("operators", OperatorsArgs(kubeflow_flavor="traner"))
+
+    with pytest.raises(Exception, match=r"kubeflow_flavor 'traner': use one of trainer, training-operator, none"):
+        run_program(program)
+
+
 def test_operators_take_dependencies_through_opts() -> None:
     # GIVEN Operators built with every install and opts=ResourceOptions(depends_on=[dep])
     def program() -> None:
