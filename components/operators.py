@@ -38,7 +38,7 @@ class OperatorsArgs:
     """@default None; required with ``mpi_operator``. The MPIJob CRD
     (``ekstrain.assembly.schedulers.mpi_operator.mpijob_crd``, from the pinned upstream directory)."""
     kubeflow_flavor: str = "none"
-    """``trainer``, ``training-operator`` or ``none`` (@default)."""
+    """``trainer``, ``training-operator`` or ``none``; @default ``none``."""
     trainer_chart: Chart | None = None
     """@default None; required for flavor trainer."""
     trainer_values: Mapping[str, Any] = field(default_factory=dict)
