@@ -55,25 +55,27 @@ def nonneg_int(text: str) -> int:
     return value
 
 
-def _float(text: str) -> float:
+def finite_number(text: str, unit: str | None = None) -> float:
+    """``text`` as a finite float, or argparse's error naming the text (cut to 40 characters) and the unit."""
+    of = f" of {unit}" if unit else ""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number{of}") from None
     if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a finite number{of}")
     return value
 
 
 def nonneg_float(text: str) -> float:
-    value = _float(text)
+    value = finite_number(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value:g} must be 0 or more")
     return value
 
 
 def positive_float(text: str) -> float:
-    value = _float(text)
+    value = finite_number(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{value:g} must be more than 0")
     return value

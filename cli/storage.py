@@ -9,9 +9,9 @@ Exit 0 when the configured file system meets the target, 1 when not, 2 on bad in
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 
+from ekstrain.cli.argtypes import finite_number
 from ekstrain.cli.kit import dumps
 from ekstrain.storage_sizing import (
     GIB,
@@ -45,18 +45,8 @@ def _capacity(text: str) -> int:
     return value
 
 
-def _number(text: str, unit: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number of {unit}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a finite number of {unit}")
-    return value
-
-
 def _checkpoint_gib(text: str) -> float:
-    value = _number(text, "GiB")
+    value = finite_number(text, "GiB")
     if not 0 < value <= MAX_CHECKPOINT_GIB:
         raise argparse.ArgumentTypeError(
             f"{value:g} GiB is outside 0 < GiB <= {MAX_CHECKPOINT_GIB:,} (no FSx file system this models holds more);"
@@ -83,7 +73,7 @@ def _checkpoint_bytes(text: str) -> int:
 
 
 def _target_seconds(text: str) -> float:
-    value = _number(text, "seconds")
+    value = finite_number(text, "seconds")
     if not MIN_TARGET_SECONDS <= value <= MAX_TARGET_SECONDS:
         raise argparse.ArgumentTypeError(
             f"{value:g} s is outside {MIN_TARGET_SECONDS:g}..{MAX_TARGET_SECONDS:g} s (a second to a day); "
