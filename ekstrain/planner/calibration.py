@@ -22,7 +22,14 @@ from ekstrain.planner.models import NARAYANAN_TABLE1_MODELS, ModelSpec, _gpt, _l
 from ekstrain.planner.parallel import EVERY_SECOND_BLOCK, FULL, NONE, SELECTIVE_OP
 from ekstrain.planner.perf import step_flops
 from ekstrain.planner.plan import Plan, evaluate
-from ekstrain.planner.training import TrainingSpec
+from ekstrain.planner.training import (
+    UNFUSED_ACTIVATION,
+    UNFUSED_LAYOUT,
+    UNFUSED_NORM,
+    UNFUSED_ROPE,
+    UNFUSED_ROPE_MATRIX,
+    TrainingSpec,
+)
 
 SEQ_LEN = 2048
 GPUS_PER_NODE = 8
@@ -143,6 +150,9 @@ class Measurement:
     assumed: str = ""
     attention_kernel: str | None = None
     """The attention kernel the source ran where it is not its framework's default (attention.py)."""
+    unfused: tuple[str, ...] = ()
+    """Elementwise ops the source's stack ran in eager PyTorch (training.UNFUSED_OPS; perf.elementwise_passes),
+    read from its model code and config, recorded before its errors were computed."""
 
     @property
     def legacy(self) -> bool:
@@ -189,6 +199,7 @@ class Measurement:
             flash_attention=not self.legacy,
             efficiency=efficiency,
             attention_kernel=self.attention_kernel,
+            unfused=self.unfused,
         )
 
     def error(self, efficiency: Efficiency | None = None) -> float:
@@ -212,6 +223,22 @@ _FOUNDRY_H100_FP8 = _FOUNDRY + " H100 80GB FP8 (FSDP)"
 _FMS = "foundation-model-stack/fms-fsdp README.md"
 _FMS_MAR24 = _FMS + " (commit 5e522b4, 2024-03-13, eager)"
 _FMS_MAY24 = _FMS + " (commit ed74fd5, 2024-05-09, torch.compile)"
+_TITAN_EAGER = (UNFUSED_ROPE, UNFUSED_ACTIVATION, UNFUSED_LAYOUT)
+_TITAN_EAGER_RMSNORM = (UNFUSED_NORM, *_TITAN_EAGER)
+"""torchtitan as of its A100 page (commit 157a12c5, Apr 2024; ``compile = false`` in every train config):
+torchtitan/models/llama/model.py runs RoPE through fp32 complex numbers, ``F.silu(self.w1(x)) * self.w3(x)``,
+``repeat_kv`` and SDPA's output ``.contiguous()`` as separate kernels. llama3_8b.toml and llama2_13b.toml set
+``norm_type = "fused_rmsnorm"`` (its Triton RMSNorm, one kernel each way); llama2_70b.toml and llama3_70b.toml
+set ``"rmsnorm"``, torchtitan/models/norms.py's RMSNorm written as tensor ops."""
+_FMS_EAGER = (UNFUSED_NORM, UNFUSED_ROPE_MATRIX, UNFUSED_ACTIVATION, UNFUSED_LAYOUT)
+"""fms-fsdp's March 2024 rows (eager; ibm-fms as of 2024-03-13, foundation-model-stack commit f29e546d):
+``LayerNormParameterized(use_high_precision_pow=True)`` (fms/modules/layernorm.py, RMSNorm as tensor ops),
+``RotaryEmbedding.adjusted_qk`` through 2 x 2 fp32 rotation matrices (fms/modules/positions.py),
+``GatedLinearUnit``'s ``self.a(self.wg(x)) * self.w1(x)`` (fms/modules/feedforward.py), K/V ``expand(...).flatten``
+at GQA and SDPA's output ``.transpose(2, 1).contiguous()`` (fms/modules/attention.py). llm-foundry's MPT
+(``low_precision_layernorm`` = one ``F.layer_norm``, which the benchmark's submit_benchmarks.py sets, with FSDP
+mixed precision ``PURE``, bf16 activations; one GeLU kernel, learned positions) has nothing a fused stack
+would save; the torch.compile rows (fms-fsdp May 2024, torchtitan H200) and the Megatron family none."""
 ADDED_IN_V4 = (_NEURON_220, _NEURON_224, _FOUNDRY_A100, _FOUNDRY_H100, _FOUNDRY_H100_FP8)
 """Sources added by the second round of issue 37 (reports show the first round's sources apart)."""
 ADDED_IN_ROUND4 = (_FMS_MAR24, _FMS_MAY24)
@@ -362,15 +389,16 @@ MEASUREMENTS: tuple[Measurement, ...] = (
     # of that commit: mode "selective", selective_ac_option "op"), which recomputes every second mm
     # (parallel.SELECTIVE_OP). The page's own Llama 2 13B rows price it: 1,904 tok/s with it, 2,162 without.
     Measurement("a100", VALIDATION, _TITAN_A100, "llama3-8b", "p4de.24xlarge", 64, 64, 8192, 1, 1, 1, 1, 1, 3,
-                SELECTIVE_OP, "bf16", _FSDP, 2973, "selective-op AC as torchtitan's policy recomputes it"),
+                SELECTIVE_OP, "bf16", _FSDP, 2973, "selective-op AC as torchtitan's policy recomputes it",
+                unfused=_TITAN_EAGER),
     Measurement("a100", VALIDATION, _TITAN_A100, "llama3-70b", "p4de.24xlarge", 64, 64, 8192, 1, 1, 1, 1, 1, 3,
-                "full", "bf16", _FSDP, 331),
+                "full", "bf16", _FSDP, 331, unfused=_TITAN_EAGER_RMSNORM),
     # Llama 2 rows of the same page: 13B without activation checkpointing sets the FSDP software
     # factor (fit); 70B with full AC is held out. Sequence 4096, local batch 2.
     Measurement("a100", FIT, _TITAN_A100, "llama2-13b", "p4de.24xlarge", 64, 128, 4096, 1, 1, 1, 1, 2, 3,
-                "none", "bf16", _FSDP, 2162, "no AC, as printed"),
+                "none", "bf16", _FSDP, 2162, "no AC, as printed", unfused=_TITAN_EAGER),
     Measurement("a100", VALIDATION, _TITAN_A100, "llama2-70b", "p4de.24xlarge", 64, 128, 4096, 1, 1, 1, 1, 2,
-                3, "full", "bf16", _FSDP, 353),
+                3, "full", "bf16", _FSDP, 353, unfused=_TITAN_EAGER_RMSNORM),
     # DeepSpeed ZeRO-3 (2021) on Selene, Narayanan Table 2: GPT-3 175B sets DeepSpeed's ZeRO-3
     # traffic efficiency and overlap (fit); the 530B rows are held out.
     *(
@@ -488,7 +516,7 @@ MEASUREMENTS: tuple[Measurement, ...] = (
     # other FSDP fit rows) fits FSDP's software factor; the May 2024 table (torch.compile) is never fitted.
     *(
         Measurement(generation, FIT, _FMS_MAR24, model, instance, gpus, 2 * gpus, 4096, 1, 1, 1, 1, 2, 3,
-                    recompute, "bf16", framework, tokens, note)
+                    recompute, "bf16", framework, tokens, note, unfused=_FMS_EAGER)
         for generation, instance, gpus, figures in (
             ("a100", "p4de.24xlarge", 128, (3700, 1800, 700, 370)),
             ("h100", IBM_H100, 96, (7500, 3800, 1550, 800)),

@@ -29,7 +29,9 @@ Time model (per micro-batch on the slowest pipeline stage, then the pipeline sch
   published throughput of the kernel the framework runs (attention.py: by generation, sequence
   length, causal mask, head dim); backward 2.5 x the forward FLOPs (5 GEMMs vs 2, Dao 2023 section
   3.2). Without FlashAttention the full square runs at GEMM speed.
-* Elementwise kernels: ``elementwise_traffic`` x stored activations of HBM traffic per forward.
+* Elementwise kernels: ``elementwise_traffic`` x stored activations of HBM traffic per forward, fitted on
+  Megatron's fused kernels; a stack that runs some of them in eager PyTorch (``TrainingSpec.unfused``) moves
+  the bytes ``elementwise_passes`` counts kernel by kernel over the fused count.
 * Communication: alpha-beta per collective (comm.py): TP all-gathers / reduce-scatters (SP) or
   all-reduces, CP's K/V ring overlapped step by step with the attention it feeds, EP all-to-alls,
   PP sends, DP gradient reduce-scatter / all-reduce and parameter all-gathers hidden behind the
@@ -59,9 +61,20 @@ from ekstrain.planner.memory import (
     lora_params_per_layer,
     stage_params,
 )
-from ekstrain.planner.models import ModelSpec
+from ekstrain.planner.models import RMSNORM, ModelSpec
 from ekstrain.planner.parallel import EVERY_SECOND_BLOCK, FULL, NONE, SELECTIVE, SELECTIVE_OP, ParallelConfig
-from ekstrain.planner.training import DEEPSPEED, FSDP, HSDP, MEGATRON, TrainingSpec
+from ekstrain.planner.training import (
+    DEEPSPEED,
+    FSDP,
+    HSDP,
+    MEGATRON,
+    UNFUSED_ACTIVATION,
+    UNFUSED_LAYOUT,
+    UNFUSED_NORM,
+    UNFUSED_ROPE,
+    UNFUSED_ROPE_MATRIX,
+    TrainingSpec,
+)
 
 __all__ = [
     "DEFAULT_EFFICIENCY",
@@ -225,6 +238,53 @@ def _layer_gemms(
     return gemms, casts
 
 
+@lru_cache(maxsize=1024)
+def elementwise_passes(model: ModelSpec, unfused: tuple[str, ...] = ()) -> float:
+    """HBM bytes per token of one layer's forward elementwise kernels, with ``unfused`` ops run in eager
+    PyTorch, over the same count with every op fused (1.0 when nothing is unfused). Each kernel reads its
+    inputs and writes its output once; bf16 = 2 bytes, fp32 = 4.
+
+    Fused (Megatron-core: apex/TE LayerNorm and RMSNorm, fused RoPE, bias-SwiGLU / bias-GeLU and
+    bias-dropout-add fusions; torch.compile's Inductor fuses the same chains): each norm 4 h (read and
+    write in bf16), the two residual adds 12 h, RoPE 4 (q + k), SwiGLU 6 f (two inputs, one output), GeLU 4 f.
+
+    Unfused, as the eager stacks' model code writes them:
+
+    * norm: RMSNorm as tensor ops, ``x.float()``, ``pow(2)``, ``mean``, ``x * rsqrt``, ``type_as``,
+      ``weight *`` (torchtitan's ``RMSNorm``, torchtitan/models/norms.py; fms's ``LayerNormParameterized``
+      with ``use_high_precision_pow``, fms/modules/layernorm.py): 6 + 8 + 4 + 8 + 6 + 4 = 36 h per norm.
+      A LayerNorm calls ``F.layer_norm``, one ATen kernel, so stays 4 h (llm-foundry's
+      ``low_precision_layernorm``).
+    * rope: through fp32 as a complex product (``xq.float()``, ``view_as_complex(...) * freqs_cis``,
+      ``type_as``: torchtitan's ``apply_rotary_emb``): 6 + 8 + 6 = 20 per element of q and k. rope-matrix:
+      fms's ``RotaryEmbedding.adjusted_qk`` (March 2024) multiplies by 2 x 2 rotation matrices, ``q.float()``,
+      ``freqs.mul(q_.unsqueeze(-2))`` (an fp32 tensor twice q's size), ``.sum(5)``, ``type_as``:
+      6 + 12 + 12 + 6 = 36 per element.
+    * activation: ``F.silu(w1(x)) * w3(x)`` as two kernels: 4 f + 6 f (a GeLU is one kernel either way).
+    * layout: SDPA's output ``transpose(1, 2).contiguous()`` (4 h) and, at GQA, K and V repeated to every
+      query head before SDPA (``repeat_kv``; reads 2 kv, writes 2 q bytes each: 4 (kv + q)).
+    """
+    h, q, kv, f = model.hidden, model.heads * model.head_dim, model.kv_dim, model.ffn_hidden * model.top_k
+    rotary = model.max_positions == 0
+    gated = model.gated_mlp
+
+    def count(eager: frozenset[str]) -> float:
+        rms = model.norm == RMSNORM and UNFUSED_NORM in eager
+        total = 2 * (36 if rms else 4) * h + 12 * h
+        if rotary:
+            rope = 36 if UNFUSED_ROPE_MATRIX in eager else 20 if UNFUSED_ROPE in eager else 4
+            total += rope * (q + kv)
+        if gated:
+            total += (10 if UNFUSED_ACTIVATION in eager else 6) * f
+        else:
+            total += 4 * f
+        if UNFUSED_LAYOUT in eager:
+            total += 4 * h + (4 * (kv + q) if kv < q else 0)
+        return total
+
+    return count(frozenset(unfused)) / count(frozenset())
+
+
 @dataclass(frozen=True)
 class _MicroBatch:
     """Per-micro-batch seconds of one stage's rank, by pass; communication is the exposed part."""
@@ -286,7 +346,7 @@ def _layer_costs(
         lora = 2 * tokens * sum(lora_params_per_layer(model, training.lora_rank, model.top_k)) / p.tp / peak
     attention_forward, attention_backward = _attention_time(model, fleet, training, p, eff, tokens)
     stored = layer_activation_bytes(model, s, b, p.tp, p.cp, p.sequence_parallel, NONE, training.flash_attention)
-    elementwise = eff.elementwise_traffic * stored / hbm
+    elementwise = eff.elementwise_traffic * stored / hbm * elementwise_passes(model, training.unfused)
     layer_forward = gemms + casts + lora + attention_forward + elementwise
     weight_grads = 0.0 if training.is_lora else gemms
     layer_backward = gemms + weight_grads + output_grad_casts + 2 * lora + attention_backward + 2 * elementwise

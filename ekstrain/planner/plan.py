@@ -321,6 +321,7 @@ def evaluate(
     framework: str = MEGATRON,
     efficiency: Efficiency | None = None,
     attention_kernel: str | None = None,
+    unfused: tuple[str, ...] = (),
 ) -> Plan:
     """Evaluate one fixed layout. The plan is returned even when it does not fit (``plan.fits``);
     a layout that does not divide raises PlanError. ``framework`` is any name of frameworks.py."""
@@ -332,6 +333,7 @@ def evaluate(
         flash_attention=flash_attention,
         framework=frameworks.cost_model(framework),
         attention_kernel=attention_kernel,
+        unfused=unfused,
     )
     inputs.check_lora_rank(model, lora_rank)
     parallel = ParallelConfig(

@@ -15,6 +15,16 @@ DEEPSPEED = "deepspeed"
 FSDP = "fsdp"
 HSDP = "hsdp"
 FRAMEWORKS = (MEGATRON, DEEPSPEED, FSDP, HSDP)
+UNFUSED_NORM = "norm"
+UNFUSED_ROPE = "rope"
+UNFUSED_ROPE_MATRIX = "rope-matrix"
+UNFUSED_ACTIVATION = "activation"
+UNFUSED_LAYOUT = "layout"
+UNFUSED_OPS = (UNFUSED_NORM, UNFUSED_ROPE, UNFUSED_ROPE_MATRIX, UNFUSED_ACTIVATION, UNFUSED_LAYOUT)
+"""Elementwise work eager PyTorch runs as several kernels where Megatron's fused kernels (and torch.compile)
+run one (perf.elementwise_passes counts each): an RMSNorm written as tensor ops, RoPE through fp32 (as a
+complex product, or as fms's 2 x 2 rotation matrices: ``rope-matrix``), SwiGLU's
+silu and product apart, and the layout copies around SDPA (its output's ``.contiguous()``, GQA's repeated K/V)."""
 """Whose bookkeeping the model states follow (memory.state_bytes_per_param). Neuron's NxD keeps
 Megatron's layout (bf16 weights, fp32 gradients and optimizer, ZeRO-1). ``hsdp`` is PyTorch FSDP2
 with a 2-D mesh (HYBRID_SHARD): ZeRO-3 within groups of ``hsdp_shard`` data-parallel ranks,
@@ -47,6 +57,9 @@ class TrainingSpec:
     attention_kernel: str | None = None
     """The fused attention kernel (attention.py names); None = the one the framework runs on the generation
     (attention.kernel_for). Calibration rows set it where a source names another (llm-foundry: Triton)."""
+    unfused: tuple[str, ...] = ()
+    """UNFUSED_OPS the stack runs in eager PyTorch (calibration rows, from each source's model code); () = fused,
+    as Megatron-core, Transformer Engine and torch.compile run them (what the planner's search assumes)."""
 
     def __post_init__(self) -> None:
         if self.framework not in FRAMEWORKS:
@@ -55,6 +68,10 @@ class TrainingSpec:
             raise PlanError("global batch and sequence length must be >= 1")
         if self.precision not in (BF16, FP8):
             raise PlanError(f"precision must be {BF16} or {FP8}, got {self.precision!r}")
+        if set(self.unfused) - set(UNFUSED_OPS):
+            raise PlanError(f"unfused ops must be among {', '.join(UNFUSED_OPS)}, got {self.unfused!r}")
+        if {UNFUSED_ROPE, UNFUSED_ROPE_MATRIX} <= set(self.unfused):
+            raise PlanError(f"{UNFUSED_ROPE} and {UNFUSED_ROPE_MATRIX} are two implementations of one op; name one")
         if self.optimizer != ADAMW:
             raise PlanError(f"only the {ADAMW} optimizer is modelled, got {self.optimizer!r}")
         if self.lora_rank < 0:

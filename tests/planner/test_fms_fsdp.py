@@ -56,12 +56,14 @@ def test_fms_rows_are_recorded_as_published_with_roles_decided_per_release():
 
 
 def test_leave_one_source_out_figures_as_measured():
-    # The figures docs/planner.md and `make bench` print (issue 37, fourth round): 19 sources, 155 runs
+    # The figures docs/planner.md and `make bench` print (issue 37, fifth round: the eager stacks' unfused
+    # elementwise kernels counted, perf.elementwise_passes; the fourth round measured 9.05 %, 29.2 %, 143/155
+    # and fms-fsdp 10.3 %): 19 sources, 155 runs
     results = validation.leave_one_source_out()
     errors = [abs(r.error) for r in results]
     assert (len(validation.sources()), len(results)) == (19, 155)
-    assert mean(errors) == pytest.approx(0.0905, abs=0.0005)
+    assert mean(errors) == pytest.approx(0.0711, abs=0.0005)
     assert max(errors) == pytest.approx(0.2924, abs=0.0005)
-    assert validation.coverage() == (143, 155)
+    assert validation.coverage() == (133, 155)
     fms = [abs(r.error) for r in results if r.source in calibration.ADDED_IN_ROUND4]
-    assert len(fms) == 10 and mean(fms) == pytest.approx(0.103, abs=0.001)
+    assert len(fms) == 10 and mean(fms) == pytest.approx(0.046, abs=0.001)
