@@ -25,7 +25,6 @@ from ekstrain.components.helm import release
 from ekstrain.components.manifest import resource
 from ekstrain.versions import Chart
 
-
 KUBEFLOW_FLAVORS = ("trainer", "training-operator", "none")
 """``OperatorsArgs.kubeflow_flavor``'s values."""
 
