@@ -16,7 +16,7 @@ from ekstrain.planner.models import MODELS, ModelSpec, get_model
 from ekstrain.planner.parallel import RECOMPUTE_MODES, ZERO_STAGES
 from ekstrain.planner.plan import Plan, evaluate
 from ekstrain.planner.search import search
-from ekstrain.planner.training import FRAMEWORKS
+from ekstrain.planner.training import EAGER_PYTORCH, FRAMEWORKS
 
 EXIT_USAGE = 2
 DEFAULT_TOP = 10
@@ -132,6 +132,13 @@ def _add_common(parser: argparse.ArgumentParser, required: bool = True) -> None:
         help="store the attention scores (Korthikanti's 5as/h term)",
     )
     parser.add_argument(
+        "--eager",
+        action="store_true",
+        help="the model runs in eager PyTorch without torch.compile (torchtitan's Llama code: RMSNorm as tensor ops, "
+        "fp32 RoPE, SwiGLU in two kernels): its elementwise kernels' HBM traffic counted one by one; default: fused "
+        "kernels (Megatron, NeMo, torch.compile)",
+    )
+    parser.add_argument(
         "--framework",
         choices=frameworks.CHOICES,
         default=None,
@@ -197,6 +204,7 @@ def _inputs(args: argparse.Namespace) -> tuple[ModelSpec, Fleet, int, dict[str, 
         "precision": args.precision,
         "lora_rank": args.lora_rank,
         "flash_attention": not args.no_flash_attention,
+        "unfused": EAGER_PYTORCH if args.eager else (),
         "framework": args.framework,
         "efficiency": _efficiency(args, fleet),
     }
@@ -218,6 +226,13 @@ def _efficiency(args: argparse.Namespace, fleet: Fleet) -> Efficiency:
         raise PlanError(
             f"{source}: calibrated for {framework} on {generation or 'an unknown generation'}, but this run is "
             f"{args.framework} on {fleet.generation or 'an unknown generation'}; calibrate this combination"
+        )
+    eager = data.get("eager", False)  # calibrations written before --eager existed are of fused stacks
+    if eager is not args.eager:
+        raise PlanError(
+            f"{source}: calibrated {'with' if eager else 'without'} --eager, but this run is "
+            f"{'with' if args.eager else 'without'} it; the factor holds for the kernels it was measured on: "
+            f"{'add' if eager else 'drop'} --eager or calibrate again"
         )
     factor = inputs.check_number(source, "software", data.get("software"), 0.0, 10.0, "x Megatron's GEMM throughput")
     return calibration.with_software(base, framework, factor)
@@ -270,6 +285,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     result = {
         "generation": fleet.generation,
         "framework": options["framework"],
+        "eager": args.eager,
         "software": factor,
         "measured_step_s": args.measured,
         "predicted_step_s_before": round(plan_with(base).step_time_s, 6),

@@ -232,6 +232,7 @@ class Plan:
             "sequence_parallel": self.sequence_parallel,
             "fits": self.fits,
             "framework": self.training.framework,
+            "unfused_kernels": list(self.training.unfused),
             "memory_gib": {k: round(v, 3) for k, v in self.memory.gib().items()},
             "memory_stage": self.memory.stage,
             "activation_bytes_per_layer": round(self.memory.activation_bytes_per_layer),

@@ -187,8 +187,10 @@ def search(
     max_cp: int | None = None,
     max_micro_batch: int | None = None,
     top: int | None = None,
+    unfused: tuple[str, ...] = (),
 ) -> list[Plan]:
-    """All fitting plans, fastest first (ties: less memory first). Raises PlanError if none fits."""
+    """All fitting plans, fastest first (ties: less memory first). Raises PlanError if none fits. ``unfused``:
+    the elementwise ops the stack runs as separate eager kernels (training.EAGER_PYTORCH); () = fused."""
     framework = frameworks.cost_model(framework)  # any name of the one vocabulary (frameworks.py)
     training = TrainingSpec(
         global_batch,
@@ -197,6 +199,7 @@ def search(
         lora_rank=lora_rank,
         flash_attention=flash_attention,
         framework=framework,
+        unfused=unfused,
     )
     inputs.check_lora_rank(model, lora_rank)
     neuron = fleet.family == catalog.TRAINIUM

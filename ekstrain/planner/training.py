@@ -15,6 +15,10 @@ DEEPSPEED = "deepspeed"
 FSDP = "fsdp"
 HSDP = "hsdp"
 FRAMEWORKS = (MEGATRON, DEEPSPEED, FSDP, HSDP)
+"""Whose bookkeeping the model states follow (memory.state_bytes_per_param). Neuron's NxD keeps
+Megatron's layout (bf16 weights, fp32 gradients and optimizer, ZeRO-1). ``hsdp`` is PyTorch FSDP2
+with a 2-D mesh (HYBRID_SHARD): ZeRO-3 within groups of ``hsdp_shard`` data-parallel ranks,
+replicated across groups."""
 UNFUSED_NORM = "norm"
 UNFUSED_ROPE = "rope"
 UNFUSED_ROPE_MATRIX = "rope-matrix"
@@ -25,10 +29,10 @@ UNFUSED_OPS = (UNFUSED_NORM, UNFUSED_ROPE, UNFUSED_ROPE_MATRIX, UNFUSED_ACTIVATI
 run one (perf.elementwise_passes counts each): an RMSNorm written as tensor ops, RoPE through fp32 (as a
 complex product, or as fms's 2 x 2 rotation matrices: ``rope-matrix``), SwiGLU's
 silu and product apart, and the layout copies around SDPA (its output's ``.contiguous()``, GQA's repeated K/V)."""
-"""Whose bookkeeping the model states follow (memory.state_bytes_per_param). Neuron's NxD keeps
-Megatron's layout (bf16 weights, fp32 gradients and optimizer, ZeRO-1). ``hsdp`` is PyTorch FSDP2
-with a 2-D mesh (HYBRID_SHARD): ZeRO-3 within groups of ``hsdp_shard`` data-parallel ranks,
-replicated across groups."""
+EAGER_PYTORCH = (UNFUSED_NORM, UNFUSED_ROPE, UNFUSED_ACTIVATION, UNFUSED_LAYOUT)
+"""``plan --eager``: a Llama-style model in eager PyTorch, no torch.compile, as torchtitan's model code writes it
+(an RMSNorm as tensor ops, RoPE as an fp32 complex product, SwiGLU in two kernels, SDPA's layout copies); the
+calibration's torchtitan 70B rows run exactly these (calibration._TITAN_EAGER_RMSNORM)."""
 HSDP_SHARD = 8
 """Default HSDP shard group: the 8 GPUs of a p4d/p5/p6 node (torchtitan's
 ``data_parallel_shard_degree`` set to the node size), so its all-gathers stay on NVLink."""

@@ -136,3 +136,31 @@ def test_deepspeed_zero3_pays_one_collective_latency_per_parameter_tensor():
     latency = 3 * 12 * 96 * comm.ring_latency(links, 1536, 1)
     assert latency == pytest.approx(3 * 12 * 96 * (comm.BASE_LATENCY_S + 1535 * comm.RING_STEP_NETWORK_S))
     assert with_latency > latency > 40.0
+
+
+def test_eager_plans_price_the_unfused_kernels_and_keep_their_calibration_apart(tmp_path, capsys):
+    # GIVEN the same FSDP layout evaluated with and without --eager
+    def step(*extra: str) -> dict:
+        assert main(["plan", "evaluate", *LAYOUT, "--json", *extra]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    fused, eager = step(), step("--eager")
+    # THEN only the compute grows (elementwise kernels, perf.elementwise_passes), and the JSON says which ran
+    assert eager["step_time_breakdown_s"]["compute"] > fused["step_time_breakdown_s"]["compute"]
+    assert eager["memory_gib"] == fused["memory_gib"]
+    assert fused["unfused_kernels"] == [] and eager["unfused_kernels"] == ["norm", "rope", "activation", "layout"]
+    # AND search ranks with the same pricing: eager, its best plan is slower and says it ran eager
+    search = ["plan", "search", *LAYOUT[:10], "--framework", "fsdp", "--top", "1", "--json"]
+    best = {}
+    for flags in ((), ("--eager",)):
+        assert main([*search, *flags]) == 0
+        best[flags] = json.loads(capsys.readouterr().out)[0]
+    assert best[("--eager",)]["step_time_s"] > best[()]["step_time_s"]
+    assert best[("--eager",)]["unfused_kernels"] == eager["unfused_kernels"]
+    # AND a calibration written with --eager is refused for a fused run, and the other way round, naming the fix
+    out = tmp_path / "eager.json"
+    assert main(["plan", "calibrate", "--measured", "5", *LAYOUT, "--eager", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["eager"] is True
+    assert main(["plan", "evaluate", *LAYOUT, "--calibration-json", str(out)]) == 2
+    assert "calibrated with --eager, but this run is without it" in capsys.readouterr().err
+    assert main(["plan", "evaluate", *LAYOUT, "--eager", "--calibration-json", str(out)]) == 0
