@@ -228,6 +228,8 @@ def _efficiency(args: argparse.Namespace, fleet: Fleet) -> Efficiency:
             f"{args.framework} on {fleet.generation or 'an unknown generation'}; calibrate this combination"
         )
     eager = data.get("eager", False)  # calibrations written before --eager existed are of fused stacks
+    if not isinstance(eager, bool):
+        raise PlanError(f"{source}: eager must be true or false (JSON booleans), got {eager!r}")
     if eager is not args.eager:
         raise PlanError(
             f"{source}: calibrated {'with' if eager else 'without'} --eager, but this run is "

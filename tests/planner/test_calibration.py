@@ -164,3 +164,7 @@ def test_eager_plans_price_the_unfused_kernels_and_keep_their_calibration_apart(
     assert main(["plan", "evaluate", *LAYOUT, "--calibration-json", str(out)]) == 2
     assert "calibrated with --eager, but this run is without it" in capsys.readouterr().err
     assert main(["plan", "evaluate", *LAYOUT, "--eager", "--calibration-json", str(out)]) == 0
+    out.write_text(out.read_text().replace('"eager": true', '"eager": "yes"'))
+    capsys.readouterr()
+    assert main(["plan", "evaluate", *LAYOUT, "--eager", "--calibration-json", str(out)]) == 2
+    assert "eager must be true or false (JSON booleans), got 'yes'" in capsys.readouterr().err
