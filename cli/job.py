@@ -24,6 +24,8 @@ from ekstrain.assembly.jobs.render import SCHEDULERS, render, render_sbatch, sch
 from ekstrain.assembly.jobs.spec import FRAMEWORK_CHOICES, JobRequestError, RunSpec
 from ekstrain.cli import argtypes as t
 from ekstrain.cli import kit as cli_kit
+from ekstrain.planner import frameworks
+from ekstrain.planner.training import EAGER_PYTORCH
 from ekstrain.stacks.errors import ConfigError
 
 EXIT_BAD_REQUEST = 2
@@ -59,6 +61,12 @@ def add_job_commands(subparsers: Any) -> None:
     )
     r.add_argument("--script", default="train.py")
     r.add_argument("--lora-rank", type=t.positive_int)
+    r.add_argument(
+        "--eager",
+        action="store_true",
+        help="the script runs its model in eager PyTorch without torch.compile: the plan is ranked with its "
+        "elementwise kernels counted one by one (as `plan search --eager`); default: fused kernels",
+    )
     r.add_argument("--instance-type", help="one of the partition's instance types (default: its first)")
     r.add_argument(
         "--team",
@@ -120,6 +128,12 @@ def spec_from_args(args: argparse.Namespace, cfg: Any) -> RunSpec:
     if framework is None:
         part = next((p for p in cfg.partitions if p.name == args.partition), None)
         framework = "neuronx-distributed" if part is not None and part.accelerator == "trainium" else "fsdp"
+    eager = getattr(args, "eager", False)
+    if eager and frameworks.canonical(framework) in (frameworks.MEGATRON, frameworks.NEURON):
+        raise JobRequestError(
+            f"--eager: {framework} runs its own model code with fused kernels, not the script's eager PyTorch; "
+            "drop --eager (it is for --framework fsdp, hsdp or deepspeed)"
+        )
     env = {}
     for item in args.env:
         key, sep, value = item.partition("=")
@@ -154,6 +168,7 @@ def spec_from_args(args: argparse.Namespace, cfg: Any) -> RunSpec:
         ep=args.ep,
         micro_batch=args.micro_batch,
         zero=args.zero,
+        planner_options={"unfused": EAGER_PYTORCH} if eager else {},
     )
 
 
