@@ -25,8 +25,8 @@ from ekstrain.diff import compare, report
 from ekstrain.diff.sides import (
     REPO,
     DiffInputError,
+    base_commit,
     both,
-    check_revision,
     check_stack_file,
     record,
     record_revision,
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         out = outputs.check_file("--out", pathlib.Path(args.out)) if args.out else None
         check_stack_file(new_file, "--stack-file")
         if args.base:
-            check_revision(args.base, new_file)
+            base_commit(args.base, new_file)
             record_old = functools.partial(record_revision, args.base, args.stack, new_file, progress)
             old_label = f"{args.base}:{new_file.name}"
         else:

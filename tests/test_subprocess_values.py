@@ -227,7 +227,7 @@ def test_a_project_whose_directory_looks_like_an_option(
     project = _project(tmp_path / "--output=victim")
     seen: list[str] = []
     monkeypatch.setattr(sides, "record", lambda tree, stack, f, what, progress=None: seen.append(f.read_text()) or [])
-    assert sides._record_project_revision("HEAD", "dev", project / "Pulumi.dev.yaml", sides.quiet) == []
+    assert sides.record_revision("HEAD", "dev", project / "Pulumi.dev.yaml", sides.quiet) == []
     assert seen == [(REPO / "Pulumi.dev.yaml").read_text()]
     assert not (tmp_path / "victim").exists() and not (tmp_path / "--output=victim" / "victim").exists()
 

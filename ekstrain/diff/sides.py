@@ -93,10 +93,10 @@ def record_revision(revision: str, stack: str, stack_file: pathlib.Path, progres
     """``stack`` as committed at git ``revision``: in this checkout, the program and the stack file of that
     revision; with ``ekstrain`` installed, the stack file of that revision of the project's own repository (the
     one holding ``stack_file``) under the installed program."""
+    repo, commit = base_commit(revision, stack_file)
     if not in_checkout(stack_file):
-        return _record_project_revision(revision, stack, stack_file, progress)
+        return _record_project_revision(revision, repo, commit, stack, stack_file, progress)
     rel = os.path.relpath(stack_file.resolve(), REPO)
-    commit = resolve_revision(REPO, revision)
     with tempfile.TemporaryDirectory(prefix="ekstrain-diff-") as tmp:
         archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], capture_output=True, check=False)
         if archive.returncode != 0:
@@ -108,13 +108,12 @@ def record_revision(revision: str, stack: str, stack_file: pathlib.Path, progres
         return record(pathlib.Path(tmp), stack, pathlib.Path(tmp) / rel, f"--base {revision}:", progress)
 
 
-def check_revision(revision: str, stack_file: pathlib.Path) -> None:
-    """Refuse a ``--base`` that names no commit of the repository ``record_revision`` reads, before either side
-    records (a side that fails at once still waits for the other's recording)."""
-    if in_checkout(stack_file):
-        resolve_revision(REPO, revision)
-    else:
-        resolve_revision(_repository_of(revision, stack_file), revision)
+def base_commit(revision: str, stack_file: pathlib.Path) -> tuple[pathlib.Path, str]:
+    """The repository ``--base`` reads (this checkout, or the project's own repository holding ``stack_file``) and
+    the commit ``revision`` names there; the diff calls it before either side records (a side that fails at once
+    still waits for the other's recording)."""
+    repo = REPO if in_checkout(stack_file) else _repository_of(revision, stack_file)
+    return repo, resolve_revision(repo, revision)
 
 
 def resolve_revision(repo: pathlib.Path, revision: str) -> str:
@@ -140,10 +139,10 @@ def resolve_revision(repo: pathlib.Path, revision: str) -> str:
     return commit
 
 
-def _record_project_revision(revision: str, stack: str, stack_file: pathlib.Path, progress: Progress) -> list[Resource]:
-    top = _repository_of(revision, stack_file)
+def _record_project_revision(
+    revision: str, top: pathlib.Path, commit: str, stack: str, stack_file: pathlib.Path, progress: Progress
+) -> list[Resource]:
     rel = pathlib.Path(os.path.relpath(stack_file.resolve(), top.resolve())).as_posix()
-    commit = resolve_revision(top, revision)
     shown = subprocess.run(["git", "-C", str(top), "show", f"{commit}:{rel}"], capture_output=True)
     if shown.returncode != 0:
         raise DiffInputError(
