@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STACK ?= prod
 OUT ?= build/$(STACK)
 
-.PHONY: render test bench lint fetch-upstream clean examples simulate lock
+.PHONY: render test bench ruff lint fetch-upstream clean examples simulate lock
 
 $(VENV)/.installed: pyproject.toml requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -38,14 +38,14 @@ LOCK_STACKS ?= $(if $(filter command line,$(origin STACK)),$(STACK),$(SIMULATE_S
 lock: $(VENV)/.installed $(HELM_TOOL)  ## record the render's no-op values answers in ekstrain.lock.json
 	@set -e; for s in $(LOCK_STACKS); do $(VENV)/bin/ekstrain render --stack $$s --out build/$$s --lock write; done
 
-lint: $(VENV)/.installed  ## ruff format --check, ruff, then mypy against the SDKs' types (config in pyproject.toml)
+ruff: $(VENV)/.installed  ## ruff format --check, then ruff check
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
+
+lint: ruff  ## ruff, then mypy against the SDKs' types (config in pyproject.toml)
 	$(VENV)/bin/mypy
 
-test: $(VENV)/.installed $(CHECKOV_VENV)/.installed $(HELM_TOOL)  ## lint + unit, component, config, schema, render, policy-pack and checkov tests
-	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/ruff check .
+test: ruff $(CHECKOV_VENV)/.installed $(HELM_TOOL)  ## lint + unit, component, config, schema, render, policy-pack and checkov tests
 	@# mypy (one core, ~45 s from a clean clone) runs beside pytest, which leaves a core idle about a fifth of the
 	@# time; its report prints after the tests, and either failing fails the target. `make lint` runs it alone.
 	@log=$$(mktemp); $(VENV)/bin/mypy >"$$log" 2>&1 & mypy=$$!; \

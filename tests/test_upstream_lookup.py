@@ -29,6 +29,8 @@ def _complete() -> pathlib.Path:
 def partial_project(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
     """A Pulumi project (prod's and dev's stack files) whose ``.upstream/`` holds only an empty ``crds/``."""
     monkeypatch.delenv("EKSTRAIN_UPSTREAM_DIR", raising=False)
+    # content-keyed: the render tests' helm answers serve the renders here
+    monkeypatch.setenv("EKSTRAIN_CACHE_DIR", str(validation.cache_root()))
     project = tmp_path / "project"
     (project / ".upstream" / "crds").mkdir(parents=True)
     # The lock too: this is about where upstream files are found, and without the lock's answers the render runs
@@ -89,7 +91,6 @@ def test_prod_renders_with_a_partial_upstream_directory_beside_a_complete_one(
     # checkout's ../shared/upstream or .upstream/)
     _complete()
     env = {k: v for k, v in os.environ.items() if k != "EKSTRAIN_UPSTREAM_DIR"}
-    env["EKSTRAIN_CACHE_DIR"] = str(validation.cache_root())  # content-keyed: the render tests' helm answers serve
     # WHEN prod renders
     proc = _render(partial_project, "prod", tmp_path / "out", env)
     # THEN exit 0, no traceback, everything checked against the complete directory
@@ -102,11 +103,7 @@ def test_a_render_whose_only_upstream_directory_is_partial_names_what_is_missing
     partial_project: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
     # GIVEN the only upstream directory is the partial one
-    env = {
-        **os.environ,
-        "EKSTRAIN_UPSTREAM_DIR": str(partial_project / ".upstream"),
-        "EKSTRAIN_CACHE_DIR": str(validation.cache_root()),
-    }
+    env = {**os.environ, "EKSTRAIN_UPSTREAM_DIR": str(partial_project / ".upstream")}
     # WHEN dev (MPI operator on) renders THEN exit 2 before the program runs: the MPIJob CRD it applies is missing
     proc = _render(partial_project, "dev", tmp_path / "refused", env)
     assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
