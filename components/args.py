@@ -13,14 +13,16 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ekstrain.cloudwatch import RETENTION_DAYS
+
 CLUSTER_NAME = re.compile(r"[0-9A-Za-z][A-Za-z0-9_-]{0,99}")
 """EKS cluster names (CreateCluster): 1-100 characters, alphanumeric first."""
 REGION = re.compile(r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d")
 AWS_ID = {kind: re.compile(rf"{kind}-[0-9A-Za-z]+") for kind in ("vpc", "subnet", "sg")}
 """The id's prefix and a suffix: catches a name, a CIDR or an ARN where an id belongs (AWS checks the rest)."""
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922)
-"""CloudWatch Logs' allowed retentions (days) up to 8 years."""
+LOG_RETENTION_DAYS = RETENTION_DAYS
+"""CloudWatch Logs' allowed retentions (days): the one table stack validation reads too."""
 
 
 class ComponentArgsError(ValueError):

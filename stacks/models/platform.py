@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from ekstrain.cloudwatch import RETENTION_DAYS as CLOUDWATCH_RETENTION_DAYS
 from ekstrain.stacks.models.base import DNS_LABEL, IPv4Cidr, Model
 
 
@@ -33,11 +34,6 @@ class ObservabilityConfig(Model):
     partitions' maxNodes (``ekstrain/prometheus_sizing.py``); beyond 16 TiB (the gp3 maximum) is refused."""
     amp: AmpConfig = Field(default_factory=AmpConfig)
     """Optional remote write to Amazon Managed Prometheus."""
-
-
-CLOUDWATCH_RETENTION_DAYS: tuple[int, ...] = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096)
-CLOUDWATCH_RETENTION_DAYS += (1827, 2192, 2557, 2922, 3288, 3653)
-"""The values CloudWatch Logs accepts for a log group's retention (PutRetentionPolicy ``retentionInDays``)."""
 
 
 class LoggingConfig(Model):

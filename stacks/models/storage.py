@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from ekstrain.cloudwatch import RETENTION_DAYS as LOG_RETENTION_DAYS
 from ekstrain.stacks.models.base import AbsolutePath, BucketName, KmsKeyArn, Model, MountPath
 
 RepositoryEvent = Literal["NEW", "CHANGED", "DELETED"]
@@ -17,33 +18,6 @@ RepositoryEvent = Literal["NEW", "CHANGED", "DELETED"]
 
 def _all_events() -> list[RepositoryEvent]:
     return ["NEW", "CHANGED", "DELETED"]
-
-
-# CloudWatch Logs accepts only these retention periods (PutRetentionPolicy).
-LOG_RETENTION_DAYS = (
-    1,
-    3,
-    5,
-    7,
-    14,
-    30,
-    60,
-    90,
-    120,
-    150,
-    180,
-    365,
-    400,
-    545,
-    731,
-    1096,
-    1827,
-    2192,
-    2557,
-    2922,
-    3288,
-    3653,
-)
 
 
 class BucketsConfig(Model):
