@@ -2,7 +2,7 @@
 
 Without requests a pod is BestEffort: the kubelet evicts it first under node pressure and the scheduler
 places it with no room reserved, so on the fixed system nodes a launcher or Ray head can starve Argo CD,
-the hub or cert-manager (issue 22). Sizes are a controller's steady use on a cluster of this platform's
+the hub or cert-manager. Sizes are a controller's steady use on a cluster of this platform's
 scale (tens of nodes, a few hundred pods) with headroom; the memory limit stops a leak from taking the
 node. CPU is not limited (no throttling of reconcile loops). ``infra/verify/requests.py`` checks every
 rendered Deployment, StatefulSet and DaemonSet container has cpu and memory requests.

@@ -1,6 +1,6 @@
 """`make bench`: wall times that performance targets are judged by (printed, never asserted).
 
-First a table, metric | target | before | now (issue 23, "Speed a newcomer feels"):
+First a table, metric | target | before | now ("Speed a newcomer feels"):
 
 - cold render: `make render STACK=prod`'s command in a fresh process with an empty cache (every chart rendered by
   helm, CRD YAML parsed), the no-op values check answered by the committed ekstrain.lock.json (a fresh clone);
@@ -81,7 +81,7 @@ EFA_TYPES = [["p5.48xlarge"], ["p4d.24xlarge", "p4de.24xlarge"], ["p5en.48xlarge
 
 def efa_stack(partitions: int, into: pathlib.Path) -> pathlib.Path:
     """prod with ``partitions`` EFA partitions (one node each, so the training AZ's EFA subnet holds them): the
-    render's cost per partition (issue 32: 64 of them within 3x prod's cold render)."""
+    render's cost per partition (64 of them within 3x prod's cold render)."""
     doc = yaml.safe_load((REPO / "Pulumi.prod.yaml").read_text())
     parts = []
     for i in range(partitions):
@@ -185,12 +185,12 @@ BASELINE = {
     "commit": "8299106",
     "cold render": "620.9 s wall, 205.7 s CPU (load 8-11)",
     "cold render, --lock ignore": "620.9 s wall, 205.7 s CPU (load 8-11; there was no lock)",
-    "cold render after a one-value edit": "79-80 s wall against 27 s unchanged: 2.9x (issue 36, 2026-12-04)",
+    "cold render after a one-value edit": "79-80 s wall against 27 s unchanged: 2.9x (2026-12-04)",
     "warm render": "28.1 s wall, 7.9 s CPU (load 10.7)",
     "cache across checkouts": "cold: keys held absolute paths and mtimes",
     "simulate prod render": "7.2 s wall, 1.1 s CPU (load 9.0; simulate is unchanged since)",
-    "ekstrain diff (warm)": "10-12 s wall, no progress line (issue 36, 2026-12-04)",
-    "make test": "11 min 44 s wall (pytest 558 s), 2.8 GB peak (issue 36, 2026-12-04)",
+    "ekstrain diff (warm)": "10-12 s wall, no progress line (2026-12-04)",
+    "make test": "11 min 44 s wall (pytest 558 s), 2.8 GB peak (2026-12-04)",
     EFA64: "not done after 858 s wall, 354 s CPU (killed; 2026-12-05, 0154b65, load 5-9)",
 }
 TARGETS = {
@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  cold render: {rows['cold render']}", flush=True)
         shutil.rmtree(cache)
         # 64 EFA partitions (a new stack: the lock answers only the releases that do not change with partitions),
-        # cold like the row above; the target is a multiple of it (issue 32).
+        # cold like the row above; the target is a multiple of it (at most 3x).
         efa = time_render_in(REPO, tmpdir / "efa64", env, "--stack-file", str(efa_stack(64, tmpdir)), stack="efa64")
         rows[EFA64] = cell(*efa) + f" = {efa[0] / cold[0]:.1f}x the cold render ({efa[1] / cold[1]:.1f}x its CPU)"
         print(f"  {EFA64}: {rows[EFA64]}", flush=True)
@@ -370,7 +370,7 @@ def main(argv: list[str] | None = None) -> None:
         rows["make test"] = "not run (make bench BENCH_ARGS=--tests)"
     print()
     print(targets_table(rows))
-    from scripts import bench_planner  # planner targets (issue 37): always printed, a few seconds of CPU
+    from scripts import bench_planner  # planner targets: always printed, a few seconds of CPU
 
     print()
     bench_planner.planner_targets()

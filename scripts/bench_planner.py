@@ -1,6 +1,6 @@
 """Planner search times on one core (printed, not asserted). Run under ``taskset -c 0``.
 
-Targets (issue 15): Llama 3 405B on 2,048 p5.48xlarge under 1 s, Mixtral 8x7B on 64 p5.48xlarge
+Targets: Llama 3 405B on 2,048 p5.48xlarge under 1 s, Mixtral 8x7B on 64 p5.48xlarge
 under 3 s. The script pins itself to one core (as ``taskset -c 0`` would). Wall time depends on
 what else the machine runs; CPU time (process_time) does not.
 """
@@ -49,7 +49,7 @@ META_405B = (
 
 
 def planner_targets() -> None:
-    """Issue 37's targets: 405B search time, Meta's layouts, leave-one-source-out error and coverage."""
+    """the calibration's targets: 405B search time, Meta's layouts, leave-one-source-out error and coverage."""
     if hasattr(os, "sched_setaffinity"):
         before = os.sched_getaffinity(0)
         os.sched_setaffinity(0, {min(before)})

@@ -1,4 +1,4 @@
-"""A corpus of numeric extremes for every command that reads numbers (issue 32, deliverable 7).
+"""A corpus of numeric extremes for every command that reads numbers (deliverable 7).
 
 GIVEN each numeric flag of `ekstrain storage`, `ekstrain job render` and `ekstrain plan search/evaluate`, and values a
 careless user or a hostile CI input passes (NaN, infinities, 1e308, 10^30, 5000 digits, zero, negatives, int32 + 1,

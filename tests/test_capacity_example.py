@@ -1,4 +1,4 @@
-"""examples/stacks/Pulumi.reserved.yaml: the documented example of reserved training capacity (issue 33).
+"""examples/stacks/Pulumi.reserved.yaml: the documented example of reserved training capacity.
 
 GIVEN the example stack (an On-Demand Capacity Reservation, an EC2 Capacity Block for ML, an on-demand partition)
 WHEN the program runs under the mock engine

@@ -1,4 +1,4 @@
-"""The one ``ekstrain`` command line (issue 23, "One command line"): one test per promise.
+"""The one ``ekstrain`` command line ("One command line"): one test per promise.
 
 help with defaults and an example for every command; ``--version``; did-you-mean for a command, a flag and a
 choice (exit 2, one line); ``--json`` of every table command parses strictly; a closed pipe ends without a

@@ -1,4 +1,4 @@
-"""Renders that can deploy, not only validate (issue 32, deliverable 4): each rule with its source (in the code),
+"""Renders that can deploy, not only validate (deliverable 4): each rule with its source (in the code),
 a bad-config case and the fix line naming the ekstrain: key.
 
 GIVEN a stack (or a pod the render writes) that validates against every schema but that AWS, Pulumi or the API

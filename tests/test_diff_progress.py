@@ -1,4 +1,4 @@
-"""`ekstrain diff` says on stderr what it is doing, and records both sides at once (issue 36: under 5 s warm)."""
+"""`ekstrain diff` says on stderr what it is doing, and records both sides at once (under 5 s warm)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 33, elastic Slurm: KEDA scales every Slinky NodeSet from Slurm's queue (assembly/schedulers/autoscaling.py).
+"""Elastic Slurm: KEDA scales every Slinky NodeSet from Slurm's queue (assembly/schedulers/autoscaling.py).
 
 GIVEN/WHEN/THEN per test; the recorded program, the real chart renders and the real Prometheus's parser (promtool).
 """

@@ -1,4 +1,4 @@
-"""``ekstrain:network.existingVpc``: a stack file deploying into someone else's VPC (issue 23).
+"""``ekstrain:network.existingVpc``: a stack file deploying into someone else's VPC.
 
 One offline program run of Pulumi.dev.yaml with the section (no VPC, subnet, NAT or route table registered;
 the EC2NodeClasses, the EFA security group and FSx use the given ids), and bad sections refused with the key

@@ -1,4 +1,4 @@
-"""Field defects of issue 13 (each test fails on the code before its fix).
+"""Defects found in the field (each test fails on the code before its fix).
 
 GIVEN the prod stack rendered offline (mock engine) and the job templates
 WHEN a platform engineer would deploy and run it

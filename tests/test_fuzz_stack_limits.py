@@ -1,4 +1,4 @@
-"""Property-based classes of bad input v3 (issue 25): per class, a hypothesis strategy draws values around
+"""Property-based classes of bad input v3: per class, a hypothesis strategy draws values around
 the real limit, an oracle written from the documented rule says whether AWS/Karpenter/Volcano/Go would
 accept them, and the loader must agree: accepted exactly when the oracle accepts, refused with a
 ConfigError naming the class's key otherwise, never a traceback, never slower than the hang guard.

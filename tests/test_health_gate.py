@@ -1,4 +1,4 @@
-"""Issue 34: the health gate. Every accelerator NodePool starts tainted, a pre-flight per NodePool checks the node
+"""The health gate. Every accelerator NodePool starts tainted, a pre-flight per NodePool checks the node
 against the catalog and removes the taint only from its own node (the admission policy's CEL runs here on
 cel-python), a node that failed never takes a job, and the node monitoring agent runs on every tainted node.
 GIVEN/WHEN/THEN per case.

@@ -218,7 +218,7 @@ def test_cli_bad_stack_file_exits_2(tmp_path: Any, capsys: pytest.CaptureFixture
 def test_cli_refuses_a_scheduler_the_stack_does_not_install(
     fake_planner: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 22: prod runs Kubeflow Trainer, so a PyTorchJob would never start (it used to exit 0 with a warning)."""
+    """Prod runs Kubeflow Trainer, so a PyTorchJob would never start (it used to exit 0 with a warning)."""
     assert cli.main([*ARGS, "--scheduler", "pytorchjob", "--partition", "gpu-a100", "--nodes", "2"]) == 2
     out = capsys.readouterr()
     assert out.out == ""
@@ -298,7 +298,7 @@ def test_no_runnable_plan_for_the_framework_is_an_error() -> None:
     assert "can run under deepspeed (DeepSpeed's pipeline engine supports ZeRO stages 0 and 1 only)" in text
 
 
-# ---- issue 25: the three reported injections --------------------------------------------------------
+# ---- the three reported shell injections --------------------------------------------------------
 
 
 def test_cli_refuses_a_newline_in_the_checkpoint_path(fake_planner: None, capsys: pytest.CaptureFixture[str]) -> None:

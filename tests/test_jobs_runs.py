@@ -1,4 +1,4 @@
-"""Issue 22 (job templates): restarts are the same on every scheduler, sizes respect the layout's share,
+"""Job templates: restarts are the same on every scheduler, sizes respect the layout's share,
 paths are under the scheduler's mount, MPI ranks keep the image's environment, launchers fit system nodes."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def whole_job_restarts(scheduler: str, objects: list[dict[str, Any]], nodes: int
     ("scheduler", "partition"), [c for c in CASES if c[0] not in ("slurm", "raycluster", "nccl-test")]
 )
 def test_max_restarts_means_the_same_on_every_scheduler(scheduler: str, partition: str, restarts: int) -> None:
-    """Issue 22: a lost node ended a TrainJob (JobSet default: no restart) while Volcano restarted 3 times."""
+    """a lost node ended a TrainJob (JobSet default: no restart) while Volcano restarted 3 times."""
     objects = render(spec_for(partition, max_restarts=restarts), PROD, scheduler, FakePlanner())
     assert whole_job_restarts(scheduler, objects, 2) == restarts
     if validation.upstream_dir() is not None:
@@ -80,7 +80,7 @@ def test_slurm_requeues_at_most_max_restarts_times(restarts: int) -> None:
 
 
 def test_a_job_fits_the_layout_share_of_its_instance_type() -> None:
-    """Issue 22: prod's trainium (trn1 + trn1n, maxNodes 32) is two NodePools of 16; 32 trn1 nodes never start."""
+    """prod's trainium (trn1 + trn1n, maxNodes 32) is two NodePools of 16; 32 trn1 nodes never start."""
     spec = spec_for("trainium", nodes=32, instance_type="trn1.32xlarge", global_batch=1024)
     with pytest.raises(JobRequestError) as exc:
         render(spec, PROD, "trainium", FakePlanner())
@@ -96,7 +96,7 @@ def test_a_job_fits_the_layout_share_of_its_instance_type() -> None:
 
 
 def test_slurm_paths_are_under_the_slurm_mount() -> None:
-    """Issue 22: the sbatch example ran /fsx/code/finetune.py although its container mounts only /shared."""
+    """the sbatch example ran /fsx/code/finetune.py although its container mounts only /shared."""
     with pytest.raises(JobRequestError) as exc:
         render_sbatch(spec_for("gpu-a100", script="/fsx/code/finetune.py"), PROD, FakePlanner())
     assert str(exc.value) == (
@@ -119,7 +119,7 @@ def test_slurm_paths_are_under_the_slurm_mount() -> None:
 
 
 def test_mpi_ranks_get_the_images_environment() -> None:
-    """Issue 22: ranks start through ssh without the image's ENV (NCCL, aws-ofi-nccl, fi_info not found)."""
+    """ranks start through ssh without the image's ENV (NCCL, aws-ofi-nccl, fi_info not found)."""
     for objects in (render(spec_for("gpu-h100"), PROD, "mpijob", FakePlanner()), health_check(PROD, "gpu-h100")):
         launcher = objects[-1]["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
         text = " ".join(launcher["command"])
@@ -129,7 +129,7 @@ def test_mpi_ranks_get_the_images_environment() -> None:
 
 @pytest.mark.parametrize("stack", sorted(p.name.split(".")[1] for p in REPO.glob("Pulumi.*.yaml")))
 def test_the_launcher_fits_the_smallest_system_node(stack: str) -> None:
-    """Issue 22: dev's NCCL check requested 2 CPU on m7i.large (1.93 allocatable) and could never start."""
+    """dev's NCCL check requested 2 CPU on m7i.large (1.93 allocatable) and could never start."""
     cfg = stack_config(stack)
     nodes = system_nodes(cfg.cluster.system_node_group.instance_types)
     for part in cfg.partitions:

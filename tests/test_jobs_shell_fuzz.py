@@ -1,4 +1,4 @@
-"""Issue 25: no user value reaches a shell as code. Every generated script runs for hostile input.
+"""No user value reaches a shell as code. Every generated script runs for hostile input.
 
 For each flag class (``--script``, ``--dataset-path``, ``--checkpoint-path``, the arguments after ``--``,
 ``--env`` values, ``--resume-flag``) hypothesis draws hostile text (command substitution, backticks,
@@ -564,7 +564,7 @@ def test_bash_and_launcher_owned_env_names_are_refused() -> None:
 
 
 def test_old_quoting_would_have_run_the_payload(rig: Rig) -> None:
-    """The defect of issue 25: ``${`` in a value switched it to double quotes, so ``$(...)`` ran."""
+    """The injection defect: ``${`` in a value switched it to double quotes, so ``$(...)`` ran."""
     hostile = f"${{X}}$(: >{CANARY})"
     old = '"' + hostile + '"'
     rig.reset()

@@ -1,4 +1,4 @@
-"""Every training template the platform renders goes through its partition's Volcano queue (issue 22).
+"""Every training template the platform renders goes through its partition's Volcano queue.
 
 GIVEN prod (Volcano on, one queue per partition) and every template on every partition it applies to
 WHEN rendered
@@ -174,4 +174,4 @@ def test_simulate_expands_each_template_to_a_gang_in_its_queue(scheduler: str, p
 
 def test_only_installed_operators_get_the_gang_flag() -> None:
     assert operators.gang_args(PROD) == {"mpi-operator": ["--gang-scheduling=volcano"]}  # prod: Trainer flavor
-    # (the legacy training operator, which took --gang-scheduler-name, is refused by the stack rules: issue 35)
+    # (the legacy training operator, which took --gang-scheduler-name, is refused: its install is unpinned)

@@ -2,7 +2,7 @@
 
 Both sides are the real program under the offline engine (prod's stack file, then the edit); the
 expected sets are exact, as (action, type, name). Scenarios marked LEAD depend on components/cluster.py
-fixes of issue 21 (node group version, kube-proxy pin, access entries keyed by principal).
+day-2 fixes (node group version, kube-proxy pin, access entries keyed by principal).
 """
 
 from __future__ import annotations

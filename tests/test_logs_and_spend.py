@@ -1,4 +1,4 @@
-"""Logs and spend (issue 38): the log agent on every node kind, its log groups, key and identity; each job's logs found
+"""Logs and spend: the log agent on every node kind, its log groups, key and identity; each job's logs found
 by its query; cost allocation, the budget, OpenCost's prices and the spend dashboard.
 
 GIVEN/WHEN/THEN per test; the recorded prod program, the real chart renders (helm template of the pinned charts),

@@ -1,4 +1,4 @@
-"""Issue 33: every pod that holds a partition's nodes goes through that partition's Volcano queue.
+"""One ledger: every pod that holds a partition's nodes goes through that partition's Volcano queue.
 
 The admission policies' CEL runs here on cel-python, against every accelerator pod the platform makes (each job
 template as its controller creates the pods, the slurmd NodeSet pods from the real chart render, notebook pods

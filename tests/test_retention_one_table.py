@@ -12,7 +12,9 @@ from ekstrain.stacks.models import platform, storage
 from tests.conftest import cfg_with, run_stack
 
 
-def test_GIVEN_the_validators_and_the_components_WHEN_their_retention_tables_are_read_THEN_they_are_the_one_table() -> None:
+def test_GIVEN_the_validators_and_the_components_WHEN_their_retention_tables_are_read_THEN_they_are_the_one_table() -> (
+    None
+):
     assert component_args.LOG_RETENTION_DAYS is cloudwatch.RETENTION_DAYS
     assert storage.LOG_RETENTION_DAYS is cloudwatch.RETENTION_DAYS
     assert platform.CLOUDWATCH_RETENTION_DAYS is cloudwatch.RETENTION_DAYS

@@ -190,7 +190,7 @@ def test_trainer_chart_and_per_partition_torch_runtimes(prod_recording: Recordin
     pod = job["template"]["spec"]["template"]["spec"]
     assert job["name"] == "node"
     assert pod["nodeSelector"] == {"ekstrain.io/partition": "gpu-h100"}  # every NodePool of the partition
-    # p5.48xlarge: 192 vCPUs less 12 and 85 % of 2048 GiB, as `job render` asks (Guaranteed, issue 34)
+    # p5.48xlarge: 192 vCPUs less 12 and 85 % of 2048 GiB, as `job render` asks (Guaranteed QoS)
     assert pod["containers"][0]["resources"]["limits"] == {
         "nvidia.com/gpu": "8",
         "vpc.amazonaws.com/efa": "32",
@@ -206,7 +206,7 @@ def test_trainer_chart_and_per_partition_torch_runtimes(prod_recording: Recordin
 
 
 # GIVEN a stack that asks for the legacy training operator WHEN its config is read THEN it is refused before any
-# resource registers: its kustomization would be fetched from GitHub at deploy time, unchecked (issue 35).
+# resource registers: its kustomization would be fetched from GitHub at deploy time, unchecked.
 def test_legacy_training_operator_flavor_is_refused() -> None:
     for mpi in (False, True):
         with pytest.raises(ConfigError) as got:

@@ -1,4 +1,4 @@
-"""``ekstrain simulate --timeline`` under contention (issue 33): what costs money is a problem.
+"""``ekstrain simulate --timeline`` under contention: what costs money is a problem.
 
 GIVEN prod rendered offline (the module fixture of test_simulate) and job templates rendered in memory
 WHEN teams' gangs, Slurm (NodeSets scaled by KEDA) and notebooks share a partition
@@ -40,7 +40,7 @@ def _sbatch(partition: str, nodes: int, name: str, at_h: float, hours: float) ->
 
 
 def _outside_queue(cluster: engine.Cluster) -> engine.Cluster:  # noqa: F811
-    """Main before issue 33: the NodeSet's slurmd pods scheduled by the default scheduler, outside every queue."""
+    """Main before one ledger: the NodeSet's slurmd pods scheduled by the default scheduler, outside every queue."""
     nodesets = {}
     for part, ns in cluster.nodesets.items():
         ns = yaml.safe_load(yaml.safe_dump(ns))

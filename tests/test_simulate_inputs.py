@@ -1,6 +1,6 @@
 """``ekstrain simulate`` workload files: every bad file exits 2 naming the file, the problem and the fix.
 
-One hypothesis strategy per class of bad input (issue 25): not YAML, nested too deep, not UTF-8, wrong
+One hypothesis strategy per class of bad input: not YAML, nested too deep, not UTF-8, wrong
 types in the fields the simulation reads, sbatch directives that are not numbers, quantities that do not
 parse, negative extended-resource requests; plus valid files of the same shapes, which must be accepted
 (no false rejection). CI runs 150 examples per class; a bigger run prints the counts and the slowest

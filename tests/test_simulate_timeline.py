@@ -3,7 +3,7 @@
 GIVEN prod rendered offline (the module fixture of test_simulate: manifests + device-plugin, Slurm and
 Volcano charts through helm template) and job templates rendered in memory
 WHEN a mix is played minute by minute
-THEN the platform defects of issue 22 show on the old settings and are gone on the rendered ones.
+THEN the platform defects once found show on the old settings and are gone on the rendered ones.
 """
 
 from __future__ import annotations
@@ -289,7 +289,7 @@ def test_bad_mix_files_name_the_key(
     assert problem in info.value.report() and "\n  fix: " in info.value.report()
 
 
-# ---- issue 34: the health gate --------------------------------------------------------------------------
+# ---- the health gate ---------------------------------------------------------------------------------------
 
 
 def _gated(prod_build: pathlib.Path) -> set[str]:  # noqa: F811
@@ -320,7 +320,7 @@ def test_a_sick_node_leaves_service_at_once_and_the_restart_lands_elsewhere(
 ) -> None:
     """GIVEN a GPU fault under a running MPIJob WHEN the gate's guard taints the node NoExecute THEN the job restarts
     once, on healthy nodes only, and NodeRepair removes the sick node 10 minutes later; WHEN no taint keeps pods
-    off it (main before issue 34) THEN the restart lands on the sick node, burns a second restart, and that is a
+    off it (main before the health gate) THEN the restart lands on the sick node, burns a second restart, and that is a
     PROBLEM."""
     job = _arrival(_job("gpu-a100", "mpijob", 4, "bert"), 0, 6)
     fault = [Fault(120, "node-unhealthy", "MPIJob/bert")]

@@ -1,4 +1,4 @@
-"""Per-team Volcano queues inside a partition (issue 33): ``ekstrain:schedulers.volcano.teams``.
+"""Per-team Volcano queues inside a partition: ``ekstrain:schedulers.volcano.teams``.
 
 GIVEN prod with teams added (and examples/stacks/Pulumi.reserved.yaml, which names two)
 WHEN the queues, the scheduler config, the pods' queue annotations, the admission policies and the job templates

@@ -58,7 +58,7 @@ def test_a_clean_output_passes(tmp_path: pathlib.Path) -> None:
 
 
 def test_each_seeded_leak_is_found_naming_file_and_path(tmp_path: pathlib.Path) -> None:
-    # GIVEN an Application with hub.cookieSecret inline (what the JupyterHub Application carried before issue 35),
+    # GIVEN an Application with hub.cookieSecret inline (what the JupyterHub Application once carried),
     # a Secret written with its data, and a stack secure: value copied into resources.yaml
     _write(
         tmp_path,

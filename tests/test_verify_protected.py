@@ -43,7 +43,7 @@ def test_prod_and_dev_have_no_role_that_reaches_protected_data(
 
 
 SEEDED: dict[str, tuple[Callable[[str], list[dict[str, Any]]], str]] = {
-    # the policy before issue 35: TagResource on any file system with only an aws:RequestTag condition, and
+    # the earlier policy: TagResource on any file system with only an aws:RequestTag condition, and
     # DeleteFileSystem on whatever carries the scratch tag: tag the protected file system, then delete it
     "tag then delete (the old scratch policy)": (
         lambda arn: [

@@ -1,4 +1,4 @@
-"""Every platform controller requests cpu and memory (issue 22: BestEffort controllers are evicted first).
+"""Every platform controller requests cpu and memory (BestEffort controllers are evicted first).
 
 GIVEN prod run offline and every Helm release rendered with the real helm
 WHEN the render's requests check reads each Deployment, StatefulSet and DaemonSet container
@@ -93,7 +93,7 @@ _SIZED = {"resources": {"requests": {"cpu": "10m", "memory": "10Mi"}}}
 
 
 def test_containers_of_hook_jobs_custom_resources_and_operator_sidecars_are_checked() -> None:
-    """Issue 34: a Job, a Slinky CR's container fields, a pod template nested in a CR, a Prometheus CR's
+    """A Job, a Slinky CR's container fields, a pod template nested in a CR, a Prometheus CR's
     spec and the operator's config-reloader sidecars are all containers; a zero request is none."""
     job = {"kind": "Job", "metadata": {"name": "hook", "namespace": "ns"}}
     job["spec"] = {"template": {"spec": {"containers": [{"name": "init", "image": "x"}]}}}
@@ -144,7 +144,7 @@ def test_containers_of_hook_jobs_custom_resources_and_operator_sidecars_are_chec
 @needs_upstream
 @needs_helm
 def test_prod_custom_resources_and_hooks_request_cpu_and_memory(prod_recording: Any) -> None:
-    """The containers issue 34 found without requests now have them, through chart values and manifests."""
+    """The containers once found without requests now have them, through chart values and manifests."""
     rendered = charts.render_all(render.chart_releases(prod_recording), stack_config("prod").cluster.kubernetes_version)
     objects = [o for _, o in render.manifests(prod_recording)]
     objects += [o for objs in rendered.objects.values() for o in objs]

@@ -1,4 +1,4 @@
-"""Corpus (issue 32 deliverable 7): stack and mix files read as the Pulumi CLI reads them.
+"""Corpus: stack and mix files read as the Pulumi CLI reads them.
 
 Classes, fixed seed, CI-sized (``python tests/test_yaml_corpus.py`` prints the counts; docs/validation.md):
 

@@ -109,7 +109,7 @@ def launch_configmap(r: ResolvedRun) -> list[dict[str, Any]]:
     return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": r.metadata(r.launch_configmap_name), "data": files}]
 
 
-# ---- Volcano: every template's pods go through the partition's queue (issue 22) -------------------------
+# ---- Volcano: every template's pods go through the partition's queue (one ledger) ----------------------------
 
 VOLCANO_SCHEDULER = "volcano"
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"

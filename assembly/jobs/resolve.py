@@ -45,7 +45,7 @@ LAUNCHER_MAX: tuple[float, float] = (2.0, 4.0 * 2**30)
 """CPU cores and memory bytes a CPU-only launcher (mpirun) asks for at most."""
 LAUNCHER_SHARE = 0.25
 """...and at most this share of the smallest system node's allocatable: launchers run there next to the
-controllers and DaemonSets, and a few jobs' launchers must fit at once (issue 22: a 2-CPU launcher can
+controllers and DaemonSets, and a few jobs' launchers must fit at once (a 2-CPU launcher can
 never start on dev's m7i.large, whose allocatable is 1.93 CPU)."""
 SSH_CAPABILITIES = ("AUDIT_WRITE", "NET_BIND_SERVICE", "SETGID", "SETUID", "SYS_CHROOT")
 """What sshd (MPI workers) needs after ``drop: [ALL]``; all are allowed by the Pod Security baseline."""

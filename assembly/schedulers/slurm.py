@@ -206,7 +206,7 @@ def _queue_metadata(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
     joins the partition's Queue like every other pod there (Volcano's PodGroup controller gives a plain
     ``schedulerName: volcano`` pod its own PodGroup in the queue its ``scheduling.volcano.sh/queue-name``
     annotation names: volcano v1.13 pkg/controllers/podgroup/pg_controller_handler.go). Without it the
-    queue counts the node as free and admits a gang that cannot bind (issue 33). The chart's
+    queue counts the node as free and admits a gang that cannot bind. The chart's
     ``nodesets.<n>.metadata`` goes onto the NodeSet's pod template (charts/slurm 1.2.1 values.yaml)."""
     if not cfg.schedulers.volcano.enabled:
         return {}

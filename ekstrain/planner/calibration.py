@@ -240,9 +240,9 @@ at GQA and SDPA's output ``.transpose(2, 1).contiguous()`` (fms/modules/attentio
 mixed precision ``PURE``, bf16 activations; one GeLU kernel, learned positions) has nothing a fused stack
 would save; the torch.compile rows (fms-fsdp May 2024, torchtitan H200) and the Megatron family none."""
 ADDED_IN_V4 = (_NEURON_220, _NEURON_224, _FOUNDRY_A100, _FOUNDRY_H100, _FOUNDRY_H100_FP8)
-"""Sources added by the second round of issue 37 (reports show the first round's sources apart)."""
+"""Sources added by the second round of calibration (reports show the first round's sources apart)."""
 ADDED_IN_ROUND4 = (_FMS_MAR24, _FMS_MAY24)
-"""Sources added by the fourth round of issue 37."""
+"""Sources added by the fourth round of calibration."""
 _MEGATRON = "megatron"
 _FSDP = "fsdp"
 _DEEPSPEED = "deepspeed"
@@ -330,7 +330,7 @@ MEASUREMENTS: tuple[Measurement, ...] = (
                 "fp8", _MEGATRON, 726),
     Measurement("h100", FIT, _NEMO_2407, "gpt3-175b", "p5.48xlarge", 512, 2048, 2048, 4, 8, 1, 6, 2, 1, "none",
                 "fp8", _MEGATRON, 782),
-    # The same table's Llama 2 rows (sequence 4096), recorded in issue 37's fourth round with the source's role
+    # The same table's Llama 2 rows (sequence 4096), recorded with the source's role
     # (fit) before their errors were computed; its Nemotron rows have no model here, its GPT3-5B/20B rows no
     # recorded shape.
     Measurement("h100", FIT, _NEMO_2407, "llama2-7b", "p5.48xlarge", 8, 128, 4096, 1, 1, 1, 1, 1, 1, "none",

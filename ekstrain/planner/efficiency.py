@@ -90,7 +90,7 @@ FRAMEWORK_SOFTWARE = (("fsdp", 0.992),)
 (FSDP2, eager, SDPA), llm-foundry's A100 80GB MPT table (Composer FSDP FULL_SHARD) and fms-fsdp's March 2024
 table (FSDP1 FULL_SHARD/HYBRID_SHARD, eager; A100 and H100) together
 (calibration.py); the same factor on every generation. The eager stacks' unfused elementwise kernels are priced
-apart (perf.elementwise_passes, issue 37's fifth round; 0.987 when the factor absorbed them)."""
+apart (perf.elementwise_passes, the calibration's fifth round; 0.987 when the factor absorbed them)."""
 ZERO3_TRAFFIC = (("deepspeed", 0.48),)
 ZERO3_OVERLAP = (("deepspeed", 0.04),)
 """DeepSpeed ZeRO-3 as Narayanan 2021 Table 2 measured it (GPT-3 175B on 384-1536 A100): its
@@ -102,7 +102,7 @@ A100 = Efficiency(matmul=0.725, software=FRAMEWORK_SOFTWARE, zero3_traffic=ZERO3
 """Fitted on Narayanan et al. 2021 Tables 1 and 2 (PTD-P) (docs/planner.md, Calibration)."""
 H100 = replace(A100, matmul=0.523, matmul_fp8=0.523, tp_overlap=0.8)
 """One GEMM efficiency for BF16 and FP8, fitted on the Llama 3 405B runs (at Meta's memory-balanced vpp 8
-and ZeRO-2 sharding, section 3.3 of the paper) and NeMo 24.07's DGX-H100 FP8 table (7 rows since issue 37's
+and ZeRO-2 sharding, section 3.3 of the paper) and NeMo 24.07's DGX-H100 FP8 table (7 rows since the calibration's
 fourth round recorded its Llama 2 rows: 0.516 before) together
 (validation._fit_matmul). FP8's smaller-than-peak speed-up is the cast traffic (perf.FP8_CAST_BYTES) and
 the BF16 attention and output layer, not a lower GEMM efficiency; fitted apart the two were 0.516 (Meta,

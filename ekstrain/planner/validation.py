@@ -20,12 +20,12 @@ fallbacks, the same rules the shipped constants follow):
   collective latency perf.py always prices.
 
 So a source that is the only one of its generation or framework is predicted from priors, and its error
-says how far a prior is off. Since issue 37's second round only DeepSpeed ZeRO-3 (Narayanan Table 2) is
+says how far a prior is off. Since the calibration's second round only DeepSpeed ZeRO-3 (Narayanan Table 2) is
 alone: Trainium1 has three releases of the Neuron page, FSDP torchtitan and llm-foundry on A100.
 
 Error bands (bands.py) are the largest of these left-out errors per generation (DeepSpeed ZeRO-3 on its
 own): no source left out of a fit was further off. Their coverage is measured nested (``coverage``): each
-source's rows against the band computed without that source (133/155 = 85.8 % in issue 37's fifth round, the
+source's rows against the band computed without that source (133/155 = 85.8 % in the calibration's fifth round, the
 bands narrower once the eager stacks' elementwise kernels were counted; 143/155 = 92.3 % in the fourth,
 119/142 = 83.8 % in the third; lower quantiles and per-framework bands cover less).
 """

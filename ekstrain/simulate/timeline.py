@@ -1101,7 +1101,7 @@ class Timeline:
     def outside_queue(self, j: Job) -> str | None:
         """A job whose accelerator pods bypass the Volcano queue of their partition: they take the NodePool's
         nodes while the queue's capability still counts them free, so the queue admits gangs that then stop
-        at the NodePool limit (issue 22). The timeline gives them nodes like any pod; this says so."""
+        at the NodePool limit. The timeline gives them nodes like any pod; this says so."""
         if j.kind != "pods" or not self.cluster.scheduler_config:
             return None
         for g in j.workload.groups:

@@ -1,4 +1,4 @@
-"""No secret in the files the render writes (issue 35).
+"""No secret in the files the render writes.
 
 The render's output is a CI artifact and the source of a GitOps repository (``argocd/``): it must hold no
 credential. What the program passes as a Pulumi secret (the engine records those input paths:

@@ -1,4 +1,4 @@
-"""DaemonSets that must have a pod on every node kind do (issue 38): the log agent ships the kernel's XID lines and
+"""DaemonSets that must have a pod on every node kind do: the log agent ships the kernel's XID lines and
 the workload's output of every node, so a node kind it cannot land on is a node whose logs are lost.
 
 Node kinds are what the stack can launch: every (NodePool, instance type) as the simulator builds them from the

@@ -1,5 +1,5 @@
 """Every container image the stack runs: an explicit version, a registry without anonymous pull-rate limits where
-the image is published on one, and no re-pull of a pinned tag (issue 35).
+the image is published on one, and no re-pull of a pinned tag.
 
 Reads every container of every object the stack applies (manifests and chart-rendered objects; the container
 walker of :mod:`ekstrain.infra.verify.requests`: pod specs anywhere, Slinky's and the Prometheus Operator's CR

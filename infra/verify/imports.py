@@ -1,4 +1,4 @@
-"""No ``import`` of something this stack creates (issue 35).
+"""No ``import`` of something this stack creates.
 
 ``pulumi preview`` of a resource with the ``import`` option reads the existing cloud resource; on a stack's
 first deploy anything the same stack creates does not exist yet, so the preview (and the up) fails: the

@@ -1,4 +1,4 @@
-"""No role the stack creates can delete or modify protected data (issue 35).
+"""No role the stack creates can delete or modify protected data.
 
 Protected: every FSx for Lustre and EFS file system, the S3 buckets (datasets, checkpoints) and their objects, the KMS
 keys and the EKS cluster the stack records. For every IAM role, the statements it is allowed (inline policies,

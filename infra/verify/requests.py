@@ -1,4 +1,4 @@
-"""Every container the stack runs requests cpu and memory (issues 22 and 34).
+"""Every container the stack runs requests cpu and memory (a BestEffort pod is evicted first under pressure).
 
 A container with no requests makes its pod BestEffort (or Burstable below what it uses): the kubelet evicts
 BestEffort pods first under node pressure (kubernetes pkg/kubelet/eviction: ranking by QoS and usage over

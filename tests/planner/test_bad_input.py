@@ -1,4 +1,4 @@
-"""Hostile and careless planner input, per class (issue 25): exit 2 with the file/flag, never a
+"""Hostile and careless planner input, per class: exit 2 with the file/flag, never a
 traceback, never a hang; valid input is never refused, and ``--json`` never prints NaN/Infinity.
 
 CI runs ``EKSTRAIN_FUZZ_EXAMPLES`` (default 100) examples per class. A bigger run prints the counts:

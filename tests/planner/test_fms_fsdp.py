@@ -1,4 +1,4 @@
-"""fms-fsdp's README tables (issue 37, fourth round): recorded as published, every-second-block AC priced."""
+"""fms-fsdp's README tables (fourth round): recorded as published, every-second-block AC priced."""
 
 from statistics import mean
 
@@ -56,7 +56,7 @@ def test_fms_rows_are_recorded_as_published_with_roles_decided_per_release():
 
 
 def test_leave_one_source_out_figures_as_measured():
-    # The figures docs/planner.md and `make bench` print (issue 37, fifth round: the eager stacks' unfused
+    # The figures docs/planner.md and `make bench` print (fifth calibration round: the eager stacks' unfused
     # elementwise kernels counted, perf.elementwise_passes; the fourth round measured 9.05 %, 29.2 %, 143/155
     # and fms-fsdp 10.3 %): 19 sources, 155 runs
     results = validation.leave_one_source_out()

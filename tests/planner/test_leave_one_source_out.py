@@ -73,7 +73,7 @@ def test_every_row_of_every_source_is_predicted_once():
 
 def test_coverage_is_measured_against_bands_that_exclude_the_source():
     # GIVEN each source's runs against the band computed without that source THEN at least 80 % are inside
-    # (issue 37's target; per-framework bands covered 79.6 % and were dropped for that)
+    # (the coverage target; per-framework bands covered 79.6 % and were dropped for that)
     covered, total = validation.coverage()
     assert total == len(validation.rows()) and covered / total >= 0.80
 

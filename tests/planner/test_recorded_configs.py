@@ -1,4 +1,4 @@
-"""Published runs are recorded with the configuration their sources ran (issue 37, third round)."""
+"""Published runs are recorded with the configuration their sources ran (third round)."""
 
 import pytest
 
