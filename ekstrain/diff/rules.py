@@ -392,7 +392,7 @@ def deletes_crds_with_release(chart: str) -> bool:
 
 def replace_paths(type_: str, custom: bool = True) -> tuple[str, ...]:
     """Replace-on-change inputs of ``type_``; our own components (not custom) have none. KeyError for a provider
-    type nobody has looked up (tests/test_diff_rules.py keeps the table whole)."""
+    type nobody has looked up (tests/test_diff.py keeps the table whole)."""
     if not custom and type_ not in REPLACE_ON_CHANGE:
         return ()
     own = REPLACE_ON_CHANGE[type_]
