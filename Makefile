@@ -6,7 +6,10 @@ PY := $(VENV)/bin/python
 STACK ?= prod
 OUT ?= build/$(STACK)
 
-.PHONY: render test bench ruff lint fetch-upstream clean examples simulate lock
+.PHONY: help render test unit fmt bench ruff lint fetch-upstream clean examples simulate lock
+
+help:  ## this list: every target with what it does
+	@grep -hE '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/\1\t\2/' | awk -F'\t' '{printf "  %-16s %s\n", $$1, $$2}'
 
 $(VENV)/.installed: pyproject.toml requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +44,14 @@ lock: $(VENV)/.installed $(HELM_TOOL)  ## record the render's no-op values answe
 ruff: $(VENV)/.installed  ## ruff format --check, then ruff check
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
+
+fmt: $(VENV)/.installed  ## ruff format, then ruff check --fix (what `make ruff` would refuse, mended where ruff can)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+# The tests that need no helm, no render and no browser (markers set in tests/conftest.py): seconds, for each edit.
+unit: $(VENV)/.installed  ## fast tests only: no helm, no render, no browser (markers slow, needs_helm, browser)
+	$(PY) -m pytest -q -n 2 -m "not slow and not needs_helm and not browser" -p no:cacheprovider
 
 lint: ruff  ## ruff, then mypy against the SDKs' types (config in pyproject.toml)
 	$(VENV)/bin/mypy

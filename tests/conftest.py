@@ -184,3 +184,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return next((i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)), len(LONGEST_FIRST))
 
     items.sort(key=rank)
+    _apply_markers(items)
+
+
+def _apply_markers(items: list[pytest.Item]) -> None:
+    """slow, needs_helm and browser from tests/support/markers.py: what `make unit` leaves out."""
+    from tests.support import markers
+
+    table = {"browser": markers.BROWSER, "needs_helm": markers.NEEDS_HELM, "slow": markers.SLOW}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        for name, entries in table.items():
+            if module in entries or any(item.nodeid.startswith(e) for e in entries if "::" in e):
+                item.add_marker(getattr(pytest.mark, name))
