@@ -1,8 +1,9 @@
 """Which test modules need helm, a browser, or are slow: the markers `make unit` leaves out (tests/conftest.py).
 
-Measured with `pytest -n 2 --durations=0` on main (2026-12-06, a loaded 2-core machine): a module whose tests took
-3 s or more in all is slow, and so is a single test listed by its node id; needs_helm runs `helm template` (a render, the lock, a chart check) or fetches charts.
-Every test still runs in `make test`; the markers only choose what `make unit` skips.
+Measured with `pytest -n 2 --durations=0` on main (2026-12-06, a loaded 2-core machine): a module whose tests
+took 3 s or more in all is slow, and so is a single test listed by its node id; needs_helm runs `helm template`
+(a render, the lock, a chart check) or fetches charts. Every test still runs in `make test`; the markers only
+choose what `make unit` leaves out.
 """
 
 from __future__ import annotations
