@@ -239,9 +239,15 @@ def template(
     store a new render (the no-op check's one-off variants: its answer is cached instead)."""
     args, body, key = _args_and_key(release, kube_version, api_versions, values, crds)
     helm = str(helm_binary())
-    cached = validation.cache_root() / "helm" / f"{key}.yaml"
-    if cached.exists():
-        return cached.read_text()
+    # the first line holds the render's sha256 (ekstrain/validation.py read_entry_bytes): a truncated or edited
+    # render is run again with one warning line, never served
+    cached = validation.cache_root() / "helm" / f"{key}.entry.yaml"
+    try:
+        return validation.read_entry_bytes(cached, key).decode()
+    except FileNotFoundError:
+        pass
+    except (validation.DamagedEntry, OSError, UnicodeDecodeError) as exc:
+        validation.warn_damaged(cached, str(exc))
     with _HELM_SLOTS:
         proc = subprocess.run(
             [helm, "template", *args],
@@ -258,13 +264,7 @@ def template(
         )
     if not keep:
         return proc.stdout
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_suffix(f".{os.getpid()}.{threading.get_ident()}.partial")
-        partial.write_text(proc.stdout)
-        partial.replace(cached)
-    except OSError:
-        pass
+    validation.store_entry_bytes(cached, key, proc.stdout.encode())
     return proc.stdout
 
 
