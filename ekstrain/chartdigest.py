@@ -48,6 +48,23 @@ _TYPE_NAMES = {
 }
 
 
+class _Refused(ValueError):
+    pass
+
+
+class _CheckedInfo(tarfile.TarInfo):
+    """Python's tarfile folds a Solaris extended header (type ``X``) into the next member as pax records, while
+    Go's archive/tar (https://github.com/golang/go/blob/go1.24.0/src/archive/tar/common.go: only ``x`` and ``g``
+    are pax headers) hands it to helm as a file: such a member is refused before it is folded away."""
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type == tarfile.SOLARIS_XHDTYPE:
+            raise _Refused(
+                f"member {self.name!r} is a Solaris extended header (tar type 'X'), which helm reads as a file"
+            )
+        return super()._proc_member(tarfile_)  # type: ignore[misc,no-any-return]
+
+
 def member_problem(member: tarfile.TarInfo) -> str | None:
     """Why ``member`` cannot be accounted for by the digest (None: a directory or a regular file helm reads as is)."""
     if member.type == tarfile.DIRTYPE:
@@ -67,10 +84,17 @@ def member_problem(member: tarfile.TarInfo) -> str | None:
 def chart_files(archive: str | PathLike[str]) -> dict[str, str]:
     """Path relative to the chart root -> sha256, for every file of the chart archive ``archive``; NotAChart
     (naming the archive and the member) for a member it cannot account for (:func:`member_problem`)."""
+    try:
+        return _chart_files(archive)
+    except _Refused as exc:
+        raise NotAChart(f"{archive}: {exc}") from None
+
+
+def _chart_files(archive: str | PathLike[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     roots: set[str] = set()
     total = 0
-    with tarfile.open(archive) as tgz:
+    with tarfile.open(archive, tarinfo=_CheckedInfo) as tgz:
         for member in tgz:
             problem = member_problem(member)
             if problem:
@@ -86,6 +110,11 @@ def chart_files(archive: str | PathLike[str]) -> dict[str, str]:
             total += member.size
             if total > MAX_CHART_BYTES:
                 raise NotAChart(f"{archive}: more than helm's {MAX_CHART_BYTES} bytes of files")
+            if roots and root not in roots:
+                raise NotAChart(
+                    f"{archive}: member {member.name!r} lies outside the chart directory {sorted(roots)[0]}/ (more "
+                    "than one top-level directory)"
+                )
             roots.add(root)
             data = tgz.extractfile(member)
             digest = hashlib.sha256(data.read() if data else b"").hexdigest()
