@@ -62,7 +62,7 @@ class _CheckedInfo(tarfile.TarInfo):
             raise _Refused(
                 f"member {self.name!r} is a Solaris extended header (tar type 'X'), which helm reads as a file"
             )
-        return super()._proc_member(tarfile_)  # type: ignore[misc,no-any-return]
+        return super()._proc_member(tarfile_)  # type: ignore[misc]
 
 
 def member_problem(member: tarfile.TarInfo) -> str | None:

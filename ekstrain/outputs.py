@@ -162,7 +162,7 @@ def replace_dir(target: pathlib.Path, fill: Callable[[pathlib.Path], _T], by: st
     """``fill(staging)`` writes the new output into an empty directory beside ``target`` (checked by
     :func:`check_dir`); then it replaces ``target``. On any error the staging directory goes and ``target`` stays."""
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        _make_parent(by, target)  # the output directory itself is new on a first render; a missing parent is said
         staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
     except OSError as exc:
         raise OutputRefused(f"cannot create {target}: {exc.strerror or exc}; fix: name a writable directory") from None

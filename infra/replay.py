@@ -194,7 +194,7 @@ class Replayed:
 def _checked_entry(entry: Any) -> str | None:
     """Why ``entry`` (read from the cache, JSON) is not a render entry of the shape :func:`save` writes; None: it
     is, and every file's bytes match the sha256 recorded beside them."""
-    shapes = {
+    shapes: dict[str, type | tuple[type, ...]] = {
         "reads": list,
         "files": dict,
         "summary": str,

@@ -34,6 +34,7 @@ import sys
 import tarfile
 import threading
 import traceback
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -53,8 +54,14 @@ BUILD = pathlib.Path(__file__).parent / "data" / "supply_chain_build"
 JOB = pathlib.Path(__file__).parent / "data" / "supply_chain_job.yaml"
 
 
+class CorpusCounts(UserWarning):
+    """A corpus's counts: a warning so that `make test` (pytest-xdist, whose workers' stdout is not shown) lists
+    them in its warnings summary."""
+
+
 def report(capsys: pytest.CaptureFixture[str], line: str) -> None:
-    """A corpus's counts on the test output (shown by `make test`, outside pytest's capture)."""
+    """A corpus's counts on the test output: the warnings summary, and stdout when run without xdist."""
+    warnings.warn(CorpusCounts(line), stacklevel=2)
     with capsys.disabled():
         print(f"\n{line}")
 
@@ -755,6 +762,11 @@ def test_out_into_a_missing_directory_says_what_it_created(
     assert f"created directory {tmp_path / 'new'}" in err and target.read_text() == "{}\n"
     outputs.write_file("--out", target, "{}\n")
     assert "created" not in capsys.readouterr().err  # nothing created: nothing said
+    # AND a directory output (render --out DIR) whose parent is missing says so too
+    out = tmp_path / "builds" / "prod"
+    outputs.replace_dir(out, lambda staging: (staging / "SUMMARY.md").write_text("x"), by="--out")
+    assert f"created directory {tmp_path / 'builds'}" in capsys.readouterr().err
+    assert (out / "SUMMARY.md").read_text() == "x"
 
 
 # ---- damaged build directories and mirror indexes ---------------------------------------------------------------
