@@ -371,6 +371,26 @@ def test_a_misshapen_crd_schema_entry_is_recomputed(cache: pathlib.Path, monkeyp
         validation._crd_schemas.cache_clear()
 
 
+@pytest.mark.parametrize(
+    ("forged", "valid"),
+    [
+        ([("../../escaped.yaml", "kind: ClusterRoleBinding\n")], charts._plain_files),
+        ([("a/b.yaml", "x")], charts._plain_files),
+        ([("..", "x")], charts._plain_files),
+        ({"not": "a list"}, charts._plain_files),
+        ([1, 2], lambda v: isinstance(v, list) and all(isinstance(p, str) for p in v)),
+        ("true", lambda v: isinstance(v, bool)),
+    ],
+)
+def test_a_forged_entry_of_another_shape_is_recomputed_never_used(cache: pathlib.Path, forged: Any, valid: Any) -> None:
+    """An entry with a valid header and hash (a forger can recompute it) but not the shape its reader expects: the
+    chart files cache naming a path outside the output, a problem list of numbers, a string for a flag."""
+    key = "helm/files-redacted-" + "f" * 40
+    validation.store_entry(validation.entry_path(key), key, forged)
+    assert validation.read_entry(validation.entry_path(key), key) == forged
+    assert validation.cached(key, lambda: "recomputed", valid=valid) == "recomputed"
+
+
 def _saved_render(out: pathlib.Path, key: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "SUMMARY.md").write_text("0 problems\n")
