@@ -14,7 +14,7 @@ import pathlib
 import re
 from typing import Any, NoReturn
 
-from ekstrain import outputs
+from ekstrain import inputs_guard, outputs
 
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 # OCI distribution reference grammar (github.com/distribution/reference), anchored.
@@ -119,7 +119,7 @@ def json_object_file(text: str) -> dict[str, Any]:
     """A JSON file holding one object (the caller checks its keys and types)."""
     try:
         doc = json.loads(
-            pathlib.Path(text).read_text(encoding="utf-8"),
+            inputs_guard.read_text(pathlib.Path(text)),  # a regular file, bounded: a FIFO would block
             parse_constant=lambda c: (_ for _ in ()).throw(ValueError(f"{c} is not allowed")),
         )
     except OSError as exc:

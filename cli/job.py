@@ -210,9 +210,10 @@ def cmd_render(args: argparse.Namespace) -> int:
             return EXIT_INVALID
     if args.out:
         try:
-            outputs.write_file("--out", args.out, text)
-            for path, body in joblogs.files_beside(args.out, args.scheduler, job_name, args.namespace, cfg).items():
-                outputs.write_file("--out", pathlib.Path(path), body)
+            # every file or none (ekstrain/outputs.py write_files): each one checked like FILE, then written
+            beside = joblogs.files_beside(args.out, args.scheduler, job_name, args.namespace, cfg)
+            files = {args.out: text, **{outputs.check_file("--out", pathlib.Path(p)): b for p, b in beside.items()}}
+            outputs.write_files("--out", files)
         except outputs.OutputRefused as exc:
             print(f"ekstrain job render: {exc}", file=sys.stderr)
             return EXIT_BAD_REQUEST

@@ -9,12 +9,16 @@ line per workload that starts; exit 0 when everything starts, 1 otherwise, 2 on 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import pathlib
 import sys
+from collections.abc import Iterator
 from typing import Any
 
-from ekstrain import outputs
+import yaml
+
+from ekstrain import inputs_guard, outputs
 from ekstrain.cli import argtypes as cli_types
 from ekstrain.cli import kit as cli_kit
 from ekstrain.simulate import charts
@@ -78,9 +82,7 @@ def _upstream() -> pathlib.Path:
     return pathlib.Path(root) / "chart-src"
 
 
-def cmd_simulate(args: argparse.Namespace) -> int:
-    if args.timeline is not None:
-        return cmd_timeline(args)
+def _simulate(args: argparse.Namespace) -> int:
     try:
         workloads = read_workloads(args.files or [pathlib.Path("build/examples")])
     except InputError as exc:
@@ -102,14 +104,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return EXIT_BAD_INPUT
-        for problem in charts.render_missing(build, _upstream(), helm) if missing and helm else []:
+        with reading_build(build, args.stack):
+            problems = charts.render_missing(build, _upstream(), helm) if missing and helm else []
+        for problem in problems:
             print(f"warning: {problem}", file=sys.stderr)
     try:
         system = _system_types(args)
     except Exception as exc:  # noqa: BLE001 - the loader's ConfigError and a missing file read alike
         print(f"ekstrain simulate: stack {args.stack}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    cluster = load(build, system)
+    with reading_build(build, args.stack):
+        cluster = load(build, system)
     cluster.scale_nodesets = args.scale_nodesets
     # Every NodeSet's slurmd pod must be able to start too, whether or not an sbatch names it.
     result = simulate(cluster, nodeset_workloads(cluster) + workloads)
@@ -134,15 +139,63 @@ def rendered_build(args: argparse.Namespace) -> pathlib.Path | None:
             file=sys.stderr,
         )
         return None
+    # a FIFO or a device where the render wrote a file would block or never end the reads below: refused first
+    special = next(((f, what) for f in build.rglob("*") if (what := inputs_guard.is_special(f))), None)
+    if special is not None:
+        print(
+            f"ekstrain simulate: {special[0]} is {special[1]}, not a file the render writes; fix: render the stack "
+            f"again (make render STACK={args.stack}) or pass --build with an intact render",
+            file=sys.stderr,
+        )
+        return None
     return build
 
 
-def cmd_timeline(args: argparse.Namespace) -> int:
+class DamagedBuild(Exception):
+    """The rendered build cannot be read (a file the render wrote is truncated, edited or not YAML)."""
+
+
+@contextlib.contextmanager
+def reading_build(build: pathlib.Path, stack: str) -> Iterator[None]:
+    """Turn a failure while reading the rendered build into :class:`DamagedBuild` (one line, not a traceback):
+    the render writes these files, so one that does not parse, or holds an object of the wrong shape, is damaged."""
+    try:
+        yield
+    except InputError:
+        raise
+    except (
+        yaml.YAMLError,
+        OSError,
+        UnicodeDecodeError,
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        RecursionError,
+    ) as exc:
+        what = str(exc).splitlines()[0][:160] if str(exc) else ""
+        raise DamagedBuild(
+            f"ekstrain simulate: {build}: the rendered build is damaged ({type(exc).__name__}: {what}); fix: render "
+            f"the stack again (make render STACK={stack}) or pass --build with an intact render"
+        ) from None
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    try:
+        return (_timeline if args.timeline is not None else _simulate)(args)
+    except DamagedBuild as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _timeline(args: argparse.Namespace) -> int:
     build = rendered_build(args)
     if build is None:
         return EXIT_BAD_INPUT
     try:
-        mix = read_mix(args.timeline, build)
+        with reading_build(build, args.stack):
+            mix = read_mix(args.timeline, build)
         system = _system_types(args)
         if not mix.checkpoint_save_given:
             from ekstrain.stacks.loader import load_stack_file
@@ -154,13 +207,17 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     except InputError as exc:
         print(exc.report(), file=sys.stderr)
         return EXIT_BAD_INPUT
+    except DamagedBuild:
+        raise
     except Exception as exc:  # noqa: BLE001 - the stack loader's ConfigError and a missing file read alike
         print(f"ekstrain simulate: stack {args.stack}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     by_kind: dict[str, list[dict[str, Any]]] = {}
-    for o in build_objects(build):
-        by_kind.setdefault(o["kind"], []).append(o)
-    platform_facts(build, by_kind, mix)
+    with reading_build(build, args.stack):
+        for o in build_objects(build):
+            by_kind.setdefault(o["kind"], []).append(o)
+        platform_facts(build, by_kind, mix)
+        cluster = load(build, system)
     mix.scale_nodesets = bool(getattr(args, "scale_nodesets", False))
     mix.system_nodes = _system_size(args)
     if getattr(args, "html", None):
@@ -168,12 +225,12 @@ def cmd_timeline(args: argparse.Namespace) -> int:
 
         title = f"ekstrain simulate --stack {args.stack} --timeline {args.timeline.name}"
         try:
-            report = timeline_page.run_and_write(load(build, system), mix, args.html, title)
+            report = timeline_page.run_and_write(cluster, mix, args.html, title)
         except outputs.OutputRefused as exc:  # checked when read; the write itself can still fail (/proc, full)
             print(f"ekstrain simulate: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
     else:
-        report = simulate_timeline(load(build, system), mix)
+        report = simulate_timeline(cluster, mix)
     if getattr(args, "json", False):
         print(cli_kit.dumps(timeline_json(report)))
         return EXIT_BLOCKED if report.problems else 0

@@ -22,18 +22,22 @@ stack's entry with the same key (the key is content).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import pathlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ekstrain import outputs
+from ekstrain import inputs_guard, outputs
 from ekstrain.paths import project_dir
 
 LOCK_NAME = "ekstrain.lock.json"
 FORMAT = "ekstrain-lock-v1"
 MODES = ("use", "check", "write", "ignore")
 DEFAULT_MODE = "use"
+MAX_BYTES = 64 * 1024 * 1024  # prod's lock is about 100 KiB; a file past this is not one
 
 
 class LockError(ValueError):
@@ -56,6 +60,8 @@ class Entry:
 class Lock:
     path: pathlib.Path
     stacks: dict[str, dict[str, Entry]] = field(default_factory=dict)
+    changed: frozenset[str] = frozenset()
+    """The stacks :meth:`with_stack` replaced: what :meth:`save` writes over the file as it is then."""
 
     def answer(self, key: str) -> tuple[str, ...] | None:
         for entries in self.stacks.values():
@@ -78,7 +84,7 @@ class Lock:
         return out
 
     def with_stack(self, stack: str, answers: dict[str, Entry]) -> Lock:
-        return Lock(self.path, {**self.stacks, stack: dict(answers)})
+        return Lock(self.path, {**self.stacks, stack: dict(answers)}, self.changed | {stack})
 
     def text(self) -> str:
         body = {
@@ -94,9 +100,39 @@ class Lock:
         }
         return json.dumps(body, indent=1, sort_keys=False) + "\n"
 
-    def save(self) -> None:
-        """Write the lock through the write guard (ekstrain/outputs.py): a file beside it, then a rename."""
-        outputs.write_file("--lock write", writable(self.path), self.text())
+    def save(self) -> Lock:
+        """Write this lock's changed stacks into the file, keeping every other stack's entries as the file holds
+        them now: two `--lock write` renders of different stacks at once both land. Under an exclusive
+        ``flock(2)`` on the lock file's directory (the file itself is replaced, so its inode cannot carry the
+        lock), re-read, merged, then written through the write guard (ekstrain/outputs.py: a file beside it,
+        then a rename, so a reader never sees half a file). Returns what was written."""
+        target = writable(self.path)
+        with _directory_lock(target.parent):
+            try:
+                current = load(target) if self.changed else Lock(self.path)
+            except LockError:  # damaged since the render read it: --lock write records this render's view
+                current = Lock(self.path, {s: e for s, e in self.stacks.items()})
+            merged = Lock(self.path, {**current.stacks, **{s: self.stacks[s] for s in self.changed}})
+            if not self.changed:
+                merged.stacks = dict(self.stacks)
+            outputs.write_file("--lock write", target, merged.text())
+        return merged
+
+
+@contextlib.contextmanager
+def _directory_lock(directory: pathlib.Path) -> Iterator[None]:
+    """An exclusive flock on ``directory`` while the block runs (a no-op where flock is missing)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: a single writer is assumed
+        yield
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def _refuse_constant(name: str) -> Any:
@@ -119,8 +155,13 @@ def load(path: pathlib.Path | None = None) -> Lock:
     if not path.exists():
         return Lock(path)
     fix = f"delete {path} and run `make lock` (ekstrain render --stack <stack> --lock write) to record it again"
-    try:
-        body = json.loads(path.read_text(), parse_constant=_refuse_constant)
+    try:  # a regular file, bounded (ekstrain/inputs_guard.py): a FIFO in its place would block the render
+        body = json.loads(inputs_guard.read_text(path, MAX_BYTES), parse_constant=_refuse_constant)
+    except inputs_guard.NotARegularFile as exc:
+        raise LockError(
+            f"{path} {exc.strerror}: --lock reads it; fix: replace it with the committed {LOCK_NAME}, or render "
+            "with --lock ignore"
+        ) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise LockError(f"{path}: not readable as JSON ({exc}): {fix}") from None
     except RecursionError:  # json's decoder recurses per nesting level; the lock nests 5 deep

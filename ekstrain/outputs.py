@@ -6,6 +6,10 @@ keeps: the Pulumi project, the stack file's directory, the working directory, th
 ``/``. A directory output is replaced only when it carries :data:`MARKER` (written by the render itself, listing
 every file it wrote) and holds nothing else; the new output is built beside it and swapped in, so a failed render
 leaves the last good one and no file the render did not write is ever removed.
+
+A file output (``--out FILE``) is written beside its target and renamed over it; a command writing several files
+writes all of them or none (:func:`write_files`). Its directory may be new, as a directory output's may: the
+missing directories are created and named on stderr (``note: --out: created directory ...``), never silently.
 """
 
 from __future__ import annotations
@@ -158,7 +162,7 @@ def replace_dir(target: pathlib.Path, fill: Callable[[pathlib.Path], _T], by: st
     """``fill(staging)`` writes the new output into an empty directory beside ``target`` (checked by
     :func:`check_dir`); then it replaces ``target``. On any error the staging directory goes and ``target`` stays."""
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        _make_parent(by, target)  # the output directory itself is new on a first render; a missing parent is said
         staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
     except OSError as exc:
         raise OutputRefused(f"cannot create {target}: {exc.strerror or exc}; fix: name a writable directory") from None
@@ -258,19 +262,69 @@ def check_file(
     return target
 
 
+def _make_parent(flag: str, target: pathlib.Path) -> pathlib.Path | None:
+    """Create ``target``'s missing directories, saying which on stderr (a file output into a new directory is
+    allowed, as ``render --out DIR`` makes its directory, but never silently); the topmost one created."""
+    parent = target.parent
+    if parent.is_dir():
+        return None
+    top = next(a for a in (parent, *parent.parents) if a.parent.exists() or a == a.parent)
+    parent.mkdir(parents=True, exist_ok=True)
+    print(f"note: {flag}: created directory {top}" + (f" (and {parent})" if top != parent else ""), file=sys.stderr)
+    return top
+
+
 def write_file(flag: str, target: pathlib.Path, text: str) -> None:
     """Write ``text`` to ``target`` (checked by :func:`check_file`) via a file beside it: a failure leaves the old."""
-    tmp = None
+    write_files(flag, {target: text})
+
+
+def write_files(flag: str, files: dict[pathlib.Path, str]) -> None:
+    """Write every ``target -> text`` of ``files`` or none: each into a file beside its target first, then every
+    target replaced (``os.replace``); a failure at any step removes the new files and puts back any target
+    already replaced, so a command that writes several files (``job render --out FILE``: FILE, FILE.logs.sh,
+    ...) never leaves some of them new and some old or missing."""
+    staged: list[tuple[pathlib.Path, str]] = []
+    swapped: list[tuple[pathlib.Path, str | None]] = []  # (target, its previous content's backup or None)
+    made: list[pathlib.Path] = []
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, (target.stat().st_mode & 0o7777) if target.exists() else 0o666 & ~_umask())
-        os.replace(tmp, target)
+        for target in files:
+            if target.is_dir():
+                raise IsADirectoryError(21, "is a directory", str(target))
+        for target, text in files.items():
+            top = _make_parent(flag, target)
+            made += [top] if top is not None else []
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+            staged.append((target, tmp))
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.chmod(tmp, (target.stat().st_mode & 0o7777) if target.exists() else 0o666 & ~_umask())
+        for target, tmp in staged:
+            backup = None
+            if target.exists():
+                fd, backup = tempfile.mkstemp(prefix=f".{target.name}.old-", dir=target.parent)
+                os.close(fd)
+                os.replace(target, backup)
+            swapped.append((target, backup))
+            os.replace(tmp, target)
     except OSError as exc:
-        if tmp is not None:
+        for target, backup in reversed(swapped):
+            try:
+                if backup is not None:
+                    os.replace(backup, target)
+                else:
+                    target.unlink(missing_ok=True)
+            except OSError:
+                pass
+        for _, tmp in staged:
             pathlib.Path(tmp).unlink(missing_ok=True)
+        for top in made:  # the directories made for this output, now empty again
+            if not any(p.is_file() for p in top.rglob("*")):
+                shutil.rmtree(top, ignore_errors=True)
+        where = exc.filename or next(iter(files), "")
         raise OutputRefused(
-            f"{flag} {target}: cannot write ({exc.strerror or exc}); fix: name a writable path"
+            f"{flag} {where}: cannot write ({exc.strerror or exc}); nothing was written; fix: name a writable path"
         ) from None
+    for _, backup in swapped:
+        if backup is not None:
+            pathlib.Path(backup).unlink(missing_ok=True)

@@ -17,11 +17,14 @@ set, else from the first *complete* directory (every file :func:`required_upstre
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
 import functools
 import hashlib
+import json
 import os
 import pathlib
-import pickle
+import stat
 import subprocess
 import sys
 import threading
@@ -198,7 +201,7 @@ _CRD_LOCK = threading.Lock()
 def crd_schemas() -> dict[tuple[str, str], CrdVersion]:
     """(apiVersion, kind) -> schema for every served version of every upstream CRD.
 
-    Parsing ~8 MB of CRD YAML takes seconds; the result is pickled under cache_dir(), keyed by the
+    Parsing ~8 MB of CRD YAML takes seconds; the result is cached under cache_dir() (JSON, :func:`cached`), keyed by the
     hash of every CRD file's path and content, so a changed or added CRD re-parses. Threads that ask at once
     (the no-op values check's) wait for one parse instead of each parsing, and for the one prewarm_crd_schemas()
     started.
@@ -216,12 +219,12 @@ _PREWARM: subprocess.Popen[bytes] | None = None
 
 def prewarm_crd_schemas() -> None:
     """Parse the upstream CRDs into the cache in a process of its own, on the core the caller leaves idle (the
-    render runs the single-threaded Pulumi program meanwhile); crd_schemas() then reads the pickle. Nothing
+    render runs the single-threaded Pulumi program meanwhile); crd_schemas() then reads the cache entry. Nothing
     starts when the cache already holds them or there are no upstream schemas."""
     global _PREWARM
     if _PREWARM is not None or upstream_dir() is None:
         return
-    if (cache_dir() / f"crd-schemas-{_upstream_crds()[0]}.pickle").exists():
+    if entry_path(f"crd-schemas-{_upstream_crds()[0]}").exists():
         return
     env = {
         **os.environ,
@@ -243,9 +246,10 @@ def prewarm_crd_schemas() -> None:
 @functools.lru_cache(maxsize=1)
 def _crd_schemas() -> dict[tuple[str, str], CrdVersion]:
     digest, texts = _upstream_crds()
-    return pickled(
+    return cached(
         f"crd-schemas-{digest}",
         lambda: {k: v for t in texts for k, v in schemas_of(list(yaml.load_all(t, Loader=_YAML_LOADER))).items()},
+        valid=lambda v: isinstance(v, dict) and all(isinstance(x, CrdVersion) for x in v.values()),
     )
 
 
@@ -281,28 +285,187 @@ def _source_hash() -> str:
     return hashlib.sha256(pathlib.Path(__file__).read_bytes()).hexdigest()
 
 
-def pickled(key: str, compute: Callable[[], T]) -> T:
-    """``compute()``, memoised on disk under cache_dir() as ``key``.pickle (key must name the inputs' hash)."""
-    cached = cache_dir() / f"{key}.pickle"
+# ---- the on-disk cache: JSON with a content hash, never a deserialiser that can run code ----------------------
+#
+# build/.cache may come from a CI cache restored from another branch or a shared checkout, so nothing read from it
+# may execute: an entry is JSON (Python's json module builds only dicts, lists, strings, numbers, booleans and
+# None; https://docs.python.org/3/library/pickle.html warns that unpickling runs arbitrary code), the few other
+# types the cached values hold are tagged and rebuilt from a fixed list (_decode_tagged), and the first line
+# carries the sha256 of the body and the entry's key. An entry whose hash, key or shape does not check is
+# recomputed with one warning line. The hash finds damage (a truncated file, an edited object), not a forger who
+# recomputes it: what a forged entry can do is what its JSON says, never run code.
+
+CACHE_FORMAT = "ekstrain-cache-v1"
+CACHE_SUFFIX = ".json"
+_TAG = "\u0000"
+
+
+class DamagedEntry(ValueError):
+    """A cache entry that cannot be used as is: why, in a few words."""
+
+
+def _encode(value: Any) -> Any:
+    """``value`` as plain JSON data; the types JSON lacks (tuples, sets, non-string keys, dates, bytes,
+    CrdVersion) as ``{"\\u0000": tag, "v": ...}``. TypeError for any other type (the value is then not stored)."""
+    kind = type(value)
+    if value is None or kind in (str, int, float, bool):
+        return value
+    if kind is list:
+        return [_encode(v) for v in value]
+    if kind is dict:
+        if _TAG not in value and all(type(k) is str for k in value):
+            return {k: _encode(v) for k, v in value.items()}
+        return {_TAG: "map", "v": [[_encode(k), _encode(v)] for k, v in value.items()]}
+    if kind is tuple:
+        return {_TAG: "tuple", "v": [_encode(v) for v in value]}
+    if kind in (set, frozenset):
+        return {_TAG: "set", "v": [_encode(v) for v in value]}
+    if kind is bytes:
+        return {_TAG: "bytes", "v": base64.b64encode(value).decode("ascii")}
+    if kind is dt.datetime:
+        return {_TAG: "datetime", "v": value.isoformat()}
+    if kind is dt.date:
+        return {_TAG: "date", "v": value.isoformat()}
+    if kind is CrdVersion:
+        fields = [value.group, value.version, value.kind, value.schema, value.cel_rules, value.namespaced]
+        return {_TAG: "crd", "v": _encode(fields)}
+    raise TypeError(f"a cache entry cannot hold a {kind.__name__}")
+
+
+def _crd_of(fields: Any) -> CrdVersion:
+    group, version, kind, schema, rules, namespaced = fields
+    if not (
+        all(isinstance(x, str) for x in (group, version, kind))
+        and isinstance(schema, dict)
+        and isinstance(rules, tuple)
+        and all(isinstance(r, tuple) and len(r) == 3 and all(isinstance(x, str) for x in r) for r in rules)
+        and isinstance(namespaced, bool)
+    ):
+        raise DamagedEntry("a CRD schema of the wrong shape")
+    return CrdVersion(group, version, kind, schema, rules, namespaced)
+
+
+def _items(v: Any) -> list[Any]:
+    if type(v) is not list:
+        raise DamagedEntry("a tagged value that is not a list")
+    return v
+
+
+_DECODERS: dict[str, Callable[[Any], Any]] = {
+    "map": lambda v: {k: x for k, x in _items(v)},
+    "tuple": lambda v: tuple(_items(v)),
+    "set": lambda v: set(_items(v)),
+    "bytes": lambda v: base64.b64decode(v, validate=True),
+    "datetime": dt.datetime.fromisoformat,
+    "date": dt.date.fromisoformat,
+    "crd": _crd_of,
+}
+
+
+def _decode_tagged(obj: dict[str, Any]) -> Any:
+    if _TAG not in obj:
+        return obj
+    decode = _DECODERS.get(obj[_TAG]) if isinstance(obj[_TAG], str) and set(obj) == {_TAG, "v"} else None
+    if decode is None:
+        raise DamagedEntry(f"an unknown tag {str(obj[_TAG])[:40]!r}")
     try:
-        return cast(T, pickle.loads(cached.read_bytes()))
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
-        pass
-    value = compute()
-    store_pickle(cached, value)
-    return value
+        return decode(obj["v"])
+    except DamagedEntry:
+        raise
+    except (TypeError, ValueError) as exc:  # a map of unhashable keys, a bad date, bad base64
+        raise DamagedEntry(f"a damaged {obj[_TAG]} ({str(exc)[:80]})") from None
 
 
-def store_pickle(path: pathlib.Path, value: object) -> None:
-    """Write ``value`` to ``path`` atomically (a partial file per process and thread, then a rename), so
-    concurrent renders never read half a file; a read-only checkout still works, just slower."""
+def _header(key: str, body: bytes) -> bytes:
+    return f"{CACHE_FORMAT} {hashlib.sha256(body).hexdigest()} {key}\n".encode()
+
+
+def read_entry_bytes(path: pathlib.Path, key: str) -> bytes:
+    """The body of the entry at ``path`` when its header names ``key`` and its body's sha256;
+    FileNotFoundError when there is none; DamagedEntry otherwise. Only a regular file is read (a FIFO planted
+    in the cache would block the render)."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise DamagedEntry("not a regular file")
+    with open(path, "rb") as f:
+        raw = f.read()
+    head, newline, body = raw.partition(b"\n")
+    fields = head.split(b" ")
+    if not newline or len(fields) != 3 or fields[0] != CACHE_FORMAT.encode():
+        raise DamagedEntry(f"not an {CACHE_FORMAT} entry")
+    if fields[2] != key.encode():
+        raise DamagedEntry("the entry of another key")
+    if hashlib.sha256(body).hexdigest().encode() != fields[1]:
+        raise DamagedEntry("its content does not match its recorded sha256")
+    return body
+
+
+_WARNED: set[str] = set()
+
+
+def warn_damaged(path: pathlib.Path, why: str) -> None:
+    """One line per damaged entry and process: the entry is recomputed (and replaced when the cache is writable)."""
+    if str(path) not in _WARNED:
+        _WARNED.add(str(path))
+        print(f"warning: cache entry {path} is damaged ({why}); recomputed", file=sys.stderr)
+
+
+def read_entry(path: pathlib.Path, key: str) -> Any:
+    """The value stored by :func:`store_entry` under ``key`` at ``path`` (see :func:`read_entry_bytes`)."""
+    body = read_entry_bytes(path, key)
+    try:
+        return json.loads(body, object_hook=_decode_tagged)
+    except DamagedEntry:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise DamagedEntry(f"not JSON ({str(exc).splitlines()[0][:80]})") from None
+
+
+def store_entry_bytes(path: pathlib.Path, key: str, body: bytes) -> None:
+    """Write ``body`` with its header to ``path`` atomically (a partial file per process and thread, then a
+    rename), so concurrent renders never read half a file; a read-only checkout still works, just slower."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.partial")
-        partial.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.partial")
+        partial.write_bytes(_header(key, body) + body)
         partial.replace(path)
     except OSError:
         pass
+
+
+def store_entry(path: pathlib.Path, key: str, value: object) -> None:
+    try:
+        body = json.dumps(_encode(value), separators=(",", ":")).encode()
+    except (TypeError, ValueError, RecursionError):
+        return  # a value of a type the cache does not hold: computed again next time
+    store_entry_bytes(path, key, body)
+
+
+def entry_path(key: str) -> pathlib.Path:
+    return cache_dir() / f"{key}{CACHE_SUFFIX}"
+
+
+def cached(key: str, compute: Callable[[], T], valid: Callable[[Any], bool] | None = None) -> T:
+    """``compute()``, memoised on disk under cache_dir() as ``key``.json (key must name the inputs' hash). An entry
+    that is damaged, or of another shape than ``valid`` accepts, is recomputed with one warning line."""
+    path = entry_path(key)
+    try:
+        value = read_entry(path, key)
+        if valid is None or valid(value):
+            return cast(T, value)
+        warn_damaged(path, "a value of the wrong shape")
+    except FileNotFoundError:
+        pass
+    except DamagedEntry as exc:
+        warn_damaged(path, str(exc))
+    except OSError as exc:
+        warn_damaged(path, exc.strerror or str(exc))
+    value = compute()
+    store_entry(path, key, value)
+    return value
+
+
+pickled = cached  # the name the callers knew; nothing is pickled any more
 
 
 def _cel_rules(node: Any, path: str) -> list[tuple[str, str, str]]:

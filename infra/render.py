@@ -491,7 +491,11 @@ def cached_problems(name: str, inputs: Any, compute: Callable[[], list[str]], ca
     if not cacheable:
         return compute()
     key = hashlib.sha256(json.dumps([name, validation.schemas_digest(), inputs], sort_keys=True, default=str).encode())
-    return validation.pickled(f"{name}-{key.hexdigest()[:40]}", compute)
+    return validation.cached(  # a cache entry of another shape is recomputed (ekstrain/validation.py)
+        f"{name}-{key.hexdigest()[:40]}",
+        compute,
+        valid=lambda v: isinstance(v, list) and all(isinstance(p, str) for p in v),
+    )
 
 
 def validate_chart_objects(rendered: charts.Rendered, kv: str) -> list[str]:

@@ -9,8 +9,10 @@ files opened besides are recorded while the render runs (``Reads``, an audit hoo
 before a replay. Nothing in the key or the record is an absolute path inside
 the checkout or an mtime, so a copied or moved checkout with its build/.cache replays too.
 
-The entry holds every file written under the output directory, the summary and the problems: a replay writes the
-same tree and exits the same way. ``EKSTRAIN_REPLAY=0`` turns it off (the tests do: they patch the checks).
+The entry holds every file written under the output directory (each with its sha256), the summary and the
+problems, as JSON with a content hash (ekstrain/validation.py ``cached``: nothing read from the cache can run
+code): a replay writes the same tree and exits the same way, and an entry that does not match its hashes is
+rendered again with one warning line. ``EKSTRAIN_REPLAY=0`` turns it off (the tests do: they patch the checks).
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ import hashlib
 import json
 import os
 import pathlib
-import pickle
 import sys
 import sysconfig
 import threading
@@ -179,7 +180,7 @@ def _file_digest(path: pathlib.Path) -> str | None:
 
 
 def _entry(cache_key: str) -> pathlib.Path:
-    return validation.cache_dir() / "render" / f"{cache_key}.pickle"
+    return validation.cache_dir() / "render" / f"{cache_key}{validation.CACHE_SUFFIX}"
 
 
 @dataclass
@@ -190,26 +191,67 @@ class Replayed:
     seconds: float
 
 
+def _checked_entry(entry: Any) -> str | None:
+    """Why ``entry`` (read from the cache, JSON) is not a render entry of the shape :func:`save` writes; None: it
+    is, and every file's bytes match the sha256 recorded beside them."""
+    shapes: dict[str, type | tuple[type, ...]] = {
+        "reads": list,
+        "files": dict,
+        "summary": str,
+        "problems": list,
+        "resources": int,
+        "seconds": (int, float),
+        "checked": bool,
+    }
+    if not isinstance(entry, dict) or any(not isinstance(entry.get(k), t) for k, t in shapes.items()):
+        return "not a render entry"
+    if not all(isinstance(p, str) for p in entry["problems"]):
+        return "a problem that is not a string"
+    for read in entry["reads"]:
+        if not (isinstance(read, list) and len(read) == 2 and isinstance(read[0], str)):
+            return "a damaged list of files read"
+        if not (read[1] is None or isinstance(read[1], str)):
+            return "a damaged list of files read"
+    for rel, item in entry["files"].items():
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], bytes)):
+            return f"a damaged file {rel[:80]!r}"
+        if hashlib.sha256(item[1]).hexdigest() != item[0]:
+            return f"{rel[:80]!r} does not match its recorded sha256"
+    return None
+
+
 def load(cache_key: str, out: pathlib.Path, checked: bool = False) -> Replayed | None:
     """Write the stored render into ``out`` when an entry for ``cache_key`` exists and every file it read besides
     is unchanged; None otherwise (render for real). ``checked``: only an entry whose render computed every no-op
-    answer and found the lock current (``--lock check``) will do."""
+    answer and found the lock current (``--lock check``) will do. The entry is JSON (never code), checked
+    against its recorded sha256 and its shape before anything is written: a damaged one is rendered again, with
+    one warning line."""
+    path = _entry(cache_key)
     try:
-        entry = pickle.loads(_entry(cache_key).read_bytes())
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        entry = validation.read_entry(path, cache_key)
+        why = _checked_entry(entry)
+    except FileNotFoundError:
         return None
-    if checked and not entry.get("checked"):
+    except validation.DamagedEntry as exc:
+        why = str(exc)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    if why is not None:
+        validation.warn_damaged(path, why)
+        return None
+    if checked and not entry["checked"]:
         return None
     if any(_file_digest(_resolve(name)) != digest for name, digest in entry["reads"]):
         return None
     try:  # an entry naming a path outside the output is no render of ours: render for real
-        files = [(outputs.inside(out, rel), data) for rel, data in entry["files"].items()]
+        files = [(outputs.inside(out, rel), data) for rel, (_, data) in entry["files"].items()]
     except outputs.OutputRefused:
+        validation.warn_damaged(path, "a file outside the output")
         return None
-    for path, data in files:  # out: a new, empty directory (ekstrain/outputs.py replace_dir)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    return Replayed(entry["summary"], entry["problems"], entry["resources"], entry["seconds"])
+    for target, data in files:  # out: a new, empty directory (ekstrain/outputs.py replace_dir)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return Replayed(entry["summary"], entry["problems"], entry["resources"], float(entry["seconds"]))
 
 
 def save(
@@ -225,13 +267,18 @@ def save(
     """Store the render just written to ``out``; ``checked``: it ran --lock check and the lock was current."""
     reads.active = False
     names = sorted({_name(p) for p in reads.seen if os.path.isfile(p)})
+    files = {}
+    for p in sorted(out.rglob("*")):
+        if p.is_file():
+            data = p.read_bytes()
+            files[str(p.relative_to(out))] = [hashlib.sha256(data).hexdigest(), data]
     entry = {
-        "reads": [(name, _file_digest(_resolve(name))) for name in names],
-        "files": {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()},
+        "reads": [[name, _file_digest(_resolve(name))] for name in names],
+        "files": files,
         "summary": summary,
         "problems": problems,
         "resources": resources,
         "seconds": seconds,
         "checked": checked,
     }
-    validation.store_pickle(_entry(cache_key), entry)  # a read-only checkout renders every time
+    validation.store_entry(_entry(cache_key), cache_key, entry)  # a read-only checkout renders every time

@@ -205,10 +205,19 @@ def _index_digest(repo_url: str, name: str, version: str) -> str | None:
             index = yaml.load(r.read(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (urllib.error.URLError, OSError, yaml.YAMLError) as e:
         raise FetchError(f"cannot read the repository index {url}: {e}") from e
-    for entry in (index or {}).get("entries", {}).get(name, []):
-        if str(entry.get("version")) in (version, version.removeprefix("v")):
+    # helm's repo.IndexFile (pkg/repo/v1/index.go, v4.1.4): entries maps a chart name to a list of ChartVersion
+    # mappings; anything else (a null entry, a list where a mapping belongs) is a malformed index, said in one line
+    entries = index.get("entries") if isinstance(index, dict) else None
+    listed = entries.get(name) if isinstance(entries, dict) else None
+    if not isinstance(listed, list):
+        raise FetchError(
+            f"{url} lists no {name} {version} (its entries.{name} is {type(listed).__name__}, not a list of chart "
+            "versions); fix: point the mirror at a repository whose index.yaml `helm repo index` wrote"
+        )
+    for entry in listed:
+        if isinstance(entry, dict) and str(entry.get("version")) in (version, version.removeprefix("v")):
             digest = entry.get("digest")
-            return str(digest) if digest else None
+            return str(digest) if isinstance(digest, str) and digest else None
     raise FetchError(f"{url} lists no {name} {version}")
 
 

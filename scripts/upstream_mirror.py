@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from ekstrain import outputs, versions
+from ekstrain import chartdigest, outputs, versions
 from ekstrain.helm import helm_binary
 
 try:
@@ -58,10 +58,18 @@ def _blob(layout: pathlib.Path, data: bytes) -> dict[str, Any]:
 def add_oci_chart(layout: pathlib.Path, archive: pathlib.Path) -> None:
     """Add ``archive`` to the OCI image layout ``layout`` as ``helm push`` would store it (tag = version)."""
     data = archive.read_bytes()
-    with tarfile.open(archive) as tgz:
-        chart_yaml = next(m for m in tgz.getmembers() if m.name.count("/") == 1 and m.name.endswith("/Chart.yaml"))
-        f = tgz.extractfile(chart_yaml)
-        meta = yaml.safe_load(f.read() if f else b"")
+    try:  # every member accounted for (ekstrain/chartdigest.py) before the archive is served as a chart
+        chartdigest.chart_files(archive)
+        with tarfile.open(archive) as tgz:
+            chart_yaml = next(
+                (m for m in tgz.getmembers() if m.name.count("/") == 1 and m.name.endswith("/Chart.yaml")), None
+            )
+            f = tgz.extractfile(chart_yaml) if chart_yaml is not None else None
+            meta = yaml.safe_load(f.read() if f else b"")
+    except (OSError, tarfile.TarError, yaml.YAMLError, chartdigest.NotAChart) as exc:
+        raise SystemExit(f"error: upstream_mirror: {archive}: not a chart archive ({exc})") from None
+    if not isinstance(meta, dict) or "version" not in meta:
+        raise SystemExit(f"error: upstream_mirror: {archive}: no <chart>/Chart.yaml with a version")
     config = json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()
     manifest = {
         "schemaVersion": 2,
@@ -72,11 +80,9 @@ def add_oci_chart(layout: pathlib.Path, archive: pathlib.Path) -> None:
     ref = _blob(layout, json.dumps(manifest, separators=(",", ":")).encode())
     (layout / "oci-layout").write_text('{"imageLayoutVersion":"1.0.0"}')
     index_path = layout / "index.json"
-    index: dict[str, Any] = (
-        json.loads(index_path.read_text()) if index_path.exists() else {"schemaVersion": 2, "manifests": []}
-    )
+    index: dict[str, Any] = {"schemaVersion": 2, "manifests": _manifests(index_path) if index_path.exists() else []}
     tag = str(meta["version"]).replace("+", "_")
-    index["manifests"] = [m for m in index["manifests"] if m.get("annotations", {}).get(REF_NAME) != tag]
+    index["manifests"] = [m for m in index["manifests"] if _annotations(m).get(REF_NAME) != tag]
     index["manifests"].append({"mediaType": MANIFEST_TYPE, **ref, "annotations": {REF_NAME: tag}})
     index_path.write_text(json.dumps(index, indent=1))
 
@@ -108,6 +114,22 @@ def build(src: pathlib.Path, dest: pathlib.Path, charts: Iterable[str] | None = 
     for repo in sorted(repos):
         # the directory after "--" and absolute: a dest such as '-x' is never read as an option
         subprocess.run([helm, "repo", "index", "--", str(repo.absolute())], check=True)
+
+
+def _manifests(index: pathlib.Path) -> list[dict[str, Any]]:
+    """The manifest descriptors of an OCI ``index.json`` (image-spec image-index.md: ``manifests`` is an array of
+    descriptors); a damaged index (not JSON, a null entry) lists none instead of failing the request."""
+    try:
+        doc = json.loads(index.read_text())
+    except (OSError, ValueError, RecursionError):
+        return []
+    found = doc.get("manifests") if isinstance(doc, dict) else None
+    return [m for m in found if isinstance(m, dict)] if isinstance(found, list) else []
+
+
+def _annotations(manifest: dict[str, Any]) -> dict[str, Any]:
+    found = manifest.get("annotations")
+    return found if isinstance(found, dict) else {}
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -161,7 +183,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             index = self._file(f"oci/{rest[: -len('/tags/list')]}/index.json")
             if index is None:
                 return self._missing(body, "NAME_UNKNOWN")
-            tags = [m["annotations"][REF_NAME] for m in json.loads(index.read_text())["manifests"]]
+            tags = [str(_annotations(m).get(REF_NAME)) for m in _manifests(index) if REF_NAME in _annotations(m)]
             data = json.dumps({"name": rest[: -len("/tags/list")], "tags": tags}).encode()
             return self._send(200, data, "application/json", body)
         for kind in ("/manifests/", "/blobs/"):
@@ -175,8 +197,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             index = self._file(f"oci/{name}/index.json")
             found = [
                 m["digest"]
-                for m in (json.loads(index.read_text())["manifests"] if index else [])
-                if m.get("annotations", {}).get(REF_NAME) == ref
+                for m in (_manifests(index) if index else [])
+                if _annotations(m).get(REF_NAME) == ref and isinstance(m.get("digest"), str)
             ]
             if not found:
                 return self._missing(body, "MANIFEST_UNKNOWN")

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from ekstrain import yaml12
+from ekstrain import inputs_guard, yaml12
 from ekstrain.stacks.errors import ConfigError, ConfigIssue
 
 MAX_BYTES = 1 << 20
@@ -204,10 +204,13 @@ def load_stack_document(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, s
     try:
         if path.is_dir():
             raise fail("", "is a directory, not a stack file", "pass the Pulumi.<stack>.yaml file inside it")
-        with path.open("rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
+        data = inputs_guard.read_bytes(path, MAX_BYTES)
     except ConfigError:
         raise
+    except inputs_guard.TooLarge:
+        raise fail("", f"is larger than {MAX_BYTES // 1024} KiB", "a stack file is a few KiB of YAML") from None
+    except inputs_guard.NotARegularFile as exc:  # a FIFO would block the read forever
+        raise fail("", str(exc.strerror), "pass a regular Pulumi.<stack>.yaml file as --stack-file") from None
     except FileNotFoundError:
         raise fail(
             "", "does not exist", "run from the directory holding Pulumi.<stack>.yaml or pass --stack-file"

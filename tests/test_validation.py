@@ -106,8 +106,8 @@ def test_parsed_crd_schemas_are_cached_by_content(tmp_path: pathlib.Path, monkey
         first = validation.validate_object(thing, "1.34")
         validation.clear_caches()
         second = validation.validate_object(thing, "1.34")
-        # THEN the second run read the pickle, with the same answer
-        assert len(list(validation.cache_dir().glob("crd-schemas-*.pickle"))) == 1
+        # THEN the second run read the cache entry, with the same answer
+        assert len(list(validation.cache_dir().glob("crd-schemas-*.json"))) == 1
         assert first == second and "colour" in first[0]
         assert validation.crd_schemas()[("example.com/v1", "Thing")].namespaced is False
         # AND a changed CRD file is parsed again, not served stale
@@ -117,7 +117,7 @@ def test_parsed_crd_schemas_are_cached_by_content(tmp_path: pathlib.Path, monkey
         path.write_text(yaml.safe_dump(crd))
         validation.clear_caches()
         assert validation.validate_object(thing, "1.34") == []
-        assert len(list(validation.cache_dir().glob("crd-schemas-*.pickle"))) == 2
+        assert len(list(validation.cache_dir().glob("crd-schemas-*.json"))) == 2
     finally:
         validation.clear_caches()
 
@@ -147,7 +147,7 @@ def test_the_crd_schemas_are_parsed_ahead_by_a_process_of_their_own(
     # GIVEN an empty cache
     monkeypatch.setenv("EKSTRAIN_CACHE_DIR", str(tmp_path))
     validation.clear_caches()
-    pickle_file = validation.cache_dir() / f"crd-schemas-{validation._upstream_crds()[0]}.pickle"
+    pickle_file = validation.entry_path(f"crd-schemas-{validation._upstream_crds()[0]}")
     assert not pickle_file.exists()
     # WHEN the prewarm starts THEN another process parses them into the cache, and crd_schemas() waits for it
     validation.prewarm_crd_schemas()

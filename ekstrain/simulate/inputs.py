@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from ekstrain import inputs_guard
 from ekstrain.simulate.quantity import parse
 
 SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -336,11 +337,16 @@ def _flow_depth(text: str) -> int:
 
 
 def _decode(path: pathlib.Path) -> str:
-    data = path.read_bytes()
-    if len(data) > MAX_BYTES:
+    try:  # a regular file, bounded (ekstrain/inputs_guard.py): a FIFO would block, /dev/zero never end
+        data = inputs_guard.read_bytes(path, MAX_BYTES)
+    except inputs_guard.NotARegularFile as exc:
         raise InputError(
-            str(path), f"is {len(data)} bytes", f"split it: a workload file holds at most {MAX_BYTES} bytes"
-        )
+            str(path), str(exc.strerror), "pass a workload file (YAML objects or an .sbatch script)"
+        ) from None
+    except inputs_guard.TooLarge as exc:
+        raise InputError(
+            str(path), str(exc.strerror), f"split it: a workload file holds at most {MAX_BYTES} bytes"
+        ) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -31,12 +31,13 @@ from typing import Any
 
 import yaml
 
-from ekstrain import catalog, health_gate, storage_sizing, yaml12
+from ekstrain import catalog, health_gate, inputs_guard, storage_sizing, yaml12
 from ekstrain.simulate.inputs import SAFE_LOADER, InputError, read_file
 from ekstrain.simulate.quantity import parse
 from ekstrain.simulate.timeline import FAULT_KINDS, NEVER, Arrival, Fault, Mix
 
 MAX_HOURS = 24 * 31
+MAX_MIX_BYTES = 1024 * 1024  # a mix file is a few KiB of YAML
 """The clock runs minute by minute: a month is the longest mix simulated."""
 
 
@@ -128,7 +129,11 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
     where = str(path)
     try:
         # Read like a stack file (ekstrain/yaml12.py): YAML 1.2, duplicate keys and ambiguous scalars refused.
-        doc = yaml12.load(path.read_text(encoding="utf-8"))
+        doc = yaml12.load(inputs_guard.read_text(path, MAX_MIX_BYTES))
+    except inputs_guard.NotARegularFile as exc:  # a FIFO would block the read forever
+        raise InputError(where, str(exc.strerror), "pass a regular mix file as --timeline") from None
+    except inputs_guard.TooLarge as exc:
+        raise InputError(where, str(exc.strerror), "a mix file is a few KiB of YAML") from None
     except yaml12.Refusal as exc:
         raise InputError(f"{where}: {exc.path} (line {exc.line})", exc.problem, exc.fix) from None
     except RecursionError:

