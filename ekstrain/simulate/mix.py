@@ -33,6 +33,7 @@ import yaml
 
 from ekstrain import catalog, health_gate, storage_sizing, yaml12
 from ekstrain.simulate.inputs import SAFE_LOADER, InputError, read_file
+from ekstrain.simulate.notebooks import START_TIMEOUT_ANNOTATION
 from ekstrain.simulate.quantity import parse
 from ekstrain.simulate.timeline import FAULT_KINDS, NEVER, Arrival, Fault, Mix
 
@@ -103,6 +104,9 @@ def notebook_pod(build: pathlib.Path, partition: str, accelerators: int, where: 
         limits = {k: str(v) for k, v in (extra.get("extra_resource_limits") or {}).items()}
         parse(requests["memory"])  # kubespawner's "32G" is the quantity 32e9 bytes
         pod_spec: dict[str, Any] = {}
+        # KubeSpawner gives up on a server not running after start_timeout: the profile's, else the hub's
+        # (z2jh singleuser.startTimeout, default 300 s); ekstrain/simulate/notebooks.py plays it.
+        timeout = over.get("start_timeout", (values.get("singleuser") or {}).get("startTimeout", 300))
         if over.get("scheduler_name"):
             pod_spec["schedulerName"] = over["scheduler_name"]
         return {
@@ -110,7 +114,7 @@ def notebook_pod(build: pathlib.Path, partition: str, accelerators: int, where: 
             "metadata": {
                 "name": f"jupyter-{partition}-{accelerators}",
                 "labels": {"component": "singleuser-server"},
-                "annotations": dict(over.get("extra_annotations") or {}),
+                "annotations": {**dict(over.get("extra_annotations") or {}), START_TIMEOUT_ANNOTATION: str(timeout)},
             },
             "spec": {
                 **pod_spec,
