@@ -160,12 +160,16 @@ class Slurm(pulumi.ComponentResource):
             resource(f"{name}-db", policy, opts=in_ns)
             before_chart += [db_secret, db_svc, db]
 
-        for obj in args.gang_objects:
+        gang: list[pulumi.Resource] = []
+        # The Deployment last: it reads the ServiceAccount and the script's ConfigMap.
+        for obj in sorted(args.gang_objects, key=lambda o: o["kind"] == "Deployment"):
             # The sizer owns the PodGroups' spec from here on: a later `up` leaves its minMember alone.
             ignore = ["spec"] if obj["kind"] == "PodGroup" else None
-            gang_opts = pulumi.ResourceOptions(parent=self, depends_on=[ns], ignore_changes=ignore)
+            after_gang = [ns, *gang] if obj["kind"] == "Deployment" else [ns]
+            gang_opts = pulumi.ResourceOptions(parent=self, depends_on=after_gang, ignore_changes=ignore)
             kind = obj["kind"].lower()
-            before_chart.append(resource(f"{name}-gang-{kind}-{obj['metadata']['name']}", obj, opts=gang_opts))
+            gang.append(resource(f"{name}-gang-{kind}-{obj['metadata']['name']}", obj, opts=gang_opts))
+        before_chart += gang
 
         self.slurm_release = release(
             f"{name}-cluster",

@@ -33,7 +33,7 @@ import yaml
 
 from ekstrain import catalog, health_gate, storage_sizing, yaml12
 from ekstrain.simulate.inputs import SAFE_LOADER, InputError, read_file
-from ekstrain.simulate.notebooks import START_TIMEOUT_ANNOTATION
+from ekstrain.simulate.notebooks import START_TIMEOUT_KEY
 from ekstrain.simulate.quantity import parse
 from ekstrain.simulate.timeline import FAULT_KINDS, NEVER, Arrival, Fault, Mix
 
@@ -114,7 +114,7 @@ def notebook_pod(build: pathlib.Path, partition: str, accelerators: int, where: 
             "metadata": {
                 "name": f"jupyter-{partition}-{accelerators}",
                 "labels": {"component": "singleuser-server"},
-                "annotations": {**dict(over.get("extra_annotations") or {}), START_TIMEOUT_ANNOTATION: str(timeout)},
+                "annotations": dict(over.get("extra_annotations") or {}),
             },
             "spec": {
                 **pod_spec,
@@ -122,6 +122,7 @@ def notebook_pod(build: pathlib.Path, partition: str, accelerators: int, where: 
                 "tolerations": list(over.get("tolerations") or []),
                 "containers": [{"name": "notebook", "resources": {"requests": requests, "limits": limits}}],
             },
+            START_TIMEOUT_KEY: int(timeout),
         }
     raise InputError(
         f"{where}.partition", f"no JupyterHub profile for partition {partition!r}", "name a profile's partition"

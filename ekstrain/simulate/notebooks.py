@@ -19,8 +19,9 @@ from ekstrain.simulate import match
 if TYPE_CHECKING:
     from ekstrain.simulate.timeline import Job, Timeline
 
-START_TIMEOUT_ANNOTATION = "simulate.ekstrain.io/start-timeout-seconds"
-"""Where a mix's notebook pod carries its profile's KubeSpawner ``start_timeout`` (simulation only)."""
+START_TIMEOUT_KEY = "x-ekstrain-start-timeout-seconds"
+"""Where a mix's notebook pod object carries its profile's KubeSpawner ``start_timeout`` (simulation only: a key
+beside the pod's fields, never rendered)."""
 
 
 def family(job: Job) -> str:
@@ -34,8 +35,7 @@ def family(job: Job) -> str:
 
 
 def start_timeout(job: Job) -> int:
-    annotations = (job.arrival.obj.get("metadata") or {}).get("annotations") or {}
-    return int(annotations.get(START_TIMEOUT_ANNOTATION, 300))
+    return int(job.arrival.obj.get(START_TIMEOUT_KEY, 300))
 
 
 def cold(job: Job) -> bool:
