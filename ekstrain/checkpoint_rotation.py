@@ -38,6 +38,15 @@ S3_STANDARD_USD_PER_GB_MONTH = 0.023
 billed like current ones."""
 LFS_TIMEOUT = 30
 """Seconds one ``lfs hsm_state`` may take; a hung call counts as not archived."""
+NAME = "ekstrain-checkpoint-rotation"
+SCHEDULE = "*/10 * * * *"
+"""Every 10 minutes: well inside the 30-minute save interval, so at most one extra save sits on FSx."""
+DEADLINE_SECONDS = 1800
+"""A run is stopped after 30 minutes (the CronJob's ``activeDeadlineSeconds``); the next one starts over."""
+IMAGE = "public.ecr.aws/amazonlinux/amazonlinux:2023.9.20250929.0"
+"""Amazon Linux 2023 (python3 in the image; ``lfs`` from its ``lustre-client`` package, the FSx user guide's client
+for AL2023), a versioned tag on ECR Public (no anonymous pull-rate limit)."""
+LUSTRE_CLIENT = "lustre-client"
 
 
 # ---- sizing (stack defaults, SUMMARY) -------------------------------------------------------------------------
@@ -98,6 +107,79 @@ def to_delete(checkpoints: list[tuple[str, float]], keep: int) -> list[str]:
     """Of one job's checkpoints (name, mtime), those older than the newest ``keep``, oldest first."""
     ordered = sorted(checkpoints, key=lambda c: (c[1], c[0]), reverse=True)
     return [name for name, _ in sorted(ordered[keep:], key=lambda c: (c[1], c[0]))]
+
+
+# ---- the Kubernetes objects -------------------------------------------------------------------------------------
+
+
+def configmap(namespace: str) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": NAME, "namespace": namespace, "labels": {"app.kubernetes.io/name": NAME}},
+        "data": {"checkpoint_rotation.py": open(__file__, encoding="utf-8").read()},
+    }
+
+
+def cronjob(
+    namespace: str, claim: str, mount_path: str, root: str, keep: int, node_selector: dict[str, str]
+) -> dict[str, object]:
+    """The rotation CronJob: the FSx claim at ``mount_path``, the script from the ConfigMap, one run at a time (this
+    module stays standard-library only: it is the script)."""
+    labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "ekstrain"}
+    run = f"dnf install -y -q {LUSTRE_CLIENT} >/dev/null && exec python3 /opt/rotation/checkpoint_rotation.py"
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": NAME, "namespace": namespace, "labels": labels},
+        "spec": {
+            "schedule": SCHEDULE,
+            "concurrencyPolicy": "Forbid",
+            "startingDeadlineSeconds": 300,
+            "successfulJobsHistoryLimit": 1,
+            "failedJobsHistoryLimit": 3,
+            "jobTemplate": {
+                "spec": {
+                    "backoffLimit": 0,
+                    "activeDeadlineSeconds": DEADLINE_SECONDS,
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "automountServiceAccountToken": False,
+                            "nodeSelector": dict(node_selector),
+                            "containers": [
+                                {
+                                    "name": "rotate",
+                                    "image": IMAGE,
+                                    "imagePullPolicy": "IfNotPresent",
+                                    "command": ["bash", "-c", run],
+                                    "env": [
+                                        {"name": "CHECKPOINT_ROOT", "value": root},
+                                        {"name": "KEEP", "value": str(keep)},
+                                        {"name": "LFS_TIMEOUT", "value": str(LFS_TIMEOUT)},
+                                    ],
+                                    "resources": {
+                                        "requests": {"cpu": "100m", "memory": "256Mi"},
+                                        "limits": {"memory": "512Mi"},
+                                    },
+                                    "securityContext": {"allowPrivilegeEscalation": False},
+                                    "volumeMounts": [
+                                        {"name": "fsx", "mountPath": mount_path},
+                                        {"name": "script", "mountPath": "/opt/rotation", "readOnly": True},
+                                    ],
+                                }
+                            ],
+                            "volumes": [
+                                {"name": "fsx", "persistentVolumeClaim": {"claimName": claim}},
+                                {"name": "script", "configMap": {"name": NAME}},
+                            ],
+                        },
+                    },
+                }
+            },
+        },
+    }
 
 
 # ---- the run --------------------------------------------------------------------------------------------------
