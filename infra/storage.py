@@ -14,13 +14,13 @@ from dataclasses import dataclass
 import pulumi
 
 from ekstrain.components.buckets import BucketsArgs, TrainingBuckets
+from ekstrain.components.checkpoints import CheckpointRotation, CheckpointRotationArgs
 from ekstrain.components.cluster import Cluster
 from ekstrain.components.csi import CsiArgs, CsiDrivers
 from ekstrain.components.efs import EfsArgs, ModelStore
 from ekstrain.components.fsx import LustreArgs, LustreStorage
 from ekstrain.components.network import Network
 from ekstrain.components.volumes import SCRATCH_TAG, EfsVolume, FsxScratch, FsxVolume, TrainingVolumes, VolumesArgs
-from ekstrain.components.checkpoints import CheckpointRotation, CheckpointRotationArgs
 from ekstrain.stacks import loop_rules
 from ekstrain.stacks.models import StackConfig
 
