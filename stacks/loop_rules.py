@@ -110,10 +110,17 @@ def checkpoints(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
     """The kept checkpoints must fit FSx; a noncurrent expiry far beyond the rotation window is a cost warning."""
     plan = rotation_plan(cfg)
     size = cfg.storage.checkpoint.size_gib
+    warnings: list[str] = []
+    if plan is not None and "DELETED" not in cfg.storage.fsx.auto_export_events:
+        # Without DELETED the export never removes a rotated checkpoint's S3 objects: current objects never expire.
+        warnings.append(
+            "ekstrain:storage.fsx.autoExportEvents: no DELETED: checkpoints the rotation deletes on FSx stay current "
+            "objects in the checkpoints bucket for ever (add DELETED, or expire them with your own lifecycle rule)"
+        )
     if plan is None or not size:
-        return [], []
+        return [], warnings
     fsx = cfg.storage.fsx.storage_capacity_gib
-    errors, warnings = [], []
+    errors = []
     if plan.keep * size > fsx:
         errors.append(
             ConfigIssue(

@@ -113,3 +113,68 @@ def test_defaults_follow_fsx_and_checkpoint_size() -> None:
     assert new.s3_noncurrent_gib == 48 * 920 and old.s3_noncurrent_gib == 1440 * 920
     assert old.s3_usd_month > 25_000 and new.s3_usd_month < 1_200
     assert rot.default_keep(1200, None) == rot.DEFAULT_KEEP
+
+
+# ---- the stack keys, the rules, the objects ------------------------------------------------------------------------
+
+from conftest import cfg_with, stack_config  # noqa: E402
+
+from ekstrain.stacks import loop_rules  # noqa: E402
+from ekstrain.stacks.errors import ConfigError  # noqa: E402
+from ekstrain.stacks.rules import check  # noqa: E402
+
+PROD = stack_config("prod")
+
+
+def test_prod_rotates_and_the_bucket_expires_rotated_versions_after_the_window() -> None:
+    """GIVEN prod (no keepLast, no noncurrentVersionDays) THEN 3 kept, a 1-day noncurrent expiry (was 30), and the
+    SUMMARY lines say the steady state on FSx and in S3."""
+    plan = loop_rules.rotation_plan(PROD)
+    assert plan == loop_rules.RotationPlan(keep=3, noncurrent_days=1, root="/fsx/checkpoints")
+    assert loop_rules.noncurrent_days(PROD) == 1
+    lines = loop_rules.rotation_lines(PROD)
+    assert "keep 3 on FSx = 2,760 GiB" in lines[1] and "44,160 GiB noncurrent (1 d)" in lines[1]
+    assert "/month" in lines[1]
+
+
+def test_rotation_off_keeps_the_old_30_days() -> None:
+    cfg = cfg_with(lambda s: s["storage"]["checkpoint"].update(rotation=False))
+    assert loop_rules.rotation_plan(cfg) is None and loop_rules.noncurrent_days(cfg) == 30
+
+
+def test_keeping_more_than_fsx_holds_is_refused() -> None:
+    with pytest.raises(ConfigError) as err:
+        cfg_with(lambda s: s["storage"]["checkpoint"].update(keepLast=8))
+    (issue,) = [i for i in err.value.issues if i.key == "ekstrain:storage.checkpoint.keepLast"]
+    assert "do not fit the 7,200 GiB FSx" in issue.problem and "keep at most 7" in issue.fix
+
+
+def test_a_long_noncurrent_expiry_warns_with_its_cost() -> None:
+    cfg = cfg_with(lambda s: s["storage"].setdefault("buckets", {}).update(noncurrentVersionDays=30))
+    _, warnings = check(cfg)
+    (w,) = [w for w in warnings if w.startswith("ekstrain:storage.buckets.noncurrentVersionDays")]
+    assert "1,324,800 GiB of noncurrent versions" in w and "the rotation's window is 1 d" in w
+
+
+def test_no_deleted_export_warns() -> None:
+    cfg = cfg_with(lambda s: s["storage"]["fsx"].update(autoExportEvents=["NEW", "CHANGED"]))
+    assert any("no DELETED" in w for w in check(cfg)[1])
+
+
+def test_the_cronjob_runs_the_shipped_script_on_the_fsx_claim() -> None:
+    cm = rot.configmap("training")
+    assert cm["data"]["checkpoint_rotation.py"] == SCRIPT.read_text()
+    job = rot.cronjob("training", "fsx-lustre", "/fsx", "/fsx/checkpoints", 3, {"ekstrain.io/node-role": "system"})
+    spec = job["spec"]
+    assert spec["concurrencyPolicy"] == "Forbid" and spec["jobTemplate"]["spec"]["activeDeadlineSeconds"] == 1800
+    pod = spec["jobTemplate"]["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    repo, _, tag = c["image"].rpartition(":")
+    assert repo == "public.ecr.aws/amazonlinux/amazonlinux" and tag.count(".") == 3  # a versioned tag, not 2023
+    assert {e["name"]: e["value"] for e in c["env"]} == {
+        "CHECKPOINT_ROOT": "/fsx/checkpoints",
+        "KEEP": "3",
+        "LFS_TIMEOUT": "30",
+    }
+    assert "lustre-client" in c["command"][-1]
+    assert {"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-lustre"}} in pod["volumes"]
