@@ -139,3 +139,25 @@ def engine_cluster(build: pathlib.Path) -> engine.Cluster:
     from ekstrain.simulate.load import load
 
     return load(build, list(PROD.cluster.system_node_group.instance_types))
+
+
+@needs_helm
+def test_a_notebook_queued_behind_a_full_partition_is_a_note_not_a_problem(
+    cluster: engine.Cluster,  # noqa: F811
+    prod_build: pathlib.Path,  # noqa: F811
+) -> None:
+    """GIVEN gpu-h100's 8 nodes held by an 8-node gang for 3 h WHEN a whole-node notebook is spawned at 0:30 THEN it
+    waits for its queue past start_timeout: KubeSpawner gives it up (a NOTEBOOK line), which no start timeout could
+    cover and which launches no node, so it is not counted as a cold-start problem."""
+    from test_jobs_support import FakePlanner
+    from test_jobs_templates import spec_for
+
+    from ekstrain.assembly.jobs import render
+
+    objs = render(spec_for("gpu-h100", nodes=8, name="full", global_batch=512), PROD, "volcano", FakePlanner())
+    gang = next(o for o in objs if o["kind"] not in ("ConfigMap", "Service"))
+    nb = notebook_pod(prod_build, "gpu-h100", 8, "test")
+    mix = Mix([Arrival("Job/full", gang, 0, 180), Arrival("Pod/nb", nb, 30, 60)], minutes=8 * 60, repair=True)
+    report = simulate_timeline(cluster, mix)
+    assert not any("notebook timed out" in p for p in report.problems), report.problems
+    assert any(line.startswith("NOTEBOOK Pod/nb: waited") for line in report.faults), report.faults

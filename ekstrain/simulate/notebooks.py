@@ -43,29 +43,47 @@ def cold(job: Job) -> bool:
     return any("Karpenter launching" in why for why in job.waited)
 
 
+def queued_minutes(job: Job) -> int:
+    """Minutes its pod waited for its Volcano queue to admit it (the partition full, not a cold start)."""
+    if job.admitted_at is None:
+        return 0
+    return job.admitted_at - job.arrival.at
+
+
 def start_minutes(job: Job) -> int | None:
-    """From the spawn to a running server: the wait for a node (the timeline's) + the image pull on a cold node."""
-    if job.first_started_at is None:
+    """From admission to a running server: the wait for a node (the timeline's) + the image pull on a cold node."""
+    if job.first_started_at is None or job.admitted_at is None:
         return None
     pull = cold_start.pull_minutes(family(job)) if cold(job) else 0
     extra = cold_start.NEURON_SINGLEUSER_MINUTES if family(job) == catalog.TRAINIUM else 0
-    return job.first_started_at - job.arrival.at + pull + extra
+    return job.first_started_at - job.admitted_at + pull + extra
 
 
-def timeouts(tl: Timeline) -> list[str]:
-    """A PROBLEM line per notebook KubeSpawner would have given up on (started too late, or never in time)."""
-    out = []
+def timeouts(tl: Timeline) -> tuple[list[str], list[str]]:
+    """(PROBLEM lines, NOTEBOOK lines). A problem: a notebook whose cold start after admission (node launch + health
+    gate + image pull) outlasts KubeSpawner's start_timeout, the defect a timeout below the partition's cold start
+    causes (the hub deletes the pod while Karpenter's node comes up, and that node idles). A NOTEBOOK line: one that
+    waited longer than start_timeout for its queue (the partition full): KubeSpawner gives it up and the user spawns
+    again later; no node was launched for it (the timeline still plays it as started when admitted)."""
+    problems, notes = [], []
     for j in tl.jobs:
         if j.kind != "notebook":
             continue
         limit = math.ceil(start_timeout(j) / 60)
+        queued = queued_minutes(j)
+        if queued > limit:
+            notes.append(
+                f"NOTEBOOK {j.name}: waited {queued} min for its queue (partition full), KubeSpawner gives up after "
+                f"{limit} min: the user spawns again when the partition has room"
+            )
+            continue
         took = start_minutes(j)
-        if took is None and tl.now - j.arrival.at > limit:
-            out.append(f"{j.name}: notebook timed out: not running {limit} min after its spawn (start_timeout)")
+        if took is None and j.admitted_at is not None and tl.now - j.admitted_at > limit:
+            problems.append(f"{j.name}: notebook timed out: not running {limit} min after admission (start_timeout)")
         elif took is not None and took > limit:
-            out.append(
+            problems.append(
                 f"{j.name}: notebook timed out: its server needs {took} min on a cold {family(j)} partition (node "
                 f"launch + health gate + image pull), KubeSpawner's start_timeout is {limit} min: the hub deletes "
                 "the pod and the node it launched idles"
             )
-    return out
+    return problems, notes

@@ -1037,7 +1037,9 @@ class Timeline:
                     f"{j.name}: started {late[0]} min after its queue admitted it, more than a node launch "
                     f"({late[1]} min): admitted before its nodes could be had"
                 )
-        self.problems += notebooks.timeouts(self)
+        timed_out, gave_up = notebooks.timeouts(self)
+        self.problems += timed_out
+        self.fault_outcomes += gave_up
         for part, cats in self.idle.items():
             stranded = sum(v for k, v in cats.items() if k.startswith("stranded"))
             if stranded:
