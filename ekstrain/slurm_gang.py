@@ -7,8 +7,8 @@ from Volcano's PodGroup controller with ``minMember: 1`` (volcano pkg/controller
 ``scheduling.volcano.sh/group-min-member``, which a Slinky NodeSet is not), so when KEDA scales a NodeSet by N for a
 pending N-node sbatch job, Volcano admits and binds as many slurmd pods as fit and the admitted nodes idle until the
 rest fit. The documented way to group pods of another owner is an explicit PodGroup that each pod names with
-``scheduling.k8s.io/group-name`` (the controller then creates none: same file, "already associated with a
-podgroup"); the gang plugin binds a group's pods only once ``minMember`` of them can run (running ones count), and the
+``scheduling.k8s.io/group-name`` (the controller then creates none: pkg/controllers/podgroup/pg_controller.go
+``processNextReq`` skips a pod that has the annotation, "pod ... has created podgroup"); the gang plugin binds a group's pods only once ``minMember`` of them can run (running ones count), and the
 capacity plugin enqueues it only when ``minResources`` fits beside what the queue has allocated (volcano
 pkg/scheduler/plugins/capacity/capacity.go ``jobEnqueueable``: minReq + allocated + inqueue - elastic <= capability).
 
