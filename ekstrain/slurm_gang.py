@@ -8,9 +8,14 @@ from Volcano's PodGroup controller with ``minMember: 1`` (volcano pkg/controller
 pending N-node sbatch job, Volcano admits and binds as many slurmd pods as fit and the admitted nodes idle until the
 rest fit. The documented way to group pods of another owner is an explicit PodGroup that each pod names with
 ``scheduling.k8s.io/group-name`` (the controller then creates none: pkg/controllers/podgroup/pg_controller.go
-``processNextReq`` skips a pod that has the annotation, "pod ... has created podgroup"); the gang plugin binds a group's pods only once ``minMember`` of them can run (running ones count), and the
-capacity plugin enqueues it only when ``minResources`` fits beside what the queue has allocated (volcano
-pkg/scheduler/plugins/capacity/capacity.go ``jobEnqueueable``: minReq + allocated + inqueue - elastic <= capability).
+``processNextReq`` skips a pod that has the annotation, "pod ... has created podgroup"); the gang plugin binds a
+group's pods only once ``minMember`` of them can run (running ones count), and the capacity plugin enqueues it only
+when ``minResources`` fits beside what the queue has allocated (volcano pkg/scheduler/plugins/capacity/capacity.go
+``jobEnqueueable``: minReq + allocated + inqueue - elastic <= capability).
+
+A scale-up is seen within ``POLL_SECONDS`` (2 s); in that window Volcano (a session every second) may still bind a few
+of the new pods one by one under the old ``minMember``: the gang closes the window to about two scheduler cycles,
+it does not remove it.
 
 So every ``POLL_SECONDS`` this loop sets each partition's PodGroup to its NodeSet:
 
