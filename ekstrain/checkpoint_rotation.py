@@ -45,7 +45,9 @@ DEADLINE_SECONDS = 1800
 """A run is stopped after 30 minutes (the CronJob's ``activeDeadlineSeconds``); the next one starts over."""
 IMAGE = "public.ecr.aws/amazonlinux/amazonlinux:2023.9.20250929.0"
 """Amazon Linux 2023 (python3 in the image; ``lfs`` from its ``lustre-client`` package, the FSx user guide's client
-for AL2023), a versioned tag on ECR Public (no anonymous pull-rate limit)."""
+for AL2023), a versioned tag on ECR Public (no anonymous pull-rate limit). The image's release also pins the package:
+AL2023 locks its repositories to the release the image was built from (deterministic upgrades, the AL2023 user guide's
+``releasever``), so every run installs the same ``lustre-client`` build."""
 LUSTRE_CLIENT = "lustre-client"
 
 
