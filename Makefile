@@ -90,6 +90,7 @@ simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of 
 	  $(PY) -m ekstrain simulate --stack $$s build/examples-$$s $$( [ $$s = prod ] && echo build/examples ); \
 	  if [ -f examples/mix-$$s.yaml ]; then $(PY) -m ekstrain simulate --stack $$s --timeline examples/mix-$$s.yaml; fi; \
 	  if [ -f examples/mix-health-$$s.yaml ]; then $(PY) -m ekstrain simulate --stack $$s --timeline examples/mix-health-$$s.yaml; fi; \
+	  if [ -f examples/mix-notebooks-$$s.yaml ]; then $(PY) -m ekstrain simulate --stack $$s --timeline examples/mix-notebooks-$$s.yaml; fi; \
 	  if [ $$s = prod ]; then \
 	    EKSTRAIN=$(VENV)/bin/ekstrain examples/contention/render.sh build/examples-contention > /dev/null; \
 	    $(PY) -m ekstrain simulate --stack prod --timeline examples/mix-prod-contention.yaml; \

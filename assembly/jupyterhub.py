@@ -11,7 +11,10 @@
 - idle servers culled after ``cullIdleMinutes``;
 - auth: GitHub or generic OAuth restricted to listed organizations/users; the dummy authenticator
   only outside prod and only with a password; never an open hub;
-- the proxy behind an internal NLB restricted to ``allowedCidrs`` (default: the VPC).
+- the proxy behind an internal NLB restricted to ``allowedCidrs`` (default: the VPC), which terminates TLS on 443
+  with the ACM certificate ``tls.certificateArn`` (the OAuth callback is https; the stack rules refuse one without);
+- a start timeout per profile from the partition's cold start (:mod:`ekstrain.cold_start`: launch + health gate +
+  image pull, the numbers the simulator plays), with KubeSpawner's pod events shown on the spawn page meanwhile.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ekstrain import catalog, names, versions
+from ekstrain import catalog, cold_start, names, versions
 from ekstrain.assembly.schedulers import teams
 from ekstrain.controller_resources import sized
 from ekstrain.names import SYSTEM_NODE_SELECTOR
@@ -45,6 +48,19 @@ OAUTH_SECRET = "jupyterhub-oauth"
 ``ekstrain:jupyterhubClientSecret`` when set, else by the operator (the secret never has to be in
 the stack file)."""
 OAUTH_SECRET_KEY = "client-secret"
+TLS_ANNOTATIONS = {
+    # The AWS cloud provider's service controller puts a TLS listener with this ACM certificate on the ports named
+    # in -ssl-ports and forwards plain TCP to the targets (kubernetes/cloud-provider-aws docs/service_controller.md,
+    # NLB TLS termination since Kubernetes 1.15); z2jh's `proxy.https.type: offload` maps Service port 443 to the
+    # proxy's http port (charts/jupyterhub 4.4.0 templates/proxy/service.yaml).
+    "ssl_cert": "service.beta.kubernetes.io/aws-load-balancer-ssl-cert",
+    "ssl_ports": "service.beta.kubernetes.io/aws-load-balancer-ssl-ports",
+    "policy": "service.beta.kubernetes.io/aws-load-balancer-ssl-negotiation-policy",
+}
+TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+"""TLS 1.3 and 1.2 only (Elastic Load Balancing security policies for NLB)."""
+DEFAULT_START_TIMEOUT = 300
+"""z2jh's ``singleuser.startTimeout`` default (charts/jupyterhub 4.4.0 values.yaml)."""
 GPU_CHOICES = (1, 2, 4, 8)
 NEURON_CHOICES = (1, 16)
 
@@ -62,6 +78,14 @@ def _devices(p: PartitionConfig) -> tuple[int, ...]:
     per_node = shape(p.name, p.accelerator, p.instance_types, p.efa).accelerators_per_node
     choices = GPU_CHOICES if p.accelerator == catalog.GPU else NEURON_CHOICES
     return tuple(c for c in choices if c <= per_node) or (per_node,)
+
+
+def start_timeout(p: PartitionConfig) -> int:
+    """KubeSpawner ``start_timeout`` (seconds) for a profile of ``p``: a notebook on a partition with no node yet
+    waits for Karpenter's launch, the health gate's pre-flight (every accelerator NodePool carries its startup taint)
+    and the image pull (:mod:`ekstrain.cold_start`); z2jh's 300 s default gives up first and deletes the pod."""
+    family = catalog.get(p.instance_types[0]).family
+    return cold_start.notebook_start_timeout(family, gated=True)
 
 
 def profile(p: PartitionConfig, default: bool, volcano: bool = False, queue: str | None = None) -> dict[str, Any]:
@@ -89,6 +113,10 @@ def profile(p: PartitionConfig, default: bool, volcano: bool = False, queue: str
         "tolerations": [{"key": resource, "operator": "Equal", "value": names.TAINT_VALUE, "effect": "NoSchedule"}],
         "cpu_guarantee": NOTEBOOK_CPU,
         "mem_guarantee": f"{NOTEBOOK_MEMORY_GIB}G",  # kubespawner's ByteSpecification: G is 1024**3
+        # A profile's kubespawner_override sets any KubeSpawner trait for servers of that profile (kubespawner
+        # spawner.py `profile_list`: "kubespawner_override: a dictionary with overrides to apply to the KubeSpawner
+        # settings"); start_timeout is the Spawner trait the hub waits on before it stops the pod.
+        "start_timeout": start_timeout(p),
     }
     if volcano:
         override["scheduler_name"] = "volcano"
@@ -102,7 +130,10 @@ def profile(p: PartitionConfig, default: bool, volcano: bool = False, queue: str
         ]
     return {
         "display_name": f"{p.name} ({', '.join(p.instance_types)})",
-        "description": f"{it.accelerator.model} on a {p.name} node; the node is launched for you (a few minutes)",
+        "description": (
+            f"{it.accelerator.model} on a {p.name} node; with none free one is launched and checked for you "
+            f"(up to {start_timeout(p) // 60} min: the progress below shows its events)"
+        ),
         "slug": p.name,
         "default": default,
         "kubespawner_override": override,
@@ -151,6 +182,27 @@ def auth_config(cfg: StackConfig, client_secret: Any = None) -> dict[str, Any]:
     }
 
 
+def proxy_service(cfg: StackConfig) -> dict[str, Any]:
+    """``proxy.service``: the internal NLB; with ``tls.certificateArn`` it listens on 443 only, terminating TLS."""
+    annotations = dict(NLB_ANNOTATIONS)
+    arn = cfg.jupyterhub.tls.certificate_arn
+    service: dict[str, Any] = {"type": "LoadBalancer", "annotations": annotations}
+    if arn:
+        annotations[TLS_ANNOTATIONS["ssl_cert"]] = arn
+        annotations[TLS_ANNOTATIONS["ssl_ports"]] = "https"
+        annotations[TLS_ANNOTATIONS["policy"]] = TLS_POLICY
+        service["disableHttpPort"] = True  # no clear-text listener beside it
+    service["loadBalancerSourceRanges"] = source_ranges(cfg)
+    return service
+
+
+def proxy_https(cfg: StackConfig) -> dict[str, Any]:
+    """``proxy.https``: offload (the NLB holds the certificate) when ``tls.certificateArn`` is set."""
+    if not cfg.jupyterhub.tls.certificate_arn:
+        return {}
+    return {"https": {"enabled": True, "type": "offload"}}
+
+
 def chart_values(cfg: StackConfig, dummy_password: Any = None) -> dict[str, Any]:
     j = cfg.jupyterhub
     parts = offered(cfg)
@@ -167,14 +219,16 @@ def chart_values(cfg: StackConfig, dummy_password: Any = None) -> dict[str, Any]
     return {
         "hub": hub,
         "proxy": {
-            "service": {
-                "type": "LoadBalancer",
-                "annotations": dict(NLB_ANNOTATIONS),
-                "loadBalancerSourceRanges": source_ranges(cfg),
-            },
+            "service": proxy_service(cfg),
+            **proxy_https(cfg),
             "chp": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR), "resources": sized("50m", "128Mi", "256Mi")},
         },
         "singleuser": {
+            # The hub-wide default is the slowest profile's cold start; each profile sets its own.
+            "startTimeout": max([start_timeout(p) for p in parts] or [DEFAULT_START_TIMEOUT]),
+            # KubeSpawner streams the pod's events (Karpenter's nomination, the pull) to the spawn page
+            # (kubespawner spawner.py `events_enabled`, z2jh `singleuser.events`); set here so it stays on.
+            "events": True,
             "storage": {
                 "type": "dynamic",
                 "capacity": f"{j.user_storage_gib}Gi",

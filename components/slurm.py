@@ -59,6 +59,10 @@ class SlurmArgs:
     """@default None: no KEDA release, NodeSets keep their replicas (scaled by hand)."""
     keda_values: Mapping[str, Any] = field(default_factory=dict)
     """@default none. Helm values of the KEDA chart (``ekstrain.assembly.schedulers.autoscaling.keda_values``)."""
+    gang_objects: Sequence[Mapping[str, Any]] = ()
+    """@default none. With Volcano: one PodGroup per partition its slurmd pods name and the sizer keeping it at the
+    NodeSet's replicas (``ekstrain.assembly.schedulers.slurm.gang_objects``), so a job's nodes are admitted together;
+    created with the namespace, before the slurm release's pods."""
     scaled_objects: Sequence[Mapping[str, Any]] = ()
     """@default none. One KEDA ScaledObject per NodeSet (``autoscaling.scaled_objects``): created after the KEDA
     release (its CRDs and webhook) and the slurm release (the NodeSets they scale)."""
@@ -155,6 +159,17 @@ class Slurm(pulumi.ComponentResource):
             policy = build.mariadb_network_policy()
             resource(f"{name}-db", policy, opts=in_ns)
             before_chart += [db_secret, db_svc, db]
+
+        gang: list[pulumi.Resource] = []
+        # The Deployment last: it reads the ServiceAccount and the script's ConfigMap.
+        for obj in sorted(args.gang_objects, key=lambda o: o["kind"] == "Deployment"):
+            # The sizer owns the PodGroups' spec from here on: a later `up` leaves its minMember alone.
+            ignore = ["spec"] if obj["kind"] == "PodGroup" else None
+            after_gang = [ns, *gang] if obj["kind"] == "Deployment" else [ns]
+            gang_opts = pulumi.ResourceOptions(parent=self, depends_on=after_gang, ignore_changes=ignore)
+            kind = obj["kind"].lower()
+            gang.append(resource(f"{name}-gang-{kind}-{obj['metadata']['name']}", obj, opts=gang_opts))
+        before_chart += gang
 
         self.slurm_release = release(
             f"{name}-cluster",

@@ -43,7 +43,19 @@ def source(release: Mapping[str, Any]) -> dict[str, Any]:
     return {"repoURL": repo, "chart": oci[1] if oci else chart, "targetRevision": str(release["version"]), "helm": helm}
 
 
+IGNORED_FIELDS: dict[str, list[dict[str, Any]]] = {
+    # KEDA scales each Slinky NodeSet through its scale subresource (assembly/schedulers/autoscaling.py): the
+    # chart's replicas are only the floor, so Argo CD must neither show the NodeSets OutOfSync nor reset KEDA's count
+    # on a sync (Argo CD docs, "Diffing Customization": ignoreDifferences with jsonPointers; "Sync Options":
+    # RespectIgnoreDifferences=true makes a sync leave the ignored fields as they are in the cluster).
+    "slurm": [{"group": "slinky.slurm.net", "kind": "NodeSet", "jsonPointers": ["/spec/replicas"]}],
+}
+"""Release name -> fields another controller owns in its objects."""
+
+
 def application(release: Mapping[str, Any]) -> dict[str, Any]:
+    ignored = IGNORED_FIELDS.get(str(release["name"]), [])
+    options = ["CreateNamespace=true", "ServerSideApply=true"] + (["RespectIgnoreDifferences=true"] if ignored else [])
     return {
         "apiVersion": API,
         "kind": "Application",
@@ -59,7 +71,8 @@ def application(release: Mapping[str, Any]) -> dict[str, Any]:
             "source": source(release),
             "destination": {"server": IN_CLUSTER, "namespace": release["namespace"]},
             # Manual sync: Pulumi delivers these releases too; apply one only for a chart Pulumi stops managing.
-            "syncPolicy": {"syncOptions": ["CreateNamespace=true", "ServerSideApply=true"]},
+            "syncPolicy": {"syncOptions": options},
+            **({"ignoreDifferences": [dict(i) for i in ignored]} if ignored else {}),
         },
     }
 

@@ -350,6 +350,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
                 keda_chart=cfg.versions.chart("keda") if sched.slurm.autoscale else None,
                 keda_values=autoscaling.keda_values(),
                 scaled_objects=autoscaling.scaled_objects(cfg, slurm_values.NAMESPACE),
+                gang_objects=slurm_values.gang_objects(cfg),
             ),
             # slurmd pods name their partition's queue (the ledger): the queues come first; the chart's
             # ServiceMonitor (autoscale) needs the Prometheus Operator's CRDs

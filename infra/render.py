@@ -54,6 +54,7 @@ from ekstrain.infra.verify import (
 from ekstrain.pages import render_page
 from ekstrain.partitions import layout_nodes, shape
 from ekstrain.paths import helm_fix, upstream_fix
+from ekstrain.stacks import loop_rules
 from ekstrain.stacks.loader import SECRET_PLACEHOLDER
 from ekstrain.stacks.models import StackConfig
 
@@ -199,6 +200,7 @@ def storage_lines(cfg: StackConfig) -> list[str]:
             )
             lines.append(f"- checkpoint save time: {result.summary()}")
             lines.append("  (baseline throughput, writers not the bottleneck, no burst/cache, MB = 10^6 B)")
+    lines += loop_rules.rotation_lines(cfg)
     lines.append(f"- EFS model store: {'enabled, ' + st.efs.throughput_mode if st.efs.enabled else 'disabled'}")
     return lines
 

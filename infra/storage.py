@@ -14,12 +14,14 @@ from dataclasses import dataclass
 import pulumi
 
 from ekstrain.components.buckets import BucketsArgs, TrainingBuckets
+from ekstrain.components.checkpoints import CheckpointRotation, CheckpointRotationArgs
 from ekstrain.components.cluster import Cluster
 from ekstrain.components.csi import CsiArgs, CsiDrivers
 from ekstrain.components.efs import EfsArgs, ModelStore
 from ekstrain.components.fsx import LustreArgs, LustreStorage
 from ekstrain.components.network import Network
 from ekstrain.components.volumes import SCRATCH_TAG, EfsVolume, FsxScratch, FsxVolume, TrainingVolumes, VolumesArgs
+from ekstrain.stacks import loop_rules
 from ekstrain.stacks.models import StackConfig
 
 
@@ -45,7 +47,7 @@ def build_storage(
             cluster_name=name,
             datasets_bucket=st.buckets.datasets_bucket,
             checkpoints_bucket=st.buckets.checkpoints_bucket,
-            noncurrent_version_days=st.buckets.noncurrent_version_days,
+            noncurrent_version_days=loop_rules.noncurrent_days(cfg),
             abort_incomplete_multipart_days=st.buckets.abort_incomplete_multipart_days,
             kms_key_arn=st.buckets.kms_key_arn,
             protect=st.protect,
@@ -146,4 +148,12 @@ def build_storage(
         ),
         opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[csi]),
     )
+    plan = loop_rules.rotation_plan(cfg)
+    if fsx is not None and plan is not None:
+        # Each job's last N checkpoints on FSx; older ones deleted once exported (ekstrain/checkpoint_rotation.py).
+        CheckpointRotation(
+            "checkpoint-rotation",
+            CheckpointRotationArgs(keep=plan.keep, root=plan.root, mount_path=st.fsx.mount_path),
+            opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[volumes]),
+        )
     return StorageParts(buckets=buckets, fsx=fsx, efs=efs, csi=csi, volumes=volumes)

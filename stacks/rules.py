@@ -25,7 +25,7 @@ from ekstrain import (
     subnets,
     versions,
 )
-from ekstrain.stacks import labels, limits
+from ekstrain.stacks import labels, limits, loop_rules
 from ekstrain.stacks.errors import ConfigIssue
 from ekstrain.stacks.models import StackConfig
 from ekstrain.stacks.models.base import kms_key_region
@@ -59,6 +59,12 @@ def check(cfg: StackConfig, today: dt.date | None = None) -> tuple[list[ConfigIs
     errors += _kms_keys(cfg)
     hub_errors, hub_warnings = _jupyterhub(cfg)
     errors += hub_errors
+    tls_errors, tls_warnings = loop_rules.hub_tls(cfg)
+    errors += tls_errors
+    warnings += tls_warnings
+    ck_errors, ck_warnings = loop_rules.checkpoints(cfg)
+    errors += ck_errors
+    warnings += ck_warnings
     warnings += hub_warnings
     slurm_errors, slurm_warnings = _slurm_login(cfg)
     errors += slurm_errors

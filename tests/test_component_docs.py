@@ -47,7 +47,7 @@ def test_the_docs_are_generated_from_the_source() -> None:
 def test_every_component_args_class_is_documented() -> None:
     names = {cls.__name__ for _, cls in ARG_CLASSES}
     assert {"NetworkArgs", "ClusterArgs", "PartitionArgs", "HelperPoolArgs", "KarpenterArgs", "PartitionSpec"} <= names
-    assert len([n for n in names if n.endswith("Args")]) == 22  # + HealthGateArgs
+    assert len([n for n in names if n.endswith("Args")]) == 23  # + HealthGateArgs, CheckpointRotationArgs
 
 
 @pytest.mark.parametrize(("module", "cls"), ARG_CLASSES, ids=[c.__name__ for _, c in ARG_CLASSES])

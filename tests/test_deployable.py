@@ -203,6 +203,9 @@ def _in_region(region: str) -> Any:
         s["region"] = region
         s["network"]["availabilityZones"] = [region + x for x in letters[: len(s["network"]["availabilityZones"])]]
         s["network"]["trainingAvailabilityZone"] = region + letters[0]
+        tls = s.get("jupyterhub", {}).get("tls") or {}
+        if tls.get("certificateArn"):  # the hub's ACM certificate is regional too
+            tls["certificateArn"] = tls["certificateArn"].replace(":us-west-2:", f":{region}:")
 
     return change
 

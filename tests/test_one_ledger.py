@@ -246,7 +246,13 @@ def test_slurmd_pods_join_their_partitions_queue() -> None:
     for p in partition_facts(cfg):
         ns = slurm.nodeset(cfg, p)
         assert ns["podSpec"]["schedulerName"] == "volcano"
-        assert ns["metadata"] == {"annotations": {"scheduling.volcano.sh/queue-name": p.name}}
+        # ... and the partition's gang PodGroup (tests/test_slurm_gangs.py)
+        assert ns["metadata"] == {
+            "annotations": {
+                "scheduling.volcano.sh/queue-name": p.name,
+                "scheduling.k8s.io/group-name": f"slurm-{p.name}",
+            }
+        }
 
 
 # GIVEN Volcano off, THEN the NodeSet keeps the default scheduler and names no queue.

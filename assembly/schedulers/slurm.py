@@ -17,13 +17,18 @@ Mapping (the seed's ``SlurmCluster``/``SlurmNodeSet`` were not real APIs; this i
   count-only GRES: Slurm has no Neuron autodetection and the pod owns every device of its node.
 - login: one LoginSet behind an internal NLB restricted to ``loginAllowedCidrs``.
 - slurmrestd and slurmdbd (accounting) with MariaDB, all on system nodes.
+- with Volcano: one PodGroup per partition that its slurmd pods name (``scheduling.k8s.io/group-name``), kept at the
+  NodeSet's replicas by a small sizer (ekstrain/slurm_gang.py), so the nodes KEDA adds for a job are admitted
+  all-or-nothing instead of one pod at a time.
 """
 
 from __future__ import annotations
 
+import json
+import pathlib
 from typing import Any
 
-from ekstrain import names, versions
+from ekstrain import names, slurm_gang, versions
 from ekstrain.assembly import logs
 from ekstrain.assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
 from ekstrain.assembly.schedulers import autoscaling, teams
@@ -211,7 +216,131 @@ def _queue_metadata(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
     if not cfg.schedulers.volcano.enabled:
         return {}
     # With teams the partition's queue is a parent: slurmd pods go to its `-shared` leaf (assembly/schedulers/teams.py).
-    return {"metadata": {"annotations": {QUEUE_ANNOTATION: teams.shared_queue(cfg, p.name)}}}
+    # The group-name annotation puts them in the partition's gang PodGroup (gang_objects), not one of minMember 1.
+    return {
+        "metadata": {
+            "annotations": {
+                QUEUE_ANNOTATION: teams.shared_queue(cfg, p.name),
+                slurm_gang.GROUP_ANNOTATION: gang_name(p.name),
+            }
+        }
+    }
+
+
+# ---- Slurm gangs: one Volcano PodGroup per partition, sized to its NodeSet ------------------------------------
+
+GANG_SIZER = "slurm-gang-sizer"
+GANG_SIZER_IMAGE = versions.EFA_EXPORTER_IMAGE
+"""The platform's pinned Python slim image (the sizer uses the standard library only)."""
+GANG_POLL_SECONDS = 2
+"""How often the sizer follows the NodeSets: KEDA polls every 30 s (assembly/schedulers/autoscaling.py) and the
+operator then creates the pods; Volcano's scheduler runs every second (schedulePeriod 1s), so the PodGroup has its
+new size within about two of its cycles after a scale-up."""
+
+
+def gang_name(partition: str) -> str:
+    return f"slurm-{partition}"
+
+
+def per_pod(p: PartitionFacts) -> dict[str, str]:
+    """One slurmd pod's requests (slurmd + the logfile sidecar), as the PodGroup's minResources count them."""
+    total: dict[str, float] = {}
+    for res in (slurmd_resources(p)["requests"], LOGFILE_RESOURCES):
+        for k, v in res.items():
+            total[k] = total.get(k, 0.0) + slurm_gang._quantity(str(v))
+    return {k: slurm_gang._format(v) for k, v in sorted(total.items())}
+
+
+def gang_podgroup(cfg: StackConfig, p: PartitionFacts) -> dict[str, Any]:
+    """The partition's PodGroup at its floor (``nodesetReplicas``); the sizer follows KEDA from there."""
+    floor = nodeset_replicas(cfg, p.name)
+    spec = slurm_gang.desired(floor, 0, per_pod(p))
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": gang_name(p.name), "namespace": NAMESPACE},
+        "spec": {**spec, "queue": teams.shared_queue(cfg, p.name)},
+    }
+
+
+def gang_objects(cfg: StackConfig) -> list[dict[str, Any]]:
+    """PodGroups, the sizer's script, RBAC and Deployment (on the system nodes); none without Volcano."""
+    if not (cfg.schedulers.slurm.enabled and cfg.schedulers.volcano.enabled):
+        return []
+    parts = partition_facts(cfg)
+    groups = {gang_name(p.name): {"nodeset": autoscaling.nodeset_name(p.name), "perPod": per_pod(p)} for p in parts}
+    labels = {"app.kubernetes.io/name": GANG_SIZER, "app.kubernetes.io/part-of": "ekstrain"}
+    meta = {"name": GANG_SIZER, "namespace": NAMESPACE, "labels": labels}
+    return [
+        *[gang_podgroup(cfg, p) for p in parts],
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": meta,
+            "data": {"slurm_gang.py": pathlib.Path(slurm_gang.__file__).read_text()},
+        },
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": meta,
+            "rules": [
+                {"apiGroups": ["slinky.slurm.net"], "resources": ["nodesets"], "verbs": ["get"]},
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+                {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": ["get", "patch"]},
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": GANG_SIZER},
+            "subjects": [{"kind": "ServiceAccount", "name": GANG_SIZER, "namespace": NAMESPACE}],
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": meta,
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": dict(labels)},
+                "template": {
+                    "metadata": {"labels": dict(labels)},
+                    "spec": {
+                        "serviceAccountName": GANG_SIZER,
+                        "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+                        "securityContext": {
+                            "runAsNonRoot": True,
+                            "runAsUser": 65534,
+                            "runAsGroup": 65534,
+                            "seccompProfile": {"type": "RuntimeDefault"},
+                        },
+                        "containers": [
+                            {
+                                "name": "sizer",
+                                "image": GANG_SIZER_IMAGE,
+                                "imagePullPolicy": "IfNotPresent",
+                                "command": ["python3", "/opt/gang/slurm_gang.py"],
+                                "env": [
+                                    {"name": "NAMESPACE", "value": NAMESPACE},
+                                    {"name": "POLL_SECONDS", "value": str(GANG_POLL_SECONDS)},
+                                    {"name": "GROUPS", "value": json.dumps(groups, sort_keys=True)},
+                                ],
+                                "resources": sized("10m", "32Mi", "64Mi"),
+                                "securityContext": {
+                                    "allowPrivilegeEscalation": False,
+                                    "readOnlyRootFilesystem": True,
+                                    "capabilities": {"drop": ["ALL"]},
+                                },
+                                "volumeMounts": [{"name": "script", "mountPath": "/opt/gang", "readOnly": True}],
+                            }
+                        ],
+                        "volumes": [{"name": "script", "configMap": {"name": GANG_SIZER}}],
+                    },
+                },
+            },
+        },
+    ]
 
 
 def _queue_scheduler(cfg: StackConfig) -> dict[str, Any]:

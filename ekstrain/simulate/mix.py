@@ -33,6 +33,7 @@ import yaml
 
 from ekstrain import catalog, health_gate, inputs_guard, storage_sizing, yaml12
 from ekstrain.simulate.inputs import SAFE_LOADER, InputError, read_file
+from ekstrain.simulate.notebooks import START_TIMEOUT_KEY
 from ekstrain.simulate.quantity import parse
 from ekstrain.simulate.timeline import FAULT_KINDS, NEVER, Arrival, Fault, Mix
 
@@ -104,6 +105,9 @@ def notebook_pod(build: pathlib.Path, partition: str, accelerators: int, where: 
         limits = {k: str(v) for k, v in (extra.get("extra_resource_limits") or {}).items()}
         parse(requests["memory"])  # kubespawner's "32G" is the quantity 32e9 bytes
         pod_spec: dict[str, Any] = {}
+        # KubeSpawner gives up on a server not running after start_timeout: the profile's, else the hub's
+        # (z2jh singleuser.startTimeout, default 300 s); ekstrain/simulate/notebooks.py plays it.
+        timeout = over.get("start_timeout", (values.get("singleuser") or {}).get("startTimeout", 300))
         if over.get("scheduler_name"):
             pod_spec["schedulerName"] = over["scheduler_name"]
         return {
@@ -119,6 +123,7 @@ def notebook_pod(build: pathlib.Path, partition: str, accelerators: int, where: 
                 "tolerations": list(over.get("tolerations") or []),
                 "containers": [{"name": "notebook", "resources": {"requests": requests, "limits": limits}}],
             },
+            START_TIMEOUT_KEY: int(timeout),
         }
     raise InputError(
         f"{where}.partition", f"no JupyterHub profile for partition {partition!r}", "name a profile's partition"

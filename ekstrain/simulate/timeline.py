@@ -48,8 +48,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ekstrain import health_gate
-from ekstrain.simulate import match, volcano
+from ekstrain import cold_start, health_gate
+from ekstrain.simulate import match, notebooks, slurm_gangs, volcano
 from ekstrain.simulate.engine import (
     Cluster,
     _min_resources,
@@ -113,7 +113,7 @@ class Mix:
     (``mix.stack_checkpoint_seconds``) unless the mix file gives ``checkpointSaveSeconds``."""
     checkpoint_save_given: bool = False
     grace_seconds: int = 120
-    launch_minutes: dict[str, int] = field(default_factory=lambda: {"gpu": 10, "trainium": 10, "cpu": 3})
+    launch_minutes: dict[str, int] = field(default_factory=lambda: dict(cold_start.LAUNCH_MINUTES))
     repair: bool = False
     """Karpenter nodeRepair on and the node monitoring agent installed (both read from the build)."""
     health_rule: bool = False
@@ -862,7 +862,10 @@ class Timeline:
             job.workload.groups = [PodGroup("slurmd", job.slurm_pods if queue is None else 0, nodeset_pod(ns))]
         group = job.workload.groups[0]
         blocked = None
-        while queue is not None and group.count < job.slurm_pods:
+        gang = slurm_gangs.ganged(ns)
+        if gang and queue is not None:
+            blocked = slurm_gangs.admit_all(self, job, group, queue)
+        while not gang and queue is not None and group.count < job.slurm_pods:
             # Each slurmd pod is its own PodGroup (minMember 1) in the partition's queue (volcano
             # pkg/controllers/podgroup/pg_controller_handler.go): enqueue admits them one at a time while the queue
             # has room, so part of a job's pods can be admitted (and hold nodes) while the rest wait.
@@ -1034,6 +1037,9 @@ class Timeline:
                     f"{j.name}: started {late[0]} min after its queue admitted it, more than a node launch "
                     f"({late[1]} min): admitted before its nodes could be had"
                 )
+        timed_out, gave_up = notebooks.timeouts(self)
+        self.problems += timed_out
+        self.fault_outcomes += gave_up
         for part, cats in self.idle.items():
             stranded = sum(v for k, v in cats.items() if k.startswith("stranded"))
             if stranded:

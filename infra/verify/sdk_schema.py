@@ -42,6 +42,10 @@ def args_class(type_token: str) -> type | None:
         return None
     if pkg == "kubernetes":
         group, _, version = module.partition("/")
+        if "." in group and not group.endswith(".k8s.io") and group != "helm.sh":
+            # A custom resource's group (scheduling.volcano.sh) is not the built-in group of the same first label
+            # (scheduling.k8s.io): the SDK has no type for it.
+            return None
         sub = f"{group.split('.')[0]}.{version}" if version else group
         if group.split(".")[0] == "helm" and group.startswith("helm.sh"):
             sub = f"helm.{version}"

@@ -118,6 +118,15 @@ class JupyterHubAuth(Model):
     """OAuth callback, ``https://<hub host>/hub/oauth_callback``; required for github and generic-oauth."""
 
 
+class JupyterHubTls(Model):
+    """TLS for the hub: the internal NLB terminates it with an ACM certificate (the OAuth callback is https)."""
+
+    certificate_arn: str | None = None
+    """ACM certificate (``arn:aws:acm:<region>:<account>:certificate/<id>``, in the stack's region) for the callback
+    URL's host; the NLB listens on 443 with it and forwards plain HTTP to the proxy (z2jh ``proxy.https.type:
+    offload``). Required with github or generic-oauth (their callback is https); @default none."""
+
+
 class JupyterHubConfig(Model):
     enabled: bool = False
     """@default false. JupyterHub (zero-to-jupyterhub) with one GPU or Trainium profile per partition."""
@@ -132,6 +141,9 @@ class JupyterHubConfig(Model):
     """@default 50: per-user home on EFS (nominal: EFS is elastic)."""
     profiles: list[str] = Field(default_factory=list)
     """Partitions offered as profiles; @default every partition."""
+    tls: JupyterHubTls = Field(default_factory=JupyterHubTls)
+    """TLS on the hub's load balancer (``tls.certificateArn``); then point the callback URL's host at the NLB
+    (docs/platform.md, one command)."""
 
 
 class DeliveryConfig(Model):

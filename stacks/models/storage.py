@@ -25,8 +25,10 @@ class BucketsConfig(Model):
     """@default ``<cluster>-datasets-<random>`` (Pulumi auto-naming from a prefix)."""
     checkpoints_bucket: BucketName | None = None
     """@default ``<cluster>-checkpoints-<random>``."""
-    noncurrent_version_days: int = Field(default=30, ge=1, le=36500)
-    """@default 30: old checkpoint object versions are deleted after this many days."""
+    noncurrent_version_days: int | None = Field(default=None, ge=1, le=36500)
+    """Old checkpoint object versions (a rotated or overwritten checkpoint's S3 copy) are deleted after this many
+    days. @default with checkpoint rotation: the window of saves FSx keeps (``keepLast`` x 30 min, at least 1 day:
+    ``ekstrain.checkpoint_rotation.noncurrent_days``), else 30."""
     abort_incomplete_multipart_days: int = Field(default=7, ge=1, le=36500)
     """@default 7: incomplete multipart uploads (both buckets) are aborted after this many days."""
     kms_key_arn: KmsKeyArn | None = None
@@ -109,6 +111,12 @@ class CheckpointConfig(Model):
     from the planner's estimate for the largest planned model."""
     target_save_seconds: int = Field(default=300, ge=10, le=86400)
     """@default 300: a warning is raised when the configured FSx cannot write a checkpoint this fast."""
+    rotation: bool = True
+    """@default true (with FSx): a CronJob keeps each job's last ``keepLast`` checkpoints under the FSx checkpoint
+    path and deletes an older one only once ``lfs hsm_state`` shows it exported to S3 (docs/storage.md)."""
+    keep_last: int | None = Field(default=None, ge=1, le=10000, alias="keepLast")
+    """Checkpoints kept per job on FSx. @default half the FSx capacity / ``sizeGiB`` (at least 2), or 3 without
+    ``sizeGiB`` (``ekstrain.checkpoint_rotation.default_keep``)."""
 
 
 class StorageConfig(Model):
