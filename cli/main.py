@@ -30,6 +30,7 @@ from ekstrain import catalog, lock
 from ekstrain.cli import kit as cli_kit
 from ekstrain.cli import storage
 from ekstrain.cli.argtypes import OneLineParser
+from ekstrain.cli.deploy_policy import add_deploy_policy_command
 from ekstrain.cli.diff import add_diff_command
 from ekstrain.cli.job import add_job_commands
 from ekstrain.cli.plan import add_plan_commands
@@ -105,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_job_commands(subparsers)
     add_simulate_command(subparsers)
     add_diff_command(subparsers)
+    add_deploy_policy_command(subparsers)
     return parser
 
 
