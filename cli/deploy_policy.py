@@ -1,4 +1,4 @@
-"""``ekstrain deploy-policy --stack STACK``: the IAM policy the deploy role needs for the stack as the program records it.
+"""``ekstrain deploy-policy --stack STACK``: the IAM policy the deploy role needs for the stack as recorded.
 
     ekstrain deploy-policy --stack prod                   # the deploy role's policy (JSON)
     ekstrain deploy-policy --stack prod --read-only       # the preview role's: only the reads
