@@ -168,6 +168,29 @@ def time_simulate(build: pathlib.Path, tmpdir: pathlib.Path) -> tuple[float, int
     return min(_wall([*base, str(empty)]) for _ in range(3))
 
 
+def deploy_rehearsal(build: pathlib.Path) -> None:
+    """`ekstrain simulate --deploy/--destroy` figures for the prod render (modelled minutes, not wall time: the
+    durations and their sources are ekstrain/contracts/timing.py's)."""
+    from ekstrain.simulate import deploy
+
+    nodes = deploy.read_graph(deploy.load_rows(build))
+    up = deploy.up(nodes)
+    if up.play.failed or up.play.cycle:
+        print(f"  first up (modelled): {up.lines()[0]}")
+    else:
+        print(
+            f"  first up (modelled): EKS ACTIVE {deploy.fmt(up.cluster_active_s or 0)}, ready cluster "
+            f"{deploy.fmt(up.play.end)}, first training step {deploy.fmt(up.first_step_s or 0)}"
+        )
+    after = deploy.destroy(deploy.unprotected(nodes))
+    stops = ", ".join(k for k, _, _ in after.play.failed) or "nothing"
+    priced = [u for u in (after.monthly(k)[0] for k in after.left()) if u is not None]
+    print(
+        f"  teardown (modelled): stops at {len([n for n in nodes.values() if n.protect])} protected resources; "
+        f"unprotected, it stops at {stops}; {len(after.left())} left, ${sum(priced):,.0f}/month priced"
+    )
+
+
 def time_timeline(build: pathlib.Path) -> None:
     """The 48-hour prod timeline mix when `make examples` has rendered its jobs."""
     base = [sys.executable, "-m", "ekstrain", "simulate", "--stack", "prod", "--build", str(build)]
@@ -357,6 +380,7 @@ def main(argv: list[str] | None = None) -> None:
         wall, rc = time_simulate(tmpdir / "warm", tmpdir)
         rows["simulate prod render"] = cell(wall) + ("" if rc == 0 else f" exit {rc}")
         print(f"  simulate: {rows['simulate prod render']}", flush=True)
+        deploy_rehearsal(tmpdir / "warm")
         wall, cpu, rc, lines = time_diff(tmpdir)
         rows["ekstrain diff (warm)"] = (
             cell(wall, cpu) + f", {lines} progress lines" + ("" if rc in (0, 1) else f" exit {rc}")
