@@ -74,7 +74,12 @@ ekstrain job schedulers
 ekstrain job schedulers --json""",
     "ekstrain simulate": """
 ekstrain simulate --stack prod build/examples
-ekstrain simulate --stack prod --timeline examples/mix-prod.yaml""",
+ekstrain simulate --stack prod --timeline examples/mix-prod.yaml
+ekstrain simulate --stack prod --deploy            # rehearse the first `pulumi up` (--destroy: teardown)""",
+    "ekstrain deploy-policy": """
+ekstrain deploy-policy --stack prod > deploy-policy.json
+ekstrain deploy-policy --stack prod --read-only --out preview-policy.json
+ekstrain deploy-policy --stack prod --write-docs     # regenerate docs/delivery.md's table""",
     "ekstrain diff": """
 ekstrain diff --stack prod --base origin/main
 ekstrain diff --stack prod --old-stack-file Pulumi.prod.old.yaml --json --allow training-nodes""",

@@ -12,7 +12,9 @@ Pulumi engine does:
   Error in the Pulumi CLI": "letting already in-flight operations complete, but not starting any new operations").
 - ``destroy``: the reverse graph, each resource after everything that waits for it, with its type's deletion time.
   A ``protect``ed resource fails its delete step (pulumi/pulumi pkg/resource/deploy/step.go ``DeleteStep.Apply``:
-  "unable to delete resource ... as it is currently marked for protection"); a ``retainOnDelete`` one leaves the
+  "unable to delete resource ... as it is currently marked for protection"); the check runs before the preview
+  test, so the destroy's preview already fails and nothing is deleted; with ``--skip-preview`` the engine deletes
+  what comes before it and stops there (what this plays). A ``retainOnDelete`` one leaves the
   state and stays in AWS; an EKS cluster with ``deletionProtection`` refuses DeleteCluster (EKS API reference,
   DeleteCluster: InvalidRequestException while deletion protection is enabled).
 
@@ -385,6 +387,11 @@ class DestroyReport:
         out = []
         for k, when, why in p.failed:
             out.append(f"STOPS at {fmt(when)}: {k}: {why}")
+        if any(self.nodes[k].protect for k, _, _ in p.failed):
+            out.append(
+                "  (the destroy's preview already fails on a protected resource, so nothing is deleted; with "
+                "--skip-preview the engine deletes as below and stops there)"
+            )
         deleted = len([k for k in p.steps if k not in {f for f, _, _ in p.failed}])
         out.append(
             f"DESTROY {'stops' if p.failed else 'completes'} after {fmt(p.end if not p.failed else p.failed[0][1])}: "
