@@ -9,6 +9,7 @@ line per workload that starts; exit 0 when everything starts, 1 otherwise, 2 on 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import pathlib
 import sys
@@ -74,6 +75,12 @@ def _system_types(args: argparse.Namespace) -> list[str]:
     path = args.stack_file or pathlib.Path(f"Pulumi.{args.stack}.yaml")
     cfg, _ = load_stack_file(path)
     return list(cfg.cluster.system_node_group.instance_types)
+
+
+def _stack_config(args: argparse.Namespace) -> Any:
+    from ekstrain.stacks.loader import load_stack_file
+
+    return load_stack_file(args.stack_file or pathlib.Path(f"Pulumi.{args.stack}.yaml"))[0]
 
 
 def _system_size(args: argparse.Namespace) -> int:
@@ -175,11 +182,25 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
+    if deploy.bare(rows):
+        # Bare names are ambiguous (the pulumi-eks Cluster and the platform component are both `cluster`): the
+        # recording names every parent and dependency by URN.
+        from ekstrain.diff.sides import REPO, DiffInputError, record
+
+        stack_file = args.stack_file or pathlib.Path(f"Pulumi.{args.stack}.yaml")
+        try:
+            recorded = [r.to_dict() for r in record(REPO, args.stack, stack_file, "--stack-file")]
+            nodes = deploy.read_graph(deploy.with_exact_refs(rows, recorded))
+        except DiffInputError as exc:
+            print(f"warning: simulate: {flag}: bare names kept ({str(exc)[:200]})", file=sys.stderr)
+    deploy_role = None
+    with contextlib.suppress(Exception):  # no stack file: the access rule is not checked
+        deploy_role = _stack_config(args).cluster.deploy_role_arn
     if args.deploy:
         objects = build_objects(build) if (build / "manifests").is_dir() else []
         pools = [o for o in objects if o.get("kind") == "NodePool"]
         gated = any(health_gate.gated(p) for p in pools)
-        up = deploy.up(nodes, gated=gated)
+        up = deploy.up(nodes, gated=gated, deploy_role_arn=deploy_role)
         for line in up.lines():
             print(line)
         return EXIT_BLOCKED if up.play.failed or up.play.cycle else 0

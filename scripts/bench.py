@@ -169,26 +169,17 @@ def time_simulate(build: pathlib.Path, tmpdir: pathlib.Path) -> tuple[float, int
 
 
 def deploy_rehearsal(build: pathlib.Path) -> None:
-    """`ekstrain simulate --deploy/--destroy` figures for the prod render (modelled minutes, not wall time: the
-    durations and their sources are ekstrain/contracts/timing.py's)."""
-    from ekstrain.simulate import deploy
-
-    nodes = deploy.read_graph(deploy.load_rows(build))
-    up = deploy.up(nodes)
-    if up.play.failed or up.play.cycle:
-        print(f"  first up (modelled): {up.lines()[0]}")
-    else:
-        print(
-            f"  first up (modelled): EKS ACTIVE {deploy.fmt(up.cluster_active_s or 0)}, ready cluster "
-            f"{deploy.fmt(up.play.end)}, first training step {deploy.fmt(up.first_step_s or 0)}"
-        )
-    after = deploy.destroy(deploy.unprotected(nodes))
-    stops = ", ".join(k for k, _, _ in after.play.failed) or "nothing"
-    priced = [u for u in (after.monthly(k)[0] for k in after.left()) if u is not None]
-    print(
-        f"  teardown (modelled): stops at {len([n for n in nodes.values() if n.protect])} protected resources; "
-        f"unprotected, it stops at {stops}; {len(after.left())} left, ${sum(priced):,.0f}/month priced"
-    )
+    """`ekstrain simulate --deploy/--destroy` on the prod render: modelled minutes, not wall time (the durations and
+    their sources are ekstrain/contracts/timing.py's); the summary lines only."""
+    base = [sys.executable, "-m", "ekstrain", "simulate", "--stack", "prod", "--build", str(build)]
+    for flag, keep in (
+        ("--deploy", ("FAILS", "EKS", "UP", "first")),
+        ("--destroy", ("STOPS", "DESTROY", "  STOPS", "  DESTROY", "  left")),
+    ):
+        done = subprocess.run([*base, flag], capture_output=True, text=True, cwd=REPO, check=False)
+        lines = [ln for ln in done.stdout.splitlines() if ln.startswith(keep)] or done.stderr.splitlines()[-1:]
+        for line in lines:
+            print(f"  simulate {flag} (modelled): {line.strip()[:300]}")
 
 
 def time_timeline(build: pathlib.Path) -> None:

@@ -7,7 +7,9 @@ import pathlib
 import pytest
 
 from ekstrain.contracts import timing
+from ekstrain.diff.sides import REPO, record
 from ekstrain.simulate import deploy
+from tests.conftest import needs_upstream
 
 URN = "urn:pulumi:prod::ekstrain::"
 
@@ -119,18 +121,81 @@ def test_destroy_stops_at_protect_then_at_deletion_protection_and_prices_what_is
     assert "retained" in text and "delete refused" in text
 
 
-def test_prod_first_up_completes_and_teardown_stops(tmp_path: pathlib.Path) -> None:
-    """On a render of prod (skipped without one): the first up completes with its times; destroy stops."""
-    build = pathlib.Path("build/prod")
+DEPLOYER = "arn:aws:iam::111122223333:role/deploy"
+NS = "kubernetes:core/v1:Namespace"
+APA = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
+
+
+def access_rows() -> list[dict]:
+    """A cluster without the creator's bootstrap admin, the deploy role's association behind the provider, the
+    `monitoring` Namespace, and a ConfigMap in it that waits for nothing but its provider."""
+    return [
+        row("ekstrain:cluster:Cluster", "cluster"),
+        row(VPC, "net"),
+        row(
+            CLUSTER,
+            "cluster",
+            ["net"],
+            parent="cluster",
+            inputs={"accessConfig": {"bootstrapClusterCreatorAdminPermissions": False}},
+        ),
+        row(APA, "deployer", ["cluster"], inputs={"principalArn": DEPLOYER}),
+        row("pulumi:providers:kubernetes", "k8s", ["cluster", "deployer"], parent="cluster"),
+        row(NG, "system", ["cluster"], parent="cluster"),
+        row(NS, "monitoring-ns", ["system"], provider="k8s", inputs={"metadata": {"name": "monitoring"}}),
+        row(CM, "dash", [], provider="k8s", inputs={"metadata": {"namespace": "monitoring"}}),
+    ]
+
+
+def test_seeded_configmap_in_a_namespace_created_later_fails_at_its_start() -> None:
+    rows = access_rows()
+    report = deploy.up(deploy.read_graph(rows), deploy_role_arn=DEPLOYER)
+    (key, when, why), *_ = report.play.failed
+    assert key == deploy.key_of(CM, "dash") and 'namespaces "monitoring" not found' in why
+    assert when == report.play.steps[deploy.key_of("pulumi:providers:kubernetes", "k8s")].end
+    rows[7]["dependsOn"] = ["monitoring-ns"]
+    assert not deploy.up(deploy.read_graph(rows), deploy_role_arn=DEPLOYER).play.failed
+
+
+def test_seeded_object_bypassing_the_access_association_fails_even_when_it_happens_to_run_later() -> None:
+    rows = access_rows()
+    rows[7]["dependsOn"] = ["monitoring-ns"]
+    # A second provider that waits for the cluster only, and an object through it that runs after everything.
+    rows.insert(5, row("pulumi:providers:kubernetes", "k8s-direct", ["cluster"]))
+    rows.append(row(CM, "late", ["system"], provider="k8s-direct", inputs={}))
+    report = deploy.up(deploy.read_graph(rows), deploy_role_arn=DEPLOYER)
+    failed = {k: why for k, _, why in report.play.failed}
+    why = failed[deploy.key_of(CM, "late")]
+    assert "Unauthorized" in why and "only by chance (a race)" in why and "deployer" in why
+    # without the deploy role named, the access rule is not checked
+    assert not deploy.up(deploy.read_graph(rows)).play.failed
+
+
+@needs_upstream
+def test_prod_first_up_and_teardown(monkeypatch) -> None:
+    """On the render of prod (skipped without one). With exact references in resources.yaml the first up must
+    complete with its times; with bare names (before they were exact) the rehearsal names the race of the
+    StorageClass gp3 with the deploy role's access association (it waited for neither through the graph)."""
+    build = REPO / "build" / "prod"
     if not (build / "resources.yaml").is_file():
         pytest.skip("no build/prod: run `make render STACK=prod`")
-    g = deploy.read_graph(deploy.load_rows(build))
-    up = deploy.up(g)
-    assert not up.play.failed and not up.play.cycle
-    assert 15 * 60 < up.play.end < 3 * 3600
-    assert up.first_step_s is not None and up.first_step_s > up.play.end
-    down = deploy.destroy(g)
-    assert down.play.failed
+    rows = deploy.load_rows(build)
+    if deploy.bare(rows):
+        recorded = [r.to_dict() for r in record(REPO, "prod", REPO / "Pulumi.prod.yaml", "--stack-file")]
+        rows = deploy.with_exact_refs(rows, recorded)
+    g = deploy.read_graph(rows)
+    role = "arn:aws:iam::111122223333:role/ekstrain-prod-deploy"
+    up = deploy.up(g, deploy_role_arn=role)
+    if deploy.bare(deploy.load_rows(build)):
+        assert up.play.failed and all("Unauthorized" in why or "not found" in why for _, _, why in up.play.failed), (
+            up.lines()
+        )
+    else:
+        assert not up.play.failed and not up.play.cycle, up.lines()
+        assert 15 * 60 < up.play.end < 3 * 3600
+        assert up.first_step_s is not None and up.first_step_s > up.play.end
+    assert deploy.up(g).play.end > 15 * 60  # the cluster alone takes its 15 minutes
+    assert deploy.destroy(g).play.failed
     after = deploy.destroy(deploy.unprotected(g))
     assert any("deletionProtection" in why for _, _, why in after.play.failed)
 

@@ -25,7 +25,7 @@ stops above.
 from __future__ import annotations
 
 import pathlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -198,13 +198,19 @@ class Play:
         return max((s.end for s in self.steps.values()), default=0.0)
 
 
+Check = Callable[[str, set[str]], "str | None"]
+"""(key, the keys done by the step's start) -> why the step fails then, or None."""
+
+
 def play(
     order_waits: Mapping[str, set[str]],
     seconds: Mapping[str, float],
     fails: Mapping[str, str],
+    check: Check | None = None,
 ) -> Play:
-    """Event-driven, unbounded parallelism: a step starts when all it waits for ended; a failing step ends at its
-    start; after the first failure nothing new starts (running steps finish)."""
+    """Event-driven, unbounded parallelism: a step starts when all it waits for ended; a failing step (``fails``,
+    or ``check`` answering at its start) ends at its start; after the first failure nothing new starts (running
+    steps finish)."""
     waits = {k: set(v) for k, v in order_waits.items()}
     done_at: dict[str, float] = {}
     steps: dict[str, Step] = {}
@@ -221,10 +227,11 @@ def play(
         if stop_at is not None and start > stop_at:
             break
         remaining.discard(k)
-        if k in fails:
+        why = fails.get(k) or (check(k, {d for d, t in done_at.items() if t <= start}) if check else None)
+        if why:
             steps[k] = Step(k, start, start)
             done_at[k] = float("inf")  # never completes: what waits for it never starts
-            failed.append((k, start, fails[k]))
+            failed.append((k, start, why))
             stop_at = start if stop_at is None else min(stop_at, start)
             continue
         end = start + seconds.get(k, 0.0)
@@ -238,6 +245,102 @@ def play(
                 del steps[k]
                 remaining.add(k)
     return Play(steps, failed, sorted(remaining), cycle)
+
+
+# ---- what must exist before a Kubernetes object (facts of the API server and of EKS access) ---------------------
+
+INITIAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+"""Namespaces every cluster starts with (Kubernetes docs, "Namespaces": initial namespaces)."""
+
+
+def namespace_of(node: Node) -> str:
+    """The namespace a Kubernetes object (``metadata.namespace``) or a Helm release (``namespace``) goes into."""
+    if node.type == "kubernetes:helm.sh/v3:Release":
+        return str(node.inputs.get("namespace") or "")
+    return str((node.inputs.get("metadata") or {}).get("namespace") or "")
+
+
+def kubernetes_check(nodes: Mapping[str, Node], deploy_role_arn: str | None = None) -> Check:
+    """At a Kubernetes object's start:
+
+    - its namespace must exist: the API server's NamespaceLifecycle admission plugin refuses an object in a
+      namespace that does not (Kubernetes docs, "Admission controllers": NamespaceLifecycle; the error is
+      ``namespaces "<ns>" not found``); made by a Namespace object or a Helm release with ``createNamespace``;
+    - with ``accessConfig.bootstrapClusterCreatorAdminPermissions: false`` the deploying principal has no
+      Kubernetes permission until its access policy association exists (EKS User Guide, "Grant IAM users access
+      to Kubernetes with EKS access entries"; CreateCluster API, ``bootstrapClusterCreatorAdminPermissions``):
+      the AccessPolicyAssociation of ``deploy_role_arn`` must be done.
+
+    Each must be reached through the graph (the object waits for it through dependsOn, its provider or its
+    parent, transitively): an object that is merely later in this play could run first on another day, so a
+    precondition not reached is a failure at the object's start, named as a race.
+    """
+    waits = expanded_waits(nodes)
+    reach: dict[str, set[str]] = {}
+
+    def ancestors(key: str) -> set[str]:
+        if key not in reach:
+            reach[key] = set()  # a cycle stops here
+            out: set[str] = set()
+            for w in waits.get(key, ()):
+                out |= {w} | ancestors(w)
+            reach[key] = out
+        return reach[key]
+
+    makers: dict[str, set[str]] = {}
+    for k, n in nodes.items():
+        if n.type == "kubernetes:core/v1:Namespace":
+            makers.setdefault(str((n.inputs.get("metadata") or {}).get("name") or n.name), set()).add(k)
+        elif n.type == "kubernetes:helm.sh/v3:Release" and n.inputs.get("createNamespace"):
+            makers.setdefault(namespace_of(n), set()).add(k)
+    no_bootstrap = any(
+        n.type == "aws:eks/cluster:Cluster"
+        and (n.inputs.get("accessConfig") or {}).get("bootstrapClusterCreatorAdminPermissions") is False
+        for n in nodes.values()
+    )
+    access = {
+        k
+        for k, n in nodes.items()
+        if n.type == "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
+        and deploy_role_arn
+        and n.inputs.get("principalArn") == deploy_role_arn
+    }
+
+    def check(key: str, done: set[str]) -> str | None:
+        n = nodes[key]
+        if not n.custom or not n.type.startswith("kubernetes:"):
+            return None
+        if no_bootstrap and deploy_role_arn:
+            if not access:
+                return (
+                    f"the deploy role {deploy_role_arn} has no AccessPolicyAssociation and the cluster does not "
+                    "bootstrap its creator's admin permissions; fix: give cluster.deployRoleArn an access entry"
+                )
+            if not access & ancestors(key):
+                late = "not created yet" if not access & done else "created earlier here only by chance (a race)"
+                return (
+                    f"Unauthorized: the deploy role's AccessPolicyAssociation is {late}: nothing makes this object "
+                    "wait for it (bootstrapClusterCreatorAdminPermissions: false); fix: make it depend on "
+                    f"{', '.join(sorted(access))} through dependsOn or its provider"
+                )
+        ns = namespace_of(n)
+        if (
+            ns
+            and ns not in INITIAL_NAMESPACES
+            and key not in makers.get(ns, set())
+            and not makers.get(ns, set()) & ancestors(key)
+        ):
+            made_by = sorted(makers.get(ns, set()))
+            return f'namespaces "{ns}" not found' + (
+                f" (created by {', '.join(made_by)}, "
+                + ("not done yet" if not makers.get(ns, set()) & done else "done earlier here only by chance: a race")
+                + "); fix: depend on it through dependsOn"
+                if made_by
+                else "; nothing in the stack creates it; fix: create the Namespace"
+            )
+        return None
+
+    return check
 
 
 # ---- up --------------------------------------------------------------------------------------------------------
@@ -316,7 +419,7 @@ def fmt(seconds: float) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
 
 
-def up(nodes: dict[str, Node], family: str = "gpu", gated: bool = True) -> UpReport:
+def up(nodes: dict[str, Node], family: str = "gpu", gated: bool = True, deploy_role_arn: str | None = None) -> UpReport:
     waits = expanded_waits(nodes)
     seconds = {k: float(timing.duration(n.type, n.custom).create_s) for k, n in nodes.items()}
     fails = {
@@ -324,7 +427,7 @@ def up(nodes: dict[str, Node], family: str = "gpu", gated: bool = True) -> UpRep
         for k, n in nodes.items()
         if n.missing
     }
-    p = play(waits, seconds, fails)
+    p = play(waits, seconds, fails, kubernetes_check(nodes, deploy_role_arn))
     clusters = [p.steps[k].end for k, n in nodes.items() if n.type == "aws:eks/cluster:Cluster" and k in p.steps]
     first, parts = None, []
     if not p.failed and not p.cycle:
@@ -451,6 +554,26 @@ def destroy(nodes: dict[str, Node], prices: Mapping[str, float] | None = None) -
     return DestroyReport(play(rev, seconds, fails), nodes, prices or {})
 
 
+def bare(rows: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether any dependency or parent is a bare name (resources.yaml before it named them exactly)."""
+    return any(
+        ref and "::" not in str(ref) for r in rows for ref in [*(r.get("dependsOn") or []), r.get("parent") or ""]
+    )
+
+
+def with_exact_refs(rows: list[dict[str, Any]], recorded: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with each parent and dependency replaced by the URN the recording (``ekstrain diff``'s: the program
+    under the offline engine, ``Resource.to_dict`` rows) gives the same type and name; rows it lacks stay."""
+    exact = {key_of(str(r["type"]), str(r["name"])): r for r in recorded}
+    out = []
+    for r in rows:
+        e = exact.get(key_of(str(r["type"]), str(r["name"])))
+        out.append(
+            {**r, "parent": e.get("parent") or "", "dependsOn": list(e.get("dependencies") or [])} if e else dict(r)
+        )
+    return out
+
+
 def load_rows(build: pathlib.Path) -> list[dict[str, Any]]:
     rows = yaml.safe_load((build / "resources.yaml").read_text())
     if not isinstance(rows, list):
@@ -458,4 +581,15 @@ def load_rows(build: pathlib.Path) -> list[dict[str, Any]]:
     return rows
 
 
-__all__ = ["DestroyReport", "Node", "UpReport", "destroy", "load_rows", "read_graph", "resolve", "up"]
+__all__ = [
+    "bare",
+    "with_exact_refs",
+    "DestroyReport",
+    "Node",
+    "UpReport",
+    "destroy",
+    "load_rows",
+    "read_graph",
+    "resolve",
+    "up",
+]
