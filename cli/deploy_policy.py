@@ -340,6 +340,11 @@ def run(args: argparse.Namespace) -> int:
             what, _, fix = problem.partition(": ")
             raise PolicyInputError(what, fix)
         out = outputs.check_file("--out", args.out) if args.out is not None else None
+        if args.write_docs and not DOCS.is_file():
+            raise PolicyInputError(
+                f"--write-docs: {DOCS} not found (the table lives in a checkout's docs/delivery.md)",
+                "run it in an ekstrain checkout, or drop --write-docs",
+            )
         if args.write_docs and args.stack != DOCS_STACK:
             raise PolicyInputError(
                 f"--write-docs with --stack {args.stack}: the docs table is generated from {DOCS_STACK}",
