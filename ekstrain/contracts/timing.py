@@ -57,15 +57,17 @@ DURATIONS: dict[str, Duration] = {
     "aws:fsx/lustreFileSystem:LustreFileSystem": Duration(
         15 * 60,
         10 * 60,
-        "AWS FSx for Lustre: persistent file systems reported at 10-20 min in CREATING (midpoint); provider "
-        "timeouts create 30m, delete 30m " + _TF.format("fsx_lustre_file_system"),
+        "reported: aws/aws-parallelcluster #4211 (FSx for Lustre create under 20 min with a small import bucket, "
+        "over 1 h with millions of objects); 15 min used, no import path here; provider timeouts create 30m, "
+        "delete 30m " + _TF.format("fsx_lustre_file_system"),
     ),
     "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": Duration(
         8 * 60,
         5 * 60,
-        "hashicorp/terraform-provider-aws #24678 and reports of the 10-minute default create timeout running out "
-        "(the association imports the bucket's metadata first); provider timeouts create 10m, delete 10m "
-        + _TF.format("fsx_data_repository_association"),
+        "reported: aws-samples/amazon-eks-machine-learning-with-terraform-and-kubeflow #112 (the 10-minute default "
+        "create timeout runs out in some uses although creation succeeds; raised to 30 min there) and "
+        "hashicorp/terraform-provider-aws #24678; 8 min used (the association imports the bucket's metadata "
+        "first); provider timeouts create 10m, delete 10m " + _TF.format("fsx_data_repository_association"),
     ),
     "aws:efs/fileSystem:FileSystem": Duration(30, 30, "estimate: EFS file systems are available within seconds"),
     "aws:efs/mountTarget:MountTarget": Duration(
