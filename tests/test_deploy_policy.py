@@ -175,3 +175,11 @@ def test_bad_input_is_one_clean_line_naming_the_flag(argv, flag, capsys, monkeyp
     assert len(lines) <= 2 and all(re.match(r"(error|fix): ", ln) for ln in lines), err
     assert "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_every_aws_entry_cites_the_provider_and_the_service_authorization_reference() -> None:
+    for type_token, entry in contracts.CONTRACTS.items():
+        assert entry.source, type_token
+        if type_token.startswith("aws:"):
+            assert "terraform-provider-aws" in entry.source and "service-authorization" in entry.source, type_token
+            assert entry.create and entry.delete is not None and entry.read, type_token

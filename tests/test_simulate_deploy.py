@@ -212,3 +212,15 @@ def test_cli_bad_input_is_one_clean_line(capsys, tmp_path: pathlib.Path) -> None
     code = main(["simulate", "--stack", "prod", "--deploy", "--timeline", "x.yaml"])
     err = capsys.readouterr().err
     assert code == 2 and "--deploy" in err.splitlines()[0]
+
+
+def test_timing_reads_the_simulators_figures_and_every_figure_has_a_source(monkeypatch) -> None:
+    from ekstrain import health_gate
+    from ekstrain.simulate.timeline import Mix
+
+    assert timing.node_launch_seconds("gpu") == 60 * Mix(arrivals=[]).launch_minutes["gpu"]
+    monkeypatch.setattr(health_gate, "gate_seconds", lambda family: 42)
+    assert timing.health_gate_seconds("gpu") == 42  # read at call time, not copied
+    for type_token, d in timing.DURATIONS.items():
+        assert d.source and d.create_s >= 0 and d.delete_s >= 0, type_token
+    assert timing.duration("ekstrain:cost:Cost", custom=False).create_s == 0
