@@ -68,27 +68,35 @@ def _formats(action: str) -> list[str] | None:
     if info is None:
         return None
     touched = contracts.TOUCHED.get(service.lower())
-    return [f for f in info["arns"] if touched is None or resource_type(f) in touched]
+    return [f for f in info["arns"] if touched is None or resource_type(f, service.lower()) in touched]
 
 
-def resource_type(arn_format: str) -> str:
+def resource_type(arn_format: str, service: str = "ec2") -> str:
     """``arn:${Partition}:ec2:${Region}:${Account}:subnet/${SubnetId}`` -> ``subnet``; another service's ARN
-    (RunInstances also takes license-manager's, resource-groups' and elastic-inference's, which the program never
-    names) -> ``service:``."""
+    (ec2:RunInstances also takes license-manager's, resource-groups' and elastic-inference's, which the program
+    never names) -> ``service:``."""
     fields = arn_format.split(":", 5)
     if len(fields) < 6:
         return ""
-    if fields[2] != "ec2":
+    if fields[2] != service:
         return f"{fields[2]}:"
     return re.split(r"[/:]", fields[5], maxsplit=1)[0]
 
 
-def scoped(arn_format: str, partition: str, region: str, account: str) -> str:
-    """``arn:${Partition}:eks:${Region}:${Account}:cluster/${ClusterName}`` ->
-    ``arn:aws:eks:us-west-2:111122223333:cluster/*``: the partition, region and account filled in, every other
-    variable (the resource's own name) a wildcard."""
+def fill(arn_format: str, partition: str, region: str, account: str, names: Mapping[str, str] | None, rest: str) -> str:
+    """The format with the partition, region, account and the variables ``names`` gives (``ClusterName``) filled
+    in, every other variable ``rest``."""
     text = arn_format.replace("${Partition}", partition).replace("${Region}", region).replace("${Account}", account)
-    return re.sub(r"\*+", "*", re.sub(r"\$\{[^}]+\}", "*", text))
+    for var, value in (names or {}).items():
+        text = text.replace("${" + var + "}", value)
+    return re.sub(r"\$\{[^}]+\}", rest, text)
+
+
+def scoped(arn_format: str, partition: str, region: str, account: str, names: Mapping[str, str] | None = None) -> str:
+    """``arn:${Partition}:eks:${Region}:${Account}:addon/${ClusterName}/${AddonName}/${UUID}`` ->
+    ``arn:aws:eks:us-west-2:111122223333:addon/ekstrain-prod/*``: the partition, region, account and the names the
+    stack fixes (``names``: the EKS cluster's) filled in, every other variable (a resource's own name) a wildcard."""
+    return re.sub(r"\*+", "*", fill(arn_format, partition, region, account, names, "*"))
 
 
 def _narrowest(resources: Iterable[str]) -> list[str]:
@@ -131,7 +139,7 @@ def problems_of(types: Iterable[str], actions: Iterable[str]) -> list[str]:
     return out
 
 
-def policy(actions: Iterable[str], region: str, account: str) -> dict[str, Any]:
+def policy(actions: Iterable[str], region: str, account: str, names: Mapping[str, str] | None = None) -> dict[str, Any]:
     """An identity policy allowing ``actions``: per service, the actions that take resource ARNs on the ARNs of
     those resource types in the stack's region and account (:func:`scoped`), and those that take none (``Create*``
     of a new resource, ``Describe*``, ``List*``) on ``*``.
@@ -146,7 +154,7 @@ def policy(actions: Iterable[str], region: str, account: str) -> dict[str, Any]:
         formats = _formats(a) or []
         acts, resources = groups.setdefault((a.split(":")[0], bool(formats)), (set(), set()))
         acts.add(a)
-        resources.update(scoped(f, partition, region, account) for f in formats)
+        resources.update(scoped(f, partition, region, account, names) for f in formats)
     statements = []
     for (service, has_arns), (acts, resources) in sorted(groups.items()):
         sid = re.sub(r"[^A-Za-z0-9]", "", service.title()) + ("Scoped" if has_arns else "Any")
@@ -206,18 +214,11 @@ def allows(doc: Mapping[str, Any], action: str, resource: str) -> bool:
     return False
 
 
-def sample_arns(action: str, region: str, account: str) -> list[str]:
-    """One concrete ARN per format the action takes (names ``example``); ``["*"]`` for an action without any."""
+def sample_arns(action: str, region: str, account: str, names: Mapping[str, str] | None = None) -> list[str]:
+    """One concrete ARN per format the action takes (the stack's ``names``, others ``example``); ``["*"]`` for an
+    action without any."""
     formats = _formats(action) or []
-    partition = partition_of(region)
-    return [
-        re.sub(
-            r"\$\{[^}]+\}",
-            "example",
-            f.replace("${Partition}", partition).replace("${Region}", region).replace("${Account}", account),
-        )
-        for f in formats
-    ] or ["*"]
+    return [fill(f, partition_of(region), region, account, names, "example") for f in formats] or ["*"]
 
 
 def chars(doc: Mapping[str, Any]) -> int:
@@ -252,8 +253,10 @@ def recorded_types(args: argparse.Namespace, stack_file: pathlib.Path) -> list[s
         raise PolicyInputError(str(exc), "fix the stack file, or pass --build DIR of a render") from None
 
 
-def stack_place(stack_file: pathlib.Path) -> tuple[str, str]:
-    """(region, account) of the stack: ``aws:region`` and the account of ``cluster.deployRoleArn``."""
+def stack_place(stack_file: pathlib.Path) -> tuple[str, str, dict[str, str]]:
+    """(region, account, names) of the stack: ``aws:region``, the account of ``cluster.deployRoleArn`` and the
+    ARN variables every resource of a kind shares (``ClusterName``: every EKS resource the stack creates belongs to
+    its one cluster, ``cluster.name``)."""
     from ekstrain.stacks.errors import ConfigError
     from ekstrain.stacks.loader import load_stack_file
 
@@ -261,7 +264,7 @@ def stack_place(stack_file: pathlib.Path) -> tuple[str, str]:
         cfg, _ = load_stack_file(stack_file)
     except ConfigError as exc:
         raise PolicyInputError(f"--stack-file {stack_file}: {str(exc).splitlines()[0]}", "fix the stack file") from None
-    return cfg.region, account_of(cfg.cluster.deploy_role_arn)
+    return cfg.region, account_of(cfg.cluster.deploy_role_arn), {"ClusterName": cfg.cluster.name}
 
 
 # ---- the docs table ----------------------------------------------------------------------------------------------
@@ -355,7 +358,7 @@ def run(args: argparse.Namespace) -> int:
             raise PolicyInputError(
                 f"--stack-file {stack_file}: no such stack file", "give the path of a Pulumi.<stack>.yaml"
             )
-        region, account = stack_place(stack_file)
+        region, account, names = stack_place(stack_file)
         types = recorded_types(args, stack_file)
     except outputs.OutputRefused as exc:
         print(f"error: deploy-policy: {exc}", file=sys.stderr)
@@ -370,7 +373,7 @@ def run(args: argparse.Namespace) -> int:
         for p in problems:
             print(f"error: deploy-policy: {p}", file=sys.stderr)
         return EXIT_PROBLEMS
-    doc = policy(actions, region, account)
+    doc = policy(actions, region, account, names)
     docs = split(doc)
     text = json.dumps(docs[0] if len(docs) == 1 else docs, indent=2) + "\n"
     role = "preview" if args.read_only else "deploy"

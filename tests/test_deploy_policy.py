@@ -34,9 +34,13 @@ def recorded() -> dict[str, list[Resource]]:
 
 
 def _policy(stack: str, rows: list[Resource], read_only: bool = False) -> tuple[list[dict], str, str]:
-    region, account = dp.stack_place(STACKS[stack])
+    region, account, names = dp.stack_place(STACKS[stack])
     types = [r.type for r in rows]
-    return dp.split(dp.policy(dp.action_sets(types, read_only), region, account)), region, account
+    return dp.split(dp.policy(dp.action_sets(types, read_only), region, account, names)), region, account
+
+
+def _names(stack: str) -> dict[str, str]:
+    return dp.stack_place(STACKS[stack])[2]
 
 
 @pytest.mark.parametrize("stack", sorted(STACKS))
@@ -52,13 +56,14 @@ def test_replay_every_recorded_resource_against_the_policy(stack: str, recorded)
     """Each recorded resource's create, update and delete calls, on every ARN their action takes, are allowed."""
     docs, region, account = _policy(stack, recorded[stack])
     assert account == "111122223333" if stack == "prod" else True
+    names = _names(stack)
     denied = set()
     replayed = 0
     for r in recorded[stack]:
         entry = contracts.contract(r.type)
         assert entry is not None, r.type
         for action in entry.create + entry.update + entry.delete:
-            for arn in dp.sample_arns(action, region, account):
+            for arn in dp.sample_arns(action, region, account, names):
                 replayed += 1
                 if not any(dp.allows(d, action, arn) for d in docs):
                     denied.add((r.type, action, arn))
@@ -89,7 +94,12 @@ def test_the_policy_is_scoped_lint_clean_and_fits_managed_policies(recorded) -> 
     assert star and all(not dp._formats(a) for a in star)
     scoped = [r for d in docs for s in d["Statement"] if s["Resource"] != "*" for r in iam_db.as_list(s["Resource"])]
     assert all(r.startswith("arn:aws:") and (f":{region}:{account}:" in r or "::" in r) for r in scoped), scoped
-    assert any(r == f"arn:aws:eks:{region}:{account}:cluster/*" for r in scoped)
+    # Every EKS resource is scoped to the stack's one cluster.
+    eks = [r for r in scoped if r.startswith("arn:aws:eks:")]
+    assert f"arn:aws:eks:{region}:{account}:cluster/ekstrain-prod" in eks
+    assert all(re.search(r":[a-z-]+/ekstrain-prod(/|$)", r) for r in eks), eks
+    other = dp.sample_arns("eks:DeleteCluster", region, account, {"ClusterName": "someone-elses"})[0]
+    assert not any(dp.allows(d, "eks:DeleteCluster", other) for d in docs)
 
 
 DEFECT_TYPES = {

@@ -659,6 +659,8 @@ TOUCHED: dict[str, frozenset[str]] = {
             "key-pair",
         }
     ),
+    # EKS's TagResource/UntagResource take every EKS resource type; the program's are these, all in its cluster.
+    "eks": frozenset({"cluster", "nodegroup", "addon", "access-entry", "podidentityassociation"}),
 }
 """service -> the ARN resource types its actions act on here, where the service's actions take far more."""
 
