@@ -224,3 +224,13 @@ def test_timing_reads_the_simulators_figures_and_every_figure_has_a_source(monke
     for type_token, d in timing.DURATIONS.items():
         assert d.source and d.create_s >= 0 and d.delete_s >= 0, type_token
     assert timing.duration("ekstrain:cost:Cost", custom=False).create_s == 0
+
+
+def test_a_precondition_kept_elsewhere_fails_its_step_at_the_right_stage() -> None:
+    """A cost-allocation tag in the first up: Cost Explorer refuses a key not yet billed (the kind's contract says
+    so; here a stand-in check): the tag fails at its start, 0 s, and nothing new starts."""
+    rows = [*small(), row("aws:costexplorer/costAllocationTag:CostAllocationTag", "tag-stack")]
+    tag = "aws:costexplorer/costAllocationTag:CostAllocationTag::tag-stack"
+    report = deploy.up(deploy.read_graph(rows), extra_check=lambda k, done: "key not billed yet" if k == tag else None)
+    assert [(k, w) for k, w, _ in report.play.failed] == [(tag, 0.0)]
+    assert deploy.key_of(CLUSTER, "cluster") in report.play.never_started

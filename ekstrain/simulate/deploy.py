@@ -419,7 +419,15 @@ def fmt(seconds: float) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
 
 
-def up(nodes: dict[str, Node], family: str = "gpu", gated: bool = True, deploy_role_arn: str | None = None) -> UpReport:
+def up(
+    nodes: dict[str, Node],
+    family: str = "gpu",
+    gated: bool = True,
+    deploy_role_arn: str | None = None,
+    extra_check: Check | None = None,
+) -> UpReport:
+    """The first ``up``; ``extra_check`` adds preconditions kept elsewhere (a kind's contract: a billed tag key, a
+    service-linked role), asked at each step's start after the graph's own."""
     waits = expanded_waits(nodes)
     seconds = {k: float(timing.duration(n.type, n.custom).create_s) for k, n in nodes.items()}
     fails = {
@@ -427,7 +435,12 @@ def up(nodes: dict[str, Node], family: str = "gpu", gated: bool = True, deploy_r
         for k, n in nodes.items()
         if n.missing
     }
-    p = play(waits, seconds, fails, kubernetes_check(nodes, deploy_role_arn))
+    own = kubernetes_check(nodes, deploy_role_arn)
+
+    def check(key: str, done: set[str]) -> str | None:
+        return own(key, done) or (extra_check(key, done) if extra_check else None)
+
+    p = play(waits, seconds, fails, check)
     clusters = [p.steps[k].end for k, n in nodes.items() if n.type == "aws:eks/cluster:Cluster" and k in p.steps]
     first, parts = None, []
     if not p.failed and not p.cycle:
