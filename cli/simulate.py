@@ -193,14 +193,16 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
             nodes = deploy.read_graph(deploy.with_exact_refs(rows, recorded))
         except DiffInputError as exc:
             print(f"warning: simulate: {flag}: bare names kept ({str(exc)[:200]})", file=sys.stderr)
-    deploy_role = None
-    with contextlib.suppress(Exception):  # no stack file: the access rule is not checked
-        deploy_role = _stack_config(args).cluster.deploy_role_arn
+    deploy_role, family = None, "gpu"
+    with contextlib.suppress(Exception):  # no stack file: the access rule is not checked, a GPU job is timed
+        cfg = _stack_config(args)
+        deploy_role = cfg.cluster.deploy_role_arn
+        family = cfg.partitions[0].accelerator if cfg.partitions else family
     if args.deploy:
         objects = build_objects(build) if (build / "manifests").is_dir() else []
         pools = [o for o in objects if o.get("kind") == "NodePool"]
         gated = any(health_gate.gated(p) for p in pools)
-        up = deploy.up(nodes, gated=gated, deploy_role_arn=deploy_role)
+        up = deploy.up(nodes, family=family, gated=gated, deploy_role_arn=deploy_role)
         for line in up.lines():
             print(line)
         return EXIT_BLOCKED if up.play.failed or up.play.cycle else 0

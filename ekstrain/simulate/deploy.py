@@ -353,6 +353,7 @@ class UpReport:
     cluster_active_s: float | None
     first_step_s: float | None
     first_step_parts: list[tuple[str, int, str]]
+    family: str = "gpu"
 
     def lines(self) -> list[str]:
         p = self.play
@@ -376,7 +377,10 @@ class UpReport:
         )
         if self.first_step_s is not None:
             parts = ", ".join(f"{what} {fmt(s)} ({src})" for what, s, src in self.first_step_parts)
-            out.append(f"first training step at {fmt(self.first_step_s)}: ready cluster {fmt(p.end)} + {parts}")
+            out.append(
+                f"first training step ({self.family} job) at {fmt(self.first_step_s)}: ready cluster {fmt(p.end)} "
+                f"+ {parts}"
+            )
         return out
 
     def wave(self, key: str) -> int:
@@ -454,7 +458,7 @@ def up(
             ("image pull", timing.IMAGE_PULL_SECONDS, "ekstrain/contracts/timing.py IMAGE_PULL_SECONDS"),
         ]
         first = p.end + sum(s for _, s, _ in parts)
-    return UpReport(p, nodes, max(clusters) if clusters else None, first, parts)
+    return UpReport(p, nodes, max(clusters) if clusters else None, first, parts, family)
 
 
 # ---- destroy ---------------------------------------------------------------------------------------------------
