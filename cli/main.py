@@ -30,6 +30,7 @@ from ekstrain import catalog, lock
 from ekstrain.cli import kit as cli_kit
 from ekstrain.cli import storage
 from ekstrain.cli.argtypes import OneLineParser
+from ekstrain.cli.deploy_policy import add_deploy_policy_command
 from ekstrain.cli.diff import add_diff_command
 from ekstrain.cli.job import add_job_commands
 from ekstrain.cli.plan import add_plan_commands
@@ -73,7 +74,12 @@ ekstrain job schedulers
 ekstrain job schedulers --json""",
     "ekstrain simulate": """
 ekstrain simulate --stack prod build/examples
-ekstrain simulate --stack prod --timeline examples/mix-prod.yaml""",
+ekstrain simulate --stack prod --timeline examples/mix-prod.yaml
+ekstrain simulate --stack prod --deploy            # rehearse the first `pulumi up` (--destroy: teardown)""",
+    "ekstrain deploy-policy": """
+ekstrain deploy-policy --stack prod > deploy-policy.json
+ekstrain deploy-policy --stack prod --read-only --out preview-policy.json
+ekstrain deploy-policy --stack prod --write-docs     # regenerate docs/delivery.md's table""",
     "ekstrain diff": """
 ekstrain diff --stack prod --base origin/main
 ekstrain diff --stack prod --old-stack-file Pulumi.prod.old.yaml --json --allow training-nodes""",
@@ -105,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_job_commands(subparsers)
     add_simulate_command(subparsers)
     add_diff_command(subparsers)
+    add_deploy_policy_command(subparsers)
     return parser
 
 

@@ -49,6 +49,18 @@ def add_simulate_command(subparsers: Any) -> None:
         metavar="MIX",
         help="play a workload mix file over time instead (arrivals, faults; docs/simulate.md)",
     )
+    rehearse = p.add_mutually_exclusive_group()
+    rehearse.add_argument(
+        "--deploy",
+        action="store_true",
+        help="rehearse the first `pulumi up` on build/<stack>/resources.yaml: where it fails, or the time to a ready "
+        "cluster and to a job's first step (docs/simulate.md)",
+    )
+    rehearse.add_argument(
+        "--destroy",
+        action="store_true",
+        help="rehearse `pulumi destroy`: what protect and deletion protection stop, what stays billed",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of one line per workload")
     p.add_argument(
         "--html",
@@ -66,6 +78,12 @@ def _system_types(args: argparse.Namespace) -> list[str]:
     path = args.stack_file or pathlib.Path(f"Pulumi.{args.stack}.yaml")
     cfg, _ = load_stack_file(path)
     return list(cfg.cluster.system_node_group.instance_types)
+
+
+def _stack_config(args: argparse.Namespace) -> Any:
+    from ekstrain.stacks.loader import load_stack_file
+
+    return load_stack_file(args.stack_file or pathlib.Path(f"Pulumi.{args.stack}.yaml"))[0]
 
 
 def _system_size(args: argparse.Namespace) -> int:
@@ -182,11 +200,76 @@ def reading_build(build: pathlib.Path, stack: str) -> Iterator[None]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    if getattr(args, "deploy", False) or getattr(args, "destroy", False):
+        return cmd_rehearse(args)
     try:
         return (_timeline if args.timeline is not None else _simulate)(args)
     except DamagedBuild as exc:
         print(exc, file=sys.stderr)
         return EXIT_BAD_INPUT
+
+
+def cmd_rehearse(args: argparse.Namespace) -> int:
+    """``--deploy`` / ``--destroy``: ekstrain/simulate/deploy.py on the render's resources.yaml."""
+    from ekstrain import health_gate, spend
+    from ekstrain.simulate import deploy
+
+    flag = "--deploy" if args.deploy else "--destroy"
+    if args.timeline is not None or args.files or args.html is not None:
+        print(
+            f"error: simulate: {flag} plays the render's resource graph, not workloads or a mix\n"
+            f"fix: drop --timeline, --html and the workload files, or drop {flag}",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    build: pathlib.Path = args.build or pathlib.Path("build") / args.stack
+    try:
+        rows = deploy.load_rows(build)
+        nodes = deploy.read_graph(rows)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        print(
+            f"error: simulate: {flag}: {build}/resources.yaml cannot be read ({str(exc)[:160]})\n"
+            f"fix: run `make render STACK={args.stack}` first, or pass --build DIR of a render",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    if deploy.bare(rows):
+        # Bare names are ambiguous (the pulumi-eks Cluster and the platform component are both `cluster`): the
+        # recording names every parent and dependency by URN.
+        from ekstrain.diff.sides import REPO, DiffInputError, record
+
+        stack_file = args.stack_file or pathlib.Path(f"Pulumi.{args.stack}.yaml")
+        try:
+            recorded = [r.to_dict() for r in record(REPO, args.stack, stack_file, "--stack-file")]
+            nodes = deploy.read_graph(deploy.with_exact_refs(rows, recorded))
+        except DiffInputError as exc:
+            print(f"warning: simulate: {flag}: bare names kept ({str(exc)[:200]})", file=sys.stderr)
+    deploy_role, family = None, "gpu"
+    with contextlib.suppress(Exception):  # no stack file: the access rule is not checked, a GPU job is timed
+        cfg = _stack_config(args)
+        deploy_role = cfg.cluster.deploy_role_arn
+        family = cfg.partitions[0].accelerator if cfg.partitions else family
+    if args.deploy:
+        objects = build_objects(build) if (build / "manifests").is_dir() else []
+        pools = [o for o in objects if o.get("kind") == "NodePool"]
+        gated = any(health_gate.gated(p) for p in pools)
+        up = deploy.up(nodes, family=family, gated=gated, deploy_role_arn=deploy_role)
+        for line in up.lines():
+            print(line)
+        return EXIT_BLOCKED if up.play.failed or up.play.cycle else 0
+    instance_types = [str(t) for n in nodes.values() for t in (n.inputs.get("instanceTypes") or [])]
+    prices = spend.price_table(instance_types)
+    report = deploy.destroy(nodes, prices)
+    protected = sorted(k for k, n in nodes.items() if n.protect)
+    print(f"protected ({len(protected)}): " + ", ".join(protected))
+    for line in report.lines():
+        print(line)
+    if protected:
+        after = deploy.destroy(deploy.unprotected(nodes), prices)
+        print(f"after `pulumi state unprotect` of the {len(protected)} protected resources:")
+        for line in after.lines():
+            print(f"  {line}")
+    return EXIT_BLOCKED if report.play.failed else 0
 
 
 def _timeline(args: argparse.Namespace) -> int:

@@ -168,6 +168,20 @@ def time_simulate(build: pathlib.Path, tmpdir: pathlib.Path) -> tuple[float, int
     return min(_wall([*base, str(empty)]) for _ in range(3))
 
 
+def deploy_rehearsal(build: pathlib.Path) -> None:
+    """`ekstrain simulate --deploy/--destroy` on the prod render: modelled minutes, not wall time (the durations and
+    their sources are ekstrain/contracts/timing.py's); the summary lines only."""
+    base = [sys.executable, "-m", "ekstrain", "simulate", "--stack", "prod", "--build", str(build)]
+    for flag, keep in (
+        ("--deploy", ("FAILS", "EKS", "UP", "first")),
+        ("--destroy", ("STOPS", "DESTROY", "  STOPS", "  DESTROY", "  left")),
+    ):
+        done = subprocess.run([*base, flag], capture_output=True, text=True, cwd=REPO, check=False)
+        lines = [ln for ln in done.stdout.splitlines() if ln.startswith(keep)] or done.stderr.splitlines()[-1:]
+        for line in lines:
+            print(f"  simulate {flag} (modelled): {line.strip()[:300]}")
+
+
 def time_timeline(build: pathlib.Path) -> None:
     """The 48-hour prod timeline mix when `make examples` has rendered its jobs."""
     base = [sys.executable, "-m", "ekstrain", "simulate", "--stack", "prod", "--build", str(build)]
@@ -357,6 +371,7 @@ def main(argv: list[str] | None = None) -> None:
         wall, rc = time_simulate(tmpdir / "warm", tmpdir)
         rows["simulate prod render"] = cell(wall) + ("" if rc == 0 else f" exit {rc}")
         print(f"  simulate: {rows['simulate prod render']}", flush=True)
+        deploy_rehearsal(tmpdir / "warm")
         wall, cpu, rc, lines = time_diff(tmpdir)
         rows["ekstrain diff (warm)"] = (
             cell(wall, cpu) + f", {lines} progress lines" + ("" if rc in (0, 1) else f" exit {rc}")

@@ -1,0 +1,612 @@
+"""A rehearsal of the first ``pulumi up`` and of ``pulumi destroy`` on the recorded resource graph.
+
+Reads build/<stack>/resources.yaml (each resource's ``dependsOn``, ``parent`` and ``provider``) and plays it as the
+Pulumi engine does:
+
+- ``up``: a resource starts when every resource it waits for is done, all such at once (``pulumi up --parallel``
+  defaults to unbounded: ekstrain/contracts/timing.py ``PULUMI_PARALLEL``); each takes its type's creation time
+  (ekstrain/contracts/timing.py). A resource waits for its dependencies, its provider and its parent (the SDK
+  registers a child once its parent's registration returns, which for a custom resource is after its creation); a
+  dependency on a component waits for all the component's descendants (Pulumi docs, resource options ``dependsOn``).
+- On the first failure the engine starts nothing new and lets the running steps finish (Pulumi blog, "Continue on
+  Error in the Pulumi CLI": "letting already in-flight operations complete, but not starting any new operations").
+- ``destroy``: the reverse graph, each resource after everything that waits for it, with its type's deletion time.
+  A ``protect``ed resource fails its delete step (pulumi/pulumi pkg/resource/deploy/step.go ``DeleteStep.Apply``:
+  "unable to delete resource ... as it is currently marked for protection"); the check runs before the preview
+  test, so the destroy's preview already fails and nothing is deleted; with ``--skip-preview`` the engine deletes
+  what comes before it and stops there (what this plays). A ``retainOnDelete`` one leaves the
+  state and stays in AWS; an EKS cluster with ``deletionProtection`` refuses DeleteCluster (EKS API reference,
+  DeleteCluster: InvalidRequestException while deletion protection is enabled).
+
+Failures modelled are graph facts: a dependency that names nothing the stack registers, a cycle, and the teardown
+stops above.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from ekstrain.contracts import timing
+
+COMPONENT_PREFIXES = ("ekstrain:", "eks:index:", "pulumi:pulumi:Stack", "kubernetes:yaml/v2:ConfigGroup")
+
+HOURS_PER_MONTH = 730
+MONTHLY_USD: dict[str, tuple[float, str]] = {
+    # type -> (USD per month, source); list prices, us-east-1/us-west-2, as of 2025.
+    "aws:eks/cluster:Cluster": (0.10 * HOURS_PER_MONTH, "aws.amazon.com/eks/pricing: $0.10 per cluster-hour"),
+    "aws:ec2/natGateway:NatGateway": (
+        0.045 * HOURS_PER_MONTH,
+        "aws.amazon.com/vpc/pricing: $0.045 per NAT gateway-hour, plus $0.045/GB processed",
+    ),
+    "aws:ec2/eip:Eip": (0.005 * HOURS_PER_MONTH, "aws.amazon.com/vpc/pricing: public IPv4 $0.005 per IP-hour"),
+    "aws:kms/key:Key": (1.0, "aws.amazon.com/kms/pricing: $1 per customer managed key-month"),
+}
+FSX_PERSISTENT2_USD_PER_GB_MONTH = {125: 0.145, 250: 0.21, 500: 0.29, 1000: 0.42}
+"""FSx for Lustre PERSISTENT_2 SSD per GB-month by MB/s/TiB (aws.amazon.com/fsx/lustre/pricing, us-east-1)."""
+PER_GB_STORED: dict[str, str] = {
+    "aws:s3/bucket:Bucket": "$0.023/GB-month stored, S3 Standard (aws.amazon.com/s3/pricing), plus versions kept",
+    "aws:efs/fileSystem:FileSystem": "$0.30/GB-month stored, EFS Standard (aws.amazon.com/efs/pricing)",
+    "aws:cloudwatch/logGroup:LogGroup": "$0.03/GB-month archived (aws.amazon.com/cloudwatch/pricing)",
+}
+
+
+@dataclass
+class Node:
+    key: str
+    type: str
+    name: str
+    custom: bool
+    protect: bool = False
+    retain: bool = False
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    parent: str = ""
+    waits: set[str] = field(default_factory=set)
+    """Keys this node's creation waits for (dependencies, provider, parent), components expanded."""
+    missing: list[str] = field(default_factory=list)
+    index: int = 0
+    """Its place in resources.yaml: the order the program registered resources in."""
+
+
+def key_of(type_token: str, name: str) -> str:
+    return f"{type_token}::{name}"
+
+
+def resolve(
+    ref: str, by_name: Mapping[str, Sequence[Node]], want: str = "custom", before: int | None = None
+) -> tuple[list[str], bool]:
+    """The keys a reference in resources.yaml names, and whether it named anything: a URN
+    (``urn:pulumi:<stack>::<project>::<type chain>::<name>``), ``type::name``, or a bare name. A bare name is
+    ambiguous when resources share it (a bucket and its policy): only those registered before the referring one
+    (index below ``before``) can be meant, since a program can only pass a resource it already constructed; then
+    ``want`` picks the custom resources for a dependency, the component for a parent, the provider for a provider;
+    when still ambiguous, all of them (waiting for more never starts anything early)."""
+    if not ref:
+        return [], True
+    if ref.startswith("urn:pulumi:"):
+        parts = ref.split("::")
+        type_token, name = parts[-2].rsplit("$", 1)[-1], parts[-1]
+        found = [n.key for n in by_name.get(name, ()) if n.type == type_token]
+        return found, bool(found)
+    if "::" in ref:
+        type_token, name = ref.rsplit("::", 1)
+        found = [n.key for n in by_name.get(name, ()) if n.type == type_token]
+        return found, bool(found)
+    candidates = [n for n in by_name.get(ref, ()) if before is None or n.index < before]
+    if not candidates:
+        return [], False
+    preferred = {
+        "custom": [n for n in candidates if n.custom],
+        "parent": [n for n in candidates if not n.custom],
+        "provider": [n for n in candidates if n.type.startswith("pulumi:providers:")],
+    }[want]
+    return [n.key for n in (preferred or candidates)], True
+
+
+def read_graph(rows: Iterable[Mapping[str, Any]]) -> dict[str, Node]:
+    """resources.yaml rows -> nodes with their waits resolved."""
+    rows = list(rows)
+    nodes: dict[str, Node] = {}
+    by_name: dict[str, list[Node]] = {}
+    for i, r in enumerate(rows):
+        t, name = str(r["type"]), str(r["name"])
+        custom = not t.startswith(COMPONENT_PREFIXES)
+        node = Node(
+            key_of(t, name),
+            t,
+            name,
+            custom,
+            bool(r.get("protect")),
+            bool(r.get("retainOnDelete")),
+            r.get("inputs") or {},
+            index=i,
+        )
+        nodes[node.key] = node
+        by_name.setdefault(name, []).append(node)
+    for r in rows:
+        node = nodes[key_of(str(r["type"]), str(r["name"]))]
+        parents, _ = resolve(str(r.get("parent") or ""), by_name, "parent", node.index)
+        node.parent = parents[0] if parents else ""
+        for ref, want in [(d, "custom") for d in r.get("dependsOn") or []] + [
+            (str(r.get("provider") or ""), "provider")
+        ]:
+            keys, found = resolve(str(ref), by_name, want, node.index)
+            if not found:
+                node.missing.append(str(ref))
+            node.waits.update(k for k in keys if k != node.key)
+        if node.parent:
+            node.waits.add(node.parent)
+    return nodes
+
+
+def descendants(nodes: Mapping[str, Node]) -> dict[str, set[str]]:
+    children: dict[str, set[str]] = {}
+    for n in nodes.values():
+        if n.parent:
+            children.setdefault(n.parent, set()).add(n.key)
+    out: dict[str, set[str]] = {}
+
+    def walk(k: str) -> set[str]:
+        if k not in out:
+            out[k] = set()
+            for c in children.get(k, ()):
+                out[k] |= {c} | walk(c)
+        return out[k]
+
+    for k in nodes:
+        walk(k)
+    return out
+
+
+def expanded_waits(nodes: Mapping[str, Node]) -> dict[str, set[str]]:
+    """Each node's waits with a component dependency replaced by its descendants (not for the node's own parent
+    chain: a child registers under a component that is not done until the child is)."""
+    desc = descendants(nodes)
+    out: dict[str, set[str]] = {}
+    for n in nodes.values():
+        waits: set[str] = set()
+        for w in n.waits:
+            target = nodes[w]
+            waits.add(w)
+            if not target.custom and w != n.parent and n.key not in desc[w]:
+                waits |= {d for d in desc[w] if n.key not in desc.get(d, set())}
+        out[n.key] = waits - {n.key}
+    return out
+
+
+@dataclass
+class Step:
+    key: str
+    start: float
+    end: float
+
+
+@dataclass
+class Play:
+    steps: dict[str, Step]
+    failed: list[tuple[str, float, str]]
+    """(key, when, why): the steps that failed."""
+    never_started: list[str]
+    cycle: list[str]
+
+    @property
+    def end(self) -> float:
+        return max((s.end for s in self.steps.values()), default=0.0)
+
+
+Check = Callable[[str, set[str]], "str | None"]
+"""(key, the keys done by the step's start) -> why the step fails then, or None."""
+
+
+def play(
+    order_waits: Mapping[str, set[str]],
+    seconds: Mapping[str, float],
+    fails: Mapping[str, str],
+    check: Check | None = None,
+) -> Play:
+    """Event-driven, unbounded parallelism: a step starts when all it waits for ended; a failing step (``fails``,
+    or ``check`` answering at its start) ends at its start; after the first failure nothing new starts (running
+    steps finish)."""
+    waits = {k: set(v) for k, v in order_waits.items()}
+    done_at: dict[str, float] = {}
+    steps: dict[str, Step] = {}
+    failed: list[tuple[str, float, str]] = []
+    stop_at: float | None = None
+    remaining = set(waits)
+    while remaining:
+        ready = [k for k in remaining if all(w in done_at for w in waits[k])]
+        if not ready:
+            break
+        # The next step to start: the one whose waits end first.
+        k = min(ready, key=lambda k: (max((done_at[w] for w in waits[k]), default=0.0), k))
+        start = max((done_at[w] for w in waits[k]), default=0.0)
+        if stop_at is not None and start > stop_at:
+            break
+        remaining.discard(k)
+        why = fails.get(k) or (check(k, {d for d, t in done_at.items() if t <= start}) if check else None)
+        if why:
+            steps[k] = Step(k, start, start)
+            done_at[k] = float("inf")  # never completes: what waits for it never starts
+            failed.append((k, start, why))
+            stop_at = start if stop_at is None else min(stop_at, start)
+            continue
+        end = start + seconds.get(k, 0.0)
+        steps[k] = Step(k, start, end)
+        done_at[k] = end
+    cycle = sorted(remaining) if not failed and remaining else []
+    if stop_at is not None:
+        # Steps that would have started after the failure did not.
+        for k, s in list(steps.items()):
+            if s.start > stop_at:
+                del steps[k]
+                remaining.add(k)
+    return Play(steps, failed, sorted(remaining), cycle)
+
+
+# ---- what must exist before a Kubernetes object (facts of the API server and of EKS access) ---------------------
+
+INITIAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+"""Namespaces every cluster starts with (Kubernetes docs, "Namespaces": initial namespaces)."""
+
+
+def namespace_of(node: Node) -> str:
+    """The namespace a Kubernetes object (``metadata.namespace``) or a Helm release (``namespace``) goes into."""
+    if node.type == "kubernetes:helm.sh/v3:Release":
+        return str(node.inputs.get("namespace") or "")
+    return str((node.inputs.get("metadata") or {}).get("namespace") or "")
+
+
+def kubernetes_check(nodes: Mapping[str, Node], deploy_role_arn: str | None = None) -> Check:
+    """At a Kubernetes object's start:
+
+    - its namespace must exist: the API server's NamespaceLifecycle admission plugin refuses an object in a
+      namespace that does not (Kubernetes docs, "Admission controllers": NamespaceLifecycle; the error is
+      ``namespaces "<ns>" not found``); made by a Namespace object or a Helm release with ``createNamespace``;
+    - with ``accessConfig.bootstrapClusterCreatorAdminPermissions: false`` the deploying principal has no
+      Kubernetes permission until its access policy association exists (EKS User Guide, "Grant IAM users access
+      to Kubernetes with EKS access entries"; CreateCluster API, ``bootstrapClusterCreatorAdminPermissions``):
+      the AccessPolicyAssociation of ``deploy_role_arn`` must be done.
+
+    Each must be reached through the graph (the object waits for it through dependsOn, its provider or its
+    parent, transitively): an object that is merely later in this play could run first on another day, so a
+    precondition not reached is a failure at the object's start, named as a race.
+    """
+    waits = expanded_waits(nodes)
+    reach: dict[str, set[str]] = {}
+
+    def ancestors(key: str) -> set[str]:
+        if key not in reach:
+            reach[key] = set()  # a cycle stops here
+            out: set[str] = set()
+            for w in waits.get(key, ()):
+                out |= {w} | ancestors(w)
+            reach[key] = out
+        return reach[key]
+
+    makers: dict[str, set[str]] = {}
+    for k, n in nodes.items():
+        if n.type == "kubernetes:core/v1:Namespace":
+            makers.setdefault(str((n.inputs.get("metadata") or {}).get("name") or n.name), set()).add(k)
+        elif n.type == "kubernetes:helm.sh/v3:Release" and n.inputs.get("createNamespace"):
+            makers.setdefault(namespace_of(n), set()).add(k)
+    no_bootstrap = any(
+        n.type == "aws:eks/cluster:Cluster"
+        and (n.inputs.get("accessConfig") or {}).get("bootstrapClusterCreatorAdminPermissions") is False
+        for n in nodes.values()
+    )
+    access = {
+        k
+        for k, n in nodes.items()
+        if n.type == "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
+        and deploy_role_arn
+        and n.inputs.get("principalArn") == deploy_role_arn
+    }
+
+    def check(key: str, done: set[str]) -> str | None:
+        n = nodes[key]
+        if not n.custom or not n.type.startswith("kubernetes:"):
+            return None
+        if no_bootstrap and deploy_role_arn:
+            if not access:
+                return (
+                    f"the deploy role {deploy_role_arn} has no AccessPolicyAssociation and the cluster does not "
+                    "bootstrap its creator's admin permissions; fix: give cluster.deployRoleArn an access entry"
+                )
+            if not access & ancestors(key):
+                late = "not created yet" if not access & done else "created earlier here only by chance (a race)"
+                return (
+                    f"Unauthorized: the deploy role's AccessPolicyAssociation is {late}: nothing makes this object "
+                    "wait for it (bootstrapClusterCreatorAdminPermissions: false); fix: make it depend on "
+                    f"{', '.join(sorted(access))} through dependsOn or its provider"
+                )
+        ns = namespace_of(n)
+        if (
+            ns
+            and ns not in INITIAL_NAMESPACES
+            and key not in makers.get(ns, set())
+            and not makers.get(ns, set()) & ancestors(key)
+        ):
+            made_by = sorted(makers.get(ns, set()))
+            return f'namespaces "{ns}" not found' + (
+                f" (created by {', '.join(made_by)}, "
+                + ("not done yet" if not makers.get(ns, set()) & done else "done earlier here only by chance: a race")
+                + "); fix: depend on it through dependsOn"
+                if made_by
+                else "; nothing in the stack creates it; fix: create the Namespace"
+            )
+        return None
+
+    return check
+
+
+# ---- up --------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class UpReport:
+    play: Play
+    nodes: dict[str, Node]
+    cluster_active_s: float | None
+    first_step_s: float | None
+    first_step_parts: list[tuple[str, int, str]]
+    family: str = "gpu"
+
+    def lines(self) -> list[str]:
+        p = self.play
+        out = []
+        for k, when, why in p.failed:
+            out.append(f"FAILS at {fmt(when)} (step {self.wave(k)}): {k}: {why}")
+        if p.cycle:
+            out.append(f"FAILS: a dependency cycle among {', '.join(p.cycle[:5])}")
+        if p.failed or p.cycle:
+            done = sum(1 for s in p.steps.values() if s.end <= max((w for _, w, _ in p.failed), default=0.0))
+            out.append(
+                f"the engine starts nothing new after the failure: {len(p.steps)} started ({done} done by then), "
+                f"{len(p.never_started)} never started"
+            )
+            return out
+        if self.cluster_active_s is not None:
+            out.append(f"EKS control plane ACTIVE at {fmt(self.cluster_active_s)}")
+        out.append(
+            f"UP completes: {len([n for n in self.nodes.values() if n.custom])} resources in {fmt(p.end)} "
+            f"(critical path: {' -> '.join(self.critical_path())})"
+        )
+        if self.first_step_s is not None:
+            parts = ", ".join(f"{what} {fmt(s)} ({src})" for what, s, src in self.first_step_parts)
+            out.append(
+                f"first training step ({self.family} job) at {fmt(self.first_step_s)}: ready cluster {fmt(p.end)} "
+                f"+ {parts}"
+            )
+        return out
+
+    def wave(self, key: str) -> int:
+        """How many resources deep ``key`` sits in the graph (1: waits for nothing)."""
+        waits = expanded_waits(self.nodes)
+        memo: dict[str, int] = {}
+
+        def depth(k: str, seen: frozenset[str] = frozenset()) -> int:
+            if k in memo:
+                return memo[k]
+            if k in seen:
+                return 0
+            memo[k] = 1 + max((depth(w, seen | {k}) for w in waits.get(k, ())), default=0)
+            return memo[k]
+
+        return depth(key)
+
+    def critical_path(self) -> list[str]:
+        """The chain of resources (longer than 1 minute) that ends last."""
+        waits = expanded_waits(self.nodes)
+        steps = self.play.steps
+        k = max(steps, key=lambda k: steps[k].end)
+        path = [k]
+        while True:
+            prior = [w for w in waits.get(k, ()) if w in steps and steps[w].end == steps[k].start]
+            if not prior:
+                break
+            k = prior[0]
+            path.append(k)
+        slow = [p for p in reversed(path) if steps[p].end - steps[p].start >= 60]
+        return [
+            f"{self.nodes[p].type.rsplit(':', 1)[-1]} {self.nodes[p].name} {fmt(steps[p].end - steps[p].start)}"
+            for p in slow
+        ] or ["-"]
+
+
+def fmt(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
+
+
+def up(
+    nodes: dict[str, Node],
+    family: str = "gpu",
+    gated: bool = True,
+    deploy_role_arn: str | None = None,
+    extra_check: Check | None = None,
+) -> UpReport:
+    """The first ``up``; ``extra_check`` adds preconditions kept elsewhere (a kind's contract: a billed tag key, a
+    service-linked role), asked at each step's start after the graph's own."""
+    waits = expanded_waits(nodes)
+    seconds = {k: float(timing.duration(n.type, n.custom).create_s) for k, n in nodes.items()}
+    fails = {
+        k: f"waits for {', '.join(repr(m) for m in n.missing)}, which the stack does not register"
+        for k, n in nodes.items()
+        if n.missing
+    }
+    own = kubernetes_check(nodes, deploy_role_arn)
+
+    def check(key: str, done: set[str]) -> str | None:
+        return own(key, done) or (extra_check(key, done) if extra_check else None)
+
+    p = play(waits, seconds, fails, check)
+    clusters = [p.steps[k].end for k, n in nodes.items() if n.type == "aws:eks/cluster:Cluster" and k in p.steps]
+    first, parts = None, []
+    if not p.failed and not p.cycle:
+        parts = [
+            ("node launch", timing.node_launch_seconds(family), "simulator: Mix.launch_minutes"),
+            *(
+                [("health gate", timing.health_gate_seconds(family), "ekstrain/health_gate.py gate_seconds")]
+                if gated
+                else []
+            ),
+            ("image pull", timing.IMAGE_PULL_SECONDS, "ekstrain/contracts/timing.py IMAGE_PULL_SECONDS"),
+        ]
+        first = p.end + sum(s for _, s, _ in parts)
+    return UpReport(p, nodes, max(clusters) if clusters else None, first, parts, family)
+
+
+# ---- destroy ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class DestroyReport:
+    play: Play
+    nodes: dict[str, Node]
+    prices: Mapping[str, float]
+
+    def left(self) -> list[str]:
+        """Resources still in AWS afterwards: never deleted, failed, or retained (forgotten, not deleted)."""
+        deleted = {k for k in self.play.steps if k not in {f for f, _, _ in self.play.failed}}
+        return sorted(
+            k
+            for k, n in self.nodes.items()
+            if n.custom
+            and not n.type.startswith(("kubernetes:", "random:", "pulumi:"))
+            and (k not in deleted or n.retain)
+        )
+
+    def monthly(self, key: str) -> tuple[float | None, str]:
+        n = self.nodes[key]
+        if n.type in MONTHLY_USD:
+            return MONTHLY_USD[n.type]
+        if n.type == "aws:fsx/lustreFileSystem:LustreFileSystem":
+            tput = int(n.inputs.get("perUnitStorageThroughput") or 0)
+            gib = int(n.inputs.get("storageCapacity") or 0)
+            rate = FSX_PERSISTENT2_USD_PER_GB_MONTH.get(tput)
+            if rate is not None and gib:
+                return rate * gib, f"{gib} GiB x ${rate}/GB-month (aws.amazon.com/fsx/lustre/pricing, PERSISTENT_2)"
+        if n.type == "aws:eks/nodeGroup:NodeGroup":
+            types = list(n.inputs.get("instanceTypes") or [])
+            size = int((n.inputs.get("scalingConfig") or {}).get("desiredSize") or 0)
+            price = max((self.prices[t] for t in types if t in self.prices), default=None)
+            if price is not None and size:
+                return price * size * HOURS_PER_MONTH, f"{size} x {types} on-demand (ekstrain/catalog.py)"
+            return None, f"{size} x {', '.join(types)}: not in ekstrain/catalog.py's price table"
+        if n.type in PER_GB_STORED:
+            return None, PER_GB_STORED[n.type]
+        return None, ""
+
+    def lines(self) -> list[str]:
+        p = self.play
+        out = []
+        for k, when, why in p.failed:
+            out.append(f"STOPS at {fmt(when)}: {k}: {why}")
+        if any(self.nodes[k].protect for k, _, _ in p.failed):
+            out.append(
+                "  (the destroy's preview already fails on a protected resource, so nothing is deleted; with "
+                "--skip-preview the engine deletes as below and stops there)"
+            )
+        deleted = len([k for k in p.steps if k not in {f for f, _, _ in p.failed}])
+        out.append(
+            f"DESTROY {'stops' if p.failed else 'completes'} after {fmt(p.end if not p.failed else p.failed[0][1])}: "
+            f"{deleted} deleted or forgotten, {len(p.never_started)} not reached"
+        )
+        total = 0.0
+        billed = []
+        for k in self.left():
+            usd, src = self.monthly(k)
+            n = self.nodes[k]
+            failed = {f for f, _, _ in p.failed}
+            how = (
+                "delete refused"
+                if k in failed
+                else "retained"
+                if n.retain and k in p.steps
+                else "protected"
+                if n.protect
+                else "not reached"
+            )
+            if usd is not None:
+                total += usd
+                billed.append(f"  ${usd:,.0f}/month  {k} ({how}; {src})")
+            elif src:
+                billed.append(f"  per use      {k} ({how}; {src})")
+        out.append(f"left in AWS: {len(self.left())} resources; billed afterwards (${total:,.0f}/month at least):")
+        out += billed
+        return out
+
+
+def unprotected(nodes: Mapping[str, Node]) -> dict[str, Node]:
+    """The graph after ``pulumi state unprotect`` of every protected resource (the runbook's step)."""
+    import dataclasses
+
+    return {k: dataclasses.replace(n, protect=False) for k, n in nodes.items()}
+
+
+def destroy(nodes: dict[str, Node], prices: Mapping[str, float] | None = None) -> DestroyReport:
+    waits = expanded_waits(nodes)
+    # Reverse: a resource is deleted after everything that waited for it.
+    rev: dict[str, set[str]] = {k: set() for k in nodes}
+    for k, ws in waits.items():
+        for w in ws:
+            rev[w].add(k)
+    seconds = {}
+    fails: dict[str, str] = {}
+    for k, n in nodes.items():
+        d = timing.duration(n.type, n.custom)
+        seconds[k] = 0.0 if n.retain else float(d.delete_s)
+        if n.protect:
+            fails[k] = "protected (`protect`): the delete step refuses it; fix: `pulumi state unprotect <urn>` first"
+        elif n.type == "aws:eks/cluster:Cluster" and n.inputs.get("deletionProtection") and not n.retain:
+            fails[k] = (
+                "deletionProtection: true, DeleteCluster is refused; fix: set cluster.deletionProtection false and "
+                "`pulumi up` first"
+            )
+    return DestroyReport(play(rev, seconds, fails), nodes, prices or {})
+
+
+def bare(rows: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether any dependency or parent is a bare name (resources.yaml before it named them exactly)."""
+    return any(
+        ref and "::" not in str(ref) for r in rows for ref in [*(r.get("dependsOn") or []), r.get("parent") or ""]
+    )
+
+
+def with_exact_refs(rows: list[dict[str, Any]], recorded: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with each parent and dependency replaced by the URN the recording (``ekstrain diff``'s: the program
+    under the offline engine, ``Resource.to_dict`` rows) gives the same type and name; rows it lacks stay."""
+    exact = {key_of(str(r["type"]), str(r["name"])): r for r in recorded}
+    out = []
+    for r in rows:
+        e = exact.get(key_of(str(r["type"]), str(r["name"])))
+        out.append(
+            {**r, "parent": e.get("parent") or "", "dependsOn": list(e.get("dependencies") or [])} if e else dict(r)
+        )
+    return out
+
+
+def load_rows(build: pathlib.Path) -> list[dict[str, Any]]:
+    rows = yaml.safe_load((build / "resources.yaml").read_text())
+    if not isinstance(rows, list):
+        raise ValueError(f"{build}/resources.yaml is not a list of resources")
+    return rows
+
+
+__all__ = [
+    "bare",
+    "with_exact_refs",
+    "DestroyReport",
+    "Node",
+    "UpReport",
+    "destroy",
+    "load_rows",
+    "read_graph",
+    "resolve",
+    "up",
+]
