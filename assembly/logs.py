@@ -137,8 +137,8 @@ def lua_script() -> str:
 
 NODE_SCRIPT = textwrap.dedent(
     """\
-    # Reads this node's partition, role and instance id from the API server (the chart's ClusterRole with
-    # rbac.nodeAccess may get nodes) and writes them as Fluent Bit variables.
+    # Reads this node's partition, role and instance id from the API server (ClusterRole fluent-bit-node-reader:
+    # nodes get, nothing else) and writes them as Fluent Bit variables.
     import json, os, ssl, urllib.request
     sa = "/var/run/secrets/kubernetes.io/serviceaccount"
     node = os.environ["NODE_NAME"]
@@ -300,6 +300,31 @@ def pipeline(cfg: StackConfig) -> dict[str, str]:
     return {"service": service, "inputs": inputs, "filters": filters, "outputs": outputs}
 
 
+NODE_READER = "fluent-bit-node-reader"
+"""The ClusterRole (and its binding) that lets the agent's init container read its own Node object."""
+
+
+def node_reader_objects() -> list[dict[str, Any]]:
+    """``nodes: get`` for the agent's ServiceAccount, instead of the chart's ``rbac.nodeAccess`` (which adds
+    ``nodes/proxy``, the kubelet API: exec and logs of every pod on every node, RBAC docs "nodes/proxy")."""
+    meta = {"name": NODE_READER, "labels": {"app.kubernetes.io/part-of": "ekstrain"}}
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": meta,
+            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NODE_READER},
+            "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}],
+        },
+    ]
+
+
 def tolerations() -> list[dict[str, Any]]:
     """Every taint, whatever its key or effect: accelerator, EFA, the pre-flight startup taint and any a user adds.
     A log agent must run where the workload runs and where a node is failing."""
@@ -310,7 +335,10 @@ def chart_values(cfg: StackConfig) -> dict[str, Any]:
     """Values of the fluent-bit chart (every key exists in its upstream values.yaml)."""
     return {
         "kind": "DaemonSet",
-        "rbac": {"create": True, "nodeAccess": True},
+        # nodeAccess would add nodes, nodes/metrics and nodes/proxy (fluent-bit chart 0.58.1
+        # templates/clusterrole.yaml); nodes/proxy reaches every kubelet's API (exec into any pod). The init
+        # container only gets its own Node: node_reader_objects() grants exactly that.
+        "rbac": {"create": True, "nodeAccess": False},
         "priorityClassName": "system-node-critical",
         "tolerations": tolerations(),
         "resources": RESOURCES,

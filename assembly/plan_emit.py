@@ -17,8 +17,10 @@ The names are the planner's one vocabulary (ekstrain/planner/frameworks.py), the
 
 from __future__ import annotations
 
+import hashlib
 import json as jsonlib
 import posixpath
+import re
 from typing import Any
 
 from ekstrain import catalog
@@ -30,7 +32,7 @@ from ekstrain.assembly.jobs.resolve import (
     _degrees,
     shell_join,
 )
-from ekstrain.assembly.jobs.spec import JobRequestError, RunSpec
+from ekstrain.assembly.jobs.spec import MAX_NAME, NAME_PATTERN, JobRequestError, RunSpec, check_text
 from ekstrain.partitions import shape
 from ekstrain.planner import frameworks
 from ekstrain.planner.errors import PlanError
@@ -42,17 +44,45 @@ JOB_FRAMEWORK = {name: name for name in frameworks.JOB_NAMES} | {
 """``--emit`` name (or alias) -> the ``ekstrain job render --framework`` that writes the same lines."""
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:6]
+
+
+def run_name(model: str, framework: str) -> str:
+    """The workload name of ``model`` (any text a model JSON's ``name`` holds: "Llama 3 8B", "7B-base") on
+    ``framework``: a DNS-1035 label of at most 40 characters (Kubernetes object names, the checkpoint directory).
+    Letters and digits are kept lowercased, every other run becomes one ``-``; a leading digit gets ``m-``; when
+    more than case and dots changed, six hex digits of the name's hash keep two names from meeting on one label."""
+    base = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")
+    if base and not base[0].isalpha():
+        base = f"m-{base}"
+    if base != model.lower().replace(".", "-"):  # built-in names (llama3.1-8b) keep the label they always had
+        base = f"{base or 'model'}-{_digest(model)}".strip("-")
+    suffix = f"-{framework}"
+    name = f"{base[: MAX_NAME - len(suffix)].rstrip('-')}{suffix}"
+    assert NAME_PATTERN.fullmatch(name) and len(name) <= MAX_NAME, name
+    return name
+
+
+def model_identifier(model: str) -> str:
+    """``model`` where the launch line uses it as a word of a path or flag value (``--model=``, Megatron's
+    ``--data-path <dir>/<model>_text_document``): letters, digits, ``.``, ``_`` and ``-``; anything else becomes
+    ``_`` (a space in Megatron's data path would be read as two paths, nargs='*' in megatron/training/arguments.py)."""
+    check_text("--model-json name", model)
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("._-")
+    return cleaned or f"model_{_digest(model)}"
+
+
 def resolved_run(plan: Any, framework: str, model: str, global_batch: int, seq_len: int) -> ResolvedRun:
     """The job templates' ResolvedRun of ``plan`` (what ``resolve`` computes from a stack, with its defaults)."""
     instance = catalog.get(plan.fleet.name)
     fsx = FsxConfig()
-    name = f"{model}-{framework}".replace(".", "-").lower()[:40].rstrip("-")
     spec = RunSpec(
-        name=name,
+        name=run_name(model, framework),
         partition="plan",
         nodes=plan.nodes,
         image="",
-        model=model,
+        model=model_identifier(model),
         global_batch=global_batch,
         seq_len=seq_len,
         framework=framework,  # type: ignore[arg-type]

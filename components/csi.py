@@ -85,6 +85,18 @@ PROTECTED_FSX_ACTIONS = (
 """What the FSx controller may never do to the statically provisioned (protected) file system."""
 
 
+EXISTING_FILE_SYSTEM_TAGS = (
+    "Name",
+    "Project",
+    "ManagedBy",
+    "Environment",
+    "ekstrain.io/stack",
+    "aws:cloudformation:stack-name",
+)
+"""Tags the FSx CSI driver's CreateFileSystem never sends (it sends the StorageClass's extraTags and CSIVolumeName):
+a file system carrying one already existed, so the driver may not tag it (and then delete it as scratch)."""
+
+
 def fsx_controller_policy(
     file_system_arn: pulumi.Input[str], scratch_tag: tuple[str, str] | None = None
 ) -> list[dict[str, Any]]:
@@ -126,6 +138,24 @@ def fsx_controller_policy(
                 "Resource": "*",
                 "Condition": {"StringEquals": {f"aws:ResourceTag/{key}": value}},
             },
+            # No FSx condition key tells the tagging CreateFileSystem authorizes from a later TagResource call on an
+            # existing file system (no fsx:CreateAction; Service Authorization Reference, "Actions, resources, and
+            # condition keys for Amazon FSx": TagResource takes aws:RequestTag, aws:ResourceTag, aws:TagKeys). A
+            # file system being created has no tags yet, and the driver's request carries only the scratch tag and
+            # CSIVolumeName; so TagResource is denied on every file system that already carries a tag the driver
+            # never sets: a named one (the console's "File system name" is the Name tag), ours, CloudFormation's.
+            # Residual risk: an existing file system with none of these tags can still be given
+            # the scratch tag and then be deleted by this role.
+            *(
+                {
+                    "Sid": f"NeverTagAnExistingFileSystem{i}",
+                    "Effect": "Deny",
+                    "Action": ["fsx:TagResource", "fsx:UntagResource"],
+                    "Resource": "*",
+                    "Condition": {"Null": {f"aws:ResourceTag/{existing}": "false"}},
+                }
+                for i, existing in enumerate(EXISTING_FILE_SYSTEM_TAGS)
+            ),
             {
                 "Sid": "DescribeNetwork",
                 "Effect": "Allow",

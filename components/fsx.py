@@ -25,6 +25,7 @@ import pulumi_aws as aws
 from ekstrain import storage_sizing
 from ekstrain.components import args as ac
 from ekstrain.components import iam
+from ekstrain.components.logs import log_group_key
 
 LUSTRE_VERSION = "2.15"
 LUSTRE_PORTS: tuple[tuple[int, int], ...] = ((988, 988), (1018, 1023))
@@ -199,12 +200,18 @@ class LustreStorage(pulumi.ComponentResource):
                 kms_key_id = key.arn
 
         # FSx only accepts log groups under /aws/fsx/.
+        group_name = f"/aws/fsx/{args.cluster_name}-lustre"
+        # On a customer managed key like every log group of the stack (components/logs.py).
+        log_key, log_key_policy = log_group_key(
+            f"{name}-logs", group_name, f"FSx for Lustre logs of {args.cluster_name}", tags, child
+        )
         logs = aws.cloudwatch.LogGroup(
             f"{name}-logs",
-            name=f"/aws/fsx/{args.cluster_name}-lustre",
+            name=group_name,
+            kms_key_id=log_key.arn,
             retention_in_days=args.log_retention_days,
             tags=tags,
-            opts=child,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[log_key_policy])),
         )
 
         fs = aws.fsx.LustreFileSystem(

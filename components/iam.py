@@ -51,3 +51,29 @@ def account_key_policy(key_arn: pulumi.Input[str]) -> pulumi.Output[str]:
         return json.dumps(kms_policy.key_policy(arn, "account-administers-iam-grants-use"))
 
     return pulumi.Output.from_input(key_arn).apply(document)
+
+
+def log_group_key_policy(key_arn: str, log_group_name: str) -> dict[str, Any]:
+    """A CloudWatch log group's own key: the account administers it; CloudWatch Logs of the key's region may use it
+    for that log group only (CloudWatch Logs User Guide, "Encrypt log data in CloudWatch Logs using AWS KMS": the
+    ``logs.<region>.amazonaws.com`` principal, ``kms:EncryptionContext:aws:logs:arn``). Region, partition and
+    account come from the key's ARN, so no invoke is needed."""
+    partition, account = kms_policy.arn_account(key_arn)
+    region = key_arn.split(":")[3]
+    return kms_policy.key_policy(
+        key_arn,
+        "ekstrain-log-group",
+        {
+            "Sid": "CloudWatchLogsUsesKey",
+            "Effect": "Allow",
+            "Principal": {"Service": f"logs.{region}.amazonaws.com"},
+            "Action": ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
+            "Resource": "*",
+            "Condition": {
+                "ArnLike": {
+                    "kms:EncryptionContext:aws:logs:arn": f"arn:{partition}:logs:{region}:{account}:log-group:"
+                    f"{log_group_name}"
+                }
+            },
+        },
+    )

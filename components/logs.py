@@ -14,7 +14,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from ekstrain.assembly import logs
-from ekstrain.components import iam
+from ekstrain.components import iam, manifest
 from ekstrain.components.deps import dependencies
 from ekstrain.components.helm import release
 from ekstrain.versions import Chart
@@ -34,6 +34,29 @@ class LogsArgs:
     """Required. The fluent-bit chart (pinned in ekstrain/versions.py)."""
     tags: Mapping[str, str] = field(default_factory=dict)
     """@default none. Tags on the AWS resources (key, log groups, role)."""
+
+
+def log_group_key(
+    name: str, log_group_name: str, description: str, tags: Mapping[str, str], opts: pulumi.ResourceOptions
+) -> tuple[aws.kms.Key, aws.kms.KeyPolicy]:
+    """A customer managed key (rotated, explicit policy) for one CloudWatch log group of another component (VPC
+    flow logs, FSx logs): the group names the key's ARN and depends on the policy, which CloudWatch checks when
+    the group is associated with the key."""
+    key = aws.kms.Key(
+        f"{name}-key",
+        description=description,
+        enable_key_rotation=True,
+        deletion_window_in_days=30,
+        tags=dict(tags),
+        opts=opts,
+    )
+    policy = aws.kms.KeyPolicy(
+        f"{name}-key",
+        key_id=key.key_id,
+        policy=key.arn.apply(lambda arn: json.dumps(iam.log_group_key_policy(arn, log_group_name))),
+        opts=opts,
+    )
+    return key, policy
 
 
 class Logs(pulumi.ComponentResource):
@@ -115,6 +138,11 @@ class Logs(pulumi.ComponentResource):
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[policy, *after]),
         )
+        # nodes get for the init container (the chart's rbac.nodeAccess would also grant nodes/proxy).
+        node_reader = [
+            manifest.resource(f"{name}-{obj['kind'].lower()}-node-reader", obj, child)
+            for obj in logs.node_reader_objects()
+        ]
         self.release = release(
             name,
             release_name=logs.RELEASE,
@@ -122,7 +150,7 @@ class Logs(pulumi.ComponentResource):
             namespace=logs.NAMESPACE,
             values=plan.values,
             parent=self,
-            depends_on=[ns, association, *groups.values(), *after],
+            depends_on=[ns, association, *groups.values(), *node_reader, *after],
         )
         outputs: dict[str, Any] = {f"{k}LogGroup": v for k, v in self.log_group_names.items()}
         self.register_outputs(outputs)

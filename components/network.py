@@ -22,6 +22,7 @@ import pulumi_aws as aws
 from ekstrain import names
 from ekstrain.components import args as ac
 from ekstrain.components import iam
+from ekstrain.components.logs import log_group_key
 from ekstrain.names import DISCOVERY_TAG, SG_ROLE_TAG, SUBNET_ROLE_TAG
 from ekstrain.subnets import MAX_ZONES, plan_subnets
 
@@ -181,12 +182,18 @@ class Network(pulumi.ComponentResource):
         child: pulumi.ResourceOptions,
     ) -> None:
         """VPC flow logs (accepted and rejected) to CloudWatch Logs, for incident response (CKV2_AWS_11)."""
+        group_name = f"/aws/vpc/{args.cluster_name}-flow-logs"
+        # On a customer managed key like every log group of the stack (components/logs.py).
+        key, key_policy = log_group_key(
+            f"{name}-flow-logs", group_name, f"VPC flow logs of {args.cluster_name}", tags, child
+        )
         group = aws.cloudwatch.LogGroup(
             f"{name}-flow-logs",
-            name=f"/aws/vpc/{args.cluster_name}-flow-logs",
+            name=group_name,
+            kms_key_id=key.arn,
             retention_in_days=args.flow_log_retention_days,
             tags=tags,
-            opts=child,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[key_policy])),
         )
         role = aws.iam.Role(
             f"{name}-flow-logs",

@@ -45,6 +45,7 @@ from ekstrain.infra.verify import (
     order,
     policy,
     protected,
+    rbac,
     relations,
     requests,
     sdk_schema,
@@ -458,6 +459,7 @@ def _run_checks(
     applied = [*manifests, *(o for objects in rendered.objects.values() for o in objects)]
     checks.append(requests.check(applied))
     checks.append(images.check(applied))
+    checks.append(rbac.check(objs, rendered.objects))
     if cfg.logging.enabled:
         checks.append(everywhere.check(rec, [o for objects in rendered.objects.values() for o in objects]))
     chart_check.checked = sum(len(o) for o in rendered.objects.values())

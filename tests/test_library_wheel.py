@@ -116,6 +116,7 @@ def test_wheel_holds_only_the_ekstrain_namespace_with_real_files(wheel: pathlib.
     assert {n for n in names if n.startswith("ekstrain/security/")} == {
         "ekstrain/security/iam-lint-accepted.yaml",
         "ekstrain/security/reviewed-runtime-objects.yaml",
+        "ekstrain/security/reviewed-rbac-grants.yaml",
     }, "reviewed findings only: never the project's own key file or checkov skips"
 
 

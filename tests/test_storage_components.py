@@ -200,7 +200,8 @@ def test_dev_fsx_is_scratch_without_kms_or_tier(dev_recording: Recording) -> Non
     fs = dev_recording.one(FSX, "fsx").inputs
     assert fs["deploymentType"] == "SCRATCH_2" and fs["storageCapacity"] == 1200
     assert "perUnitStorageThroughput" not in fs and "kmsKeyId" not in fs and "skipFinalBackup" not in fs
-    assert [r.name for r in dev_recording.of_type(KEY) if r.name.startswith("fsx")] == []
+    # The file system's own key only: its log group has one in every stack (like every log group).
+    assert [r.name for r in dev_recording.of_type(KEY) if r.name.startswith("fsx")] == ["fsx-logs-key"]
     assert len(dev_recording.of_type(DRA)) == 2, "SCRATCH_2 (Lustre 2.15) supports DRAs with import and export"
 
 

@@ -33,7 +33,8 @@ JOB_KINDS: dict[str, str] = {
 """Scheduler -> the ``ekstrain.io/job-kind`` value (and the record's ``job_kind``)."""
 LOOKBACK_DAYS = 7
 """The start-query line's default window (``--start-time``); CloudWatch keeps ``ekstrain:logging.retentionDays``."""
-FIELDS_SHOWN = "@timestamp, rank, pod, container, node, instance_id, log"
+FIELDS_SHOWN = "@timestamp, rank, pod, container, node, instance_id, queue, log"
+"""``queue``: the Volcano queue the pods ran in (``ekstrain.io/queue``: with teams ``<partition>-<team>``)."""
 
 
 def pod_labels(scheduler: str, queue: str) -> dict[str, str]:
@@ -67,10 +68,10 @@ def insights_query(scheduler: str, name: str, namespace: str) -> str:
 def first_failure_query(scheduler: str, name: str, namespace: str) -> str:
     """The rank that failed first: the earliest error-looking line per rank, earliest first."""
     return (
-        f"fields @timestamp, rank, pod, log\n"
+        f"fields @timestamp, rank, pod, queue, log\n"
         f"| filter {selector(scheduler, name, namespace)}\n"
         "| filter log like /(?i)(Traceback|Error|NCCL WARN|exit code|Signal|Killed)/\n"
-        "| stats min(@timestamp) as first_error by rank, pod\n"
+        "| stats min(@timestamp) as first_error by rank, pod, queue\n"
         "| sort first_error asc\n"
         "| limit 20"
     )

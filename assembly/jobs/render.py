@@ -11,7 +11,7 @@ import yaml
 
 from ekstrain import catalog
 from ekstrain.assembly import logs
-from ekstrain.assembly.jobs import bionemo, mpijob, nccl, pytorchjob, ray, slurm, trainium, trainjob, volcano
+from ekstrain.assembly.jobs import bionemo, mpijob, nccl, pod, pytorchjob, ray, slurm, trainium, trainjob, volcano
 from ekstrain.assembly.jobs import logs as joblogs
 from ekstrain.assembly.jobs.planning import PlannerBackend
 from ekstrain.assembly.jobs.resolve import ResolvedRun, resolve
@@ -92,7 +92,9 @@ def resolve_for(spec: RunSpec, cfg: StackConfig, scheduler: str, planner: Planne
     mount = cfg.schedulers.slurm.shared_mount_path if scheduler == "slurm" else None
     r = resolve(spec, cfg, planner, require_family=SCHEDULERS[scheduler].family, mount_path=mount)
     # Every pod says which job, kind and queue it belongs to: the log agent and OpenCost read these labels.
-    labels = {**r.labels, **joblogs.pod_labels(scheduler, r.shape.name)}
+    # The queue is the one the pods run in: with teams ``<partition>-<team>`` or ``<partition>-shared``, so spend by
+    # queue and the log query see the team (an sbatch's records carry its Slurm partition, assembly/logs.py).
+    labels = {**r.labels, **joblogs.pod_labels(scheduler, r.shape.name if scheduler == "slurm" else pod.queue(r))}
     slurm_log_dir = logs.SLURM_LOG_DIR if scheduler == "slurm" and cfg.logging.enabled else None
     return dataclasses.replace(r, labels=labels, slurm_log_dir=slurm_log_dir)
 

@@ -51,7 +51,7 @@ def _cluster_role(name: str, labels: dict[str, str], **body: Any) -> dict[str, A
 
 
 def operator_rules() -> list[dict[str, Any]]:
-    """The operator's own ClusterRole rules (upstream ``mpi-operator`` ClusterRole, in its order)."""
+    """The operator's own ClusterRole rules (upstream ``mpi-operator`` ClusterRole, in its order, less pods/exec)."""
     return [
         {
             "apiGroups": [""],
@@ -63,7 +63,8 @@ def operator_rules() -> list[dict[str, Any]]:
             "resources": ["pods"],
             "verbs": ["create", "get", "list", "watch", "delete", "update", "patch"],
         },
-        {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]},
+        # Upstream's pods/exec (create) is left out: it served v1's kubectl-delivery launcher; the v2beta1 controller
+        # starts workers over SSH and never execs (kubeflow/mpi-operator#373, "Replace kubectl ... with ssh").
         {"apiGroups": [""], "resources": ["endpoints"], "verbs": ["create", "get", "update"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
         {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "list", "update", "watch"]},

@@ -5,9 +5,12 @@ from __future__ import annotations
 import ipaddress
 import posixpath
 import re
-from typing import Annotated
+import types
+import typing
+import unicodedata
+from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
 from ekstrain.stacks import limits
@@ -24,6 +27,24 @@ class Model(BaseModel):
         validate_default=True,
         use_attribute_docstrings=True,
     )
+
+    own_text_checks: ClassVar[frozenset[str]] = frozenset()
+    """Fields whose validator refuses control characters itself, with a message of its own."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _plain_scalars(cls, value: Any, info: ValidationInfo) -> Any:
+        """Every text setting is one line of printable characters, and a count is a number, never a boolean.
+
+        A control character (newline, tab, escape) in a name or a free-text field splits the rows of SUMMARY's
+        tables and of the files the program writes; YAML's ``true`` is a bool, which pydantic's lax mode would
+        read as the count 1."""
+        field = cls.model_fields.get(info.field_name or "")
+        if field is not None and info.field_name not in cls.own_text_checks:
+            problem = scalar_problem(value, field.annotation)
+            if problem:
+                raise ValueError(problem)
+        return value
 
 
 def _ipv4_cidr(value: str) -> str:
@@ -156,3 +177,66 @@ def _mount_path(value: str) -> str:
 
 MountPath = Annotated[str, AfterValidator(_mount_path)]
 """Where a volume is mounted in a container: absolute, normalised, not over a system directory."""
+
+
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def control_character(text: str) -> str | None:
+    """The first control character of ``text`` (Unicode Cc, line and paragraph separators, the bidirectional
+    overrides that reorder what a reader sees), named, or None."""
+    for ch in text:
+        if unicodedata.category(ch) in ("Cc", "Zl", "Zp") or ch in _BIDI_CONTROLS:
+            name = {"\n": "a newline", "\t": "a tab", "\r": "a carriage return"}.get(ch, f"U+{ord(ch):04X}")
+            return name
+    return None
+
+
+def _int_not_bool(annotation: Any) -> bool:
+    """The annotation takes whole numbers and not booleans (``int``, ``int | None``, ``Annotated[int, ...]``)."""
+    if typing.get_origin(annotation) is Annotated:
+        return _int_not_bool(typing.get_args(annotation)[0])
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = typing.get_args(annotation)
+        return bool not in args and any(_int_not_bool(a) for a in args)
+    return annotation is int or annotation is float
+
+
+def _items(annotation: Any) -> tuple[Any, Any]:
+    """(key annotation, item annotation) of a dict or list annotation; (None, None) otherwise."""
+    while typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is dict and len(args) == 2:
+        return args[0], args[1]
+    if origin is list and args:
+        return None, args[0]
+    return None, None
+
+
+def scalar_problem(value: Any, annotation: Any) -> str | None:
+    """Why ``value`` may not fill a field of ``annotation``: a boolean where a number is wanted, or text with a
+    control character (the problem never quotes the value: it may be a secret). Nested models check their own."""
+    if isinstance(value, bool) and _int_not_bool(annotation):
+        return f"{str(value).lower()} is a boolean, not a number; write the number (YAML reads true as a boolean)"
+    if isinstance(value, str):
+        bad = control_character(value)
+        if bad:
+            return f"the text holds {bad} (a control character); write it on one line of printable characters"
+        return None
+    key_type, item_type = _items(annotation)
+    if isinstance(value, dict) and item_type is not None:
+        for k, v in value.items():
+            problem = scalar_problem(k, key_type) or (
+                scalar_problem(v, item_type) if not isinstance(v, dict | list) else None
+            )
+            if problem:
+                return f"{str(k)[:40]!r}: {problem}" if not control_character(str(k)) else problem
+    if isinstance(value, list) and item_type is not None:
+        for i, v in enumerate(value):
+            if not isinstance(v, dict | list):
+                problem = scalar_problem(v, item_type)
+                if problem:
+                    return f"item {i}: {problem}"
+    return None

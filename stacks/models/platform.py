@@ -3,6 +3,7 @@ training (metrics and dashboards, interactive notebooks, GitOps delivery). All o
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -56,6 +57,26 @@ class LoggingConfig(Model):
         return value
 
 
+_EMAIL_LOCAL = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*")
+_EMAIL_DOMAIN = re.compile(r"([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}")
+
+
+def email_address(value: str) -> bool:
+    """An RFC 5322 addr-spec of the common subset: a dot-atom local part (section 3.2.3: atext, no quoted strings
+    or comments), ``@``, a DNS host name with a letter TLD; at most 64 + 255 octets (RFC 5321 section 4.5.3.1).
+    The SNS email subscription (Budgets' notification target) takes the address as the endpoint as is, so a
+    newline, a display name (``Team <a@b>``) or markup never reaches a mailbox."""
+    local, at, domain = value.rpartition("@")
+    return bool(
+        at
+        and value.isascii()
+        and len(local) <= 64
+        and len(domain) <= 255
+        and _EMAIL_LOCAL.fullmatch(local)
+        and _EMAIL_DOMAIN.fullmatch(domain)
+    )
+
+
 class BudgetConfig(Model):
     """The AWS Budget of the stack (monthly cost, filtered by the ``ekstrain.io/stack`` cost-allocation tag)."""
 
@@ -79,9 +100,12 @@ class BudgetConfig(Model):
     @field_validator("notify_emails")
     @classmethod
     def _emails(cls, value: list[str]) -> list[str]:
-        bad = [v for v in value if v.count("@") != 1 or v.startswith("@") or v.endswith("@") or " " in v]
+        bad = [v for v in value if not email_address(v)]
         if bad:
-            raise ValueError(f"{bad[0]!r} is not an email address; write it like team@example.com")
+            raise ValueError(
+                f"{bad[0][:80]!r} is not a plain email address (local@domain, no display name, markup, quotes or "
+                "spaces); write it like team@example.com"
+            )
         return value
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field
 
@@ -73,6 +73,8 @@ SshPublicKey = Annotated[str, AfterValidator(_ssh_public_key)]
 
 
 class SlurmConfig(Model):
+    own_text_checks: ClassVar[frozenset[str]] = frozenset({"login_ssh_authorized_keys"})  # one key per line
+
     enabled: bool = False
     """@default false: Slinky (slurm-operator + slurm chart) with one NodeSet per partition."""
     login_ssh: bool = True
