@@ -278,7 +278,9 @@ def _result(check: str, script: list[str]) -> str:
             "set -uo pipefail",
             f"rm -f {out}",
             f'fail() {{ [ -s {out} ] || echo "$1" > {out}; exit 1; }}',
-            f'bounded() {{ local s=$1; shift; timeout -k {KILL_AFTER_SECONDS} "$s" "$@"; local rc=$?; '
+            # CHECK_TIMEOUT, CHECK_KILL_AFTER (unset in the DaemonSet): the tests cut every step short.
+            "bounded() { local s=${CHECK_TIMEOUT:-$1}; shift; "
+            f'timeout -k "${{CHECK_KILL_AFTER:-{KILL_AFTER_SECONDS}}}" "$s" "$@"; local rc=$?; '
             f'if [ "$rc" -eq {TIMED_OUT[0]} ] || [ "$rc" -eq {TIMED_OUT[1]} ]; then '
             'fail "$1 timed out after $s s (hung)"; fi; return "$rc"; }',
             *script,

@@ -320,7 +320,13 @@ def delete_node(name: str) -> None:
 
 
 def get_pool(name: str) -> dict[str, Any]:
-    pool: dict[str, Any] = _request("GET", f"/apis/karpenter.sh/v1/nodepools/{name}")
+    """The NodePool (an empty one when it is gone: no breaker to count on)."""
+    try:
+        pool: dict[str, Any] = _request("GET", f"/apis/karpenter.sh/v1/nodepools/{name}")
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return {}
+        raise
     return pool
 
 
@@ -382,6 +388,8 @@ def count_failure(pool: str, why: str, now: float) -> bool:
     def step() -> bool:
         for _ in range(10):
             current = get_pool(pool)
+            if not current:
+                return False
             if held(current):
                 return True
             patch, tripped = breaker_patch(current, now, why, failures, window, env("HELD_LIMIT", "0"))
