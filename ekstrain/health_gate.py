@@ -228,6 +228,8 @@ RESUME_ANNOTATION = "ekstrain.io/breaker-resume"
 """On the NodePool: the JSON merge patch that resumes it (the limit it had, the breaker annotations removed), for
 the one documented command ``kubectl patch nodepool <pool> --type merge -p "$(kubectl get nodepool <pool> -o
 jsonpath='{.metadata.annotations.ekstrain\\.io/breaker-resume}')"``."""
+BREAKER_TAINT_VALUE = "breaker"
+"""The unhealthy taint's value on a failed node its held pool keeps (the breaker alert's signal)."""
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 """Karpenter does not voluntarily disrupt (consolidate, drift) a node with this annotation (Karpenter docs,
 Disruption, "Node-level controls"): a failed node kept while its pool is held stays for the operator."""
@@ -519,6 +521,7 @@ def gate_daemonset(spec: PartitionSpec) -> dict[str, Any]:
         "FAILURES_ANNOTATION": FAILURES_ANNOTATION,
         "RESUME_ANNOTATION": RESUME_ANNOTATION,
         "HELD_LIMIT": HELD_LIMIT,
+        "BREAKER_VALUE": BREAKER_TAINT_VALUE,
         "ALIVE_FILE": ALIVE,
     }
     guard = {

@@ -60,6 +60,7 @@ BREAKER_ANNOTATION = env("BREAKER_ANNOTATION", "ekstrain.io/breaker")
 FAILURES_ANNOTATION = env("FAILURES_ANNOTATION", "ekstrain.io/gate-failures")
 RESUME_ANNOTATION = env("RESUME_ANNOTATION", "ekstrain.io/breaker-resume")
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+BREAKER_VALUE = env("BREAKER_VALUE", "breaker")
 FAILED = "pre-flight failed"
 LEFT = "left service"
 
@@ -301,6 +302,18 @@ def annotate(node: dict[str, Any], key: str, value: str) -> None:
     _request("PATCH", f"/api/v1/nodes/{node['metadata']['name']}", patch, "application/json-patch+json")
 
 
+def keep(node: dict[str, Any]) -> None:
+    """A failed node its held pool keeps: not disrupted by Karpenter (``karpenter.sh/do-not-disrupt``), and its
+    unhealthy taint's value ``BREAKER_VALUE``, which kube-state-metrics exports (``kube_node_spec_taint``) for the
+    breaker's critical alert."""
+    taints = [
+        {**t, "value": BREAKER_VALUE} if t.get("key") == UNHEALTHY_TAINT_KEY else t
+        for t in node["spec"].get("taints") or []
+    ]
+    set_taints(node, taints)
+    annotate(get_node(node["metadata"]["name"]), DO_NOT_DISRUPT, "true")
+
+
 def return_to_service(node: dict[str, Any], note: str) -> None:
     """The unhealthy taint and the cordon off, Slinky's drain reason removed (the slurm-operator undrains)."""
     taints = [t for t in node["spec"].get("taints") or [] if t.get("key") != UNHEALTHY_TAINT_KEY]
@@ -427,7 +440,7 @@ def fail_node(name: str, why: str) -> int:
             print(f"health-guard: {name} deleted ({why})", flush=True)
             return 0
         if not kept:  # the breaker holds the pool: no recycle; the node stays for the operator
-            _retry(lambda: annotate(get_node(name), DO_NOT_DISRUPT, "true"))
+            _retry(lambda: keep(get_node(name)))
             print(f"health-guard: {name} kept: NodePool {pool} is held by its breaker", flush=True)
             kept = True
         hold(poll)

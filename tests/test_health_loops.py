@@ -630,3 +630,45 @@ def test_a_failed_node_whose_pool_is_gone_is_still_deleted(api: tuple[Api, str],
         _until(lambda: "n1" in state.deleted)
     finally:
         _stop(proc)
+
+
+# ---- quarantined nodes keep their exporters --------------------------------------------------------------
+
+
+def _tolerates(tolerations: list[dict[str, Any]], taint: dict[str, str]) -> bool:
+    """Kubernetes' ToleratesTaint: key (or none with Exists), value (Equal) and effect (or none) match."""
+    for t in tolerations:
+        key_ok = t.get("key") in (None, "", taint["key"])
+        value_ok = t.get("operator") == "Exists" or t.get("value") == taint["value"]
+        effect_ok = t.get("effect") in (None, "", taint["effect"])
+        if key_ok and value_ok and effect_ok:
+            return True
+    return False
+
+
+def test_every_exporter_and_the_log_agent_tolerate_the_quarantine_taint() -> None:
+    """GIVEN the guard's NoExecute taint on a node WHEN the kubelet evicts what does not tolerate it THEN
+    node-exporter, dcgm-exporter, the EFA exporter, neuron-monitor and fluent-bit stay (before: the first three
+    were evicted, and the metrics that explain a sick node went with them)."""
+    from conftest import stack_config
+
+    from ekstrain.assembly import logs
+    from ekstrain.assembly import observability as obs
+    from ekstrain.components import device_plugins
+
+    taint = health_gate.UNHEALTHY_TAINT
+    values = obs.chart_values(stack_config("prod"))
+    assert _tolerates(values["prometheus-node-exporter"]["tolerations"], taint)
+    assert _tolerates(values["prometheus-node-exporter"]["tolerations"], {**health_gate.STARTUP_TAINT})
+    assert _tolerates(obs.efa_exporter_daemonset()["spec"]["template"]["spec"]["tolerations"], taint)
+    assert _tolerates(device_plugins.dcgm_values()["tolerations"], taint)
+    neuron = device_plugins.neuron_monitor_daemonset()["spec"]["template"]["spec"]["tolerations"]
+    assert _tolerates(neuron, taint)
+    assert _tolerates(logs.tolerations(), taint)
+    assert not _tolerates([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}], taint)
+
+
+def test_the_node_monitoring_agent_skips_the_documented_false_positive_interfaces() -> None:
+    conf = health_gate.agent_configuration(["nvidia.com/gpu"])
+    networking = conf["nodeAgent"]["monitors"]["networking"]
+    assert networking["excludedInterfaceNameRegexps"] == [r"^ibp[0-9]+s[0-9]+f[0-9]+$", r"^ib[0-9]+$"]
