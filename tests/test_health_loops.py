@@ -672,3 +672,60 @@ def test_the_node_monitoring_agent_skips_the_documented_false_positive_interface
     conf = health_gate.agent_configuration(["nvidia.com/gpu"])
     networking = conf["nodeAgent"]["monitors"]["networking"]
     assert networking["excludedInterfaceNameRegexps"] == [r"^ibp[0-9]+s[0-9]+f[0-9]+$", r"^ib[0-9]+$"]
+
+
+# ---- the breaker's admission policy, evaluated -----------------------------------------------------------
+
+
+def _admit_pool(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """What ekstrain-health-gate-breaker-only answers the gate's service account (None: admitted)."""
+    import celpy
+
+    policy = next(o for o in health_gate.breaker_policy() if o["kind"] == "ValidatingAdmissionPolicy")["spec"]
+    activation = {
+        "request": celpy.json_to_cel({"operation": "UPDATE", "userInfo": {"username": health_gate.USERNAME}}),
+        "oldObject": celpy.json_to_cel(old),
+        "object": celpy.json_to_cel(new),
+    }
+    env = celpy.Environment()
+    for rule in policy["validations"]:
+        if not bool(env.program(env.compile(rule["expression"])).evaluate(activation)):
+            return str(rule["message"])
+    return None
+
+
+def _nodepool() -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "gpu-h100", "labels": {"a": "b"}, "annotations": {"karpenter.sh/nodepool-hash": "1"}},
+        "spec": {
+            "limits": {"nvidia.com/gpu": "64", "nodes": "8"},
+            "template": {"spec": {"startupTaints": [health_gate.STARTUP_TAINT]}},
+            "disruption": {"consolidateAfter": "10m"},
+        },
+    }
+
+
+def test_the_guard_may_change_only_the_breakers_fields_of_a_nodepool() -> None:
+    """GIVEN the breaker's own patch (count, hold, resume) THEN admitted; any other change of the NodePool by the
+    gate's service account (its template, disruption, another limit, a label, another annotation) is refused."""
+    old = _nodepool()
+    patch, tripped = health_guard.breaker_patch(
+        {**old, "metadata": {**old["metadata"], "resourceVersion": "7"}}, 1000.0, "dcgm: Fail", 1, 3600, "0"
+    )
+    assert tripped
+    new = copy.deepcopy(old)
+    new["spec"]["limits"]["nodes"] = patch["spec"]["limits"]["nodes"]
+    new["metadata"]["annotations"].update(patch["metadata"]["annotations"])
+    assert _admit_pool(old, new) is None
+    for change, says in [
+        (lambda p: p["spec"]["template"]["spec"].update(startupTaints=[]), "template"),
+        (lambda p: p["spec"]["disruption"].update(consolidateAfter="Never"), "template, disruption"),
+        (lambda p: p["spec"]["limits"].update({"nvidia.com/gpu": "0"}), "no NodePool limit but nodes"),
+        (lambda p: p["metadata"]["labels"].update(a="c"), "no NodePool label"),
+        (lambda p: p["metadata"]["annotations"].update(other="x"), "no annotation but"),
+    ]:
+        bad = copy.deepcopy(new)
+        change(bad)
+        assert says in str(_admit_pool(old, bad))
