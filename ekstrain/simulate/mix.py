@@ -247,7 +247,7 @@ def gate_loop_facts(objects_by_kind: dict[str, list[dict[str, Any]]], mix: Mix) 
             continue
         pod = ds["spec"]["template"]["spec"]
         pool = (pod.get("nodeSelector") or {}).get("karpenter.sh/nodepool")
-        guard = next(
+        guard: dict[str, Any] = next(
             (c for c in [*pod.get("initContainers", []), *pod.get("containers", [])] if c["name"] == "guard"), {}
         )
         env = {e["name"]: str(e.get("value", "")) for e in guard.get("env", []) if "value" in e}
