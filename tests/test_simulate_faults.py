@@ -158,3 +158,19 @@ def test_mix_files_take_the_new_kinds_and_refuse_bad_minutes(tmp_path: pathlib.P
         read_mix(mix({"at": 0, "kind": "condition-flap", "job": "Pod/p"}), tmp_path)
     with pytest.raises(InputError, match="only read by condition-flap"):
         read_mix(mix({"at": 0, "kind": "preflight-hangs", "job": "Pod/p", "minutes": 3}), tmp_path)
+
+
+def test_networking_false_for_noderepairs_whole_window_gets_the_node_replaced(
+    cluster: engine.Cluster,  # noqa: F811
+    prod_build: pathlib.Path,  # noqa: F811
+) -> None:
+    """GIVEN NetworkingReady=False for 40 minutes (past NodeRepair's 30) WHEN the guard took the node out at 5 THEN
+    NodeRepair replaces it at 30 minutes, the gang restarts once on a new node: no problem."""
+    job = _arrival(_job("gpu-h100", "volcano", 2, "down"), 0, 4)
+    fault = [Fault(120, "condition-flap", "Job/down", minutes=40)]
+    run = Timeline(cluster, _rendered(_mix(job, faults=fault, gated_pools=_gated(prod_build)), prod_build))
+    report = run.run()
+    down = next(j for j in report.jobs if j.name == "Job/down")
+    assert down.state == "finished" and down.restarts == 1 and report.problems == [], report.problems
+    replaced = next(n for n in run.nodes if n.repair_by == "NodeRepair")
+    assert replaced.repair_at == 120 + 30 and replaced.state == "gone"

@@ -1152,7 +1152,10 @@ class Timeline:
             if at != self.now or node.state in ("gone", "launching"):
                 continue
             node.state = "unhealthy"
-            if self.mix.recover_minutes is not None:
+            window = health_gate.REPAIR_MINUTES["NetworkingReady"]
+            if self.mix.repair and minutes >= window:  # False for NodeRepair's whole window: it replaces the node
+                node.repair_at, node.repair_by = start + window, "NodeRepair"
+            elif self.mix.recover_minutes is not None:
                 node.recover_at = start + minutes + self.mix.recover_minutes
             for victim in self.on_node(node):
                 if victim.kind != "standing" and minutes < stated:
