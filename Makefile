@@ -65,7 +65,8 @@ SIMULATE_STACKS := $(sort $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml)))
 # the empty-cluster check of those (+ build/examples for prod; KEDA scales a NodeSet for an sbatch, no manual
 # step), then the stack's timeline mix (examples/mix-<stack>.yaml) when it has one, and for prod the contention
 # mix (examples/mix-prod-contention.yaml, its extra workloads from examples/contention/render.sh), and the stack's
-# fault mix (examples/mix-health-<stack>.yaml, docs/health.md); then the example stack with reservations and team
+# fault mix (examples/mix-health-<stack>.yaml, docs/health.md) and the gate's loops under fault
+# (examples/mix-faults-<stack>.yaml); then the example stack with reservations and team
 # queues and its teams mix (examples/mix-reserved-teams.yaml). Exits non-zero on the first stack with a blocked
 # workload or a timeline problem (docs/simulate.md).
 simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of every stack: workloads + timeline mix
@@ -79,6 +80,7 @@ simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of 
 	  $(PY) -m ekstrain simulate --stack $$s build/examples-$$s $$( [ $$s = prod ] && echo build/examples ); \
 	  if [ -f examples/mix-$$s.yaml ]; then $(PY) -m ekstrain simulate --stack $$s --timeline examples/mix-$$s.yaml; fi; \
 	  if [ -f examples/mix-health-$$s.yaml ]; then $(PY) -m ekstrain simulate --stack $$s --timeline examples/mix-health-$$s.yaml; fi; \
+	  if [ -f examples/mix-faults-$$s.yaml ]; then $(PY) -m ekstrain simulate --stack $$s --timeline examples/mix-faults-$$s.yaml; fi; \
 	  if [ $$s = prod ]; then \
 	    EKSTRAIN=$(VENV)/bin/ekstrain examples/contention/render.sh build/examples-contention > /dev/null; \
 	    $(PY) -m ekstrain simulate --stack prod --timeline examples/mix-prod-contention.yaml; \
