@@ -405,7 +405,7 @@ def _guard(tmp: pathlib.Path, url: str, name: str, **env: str) -> subprocess.Pop
     return subprocess.Popen([sys.executable, str(script)], env={**base, **env}, stderr=subprocess.STDOUT)
 
 
-def _until(what: Callable[[], Any], seconds: float = 15) -> Any:
+def _until(what: Callable[[], Any], seconds: float = 30) -> Any:
     end = time.time() + seconds
     while time.time() < end:
         got = what()
@@ -729,3 +729,25 @@ def test_the_guard_may_change_only_the_breakers_fields_of_a_nodepool() -> None:
         bad = copy.deepcopy(new)
         change(bad)
         assert says in str(_admit_pool(old, bad))
+
+
+def test_a_guard_restarted_during_the_hold_resumes_it_without_counting_again(
+    api: tuple[Api, str], tmp_path: pathlib.Path
+) -> None:
+    """GIVEN a node its guard failed a moment ago (tainted, the failure counted once) WHEN the guard restarts (its
+    sidecar restarted) THEN it finishes the hold from the recorded time and deletes the node, and the pool still
+    counts one failure."""
+    state, url = api
+    now = time.time()
+    node = _node("n1")
+    node["spec"]["taints"].append(dict(health_gate.UNHEALTHY_TAINT))
+    node["metadata"]["annotations"][health_gate.GATE_ANNOTATION] = f"pre-flight failed at {int(now)}: dcgm: Fail"
+    state.nodes["n1"] = node
+    state.pools["gpu-h100"] = _pool(failures=[now])
+    proc = _guard(tmp_path, url, "n1", HOLD_SECONDS="2")
+    try:
+        _until(lambda: "n1" in state.deleted)
+        assert time.time() >= int(now) + 2 - 0.05  # the rest of the hold from the recorded second, not none
+        assert len(health_guard.failure_times(state.pools["gpu-h100"])) == 1
+    finally:
+        _stop(proc)
