@@ -558,8 +558,12 @@ def gate_daemonset(spec: PartitionSpec) -> dict[str, Any]:
             "-c",
             "import signal, sys; signal.signal(signal.SIGTERM, lambda *_: sys.exit(0)); signal.pause()",
         ],
+        # Its probes read the guard's heartbeat: the pod is Ready (and alive) only while its guard is.
+        "livenessProbe": _alive_probe(),
+        "readinessProbe": _alive_probe(),
         "resources": HOLD_RESOURCES,
         "securityContext": _RESTRICTED,
+        "volumeMounts": [{"name": "state", "mountPath": "/run/guard", "readOnly": True}],
     }
     return {
         "apiVersion": "apps/v1",

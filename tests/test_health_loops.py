@@ -616,6 +616,8 @@ def test_the_daemonset_runs_the_guard_as_a_sidecar_before_the_checks() -> None:
     assert env["DEADLINE_SECONDS"] == str(health_gate.deadline_seconds(catalog.GPU))
     assert env["LEAVE_AFTER"] == "AcceleratedHardwareReady=60,NetworkingReady=300"
     assert os.path.basename(guard["command"][-1]) == "health_guard.py"
+    (hold,) = pod["containers"]  # the one regular container: Ready only while the guard's heartbeat is fresh
+    assert hold["livenessProbe"] == guard["livenessProbe"] and hold["readinessProbe"] == guard["readinessProbe"]
 
 
 def test_a_failed_node_whose_pool_is_gone_is_still_deleted(api: tuple[Api, str], tmp_path: pathlib.Path) -> None:
