@@ -76,7 +76,8 @@ SIMULATE_STACKS := $(sort $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml)))
 # the empty-cluster check of those (+ build/examples for prod; KEDA scales a NodeSet for an sbatch, no manual
 # step), then the stack's timeline mix (examples/mix-<stack>.yaml) when it has one, and for prod the contention
 # mix (examples/mix-prod-contention.yaml, its extra workloads from examples/contention/render.sh), and the stack's
-# fault mix (examples/mix-health-<stack>.yaml, docs/health.md); then the example stack with reservations and team
+# mixes examples/mix-health-<stack>.yaml (sick nodes, docs/health.md), mix-notebooks-<stack>.yaml (cold notebook
+# starts) and mix-faults-<stack>.yaml (the gate's loops under fault); then the example stack with reservations and team
 # queues and its teams mix (examples/mix-reserved-teams.yaml). Exits non-zero on the first stack with a blocked
 # workload or a timeline problem (docs/simulate.md).
 simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of every stack: workloads + timeline mix
@@ -89,8 +90,9 @@ simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of 
 	  done; \
 	  $(PY) -m ekstrain simulate --stack $$s build/examples-$$s $$( [ $$s = prod ] && echo build/examples ); \
 	  if [ -f examples/mix-$$s.yaml ]; then $(PY) -m ekstrain simulate --stack $$s --timeline examples/mix-$$s.yaml; fi; \
-	  if [ -f examples/mix-health-$$s.yaml ]; then $(PY) -m ekstrain simulate --stack $$s --timeline examples/mix-health-$$s.yaml; fi; \
-	  if [ -f examples/mix-notebooks-$$s.yaml ]; then $(PY) -m ekstrain simulate --stack $$s --timeline examples/mix-notebooks-$$s.yaml; fi; \
+	  for kind in health notebooks faults; do \
+	    if [ -f examples/mix-$$kind-$$s.yaml ]; then $(PY) -m ekstrain simulate --stack $$s --timeline examples/mix-$$kind-$$s.yaml; fi; \
+	  done; \
 	  if [ $$s = prod ]; then \
 	    EKSTRAIN=$(VENV)/bin/ekstrain examples/contention/render.sh build/examples-contention > /dev/null; \
 	    $(PY) -m ekstrain simulate --stack prod --timeline examples/mix-prod-contention.yaml; \

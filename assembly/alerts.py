@@ -266,6 +266,21 @@ def node_alerts() -> list[Alert]:
             f"Karpenter replaces the node after {NODE_AGENT_CONDITIONS['KernelReady']} minutes.",
         ),
         Alert(
+            name="NodePoolBreakerOpen",
+            expr=with_partition(
+                f'max by (node) (kube_node_spec_taint{{key="{health_gate.UNHEALTHY_TAINT_KEY}",'
+                f'value="{health_gate.BREAKER_TAINT_VALUE}"}}) > 0'
+            ),
+            for_minutes=0,
+            severity=CRITICAL,
+            summary="The health gate's breaker holds the NodePool of partition {{ $labels.partition }} "
+            "({{ $labels.node }} kept)",
+            description=f"{health_gate.BREAKER_FAILURES} nodes of the pool failed their pre-flight within "
+            f"{health_gate.BREAKER_WINDOW_SECONDS // 60} minutes: the guard set the NodePool's limits.nodes to "
+            f"{health_gate.HELD_LIMIT} and keeps the failed node instead of recycling it. Nothing launches in that "
+            "pool until it is resumed.",
+        ),
+        Alert(
             name="NodePreflightTooLong",
             expr=with_partition(f'max by (node) (kube_node_spec_taint{{key="{PREFLIGHT_TAINT}"}}) > 0'),
             for_minutes=PREFLIGHT_ALERT_MINUTES,

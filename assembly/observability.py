@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ekstrain import catalog, efa_exporter, names, promql_names, training_metrics, versions
+from ekstrain import catalog, efa_exporter, health_gate, names, promql_names, training_metrics, versions
 from ekstrain.assembly import alerts
 from ekstrain.controller_resources import MEDIUM, SMALL, sized
 from ekstrain.names import SYSTEM_NODE_SELECTOR
@@ -176,7 +176,12 @@ def chart_values(cfg: StackConfig, remote_write: Any = None) -> dict[str, Any]:
                 ),
             ],
         },
-        "prometheus-node-exporter": {"resources": sized("20m", "32Mi", "64Mi")},
+        "prometheus-node-exporter": {
+            "resources": sized("20m", "32Mi", "64Mi"),
+            # The chart's default (every NoSchedule taint) and the gate's quarantine: a node tainted unhealthy keeps
+            # the metrics that explain why (prometheus-node-exporter chart values.yaml ``tolerations``).
+            "tolerations": [{"operator": "Exists", "effect": "NoSchedule"}, QUARANTINE_TOLERATION],
+        },
         "prometheusOperator": {
             "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
             "resources": MEDIUM,
@@ -239,6 +244,15 @@ def _labels(name: str) -> dict[str, str]:
     return {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "ekstrain"}
 
 
+QUARANTINE_TOLERATION: dict[str, str] = {
+    "key": health_gate.UNHEALTHY_TAINT_KEY,
+    "operator": "Exists",
+    "effect": "NoExecute",
+}
+"""Exporters stay on a node the health gate's guard quarantined (``ekstrain.io/unhealthy:NoExecute`` evicts every
+pod that does not tolerate it): the metrics that explain a sick node must not vanish the moment it is taken out."""
+
+
 def efa_exporter_configmap() -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -261,8 +275,11 @@ def efa_exporter_daemonset() -> dict[str, Any]:
                 "spec": {
                     "nodeSelector": {names.EFA_NODE_LABEL: "true"},
                     "tolerations": [
-                        {"key": r, "operator": "Exists", "effect": "NoSchedule"}
-                        for r in ("nvidia.com/gpu", "aws.amazon.com/neuron")
+                        *(
+                            {"key": r, "operator": "Exists", "effect": "NoSchedule"}
+                            for r in ("nvidia.com/gpu", "aws.amazon.com/neuron")
+                        ),
+                        QUARANTINE_TOLERATION,
                     ],
                     "automountServiceAccountToken": False,
                     "securityContext": {

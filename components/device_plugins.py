@@ -66,7 +66,8 @@ def dcgm_values() -> dict[str, Any]:
     # observability stack turns it on when it installs them.
     return {
         "nodeSelector": {names.ACCELERATOR_LABEL: GPU},
-        "tolerations": [_toleration(GPU_RESOURCE)],
+        # On a quarantined node too (the gate's NoExecute taint): its XID/ECC counters explain why it left.
+        "tolerations": [_toleration(GPU_RESOURCE), obs.QUARANTINE_TOLERATION],
         "serviceMonitor": {"enabled": False},
     }
 
@@ -122,7 +123,7 @@ def neuron_monitor_daemonset() -> dict[str, Any]:
                 },
                 "spec": {
                     "nodeSelector": {names.ACCELERATOR_LABEL: TRAINIUM},
-                    "tolerations": [_toleration(NEURON_RESOURCE)],
+                    "tolerations": [_toleration(NEURON_RESOURCE), obs.QUARANTINE_TOLERATION],
                     "priorityClassName": "system-node-critical",
                     "automountServiceAccountToken": False,
                     "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},

@@ -2,8 +2,10 @@
 
 The objects come from :mod:`ekstrain.health_gate` (the one source of the taint keys and checks, which the NodePools'
 ``startupTaints`` and the simulator read too); this component only registers them: the guard's script, its service
-account and node RBAC, the ValidatingAdmissionPolicy that keeps it on its own node, and one DaemonSet per
-accelerator NodePool (one per EFA layout of a mixed partition). docs/health.md.
+account and RBAC (nodes; NodePools for the breaker), the ValidatingAdmissionPolicies that keep it on its own node
+and, on NodePools, to the breaker's fields (``spec.limits.nodes`` and three annotations), and one DaemonSet per
+accelerator NodePool (one per EFA layout of a mixed partition), whose guard is a native sidecar that bounds the
+pre-flight by a deadline. docs/health.md.
 """
 
 from __future__ import annotations

@@ -656,6 +656,8 @@ FREE_FORM_VALUES: dict[str, tuple[tuple[str, ...], ...]] = {
         ("kube-state-metrics", "resources"),
         ("kube-state-metrics", "metricLabelsAllowlist"),
         ("prometheus-node-exporter", "resources"),
+        # charts/prometheus-node-exporter values.yaml `tolerations` (default: every NoSchedule taint).
+        ("prometheus-node-exporter", "tolerations"),
     ),
 }
 """Value paths a chart documents as free-form although its values.yaml has example keys there (or, for a

@@ -187,6 +187,21 @@ CASES: dict[str, Case] = {
             A100: ALWAYS,
         },
     ),
+    "NodePoolBreakerOpen": Case(
+        fires={
+            'kube_node_spec_taint{node="n1",key="ekstrain.io/unhealthy",value="breaker",effect="NoExecute"}': (
+                "_ 1x90"
+            ),
+            H100: ALWAYS,
+        },
+        at=1,
+        labels={"node": "n1", "partition": "gpu-h100"},
+        silent={
+            # a node that failed its pre-flight and is deleted after its hold (the breaker closed)
+            'kube_node_spec_taint{node="n1",key="ekstrain.io/unhealthy",value="true",effect="NoExecute"}': "1x10",
+            H100: ALWAYS,
+        },
+    ),
     "NodePreflightTooLong": Case(
         fires={
             f'kube_node_spec_taint{{node="n1",key="{alerts.PREFLIGHT_TAINT}",value="true",effect="NoSchedule"}}': (
@@ -349,7 +364,7 @@ def test_promtool_checks_the_rules_the_component_installs(tmp_path: pathlib.Path
     f.write_text(yaml.safe_dump({"groups": groups}))
     done = subprocess.run([promtool(), "check", "rules", str(f)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS: 18 rules found" in done.stdout
+    assert "SUCCESS: 19 rules found" in done.stdout
     # and promtool is a real check: a broken expression fails it
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"groups": [{"name": "x", "rules": [{"alert": "X", "expr": "max by (node ("}]}]}))

@@ -164,11 +164,12 @@ def test_other_users_are_not_matched() -> None:
     assert _admit("DELETE", old, None, "system:serviceaccount:karpenter:karpenter", None) is None
 
 
-def test_rbac_grants_nodes_only() -> None:
+def test_rbac_grants_nodes_and_the_breakers_nodepools_only() -> None:
     role = health_gate.cluster_role()
     assert role["rules"] == [
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch", "delete"]},
         {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
+        {"apiGroups": ["karpenter.sh"], "resources": ["nodepools"], "verbs": ["get", "patch"]},
     ]
     binding = health_gate.cluster_role_binding()
     assert binding["subjects"] == [

@@ -18,6 +18,9 @@ the build. The format (times in hours; docs/simulate.md):
       - {at: 5, kind: node-lost, job: Job/llama3-70b-megatron}
       - {at: 6, kind: health-notice, job: ..., windowHours: 72}
       - {at: 1, kind: insufficient-capacity, job: ..., windowHours: 2, nodes: 5}   # EC2 has 5 more, then none for 2 h
+      - {at: 2, kind: preflight-hangs, job: ...}                  # the next node's check never returns
+      - {at: 3, kind: preflight-fails-pool, job: ..., windowHours: 3}   # every node of its pool fails for 3 h
+      - {at: 4, kind: condition-flap, job: ..., minutes: 3}       # NetworkingReady=False for 3 minutes
 
 Every mistake is an :class:`~ekstrain.simulate.inputs.InputError` naming the key and the fix (exit 2).
 """
@@ -213,7 +216,7 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
     for i, entry in enumerate(faults):
         at = f"{where}: faults[{i}]"
         entry = _mapping(at, entry)
-        _known(at, entry, ("at", "kind", "job", "windowHours", "nodes"))
+        _known(at, entry, ("at", "kind", "job", "windowHours", "nodes", "minutes"))
         kind, job = entry.get("kind"), entry.get("job")
         if not isinstance(kind, str) or kind not in FAULT_KINDS:
             shown = repr(kind) if kind is None or isinstance(kind, str) else f"a {type(kind).__name__}"
@@ -228,9 +231,47 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
                 str(entry["job"]),
                 int(_number(f"{at}.windowHours", entry.get("windowHours", 72), 0, MAX_HOURS) * 60),
                 _whole(f"{at}.nodes", entry.get("nodes", 0), 0, 100_000),
+                _flap_minutes(at, entry),
             )
         )
     return mix
+
+
+def _flap_minutes(at: str, entry: dict[str, Any]) -> int:
+    """``minutes`` of a ``condition-flap`` (required there, refused elsewhere)."""
+    if entry.get("kind") != "condition-flap":
+        if "minutes" in entry:
+            raise InputError(f"{at}.minutes", "is only read by condition-flap", "remove it, or use kind condition-flap")
+        return 0
+    if "minutes" not in entry:
+        raise InputError(f"{at}.minutes", "is missing", "say how long NetworkingReady stays False, e.g. minutes: 3")
+    return _whole(f"{at}.minutes", entry["minutes"], 1, MAX_HOURS * 60)
+
+
+def gate_loop_facts(objects_by_kind: dict[str, list[dict[str, Any]]], mix: Mix) -> None:
+    """The gate's loops as the build's gate DaemonSets configure their guard (its env): the deadline per NodePool,
+    the breaker, the leave thresholds and the recovery period. A build whose guard has none keeps the defaults:
+    no deadline, no breaker, leave at once, never recover."""
+    for ds in objects_by_kind.get("DaemonSet", []):
+        if not str(ds["metadata"]["name"]).startswith("health-gate-"):
+            continue
+        pod = ds["spec"]["template"]["spec"]
+        pool = (pod.get("nodeSelector") or {}).get("karpenter.sh/nodepool")
+        guard: dict[str, Any] = next(
+            (c for c in [*pod.get("initContainers", []), *pod.get("containers", [])] if c["name"] == "guard"), {}
+        )
+        env = {e["name"]: str(e.get("value", "")) for e in guard.get("env", []) if "value" in e}
+        if not pool:
+            continue
+        if env.get("DEADLINE_SECONDS"):
+            mix.gate_deadline[pool] = math.ceil(int(env["DEADLINE_SECONDS"]) / 60)
+        if env.get("BREAKER_FAILURES"):
+            mix.breaker[pool] = (int(env["BREAKER_FAILURES"]), int(env.get("BREAKER_WINDOW_SECONDS", "3600")) // 60)
+        for item in filter(None, env.get("LEAVE_AFTER", "").split(",")):
+            condition, _, seconds = item.partition("=")
+            mix.leave_after[condition] = int(seconds) // 60
+        if env.get("RECOVER_SECONDS"):
+            mix.recover_minutes = math.ceil(int(env["RECOVER_SECONDS"]) / 60)
 
 
 def _go_minutes(text: Any) -> int:
@@ -262,6 +303,7 @@ def platform_facts(build: pathlib.Path, objects_by_kind: dict[str, list[dict[str
         mix.consolidate_minutes[pool["metadata"]["name"]] = _go_minutes(after)
     for q in objects_by_kind.get("Queue", []):
         mix.weights[q["metadata"]["name"]] = float((q.get("spec") or {}).get("weight", 1) or 1)
+    gate_loop_facts(objects_by_kind, mix)
 
 
 def stack_checkpoint_seconds(fsx: Any, checkpoint: Any, where: str) -> int:

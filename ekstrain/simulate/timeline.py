@@ -70,9 +70,17 @@ FAULT_KINDS = (
     "spot-interruption",
     "insufficient-capacity",
     "preflight-fails",
+    "preflight-hangs",
+    "preflight-fails-pool",
+    "condition-flap",
 )
 """``preflight-fails``: the next node Karpenter launches for the job is sick from the start (ekstrain/health_gate.py:
-its pre-flight fails, the guard taints it NoExecute and deletes it ``HOLD_SECONDS`` later)."""
+its pre-flight fails, the guard taints it NoExecute and deletes it ``HOLD_SECONDS`` later). The platform's own loops
+(:meth:`Timeline.loop_fault`): ``preflight-hangs``: a check of the next node launched for the job never returns;
+``preflight-fails-pool``: every node of the job's NodePool fails its pre-flight for ``windowHours`` (then the cause is
+fixed and, if the breaker held the pool, the operator resumes it); ``condition-flap``: the job's node reports
+NetworkingReady=False for ``minutes``, then True again."""
+LOOP_FAULTS = ("preflight-hangs", "preflight-fails-pool", "condition-flap")
 ACCELERATORS = ("nvidia.com/gpu", "aws.amazon.com/neuron")
 NEVER = 10**9
 """``consolidateAfter: Never`` in minutes (ekstrain/simulate/mix.py: reserved partitions keep empty nodes)."""
@@ -100,6 +108,8 @@ class Fault:
     nodes: int = 0
     """insufficient-capacity: instances of the type EC2 can still launch in the window (the first launches succeed,
     the rest fail with InsufficientInstanceCapacity)."""
+    minutes: int = 0
+    """condition-flap: how long the condition stays False."""
 
 
 @dataclass
@@ -135,6 +145,17 @@ class Mix:
     """From a failure to the restarted pods running again (controller backoff, pod creation, start-up)."""
     runtimes: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per-job TrainingRuntimes the workload files bring with their TrainJobs (assembly/jobs/trainjob.py)."""
+    # The gate's own loops, read from the build's gate DaemonSets (ekstrain/simulate/mix.py ``gate_loop_facts``);
+    # empty: a guard without them (a hung gate holds its node for ever, failed nodes recycle, a condition leaves at
+    # once and the taint stays).
+    gate_deadline: dict[str, int] = field(default_factory=dict)
+    """NodePool -> minutes after registration the guard fails a node whose pre-flight has not finished."""
+    breaker: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """NodePool -> (gate failures, window minutes) that hold the pool."""
+    leave_after: dict[str, int] = field(default_factory=dict)
+    """Condition -> minutes False before the guard taints the node (missing: at once)."""
+    recover_minutes: int | None = None
+    """Minutes a tainted node's conditions stay True before the guard returns it to service (None: never)."""
 
 
 @dataclass
@@ -156,6 +177,14 @@ class SimNode:
     repair_by: str = ""
     """Who removes it at ``repair_at``: ``NodeRepair`` (held while too much of its pool is unhealthy), ``guard``
     (the health gate deletes its node) or the maintenance ``window``."""
+    hangs: bool = False
+    """A ``preflight-hangs`` fault: a check of its pre-flight never returns."""
+    gate_failed_at: int | None = None
+    """When its pre-flight failed (or its deadline passed)."""
+    retired: bool = False
+    """Deleted after its pool was resumed (not a recycle)."""
+    recover_at: int | None = None
+    """A flap: when the guard returns it to service."""
 
     @property
     def pool(self) -> str:
@@ -331,6 +360,17 @@ class Timeline:
         """Jobs whose next launched node fails its pre-flight (``preflight-fails`` faults)."""
         self.shortages: dict[str, tuple[int, int]] = {}
         """instance type -> (minute EC2 has capacity again, instances it can still launch before then)."""
+        self.hanging: set[str] = set()
+        """Jobs whose next launched node's pre-flight hangs (``preflight-hangs``)."""
+        self.failing_pools: dict[str, int] = {}
+        """NodePool -> the minute its nodes stop failing their pre-flight (``preflight-fails-pool``)."""
+        self.gate_failures: dict[str, list[int]] = {}
+        self.held: dict[str, int] = {}
+        """NodePool -> since when the health gate's breaker holds it."""
+        self.recycles: dict[str, list[int]] = {}
+        """NodePool -> when the guard deleted a node that failed its pre-flight (Karpenter then launches another)."""
+        self.flaps: list[tuple[int, int, int, SimNode]] = []
+        """(taint minute, start, minutes False, node) of ``condition-flap`` faults the guard acts on."""
 
     def place(self, g: PodGroup) -> tuple[Node | None, str]:
         """engine.place on the Karpenter pools, once per pod group (the pools do not change)."""
@@ -407,10 +447,18 @@ class Timeline:
         return use
 
     def can_launch(self, candidate: Node) -> str | None:
+        if candidate.pool in self.held:
+            return (
+                f"NodePool {candidate.pool} held by the health gate's breaker since {_clock(self.held[candidate.pool])}"
+                " (no launch until the operator resumes it)"
+            )
         use = self.pool_use(candidate.pool)
         for r, lim in sorted(candidate.pool_limits.items()):
             add = 1.0 if r == "nodes" else candidate.capacity.get(r, 0.0)
             if add and use.get(r, 0.0) + add > lim + 1e-9:
+                back = self.loop_recovering(candidate.pool)
+                if back:
+                    return back
                 sick = [n for n in self.nodes if n.pool == candidate.pool and n.state == "unhealthy" and n.repair_at]
                 if sick:  # full until NodeRepair deletes the sick node (its NodeClaim counts against the pool)
                     n = min(sick, key=lambda s: s.repair_at or 0)
@@ -441,6 +489,9 @@ class Timeline:
         if for_job in self.doomed:
             self.doomed.discard(for_job)
             node.sick_from_start = True
+        if for_job in self.hanging and node.ready_at > node.gate_from:
+            self.hanging.discard(for_job)
+            node.hangs = True
         self.nodes.append(node)
         return node
 
@@ -642,6 +693,9 @@ class Timeline:
     # -- faults --
     def fault(self, f: Fault) -> None:
         job = next((j for j in self.jobs if j.name == f.job), None)
+        if f.kind in LOOP_FAULTS:
+            self.loop_fault(f, job)
+            return
         if f.kind == "preflight-fails" and job is not None:
             job.hit_by_fault = True
             self.doomed.add(job.name)  # the next node launched for it
@@ -750,7 +804,10 @@ class Timeline:
         for f in self.mix.faults:
             if f.at == self.now:
                 self.fault(f)
+        self.loop_step()
         for n in self.nodes:
+            if self.loop_node(n):
+                continue
             if n.state == "launching" and n.ready_at <= self.now:
                 n.state, n.empty_since = "ready", self.now
                 if n.sick_from_start:  # its pre-flight failed (gated pool): tainted, deleted by its guard later
@@ -764,13 +821,18 @@ class Timeline:
                                 "health-gate pre-flight: tainted NoExecute, never took the job, deleted by its guard "
                                 f"at {_clock(n.repair_at)}"
                             )
+                        self.gate_failure(n)
                     elif self.mix.repair:
                         n.repair_at, n.repair_by = self.now + self.mix.repair_minutes, "NodeRepair"
             due = n.repair_at is not None and n.repair_at <= self.now and n.state != "gone"
             if due and n.repair_by == "NodeRepair" and not self.pool_repairable(n.pool):
                 n.repair_at = self.now + 1  # NodeRepair blocked: more than 20% of the pool is unhealthy
                 continue
+            if due and n.repair_by == "guard" and self.loop_keeps(n):
+                continue
             if n.repair_at is not None and n.repair_at <= self.now and n.state != "gone":
+                if n.repair_by == "guard" and n.gate_failed_at is not None and not n.retired:
+                    self.recycles.setdefault(n.pool, []).append(self.now)
                 self.kill_node(n, f"node #{n.ident} replaced (NodeRepair / maintenance window)", drained=True)
         for job in self.jobs:
             if job.state != "waiting" or job.arrival.at > self.now or job.not_before > self.now:
@@ -904,7 +966,10 @@ class Timeline:
     def transient(self, jobs: list[Job]) -> bool:
         """Every job is only restarting or waiting for nodes that are launching (not blocked for good)."""
         return bool(jobs) and all(
-            j.not_before > self.now or "Karpenter launching" in j.last_wait or "until NodeRepair" in j.last_wait
+            j.not_before > self.now
+            or "Karpenter launching" in j.last_wait
+            or "until NodeRepair" in j.last_wait
+            or "to service at" in j.last_wait
             for j in jobs
         )
 
@@ -1040,6 +1105,7 @@ class Timeline:
         timed_out, gave_up = notebooks.timeouts(self)
         self.problems += timed_out
         self.fault_outcomes += gave_up
+        self.loop_problems()
         for part, cats in self.idle.items():
             stranded = sum(v for k, v in cats.items() if k.startswith("stranded"))
             if stranded:
@@ -1049,6 +1115,149 @@ class Timeline:
                 self.problems.append(
                     f"{part}: {standing / 60:.1f} idle paid accelerator-hours on slurmd nodes without a Slurm job, "
                     "kept beyond the partition's consolidateAfter (schedulers.slurm.nodesetReplicas floor)"
+                )
+
+    # -- the platform's own loops: the gate's deadline, the breaker, the guard's hysteresis --------------------
+
+    def loop_fault(self, f: Fault, job: Job | None) -> None:
+        """``preflight-hangs``, ``preflight-fails-pool`` and ``condition-flap`` (module docstring)."""
+        if job is None:
+            return
+        job.hit_by_fault = True
+        if f.kind == "preflight-hangs":
+            self.hanging.add(job.name)
+            return
+        if f.kind == "preflight-fails-pool":
+            pools = {c.pool for c in (self.place(g)[0] for g in job.workload.groups) if c is not None}
+            accel = [p for p in pools if p in self.mix.gated_pools] or sorted(pools)
+            for pool in accel:
+                self.failing_pools[pool] = self.now + f.window
+                job.events.append(
+                    f"{_clock(self.now)} every node of NodePool {pool} fails its pre-flight until "
+                    f"{_clock(self.now + f.window)}"
+                )
+            return
+        bound = [n for _, n in job.bound if n.state == "ready"]
+        node = next((n for n in bound if any(n.candidate.capacity.get(r) for r in ACCELERATORS)), None)
+        if node is None:
+            self.problems.append(f"fault {f.kind} at {_clock(f.at)}: {f.job} has no node then (not injected)")
+            return
+        leave = self.mix.leave_after.get("NetworkingReady", 0)
+        if f.minutes <= leave:
+            job.events.append(
+                f"{_clock(self.now)} NetworkingReady=False on #{node.ident} for {f.minutes} min: shorter than the "
+                f"guard's {leave}-min threshold, the gang stays"
+            )
+            return
+        self.flaps.append((self.now + leave, self.now, f.minutes, node))
+
+    def loop_step(self) -> None:
+        """Flaps the guard acts on; pools whose failing window ended: the operator resumes a held one."""
+        stated = health_gate.LEAVE_AFTER_SECONDS["NetworkingReady"] // 60
+        for at, start, minutes, node in self.flaps:
+            if at != self.now or node.state in ("gone", "launching"):
+                continue
+            node.state = "unhealthy"
+            window = health_gate.REPAIR_MINUTES["NetworkingReady"]
+            if self.mix.repair and minutes >= window:  # False for NodeRepair's whole window: it replaces the node
+                node.repair_at, node.repair_by = start + window, "NodeRepair"
+            elif self.mix.recover_minutes is not None:
+                node.recover_at = start + minutes + self.mix.recover_minutes
+            for victim in self.on_node(node):
+                if victim.kind != "standing" and minutes < stated:
+                    self.problems.append(
+                        f"{victim.name}: gang restarted at {_clock(self.now)} by a transient NetworkingReady=False "
+                        f"on #{node.ident} ({minutes} min, shorter than the {stated}-min leave threshold)"
+                    )
+                self.fail(victim, f"NetworkingReady=False on #{node.ident}: the guard tainted it NoExecute")
+        for pool, until in list(self.failing_pools.items()):
+            if self.now < until:
+                continue
+            del self.failing_pools[pool]
+            if pool in self.held:  # fixed: `kubectl patch nodepool <pool> ...breaker-resume` (docs/health.md)
+                del self.held[pool]
+                self.gate_failures.pop(pool, None)
+                for n in self.nodes:
+                    if n.pool == pool and n.state == "unhealthy" and n.gate_failed_at is not None:
+                        n.repair_at, n.repair_by, n.retired = self.now, "guard", True
+
+    def loop_node(self, n: SimNode) -> bool:
+        """A node's part of the loops this minute; True when the ordinary rules must skip it."""
+        if n.recover_at is not None and self.now >= n.recover_at and n.state == "unhealthy":
+            n.state, n.recover_at, n.empty_since = "ready", None, self.now  # the guard returned it to service
+            return True
+        if n.state != "launching" or n.ready_at > self.now:
+            return False
+        if n.pool in self.failing_pools and self.now < self.failing_pools[n.pool]:
+            n.sick_from_start = True
+        if not n.hangs:
+            return False
+        deadline = self.mix.gate_deadline.get(n.pool)
+        if deadline is None or self.now < n.gate_from + deadline:
+            return True  # its check hangs: the startup taint stays
+        n.state, n.empty_since = "unhealthy", self.now
+        n.repair_at, n.repair_by = self.now + math.ceil(health_gate.HOLD_SECONDS / 60), "guard"
+        owner = next((j for j in self.jobs if j.name == n.nominated), None)
+        if owner is not None:
+            owner.events.append(
+                f"{_clock(self.now)} node #{n.ident}'s pre-flight hung: its guard failed it at the {deadline}-min "
+                f"deadline (tainted NoExecute, deleted at {_clock(n.repair_at)})"
+            )
+        self.gate_failure(n)
+        return True
+
+    def gate_failure(self, n: SimNode) -> None:
+        """One gate failure on the node's pool; the breaker holds the pool at its threshold."""
+        n.gate_failed_at = self.now
+        failures = self.gate_failures.setdefault(n.pool, [])
+        failures.append(self.now)
+        rule = self.mix.breaker.get(n.pool)
+        if rule is None or n.pool in self.held:
+            return
+        if sum(1 for t in failures if self.now - t < rule[1]) >= rule[0]:
+            self.held[n.pool] = self.now
+            for j in self.jobs:
+                if j.name == n.nominated:
+                    j.events.append(
+                        f"{_clock(self.now)} NodePool {n.pool}'s breaker held it: {rule[0]} gate failures in "
+                        f"{rule[1]} min (limits.nodes 0, failed nodes kept; NodePoolBreakerOpen)"
+                    )
+
+    def loop_recovering(self, pool: str) -> str | None:
+        """A full pool whose node the guard took out for a flap: its restart waits for the node's recovery."""
+        back = [n for n in self.nodes if n.pool == pool and n.state == "unhealthy" and n.recover_at is not None]
+        if not back:
+            return None
+        n = min(back, key=lambda s: s.recover_at or 0)
+        when = _clock(n.recover_at)
+        return f"NodePool {pool} full until the guard returns unhealthy node #{n.ident} to service at {when}"
+
+    def loop_keeps(self, n: SimNode) -> bool:
+        """The guard keeps a failed node while its pool is held."""
+        if n.pool in self.held and not n.retired:
+            n.repair_at = None
+            return True
+        return False
+
+    def loop_problems(self) -> None:
+        """A node held in pre-flight past the gate's stated deadline; recycles past the breaker's threshold."""
+        for n in self.nodes:
+            if not n.hangs:
+                continue
+            end = n.gate_failed_at if n.gate_failed_at is not None else self.now
+            stated = health_gate.deadline_minutes(n.candidate.instance.family)
+            if end - n.gate_from > stated:
+                self.problems.append(
+                    f"node #{n.ident} ({n.pool}) held in its pre-flight {end - n.gate_from} min, past the gate's "
+                    f"{stated}-min deadline (Karpenter has no initialisation timeout)"
+                )
+        limit, window = health_gate.BREAKER_FAILURES, health_gate.BREAKER_WINDOW_SECONDS // 60
+        for pool, times in sorted(self.recycles.items()):
+            past = sum(1 for i, t in enumerate(times) if sum(1 for u in times[: i + 1] if t - u < window) > limit)
+            if past:
+                self.problems.append(
+                    f"NodePool {pool}: {len(times)} failed nodes recycled, {past} past the breaker's {limit} in "
+                    f"{window} min"
                 )
 
     def launch_minutes_of(self, j: Job) -> int:
