@@ -1,0 +1,124 @@
+"""First contact: the first `pulumi up` from an empty account does not race what it needs.
+
+Regression tests for the defects a first real `up` would have hit (each fails on the program before the deploy
+contracts): cost-allocation tags activated in the first `up`, Kubernetes objects ahead of their namespace and of the
+deploy role's access association, two FSx data repository associations created at once with default timeouts, an
+EKS add-on created beside its cluster. And the render itself refuses seeded variants, naming the type and the fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+
+import pytest
+from conftest import REPO, STACK_NAMES, cfg_with, run_stack, shipped_recording
+
+from ekstrain import spend
+from ekstrain.assembly import cost
+from ekstrain.cli import render as render_cli
+from ekstrain.contracts import kinds
+from ekstrain.infra import offline
+from ekstrain.infra.verify import order
+
+DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
+SIX = {
+    ("kubernetes:storage.k8s.io/v1:StorageClass", "cluster-gp3"),
+    ("kubernetes:core/v1:Service", "observability-neuron-monitor"),
+    ("kubernetes:core/v1:Namespace", "storage-volumes-ns"),
+    ("kubernetes:core/v1:ConfigMap", "cost-dashboard-spend"),
+    ("kubernetes:core/v1:PersistentVolume", "slurm-fsx-pv"),
+    ("kubernetes:core/v1:PersistentVolume", "jupyterhub-fsx-pv"),
+}
+"""The six objects that reached neither their namespace nor the access association (their recorded names)."""
+
+
+@pytest.fixture(params=STACK_NAMES)
+def recording(request: pytest.FixtureRequest) -> offline.Recording:
+    return shipped_recording(request, request.param)
+
+
+def _one(rec: offline.Recording, type_: str, name: str) -> offline.Record:
+    return rec.one(type_, name)
+
+
+def test_no_cost_allocation_tag_in_the_first_up(recording: offline.Recording) -> None:
+    assert recording.of_type("aws:costexplorer/costAllocationTag:CostAllocationTag") == []
+
+
+def test_every_kubernetes_object_waits_for_the_deploy_roles_access_association(recording: offline.Recording) -> None:
+    graph = order.Graph.of(recording)
+    (association,) = [r for r in recording.of_type(order.ASSOCIATION) if r.name.endswith(order.DEPLOYER_SUFFIX)]
+    (nodes,) = recording.of_type("eks:index:ManagedNodeGroup")
+    provider = _one(recording, "pulumi:providers:kubernetes", "cluster-k8s")
+    # The provider waits for the association, and for the system node group (the association takes effect
+    # asynchronously; the node group's minutes cover it).
+    assert {association.urn, nodes.urn} <= set(provider.dependencies)
+    objects = [
+        r
+        for r in graph.records.values()
+        if r.type.startswith("kubernetes:") and r.provider and order.provider_urn(r.provider) == provider.urn
+    ]
+    assert len(objects) > 30
+    late = [r.name for r in objects if association.urn not in graph.ancestors(r.urn)]
+    assert late == []
+    present = {(r.type, r.name) for r in objects}
+    for key in SIX & present:
+        assert association.urn in graph.ancestors(recording.one(*key).urn), key
+
+
+def test_the_spend_dashboard_waits_for_the_monitoring_namespace(prod_recording: offline.Recording) -> None:
+    graph = order.Graph.of(prod_recording)
+    dashboard = prod_recording.one("kubernetes:core/v1:ConfigMap", "cost-dashboard-spend")
+    assert dashboard.inputs["metadata"]["namespace"] == "monitoring"
+    ns = prod_recording.one("kubernetes:core/v1:Namespace", "observability-ns")
+    assert ns.urn in graph.ancestors(dashboard.urn)
+
+
+def test_data_repository_associations_are_serialised_with_long_timeouts(recording: offline.Recording) -> None:
+    dras = sorted(recording.of_type(DRA), key=lambda r: r.name)
+    if not dras:
+        pytest.skip("no data repository association in this stack")
+    graph = order.Graph.of(recording)
+    for i, a in enumerate(dras):
+        for b in dras[i + 1 :]:
+            assert a.urn in graph.ancestors(b.urn) or b.urn in graph.ancestors(a.urn), (a.name, b.name)
+        assert kinds.minutes(a.custom_timeouts.get("create", "")) >= 30
+        assert kinds.minutes(a.custom_timeouts.get("delete", "")) >= 30
+
+
+def test_every_eks_addon_waits_for_the_cluster(recording: offline.Recording) -> None:
+    graph = order.Graph.of(recording)
+    (cluster,) = recording.of_type("aws:eks/cluster:Cluster")
+    for addon in recording.of_type("aws:eks/addon:Addon"):
+        assert cluster.urn in graph.ancestors(addon.urn), addon.name
+
+
+def test_a_later_up_with_the_flag_activates_the_tags_and_passes_its_contract() -> None:
+    cfg = cfg_with(lambda s: s["cost"].update(activateCostAllocationTags=True))
+    rec = run_stack(cfg)
+    tags = rec.of_type("aws:costexplorer/costAllocationTag:CostAllocationTag")
+    assert sorted(t.inputs["tagKey"] for t in tags) == sorted(spend.COST_ALLOCATION_TAGS)
+    graph = order.Graph.of(rec)
+    assert order.contracts_check(rec, graph, frozenset({kinds.COST_TAGS_FLAG})).problems == []
+    assert order.contracts_check(rec, graph, frozenset()).problems  # the flag is what allows them
+
+
+def test_the_render_refuses_a_cost_tag_in_the_first_up_and_a_kind_without_a_contract(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seeded variants of prod through the whole render: a cost-allocation tag without the flag, and a recorded kind
+    whose contract is missing. Each is a problem naming the type and the fix; the render exits 1."""
+    monkeypatch.setenv("EKSTRAIN_REPLAY", "0")  # the checks are patched: never replay a stored render
+    real = cost.plan
+    monkeypatch.setattr(
+        cost, "plan", lambda cfg, stack: dataclasses.replace(real(cfg, stack), tag_keys=spend.COST_ALLOCATION_TAGS)
+    )
+    monkeypatch.delitem(kinds.CONTRACTS, "aws:sqs/queue:Queue")  # type: ignore[attr-defined]
+    out = tmp_path / "prod"
+    code = render_cli.main(["--stack", "prod", "--stack-file", str(REPO / "Pulumi.prod.yaml"), "--out", str(out)])
+    summary = (out / "SUMMARY.md").read_text()
+    assert code == 1
+    assert f"needs `{kinds.COST_TAGS_FLAG}: true`" in summary
+    assert "(aws:costexplorer/costAllocationTag:CostAllocationTag)" in summary
+    assert "type aws:sqs/queue:Queue has no deploy contract" in summary and "ekstrain/contracts/kinds.py" in summary
