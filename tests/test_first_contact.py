@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import re
 
 import pytest
-from conftest import REPO, STACK_NAMES, cfg_with, run_stack, shipped_recording
+from conftest import REPO, STACK_NAMES, cfg_with, run_stack, shipped_recording, stack_config
 
-from ekstrain import spend
+from ekstrain import catalog, karpenter_specs, spend
 from ekstrain.assembly import cost
 from ekstrain.cli import render as render_cli
-from ekstrain.contracts import kinds
+from ekstrain.contracts import kinds, quotas
 from ekstrain.infra import offline
 from ekstrain.infra.verify import order
+from ekstrain.simulate.nodes import general_purpose
 
 DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
 SIX = {
@@ -122,3 +124,59 @@ def test_the_render_refuses_a_cost_tag_in_the_first_up_and_a_kind_without_a_cont
     assert f"needs `{kinds.COST_TAGS_FLAG}: true`" in summary
     assert "(aws:costexplorer/costAllocationTag:CostAllocationTag)" in summary
     assert "type aws:sqs/queue:Queue has no deploy contract" in summary and "ekstrain/contracts/kinds.py" in summary
+
+
+def stack_quota_needs(stack: str) -> list[quotas.Need]:
+    """The EC2 vCPU quotas the stack needs with every node pool at its maximum."""
+    cfg = stack_config(stack)
+
+    def vcpus(t: str) -> int:
+        general = general_purpose(t)
+        return general.vcpus if general is not None else catalog.get(t).vcpus
+
+    system = cfg.cluster.system_node_group
+    pools = [
+        quotas.Pool("system", system.instance_types, system.max_size),
+        quotas.Pool("cpu-helpers", ["m7i.xlarge"], 0, vcpus=karpenter_specs.HELPER_MAX_VCPUS),
+        *(
+            quotas.Pool(
+                p.name,
+                p.instance_types,
+                p.max_nodes,
+                "capacity-block"
+                if p.capacity_reservation is not None and p.capacity_reservation.type == "capacity-block"
+                else p.capacity_type,
+            )
+            for p in cfg.partitions
+        ),
+    ]
+    return quotas.needs(pools, vcpus)
+
+
+@pytest.mark.parametrize("stack", ["prod", "dev"])
+def test_the_runbook_lists_the_quotas_each_stack_needs_at_max_nodes(stack: str) -> None:
+    runbook = (REPO / "docs" / "delivery.md").read_text()
+    want = quotas.table(stack_quota_needs(stack))
+    match = re.search(rf"<!-- quotas:{stack} -->\n(.*?)\n<!-- /quotas -->", runbook, re.S)
+    assert match, f"docs/delivery.md has no quotas:{stack} table"
+    assert match.group(1).strip() == want, f"docs/delivery.md quotas:{stack} should read:\n{want}"
+
+
+def test_quota_families() -> None:
+    assert [
+        quotas.family(t) for t in ("p5.48xlarge", "trn1n.32xlarge", "g6e.48xlarge", "inf2.xlarge", "c7i.large")
+    ] == [
+        "p",
+        "trn",
+        "g",
+        "inf",
+        "standard",
+    ]
+    rows = quotas.needs(
+        [quotas.Pool("a", ["p5.48xlarge"], 2), quotas.Pool("b", ["p4d.24xlarge"], 1, "spot")],
+        lambda t: 192 if "p5" in t else 96,
+    )
+    assert [(r.quota, r.vcpus) for r in rows] == [
+        ("All P Spot Instance Requests", 96),
+        ("Running On-Demand P instances", 384),
+    ]
