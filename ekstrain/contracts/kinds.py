@@ -388,3 +388,16 @@ def minutes(duration: str) -> float:
         else:
             return 0.0
     return total if not number else 0.0
+
+
+BILLED_WHILE_KEPT: Mapping[str, str] = {
+    "aws:eks/cluster:Cluster": "$0.10 per cluster-hour (https://aws.amazon.com/eks/pricing/)",
+    "aws:fsx/lustreFileSystem:LustreFileSystem": (
+        "storage per GiB-month at its throughput tier (https://aws.amazon.com/fsx/lustre/pricing/)"
+    ),
+    "aws:s3/bucket:Bucket": "objects per GB-month, every version kept (https://aws.amazon.com/s3/pricing/)",
+    "aws:efs/fileSystem:FileSystem": "storage per GB-month (https://aws.amazon.com/efs/pricing/)",
+    "aws:kms/key:Key": "$1 per key-month until its scheduled deletion ends (https://aws.amazon.com/kms/pricing/)",
+}
+"""What a resource left behind by `pulumi destroy` (protected or retained) keeps costing; kinds not listed cost
+nothing while they exist (a VPC, subnet, security group, DRA, access point, IAM role or policy)."""
