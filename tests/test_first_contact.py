@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import re
+from typing import Any
 
 import pytest
 from conftest import REPO, STACK_NAMES, cfg_with, run_stack, shipped_recording, stack_config
@@ -180,3 +181,53 @@ def test_quota_families() -> None:
         ("All P Spot Instance Requests", 96),
         ("Running On-Demand P instances", 384),
     ]
+
+
+def _seeded(rec: offline.Recording, edit: Any) -> list[str]:
+    """contracts_check on a copy of ``rec`` whose records ``edit`` may change (the fixture stays untouched)."""
+    records = [
+        dataclasses.replace(r, dependencies=list(r.dependencies), custom_timeouts=dict(r.custom_timeouts))
+        for r in rec.records
+    ]
+    for r in records:
+        edit(r)
+    copy = offline.Recording(records=records, outputs=rec.outputs, invokes=rec.invokes)
+    return order.contracts_check(copy, order.Graph.of(copy)).problems
+
+
+def test_seeded_prod_variants_are_refused_with_the_type_and_the_fix(prod_recording: offline.Recording) -> None:
+    """prod as it was before the contracts, one defect at a time: each is a problem naming the type and the fix."""
+
+    def dashboard_alone(r: offline.Record) -> None:
+        if r.name == "cost-dashboard-spend":
+            r.dependencies = []
+
+    found = _seeded(prod_recording, dashboard_alone)
+    assert any(
+        "ConfigMap cost-dashboard-spend (kubernetes:core/v1:ConfigMap) in namespace 'monitoring' may be created before"
+        in p
+        and "depends_on" in p
+        for p in found
+    )
+
+    def provider_without_access(r: offline.Record) -> None:
+        if r.type == "pulumi:providers:kubernetes" and r.name == "cluster-k8s":
+            r.dependencies = [
+                d for d in r.dependencies if "AccessPolicyAssociation" not in d and "ManagedNodeGroup" not in d
+            ]
+
+    found = _seeded(prod_recording, provider_without_access)
+    assert any(
+        "StorageClass cluster-gp3 (kubernetes:storage.k8s.io/v1:StorageClass) may reach the API server" in p
+        for p in found
+    )
+    assert any("PersistentVolume slurm-fsx-pv" in p and "depend on the association" in p for p in found)
+
+    def dras_at_once(r: offline.Record) -> None:
+        if r.type == DRA:
+            r.dependencies = [d for d in r.dependencies if DRA not in d]
+            r.custom_timeouts = {}
+
+    found = _seeded(prod_recording, dras_at_once)
+    assert any("fsx-checkpoints and DataRepositoryAssociation fsx-data" in p and "chain them" in p for p in found)
+    assert any("fsx-data (aws:fsx/dataRepositoryAssociation" in p and "customTimeouts.create" in p for p in found)
