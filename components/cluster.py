@@ -421,9 +421,9 @@ class Cluster(pulumi.ComponentResource):
         # deploy role's access policy association (without it the role has no Kubernetes permission: EKS access
         # entries, https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html) and for the system node
         # group: an association takes effect asynchronously (gravitational/teleport#37958 retries for it;
-        # terraform-aws-eks waits a `time_sleep` of dataplane_wait_duration before the data plane), and the node
-        # group's minutes of creation, started with the association, cover that; every release waits for nodes
-        # anyway.
+        # terraform-aws-eks main.tf waits a `time_sleep` of dataplane_wait_duration, 30s, before its data plane),
+        # and the node group's minutes of creation, started with the association, cover that; every release waits
+        # for nodes anyway.
         cluster_sg = self.eks_cluster.cluster_security_group_id
         deploy = [
             aws.vpc.SecurityGroupIngressRule(

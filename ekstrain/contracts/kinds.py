@@ -56,8 +56,8 @@ STEPS: Mapping[str, str] = {
         "`aws iam create-service-linked-role --aws-service-name spot.amazonaws.com` once per account"
     ),
     "ec2-quotas": (
-        "the account's EC2 vCPU quotas per instance family cover every partition at maxNodes (Service Quotas, "
-        "`ekstrain` prints the figures)"
+        "the account's EC2 vCPU quotas per instance-family group cover every node pool at its maximum (Service "
+        "Quotas; docs/delivery.md lists each stack's figures, ekstrain/contracts/quotas.py computes them)"
     ),
     "cost-allocation-tags-billed": (
         "the ekstrain.io tag keys have appeared on a bill (up to 24 h after the first tagged resource) and are "
