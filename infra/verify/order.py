@@ -11,7 +11,11 @@ not order runs at the same time. This module rebuilds that graph from the record
    StatefulSets, Jobs: Helm's ``--wait`` and Pulumi's await) is created after the system node group
    (before it there is no node to run them; the wait times out);
 3. every Secret, ConfigMap, claim, account or class a release or manifest reads is created before it,
-   when another resource of the stack creates it.
+   when another resource of the stack creates it;
+4. (:func:`contracts_check`) every recorded kind has a deploy contract (ekstrain/contracts/kinds.py) and the graph
+   meets it: namespaced objects after their Namespace, Kubernetes objects after the deploy role's access
+   association, serial kinds chained, the contract's customTimeouts set, every other precondition earlier in the
+   graph, an account step of the runbook, or a stack flag that declares a later step done.
 
 :func:`stages` gives the order itself (stage -> resources) for the SUMMARY.
 """
@@ -353,6 +357,11 @@ def _precondition(
         if not target or target & before:
             return []
         first = sorted(target)[0].rsplit("::", 1)[-1]
+        if not deployer:
+            return [
+                f"{what} may reach the API server before the EKS cluster ({first}) whose creator's bootstrap entry "
+                "grants the deploy access exists: make it, or its Kubernetes provider, depend on the cluster"
+            ]
         return [
             f"{what} may reach the API server before the deploy role's access policy association ({first}) exists:"
             " with bootstrapClusterCreatorAdminPermissions false the role has no Kubernetes permission until then;"
