@@ -1,6 +1,7 @@
 """Spend by team, queue and job: the cost-allocation tags activated in Cost Explorer (only in a later `up` that sets
-``ekstrain:cost.activateCostAllocationTags``), the stack's AWS Budget with its (KMS-encrypted) SNS topic, and OpenCost on the stack's Prometheus with node prices from ekstrain.catalog and the
-spend dashboard. Values come from :mod:`ekstrain.assembly.cost`; this component registers them."""
+``ekstrain:cost.activateCostAllocationTags``), the stack's AWS Budget with its (KMS-encrypted) SNS topic, and
+OpenCost on the stack's Prometheus with node prices from ekstrain.catalog and the spend dashboard. Values come from
+:mod:`ekstrain.assembly.cost`; this component registers them."""
 
 from __future__ import annotations
 
