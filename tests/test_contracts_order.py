@@ -218,3 +218,29 @@ def test_the_shipped_stacks_meet_every_contract(
         result = order.contracts_check(recording, graph)
         assert result.problems == []
         assert result.checked == sum(1 for r in graph.records.values())
+
+
+def test_a_config_group_is_checked_object_by_object() -> None:
+    """A yaml/v2 ConfigGroup applies its objects: each namespaced one needs its namespace (or the group's own)."""
+    cluster, entry, assoc, provider = base()
+    ns = namespace("mpi-operator", provider)
+    objs = [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "op", "namespace": "mpi-operator"}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "op"}},
+    ]
+    group = rec("kubernetes:yaml/v2:ConfigGroup", "operators-mpi", (), provider.urn, objs=objs)
+    (p,) = problems([cluster, entry, assoc, provider, ns, group])
+    assert "ConfigGroup operators-mpi (kubernetes:yaml/v2:ConfigGroup) in namespace 'mpi-operator'" in p
+    group.dependencies.append(ns.urn)
+    assert problems([cluster, entry, assoc, provider, ns, group]) == []
+    own = rec(
+        "kubernetes:yaml/v2:ConfigGroup",
+        "self-contained",
+        (),
+        provider.urn,
+        objs=[
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}},
+            {**objs[0], "metadata": {"name": "s", "namespace": "x"}},
+        ],
+    )
+    assert problems([cluster, entry, assoc, provider, own]) == []

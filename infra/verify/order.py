@@ -247,12 +247,30 @@ DEPLOYER_SUFFIX = "-deployer"
 NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
 
 
-def _namespace_of(r: offline.Record) -> str | None:
-    """The namespace a namespaced record is created in; None when the record creates its own (createNamespace)."""
+def _namespaces_of(r: offline.Record) -> list[str]:
+    """The namespaces a record creates objects in, besides those it creates itself (a release's createNamespace, a
+    ConfigGroup's own Namespace objects)."""
     if r.type == RELEASE:
-        return None if r.inputs.get("createNamespace") else str(r.inputs.get("namespace") or "default")
+        return [] if r.inputs.get("createNamespace") else [str(r.inputs.get("namespace") or "default")]
+    objs = r.inputs.get("objs")
+    if isinstance(objs, list):  # yaml/v2 ConfigGroup given objects: each namespaced one in its namespace
+        own = {
+            str((o.get("metadata") or {}).get("name"))
+            for o in objs
+            if isinstance(o, dict) and o.get("kind") == "Namespace"
+        }
+        found = []
+        for o in objs:
+            if not isinstance(o, dict):
+                continue
+            api = str(o.get("apiVersion", ""))
+            if kinds.namespaced(f"kubernetes:{'core/' + api if '/' not in api else api}:{o.get('kind')}"):
+                ns = str((o.get("metadata") or {}).get("namespace") or "default")
+                if ns not in own and ns not in found:
+                    found.append(ns)
+        return found
     metadata = r.inputs.get("metadata")
-    return str((metadata or {}).get("namespace") or "default") if isinstance(metadata, dict) else "default"
+    return [str((metadata or {}).get("namespace") or "default") if isinstance(metadata, dict) else "default"]
 
 
 def namespace_creators(rec: offline.Recording) -> dict[str, list[str]]:
@@ -334,22 +352,25 @@ def _precondition(
 ) -> list[str]:
     what = f"{label(r)} ({r.type})"
     if pre == kinds.NAMESPACE:
-        ns = _namespace_of(r)
-        if ns is None or ns in kinds.BUILT_IN_NAMESPACES:
-            return []
-        made_by = [u for u in creators.get(ns, []) if u != r.urn]
-        if any(u in before for u in made_by):
-            return []
-        if not made_by:
-            return [
-                f"{what} is created in namespace {ns!r}, which no resource of the stack creates: create the "
-                "Namespace in the stack (or the release with createNamespace)"
-            ]
-        names = ", ".join(u.rsplit("::", 1)[-1] for u in made_by)
-        return [
-            f"{what} in namespace {ns!r} may be created before the namespace exists ({names} creates it): pass "
-            "that resource in depends_on (NamespaceLifecycle refuses objects in a missing namespace)"
-        ]
+        out = []
+        for ns in _namespaces_of(r):
+            if ns in kinds.BUILT_IN_NAMESPACES:
+                continue
+            made_by = [u for u in creators.get(ns, []) if u != r.urn]
+            if any(u in before for u in made_by):
+                continue
+            if not made_by:
+                out.append(
+                    f"{what} is created in namespace {ns!r}, which no resource of the stack creates: create the "
+                    "Namespace in the stack (or the release with createNamespace)"
+                )
+                continue
+            names = ", ".join(u.rsplit("::", 1)[-1] for u in made_by)
+            out.append(
+                f"{what} in namespace {ns!r} may be created before the namespace exists ({names} creates it): pass "
+                "that resource in depends_on (NamespaceLifecycle refuses objects in a missing namespace)"
+            )
+        return out
     if pre == kinds.ACCESS:
         if r.type.startswith("pulumi:providers:") and r.urn not in used_providers:
             return []
