@@ -302,7 +302,8 @@ def plan(cfg: StackConfig, stack: str) -> CostPlan:
         monthly_limit_usd=monthly_limit_usd(cfg),
         notifications=notifications(cfg),
         emails=list(cfg.cost.budget.notify_emails),
-        tag_keys=spend.COST_ALLOCATION_TAGS,
+        # Activated in Cost Explorer only in a later `up` that declares the keys billed (a first `up` cannot).
+        tag_keys=spend.COST_ALLOCATION_TAGS if cfg.cost.activate_cost_allocation_tags else (),
         opencost_values=chart_values(cfg) if opencost else None,
         pricing_configmap=pricing_configmap(cfg) if opencost else None,
         dashboard=dashboard(cfg) if opencost else None,

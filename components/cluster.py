@@ -293,8 +293,11 @@ class Cluster(pulumi.ComponentResource):
                 transforms=[creator_bootstrap_off] if args.deploy_role_arn else None,
             ),
         )
-        if args.deploy_role_arn:
+        access = (
             self._deployer_entry(name, args.cluster_name, args.deploy_role_arn, partition)
+            if args.deploy_role_arn
+            else None
+        )
 
         node_role = aws.iam.Role(
             f"{name}-system-node",
@@ -414,7 +417,13 @@ class Cluster(pulumi.ComponentResource):
         )
 
         # The EKS-created cluster SG (on the private endpoint's ENIs) admits only its members: the deploy
-        # runner gets 443 explicitly, and the Kubernetes provider waits for it.
+        # runner gets 443 explicitly, and the Kubernetes provider waits for it. The provider also waits for the
+        # deploy role's access policy association (without it the role has no Kubernetes permission: EKS access
+        # entries, https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html) and for the system node
+        # group: an association takes effect asynchronously (gravitational/teleport#37958 retries for it;
+        # terraform-aws-eks main.tf waits a `time_sleep` of dataplane_wait_duration, 30s, before its data plane),
+        # and the node group's minutes of creation, started with the association, cover that; every release waits
+        # for nodes anyway.
         cluster_sg = self.eks_cluster.cluster_security_group_id
         deploy = [
             aws.vpc.SecurityGroupIngressRule(
@@ -434,7 +443,10 @@ class Cluster(pulumi.ComponentResource):
             f"{name}-k8s",
             kubeconfig=self.eks_cluster.kubeconfig_json,
             enable_server_side_apply=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(deploy)),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[*deploy, *([access] if access is not None else []), self.system_node_group],
+            ),
         )
         k8s.storage.v1.StorageClass(
             f"{name}-gp3",
@@ -466,7 +478,9 @@ class Cluster(pulumi.ComponentResource):
             }
         )
 
-    def _deployer_entry(self, name: str, cluster_name: str, role_arn: str, partition: str) -> None:
+    def _deployer_entry(
+        self, name: str, cluster_name: str, role_arn: str, partition: str
+    ) -> aws.eks.AccessPolicyAssociation:
         """The deploy role's access entry and its cluster-admin association, created by the program (EKS created
         none: :func:`creator_bootstrap_off`). Named as the entry this program used to adopt, so a stack that
         imported it keeps the same resources, unchanged."""
@@ -478,7 +492,7 @@ class Cluster(pulumi.ComponentResource):
             type="STANDARD",
             opts=after_cluster,
         )
-        aws.eks.AccessPolicyAssociation(
+        return aws.eks.AccessPolicyAssociation(
             f"{name}-deployer",
             cluster_name=cluster_name,
             principal_arn=role_arn,

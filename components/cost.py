@@ -1,6 +1,7 @@
-"""Spend by team, queue and job: the cost-allocation tags activated in Cost Explorer, the stack's AWS Budget with
-its (KMS-encrypted) SNS topic, and OpenCost on the stack's Prometheus with node prices from ekstrain.catalog and the
-spend dashboard. Values come from :mod:`ekstrain.assembly.cost`; this component registers them."""
+"""Spend by team, queue and job: the cost-allocation tags activated in Cost Explorer (only in a later `up` that sets
+``ekstrain:cost.activateCostAllocationTags``), the stack's AWS Budget with its (KMS-encrypted) SNS topic, and
+OpenCost on the stack's Prometheus with node prices from ekstrain.catalog and the spend dashboard. Values come from
+:mod:`ekstrain.assembly.cost`; this component registers them."""
 
 from __future__ import annotations
 
@@ -48,7 +49,9 @@ class Cost(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(args.tags)
 
-        # Account-wide: Cost Explorer groups and the budget filters by these tags once they are active.
+        # Account-wide: Cost Explorer groups and the budget filters by these tags once they are active. Only in a later
+        # `up` that declares the keys billed (ekstrain:cost.activateCostAllocationTags): Cost Explorer refuses a key
+        # not yet seen on a bill, and member accounts of an Organization (ekstrain/contracts/kinds.py).
         for tag_key in plan.tag_keys:
             aws.costexplorer.CostAllocationTag(
                 f"{name}-{tag_key.rsplit('/', 1)[-1]}", tag_key=tag_key, status="Active", opts=child
@@ -135,7 +138,9 @@ class Cost(pulumi.ComponentResource):
             )
         if plan.dashboard is not None:
             cm = obs.dashboard_configmap("spend", plan.dashboard)
-            resource(f"{name}-dashboard-spend", cm, opts=child)
+            # In the monitoring namespace, which the observability component creates: the caller's depends_on
+            # (cluster, observability) orders it after that namespace and the deploy role's access.
+            resource(f"{name}-dashboard-spend", cm, opts=pulumi.ResourceOptions(parent=self, depends_on=after))
 
         outputs: dict[str, Any] = {"budgetTopicArn": self.topic_arn}
         self.register_outputs(outputs)

@@ -26,6 +26,9 @@ from ekstrain import storage_sizing
 from ekstrain.components import args as ac
 from ekstrain.components import iam
 from ekstrain.components.logs import log_group_key
+from ekstrain.contracts import kinds
+
+DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
 
 LUSTRE_VERSION = "2.15"
 LUSTRE_PORTS: tuple[tuple[int, int], ...] = ((988, 988), (1018, 1023))
@@ -236,10 +239,18 @@ class LustreStorage(pulumi.ComponentResource):
             ),
         )
 
+        # One after the other, each with longer timeouts (ekstrain/contracts/kinds.py): associations created at the
+        # same time on one file system end FAILED (terraform-provider-aws#24678), and the provider's 10-minute
+        # default runs out while a populated bucket's metadata is imported.
+        timeouts = pulumi.CustomTimeouts(
+            **{op: v for op, v in kinds.CONTRACTS[DRA].timeouts.items() if op in ("create", "update", "delete")}
+        )
+        previous: list[pulumi.Resource] = []
+
         def association(
             suffix: str, path: str, bucket: pulumi.Input[str], s3: aws.fsx.DataRepositoryAssociationS3Args | None
         ) -> None:
-            aws.fsx.DataRepositoryAssociation(
+            dra = aws.fsx.DataRepositoryAssociation(
                 f"{name}-{suffix}",
                 file_system_id=fs.id,
                 file_system_path=path,
@@ -249,8 +260,11 @@ class LustreStorage(pulumi.ComponentResource):
                 s3=s3,
                 delete_data_in_filesystem=False,
                 tags=tags,
-                opts=kept,
+                opts=pulumi.ResourceOptions.merge(
+                    kept, pulumi.ResourceOptions(depends_on=list(previous), custom_timeouts=timeouts)
+                ),
             )
+            previous[:] = [dra]
 
         imports = aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(events=list(args.auto_import_events))
         exports = aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(events=list(args.auto_export_events))

@@ -28,6 +28,8 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from ekstrain.components.deps import dependencies
+
 ADDON_NAME = "eks-node-monitoring-agent"
 
 
@@ -63,7 +65,9 @@ class NodeHealth(pulumi.ComponentResource):
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=dict(args.tags),
-            opts=pulumi.ResourceOptions(parent=self),
+            # The cluster is named by a plain string: without the caller's depends_on the add-on would be created
+            # while the cluster does not exist yet (its contract: ekstrain/contracts/kinds.py CLUSTER).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=dependencies(opts)),
         )
         self.addon_name = addon.addon_name
         self.register_outputs({"addonName": self.addon_name})

@@ -86,6 +86,9 @@ class Record:
     secret_inputs: set[str] = field(default_factory=set)
     """Input paths the SDK sent as Pulumi secrets (``stringData.password``, ``values.auth.rootPassword``):
     stored encrypted in the state."""
+    custom_timeouts: dict[str, str] = field(default_factory=dict)
+    """The ``customTimeouts`` option as sent (``create``/``update``/``delete`` durations such as ``30m``): what the
+    engine waits before giving up on the provider's operation (ekstrain/contracts/kinds.py says where it is set)."""
     transforms: list[Any] = field(default_factory=list, repr=False, compare=False)
     """The ``transforms`` option's functions (resolved from the request's callbacks): for a remote component, the
     engine runs them on every child its provider registers, and so does :meth:`RecordingMonitor._register_children`."""
@@ -258,6 +261,11 @@ class RecordingMonitor(MockMonitor):
             delete_before_replace=bool(request.deleteBeforeReplace),
             aliases=[json_format.MessageToDict(a) for a in request.aliases],
             secret_inputs=_secret_paths(wire),
+            custom_timeouts={
+                k: v
+                for k in ("create", "update", "delete")
+                if (v := getattr(request.customTimeouts, k, "") if request.HasField("customTimeouts") else "")
+            },
             transforms=pulumi_mocks._resolve_callbacks(request.transforms),  # noqa: SLF001
         )
         self._by_urn[urn] = record

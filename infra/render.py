@@ -31,6 +31,7 @@ import yaml
 
 from ekstrain import argocd, catalog, lock, names, storage_sizing, validation, versions
 from ekstrain.assembly.schedulers.slurm import standing_nodes
+from ekstrain.contracts import kinds
 from ekstrain.infra import offline, replay
 from ekstrain.infra.verify import (
     Check,
@@ -454,6 +455,9 @@ def _run_checks(
     with stages.stage("references, admission, creation order"):
         relation_checks, graph = relations.run(rec, rendered, manifest_of)
     checks += relation_checks
+    # Every recorded kind against its deploy contract (ekstrain/contracts/kinds.py); the flags a stack sets to
+    # declare a later step done.
+    checks.append(order.contracts_check(rec, graph, contract_flags(cfg)))
     if order_rows is not None:
         order_rows.extend(order.stage_rows(graph))
     applied = [*manifests, *(o for objects in rendered.objects.values() for o in objects)]
@@ -479,9 +483,9 @@ def _run_checks(
     return checks + aws_checks, written
 
 
-def offline_provider_name(reference: str) -> str:
-    """``urn:...::name::id`` -> ``name`` (the provider a resource is created through)."""
-    return order.provider_urn(reference).rsplit("::", 1)[-1] if reference else ""
+def contract_flags(cfg: StackConfig) -> frozenset[str]:
+    """Stack keys set true that declare an out-of-stack step done (``kinds.flag`` preconditions)."""
+    return frozenset({kinds.COST_TAGS_FLAG} if cfg.cost.activate_cost_allocation_tags else ())
 
 
 def canonical(objects: list[dict[str, Any]]) -> list[str]:
@@ -571,17 +575,21 @@ def write(
         )
     resources = [
         {
+            # Every reference is a URN (type chain + name): 51 names of prod are registered more than once (the
+            # Cluster component and pulumi-eks's Cluster are both ``cluster``), so a bare name says nothing exact.
+            "urn": r.urn,
             "type": r.type,
             "name": r.name,
-            "parent": r.parent.rsplit("::", 1)[-1] if r.parent else "",
+            "parent": r.parent or "",
             "protect": r.protect,
             "retainOnDelete": r.retain_on_delete,
             # The `import` option's id (None: created): adopting a resource this stack creates is refused
             # (infra/verify/imports.py).
             "import": r.import_id or None,
             # What the engine orders creation by (infra/verify/order.py): dependsOn + input dependencies, provider.
-            "dependsOn": sorted(d.rsplit("::", 1)[-1] for d in r.dependencies),
-            "provider": offline_provider_name(r.provider),
+            "dependsOn": sorted(set(r.dependencies)),
+            "provider": order.provider_urn(r.provider),
+            **({"customTimeouts": dict(r.custom_timeouts)} if r.custom_timeouts else {}),
             **({"registeredBy": "offline engine, as pulumi-eks would"} if r.synthetic else {}),
             "inputs": emitted.redact_secret_object(emitted.redact(offline.plain(r.inputs), r.secret_inputs))
             if r.type == "kubernetes:core/v1:Secret"

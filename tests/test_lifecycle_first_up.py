@@ -126,6 +126,23 @@ def test_first_up_from_an_empty_account(stack: str, tmp_path: pathlib.Path) -> N
     ]
     eks = next(r for r in resources if r["type"] == "aws:eks/cluster:Cluster")
     assert eks["inputs"]["accessConfig"]["bootstrapClusterCreatorAdminPermissions"] is False
+    # AND resources.yaml names every dependency, parent and provider by URN (names repeat: `cluster-deployer` is the
+    # entry and its association), and the Kubernetes provider waits for that association and the system nodes
+    urns = {r["urn"] for r in resources}
+    assert len(urns) == len(resources) > len({r["name"] for r in resources})
+    for r in resources:
+        assert set(r["dependsOn"]) <= urns and r["provider"] in urns | {""}, r["urn"]
+        # (the root stack is not a recorded resource; under the mocks its URN is the first stack run in the process)
+        assert r["parent"] in urns or re.fullmatch(
+            r"urn:pulumi:\w+::ekstrain::pulumi:pulumi:Stack::ekstrain-\w+", r["parent"]
+        )
+    (association,) = [r["urn"] for r in deployer if r["type"].endswith(":AccessPolicyAssociation")]
+    (nodes,) = [r["urn"] for r in resources if r["type"] == "eks:index:ManagedNodeGroup"]
+    provider = next(r for r in resources if r["type"] == "pulumi:providers:kubernetes" and r["name"] == "cluster-k8s")
+    assert {association, nodes} <= set(provider["dependsOn"])
+    # AND the first `up` activates no cost-allocation tag, and the render checked every kind's deploy contract
+    assert not [r for r in resources if r["type"] == "aws:costexplorer/costAllocationTag:CostAllocationTag"]
+    assert "deploy contracts: every kind modelled" in summary1
 
     # WHEN the in-VPC runner (an address of deployCidrs) runs phase 2
     network = yaml.safe_load(stack_file.read_text())["config"]["ekstrain:network"]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-from conftest import cfg_with, run_stack
+import re
 
+import pytest
+from conftest import REPO, cfg_with, run_stack
+
+from ekstrain.contracts import teardown
 from ekstrain.diff.model import Resource
 from ekstrain.diff.order import before, destroy_order
 from ekstrain.infra.diff import snapshot_dicts
@@ -70,3 +73,45 @@ def test_retained_fsx_keeps_its_network_path(prod: list[Resource]) -> None:
 def test_nothing_network_is_retained_without_protected_storage() -> None:
     rec = run_stack(cfg_with(lambda s: s["storage"].update(protect=False)))
     assert not [r.name for r in rec.records if r.retain_on_delete]
+
+
+def kept(recording: Recording) -> list[teardown.Kept]:
+    """Every recorded resource with what protects or retains it (the EKS cluster's deletionProtection included)."""
+    return [
+        teardown.Kept(
+            r.type,
+            r.name,
+            r.protect,
+            r.retain_on_delete,
+            r.type == "aws:eks/cluster:Cluster" and bool(r.inputs.get("deletionProtection")),
+        )
+        for r in recording.records
+        if r.custom or r.remote
+    ]
+
+
+def test_the_runbook_lists_what_destroy_stops_at_and_leaves_behind(prod_recording: Recording) -> None:
+    """docs/delivery.md "Teardown": the prod table equals the recording's protect / retainOnDelete /
+    deletionProtection; the cluster (protected, deletion protection on) stops a plain `pulumi destroy`."""
+    runbook = (REPO / "docs" / "delivery.md").read_text()
+    match = re.search(r"<!-- teardown:prod -->\n(.*?)\n<!-- /teardown -->", runbook, re.S)
+    assert match, "docs/delivery.md has no teardown:prod table"
+    want = teardown.table(kept(prod_recording))
+    assert match.group(1).strip() == want, f"docs/delivery.md teardown:prod should read:\n{want}"
+    eks = next(k for k in kept(prod_recording) if k.type == "aws:eks/cluster:Cluster")
+    assert eks.protect and eks.deletion_protection
+    section = runbook[runbook.index("## Teardown runbook") :]
+    for needed in (
+        "pulumi destroy --exclude-protected",
+        "ekstrain:cluster.deletionProtection",
+        "pulumi state unprotect",
+        "aws fsx delete-file-system",
+        "aws kms schedule-key-deletion",
+    ):
+        assert needed in section, needed
+
+
+def test_dev_leaves_nothing_billed_behind(dev_recording: Recording) -> None:
+    rows = teardown.rows(kept(dev_recording))
+    assert all(r["then `pulumi destroy`"] != "left in AWS, forgotten by the state" for r in rows)
+    assert all(r["billed while kept"] == "nothing" for r in rows)

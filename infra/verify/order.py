@@ -11,7 +11,11 @@ not order runs at the same time. This module rebuilds that graph from the record
    StatefulSets, Jobs: Helm's ``--wait`` and Pulumi's await) is created after the system node group
    (before it there is no node to run them; the wait times out);
 3. every Secret, ConfigMap, claim, account or class a release or manifest reads is created before it,
-   when another resource of the stack creates it.
+   when another resource of the stack creates it;
+4. (:func:`contracts_check`) every recorded kind has a deploy contract (ekstrain/contracts/kinds.py) and the graph
+   meets it: namespaced objects after their Namespace, Kubernetes objects after the deploy role's access
+   association, serial kinds chained, the contract's customTimeouts set, every other precondition earlier in the
+   graph, an account step of the runbook, or a stack flag that declares a later step done.
 
 :func:`stages` gives the order itself (stage -> resources) for the SUMMARY.
 """
@@ -23,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ekstrain.contracts import kinds
 from ekstrain.infra import offline
 from ekstrain.infra.verify import Check
 from ekstrain.infra.verify.pods import Inventory, PodTemplate, describe, ref
@@ -232,3 +237,180 @@ def creators_of(applied: Iterable[Applied]) -> dict[tuple[str, str, str], str]:
         for obj in a.objects:
             out.setdefault(ref(obj), a.urn)
     return out
+
+
+CONTRACTS_NAME = "deploy contracts: every kind modelled; namespaces, access, serial kinds, timeouts, preconditions"
+CLUSTER_TYPE = "aws:eks/cluster:Cluster"
+ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
+DEPLOYER_SUFFIX = "-deployer"
+"""components/cluster.py names the deploy role's access entry and its association ``<cluster>-deployer``."""
+NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
+
+
+def _namespaces_of(r: offline.Record) -> list[str]:
+    """The namespaces a record creates objects in, besides those it creates itself (a release's createNamespace, a
+    ConfigGroup's own Namespace objects)."""
+    if r.type == RELEASE:
+        return [] if r.inputs.get("createNamespace") else [str(r.inputs.get("namespace") or "default")]
+    objs = r.inputs.get("objs")
+    if isinstance(objs, list):  # yaml/v2 ConfigGroup given objects: each namespaced one in its namespace
+        own = {
+            str((o.get("metadata") or {}).get("name"))
+            for o in objs
+            if isinstance(o, dict) and o.get("kind") == "Namespace"
+        }
+        found = []
+        for o in objs:
+            if not isinstance(o, dict):
+                continue
+            api = str(o.get("apiVersion", ""))
+            if kinds.namespaced(f"kubernetes:{'core/' + api if '/' not in api else api}:{o.get('kind')}"):
+                ns = str((o.get("metadata") or {}).get("namespace") or "default")
+                if ns not in own and ns not in found:
+                    found.append(ns)
+        return found
+    metadata = r.inputs.get("metadata")
+    return [str((metadata or {}).get("namespace") or "default") if isinstance(metadata, dict) else "default"]
+
+
+def namespace_creators(rec: offline.Recording) -> dict[str, list[str]]:
+    """Namespace name -> URNs of the resources that create it (a Namespace, a release with createNamespace)."""
+    out: dict[str, list[str]] = {}
+    for r in rec.records:
+        if r.type == NAMESPACE_TYPE and isinstance(r.inputs.get("metadata"), dict):
+            out.setdefault(str(r.inputs["metadata"].get("name")), []).append(r.urn)
+        elif r.type == RELEASE and r.inputs.get("createNamespace"):
+            out.setdefault(str(r.inputs.get("namespace")), []).append(r.urn)
+    return out
+
+
+def contracts_check(rec: offline.Recording, graph: Graph, flags: frozenset[str] = frozenset()) -> Check:
+    """Every recorded kind has a deploy contract (ekstrain/contracts/kinds.py) and the graph meets it.
+
+    ``flags``: the stack keys set true that declare a later step done (kinds.flag preconditions)."""
+    result = Check(CONTRACTS_NAME, what="resources")
+    by_type: dict[str, list[offline.Record]] = {}
+    for r in graph.records.values():
+        by_type.setdefault(r.type, []).append(r)
+    creators = namespace_creators(rec)
+    clusters = {r.urn for r in by_type.get(CLUSTER_TYPE, [])}
+    deployer = {r.urn for r in by_type.get(ASSOCIATION, []) if r.name.endswith(DEPLOYER_SUFFIX)}
+    used_providers = {provider_urn(r.provider) for r in graph.records.values() if r.provider}
+    types = {t: {r.urn for r in records} for t, records in by_type.items()}
+    missing: set[str] = set()
+    for urn, r in sorted(graph.records.items()):
+        c = kinds.contract(r.type)
+        if c is None:
+            if r.type not in missing:
+                missing.add(r.type)
+                result.problems.append(
+                    f"{label(r)}: type {r.type} has no deploy contract, so nothing says what it needs before it "
+                    "can be created: add its entry (preconditions, parallel, timeouts, source) to "
+                    "ekstrain/contracts/kinds.py"
+                )
+            continue
+        result.checked += 1
+        before = graph.ancestors(urn)
+        for pre in c.preconditions:
+            result.problems += _precondition(r, pre, before, creators, clusters, deployer, used_providers, flags, types)
+        for op, need in sorted(c.timeouts.items()):
+            have = r.custom_timeouts.get(op, "")
+            if kinds.minutes(have) < kinds.minutes(need):
+                result.problems.append(
+                    f"{label(r)} ({r.type}): customTimeouts.{op} is {have or 'the provider default'}, shorter than "
+                    f"the {need} its contract needs ({c.timeouts_source}): pass "
+                    f"ResourceOptions(custom_timeouts=CustomTimeouts({op}={need!r}))"
+                )
+    # Kinds that must not be created at the same time: every pair ordered by the graph.
+    for type_token, records in sorted(by_type.items()):
+        c = kinds.contract(type_token)
+        if c is None or c.parallel:
+            continue
+        ordered = sorted(records, key=lambda x: x.urn)
+        for i, a in enumerate(ordered):
+            for b in ordered[i + 1 :]:
+                if a.urn not in graph.ancestors(b.urn) and b.urn not in graph.ancestors(a.urn):
+                    result.problems.append(
+                        f"{label(a)} and {label(b)} ({type_token}) may be created at the same time, and instances "
+                        f"of this kind must be created one after the other ({c.source}): chain them with "
+                        "depends_on"
+                    )
+    result.note = f"{len(kinds.CONTRACTS)} contracts (ekstrain/contracts/kinds.py)"
+    return result
+
+
+def _precondition(
+    r: offline.Record,
+    pre: str,
+    before: set[str],
+    creators: dict[str, list[str]],
+    clusters: set[str],
+    deployer: set[str],
+    used_providers: set[str],
+    flags: frozenset[str],
+    types: dict[str, set[str]],
+) -> list[str]:
+    what = f"{label(r)} ({r.type})"
+    if pre == kinds.NAMESPACE:
+        out = []
+        for ns in _namespaces_of(r):
+            if ns in kinds.BUILT_IN_NAMESPACES:
+                continue
+            made_by = [u for u in creators.get(ns, []) if u != r.urn]
+            if any(u in before for u in made_by):
+                continue
+            if not made_by:
+                out.append(
+                    f"{what} is created in namespace {ns!r}, which no resource of the stack creates: create the "
+                    "Namespace in the stack (or the release with createNamespace)"
+                )
+                continue
+            names = ", ".join(u.rsplit("::", 1)[-1] for u in made_by)
+            out.append(
+                f"{what} in namespace {ns!r} may be created before the namespace exists ({names} creates it): pass "
+                "that resource in depends_on (NamespaceLifecycle refuses objects in a missing namespace)"
+            )
+        return out
+    if pre == kinds.ACCESS:
+        if r.type.startswith("pulumi:providers:") and r.urn not in used_providers:
+            return []
+        target = deployer or clusters
+        if not target or target & before:
+            return []
+        first = sorted(target)[0].rsplit("::", 1)[-1]
+        if not deployer:
+            return [
+                f"{what} may reach the API server before the EKS cluster ({first}) whose creator's bootstrap entry "
+                "grants the deploy access exists: make it, or its Kubernetes provider, depend on the cluster"
+            ]
+        return [
+            f"{what} may reach the API server before the deploy role's access policy association ({first}) exists:"
+            " with bootstrapClusterCreatorAdminPermissions false the role has no Kubernetes permission until then;"
+            " make it, or its Kubernetes provider, depend on the association (components/cluster.py)"
+        ]
+    if pre == kinds.CLUSTER:
+        if not clusters or clusters & before:
+            return []
+        return [
+            f"{what} names the EKS cluster by a plain string, with no dependency on it: on a first `up` it is "
+            "created while the cluster does not exist yet; pass the cluster in depends_on"
+        ]
+    if pre.startswith("after:"):
+        needed = pre.removeprefix("after:")
+        present = types.get(needed, set())
+        if not present or present & before:
+            return []
+        return [f"{what} needs a {needed} first and may be created before it: pass it in depends_on"]
+    if pre.startswith("step:"):
+        name = pre.removeprefix("step:")
+        return [] if name in kinds.STEPS else [f"{what}: its contract names an undocumented step {name!r}"]
+    if pre.startswith("flag:"):
+        key = pre.removeprefix("flag:")
+        if key in flags:
+            return []
+        return [
+            f"{what} needs `{key}: true`, a later step this stack has not declared done (its AWS precondition "
+            "cannot hold on a first `up`): remove the resource, or set that key once the step is done "
+            "(docs/delivery.md)"
+        ]
+    return []  # CRD and NODES: the creation-order check above (rules 1 and 2)

@@ -113,7 +113,8 @@ class CostConfig(Model):
     enabled: bool = False
     """@default false. Spend by team, queue and job: OpenCost on the stack's Prometheus priced from the catalog,
     cost-allocation tags (``ekstrain.io/stack``, ``ekstrain.io/partition``, ``ekstrain.io/team``) on the nodes
-    and file systems and activated in Cost Explorer, an AWS Budget with an SNS topic, the spend dashboard."""
+    and file systems (activated in Cost Explorer by a later step: ``activateCostAllocationTags``), an AWS Budget
+    with an SNS topic, the spend dashboard."""
     team: str = Field(default="platform", pattern=DNS_LABEL, max_length=63)
     """@default platform: the team the stack's shared resources (file systems) and partitions without their own
     ``team`` are charged to (the ``ekstrain.io/team`` tag)."""
@@ -121,6 +122,11 @@ class CostConfig(Model):
     """@default true (needs ``observability.enabled``): OpenCost allocates node cost to namespace, pod and label."""
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     """The stack's monthly budget and who hears about it."""
+    activate_cost_allocation_tags: bool = False
+    """@default false: the stack does not activate its tag keys in Cost Explorer. Cost Explorer refuses a key it
+    has not seen on a bill yet (up to 24 h after the first tagged resource) and refuses member accounts of an
+    Organization, so the first `up` never does it: set true in a later `up`, from the payer account, once the keys
+    are billed, or run the payer-account command of docs/delivery.md ("First deploy") instead."""
 
 
 class JupyterHubAuth(Model):
