@@ -299,6 +299,7 @@ _CONTRACTS: tuple[Contract, ...] = (
     _k8s("apps/v1", "Deployment", namespaced=True),
     _k8s("apps/v1", "StatefulSet", namespaced=True),
     _k8s("batch/v1", "Job", namespaced=True),
+    _k8s("batch/v1", "CronJob", namespaced=True),
     _k8s("networking.k8s.io/v1", "NetworkPolicy", namespaced=True),
     _k8s("rbac.authorization.k8s.io/v1", "ClusterRole", namespaced=False),
     _k8s("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", namespaced=False),
@@ -328,6 +329,13 @@ _CONTRACTS: tuple[Contract, ...] = (
         namespaced=False,
         custom=True,
         source="https://volcano.sh/en/docs/queue/",
+    ),
+    _k8s(
+        "scheduling.volcano.sh/v1beta1",
+        "PodGroup",
+        namespaced=True,
+        custom=True,
+        source="https://volcano.sh/en/docs/podgroup/",
     ),
     _k8s(
         "keda.sh/v1alpha1",
