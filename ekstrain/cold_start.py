@@ -26,16 +26,23 @@ IMAGE_GIB: dict[str, float] = {
 }
 """Compressed size of the notebook image per family (quay.io/jupyter/pytorch-notebook:cuda12 with CUDA and PyTorch;
 the Neuron SDK training image with torch-neuronx and its compilers), rounded up."""
+TRAINING_IMAGE_GIB = 10.0
+"""Compressed size of a training image (an NGC PyTorch image, nvcr.io/nvidia/pytorch:25.01-py3, is ~10 GB of
+layers): what the first step of a job on a fresh node waits for (``ekstrain simulate --deploy``)."""
 NEURON_SINGLEUSER_MINUTES = 2
 """The Neuron image has no Jupyter: ``pip install jupyterhub jupyterlab`` at start (assembly/jupyterhub.py)."""
 MARGIN_MINUTES = 3
 """Scheduling, Karpenter's batching window, the EFS access point of the user's home, the server's own start."""
 
 
+def pull_seconds(gib: float) -> int:
+    """Seconds to pull and unpack an image of ``gib`` compressed GiB on a node that has none of its layers."""
+    return math.ceil(gib * 1024 / PULL_MIB_PER_SECOND)
+
+
 def pull_minutes(family: str) -> int:
     """Minutes to pull and unpack the notebook image of ``family`` on a node that has none of its layers."""
-    gib = IMAGE_GIB.get(family, 0.0)
-    return math.ceil(gib * 1024 / PULL_MIB_PER_SECOND / 60)
+    return math.ceil(pull_seconds(IMAGE_GIB.get(family, 0.0)) / 60)
 
 
 def node_minutes(family: str, gated: bool = True) -> int:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ekstrain import cold_start
+
 PULUMI_PARALLEL = None
 """``pulumi up --parallel``: "Allow P resource operations to run in parallel at once (1 for no parallelism).
 Defaults to unbounded." (https://www.pulumi.com/docs/iac/cli/commands/pulumi_up/, default 2147483647): every
@@ -101,11 +103,10 @@ DURATIONS: dict[str, Duration] = {
     "kubernetes:apps/v1:StatefulSet": Duration(60, 20, "estimate: the provider awaits the rollout"),
 }
 
-IMAGE_PULL_SECONDS = 5 * 60
-"""The first pull of a training image onto a fresh node: estimate, not a published figure. An NGC PyTorch image is
-~10 GB of compressed layers (nvcr.io/nvidia/pytorch:25.01-py3); containerd pulls and unpacks it at roughly
-30-60 MB/s effective on a gp3 root volume, so 3-6 minutes; 5 is used. A pre-pulled image (an AMI or a data volume
-snapshot that holds it) takes this to zero."""
+IMAGE_PULL_SECONDS = cold_start.pull_seconds(cold_start.TRAINING_IMAGE_GIB)
+"""The first pull of a training image onto a fresh node, at the pull rate the notebooks' start timeout uses
+(ekstrain/cold_start.py: an estimate, not a published figure). A pre-pulled image (an AMI or a data volume snapshot
+that holds it) takes this to zero."""
 
 
 def duration(type_token: str, custom: bool = True) -> Duration:

@@ -455,7 +455,7 @@ def up(
                 if gated
                 else []
             ),
-            ("image pull", timing.IMAGE_PULL_SECONDS, "ekstrain/contracts/timing.py IMAGE_PULL_SECONDS"),
+            ("image pull", timing.IMAGE_PULL_SECONDS, "ekstrain/cold_start.py pull rate, TRAINING_IMAGE_GIB"),
         ]
         first = p.end + sum(s for _, s, _ in parts)
     return UpReport(p, nodes, max(clusters) if clusters else None, first, parts, family)
