@@ -114,6 +114,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
                 name: cfg.versions.addon(name, c.kubernetes_version)
                 for name in ("vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent", "aws-ebs-csi-driver")
             },
+            system_release_version=versions.system_node_release_version(c.kubernetes_version),
             tags=tags,
         ),
     )

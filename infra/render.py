@@ -44,6 +44,7 @@ from ekstrain.infra.verify import (
     imports,
     order,
     policy,
+    pins,
     protected,
     relations,
     requests,
@@ -383,6 +384,7 @@ def _run_checks(
         ("credentials", lambda: secrets.check_recording(rec)),
         ("imports", lambda: imports.check_recording(rec)),
         ("protected data", lambda: protected.check_recording(rec)),
+        ("pins", lambda: pins.check_recording(rec)),
     ):
         with stages.stage(name):
             aws_checks.append(check_of())
