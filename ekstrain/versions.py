@@ -101,13 +101,13 @@ def support_warning(version: str, today: dt.date) -> str | None:
     if today >= release.extended_support_end:
         return (
             f"Kubernetes {version} left EKS extended support on {release.extended_support_end}; "
-            f"EKS upgrades such clusters automatically. Move to {DEFAULT_KUBERNETES_VERSION}."
+            f"EKS upgrades such clusters automatically. Move to {newest_standard(today)}."
         )
     if today >= release.standard_support_end:
         return (
             f"Kubernetes {version} is past EKS standard support (ended {release.standard_support_end}); "
             f"extended support costs extra and ends {release.extended_support_end}. "
-            f"Move to {DEFAULT_KUBERNETES_VERSION}."
+            f"Move to {newest_standard(today)}."
         )
     return None
 
