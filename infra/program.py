@@ -188,6 +188,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             labels=p.labels,
             team=cfg.team_of(p.name) if cfg.cost.enabled else None,
             ami_alias_version=cfg.versions.ami_alias_version,
+            drift_window=cfg.maintenance.drift_window(),
         )
         gated.append(spec)
         partition = Partition(

@@ -73,8 +73,9 @@ def test_render_check_refuses_an_unversioned_addon_and_node_group() -> None:
     )
     check = pins.check_recording(rec)
     assert check.checked == 3 and len(check.problems) == 2
-    assert "aws:eks/addon:Addon cluster-pod-identity-agent (eks-pod-identity-agent) has no addonVersion" in (
-        check.problems[0]
+    assert (
+        "aws:eks/addon:Addon cluster-pod-identity-agent (eks-pod-identity-agent) has no addonVersion"
+        in (check.problems[0])
     )
     assert "ekstrain:versions.addons.eks-pod-identity-agent" in check.problems[0]
     assert "aws:eks/nodeGroup:NodeGroup cluster-system has no releaseVersion" in check.problems[1]

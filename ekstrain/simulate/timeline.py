@@ -135,6 +135,8 @@ class Mix:
     """From a failure to the restarted pods running again (controller backoff, pod creation, start-up)."""
     runtimes: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per-job TrainingRuntimes the workload files bring with their TrainJobs (assembly/jobs/trainjob.py)."""
+    upgrade: Any = None
+    """A Kubernetes minor upgrade played while jobs run (ekstrain/simulate/upgrade.py ``Upgrade``); None: none."""
 
 
 @dataclass
@@ -750,6 +752,8 @@ class Timeline:
         for f in self.mix.faults:
             if f.at == self.now:
                 self.fault(f)
+        if self.mix.upgrade is not None:
+            self.mix.upgrade.tick(self)
         for n in self.nodes:
             if n.state == "launching" and n.ready_at <= self.now:
                 n.state, n.empty_since = "ready", self.now
@@ -976,6 +980,10 @@ class Timeline:
         while self.now < self.mix.minutes:
             self.step()
         self.conclude()
+        if self.mix.upgrade is not None:
+            lines, problems = self.mix.upgrade.conclude(self)
+            self.fault_outcomes += lines
+            self.problems += problems
         return Report(self.jobs, self.idle, self.idle_usd, self.problems, self.fault_outcomes, self.waits())
 
     def conclude(self) -> None:
