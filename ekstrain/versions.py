@@ -44,7 +44,7 @@ KUBERNETES_RELEASES: dict[str, KubernetesRelease] = {
 KNOWN_KUBERNETES_VERSIONS = tuple(KUBERNETES_RELEASES)
 SUPPORTED_KUBERNETES_VERSIONS = KNOWN_KUBERNETES_VERSIONS
 """Versions the program has facts for (add-ons, scheduler tags); :func:`window` decides which a stack may use."""
-DEFAULT_KUBERNETES_VERSION = "1.35"
+DEFAULT_KUBERNETES_VERSION = "1.36"
 """For new stacks and prod: the newest version in EKS standard support."""
 
 

@@ -20,7 +20,7 @@ def test_window_on_2026_12_03() -> None:
     # THEN 1.35 and 1.36 are in standard support, 1.32-1.34 are in extended, 1.31 is gone
     assert standard == ("1.35", "1.36")
     assert extended == ("1.32", "1.33", "1.34")
-    assert versions.DEFAULT_KUBERNETES_VERSION == "1.35"
+    assert versions.DEFAULT_KUBERNETES_VERSION == "1.36"
     assert versions.unsupported_reason("1.31", TODAY) == (
         "Kubernetes 1.31 left EKS extended support on 2026-11-26; EKS upgrades such clusters automatically"
     )
@@ -71,8 +71,8 @@ def test_version_past_extended_support_is_refused_with_the_window() -> None:
 def test_ami_pin_older_than_the_version_is_refused() -> None:
     issues = _issues({"amiAliasVersion": "v20251120"})
     assert issues == [
-        "ekstrain:versions.amiAliasVersion: AMI release v20251120 predates Kubernetes 1.35 on EKS "
-        "(2026-01-27): al2023@v20251120 has no 1.35 image / use amiAliasVersion: v20261119 (or a later "
+        "ekstrain:versions.amiAliasVersion: AMI release v20251120 predates Kubernetes 1.36 on EKS "
+        "(2026-06-02): al2023@v20251120 has no 1.36 image / use amiAliasVersion: v20261119 (or a later "
         "release)"
     ]
 
