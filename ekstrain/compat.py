@@ -10,6 +10,7 @@ and listed here with their pins. Rows whose source gives no bound say so instead
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -345,4 +346,20 @@ def summary_lines(p: Pins) -> list[str]:
         "| component | version | runs on | needs | source | result |",
         "|---|---|---|---|---|---|",
         *(f"| {r.component} | {r.version} | {r.against} | {r.bound} | {r.source} | {mark[r.ok]} |" for r in table(p)),
+    ]
+
+
+def calendar_lines(kubernetes: str, today: dt.date) -> list[str]:
+    """The stack's place on the EKS support calendar, for SUMMARY.md."""
+    release = versions.KUBERNETES_RELEASES[kubernetes]
+    left = versions.standard_support_days_left(kubernetes, today)
+    newest = versions.newest_standard(today)
+    state = (
+        f"{left} days left in standard support (until {release.standard_support_end})"
+        if left > 0
+        else f"past standard support since {release.standard_support_end} (extended support costs extra)"
+    )
+    return [
+        f"- Kubernetes {kubernetes} on {today}: {state}; extended support ends {release.extended_support_end}"
+        + (f"; newest in standard support: {newest} (docs/runbook-upgrade.md)" if newest != kubernetes else ""),
     ]

@@ -192,20 +192,22 @@ def disruption(spec: PartitionSpec) -> dict[str, Any]:
     - with a maintenance window (:class:`DriftWindow`), Drifted nodes roll inside it, ``nodes`` at a time, and
       never outside it; nodes running a job's pods still wait for the job (do-not-disrupt) unless the stack opted in.
     """
-    window = spec.drift_window
+    return {
+        "consolidationPolicy": "WhenEmpty",
+        "consolidateAfter": spec.consolidate_after,
+        "budgets": _budgets(spec.drift_window),
+    }
+
+
+def _budgets(window: DriftWindow | None) -> list[dict[str, Any]]:
     if window is None:
-        budgets: list[dict[str, Any]] = [
-            {"nodes": "0", "reasons": ["Drifted", "Underutilized"]},
-            {"nodes": "100%", "reasons": ["Empty"]},
-        ]
-    else:
-        budgets = [
-            {"nodes": "0", "reasons": ["Underutilized"]},
-            {"nodes": "100%", "reasons": ["Empty"]},
-            {"nodes": window.nodes, "reasons": ["Drifted"]},
-            window.closed_budget(),
-        ]
-    return {"consolidationPolicy": "WhenEmpty", "consolidateAfter": spec.consolidate_after, "budgets": budgets}
+        return [{"nodes": "0", "reasons": ["Drifted", "Underutilized"]}, {"nodes": "100%", "reasons": ["Empty"]}]
+    return [
+        {"nodes": "0", "reasons": ["Underutilized"]},
+        {"nodes": "100%", "reasons": ["Empty"]},
+        {"nodes": window.nodes, "reasons": ["Drifted"]},
+        window.closed_budget(),
+    ]
 
 
 def requirements(spec: PartitionSpec) -> list[dict[str, Any]]:
@@ -385,6 +387,9 @@ class HelperPoolSpec:
     """@default latest; pin per stack like the partitions."""
     consolidate_after: str = "5m"
     """@default 5m empty before removal: helpers come and go with jobs."""
+    drift_window: DriftWindow | None = None
+    """@default none: drifted helper nodes never roll while busy; set, the partitions' window
+    (``ekstrain:maintenance``)."""
 
 
 def helper_node_pool(spec: HelperPoolSpec) -> dict[str, Any]:
@@ -413,10 +418,7 @@ def helper_node_pool(spec: HelperPoolSpec) -> dict[str, Any]:
             "disruption": {
                 "consolidationPolicy": "WhenEmpty",
                 "consolidateAfter": spec.consolidate_after,
-                "budgets": [
-                    {"nodes": "0", "reasons": ["Drifted", "Underutilized"]},
-                    {"nodes": "100%", "reasons": ["Empty"]},
-                ],
+                "budgets": _budgets(spec.drift_window),
             },
         },
     }

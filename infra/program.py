@@ -227,6 +227,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
                 cluster_name=c.name,
                 availability_zone=cfg.network.training_availability_zone,
                 ami_alias_version=cfg.versions.ami_alias_version,
+                drift_window=cfg.maintenance.drift_window(),
             ),
             node_role_name=karpenter.node_role_name,
             cluster_security_group_id=cluster.cluster_security_group_id,

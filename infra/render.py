@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
+import datetime as dt
 import functools
 import hashlib
 import importlib.util
@@ -29,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from ekstrain import argocd, catalog, lock, names, storage_sizing, validation, versions
+from ekstrain import argocd, catalog, compat, lock, names, storage_sizing, validation, versions
 from ekstrain.assembly.schedulers.slurm import standing_nodes
 from ekstrain.infra import offline, replay
 from ekstrain.infra.verify import (
@@ -55,6 +56,7 @@ from ekstrain.infra.verify import (
 from ekstrain.pages import render_page
 from ekstrain.partitions import layout_nodes, shape
 from ekstrain.paths import helm_fix, upstream_fix
+from ekstrain.stacks import rules
 from ekstrain.stacks.loader import SECRET_PLACEHOLDER
 from ekstrain.stacks.models import StackConfig
 
@@ -646,6 +648,9 @@ def write(
             "## Warnings",
             *(f"- {w}" for w in warnings or ["none"]),
             "",
+            "## Support calendar",
+            *compat.calendar_lines(cfg.cluster.kubernetes_version, dt.date.today()),
+            "",
             "## Partitions",
             f"(on-demand list prices as of {catalog.PRICES_AS_OF}; {catalog.PRICES_SOURCE})",
             "",
@@ -667,6 +672,9 @@ def write(
             *image_lines(checks),
             "## Creation order (first `pulumi up`: what the dependency graph lets the engine create in each stage)",
             table(order_rows) if order_rows else "(not computed: the charts were not rendered)\n",
+            "## Compatibility of the pinned components (ekstrain/compat.py: each bound with its source)",
+            *compat.summary_lines(rules.compat_pins(cfg)),
+            "",
             "## Checks",
             checks_table(checks),
             (

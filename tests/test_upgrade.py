@@ -94,7 +94,7 @@ def test_a_window_rolls_the_busy_fleet_between_gangs(cluster: engine.Cluster) ->
 
 @pytestmark_helm
 def test_no_window_and_a_zero_budget_never_converges(cluster: engine.Cluster) -> None:  # noqa: F811
-    report, up = _play(cluster, None, *_busy_h100(), hours=30)
+    report, up = _play(cluster, None, *_busy_h100(), hours=26)
     assert up.converged_at is None
     problems = [p for p in report.problems if "never converges" in p]
     assert problems and 'nodes: "0" with no window' in problems[0] and "ekstrain:maintenance.window" in problems[0]
@@ -139,3 +139,45 @@ def test_mix_upgrade_entry_is_read_and_bad_ones_name_the_key(tmp_path: pathlib.P
     with pytest.raises(InputError) as caught:
         read_mix(_mix_file(tmp_path, 'upgrade: {at: 99, to: "1.36"}'), tmp_path)
     assert caught.value.where.endswith("upgrade.at")
+
+
+def _res(type_: str, name: str, **inputs: Any) -> Any:
+    from ekstrain.diff.model import Resource
+
+    return Resource(f"urn:{type_}::{name}", type_, name, inputs=inputs)
+
+
+def test_diff_lists_control_plane_addons_node_group_and_drifting_pools_with_their_window() -> None:
+    from ekstrain.diff import compare, report
+
+    windowed = specs.node_pool(spec_for(["p5.48xlarge"], name="gpu-h100", drift_window=DAILY_8_TO_16))
+    held = specs.node_pool(spec_for(["p5.48xlarge"], name="gpu-a100"))
+
+    def side(k8s: str, proxy: str, release: str) -> list[Any]:
+        return [
+            _res("eks:index:Cluster", "cluster", version=k8s),
+            _res("aws:eks/addon:Addon", "cluster-kube-proxy", addonName="kube-proxy", addonVersion=proxy),
+            _res(
+                "aws:eks/addon:Addon",
+                "cluster-ebs-csi",
+                addonName="aws-ebs-csi-driver",
+                addonVersion="v1.66.0-eksbuild.1",
+            ),
+            _res("aws:eks/nodeGroup:NodeGroup", "cluster-system", version=k8s, releaseVersion=release),
+            _res("kubernetes:karpenter.sh/v1:NodePool", "gpu-h100", **windowed),
+            _res("kubernetes:karpenter.sh/v1:NodePool", "gpu-a100", **held),
+        ]
+
+    old = side("1.35", "v1.35.3-eksbuild.2", "1.35.6-20260714")
+    new = side("1.36", "v1.36.0-eksbuild.9", "1.36.2-20260714")
+    diff = compare.compare(old, new)
+    text = "\n".join(diff.upgrade)
+    assert diff.upgrade[0] == "1. control plane: Kubernetes 1.35 -> 1.36 (UpdateClusterVersion, in place)"
+    assert "kube-proxy v1.35.3-eksbuild.2 -> v1.36.0-eksbuild.9" in text and "aws-ebs-csi-driver" not in text
+    assert "cluster-system: version 1.35 -> 1.36, releaseVersion 1.35.6-20260714 -> 1.36.2-20260714" in text
+    assert "2 NodePool(s) drift" in text
+    assert "gpu-h100: in the maintenance window: 1 node(s) at a time, closed from 16:00 UTC for 16h" in text
+    assert 'gpu-a100: held: Drifted budget `nodes: "0"` with no window' in text
+    md = report.markdown(diff, "1.35", "1.36", ())
+    assert "### Kubernetes upgrade" in md and report.to_json(diff, "a", "b", ())["upgrade"] == diff.upgrade
+    assert compare.compare(new, new).upgrade == []

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ekstrain.diff import rules
+from ekstrain.diff import rules, upgrade
 from ekstrain.diff.model import Resource, index
 
 CREATE, UPDATE, REPLACE, DELETE = "create", "update", "replace", "delete"
@@ -71,6 +71,8 @@ class Change:
 class Diff:
     changes: list[Change] = field(default_factory=list)
     unchanged: int = 0
+    upgrade: list[str] = field(default_factory=list)
+    """A Kubernetes minor upgrade in order (ekstrain/diff/upgrade.py); empty when the version is unchanged."""
 
     def count(self, action: str) -> int:
         return sum(1 for c in self.changes if c.action == action)
@@ -339,4 +341,5 @@ def compare(old: Sequence[Resource], new: Sequence[Resource]) -> Diff:
             diff.changes.append(
                 Change(k, o.type, o.name, DELETE, flags=_flags(DELETE, o.type, o, None, (), node_pools))
             )
+    diff.upgrade = upgrade.lines(old, new)
     return diff
