@@ -184,8 +184,8 @@ ADDON_SOURCES: dict[str, str] = {
     ),
     "coredns": (
         'EKS user guide, managing-coredns.html "CoreDNS versions": the newest EKS CoreDNS build per Kubernetes '
-        "version (1.31/1.32 v1.11.4, 1.33 v1.12; platform-anchors.md (d)5; 1.34 v1.13.2, 1.35 v1.14.2 as pinned "
-        "above); a newer CoreDNS minor than the table's is not published for that version. The page gives no "
+        "version (1.31/1.32 v1.11.4, 1.33 v1.12; platform-anchors.md (d)5; 1.34 v1.13.2, 1.35 v1.14.2, 1.36 v1.14.3 "
+        "(EKS Distro v1-36-eks-6) as pinned above); a newer CoreDNS minor than the table's is not published for that version. The page gives no "
         "oldest build: none is checked"
     ),
     "vpc-cni": (
