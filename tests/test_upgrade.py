@@ -22,13 +22,13 @@ from ekstrain.simulate.timeline import simulate_timeline
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import parse
 
-DAILY_8_TO_16 = specs.DriftWindow("0 8 * * *", 8 * 60, "1")
+DAILY_8_TO_16 = specs.DriftWindow("0 8 * * *", 8 * 60, "100%")
 
 
 def test_window_budgets_are_the_complement_and_valid_against_the_crd() -> None:
     pool = specs.node_pool(spec_for(["p5.48xlarge"], drift_window=DAILY_8_TO_16))
     budgets = pool["spec"]["disruption"]["budgets"]
-    assert {"nodes": "1", "reasons": ["Drifted"]} in budgets
+    assert {"nodes": "100%", "reasons": ["Drifted"]} in budgets
     assert {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 16 * * *", "duration": "16h"} in budgets
     assert "terminationGracePeriod" not in pool["spec"]["template"]["spec"]
     assert_valid(pool)
@@ -41,7 +41,7 @@ def test_window_budgets_are_the_complement_and_valid_against_the_crd() -> None:
 
 def test_read_budgets_open_only_inside_the_window() -> None:
     d = upgrade.read_nodepool(specs.node_pool(spec_for(["p5.48xlarge"], drift_window=DAILY_8_TO_16)))
-    assert [d.drift_allowed(8, h * 60) for h in (7, 8, 15, 16, 23, 24 + 9)] == [0, 1, 1, 0, 0, 1]
+    assert [d.drift_allowed(8, h * 60) for h in (7, 8, 15, 16, 23, 24 + 9)] == [0, 8, 8, 0, 0, 8]
     closed = upgrade.read_nodepool(specs.node_pool(spec_for(["p5.48xlarge"])))
     assert all(closed.drift_allowed(8, m) == 0 for m in range(0, 7 * 1440, 60))
 
@@ -98,6 +98,14 @@ def test_no_window_and_a_zero_budget_never_converges(cluster: engine.Cluster) ->
     assert up.converged_at is None
     problems = [p for p in report.problems if "never converges" in p]
     assert problems and 'nodes: "0" with no window' in problems[0] and "ekstrain:maintenance.window" in problems[0]
+
+
+@pytestmark_helm
+def test_no_window_converging_only_because_the_pool_emptied_is_a_problem(cluster: engine.Cluster) -> None:  # noqa: F811
+    report, up = _play(cluster, None, *_busy_h100(), hours=40)
+    assert up.converged_at is not None and up.drifted == 0
+    (problem,) = [p for p in report.problems if "never converges on a busy cluster" in p]
+    assert "gpu-h100" in problem and "Job/g1" in problem and "Job/g2" in problem
 
 
 @pytestmark_helm
@@ -176,7 +184,7 @@ def test_diff_lists_control_plane_addons_node_group_and_drifting_pools_with_thei
     assert "kube-proxy v1.35.3-eksbuild.2 -> v1.36.0-eksbuild.9" in text and "aws-ebs-csi-driver" not in text
     assert "cluster-system: version 1.35 -> 1.36, releaseVersion 1.35.6-20260714 -> 1.36.2-20260714" in text
     assert "2 NodePool(s) drift" in text
-    assert "gpu-h100: in the maintenance window: 1 node(s) at a time, closed from 16:00 UTC for 16h" in text
+    assert "gpu-h100: in the maintenance window: 100% node(s) at a time, closed from 16:00 UTC for 16h" in text
     assert 'gpu-a100: held: Drifted budget `nodes: "0"` with no window' in text
     md = report.markdown(diff, "1.35", "1.36", ())
     assert "### Kubernetes upgrade" in md and report.to_json(diff, "a", "b", ())["upgrade"] == diff.upgrade

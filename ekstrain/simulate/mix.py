@@ -18,6 +18,7 @@ the build. The format (times in hours; docs/simulate.md):
       - {at: 5, kind: node-lost, job: Job/llama3-70b-megatron}
       - {at: 6, kind: health-notice, job: ..., windowHours: 72}
       - {at: 1, kind: insufficient-capacity, job: ..., windowHours: 2, nodes: 5}   # EC2 has 5 more, then none for 2 h
+    upgrade: {at: 6, to: "1.36"}    # optional: a Kubernetes minor upgrade while the jobs run (simulate/upgrade.py)
 
 Every mistake is an :class:`~ekstrain.simulate.inputs.InputError` naming the key and the fix (exit 2).
 """

@@ -45,7 +45,8 @@ SYSTEM_NODE_MINUTES = 15
 """Per system node: EKS managed node group update (update-managed-node-group.html, "Managed node update behavior":
 launch a node of the new version, cordon and drain an old one, terminate it), one at a time (maxUnavailable 1)."""
 DRAIN_MINUTES = 2
-"""From Karpenter's disruption decision to the node gone when nothing on it blocks the drain."""
+"""From Karpenter's disruption decision to the node gone when pods must be evicted first; an empty node has nothing
+to drain and goes within the minute."""
 SIM_EPOCH = "Sunday 00:00 UTC"
 
 
@@ -153,6 +154,11 @@ class Upgrade:
     outside: list[str] = field(default_factory=list)
     lost_hours: float = 0.0
     replaced: int = 0
+    drifted: int = 0
+    """Karpenter nodes replaced by drift (the other old ones left empty, consolidated, or with the system group)."""
+    handovers: dict[str, set[str]] = field(default_factory=dict)
+    """NodePool -> jobs that started on its drifted nodes after the control plane's update (the node was handed to
+    new work instead of rolling)."""
 
     @property
     def source(self) -> str:
@@ -179,6 +185,10 @@ class Upgrade:
         if now < cp_done:
             return
         self._roll_system(t, addons_done)
+        for n in self.still_old(t):
+            for j in t.on_node(n):
+                if j.kind != "standing" and j.started_at is not None and j.started_at >= cp_done:
+                    self.handovers.setdefault(n.pool, set()).add(j.name)
         self._finish_drains(t)
         self._drift(t)
         if self.converged_at is None and now >= addons_done and not self.still_old(t):
@@ -209,6 +219,7 @@ class Upgrade:
             before = sum(j.lost_accelerator_hours for j in victims)
             t.kill_node(n, f"node #{n.ident} replaced: drifted to Kubernetes {self.to} (upgrade)", drained=True)
             self.replaced += 1
+            self.drifted += 1
             self.lost_hours += sum(j.lost_accelerator_hours for j in victims) - before
             for j in victims:
                 j.hit_by_fault = True
@@ -234,10 +245,15 @@ class Upgrade:
                 blocked = any(j.kind != "standing" for j in t.on_node(n)) and disruption.grace_minutes is None
                 if blocked:
                     continue  # karpenter.sh/do-not-disrupt pods: the node waits for its job
-                n.state = "draining"  # karpenter.sh/disrupted:NoSchedule: nothing new binds here
-                wait = disruption.grace_minutes if n.holders and disruption.grace_minutes is not None else 0
-                self.draining[n.ident] = (t.now + DRAIN_MINUTES + wait, windowed)
                 room -= 1
+                if not t.on_node(n):  # empty: deleted at once, the budget's room comes back next minute
+                    t.kill_node(n, f"node #{n.ident} replaced: drifted to Kubernetes {self.to} (upgrade)")
+                    self.replaced += 1
+                    self.drifted += 1
+                    continue
+                n.state = "draining"  # karpenter.sh/disrupted:NoSchedule: nothing new binds here
+                wait = disruption.grace_minutes if disruption.grace_minutes is not None else 0
+                self.draining[n.ident] = (t.now + DRAIN_MINUTES + wait, windowed)
 
     # -- the report --
     def conclude(self, t: Timeline) -> tuple[list[str], list[str]]:
@@ -249,8 +265,8 @@ class Upgrade:
             f"UPGRADE {self.source} -> {self.to} applied at {clock(self.at)} (minute 0 = {SIM_EPOCH}): control plane "
             f"{clock(self.control_plane_at)}, add-ons {clock(self.addons_at)}, system node group "
             f"{clock(self.system_at)}, every node on {self.to} at {clock(self.converged_at)}; "
-            f"{self.replaced} nodes replaced, {len(self.gangs)} gangs disrupted "
-            f"({len(self.outside)} outside a window), {self.lost_hours:.1f} accelerator-hours lost"
+            f"{self.replaced} nodes replaced ({self.drifted} Karpenter nodes by drift), {len(self.gangs)} gangs "
+            f"disrupted ({len(self.outside)} outside a window), {self.lost_hours:.1f} accelerator-hours lost"
         ]
         problems = []
         if self.converged_at is None:
@@ -267,6 +283,14 @@ class Upgrade:
                     "opt in with disruptGangsAfter"
                 )
             )
+        for pool, jobs in sorted(self.handovers.items()):
+            if self.converged_at is not None and pool in self.pools and not self._ever_open(pool, t.now):
+                problems.append(
+                    f"upgrade to {self.to} never converges on a busy cluster: {pool}'s Drifted budget is "
+                    f'nodes: "0" with no window, so its drifted nodes took new jobs ({", ".join(sorted(jobs))}) '
+                    f"instead of rolling and left only when the pool emptied (every node on {self.to} at "
+                    f"{clock(self.converged_at)}); set ekstrain:maintenance.window"
+                )
         for o in self.outside:
             problems.append(f"upgrade disrupted gang {o} outside a maintenance window")
         return lines, problems

@@ -40,8 +40,10 @@ class MaintenanceConfig(Model):
     window: MaintenanceWindow | None = None
     """@default none: drifted nodes never roll (every NodePool's Drifted budget is ``nodes: "0"``), so an AMI or
     Kubernetes upgrade leaves the fleet on the old version until an operator rolls it (docs/runbook-upgrade.md)."""
-    drift_nodes: str = Field(default="1", pattern=NODES)
-    """@default 1: drifted nodes each NodePool replaces at once inside the window (a count or a percentage)."""
+    drift_nodes: str = Field(default="100%", pattern=NODES)
+    """@default 100%: drifted nodes each NodePool may be replacing at once inside the window (a count or a
+    percentage). Nodes running a job's pods are never drifted, so this bounds only free nodes; a smaller budget leaves
+    the rest schedulable and the next gang takes them (the simulator shows it), so training pools roll all at once."""
     disrupt_gangs_after: str | None = Field(default=None, pattern=DURATION)
     """@default none: a node running a job's pods (karpenter.sh/do-not-disrupt) waits for the job. Set (opt-in), the
     NodePools' terminationGracePeriod: Karpenter drains such a node anyway once this long has passed."""
