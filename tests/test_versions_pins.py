@@ -80,3 +80,22 @@ def test_render_check_refuses_an_unversioned_addon_and_node_group() -> None:
     assert "ekstrain:versions.addons.eks-pod-identity-agent" in check.problems[0]
     assert "aws:eks/nodeGroup:NodeGroup cluster-system has no releaseVersion" in check.problems[1]
     assert "SYSTEM_NODE_RELEASE_VERSIONS" in check.problems[1]
+
+
+@pytest.mark.parametrize("stack", ["prod", "dev"])
+def test_shipped_stacks_pin_every_addon_and_node_group(request: pytest.FixtureRequest, stack: str) -> None:
+    from conftest import shipped_recording
+
+    rec = shipped_recording(request, stack)
+    check = pins.check_recording(rec)
+    assert check.problems == [] and check.checked >= 7
+    group = rec.of_type(pins.NODE_GROUP)[0]
+    assert group.inputs["releaseVersion"] == versions.SYSTEM_NODE_RELEASE_VERSIONS["1.36"]
+    addons = {r.inputs["addonName"]: r.inputs["addonVersion"] for r in rec.of_type(pins.ADDON)}
+    assert addons["kube-proxy"] == "v1.36.0-eksbuild.9" and set(addons) == set(versions.DEFAULT_ADDON_VERSIONS)
+    # Every NodePool (partitions and the helper pool) rolls drifted nodes only in the stack's window.
+    pools = rec.of_type("kubernetes:karpenter.sh/v1:NodePool")
+    assert pools
+    for pool in pools:
+        budgets = pool.inputs["spec"]["disruption"]["budgets"]
+        assert {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 16 * * *", "duration": "16h"} in budgets
