@@ -184,7 +184,7 @@ def test_diff_lists_control_plane_addons_node_group_and_drifting_pools_with_thei
     assert "kube-proxy v1.35.3-eksbuild.2 -> v1.36.0-eksbuild.9" in text and "aws-ebs-csi-driver" not in text
     assert "cluster-system: version 1.35 -> 1.36, releaseVersion 1.35.6-20260714 -> 1.36.2-20260714" in text
     assert "2 NodePool(s) drift" in text
-    assert "gpu-h100: in the maintenance window: 100% node(s) at a time, closed from 16:00 UTC for 16h" in text
+    assert "gpu-h100: rolls in the window 08:00-16:00 UTC daily, 100% of its free drifted nodes at a time" in text
     assert 'gpu-a100: held: Drifted budget `nodes: "0"` with no window' in text
     md = report.markdown(diff, "1.35", "1.36", ())
     assert "### Kubernetes upgrade" in md and report.to_json(diff, "a", "b", ())["upgrade"] == diff.upgrade

@@ -3,6 +3,7 @@ system node group, and which NodePools drift and in which window they roll (rule
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,10 +39,15 @@ def window_text(pool: Mapping[str, Any]) -> str:
     if closed:
         b = closed[0]
         minute, hour, _, _, dow = str(b["schedule"]).split()
-        closes = f"{int(hour):02d}:{int(minute):02d}" + ("" if dow == "*" else f" day {dow}")
+        period = 24 * 60 if dow == "*" else 7 * 24 * 60
+        closes = (0 if dow == "*" else int(dow) * 1440) + int(hour) * 60 + int(minute)
+        shut = sum(int(n) * (60 if u == "h" else 1) for n, u in re.findall(r"([0-9]+)([hm])", str(b.get("duration"))))
+        opens = (closes + shut) % period
+        day = "daily" if dow == "*" else f"weekly from day {opens // 1440} (0 = Sunday)"
         return (
-            f"in the maintenance window: {', '.join(always) or 'unbounded'} node(s) at a time, closed from {closes} "
-            f"UTC for {b.get('duration')} (budget schedule `{b['schedule']}`)"
+            f"rolls in the window {(opens // 60) % 24:02d}:{opens % 60:02d}-{int(hour):02d}:{int(minute):02d} UTC "
+            f'{day}, {", ".join(always) or "unbounded"} of its free drifted nodes at a time (budget `nodes: "0"` '
+            f"schedule `{b['schedule']}` for {b.get('duration')} outside it)"
         )
     return f"any time, {', '.join(always)} node(s) at a time (no window)"
 
