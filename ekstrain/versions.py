@@ -96,7 +96,12 @@ def support_warning(version: str, today: dt.date) -> str | None:
         return (
             f"Kubernetes {version} leaves EKS standard support on {release.standard_support_end} ({left} days); "
             f"extended support then costs extra until {release.extended_support_end}. Plan the upgrade to "
-            f"{newest_standard(today)} (docs/runbook-upgrade.md)."
+            + (
+                f"{newest_standard(today)} (docs/runbook-upgrade.md)."
+                if newest_standard(today) != version
+                else "the next minor: add its row to ekstrain/versions.py KUBERNETES_RELEASES with its pins "
+                "(docs/runbook-upgrade.md)."
+            )
         )
     if today >= release.extended_support_end:
         return (
@@ -184,9 +189,9 @@ ADDON_SOURCES: dict[str, str] = {
     ),
     "coredns": (
         'EKS user guide, managing-coredns.html "CoreDNS versions": the newest EKS CoreDNS build per Kubernetes '
-        "version (1.31/1.32 v1.11.4, 1.33 v1.12; platform-anchors.md (d)5; 1.34 v1.13.2, 1.35 v1.14.2, 1.36 v1.14.3 "
-        "(EKS Distro v1-36-eks-6) as pinned above); a newer CoreDNS minor than the table's is not published for that version. The page gives no "
-        "oldest build: none is checked"
+        "version (1.31/1.32 v1.11.4, 1.33 v1.12; platform-anchors.md (d)5; 1.34 v1.13.2, 1.35 v1.14.2, "
+        "1.36 v1.14.3 (EKS Distro v1-36-eks-6) as pinned above); a newer CoreDNS minor than the table's is not "
+        "published for that version. The page gives no oldest build: none is checked"
     ),
     "vpc-cni": (
         'EKS user guide, managing-vpc-cni.html "Amazon VPC CNI versions": one version line for every Kubernetes '

@@ -99,3 +99,19 @@ def test_shipped_stacks_pin_every_addon_and_node_group(request: pytest.FixtureRe
     for pool in pools:
         budgets = pool.inputs["spec"]["disruption"]["budgets"]
         assert {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 16 * * *", "duration": "16h"} in budgets
+
+
+def test_the_stack_warns_60_days_before_the_end_of_standard_support() -> None:
+    from conftest import stack_sections
+
+    from ekstrain.stacks.loader import parse
+
+    sections = stack_sections("prod")
+    _, quiet = parse(sections, "Pulumi.prod.yaml", today=dt.date(2027, 6, 2))  # 61 days before 2027-08-02
+    assert not [w for w in quiet if w.startswith("ekstrain:cluster.kubernetesVersion")]
+    _, warnings = parse(sections, "Pulumi.prod.yaml", today=dt.date(2027, 6, 15))
+    assert (
+        "ekstrain:cluster.kubernetesVersion: Kubernetes 1.36 leaves EKS standard support on 2027-08-02 (48 days); "
+        "extended support then costs extra until 2028-08-02. Plan the upgrade to the next minor: add its row to "
+        "ekstrain/versions.py KUBERNETES_RELEASES with its pins (docs/runbook-upgrade.md)."
+    ) in warnings
