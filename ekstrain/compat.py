@@ -104,6 +104,25 @@ OFI_NCCL: dict[str, tuple[str, str, str]] = {
     "1.16.2": ("2.17.1", "2.27.6", "1.22.0amzn4.0"),
 }
 OFI_SOURCE = "aws-ofi-nccl RELEASENOTES.md"
+# Amazon EC2 user guide, "Elastic Fabric Adapter release notes" (efa-changelog.html): the libfabric each EFA installer
+# ships (1.43.2 only moved libnccl-ofi to 1.16.3; 1.43.1 upgraded libfabric to 2.1.0amzn5.0).
+EFA_INSTALLER_LIBFABRIC: dict[str, str] = {
+    "1.40.0": "2.1.0amzn2.0",
+    "1.41.0": "2.1.0amzn2.0",
+    "1.42.0": "2.1.0amzn3.0",
+    "1.43.0": "2.1.0amzn4.0",
+    "1.43.1": "2.1.0amzn5.0",
+    "1.43.2": "2.1.0amzn5.0",
+}
+EFA_SOURCE = "EC2 user guide, Elastic Fabric Adapter release notes (efa-changelog.html)"
+
+
+def _libfabric(version: str) -> tuple[int, ...]:
+    """'2.1.0amzn5.0' -> (2, 1, 0, 5, 0): AWS's libfabric builds order by upstream version, then amzn build."""
+    upstream, _, amzn = version.partition("amzn")
+    return _v(upstream) + (_v(amzn) if amzn else (0,))
+
+
 # Neuron SDK 2.28.1 release notes: "Neuron Driver — Fixed a Neuron Runtime driver compatibility issue with Linux kernel
 # 6.18"; Neuron 2.30.0 (May 2026) lists driver 2.28.0.0, so every driver from 2.28.0 carries that fix.
 NEURON_MIN_DRIVER_BY_KERNEL = {"6.18": "2.28.0"}
@@ -281,15 +300,17 @@ def table(p: Pins) -> list[Row]:
             )
         )
         if efa and known:
-            # The EFA installer bundles libfabric; the installer's libfabric is not in the sources read.
+            libfabric = EFA_INSTALLER_LIBFABRIC.get(efa.group(1))
             rows.append(
                 Row(
-                    f"EFA installer {efa.group(1)} libfabric",
-                    efa.group(1),
+                    f"EFA installer {efa.group(1)} (NCCL_TESTS_IMAGE)",
+                    f"libfabric {libfabric or 'unknown'}",
                     f"aws-ofi-nccl {ofi.group(1)}",
                     f"libfabric >= {known[2]}",
-                    OFI_SOURCE + " (the installer's libfabric version: not in the sources read, not checked)",
-                    None,
+                    f"{OFI_SOURCE}; {EFA_SOURCE}",
+                    None if libfabric is None else _libfabric(libfabric) >= _libfabric(known[2]),
+                    "ekstrain/versions.py NCCL_TESTS_IMAGE",
+                    f"use an image whose EFA installer ships libfabric {known[2]} or later",
                 )
             )
     floor = NEURON_MIN_DRIVER_BY_KERNEL.get(ami.kernel)

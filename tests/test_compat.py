@@ -104,3 +104,15 @@ def test_chart_table_matches_the_chart_archives() -> None:
         line = next((ln for ln in text.splitlines() if ln.startswith("kubeVersion:")), None)
         declared = line.split(":", 1)[1].strip().strip("'\"") if line else None
         assert compat.CHART_KUBE_VERSION.get(name) == declared, name
+
+
+def test_libfabric_older_than_aws_ofi_nccl_needs_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = {r.component: r for r in compat.table(compat.Pins("1.36"))}
+    assert rows["EFA installer 1.43.2 (NCCL_TESTS_IMAGE)"].version == "libfabric 2.1.0amzn5.0"
+    assert rows["EFA installer 1.43.2 (NCCL_TESTS_IMAGE)"].ok is True
+    # A seeded installer whose libfabric predates what aws-ofi-nccl 1.16.3 needs (1.22.0amzn4.0).
+    monkeypatch.setitem(compat.EFA_INSTALLER_LIBFABRIC, "1.39.9", "1.22.0amzn3.0")
+    image = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.39.9-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
+    key, problem, fix = _one(compat.Pins("1.36", nccl_tests_image=image))
+    assert "EFA installer 1.39.9" in problem and "libfabric 1.22.0amzn3.0" in problem and "1.22.0amzn4.0" in problem
+    assert "efa-changelog" in problem and "libfabric 1.22.0amzn4.0 or later" in fix
