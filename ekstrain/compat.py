@@ -126,6 +126,7 @@ def _libfabric(version: str) -> tuple[int, ...]:
 # Neuron SDK 2.28.1 release notes: "Neuron Driver — Fixed a Neuron Runtime driver compatibility issue with Linux kernel
 # 6.18"; Neuron 2.30.0 (May 2026) lists driver 2.28.0.0, so every driver from 2.28.0 carries that fix.
 NEURON_MIN_DRIVER_BY_KERNEL = {"6.18": "2.28.0"}
+NEURON_RUNTIME2_MIN_DRIVER = "2.0"
 NEURON_SOURCE = "Neuron SDK 2.28.1 release notes (driver fix for kernel 6.18); 2.30.0 component table (driver 2.28.0.0)"
 
 
@@ -326,10 +327,25 @@ def table(p: Pins) -> list[Row]:
             f"pin an AMI release with aws-neuronx-dkms {floor} or newer",
         )
     )
+    # Neuron runtime FAQ ("What will happen if I upgrade Neuron Framework without upgrading ... driver?"): Runtime 2.x
+    # (libnrt.so, every SDK 2.x image) fails at nrt_init with "This runtime requires Neuron Driver version 2.0 or
+    # greater". No finer floor per SDK is published (component tables list the driver shipped, not the oldest).
+    image = versions.NEURON_TRAINING_IMAGE.rsplit(":", 1)[-1]
     rows.append(
         Row(
-            "Neuron images / device plugin (neuron-helm-chart "
-            f"{p.chart('neuron-helm-chart')}, {versions.NEURON_TRAINING_IMAGE.rsplit(':', 1)[-1]})",
+            f"NEURON_TRAINING_IMAGE Neuron runtime 2.x ({image})",
+            image,
+            f"AMI {ami.release} Neuron driver {ami.neuron_driver}",
+            f"driver >= {NEURON_RUNTIME2_MIN_DRIVER}",
+            "Neuron runtime FAQ (nrt_init: requires Neuron Driver 2.0 or greater)",
+            _v(ami.neuron_driver) >= _v(NEURON_RUNTIME2_MIN_DRIVER),
+            "ekstrain:versions.amiAliasVersion",
+            f"pin an AMI release with aws-neuronx-dkms {NEURON_RUNTIME2_MIN_DRIVER} or newer",
+        )
+    )
+    rows.append(
+        Row(
+            f"neuron-helm-chart {p.chart('neuron-helm-chart')} (device plugin, scheduler extension)",
             p.chart("neuron-helm-chart"),
             f"Neuron driver {ami.neuron_driver}",
             "no published driver floor in the sources read",

@@ -116,3 +116,10 @@ def test_libfabric_older_than_aws_ofi_nccl_needs_is_refused(monkeypatch: pytest.
     key, problem, fix = _one(compat.Pins("1.36", nccl_tests_image=image))
     assert "EFA installer 1.39.9" in problem and "libfabric 1.22.0amzn3.0" in problem and "1.22.0amzn4.0" in problem
     assert "efa-changelog" in problem and "libfabric 1.22.0amzn4.0 or later" in fix
+
+
+def test_a_neuron_driver_older_than_runtime_2_is_refused() -> None:
+    ami = compat.AmiContents("v20200101", "6.1", "580.159.03", "1.12.2.0", "1.19.1")
+    key, problem, fix = _one(compat.Pins("1.32", ami=ami))
+    assert "Neuron runtime 2.x" in problem and "Neuron driver 1.12.2.0" in problem and "driver >= 2.0" in problem
+    assert key == "ekstrain:versions.amiAliasVersion" and "aws-neuronx-dkms 2.0" in fix
