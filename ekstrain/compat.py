@@ -386,8 +386,9 @@ def summary_lines(p: Pins) -> list[str]:
     ]
 
 
-def calendar_lines(kubernetes: str, today: dt.date) -> list[str]:
-    """The stack's place on the EKS support calendar, for SUMMARY.md."""
+def calendar_lines(kubernetes: str, today: dt.date, pins: Pins | None = None) -> list[str]:
+    """The stack's place on the EKS support calendar, for SUMMARY.md; with ``pins``, what blocks the move to the
+    newest version in standard support (each component with the version that would unblock it)."""
     release = versions.KUBERNETES_RELEASES[kubernetes]
     left = versions.standard_support_days_left(kubernetes, today)
     newest = versions.newest_standard(today)
@@ -396,7 +397,14 @@ def calendar_lines(kubernetes: str, today: dt.date) -> list[str]:
         if left > 0
         else f"past standard support since {release.standard_support_end} (extended support costs extra)"
     )
-    return [
+    out = [
         f"- Kubernetes {kubernetes} on {today}: {state}; extended support ends {release.extended_support_end}"
         + (f"; newest in standard support: {newest} (docs/runbook-upgrade.md)" if newest != kubernetes else ""),
     ]
+    if pins is not None and newest != kubernetes:
+        blocking = blockers(pins, newest)
+        out.append(
+            f"- Moving to {newest}: "
+            + ("; ".join(blocking) if blocking else "no pinned component blocks it (ekstrain/compat.py)")
+        )
+    return out

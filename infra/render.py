@@ -649,7 +649,7 @@ def write(
             *(f"- {w}" for w in warnings or ["none"]),
             "",
             "## Support calendar",
-            *compat.calendar_lines(cfg.cluster.kubernetes_version, dt.date.today()),
+            *compat.calendar_lines(cfg.cluster.kubernetes_version, dt.date.today(), rules.compat_pins(cfg)),
             "",
             "## Partitions",
             f"(on-demand list prices as of {catalog.PRICES_AS_OF}; {catalog.PRICES_SOURCE})",

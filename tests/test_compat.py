@@ -123,3 +123,15 @@ def test_a_neuron_driver_older_than_runtime_2_is_refused() -> None:
     key, problem, fix = _one(compat.Pins("1.32", ami=ami))
     assert "Neuron runtime 2.x" in problem and "Neuron driver 1.12.2.0" in problem and "driver >= 2.0" in problem
     assert key == "ekstrain:versions.amiAliasVersion" and "aws-neuronx-dkms 2.0" in fix
+
+
+def test_the_calendar_names_what_blocks_the_newest_version() -> None:
+    old = compat.Pins("1.35", {"karpenter": "1.10.0", "karpenter-crd": "1.10.0"})
+    lines = compat.calendar_lines("1.35", TODAY, old)
+    assert lines[0].startswith("- Kubernetes 1.35 on 2026-12-06: 111 days left in standard support (until 2027-03-27)")
+    assert lines[1].startswith("- Moving to 1.36: ekstrain:versions.charts.karpenter: karpenter 1.10.0")
+    assert "1.13.0 or later" in lines[1]
+    assert compat.calendar_lines("1.35", TODAY, compat.Pins("1.35"))[1] == (
+        "- Moving to 1.36: no pinned component blocks it (ekstrain/compat.py)"
+    )
+    assert len(compat.calendar_lines("1.36", TODAY, compat.Pins("1.36"))) == 1
