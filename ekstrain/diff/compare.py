@@ -216,12 +216,14 @@ def _flags(
             if drift:
                 pool = r.inputs if type_.endswith(":NodePool") else node_pools.get(str(_get(r.inputs, "metadata.name")))
                 held = _held_by_budget(pool) if pool is not None else False
+                window = upgrade.window_text(pool) if pool is not None and not held else ""
                 out.append(
                     Flag(
                         TRAINING_NODES,
                         f"Karpenter drift ({', '.join(drift[:3])}{', ...' if len(drift) > 3 else ''}): "
                         "nodes are replaced"
-                        + ('; held by the NodePool\'s drift budget `nodes: "0"` (roll between jobs)' if held else ""),
+                        + ('; held by the NodePool\'s drift budget `nodes: "0"` (roll between jobs)' if held else "")
+                        + (f"; {window}" if window.startswith("rolls in the window") else ""),
                     )
                 )
     if (
