@@ -106,7 +106,10 @@ class ClusterArgs:
     """@default 100 GiB encrypted gp3 root volume per system node."""
     addon_versions: Mapping[str, str | None] = field(default_factory=dict)
     """@default none: EKS's default version of every add-on. EKS add-on name -> version; None lets EKS
-    choose its default for the Kubernetes version."""
+    choose its default for the Kubernetes version (the render refuses it: infra/verify/pins.py)."""
+    system_release_version: str | None = None
+    """@default none: EKS picks the newest AMI release when the group is created. The system node group's AMI
+    release (``<kubelet>-<date>``, ekstrain/versions.py SYSTEM_NODE_RELEASE_VERSIONS); the render refuses none."""
     tags: Mapping[str, str] = field(default_factory=dict)
     """@default none. Tags on every AWS resource the cluster creates."""
 
@@ -360,6 +363,9 @@ class Cluster(pulumi.ComponentResource):
             # With its own launch template pulumi-eks leaves the version unset (EKS then keeps the version the
             # group was created with): pinned, a kubernetesVersion bump rolls the system nodes too.
             version=args.kubernetes_version,
+            # Pinned: unset, EKS picks the newest AMI release on the day the group is created (EKS NodeGroup
+            # releaseVersion, "Defaults to latest version for Kubernetes version").
+            release_version=args.system_release_version,
             subnet_ids=args.private_subnet_ids,
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                 id=launch_template.id, version=launch_template.latest_version.apply(str)

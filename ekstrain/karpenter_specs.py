@@ -44,6 +44,55 @@ def interruption_queue_name(cluster_name: str) -> str:
     return cluster_name
 
 
+@dataclass(frozen=True)
+class DriftWindow:
+    """When drifted nodes may roll (a node upgrade: new AMI, new Kubernetes version) and how many at once.
+
+    Karpenter applies the most restrictive active budget (NodePool CRD v1.14.1, ``spec.disruption.budgets``: "If
+    there are multiple active budgets, Karpenter uses the most restrictive value"; a budget with ``schedule`` and
+    ``duration`` is active only from each cron match for that long, UTC). There is no "only during" budget, so the
+    window is written as its complement: ``nodes: "0"`` for Drifted from the window's end for the rest of the period,
+    plus ``nodes`` for Drifted always; inside the window only the second is active."""
+
+    schedule: str
+    """Cron (UTC) of the window's start: ``M H * * *`` (daily) or ``M H * * D`` (weekly, D in 0-6)."""
+    duration_minutes: int
+    """How long the window stays open."""
+    nodes: str = "1"
+    """Drifted nodes a NodePool may replace at once inside the window (a count or a percentage)."""
+    gang_grace: str | None = None
+    """None: nodes running a job's pods (``karpenter.sh/do-not-disrupt``) never drift. Set (opt-in), the NodePool's
+    ``terminationGracePeriod``: Karpenter drains such a node anyway once that long has passed (its docs:
+    do-not-disrupt pods are respected "until the terminationGracePeriod is reached")."""
+
+    @property
+    def period_minutes(self) -> int:
+        return 7 * 24 * 60 if self.schedule.split()[4] != "*" else 24 * 60
+
+    def start_minute(self) -> int:
+        """Minutes from the period's start (Sunday 00:00 for weekly, 00:00 for daily) to the window's start."""
+        minute, hour, _, _, dow = self.schedule.split()
+        return (int(dow) * 24 * 60 if dow != "*" else 0) + int(hour) * 60 + int(minute)
+
+    def closed_budget(self) -> dict[str, Any]:
+        """The ``nodes: "0"`` Drifted budget active from the window's end until its next start."""
+        end = (self.start_minute() + self.duration_minutes) % self.period_minutes
+        dow = self.schedule.split()[4]
+        day = "*" if dow == "*" else str(end // (24 * 60))
+        rest = self.period_minutes - self.duration_minutes
+        hours, minutes = divmod(rest, 60)
+        return {
+            "nodes": "0",
+            "reasons": ["Drifted"],
+            "schedule": f"{end % 60} {(end // 60) % 24} * * {day}",
+            "duration": f"{hours}h{minutes}m" if minutes else f"{hours}h",
+        }
+
+    def is_open(self, minute_of_period: float) -> bool:
+        """Whether the window is open ``minute_of_period`` minutes after the period's start."""
+        return (minute_of_period - self.start_minute()) % self.period_minutes < self.duration_minutes
+
+
 @dataclass(frozen=True, kw_only=True)
 class PartitionSpec:
     """Everything the manifests of one partition depend on."""
@@ -84,6 +133,9 @@ class PartitionSpec:
     """@default latest; pin per stack (a new AMI drifts every node)."""
     pool_name: str | None = None
     """NodePool/EC2NodeClass name; @default the partition name (set per layout by :func:`layout_specs`)."""
+    drift_window: DriftWindow | None = None
+    """@default none: drifted nodes never roll while they run anything (budget ``nodes: "0"`` for Drifted); set, they
+    roll inside the window (``ekstrain:maintenance``)."""
 
     @property
     def resource_name(self) -> str:
@@ -136,16 +188,26 @@ def disruption(spec: PartitionSpec) -> dict[str, Any]:
       or a cheaper shape never replaces a node with a job on it (drift is rolled out by an operator
       between jobs, see docs/partitions.md); with WhenEmpty, Underutilized never fires, the budget
       makes that explicit;
-    - ``Empty`` nodes may all go at once after ``consolidateAfter``: nothing runs on them.
+    - ``Empty`` nodes may all go at once after ``consolidateAfter``: nothing runs on them;
+    - with a maintenance window (:class:`DriftWindow`), Drifted nodes roll inside it, ``nodes`` at a time, and
+      never outside it; nodes running a job's pods still wait for the job (do-not-disrupt) unless the stack opted in.
     """
     return {
         "consolidationPolicy": "WhenEmpty",
         "consolidateAfter": spec.consolidate_after,
-        "budgets": [
-            {"nodes": "0", "reasons": ["Drifted", "Underutilized"]},
-            {"nodes": "100%", "reasons": ["Empty"]},
-        ],
+        "budgets": _budgets(spec.drift_window),
     }
+
+
+def _budgets(window: DriftWindow | None) -> list[dict[str, Any]]:
+    if window is None:
+        return [{"nodes": "0", "reasons": ["Drifted", "Underutilized"]}, {"nodes": "100%", "reasons": ["Empty"]}]
+    return [
+        {"nodes": "0", "reasons": ["Underutilized"]},
+        {"nodes": "100%", "reasons": ["Empty"]},
+        {"nodes": window.nodes, "reasons": ["Drifted"]},
+        window.closed_budget(),
+    ]
 
 
 def requirements(spec: PartitionSpec) -> list[dict[str, Any]]:
@@ -177,7 +239,13 @@ def node_pool(spec: PartitionSpec) -> dict[str, Any]:
                 "startupTaints": [dict(health_gate.STARTUP_TAINT)],
                 # Expiry is forceful and ignores budgets and do-not-disrupt: never for training.
                 "expireAfter": "Never",
-                # No terminationGracePeriod: it would let drift evict do-not-disrupt training pods.
+                # No terminationGracePeriod unless the stack opted in (DriftWindow.gang_grace): it lets drift evict
+                # do-not-disrupt training pods once it has passed.
+                **(
+                    {"terminationGracePeriod": spec.drift_window.gang_grace}
+                    if spec.drift_window and spec.drift_window.gang_grace
+                    else {}
+                ),
             },
         },
         "limits": limits(spec),
@@ -319,6 +387,9 @@ class HelperPoolSpec:
     """@default latest; pin per stack like the partitions."""
     consolidate_after: str = "5m"
     """@default 5m empty before removal: helpers come and go with jobs."""
+    drift_window: DriftWindow | None = None
+    """@default none: drifted helper nodes never roll while busy; set, the partitions' window
+    (``ekstrain:maintenance``)."""
 
 
 def helper_node_pool(spec: HelperPoolSpec) -> dict[str, Any]:
@@ -347,10 +418,7 @@ def helper_node_pool(spec: HelperPoolSpec) -> dict[str, Any]:
             "disruption": {
                 "consolidationPolicy": "WhenEmpty",
                 "consolidateAfter": spec.consolidate_after,
-                "budgets": [
-                    {"nodes": "0", "reasons": ["Drifted", "Underutilized"]},
-                    {"nodes": "100%", "reasons": ["Empty"]},
-                ],
+                "budgets": _budgets(spec.drift_window),
             },
         },
     }

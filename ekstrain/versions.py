@@ -23,7 +23,11 @@ class KubernetesRelease:
 
 # The EKS Kubernetes release calendar (docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html;
 # 14 months of standard support, then 12 of extended). 1.31-1.33 from platform-anchors.md (d)5; 1.34
-# released 2025-10-02; 1.35 released 2026-01-27 (standard to 2027-03-27, extended to 2028-03-27).
+# released 2025-10-02; 1.35 released 2026-01-27 (standard to 2027-03-27, extended to 2028-03-27). 1.36: on EKS
+# 2026-06-02, standard support to 2027-08-02 (EKS user guide kubernetes-versions-standard.html lists "Kubernetes
+# 1.36 is now available in Amazon EKS"; the dates as quoted from the EKS calendar in devopsdreams.blogspot.com
+# 2026/08 "Kubernetes 1.36 on Amazon EKS"), extended to 2028-08-02 (the calendar's 12 months after standard; the
+# first 1.36 AL2023 AMIs are amazon-eks-ami v20260610).
 # Which versions a stack may use follows from these dates and the day it is validated: see
 # :func:`window`. Add a row here when EKS publishes a new version (and its Neuron scheduler tag below).
 KUBERNETES_RELEASES: dict[str, KubernetesRelease] = {
@@ -34,12 +38,13 @@ KUBERNETES_RELEASES: dict[str, KubernetesRelease] = {
         KubernetesRelease("1.33", dt.date(2025, 5, 29), dt.date(2026, 7, 29), dt.date(2027, 7, 29)),
         KubernetesRelease("1.34", dt.date(2025, 10, 2), dt.date(2026, 12, 2), dt.date(2027, 12, 2)),
         KubernetesRelease("1.35", dt.date(2026, 1, 27), dt.date(2027, 3, 27), dt.date(2028, 3, 27)),
+        KubernetesRelease("1.36", dt.date(2026, 6, 2), dt.date(2027, 8, 2), dt.date(2028, 8, 2)),
     )
 }
 KNOWN_KUBERNETES_VERSIONS = tuple(KUBERNETES_RELEASES)
 SUPPORTED_KUBERNETES_VERSIONS = KNOWN_KUBERNETES_VERSIONS
 """Versions the program has facts for (add-ons, scheduler tags); :func:`window` decides which a stack may use."""
-DEFAULT_KUBERNETES_VERSION = "1.35"
+DEFAULT_KUBERNETES_VERSION = "1.36"
 """For new stacks and prod: the newest version in EKS standard support."""
 
 
@@ -66,19 +71,48 @@ def unsupported_reason(version: str, today: dt.date) -> str | None:
     return None
 
 
+STANDARD_SUPPORT_WARNING_DAYS = 60
+"""EKS announces the end of standard support at least 60 days ahead (kubernetes-versions.html, "Am I notified when
+standard support is ending"): the render warns from the same day on, so the upgrade is planned, not forced."""
+
+
+def standard_support_days_left(version: str, today: dt.date) -> int:
+    """Days from ``today`` to the end of EKS standard support of ``version`` (negative once past it)."""
+    return (KUBERNETES_RELEASES[version].standard_support_end - today).days
+
+
+def newest_standard(today: dt.date) -> str:
+    """The newest version in EKS standard support on ``today`` (the default when none is)."""
+    standard, _ = window(today)
+    return standard[-1] if standard else DEFAULT_KUBERNETES_VERSION
+
+
 def support_warning(version: str, today: dt.date) -> str | None:
-    """A one-line warning when ``version`` is past EKS standard support on ``today``."""
+    """A one-line warning when ``version`` is past EKS standard support on ``today``, or within
+    :data:`STANDARD_SUPPORT_WARNING_DAYS` of its end."""
     release = KUBERNETES_RELEASES[version]
+    left = standard_support_days_left(version, today)
+    if 0 < left <= STANDARD_SUPPORT_WARNING_DAYS:
+        return (
+            f"Kubernetes {version} leaves EKS standard support on {release.standard_support_end} ({left} days); "
+            f"extended support then costs extra until {release.extended_support_end}. Plan the upgrade to "
+            + (
+                f"{newest_standard(today)} (docs/runbook-upgrade.md)."
+                if newest_standard(today) != version
+                else "the next minor: add its row to ekstrain/versions.py KUBERNETES_RELEASES with its pins "
+                "(docs/runbook-upgrade.md)."
+            )
+        )
     if today >= release.extended_support_end:
         return (
             f"Kubernetes {version} left EKS extended support on {release.extended_support_end}; "
-            f"EKS upgrades such clusters automatically. Move to {DEFAULT_KUBERNETES_VERSION}."
+            f"EKS upgrades such clusters automatically. Move to {newest_standard(today)}."
         )
     if today >= release.standard_support_end:
         return (
             f"Kubernetes {version} is past EKS standard support (ended {release.standard_support_end}); "
             f"extended support costs extra and ends {release.extended_support_end}. "
-            f"Move to {DEFAULT_KUBERNETES_VERSION}."
+            f"Move to {newest_standard(today)}."
         )
     return None
 
@@ -92,10 +126,18 @@ DEFAULT_ADDON_VERSIONS: dict[str, str | None] = {
     "vpc-cni": "v1.20.1-eksbuild.3",
     "coredns": None,
     "kube-proxy": None,
-    "eks-pod-identity-agent": None,
-    "aws-ebs-csi-driver": None,
-    "eks-node-monitoring-agent": None,  # components/node_health.py: node conditions for Karpenter NodeRepair
+    # aws/eks-hybrid#763 and public 1.36 Terraform defaults pin v1.3.x builds; v1.3.10-eksbuild.3 is the newest
+    # such build found pinned for a 1.36 cluster (its module README: "latest compatible" for 1.36).
+    "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
+    # mitodl/ol-infrastructure#5959 (2026-09-21): "v1.66.0-eksbuild.1, the version AWS currently marks
+    # defaultVersion for Kubernetes 1.36"; EBS CSI builds run on every supported minor (EKS checks at CreateAddon).
+    "aws-ebs-csi-driver": "v1.66.0-eksbuild.1",
+    # components/node_health.py: node conditions for Karpenter NodeRepair. The agent's chart 1.7.0
+    # (shared/upstream/chart-src) ships image eks-node-monitoring-agent:v1.7.0-eksbuild.1 (shared/upstream/SOURCES.md).
+    "eks-node-monitoring-agent": "v1.7.0-eksbuild.1",
 }
+"""Every add-on carries a version at apply time: with none, EKS installs its default of the day of the first
+``pulumi up`` and a later ``up`` changes nothing while new clusters differ (infra/verify/pins.py refuses one)."""
 
 # Per-Kubernetes-version add-on pins where EKS's add-on table gives one (coredns and kube-proxy are built per
 # minor version; the EKS CoreDNS page lists v1.14.2-eksbuild.4 as the 1.35 build, the kube-proxy page
@@ -103,12 +145,18 @@ DEFAULT_ADDON_VERSIONS: dict[str, str | None] = {
 # kube-proxy must be pinned: unpinned, pulumi-eks resolves getAddonVersion(mostRecent) on every run (its
 # cluster.ts), so an unchanged `pulumi up` updates it whenever EKS ships a build. Missing entries fall
 # back to DEFAULT_ADDON_VERSIONS; a stack's ekstrain:versions.addons wins over both.
+# 1.31/1.32 CoreDNS: v1.11.4-eksbuild.2 (the EKS CoreDNS table's 1.31/1.32 line v1.11.4, as clusters pin it).
+# 1.36: coredns v1.14.3 and kube-proxy v1.36 are EKS Distro v1-36-eks-6's builds (github.com/aws/eks-distro/
+# releases/tag/v1-36-eks-6); the eksbuild suffixes and vpc-cni v1.22.3-eksbuild.1 are what public 1.36 clusters pin
+# ("latest compatible with 1.36" in their module defaults). Confirm with `aws eks describe-addon-versions
+# --kubernetes-version 1.36` before the first apply: EKS refuses an unknown build at CreateAddon/UpdateAddon.
 ADDON_VERSIONS_BY_KUBERNETES: dict[str, dict[str, str]] = {
-    "1.31": {"kube-proxy": "v1.31.14-eksbuild.9"},
-    "1.32": {"kube-proxy": "v1.32.13-eksbuild.5"},
+    "1.31": {"coredns": "v1.11.4-eksbuild.2", "kube-proxy": "v1.31.14-eksbuild.9"},
+    "1.32": {"coredns": "v1.11.4-eksbuild.2", "kube-proxy": "v1.32.13-eksbuild.5"},
     "1.33": {"coredns": "v1.12.4-eksbuild.1", "kube-proxy": "v1.33.10-eksbuild.2"},
     "1.34": {"coredns": "v1.13.2-eksbuild.7", "kube-proxy": "v1.34.6-eksbuild.2"},
     "1.35": {"coredns": "v1.14.2-eksbuild.4", "kube-proxy": "v1.35.3-eksbuild.2"},
+    "1.36": {"coredns": "v1.14.3-eksbuild.3", "kube-proxy": "v1.36.0-eksbuild.9", "vpc-cni": "v1.22.3-eksbuild.1"},
 }
 
 
@@ -141,9 +189,9 @@ ADDON_SOURCES: dict[str, str] = {
     ),
     "coredns": (
         'EKS user guide, managing-coredns.html "CoreDNS versions": the newest EKS CoreDNS build per Kubernetes '
-        "version (1.31/1.32 v1.11.4, 1.33 v1.12; platform-anchors.md (d)5; 1.34 v1.13.2, 1.35 v1.14.2 as pinned "
-        "above); a newer CoreDNS minor than the table's is not published for that version. The page gives no "
-        "oldest build: none is checked"
+        "version (1.31/1.32 v1.11.4, 1.33 v1.12; platform-anchors.md (d)5; 1.34 v1.13.2, 1.35 v1.14.2, "
+        "1.36 v1.14.3 (EKS Distro v1-36-eks-6) as pinned above); a newer CoreDNS minor than the table's is not "
+        "published for that version. The page gives no oldest build: none is checked"
     ),
     "vpc-cni": (
         'EKS user guide, managing-vpc-cni.html "Amazon VPC CNI versions": one version line for every Kubernetes '
@@ -159,7 +207,7 @@ ADDON_SOURCES: dict[str, str] = {
 Chart.yaml), which every supported Kubernetes version meets and ``helm template --kube-version`` enforces."""
 ADDON_SOURCE_NAMES = {"kube-proxy": "Kubernetes version skew policy", "coredns": "EKS user guide, CoreDNS versions"}
 """The short name of each bound's source, for messages."""
-_COREDNS_NEWEST = {"1.31": (1, 11), "1.32": (1, 11), "1.33": (1, 12), "1.34": (1, 13), "1.35": (1, 14)}
+_COREDNS_NEWEST = {"1.31": (1, 11), "1.32": (1, 11), "1.33": (1, 12), "1.34": (1, 13), "1.35": (1, 14), "1.36": (1, 14)}
 
 
 def _minor(version: str) -> tuple[int, int]:
@@ -330,6 +378,7 @@ NEURON_CUSTOM_SCHEDULER_TAGS: dict[str, str] = {
     "1.33": "v1.33.3-eks-1-33-10",
     "1.34": "v1.33.3-eks-1-33-10",
     "1.35": "v1.35.6-eks-1-35-12",  # kube-scheduler of EKS Distro release v1-35-eks-12
+    "1.36": "v1.36.2-eks-1-36-6",  # kube-scheduler of EKS Distro release v1-36-eks-6 (its release manifest)
 }
 
 # Operators published as plain manifests, not charts.
@@ -391,7 +440,29 @@ AMI_ALIAS_VERSIONS: dict[str, str] = {
     "1.33": "v20261119",
     "1.34": "v20261119",
     "1.35": "v20261119",
+    "1.36": "v20261119",
 }
+
+# The system managed node group's AMI release (EKS NodeGroup releaseVersion, "<kubelet>-<date>"): unpinned, EKS
+# picks the newest release on the day the group is created, so two stacks created a week apart run different
+# kernels and drivers. The release versions of amazon-eks-ami v20260714 (CHANGELOG.md, "Kubernetes 1.3x" tables,
+# AL2023_x86_64_STANDARD), the newest release notes stored with their release versions: v20261119's notes (the
+# Karpenter pin above) were not available with their kubelet patch versions.
+SYSTEM_NODE_RELEASE_VERSIONS: dict[str, str] = {
+    "1.31": "1.31.14-20260714",
+    "1.32": "1.32.13-20260714",
+    "1.33": "1.33.13-20260714",
+    "1.34": "1.34.9-20260714",
+    "1.35": "1.35.6-20260714",
+    "1.36": "1.36.2-20260714",
+}
+
+
+def system_node_release_version(kubernetes_version: str) -> str | None:
+    """The pinned AMI release of the system node group for ``kubernetes_version`` (None: no pin known)."""
+    return SYSTEM_NODE_RELEASE_VERSIONS.get(kubernetes_version)
+
+
 AMI_RELEASES_WITH_KNOWN_DEFECTS: dict[str, str] = {
     "v20260930": "kernel 6.12.110 may panic on Kubernetes 1.31-1.35 (amazon-eks-ami #2845; fixed in v20261012)",
     "v20261003": "kernel 6.12.110 may panic on Kubernetes 1.31-1.35 (amazon-eks-ami #2845; fixed in v20261012)",

@@ -114,6 +114,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
                 name: cfg.versions.addon(name, c.kubernetes_version)
                 for name in ("vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent", "aws-ebs-csi-driver")
             },
+            system_release_version=versions.system_node_release_version(c.kubernetes_version),
             tags=tags,
         ),
     )
@@ -187,6 +188,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
             labels=p.labels,
             team=cfg.team_of(p.name) if cfg.cost.enabled else None,
             ami_alias_version=cfg.versions.ami_alias_version,
+            drift_window=cfg.maintenance.drift_window(),
         )
         gated.append(spec)
         partition = Partition(
@@ -225,6 +227,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
                 cluster_name=c.name,
                 availability_zone=cfg.network.training_availability_zone,
                 ami_alias_version=cfg.versions.ami_alias_version,
+                drift_window=cfg.maintenance.drift_window(),
             ),
             node_role_name=karpenter.node_role_name,
             cluster_security_group_id=cluster.cluster_security_group_id,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
+import datetime as dt
 import functools
 import hashlib
 import importlib.util
@@ -29,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from ekstrain import argocd, catalog, lock, names, storage_sizing, validation, versions
+from ekstrain import argocd, catalog, compat, lock, names, storage_sizing, validation, versions
 from ekstrain.assembly.schedulers.slurm import standing_nodes
 from ekstrain.contracts import kinds
 from ekstrain.infra import offline, replay
@@ -44,6 +45,7 @@ from ekstrain.infra.verify import (
     images,
     imports,
     order,
+    pins,
     policy,
     protected,
     rbac,
@@ -56,7 +58,7 @@ from ekstrain.infra.verify import (
 from ekstrain.pages import render_page
 from ekstrain.partitions import layout_nodes, shape
 from ekstrain.paths import helm_fix, upstream_fix
-from ekstrain.stacks import loop_rules
+from ekstrain.stacks import loop_rules, rules
 from ekstrain.stacks.loader import SECRET_PLACEHOLDER
 from ekstrain.stacks.models import StackConfig
 
@@ -387,6 +389,7 @@ def _run_checks(
         ("credentials", lambda: secrets.check_recording(rec)),
         ("imports", lambda: imports.check_recording(rec)),
         ("protected data", lambda: protected.check_recording(rec)),
+        ("pins", lambda: pins.check_recording(rec)),
     ):
         with stages.stage(name):
             aws_checks.append(check_of())
@@ -660,6 +663,9 @@ def write(
             "## Warnings",
             *(f"- {w}" for w in warnings or ["none"]),
             "",
+            "## Support calendar",
+            *compat.calendar_lines(cfg.cluster.kubernetes_version, dt.date.today(), rules.compat_pins(cfg)),
+            "",
             "## Partitions",
             f"(on-demand list prices as of {catalog.PRICES_AS_OF}; {catalog.PRICES_SOURCE})",
             "",
@@ -681,6 +687,9 @@ def write(
             *image_lines(checks),
             "## Creation order (first `pulumi up`: what the dependency graph lets the engine create in each stage)",
             table(order_rows) if order_rows else "(not computed: the charts were not rendered)\n",
+            "## Compatibility of the pinned components (ekstrain/compat.py: each bound with its source)",
+            *compat.summary_lines(rules.compat_pins(cfg)),
+            "",
             "## Checks",
             checks_table(checks),
             (

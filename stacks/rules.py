@@ -13,6 +13,7 @@ from typing import Any
 
 from ekstrain import (
     catalog,
+    compat,
     efa,
     karpenter_specs,
     names,
@@ -56,6 +57,7 @@ def check(cfg: StackConfig, today: dt.date | None = None) -> tuple[list[ConfigIs
     warnings += team_warnings(cfg)
     errors += _cost(cfg)
     errors += _versions(cfg)
+    errors += _compat(cfg)
     errors += _kms_keys(cfg)
     hub_errors, hub_warnings = _jupyterhub(cfg)
     errors += hub_errors
@@ -92,6 +94,21 @@ def check(cfg: StackConfig, today: dt.date | None = None) -> tuple[list[ConfigIs
     return errors, warnings
 
 
+def compat_pins(cfg: StackConfig) -> compat.Pins:
+    """The versions this stack applies, for the compatibility table (ekstrain/compat.py)."""
+    k8s = cfg.cluster.kubernetes_version
+    return compat.Pins(
+        k8s,
+        {name: cfg.versions.chart(name).version for name in versions.DEFAULT_CHARTS},
+        {name: cfg.versions.addon(name, k8s) for name in versions.DEFAULT_ADDON_VERSIONS},
+    )
+
+
+def _compat(cfg: StackConfig) -> list[ConfigIssue]:
+    """Every pinned component supports what it runs on (ekstrain/compat.py: each bound with its source)."""
+    return [ConfigIssue(key, problem, fix) for key, problem, fix in compat.problems(compat_pins(cfg))]
+
+
 def _kubernetes_window(cfg: StackConfig, today: dt.date) -> list[ConfigIssue]:
     """The version must be on EKS's calendar today; a pinned AMI must be newer than the version."""
     out = []
@@ -103,7 +120,7 @@ def _kubernetes_window(cfg: StackConfig, today: dt.date) -> list[ConfigIssue]:
             ConfigIssue(
                 "ekstrain:cluster.kubernetesVersion",
                 f"{reason} (as of {today})",
-                f"use {versions.DEFAULT_KUBERNETES_VERSION}; in standard support: "
+                f"use {versions.newest_standard(today)}; in standard support: "
                 f"{', '.join(standard) or 'none'}; in extended support (extra cost): "
                 f"{', '.join(extended) or 'none'}",
             )

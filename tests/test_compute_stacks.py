@@ -125,7 +125,7 @@ def test_prod_device_plugins_run_only_on_their_hardware(prod_recording: Recordin
     assert not {"nodeSelector", "affinity"} & set(neuron["values"]["scheduler"])
     assert neuron["values"]["neuronInstances"] == ["trn1.32xlarge", "trn1n.32xlarge"]
     custom = neuron["values"]["scheduler"]["customScheduler"]
-    assert custom["image"]["tag"].startswith(("v1.34.", "v1.35.")), "kube-scheduler within one minor of 1.35"
+    assert custom["image"]["tag"].startswith(("v1.35.", "v1.36.")), "kube-scheduler within one minor of 1.36"
     assert custom["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
         "matchExpressions"
     ] == [{"key": "ekstrain.io/node-role", "operator": "In", "values": ["system"]}]

@@ -206,7 +206,7 @@ def test_error_text_is_one_readable_report() -> None:
 
 def test_support_warning_dates() -> None:
     release = versions.KUBERNETES_RELEASES["1.32"]
-    assert versions.support_warning("1.32", release.standard_support_end - dt.timedelta(days=1)) is None
+    assert versions.support_warning("1.32", release.standard_support_end - dt.timedelta(days=61)) is None
     assert "standard support" in versions.support_warning("1.32", release.standard_support_end)
     assert "extended support" in versions.support_warning("1.32", release.extended_support_end + dt.timedelta(days=1))
 

@@ -111,12 +111,12 @@ FACTS: list[tuple[str, str, Callable[[], object]]] = [
     ("README.md", "On 2026-12-03: {} is the default", lambda: versions.DEFAULT_KUBERNETES_VERSION),
     (
         "README.md",
-        "kube-proxy add-on builds (1.35: {},",
+        "CoreDNS and kube-proxy builds {},",
         lambda: versions.addon_version("coredns", versions.DEFAULT_KUBERNETES_VERSION),
     ),
     (
         "README.md",
-        ", {}; the others: EKS",
+        ", {}; the others: `ekstrain/versions.py`",
         lambda: versions.addon_version("kube-proxy", versions.DEFAULT_KUBERNETES_VERSION),
     ),
     ("README.md", "(`amiAliasVersion`, 1.35: {})", lambda: versions.AMI_ALIAS_VERSIONS["1.35"]),

@@ -392,13 +392,13 @@ def test_cluster_security_group_rules(deploy: int, ssh: bool, login: int, hub: i
 )
 def test_ami_release_dates(day: dt.date | None) -> None:
     assert day is not None
-    released = versions.KUBERNETES_RELEASES["1.35"].released
+    released = versions.KUBERNETES_RELEASES["1.36"].released
     pin = f"v{day:%Y%m%d}"
     valid = released <= day <= TODAY and pin not in versions.AMI_RELEASES_WITH_KNOWN_DEFECTS
     check("AMI release pin", "dev", _set("versions.amiAliasVersion", pin), valid, "ekstrain:versions.amiAliasVersion")
 
 
-# ---- kube-proxy add-on pins: the version skew policy against the cluster's 1.35 --------------------------------
+# ---- kube-proxy add-on pins: the version skew policy against the cluster's 1.36 --------------------------------
 @RUN
 @given(minor=st.integers(20, 40), patch=st.integers(0, 9), build=st.integers(1, 30))
 def test_kube_proxy_skew(minor: int, patch: int, build: int) -> None:
@@ -407,7 +407,7 @@ def test_kube_proxy_skew(minor: int, patch: int, build: int) -> None:
         "kube-proxy skew",
         "dev",
         _set("versions.addons", {"kube-proxy": pin}),
-        32 <= minor <= 35,
+        33 <= minor <= 36,
         "ekstrain:versions.addons.kube-proxy",
     )
 
@@ -416,7 +416,7 @@ def test_kube_proxy_skew(minor: int, patch: int, build: int) -> None:
 # Oracle, written from the sources rather than from the table: kube-proxy within 3 minors below the cluster (skew
 # policy); CoreDNS no newer than the minor of the newest EKS build listed for the version (EKS CoreDNS versions:
 # 1.31/1.32 v1.11, 1.33 v1.12, 1.34 v1.13, 1.35 v1.14); the other add-ons have no citable bound (left to EKS).
-COREDNS_NEWEST_MINOR = {"1.32": 11, "1.33": 12, "1.34": 13, "1.35": 14}
+COREDNS_NEWEST_MINOR = {"1.32": 11, "1.33": 12, "1.34": 13, "1.35": 14, "1.36": 14}
 
 
 @RUN

@@ -16,7 +16,7 @@ from ekstrain.infra import offline, render
 from ekstrain.infra.verify import admission, charts, order, references, relations
 from ekstrain.infra.verify.pods import Inventory, PodTemplate, inventory, pod_templates, reviewed
 
-PROD_KV = "1.35"
+PROD_KV = "1.36"
 
 
 @pytest.fixture(scope="module")

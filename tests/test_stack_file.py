@@ -50,7 +50,7 @@ NOT_A_STACK_FILE: dict[str, tuple[bytes, str]] = {
         "config.ekstrain:storage.fsx.storageCapacityGiB: inf is not a finite number",
     ),
     ".nan": (_dev_with("maxNodes: 2", "maxNodes: .nan"), "maxNodes: nan is not a finite number"),
-    "date value": (_dev_with('kubernetesVersion: "1.35"', "kubernetesVersion: 2025-01-01"), "is a YAML date"),
+    "date value": (_dev_with('kubernetesVersion: "1.36"', "kubernetesVersion: 2025-01-01"), "is a YAML date"),
     "binary value": (b"config:\n  ekstrain:project: !!binary aGVsbG8=\n", "is a YAML bytes"),
     "python tag": (b"config:\n  ekstrain:project: !!python/object:os.system x\n", "not valid YAML"),
     "huge integer": (_dev_with("maxNodes: 2", "maxNodes: " + "9" * 30), "is out of range"),

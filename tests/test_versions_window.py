@@ -17,10 +17,10 @@ TODAY = dt.date(2026, 12, 3)
 def test_window_on_2026_12_03() -> None:
     # GIVEN the calendar WHEN asked on 2026-12-03 (the day after 1.34's standard support ended)
     standard, extended = versions.window(TODAY)
-    # THEN 1.35 is the only version in standard support, 1.32-1.34 are in extended, 1.31 is gone
-    assert standard == ("1.35",)
+    # THEN 1.35 and 1.36 are in standard support, 1.32-1.34 are in extended, 1.31 is gone
+    assert standard == ("1.35", "1.36")
     assert extended == ("1.32", "1.33", "1.34")
-    assert versions.DEFAULT_KUBERNETES_VERSION == "1.35"
+    assert versions.DEFAULT_KUBERNETES_VERSION == "1.36"
     assert versions.unsupported_reason("1.31", TODAY) == (
         "Kubernetes 1.31 left EKS extended support on 2026-11-26; EKS upgrades such clusters automatically"
     )
@@ -63,16 +63,16 @@ def test_version_past_extended_support_is_refused_with_the_window() -> None:
     issues = _issues({"kubernetesVersion": "1.31", "amiAliasVersion": "v20251120"})
     assert issues == [
         "ekstrain:cluster.kubernetesVersion: Kubernetes 1.31 left EKS extended support on 2026-11-26; "
-        "EKS upgrades such clusters automatically (as of 2026-12-03) / use 1.35; in standard support: "
-        "1.35; in extended support (extra cost): 1.32, 1.33, 1.34"
+        "EKS upgrades such clusters automatically (as of 2026-12-03) / use 1.36; in standard support: "
+        "1.35, 1.36; in extended support (extra cost): 1.32, 1.33, 1.34"
     ]
 
 
 def test_ami_pin_older_than_the_version_is_refused() -> None:
     issues = _issues({"amiAliasVersion": "v20251120"})
     assert issues == [
-        "ekstrain:versions.amiAliasVersion: AMI release v20251120 predates Kubernetes 1.35 on EKS "
-        "(2026-01-27): al2023@v20251120 has no 1.35 image / use amiAliasVersion: v20261119 (or a later "
+        "ekstrain:versions.amiAliasVersion: AMI release v20251120 predates Kubernetes 1.36 on EKS "
+        "(2026-06-02): al2023@v20251120 has no 1.36 image / use amiAliasVersion: v20261119 (or a later "
         "release)"
     ]
 
@@ -91,7 +91,7 @@ def test_extended_support_version_is_accepted_with_a_dated_warning() -> None:
     _, warnings = parse(sections, "Pulumi.prod.yaml", today=TODAY)
     assert (
         "ekstrain:cluster.kubernetesVersion: Kubernetes 1.34 is past EKS standard support (ended 2026-12-02); "
-        "extended support costs extra and ends 2027-12-02. Move to 1.35."
+        "extended support costs extra and ends 2027-12-02. Move to 1.36."
     ) in warnings
 
 

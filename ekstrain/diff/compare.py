@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ekstrain.diff import rules
+from ekstrain.diff import rules, upgrade
 from ekstrain.diff.model import Resource, index
 
 CREATE, UPDATE, REPLACE, DELETE = "create", "update", "replace", "delete"
@@ -71,6 +71,8 @@ class Change:
 class Diff:
     changes: list[Change] = field(default_factory=list)
     unchanged: int = 0
+    upgrade: list[str] = field(default_factory=list)
+    """A Kubernetes minor upgrade in order (ekstrain/diff/upgrade.py); empty when the version is unchanged."""
 
     def count(self, action: str) -> int:
         return sum(1 for c in self.changes if c.action == action)
@@ -214,12 +216,14 @@ def _flags(
             if drift:
                 pool = r.inputs if type_.endswith(":NodePool") else node_pools.get(str(_get(r.inputs, "metadata.name")))
                 held = _held_by_budget(pool) if pool is not None else False
+                window = upgrade.window_text(pool) if pool is not None and not held else ""
                 out.append(
                     Flag(
                         TRAINING_NODES,
                         f"Karpenter drift ({', '.join(drift[:3])}{', ...' if len(drift) > 3 else ''}): "
                         "nodes are replaced"
-                        + ('; held by the NodePool\'s drift budget `nodes: "0"` (roll between jobs)' if held else ""),
+                        + ('; held by the NodePool\'s drift budget `nodes: "0"` (roll between jobs)' if held else "")
+                        + (f"; {window}" if window.startswith("rolls in the window") else ""),
                     )
                 )
     if (
@@ -339,4 +343,5 @@ def compare(old: Sequence[Resource], new: Sequence[Resource]) -> Diff:
             diff.changes.append(
                 Change(k, o.type, o.name, DELETE, flags=_flags(DELETE, o.type, o, None, (), node_pools))
             )
+    diff.upgrade = upgrade.lines(old, new)
     return diff

@@ -29,6 +29,7 @@ def to_json(diff: Diff, old_label: str, new_label: str, allowed: Collection[str]
             {"key": c.key, "action": c.action, "category": f.category, "message": f.message} for c, f in diff.flags()
         ],
         "blocking": blocking(diff, allowed),
+        "upgrade": diff.upgrade,
         "changes": [c.to_dict() for c in diff.changes],
     }
 
@@ -55,6 +56,8 @@ def markdown(diff: Diff, old_label: str, new_label: str, allowed: Collection[str
         state = "allowed" if category in allowed else f"blocks (allow with `--allow {category}`)"
         lines += ["", f"**{category}**: {title} ({state})", ""]
         lines += [f"- {c.action} `{c.type}` `{c.name}`: {f.message}" for c, f in rows]
+    if diff.upgrade:
+        lines += ["", "### Kubernetes upgrade (documented order: docs/runbook-upgrade.md)", "", *diff.upgrade]
     lines += ["", "### Changes", ""]
     if not diff.changes:
         lines.append("no changes")

@@ -404,3 +404,18 @@ def replace_paths(type_: str, custom: bool = True) -> tuple[str, ...]:
 def chart_name(chart: str) -> str:
     """``oci://public.ecr.aws/karpenter/karpenter`` or ``karpenter`` -> ``karpenter``."""
     return chart.rstrip("/").rsplit("/", 1)[-1]
+
+
+# A Kubernetes minor upgrade (ekstrain/diff/upgrade.py lists it in the documented order: EKS user guide
+# update-cluster.html, control plane, then add-ons, then nodes). terraform-provider-aws internal/service/eks/cluster.go:
+# ``version`` is UpdateClusterVersion in place (one minor at a time); addon.go ``addon_version`` is UpdateAddon in
+# place; node_group.go ``version``/``release_version`` are UpdateNodegroupVersion (a rolling replacement of the
+# group's nodes). Karpenter nodes: an EC2NodeClass ``alias: al2023@<version>`` resolves the AMI of the control
+# plane's Kubernetes version (aws/karpenter-provider-aws pkg/providers/amifamily/al2023.go, the SSM parameter
+# /aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/...), so once the control plane runs the new version every
+# node's AMI differs from what the class resolves and it drifts (pkg/cloudprovider/drift.go, AMIDrift) even though no
+# NodePool or EC2NodeClass input changed; the NodePool's Drifted budgets decide when it rolls.
+KUBERNETES_VERSION_INPUT: dict[str, str] = {"eks:index:Cluster": "version", "aws:eks/cluster:Cluster": "version"}
+ADDON_VERSION_INPUT: dict[str, str] = {"aws:eks/addon:Addon": "addonVersion"}
+NODE_GROUP_VERSION_INPUTS: dict[str, tuple[str, ...]] = {"aws:eks/nodeGroup:NodeGroup": ("version", "releaseVersion")}
+AMI_ALIAS_FOLLOWS_CLUSTER_VERSION = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"

@@ -21,6 +21,7 @@ the build. The format (times in hours; docs/simulate.md):
       - {at: 2, kind: preflight-hangs, job: ...}                  # the next node's check never returns
       - {at: 3, kind: preflight-fails-pool, job: ..., windowHours: 3}   # every node of its pool fails for 3 h
       - {at: 4, kind: condition-flap, job: ..., minutes: 3}       # NetworkingReady=False for 3 minutes
+    upgrade: {at: 6, to: "1.36"}    # optional: a Kubernetes minor upgrade while the jobs run (simulate/upgrade.py)
 
 Every mistake is an :class:`~ekstrain.simulate.inputs.InputError` naming the key and the fix (exit 2).
 """
@@ -35,6 +36,7 @@ from typing import Any
 import yaml
 
 from ekstrain import catalog, health_gate, inputs_guard, storage_sizing, yaml12
+from ekstrain.simulate import upgrade
 from ekstrain.simulate.inputs import SAFE_LOADER, InputError, read_file
 from ekstrain.simulate.notebooks import START_TIMEOUT_KEY
 from ekstrain.simulate.quantity import parse
@@ -153,7 +155,11 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
     except OSError as exc:
         raise InputError(where, f"cannot be read ({exc.strerror})", "pass an existing mix file") from None
     doc = _mapping(where, doc)
-    _known(where, doc, ("hours", "checkpointMinutes", "checkpointSaveSeconds", "launchMinutes", "jobs", "faults"))
+    _known(
+        where,
+        doc,
+        ("hours", "checkpointMinutes", "checkpointSaveSeconds", "launchMinutes", "jobs", "faults", "upgrade"),
+    )
     mix = Mix(arrivals=[])
     mix.minutes = int(_number(f"{where}: hours", doc.get("hours", 48), 1, MAX_HOURS) * 60)
     mix.checkpoint_every = _whole(f"{where}: checkpointMinutes", doc.get("checkpointMinutes", 30), 1, 10_000)
@@ -207,6 +213,13 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
                     name = f"sbatch/{(obj.get('metadata') or {}).get('name')}" + (f"#{k + 1}" if count > 1 else "")
                 used = sum(1 for x in mix.arrivals if x.name == name or x.name.startswith(name + " (again"))
                 mix.arrivals.append(Arrival(name if not used else f"{name} (again {used})", obj, start, runs))
+    if "upgrade" in doc:  # a Kubernetes minor upgrade while the jobs run (ekstrain/simulate/upgrade.py)
+        try:
+            mix.upgrade = upgrade.read_entry(f"{where}: upgrade", doc["upgrade"], mix.minutes)
+        except upgrade.UpgradeError as exc:
+            raise InputError(
+                exc.where, exc.problem, 'write `upgrade: {at: <hour>, to: "1.36"}` inside the mix'
+            ) from None
     names = {a.name for a in mix.arrivals}
     faults = doc.get("faults") or []
     if not isinstance(faults, list):
@@ -298,6 +311,8 @@ def platform_facts(build: pathlib.Path, objects_by_kind: dict[str, list[dict[str
     mix.repair = bool(gates.get("nodeRepair")) and agent
     mix.health_rule = "aws.health" in text
     mix.gated_pools = {p["metadata"]["name"] for p in objects_by_kind.get("NodePool", []) if health_gate.gated(p)}
+    if mix.upgrade is not None:
+        upgrade.attach_pools(mix.upgrade, objects_by_kind.get("NodePool", []))
     for pool in objects_by_kind.get("NodePool", []):
         after = ((pool.get("spec") or {}).get("disruption") or {}).get("consolidateAfter", "30m")
         mix.consolidate_minutes[pool["metadata"]["name"]] = _go_minutes(after)

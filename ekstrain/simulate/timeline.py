@@ -156,6 +156,8 @@ class Mix:
     """Condition -> minutes False before the guard taints the node (missing: at once)."""
     recover_minutes: int | None = None
     """Minutes a tainted node's conditions stay True before the guard returns it to service (None: never)."""
+    upgrade: Any = None
+    """A Kubernetes minor upgrade played while jobs run (ekstrain/simulate/upgrade.py ``Upgrade``); None: none."""
 
 
 @dataclass
@@ -805,6 +807,8 @@ class Timeline:
             if f.at == self.now:
                 self.fault(f)
         self.loop_step()
+        if self.mix.upgrade is not None:
+            self.mix.upgrade.tick(self)
         for n in self.nodes:
             if self.loop_node(n):
                 continue
@@ -1044,6 +1048,10 @@ class Timeline:
         while self.now < self.mix.minutes:
             self.step()
         self.conclude()
+        if self.mix.upgrade is not None:
+            lines, problems = self.mix.upgrade.conclude(self)
+            self.fault_outcomes += lines
+            self.problems += problems
         return Report(self.jobs, self.idle, self.idle_usd, self.problems, self.fault_outcomes, self.waits())
 
     def conclude(self) -> None:

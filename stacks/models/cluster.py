@@ -62,7 +62,7 @@ class ClusterConfig(Model):
     Karpenter discovery tag value and the SQS queue name. Underscores only with both bucket names set
     (generated S3 bucket names start with it)."""
     kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION
-    """@default 1.35 (the newest in EKS standard support). Quote it in YAML ("1.30" unquoted is the
+    """@default 1.36 (the newest in EKS standard support). Quote it in YAML ("1.30" unquoted is the
     number 1.3). Versions past EKS extended support on the day of validation are refused."""
     endpoint_public_access: bool = False
     """@default false: the API server is reachable only from inside the VPC."""

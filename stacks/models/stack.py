@@ -10,6 +10,7 @@ from ekstrain import catalog, regions
 from ekstrain.stacks.models.base import DNS_LABEL, Model
 from ekstrain.stacks.models.cluster import ClusterConfig
 from ekstrain.stacks.models.instance_types import InstanceTypeFacts, check_instance_types
+from ekstrain.stacks.models.maintenance import MaintenanceConfig
 from ekstrain.stacks.models.network import NetworkConfig
 from ekstrain.stacks.models.partitions import PartitionConfig
 from ekstrain.stacks.models.platform import (
@@ -55,6 +56,8 @@ class StackConfig(Model):
     """Which schedulers and training operators run."""
     versions: VersionsConfig = Field(default_factory=VersionsConfig)
     """Overrides of the pinned chart and add-on versions (defaults in ekstrain/versions.py)."""
+    maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
+    """When drifted nodes roll (an AMI or Kubernetes upgrade): @default no window, they never roll under jobs."""
     observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
     """Prometheus, Grafana, GPU/Neuron/EFA metrics, dashboards, optional AMP remote write."""
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
