@@ -16,6 +16,7 @@ UPSTREAM_DOCS = {
     "docs/performance.md",
     "docs/performance-summary.md",
     "docs/performance-summary-archive.md",
+    "docs/service_controller.md",  # kubernetes/cloud-provider-aws
 }
 EXAMPLE_PATHS = {"ekstrain/x.py"}  # a placeholder in a docstring's example
 

@@ -214,6 +214,8 @@ REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
     "kubernetes:apps/v1:Deployment": ("spec.selector",),  # forcenew.go `deployment`
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": (),
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": ("roleRef",),  # forcenew.go `roleBinding`
+    "kubernetes:rbac.authorization.k8s.io/v1:Role": (),
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": ("roleRef",),  # forcenew.go `roleBinding`
     "kubernetes:core/v1:Namespace": (),
     "kubernetes:core/v1:ConfigMap": ("data", "binaryData"),
     "kubernetes:core/v1:Secret": ("type",),
@@ -228,6 +230,8 @@ REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
     "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass": (),
     "kubernetes:karpenter.sh/v1:NodePool": (),
     "kubernetes:scheduling.volcano.sh/v1beta1:Queue": (),
+    "kubernetes:scheduling.volcano.sh/v1beta1:PodGroup": (),
+    "kubernetes:batch/v1:CronJob": (),  # forcenew.go lists Job's template, not CronJob's: updated in place
     # forcenew.go lists no field of the admission kinds: a changed policy or binding is updated in place
     "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": (),
     "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding": (),
