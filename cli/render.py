@@ -144,7 +144,9 @@ def _render(args: argparse.Namespace, stack_file: pathlib.Path) -> int:
     if not_run:
         why = sorted({n for n in render.NOT_RUN_NOTES if any(p.endswith(n) for p in not_run)})
         reason = "; ".join(n.removesuffix(": NOT checked") for n in why)
-        names = ", ".join(p.split(": ", 1)[0] for p in not_run)
+        names = "; ".join(
+            next(p.removesuffix(f": {n}") for n in render.NOT_RUN_NOTES if p.endswith(n)) for p in not_run
+        )
         if args.allow_unchecked:
             # asked for: a render headed NOT VALIDATED (SUMMARY.md), said as a note, not an error
             print(

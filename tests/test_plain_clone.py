@@ -49,9 +49,9 @@ def test_the_vendored_mpijob_crd_is_the_pinned_upstream_file() -> None:
 def _plain_clone(tmp: pathlib.Path) -> pathlib.Path:
     """The checkout's tracked files (as they are now) in ``tmp/repo``, nothing beside it."""
     clone = tmp / "repo"
-    files = subprocess.run(
-        ["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, check=True
-    ).stdout.split(b"\0")
+    files = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, check=True).stdout.split(
+        b"\0"
+    )
     for name in filter(None, files):
         src = REPO / os.fsdecode(name)
         dst = clone / os.fsdecode(name)
@@ -66,7 +66,11 @@ def _plain_clone(tmp: pathlib.Path) -> pathlib.Path:
 def _env(clone: pathlib.Path, tmp: pathlib.Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EKSTRAIN_", "UPSTREAM_"))}
     # the clone's own code, its own cache; no helm on PATH (a plain machine): only the interpreter's directory
-    env.update(PYTHONPATH=str(clone), EKSTRAIN_CACHE_DIR=str(tmp / "cache"), PATH=f"{pathlib.Path(sys.executable).parent}:/usr/bin:/bin")
+    env.update(
+        PYTHONPATH=str(clone),
+        EKSTRAIN_CACHE_DIR=str(tmp / "cache"),
+        PATH=f"{pathlib.Path(sys.executable).parent}:/usr/bin:/bin",
+    )
     return env
 
 
@@ -80,8 +84,16 @@ def test_a_plain_clone_renders_the_shipped_stack_not_validated(stack: str, clone
     # GIVEN a plain clone (no ../shared, no .upstream, no helm) WHEN `ekstrain render --allow-unchecked`
     env = _env(clone, clone.parent)
     probe = subprocess.run(
-        [sys.executable, "-c", "from ekstrain import paths, validation; print(paths.CHECKOUT, validation.upstream_dir())"],
-        cwd=clone, env=env, capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-c",
+            "from ekstrain import paths, validation; print(paths.CHECKOUT, validation.upstream_dir())",
+        ],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert probe.stdout.split() == [str(clone), "None"], probe.stdout  # the clone's code, no upstream files
     argv = [sys.executable, "-m", "ekstrain", "render", "--stack", stack, "--allow-unchecked"]
