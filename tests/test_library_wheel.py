@@ -102,6 +102,9 @@ def test_wheel_holds_only_the_ekstrain_namespace_with_real_files(wheel: pathlib.
         expected = {f"ekstrain/{layer}/{p.relative_to(REPO / layer).as_posix()}" for p in (REPO / layer).rglob("*.py")}
         assert expected and expected <= names, sorted(expected - names)[:5]
     assert "ekstrain/py.typed" in names
+    # the pins `ekstrain upstream fetch` verifies by, and the CRD the program applies (with its provenance)
+    assert {f"ekstrain/pins/{n}" for n in ("upstream-pins.tsv", "chart-pins.tsv", "chart-files.tsv")} <= names
+    assert {"ekstrain/vendor/SOURCES.md", "ekstrain/vendor/kubeflow.org/mpijob.yaml"} <= names
     pack = {n for n in names if n.startswith("ekstrain/policy_pack/")}
     assert pack == {
         "ekstrain/policy_pack/PulumiPolicy.yaml",
@@ -308,8 +311,8 @@ def test_render_from_the_wheel_writes_into_the_users_project_only(
     assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: e.g. no helm on this machine (its own check)
     summary = (project / "build" / "dev" / "SUMMARY.md").read_text()
     assert (project / "build" / ".cache").is_dir()
-    policy_row = next(ln for ln in summary.splitlines() if ln.startswith("policy pack: CrossGuard rules"))
-    assert re.search(r"\) +[1-9][0-9]* resources +0 ", policy_row), policy_row  # the pack ran, found nothing
+    policy_row = next(ln for ln in summary.splitlines() if ln.startswith("| policy pack: CrossGuard rules"))
+    assert re.search(r"\) \| [1-9][0-9]* resources \| 0 \|", policy_row), policy_row  # the pack ran, found nothing
     after = sorted(p.relative_to(installed) for p in installed.rglob("*") if "__pycache__" not in p.parts)
     assert after == before, "the render wrote into the installed package"
 
