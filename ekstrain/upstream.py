@@ -466,8 +466,11 @@ def run_fetch(args: argparse.Namespace, command: str = "ekstrain upstream fetch"
             "--dest", pathlib.Path(args.dest or default_dest()), outputs.kept_dirs(), upstream_layout()
         )
     except outputs.OutputRefused as exc:
-        print(f"error: {command}: {exc}", file=sys.stderr)
-        print("fix: pass --dest with a new directory or one that holds only upstream files", file=sys.stderr)
+        what, _, fix = str(exc).partition("; fix: ")
+        print(f"error: {command}: {what}", file=sys.stderr)
+        print(
+            f"fix: {fix or 'pass --dest with a new directory or one that holds only upstream files'}", file=sys.stderr
+        )
         return 2
     env: dict[str, str] | os._Environ[str] = os.environ
     if getattr(args, "mirror", None):
@@ -482,7 +485,7 @@ def run_fetch(args: argparse.Namespace, command: str = "ekstrain upstream fetch"
     if errors:
         print(f"error: {command}: {len(errors)} upstream file(s) could not be fetched into {dest}:", file=sys.stderr)
         for e in errors:
-            print(f"  {e}", file=sys.stderr)
+            print(e, file=sys.stderr)
         print(
             "fix: see each line's fix, then run the same command again (it fetches only what is missing)",
             file=sys.stderr,

@@ -125,3 +125,25 @@ def test_make_test_in_a_plain_clone_says_what_it_needs_before_running_anything(c
     said = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip() and "make:" not in line]
     assert len(said) == 1 and "make fetch-upstream" in said[0], said
     assert not (clone / ".venv").exists(), "nothing ran before the line"
+
+
+def test_without_helm_the_chart_checks_did_not_run_and_nothing_else_fails(clone: pathlib.Path) -> None:
+    # GIVEN the pinned upstream files but no helm anywhere
+    upstream = _upstream()
+    if upstream is None or validation.upstream_missing(upstream):
+        pytest.skip("no complete upstream directory: run `ekstrain upstream fetch`")
+    env = {**_env(clone, clone.parent), "EKSTRAIN_UPSTREAM_DIR": str(upstream)}
+    argv = [sys.executable, "-m", "ekstrain", "render", "--stack", "prod", "--out", "build/nohelm"]
+    # WHEN prod renders
+    proc = subprocess.run(argv, cwd=clone, env=env, capture_output=True, text=True, timeout=600)
+    # THEN the checks that need helm did not run (one reason, one fix naming `ekstrain upstream helm`), no problem
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert " 0 failed, " in proc.stdout and " 0 problem(s)" in proc.stdout, proc.stdout
+    error, fix = [ln for ln in proc.stderr.splitlines() if ln.startswith(("error:", "fix:"))]
+    assert error.startswith("error: ekstrain render: ") and "helm template: every release renders" in error
+    assert fix.startswith("fix: helm not found (run `ekstrain upstream helm`")
+    summary = (clone / "build" / "nohelm" / "SUMMARY.md").read_text()
+    assert "did not run: no helm (see NOT VALIDATED)" in summary
+    # AND --allow-unchecked accepts it with a note
+    proc = subprocess.run([*argv, "--allow-unchecked"], cwd=clone, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and "note: NOT VALIDATED" in proc.stderr, proc.stderr[-2000:]
