@@ -42,14 +42,21 @@ def svg(fig: Figure, salt: str) -> str:
     import matplotlib
 
     buf = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt, "text.parse_math": False}):
         fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     text = buf.getvalue()
     return text[text.index("<svg") :]
 
 
 def figure(width: float, height: float) -> Figure:
+    """A figure whose text is plain text: labels carry user names (jobs, partitions, reasons) in which ``$...$``
+    would otherwise be parsed as mathtext and a stray ``$`` or ``^{`` raise while drawing. ``text.parse_math`` is
+    read when each Text is made (matplotlib 3.5+, ``Text(parse_math=...)``), so it is off before any is made here
+    and while the figure is saved (:func:`svg`); the pages never draw math."""
+    import matplotlib
     from matplotlib.figure import Figure
+
+    matplotlib.rcParams["text.parse_math"] = False
 
     fig = Figure(figsize=(width, height), dpi=96)
     fig.set_facecolor("white")
