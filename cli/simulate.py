@@ -79,6 +79,13 @@ def _upstream() -> pathlib.Path:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    if getattr(args, "html", None) and args.timeline is None:
+        # a page of the timeline only: without --timeline nothing would be written, so say so instead of ignoring it
+        print(
+            "error: ekstrain simulate: --html draws the timeline's page, and no --timeline was given", file=sys.stderr
+        )
+        print("fix: add --timeline MIX (a mix file, docs/simulate.md), or drop --html", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if args.timeline is not None:
         return cmd_timeline(args)
     try:
@@ -111,17 +118,32 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     cluster = load(build, system)
     cluster.scale_nodesets = args.scale_nodesets
-    # Every NodeSet's slurmd pod must be able to start too, whether or not an sbatch names it.
-    result = simulate(cluster, nodeset_workloads(cluster) + workloads)
+    # Every NodeSet's slurmd pod must be able to start too, whether or not an sbatch names it. A NodeSet at 0
+    # replicas runs no pod: its slurmd pod is capacity that could start if scaled, not a workload.
+    standing = nodeset_workloads(cluster)
+    scaled_to_zero = {
+        f"Pod/{w['metadata']['name']}"
+        for w, ns in zip(standing, cluster.nodesets.values(), strict=True)
+        if not (ns.get("spec") or {}).get("replicas")
+    }
+    result = simulate(cluster, standing + workloads)
+    capacity = [line for line in result.started if line.removeprefix("STARTS ").split(":")[0] in scaled_to_zero]
+    started = [line for line in result.started if line not in capacity]
     if getattr(args, "json", False):
         blocked = [{"workload": b.workload, "role": b.role, "reason": b.reason} for b in result.blocked]
-        print(cli_kit.dumps({"started": result.started, "blocked": blocked}))
+        could = [line.replace("STARTS ", "", 1) for line in capacity]
+        print(cli_kit.dumps({"started": started, "blocked": blocked, "could_start_if_scaled": could}))
         return EXIT_BLOCKED if result.blocked else 0
-    for line in result.started:
+    for line in started:
         print(line)
+    for line in capacity:
+        print(line.replace("STARTS ", "CAPACITY ", 1) + " (NodeSet at 0 replicas: could start if scaled)")
     for b in result.blocked:
         print(b.line())
-    print(f"{len(result.started)} workloads start, {len({b.workload for b in result.blocked})} blocked")
+    print(
+        f"{len(started)} workloads start, {len({b.workload for b in result.blocked})} blocked"
+        + (f"; {len(capacity)} Slurm NodeSets at 0 replicas could start if scaled" if capacity else "")
+    )
     return EXIT_BLOCKED if result.blocked else 0
 
 

@@ -23,6 +23,7 @@ import pathlib
 import re
 import runpy
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -217,9 +218,16 @@ def chart_releases(recording: offline.Recording) -> list[charts.Release]:
     return [charts.Release.from_inputs(group, rel) for group, rel in helm_releases(recording)]
 
 
+_PROGRESS_LOCK = threading.Lock()
+
+
 def stderr_progress(line: str) -> None:
-    """The default ``progress`` of write(): one line per render stage on stderr (stdout stays the summary)."""
-    print(line, file=sys.stderr, flush=True)
+    """The default ``progress`` of write(): one line per render stage on stderr (stdout stays the summary). One
+    write per line under a lock: the helm renders report from worker threads, and ``print`` writes the text and
+    its newline apart, so two threads' lines could glue together."""
+    with _PROGRESS_LOCK:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
 
 
 class Stages:

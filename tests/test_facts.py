@@ -136,7 +136,11 @@ FACTS: list[tuple[str, str, Callable[[], object]]] = [
     ),
     # -- checkpoint save time (planner + ekstrain/storage_sizing.py) --
     ("docs/overview.md", "a {} GiB checkpoint (the planner's", lambda: prod_checkpoint_section()["sizeGiB"]),
-    ("docs/overview.md", "(7200 GiB at 500 MB/s/TiB = {} MB/s)", lambda: f"{_prod_fsx()[1].configured.throughput_mb_s:,.0f}"),
+    (
+        "docs/overview.md",
+        "(7200 GiB at 500 MB/s/TiB = {} MB/s)",
+        lambda: f"{_prod_fsx()[1].configured.throughput_mb_s:,.0f}",
+    ),
     (
         "docs/overview.md",
         "takes about {} s, within the 300 s target",
