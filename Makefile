@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STACK ?= prod
 OUT ?= build/$(STACK)
 
-.PHONY: render test bench ruff lint fetch-upstream clean examples simulate lock test-needs
+.PHONY: render test bench ruff lint fetch-upstream clean examples simulate lock test-needs architecture
 
 $(VENV)/.installed: pyproject.toml requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -105,6 +105,12 @@ simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of 
 # UPSTREAM_HELM_MIRROR, UPSTREAM_OCI_MIRROR (scripts/fetch_upstream.py; .ci/fresh-clone uses a local one).
 fetch-upstream: $(VENV)/.installed $(HELM_TOOL)  ## fetch the pinned chart archives, CRDs and chart values into .upstream/
 	$(PY) scripts/fetch_upstream.py .upstream
+
+# docs/architecture.svg: prod's architecture picture as the render draws it (ekstrain/pages/topology.py);
+# tests/test_architecture_svg.py fails when the committed file is not what the render draws now.
+architecture: $(VENV)/.installed  ## regenerate docs/architecture.svg from a render of prod
+	$(VENV)/bin/ekstrain render --stack prod --out build/architecture-prod --allow-unchecked >/dev/null || true
+	cp build/architecture-prod/architecture.svg docs/architecture.svg
 
 clean:  ## build outputs and the render cache (build/.cache); keeps .tools/helm
 	rm -rf build .pytest_cache

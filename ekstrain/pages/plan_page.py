@@ -168,8 +168,8 @@ def _row(i: int, p: Plan) -> dict[str, Any]:
 
 def html(ranked: Sequence[Plan], chosen: Plan, extra: Sequence[Plan], title: str) -> str:
     candidates = [*ranked, *extra]
-    memory = {k: f"{v:.2f}" for k, v in chosen.memory.gib().items()}
-    times = {TIME_LABELS.get(k, k): f"{v:.4f}" for k, v in chosen.time.parts().items()}
+    memory = {k: f"{v:.1f}" for k, v in chosen.memory.gib().items()}
+    times = {TIME_LABELS.get(k, k): f"{v:.3f}" for k, v in chosen.time.parts().items()}
     sections = [
         shell.section(
             f"Candidates: step time against memory per device ({len(candidates)})",
