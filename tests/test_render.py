@@ -43,7 +43,7 @@ def test_stack_renders_and_validates(stack: str, tmp_path: pathlib.Path, capsys:
     assert re.search(r"^## Images: \d+ images from \d+ registries", summary, re.MULTILINE)
     assert "docker.io/library/" not in summary
     # no secret value in what the render wrote; Applications reference Secrets (infra/verify/emitted.py)
-    assert re.search(r"^emitted files: no secret values .* 0 +0 ", summary, re.MULTILINE)
+    assert re.search(r"^\| emitted files: no secret values .* \| 0 \| 0 \|", summary, re.MULTILINE)
     hub_app = tmp_path / "argocd" / "Application-argocd-jupyterhub.yaml"
     if hub_app.exists():
         text = hub_app.read_text()
@@ -60,6 +60,7 @@ def render_warnings(summary: str, stderr: str) -> list[str]:
     checks' ("- warning: ..." lines, e.g. a Helm values key that changes nothing)."""
     lines = summary.splitlines()
     start = lines.index("## Warnings") + 1
+    start += lines[start] == ""  # a blank line after the heading (Markdown)
     config = []
     for line in lines[start:]:
         if not line.startswith("- "):
@@ -235,9 +236,9 @@ def test_render_runs_the_strict_slurm_values_check(prod_recording: Recording, tm
     # THEN both are problems (exit 1), counted in the Checks table: each NodeSet and the login set
     assert "helm release slurm: unknown key nodesets.gpu-h100.replica" in problems
     assert any(p.startswith("helm release slurm: nodesets.gpu-h100: ") and "efect" in p for p in problems)
-    row = next(line for line in summary.splitlines() if line.startswith("helm values: templated entries"))
+    row = next(r for r in render_cli.checks_rows(summary) if r[0].startswith("helm values: templated entries"))
     entries = len(slurm.inputs["values"]["nodesets"]) + len(slurm.inputs["values"]["loginsets"])
-    assert (entries, row.split()[-5:-2]) == (4, ["4", "entries", "2"])
+    assert (entries, row[1], row[2]) == (4, "4 entries", "2")
 
 
 def test_render_runs_the_policy_pack(prod_recording: Recording, tmp_path: pathlib.Path) -> None:
@@ -257,8 +258,8 @@ def test_render_runs_the_policy_pack(prod_recording: Recording, tmp_path: pathli
         f"stateful-protected-in-prod ({fsx.name}): LustreFileSystem in environment 'prod' must be "
         "protect=True (and retain_on_delete)"
     ]
-    row = next(line for line in summary.splitlines() if line.startswith("policy pack: CrossGuard rules"))
-    assert row.split()[-5:-3] == [str(len(records)), "resources"]
+    row = next(r for r in render_cli.checks_rows(summary) if r[0].startswith("policy pack: CrossGuard rules"))
+    assert row[1] == f"{len(records)} resources"
     assert "- policy pack: CrossGuard rules (policy/ekstrain_policy): stateful-protected-in-prod" in summary
 
 
