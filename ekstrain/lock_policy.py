@@ -15,16 +15,11 @@ something the render now contradicts:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+
+from ekstrain.lock import Entry
 
 
-class _Entry(Protocol):
-    release: str
-    chart: str
-    noop: tuple[str, ...]
-
-
-def check(recorded: Mapping[str, _Entry], computed: Mapping[str, _Entry]) -> tuple[list[str], list[str]]:
+def check(recorded: Mapping[str, Entry], computed: Mapping[str, Entry]) -> tuple[list[str], list[str]]:
     """(stale, notes): what fails ``--lock check``, and what it computed without failing (values edits)."""
     stale: list[str] = []
     notes: list[str] = []
