@@ -141,3 +141,18 @@ def test_simulate_tells_capacity_apart_from_workloads(
     code, out, _ = _run(["simulate", *stack, "--json", str(job)], capsys)
     data = json.loads(out)
     assert len(data["started"]) == 1 and len(data["could_start_if_scaled"]) == 3
+
+
+def test_a_shipped_mix_before_make_examples_says_to_run_it(
+    prod_build: pathlib.Path,
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN the shipped prod mix, whose workloads `make examples` renders into build/examples, in a fresh checkout
+    monkeypatch.chdir(tmp_path)
+    mix = REPO / "examples" / "mix-prod.yaml"
+    stack = ["--stack", "prod", "--stack-file", str(REPO / "Pulumi.prod.yaml"), "--build", str(prod_build)]
+    code, _, err = _run(["simulate", *stack, "--timeline", str(mix)], capsys)
+    # THEN exit 2, naming the file and the make target that writes it
+    assert code == 2 and "is not a file" in err and "`make examples`" in err, err
