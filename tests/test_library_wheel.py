@@ -407,3 +407,22 @@ def test_ekstrain_testing_runs_a_users_program_offline(
     assert done.returncode == 0, done.stderr[-3000:]
     types = json.loads(done.stdout)
     assert "eks:index:Cluster" in types and "aws:ec2/placementGroup:PlacementGroup" in types, types
+
+
+def test_the_wheel_fetches_and_verifies_with_its_own_pins(installed: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """GIVEN the installed wheel in an empty directory WHEN `ekstrain upstream fetch|helm` are asked THEN both are
+    commands of the wheel, reading the pins it ships, and a refusal names a command the user has."""
+    code = (
+        "from ekstrain import upstream; from ekstrain.assembly.schedulers import mpi_operator as m; "
+        "print(len(upstream.read_file_pins()), len(upstream.read_chart_pins()), m.mpijob_crd(None)['kind'])"
+    )
+    done = run_installed(installed, tmp_path, "-c", code)
+    assert done.returncode == 0, done.stderr
+    files, charts, kind = done.stdout.split()
+    assert int(files) > 30 and int(charts) > 10 and kind == "CustomResourceDefinition"
+    for sub in ("fetch", "helm"):
+        done = run_installed(installed, tmp_path, "-m", "ekstrain", "upstream", sub, "--help")
+        assert done.returncode == 0 and "Usage: ekstrain upstream " + sub in done.stdout, done.stderr
+    done = run_installed(installed, tmp_path, "-m", "ekstrain", "upstream", "fetch", "--mirror", "ftp:x")
+    assert done.returncode == 2 and done.stderr.startswith("error: ekstrain upstream fetch: --mirror"), done.stderr
+    assert "make " not in done.stderr
