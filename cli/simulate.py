@@ -94,7 +94,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         print(exc.report(), file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:
-        print(f"ekstrain simulate: {exc.filename}: cannot be read ({exc.strerror})", file=sys.stderr)
+        print(f"error: ekstrain simulate: {exc.filename}: cannot be read ({exc.strerror})", file=sys.stderr)
+        print("fix: give a readable workload file or directory", file=sys.stderr)
         return EXIT_BAD_INPUT
     build = rendered_build(args)
     if build is None:
@@ -104,8 +105,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         missing = [f for f in (build / "helm").glob("*.yaml") if not (build / "charts" / f.stem).exists()]
         if missing and helm is None:
             print(
-                f"ekstrain simulate: {build}/charts lacks {len(missing)} releases and no helm binary is available "
-                "(set EKSTRAIN_HELM)",
+                f"error: ekstrain simulate: {build}/charts lacks {len(missing)} releases and no helm binary is "
+                "available\nfix: run `ekstrain upstream helm`, put helm on PATH or set EKSTRAIN_HELM",
                 file=sys.stderr,
             )
             return EXIT_BAD_INPUT
@@ -114,7 +115,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     try:
         system = _system_types(args)
     except Exception as exc:  # noqa: BLE001 - the loader's ConfigError and a missing file read alike
-        print(f"ekstrain simulate: stack {args.stack}: {exc}", file=sys.stderr)
+        print(cli_kit.error_lines("ekstrain simulate", f"stack {args.stack}: {exc}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     cluster = load(build, system)
     cluster.scale_nodesets = args.scale_nodesets
@@ -152,7 +153,8 @@ def rendered_build(args: argparse.Namespace) -> pathlib.Path | None:
     build: pathlib.Path = args.build or pathlib.Path("build") / args.stack
     if not (build / "manifests").is_dir():
         print(
-            f"ekstrain simulate: {build}/manifests not found; run `make render STACK={args.stack}` first",
+            f"error: ekstrain simulate: {build}/manifests not found\nfix: run `ekstrain render --stack {args.stack}` "
+            f"(or `make render STACK={args.stack}`) first, or pass --build DIR",
             file=sys.stderr,
         )
         return None
@@ -177,7 +179,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
         print(exc.report(), file=sys.stderr)
         return EXIT_BAD_INPUT
     except Exception as exc:  # noqa: BLE001 - the stack loader's ConfigError and a missing file read alike
-        print(f"ekstrain simulate: stack {args.stack}: {exc}", file=sys.stderr)
+        print(cli_kit.error_lines("ekstrain simulate", f"stack {args.stack}: {exc}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for o in build_objects(build):
@@ -192,7 +194,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
         try:
             report = timeline_page.run_and_write(load(build, system), mix, args.html, title)
         except outputs.OutputRefused as exc:  # checked when read; the write itself can still fail (/proc, full)
-            print(f"ekstrain simulate: {exc}", file=sys.stderr)
+            print(cli_kit.error_lines("ekstrain simulate", exc), file=sys.stderr)
             return EXIT_BAD_INPUT
     else:
         report = simulate_timeline(load(build, system), mix)
