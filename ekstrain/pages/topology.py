@@ -44,7 +44,7 @@ def facts(rec: Any, cfg: Any) -> dict[str, Any]:
     by_zone: dict[str, list[tuple[str, str]]] = {z: [] for z in zones}
     for name, _, i in subnets:
         by_zone.setdefault(str(i.get("availabilityZone")), []).append((kind(name), str(i.get("cidrBlock") or "")))
-    nat_zones = [n.rsplit("-nat-", 1)[-1] for n, _, _ in nats]
+    nat_zones = sorted(n.rsplit("-nat-", 1)[-1] for n, _, _ in nats)
     pools = []
     for p in cfg.partitions:
         s = shape(p.name, p.accelerator, p.instance_types, p.efa)
@@ -61,11 +61,12 @@ def facts(rec: Any, cfg: Any) -> dict[str, Any]:
             )
     system = next(iter(_inputs(rec, "eks:index:ManagedNodeGroup")), None)
     fsx = next(iter(_inputs(rec, "aws:fsx/lustreFileSystem:LustreFileSystem")), None)
-    dras = [
+    # sorted: the engine registers resources concurrently, so the recording's order is not stable
+    dras = sorted(
         (str(i.get("fileSystemPath")), str(i.get("dataRepositoryPath", "")).removeprefix("s3://"))
         for _, _, i in _inputs(rec, "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation")
-    ]
-    buckets = [n for n, _, _ in _inputs(rec, "aws:s3/bucket:Bucket") + _inputs(rec, "aws:s3/bucketV2:BucketV2")]
+    )
+    buckets = sorted(n for n, _, _ in _inputs(rec, "aws:s3/bucket:Bucket") + _inputs(rec, "aws:s3/bucketV2:BucketV2"))
     sch = cfg.schedulers
     schedulers = [
         name
