@@ -97,6 +97,16 @@ def image(text: str) -> str:
             f"{text[:80]!r} is not a container image reference "
             "(registry/repository[:tag][@sha256:digest], lowercase repository)"
         )
+    from ekstrain.infra.verify.images import split  # the render's own reading of a reference
+
+    _, tag, digest = split(text)
+    if not digest and tag in ("", "latest"):
+        # the render refuses the same in the stack's images (infra/verify/images.py): the runtime would pull
+        # whatever :latest is that day, so two nodes of one job can run different code
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} names no version (tag {tag or 'absent: latest'}); pin a tag (e.g. :25.01-py3) or a "
+            "digest (@sha256:...)"
+        )
     return text
 
 

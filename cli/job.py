@@ -200,7 +200,7 @@ def cmd_render(args: argparse.Namespace) -> int:
                 objects = render(spec, cfg, args.scheduler)
                 text = to_yaml(objects)
     except (JobRequestError, ConfigError) as exc:
-        print(f"ekstrain job render: {exc}", file=sys.stderr)
+        print(cli_kit.error_lines("ekstrain job render", exc), file=sys.stderr)
         return EXIT_BAD_REQUEST
     if args.validate:
         problems = _validate(objects, cfg.cluster.kubernetes_version)
@@ -215,7 +215,7 @@ def cmd_render(args: argparse.Namespace) -> int:
             files = {args.out: text, **{outputs.check_file("--out", pathlib.Path(p)): b for p, b in beside.items()}}
             outputs.write_files("--out", files)
         except outputs.OutputRefused as exc:
-            print(f"ekstrain job render: {exc}", file=sys.stderr)
+            print(cli_kit.error_lines("ekstrain job render", exc), file=sys.stderr)
             return EXIT_BAD_REQUEST
     else:
         sys.stdout.write(text)

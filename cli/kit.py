@@ -91,6 +91,25 @@ def one_line(exc: click.ClickException) -> str:
     return " ".join(f"error: {prog}: {what} (see {prog} --help)".split())
 
 
+def error_lines(command: str, message: object) -> str:
+    """The one CLI voice: ``error: <command>: <what>`` then, when the message carries one (``...; fix: ...``),
+    ``fix: <what to do>`` on its own line."""
+    what, sep, fix = str(message).partition("; fix: ")
+    return f"error: {command}: {what}" + (f"\nfix: {fix}" if sep else "")
+
+
+def rounded(value: Any, digits: int = 2) -> Any:
+    """``value`` with every float rounded to ``digits`` decimals (JSON for people: 168.0, not
+    168.00000000000003); ints, strings and booleans as they are."""
+    if isinstance(value, float):
+        return round(value, digits) if math.isfinite(value) else value
+    if isinstance(value, dict):
+        return {k: rounded(v, digits) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [rounded(v, digits) for v in value]
+    return value
+
+
 def _finite(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None

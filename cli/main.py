@@ -36,6 +36,7 @@ from ekstrain.cli.job import add_job_commands
 from ekstrain.cli.plan import add_plan_commands
 from ekstrain.cli.plan import run as run_plan
 from ekstrain.cli.simulate import add_simulate_command
+from ekstrain.cli.upstream import add_upstream_commands
 
 EXIT_BAD_INPUT = 2
 EXIT_BROKEN_PIPE = 141
@@ -90,6 +91,15 @@ ekstrain storage --checkpoint-gib 140 --deployment-type SCRATCH_2 --json""",
 ekstrain render --stack dev
 ekstrain render --stack prod --out build/prod --allow-unchecked
 ekstrain render --stack prod --lock write""",
+    "ekstrain upstream": """
+ekstrain upstream fetch
+ekstrain upstream helm""",
+    "ekstrain upstream fetch": """
+ekstrain upstream fetch
+ekstrain upstream fetch --mirror http://127.0.0.1:8080 --dest .upstream""",
+    "ekstrain upstream helm": """
+ekstrain upstream helm
+ekstrain upstream helm --dest .tools/helm""",
     "ekstrain catalog": """
 ekstrain catalog
 ekstrain catalog --family trainium --json""",
@@ -112,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_simulate_command(subparsers)
     add_diff_command(subparsers)
     add_deploy_policy_command(subparsers)
+    add_upstream_commands(subparsers)
     return parser
 
 

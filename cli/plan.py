@@ -419,5 +419,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         return int(args.handler(args))
     except PlanError as error:
-        print(f"error: {error}", file=sys.stderr)
+        command = f"ekstrain plan {getattr(args, 'plan_command', '') or ''}".strip()
+        print(cli_kit.error_lines(command, error), file=sys.stderr)
         return EXIT_USAGE

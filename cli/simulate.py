@@ -107,7 +107,8 @@ def _simulate(args: argparse.Namespace) -> int:
         print(exc.report(), file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:
-        print(f"ekstrain simulate: {exc.filename}: cannot be read ({exc.strerror})", file=sys.stderr)
+        print(f"error: ekstrain simulate: {exc.filename}: cannot be read ({exc.strerror})", file=sys.stderr)
+        print("fix: give a readable workload file or directory", file=sys.stderr)
         return EXIT_BAD_INPUT
     build = rendered_build(args)
     if build is None:
@@ -117,8 +118,8 @@ def _simulate(args: argparse.Namespace) -> int:
         missing = [f for f in (build / "helm").glob("*.yaml") if not (build / "charts" / f.stem).exists()]
         if missing and helm is None:
             print(
-                f"ekstrain simulate: {build}/charts lacks {len(missing)} releases and no helm binary is available "
-                "(set EKSTRAIN_HELM)",
+                f"error: ekstrain simulate: {build}/charts lacks {len(missing)} releases and no helm binary is "
+                "available\nfix: run `ekstrain upstream helm`, put helm on PATH or set EKSTRAIN_HELM",
                 file=sys.stderr,
             )
             return EXIT_BAD_INPUT
@@ -129,22 +130,37 @@ def _simulate(args: argparse.Namespace) -> int:
     try:
         system = _system_types(args)
     except Exception as exc:  # noqa: BLE001 - the loader's ConfigError and a missing file read alike
-        print(f"ekstrain simulate: stack {args.stack}: {exc}", file=sys.stderr)
+        print(cli_kit.error_lines("ekstrain simulate", f"stack {args.stack}: {exc}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     with reading_build(build, args.stack):
         cluster = load(build, system)
     cluster.scale_nodesets = args.scale_nodesets
-    # Every NodeSet's slurmd pod must be able to start too, whether or not an sbatch names it.
-    result = simulate(cluster, nodeset_workloads(cluster) + workloads)
+    # Every NodeSet's slurmd pod must be able to start too, whether or not an sbatch names it. A NodeSet at 0
+    # replicas runs no pod: its slurmd pod is capacity that could start if scaled, not a workload.
+    standing = nodeset_workloads(cluster)
+    scaled_to_zero = {
+        f"Pod/{w['metadata']['name']}"
+        for w, ns in zip(standing, cluster.nodesets.values(), strict=True)
+        if not (ns.get("spec") or {}).get("replicas")
+    }
+    result = simulate(cluster, standing + workloads)
+    capacity = [line for line in result.started if line.removeprefix("STARTS ").split(":")[0] in scaled_to_zero]
+    started = [line for line in result.started if line not in capacity]
     if getattr(args, "json", False):
         blocked = [{"workload": b.workload, "role": b.role, "reason": b.reason} for b in result.blocked]
-        print(cli_kit.dumps({"started": result.started, "blocked": blocked}))
+        could = [line.replace("STARTS ", "", 1) for line in capacity]
+        print(cli_kit.dumps({"started": started, "blocked": blocked, "could_start_if_scaled": could}))
         return EXIT_BLOCKED if result.blocked else 0
-    for line in result.started:
+    for line in started:
         print(line)
+    for line in capacity:
+        print(line.replace("STARTS ", "CAPACITY ", 1) + " (NodeSet at 0 replicas: could start if scaled)")
     for b in result.blocked:
         print(b.line())
-    print(f"{len(result.started)} workloads start, {len({b.workload for b in result.blocked})} blocked")
+    print(
+        f"{len(started)} workloads start, {len({b.workload for b in result.blocked})} blocked"
+        + (f"; {len(capacity)} Slurm NodeSets at 0 replicas could start if scaled" if capacity else "")
+    )
     return EXIT_BLOCKED if result.blocked else 0
 
 
@@ -153,7 +169,8 @@ def rendered_build(args: argparse.Namespace) -> pathlib.Path | None:
     build: pathlib.Path = args.build or pathlib.Path("build") / args.stack
     if not (build / "manifests").is_dir():
         print(
-            f"ekstrain simulate: {build}/manifests not found; run `make render STACK={args.stack}` first",
+            f"error: ekstrain simulate: {build}/manifests not found\nfix: run `ekstrain render --stack {args.stack}` "
+            f"(or `make render STACK={args.stack}`) first, or pass --build DIR",
             file=sys.stderr,
         )
         return None
@@ -202,6 +219,13 @@ def reading_build(build: pathlib.Path, stack: str) -> Iterator[None]:
 def cmd_simulate(args: argparse.Namespace) -> int:
     if getattr(args, "deploy", False) or getattr(args, "destroy", False):
         return cmd_rehearse(args)
+    if getattr(args, "html", None) and args.timeline is None:
+        # a page of the timeline only: without --timeline nothing would be written, so say so instead of ignoring it
+        print(
+            "error: ekstrain simulate: --html draws the timeline's page, and no --timeline was given", file=sys.stderr
+        )
+        print("fix: add --timeline MIX (a mix file, docs/simulate.md), or drop --html", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         return (_timeline if args.timeline is not None else _simulate)(args)
     except DamagedBuild as exc:
@@ -293,7 +317,7 @@ def _timeline(args: argparse.Namespace) -> int:
     except DamagedBuild:
         raise
     except Exception as exc:  # noqa: BLE001 - the stack loader's ConfigError and a missing file read alike
-        print(f"ekstrain simulate: stack {args.stack}: {exc}", file=sys.stderr)
+        print(cli_kit.error_lines("ekstrain simulate", f"stack {args.stack}: {exc}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     by_kind: dict[str, list[dict[str, Any]]] = {}
     with reading_build(build, args.stack):
@@ -310,7 +334,7 @@ def _timeline(args: argparse.Namespace) -> int:
         try:
             report = timeline_page.run_and_write(cluster, mix, args.html, title)
         except outputs.OutputRefused as exc:  # checked when read; the write itself can still fail (/proc, full)
-            print(f"ekstrain simulate: {exc}", file=sys.stderr)
+            print(cli_kit.error_lines("ekstrain simulate", exc), file=sys.stderr)
             return EXIT_BAD_INPUT
     else:
         report = simulate_timeline(cluster, mix)

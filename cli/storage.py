@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from ekstrain.cli.argtypes import finite_number
-from ekstrain.cli.kit import dumps
+from ekstrain.cli.kit import dumps, rounded
 from ekstrain.storage_sizing import (
     GIB,
     MAX_CHECKPOINT_GIB,
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if getattr(args, "json", False):
-        print(dumps(to_json(result)))
+        print(dumps(rounded(to_json(result))))  # seconds, MB/s and dollars: 2 decimals
     else:
         print(result.summary())
     return 0 if result.meets_target else 1

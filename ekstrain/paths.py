@@ -71,13 +71,17 @@ def use_project(directory: pathlib.Path) -> Iterator[pathlib.Path]:
 
 
 def upstream_fix() -> str:
-    """How to point the render at the pinned upstream files: the flag and variable first (an installed wheel
-    has no make targets), the make target only when running from a checkout."""
-    here = ", or run `make fetch-upstream` in this checkout" if CHECKOUT is not None else ""
-    return f"pass `ekstrain render --upstream-dir DIR` or set EKSTRAIN_UPSTREAM_DIR{here} (docs/index.md)"
+    """How to get the pinned upstream files: the one command every install has (``ekstrain upstream fetch``,
+    ekstrain/upstream.py), then the flag and variable that point the render at a copy elsewhere."""
+    return (
+        "run `ekstrain upstream fetch` (fills .upstream/ of the project; --mirror URL for a mirror), or pass "
+        "`ekstrain render --upstream-dir DIR` or set EKSTRAIN_UPSTREAM_DIR (docs/index.md)"
+    )
 
 
 def helm_fix() -> str:
     """How to give the render a helm binary (as :func:`upstream_fix`)."""
-    here = ", or run `make .tools/helm` in this checkout" if CHECKOUT is not None else ""
-    return f"pass `ekstrain render --helm PATH`, put helm on PATH or set EKSTRAIN_HELM{here} (docs/index.md)"
+    return (
+        "run `ekstrain upstream helm` (the pinned helm into .tools/helm of the project), put helm on PATH, or "
+        "pass `ekstrain render --helm PATH` or set EKSTRAIN_HELM (docs/index.md)"
+    )

@@ -70,8 +70,9 @@ BUILTIN_GROUPS = {
 
 def required_upstream_files() -> list[str]:
     """Every file (relative to the upstream directory) the render reads: each pinned chart's archive
-    (``chart-src/<chart>-<version>.tgz``) and values.yaml, and, in a checkout, every file of
-    ``scripts/upstream-pins.tsv`` (CRDs, values, reference files; what ``make fetch-upstream`` writes)."""
+    (``chart-src/<chart>-<version>.tgz``) and values.yaml, and every file of the upstream pins
+    (``ekstrain/pins/upstream-pins.tsv``, package data: CRDs, values, reference files; what
+    ``ekstrain upstream fetch`` writes)."""
     from ekstrain import versions
 
     out: list[str] = []
@@ -79,8 +80,8 @@ def required_upstream_files() -> list[str]:
         out.append(f"chart-src/{chart.chart.rstrip('/').rsplit('/', 1)[-1]}-{chart.version}.tgz")
         if chart.upstream_dir:
             out.append(f"charts/{chart.upstream_dir}/values.yaml")
-    pins = CHECKOUT / "scripts" / "upstream-pins.tsv" if CHECKOUT is not None else None
-    if pins is not None and pins.is_file():
+    pins = PACKAGE / "pins" / "upstream-pins.tsv"
+    if pins.is_file():
         for line in pins.read_text().splitlines():
             if line.strip() and not line.startswith("#"):
                 out.append(line.split("\t", 1)[0])

@@ -24,16 +24,18 @@ import pathlib
 import re
 import runpy
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import yaml
 
-from ekstrain import argocd, catalog, compat, lock, names, storage_sizing, validation, versions
+from ekstrain import argocd, catalog, compat, lock, lock_policy, names, storage_sizing, validation, versions
+from ekstrain.assembly import cost
 from ekstrain.assembly.schedulers.slurm import standing_nodes
 from ekstrain.contracts import kinds
-from ekstrain.infra import offline, replay
+from ekstrain.infra import offline, replay, summary_md
 from ekstrain.infra.verify import (
     Check,
     aws_rules,
@@ -66,6 +68,10 @@ HERE = pathlib.Path(__file__).resolve().parent
 BANNER = "OFFLINE RENDER (Pulumi mock engine): not a cloud preview. Nothing was sent to AWS or Kubernetes."
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 NOT_RUN = f"upstream schemas not found ({upstream_fix()}): NOT checked"
+NOT_RUN_HELM = f"helm not found ({helm_fix()}): NOT checked"
+"""A check that needs helm when there is none: "did not run", as without the upstream files (not a failure, and
+not one problem per check that follows from it)."""
+NOT_RUN_NOTES = (NOT_RUN, NOT_RUN_HELM)
 NOT_MANIFESTS = ("kubernetes:helm.sh/", "kubernetes:yaml/", "kubernetes:kustomize/")
 RENDER_DEPENDENCIES = {
     "kubernetes_validate": "kubernetes-validate",
@@ -209,23 +215,25 @@ def storage_lines(cfg: StackConfig) -> list[str]:
     return lines
 
 
-def table(rows: list[dict[str, Any]]) -> str:
-    if not rows:
-        return "(none)\n"
-    cols = list(rows[0])
-    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
-    line = lambda r: "  ".join(str(r[c]).ljust(widths[c]) for c in cols)  # noqa: E731
-    head = [line({c: c for c in cols}), line({c: "-" * widths[c] for c in cols})]
-    return "\n".join(head + [line(r) for r in rows]) + "\n"
+def table(rows: list[dict[str, Any]], legend: dict[str, str] | None = None) -> str:
+    """A GitHub-flavoured Markdown table, with a legend of its columns (infra/summary_md.py)."""
+    return summary_md.table(rows, legend)
 
 
 def chart_releases(recording: offline.Recording) -> list[charts.Release]:
     return [charts.Release.from_inputs(group, rel) for group, rel in helm_releases(recording)]
 
 
+_PROGRESS_LOCK = threading.Lock()
+
+
 def stderr_progress(line: str) -> None:
-    """The default ``progress`` of write(): one line per render stage on stderr (stdout stays the summary)."""
-    print(line, file=sys.stderr, flush=True)
+    """The default ``progress`` of write(): one line per render stage on stderr (stdout stays the summary). One
+    write per line under a lock: the helm renders report from worker threads, and ``print`` writes the text and
+    its newline apart, so two threads' lines could glue together."""
+    with _PROGRESS_LOCK:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
 
 
 class Stages:
@@ -278,9 +286,14 @@ class NoopLock:
         name = self.lock.path.name
         computed = len(answers) - self.answered
         if self.mode == "check":
-            stale = self.lock.differences(stack, answers)
+            # what fails CI: a contradicted answer or a chart bump, not a values edit (ekstrain/lock_policy.py)
+            stale, notes = lock_policy.check(self.lock.stacks.get(stack, {}), answers)
+            for note in notes:
+                progress(f"[3/3] {name}: {note} (a values edit needs no lock commit)")
             noop_check.problems += [
-                f"{LOCK_STALE} for stack {stack}: {d}; run `make lock STACK={stack}` and commit it" for d in stale
+                f"{LOCK_STALE} for stack {stack}: {d}; run `ekstrain render --stack {stack} --lock write` "
+                f"(in a checkout: `make lock STACK={stack}`) and commit it"
+                for d in stale
             ]
             if not stale:
                 progress(f"[3/3] {name}: current for stack {stack} (every answer computed and compared)")
@@ -297,7 +310,8 @@ class NoopLock:
         if self.mode == "use" and computed and answers:
             progress(
                 f"[3/3] {name}: {computed} of {len(answers)} releases were checked now (not recorded for these "
-                f"values); `make lock STACK={stack}` records them, so that the next fresh clone skips their renders"
+                f"values); `ekstrain render --stack {stack} --lock write` records them, so that the next fresh "
+                "clone skips their renders"
             )
 
 
@@ -395,10 +409,11 @@ def _run_checks(
             aws_checks.append(check_of())
     root = validation.upstream_dir()
     missing = validation.upstream_missing(root) if root is not None else []
-    if root is None or missing:
+    no_helm = charts.helm_binary() is None
+    if root is None or missing or no_helm:
         checks += [Check(name) for name in relations.CHECK_NAMES]
         for c in checks:
-            c.note = NOT_RUN
+            c.note = NOT_RUN if root is None or missing else NOT_RUN_HELM
         if missing:
             # A partial directory (a fetch that failed midway) and no complete one: name what it lacks.
             files = Check("upstream files: every pinned file present", len(validation.required_upstream_files()))
@@ -408,18 +423,14 @@ def _run_checks(
         return checks + aws_checks, 0
     render_check.checked = values_check.checked = noop_check.checked = len(releases)
     with stages.stage(f"helm template of {len(releases)} releases"):
-        if charts.helm_binary() is None:
-            render_check.problems.append(f"helm not found: {helm_fix()}")
-            rendered = charts.Rendered({}, {}, [], set())
-        else:
-            crd_manifests = [o for _, o in objs if o.get("kind") == "CustomResourceDefinition"]
-            rendered = charts.render_all(
-                releases,
-                kv,
-                crd_manifests,
-                lambda done, total: stages.progress(f"[3/3] checks: helm template {done}/{total} releases"),
-            )
-            render_check.problems += rendered.problems
+        crd_manifests = [o for _, o in objs if o.get("kind") == "CustomResourceDefinition"]
+        rendered = charts.render_all(
+            releases,
+            kv,
+            crd_manifests,
+            lambda done, total: stages.progress(f"[3/3] checks: helm template {done}/{total} releases"),
+        )
+        render_check.problems += rendered.problems
     for r in releases:
         if r.key in rendered.objects and r.key not in noop:
             start_noop(r, charts.apis_for(r, rendered.api_versions))
@@ -537,10 +548,15 @@ def checks_table(checks: list[Check]) -> str:
                 "checked": f"{c.checked} {c.what}",
                 "problems": len(c.problems),
                 "warnings": len(c.warnings),
-                "note": c.note or "-",
+                "note": "did not run: no upstream files (see NOT VALIDATED)"
+                if c.note == NOT_RUN
+                else "did not run: no helm (see NOT VALIDATED)"
+                if c.note == NOT_RUN_HELM
+                else c.note or "-",
             }
             for c in checks
-        ]
+        ],
+        summary_md.CHECKS_LEGEND,
     )
 
 
@@ -642,43 +658,58 @@ def write(
     }
     checks.append(emitted.scan(out, secret_values))
     problems = [p for c in checks for p in c.problems]
-    unchecked = [c.name for c in checks if c.note == NOT_RUN]
-    exported = {k: ("[secret]" if k == "kubeconfig" else v) for k, v in (rec.outputs or {}).items()}
+    unchecked = [c.name for c in checks if c.note in NOT_RUN_NOTES]
+    not_run_why = next((c.note for c in checks if c.note in NOT_RUN_NOTES), NOT_RUN).removesuffix(": NOT checked")
+    # Masked: what the program marked secret, and any output named as a credential (offline fakes included).
+    exported = summary_md.mask(dict(rec.outputs or {}), secret_values)
+    budget = cost.monthly_limit_usd(cfg) if cfg.cost.enabled else None
+    kms_keys = sum(1 for r in rec.records if r.type == "aws:kms/key:Key")
+    standing = [(p.name, standing_nodes(cfg, p.name), catalog.price_range(p.instance_types)[0]) for p in cfg.partitions]
     summary = "\n".join(
         [
             f"# {BANNER}",
             "",
-            f"stack: {stack}   cluster: {cfg.cluster.name}   region: {cfg.region}   "
-            f"kubernetes: {cfg.cluster.kubernetes_version}   rendered in {seconds:.2f}s",
+            f"stack: {stack} · cluster: {cfg.cluster.name} · region: {cfg.region} · "
+            f"kubernetes: {cfg.cluster.kubernetes_version} · rendered in {seconds:.2f}s",
             "",
             *(
                 [
-                    f"## NOT VALIDATED: {len(unchecked)} of {len(checks)} checks did not run (upstream schemas not "
-                    f"found: {upstream_fix()}): " + "; ".join(unchecked),
+                    f"## NOT VALIDATED: {len(unchecked)} of {len(checks)} checks did not run",
+                    "",
+                    f"Why: {not_run_why}.",
+                    "",
+                    *(f"- {name}" for name in unchecked),
                     "",
                 ]
                 if unchecked
                 else []
             ),
             "## Warnings",
+            "",
             *(f"- {w}" for w in warnings or ["none"]),
             "",
             "## Support calendar",
             *compat.calendar_lines(cfg.cluster.kubernetes_version, dt.date.today(), rules.compat_pins(cfg)),
             "",
             "## Partitions",
-            f"(on-demand list prices as of {catalog.PRICES_AS_OF}; {catalog.PRICES_SOURCE})",
             "",
-            table(partition_rows(cfg)),
+            f"On-demand list prices as of {catalog.PRICES_AS_OF}; {catalog.PRICES_SOURCE}",
+            "",
+            table(partition_rows(cfg), summary_md.PARTITION_LEGEND),
+            *summary_md.cost_lines(cfg, budget, standing, kms_keys),
             "## Storage",
+            "",
             *storage_lines(cfg),
             "",
             "## Components",
-            table(comp_rows),
+            "",
+            table(comp_rows, summary_md.COUNT_LEGEND),
             "## Cloud resources by type (custom resources)",
-            table(aws_rows),
+            "",
+            table(aws_rows, summary_md.COUNT_LEGEND),
             f"## Kubernetes: {len(objs)} manifests, {len(releases)} Helm releases rendering {chart_objects} objects "
             "(charts/<component>--<release>/)" + (f", {len(apps)} Argo CD Applications in argocd/" if apps else ""),
+            "",
             *(
                 f"- helm {rel.get('name')}: {rel.get('chart')} {rel.get('version')} (ns {rel.get('namespace')})"
                 for _, rel in releases
@@ -686,11 +717,15 @@ def write(
             "",
             *image_lines(checks),
             "## Creation order (first `pulumi up`: what the dependency graph lets the engine create in each stage)",
-            table(order_rows) if order_rows else "(not computed: the charts were not rendered)\n",
+            "",
+            table(order_rows, summary_md.ORDER_LEGEND)
+            if order_rows
+            else "(not computed: the charts were not rendered)\n",
             "## Compatibility of the pinned components (ekstrain/compat.py: each bound with its source)",
             *compat.summary_lines(rules.compat_pins(cfg)),
             "",
             "## Checks",
+            "",
             checks_table(checks),
             (
                 f"{len(problems)} problem(s)"
@@ -714,7 +749,8 @@ def write(
     )
     (out / "SUMMARY.md").write_text(summary)
     render_page.write(out, stack, cfg, rec, checks, order_rows, partition_rows(cfg))  # index.html (ekstrain/pages)
-    return summary, problems + [f"{name}: {NOT_RUN}" for name in unchecked]
+    notes = {c.name: c.note for c in checks}
+    return summary, problems + [f"{name}: {notes[name]}" for name in unchecked]
 
 
 def _values_at(value: Any, paths: Iterable[str]) -> Iterator[Any]:
@@ -739,7 +775,11 @@ def image_lines(checks: list[Check]) -> list[str]:
     registries = sorted({r["registry"] for r in rows})
     return [
         f"## Images: {len(rows)} images from {len(registries)} registries ({', '.join(registries)})",
-        table([{k: r[k] for k in ("registry", "image", "pull policy", "objects", "first")} for r in rows]),
+        "",
+        table(
+            [{k: r[k] for k in ("registry", "image", "pull policy", "objects", "first")} for r in rows],
+            summary_md.IMAGES_LEGEND,
+        ),
     ]
 
 

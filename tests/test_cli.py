@@ -204,7 +204,7 @@ def test_GIVEN_a_rendered_stack_WHEN_simulate_json_THEN_stdout_is_strict_json(
     assert run([*job, "--partition", "gpu-small", "--out", str(nccl)])[0] == 0
     code, out, err = run(["simulate", *stack, "--json", str(nccl)])
     assert code in (0, 1), err
-    assert set(strict_json(out)) == {"started", "blocked"}
+    assert set(strict_json(out)) == {"started", "blocked", "could_start_if_scaled"}
     code, out, err = run(["simulate", *stack, "--timeline", str(REPO / "examples" / "mix-dev.yaml"), "--json"])
     assert code in (0, 1), err
     timeline = strict_json(out)

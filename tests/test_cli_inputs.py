@@ -115,7 +115,7 @@ def test_out_that_is_a_directory_is_refused(tmp_path: pathlib.Path, capsys: pyte
         "nvcr.io/nvidia/pytorch:25.01-py3",
         "localhost:5000/a/b_c:v1",
         "public.ecr.aws/neuron/pytorch-training-neuronx@sha256:" + "a" * 64,
-        "busybox",
+        "busybox:1.37",
     ],
 )
 def test_valid_images_pass(ref: str) -> None:

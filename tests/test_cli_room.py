@@ -144,7 +144,17 @@ def test_GIVEN_the_command_tree_WHEN_walked_THEN_every_command_is_handled_in_eks
         assert getattr(handler, "__module__", "").startswith("ekstrain.cli."), (path, handler)
     # The Click-only commands and storage: their callbacks are ekstrain.cli's too.
     tree = main.build_cli()
-    assert sorted(tree.commands) == ["catalog", "deploy-policy", "diff", "job", "plan", "render", "simulate", "storage"]
+    assert sorted(tree.commands) == [
+        "catalog",
+        "deploy-policy",
+        "diff",
+        "job",
+        "plan",
+        "render",
+        "simulate",
+        "storage",
+        "upstream",
+    ]
     for name in ("catalog", "render"):
         callback = tree.commands[name].callback
         assert callback is not None and callback.__module__ == "ekstrain.cli.main", name

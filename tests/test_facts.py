@@ -108,24 +108,24 @@ def _prometheus() -> str:
 
 FACTS: list[tuple[str, str, Callable[[], object]]] = [
     # -- Kubernetes and pins (ekstrain/versions.py) --
-    ("README.md", "On 2026-12-03: {} is the default", lambda: versions.DEFAULT_KUBERNETES_VERSION),
+    ("docs/overview.md", "On 2026-12-03: {} is the default", lambda: versions.DEFAULT_KUBERNETES_VERSION),
     (
-        "README.md",
+        "docs/overview.md",
         "CoreDNS and kube-proxy builds {},",
         lambda: versions.addon_version("coredns", versions.DEFAULT_KUBERNETES_VERSION),
     ),
     (
-        "README.md",
+        "docs/overview.md",
         ", {}; the others: `ekstrain/versions.py`",
         lambda: versions.addon_version("kube-proxy", versions.DEFAULT_KUBERNETES_VERSION),
     ),
-    ("README.md", "(`amiAliasVersion`, 1.35: {})", lambda: versions.AMI_ALIAS_VERSIONS["1.35"]),
-    ("README.md", "installs zero-to-jupyterhub {} in", lambda: versions.DEFAULT_CHARTS["jupyterhub"].version),
-    ("README.md", "(chart argo-cd {},", lambda: versions.DEFAULT_CHARTS["argo-cd"].version),
+    ("docs/overview.md", "(`amiAliasVersion`, 1.35: {})", lambda: versions.AMI_ALIAS_VERSIONS["1.35"]),
+    ("docs/overview.md", "installs zero-to-jupyterhub {} in", lambda: versions.DEFAULT_CHARTS["jupyterhub"].version),
+    ("docs/overview.md", "(chart argo-cd {},", lambda: versions.DEFAULT_CHARTS["argo-cd"].version),
     # -- partitions (ekstrain/catalog.py, EFA layouts) --
-    ("README.md", "prod's trainium:\n{}", _trainium_layouts),
+    ("docs/overview.md", "prod's trainium:\n{}", _trainium_layouts),
     (
-        "README.md",
+        "docs/overview.md",
         "gpu-h100: p5 x{},",
         lambda: next(p.max_nodes for p in stack_config("prod").partitions if p.name == "gpu-h100"),
     ),
@@ -135,15 +135,19 @@ FACTS: list[tuple[str, str, Callable[[], object]]] = [
         lambda: sum(i.interface_type == efa.EFA_ONLY for i in efa.efa_layout(catalog.CATALOG["p5en.48xlarge"])),
     ),
     # -- checkpoint save time (planner + ekstrain/storage_sizing.py) --
-    ("README.md", "a {} GiB checkpoint (the planner's", lambda: prod_checkpoint_section()["sizeGiB"]),
-    ("README.md", "(7200 GiB at 500 MB/s/TiB = {} MB/s)", lambda: f"{_prod_fsx()[1].configured.throughput_mb_s:,.0f}"),
+    ("docs/overview.md", "a {} GiB checkpoint (the planner's", lambda: prod_checkpoint_section()["sizeGiB"]),
     (
-        "README.md",
+        "docs/overview.md",
+        "(7200 GiB at 500 MB/s/TiB = {} MB/s)",
+        lambda: f"{_prod_fsx()[1].configured.throughput_mb_s:,.0f}",
+    ),
+    (
+        "docs/overview.md",
         "takes about {} s, within the 300 s target",
         lambda: f"{_prod_fsx()[1].configured.save_seconds:,.0f}",
     ),
     (
-        "README.md",
+        "docs/overview.md",
         "is {}.",
         lambda: (
             f"{_recommended().capacity_gib} GiB at {_recommended().per_unit_throughput} "
@@ -178,7 +182,7 @@ FACTS: list[tuple[str, str, Callable[[], object]]] = [
         lambda: stack_config("prod").schedulers.slurm.nodeset_replicas["gpu-a100"],
     ),
     # -- observability sizing (assembly/observability.py) --
-    ("README.md", "{}),", _prometheus),
+    ("docs/overview.md", "{}),", _prometheus),
     (
         "docs/platform.md",
         ": {} gp3, `retentionSize: ",
@@ -206,13 +210,13 @@ def test_docs_numbers_match_the_code() -> None:
 
 def test_a_stale_number_is_reported() -> None:
     # GIVEN a README whose save time no longer matches the sizing model
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs/overview.md").read_text()
     seconds = f"{_prod_fsx()[1].configured.save_seconds:,.0f}"
     assert f"takes about {seconds} s" in readme
     changed = readme.replace(f"takes about {seconds} s", "takes about 999 s")
     # WHEN checked THEN that row, and only it, is stale
-    assert stale(FACTS, lambda p: changed if p == "README.md" else (REPO / p).read_text()) == [
-        f"README.md: expected 'takes about {seconds} s, within the 300 s target'"
+    assert stale(FACTS, lambda p: changed if p == "docs/overview.md" else (REPO / p).read_text()) == [
+        f"docs/overview.md: expected 'takes about {seconds} s, within the 300 s target'"
     ]
 
 

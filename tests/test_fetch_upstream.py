@@ -373,3 +373,38 @@ def test_the_mirror_stores_an_oci_chart_as_helm_push_does(tmp_path: pathlib.Path
     assert layer["mediaType"] == "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
     archive = _src() / "chart-src" / fetch_upstream.archive_name(chart)
     assert layer["digest"] == f"sha256:{fetch_upstream.sha256_of(archive)}"
+
+
+def test_ekstrain_upstream_fetch_with_mirror_fills_the_projects_upstream_directory(
+    mirror: dict[str, str], tmp_path: pathlib.Path
+) -> None:
+    """GIVEN an empty directory (a wheel user's project) WHEN `ekstrain upstream fetch --mirror URL` THEN the
+    pinned files arrive in ./.upstream, verified by the pins shipped in the package (the mirror by flag only)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("UPSTREAM_", "EKSTRAIN_UPSTREAM"))}
+    base = mirror["UPSTREAM_OCI_MIRROR"]
+    only = ["--only", "crds/kubeflow.org/mpijob.yaml", "--only", "keda"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "ekstrain", "upstream", "fetch", "--mirror", base, *only],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    pins = {p.dest: p for p in fetch_upstream.read_file_pins()}
+    got = tmp_path / ".upstream" / "crds/kubeflow.org/mpijob.yaml"
+    assert fetch_upstream.sha256_of(got) == pins["crds/kubeflow.org/mpijob.yaml"].sha256
+    keda = tmp_path / ".upstream" / "chart-src" / fetch_upstream.archive_name(versions.DEFAULT_CHARTS["keda"])
+    assert keda.is_file() and f"upstream files ready in {tmp_path / '.upstream'}" in proc.stdout
+    # AND a mirror that is no URL is refused before anything is fetched: an error line, then its fix
+    proc = subprocess.run(
+        [sys.executable, "-m", "ekstrain", "upstream", "fetch", "--mirror", "ftp:x", "--dest", "fresh"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and not (tmp_path / "fresh").exists()
+    error, fix = proc.stderr.strip().splitlines()
+    assert error.startswith("error: ekstrain upstream fetch: --mirror 'ftp:x'") and fix.startswith("fix: ")

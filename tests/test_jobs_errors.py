@@ -55,7 +55,10 @@ def test_cuda_framework_on_the_trainium_partition() -> None:
 
 
 def test_unknown_partition() -> None:
-    assert _error(spec_for("gpu-b200")) == "unknown partition 'gpu-b200'; the stack has gpu-a100, gpu-h100, trainium"
+    assert _error(spec_for("gpu-b200")) == (
+        "unknown partition 'gpu-b200' (did you mean 'gpu-h100'?); fix: pass --partition one of the stack's "
+        "partitions: gpu-a100, gpu-h100, trainium"
+    )
 
 
 def test_plan_for_a_different_instance_type() -> None:
@@ -132,7 +135,7 @@ def test_cli_exits_2_with_one_line(fake_planner: None, capsys: pytest.CaptureFix
     out = capsys.readouterr()
     assert code == 2 and out.out == ""
     assert out.err == (
-        "ekstrain job render: 17 nodes requested but partition gpu-a100 has maxNodes 16; ask for at "
+        "error: ekstrain job render: 17 nodes requested but partition gpu-a100 has maxNodes 16; ask for at "
         "most 16 nodes or raise ekstrain:partitions (gpu-a100).maxNodes\n"
     )
 
@@ -223,7 +226,7 @@ def test_cli_refuses_a_scheduler_the_stack_does_not_install(
     out = capsys.readouterr()
     assert out.out == ""
     assert out.err == (
-        "ekstrain job render: this stack does not install pytorchjob's controller: set "
+        "error: ekstrain job render: this stack does not install pytorchjob's controller: set "
         "ekstrain:schedulers.kubeflow.flavor: training-operator (it is 'trainer'; the training operator cannot "
         "run beside the MPI operator), or use --scheduler mpijob or trainjob or volcano or bionemo or rayjob or "
         "slurm\n"
@@ -306,7 +309,7 @@ def test_cli_refuses_a_newline_in_the_checkpoint_path(fake_planner: None, capsys
     argv = ["--scheduler", "slurm", "--partition", "gpu-a100", "--nodes", "2"]
     assert cli.main([*ARGS, *argv, "--checkpoint-path", "/shared/ckpt\ntouch /tmp/pwned"]) == 2
     assert capsys.readouterr().err == (
-        "ekstrain job render: --checkpoint-path '/shared/ckpt\\ntouch /tmp/pwned' has a control character "
+        "error: ekstrain job render: --checkpoint-path '/shared/ckpt\\ntouch /tmp/pwned' has a control character "
         "(U+000A) at character 13; values must be one line of printable text: remove it\n"
     )
 
@@ -316,7 +319,7 @@ def test_cli_refuses_an_env_name_that_is_a_command(fake_planner: None, capsys: p
     argv = ["--scheduler", "slurm", "--partition", "gpu-a100", "--nodes", "2", "--env", "$(id)=1"]
     assert cli.main([*ARGS, *argv]) == 2
     assert capsys.readouterr().err == (
-        "ekstrain job render: --env name '$(id)' is not a variable name; use letters, digits and '_', not "
+        "error: ekstrain job render: --env name '$(id)' is not a variable name; use letters, digits and '_', not "
         "starting with a digit (e.g. --env MY_FLAG=1)\n"
     )
 

@@ -539,7 +539,7 @@ def test_control_characters_are_refused(
         argv, flag = [f"{where}={value}"], where  # the = form: a value may start with '-'
     code, err = _cli(["--scheduler", scheduler, "--partition", "gpu-a100", *argv], capsys)
     assert code == 2 and err.count("\n") == 1, err
-    assert err.startswith(f"ekstrain job render: {flag}") and f"U+{ord(bad):04X}" in err and "remove it" in err
+    assert err.startswith(f"error: ekstrain job render: {flag}") and f"U+{ord(bad):04X}" in err and "remove it" in err
     TALLY.add("control-characters", scheduler, time.perf_counter() - started, repr(value))
 
 
@@ -549,7 +549,7 @@ def test_bad_env_names_are_refused(fake_planner: None, capsys: pytest.CaptureFix
     started = time.perf_counter()
     code, err = _cli(["--scheduler", "slurm", "--partition", "gpu-a100", f"--env={name}=1"], capsys)
     assert code == 2 and err.count("\n") == 1, err
-    assert err.startswith("ekstrain job render: --env name") and "e.g. --env MY_FLAG=1" in err
+    assert err.startswith("error: ekstrain job render: --env name") and "e.g. --env MY_FLAG=1" in err
     TALLY.add("env-names", "slurm", time.perf_counter() - started, repr(name))
 
 

@@ -102,6 +102,9 @@ def test_wheel_holds_only_the_ekstrain_namespace_with_real_files(wheel: pathlib.
         expected = {f"ekstrain/{layer}/{p.relative_to(REPO / layer).as_posix()}" for p in (REPO / layer).rglob("*.py")}
         assert expected and expected <= names, sorted(expected - names)[:5]
     assert "ekstrain/py.typed" in names
+    # the pins `ekstrain upstream fetch` verifies by, and the CRD the program applies (with its provenance)
+    assert {f"ekstrain/pins/{n}" for n in ("upstream-pins.tsv", "chart-pins.tsv", "chart-files.tsv")} <= names
+    assert {"ekstrain/vendor/SOURCES.md", "ekstrain/vendor/kubeflow.org/mpijob.yaml"} <= names
     pack = {n for n in names if n.startswith("ekstrain/policy_pack/")}
     assert pack == {
         "ekstrain/policy_pack/PulumiPolicy.yaml",
@@ -309,8 +312,8 @@ def test_render_from_the_wheel_writes_into_the_users_project_only(
     assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: e.g. no helm on this machine (its own check)
     summary = (project / "build" / "dev" / "SUMMARY.md").read_text()
     assert (project / "build" / ".cache").is_dir()
-    policy_row = next(ln for ln in summary.splitlines() if ln.startswith("policy pack: CrossGuard rules"))
-    assert re.search(r"\) +[1-9][0-9]* resources +0 ", policy_row), policy_row  # the pack ran, found nothing
+    policy_row = next(ln for ln in summary.splitlines() if ln.startswith("| policy pack: CrossGuard rules"))
+    assert re.search(r"\) \| [1-9][0-9]* resources \| 0 \|", policy_row), policy_row  # the pack ran, found nothing
     after = sorted(p.relative_to(installed) for p in installed.rglob("*") if "__pycache__" not in p.parts)
     assert after == before, "the render wrote into the installed package"
 
@@ -405,3 +408,22 @@ def test_ekstrain_testing_runs_a_users_program_offline(
     assert done.returncode == 0, done.stderr[-3000:]
     types = json.loads(done.stdout)
     assert "eks:index:Cluster" in types and "aws:ec2/placementGroup:PlacementGroup" in types, types
+
+
+def test_the_wheel_fetches_and_verifies_with_its_own_pins(installed: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """GIVEN the installed wheel in an empty directory WHEN `ekstrain upstream fetch|helm` are asked THEN both are
+    commands of the wheel, reading the pins it ships, and a refusal names a command the user has."""
+    code = (
+        "from ekstrain import upstream; from ekstrain.assembly.schedulers import mpi_operator as m; "
+        "print(len(upstream.read_file_pins()), len(upstream.read_chart_pins()), m.mpijob_crd(None)['kind'])"
+    )
+    done = run_installed(installed, tmp_path, "-c", code)
+    assert done.returncode == 0, done.stderr
+    files, charts, kind = done.stdout.split()
+    assert int(files) > 30 and int(charts) > 10 and kind == "CustomResourceDefinition"
+    for sub in ("fetch", "helm"):
+        done = run_installed(installed, tmp_path, "-m", "ekstrain", "upstream", sub, "--help")
+        assert done.returncode == 0 and "Usage: ekstrain upstream " + sub in done.stdout, done.stderr
+    done = run_installed(installed, tmp_path, "-m", "ekstrain", "upstream", "fetch", "--mirror", "ftp:x")
+    assert done.returncode == 2 and done.stderr.startswith("error: ekstrain upstream fetch: --mirror"), done.stderr
+    assert "make " not in done.stderr

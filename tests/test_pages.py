@@ -138,7 +138,7 @@ def test_render_writes_its_page_beside_the_summary(prod_render: pathlib.Path, tm
     for phrase in ("Architecture:", "karpenter", "network", "ec2 Subnet", "helm: karpenter", "Creation stages"):
         assert phrase in text, phrase
     # Partitions with instance types, EFA and placement groups; checks; links to the written files.
-    assert "Partitions" in text and "p5.48xlarge" in text and "placementGroup" in text
+    assert "Partitions" in text and "p5.48xlarge" in text and "Placement group" in text
     assert '<p class="ok">0 problems in' in text
     for f in ("SUMMARY.md", "resources.yaml", "aws-plan.json"):
         assert f'<a href="{f}">' in text, f

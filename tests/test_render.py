@@ -43,7 +43,7 @@ def test_stack_renders_and_validates(stack: str, tmp_path: pathlib.Path, capsys:
     assert re.search(r"^## Images: \d+ images from \d+ registries", summary, re.MULTILINE)
     assert "docker.io/library/" not in summary
     # no secret value in what the render wrote; Applications reference Secrets (infra/verify/emitted.py)
-    assert re.search(r"^emitted files: no secret values .* 0 +0 ", summary, re.MULTILINE)
+    assert re.search(r"^\| emitted files: no secret values .* \| 0 \| 0 \|", summary, re.MULTILINE)
     hub_app = tmp_path / "argocd" / "Application-argocd-jupyterhub.yaml"
     if hub_app.exists():
         text = hub_app.read_text()
@@ -60,6 +60,7 @@ def render_warnings(summary: str, stderr: str) -> list[str]:
     checks' ("- warning: ..." lines, e.g. a Helm values key that changes nothing)."""
     lines = summary.splitlines()
     start = lines.index("## Warnings") + 1
+    start += lines[start] == ""  # a blank line after the heading (Markdown)
     config = []
     for line in lines[start:]:
         if not line.startswith("- "):
@@ -135,11 +136,12 @@ def test_prod_summary_lists_partitions_with_efa_and_cost(
     assert render_cli.main(["--stack", "prod", "--out", str(tmp_path)]) == 0
     summary = (tmp_path / "SUMMARY.md").read_text()
     lines = summary.splitlines()
-    header = next(line.split() for line in lines if line.startswith("partition "))
+    cells = lambda line: [c.strip() for c in line.strip().strip("|").split("|")]  # noqa: E731  (a GFM table row)
+    header = next(cells(line) for line in lines if line.startswith("| partition |"))
     rows = {
-        line.split()[0]: dict(zip(header, line.split(), strict=True))
+        cells(line)[0]: dict(zip(header, cells(line), strict=True))
         for line in lines
-        if line.startswith(("gpu-", "trainium"))
+        if line.startswith(("| gpu-", "| trainium"))
     }
     assert {name: row["efa"] for name, row in rows.items()} == {
         "gpu-a100": "p4d:4,p4de:4",
@@ -234,9 +236,9 @@ def test_render_runs_the_strict_slurm_values_check(prod_recording: Recording, tm
     # THEN both are problems (exit 1), counted in the Checks table: each NodeSet and the login set
     assert "helm release slurm: unknown key nodesets.gpu-h100.replica" in problems
     assert any(p.startswith("helm release slurm: nodesets.gpu-h100: ") and "efect" in p for p in problems)
-    row = next(line for line in summary.splitlines() if line.startswith("helm values: templated entries"))
+    row = next(r for r in render_cli.checks_rows(summary) if r[0].startswith("helm values: templated entries"))
     entries = len(slurm.inputs["values"]["nodesets"]) + len(slurm.inputs["values"]["loginsets"])
-    assert (entries, row.split()[-5:-2]) == (4, ["4", "entries", "2"])
+    assert (entries, row[1], row[2]) == (4, "4 entries", "2")
 
 
 def test_render_runs_the_policy_pack(prod_recording: Recording, tmp_path: pathlib.Path) -> None:
@@ -256,8 +258,8 @@ def test_render_runs_the_policy_pack(prod_recording: Recording, tmp_path: pathli
         f"stateful-protected-in-prod ({fsx.name}): LustreFileSystem in environment 'prod' must be "
         "protect=True (and retain_on_delete)"
     ]
-    row = next(line for line in summary.splitlines() if line.startswith("policy pack: CrossGuard rules"))
-    assert row.split()[-5:-3] == [str(len(records)), "resources"]
+    row = next(r for r in render_cli.checks_rows(summary) if r[0].startswith("policy pack: CrossGuard rules"))
+    assert row[1] == f"{len(records)} resources"
     assert "- policy pack: CrossGuard rules (policy/ekstrain_policy): stateful-protected-in-prod" in summary
 
 
@@ -311,23 +313,14 @@ def test_without_the_schemas_the_render_claims_nothing(
 ) -> None:
     # GIVEN no upstream schemas (a fresh clone before `make fetch-upstream`)
     monkeypatch.setattr(validation, "upstream_dir", lambda: None)
-    # WHEN dev is rendered THEN it is refused before the program runs: the MPI operator's CRD is an upstream file
-    argv = ["--stack", "dev", "--stack-file", str(REPO / "Pulumi.dev.yaml"), "--out", str(tmp_path / "dev")]
-    assert render_cli.main(argv) == 2
-    err = capsys.readouterr().err
-    assert "ekstrain:schedulers.mpiOperator.enabled: the MPI operator's CRD is read from" in err
-    assert "make fetch-upstream" in err and "Traceback" not in err and not (tmp_path / "dev").exists()
-    # GIVEN dev without the MPI operator
-    text = (REPO / "Pulumi.dev.yaml").read_text()
-    assert text.count("mpiOperator:\n      enabled: true") == 1
-    stack_file = tmp_path / "Pulumi.dev.yaml"
-    stack_file.write_text(text.replace("mpiOperator:\n      enabled: true", "mpiOperator:\n      enabled: false"))
+    # WHEN dev (which enables the MPI operator: its CRD is vendored in the package) is rendered
     out = tmp_path / "out"
-    argv = ["--stack", "dev", "--stack-file", str(stack_file), "--out", str(out)]
-    # WHEN rendered THEN it exits 1 and says first which checks did not run, and never that things are valid
+    argv = ["--stack", "dev", "--stack-file", str(REPO / "Pulumi.dev.yaml"), "--out", str(out)]
+    # THEN it exits 1 and says which checks did not run and how to get the files, and never that things are valid
     assert render_cli.main(argv) == 1
     err = capsys.readouterr().err
-    assert "checks did not run (no upstream schemas)" in err and "--allow-unchecked" in err
+    assert "error: ekstrain render: 9 checks did not run" in err and "--allow-unchecked" in err
+    assert "fix: upstream schemas not found (run `ekstrain upstream fetch`" in err
     summary = (out / "SUMMARY.md").read_text()
     head = summary.split("## Warnings")[0]
     assert "## NOT VALIDATED: 9 of" in head and "creation order" in head

@@ -169,7 +169,8 @@ def test_a_recorded_answer_replaces_the_helm_runs_and_is_what_the_render_reports
     summary = (project / "out" / "SUMMARY.md").read_text()
     assert (
         f"ekstrain.lock.json is not current for stack dev: {nvidia['release']}: recorded ['planted.key'], "
-        "computed []; run `make lock STACK=dev` and commit it" in summary
+        "computed []; run `ekstrain render --stack dev --lock write` (in a checkout: `make lock STACK=dev`) and "
+        "commit it" in summary
     )
     assert key in json.loads(path.read_text())["stacks"]["dev"]
     # AND the fix it names works: --lock write computes every answer (the planted one is not kept), then check passes
@@ -197,7 +198,7 @@ def test_values_the_lock_has_not_seen_are_checked_and_write_drops_the_old_entry(
     # THEN only that release is computed, and the render says how to record it
     assert asked == ["storage-csi--aws-fsx-csi-driver"]
     err = capsys.readouterr().err
-    assert "1 of 7 releases were checked now" in err and "make lock STACK=dev" in err
+    assert "1 of 7 releases were checked now" in err and "ekstrain render --stack dev --lock write" in err
     # AND --lock write records today's key and drops the old one (the section is exactly the current answers)
     monkeypatch.undo()
     monkeypatch.setenv("EKSTRAIN_CACHE_DIR", str(validation.cache_root()))

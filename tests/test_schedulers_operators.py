@@ -14,7 +14,6 @@ from ekstrain import paths, validation, versions
 from ekstrain.assembly.schedulers import mpi_operator, operators
 from ekstrain.components.operators import Operators, OperatorsArgs
 from ekstrain.infra.offline import Recording
-from ekstrain.infra.program import build
 from ekstrain.stacks.errors import ConfigError
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -97,36 +96,24 @@ def test_a_changed_mpijob_crd_is_refused_naming_the_key_and_the_fix() -> None:
         ConfigError, match=r"ekstrain:schedulers.mpiOperator.enabled: .*is not the pinned 78b0131f"
     ) as e:
         mpi_operator.crd_from_text(b"kind: CustomResourceDefinition\n", "x/mpijob.yaml")
-    assert "fix: restore the pinned upstream file" in str(e.value) and "--upstream-dir" in str(e.value)
+    assert "fix: restore the pinned upstream file" in str(e.value) and "ekstrain upstream fetch" in str(e.value)
 
 
-def test_without_the_upstream_directory_the_program_registers_nothing(
+def test_without_the_upstream_directory_the_program_applies_the_vendored_crd(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # GIVEN no upstream directory, or one without the MPIJob CRD
     (tmp_path / "crds").mkdir()
-    for found, where in ((None, "no upstream directory was found"), (tmp_path, f"{tmp_path} has no crds/")):
+    vendored = mpi_operator.crd_from_text(mpi_operator.VENDORED.read_bytes(), "vendored")
+    for found in (None, tmp_path):
         monkeypatch.setattr(validation, "upstream_dir", lambda found=found: found)
-        errors: list[str] = []
-
-        def program(errors: list[str] = errors) -> dict:
-            try:
-                return build(stack_config("prod"))
-            except ConfigError as exc:
-                errors.append(str(exc))
-                return {}
-
-        # WHEN prod's program runs
-        rec = run_program(program)
-        # THEN it stops before its first resource, naming the key, where it looked and the fixes
-        assert rec.records == []
-        (error,) = errors
-        assert "ekstrain:schedulers.mpiOperator.enabled: the MPI operator's CRD is read from" in error
-        assert where in error and "--upstream-dir DIR" in error and "make fetch-upstream" in error
-        assert "set ekstrain:schedulers.mpiOperator.enabled: false" in error
-    # AND a stack without the MPI operator needs no CRD
-    off = cfg_with(lambda s: s["schedulers"]["mpiOperator"].update(enabled=False))
-    assert run_stack(off).records
+        # WHEN the CRD is read THEN it is the one shipped in the package (same pin)
+        assert mpi_operator.mpijob_crd(validation.upstream_dir()) == vendored
+    # AND a package without it (a damaged install) stops before registering anything, naming the key and the fix
+    monkeypatch.setattr(mpi_operator, "VENDORED", tmp_path / "absent.yaml")
+    with pytest.raises(ConfigError, match=r"ekstrain:schedulers.mpiOperator.enabled: the MPI operator's CRD") as e:
+        mpi_operator.mpijob_crd(None)
+    assert "reinstall ekstrain" in str(e.value) and "set ekstrain:schedulers.mpiOperator.enabled: false" in str(e.value)
 
 
 def test_no_manifest_is_fetched_from_a_url_at_deploy_time(prod_recording: Recording) -> None:

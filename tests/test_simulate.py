@@ -257,8 +257,9 @@ def test_make_examples_output_starts(
     # the 4-node sbatch example starts with no manual `kubectl scale` (no --scale-nodesets).
     assert main(["simulate", "--stack", "prod", "--build", str(prod_build), str(out)]) == 0
     started = capsys.readouterr().out
-    assert "13 workloads start, 0 blocked" in started  # 10 examples + one slurmd pod per NodeSet
+    # 10 examples; each NodeSet at 0 replicas is capacity that could start if scaled, not a workload
+    assert "10 workloads start, 0 blocked; 3 Slurm NodeSets at 0 replicas could start if scaled" in started
     assert "STARTS sbatch/llama3-70b-lora.sbatch: slurmd x4 -> gpu-a100/p4d.24xlarge" in started
     assert "STARTS Job/molmim-pretrain: worker x2 -> gpu-h100/p5.48xlarge" in started
-    assert "STARTS Pod/slurm-worker-gpu-h100-0: pod x1 -> gpu-h100/p5.48xlarge" in started
+    assert "CAPACITY Pod/slurm-worker-gpu-h100-0: pod x1 -> gpu-h100/p5.48xlarge (NodeSet at 0" in started
     assert "STARTS Job/llama3-70b-megatron: worker x8 -> gpu-h100/p5.48xlarge" in started

@@ -172,7 +172,7 @@ def _refused(klass: str, name: str, data: bytes | str, *expected: str) -> InputE
     slowest[klass] = max(slowest[klass], elapsed)
     counts[klass]["refused"] += 1
     report = info.value.report()
-    assert str(path) in report and "\n  fix: " in report, report
+    assert str(path) in report and "\nfix: " in report, report
     for text in expected:
         assert text in report, (text, report)
     return info.value
@@ -443,7 +443,7 @@ def test_cli_exits_2_with_file_problem_and_fix(
     path = _write(name, data)
     assert main(["simulate", "--build", str(WORKDIR / "no-build"), str(path)]) == 2
     err = capsys.readouterr().err
-    assert f"ekstrain simulate: {path}" in err and problem in err and "\n  fix: " in err and "Traceback" not in err
+    assert f"ekstrain simulate: {path}" in err and problem in err and "\nfix: " in err and "Traceback" not in err
 
 
 def test_report_counts() -> None:

@@ -286,7 +286,7 @@ def test_bad_mix_files_name_the_key(
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(InputError) as info:
         read_mix(path, prod_build)
-    assert problem in info.value.report() and "\n  fix: " in info.value.report()
+    assert problem in info.value.report() and "\nfix: " in info.value.report()
 
 
 # ---- the health gate ---------------------------------------------------------------------------------------

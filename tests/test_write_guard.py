@@ -283,11 +283,12 @@ def test_fetch_upstream_refuses_before_it_fetches(
     world: pathlib.Path, dest: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """GIVEN the working directory, ~, /, a user's directory or a file WHEN `fetch_upstream.py DEST` THEN exit 2,
-    one line with the fix, nothing fetched or written (no network is touched: the guard runs first)."""
+    an error line then its fix, nothing fetched or written (no network is touched: the guard runs first)."""
     before = _snapshot(world)
     assert _fetch_upstream().main([dest]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: dest ") and "fix:" in err and len(err.strip().splitlines()) == 1
+    error, fix = err.strip().splitlines()
+    assert error.startswith("error: fetch_upstream.py: --dest ") and fix.startswith("fix: ")
     assert _snapshot(world) == before
 
 

@@ -454,8 +454,8 @@ def test_mix_file_corpus(tmp_path: pathlib.Path) -> None:
             mix = read_mix(path, tmp_path)
         except InputError as exc:
             assert where != "ok", f"false rejection: {exc.report()}"
-            assert exc.report().startswith(f"ekstrain simulate: {path}") and where in exc.report(), exc.report()
-            assert "\n  fix: " in exc.report()
+            assert exc.report().startswith(f"error: ekstrain simulate: {path}") and where in exc.report(), exc.report()
+            assert "\nfix: " in exc.report()
             verdicts[cls] += 1
             continue
         assert where == "ok", f"accepted-invalid, expected a refusal naming {where}"

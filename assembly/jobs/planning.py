@@ -8,6 +8,7 @@ a double); :func:`choose_plan` applies the RunSpec's pinned degrees and the fit 
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Protocol
 
 from ekstrain import catalog
@@ -38,8 +39,13 @@ class RealPlanner:
             if isinstance(catalog, dict):
                 return catalog[name]
         except (KeyError, ValueError) as exc:
-            known = f"; known: {', '.join(sorted(catalog))}" if isinstance(catalog, dict) else ""
-            detail = str(exc).strip("'\"") if not known else f"unknown model {name!r}"
+            close = difflib.get_close_matches(name, list(catalog), n=1) if isinstance(catalog, dict) else []
+            known = f"; fix: pass --model one of {', '.join(sorted(catalog))}" if isinstance(catalog, dict) else ""
+            detail = (
+                str(exc).strip("'\"")
+                if not known
+                else f"unknown model {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+            )
             raise JobRequestError(f"{detail}{known}") from None
         raise JobRequestError(f"the planner has no model catalog to look up {name!r}")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -87,7 +88,9 @@ def scheduler_problem(cfg: StackConfig, scheduler: str, family: str | None = Non
 
 def resolve_for(spec: RunSpec, cfg: StackConfig, scheduler: str, planner: PlannerBackend | None = None) -> ResolvedRun:
     if scheduler not in SCHEDULERS:
-        raise JobRequestError(f"unknown scheduler {scheduler!r}; use one of {', '.join(SCHEDULERS)}")
+        close = difflib.get_close_matches(scheduler, list(SCHEDULERS), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise JobRequestError(f"unknown scheduler {scheduler!r}{hint}; fix: use one of {', '.join(SCHEDULERS)}")
     # slurmd pods mount the FSx file system at the Slurm shared path, not at the pods' /fsx.
     mount = cfg.schedulers.slurm.shared_mount_path if scheduler == "slurm" else None
     r = resolve(spec, cfg, planner, require_family=SCHEDULERS[scheduler].family, mount_path=mount)

@@ -7,6 +7,7 @@ memory, environment, volumes and scheduling constraints are all decided here; th
 
 from __future__ import annotations
 
+import difflib
 import json
 import posixpath
 import re
@@ -420,9 +421,12 @@ def resolve(
     try:
         part = cfg.partition(spec.partition)
     except KeyError:
+        known = [p.name for p in cfg.partitions]
+        close = difflib.get_close_matches(spec.partition, known, n=1)
         raise JobRequestError(
-            f"unknown partition {spec.partition!r}; the stack has "
-            f"{', '.join(p.name for p in cfg.partitions) or 'no partitions'}"
+            f"unknown partition {spec.partition!r}"
+            + (f" (did you mean {close[0]!r}?)" if close else "")
+            + f"; fix: pass --partition one of the stack's partitions: {', '.join(known) or 'none'}"
         ) from None
     shp = shape(part.name, part.accelerator, part.instance_types, part.efa)
     if spec.nodes > part.max_nodes:

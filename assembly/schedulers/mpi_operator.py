@@ -3,8 +3,8 @@
 MPI operator v0.8 has no Helm chart: upstream installs ``deploy/v2beta1/mpi-operator.yaml`` (kubeflow/mpi-operator
 v0.8.0, commit 101db144e019e1de65aaded07745e9d805c2852a, ``versions.MPI_OPERATOR_SOURCE``). That file is never
 copied into this repository. Its objects other than the CRD are small and are written below with the same
-content (the kustomize ``commonLabels`` of ``manifests/base`` on each); the CRD, the one large object, is read
-from the pinned upstream directory (``versions.MPIJOB_CRD``, the file the render validates MPIJobs with) and
+content (the kustomize ``commonLabels`` of ``manifests/base`` on each); the CRD, the one large object, is the pinned
+upstream file, vendored in the package (``ekstrain/vendor/``, the same bytes the render validates MPIJobs with) and
 given the same labels. The Deployment then gets the program's changes (``operators.patch_operator``: the Volcano
 gang flag, requests, an unprivileged securityContext).
 """
@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from ekstrain import versions
-from ekstrain.paths import upstream_fix
+from ekstrain.paths import PACKAGE, upstream_fix
 from ekstrain.stacks.errors import ConfigError, ConfigIssue
 
 NAMESPACE = "mpi-operator"
@@ -182,20 +182,29 @@ def crd_from_text(data: bytes, source: str) -> dict[str, Any]:
     return crd
 
 
-def mpijob_crd(upstream: pathlib.Path | None) -> dict[str, Any]:
-    """The MPIJob CRD from the upstream directory ``upstream`` (``ekstrain.validation.upstream_dir()``): a
-    ConfigError naming the key and the fix when there is none or it lacks the file, so the program stops before
-    registering anything."""
+VENDORED = PACKAGE / "vendor" / versions.MPIJOB_CRD.removeprefix("crds/")
+"""The MPIJob CRD shipped with the package (``ekstrain/vendor/kubeflow.org/mpijob.yaml``, provenance in
+``ekstrain/vendor/SOURCES.md``): the program applies it to the cluster, so a plain clone or a wheel renders the
+stacks that enable the MPI operator without the upstream directory. Same bytes and sha256 as the pinned upstream
+file (mpi-operator v0.8.0 ``manifests/base/kubeflow.org_mpijobs.yaml``); tests/test_plain_clone.py compares them."""
+
+
+def mpijob_crd(upstream: pathlib.Path | None = None) -> dict[str, Any]:
+    """The MPIJob CRD the program applies: the pinned upstream directory's copy when ``upstream`` holds one (so a
+    tampered upstream file is still refused), else the vendored copy (:data:`VENDORED`). Either must match
+    :data:`versions.MPIJOB_CRD_SHA256`; a ConfigError naming the key and the fix otherwise, so the program stops
+    before registering anything."""
     path = upstream / versions.MPIJOB_CRD if upstream is not None else None
     if path is None or not path.is_file():
-        where = "no upstream directory was found" if upstream is None else f"{upstream} has no {versions.MPIJOB_CRD}"
+        path = VENDORED
+    if not path.is_file():
         raise ConfigError(
             [
                 ConfigIssue(
                     ENABLE_KEY,
-                    f"the MPI operator's CRD is read from the pinned upstream files ({versions.MPIJOB_CRD}), and "
-                    f"{where}",
-                    f"{upstream_fix()}; or set {ENABLE_KEY}: false",
+                    f"the MPI operator's CRD ({versions.MPIJOB_CRD}) is neither in the package ({path}) nor in "
+                    "an upstream directory",
+                    f"reinstall ekstrain, or {upstream_fix()}; or set {ENABLE_KEY}: false",
                 )
             ],
             source="the upstream directory",

@@ -66,40 +66,53 @@ def without_recompute(
     return out
 
 
-def candidates_figure(plans: Sequence[Plan], chosen: Plan) -> str:
+def candidates_figure(ranked: Sequence[Plan], extra: Sequence[Plan], chosen: Plan) -> str:
+    """Every ranked plan (all fit) and the same layouts without recomputation, at memory and step time. The axes
+    are clipped to the region of the ranked plans (and the device's capacity), so the fitting plans and the
+    chosen star are spread out; points outside it are counted in the legend, not drawn squeezed."""
     fig = shell.figure(11, 5)
     ax = fig.add_subplot()
-    fits = [p for p in plans if p.fits and p is not chosen]
-    over = [p for p in plans if not p.fits and p is not chosen]
-    if fits:
+    mem = [p.memory.total / GIB for p in ranked]
+    times = sorted(p.step_time_s for p in ranked)
+    capacity = chosen.fleet.rank_memory_bytes / GIB
+    x_lo, x_hi = min(mem) * 0.95, max(max(mem), capacity) * 1.05
+    # the slowest tenth of the ranking would flatten the rest: the chart shows up to its 90th percentile
+    y_lo = times[0] * 0.95
+    y_hi = max(times[min(len(times) - 1, int(len(times) * 0.9))], chosen.step_time_s) * 1.05
+    inside = lambda p: x_lo <= p.memory.total / GIB <= x_hi and y_lo <= p.step_time_s <= y_hi  # noqa: E731
+    groups = [
+        ([p for p in ranked if p is not chosen], f"ranked, fits ({len(ranked)})", "o", "#4c78a8"),
+        ([p for p in extra if p.fits], "without recomputation, fits", "o", "#9ecae9"),
+        ([p for p in extra if not p.fits], "without recomputation, does not fit", "x", "#e45756"),
+    ]
+    for plans, label, marker, colour in groups:
+        shown = [p for p in plans if inside(p)]
+        if not plans:
+            continue
+        off = len(plans) - len(shown)
+        if "ranked" not in label:
+            label += f" ({len(plans)})"
         ax.scatter(
-            [p.memory.total / GIB for p in fits],
-            [p.step_time_s for p in fits],
+            [p.memory.total / GIB for p in shown],
+            [p.step_time_s for p in shown],
             s=28,
-            color="#4c78a8",
+            marker=marker,
+            color=colour,
             alpha=0.75,
-            label=f"fits ({len(fits)})",
-        )
-    if over:
-        ax.scatter(
-            [p.memory.total / GIB for p in over],
-            [p.step_time_s for p in over],
-            s=30,
-            marker="x",
-            color="#e45756",
-            label=f"does not fit ({len(over)})",
+            label=label + (f"; {off} outside the axes" if off else ""),
         )
     ax.scatter(
         [chosen.memory.total / GIB],
         [chosen.step_time_s],
-        s=220,
+        s=260,
         marker="*",
         color="#f58518",
         edgecolor="black",
         zorder=5,
         label=f"chosen: {chosen.summary()}" + ("" if chosen.fits else " (does not fit)"),
     )
-    capacity = chosen.fleet.rank_memory_bytes / GIB
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo, y_hi)
     ax.axvline(capacity, color="#b3261e", ls="--", lw=1)
     ax.annotate(
         f"device memory {capacity:.0f} GiB",
@@ -113,7 +126,7 @@ def candidates_figure(plans: Sequence[Plan], chosen: Plan) -> str:
     ax.set_xlabel("memory per device (GiB)")
     ax.set_ylabel("predicted step time (s)")
     ax.grid(color="#eee")
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False, ncol=2)
     return shell.svg(fig, "plan-candidates")
 
 
@@ -155,14 +168,15 @@ def _row(i: int, p: Plan) -> dict[str, Any]:
 
 def html(ranked: Sequence[Plan], chosen: Plan, extra: Sequence[Plan], title: str) -> str:
     candidates = [*ranked, *extra]
-    memory = {k: f"{v:.2f}" for k, v in chosen.memory.gib().items()}
-    times = {TIME_LABELS.get(k, k): f"{v:.4f}" for k, v in chosen.time.parts().items()}
+    memory = {k: f"{v:.1f}" for k, v in chosen.memory.gib().items()}
+    times = {TIME_LABELS.get(k, k): f"{v:.3f}" for k, v in chosen.time.parts().items()}
     sections = [
         shell.section(
             f"Candidates: step time against memory per device ({len(candidates)})",
-            '<p class="muted">Blue: layouts the search ranked (all fit); red x: the same layouts without activation '
-            "recomputation, where that does not fit; star: the chosen plan.</p>",
-            f"<figure>{candidates_figure(candidates, chosen)}</figure>",
+            '<p class="muted">Blue: layouts the search ranked (all fit); light blue and red x: the same layouts '
+            "without activation recomputation, where that fits and where it does not; star: the chosen plan. The "
+            "axes cover the ranked plans; the legend counts the points outside them.</p>",
+            f"<figure>{candidates_figure(ranked, extra, chosen)}</figure>",
         ),
         shell.section(
             f"Chosen plan: {chosen.summary()}",

@@ -14,7 +14,7 @@ import urllib.parse
 from collections.abc import Sequence
 from typing import Any
 
-from ekstrain.pages import shell
+from ekstrain.pages import shell, topology
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 PAGE_NAME = "index.html"
@@ -168,6 +168,12 @@ def html(
     sections = [
         shell.section(
             f"Architecture: {len(comps)} components, {aws} cloud resources, {len(releases)} Helm releases",
+            '<p class="muted">The VPC, its AZs and subnets, the control plane, NodePools, storage and schedulers, '
+            "drawn from this render (docs/architecture.svg is prod's).</p>",
+            f"<figure>{topology.figure(rec, cfg, f'{stack}-topology')}</figure>",
+        ),
+        shell.section(
+            "Components",
             '<p class="muted">Each box is a top-level component of the program, with the AWS resources and Helm '
             "releases registered beneath it (blue: creates cloud resources; green: Kubernetes only).</p>",
             f"<figure>{architecture}</figure>",
@@ -212,7 +218,8 @@ def write(
     order_rows: Sequence[dict[str, Any]],
     partition_rows: Sequence[dict[str, Any]],
 ) -> pathlib.Path:
-    """Write ``out/architecture.svg`` (docs/index.md shows prod's) and ``out/index.html`` (after SUMMARY.md, so
+    """Write ``out/architecture.svg`` (the topology picture, ekstrain/pages/topology.py; docs/architecture.svg is
+    prod's, ``make architecture``) and ``out/index.html`` (after SUMMARY.md, so
     the page links every file the render wrote)."""
-    shell.write(out / ARCHITECTURE, XML_HEAD + architecture_figure(components(rec), f"{stack}-arch"))
+    shell.write(out / ARCHITECTURE, XML_HEAD + topology.figure(rec, cfg, f"{stack}-arch"))
     return shell.write(out / PAGE_NAME, html(out, stack, cfg, rec, checks, order_rows, partition_rows))

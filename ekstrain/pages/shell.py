@@ -25,7 +25,8 @@ header{background:#1d2b45;color:#fff;padding:14px 24px}header h1{margin:0;font-s
 header p{margin:4px 0 0;opacity:.85}main{padding:8px 24px 40px;max-width:1400px}
 section{background:#fff;border:1px solid #dde1e8;border-radius:6px;margin:16px 0;padding:12px 16px}
 h2{font-size:16px;margin:4px 0 10px}table{border-collapse:collapse;font-size:13px;width:100%}
-th,td{border-bottom:1px solid #e6e9ef;padding:4px 8px;text-align:left;vertical-align:top}
+th,td{border-bottom:1px solid #e6e9ef;padding:4px 8px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+main,section{box-sizing:border-box}section{max-width:100%}
 th{background:#f0f2f6;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .bad{color:#b3261e;font-weight:600}.ok{color:#1b7f3b;font-weight:600}.muted{color:#6b7280}
 figure{margin:8px 0;overflow-x:auto}figure svg{max-width:100%;height:auto}ul{margin:4px 0;padding-left:20px}
@@ -42,18 +43,34 @@ def svg(fig: Figure, salt: str) -> str:
     import matplotlib
 
     buf = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt, "text.parse_math": False}):
         fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     text = buf.getvalue()
     return text[text.index("<svg") :]
 
 
 def figure(width: float, height: float) -> Figure:
+    """A figure whose text is plain text: labels carry user names (jobs, partitions, reasons) in which ``$...$``
+    would otherwise be parsed as mathtext and a stray ``$`` or ``^{`` raise while drawing. ``text.parse_math`` is
+    read when each Text is made (matplotlib 3.5+, ``Text(parse_math=...)``), so it is off before any is made here
+    and while the figure is saved (:func:`svg`); the pages never draw math."""
+    import matplotlib
     from matplotlib.figure import Figure
+
+    matplotlib.rcParams["text.parse_math"] = False
 
     fig = Figure(figsize=(width, height), dpi=96)
     fig.set_facecolor("white")
     return fig
+
+
+def heading(key: str) -> str:
+    """A column head for people: ``usdPerHourAtMax`` -> ``USD per hour at max``, ``maxNodes`` -> ``max nodes``."""
+    if not re.fullmatch(r"[a-z][A-Za-z0-9]*", key):
+        return key  # already words ("HBM GiB", "type")
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", key).lower().split(" ")
+    text = " ".join({"usd": "USD", "efa": "EFA", "az": "AZ", "gpu": "GPU"}.get(w, w) for w in words)
+    return text[:1].upper() + text[1:]
 
 
 def table(rows: Sequence[Mapping[str, Any]], numeric: Iterable[str] = ()) -> str:
@@ -61,7 +78,7 @@ def table(rows: Sequence[Mapping[str, Any]], numeric: Iterable[str] = ()) -> str
         return '<p class="muted">none</p>'
     cols = list(rows[0])
     nums = set(numeric)
-    head = "".join(f"<th>{esc(c)}</th>" for c in cols)
+    head = "".join(f"<th>{esc(heading(c))}</th>" for c in cols)
     body = "".join(
         "<tr>"
         + "".join(

@@ -204,7 +204,7 @@ def html(tl: Recorder, report: Report, title: str) -> str:
         for cat, minutes in sorted(cats.items())
         if minutes
     ]
-    failures = [{"at": f"{m // 60}:{m % 60:02d}", "job": name, "what happened": why} for m, name, why in tl.failures]
+    failures = fault_rows(tl, report)
     finished = sum(j.state == "finished" for j in report.jobs)
     problems = "".join(f'<li class="bad">{shell.esc(p)}</li>' for p in report.problems)
     sections = [
@@ -235,6 +235,34 @@ def html(tl: Recorder, report: Report, title: str) -> str:
         ),
     ]
     return shell.page(title, f"{hours:.0f} simulated hours · ekstrain simulate --timeline", sections)
+
+
+def fault_rows(tl: Recorder, report: Report) -> list[dict[str, str]]:
+    """One row per fault of the mix, in time order, with what it did: the failures it caused, or why it did nothing
+    (the job had no node then, or it waits for the next launch); then restarts no fault of the mix caused."""
+    clock = lambda m: f"{m // 60}:{m % 60:02d}"  # noqa: E731
+    used: set[int] = set()
+    rows: list[dict[str, str]] = []
+    for f in sorted(tl.mix.faults, key=lambda f: (f.at, f.job)):
+        caused = [i for i, (m, name, _) in enumerate(tl.failures) if m == f.at and i not in used and name == f.job] or [
+            i for i, (m, _, _) in enumerate(tl.failures) if m == f.at and i not in used
+        ]
+        used.update(caused)
+        missed = next((p for p in report.problems if p.startswith(f"fault {f.kind} at {clock(f.at)}: {f.job}")), None)
+        what = (
+            "; ".join(f"{tl.failures[i][1]}: {tl.failures[i][2]}" for i in caused)
+            if caused
+            else f"not injected: {missed.split(': ', 1)[1]}"
+            if missed
+            else "armed: it acts on the job's next node launch (see the job's events)"
+        )
+        rows.append({"at": clock(f.at), "fault": f.kind, "job": f.job, "what happened": what})
+    rows += [
+        {"at": clock(m), "fault": "-", "job": name, "what happened": why}
+        for i, (m, name, why) in enumerate(tl.failures)
+        if i not in used
+    ]
+    return rows
 
 
 def run_and_write(cluster: Any, mix: Any, path: Any, title: str) -> Report:

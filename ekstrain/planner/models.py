@@ -8,6 +8,7 @@ addition to Eq. 2 for GPT is the final LayerNorm (2h), which the paper leaves ou
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass, fields
 from functools import cached_property
@@ -307,4 +308,6 @@ def get_model(name: str) -> ModelSpec:
     try:
         return MODELS[name]
     except KeyError:
-        raise PlanError(f"unknown model {name!r}; known: {', '.join(MODELS)}") from None
+        close = difflib.get_close_matches(name, list(MODELS), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise PlanError(f"unknown model {name!r}{hint}; fix: pass --model one of {', '.join(MODELS)}") from None

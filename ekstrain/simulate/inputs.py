@@ -49,7 +49,7 @@ class InputError(Exception):
         self.where, self.problem, self.fix = where, problem, fix
 
     def report(self) -> str:
-        return f"ekstrain simulate: {self.where}: {self.problem}\n  fix: {self.fix}"
+        return f"error: ekstrain simulate: {self.where}: {self.problem}\nfix: {self.fix}"
 
 
 # --- sbatch ------------------------------------------------------------------------------------------

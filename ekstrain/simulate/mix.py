@@ -185,7 +185,15 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
         if "file" in entry:
             job_file = pathlib.Path(_text(f"{at}.file", entry["file"], "give the workload file's path"))
             if not job_file.is_file():
-                raise InputError(f"{at}.file", f"{job_file} is not a file", "give the path of a workload file")
+                # the shipped mixes name workloads `make examples` / `make simulate` render into build/
+                made = job_file.parts[:1] == ("build",) and not job_file.exists()
+                fix = (
+                    f"render the example workloads first: `make examples` (build/examples) or `make simulate` "
+                    f"(build/examples-<stack>), which write {job_file}"
+                    if made
+                    else "give the path of a workload file"
+                )
+                raise InputError(f"{at}.file", f"{job_file} is not a file", fix)
             objects = read_file(job_file)
             if not [o for o in objects if o.get("kind") != "TrainingRuntime"]:
                 raise InputError(
