@@ -236,3 +236,176 @@ def test_a_precondition_kept_elsewhere_fails_its_step_at_the_right_stage() -> No
     report = deploy.up(deploy.read_graph(rows), extra_check=lambda k, done: "key not billed yet" if k == tag else None)
     assert [(k, w) for k, w, _ in report.play.failed] == [(tag, 0.0)]
     assert deploy.key_of(CLUSTER, "cluster") in report.play.never_started
+
+
+# ---- seeded variants of prod: each reported failing at its stage with type, key and fix ---------------------------
+
+PROD_ROLE = "arn:aws:iam::111122223333:role/ekstrain-prod-deploy"
+DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
+TAG = "aws:costexplorer/costAllocationTag:CostAllocationTag"
+PROVIDER = "pulumi:providers:kubernetes"
+
+
+@pytest.fixture(scope="session")
+def prod_rows(prod_recording) -> list[dict]:
+    """prod's resources.yaml rows as the render writes them (ekstrain/infra/render.py), from the session's one
+    offline run of prod (no charts: the CRD rule is played by the CLI on a render's charts)."""
+    from ekstrain.infra import offline
+    from ekstrain.infra.verify import order
+
+    return [
+        {
+            "urn": r.urn,
+            "type": r.type,
+            "name": r.name,
+            "parent": r.parent or "",
+            "protect": r.protect,
+            "retainOnDelete": r.retain_on_delete,
+            "dependsOn": sorted(set(r.dependencies)),
+            "provider": order.provider_urn(r.provider),
+            **({"customTimeouts": dict(r.custom_timeouts)} if r.custom_timeouts else {}),
+            "inputs": offline.plain(r.inputs),
+        }
+        for r in prod_recording.records
+    ]
+
+
+def variant(prod_rows: list[dict]) -> list[dict]:
+    import copy
+
+    return copy.deepcopy(prod_rows)
+
+
+def find(rows: list[dict], type_token: str, name: str) -> dict:
+    return next(r for r in rows if r["type"] == type_token and r["name"] == name)
+
+
+def rehearse(rows: list[dict], **kw) -> deploy.UpReport:
+    return deploy.up(deploy.read_graph(rows), deploy_role_arn=PROD_ROLE, **kw)
+
+
+def started_at(report: deploy.UpReport, key: str) -> float:
+    """When everything ``key`` waits for is done: the stage the engine starts it at."""
+    waits = deploy.expanded_waits(report.nodes)[key]
+    return max((report.play.steps[w].end for w in waits), default=0.0)
+
+
+def only_failure(report: deploy.UpReport) -> tuple[str, float, str]:
+    assert report.play.failed, report.lines()
+    assert report.first_step_s is None
+    assert report.lines()[0].startswith(f"FAILS at {deploy.fmt(report.play.failed[0][1])} (step ")
+    return report.play.failed[0]
+
+
+def test_prod_rows_rehearse_clean(prod_rows) -> None:
+    report = rehearse(variant(prod_rows))
+    assert not report.play.failed and not report.play.cycle, report.lines()
+    assert "service-linked-roles" in report.steps_taken  # the runbook's account steps, taken as done
+
+
+def test_prod_variant_configmap_in_a_namespace_created_later(prod_rows) -> None:
+    rows = variant(prod_rows)
+    cm = find(rows, CM, "cost-node-prices")
+    cm["dependsOn"] = []  # only its provider left: the `opencost` Namespace is created later
+    report = rehearse(rows)
+    key, when, why = only_failure(report)
+    assert key == deploy.key_of(CM, "cost-node-prices")
+    assert 'namespaces "opencost" not found' in why and "fix: depend on it" in why
+    assert "kubernetes:core/v1:Namespace::cost-ns" in why
+    assert when == started_at(report, key)  # its stage: when all it waits for is done
+    assert report.play.steps[deploy.key_of(PROVIDER, "cluster-k8s")].end <= when
+    assert f"{CM}::cost-node-prices" in report.lines()[0]
+
+
+def test_prod_variant_object_that_bypasses_the_access_association(prod_rows) -> None:
+    rows = variant(prod_rows)
+    provider = dict(find(rows, PROVIDER, "cluster-k8s"))
+    provider["name"] = "cluster-k8s-direct"
+    provider["urn"] = provider["urn"].replace("::cluster-k8s", "::cluster-k8s-direct")
+    # It waits for the cluster only, not for the deploy role's access association.
+    provider["dependsOn"] = [d for d in provider["dependsOn"] if "accessPolicyAssociation" not in d]
+    rows.append(provider)
+    find(rows, "kubernetes:storage.k8s.io/v1:StorageClass", "cluster-gp3")["provider"] = provider["urn"]
+    key, _, why = only_failure(rehearse(rows))
+    assert key == deploy.key_of(PROVIDER, "cluster-k8s-direct")
+    assert why.startswith("Unauthorized") and "AccessPolicyAssociation::cluster-deployer" in why and "fix:" in why
+    # an unused provider asks nothing: only one an object goes through must reach the association
+    find(rows, "kubernetes:storage.k8s.io/v1:StorageClass", "cluster-gp3")["provider"] = find(
+        rows, PROVIDER, "cluster-k8s"
+    )["urn"]
+    assert not rehearse(rows).play.failed
+
+
+def test_prod_variant_two_data_repository_associations_in_parallel(prod_rows) -> None:
+    rows = variant(prod_rows)
+    second = find(rows, DRA, "fsx-checkpoints")
+    second["dependsOn"] = [d for d in second["dependsOn"] if not d.endswith("::fsx-data")]
+    report = rehearse(rows)
+    key, when, why = only_failure(report)
+    assert {key} < {deploy.key_of(DRA, "fsx-data"), deploy.key_of(DRA, "fsx-checkpoints")}
+    assert "is being created now" in why and "terraform-provider-aws/issues/24678" in why
+    assert "fix: chain them with depends_on" in why
+    # both start when the file system is done: the second fails then
+    assert when == report.play.steps[deploy.key_of(FSX, "fsx")].end
+
+
+def test_prod_variant_cost_allocation_tag_in_the_first_up(prod_rows) -> None:
+    from ekstrain.contracts import kinds
+
+    rows = variant(prod_rows)
+    rows.append(row(TAG, "cost-tag-stack", inputs={"tagKey": "ekstrain.io/stack", "status": "Active"}))
+    report = rehearse(rows)
+    key, when, why = only_failure(report)
+    assert (key, when) == (deploy.key_of(TAG, "cost-tag-stack"), 0.0)  # the very first stage
+    assert "cannot hold on a first `up`" in why and f"set `{kinds.COST_TAGS_FLAG}: true`" in why
+    assert "29068" in why  # the contract's source
+    assert deploy.key_of(CLUSTER, "cluster-eksCluster") in report.play.never_started
+    # a stack that declares the billed-key step done (a later `up`) passes the tag
+    assert not rehearse(rows, flags=frozenset({kinds.COST_TAGS_FLAG})).play.failed
+
+
+def test_prod_variant_resource_type_without_a_contract(prod_rows) -> None:
+    rows = variant(prod_rows)
+    vpc = next(r for r in rows if r["type"] == VPC)
+    rows.append(row("aws:sagemaker/domain:Domain", "studio", [vpc["urn"]]))
+    report = rehearse(rows)
+    key, when, why = only_failure(report)
+    assert key == "aws:sagemaker/domain:Domain::studio"
+    assert "has no deploy contract" in why and "ekstrain/contracts/kinds.py" in why
+    assert when == report.play.steps[deploy.key_of(VPC, vpc["name"])].end
+
+
+@pytest.mark.parametrize("timeouts", [None, {"create": "5m"}])
+def test_prod_variant_association_without_the_contracts_timeout(prod_rows, timeouts) -> None:
+    """No customTimeouts: the provider's default, which the contract says is too short, is reported at the end of
+    the create; a 5m one is outlasted by the 8 minutes timing.py gives it, and fails when it runs out."""
+    rows = variant(prod_rows)
+    dra = find(rows, DRA, "fsx-data")
+    dra.pop("customTimeouts", None)
+    if timeouts:
+        dra["customTimeouts"] = timeouts
+    report = rehearse(rows)
+    key, when, why = only_failure(report)
+    assert key == deploy.key_of(DRA, "fsx-data")
+    start = report.play.steps[key].start
+    if timeouts:
+        assert when == start + 5 * 60 and "create timed out" in why and "customTimeouts.create 5m" in why
+    else:
+        assert when == start + timing.duration(DRA).create_s and "the provider default" in why
+    assert "CustomTimeouts(create='30m')" in why
+
+
+def test_crd_rule_reads_the_release_that_installs_it() -> None:
+    """A NodePool waits for the release whose chart brings its CRD; without that dependency it is refused."""
+    rows = [
+        *small(),
+        row("kubernetes:helm.sh/v3:Release", "karpenter-crd", ["system"], provider="k8s", inputs={"name": "kcrd"}),
+        row("kubernetes:karpenter.sh/v1:NodePool", "gpu", ["system"], provider="k8s"),
+    ]
+    crds = {("karpenter.sh", "NodePool"): "kcrd"}
+    report = deploy.up(deploy.read_graph(rows), crds=crds)
+    key, _, why = only_failure(report)
+    assert key == "kubernetes:karpenter.sh/v1:NodePool::gpu" and 'no matches for kind "NodePool"' in why
+    rows[-1]["dependsOn"] = ["karpenter-crd"]
+    assert not deploy.up(deploy.read_graph(rows), crds=crds).play.failed
+    assert only_failure(deploy.up(deploy.read_graph(rows), crds={}))[2].startswith("no matches for kind")
