@@ -409,3 +409,32 @@ def test_crd_rule_reads_the_release_that_installs_it() -> None:
     rows[-1]["dependsOn"] = ["karpenter-crd"]
     assert not deploy.up(deploy.read_graph(rows), crds=crds).play.failed
     assert only_failure(deploy.up(deploy.read_graph(rows), crds={}))[2].startswith("no matches for kind")
+
+
+def test_destroy_and_the_runbook_table_read_the_same_teardown_facts(monkeypatch) -> None:
+    """The rehearsal's refusals and what it prices per use come from ekstrain/contracts/teardown.py, as the runbook's
+    table does: a retained cluster with deletion protection is forgotten (no DeleteCluster) in both."""
+    from ekstrain.contracts import teardown
+
+    rows = small()
+    rows[2].update(retainOnDelete=True, inputs={"deletionProtection": True})
+    g = deploy.read_graph(rows)
+    assert not deploy.destroy(g).play.failed
+    table = teardown.rows([teardown.kept(CLUSTER, "cluster", False, True, {"deletionProtection": True})])
+    assert table[0]["stops destroy"] == "-"
+    rows[2]["retainOnDelete"] = False
+    g = deploy.read_graph(rows)
+    (_, _, why), *_ = deploy.destroy(g).play.failed
+    assert (teardown.DELETION_PROTECTION, why) in teardown.stops(
+        teardown.kept(CLUSTER, "cluster", False, False, {"deletionProtection": True})
+    )
+    monkeypatch.setattr(
+        teardown, "stops", lambda k: [("x", "refused by the teardown contract")] if k.name == "net" else []
+    )
+    assert [why for _, _, why in deploy.destroy(g).play.failed] == ["refused by the teardown contract"]
+    usd, per_use = deploy.destroy(g).monthly(deploy.key_of(VPC, "net"))
+    assert usd is None and per_use == ""  # a VPC costs nothing while kept
+    rows.append(row("aws:cloudwatch/logGroup:LogGroup", "logs"))
+    assert (
+        "per GB-month" in deploy.destroy(deploy.read_graph(rows)).monthly("aws:cloudwatch/logGroup:LogGroup::logs")[1]
+    )

@@ -16,7 +16,9 @@ Pulumi engine does:
   test, so the destroy's preview already fails and nothing is deleted; with ``--skip-preview`` the engine deletes
   what comes before it and stops there (what this plays). A ``retainOnDelete`` one leaves the
   state and stays in AWS; an EKS cluster with ``deletionProtection`` refuses DeleteCluster (EKS API reference,
-  DeleteCluster: InvalidRequestException while deletion protection is enabled).
+  DeleteCluster: InvalidRequestException while deletion protection is enabled). These facts, and what a resource
+  left behind keeps costing, are read from ekstrain/contracts/teardown.py (the runbook's teardown table reads the
+  same functions).
 
 Failures modelled are graph facts: a dependency that names nothing the stack registers, a cycle, and the teardown
 stops above.
@@ -32,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from ekstrain.contracts import kinds, timing
+from ekstrain.contracts import kinds, teardown, timing
 
 COMPONENT_PREFIXES = ("ekstrain:", "eks:index:", "pulumi:pulumi:Stack", "kubernetes:yaml/v2:ConfigGroup")
 
@@ -49,11 +51,6 @@ MONTHLY_USD: dict[str, tuple[float, str]] = {
 }
 FSX_PERSISTENT2_USD_PER_GB_MONTH = {125: 0.145, 250: 0.21, 500: 0.29, 1000: 0.42}
 """FSx for Lustre PERSISTENT_2 SSD per GB-month by MB/s/TiB (aws.amazon.com/fsx/lustre/pricing, us-east-1)."""
-PER_GB_STORED: dict[str, str] = {
-    "aws:s3/bucket:Bucket": "$0.023/GB-month stored, S3 Standard (aws.amazon.com/s3/pricing), plus versions kept",
-    "aws:efs/fileSystem:FileSystem": "$0.30/GB-month stored, EFS Standard (aws.amazon.com/efs/pricing)",
-    "aws:cloudwatch/logGroup:LogGroup": "$0.03/GB-month archived (aws.amazon.com/cloudwatch/pricing)",
-}
 
 
 @dataclass
@@ -671,9 +668,8 @@ class DestroyReport:
             if price is not None and size:
                 return price * size * HOURS_PER_MONTH, f"{size} x {types} on-demand (ekstrain/catalog.py)"
             return None, f"{size} x {', '.join(types)}: not in ekstrain/catalog.py's price table"
-        if n.type in PER_GB_STORED:
-            return None, PER_GB_STORED[n.type]
-        return None, ""
+        per_use = teardown.billed(n.type)
+        return None, "" if per_use == "nothing" else per_use
 
     def lines(self) -> list[str]:
         p = self.play
@@ -734,13 +730,9 @@ def destroy(nodes: dict[str, Node], prices: Mapping[str, float] | None = None) -
     for k, n in nodes.items():
         d = timing.duration(n.type, n.custom)
         seconds[k] = 0.0 if n.retain else float(d.delete_s)
-        if n.protect:
-            fails[k] = "protected (`protect`): the delete step refuses it; fix: `pulumi state unprotect <urn>` first"
-        elif n.type == "aws:eks/cluster:Cluster" and n.inputs.get("deletionProtection") and not n.retain:
-            fails[k] = (
-                "deletionProtection: true, DeleteCluster is refused; fix: set cluster.deletionProtection false and "
-                "`pulumi up` first"
-            )
+        refused = teardown.stops(teardown.kept(n.type, n.name, n.protect, n.retain, n.inputs))
+        if refused:
+            fails[k] = refused[0][1]
     return DestroyReport(play(rev, seconds, fails), nodes, prices or {})
 
 
