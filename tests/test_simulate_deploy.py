@@ -187,7 +187,7 @@ def test_prod_first_up_and_teardown(monkeypatch) -> None:
         rows = deploy.with_exact_refs(rows, recorded)
     g = deploy.read_graph(rows)
     role = "arn:aws:iam::111122223333:role/ekstrain-prod-deploy"
-    up = deploy.up(g, deploy_role_arn=role)
+    up = deploy.up(g, deploy_role_arn=role, crds=deploy.crd_installers(build))
     if deploy.bare(deploy.load_rows(build)):
         assert up.play.failed and all("Unauthorized" in why or "not found" in why for _, _, why in up.play.failed), (
             up.lines()
@@ -438,3 +438,26 @@ def test_destroy_and_the_runbook_table_read_the_same_teardown_facts(monkeypatch)
     assert (
         "per GB-month" in deploy.destroy(deploy.read_graph(rows)).monthly("aws:cloudwatch/logGroup:LogGroup::logs")[1]
     )
+
+
+def test_cli_plays_the_contracts_on_a_seeded_build(prod_rows, tmp_path: pathlib.Path, capsys) -> None:
+    """`ekstrain simulate --deploy` on a build whose resources.yaml holds a cost-allocation tag: prod's stack file
+    does not declare the billed-key step, so the rehearsal stops at 0 s with the tag's key and fix (exit 1)."""
+    import yaml
+
+    from ekstrain.cli.main import main
+    from ekstrain.contracts import kinds
+
+    rows = variant(prod_rows)
+    rows.append(row(TAG, "cost-tag-stack", inputs={"tagKey": "ekstrain.io/stack", "status": "Active"}))
+    (tmp_path / "resources.yaml").write_text(yaml.safe_dump(rows, sort_keys=False))
+    code = main(["simulate", "--stack", "prod", "--build", str(tmp_path), "--deploy"])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 1
+    assert out[0].startswith(f"FAILS at 0m00s (step 1): {TAG}::cost-tag-stack: its precondition cannot hold")
+    assert kinds.COST_TAGS_FLAG in out[0] and "appeared on a bill" in out[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["resources.yaml"]  # nothing written
+    rows.pop()
+    (tmp_path / "resources.yaml").write_text(yaml.safe_dump(rows, sort_keys=False))
+    assert main(["simulate", "--stack", "prod", "--build", str(tmp_path), "--deploy"]) == 0
+    assert any(line.startswith("UP completes: ") for line in capsys.readouterr().out.splitlines())

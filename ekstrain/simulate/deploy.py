@@ -274,19 +274,41 @@ def namespace_of(node: Node) -> str:
     return str((node.inputs.get("metadata") or {}).get("namespace") or "")
 
 
+def crd_group_kind(path: pathlib.Path) -> tuple[str, str] | None:
+    """A rendered CRD file's ``spec.group`` and ``spec.names.kind``, read from its head (the files are written
+    block-style by the render, and a CRD's schema after them runs to megabytes); the whole file when the head
+    does not say."""
+    group = kind = ""
+    section = ""
+    with contextlib.suppress(OSError), path.open() as f:
+        for line in f:
+            if not line.startswith(" "):
+                section = line.strip()
+            elif section == "spec:" and line.startswith("  group: "):
+                group = line.split(":", 1)[1].strip().strip("'\"")
+            elif section == "spec:" and line.startswith("    kind: "):
+                kind = line.split(":", 1)[1].strip().strip("'\"")
+            elif section == "spec:" and line.startswith("  versions:"):
+                break
+            if group and kind:
+                return group, kind
+    with contextlib.suppress(yaml.YAMLError, OSError, AttributeError):
+        spec = (yaml.safe_load(path.read_text()) or {}).get("spec") or {}
+        if spec.get("group") and (spec.get("names") or {}).get("kind"):
+            return str(spec["group"]), str(spec["names"]["kind"])
+    return None
+
+
 def crd_installers(build: pathlib.Path) -> dict[tuple[str, str], str]:
     """(group, kind) -> the Helm release name whose chart, as rendered under build/charts/<group>--<release>/,
     holds the CustomResourceDefinition; a CRD among the program's own manifests maps to ``""`` (applied by the
     program itself, ordered by the render's creation-order check)."""
     out: dict[tuple[str, str], str] = {}
-    for where, release_of in (("charts", lambda d: d.name.split("--", 1)[-1]), ("manifests", lambda d: "")):
+    for where in ("charts", "manifests"):
         for f in sorted((build / where).glob("*/CustomResourceDefinition-*.yaml")):
-            with contextlib.suppress(yaml.YAMLError, OSError):
-                for obj in yaml.safe_load_all(f.read_text()):
-                    spec = (obj or {}).get("spec") or {}
-                    kind = (spec.get("names") or {}).get("kind")
-                    if kind:
-                        out.setdefault((str(spec.get("group")), str(kind)), release_of(f.parent))
+            found = crd_group_kind(f)
+            if found:
+                out.setdefault(found, f.parent.name.split("--", 1)[-1] if where == "charts" else "")
     return out
 
 
@@ -435,9 +457,15 @@ def contract_check(
             flag_key = pre.removeprefix("flag:")
             if flag_key in flags:
                 return None
+            c = kinds.contract(n.type)
+            later = [
+                kinds.STEPS[name]
+                for name in (q.removeprefix("step:") for q in (c.preconditions if c else ()) if q.startswith("step:"))
+                if name in kinds.STEPS
+            ]
             return (
-                f"its precondition cannot hold on a first `up` ({kinds.contract(n.type).note or 'a later step'}; "
-                f"contract: {kinds.contract(n.type).source}); fix: leave it out of the first `up`, do the step "
+                f"its precondition cannot hold on a first `up`: {'; '.join(later) or (c.note if c else '')} "
+                f"(contract: {c.source if c else ''}); fix: leave it out of the first `up`, do the step "
                 f"(docs/delivery.md), then set `{flag_key}: true`"
             )
         return None
