@@ -461,3 +461,18 @@ def test_cli_plays_the_contracts_on_a_seeded_build(prod_rows, tmp_path: pathlib.
     (tmp_path / "resources.yaml").write_text(yaml.safe_dump(rows, sort_keys=False))
     assert main(["simulate", "--stack", "prod", "--build", str(tmp_path), "--deploy"]) == 0
     assert any(line.startswith("UP completes: ") for line in capsys.readouterr().out.splitlines())
+
+
+def test_a_component_whose_objects_are_not_recorded_plays_its_own_contract() -> None:
+    """A yaml/v2 ConfigGroup's objects are not recorded as its children: its contract (access) is played on it;
+    pulumi-eks's components with recorded children are not (the children play theirs: the add-on waits for the
+    cluster, the component itself does not)."""
+    rows = access_rows()
+    rows[7]["dependsOn"] = ["monitoring-ns"]
+    rows.append(row("kubernetes:yaml/v2:ConfigGroup", "crds", ["cluster"]))
+    rows.append(row("eks:index:VpcCniAddon", "cni", [], parent="cluster"))
+    rows.append(row("aws:eks/addon:Addon", "cni-addon", ["cluster"], parent="cni"))
+    key, _, why = only_failure(deploy.up(deploy.read_graph(rows), deploy_role_arn=DEPLOYER))
+    assert key == "kubernetes:yaml/v2:ConfigGroup::crds" and why.startswith("Unauthorized")
+    rows[-3]["dependsOn"] = ["deployer"]
+    assert not deploy.up(deploy.read_graph(rows), deploy_role_arn=DEPLOYER).play.failed

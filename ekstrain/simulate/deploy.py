@@ -372,6 +372,7 @@ def contract_check(
     }
     used_providers = {w for n in nodes.values() for w in n.waits if nodes[w].type.startswith("pulumi:providers:")}
     releases = {str(n.inputs.get("name") or n.name): k for k, n in nodes.items() if n.type == RELEASE_TYPE}
+    parents = {n.parent for n in nodes.values() if n.parent}
     started: set[str] = set()
     steps_taken: list[str] = []
 
@@ -480,7 +481,9 @@ def contract_check(
                 f"type {n.type} has no deploy contract: nothing says what it needs first; fix: add its entry "
                 "(preconditions, parallel, timeouts, source) to ekstrain/contracts/kinds.py"
             )
-        if n.custom or n.type.startswith("pulumi:providers:"):
+        # A component's contract holds for what it creates: its recorded children play their own; one whose
+        # objects are not recorded as children (a yaml/v2 ConfigGroup's) plays its contract itself.
+        if n.custom or n.type.startswith("pulumi:providers:") or key not in parents:
             for pre in c.preconditions:
                 why = precondition(key, n, pre, done)
                 if why:
