@@ -476,3 +476,14 @@ def test_a_component_whose_objects_are_not_recorded_plays_its_own_contract() -> 
     assert key == "kubernetes:yaml/v2:ConfigGroup::crds" and why.startswith("Unauthorized")
     rows[-3]["dependsOn"] = ["deployer"]
     assert not deploy.up(deploy.read_graph(rows), deploy_role_arn=DEPLOYER).play.failed
+
+
+def test_destroy_plays_the_delete_timeout_the_program_sets() -> None:
+    rows = [*small(), row(DRA, "data", ["fsx"], customTimeouts={"create": "30m", "delete": "2m"})]
+    report = deploy.destroy(deploy.read_graph(rows))
+    (key, when, why), *_ = report.play.failed
+    assert key == deploy.key_of(DRA, "data") and when == 2 * 60
+    assert why.startswith("delete timed out") and "customTimeouts.delete 2m" in why and "delete='30m'" in why
+    assert deploy.key_of(FSX, "fsx") in report.play.never_started  # the file system waits for its association
+    rows[-1]["customTimeouts"] = {"create": "30m", "delete": "30m"}
+    assert not deploy.destroy(deploy.read_graph(rows)).play.failed

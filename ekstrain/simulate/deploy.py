@@ -504,17 +504,47 @@ def contract_check(
     return check, steps_taken
 
 
-def timeout_of(node: Node) -> tuple[float | None, str]:
-    """The create timeout the program sets (``customTimeouts.create``) in seconds, and where it comes from; a
+def timeout_of(node: Node, op: str = "create") -> tuple[float | None, str]:
+    """The timeout the program sets for ``op`` (``customTimeouts.<op>``) in seconds, and where it comes from; a
     contract that names a longer one says the provider's default (in effect when none is set) is too short."""
     c = kinds.contract(node.type)
-    need = (c.timeouts if c else {}).get("create", "")
-    have = str(node.timeouts.get("create") or "")
+    need = (c.timeouts if c else {}).get(op, "")
+    have = str(node.timeouts.get(op) or "")
     if have and kinds.minutes(have) > 0:
-        return kinds.minutes(have) * 60, f"customTimeouts.create {have}"
+        return kinds.minutes(have) * 60, f"customTimeouts.{op} {have}"
     if need:
         return None, f"the provider default, which its contract says is too short (needs {need})"
     return None, ""
+
+
+def timeout_failures(nodes: Mapping[str, Node], op: str) -> dict[str, tuple[float, str]]:
+    """Steps that run out of their ``op`` timeout: key -> (seconds after the step's start, why).
+
+    The step's duration is timing.py's (``create_s`` / ``delete_s``). One that outlasts the timeout the program sets
+    fails when it runs out; one whose contract names a timeout (the provider's default is known to be too short)
+    run under the default or a shorter one is reported at its end, naming the timeout to set."""
+    out: dict[str, tuple[float, str]] = {}
+    for k, n in nodes.items():
+        allowed, src = timeout_of(n, op)
+        if not src or not n.custom or (op == "delete" and n.retain):
+            continue
+        d = timing.duration(n.type, n.custom)
+        takes = float(d.create_s if op == "create" else d.delete_s)
+        c = kinds.contract(n.type)
+        need = (c.timeouts if c else {}).get(op, "")
+        if allowed is not None and takes > allowed:
+            out[k] = (
+                allowed,
+                f"{op} timed out: it takes {fmt(takes)} ({d.source}) and the program sets {src}; fix: pass "
+                f"ResourceOptions(custom_timeouts=CustomTimeouts({op}={need or fmt(takes)!r})) or longer",
+            )
+        elif need and (allowed is None or allowed < kinds.minutes(need) * 60):
+            out[k] = (
+                takes,
+                f"{op} may time out: it runs under {src} ({c.timeouts_source if c else ''}); fix: pass "
+                f"ResourceOptions(custom_timeouts=CustomTimeouts({op}={need!r}))",
+            )
+    return out
 
 
 # ---- up --------------------------------------------------------------------------------------------------------
@@ -620,26 +650,7 @@ def up(
         for k, n in nodes.items()
         if n.missing
     }
-    late: dict[str, tuple[float, str]] = {}
-    for k, n in nodes.items():
-        allowed, src = timeout_of(n)
-        if not src or not n.custom:
-            continue
-        d = timing.duration(n.type, n.custom)
-        c = kinds.contract(n.type)
-        need = (c.timeouts if c else {}).get("create", "")
-        if allowed is not None and d.create_s > allowed:
-            late[k] = (
-                allowed,
-                f"create timed out: it takes {fmt(d.create_s)} ({d.source}) and the program sets {src}; fix: pass "
-                f"ResourceOptions(custom_timeouts=CustomTimeouts(create={need or fmt(d.create_s)!r})) or longer",
-            )
-        elif need and (allowed is None or allowed < kinds.minutes(need) * 60):
-            late[k] = (
-                float(d.create_s),
-                f"create may time out: it runs under {src} ({c.timeouts_source if c else ''}); fix: pass "
-                f"ResourceOptions(custom_timeouts=CustomTimeouts(create={need!r}))",
-            )
+    late = timeout_failures(nodes, "create")
     own, steps_taken = contract_check(nodes, deploy_role_arn, flags, crds)
 
     def check(key: str, done: set[str]) -> str | None:
@@ -764,7 +775,7 @@ def destroy(nodes: dict[str, Node], prices: Mapping[str, float] | None = None) -
         refused = teardown.stops(teardown.kept(n.type, n.name, n.protect, n.retain, n.inputs))
         if refused:
             fails[k] = refused[0][1]
-    return DestroyReport(play(rev, seconds, fails), nodes, prices or {})
+    return DestroyReport(play(rev, seconds, fails, late=timeout_failures(nodes, "delete")), nodes, prices or {})
 
 
 def bare(rows: Iterable[Mapping[str, Any]]) -> bool:
