@@ -268,16 +268,20 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
             nodes = deploy.read_graph(deploy.with_exact_refs(rows, recorded))
         except DiffInputError as exc:
             print(f"warning: simulate: {flag}: bare names kept ({str(exc)[:200]})", file=sys.stderr)
-    deploy_role, family = None, "gpu"
+    deploy_role, family, flags = None, "gpu", frozenset[str]()
     with contextlib.suppress(Exception):  # no stack file: the access rule is not checked, a GPU job is timed
+        from ekstrain.infra.render import contract_flags
+
         cfg = _stack_config(args)
         deploy_role = cfg.cluster.deploy_role_arn
         family = cfg.partitions[0].accelerator if cfg.partitions else family
+        flags = contract_flags(cfg)  # the later steps the stack declares done, as the render reads them
     if args.deploy:
         objects = build_objects(build) if (build / "manifests").is_dir() else []
         pools = [o for o in objects if o.get("kind") == "NodePool"]
         gated = any(health_gate.gated(p) for p in pools)
-        up = deploy.up(nodes, family=family, gated=gated, deploy_role_arn=deploy_role)
+        crds = deploy.crd_installers(build) if (build / "charts").is_dir() else None
+        up = deploy.up(nodes, family=family, gated=gated, deploy_role_arn=deploy_role, flags=flags, crds=crds)
         for line in up.lines():
             print(line)
         return EXIT_BLOCKED if up.play.failed or up.play.cycle else 0

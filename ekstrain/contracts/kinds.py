@@ -406,6 +406,7 @@ BILLED_WHILE_KEPT: Mapping[str, str] = {
     "aws:s3/bucket:Bucket": "objects per GB-month, every version kept (https://aws.amazon.com/s3/pricing/)",
     "aws:efs/fileSystem:FileSystem": "storage per GB-month (https://aws.amazon.com/efs/pricing/)",
     "aws:kms/key:Key": "$1 per key-month until its scheduled deletion ends (https://aws.amazon.com/kms/pricing/)",
+    "aws:cloudwatch/logGroup:LogGroup": "log data stored per GB-month (https://aws.amazon.com/cloudwatch/pricing/)",
 }
 """What a resource left behind by `pulumi destroy` (protected or retained) keeps costing; kinds not listed cost
 nothing while they exist (a VPC, subnet, security group, DRA, access point, IAM role or policy)."""

@@ -12,8 +12,9 @@ table (docs/delivery.md "Teardown", tested by tests/test_lifecycle_teardown.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ekstrain.contracts import kinds
 
@@ -27,6 +28,42 @@ class Kept:
     deletion_protection: bool = False
 
 
+CLUSTER = "aws:eks/cluster:Cluster"
+PROTECT = "protect"
+DELETION_PROTECTION = "EKS deletionProtection"
+
+
+def kept(type_: str, name: str, protect: bool, retain_on_delete: bool, inputs: Mapping[str, Any]) -> Kept:
+    """A recorded resource's teardown facts; deletion protection is the EKS cluster's ``deletionProtection``."""
+    return Kept(type_, name, protect, retain_on_delete, type_ == CLUSTER and bool(inputs.get("deletionProtection")))
+
+
+def stops(k: Kept) -> list[tuple[str, str]]:
+    """What refuses the resource's delete step, in the order `pulumi destroy` meets it: (what, why and fix).
+
+    A retained resource is forgotten, not deleted: no DeleteCluster call, so its deletion protection stops
+    nothing (its ``protect`` still does: the engine checks it before either)."""
+    out = []
+    if k.protect:
+        out.append(
+            (PROTECT, "protected (`protect`): the delete step refuses it; fix: `pulumi state unprotect <urn>` first")
+        )
+    if k.deletion_protection and not k.retain_on_delete:
+        out.append(
+            (
+                DELETION_PROTECTION,
+                "deletionProtection: true, DeleteCluster is refused; fix: set cluster.deletionProtection false and "
+                "`pulumi up` first",
+            )
+        )
+    return out
+
+
+def billed(type_: str) -> str:
+    """What a resource of this type left behind keeps costing (:data:`kinds.BILLED_WHILE_KEPT`), or ``nothing``."""
+    return kinds.BILLED_WHILE_KEPT.get(type_, "nothing")
+
+
 def rows(resources: Iterable[Kept]) -> list[dict[str, str]]:
     """One row per type and outcome: what stops the destroy, what stays (and bills) after it."""
     groups: dict[tuple[str, bool, bool, bool], list[str]] = {}
@@ -35,7 +72,7 @@ def rows(resources: Iterable[Kept]) -> list[dict[str, str]]:
             groups.setdefault((r.type, r.protect, r.retain_on_delete, r.deletion_protection), []).append(r.name)
     out = []
     for (type_, protect, retain, deletion), names in sorted(groups.items()):
-        stops = [*(["protect"] if protect else []), *(["EKS deletionProtection"] if deletion else [])]
+        stopped_by = [what for what, _ in stops(Kept(type_, "", protect, retain, deletion))]
         if retain:
             after = "left in AWS, forgotten by the state"
         elif deletion:
@@ -46,9 +83,9 @@ def rows(resources: Iterable[Kept]) -> list[dict[str, str]]:
             {
                 "type": f"`{type_}`",
                 "resources": ", ".join(sorted(names)),
-                "stops destroy": " + ".join(stops) or "-",
+                "stops destroy": " + ".join(stopped_by) or "-",
                 "then `pulumi destroy`": after,
-                "billed while kept": kinds.BILLED_WHILE_KEPT.get(type_, "nothing"),
+                "billed while kept": billed(type_),
             }
         )
     return out

@@ -16,7 +16,9 @@ Pulumi engine does:
   test, so the destroy's preview already fails and nothing is deleted; with ``--skip-preview`` the engine deletes
   what comes before it and stops there (what this plays). A ``retainOnDelete`` one leaves the
   state and stays in AWS; an EKS cluster with ``deletionProtection`` refuses DeleteCluster (EKS API reference,
-  DeleteCluster: InvalidRequestException while deletion protection is enabled).
+  DeleteCluster: InvalidRequestException while deletion protection is enabled). These facts, and what a resource
+  left behind keeps costing, are read from ekstrain/contracts/teardown.py (the runbook's teardown table reads the
+  same functions).
 
 Failures modelled are graph facts: a dependency that names nothing the stack registers, a cycle, and the teardown
 stops above.
@@ -24,6 +26,7 @@ stops above.
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from ekstrain.contracts import timing
+from ekstrain.contracts import kinds, teardown, timing
 
 COMPONENT_PREFIXES = ("ekstrain:", "eks:index:", "pulumi:pulumi:Stack", "kubernetes:yaml/v2:ConfigGroup")
 
@@ -48,11 +51,6 @@ MONTHLY_USD: dict[str, tuple[float, str]] = {
 }
 FSX_PERSISTENT2_USD_PER_GB_MONTH = {125: 0.145, 250: 0.21, 500: 0.29, 1000: 0.42}
 """FSx for Lustre PERSISTENT_2 SSD per GB-month by MB/s/TiB (aws.amazon.com/fsx/lustre/pricing, us-east-1)."""
-PER_GB_STORED: dict[str, str] = {
-    "aws:s3/bucket:Bucket": "$0.023/GB-month stored, S3 Standard (aws.amazon.com/s3/pricing), plus versions kept",
-    "aws:efs/fileSystem:FileSystem": "$0.30/GB-month stored, EFS Standard (aws.amazon.com/efs/pricing)",
-    "aws:cloudwatch/logGroup:LogGroup": "$0.03/GB-month archived (aws.amazon.com/cloudwatch/pricing)",
-}
 
 
 @dataclass
@@ -68,6 +66,8 @@ class Node:
     waits: set[str] = field(default_factory=set)
     """Keys this node's creation waits for (dependencies, provider, parent), components expanded."""
     missing: list[str] = field(default_factory=list)
+    timeouts: Mapping[str, str] = field(default_factory=dict)
+    """``customTimeouts`` as recorded (create/update/delete durations such as ``30m``)."""
     index: int = 0
     """Its place in resources.yaml: the order the program registered resources in."""
 
@@ -123,6 +123,7 @@ def read_graph(rows: Iterable[Mapping[str, Any]]) -> dict[str, Node]:
             bool(r.get("protect")),
             bool(r.get("retainOnDelete")),
             r.get("inputs") or {},
+            timeouts=dict(r.get("customTimeouts") or {}),
             index=i,
         )
         nodes[node.key] = node
@@ -207,10 +208,12 @@ def play(
     seconds: Mapping[str, float],
     fails: Mapping[str, str],
     check: Check | None = None,
+    late: Mapping[str, tuple[float, str]] | None = None,
 ) -> Play:
     """Event-driven, unbounded parallelism: a step starts when all it waits for ended; a failing step (``fails``,
-    or ``check`` answering at its start) ends at its start; after the first failure nothing new starts (running
-    steps finish)."""
+    or ``check`` answering at its start) ends at its start, one in ``late`` ((seconds after its start, why): a
+    create that runs out of its timeout) then; after the first failure nothing new starts (running steps
+    finish)."""
     waits = {k: set(v) for k, v in order_waits.items()}
     done_at: dict[str, float] = {}
     steps: dict[str, Step] = {}
@@ -234,9 +237,17 @@ def play(
             failed.append((k, start, why))
             stop_at = start if stop_at is None else min(stop_at, start)
             continue
+        if late and k in late:
+            end = start + late[k][0]
+            steps[k] = Step(k, start, end)
+            done_at[k] = float("inf")
+            failed.append((k, end, late[k][1]))
+            stop_at = end if stop_at is None else min(stop_at, end)
+            continue
         end = start + seconds.get(k, 0.0)
         steps[k] = Step(k, start, end)
         done_at[k] = end
+    failed.sort(key=lambda f: f[1])
     cycle = sorted(remaining) if not failed and remaining else []
     if stop_at is not None:
         # Steps that would have started after the failure did not.
@@ -247,33 +258,86 @@ def play(
     return Play(steps, failed, sorted(remaining), cycle)
 
 
-# ---- what must exist before a Kubernetes object (facts of the API server and of EKS access) ---------------------
+# ---- a kind's deploy contract, played at each step's start (ekstrain/contracts/kinds.py) -----------------------
 
-INITIAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
-"""Namespaces every cluster starts with (Kubernetes docs, "Namespaces": initial namespaces)."""
+INITIAL_NAMESPACES = kinds.BUILT_IN_NAMESPACES
+LOCAL_COMPONENT_PREFIXES = ("ekstrain:", "pulumi:pulumi:Stack")
+"""The program's own components: no API call, no contract (the render's contracts check skips them too)."""
+NODE_GROUP_TYPES = ("aws:eks/nodeGroup:NodeGroup", "eks:index:ManagedNodeGroup")
+RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 
 
 def namespace_of(node: Node) -> str:
     """The namespace a Kubernetes object (``metadata.namespace``) or a Helm release (``namespace``) goes into."""
-    if node.type == "kubernetes:helm.sh/v3:Release":
+    if node.type == RELEASE_TYPE:
         return str(node.inputs.get("namespace") or "")
     return str((node.inputs.get("metadata") or {}).get("namespace") or "")
 
 
-def kubernetes_check(nodes: Mapping[str, Node], deploy_role_arn: str | None = None) -> Check:
-    """At a Kubernetes object's start:
+def crd_group_kind(path: pathlib.Path) -> tuple[str, str] | None:
+    """A rendered CRD file's ``spec.group`` and ``spec.names.kind``, read from its head (the files are written
+    block-style by the render, and a CRD's schema after them runs to megabytes); the whole file when the head
+    does not say."""
+    group = kind = ""
+    section = ""
+    with contextlib.suppress(OSError), path.open() as f:
+        for line in f:
+            if not line.startswith(" "):
+                section = line.strip()
+            elif section == "spec:" and line.startswith("  group: "):
+                group = line.split(":", 1)[1].strip().strip("'\"")
+            elif section == "spec:" and line.startswith("    kind: "):
+                kind = line.split(":", 1)[1].strip().strip("'\"")
+            elif section == "spec:" and line.startswith("  versions:"):
+                break
+            if group and kind:
+                return group, kind
+    with contextlib.suppress(yaml.YAMLError, OSError, AttributeError):
+        spec = (yaml.safe_load(path.read_text()) or {}).get("spec") or {}
+        if spec.get("group") and (spec.get("names") or {}).get("kind"):
+            return str(spec["group"]), str(spec["names"]["kind"])
+    return None
 
-    - its namespace must exist: the API server's NamespaceLifecycle admission plugin refuses an object in a
-      namespace that does not (Kubernetes docs, "Admission controllers": NamespaceLifecycle; the error is
-      ``namespaces "<ns>" not found``); made by a Namespace object or a Helm release with ``createNamespace``;
-    - with ``accessConfig.bootstrapClusterCreatorAdminPermissions: false`` the deploying principal has no
-      Kubernetes permission until its access policy association exists (EKS User Guide, "Grant IAM users access
-      to Kubernetes with EKS access entries"; CreateCluster API, ``bootstrapClusterCreatorAdminPermissions``):
-      the AccessPolicyAssociation of ``deploy_role_arn`` must be done.
 
-    Each must be reached through the graph (the object waits for it through dependsOn, its provider or its
-    parent, transitively): an object that is merely later in this play could run first on another day, so a
-    precondition not reached is a failure at the object's start, named as a race.
+def crd_installers(build: pathlib.Path) -> dict[tuple[str, str], str]:
+    """(group, kind) -> the Helm release name whose chart, as rendered under build/charts/<group>--<release>/,
+    holds the CustomResourceDefinition; a CRD among the program's own manifests maps to ``""`` (applied by the
+    program itself, ordered by the render's creation-order check)."""
+    out: dict[tuple[str, str], str] = {}
+    for where in ("charts", "manifests"):
+        for f in sorted((build / where).glob("*/CustomResourceDefinition-*.yaml")):
+            found = crd_group_kind(f)
+            if found:
+                out.setdefault(found, f.parent.name.split("--", 1)[-1] if where == "charts" else "")
+    return out
+
+
+def contract_check(
+    nodes: Mapping[str, Node],
+    deploy_role_arn: str | None = None,
+    flags: frozenset[str] = frozenset(),
+    crds: Mapping[tuple[str, str], str] | None = None,
+) -> tuple[Check, list[str]]:
+    """Each step's kind contract (:func:`ekstrain.contracts.kinds.contract`, the only place the rehearsal reads
+    contracts from), played at the step's start. Returns the check and the account steps it took as done.
+
+    A precondition must be reached through the graph (the step waits for it through dependsOn, its provider or its
+    parent, transitively): one that is merely done earlier in this play could come later on another day, so it is
+    a failure at the step's start, named as a race. The preconditions:
+
+    - ``namespace``: the object's namespace exists (NamespaceLifecycle admission refuses an object in a missing one:
+      ``namespaces "<ns>" not found``), made by a Namespace or a Helm release with ``createNamespace``;
+    - ``access``: with ``accessConfig.bootstrapClusterCreatorAdminPermissions: false`` the deploy role has no
+      Kubernetes permission until its AccessPolicyAssociation exists (EKS User Guide, access entries): that of
+      ``deploy_role_arn`` (unchecked when no role is named);
+    - ``cluster`` / ``nodes`` / ``after:<type>``: an EKS cluster, a node group, a resource of that type of the stack;
+    - ``crd``: the release whose chart holds the kind's CRD (``crds``, from the render's charts; unchecked without);
+    - ``step:<name>``: an account step of the runbook (kinds.STEPS), done before the first `up`;
+    - ``flag:<key>``: the stack declares, with that key true, a later step done (the render's contract_flags).
+
+    ``parallel=False``: an instance started while another one the graph does not order with it has started (it
+    runs, or is done only by chance) fails (the contract's source: the second creation ends FAILED). A type
+    with no contract fails at its start: nothing says what it needs first.
     """
     waits = expanded_waits(nodes)
     reach: dict[str, set[str]] = {}
@@ -287,11 +351,14 @@ def kubernetes_check(nodes: Mapping[str, Node], deploy_role_arn: str | None = No
             reach[key] = out
         return reach[key]
 
+    by_type: dict[str, set[str]] = {}
+    for k, n in nodes.items():
+        by_type.setdefault(n.type, set()).add(k)
     makers: dict[str, set[str]] = {}
     for k, n in nodes.items():
         if n.type == "kubernetes:core/v1:Namespace":
             makers.setdefault(str((n.inputs.get("metadata") or {}).get("name") or n.name), set()).add(k)
-        elif n.type == "kubernetes:helm.sh/v3:Release" and n.inputs.get("createNamespace"):
+        elif n.type == RELEASE_TYPE and n.inputs.get("createNamespace"):
             makers.setdefault(namespace_of(n), set()).add(k)
     no_bootstrap = any(
         n.type == "aws:eks/cluster:Cluster"
@@ -300,47 +367,184 @@ def kubernetes_check(nodes: Mapping[str, Node], deploy_role_arn: str | None = No
     )
     access = {
         k
-        for k, n in nodes.items()
-        if n.type == "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
-        and deploy_role_arn
-        and n.inputs.get("principalArn") == deploy_role_arn
+        for k in by_type.get("aws:eks/accessPolicyAssociation:AccessPolicyAssociation", set())
+        if deploy_role_arn and nodes[k].inputs.get("principalArn") == deploy_role_arn
     }
+    used_providers = {w for n in nodes.values() for w in n.waits if nodes[w].type.startswith("pulumi:providers:")}
+    releases = {str(n.inputs.get("name") or n.name): k for k, n in nodes.items() if n.type == RELEASE_TYPE}
+    parents = {n.parent for n in nodes.values() if n.parent}
+    started: set[str] = set()
+    steps_taken: list[str] = []
 
-    def check(key: str, done: set[str]) -> str | None:
-        n = nodes[key]
-        if not n.custom or not n.type.startswith("kubernetes:"):
-            return None
-        if no_bootstrap and deploy_role_arn:
+    def race(targets: set[str], done: set[str], what: str) -> str:
+        late = "not done yet" if not targets & done else "done earlier here only by chance (a race)"
+        return f"{what} is {late}: nothing makes this step wait for it"
+
+    def refs(keys: set[str]) -> str:
+        return ", ".join(sorted(keys)[:3]) + (f" (+{len(keys) - 3})" if len(keys) > 3 else "")
+
+    def precondition(key: str, n: Node, pre: str, done: set[str]) -> str | None:
+        before = ancestors(key)
+        if pre == kinds.NAMESPACE:
+            ns = namespace_of(n)
+            made = makers.get(ns, set()) - {key}
+            if not ns or ns in INITIAL_NAMESPACES or key in makers.get(ns, set()) or made & before:
+                return None
+            if not made:
+                return f'namespaces "{ns}" not found: nothing in the stack creates it; fix: create the Namespace'
+            return (
+                f'namespaces "{ns}" not found: '
+                + race(made, done, f"its Namespace ({refs(made)})")
+                + "; fix: depend on it through dependsOn"
+            )
+        if pre == kinds.ACCESS:
+            if not (no_bootstrap and deploy_role_arn) or (
+                n.type.startswith("pulumi:providers:") and key not in used_providers
+            ):
+                return None
             if not access:
                 return (
                     f"the deploy role {deploy_role_arn} has no AccessPolicyAssociation and the cluster does not "
                     "bootstrap its creator's admin permissions; fix: give cluster.deployRoleArn an access entry"
                 )
-            if not access & ancestors(key):
-                late = "not created yet" if not access & done else "created earlier here only by chance (a race)"
+            if access & before:
+                return None
+            return (
+                "Unauthorized: "
+                + race(access, done, "the deploy role's AccessPolicyAssociation")
+                + f" (bootstrapClusterCreatorAdminPermissions: false); fix: make it depend on {refs(access)} "
+                "through dependsOn or its provider"
+            )
+        if pre in (kinds.CLUSTER, kinds.NODES) or pre.startswith("after:"):
+            wanted = (
+                ("aws:eks/cluster:Cluster",)
+                if pre == kinds.CLUSTER
+                else NODE_GROUP_TYPES
+                if pre == kinds.NODES
+                else (pre.removeprefix("after:"),)
+            )
+            present = set().union(*(by_type.get(t, set()) for t in wanted)) - {key}
+            if not present or present & before:
+                return None
+            return race(present, done, f"its precondition {pre!r} ({refs(present)})") + ("; fix: pass it in depends_on")
+        if pre == kinds.CRD:
+            if crds is None:
+                return None
+            parts = n.type.split(":")
+            group, kind = parts[1].split("/", 1)[0], parts[2]
+            if (group, kind) not in crds:
                 return (
-                    f"Unauthorized: the deploy role's AccessPolicyAssociation is {late}: nothing makes this object "
-                    "wait for it (bootstrapClusterCreatorAdminPermissions: false); fix: make it depend on "
-                    f"{', '.join(sorted(access))} through dependsOn or its provider"
+                    f'no matches for kind "{kind}" in group "{group}": no CRD for it in the render; fix: install '
+                    "the chart that brings it"
                 )
-        ns = namespace_of(n)
-        if (
-            ns
-            and ns not in INITIAL_NAMESPACES
-            and key not in makers.get(ns, set())
-            and not makers.get(ns, set()) & ancestors(key)
-        ):
-            made_by = sorted(makers.get(ns, set()))
-            return f'namespaces "{ns}" not found' + (
-                f" (created by {', '.join(made_by)}, "
-                + ("not done yet" if not makers.get(ns, set()) & done else "done earlier here only by chance: a race")
-                + "); fix: depend on it through dependsOn"
-                if made_by
-                else "; nothing in the stack creates it; fix: create the Namespace"
+            installer = releases.get(crds[(group, kind)])
+            if installer is None or installer in before:
+                return None  # the program's own manifest: the render's creation-order check orders it
+            return (
+                f'no matches for kind "{kind}": '
+                + race({installer}, done, f"its CRD's release ({installer})")
+                + "; fix: depend on it through dependsOn"
+            )
+        if pre.startswith("step:"):
+            name = pre.removeprefix("step:")
+            if name in kinds.STEPS:
+                if name not in steps_taken:
+                    steps_taken.append(name)
+                return None
+            return (
+                f"its contract names an account step {name!r} the runbook does not document; fix: add it to kinds.STEPS"
+            )
+        if pre.startswith("flag:"):
+            flag_key = pre.removeprefix("flag:")
+            if flag_key in flags:
+                return None
+            c = kinds.contract(n.type)
+            later = [
+                kinds.STEPS[name]
+                for name in (q.removeprefix("step:") for q in (c.preconditions if c else ()) if q.startswith("step:"))
+                if name in kinds.STEPS
+            ]
+            return (
+                f"its precondition cannot hold on a first `up`: {'; '.join(later) or (c.note if c else '')} "
+                f"(contract: {c.source if c else ''}); fix: leave it out of the first `up`, do the step "
+                f"(docs/delivery.md), then set `{flag_key}: true`"
             )
         return None
 
-    return check
+    def check(key: str, done: set[str]) -> str | None:
+        n = nodes[key]
+        if n.type.startswith(LOCAL_COMPONENT_PREFIXES):
+            return None
+        c = kinds.contract(n.type)
+        if c is None:
+            return (
+                f"type {n.type} has no deploy contract: nothing says what it needs first; fix: add its entry "
+                "(preconditions, parallel, timeouts, source) to ekstrain/contracts/kinds.py"
+            )
+        # A component's contract holds for what it creates: its recorded children play their own; one whose
+        # objects are not recorded as children (a yaml/v2 ConfigGroup's) plays its contract itself.
+        if n.custom or n.type.startswith("pulumi:providers:") or key not in parents:
+            for pre in c.preconditions:
+                why = precondition(key, n, pre, done)
+                if why:
+                    return why
+        if not c.parallel:
+            others = (by_type[n.type] & started) - ancestors(key)
+            if others:
+                running = others - done
+                return (
+                    f"{refs(others)} of the same kind "
+                    + ("is being created now" if running else "was created earlier here only by chance (a race)")
+                    + f", and instances of it must be created one after the other ({c.source}); fix: chain them "
+                    "with depends_on"
+                )
+        started.add(key)
+        return None
+
+    return check, steps_taken
+
+
+def timeout_of(node: Node, op: str = "create") -> tuple[float | None, str]:
+    """The timeout the program sets for ``op`` (``customTimeouts.<op>``) in seconds, and where it comes from; a
+    contract that names a longer one says the provider's default (in effect when none is set) is too short."""
+    c = kinds.contract(node.type)
+    need = (c.timeouts if c else {}).get(op, "")
+    have = str(node.timeouts.get(op) or "")
+    if have and kinds.minutes(have) > 0:
+        return kinds.minutes(have) * 60, f"customTimeouts.{op} {have}"
+    if need:
+        return None, f"the provider default, which its contract says is too short (needs {need})"
+    return None, ""
+
+
+def timeout_failures(nodes: Mapping[str, Node], op: str) -> dict[str, tuple[float, str]]:
+    """Steps that run out of their ``op`` timeout: key -> (seconds after the step's start, why).
+
+    The step's duration is timing.py's (``create_s`` / ``delete_s``). One that outlasts the timeout the program sets
+    fails when it runs out; one whose contract names a timeout (the provider's default is known to be too short)
+    run under the default or a shorter one is reported at its end, naming the timeout to set."""
+    out: dict[str, tuple[float, str]] = {}
+    for k, n in nodes.items():
+        allowed, src = timeout_of(n, op)
+        if not src or not n.custom or (op == "delete" and n.retain):
+            continue
+        d = timing.duration(n.type, n.custom)
+        takes = float(d.create_s if op == "create" else d.delete_s)
+        c = kinds.contract(n.type)
+        need = (c.timeouts if c else {}).get(op, "")
+        if allowed is not None and takes > allowed:
+            out[k] = (
+                allowed,
+                f"{op} timed out: it takes {fmt(takes)} ({d.source}) and the program sets {src}; fix: pass "
+                f"ResourceOptions(custom_timeouts=CustomTimeouts({op}={need or fmt(takes)!r})) or longer",
+            )
+        elif need and (allowed is None or allowed < kinds.minutes(need) * 60):
+            out[k] = (
+                takes,
+                f"{op} may time out: it runs under {src} ({c.timeouts_source if c else ''}); fix: pass "
+                f"ResourceOptions(custom_timeouts=CustomTimeouts({op}={need!r}))",
+            )
+    return out
 
 
 # ---- up --------------------------------------------------------------------------------------------------------
@@ -354,6 +558,8 @@ class UpReport:
     first_step_s: float | None
     first_step_parts: list[tuple[str, int, str]]
     family: str = "gpu"
+    steps_taken: list[str] = field(default_factory=list)
+    """The runbook's account steps (kinds.STEPS) the contracts asked for, taken as done before the `up`."""
 
     def lines(self) -> list[str]:
         p = self.play
@@ -369,6 +575,8 @@ class UpReport:
                 f"{len(p.never_started)} never started"
             )
             return out
+        if self.steps_taken:
+            out.append("assumes the account steps of docs/delivery.md done first: " + ", ".join(self.steps_taken))
         if self.cluster_active_s is not None:
             out.append(f"EKS control plane ACTIVE at {fmt(self.cluster_active_s)}")
         out.append(
@@ -429,9 +637,12 @@ def up(
     gated: bool = True,
     deploy_role_arn: str | None = None,
     extra_check: Check | None = None,
+    flags: frozenset[str] = frozenset(),
+    crds: Mapping[tuple[str, str], str] | None = None,
 ) -> UpReport:
-    """The first ``up``; ``extra_check`` adds preconditions kept elsewhere (a kind's contract: a billed tag key, a
-    service-linked role), asked at each step's start after the graph's own."""
+    """The first ``up``: each step plays its kind's contract (:func:`contract_check`: preconditions, serial kinds)
+    at its start, and its creation time (ekstrain/contracts/timing.py) against the create timeout the program sets
+    (:func:`timeout_of`); ``extra_check`` adds a check kept elsewhere, asked after the contract's."""
     waits = expanded_waits(nodes)
     seconds = {k: float(timing.duration(n.type, n.custom).create_s) for k, n in nodes.items()}
     fails = {
@@ -439,12 +650,13 @@ def up(
         for k, n in nodes.items()
         if n.missing
     }
-    own = kubernetes_check(nodes, deploy_role_arn)
+    late = timeout_failures(nodes, "create")
+    own, steps_taken = contract_check(nodes, deploy_role_arn, flags, crds)
 
     def check(key: str, done: set[str]) -> str | None:
         return own(key, done) or (extra_check(key, done) if extra_check else None)
 
-    p = play(waits, seconds, fails, check)
+    p = play(waits, seconds, fails, check, late)
     clusters = [p.steps[k].end for k, n in nodes.items() if n.type == "aws:eks/cluster:Cluster" and k in p.steps]
     first, parts = None, []
     if not p.failed and not p.cycle:
@@ -458,7 +670,7 @@ def up(
             ("image pull", timing.IMAGE_PULL_SECONDS, "ekstrain/cold_start.py pull rate, TRAINING_IMAGE_GIB"),
         ]
         first = p.end + sum(s for _, s, _ in parts)
-    return UpReport(p, nodes, max(clusters) if clusters else None, first, parts, family)
+    return UpReport(p, nodes, max(clusters) if clusters else None, first, parts, family, steps_taken)
 
 
 # ---- destroy ---------------------------------------------------------------------------------------------------
@@ -498,9 +710,8 @@ class DestroyReport:
             if price is not None and size:
                 return price * size * HOURS_PER_MONTH, f"{size} x {types} on-demand (ekstrain/catalog.py)"
             return None, f"{size} x {', '.join(types)}: not in ekstrain/catalog.py's price table"
-        if n.type in PER_GB_STORED:
-            return None, PER_GB_STORED[n.type]
-        return None, ""
+        per_use = teardown.billed(n.type)
+        return None, "" if per_use == "nothing" else per_use
 
     def lines(self) -> list[str]:
         p = self.play
@@ -561,14 +772,10 @@ def destroy(nodes: dict[str, Node], prices: Mapping[str, float] | None = None) -
     for k, n in nodes.items():
         d = timing.duration(n.type, n.custom)
         seconds[k] = 0.0 if n.retain else float(d.delete_s)
-        if n.protect:
-            fails[k] = "protected (`protect`): the delete step refuses it; fix: `pulumi state unprotect <urn>` first"
-        elif n.type == "aws:eks/cluster:Cluster" and n.inputs.get("deletionProtection") and not n.retain:
-            fails[k] = (
-                "deletionProtection: true, DeleteCluster is refused; fix: set cluster.deletionProtection false and "
-                "`pulumi up` first"
-            )
-    return DestroyReport(play(rev, seconds, fails), nodes, prices or {})
+        refused = teardown.stops(teardown.kept(n.type, n.name, n.protect, n.retain, n.inputs))
+        if refused:
+            fails[k] = refused[0][1]
+    return DestroyReport(play(rev, seconds, fails, late=timeout_failures(nodes, "delete")), nodes, prices or {})
 
 
 def bare(rows: Iterable[Mapping[str, Any]]) -> bool:
