@@ -108,7 +108,7 @@ class ParallelConfig:
             raise PlanError(
                 f"tp {self.tp} must divide heads {model.heads} and divide or be a multiple of kv_heads {model.kv_heads}"
             )
-        if model.ffn_hidden % self.tp or model.vocab % self.tp:
+        if model.ffn_hidden % self.tp or model.vocab % self.tp or (model.dense_ffn_hidden % self.tp):
             raise PlanError(f"tp {self.tp} does not divide ffn_hidden {model.ffn_hidden} and vocab {model.vocab}")
         if training.seq_len % (2 * self.cp) and self.cp > 1:
             # Megatron's load-balanced causal CP cuts each sequence into 2*cp chunks.

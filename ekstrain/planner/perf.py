@@ -121,7 +121,7 @@ def step_flops(model: ModelSpec, training: TrainingSpec, recompute: str) -> Flop
     tokens = training.tokens_per_step
     s, h = training.seq_len, model.hidden
     matmul = 2 * model.matmul_params_per_token
-    attention = 4 * s * h
+    attention = 2 * s * model.score_width  # Q K^T and the product with V (4 s h when heads x head_dim = h)
     logits = 2 * h * model.vocab
     if training.is_lora:
         attention_lora, expert_lora = lora_params_per_layer(model, training.lora_rank, model.top_k)
@@ -212,13 +212,29 @@ activation input of every GEMM, backward the output gradient; weights are cast o
 
 def _layer_shapes(model: ModelSpec, tokens: float, tp: int, ep: int) -> list[tuple[float, float, float, float]]:
     """(count, m, n, k) of one layer's weight GEMMs on one rank (tokens after SP's all-gather)."""
-    h, kv, f = model.hidden, model.kv_dim, model.ffn_hidden
+    h, f = model.hidden, model.ffn_hidden
     up = (2 if model.gated_mlp else 1) * f
-    shapes = [(1.0, tokens, (h + 2 * kv) / tp, h), (1.0, tokens, h, h / tp)]
+    # Attention's projections as one input GEMM of their summed width (Q, K, V; MLA's down- and
+    # up-projections) and the out-projection: for GQA exactly (q + 2 kv) x h and v x h.
+    into = (model.attention_matmul_params - model.v_dim * h) / h
+    shapes = [(1.0, tokens, into / tp, h), (1.0, tokens, h, model.v_dim / tp)]
     if model.is_moe:
-        per_expert = tokens * model.top_k * ep / model.experts  # balanced routing
-        shapes.append((1.0, tokens, model.experts, h))  # router (BF16)
-        shapes += [(model.experts / ep, per_expert, up / tp, h), (model.experts / ep, per_expert, h, f / tp)]
+        # Layers that are MoE, the rest dense-first (DeepSeek-V3): counts are per layer, averaged.
+        moe, dense = model.moe_layers / model.layers, model.dense_layers / model.layers
+        # balanced routing, inputs padded to the capacity factor when one is set
+        per_expert = tokens * model.top_k * max(1.0, model.capacity_factor) * ep / model.experts
+        shapes.append((moe, tokens, model.experts, h))  # router (BF16)
+        shapes += [
+            (moe * model.experts / ep, per_expert, up / tp, h),
+            (moe * model.experts / ep, per_expert, h, f / tp),
+        ]
+        if model.shared_experts:
+            shared = model.shared_experts
+            shapes += [(moe, tokens, shared * up / tp, h), (moe, tokens, h, shared * f / tp)]
+        if model.dense_layers:
+            wide = model.dense_ffn_hidden or f
+            wide_up = (2 if model.gated_mlp else 1) * wide
+            shapes += [(dense, tokens, wide_up / tp, h), (dense, tokens, h, wide / tp)]
     else:
         shapes += [(1.0, tokens, up / tp, h), (1.0, tokens, h, f / tp)]
     return shapes
@@ -264,7 +280,12 @@ def elementwise_passes(model: ModelSpec, unfused: tuple[str, ...] = ()) -> float
     * layout: SDPA's output ``transpose(1, 2).contiguous()`` (4 h) and, at GQA, K and V repeated to every
       query head before SDPA (``repeat_kv``; reads 2 kv, writes 2 q bytes each: 4 (kv + q)).
     """
-    h, q, kv, f = model.hidden, model.heads * model.head_dim, model.kv_dim, model.ffn_hidden * model.top_k
+    h, q, kv, f = (
+        model.hidden,
+        model.heads * model.head_dim,
+        model.kv_dim,
+        model.ffn_hidden * (model.top_k + model.shared_experts),
+    )
     rotary = model.max_positions == 0
     gated = model.gated_mlp
 
@@ -429,12 +450,12 @@ def _attention_time(
     published throughput of the kernel the framework runs (attention.py). With CP the kernel runs
     on chunks of s/cp keys (load-balanced, so no masked tiles but the diagonal). Without
     FlashAttention the whole square runs at BF16 GEMM speed."""
-    s, h = training.seq_len, model.hidden
+    s, width = training.seq_len, model.score_width
     bf16_peak = fleet.rank_peak_flops(BF16)
     if not training.flash_attention:
-        forward = 4 * tokens * s * h / p.tp / (bf16_peak * eff.matmul * eff.software_for(training.framework))
+        forward = 2 * tokens * s * width / p.tp / (bf16_peak * eff.matmul * eff.software_for(training.framework))
         return forward, 2 * forward
-    executed = 4 * tokens * s * h / p.tp * (0.5 if model.causal else 1.0)
+    executed = 2 * tokens * s * width / p.tp * (0.5 if model.causal else 1.0)
     kernel = training.attention_kernel or attention.kernel_for(fleet.generation, training.framework)
     if kernel is None:  # no published kernel table: the generation's GEMM efficiency
         forward_fraction = backward_fraction = eff.matmul * eff.software_for(training.framework)

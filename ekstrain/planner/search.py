@@ -20,19 +20,28 @@ from ekstrain import catalog
 from ekstrain.planner import frameworks, inputs
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import Fleet
-from ekstrain.planner.memory import MemoryBreakdown, worst_stage_memory
+from ekstrain.planner.memory import HEADROOM, MemoryBreakdown, worst_stage_memory
 from ekstrain.planner.models import ModelSpec
 from ekstrain.planner.parallel import FULL, RECOMPUTE_MODES, SELECTIVE, ZERO_STAGES, ParallelConfig
 from ekstrain.planner.perf import Efficiency, efficiency_for, step_flops, step_time
 from ekstrain.planner.plan import Plan
-from ekstrain.planner.ranking import HEADROOM, rank
+from ekstrain.planner.ranking import rank
 from ekstrain.planner.training import DEEPSPEED, FSDP, HSDP, MEGATRON, TrainingSpec
 
-FRAMEWORK_ZERO_STAGES = {MEGATRON: (1, 3), DEEPSPEED: ZERO_STAGES, FSDP: (0, 2, 3), HSDP: (3,)}
-"""Stages worth searching under each framework. Megatron's distributed optimizer is its ZeRO-1 and
-ZeRO-2 alike (its gradient buffer stays whole), and it dominates plain DDP: less memory, and its
-fp32 reduce-scatter plus bf16 all-gather move 3/4 of the bytes of DDP's fp32 all-reduce. FSDP has
-no ZeRO-1. ``evaluate`` accepts every stage."""
+FRAMEWORK_ZERO_STAGES = {MEGATRON: (1, 2, 3), DEEPSPEED: ZERO_STAGES, FSDP: (0, 2, 3), HSDP: (3,)}
+"""Stages worth searching under each framework. Megatron's distributed optimizer (ZeRO-1: its fp32
+gradient buffer stays whole) dominates plain DDP: less memory, and its fp32 reduce-scatter plus bf16
+all-gather move 3/4 of the bytes of DDP's fp32 all-reduce. Megatron's ZeRO-2 is Megatron-FSDP's
+``optim_grads`` (gradients sharded too, reduce-scattered every micro-batch; memory.state_bytes_per_param),
+the sharding Meta ran Llama 3 405B with (arXiv 2407.21783 section 3.3.1: "we shard the optimizer states
+and gradients, but for model shards we do not reshard after forward"). It is only tried where the
+distributed optimizer does not fit within the headroom (``LOWER_STAGE_FIRST``). FSDP has no ZeRO-1.
+``evaluate`` accepts every stage."""
+LOWER_STAGE_FIRST = {MEGATRON: 2}
+"""The lowest ZeRO stage that, per framework, only adds traffic over the stage below it: tried for a
+(micro-batch, recompute) only when no lower stage fits it within the headroom. Megatron's ZeRO-2
+reduce-scatters every micro-batch where ZeRO-1 does so once a step; ZeRO-3 (3 for every framework)
+gathers weights on top."""
 NEURON_ZERO_STAGES = (0, 1)
 """neuronx-distributed shards the optimizer (ZeRO-1) and no further; it has no context parallelism."""
 
@@ -73,6 +82,7 @@ def candidate_layouts(
 ) -> Iterator[tuple[ParallelConfig, MemoryBreakdown]]:
     """Every valid layout whose memory fits, with that memory, in no particular order."""
     n, capacity = fleet.ranks, fleet.rank_memory_bytes
+    dominated_from = LOWER_STAGE_FIRST.get(training.framework, 3)
     modes = [r for r in recompute_modes if not (r == SELECTIVE and training.flash_attention)]
     zero_options = [(z, False) for z in zero_stages] + (
         [(z, True) for z in zero_stages if z >= 1] if allow_offload else []
@@ -116,11 +126,13 @@ def candidate_layouts(
                                 continue
                             if worst_stage_memory(model, lean, training).total > capacity:
                                 continue  # model states alone do not fit: prune the branch
-                            dominated = covered if (zero >= 3 or offload) else set()
+                            dominated = covered if (zero >= dominated_from or offload) else set()
                             for candidate, memory in _fitting_micro_batches(
                                 model, fleet, training, lean, modes, max_micro_batch, dominated
                             ):
                                 if zero < 3 and not offload and memory.total <= HEADROOM * capacity:
+                                    # a stage below ZeRO-3 covering the pair makes ZeRO-3 (and Megatron's
+                                    # ZeRO-2 over its ZeRO-1) only more traffic
                                     covered.add((candidate.micro_batch, candidate.recompute))
                                 yield candidate, memory
 
