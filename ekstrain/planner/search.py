@@ -11,7 +11,7 @@ would drop are never stored, so it only adds FLOPs).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from math import gcd, isqrt
 from typing import Any
@@ -42,6 +42,13 @@ LOWER_STAGE_FIRST = {MEGATRON: 2}
 (micro-batch, recompute) only when no lower stage fits it within the headroom. Megatron's ZeRO-2
 reduce-scatters every micro-batch where ZeRO-1 does so once a step; ZeRO-3 (3 for every framework)
 gathers weights on top."""
+CP_HOPELESS = 2.0
+"""A TP degree stops raising CP once its best plan (within the headroom) got slower from one CP degree to
+the next and is this many times slower than the best plan so far: raising CP only paid while it relieved
+memory. Ring attention's exposed K/V traffic grows as each rank's chunk of the sequence shrinks
+(comm.ring_step against a chunk's attention, which falls with its square), so a larger CP degree does not
+win back a factor of two. A pruning rule of the search, not of the model (Mixtral on 16,384 GPUs at 4k
+tokens otherwise prices CP 2,048: two tokens a rank); ``max_cp`` still bounds CP outright."""
 NEURON_ZERO_STAGES = (0, 1)
 """neuronx-distributed shards the optimizer (ZeRO-1) and no further; it has no context parallelism."""
 
@@ -79,8 +86,10 @@ def candidate_layouts(
     allow_offload: bool,
     max_cp: int,
     max_micro_batch: int | None,
+    cp_hopeless: Callable[[int, int], bool] | None = None,
 ) -> Iterator[tuple[ParallelConfig, MemoryBreakdown]]:
-    """Every valid layout whose memory fits, with that memory, in no particular order."""
+    """Every valid layout whose memory fits, with that memory, in no particular order. ``cp_hopeless(tp,
+    cp)``, asked before each larger CP degree of a TP degree, ends that TP degree's CP degrees."""
     n, capacity = fleet.ranks, fleet.rank_memory_bytes
     dominated_from = LOWER_STAGE_FIRST.get(training.framework, 3)
     modes = [r for r in recompute_modes if not (r == SELECTIVE and training.flash_attention)]
@@ -89,7 +98,7 @@ def candidate_layouts(
     )
     for tp in divisors(fleet.ranks_per_node):
         for cp in divisors(n // tp):
-            if cp > max_cp:
+            if cp > max_cp or (cp > 1 and cp_hopeless is not None and cp_hopeless(tp, cp)):
                 break
             for pp in divisors(n // (tp * cp)):
                 dp = n // (tp * cp * pp)
@@ -224,6 +233,18 @@ def search(
     eff = efficiency or efficiency_for(fleet)
     cache: dict[tuple[object, ...], Any] = {}
     flops = {mode: step_flops(model, training, mode) for mode in RECOMPUTE_MODES}
+    # The best step time within the headroom so far, overall and per (tp, cp): CP_HOPELESS below.
+    best_overall = [float("inf")]
+    best_at: dict[tuple[int, int], float] = {}
+    room = HEADROOM * fleet.rank_memory_bytes
+
+    def cp_hopeless(tp: int, cp: int) -> bool:
+        tried = sorted(c for (t, c) in best_at if t == tp and c < cp)
+        if len(tried) < 2:
+            return False
+        last, before = best_at[(tp, tried[-1])], best_at[(tp, tried[-2])]
+        return last > before and last > CP_HOPELESS * best_overall[0]
+
     for parallel, memory in candidate_layouts(
         model,
         fleet,
@@ -233,18 +254,14 @@ def search(
         allow_offload=allow_offload,
         max_cp=max_cp,
         max_micro_batch=max_micro_batch,
+        cp_hopeless=cp_hopeless,
     ):
-        plans.append(
-            Plan(
-                model,
-                fleet,
-                training,
-                parallel,
-                memory,
-                step_time(model, fleet, training, parallel, eff, cache),
-                flops[parallel.recompute],
-            )
-        )
+        time = step_time(model, fleet, training, parallel, eff, cache)
+        plans.append(Plan(model, fleet, training, parallel, memory, time, flops[parallel.recompute]))
+        if memory.total <= room:
+            key = (parallel.tp, parallel.cp)
+            best_at[key] = min(best_at.get(key, float("inf")), time.total)
+            best_overall[0] = min(best_overall[0], time.total)
     if not plans:
         raise PlanError(
             f"{model.name} does not fit on {fleet.nodes} x {fleet.name} "

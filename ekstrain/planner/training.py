@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from math import gcd
 
 from ekstrain.planner import inputs
@@ -64,6 +64,14 @@ class TrainingSpec:
     unfused: tuple[str, ...] = ()
     """UNFUSED_OPS the stack runs in eager PyTorch (calibration rows, from each source's model code); () = fused,
     as Megatron-core, Transformer Engine and torch.compile run them (what the planner's search assumes)."""
+
+    def __hash__(self) -> int:
+        """The fields' hash, computed once: the search's caches key on this object millions of times."""
+        cached: int | None = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
     def __post_init__(self) -> None:
         if self.framework not in FRAMEWORKS:

@@ -1,6 +1,7 @@
 """What practitioners run is searched: Megatron's ZeRO-2 (Megatron-FSDP optim_grads, Meta's sharding for Llama 3
 405B) and one 90 % headroom rule for search and evaluate, so Meta's 405B layout comes out of `plan search`."""
 
+import importlib
 import json
 
 import pytest
@@ -10,6 +11,7 @@ from ekstrain.planner import Fleet, evaluate, get_model, memory, plan, ranking, 
 from ekstrain.planner.search import FRAMEWORK_ZERO_STAGES
 from ekstrain.planner.training import MEGATRON
 
+search_module = importlib.import_module("ekstrain.planner.search")  # the package exports the function as search
 LLAMA_405B = get_model("llama3-405b")
 FLEET_16K = Fleet.from_instance("p5.48xlarge", 2048)  # Meta's 16,384 H100 (Llama 3 paper Table 4)
 
@@ -72,3 +74,17 @@ def test_evaluate_reports_a_plan_over_the_headroom(capsys):
     row = out[0] if isinstance(out, list) else out
     assert row["fits"] is True and row["within_headroom"] is False and row["memory_used_fraction"] > 0.9
     assert any("above the 90% headroom" in limit for limit in row["limits"])
+
+
+@pytest.mark.parametrize(
+    ("name", "nodes", "batch", "seq"),
+    [("mixtral-8x7b", 64, 1024, 4096), ("llama3-405b", 2048, 128, 131072), ("llama3-8b", 8, 512, 8192)],
+)
+def test_cp_pruning_keeps_the_top_ten(monkeypatch, name, nodes, batch, seq):
+    # the search stops raising CP for a TP degree once it got slower and is 2x off the best: the ten best plans
+    # are those of the unpruned search
+    fleet = Fleet.from_instance("p5.48xlarge", nodes)
+    pruned = [p.summary() for p in search(get_model(name), fleet, batch, seq, top=10)]
+    monkeypatch.setattr(search_module, "CP_HOPELESS", float("inf"))
+    full = [p.summary() for p in search(get_model(name), fleet, batch, seq, top=10)]
+    assert pruned == full
