@@ -294,11 +294,7 @@ def _stage_memory(
     per_layer: float,
     recomputing: float,
 ) -> MemoryBreakdown:
-    states, static = _stage_states(model, training, p.tp, p.pp, p.cp, p.dp, p.ep, p.zero, p.offload_optimizer, index)
-    in_flight_layers = held_layers(p, model.layers, p.grad_accum(training), index)
-    buffers = static + recomputing
-    if index == p.pp - 1:
-        buffers += LOGIT_BYTES * training.seq_len / p.cp * p.micro_batch * model.vocab / p.tp
+    states, in_flight_layers, buffers = _stage_parts(model, p, training, index, recomputing)
     return MemoryBreakdown(
         f"stage {index}",
         *states,
@@ -307,6 +303,18 @@ def _stage_memory(
         per_layer,
         in_flight_layers,
     )
+
+
+def _stage_parts(
+    model: ModelSpec, p: ParallelConfig, training: TrainingSpec, index: int, recomputing: float
+) -> tuple[tuple[float, float, float], float, float]:
+    """(model states, layer-micro-batches in flight, buffers) of stage ``index``, before any dataclass is built."""
+    states, static = _stage_states(model, training, p.tp, p.pp, p.cp, p.dp, p.ep, p.zero, p.offload_optimizer, index)
+    in_flight_layers = held_layers(p, model.layers, p.grad_accum(training), index)
+    buffers = static + recomputing
+    if index == p.pp - 1:
+        buffers += LOGIT_BYTES * training.seq_len / p.cp * p.micro_batch * model.vocab / p.tp
+    return states, in_flight_layers, buffers
 
 
 @lru_cache(maxsize=65536)
@@ -360,21 +368,26 @@ def candidate_stages(parallel: ParallelConfig, layers: int) -> tuple[int, ...]:
     output layer) and, when the edge stages are one layer short, the second (almost as many in
     flight, one more layer)."""
     edge, full = parallel.stage_layers(layers)
-    stages = {0, parallel.pp - 1}
-    if edge < full and parallel.pp > 2:
+    return _candidate_stages(parallel.pp, edge < full)
+
+
+@lru_cache(maxsize=1024)
+def _candidate_stages(pp: int, short_edges: bool) -> tuple[int, ...]:
+    stages = {0, pp - 1}
+    if short_edges and pp > 2:
         stages.add(1)
     return tuple(sorted(stages))
 
 
 def worst_stage_memory(model: ModelSpec, parallel: ParallelConfig, training: TrainingSpec) -> MemoryBreakdown:
-    per_layer = _per_layer(model, parallel, training)
-    worst: MemoryBreakdown | None = None
-    for index in candidate_stages(parallel, model.layers):
-        memory = _stage_memory(model, parallel, training, index, *per_layer)
-        if worst is None or memory.total > worst.total:
-            worst = memory
-    assert worst is not None  # candidate_stages always holds the first stage
-    return worst
+    per_layer, recomputing = _per_layer(model, parallel, training)
+    worst, worst_total = -1, -1.0
+    for index in candidate_stages(parallel, model.layers):  # totals first: one breakdown is built
+        states, in_flight, buffers = _stage_parts(model, parallel, training, index, recomputing)
+        total = sum(states) + per_layer * in_flight + buffers
+        if total > worst_total:
+            worst, worst_total = index, total
+    return _stage_memory(model, parallel, training, worst, per_layer, recomputing)
 
 
 def fits(memory: MemoryBreakdown, fleet: Fleet) -> bool:

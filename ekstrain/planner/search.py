@@ -133,11 +133,12 @@ def candidate_layouts(
                             )
                             if not _valid(lean, model, fleet, training) or _unlaunchable(lean, training):
                                 continue
-                            if worst_stage_memory(model, lean, training).total > capacity:
+                            lean_memory = worst_stage_memory(model, lean, training)
+                            if lean_memory.total > capacity:
                                 continue  # model states alone do not fit: prune the branch
                             dominated = covered if (zero >= dominated_from or offload) else set()
                             for candidate, memory in _fitting_micro_batches(
-                                model, fleet, training, lean, modes, max_micro_batch, dominated
+                                model, fleet, training, lean, modes, max_micro_batch, dominated, lean_memory
                             ):
                                 if zero < 3 and not offload and memory.total <= HEADROOM * capacity:
                                     # a stage below ZeRO-3 covering the pair makes ZeRO-3 (and Megatron's
@@ -154,6 +155,7 @@ def _fitting_micro_batches(
     modes: list[str],
     max_micro_batch: int | None,
     dominated: set[tuple[int, str]],
+    lean_memory: MemoryBreakdown | None = None,
 ) -> Iterator[tuple[ParallelConfig, MemoryBreakdown]]:
     """Fitting (recompute, micro-batch) variants of ``lean``, lightest recompute first. A heavier
     recompute mode is skipped for a micro-batch a lighter one already fits within the headroom:
@@ -180,7 +182,10 @@ def _fitting_micro_batches(
                 sequence_parallel=lean.sequence_parallel,
                 offload_optimizer=lean.offload_optimizer,
             )
-            memory = worst_stage_memory(model, candidate, training)
+            if lean_memory is not None and micro_batch == 1 and recompute == FULL:
+                memory = lean_memory  # the branch's leanest member, computed when the branch was checked
+            else:
+                memory = worst_stage_memory(model, candidate, training)
             if memory.total > capacity:
                 break  # larger micro-batches need more memory still
             if memory.total <= HEADROOM * capacity:
