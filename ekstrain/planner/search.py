@@ -49,6 +49,7 @@ memory. Ring attention's exposed K/V traffic grows as each rank's chunk of the s
 (comm.ring_step against a chunk's attention, which falls with its square), so a larger CP degree does not
 win back a factor of two. A pruning rule of the search, not of the model (Mixtral on 16,384 GPUs at 4k
 tokens otherwise prices CP 2,048: two tokens a rank); ``max_cp`` still bounds CP outright."""
+_SPECS: dict[TrainingSpec, TrainingSpec] = {}
 NEURON_ZERO_STAGES = (0, 1)
 """neuronx-distributed shards the optimizer (ZeRO-1) and no further; it has no context parallelism."""
 
@@ -227,6 +228,11 @@ def search(
         framework=framework,
         unfused=unfused,
     )
+    # One object per distinct spec: the memory and time caches (lru_cache) then match it by identity instead of
+    # comparing every field of an equal spec from an earlier search on every lookup.
+    if len(_SPECS) > 256:
+        _SPECS.clear()  # bounded: a long-lived process plans many shapes
+    training = _SPECS.setdefault(training, training)
     inputs.check_lora_rank(model, lora_rank)
     neuron = fleet.family == catalog.TRAINIUM
     if zero_stages is None:
