@@ -410,7 +410,7 @@ def _micro_batch_time(
 
     # forward, backward (+ recomputed forward, in every second block for EVERY_SECOND_BLOCK)
     passes = {FULL: 3.0, EVERY_SECOND_BLOCK: 2.5}.get(p.recompute, 2.0)
-    tp = (1 - eff.tp_overlap) * layers * passes * c.tp_per_pass
+    tp = (1 - (eff.tp_overlap if training.overlaps_tp_comm else 0.0)) * layers * passes * c.tp_per_pass
 
     cp = 0.0
     if p.cp > 1:

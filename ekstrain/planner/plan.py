@@ -248,6 +248,7 @@ class Plan:
             "memory_used_fraction": round(self.memory_used, 4),
             "framework": self.training.framework,
             "unfused_kernels": list(self.training.unfused),
+            "tp_comm_overlap": self.training.overlaps_tp_comm,
             "memory_gib": {k: round(v, 3) for k, v in self.memory.gib().items()},
             "memory_stage": self.memory.stage,
             "activation_bytes_per_layer": round(self.memory.activation_bytes_per_layer),
@@ -338,6 +339,7 @@ def evaluate(
     efficiency: Efficiency | None = None,
     attention_kernel: str | None = None,
     unfused: tuple[str, ...] = (),
+    tp_comm_overlap: bool | None = None,
 ) -> Plan:
     """Evaluate one fixed layout. The plan is returned even when it does not fit (``plan.fits``);
     a layout that does not divide raises PlanError. ``framework`` is any name of frameworks.py."""
@@ -350,6 +352,7 @@ def evaluate(
         framework=frameworks.cost_model(framework),
         attention_kernel=attention_kernel,
         unfused=unfused,
+        tp_comm_overlap=tp_comm_overlap,
     )
     inputs.check_lora_rank(model, lora_rank)
     parallel = ParallelConfig(

@@ -215,6 +215,7 @@ def search(
     max_micro_batch: int | None = None,
     top: int | None = None,
     unfused: tuple[str, ...] = (),
+    tp_comm_overlap: bool | None = None,
 ) -> list[Plan]:
     """All fitting plans, fastest first (ties: less memory first). Raises PlanError if none fits. ``unfused``:
     the elementwise ops the stack runs as separate eager kernels (training.EAGER_PYTORCH); () = fused."""
@@ -227,6 +228,7 @@ def search(
         flash_attention=flash_attention,
         framework=framework,
         unfused=unfused,
+        tp_comm_overlap=tp_comm_overlap,
     )
     # One object per distinct spec: the memory and time caches (lru_cache) then match it by identity instead of
     # comparing every field of an equal spec from an earlier search on every lookup.
