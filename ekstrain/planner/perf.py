@@ -50,6 +50,7 @@ from functools import lru_cache
 from math import ceil
 from typing import Any
 
+from ekstrain import catalog
 from ekstrain.planner import attention, comm
 from ekstrain.planner.comm import Links
 from ekstrain.planner.efficiency import DEFAULT_EFFICIENCY, MEGATRON_2021, Efficiency, efficiency_for
@@ -93,6 +94,11 @@ ACT = 2
 ADAMW_HBM_BYTES_PER_PARAM = 32
 """Read fp32 master, m, v (12) + bf16 grad (2); write master, m, v (12) + bf16 weight (2); plus the
 grad zeroing (2) and fp32 scratch (2)."""
+
+
+MEGATRON_BUCKET_MIN = 40_000_000
+MEGATRON_BUCKET_PER_RANK = 1_000_000
+"""Megatron-core DDP's default gradient bucket: max(40M, 1M x data-parallel ranks) parameters."""
 
 
 @dataclass(frozen=True)
@@ -545,14 +551,27 @@ def step_time(
         )
 
     overlap = 1.0 if eff.dp_overlap else 0.0
+    # The last gradient bucket fills only when the backward ends (buckets fill in backward order), and the
+    # first parameter bucket must be gathered before the forward starts: at least one bucket's collective is
+    # exposed however long the backward is. Megatron-core's default bucket holds max(40M, 1M x dp x cp)
+    # parameters (megatron/core/distributed/distributed_data_parallel.py, "larger DP sizes need larger buckets
+    # to ensure collectives do not become latency-bound"): at 512 ranks a bucket of 512M parameters holds all
+    # of a 1-9B model's stage, whose whole gradient sync then follows its backward.
+    # Megatron-core's buckets, so not neuronx-distributed's (Trainium), which shares Megatron's cost model.
+    if training.framework == MEGATRON and overlap and fleet.family != catalog.TRAINIUM:
+        bucket = max(MEGATRON_BUCKET_MIN, MEGATRON_BUCKET_PER_RANK * p.grad_reduce_ranks)
+        exposed_share = min(1.0, bucket / max(params.trainable, 1.0))
+    else:
+        exposed_share = 0.0
     if p.zero == 0:
         # One all-reduce after the last micro-batch, bucketed under its backward pass.
-        dp = max(0.0, grads_all_reduce() - overlap * slowest.backward)
+        dp = max(grads_all_reduce() * exposed_share, grads_all_reduce() - overlap * slowest.backward)
     elif p.zero == 1 or (p.zero == 2 and training.framework in (FSDP, HSDP)):
         # Distributed optimizer / ZeRO-1: gradients reduce-scattered once a step under the last
         # backward, updated weights all-gathered under the next step's first forward.
-        dp = max(0.0, grads_reduce_scatter() - overlap * slowest.backward)
-        dp += max(0.0, weights_all_gather() - overlap * slowest.forward)
+        scatter, gather = grads_reduce_scatter(), weights_all_gather()
+        dp = max(scatter * exposed_share, scatter - overlap * slowest.backward)
+        dp += max(gather * exposed_share, gather - overlap * slowest.forward)
     elif p.zero == 2:
         # DeepSpeed ZeRO-2 and Megatron-FSDP optim_grads reduce-scatter every micro-batch (that is what
         # frees the gradients). The reduce-scatter runs on its own stream (DeepSpeed overlap_comm,
