@@ -126,7 +126,9 @@ def layer_activation_bytes(
     h = model.hidden
     attention_io = (2 * model.q_dim + 4 * model.kv_dim + 2 * model.v_dim) / h
     if model.is_mla:
-        attention_io = (2 * model.q_dim + 2 * model.kv_dim + 4 * model.v_dim) / h  # K and V differ in width
+        # K and V differ in width; the up-projections' inputs (the latents and the shared rotary key) are kept too
+        latents = model.q_lora_rank + model.kv_lora_rank + model.qk_rope_head_dim
+        attention_io = (2 * model.q_dim + 2 * model.kv_dim + 4 * model.v_dim + 2 * latents) / h
     # Routed (padded to capacity) plus shared experts; a dense-first layer when it stores more (DeepSeek-V3).
     mlp = (6 if model.gated_mlp else 4) * f * (model.routed_per_token if model.is_moe else 1)
     if model.is_moe and model.dense_layers:

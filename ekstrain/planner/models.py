@@ -121,6 +121,11 @@ class ModelSpec:
         return self.q_dim if self.is_mla else self.kv_heads * self.head_dim
 
     @property
+    def kv_width(self) -> int:
+        """K plus V widths a token carries into attention (what ring CP passes): 2 kv_dim, or MLA's K and V."""
+        return self.kv_dim + (self.v_dim if self.is_mla else self.kv_dim)
+
+    @property
     def v_dim(self) -> int:
         """Width of the attention output (the out-projection's input): heads x value head width."""
         return self.heads * (self.v_head_dim or self.head_dim)

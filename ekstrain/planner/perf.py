@@ -422,7 +422,7 @@ def _micro_batch_time(
     if p.cp > 1:
         # Ring attention: cp - 1 steps, each passing this rank's K and V (and their gradients
         # backward) while the attention of the chunk already held is computed.
-        kv_bytes = 2 * ACT * tokens * model.kv_dim / p.tp
+        kv_bytes = ACT * tokens * model.kv_width / p.tp
         step = comm.ring_step(links, kv_bytes, p.cp, p.tp)
         back_step = comm.ring_step(links, 2 * kv_bytes, p.cp, p.tp)
         exposed = max(0.0, step - c.attention_forward / p.cp) * (passes - 1)

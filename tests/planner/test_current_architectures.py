@@ -64,6 +64,8 @@ def test_mla_attention_parameters_are_its_projections():
     assert v3.attention_matmul_params == q + kv + out
     assert v3.attention_params == q + kv + out + 1536 + 512  # the two latent RMSNorms
     assert v3.score_width == 128 * 192 + 128 * 128
+    # ring CP passes K (128 heads x 192) and V (128 x 128); GQA passes K and V of kv_heads x head_dim each
+    assert v3.kv_width == 128 * 192 + 128 * 128 and get_model("llama3-8b").kv_width == 2 * 8 * 128
 
 
 def test_dense_first_layers_and_shared_experts_are_counted():
