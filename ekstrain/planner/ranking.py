@@ -14,7 +14,7 @@ Rules, in order:
 4. On ties, the simpler plan: the smaller CP, fewer parallel dimensions in use, less
    recomputation, lower ZeRO stage, smaller degrees, then the faster and the leaner.
 
-TP inside a node is a hard rule of the layout itself (``ParallelConfig.validate``).
+The search keeps TP inside a node (``search.candidate_layouts``); ``evaluate`` also prices TP over whole nodes.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ekstrain.cli.main import main
-from ekstrain.planner import Fleet, evaluate, get_model, memory, plan, ranking, search
+from ekstrain.planner import Fleet, PlanError, evaluate, get_model, memory, plan, ranking, search
 from ekstrain.planner.search import FRAMEWORK_ZERO_STAGES
 from ekstrain.planner.training import MEGATRON
 
@@ -88,3 +88,15 @@ def test_cp_pruning_keeps_the_top_ten(monkeypatch, name, nodes, batch, seq):
     monkeypatch.setattr(search_module, "CP_HOPELESS", float("inf"))
     full = [p.summary() for p in search(get_model(name), fleet, batch, seq, top=10)]
     assert pruned == full
+
+
+def test_tp_across_whole_nodes_is_priced_over_the_network_and_a_partial_node_refused():
+    # Llama 3 405B at TP16 over two p5 nodes (evaluate only; the search keeps TP inside a node)
+    fleet = Fleet.from_instance("p5.48xlarge", 128)
+    layout = dict(pp=8, cp=1, micro_batch=1, recompute="none", sequence_parallel=True, zero=1)
+    wide = evaluate(LLAMA_405B, fleet, 512, 8192, tp=16, dp=8, **layout)
+    inside = evaluate(LLAMA_405B, fleet, 512, 8192, tp=8, dp=16, **layout)
+    assert wide.time.tp_comm > 2 * inside.time.tp_comm  # 50 GB/s of EFA a GPU against NVLink
+    assert wide.memory.params < inside.memory.params
+    with pytest.raises(PlanError, match="does not span whole nodes"):
+        evaluate(LLAMA_405B, Fleet.from_instance("p5.48xlarge", 3), 24, 8192, tp=12, dp=1, **{**layout, "pp": 2})
