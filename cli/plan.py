@@ -139,6 +139,13 @@ def _add_common(parser: argparse.ArgumentParser, required: bool = True) -> None:
         "kernels (Megatron, NeMo, torch.compile)",
     )
     parser.add_argument(
+        "--tp-comm-overlap",
+        choices=("on", "off"),
+        default=None,
+        help="the stack overlaps TP collectives with GEMMs (Megatron-core --tp-comm-overlap); default: on for "
+        "megatron/nemo (NVIDIA's recipes), off for fsdp/hsdp/deepspeed",
+    )
+    parser.add_argument(
         "--framework",
         choices=frameworks.CHOICES,
         default=None,
@@ -205,6 +212,7 @@ def _inputs(args: argparse.Namespace) -> tuple[ModelSpec, Fleet, int, dict[str, 
         "lora_rank": args.lora_rank,
         "flash_attention": not args.no_flash_attention,
         "unfused": EAGER_PYTORCH if args.eager else (),
+        "tp_comm_overlap": None if args.tp_comm_overlap is None else args.tp_comm_overlap == "on",
         "framework": args.framework,
         "efficiency": _efficiency(args, fleet),
     }

@@ -20,6 +20,9 @@ CASES = (
     ("llama3-405b", "p5.48xlarge", 2048, 2048, 8192, 1.0),  # Llama 3 405B pre-training: 16M tokens
     ("llama3-405b", "p5.48xlarge", 2048, 128, 131072, None),  # long-context stage: 16M tokens
     ("mixtral-8x7b", "p5.48xlarge", 64, 1024, 4096, 3.0),
+    ("llama3-405b", "p5.48xlarge", 2048, 2048, 8192, 0.5),  # dense 405B on 16k GPUs: the tighter target
+    ("mixtral-8x7b", "p5.48xlarge", 2048, 2048, 4096, 1.0),  # MoE on 16k GPUs
+    ("deepseek-v3", "p5.48xlarge", 2048, 4096, 4096, 1.0),  # MoE with MLA, shared experts, dense-first layers
 )
 TOP = 10
 """What ``ekstrain plan search`` prints by default (runner-up reasons are built for these only)."""

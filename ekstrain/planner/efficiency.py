@@ -47,9 +47,9 @@ class Efficiency:
     all-gather under the forward (Megatron --overlap-grad-reduce/--overlap-param-gather, DDP
     buckets, FSDP prefetch). Megatron-LM as of Narayanan 2021 did not overlap."""
     tp_overlap: float = 0.0
-    """Fraction of TP collectives hidden behind GEMMs (Transformer Engine userbuffers,
-    --tp-comm-overlap). Off by default in Megatron-LM, hence 0; on in NeMo's Hopper/Blackwell
-    recipes, which the H100/B200 constants are fitted on."""
+    """Fraction of TP collectives hidden behind GEMMs when the stack turns the overlap on
+    (``TrainingSpec.tp_comm_overlap``, --tp-comm-overlap): fitted 0.8 on the NeMo/Megatron-Bridge Hopper and
+    Blackwell recipes that turn it on; 0 on A100 and Trainium (their rows' TP traffic is priced in full)."""
     host_link_gbytes_per_s: float = 25.0
     """Per-rank PCIe bandwidth for ZeRO-Offload (PCIe Gen4 x16 ~ 25 GB/s); uncalibrated."""
     host_adam_params_per_s: float = 1.0e9

@@ -30,7 +30,7 @@ from functools import lru_cache
 from ekstrain.planner.fleet import GIB, Fleet
 from ekstrain.planner.models import ModelSpec
 from ekstrain.planner.parallel import EVERY_SECOND_BLOCK, FULL, NONE, SELECTIVE, ParallelConfig
-from ekstrain.planner.training import DEEPSPEED, FSDP, HSDP, TrainingSpec
+from ekstrain.planner.training import DEEPSPEED, FSDP, HSDP, MEGATRON, TrainingSpec
 
 WEIGHT_BYTES = 2
 """bf16 weights (also under fp8 training: Transformer Engine casts per GEMM and keeps bf16 weights)."""
@@ -44,6 +44,10 @@ ACTIVATION_BYTES = 2
 LOGIT_BYTES = 4
 """Megatron computes the cross-entropy on fp32 logits (Korthikanti's 4sbv/t term)."""
 RUNTIME_RESERVE_GIB = 1.0
+HEADROOM = 0.90
+"""The share of a rank's HBM a plan may use and still count as fitting with room to spare (allocator
+fragmentation, NCCL buffers, stragglers eat the rest in practice). One constant for search (pruning and
+ranking, ranking.py) and evaluate (``Plan.within_headroom``, the JSON's ``within_headroom``)."""
 """CUDA/Neuron runtime context and allocator fragmentation a framework never gives back."""
 
 
@@ -110,7 +114,6 @@ def layer_activation_bytes(
     sbh = seq_len / cp * micro_batch * model.hidden
     if recompute == FULL:
         return 2 * sbh / (tp if sequence_parallel else 1)
-    kv_ratio = model.kv_heads / model.heads
     f = model.ffn_ratio
     masks = 1.0 if model.dropout else 0.0
     # Replicated across TP ranks unless SP: 2 LayerNorm inputs (4), QKV and MLP inputs (2 + 2),
@@ -118,8 +121,19 @@ def layer_activation_bytes(
     replicated = 8.0 + 2 * masks
     # Split by TP: Q (2), K and V (4 at MHA), out-projection input (2); MLP activation input and
     # output (2f + 2f), plus the second branch of a gated MLP (2f); MoE tokens visit top_k experts.
-    mlp = (6 if model.gated_mlp else 4) * f * model.top_k
-    split = 2 + 4 * kv_ratio + 2 + mlp
+    # Q, K, V and the out-projection's input at their own widths (Qwen3's head_dim x heads is 2 h; MLA's K
+    # per head after the up-projection); the paper's 2 + 4 kv/a + 2 when heads x head_dim = h.
+    h = model.hidden
+    attention_io = (2 * model.q_dim + 4 * model.kv_dim + 2 * model.v_dim) / h
+    if model.is_mla:
+        # K and V differ in width; the up-projections' inputs (the latents and the shared rotary key) are kept too
+        latents = model.q_lora_rank + model.kv_lora_rank + model.qk_rope_head_dim
+        attention_io = (2 * model.q_dim + 2 * model.kv_dim + 4 * model.v_dim + 2 * latents) / h
+    # Routed (padded to capacity) plus shared experts; a dense-first layer when it stores more (DeepSeek-V3).
+    mlp = (6 if model.gated_mlp else 4) * f * (model.routed_per_token if model.is_moe else 1)
+    if model.is_moe and model.dense_layers:
+        mlp = max(mlp, (6 if model.gated_mlp else 4) * (model.dense_ffn_hidden or model.ffn_hidden) / h)
+    split = attention_io + mlp
     # Attention scores: softmax output (2), dropout mask (1) and dropout output (2) per a*s*s*b.
     per_score = 2 + 3 * masks
     stored_scores = not (recompute == SELECTIVE or flash_attention)
@@ -282,6 +296,46 @@ def _stage_memory(
     per_layer: float,
     recomputing: float,
 ) -> MemoryBreakdown:
+    states, in_flight_layers, buffers = _stage_parts(model, p, training, index, recomputing)
+    return MemoryBreakdown(
+        f"stage {index}",
+        *states,
+        per_layer * in_flight_layers,
+        buffers,
+        per_layer,
+        in_flight_layers,
+    )
+
+
+def _stage_parts(
+    model: ModelSpec, p: ParallelConfig, training: TrainingSpec, index: int, recomputing: float
+) -> tuple[tuple[float, float, float], float, float]:
+    """(model states, layer-micro-batches in flight, buffers) of stage ``index``, before any dataclass is built."""
+    states, static = _stage_states(model, training, p.tp, p.pp, p.cp, p.dp, p.ep, p.zero, p.offload_optimizer, index)
+    in_flight_layers = held_layers(p, model.layers, p.grad_accum(training), index)
+    buffers = static + recomputing
+    if index == p.pp - 1:
+        buffers += LOGIT_BYTES * training.seq_len / p.cp * p.micro_batch * model.vocab / p.tp
+    return states, in_flight_layers, buffers
+
+
+@lru_cache(maxsize=65536)
+def _stage_states(
+    model: ModelSpec,
+    training: TrainingSpec,
+    tp: int,
+    pp: int,
+    cp: int,
+    dp: int,
+    ep: int,
+    zero: int,
+    offload: bool,
+    index: int,
+) -> tuple[tuple[float, float, float], float]:
+    """((weights, gradients, optimizer states), buffers that do not depend on the micro-batch) of a rank of
+    stage ``index``: the same for every micro-batch and recompute mode of a layout, so the search computes
+    them once per layout."""
+    p = ParallelConfig(tp=tp, pp=pp, dp=dp, micro_batch=1, cp=cp, ep=ep, zero=zero, offload_optimizer=offload)
     edge_layers, full_layers = p.stage_layers(model.layers)
     first, last = index == 0, index == p.pp - 1
     layers = edge_layers if p.pp > 1 and (first or last) else full_layers
@@ -299,24 +353,16 @@ def _stage_memory(
             p.offload_optimizer,
             framework,
         )
-    in_flight_layers = held_layers(p, model.layers, p.grad_accum(training), index)
-
-    buffers = RUNTIME_RESERVE_GIB * GIB + recomputing
-    if last:
-        buffers += LOGIT_BYTES * training.seq_len / p.cp * p.micro_batch * model.vocab / p.tp
+    buffers = RUNTIME_RESERVE_GIB * GIB
+    if p.zero == 2 and framework == MEGATRON and p.grad_reduce_ranks > 1:
+        # Megatron-FSDP optim_grads keeps only the gradient shard, but a layer's gradient exists whole (bf16)
+        # from its backward until its reduce-scatter has run (megatron/core/distributed/fsdp/src: buckets per
+        # FSDP unit, one transformer layer): one layer's unsharded gradient is in flight at least.
+        buffers += GRAD_BYTES * model.layer_params / p.tp / (p.ep if model.is_moe else 1)
     if p.zero >= 3 and p.grad_reduce_ranks > 1:
         # Gathered weights of the layer being computed and of the prefetched next one.
         buffers += 2 * WEIGHT_BYTES * model.layer_params / p.tp / (p.ep if model.is_moe else 1)
-    return MemoryBreakdown(
-        f"stage {index}",
-        dw + ew,
-        dg + eg,
-        do + eo,
-        per_layer * in_flight_layers,
-        buffers,
-        per_layer,
-        in_flight_layers,
-    )
+    return (dw + ew, dg + eg, do + eo), buffers
 
 
 def candidate_stages(parallel: ParallelConfig, layers: int) -> tuple[int, ...]:
@@ -324,21 +370,26 @@ def candidate_stages(parallel: ParallelConfig, layers: int) -> tuple[int, ...]:
     output layer) and, when the edge stages are one layer short, the second (almost as many in
     flight, one more layer)."""
     edge, full = parallel.stage_layers(layers)
-    stages = {0, parallel.pp - 1}
-    if edge < full and parallel.pp > 2:
+    return _candidate_stages(parallel.pp, edge < full)
+
+
+@lru_cache(maxsize=1024)
+def _candidate_stages(pp: int, short_edges: bool) -> tuple[int, ...]:
+    stages = {0, pp - 1}
+    if short_edges and pp > 2:
         stages.add(1)
     return tuple(sorted(stages))
 
 
 def worst_stage_memory(model: ModelSpec, parallel: ParallelConfig, training: TrainingSpec) -> MemoryBreakdown:
-    per_layer = _per_layer(model, parallel, training)
-    worst: MemoryBreakdown | None = None
-    for index in candidate_stages(parallel, model.layers):
-        memory = _stage_memory(model, parallel, training, index, *per_layer)
-        if worst is None or memory.total > worst.total:
-            worst = memory
-    assert worst is not None  # candidate_stages always holds the first stage
-    return worst
+    per_layer, recomputing = _per_layer(model, parallel, training)
+    worst, worst_total = -1, -1.0
+    for index in candidate_stages(parallel, model.layers):  # totals first: one breakdown is built
+        states, in_flight, buffers = _stage_parts(model, parallel, training, index, recomputing)
+        total = sum(states) + per_layer * in_flight + buffers
+        if total > worst_total:
+            worst, worst_total = index, total
+    return _stage_memory(model, parallel, training, worst, per_layer, recomputing)
 
 
 def fits(memory: MemoryBreakdown, fleet: Fleet) -> bool:

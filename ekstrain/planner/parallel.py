@@ -100,15 +100,20 @@ class ParallelConfig:
                 f"tp*pp*dp*cp = {self.tp}*{self.pp}*{self.dp}*{self.cp} = {self.ranks} "
                 f"but the fleet has {fleet.ranks} ranks ({fleet.nodes} x {fleet.ranks_per_node})"
             )
-        if self.tp > fleet.ranks_per_node:
-            raise PlanError(f"tp {self.tp} exceeds the {fleet.ranks_per_node} ranks of one node")
+        if self.tp > fleet.ranks_per_node and self.tp % fleet.ranks_per_node:
+            # TP wider than a node spans whole nodes (Megatron's rank order puts TP innermost), its collectives
+            # then cross the network (comm.Links.layout); the search keeps TP inside a node, evaluate prices both.
+            raise PlanError(
+                f"tp {self.tp} exceeds the {fleet.ranks_per_node} ranks of one node and does not span whole nodes: "
+                f"use a tp that divides {fleet.ranks_per_node} or is a multiple of it"
+            )
         # tp may exceed kv_heads when it is a multiple of them: each K/V head is then replicated
         # tp/kv_heads times (neuronx-distributed's GQA replication; Llama 2 70B runs at TP32 on trn1).
         if model.heads % self.tp or (model.kv_heads % self.tp and self.tp % model.kv_heads):
             raise PlanError(
                 f"tp {self.tp} must divide heads {model.heads} and divide or be a multiple of kv_heads {model.kv_heads}"
             )
-        if model.ffn_hidden % self.tp or model.vocab % self.tp:
+        if model.ffn_hidden % self.tp or model.vocab % self.tp or (model.dense_ffn_hidden % self.tp):
             raise PlanError(f"tp {self.tp} does not divide ffn_hidden {model.ffn_hidden} and vocab {model.vocab}")
         if training.seq_len % (2 * self.cp) and self.cp > 1:
             # Megatron's load-balanced causal CP cuts each sequence into 2*cp chunks.

@@ -50,6 +50,7 @@ from functools import lru_cache
 from math import ceil
 from typing import Any
 
+from ekstrain import catalog
 from ekstrain.planner import attention, comm
 from ekstrain.planner.comm import Links
 from ekstrain.planner.efficiency import DEFAULT_EFFICIENCY, MEGATRON_2021, Efficiency, efficiency_for
@@ -95,6 +96,11 @@ ADAMW_HBM_BYTES_PER_PARAM = 32
 grad zeroing (2) and fp32 scratch (2)."""
 
 
+MEGATRON_BUCKET_MIN = 40_000_000
+MEGATRON_BUCKET_PER_RANK = 1_000_000
+"""Megatron-core DDP's default gradient bucket: max(40M, 1M x data-parallel ranks) parameters."""
+
+
 @dataclass(frozen=True)
 class Flops:
     """FLOPs of one training step of the whole model (all ranks)."""
@@ -121,7 +127,7 @@ def step_flops(model: ModelSpec, training: TrainingSpec, recompute: str) -> Flop
     tokens = training.tokens_per_step
     s, h = training.seq_len, model.hidden
     matmul = 2 * model.matmul_params_per_token
-    attention = 4 * s * h
+    attention = 2 * s * model.score_width  # Q K^T and the product with V (4 s h when heads x head_dim = h)
     logits = 2 * h * model.vocab
     if training.is_lora:
         attention_lora, expert_lora = lora_params_per_layer(model, training.lora_rank, model.top_k)
@@ -212,13 +218,29 @@ activation input of every GEMM, backward the output gradient; weights are cast o
 
 def _layer_shapes(model: ModelSpec, tokens: float, tp: int, ep: int) -> list[tuple[float, float, float, float]]:
     """(count, m, n, k) of one layer's weight GEMMs on one rank (tokens after SP's all-gather)."""
-    h, kv, f = model.hidden, model.kv_dim, model.ffn_hidden
+    h, f = model.hidden, model.ffn_hidden
     up = (2 if model.gated_mlp else 1) * f
-    shapes = [(1.0, tokens, (h + 2 * kv) / tp, h), (1.0, tokens, h, h / tp)]
+    # Attention's projections as one input GEMM of their summed width (Q, K, V; MLA's down- and
+    # up-projections) and the out-projection: for GQA exactly (q + 2 kv) x h and v x h.
+    into = (model.attention_matmul_params - model.v_dim * h) / h
+    shapes = [(1.0, tokens, into / tp, h), (1.0, tokens, h, model.v_dim / tp)]
     if model.is_moe:
-        per_expert = tokens * model.top_k * ep / model.experts  # balanced routing
-        shapes.append((1.0, tokens, model.experts, h))  # router (BF16)
-        shapes += [(model.experts / ep, per_expert, up / tp, h), (model.experts / ep, per_expert, h, f / tp)]
+        # Layers that are MoE, the rest dense-first (DeepSeek-V3): counts are per layer, averaged.
+        moe, dense = model.moe_layers / model.layers, model.dense_layers / model.layers
+        # balanced routing, inputs padded to the capacity factor when one is set
+        per_expert = tokens * model.top_k * max(1.0, model.capacity_factor) * ep / model.experts
+        shapes.append((moe, tokens, model.experts, h))  # router (BF16)
+        shapes += [
+            (moe * model.experts / ep, per_expert, up / tp, h),
+            (moe * model.experts / ep, per_expert, h, f / tp),
+        ]
+        if model.shared_experts:
+            shared = model.shared_experts
+            shapes += [(moe, tokens, shared * up / tp, h), (moe, tokens, h, shared * f / tp)]
+        if model.dense_layers:
+            wide = model.dense_ffn_hidden or f
+            wide_up = (2 if model.gated_mlp else 1) * wide
+            shapes += [(dense, tokens, wide_up / tp, h), (dense, tokens, h, wide / tp)]
     else:
         shapes += [(1.0, tokens, up / tp, h), (1.0, tokens, h, f / tp)]
     return shapes
@@ -264,7 +286,12 @@ def elementwise_passes(model: ModelSpec, unfused: tuple[str, ...] = ()) -> float
     * layout: SDPA's output ``transpose(1, 2).contiguous()`` (4 h) and, at GQA, K and V repeated to every
       query head before SDPA (``repeat_kv``; reads 2 kv, writes 2 q bytes each: 4 (kv + q)).
     """
-    h, q, kv, f = model.hidden, model.heads * model.head_dim, model.kv_dim, model.ffn_hidden * model.top_k
+    h, q, kv, f = (
+        model.hidden,
+        model.heads * model.head_dim,
+        model.kv_dim,
+        model.ffn_hidden * (model.top_k + model.shared_experts),
+    )
     rotary = model.max_positions == 0
     gated = model.gated_mlp
 
@@ -389,13 +416,13 @@ def _micro_batch_time(
 
     # forward, backward (+ recomputed forward, in every second block for EVERY_SECOND_BLOCK)
     passes = {FULL: 3.0, EVERY_SECOND_BLOCK: 2.5}.get(p.recompute, 2.0)
-    tp = (1 - eff.tp_overlap) * layers * passes * c.tp_per_pass
+    tp = (1 - (eff.tp_overlap if training.overlaps_tp_comm else 0.0)) * layers * passes * c.tp_per_pass
 
     cp = 0.0
     if p.cp > 1:
         # Ring attention: cp - 1 steps, each passing this rank's K and V (and their gradients
         # backward) while the attention of the chunk already held is computed.
-        kv_bytes = 2 * ACT * tokens * model.kv_dim / p.tp
+        kv_bytes = ACT * tokens * model.kv_width / p.tp
         step = comm.ring_step(links, kv_bytes, p.cp, p.tp)
         back_step = comm.ring_step(links, 2 * kv_bytes, p.cp, p.tp)
         exposed = max(0.0, step - c.attention_forward / p.cp) * (passes - 1)
@@ -429,12 +456,12 @@ def _attention_time(
     published throughput of the kernel the framework runs (attention.py). With CP the kernel runs
     on chunks of s/cp keys (load-balanced, so no masked tiles but the diagonal). Without
     FlashAttention the whole square runs at BF16 GEMM speed."""
-    s, h = training.seq_len, model.hidden
+    s, width = training.seq_len, model.score_width
     bf16_peak = fleet.rank_peak_flops(BF16)
     if not training.flash_attention:
-        forward = 4 * tokens * s * h / p.tp / (bf16_peak * eff.matmul * eff.software_for(training.framework))
+        forward = 2 * tokens * s * width / p.tp / (bf16_peak * eff.matmul * eff.software_for(training.framework))
         return forward, 2 * forward
-    executed = 4 * tokens * s * h / p.tp * (0.5 if model.causal else 1.0)
+    executed = 2 * tokens * s * width / p.tp * (0.5 if model.causal else 1.0)
     kernel = training.attention_kernel or attention.kernel_for(fleet.generation, training.framework)
     if kernel is None:  # no published kernel table: the generation's GEMM efficiency
         forward_fraction = backward_fraction = eff.matmul * eff.software_for(training.framework)
@@ -524,14 +551,27 @@ def step_time(
         )
 
     overlap = 1.0 if eff.dp_overlap else 0.0
+    # The last gradient bucket fills only when the backward ends (buckets fill in backward order), and the
+    # first parameter bucket must be gathered before the forward starts: at least one bucket's collective is
+    # exposed however long the backward is. Megatron-core's default bucket holds max(40M, 1M x dp x cp)
+    # parameters (megatron/core/distributed/distributed_data_parallel.py, "larger DP sizes need larger buckets
+    # to ensure collectives do not become latency-bound"): at 512 ranks a bucket of 512M parameters holds all
+    # of a 1-9B model's stage, whose whole gradient sync then follows its backward.
+    # Megatron-core's buckets, so not neuronx-distributed's (Trainium), which shares Megatron's cost model.
+    if training.framework == MEGATRON and overlap and fleet.family != catalog.TRAINIUM:
+        bucket = max(MEGATRON_BUCKET_MIN, MEGATRON_BUCKET_PER_RANK * p.grad_reduce_ranks)
+        exposed_share = min(1.0, bucket / max(params.trainable, 1.0))
+    else:
+        exposed_share = 0.0
     if p.zero == 0:
         # One all-reduce after the last micro-batch, bucketed under its backward pass.
-        dp = max(0.0, grads_all_reduce() - overlap * slowest.backward)
+        dp = max(grads_all_reduce() * exposed_share, grads_all_reduce() - overlap * slowest.backward)
     elif p.zero == 1 or (p.zero == 2 and training.framework in (FSDP, HSDP)):
         # Distributed optimizer / ZeRO-1: gradients reduce-scattered once a step under the last
         # backward, updated weights all-gathered under the next step's first forward.
-        dp = max(0.0, grads_reduce_scatter() - overlap * slowest.backward)
-        dp += max(0.0, weights_all_gather() - overlap * slowest.forward)
+        scatter, gather = grads_reduce_scatter(), weights_all_gather()
+        dp = max(scatter * exposed_share, scatter - overlap * slowest.backward)
+        dp += max(gather * exposed_share, gather - overlap * slowest.forward)
     elif p.zero == 2:
         # DeepSpeed ZeRO-2 and Megatron-FSDP optim_grads reduce-scatter every micro-batch (that is what
         # frees the gradients). The reduce-scatter runs on its own stream (DeepSpeed overlap_comm,

@@ -10,6 +10,7 @@ from ekstrain.planner.bands import Band, band_for
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import GIB, Fleet
 from ekstrain.planner.memory import (
+    HEADROOM,
     OPTIMIZER_BYTES,
     WEIGHT_BYTES,
     MemoryBreakdown,
@@ -29,7 +30,7 @@ MFU_CONVENTION = (
 )
 BUBBLE_LIMIT = 0.10
 NETWORK_LIMIT = 0.10
-MEMORY_LIMIT = 0.90
+MEMORY_LIMIT = HEADROOM
 """Fractions of the step (or of HBM) above which explain() names a cause as limiting."""
 
 
@@ -121,6 +122,16 @@ class Plan:
         return self.memory.total <= self.fleet.rank_memory_bytes
 
     @property
+    def memory_used(self) -> float:
+        """The worst stage's share of a rank's HBM."""
+        return self.memory.total / self.fleet.rank_memory_bytes
+
+    @property
+    def within_headroom(self) -> bool:
+        """Fits with the headroom search ranks by (memory.HEADROOM): the same rule in search and evaluate."""
+        return self.memory_used <= HEADROOM
+
+    @property
     def step_time_s(self) -> float:
         return self.time.total
 
@@ -173,9 +184,11 @@ class Plan:
         total = self.step_time_s
         share = {k: v / total for k, v in self.time.parts().items()}
         found: list[tuple[float, str]] = []
-        used = self.memory.total / self.fleet.rank_memory_bytes
+        used = self.memory_used
         if used > MEMORY_LIMIT:
-            found.append((used, f"memory: {used:.0%} of HBM used ({self.memory.stage})"))
+            found.append(
+                (used, f"memory: {used:.0%} of HBM used ({self.memory.stage}), above the {HEADROOM:.0%} headroom")
+            )
         if share["pp_bubble"] > BUBBLE_LIMIT:
             found.append(
                 (
@@ -231,8 +244,11 @@ class Plan:
             "recompute": self.recompute,
             "sequence_parallel": self.sequence_parallel,
             "fits": self.fits,
+            "within_headroom": self.within_headroom,
+            "memory_used_fraction": round(self.memory_used, 4),
             "framework": self.training.framework,
             "unfused_kernels": list(self.training.unfused),
+            "tp_comm_overlap": self.training.overlaps_tp_comm,
             "memory_gib": {k: round(v, 3) for k, v in self.memory.gib().items()},
             "memory_stage": self.memory.stage,
             "activation_bytes_per_layer": round(self.memory.activation_bytes_per_layer),
@@ -323,6 +339,7 @@ def evaluate(
     efficiency: Efficiency | None = None,
     attention_kernel: str | None = None,
     unfused: tuple[str, ...] = (),
+    tp_comm_overlap: bool | None = None,
 ) -> Plan:
     """Evaluate one fixed layout. The plan is returned even when it does not fit (``plan.fits``);
     a layout that does not divide raises PlanError. ``framework`` is any name of frameworks.py."""
@@ -335,6 +352,7 @@ def evaluate(
         framework=frameworks.cost_model(framework),
         attention_kernel=attention_kernel,
         unfused=unfused,
+        tp_comm_overlap=tp_comm_overlap,
     )
     inputs.check_lora_rank(model, lora_rank)
     parallel = ParallelConfig(

@@ -2,7 +2,7 @@
 
 Rules, in order:
 
-1. Memory headroom: a plan above ``HEADROOM`` (90 %) of HBM ranks after every plan below it
+1. Memory headroom: a plan above ``memory.HEADROOM`` (90 %) of HBM ranks after every plan below it
    (allocator fragmentation, NCCL buffers and stragglers eat the rest in practice).
 2. Context parallelism only when the sequence needs it: below ``CP_MIN_SEQ`` (32k) tokens, if any
    CP = 1 plan fits within the headroom and is within ``CP_WORTH`` (10 %) of the best CP plan,
@@ -14,7 +14,7 @@ Rules, in order:
 4. On ties, the simpler plan: the smaller CP, fewer parallel dimensions in use, less
    recomputation, lower ZeRO stage, smaller degrees, then the faster and the leaner.
 
-TP inside a node is a hard rule of the layout itself (``ParallelConfig.validate``).
+The search keeps TP inside a node (``search.candidate_layouts``); ``evaluate`` also prices TP over whole nodes.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from __future__ import annotations
 from dataclasses import replace
 from math import floor, log
 
+from ekstrain.planner.memory import HEADROOM
 from ekstrain.planner.parallel import FULL, NONE, SELECTIVE
 from ekstrain.planner.plan import Plan
 
-HEADROOM = 0.90
 TIE = 0.02
 CP_MIN_SEQ = 32768
 CP_WORTH = 0.10

@@ -11,7 +11,7 @@ would drop are never stored, so it only adds FLOPs).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from math import gcd, isqrt
 from typing import Any
@@ -20,19 +20,36 @@ from ekstrain import catalog
 from ekstrain.planner import frameworks, inputs
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import Fleet
-from ekstrain.planner.memory import MemoryBreakdown, worst_stage_memory
+from ekstrain.planner.memory import HEADROOM, MemoryBreakdown, worst_stage_memory
 from ekstrain.planner.models import ModelSpec
 from ekstrain.planner.parallel import FULL, RECOMPUTE_MODES, SELECTIVE, ZERO_STAGES, ParallelConfig
 from ekstrain.planner.perf import Efficiency, efficiency_for, step_flops, step_time
 from ekstrain.planner.plan import Plan
-from ekstrain.planner.ranking import HEADROOM, rank
+from ekstrain.planner.ranking import rank
 from ekstrain.planner.training import DEEPSPEED, FSDP, HSDP, MEGATRON, TrainingSpec
 
-FRAMEWORK_ZERO_STAGES = {MEGATRON: (1, 3), DEEPSPEED: ZERO_STAGES, FSDP: (0, 2, 3), HSDP: (3,)}
-"""Stages worth searching under each framework. Megatron's distributed optimizer is its ZeRO-1 and
-ZeRO-2 alike (its gradient buffer stays whole), and it dominates plain DDP: less memory, and its
-fp32 reduce-scatter plus bf16 all-gather move 3/4 of the bytes of DDP's fp32 all-reduce. FSDP has
-no ZeRO-1. ``evaluate`` accepts every stage."""
+FRAMEWORK_ZERO_STAGES = {MEGATRON: (1, 2, 3), DEEPSPEED: ZERO_STAGES, FSDP: (0, 2, 3), HSDP: (3,)}
+"""Stages worth searching under each framework. Megatron's distributed optimizer (ZeRO-1: its fp32
+gradient buffer stays whole) dominates plain DDP: less memory, and its fp32 reduce-scatter plus bf16
+all-gather move 3/4 of the bytes of DDP's fp32 all-reduce. Megatron's ZeRO-2 is Megatron-FSDP's
+``optim_grads`` (gradients sharded too, reduce-scattered every micro-batch; memory.state_bytes_per_param),
+the sharding Meta ran Llama 3 405B with (arXiv 2407.21783 section 3.3.1: "we shard the optimizer states
+and gradients, but for model shards we do not reshard after forward"). It is only tried where the
+distributed optimizer does not fit within the headroom (``LOWER_STAGE_FIRST``). FSDP has no ZeRO-1.
+``evaluate`` accepts every stage."""
+LOWER_STAGE_FIRST = {MEGATRON: 2}
+"""The lowest ZeRO stage that, per framework, only adds traffic over the stage below it: tried for a
+(micro-batch, recompute) only when no lower stage fits it within the headroom. Megatron's ZeRO-2
+reduce-scatters every micro-batch where ZeRO-1 does so once a step; ZeRO-3 (3 for every framework)
+gathers weights on top."""
+CP_HOPELESS = 2.0
+"""A TP degree stops raising CP once its best plan (within the headroom) got slower from one CP degree to
+the next and is this many times slower than the best plan so far: raising CP only paid while it relieved
+memory. Ring attention's exposed K/V traffic grows as each rank's chunk of the sequence shrinks
+(comm.ring_step against a chunk's attention, which falls with its square), so a larger CP degree does not
+win back a factor of two. A pruning rule of the search, not of the model (Mixtral on 16,384 GPUs at 4k
+tokens otherwise prices CP 2,048: two tokens a rank); ``max_cp`` still bounds CP outright."""
+_SPECS: dict[TrainingSpec, TrainingSpec] = {}
 NEURON_ZERO_STAGES = (0, 1)
 """neuronx-distributed shards the optimizer (ZeRO-1) and no further; it has no context parallelism."""
 
@@ -70,16 +87,19 @@ def candidate_layouts(
     allow_offload: bool,
     max_cp: int,
     max_micro_batch: int | None,
+    cp_hopeless: Callable[[int, int], bool] | None = None,
 ) -> Iterator[tuple[ParallelConfig, MemoryBreakdown]]:
-    """Every valid layout whose memory fits, with that memory, in no particular order."""
+    """Every valid layout whose memory fits, with that memory, in no particular order. ``cp_hopeless(tp,
+    cp)``, asked before each larger CP degree of a TP degree, ends that TP degree's CP degrees."""
     n, capacity = fleet.ranks, fleet.rank_memory_bytes
+    dominated_from = LOWER_STAGE_FIRST.get(training.framework, 3)
     modes = [r for r in recompute_modes if not (r == SELECTIVE and training.flash_attention)]
     zero_options = [(z, False) for z in zero_stages] + (
         [(z, True) for z in zero_stages if z >= 1] if allow_offload else []
     )
     for tp in divisors(fleet.ranks_per_node):
         for cp in divisors(n // tp):
-            if cp > max_cp:
+            if cp > max_cp or (cp > 1 and cp_hopeless is not None and cp_hopeless(tp, cp)):
                 break
             for pp in divisors(n // (tp * cp)):
                 dp = n // (tp * cp * pp)
@@ -114,13 +134,16 @@ def candidate_layouts(
                             )
                             if not _valid(lean, model, fleet, training) or _unlaunchable(lean, training):
                                 continue
-                            if worst_stage_memory(model, lean, training).total > capacity:
+                            lean_memory = worst_stage_memory(model, lean, training)
+                            if lean_memory.total > capacity:
                                 continue  # model states alone do not fit: prune the branch
-                            dominated = covered if (zero >= 3 or offload) else set()
+                            dominated = covered if (zero >= dominated_from or offload) else set()
                             for candidate, memory in _fitting_micro_batches(
-                                model, fleet, training, lean, modes, max_micro_batch, dominated
+                                model, fleet, training, lean, modes, max_micro_batch, dominated, lean_memory
                             ):
                                 if zero < 3 and not offload and memory.total <= HEADROOM * capacity:
+                                    # a stage below ZeRO-3 covering the pair makes ZeRO-3 (and Megatron's
+                                    # ZeRO-2 over its ZeRO-1) only more traffic
                                     covered.add((candidate.micro_batch, candidate.recompute))
                                 yield candidate, memory
 
@@ -133,6 +156,7 @@ def _fitting_micro_batches(
     modes: list[str],
     max_micro_batch: int | None,
     dominated: set[tuple[int, str]],
+    lean_memory: MemoryBreakdown | None = None,
 ) -> Iterator[tuple[ParallelConfig, MemoryBreakdown]]:
     """Fitting (recompute, micro-batch) variants of ``lean``, lightest recompute first. A heavier
     recompute mode is skipped for a micro-batch a lighter one already fits within the headroom:
@@ -159,7 +183,10 @@ def _fitting_micro_batches(
                 sequence_parallel=lean.sequence_parallel,
                 offload_optimizer=lean.offload_optimizer,
             )
-            memory = worst_stage_memory(model, candidate, training)
+            if lean_memory is not None and micro_batch == 1 and recompute == FULL:
+                memory = lean_memory  # the branch's leanest member, computed when the branch was checked
+            else:
+                memory = worst_stage_memory(model, candidate, training)
             if memory.total > capacity:
                 break  # larger micro-batches need more memory still
             if memory.total <= HEADROOM * capacity:
@@ -188,6 +215,7 @@ def search(
     max_micro_batch: int | None = None,
     top: int | None = None,
     unfused: tuple[str, ...] = (),
+    tp_comm_overlap: bool | None = None,
 ) -> list[Plan]:
     """All fitting plans, fastest first (ties: less memory first). Raises PlanError if none fits. ``unfused``:
     the elementwise ops the stack runs as separate eager kernels (training.EAGER_PYTORCH); () = fused."""
@@ -200,7 +228,13 @@ def search(
         flash_attention=flash_attention,
         framework=framework,
         unfused=unfused,
+        tp_comm_overlap=tp_comm_overlap,
     )
+    # One object per distinct spec: the memory and time caches (lru_cache) then match it by identity instead of
+    # comparing every field of an equal spec from an earlier search on every lookup.
+    if len(_SPECS) > 256:
+        _SPECS.clear()  # bounded: a long-lived process plans many shapes
+    training = _SPECS.setdefault(training, training)
     inputs.check_lora_rank(model, lora_rank)
     neuron = fleet.family == catalog.TRAINIUM
     if zero_stages is None:
@@ -212,6 +246,18 @@ def search(
     eff = efficiency or efficiency_for(fleet)
     cache: dict[tuple[object, ...], Any] = {}
     flops = {mode: step_flops(model, training, mode) for mode in RECOMPUTE_MODES}
+    # The best step time within the headroom so far, overall and per (tp, cp): CP_HOPELESS below.
+    best_overall = [float("inf")]
+    best_at: dict[tuple[int, int], float] = {}
+    room = HEADROOM * fleet.rank_memory_bytes
+
+    def cp_hopeless(tp: int, cp: int) -> bool:
+        tried = sorted(c for (t, c) in best_at if t == tp and c < cp)
+        if len(tried) < 2:
+            return False
+        last, before = best_at[(tp, tried[-1])], best_at[(tp, tried[-2])]
+        return last > before and last > CP_HOPELESS * best_overall[0]
+
     for parallel, memory in candidate_layouts(
         model,
         fleet,
@@ -221,18 +267,14 @@ def search(
         allow_offload=allow_offload,
         max_cp=max_cp,
         max_micro_batch=max_micro_batch,
+        cp_hopeless=cp_hopeless,
     ):
-        plans.append(
-            Plan(
-                model,
-                fleet,
-                training,
-                parallel,
-                memory,
-                step_time(model, fleet, training, parallel, eff, cache),
-                flops[parallel.recompute],
-            )
-        )
+        time = step_time(model, fleet, training, parallel, eff, cache)
+        plans.append(Plan(model, fleet, training, parallel, memory, time, flops[parallel.recompute]))
+        if memory.total <= room:
+            key = (parallel.tp, parallel.cp)
+            best_at[key] = min(best_at.get(key, float("inf")), time.total)
+            best_overall[0] = min(best_overall[0], time.total)
     if not plans:
         raise PlanError(
             f"{model.name} does not fit on {fleet.nodes} x {fleet.name} "

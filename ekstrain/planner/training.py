@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from math import gcd
 
 from ekstrain.planner import inputs
@@ -64,6 +64,24 @@ class TrainingSpec:
     unfused: tuple[str, ...] = ()
     """UNFUSED_OPS the stack runs in eager PyTorch (calibration rows, from each source's model code); () = fused,
     as Megatron-core, Transformer Engine and torch.compile run them (what the planner's search assumes)."""
+    tp_comm_overlap: bool | None = None
+    """The stack overlaps TP collectives with GEMMs (Megatron-core ``--tp-comm-overlap``: Transformer Engine
+    userbuffers). A software switch, not a property of the chip: None = the framework's default, on for the
+    Megatron family (NeMo's and Megatron-Bridge's recipes set ``tp_comm_overlap``, and the H100/B200 constants
+    are fitted on them; plain Megatron-LM leaves the flag off: pass False), off for FSDP, HSDP and DeepSpeed
+    (no userbuffers). ``Efficiency.tp_overlap`` is the share it hides where it is on."""
+
+    @property
+    def overlaps_tp_comm(self) -> bool:
+        return self.framework == MEGATRON if self.tp_comm_overlap is None else self.tp_comm_overlap
+
+    def __hash__(self) -> int:
+        """The fields' hash, computed once: the search's caches key on this object millions of times."""
+        cached: int | None = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
     def __post_init__(self) -> None:
         if self.framework not in FRAMEWORKS:
