@@ -376,13 +376,19 @@ def blockers(p: Pins, target: str) -> list[str]:
     return [f"{key}: {problem}; fix: {fix}" for key, problem, fix in problems(moved)]
 
 
-def summary_lines(p: Pins) -> list[str]:
-    """The table as markdown rows for SUMMARY.md."""
+def summary_rows(p: Pins) -> list[dict[str, str]]:
+    """The table's rows for SUMMARY.md (infra/summary_md.py draws them as a Markdown table with its legend)."""
     mark = {True: "ok", False: "INCOMPATIBLE", None: "not bounded"}
     return [
-        "| component | version | runs on | needs | source | result |",
-        "|---|---|---|---|---|---|",
-        *(f"| {r.component} | {r.version} | {r.against} | {r.bound} | {r.source} | {mark[r.ok]} |" for r in table(p)),
+        {
+            "component": r.component,
+            "version": r.version,
+            "runs on": r.against,
+            "needs": r.bound,
+            "source": r.source,
+            "result": mark[r.ok],
+        }
+        for r in table(p)
     ]
 
 

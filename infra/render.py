@@ -722,7 +722,8 @@ def write(
             if order_rows
             else "(not computed: the charts were not rendered)\n",
             "## Compatibility of the pinned components (ekstrain/compat.py: each bound with its source)",
-            *compat.summary_lines(rules.compat_pins(cfg)),
+            "",
+            table(compat.summary_rows(rules.compat_pins(cfg)), summary_md.COMPAT_LEGEND),
             "",
             "## Checks",
             "",

@@ -60,6 +60,14 @@ ORDER_LEGEND = {
     "resources": "resources created in that stage",
     "created": "their names (the first few)",
 }
+COMPAT_LEGEND = {
+    "component": "a pinned component, or the AMI's driver or kernel it runs on",
+    "version": "its pinned version",
+    "runs on": "what it runs against (Kubernetes, the NVIDIA driver, the kernel, a library)",
+    "needs": "the range its source supports",
+    "source": "where that range is published",
+    "result": "ok, INCOMPATIBLE (the stack is refused), or not bounded (no source gives a range)",
+}
 CHECKS_LEGEND = {
     "check": "what is checked",
     "checked": "how many objects, releases or resources it looked at",
