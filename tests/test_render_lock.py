@@ -265,10 +265,16 @@ def test_an_answer_holds_for_the_same_chart_packaged_again_and_not_for_other_fil
 
 @pytest.fixture
 def replaying(project: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
-    """The project with the checkout's (current) lock, replays on, and a render cache of its own."""
+    """The project with the checkout's (current) lock, replays on, and stored renders of its own.
+
+    The checkout's cache stays (``project``): helm output and no-op answers are keyed by their content, so sharing
+    them changes no answer, and a cache of its own would run every helm template and no-op check of dev again (the
+    suite's costliest minute). What must start empty is the replay store: ``infra/replay.py`` keys a stored render
+    by every ``EKSTRAIN_*`` variable's value, so a variable naming this test's directory gives it entries no other
+    render made or can replay."""
     shutil.copy(REPO / lock.LOCK_NAME, project / lock.LOCK_NAME)
     monkeypatch.setenv("EKSTRAIN_REPLAY", "1")
-    monkeypatch.setenv("EKSTRAIN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("EKSTRAIN_TEST_REPLAY_SCOPE", str(tmp_path))
     return project
 
 
@@ -286,7 +292,8 @@ def test_a_passed_lock_check_is_replayed_by_a_use_render_and_not_the_other_way(
 ) -> None:
     # GIVEN a --lock check render that passed (every answer computed, the lock current)
     assert render_dev(replaying, "--lock", "check") == 0
-    assert "ekstrain.lock.json: current for stack dev" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "ekstrain.lock.json: current for stack dev" in err and not replayed(err)
     checked = out_files(replaying)
     # WHEN the same inputs render with --lock use
     asked = refuse_helm_variants(monkeypatch)
@@ -305,7 +312,7 @@ def test_a_use_render_is_not_taken_for_a_check_and_a_failed_check_is_not_stored(
 ) -> None:
     # GIVEN a --lock use render stored in the cache (its answers came from the lock: nothing was verified)
     assert render_dev(replaying) == 0
-    capsys.readouterr()
+    assert not replayed(capsys.readouterr().err)
     # WHEN --lock check runs on the same inputs THEN it computes (no replay) and passes
     assert render_dev(replaying, "--lock", "check") == 0
     assert not replayed(capsys.readouterr().err)
