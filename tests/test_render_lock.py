@@ -120,6 +120,21 @@ def project(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.
     return root
 
 
+@pytest.fixture(scope="module")
+def dev_lock(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """ekstrain.lock.json as `--lock write` writes it for the dev stack (the real check, computed once for the
+    module): the tests below start from it."""
+    with pytest.MonkeyPatch.context() as patch:
+        project = tmp_path_factory.mktemp("written") / "project"
+        project.mkdir()
+        for name in ("Pulumi.yaml", "Pulumi.dev.yaml"):
+            shutil.copy(REPO / name, project / name)
+        patch.setenv("EKSTRAIN_CACHE_DIR", str(validation.cache_root()))
+        patch.setenv("EKSTRAIN_REPLAY", "0")
+        assert render_dev(project, "--lock", "write") == 0
+        return (project / lock.LOCK_NAME).read_text()
+
+
 def render_dev(project: pathlib.Path, *extra: str) -> int:
     return render_cli.main(
         ["--stack", "dev", "--stack-file", str(project / "Pulumi.dev.yaml"), "--out", str(project / "out"), *extra]
@@ -140,10 +155,10 @@ def refuse_helm_variants(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @needs_upstream
 def test_a_recorded_answer_replaces_the_helm_runs_and_is_what_the_render_reports(
-    project: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    project: pathlib.Path, dev_lock: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN the dev stack's answers written by --lock write (the real check, computed once)
-    assert render_dev(project, "--lock", "write") == 0
+    (project / lock.LOCK_NAME).write_text(dev_lock)
     recorded = lock.load(project / lock.LOCK_NAME)
     assert len(recorded.stacks["dev"]) == 7
     # AND one recorded answer changed by hand to name a key the chart would ignore
@@ -180,10 +195,10 @@ def test_a_recorded_answer_replaces_the_helm_runs_and_is_what_the_render_reports
 
 @needs_upstream
 def test_values_the_lock_has_not_seen_are_checked_and_write_drops_the_old_entry(
-    project: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    project: pathlib.Path, dev_lock: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN a lock whose entry for one release was recorded for other values (its key is not today's)
-    assert render_dev(project, "--lock", "write") == 0
+    (project / lock.LOCK_NAME).write_text(dev_lock)
     path = project / lock.LOCK_NAME
     current = lock.load(path).stacks["dev"]
     body = json.loads(path.read_text())
