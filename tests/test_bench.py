@@ -7,6 +7,7 @@ import pathlib
 import pytest
 
 from ekstrain.stacks.loader import load_flat, read_stack_file
+from scripts import bench
 from scripts.bench import REPO, edited_prod, synthetic_stack
 
 
@@ -30,3 +31,11 @@ def test_the_edited_prod_is_valid_and_differs_from_prod_by_one_value(tmp_path: p
     assert cfg.partitions[0].max_nodes == prod.partitions[0].max_nodes + 1
     restored = cfg.model_copy(update={"partitions": [prod.partitions[0], *cfg.partitions[1:]]})
     assert restored == prod
+
+
+def test_make_test_is_counted_from_pytests_summary_line() -> None:
+    """`make bench --tests` prints how many tests ran beside wall and CPU seconds: every outcome of pytest's last
+    summary line counts, warnings and deselected do not; no summary line is 0 (pytest never got to run)."""
+    log = "....\n===== 1 failed, 2021 passed, 3 skipped, 2 deselected, 7 warnings in 310.20s (0:05:10) =====\n"
+    assert bench.tests_run("6 passed in 1.0s\n" + log) == 2025
+    assert bench.tests_run("make: *** [test] Error 2\n") == 0

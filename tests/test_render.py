@@ -197,6 +197,8 @@ def test_render_without_a_stack_file_here_exits_2(
 
 
 def test_a_finding_of_any_check_fails_the_render(prod_recording: Recording, tmp_path: pathlib.Path) -> None:
+    """One write and check of the prod recording with a planted defect per check (the checks read other records, so
+    each finds its own and nothing else; one render instead of one per check)."""
     # GIVEN the prod recording with an IAM role whose autoname AWS would reject and a misspelt input
     import copy
 
@@ -207,24 +209,61 @@ def test_a_finding_of_any_check_fails_the_render(prod_recording: Recording, tmp_
     role.name = "r" * 60
     subnet = next(r for r in records if r.type == "aws:ec2/subnet:Subnet")
     subnet.inputs["availabilityZon"] = subnet.inputs.pop("availabilityZone")
+    # AND the FSx file system no longer protected (mandatory in prod: the policy pack)
+    fsx = next(r for r in records if r.type == "aws:fsx/lustreFileSystem:LustreFileSystem")
+    fsx.protect = False
+    # AND Grafana's admin Secret reaching the engine as plain inputs (the credentials check)
+    admin = next(
+        r for r in records if r.type == "kubernetes:core/v1:Secret" and r.name == "observability-grafana-admin"
+    )
+    assert admin.secret_inputs == {"stringData"}
+    admin.secret_inputs = set()
     rec = Recording(records, prod_recording.outputs, prod_recording.invokes)
     # WHEN written and checked as the render does
     summary, problems = render.write(tmp_path, "prod", stack_config("prod"), [], rec, 0.0)
-    # THEN both are problems (the render exits 1 on any), listed under their check in SUMMARY.md
+    # THEN each is a problem (the render exits 1 on any), listed under its check in SUMMARY.md
     assert any("IAM CreateRole RoleName allows 1-64" in p for p in problems)
     assert any("availabilityZon: unknown property of Subnet" in p for p in problems)
     assert "- AWS create-time rules: names, tags, buckets, CIDRs, EFS, FSx: aws:iam/role:Role rrrr" in summary
+    # AND the pack's finding, with policy/config/prod.json applied, is its only one
+    pack = [p for p in problems if p.startswith("stateful-protected-in-prod")]
+    assert pack == [
+        f"stateful-protected-in-prod ({fsx.name}): LustreFileSystem in environment 'prod' must be "
+        "protect=True (and retain_on_delete)"
+    ]
+    row = next(r for r in render_cli.checks_rows(summary) if r[0].startswith("policy pack: CrossGuard rules"))
+    assert row[1] == f"{len(records)} resources"
+    assert "- policy pack: CrossGuard rules (policy/ekstrain_policy): stateful-protected-in-prod" in summary
+    # AND each credential is a problem under the credentials check
+    credentials = [p for p in problems if p.startswith("observability-grafana-admin.")]
+    assert sorted(p.split(":")[0] for p in credentials) == [
+        "observability-grafana-admin.stringData.admin-password",
+        "observability-grafana-admin.stringData.admin-user",
+    ]
+    assert (
+        "- credentials: Pulumi secrets in the state: observability-grafana-admin.stringData.admin-password" in summary
+    )
+    # AND no check found anything but the planted defects
+    others = [p for p in problems if p not in pack + credentials and "r" * 60 not in p and "availabilityZon" not in p]
+    assert others == []
 
 
-def test_render_runs_the_strict_slurm_values_check(prod_recording: Recording, tmp_path: pathlib.Path) -> None:
+def test_render_runs_the_strict_slurm_values_check(
+    prod_recording: Recording, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # GIVEN the prod recording whose slurm release has a typo inside a NodeSet (below the chart's empty
     # `nodesets` map, where a key check against values.yaml sees nothing) and in its pod spec
     import copy
 
     from conftest import stack_config
 
+    from ekstrain.infra.verify import charts
+
     if validation.upstream_dir() is None:
         pytest.skip("upstream schemas absent: run `make fetch-upstream`")
+    # The no-op values check (one helm run per slurm values key: these planted values are in no lock) asserts
+    # nothing here; tests/test_render_lock.py and the seed renders above run it.
+    monkeypatch.setattr(charts, "noop_leaves", lambda *_: [])
     records = copy.deepcopy(prod_recording.records)
     slurm = next(r for r in records if r.type == "kubernetes:helm.sh/v3:Release" and r.inputs["name"] == "slurm")
     nodeset = slurm.inputs["values"]["nodesets"]["gpu-h100"]
@@ -239,53 +278,6 @@ def test_render_runs_the_strict_slurm_values_check(prod_recording: Recording, tm
     row = next(r for r in render_cli.checks_rows(summary) if r[0].startswith("helm values: templated entries"))
     entries = len(slurm.inputs["values"]["nodesets"]) + len(slurm.inputs["values"]["loginsets"])
     assert (entries, row[1], row[2]) == (4, "4 entries", "2")
-
-
-def test_render_runs_the_policy_pack(prod_recording: Recording, tmp_path: pathlib.Path) -> None:
-    # GIVEN the prod recording with the FSx file system no longer protected (mandatory in prod)
-    import copy
-
-    from conftest import stack_config
-
-    records = copy.deepcopy(prod_recording.records)
-    fsx = next(r for r in records if r.type == "aws:fsx/lustreFileSystem:LustreFileSystem")
-    fsx.protect = False
-    rec = Recording(records, prod_recording.outputs, prod_recording.invokes)
-    # WHEN written and checked as the render does
-    summary, problems = render.write(tmp_path, "prod", stack_config("prod"), [], rec, 0.0)
-    # THEN the pack's finding is a problem (exit 1) under its check, with policy/config/prod.json applied
-    assert problems == [
-        f"stateful-protected-in-prod ({fsx.name}): LustreFileSystem in environment 'prod' must be "
-        "protect=True (and retain_on_delete)"
-    ]
-    row = next(r for r in render_cli.checks_rows(summary) if r[0].startswith("policy pack: CrossGuard rules"))
-    assert row[1] == f"{len(records)} resources"
-    assert "- policy pack: CrossGuard rules (policy/ekstrain_policy): stateful-protected-in-prod" in summary
-
-
-def test_render_checks_credentials_are_pulumi_secrets(prod_recording: Recording, tmp_path: pathlib.Path) -> None:
-    # GIVEN the prod recording in which Grafana's admin Secret reached the engine as plain inputs
-    import copy
-
-    from conftest import stack_config
-
-    records = copy.deepcopy(prod_recording.records)
-    admin = next(
-        r for r in records if r.type == "kubernetes:core/v1:Secret" and r.name == "observability-grafana-admin"
-    )
-    assert admin.secret_inputs == {"stringData"}
-    admin.secret_inputs = set()
-    rec = Recording(records, prod_recording.outputs, prod_recording.invokes)
-    # WHEN written and checked as the render does
-    summary, problems = render.write(tmp_path, "prod", stack_config("prod"), [], rec, 0.0)
-    # THEN each credential is a problem (exit 1) under the credentials check
-    assert sorted(p.split(":")[0] for p in problems) == [
-        "observability-grafana-admin.stringData.admin-password",
-        "observability-grafana-admin.stringData.admin-user",
-    ]
-    assert (
-        "- credentials: Pulumi secrets in the state: observability-grafana-admin.stringData.admin-password" in summary
-    )
 
 
 def test_warm_render_reuses_validation_answers(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:

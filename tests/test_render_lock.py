@@ -120,6 +120,21 @@ def project(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.
     return root
 
 
+@pytest.fixture(scope="module")
+def dev_lock(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """ekstrain.lock.json as `--lock write` writes it for the dev stack (the real check, computed once for the
+    module): the tests below start from it."""
+    with pytest.MonkeyPatch.context() as patch:
+        project = tmp_path_factory.mktemp("written") / "project"
+        project.mkdir()
+        for name in ("Pulumi.yaml", "Pulumi.dev.yaml"):
+            shutil.copy(REPO / name, project / name)
+        patch.setenv("EKSTRAIN_CACHE_DIR", str(validation.cache_root()))
+        patch.setenv("EKSTRAIN_REPLAY", "0")
+        assert render_dev(project, "--lock", "write") == 0
+        return (project / lock.LOCK_NAME).read_text()
+
+
 def render_dev(project: pathlib.Path, *extra: str) -> int:
     return render_cli.main(
         ["--stack", "dev", "--stack-file", str(project / "Pulumi.dev.yaml"), "--out", str(project / "out"), *extra]
@@ -140,10 +155,10 @@ def refuse_helm_variants(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @needs_upstream
 def test_a_recorded_answer_replaces_the_helm_runs_and_is_what_the_render_reports(
-    project: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    project: pathlib.Path, dev_lock: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN the dev stack's answers written by --lock write (the real check, computed once)
-    assert render_dev(project, "--lock", "write") == 0
+    (project / lock.LOCK_NAME).write_text(dev_lock)
     recorded = lock.load(project / lock.LOCK_NAME)
     assert len(recorded.stacks["dev"]) == 7
     # AND one recorded answer changed by hand to name a key the chart would ignore
@@ -181,10 +196,10 @@ def test_a_recorded_answer_replaces_the_helm_runs_and_is_what_the_render_reports
 
 @needs_upstream
 def test_values_the_lock_has_not_seen_are_checked_and_write_drops_the_old_entry(
-    project: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    project: pathlib.Path, dev_lock: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN a lock whose entry for one release was recorded for other values (its key is not today's)
-    assert render_dev(project, "--lock", "write") == 0
+    (project / lock.LOCK_NAME).write_text(dev_lock)
     path = project / lock.LOCK_NAME
     current = lock.load(path).stacks["dev"]
     body = json.loads(path.read_text())
@@ -266,10 +281,16 @@ def test_an_answer_holds_for_the_same_chart_packaged_again_and_not_for_other_fil
 
 @pytest.fixture
 def replaying(project: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
-    """The project with the checkout's (current) lock, replays on, and a render cache of its own."""
+    """The project with the checkout's (current) lock, replays on, and stored renders of its own.
+
+    The checkout's cache stays (``project``): helm output and no-op answers are keyed by their content, so sharing
+    them changes no answer, and a cache of its own would run every helm template and no-op check of dev again (the
+    suite's costliest minute). What must start empty is the replay store: ``infra/replay.py`` keys a stored render
+    by every ``EKSTRAIN_*`` variable's value, so a variable naming this test's directory gives it entries no other
+    render made or can replay."""
     shutil.copy(REPO / lock.LOCK_NAME, project / lock.LOCK_NAME)
     monkeypatch.setenv("EKSTRAIN_REPLAY", "1")
-    monkeypatch.setenv("EKSTRAIN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("EKSTRAIN_TEST_REPLAY_SCOPE", str(tmp_path))
     return project
 
 
@@ -287,7 +308,8 @@ def test_a_passed_lock_check_is_replayed_by_a_use_render_and_not_the_other_way(
 ) -> None:
     # GIVEN a --lock check render that passed (every answer computed, the lock current)
     assert render_dev(replaying, "--lock", "check") == 0
-    assert "ekstrain.lock.json: current for stack dev" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "ekstrain.lock.json: current for stack dev" in err and not replayed(err)
     checked = out_files(replaying)
     # WHEN the same inputs render with --lock use
     asked = refuse_helm_variants(monkeypatch)
@@ -306,7 +328,7 @@ def test_a_use_render_is_not_taken_for_a_check_and_a_failed_check_is_not_stored(
 ) -> None:
     # GIVEN a --lock use render stored in the cache (its answers came from the lock: nothing was verified)
     assert render_dev(replaying) == 0
-    capsys.readouterr()
+    assert not replayed(capsys.readouterr().err)
     # WHEN --lock check runs on the same inputs THEN it computes (no replay) and passes
     assert render_dev(replaying, "--lock", "check") == 0
     assert not replayed(capsys.readouterr().err)

@@ -3,8 +3,9 @@
 One hypothesis strategy per class of bad input: not YAML, nested too deep, not UTF-8, wrong
 types in the fields the simulation reads, sbatch directives that are not numbers, quantities that do not
 parse, negative extended-resource requests; plus valid files of the same shapes, which must be accepted
-(no false rejection). CI runs 150 examples per class; a bigger run prints the counts and the slowest
-refusal:
+(no false rejection). `make test` runs 50 examples per class: each strategy draws from a few kinds, fields and
+forms, so 50 cases meet every one of them several times, and a file read and refused is what each costs. A
+bigger run, where rare cases turn up, prints the counts and the slowest refusal:
 
     EKSTRAIN_FUZZ_EXAMPLES=3000 .venv/bin/python -m pytest tests/test_simulate_inputs.py -s -q -p no:cacheprovider
 """
@@ -31,7 +32,7 @@ from ekstrain.simulate.inputs import MAX_DEPTH, InputError, read_file, read_work
 from ekstrain.simulate.quantity import parse
 from ekstrain.simulate.workloads import expand
 
-EXAMPLES = int(os.environ.get("EKSTRAIN_FUZZ_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("EKSTRAIN_FUZZ_EXAMPLES", "50"))
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
