@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from ekstrain import catalog, health_gate, inputs_guard, storage_sizing, yaml12
+from ekstrain.simulate import capacity_windows
 from ekstrain.simulate.inputs import SAFE_LOADER, InputError, read_file
 from ekstrain.simulate.notebooks import START_TIMEOUT_KEY
 from ekstrain.simulate.quantity import parse
@@ -150,13 +151,21 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
     except OSError as exc:
         raise InputError(where, f"cannot be read ({exc.strerror})", "pass an existing mix file") from None
     doc = _mapping(where, doc)
-    _known(where, doc, ("hours", "checkpointMinutes", "checkpointSaveSeconds", "launchMinutes", "jobs", "faults"))
+    _known(
+        where,
+        doc,
+        ("hours", "checkpointMinutes", "checkpointSaveSeconds", "launchMinutes", "jobs", "faults", "capacityBlocks"),
+    )
     mix = Mix(arrivals=[])
     mix.minutes = int(_number(f"{where}: hours", doc.get("hours", 48), 1, MAX_HOURS) * 60)
     mix.checkpoint_every = _whole(f"{where}: checkpointMinutes", doc.get("checkpointMinutes", 30), 1, 10_000)
     if "checkpointSaveSeconds" in doc:  # otherwise the stack's FSx decides (stack_checkpoint_seconds)
         mix.checkpoint_save_seconds = _whole(f"{where}: checkpointSaveSeconds", doc["checkpointSaveSeconds"], 0, 10**6)
         mix.checkpoint_save_given = True
+    if "capacityBlocks" in doc:
+        mix.capacity_blocks = capacity_windows.parse(
+            f"{where}: capacityBlocks", doc["capacityBlocks"], mix.minutes / 60
+        )
     launch = _mapping(f"{where}: launchMinutes", doc.get("launchMinutes") or {})
     _known(f"{where}: launchMinutes", launch, LAUNCH_FAMILIES)
     for family, minutes in launch.items():

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ekstrain import cold_start, health_gate
-from ekstrain.simulate import match, notebooks, slurm_gangs, volcano
+from ekstrain.simulate import capacity_windows, match, notebooks, slurm_gangs, volcano
 from ekstrain.simulate.engine import (
     Cluster,
     _min_resources,
@@ -135,6 +135,8 @@ class Mix:
     """From a failure to the restarted pods running again (controller backoff, pod creation, start-up)."""
     runtimes: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per-job TrainingRuntimes the workload files bring with their TrainJobs (assembly/jobs/trainjob.py)."""
+    capacity_blocks: list[capacity_windows.CapacityBlock] = field(default_factory=list)
+    """Capacity Block windows: their partitions have capacity only inside them (capacity_windows.py)."""
 
 
 @dataclass
@@ -331,6 +333,9 @@ class Timeline:
         """Jobs whose next launched node fails its pre-flight (``preflight-fails`` faults)."""
         self.shortages: dict[str, tuple[int, int]] = {}
         """instance type -> (minute EC2 has capacity again, instances it can still launch before then)."""
+        self.block_events: list[str] = []
+        self.signalled: dict[str, tuple[int, float]] = {}
+        """Jobs writing their checkpoint after a Capacity Block's signal: name -> (minute done, progress saved)."""
 
     def place(self, g: PodGroup) -> tuple[Node | None, str]:
         """engine.place on the Karpenter pools, once per pod group (the pools do not change)."""
@@ -407,6 +412,9 @@ class Timeline:
         return use
 
     def can_launch(self, candidate: Node) -> str | None:
+        closed = capacity_windows.closed(self, candidate)
+        if closed:
+            return closed
         use = self.pool_use(candidate.pool)
         for r, lim in sorted(candidate.pool_limits.items()):
             add = 1.0 if r == "nodes" else candidate.capacity.get(r, 0.0)
@@ -747,6 +755,7 @@ class Timeline:
 
     # -- the clock --
     def step(self) -> None:
+        capacity_windows.tick(self)
         for f in self.mix.faults:
             if f.at == self.now:
                 self.fault(f)
@@ -789,6 +798,8 @@ class Timeline:
                     )
                     self.fail(job, "started on a node with a GPU fault (same sick node: no NodeRepair yet)")
                     continue
+                if job.name in self.signalled:
+                    continue  # writing the checkpoint the Capacity Block's signal asked for
                 job.progress += 1
                 if job.resumes and job.progress - job.last_checkpoint >= self.mix.checkpoint_every:
                     job.last_checkpoint = job.progress
@@ -979,7 +990,8 @@ class Timeline:
         while self.now < self.mix.minutes:
             self.step()
         self.conclude()
-        return Report(self.jobs, self.idle, self.idle_usd, self.problems, self.fault_outcomes, self.waits())
+        waits = self.waits() + capacity_windows.lines(self)
+        return Report(self.jobs, self.idle, self.idle_usd, self.problems, self.fault_outcomes, waits)
 
     def conclude(self) -> None:
         """Problems (exit 1): a job that failed or did not finish with no injected fault to blame, a starved

@@ -1,0 +1,107 @@
+"""Capacity Block windows: the stack's window rules, the checkpoint signal, and the timeline playing a block's end.
+
+GIVEN prod rendered offline (the module fixture of test_simulate) and an 8-node gpu-h100 gang
+WHEN a Capacity Block under it ends at hour 12
+THEN with the checkpoint signal it saves, exits, loses nothing past that checkpoint and resumes in the next block
+("0 problems"); without the signal Karpenter's drain kills it and that is a PROBLEM.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
+from test_simulate_timeline import _arrival, _job, _mix
+
+from ekstrain import capacity_windows as cw
+from ekstrain import validation
+from ekstrain.simulate import engine
+from ekstrain.simulate.capacity_windows import CapacityBlock, parse
+from ekstrain.simulate.inputs import InputError
+from ekstrain.simulate.timeline import simulate_timeline
+
+needs_build = pytest.mark.skipif(
+    HELM is None or validation.upstream_dir() is None, reason="needs a helm binary and the upstream chart archives"
+)
+
+
+def _blocks(signal: int | None) -> list[CapacityBlock]:
+    return [CapacityBlock("gpu-h100", 0, 12 * 60, signal), CapacityBlock("gpu-h100", 13 * 60, 36 * 60, signal)]
+
+
+def _play(cluster: engine.Cluster, signal: int | None):  # noqa: F811
+    gang = _arrival(_job("gpu-h100", "volcano", 8, "pretrain"), 0, 20)
+    return simulate_timeline(cluster, _mix(gang, hours=36, capacity_blocks=_blocks(signal)))
+
+
+@needs_build
+def test_the_signal_saves_before_the_drain_and_nothing_is_lost(cluster: engine.Cluster) -> None:  # noqa: F811
+    report = _play(cluster, 60)
+    text = "\n".join(report.lines())
+    job = next(j for j in report.jobs if j.name == "Job/pretrain")
+    assert report.problems == [], text
+    assert job.state == "finished" and job.restarts == 0, text
+    assert job.lost_accelerator_hours == 0.0
+    assert "BLOCK 11:00 checkpoint signal to 1 job(s) on gpu-h100" in text
+    assert "BLOCK 11:20 Karpenter drains" in text  # 40 min before the end at 12:00
+    saved = [e for e in job.events if "checkpoint written" in e]
+    assert saved and saved[0].startswith("11:15")  # the Mix default save, 843 s, rounded up to 15 min: before 11:20
+    # it ran again only once the next block was active
+    assert "BLOCK 13:00 Capacity Block for gpu-h100 active (ends 36:00)" in report.waits
+    assert job.ended_at is not None and job.ended_at > 13 * 60
+
+
+@needs_build
+def test_without_the_signal_the_drain_is_a_problem(cluster: engine.Cluster) -> None:  # noqa: F811
+    report = _play(cluster, None)
+    problems = [p for p in report.problems if "Job/pretrain" in p]
+    assert problems and "no checkpoint signal" in problems[0] and "checkpointSignalMinutes" in problems[0]
+    job = next(j for j in report.jobs if j.name == "Job/pretrain")
+    assert job.restarts == 1  # Karpenter's drain killed it; Volcano restarted it from its periodic checkpoint
+
+
+@needs_build
+def test_nothing_launches_before_a_block_starts(cluster: engine.Cluster) -> None:  # noqa: F811
+    gang = _arrival(_job("gpu-h100", "volcano", 8, "early"), 0, 2)
+    blocks = [CapacityBlock("gpu-h100", 4 * 60, 10 * 60, 60)]
+    report = simulate_timeline(cluster, _mix(gang, hours=10, capacity_blocks=blocks))
+    job = next(j for j in report.jobs if j.name == "Job/early")
+    assert job.first_started_at is not None and job.first_started_at >= 4 * 60
+    assert any("no active Capacity Block for partition gpu-h100" in w for w in job.waited)
+
+
+def test_mix_blocks_name_the_key() -> None:
+    with pytest.raises(InputError) as exc:
+        parse(
+            "mix: capacityBlocks", [{"partition": "gpu-h100", "start": 0, "end": 12, "checkpointSignalMinutes": 30}], 48
+        )
+    assert "checkpointSignalMinutes" in str(exc.value) and "40" in str(exc.value)
+    with pytest.raises(InputError, match="end"):
+        parse("mix: capacityBlocks", [{"partition": "gpu-h100", "start": 5, "end": 5.5}], 48)
+    assert parse("m", [{"partition": "p", "start": 0, "end": 12}], 48) == [CapacityBlock("p", 0, 720, None)]
+
+
+WINDOW = cw.Window(
+    "gpu-h100", dt.datetime(2026, 12, 7, 11, 30, tzinfo=dt.UTC), dt.datetime(2026, 12, 14, 11, 30, tzinfo=dt.UTC), 60
+)
+
+
+def test_a_window_drains_40_minutes_before_its_end() -> None:
+    assert cw.stamp(WINDOW.drain_at) == "2026-12-14T10:50:00Z"
+    assert cw.stamp(WINDOW.signal_at) == "2026-12-14T10:30:00Z"  # type: ignore[arg-type]
+    assert WINDOW.usable_hours == pytest.approx(7 * 24 - 40 / 60)
+
+
+def test_a_job_longer_than_the_window_is_named() -> None:
+    assert cw.job_fits(WINDOW, 100) is None
+    why = cw.job_fits(WINDOW, 200)
+    assert why is not None and "200 h" in why and "2026-12-14T10:50:00Z" in why
+    late = dt.datetime(2026, 12, 13, 0, 0, tzinfo=dt.UTC)
+    assert cw.job_fits(WINDOW, 36, start=late) is not None
+
+
+def test_the_signal_leaves_room_for_one_save() -> None:
+    assert cw.signal_too_late(60, 281) is None  # 40 + 5 min
+    why = cw.signal_too_late(42, 281)
+    assert why is not None and "at least 45" in why
