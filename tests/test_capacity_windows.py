@@ -9,8 +9,10 @@ THEN with the checkpoint signal it saves, exits, loses nothing past that checkpo
 from __future__ import annotations
 
 import datetime as dt
+import pathlib
 
 import pytest
+import yaml
 from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 from test_simulate_timeline import _arrival, _job, _mix
 
@@ -19,8 +21,10 @@ from ekstrain import validation
 from ekstrain.simulate import engine
 from ekstrain.simulate.capacity_windows import CapacityBlock, parse
 from ekstrain.simulate.inputs import InputError
+from ekstrain.simulate.mix import read_mix
 from ekstrain.simulate.timeline import simulate_timeline
 
+REPO = pathlib.Path(__file__).resolve().parents[1]
 needs_build = pytest.mark.skipif(
     HELM is None or validation.upstream_dir() is None, reason="needs a helm binary and the upstream chart archives"
 )
@@ -105,3 +109,31 @@ def test_the_signal_leaves_room_for_one_save() -> None:
     assert cw.signal_too_late(60, 281) is None  # 40 + 5 min
     why = cw.signal_too_late(42, 281)
     assert why is not None and "at least 45" in why
+
+
+@needs_build
+def test_the_example_mix_ends_a_block_under_the_gang_with_0_problems(
+    cluster: engine.Cluster,  # noqa: F811
+    prod_build: pathlib.Path,  # noqa: F811
+    tmp_path: pathlib.Path,
+) -> None:
+    """GIVEN examples/mix-capacity-prod.yaml with its gang file rendered for prod WHEN played THEN the signal, the
+    drain, nothing lost and 0 problems; the same mix without checkpointSignalMinutes has a PROBLEM."""
+    gang = tmp_path / "gang.yaml"
+    gang.write_text(yaml.safe_dump(_job("gpu-h100", "volcano", 8, "llama3-70b-megatron")))
+    doc = yaml.safe_load((REPO / "examples" / "mix-capacity-prod.yaml").read_text())
+    assert [b["end"] for b in doc["capacityBlocks"]][0] == 12
+    doc["jobs"][0]["file"] = str(gang)
+    with_signal = tmp_path / "mix.yaml"
+    with_signal.write_text(yaml.safe_dump(doc))
+    report = simulate_timeline(cluster, read_mix(with_signal, prod_build))
+    assert report.problems == [], report.lines()
+    job = report.jobs[-1]
+    assert job.state == "finished" and job.lost_accelerator_hours == 0.0
+    assert any("checkpoint signal to 1 job(s)" in w for w in report.waits)
+    for block in doc["capacityBlocks"]:
+        del block["checkpointSignalMinutes"]
+    without = tmp_path / "mix-no-signal.yaml"
+    without.write_text(yaml.safe_dump(doc))
+    report = simulate_timeline(cluster, read_mix(without, prod_build))
+    assert any("no checkpoint signal" in p for p in report.problems), report.problems
