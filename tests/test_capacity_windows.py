@@ -13,6 +13,7 @@ import pathlib
 
 import pytest
 import yaml
+from conftest import stack_sections
 from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 from test_simulate_timeline import _arrival, _job, _mix
 
@@ -23,6 +24,8 @@ from ekstrain.simulate.capacity_windows import CapacityBlock, parse
 from ekstrain.simulate.inputs import InputError
 from ekstrain.simulate.mix import read_mix
 from ekstrain.simulate.timeline import simulate_timeline
+from ekstrain.stacks import loader
+from ekstrain.stacks.errors import ConfigError
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 needs_build = pytest.mark.skipif(
@@ -137,3 +140,61 @@ def test_the_example_mix_ends_a_block_under_the_gang_with_0_problems(
     without.write_text(yaml.safe_dump(doc))
     report = simulate_timeline(cluster, read_mix(without, prod_build))
     assert any("no checkpoint signal" in p for p in report.problems), report.problems
+
+
+def _block(sections: dict, **window: object) -> None:
+    """prod's gpu-h100 on a Capacity Block with the given window keys."""
+    part = next(p for p in sections["partitions"] if p["name"] == "gpu-h100")
+    part["capacityType"] = "reserved"
+    part["capacityReservation"] = {"type": "capacity-block", "ids": ["cr-0a1b2c3d4e5f60718"], "instanceCount": 8}
+    part["capacityReservation"].update(window)
+
+
+def _issues(**window: object) -> tuple[list[str], list[str]]:
+    try:
+        _, warnings = parse_with(lambda s: _block(s, **window))
+    except ConfigError as exc:
+        return [str(i) for i in exc.issues], []
+    return [], warnings
+
+
+def parse_with(change):  # type: ignore[no-untyped-def]
+    sections = stack_sections("prod")
+    change(sections)
+    return loader.parse(sections, "test", today=dt.date(2026, 12, 5))
+
+
+START, END = "2026-12-07T11:30:00Z", "2026-12-21T11:30:00Z"
+
+
+def test_a_block_with_its_window_and_signal_loads_clean() -> None:
+    errors, warnings = _issues(start=START, end=END, checkpointSignalMinutes=60)
+    assert errors == [] and not [w for w in warnings if "capacityReservation" in w]
+
+
+def test_a_block_without_window_or_signal_is_warned_with_the_key() -> None:
+    _, warnings = _issues()
+    assert any("(gpu-h100).capacityReservation.end: the Capacity Block's window is not given" in w for w in warnings)
+    _, warnings = _issues(start=START, end=END)
+    assert any(".capacityReservation.checkpointSignalMinutes: no checkpoint signal" in w for w in warnings)
+
+
+def test_a_signal_too_close_to_the_drain_is_refused() -> None:
+    # prod's 920 GiB checkpoint at 3,516 MB/s takes 281 s: the signal must be at least 40 + 5 min before the end
+    errors, _ = _issues(start=START, end=END, checkpointSignalMinutes=42)
+    assert errors and "checkpointSignalMinutes" in errors[0] and "at least 45" in errors[0]
+
+
+def test_a_window_on_an_odcr_or_backwards_is_refused() -> None:
+    errors, _ = _issues(start=END, end=START)
+    assert errors and "is not after start" in errors[0]
+    errors, _ = _issues(start="2026-12-07T11:30:00", end=END)
+    assert errors and "UTC" in errors[0]
+
+    def odcr(s: dict) -> None:
+        _block(s, start=START, end=END)
+        next(p for p in s["partitions"] if p["name"] == "gpu-h100")["capacityReservation"]["type"] = "default"
+
+    with pytest.raises(ConfigError) as exc:
+        parse_with(odcr)
+    assert "set type: capacity-block" in str(exc.value)

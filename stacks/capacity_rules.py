@@ -1,0 +1,78 @@
+"""Capacity Block windows in the stack (``capacityReservation.start``/``end``/``checkpointSignalMinutes``): the
+signal must leave room for one checkpoint before Karpenter's drain; a block without a window or without a signal
+is a warning (ekstrain/capacity_windows.py has the sources)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+from ekstrain import capacity_windows, storage_sizing
+from ekstrain.stacks.errors import ConfigIssue
+from ekstrain.stacks.models import StackConfig
+
+
+def _key(i: int, name: str, field: str) -> str:
+    return f"ekstrain:partitions[{i}] ({name}).capacityReservation.{field}"
+
+
+def save_seconds(cfg: StackConfig) -> int:
+    """One checkpoint's write time at the stack's FSx baseline (0 when no checkpoint size is given)."""
+    size = cfg.storage.checkpoint.size_gib
+    if not size:
+        return 0
+    fsx = cfg.storage.fsx
+    seconds = storage_sizing.save_seconds(
+        int(size * storage_sizing.GIB), fsx.deployment_type, fsx.storage_capacity_gib, fsx.per_unit_storage_throughput
+    )
+    return math.ceil(seconds)
+
+
+def windows(cfg: StackConfig) -> list[capacity_windows.Window]:
+    out = []
+    for part in cfg.partitions:
+        cr = part.capacity_reservation
+        if part.capacity_block and cr is not None and cr.start is not None and cr.end is not None:
+            out.append(capacity_windows.Window(part.name, cr.start, cr.end, cr.checkpoint_signal_minutes))
+    return out
+
+
+def check(cfg: StackConfig, today: dt.date) -> tuple[list[ConfigIssue], list[str]]:
+    errors: list[ConfigIssue] = []
+    warnings: list[str] = []
+    save = save_seconds(cfg)
+    least = capacity_windows.KARPENTER_DRAIN_MINUTES + math.ceil(save / 60)
+    for i, part in enumerate(cfg.partitions):
+        cr = part.capacity_reservation
+        if not part.capacity_block or cr is None:
+            continue
+        if cr.end is None:
+            warnings.append(
+                f"{_key(i, part.name, 'end')}: the Capacity Block's window is not given, so nothing tells running "
+                "jobs to checkpoint before EC2 reclaims the instances and SUMMARY cannot list it; add start and end "
+                "(StartDate/EndDate of `aws ec2 describe-capacity-reservations`) and checkpointSignalMinutes"
+            )
+            continue
+        if cr.checkpoint_signal_minutes is None:
+            warnings.append(
+                f"{_key(i, part.name, 'checkpointSignalMinutes')}: no checkpoint signal before the block ends at "
+                f"{capacity_windows.stamp(cr.end)}: a job still running at Karpenter's drain "
+                f"({capacity_windows.KARPENTER_DRAIN_MINUTES} min before) loses the work since its last checkpoint; "
+                f"set checkpointSignalMinutes (at least {least})"
+            )
+        else:
+            late = capacity_windows.signal_too_late(cr.checkpoint_signal_minutes, save)
+            if late:
+                errors.append(
+                    ConfigIssue(
+                        _key(i, part.name, "checkpointSignalMinutes"),
+                        late + " (storage.checkpoint.sizeGiB at the FSx baseline)",
+                        f"set checkpointSignalMinutes to at least {least}",
+                    )
+                )
+        if cr.end.date() < today:
+            warnings.append(
+                f"{_key(i, part.name, 'end')}: the block ended on {cr.end.date()}: the partition gets no node from it; "
+                "put the next block's window (and its id or tags)"
+            )
+    return errors, warnings
