@@ -8,17 +8,22 @@ THEN with the checkpoint signal it saves, exits, loses nothing past that checkpo
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import pathlib
 
 import pytest
 import yaml
 from conftest import stack_sections
+from test_jobs_support import FakePlanner
+from test_jobs_templates import spec_for
 from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 from test_simulate_timeline import _arrival, _job, _mix
 
 from ekstrain import capacity_windows as cw
 from ekstrain import validation
+from ekstrain.assembly.jobs import render, windows
+from ekstrain.assembly.jobs.spec import JobRequestError
 from ekstrain.simulate import engine
 from ekstrain.simulate.capacity_windows import CapacityBlock, parse
 from ekstrain.simulate.inputs import InputError
@@ -198,3 +203,44 @@ def test_a_window_on_an_odcr_or_backwards_is_refused() -> None:
     with pytest.raises(ConfigError) as exc:
         parse_with(odcr)
     assert "set type: capacity-block" in str(exc.value)
+
+
+def _block_cfg(**window: object):  # type: ignore[no-untyped-def]
+    return parse_with(lambda s: _block(s, start=START, end=END, **window))[0]
+
+
+BEFORE = dt.datetime(2026, 12, 5, tzinfo=dt.UTC)
+
+
+def test_jobs_on_the_block_carry_the_checkpoint_signal() -> None:
+    cfg = _block_cfg(checkpointSignalMinutes=60)
+    objects = render(spec_for("gpu-h100", nodes=8, name="pretrain", global_batch=512), cfg, "volcano", FakePlanner())
+    job = next(o for o in objects if o["kind"] == "Job")
+    env = {
+        e["name"]: e.get("value")
+        for t in job["spec"]["tasks"]
+        for c in t["template"]["spec"]["containers"]
+        for e in c.get("env", [])
+    }
+    assert env[cw.CHECKPOINT_AT_ENV] == "2026-12-21T10:30:00Z" and env[cw.CAPACITY_END_ENV] == "2026-12-21T11:30:00Z"
+    # another partition: no signal
+    other = render(spec_for("gpu-a100", nodes=2, name="other"), cfg, "volcano", FakePlanner())
+    assert cw.CHECKPOINT_AT_ENV not in yaml.safe_dump(other)
+
+
+def test_a_run_longer_than_the_window_without_a_signal_is_refused_with_the_key() -> None:
+    cfg = _block_cfg()
+    spec = spec_for("gpu-h100", nodes=8, name="pretrain", global_batch=512, planned_hours=400)
+    with pytest.raises(JobRequestError) as exc:
+        windows.check(spec, cfg, BEFORE)
+    text = str(exc.value)
+    assert "ekstrain:partitions[1] (gpu-h100).capacityReservation.checkpointSignalMinutes" in text
+    assert "400 h" in text and "2026-12-21T10:50:00Z" in text
+    assert windows.check(dataclasses.replace(spec, planned_hours=100), cfg, BEFORE) is None
+
+
+def test_with_a_signal_the_long_run_is_only_warned() -> None:
+    cfg = _block_cfg(checkpointSignalMinutes=60)
+    spec = spec_for("gpu-h100", nodes=8, name="pretrain", global_batch=512, planned_hours=400)
+    note = windows.check(spec, cfg, BEFORE)
+    assert note is not None and "checkpoint signal at 2026-12-21T10:30:00Z" in note
