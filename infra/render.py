@@ -55,7 +55,7 @@ from ekstrain.infra.verify import (
 from ekstrain.pages import render_page
 from ekstrain.partitions import layout_nodes, shape
 from ekstrain.paths import helm_fix, upstream_fix
-from ekstrain.stacks import loop_rules
+from ekstrain.stacks import capacity_rules, loop_rules
 from ekstrain.stacks.loader import SECRET_PLACEHOLDER
 from ekstrain.stacks.models import StackConfig
 
@@ -658,6 +658,7 @@ def write(
             table(partition_rows(cfg)),
             "## Storage",
             *storage_lines(cfg),
+            *capacity_rules.summary_lines(cfg),
             "",
             "## Components",
             table(comp_rows),

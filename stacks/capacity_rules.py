@@ -76,3 +76,21 @@ def check(cfg: StackConfig, today: dt.date) -> tuple[list[ConfigIssue], list[str
                 "put the next block's window (and its id or tags)"
             )
     return errors, warnings
+
+
+def summary_lines(cfg: StackConfig) -> list[str]:
+    """SUMMARY.md's "Capacity Block windows": each block's window, drain and signal, and what runs in it."""
+    runs: dict[str, list[str]] = {}
+    for w in windows(cfg):
+        what = []
+        if cfg.schedulers.volcano.enabled:
+            teams = [t.name for t in cfg.schedulers.volcano.teams if w.partition in t.guarantees]
+            queues = [f"{w.partition}-{t}" for t in teams] + ([f"{w.partition}-shared"] if teams else [w.partition])
+            what.append("Volcano queue(s) " + ", ".join(queues))
+        if cfg.schedulers.slurm.enabled:
+            what.append(f"Slurm partition {w.partition}")
+        what.append(
+            f"`ekstrain job render --partition {w.partition}` jobs (refused beyond the window without a signal)"
+        )
+        runs[w.partition] = what
+    return capacity_windows.summary_lines(windows(cfg), runs)

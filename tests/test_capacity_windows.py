@@ -14,7 +14,7 @@ import pathlib
 
 import pytest
 import yaml
-from conftest import stack_sections
+from conftest import stack_config, stack_sections
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
@@ -244,3 +244,16 @@ def test_with_a_signal_the_long_run_is_only_warned() -> None:
     spec = spec_for("gpu-h100", nodes=8, name="pretrain", global_batch=512, planned_hours=400)
     note = windows.check(spec, cfg, BEFORE)
     assert note is not None and "checkpoint signal at 2026-12-21T10:30:00Z" in note
+
+
+def test_summary_lists_the_window_and_what_runs_in_it() -> None:
+    from ekstrain.stacks import capacity_rules
+
+    text = "\n".join(capacity_rules.summary_lines(_block_cfg(checkpointSignalMinutes=60)))
+    assert "## Capacity Block windows" in text
+    assert (
+        "- gpu-h100: 2026-12-07T11:30:00Z to 2026-12-21T11:30:00Z (335.3 h usable); drain 2026-12-21T10:50:00Z; "
+        "checkpoint signal 2026-12-21T10:30:00Z (60 min before the end)" in text
+    )
+    assert "Volcano queue(s) gpu-h100" in text and "Slurm partition gpu-h100" in text
+    assert capacity_rules.summary_lines(stack_config("dev")) == []
