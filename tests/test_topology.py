@@ -9,16 +9,23 @@ Job validates against the pinned Volcano v1.15.1 CRD.
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
+import yaml
 from conftest import stack_config
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
+from test_simulate import HELM, prod_build  # noqa: F401 - module fixture (one prod render)
 
 from ekstrain import topology, validation
 from ekstrain.assembly.jobs import render
 from ekstrain.assembly.schedulers.volcano import volcano_values
 
 PROD = stack_config("prod")
+needs_build = pytest.mark.skipif(
+    HELM is None or validation.upstream_dir() is None, reason="needs a helm binary and the upstream chart archives"
+)
 
 
 def test_discovery_lists_the_eks_layers_top_down_then_the_hostname() -> None:
@@ -68,3 +75,12 @@ def test_a_64_gpu_pipeline_gang_carries_a_hard_tier_and_validates() -> None:
     job = next(o for o in objects if o["kind"] == "Job")
     assert job["spec"]["networkTopology"] == {"mode": "hard", "highestTierAllowed": 2}
     assert [p for o in objects for p in validation.validate_object(o, PROD.cluster.kubernetes_version)] == []
+
+
+@needs_build
+def test_the_chart_writes_the_discovery_as_a_mapping(prod_build: pathlib.Path) -> None:  # noqa: F811
+    """templates/controllers.yaml writes the value with toYaml: a string value would reach volcano-controller.conf as
+    one YAML block scalar, which the controller cannot read as its config."""
+    path = prod_build / "charts" / "volcano--volcano" / "ConfigMap-volcano-system-volcano-controller-configmap.yaml"
+    conf = yaml.safe_load(yaml.safe_load(path.read_text())["data"]["volcano-controller.conf"])
+    assert conf == topology.discovery_config()
