@@ -84,3 +84,12 @@ def test_the_chart_writes_the_discovery_as_a_mapping(prod_build: pathlib.Path) -
     path = prod_build / "charts" / "volcano--volcano" / "ConfigMap-volcano-system-volcano-controller-configmap.yaml"
     conf = yaml.safe_load(yaml.safe_load(path.read_text())["data"]["volcano-controller.conf"])
     assert conf == topology.discovery_config()
+
+
+@pytest.mark.skipif(validation.upstream_dir() is None, reason="needs the pinned upstream CRDs")
+def test_a_trainjob_runtime_gives_its_podgroup_the_same_tier() -> None:
+    spec = spec_for("gpu-h100", nodes=8, name="llama", model="llama3-70b", global_batch=512, pp=4, tp=8, micro_batch=1)
+    objects = render(spec, PROD, "trainjob", FakePlanner())
+    runtime = next(o for o in objects if o["kind"] == "TrainingRuntime")
+    assert runtime["spec"]["podGroupPolicy"]["volcano"]["networkTopology"] == {"mode": "hard", "highestTierAllowed": 2}
+    assert [p for o in objects for p in validation.validate_object(o, PROD.cluster.kubernetes_version)] == []
