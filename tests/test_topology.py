@@ -16,11 +16,14 @@ import yaml
 from conftest import stack_config
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
-from test_simulate import HELM, prod_build  # noqa: F401 - module fixture (one prod render)
+from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
+from test_simulate_timeline import _arrival, _job, _mix
 
 from ekstrain import topology, validation
 from ekstrain.assembly.jobs import render
 from ekstrain.assembly.schedulers.volcano import volcano_values
+from ekstrain.simulate import engine
+from ekstrain.simulate.timeline import simulate_timeline
 
 PROD = stack_config("prod")
 needs_build = pytest.mark.skipif(
@@ -93,3 +96,18 @@ def test_a_trainjob_runtime_gives_its_podgroup_the_same_tier() -> None:
     runtime = next(o for o in objects if o["kind"] == "TrainingRuntime")
     assert runtime["spec"]["podGroupPolicy"]["volcano"]["networkTopology"] == {"mode": "hard", "highestTierAllowed": 2}
     assert [p for o in objects for p in validation.validate_object(o, PROD.cluster.kubernetes_version)] == []
+
+
+@needs_build
+def test_two_64_gpu_gangs_on_one_partition_each_span_one_tier(cluster: engine.Cluster) -> None:  # noqa: F811
+    """GIVEN two 8-node (64-GPU) gangs on prod's gpu-a100 (16 x p4d) and the stated layout (16 instances under one
+    layer-3 network node) WHEN played THEN each runs within tier 1 and the report says so."""
+    one = _arrival(_job("gpu-a100", "volcano", 8, "gang-a"), 0, 3)
+    two = _arrival(_job("gpu-a100", "volcano", 8, "gang-b"), 0, 3)
+    report = simulate_timeline(cluster, _mix(one, two, hours=6))
+    lines = [w for w in report.waits if w.startswith("TOPOLOGY")]
+    assert sorted(lines) == [
+        "TOPOLOGY Job/gang-a: 8 nodes span tier 1 (soft)",
+        "TOPOLOGY Job/gang-b: 8 nodes span tier 1 (soft)",
+    ], report.lines()
+    assert report.problems == []

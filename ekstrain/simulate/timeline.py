@@ -50,6 +50,7 @@ from typing import Any
 
 from ekstrain import cold_start, health_gate
 from ekstrain.simulate import capacity_windows, match, notebooks, slurm_gangs, volcano
+from ekstrain.simulate import topology as net_topology
 from ekstrain.simulate.engine import (
     Cluster,
     _min_resources,
@@ -334,6 +335,7 @@ class Timeline:
         self.shortages: dict[str, tuple[int, int]] = {}
         """instance type -> (minute EC2 has capacity again, instances it can still launch before then)."""
         self.block_events: list[str] = []
+        self.topology_lines: list[str] = []
         self.signalled: dict[str, tuple[int, float]] = {}
         """Jobs writing their checkpoint after a Capacity Block's signal: name -> (minute done, progress saved)."""
 
@@ -843,6 +845,7 @@ class Timeline:
 
     def started(self, job: Job) -> None:
         job.state, job.started_at = "running", self.now
+        net_topology.on_start(self, job)
         if job.first_started_at is None:
             job.first_started_at = self.now
 
@@ -990,7 +993,7 @@ class Timeline:
         while self.now < self.mix.minutes:
             self.step()
         self.conclude()
-        waits = self.waits() + capacity_windows.lines(self)
+        waits = self.waits() + capacity_windows.lines(self) + self.topology_lines
         return Report(self.jobs, self.idle, self.idle_usd, self.problems, self.fault_outcomes, waits)
 
     def conclude(self) -> None:
