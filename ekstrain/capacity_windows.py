@@ -56,7 +56,7 @@ class Window:
 
 
 def stamp(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def signal_too_late(signal_minutes: int, save_seconds: int) -> str | None:

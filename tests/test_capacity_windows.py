@@ -95,7 +95,10 @@ def test_mix_blocks_name_the_key() -> None:
 
 
 WINDOW = cw.Window(
-    "gpu-h100", dt.datetime(2026, 12, 7, 11, 30, tzinfo=dt.UTC), dt.datetime(2026, 12, 14, 11, 30, tzinfo=dt.UTC), 60
+    "gpu-h100",
+    dt.datetime(2026, 12, 7, 11, 30, tzinfo=dt.timezone.utc),
+    dt.datetime(2026, 12, 14, 11, 30, tzinfo=dt.timezone.utc),
+    60,
 )
 
 
@@ -109,7 +112,7 @@ def test_a_job_longer_than_the_window_is_named() -> None:
     assert cw.job_fits(WINDOW, 100) is None
     why = cw.job_fits(WINDOW, 200)
     assert why is not None and "200 h" in why and "2026-12-14T10:50:00Z" in why
-    late = dt.datetime(2026, 12, 13, 0, 0, tzinfo=dt.UTC)
+    late = dt.datetime(2026, 12, 13, 0, 0, tzinfo=dt.timezone.utc)
     assert cw.job_fits(WINDOW, 36, start=late) is not None
 
 
@@ -209,7 +212,7 @@ def _block_cfg(**window: object):  # type: ignore[no-untyped-def]
     return parse_with(lambda s: _block(s, start=START, end=END, **window))[0]
 
 
-BEFORE = dt.datetime(2026, 12, 5, tzinfo=dt.UTC)
+BEFORE = dt.datetime(2026, 12, 5, tzinfo=dt.timezone.utc)
 
 
 def test_jobs_on_the_block_carry_the_checkpoint_signal() -> None:

@@ -25,7 +25,7 @@ def rendezvous(r: ResolvedRun) -> list[str]:
 
 def build(r: ResolvedRun) -> list[dict[str, Any]]:
     container = worker_container(r, name=TASK, command=["/bin/bash", "-c", r.shell(rendezvous(r))])
-    job = {
+    job: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "Job",
         "metadata": r.metadata(),

@@ -44,7 +44,7 @@ def check(spec: RunSpec, cfg: StackConfig, now: dt.datetime | None = None) -> st
     if found is None or spec.planned_hours is None:
         return None
     i, w = found
-    why = capacity_windows.job_fits(w, spec.planned_hours, now or dt.datetime.now(dt.UTC))
+    why = capacity_windows.job_fits(w, spec.planned_hours, now or dt.datetime.now(dt.timezone.utc))
     if why is None:
         return None
     key = f"ekstrain:partitions[{i}] ({w.partition}).capacityReservation.checkpointSignalMinutes"
