@@ -18,7 +18,7 @@ from conftest import stack_config, stack_sections
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
-from test_simulate_timeline import _arrival, _job, _mix
+from test_simulate_timeline import _arrival, _gated, _job, _mix
 
 from ekstrain import capacity_windows as cw
 from ekstrain import validation
@@ -28,7 +28,7 @@ from ekstrain.simulate import engine
 from ekstrain.simulate.capacity_windows import CapacityBlock, parse
 from ekstrain.simulate.inputs import InputError
 from ekstrain.simulate.mix import read_mix
-from ekstrain.simulate.timeline import simulate_timeline
+from ekstrain.simulate.timeline import Fault, simulate_timeline
 from ekstrain.stacks import loader
 from ekstrain.stacks.errors import ConfigError
 
@@ -260,3 +260,39 @@ def test_summary_lists_the_window_and_what_runs_in_it() -> None:
     )
     assert "Volcano queue(s) gpu-h100" in text and "Slurm partition gpu-h100" in text
     assert capacity_rules.summary_lines(stack_config("dev")) == []
+
+
+def _spare(cluster: engine.Cluster, pool: str, nodes: int, spare: int) -> engine.Cluster:  # noqa: F811
+    """The cluster with ``pool``'s NodePool limits raised from ``nodes`` to ``nodes + spare`` nodes' worth."""
+    scale = (nodes + spare) / nodes
+    out = [
+        dataclasses.replace(n, pool_limits={k: v * scale for k, v in n.pool_limits.items()}) if n.pool == pool else n
+        for n in cluster.nodes
+    ]
+    return dataclasses.replace(cluster, nodes=out)
+
+
+@needs_build
+def test_one_spare_node_shortens_the_restart_after_a_sick_node(
+    cluster: engine.Cluster,  # noqa: F811
+    prod_build: pathlib.Path,  # noqa: F811
+) -> None:
+    """GIVEN the 8-node gang on gpu-h100 and one node turning sick at 2 h WHEN the NodePool holds exactly the gang
+    THEN the restart waits for NodeRepair to delete the sick node (its NodeClaim counts against the limit); WHEN it
+    holds one node over the gang (a 9-instance reservation) THEN the restart launches the spare at once: it finishes
+    earlier and the other 7 nodes idle less."""
+    gang = _arrival(_job("gpu-h100", "volcano", 8, "big"), 0, 6)
+    fault = [Fault(120, "node-unhealthy", "Job/big")]
+    gated = _gated(prod_build)  # the health gate's guard keeps the restart off the sick node
+    exact = simulate_timeline(cluster, _mix(gang, faults=fault, hours=10, gated_pools=gated))
+    spare = simulate_timeline(_spare(cluster, "gpu-h100", 8, 1), _mix(gang, faults=fault, hours=10, gated_pools=gated))
+    a, b = (next(j for j in r.jobs if j.name == "Job/big") for r in (exact, spare))
+    assert a.state == b.state == "finished"
+    assert b.ended_at is not None and a.ended_at is not None and b.ended_at < a.ended_at
+    held = [
+        r.idle.get("gpu-h100", {}).get("held while the job restarts or its other nodes launch", 0.0) / 60
+        for r in (exact, spare)
+    ]
+    assert held[1] < held[0], held
+    assert any("full until NodeRepair" in w for w in a.all_waits)
+    assert not any("full until NodeRepair" in w for w in b.all_waits)
