@@ -37,9 +37,73 @@ def windows(cfg: StackConfig) -> list[capacity_windows.Window]:
     return out
 
 
-def check(cfg: StackConfig, today: dt.date) -> tuple[list[ConfigIssue], list[str]]:
+_DIRECTIONS = {"northeast": "ne", "northwest": "nw", "southeast": "se", "southwest": "sw", "central": "c"}
+
+
+def zone_id_prefix(region: str) -> str:
+    """The AZ ID prefix of a region: us-west-2 -> usw2, ap-northeast-1 -> apne1, eu-central-1 -> euc1,
+    us-gov-west-1 -> usgw1 (the AZ IDs ``aws ec2 describe-availability-zones`` lists)."""
+    parts = region.split("-")
+    words = [_DIRECTIONS.get(w, w[0]) for w in parts[1:-1]]
+    return parts[0] + "".join(words) + parts[-1]
+
+
+def zones(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
+    """The training AZ by ID: its region, and each EFA partition's types offered there (when the stack lists the
+    offerings; offline nothing else can know them, ekstrain/offerings.py is by region)."""
+    net = cfg.network
     errors: list[ConfigIssue] = []
     warnings: list[str] = []
+    zone_id = net.training_availability_zone_id
+    if zone_id is None:
+        if net.training_zone_instance_types:
+            errors.append(
+                ConfigIssue(
+                    "ekstrain:network.trainingZoneInstanceTypes",
+                    "lists offerings of an AZ ID the stack does not name",
+                    "add network.trainingAvailabilityZoneId (the ID of trainingAvailabilityZone in your account)",
+                )
+            )
+        return errors, warnings
+    prefix = zone_id_prefix(cfg.region)
+    if not zone_id.startswith(prefix + "-"):
+        errors.append(
+            ConfigIssue(
+                "ekstrain:network.trainingAvailabilityZoneId",
+                f"{zone_id} is not an AZ ID of {cfg.region} (those start with {prefix}-)",
+                f"give the ID of {net.training_availability_zone} from `aws ec2 describe-availability-zones "
+                f"--region {cfg.region} --query 'AvailabilityZones[].[ZoneName,ZoneId]'`",
+            )
+        )
+        return errors, warnings
+    offered = set(net.training_zone_instance_types)
+    efa = [(i, p) for i, p in enumerate(cfg.partitions) if p.efa]
+    if not offered:
+        names = sorted({t for _, p in efa for t in p.instance_types})
+        warnings.append(
+            f"ekstrain:network.trainingZoneInstanceTypes: the render cannot know whether {', '.join(names)} are "
+            f"offered in {zone_id} (the offerings table is by region); list them from `aws ec2 "
+            "describe-instance-type-offerings --location-type availability-zone-id --filters "
+            f"Name=location,Values={zone_id}`"
+        )
+        return errors, warnings
+    for i, part in efa:
+        missing = [t for t in part.instance_types if t not in offered]
+        if missing:
+            errors.append(
+                ConfigIssue(
+                    f"ekstrain:partitions[{i}] ({part.name}).instanceTypes",
+                    f"{', '.join(missing)} not offered in the training AZ {zone_id} "
+                    "(network.trainingZoneInstanceTypes): Karpenter would never launch them there",
+                    f"pick a training AZ whose ID offers them, or use {', '.join(sorted(offered)[:5])}"
+                    + ("..." if len(offered) > 5 else ""),
+                )
+            )
+    return errors, warnings
+
+
+def check(cfg: StackConfig, today: dt.date) -> tuple[list[ConfigIssue], list[str]]:
+    errors, warnings = zones(cfg)
     save = save_seconds(cfg)
     least = capacity_windows.KARPENTER_DRAIN_MINUTES + math.ceil(save / 60)
     for i, part in enumerate(cfg.partitions):

@@ -296,3 +296,50 @@ def test_one_spare_node_shortens_the_restart_after_a_sick_node(
     assert held[1] < held[0], held
     assert any("full until NodeRepair" in w for w in a.all_waits)
     assert not any("full until NodeRepair" in w for w in b.all_waits)
+
+
+def _zone(**network: object) -> tuple[list[str], list[str]]:
+    def change(s: dict) -> None:
+        s["network"].update(network)
+
+    try:
+        _, warnings = parse_with(change)
+    except ConfigError as exc:
+        return [str(i) for i in exc.issues], []
+    return [], warnings
+
+
+def test_the_zone_id_prefix_of_a_region() -> None:
+    from ekstrain.stacks.capacity_rules import zone_id_prefix
+
+    assert [
+        zone_id_prefix(r) for r in ("us-west-2", "us-east-1", "ap-northeast-1", "eu-central-1", "us-gov-west-1")
+    ] == [
+        "usw2",
+        "use1",
+        "apne1",
+        "euc1",
+        "usgw1",
+    ]
+
+
+def test_a_zone_id_of_another_region_is_refused() -> None:
+    errors, _ = _zone(trainingAvailabilityZoneId="use1-az4")  # prod is us-west-2
+    assert errors and errors[0].startswith("ekstrain:network.trainingAvailabilityZoneId: use1-az4 is not an AZ ID")
+    assert "describe-availability-zones" in errors[0]
+
+
+def test_without_offerings_the_render_says_it_cannot_know() -> None:
+    errors, warnings = _zone(trainingAvailabilityZoneId="usw2-az2")
+    assert errors == []
+    assert any("cannot know whether" in w and "p5.48xlarge" in w and "usw2-az2" in w for w in warnings)
+
+
+def test_a_type_not_offered_in_the_zone_id_is_refused_with_key_and_fix() -> None:
+    offered = ["p4d.24xlarge", "p4de.24xlarge", "trn1.32xlarge", "trn1n.32xlarge"]  # no p5 in this AZ ID
+    errors, _ = _zone(trainingAvailabilityZoneId="usw2-az2", trainingZoneInstanceTypes=offered)
+    assert len(errors) == 1
+    assert errors[0].startswith("ekstrain:partitions[1] (gpu-h100).instanceTypes: p5.48xlarge not offered in")
+    assert "fix: pick a training AZ whose ID offers them" in errors[0]
+    ok, warnings = _zone(trainingAvailabilityZoneId="usw2-az2", trainingZoneInstanceTypes=[*offered, "p5.48xlarge"])
+    assert ok == [] and not any("trainingZone" in w for w in warnings)
