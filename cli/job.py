@@ -19,7 +19,7 @@ from typing import Any
 
 from ekstrain import outputs
 from ekstrain.assembly.jobs import logs as joblogs
-from ekstrain.assembly.jobs import nccl
+from ekstrain.assembly.jobs import nccl, windows
 from ekstrain.assembly.jobs.render import SCHEDULERS, render, render_sbatch, scheduler_problem, to_yaml
 from ekstrain.assembly.jobs.spec import FRAMEWORK_CHOICES, JobRequestError, RunSpec
 from ekstrain.cli import argtypes as t
@@ -86,6 +86,11 @@ def add_job_commands(subparsers: Any) -> None:
     )
     r.add_argument("--no-precompile", action="store_true", help="Trainium: skip neuron_parallel_compile")
     r.add_argument("--max-restarts", type=t.nonneg_int, default=3)
+    r.add_argument(
+        "--hours",
+        type=t.positive_float,
+        help="training hours the run needs; on a Capacity Block partition, checked against the block's window",
+    )
     for degree in ("tp", "pp", "cp", "ep", "micro-batch"):
         r.add_argument(f"--{degree}", type=t.positive_int, help=f"pin the plan's {degree.replace('-', ' ')}")
     r.add_argument("--zero", type=int, choices=range(4), metavar="{0,1,2,3}", help="pin the plan's ZeRO stage")
@@ -160,6 +165,7 @@ def spec_from_args(args: argparse.Namespace, cfg: Any) -> RunSpec:
         resume_flag=args.resume_flag,
         precompile=not args.no_precompile,
         max_restarts=args.max_restarts,
+        planned_hours=getattr(args, "hours", None),
         env=env,
         args=tuple(getattr(args, "script_args", ()) or ()),
         tp=args.tp,
@@ -194,6 +200,9 @@ def cmd_render(args: argparse.Namespace) -> int:
         else:
             spec = spec_from_args(args, cfg)
             job_name = spec.name
+            note = windows.check(spec, cfg)
+            if note:
+                print(f"warning: ekstrain job render: {note}", file=sys.stderr)
             if args.scheduler == "slurm" and not args.configmap:
                 objects, text = [], render_sbatch(spec, cfg)
             else:

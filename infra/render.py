@@ -60,7 +60,7 @@ from ekstrain.infra.verify import (
 from ekstrain.pages import render_page
 from ekstrain.partitions import layout_nodes, shape
 from ekstrain.paths import helm_fix, upstream_fix
-from ekstrain.stacks import loop_rules, rules
+from ekstrain.stacks import capacity_rules, loop_rules, rules
 from ekstrain.stacks.loader import SECRET_PLACEHOLDER
 from ekstrain.stacks.models import StackConfig
 
@@ -700,6 +700,7 @@ def write(
             "## Storage",
             "",
             *storage_lines(cfg),
+            *capacity_rules.summary_lines(cfg),
             "",
             "## Components",
             "",

@@ -26,7 +26,7 @@ from ekstrain import (
     subnets,
     versions,
 )
-from ekstrain.stacks import labels, limits, loop_rules
+from ekstrain.stacks import capacity_rules, labels, limits, loop_rules
 from ekstrain.stacks.errors import ConfigIssue
 from ekstrain.stacks.models import StackConfig
 from ekstrain.stacks.models.base import kms_key_region
@@ -79,6 +79,9 @@ def check(cfg: StackConfig, today: dt.date | None = None) -> tuple[list[ConfigIs
     errors += _ami_against_launch(cfg)
     errors += _limits(cfg, day)
     errors += names_and_room(cfg)
+    block_errors, block_warnings = capacity_rules.check(cfg, day)
+    errors += block_errors
+    warnings += block_warnings
     ami = versions.ami_alias_warning(cfg.versions.ami_alias_version, cfg.versions.ami_alias_max_age_days, day)
     if ami:
         warnings.append(f"ekstrain:versions.amiAliasVersion: {ami}")

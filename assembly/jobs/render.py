@@ -12,7 +12,19 @@ import yaml
 
 from ekstrain import catalog
 from ekstrain.assembly import logs
-from ekstrain.assembly.jobs import bionemo, mpijob, nccl, pod, pytorchjob, ray, slurm, trainium, trainjob, volcano
+from ekstrain.assembly.jobs import (
+    bionemo,
+    mpijob,
+    nccl,
+    pod,
+    pytorchjob,
+    ray,
+    slurm,
+    trainium,
+    trainjob,
+    volcano,
+    windows,
+)
 from ekstrain.assembly.jobs import logs as joblogs
 from ekstrain.assembly.jobs.planning import PlannerBackend
 from ekstrain.assembly.jobs.resolve import ResolvedRun, resolve
@@ -93,6 +105,8 @@ def resolve_for(spec: RunSpec, cfg: StackConfig, scheduler: str, planner: Planne
         raise JobRequestError(f"unknown scheduler {scheduler!r}{hint}; fix: use one of {', '.join(SCHEDULERS)}")
     # slurmd pods mount the FSx file system at the Slurm shared path, not at the pods' /fsx.
     mount = cfg.schedulers.slurm.shared_mount_path if scheduler == "slurm" else None
+    windows.check(spec, cfg)  # refuses a run that outlives its Capacity Block without a checkpoint signal
+    spec = dataclasses.replace(spec, env={**windows.signal_env(cfg, spec.partition), **spec.env})
     r = resolve(spec, cfg, planner, require_family=SCHEDULERS[scheduler].family, mount_path=mount)
     # Every pod says which job, kind and queue it belongs to: the log agent and OpenCost read these labels.
     # The queue is the one the pods run in: with teams ``<partition>-<team>`` or ``<partition>-shared``, so spend by

@@ -223,6 +223,9 @@ class RunSpec:
     """Pinned plan fields (@default none: the planner chooses)."""
     plan: Any | None = None
     """@default none: a plan computed beforehand; it must be for this partition's instance type and ``nodes``."""
+    planned_hours: float | None = None
+    """@default none: training hours the run needs; on a Capacity Block partition it is checked against the
+    block's window (assembly/jobs/windows.py)."""
 
     def __post_init__(self) -> None:
         self._check_text()

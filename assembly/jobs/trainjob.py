@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ekstrain import topology
 from ekstrain.assembly.jobs.pod import (
     QUEUE_ANNOTATION,
     VOLCANO_SCHEDULER,
@@ -54,7 +55,10 @@ def training_runtime(r: ResolvedRun) -> dict[str, Any]:
     spec: dict[str, Any] = {"mlPolicy": {"numNodes": r.nodes, "torch": {}}}
     template: dict[str, Any] = {}
     if r.volcano:
-        spec["podGroupPolicy"] = {"volcano": {}}
+        # Trainer v2.3 PodGroupPolicy.volcano.networkTopology (the pinned TrainingRuntime CRD) goes onto the PodGroup
+        # its Volcano plugin creates: the same tier a Volcano Job of this plan asks (ekstrain/topology.py).
+        constraint = topology.network_topology(r.instance.name, r.nodes, r.degrees)
+        spec["podGroupPolicy"] = {"volcano": {"networkTopology": constraint} if constraint else {}}
         template["metadata"] = {"annotations": {QUEUE_ANNOTATION: queue(r)}}
         pod_extra["schedulerName"] = VOLCANO_SCHEDULER
     return {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ekstrain import topology
 from ekstrain.assembly.jobs.pod import launch_configmap, queue, worker_container, worker_template
 from ekstrain.assembly.jobs.resolve import MASTER_PORT, ResolvedRun
 
@@ -24,7 +25,7 @@ def rendezvous(r: ResolvedRun) -> list[str]:
 
 def build(r: ResolvedRun) -> list[dict[str, Any]]:
     container = worker_container(r, name=TASK, command=["/bin/bash", "-c", r.shell(rendezvous(r))])
-    job = {
+    job: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "Job",
         "metadata": r.metadata(),
@@ -48,4 +49,9 @@ def build(r: ResolvedRun) -> list[dict[str, Any]]:
             ],
         },
     }
+    # One network tier for the gang (ekstrain/topology.py): hard within tier 2 for pipeline/context-parallel plans,
+    # soft otherwise; only on types EKS labels with network-node layers (HyperNodes exist only for those nodes).
+    constraint = topology.network_topology(r.instance.name, r.nodes, r.degrees)
+    if constraint is not None:
+        job["spec"]["networkTopology"] = constraint
     return [*launch_configmap(r), job]

@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from ekstrain import names
+from ekstrain import names, topology
 from ekstrain.assembly.schedulers import teams
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain.names import SYSTEM_NODE_SELECTOR
@@ -97,6 +97,11 @@ def volcano_values(cfg: StackConfig | None = None) -> dict[str, Any]:
             "scheduler_config_override": yaml.safe_dump(
                 scheduler_config(cfg is not None and teams.hierarchy(cfg)), sort_keys=False
             ),
+            # HyperNodes from the EKS network-node-layer labels (ekstrain/topology.py; the chart's own
+            # controller_config_override example, label source): gangs' networkTopology is resolved against them.
+            # A mapping, not a string: templates/controllers.yaml writes it with toYaml into volcano-controller.conf,
+            # and a string would land there as one YAML block scalar.
+            "controller_config_override": topology.discovery_config(),
             # The chart sets no resources (values.yaml `*_resources: ~`): BestEffort pods are the kubelet's
             # first eviction victims under node pressure on the shared system nodes. Requests = limits on
             # memory make them Burstable with a floor; cpu is not limited (no throttling of the scheduler).

@@ -36,7 +36,7 @@ from typing import Any
 import yaml
 
 from ekstrain import catalog, health_gate, inputs_guard, storage_sizing, yaml12
-from ekstrain.simulate import upgrade
+from ekstrain.simulate import capacity_windows, upgrade
 from ekstrain.simulate.inputs import SAFE_LOADER, InputError, read_file
 from ekstrain.simulate.notebooks import START_TIMEOUT_KEY
 from ekstrain.simulate.quantity import parse
@@ -158,7 +158,16 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
     _known(
         where,
         doc,
-        ("hours", "checkpointMinutes", "checkpointSaveSeconds", "launchMinutes", "jobs", "faults", "upgrade"),
+        (
+            "hours",
+            "checkpointMinutes",
+            "checkpointSaveSeconds",
+            "launchMinutes",
+            "jobs",
+            "faults",
+            "upgrade",
+            "capacityBlocks",
+        ),
     )
     mix = Mix(arrivals=[])
     mix.minutes = int(_number(f"{where}: hours", doc.get("hours", 48), 1, MAX_HOURS) * 60)
@@ -166,6 +175,10 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
     if "checkpointSaveSeconds" in doc:  # otherwise the stack's FSx decides (stack_checkpoint_seconds)
         mix.checkpoint_save_seconds = _whole(f"{where}: checkpointSaveSeconds", doc["checkpointSaveSeconds"], 0, 10**6)
         mix.checkpoint_save_given = True
+    if "capacityBlocks" in doc:
+        mix.capacity_blocks = capacity_windows.parse(
+            f"{where}: capacityBlocks", doc["capacityBlocks"], mix.minutes / 60
+        )
     launch = _mapping(f"{where}: launchMinutes", doc.get("launchMinutes") or {})
     _known(f"{where}: launchMinutes", launch, LAUNCH_FAMILIES)
     for family, minutes in launch.items():

@@ -49,7 +49,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ekstrain import cold_start, health_gate
-from ekstrain.simulate import match, notebooks, slurm_gangs, volcano
+from ekstrain.simulate import capacity_windows, match, notebooks, slurm_gangs, volcano
+from ekstrain.simulate import topology as net_topology
 from ekstrain.simulate.engine import (
     Cluster,
     _min_resources,
@@ -158,6 +159,8 @@ class Mix:
     """Minutes a tainted node's conditions stay True before the guard returns it to service (None: never)."""
     upgrade: Any = None
     """A Kubernetes minor upgrade played while jobs run (ekstrain/simulate/upgrade.py ``Upgrade``); None: none."""
+    capacity_blocks: list[capacity_windows.CapacityBlock] = field(default_factory=list)
+    """Capacity Block windows: their partitions have capacity only inside them (capacity_windows.py)."""
 
 
 @dataclass
@@ -373,6 +376,10 @@ class Timeline:
         """NodePool -> when the guard deleted a node that failed its pre-flight (Karpenter then launches another)."""
         self.flaps: list[tuple[int, int, int, SimNode]] = []
         """(taint minute, start, minutes False, node) of ``condition-flap`` faults the guard acts on."""
+        self.block_events: list[str] = []
+        self.topology_lines: list[str] = []
+        self.signalled: dict[str, tuple[int, float]] = {}
+        """Jobs writing their checkpoint after a Capacity Block's signal: name -> (minute done, progress saved)."""
 
     def place(self, g: PodGroup) -> tuple[Node | None, str]:
         """engine.place on the Karpenter pools, once per pod group (the pools do not change)."""
@@ -454,6 +461,9 @@ class Timeline:
                 f"NodePool {candidate.pool} held by the health gate's breaker since {_clock(self.held[candidate.pool])}"
                 " (no launch until the operator resumes it)"
             )
+        closed = capacity_windows.closed(self, candidate)
+        if closed:
+            return closed
         use = self.pool_use(candidate.pool)
         for r, lim in sorted(candidate.pool_limits.items()):
             add = 1.0 if r == "nodes" else candidate.capacity.get(r, 0.0)
@@ -803,6 +813,7 @@ class Timeline:
 
     # -- the clock --
     def step(self) -> None:
+        capacity_windows.tick(self)
         for f in self.mix.faults:
             if f.at == self.now:
                 self.fault(f)
@@ -855,6 +866,8 @@ class Timeline:
                     )
                     self.fail(job, "started on a node with a GPU fault (same sick node: no NodeRepair yet)")
                     continue
+                if job.name in self.signalled:
+                    continue  # writing the checkpoint the Capacity Block's signal asked for
                 job.progress += 1
                 if job.resumes and job.progress - job.last_checkpoint >= self.mix.checkpoint_every:
                     job.last_checkpoint = job.progress
@@ -898,6 +911,7 @@ class Timeline:
 
     def started(self, job: Job) -> None:
         job.state, job.started_at = "running", self.now
+        net_topology.on_start(self, job)
         if job.first_started_at is None:
             job.first_started_at = self.now
 
@@ -1052,7 +1066,8 @@ class Timeline:
             lines, problems = self.mix.upgrade.conclude(self)
             self.fault_outcomes += lines
             self.problems += problems
-        return Report(self.jobs, self.idle, self.idle_usd, self.problems, self.fault_outcomes, self.waits())
+        waits = self.waits() + capacity_windows.lines(self) + self.topology_lines
+        return Report(self.jobs, self.idle, self.idle_usd, self.problems, self.fault_outcomes, waits)
 
     def conclude(self) -> None:
         """Problems (exit 1): a job that failed or did not finish with no injected fault to blame, a starved

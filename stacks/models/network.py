@@ -53,6 +53,15 @@ class NetworkConfig(Model):
     (the zones of ``existingVpc.privateSubnets``, in their order); if given, exactly those zones."""
     training_availability_zone: str
     """The one AZ holding the EFA subnet, placement groups and FSx: EFA traffic cannot cross subnets."""
+    training_availability_zone_id: str | None = Field(default=None, pattern=r"^[a-z]{2,6}[0-9]+-az[0-9]+$")
+    """@default none. The AZ ID (``usw2-az2``) of ``trainingAvailabilityZone`` in your account
+    (``aws ec2 describe-availability-zones``): accelerator capacity, reservations and Capacity Blocks are offered per
+    AZ ID, and AZ names map to different IDs in each account. Its region part must be the stack's region."""
+    training_zone_instance_types: list[str] = Field(default_factory=list, max_length=500)
+    """@default none (not checked). The instance types EC2 offers in ``trainingAvailabilityZoneId``, as
+    ``aws ec2 describe-instance-type-offerings --location-type availability-zone-id --filters
+    Name=location,Values=<AZ ID> --query 'InstanceTypeOfferings[].InstanceType'`` prints them; every EFA
+    partition's type must be among them."""
     nat_gateways: Literal["single", "perAz"] = "single"
     """@default single (cheapest); perAz survives the loss of an AZ. Not with ``existingVpc``."""
     existing_vpc: ExistingVpc | None = None

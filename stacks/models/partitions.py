@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from typing import Literal
 
@@ -29,6 +30,17 @@ class CapacityReservation(Model):
     NodePool then also requires ``karpenter.k8s.aws/capacity-reservation-type In [capacity-block]`` (Karpenter
     v1.6+, karpenter.sh/docs/tasks/odcrs), so only nodes in a block launch, and the placement group defaults to
     off (a block's instances are co-located by EC2; ``placementGroup: true`` is refused)."""
+    start: dt.datetime | None = None
+    """Capacity Block only: when the block becomes active, UTC (``2026-12-07T11:30:00Z``, the StartDate
+    ``aws ec2 describe-capacity-reservations`` shows). Karpenter launches into it only from then."""
+    end: dt.datetime | None = None
+    """Capacity Block only: its EndDate, UTC. EC2 reclaims its instances from 30 min before; Karpenter drains
+    them 40 min before (ekstrain/capacity_windows.py). SUMMARY lists the window and what runs in it."""
+    checkpoint_signal_minutes: int | None = Field(default=None, ge=41, le=24 * 60)
+    """Capacity Block only: minutes before ``end`` the jobs on the partition are told to save and exit (their
+    ``EKSTRAIN_CHECKPOINT_AT``); more than Karpenter's 40-min drain plus one checkpoint's save. @default none:
+    a running job loses the work since its last checkpoint at the drain, so ``ekstrain job render --hours``
+    refuses a job that cannot finish inside the window."""
 
     @field_validator("ids")
     @classmethod
@@ -39,10 +51,29 @@ class CapacityReservation(Model):
             raise ValueError(f"capacity reservation ids look like cr-0123456789abcdef0, got {bad}")
         return value
 
+    @field_validator("start", "end")
+    @classmethod
+    def _utc(cls, value: dt.datetime | None) -> dt.datetime | None:
+        if value is not None and value.utcoffset() is None:
+            raise ValueError(f"give the time in UTC with a Z, e.g. {value.isoformat()}Z (as EC2 shows it)")
+        return value
+
     @model_validator(mode="after")
     def _one_selector(self) -> CapacityReservation:
         if not self.ids and not self.tags:
             raise ValueError("give the reservation ids or tags")
+        window = (self.start, self.end, self.checkpoint_signal_minutes)
+        if self.type != "capacity-block" and any(v is not None for v in window):
+            raise ValueError(
+                "start, end and checkpointSignalMinutes describe a Capacity Block's window (an On-Demand Capacity "
+                "Reservation's instances are not reclaimed at its end); set type: capacity-block or remove them"
+            )
+        if (self.start is None) != (self.end is None):
+            raise ValueError("give both start and end of the Capacity Block (its StartDate and EndDate)")
+        if self.start is not None and self.end is not None and self.end <= self.start:
+            raise ValueError(f"end {self.end.isoformat()} is not after start {self.start.isoformat()}")
+        if self.checkpoint_signal_minutes is not None and self.end is None:
+            raise ValueError("checkpointSignalMinutes counts back from the block's end: give start and end")
         return self
 
 
