@@ -62,7 +62,10 @@ PARTITION_OBJECTS = {
     ("EC2NodeClass", "{p}-nodeclass"),
     ("NodePool", "{p}-nodepool"),
     ("DaemonSet", "health-gate-{p}"),  # the NodePool's pre-flight (ekstrain/health_gate.py)
+    ("PodGroup", "slurm-gang-podgroup-slurm-{p}"),  # the partition's slurmd pods admitted all or none
 }
+# The Slurm gang sizer lists every partition's NodeSet and PodGroup: a partition added or removed updates it.
+SIZER = ("update", "Deployment", "slurm-gang-deployment-slurm-gang-sizer")
 
 
 def partition_objects(action: str, partition: str) -> set[Change]:
@@ -97,6 +100,7 @@ def test_adding_a_partition_creates_its_objects(prod: list[Resource]) -> None:
         ("update", "Release", "slurm-cluster"),
         ("update", "Release", "jupyterhub"),
         ("update", "Release", "observability"),  # Prometheus memory follows the fleet's series (prometheus_sizing)
+        SIZER,
     }
     assert flagged(d) == set()
 
@@ -115,6 +119,7 @@ def test_removing_a_partition_deletes_its_nodes_and_is_flagged(prod: list[Resour
         ("update", "Release", "slurm-cluster"),
         ("update", "Release", "observability"),  # fewer nodes to scrape: a smaller Prometheus volume
         ("update", "Release", "jupyterhub"),
+        SIZER,
     }
     assert flagged(d) == {("gpu-h100-nodeclass", "training-nodes"), ("gpu-h100-nodepool", "training-nodes")}
 
@@ -132,6 +137,7 @@ def test_renaming_a_partition_is_a_new_partition(prod: list[Resource]) -> None:
         | partition_objects("create", "gpu-hopper")
         | {("update", "Release", "slurm-cluster"), ("update", "Release", "jupyterhub")}
         | {("replace", "ConfigMap", "cost-dashboard-spend")}  # the Slurm idle panel names each partition
+        | {SIZER}
     )
     assert {c for _, c in flagged(d)} == {"training-nodes"}
 
@@ -208,6 +214,12 @@ def test_turning_slurm_off_deletes_its_crds_and_objects(prod: list[Resource]) ->
         ("delete", "Secret", "slurm-db-secret"),
         ("delete", "StatefulSet", "slurm-db"),
         *(("delete", t, f"slurm-{k}") for k in ("slurmKey", "jwtKey") for t in ("Secret", "RandomPassword")),
+        # the gang sizer and its PodGroups go with Slurm
+        *(
+            ("delete", kind, f"slurm-gang-{kind.lower()}-slurm-gang-sizer")
+            for kind in ("ConfigMap", "Deployment", "Role", "RoleBinding", "ServiceAccount")
+        ),
+        *(("delete", "PodGroup", f"slurm-gang-podgroup-slurm-{p}") for p in ("gpu-a100", "gpu-h100", "trainium")),
     }
     # Slinky's templated CRDs would go with their release, and every NodeSet/LoginSet with them: the release
     # is protected (refused until unprotected). cert-manager keeps its CRDs (crds.keep).

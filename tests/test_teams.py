@@ -111,7 +111,9 @@ def test_slurm_notebooks_and_runtimes_name_the_shared_leaf() -> None:
     for p in partition_facts(CFG):
         want = f"{p.name}-shared" if p.name != "trainium" else "trainium"
         meta = slurm._queue_metadata(CFG, p)["metadata"]["annotations"]
-        assert meta == {"scheduling.volcano.sh/queue-name": want}
+        # the pods join the partition's gang PodGroup, which sits in that same leaf queue
+        assert meta == {"scheduling.volcano.sh/queue-name": want, "scheduling.k8s.io/group-name": f"slurm-{p.name}"}
+        assert slurm.gang_podgroup(CFG, p)["spec"]["queue"] == want
         notebook = jupyterhub.profile(p.config, False, True, teams.shared_queue(CFG, p.name))
         assert notebook["kubespawner_override"]["extra_annotations"] == {"scheduling.volcano.sh/queue-name": want}
         runtime = operators.torch_runtime(CFG, p)
