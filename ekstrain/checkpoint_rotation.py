@@ -195,6 +195,7 @@ def _files(path: str) -> list[str]:
 
 
 def file_archived(lfs: str, path: str, timeout: float) -> tuple[bool, str]:
+    path = os.path.abspath(path)  # a file named "-v" must reach lfs as a path, not an option
     try:
         done = subprocess.run([lfs, "hsm_state", path], capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:

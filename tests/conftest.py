@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import fnmatch
+import importlib.util
 import os
 import pathlib
 from collections.abc import Callable
@@ -189,8 +190,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _apply_markers(items: list[pytest.Item]) -> None:
     """slow, needs_helm and browser from tests/support/markers.py: what `make unit` leaves out."""
-    from tests.support import markers
-
+    # loaded by path: a pytest started elsewhere with this conftest as a plugin has no `tests` package
+    spec = importlib.util.spec_from_file_location("ekstrain_test_markers", REPO / "tests" / "support" / "markers.py")
+    assert spec is not None and spec.loader is not None
+    markers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(markers)
     table = {"browser": markers.BROWSER, "needs_helm": markers.NEEDS_HELM, "slow": markers.SLOW}
     for item in items:
         module = item.nodeid.split("::")[0]

@@ -121,7 +121,8 @@ def test_a_capacity_block_has_no_placement_group_and_refuses_one() -> None:
     (EC2 co-locates a block's instances) and no warning; WHEN placementGroup: true THEN the error names the key."""
     sections = stack_sections("dev")
     block = {"tags": {"ekstrain.io/block": "llm"}, "type": "capacity-block", "instanceCount": 2}
-    sections["partitions"][0].update(capacityType="reserved", capacityReservation=block)
+    # a type EC2 sells as a Capacity Block (dev's g5.8xlarge is not: that is refused on its own)
+    sections["partitions"][0].update(capacityType="reserved", capacityReservation=block, instanceTypes=["p5.48xlarge"])
     cfg, warnings = parse(sections, "Pulumi.dev.yaml", today=dt.date(2026, 12, 3))
     assert cfg.partitions[0].capacity_block and not cfg.partitions[0].wants_placement_group
     assert not any("placementGroup" in w for w in warnings), warnings

@@ -119,8 +119,8 @@ def test_GIVEN_framework_and_emit_that_disagree_WHEN_plan_search_THEN_one_error_
     code, out, err = run(["plan", "search", "--model", MODEL, *PLAN, "--framework", "deepspeed", "--emit", "megatron"])
     assert code == 2 and out == ""
     assert err.strip() == (
-        "error: --framework deepspeed and --emit megatron disagree: the plan is ranked for the framework it is "
-        "emitted for; drop --framework (or use --emit deepspeed)"
+        "error: ekstrain plan search: --framework deepspeed and --emit megatron disagree: the plan is ranked for the "
+        "framework it is emitted for; drop --framework (or use --emit deepspeed)"
     )
 
 

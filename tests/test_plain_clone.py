@@ -64,7 +64,9 @@ def _plain_clone(tmp: pathlib.Path) -> pathlib.Path:
 
 
 def _env(clone: pathlib.Path, tmp: pathlib.Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("EKSTRAIN_", "UPSTREAM_"))}
+    # nor the make that runs this test (`make test`): its MAKEFLAGS/MAKELEVEL make the child print "make[1]: ..."
+    drop = ("EKSTRAIN_", "UPSTREAM_", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
     # the clone's own code, its own cache; no helm on PATH (a plain machine): only the interpreter's directory
     env.update(
         PYTHONPATH=str(clone),
@@ -122,7 +124,11 @@ def test_make_test_in_a_plain_clone_says_what_it_needs_before_running_anything(c
     env = _env(clone, clone.parent)
     proc = subprocess.run(["make", "test"], cwd=clone, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
-    said = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip() and "make:" not in line]
+    said = [
+        line
+        for line in (proc.stdout + proc.stderr).splitlines()
+        if line.strip() and "make:" not in line and not line.startswith("make[")
+    ]
     assert len(said) == 1 and "make fetch-upstream" in said[0], said
     assert not (clone / ".venv").exists(), "nothing ran before the line"
 

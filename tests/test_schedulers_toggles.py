@@ -77,7 +77,10 @@ def test_disabling_a_scheduler_removes_exactly_its_resources(case: str, prod_rec
 
 def test_disabling_volcano_removes_queues_and_kuberay_stops_using_it(prod_recording: Recording) -> None:
     toggled = _run(lambda s: s["volcano"].update(enabled=False, queueWeights={}))
-    assert urns(prod_recording) - urns(toggled) == subtree(prod_recording, "ekstrain:volcano:Volcano")
+    # Volcano's subtree goes, and so do the Slurm gangs, which are Volcano PodGroups and their sizer
+    gangs = {r.urn for r in prod_recording.records if r.name.startswith("slurm-gang-")}
+    assert gangs and all(r.name.startswith("slurm-gang-") is False for r in toggled.records)
+    assert urns(prod_recording) - urns(toggled) == subtree(prod_recording, "ekstrain:volcano:Volcano") | gangs
     assert toggled.of_type(QUEUE) == []
     ray = next(r for r in toggled.of_type(RELEASE) if r.inputs["name"] == "kuberay-operator")
     assert "batchScheduler" not in ray.inputs["values"]

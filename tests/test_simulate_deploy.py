@@ -10,6 +10,7 @@ from ekstrain.contracts import timing
 from ekstrain.diff.sides import REPO, record
 from ekstrain.simulate import deploy
 from tests.conftest import needs_upstream
+from tests.test_simulate import prod_build  # noqa: F401 - module fixture (one prod render)
 
 URN = "urn:pulumi:prod::ekstrain::"
 
@@ -174,13 +175,11 @@ def test_seeded_object_bypassing_the_access_association_fails_even_when_it_happe
 
 
 @needs_upstream
-def test_prod_first_up_and_teardown(monkeypatch) -> None:
-    """On the render of prod (skipped without one). With exact references in resources.yaml the first up must
-    complete with its times; with bare names (before they were exact) the rehearsal names the race of the
+def test_prod_first_up_and_teardown(prod_build: pathlib.Path) -> None:  # noqa: F811
+    """On the render of prod (test_simulate's module fixture). With exact references in resources.yaml the first up
+    must complete with its times; with bare names (before they were exact) the rehearsal names the race of the
     StorageClass gp3 with the deploy role's access association (it waited for neither through the graph)."""
-    build = REPO / "build" / "prod"
-    if not (build / "resources.yaml").is_file():
-        pytest.skip("no build/prod: run `make render STACK=prod`")
+    build = prod_build
     rows = deploy.load_rows(build)
     if deploy.bare(rows):
         recorded = [r.to_dict() for r in record(REPO, "prod", REPO / "Pulumi.prod.yaml", "--stack-file")]

@@ -134,6 +134,8 @@ CALL_SITES = {
     "scripts/bench.py:time_render_in": "test_bench_commands_hold_no_user_value",
     "scripts/bench.py:time_make_test": "test_bench_commands_hold_no_user_value",
     "scripts/bench.py:time_diff": "test_bench_commands_hold_no_user_value",
+    "scripts/bench.py:deploy_rehearsal": "test_bench_commands_hold_no_user_value",
+    "ekstrain/checkpoint_rotation.py:file_archived": "test_lfs_gets_an_absolute_path_never_an_option",
 }
 
 
@@ -309,6 +311,7 @@ def test_bench_commands_hold_no_user_value(monkeypatch: pytest.MonkeyPatch, tmp_
         lambda: bench.time_render_in(REPO, tmp_path / "out", {}),
         lambda: bench.time_make_test(tmp_path),
         lambda: bench.time_diff(tmp_path),
+        lambda: bench.deploy_rehearsal(tmp_path / "build"),
     ):
         with pytest.raises(_Captured) as got:
             call()
@@ -316,6 +319,20 @@ def test_bench_commands_hold_no_user_value(monkeypatch: pytest.MonkeyPatch, tmp_
         assert argv in (["true"], ["make", "test"]) or argv[0] == sys.executable
         assert all(
             not a.startswith("-")
-            or a in ("-m", "-q", "-p", "-n", "--stack", "--out", "--stack-file", "--old-stack-file")
+            or a
+            in ("-m", "-q", "-p", "-n", "--stack", "--out", "--stack-file", "--old-stack-file", "--build", "--deploy")
             for a in argv[1:]
         ), argv
+
+
+def test_lfs_gets_an_absolute_path_never_an_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rotation asks ``lfs hsm_state`` about files whose names a training job chose: a checkpoint file named
+    ``-v`` reaches lfs as an absolute path, never as an option."""
+    from ekstrain import checkpoint_rotation
+
+    monkeypatch.setattr(checkpoint_rotation.subprocess, "run", _capture)
+    for name in ("-v", "--help", "-"):
+        with pytest.raises(_Captured) as got:
+            checkpoint_rotation.file_archived("lfs", name, 1.0)
+        assert got.value.argv[:2] == ["lfs", "hsm_state"]
+        assert got.value.argv[2].startswith("/") and got.value.argv[2].endswith(name)
