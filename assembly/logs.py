@@ -407,20 +407,9 @@ def kms_key_policy(key_arn: str, region: str, cluster: str) -> dict[str, Any]:
     return kms_policy.key_policy(
         key_arn,
         "ekstrain-logs",
-        {
-            "Sid": "CloudWatchLogsUsesKey",
-            "Effect": "Allow",
-            "Principal": {"Service": f"logs.{region}.amazonaws.com"},
-            "Action": ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
-            "Resource": "*",
-            "Condition": {
-                "ArnLike": {
-                    "kms:EncryptionContext:aws:logs:arn": (
-                        f"arn:{partition}:logs:{region}:{account}:log-group:/ekstrain/{cluster}/*"
-                    )
-                }
-            },
-        },
+        kms_policy.cloudwatch_logs_statement(
+            region, f"arn:{partition}:logs:{region}:{account}:log-group:/ekstrain/{cluster}/*"
+        ),
     )
 
 

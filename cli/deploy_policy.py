@@ -28,6 +28,7 @@ import yaml
 from ekstrain import outputs
 from ekstrain.contracts import iam as contracts
 from ekstrain.names import stack_name_problem
+from ekstrain.regions import partition_of
 
 EXIT_PROBLEMS = 1
 EXIT_BAD_INPUT = 2
@@ -42,15 +43,6 @@ DOCS_STACK = "prod"
 
 class PolicyInputError(ValueError):
     """Bad input: ``(what, fix)``."""
-
-
-def partition_of(region: str) -> str:
-    """The ARN partition of a region (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html)."""
-    if region.startswith("cn-"):
-        return "aws-cn"
-    if region.startswith("us-gov-"):
-        return "aws-us-gov"
-    return "aws"
 
 
 def account_of(role_arn: str | None) -> str:

@@ -9,15 +9,7 @@ from typing import Any
 import pulumi
 
 from ekstrain import kms_policy
-
-
-def partition_of(region: str) -> str:
-    """ARN partition for a region, so no ``get_partition`` invoke is needed."""
-    if region.startswith("cn-"):
-        return "aws-cn"
-    if region.startswith("us-gov-"):
-        return "aws-us-gov"
-    return "aws"
+from ekstrain.regions import partition_of
 
 
 def managed_policy_arn(region: str, name: str) -> str:
@@ -63,17 +55,7 @@ def log_group_key_policy(key_arn: str, log_group_name: str) -> dict[str, Any]:
     return kms_policy.key_policy(
         key_arn,
         "ekstrain-log-group",
-        {
-            "Sid": "CloudWatchLogsUsesKey",
-            "Effect": "Allow",
-            "Principal": {"Service": f"logs.{region}.amazonaws.com"},
-            "Action": ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
-            "Resource": "*",
-            "Condition": {
-                "ArnLike": {
-                    "kms:EncryptionContext:aws:logs:arn": f"arn:{partition}:logs:{region}:{account}:log-group:"
-                    f"{log_group_name}"
-                }
-            },
-        },
+        kms_policy.cloudwatch_logs_statement(
+            region, f"arn:{partition}:logs:{region}:{account}:log-group:{log_group_name}"
+        ),
     )

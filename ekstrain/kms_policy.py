@@ -27,3 +27,17 @@ def key_policy(key_arn: str, policy_id: str, *service_statements: dict[str, Any]
         "Resource": "*",
     }
     return {"Version": "2012-10-17", "Id": policy_id, "Statement": [admin, *service_statements]}
+
+
+def cloudwatch_logs_statement(region: str, log_group_arn: str) -> dict[str, Any]:
+    """CloudWatch Logs of ``region`` may use the key for the log groups ``log_group_arn`` matches (CloudWatch Logs
+    User Guide, "Encrypt log data in CloudWatch Logs using AWS KMS": the ``logs.<region>.amazonaws.com`` principal,
+    the ``kms:EncryptionContext:aws:logs:arn`` condition)."""
+    return {
+        "Sid": "CloudWatchLogsUsesKey",
+        "Effect": "Allow",
+        "Principal": {"Service": f"logs.{region}.amazonaws.com"},
+        "Action": ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
+        "Resource": "*",
+        "Condition": {"ArnLike": {"kms:EncryptionContext:aws:logs:arn": log_group_arn}},
+    }

@@ -116,3 +116,13 @@ def zone_problem(region: str, zone: str) -> tuple[str, str] | None:
     if zone in EKS_UNSUPPORTED_ZONES:
         return (f"EKS does not place clusters in {zone}", f"use another zone, e.g. {examples}")
     return None
+
+
+def partition_of(region: str) -> str:
+    """The ARN partition of ``region`` (IAM User Guide, "IAM identifiers", ARN format), so no ``get_partition``
+    invoke is needed."""
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
