@@ -16,11 +16,9 @@ from conftest import REPO
 from ekstrain import validation, versions
 from ekstrain.assembly.schedulers import mpi_operator
 
-SHARED = pathlib.Path("/work/shared/upstream")
-
 
 def _upstream() -> pathlib.Path | None:
-    for candidate in (REPO.parent / "shared" / "upstream", SHARED, validation.upstream_dir()):
+    for candidate in (REPO.parent / "shared" / "upstream", validation.upstream_dir()):
         if candidate is not None and (candidate / versions.MPIJOB_CRD).is_file():
             return candidate
     return None
