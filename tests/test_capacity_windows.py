@@ -142,6 +142,12 @@ def test_the_example_mix_ends_a_block_under_the_gang_with_0_problems(
     job = report.jobs[-1]
     assert job.state == "finished" and job.lost_accelerator_hours == 0.0
     assert any("checkpoint signal to 1 job(s)" in w for w in report.waits)
+    # a gang that restarts quickly after its clean exit does not start again on the ending block's nodes (they stay
+    # until the drain): it would be killed there, so it waits for the block's end
+    quick = read_mix(with_signal, prod_build)
+    quick.restart_minutes = 1
+    report = simulate_timeline(cluster, quick)
+    assert report.problems == [], report.lines()
     for block in doc["capacityBlocks"]:
         del block["checkpointSignalMinutes"]
     without = tmp_path / "mix-no-signal.yaml"

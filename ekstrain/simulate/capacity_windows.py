@@ -126,8 +126,15 @@ def tick(t: Timeline) -> None:
                 )
             # the save holds the GPUs; the checkpoint is of the state at the signal
             job.progress = job.last_checkpoint = at_progress if job.resumes else 0.0
+            # Its pods would start again on the block's nodes (they stay until the drain), see the time past
+            # EKSTRAIN_CHECKPOINT_AT and exit: it makes no progress on this block, so it waits for the block's end.
+            parts = {partition_of(n.candidate) for _, n in job.bound}
+            ending = [
+                bb.end for bb in t.mix.capacity_blocks if bb.partition in parts and bb.signal_at <= t.now < bb.end
+            ]
             t.release(job)
-            job.state, job.started_at, job.not_before = "waiting", None, t.now + t.mix.restart_minutes
+            job.state, job.started_at = "waiting", None
+            job.not_before = max([t.now + t.mix.restart_minutes, *ending])
             job.events.append(
                 f"{_clock(t.now)} checkpoint written at {at_progress:.0f} min, exited cleanly; waits for capacity"
             )
