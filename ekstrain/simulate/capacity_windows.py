@@ -130,7 +130,9 @@ def tick(t: Timeline) -> None:
             # EKSTRAIN_CHECKPOINT_AT and exit: it makes no progress on this block, so it waits for the block's end.
             parts = {partition_of(n.candidate) for _, n in job.bound}
             ending = [
-                bb.end for bb in t.mix.capacity_blocks if bb.partition in parts and bb.signal_at <= t.now < bb.end
+                bb.end
+                for bb in t.mix.capacity_blocks
+                if bb.partition in parts and bb.signal_at is not None and bb.signal_at <= t.now < bb.end
             ]
             t.release(job)
             job.state, job.started_at = "waiting", None
