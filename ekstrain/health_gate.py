@@ -731,6 +731,16 @@ POLICY_VALIDATIONS: tuple[dict[str, str], ...] = (
 )
 
 
+def _deny_binding(api: str, policy: str) -> dict[str, Any]:
+    """The binding that makes ``policy`` deny what it refuses (ValidatingAdmissionPolicyBinding, validationActions)."""
+    return {
+        "apiVersion": api,
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": policy, "labels": {"app.kubernetes.io/part-of": "ekstrain"}},
+        "spec": {"policyName": policy, "validationActions": ["Deny"]},
+    }
+
+
 def node_policy() -> list[dict[str, Any]]:
     """The ValidatingAdmissionPolicy (+ binding) that keeps the gate's service account on its own node."""
     api = "admissionregistration.k8s.io/v1"
@@ -757,13 +767,7 @@ def node_policy() -> list[dict[str, Any]]:
             "validations": [{**v, "reason": "Forbidden"} for v in POLICY_VALIDATIONS],
         },
     }
-    binding = {
-        "apiVersion": api,
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": POLICY, "labels": {"app.kubernetes.io/part-of": "ekstrain"}},
-        "spec": {"policyName": POLICY, "validationActions": ["Deny"]},
-    }
-    return [policy, binding]
+    return [policy, _deny_binding(api, POLICY)]
 
 
 BREAKER_POLICY = "ekstrain-health-gate-breaker-only"
@@ -821,13 +825,7 @@ def breaker_policy() -> list[dict[str, Any]]:
             "validations": [{**v, "reason": "Forbidden"} for v in BREAKER_VALIDATIONS],
         },
     }
-    binding = {
-        "apiVersion": api,
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": BREAKER_POLICY, "labels": {"app.kubernetes.io/part-of": "ekstrain"}},
-        "spec": {"policyName": BREAKER_POLICY, "validationActions": ["Deny"]},
-    }
-    return [policy, binding]
+    return [policy, _deny_binding(api, BREAKER_POLICY)]
 
 
 def shared_objects() -> list[dict[str, Any]]:
