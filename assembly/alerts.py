@@ -29,10 +29,12 @@ Where each signal comes from:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ekstrain import catalog, efa, health_gate, names, training_metrics
-from ekstrain.stacks.models import StackConfig
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
 
 RULES_NAME = "ekstrain-training"
 """Key of ``additionalPrometheusRulesMap``; the chart names the PrometheusRule ``<release>-<key>``."""

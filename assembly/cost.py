@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ekstrain import catalog, health_gate, kms_policy, names, spend
 from ekstrain.assembly import observability as obs
 from ekstrain.names import SYSTEM_NODE_SELECTOR
-from ekstrain.stacks.models import StackConfig
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
 
 NAMESPACE = "opencost"
 RELEASE = "opencost"

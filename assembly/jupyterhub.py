@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ekstrain import catalog, cold_start, names, versions
 from ekstrain.assembly.schedulers import teams
@@ -30,8 +30,10 @@ from ekstrain.controller_resources import sized
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 from ekstrain.notebook_size import NOTEBOOK_CPU, NOTEBOOK_MEMORY_GIB
 from ekstrain.partitions import shape
-from ekstrain.stacks.models import StackConfig
-from ekstrain.stacks.models.partitions import PartitionConfig
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
+    from ekstrain.stacks.models.partitions import PartitionConfig
 
 NAMESPACE = "jupyterhub"
 RELEASE = "jupyterhub"

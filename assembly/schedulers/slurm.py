@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import pathlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ekstrain import names, slurm_gang, versions
 from ekstrain.assembly import logs
@@ -36,8 +36,18 @@ from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain.controller_resources import MEDIUM, SMALL, sized
 from ekstrain.names import SYSTEM_NODE_AFFINITY, SYSTEM_NODE_SELECTOR
 from ekstrain.simulate.nodes import allocatable, capacity
-from ekstrain.stacks.models import StackConfig
-from ekstrain.stacks.slurm_login import authorized_keys
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
+
+
+def _authorized_keys(cfg: StackConfig) -> list[str]:
+    # Read where the stack config is (the key file is a stack-config path), and only when values are built, so that
+    # importing this builder (components/slurm.py does) does not load the stack layer.
+    from ekstrain.stacks.slurm_login import authorized_keys
+
+    return authorized_keys(cfg)
+
 
 NAMESPACE = "slurm"
 OPERATOR_NAMESPACE = "slinky"
@@ -410,7 +420,7 @@ def slurm_values(cfg: StackConfig) -> dict[str, Any]:
                     "resources": SLURM_DAEMON_RESOURCES,
                 },
                 "initconf": {"image": dict(versions.ALPINE_IMAGE), "resources": INITCONF_RESOURCES},
-                "rootSshAuthorizedKeys": "\n".join(authorized_keys(cfg)) or None,
+                "rootSshAuthorizedKeys": "\n".join(_authorized_keys(cfg)) or None,
                 "podSpec": _system(
                     {"volumes": [{"name": SHARED_VOLUME, "persistentVolumeClaim": {"claimName": names.FSX_PVC}}]}
                 ),
