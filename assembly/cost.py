@@ -129,7 +129,7 @@ def idle_queries(cfg: StackConfig) -> dict[str, str]:
     """Idle accelerators now, in the simulator's categories (ekstrain/simulate/timeline.py ``account``), summed over
     the stack's accelerator nodes. A category the cluster cannot see from metrics is not drawn: "stranded" (the
     simulator knows why a job cannot start; the cluster only sees pods Pending on a node, counted with "held")."""
-    gated = f'max by (node) (kube_node_spec_taint{{key="{health_gate.STARTUP_TAINT_KEY}"}})'
+    gated = f'max by (node) (kube_node_spec_taint{{key="{names.STARTUP_TAINT_KEY}"}})'
     healthy = (
         f"({ACCEL_ALLOCATABLE} unless on (node) ({NOT_READY}) unless on (node) ({UNHEALTHY})"
         f" unless on (node) ({gated}))"

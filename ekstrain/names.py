@@ -17,6 +17,10 @@ TEAM_LABEL = "ekstrain.io/team"
 """The team a partition's nodes are charged to (``ekstrain:cost``); also the instances' cost-allocation tag."""
 TAINT_VALUE = "true"
 """Accelerator nodes are tainted ``<accelerator resource>=true:NoSchedule``."""
+STARTUP_TAINT_KEY = "ekstrain.io/health-gate"
+STARTUP_TAINT: dict[str, str] = {"key": STARTUP_TAINT_KEY, "value": "pending", "effect": "NoSchedule"}
+"""Karpenter startup taint of every accelerator NodePool (karpenter_specs writes it); the health gate's guard
+removes it once the pre-flight passed (health_gate). Here because both read it."""
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 GPU_RESOURCE = "nvidia.com/gpu"
 NEURON_RESOURCE = "aws.amazon.com/neuron"
