@@ -21,7 +21,10 @@ from ekstrain import catalog, efa_exporter, health_gate, names, promql_names, tr
 from ekstrain.assembly import alerts
 from ekstrain.controller_resources import MEDIUM, SMALL, sized
 from ekstrain.names import SYSTEM_NODE_SELECTOR
-from ekstrain.prometheus_sizing import prometheus_memory_gib, prometheus_storage_gib  # shared with stacks/rules.py
+from ekstrain.prometheus_sizing import (
+    prometheus_memory_gib,
+    prometheus_storage_gib,
+)  # shared with stacks/rules/quotas.py
 
 if TYPE_CHECKING:
     from ekstrain.stacks.models import StackConfig

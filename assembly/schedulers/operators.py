@@ -6,7 +6,7 @@ runtime, not MPIJob). So the program writes the MPI operator's install objects i
 ``mpi_operator``: our own dicts, the CRD from the pinned upstream directory), gang flag applied at render time
 (:func:`mpi_operator_objects`); it coexists with Trainer v2 (different API group,
 ``trainer.kubeflow.org``) but not with the legacy training operator, which ships its own
-``mpijobs.kubeflow.org`` (rule in stacks/rules.py).
+``mpijobs.kubeflow.org`` (rule in stacks/rules/schedulers.py).
 """
 
 from __future__ import annotations

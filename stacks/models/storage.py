@@ -1,7 +1,7 @@
 """``ekstrain:storage``: S3 buckets, FSx for Lustre, EFS. Stateful: protected by default.
 
 Layout and behaviour: docs/storage.md. Cross-field rules (capacity steps, throughput tiers,
-data repository paths and events, checkpoint save time): ``ekstrain.stacks.rules._storage``.
+data repository paths and events, checkpoint save time): ``ekstrain.stacks.rules.storage``.
 """
 
 from __future__ import annotations
