@@ -28,7 +28,7 @@ import json
 import pathlib
 from typing import TYPE_CHECKING, Any
 
-from ekstrain import names, slurm_gang, versions
+from ekstrain import fsx_volume, names, slurm_gang, versions
 from ekstrain.assembly import logs
 from ekstrain.assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
 from ekstrain.assembly.schedulers import autoscaling, teams
@@ -481,39 +481,11 @@ CERT_MANAGER_KEYS = {
 
 def fsx_pv(name: str, file_system_id: Any, dns_name: Any, mount_name: Any, capacity_gib: int) -> dict[str, Any]:
     """Static PV for the stack's FSx for Lustre file system, bound only to the slurm namespace's PVC."""
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": name},
-        "spec": {
-            "capacity": {"storage": f"{capacity_gib}Gi"},
-            "volumeMode": "Filesystem",
-            "accessModes": ["ReadWriteMany"],
-            "persistentVolumeReclaimPolicy": "Retain",
-            "storageClassName": "",
-            "claimRef": {"namespace": NAMESPACE, "name": names.FSX_PVC},
-            "mountOptions": ["flock"],
-            "csi": {
-                "driver": "fsx.csi.aws.com",
-                "volumeHandle": file_system_id,
-                "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name},
-            },
-        },
-    }
+    return fsx_volume.pv(name, file_system_id, dns_name, mount_name, capacity_gib, claim=(NAMESPACE, names.FSX_PVC))
 
 
 def fsx_pvc(pv_name: str, capacity_gib: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": names.FSX_PVC, "namespace": NAMESPACE},
-        "spec": {
-            "accessModes": ["ReadWriteMany"],
-            "storageClassName": "",
-            "volumeName": pv_name,
-            "resources": {"requests": {"storage": f"{capacity_gib}Gi"}},
-        },
-    }
+    return fsx_volume.pvc(names.FSX_PVC, NAMESPACE, pv_name, capacity_gib)
 
 
 def mariadb_labels() -> dict[str, str]:

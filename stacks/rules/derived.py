@@ -5,8 +5,7 @@ A section of :func:`ekstrain.stacks.rules.check` (pure, before any resource exis
 
 from __future__ import annotations
 
-import re
-
+from ekstrain import names
 from ekstrain.stacks.errors import ConfigIssue
 from ekstrain.stacks.models import StackConfig
 from ekstrain.stacks.rules.common import _p
@@ -18,7 +17,6 @@ VOLCANO_BUILTIN_QUEUES = ("root", "default")
 QUEUE_NAME_MAX = 63
 """A queue's name is also the value of the ``volcano.sh/queue-name`` annotation's selectors and of the
 ``ekstrain.io/queue`` label on every pod (Kubernetes label values: at most 63 characters, a DNS-1123 label)."""
-_DNS_1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 def derived_queue_names(cfg: StackConfig) -> list[tuple[str, str]]:
@@ -56,7 +54,7 @@ def _derived_queue_names(cfg: StackConfig) -> list[ConfigIssue]:
                     "<partition>-shared differs",
                 )
             )
-        elif len(name) > QUEUE_NAME_MAX or not _DNS_1123_LABEL.fullmatch(name):
+        elif not names.is_dns_label(name, QUEUE_NAME_MAX):
             out.append(
                 ConfigIssue(
                     key,

@@ -13,7 +13,8 @@ from ekstrain.stacks.errors import ConfigIssue
 from ekstrain.stacks.models import StackConfig
 from ekstrain.stacks.models.base import kms_key_region
 
-FSX_PERSISTENT_2_THROUGHPUTS = (125, 250, 500, 1000)
+FSX_PERSISTENT_2_THROUGHPUTS = storage_sizing.PERSISTENT_2_TIERS
+"""The tiers the program sizes with (ekstrain/storage_sizing.py): validation offers no other."""
 
 
 def _storage(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
