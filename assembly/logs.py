@@ -15,10 +15,12 @@ from __future__ import annotations
 import functools
 import textwrap
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ekstrain import kms_policy, names, versions
-from ekstrain.stacks.models import StackConfig
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
 
 NAMESPACE = "logging"
 RELEASE = "fluent-bit"

@@ -13,10 +13,13 @@ from __future__ import annotations
 import pathlib
 import shlex
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ekstrain import names
 from ekstrain.assembly import logs
-from ekstrain.stacks.models import StackConfig
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
 
 JOB_KINDS: dict[str, str] = {
     "mpijob": "MPIJob",

@@ -6,7 +6,7 @@ import dataclasses
 import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -29,7 +29,9 @@ from ekstrain.assembly.jobs import logs as joblogs
 from ekstrain.assembly.jobs.planning import PlannerBackend
 from ekstrain.assembly.jobs.resolve import ResolvedRun, resolve
 from ekstrain.assembly.jobs.spec import JobRequestError, RunSpec
-from ekstrain.stacks.models import StackConfig
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
 
 
 @dataclass(frozen=True)

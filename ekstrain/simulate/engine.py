@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ekstrain.simulate import match, volcano
-from ekstrain.simulate.nodes import Node
+from ekstrain.simulate.nodes import DEFAULT_MAX_PODS, Node
 from ekstrain.simulate.quantity import parse, show
 from ekstrain.simulate.workloads import QUEUE_ANNOTATION, PodGroup, Workload, expand
 
@@ -112,7 +112,7 @@ def free(cluster: Cluster, node: Node) -> dict[str, float]:
     for _, addon in ADDON_DAEMONSETS:
         for r, q in addon.items():
             out[r] -= parse(q)
-    out["pods"] = out.get("pods", 110.0) - len(landed) - len(ADDON_DAEMONSETS)
+    out["pods"] = out.get("pods", float(DEFAULT_MAX_PODS)) - len(landed) - len(ADDON_DAEMONSETS)
     return out
 
 
@@ -128,7 +128,8 @@ def _shortfall(req: dict[str, float], avail: dict[str, float], node: Node) -> st
 
 def per_node(req: dict[str, float], avail: dict[str, float]) -> int:
     counts = [math.floor(avail.get(r, 0.0) / v + 1e-9) for r, v in req.items() if v > 0]
-    return min([c for c in counts] + [int(avail.get("pods", 110))]) if counts else int(avail.get("pods", 110))
+    pods = int(avail.get("pods", DEFAULT_MAX_PODS))
+    return min([*counts, pods]) if counts else pods
 
 
 def place(cluster: Cluster, group: PodGroup) -> tuple[Node | None, str]:

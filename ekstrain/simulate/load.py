@@ -11,7 +11,7 @@ import yaml
 from ekstrain import names
 from ekstrain.simulate import volcano
 from ekstrain.simulate.engine import Cluster
-from ekstrain.simulate.nodes import Node, allocatable, general_purpose, max_pods, nodes_of
+from ekstrain.simulate.nodes import Node, allocatable, capacity, general_purpose, nodes_of
 from ekstrain.simulate.quantity import parse
 from ekstrain.validation import KubeYamlLoader
 
@@ -97,8 +97,7 @@ def system_nodes(instance_types: list[str]) -> list[Node]:
         it = general_purpose(name)
         if it is None:
             continue
-        mib = it.memory_gib * 1024
-        cap = {"cpu": float(it.vcpus), "memory": float(mib * 2**20 * (1 - 0.075)), "pods": float(max_pods(name))}
+        cap = capacity(it, None)
         labels = {
             names.SYSTEM_NODE_LABEL: {"system"},
             "node.kubernetes.io/instance-type": {name},
