@@ -367,7 +367,7 @@ def run_checks(
 
 
 # The checks that read only the program's recording (no upstream files, no helm): they always run. Adding one is
-# a row here (docs/CONTRIBUTING.md, "add a render check"); its Check lands in SUMMARY.md and checks.json.
+# a row here (CONTRIBUTING.md, "add a render check"); its Check lands in SUMMARY.md and checks.json.
 RECORDING_CHECKS: tuple[tuple[str, Callable[[offline.Recording, str], Check]], ...] = (
     ("pulumi-eks children", lambda rec, stack: relations.eks_children(rec)),
     ("SDK input types", lambda rec, stack: sdk_schema.check_recording(rec)),
