@@ -62,7 +62,9 @@ from ekstrain.simulate.engine import (
     unserved,
 )
 from ekstrain.simulate.nodes import Node
-from ekstrain.simulate.workloads import PodGroup, Workload, expand
+from ekstrain.simulate.workloads import PodGroup, Workload, context, expand
+from ekstrain.workloads import registry
+from ekstrain.workloads.base import WorkloadKind
 
 FAULT_KINDS = (
     "node-lost",
@@ -286,62 +288,17 @@ def job_line(j: Job) -> str:
 # ---- restart and resume rules, read from the objects ---------------------------------------------------
 
 
-def _env_names(obj: Any) -> set[str]:
-    """Every env var name in the object (any depth, iterative)."""
-    names, stack = set(), [obj]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if isinstance(node.get("env"), list):
-                names |= {str(e.get("name")) for e in node["env"] if isinstance(e, dict)}
-            stack += list(node.values())
-        elif isinstance(node, list):
-            stack += node
-    return names
-
-
 def restart_budget(obj: dict[str, Any], runtimes: dict[str, dict[str, Any]], nodes: int) -> tuple[int, str]:
-    kind, spec = obj.get("kind"), obj.get("spec") or {}
-    group = str(obj.get("apiVersion", "")).split("/")[0]
-    if kind == "ConfigMap":
-        text = "\n".join(str(v) for v in (obj.get("data") or {}).values())
-        if "--no-requeue" in text:
-            return 0, "sbatch --no-requeue"
-        return 1_000, "Slurm requeues batch jobs on node failure (JobRequeue=1)"
-    if kind == "Job" and group == "batch.volcano.sh":
-        return int(spec.get("maxRetry", 3)), f"Volcano Job maxRetry {spec.get('maxRetry', 3)}"
-    if kind in ("MPIJob", "PyTorchJob"):
-        limit = (spec.get("runPolicy") or {}).get("backoffLimit")
-        return (
-            (int(limit), f"runPolicy.backoffLimit {limit}") if limit is not None else (0, "no runPolicy.backoffLimit")
-        )
-    if kind == "Job":
-        limit = int(spec.get("backoffLimit", 6))
-        per_pod = spec.get("completionMode") == "Indexed"
-        return (limit // max(1, nodes) if per_pod else limit), f"Job backoffLimit {limit}" + (
-            f" (pods: {limit // max(1, nodes)} whole-job restarts of {nodes} pods)" if per_pod else ""
-        )
-    if kind == "RayJob":
-        limit = int(spec.get("backoffLimit", 0))
-        return limit, f"RayJob backoffLimit {limit}"
-    if kind == "TrainJob":
-        runtime = runtimes.get(str((spec.get("runtimeRef") or {}).get("name")), {})
-        policy = ((runtime.get("spec") or {}).get("template") or {}).get("spec", {}).get("failurePolicy") or {}
-        limit = int(policy.get("maxRestarts", 0))
-        kind_of = runtime.get("kind", "ClusterTrainingRuntime")
-        return limit, f"JobSet failurePolicy.maxRestarts {limit} ({kind_of})"
-    return 0, f"{kind} is not restarted"
+    """(whole-workload restarts, the rule): the kind's own (ekstrain/workloads)."""
+    kind = registry.lookup(obj)
+    if kind is None:
+        return 0, f"{obj.get('kind')} is not restarted"
+    return kind.restart_budget(obj, context(runtimes), nodes)
 
 
 def resume_rule(obj: dict[str, Any]) -> tuple[bool, str]:
-    if obj.get("kind") == "ConfigMap":
-        text = "\n".join(str(v) for v in (obj.get("data") or {}).values())
-        ok = "CHECKPOINT_DIR" in text and ("RESUME_FROM_CHECKPOINT" in text or "--resume" in text)
-        return ok, "" if ok else "the sbatch script names no checkpoint to resume from"
-    env = _env_names(obj)
-    if {"CHECKPOINT_DIR", "RESUME_FROM_CHECKPOINT"} <= env:
-        return True, ""
-    return False, "its pods carry no CHECKPOINT_DIR/RESUME_FROM_CHECKPOINT: it starts over"
+    kind = registry.lookup(obj)
+    return (kind or WorkloadKind()).resumes(obj)
 
 
 # ---- the simulation --------------------------------------------------------------------------------------
@@ -421,17 +378,15 @@ class Timeline:
         w = expand(a.obj, runtimes, self.cluster.gang_kinds)
         if w is None:
             return
-        if w.slurm:
-            kind = "slurm"
+        described = registry.lookup(a.obj)
+        assert described is not None  # expand found it
+        kind = described.placement_of(w)
+        if kind == "slurm":
             ns = self.cluster.nodesets.get(str(w.slurm.get("partition")))
             w.volcano_queue = nodeset_queue(ns) if ns else None
-        elif a.obj.get("metadata", {}).get("labels", {}).get("component") == "singleuser-server":
-            kind = "notebook"
-        else:
-            kind = "volcano" if w.volcano_queue is not None else "pods"
         nodes = max((g.count for g in w.groups), default=int(w.slurm.get("nodes", 1)) if w.slurm else 1)
-        budget, rule = restart_budget(a.obj, runtimes, nodes)
-        resumes, why = resume_rule(a.obj) if kind != "notebook" else (False, "a notebook")
+        budget, rule = described.restart_budget(a.obj, context(runtimes), nodes)
+        resumes, why = described.resumes(a.obj)
         job = Job(a, w, kind, budget, rule, resumes, why)
         missing = unserved(self.cluster, a.obj)
         job.failure = "; ".join([*w.problems, *([missing] if missing else [])])
