@@ -19,7 +19,9 @@ import pytest
 from ekstrain import catalog, names
 from ekstrain.assembly import logs as platform_logs
 from ekstrain.assembly.jobs import logs as joblogs
-from ekstrain.assembly.jobs.render import SCHEDULERS, Scheduler, scheduler_problem
+from ekstrain.assembly.jobs.pod import queue, worker_container, worker_template
+from ekstrain.assembly.jobs.render import SCHEDULERS, Scheduler, render, scheduler_problem
+from ekstrain.assembly.jobs.resolve import ResolvedRun
 from ekstrain.infra.verify import admission
 from ekstrain.infra.verify.pods import inventory, pod_templates
 from ekstrain.simulate import engine, timeline
@@ -88,13 +90,28 @@ def build_toy(name: str, members: int, queue: str = "gpu-a100", **pod: Any) -> d
     }
 
 
+def build(r: ResolvedRun) -> list[dict[str, Any]]:
+    """The toy's job builder as its assembly/jobs module would write it: one member per node, each the
+    platform's worker pod (assembly/jobs/pod.py: queue, partition, requests, the job's log labels)."""
+    container = worker_container(r, name="worker", command=["/bin/bash", "-c", "true"])
+    member = worker_template(r, container, restartPolicy="Never")
+    return [
+        {
+            "apiVersion": TOY.api_version,
+            "kind": TOY.kind,
+            "metadata": r.metadata(),
+            "spec": {
+                "queue": queue(r),
+                "retries": r.spec.max_restarts,
+                "members": [{"name": f"m{i}", "count": 1, "pod": member} for i in range(r.nodes)],
+            },
+        }
+    ]
+
+
 @pytest.fixture
 def toy(monkeypatch: pytest.MonkeyPatch) -> Iterator[ToyJob]:
-    monkeypatch.setitem(
-        SCHEDULERS,
-        "toyjob",
-        Scheduler("toyjob", lambda r: [build_toy(r.name, r.shape.nodes)], catalog.GPU, "toy gang"),
-    )
+    monkeypatch.setitem(SCHEDULERS, "toyjob", Scheduler("toyjob", build, None, "toy gang"))
     registry.register(TOY)
     try:
         yield TOY
@@ -175,6 +192,20 @@ def test_job_render_knows_whether_the_toy_controller_is_installed(toy: ToyJob) -
     off = cfg_with(lambda s: s["schedulers"].setdefault("volcano", {}).update(enabled=False))
     problem = scheduler_problem(off, "toyjob")
     assert problem is not None and "set ekstrain:schedulers.volcano.enabled: true" in problem
+
+
+def test_job_render_builds_the_toy_and_every_reader_takes_it(toy: ToyJob) -> None:
+    from conftest import stack_config
+    from test_jobs_support import FakePlanner
+    from test_jobs_templates import spec_for
+
+    (obj,) = render(spec_for("gpu-h100", nodes=2, name="toy-run"), stack_config("prod"), "toyjob", FakePlanner())
+    assert (obj["apiVersion"], obj["kind"]) == ("toy.example.com/v1", "ToyJob")
+    labels = obj["spec"]["members"][0]["pod"]["metadata"]["labels"]
+    assert labels[platform_logs.JOB_KIND_LABEL] == "ToyJob" and labels[platform_logs.QUEUE_LABEL] == "gpu-h100"
+    w = expand(obj, {})
+    assert w is not None and (w.volcano_queue, w.gang, [g.count for g in w.groups]) == ("gpu-h100", True, [1, 1])
+    assert [t.path for t in pod_templates(obj, "test")] == ["spec.members[0].pod.spec", "spec.members[1].pod.spec"]
 
 
 def test_a_scheduler_name_is_claimed_once() -> None:
