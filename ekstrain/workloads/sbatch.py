@@ -23,7 +23,6 @@ class Sbatch(WorkloadKind):
     log_extra_shown = ("slurm_job_id",)
     schedulers = ("slurm",)
     installed_by = ("slurm.enabled", True, "set ekstrain:schedulers.slurm.enabled: true")
-    placement = "slurm"
     restart_policy = "Slurm requeues a batch job on node failure (JobRequeue=1) unless --no-requeue"
     queue_rule = "#SBATCH --partition: the partition's NodeSet pods, in that partition's Volcano queue"
 
@@ -38,6 +37,10 @@ class Sbatch(WorkloadKind):
         except ValueError as exc:
             return Workload(f"sbatch/{name}", [], problems=[str(exc)])
         return Workload(f"sbatch/{name}", [], slurm=request)
+
+    def placement_of(self, w: Workload) -> str:
+        # a script whose directives did not parse has no request: it is reported, not run on a partition
+        return "slurm" if w.slurm else super().placement_of(w)
 
     def restart_budget(self, obj: dict[str, Any], ctx: Context, nodes: int) -> tuple[int, str]:
         # slurm.conf JobRequeue=1 (Slinky's default config); sbatch --no-requeue opts out.
