@@ -22,7 +22,7 @@ from ekstrain.assembly.jobs import logs as joblogs
 from ekstrain.assembly.jobs.pod import queue, worker_container, worker_template
 from ekstrain.assembly.jobs.render import SCHEDULERS, Scheduler, render, scheduler_problem
 from ekstrain.assembly.jobs.resolve import ResolvedRun
-from ekstrain.infra.verify import admission
+from ekstrain.infra.verify import admission, images, requests
 from ekstrain.infra.verify.pods import inventory, pod_templates
 from ekstrain.simulate import engine, timeline
 from ekstrain.simulate.inputs import InputError, _Checker
@@ -176,6 +176,15 @@ def test_the_verifiers_walk_the_toy_pod_templates(toy: ToyJob) -> None:
     )
     levels = {names.TRAINING_NAMESPACE: "baseline"}
     assert not admission.check(pod_templates(obj, "test"), levels, inventory([])).problems
+
+
+def test_the_container_checks_walk_the_toy_pods(toy: ToyJob) -> None:
+    bare = build_toy("bare", 1, container={"resources": {}, "image": "busybox"})
+    assert requests.missing_requests(bare) == [
+        f"ToyJob/{names.TRAINING_NAMESPACE}/bare container members.pod.spec worker: no cpu or memory request "
+        "(BestEffort/evicted first)"
+    ]
+    assert any("busybox" in p and "Docker Official Image" in p for p in images.check([bare]).problems)
 
 
 def test_job_logs_build_the_toy_selector(toy: ToyJob) -> None:
