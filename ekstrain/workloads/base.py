@@ -118,6 +118,9 @@ class WorkloadKind:
     ``ekstrain.io/job`` and ``ekstrain.io/job-kind`` labels; a node-tailed log (sbatch) has no namespace."""
     log_extra_shown: tuple[str, ...] = ()
     """Record fields the log query shows beyond the common ones (sbatch: ``slurm_job_id``)."""
+    rank_labels: tuple[str, ...] = ()
+    """Pod labels its controller sets to the pod's rank or index: the log agent's ``rank`` field reads them
+    (assembly/logs.py ``FIELDS``, first match wins, in registry order)."""
     schedulers: tuple[str, ...] = ()
     """``ekstrain job render --scheduler`` names that build it (assembly/jobs/render.py has the builders)."""
     installed_by: tuple[str, Any, str] | None = None

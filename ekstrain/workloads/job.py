@@ -21,6 +21,7 @@ class BatchJob(WorkloadKind):
     group = "batch"
     group_required = True
     log_kind = "IndexedJob"
+    rank_labels = ("batch.kubernetes.io/job-completion-index",)  # Indexed Job pods (kubernetes v1.28+)
     schedulers = ("trainium",)
     pod_templates = ("spec.template",)
     restart_policy = "spec.backoffLimit pod failures (Indexed: shared by every pod, so backoffLimit / pods restarts)"

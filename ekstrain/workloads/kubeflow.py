@@ -9,6 +9,9 @@ from ekstrain.workloads.base import QUEUE_ANNOTATION, Context, PodGroup, Workloa
 
 class ReplicaSpecsKind(WorkloadKind):
     group = "kubeflow.org"
+    # MPIJob workers, PyTorchJob replicas: the operators' replica-index label (kubeflow/common
+    # pkg/apis/common/v1/constants.go ``ReplicaIndexLabel``, which both operators set on their pods)
+    rank_labels = ("training.kubeflow.org/replica-index",)
     replica_specs = ""
     """The spec key holding the roles (``mpiReplicaSpecs``)."""
     restart_policy = "runPolicy.backoffLimit whole-job restarts (none without it)"

@@ -86,6 +86,11 @@ def gang_flags() -> dict[str, str]:
     return {k.gang_flag: k.kind for k in KINDS if k.gang_flag}
 
 
+def rank_labels() -> tuple[str, ...]:
+    """Every kind's rank labels, once each, in registry order (the log agent tries them in that order)."""
+    return tuple(dict.fromkeys(label for k in KINDS for label in k.rank_labels))
+
+
 def replace_on_change() -> dict[str, tuple[str, ...]]:
     """Pulumi type -> replacing inputs, of the kinds the platform applies itself (ekstrain/diff/rules.py)."""
     out: dict[str, tuple[str, ...]] = {}

@@ -13,6 +13,7 @@ class TrainJob(WorkloadKind):
     version = "v1alpha1"
     plural = "trainjobs"
     log_kind = "TrainJob"
+    rank_labels = ("batch.kubernetes.io/job-completion-index",)  # its JobSet's Indexed Jobs
     schedulers = ("trainjob",)
     pod_templates = ()
     """None of its own: the pod templates are in the (Cluster)TrainingRuntime it names, walked as that object."""

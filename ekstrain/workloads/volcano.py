@@ -14,6 +14,7 @@ class VolcanoJob(WorkloadKind):
     plural = "jobs"
     group_required = True
     log_kind = "VolcanoJob"
+    rank_labels = ("volcano.sh/task-index",)  # volcano pkg/controllers/job: the task's pod index label
     schedulers = ("volcano", "bionemo")
     installed_by = ("volcano.enabled", True, "set ekstrain:schedulers.volcano.enabled: true")
     pod_templates = ("spec.tasks.*.template",)
