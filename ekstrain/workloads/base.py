@@ -159,6 +159,10 @@ class WorkloadKind:
     def name_of(self, obj: dict[str, Any]) -> str:
         return f"{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')}"
 
+    def arrival_name(self, obj: dict[str, Any]) -> str:
+        """How a mix file's arrival of ``obj`` is named (faults name the job so)."""
+        return self.name_of(obj)
+
     # -- pods --
     def templates(self, obj: dict[str, Any]) -> list[Template]:
         """Every pod template of ``obj`` at :attr:`pod_templates`."""

@@ -26,6 +26,9 @@ class Sbatch(WorkloadKind):
     restart_policy = "Slurm requeues a batch job on node failure (JobRequeue=1) unless --no-requeue"
     queue_rule = "#SBATCH --partition: the partition's NodeSet pods, in that partition's Volcano queue"
 
+    def arrival_name(self, obj: dict[str, Any]) -> str:
+        return f"sbatch/{(obj.get('metadata') or {}).get('name')}"
+
     def expand(self, obj: dict[str, Any], ctx: Context) -> Workload | None:
         texts = [(k, v) for k, v in (obj.get("data") or {}).items() if str(k).endswith(SUFFIX)]
         if not texts:
