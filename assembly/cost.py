@@ -126,9 +126,10 @@ COST_PER_ACCELERATOR = f"(max by (node) (node_total_hourly_cost) / on (node) {AC
 
 
 def idle_queries(cfg: StackConfig) -> dict[str, str]:
-    """Idle accelerators now, in the simulator's categories (ekstrain/simulate/timeline.py ``account``), summed over
-    the stack's accelerator nodes. A category the cluster cannot see from metrics is not drawn: "stranded" (the
-    simulator knows why a job cannot start; the cluster only sees pods Pending on a node, counted with "held")."""
+    """Idle accelerators now, in the simulator's categories (ekstrain/simulate/idle_accounting.py ``account``),
+    summed over the stack's accelerator nodes. A category the cluster cannot see from metrics is not drawn:
+    "stranded" (the simulator knows why a job cannot start; the cluster only sees pods Pending on a node, counted
+    with "held")."""
     gated = f'max by (node) (kube_node_spec_taint{{key="{names.STARTUP_TAINT_KEY}"}})'
     healthy = (
         f"({ACCEL_ALLOCATABLE} unless on (node) ({NOT_READY}) unless on (node) ({UNHEALTHY})"

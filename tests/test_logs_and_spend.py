@@ -510,7 +510,7 @@ def test_the_spend_dashboard_shows_queue_team_job_and_idle_categories(prod_recor
         "Spend by team ($/h)",
         "Accelerator spend by job ($/h)",
     } <= set(titles)
-    timeline = (REPO / "ekstrain" / "simulate" / "timeline.py").read_text()
+    timeline = (REPO / "ekstrain" / "simulate" / "idle_accounting.py").read_text()
     simulator = set(re.findall(r'cat = "([^"]+)"', timeline))
     drawn = {t.removeprefix("Idle accelerators: ") for t in titles if t.startswith("Idle accelerators: ")}
     assert drawn <= simulator and len(drawn) == 7

@@ -12,6 +12,7 @@ from ekstrain.simulate import match, volcano
 from ekstrain.simulate.nodes import DEFAULT_MAX_PODS, Node
 from ekstrain.simulate.quantity import parse, show
 from ekstrain.simulate.workloads import QUEUE_ANNOTATION, PodGroup, Workload, expand
+from ekstrain.workloads import registry
 
 DEVICE_PLUGINS: dict[str, tuple[str, ...]] = {
     # container image fragment -> extended resources that DaemonSet's plugin advertises on its node
@@ -278,21 +279,10 @@ def nodeset_workloads(cluster: Cluster) -> list[dict[str, Any]]:
     ]
 
 
-CRD_OF_KIND = {
-    ("kubeflow.org", "MPIJob"): "mpijobs.kubeflow.org",
-    ("kubeflow.org", "PyTorchJob"): "pytorchjobs.kubeflow.org",
-    ("trainer.kubeflow.org", "TrainJob"): "trainjobs.trainer.kubeflow.org",
-    ("ray.io", "RayJob"): "rayjobs.ray.io",
-    ("ray.io", "RayCluster"): "rayclusters.ray.io",
-    ("batch.volcano.sh", "Job"): "jobs.batch.volcano.sh",
-}
-
-
 def unserved(cluster: Cluster, obj: dict[str, Any]) -> str | None:
     """Why no controller acts on ``obj``: the stack installs no CRD for its kind (the API server would
     refuse the object, and nothing would create its pods)."""
-    group = str(obj.get("apiVersion", "")).split("/")[0]
-    crd = CRD_OF_KIND.get((group, str(obj.get("kind"))))
+    crd = registry.crd_of(obj)
     if cluster.crds is None or crd is None or crd in cluster.crds:
         return None
     return (
