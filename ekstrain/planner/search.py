@@ -12,6 +12,7 @@ would drop are never stored, so it only adds FLOPs).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from math import gcd, isqrt
 from typing import Any
@@ -26,6 +27,7 @@ from ekstrain.planner.parallel import FULL, RECOMPUTE_MODES, SELECTIVE, ZERO_STA
 from ekstrain.planner.perf import Efficiency, efficiency_for, step_flops, step_time
 from ekstrain.planner.plan import Plan
 from ekstrain.planner.ranking import rank
+from ekstrain.planner.software import DEFAULT_SOFTWARE, Software
 from ekstrain.planner.training import DEEPSPEED, FSDP, HSDP, MEGATRON, TrainingSpec
 
 FRAMEWORK_ZERO_STAGES = {MEGATRON: (1, 2, 3), DEEPSPEED: ZERO_STAGES, FSDP: (0, 2, 3), HSDP: (3,)}
@@ -88,16 +90,18 @@ def candidate_layouts(
     max_cp: int,
     max_micro_batch: int | None,
     cp_hopeless: Callable[[int, int], bool] | None = None,
+    tp_degrees: Iterable[int] | None = None,
 ) -> Iterator[tuple[ParallelConfig, MemoryBreakdown]]:
     """Every valid layout whose memory fits, with that memory, in no particular order. ``cp_hopeless(tp,
-    cp)``, asked before each larger CP degree of a TP degree, ends that TP degree's CP degrees."""
+    cp)``, asked before each larger CP degree of a TP degree, ends that TP degree's CP degrees. ``tp_degrees``:
+    the TP degrees tried (default: those dividing a node)."""
     n, capacity = fleet.ranks, fleet.rank_memory_bytes
     dominated_from = LOWER_STAGE_FIRST.get(training.framework, 3)
     modes = [r for r in recompute_modes if not (r == SELECTIVE and training.flash_attention)]
     zero_options = [(z, False) for z in zero_stages] + (
         [(z, True) for z in zero_stages if z >= 1] if allow_offload else []
     )
-    for tp in divisors(fleet.ranks_per_node):
+    for tp in divisors(fleet.ranks_per_node) if tp_degrees is None else tp_degrees:
         for cp in divisors(n // tp):
             if cp > max_cp or (cp > 1 and cp_hopeless is not None and cp_hopeless(tp, cp)):
                 break
@@ -197,6 +201,34 @@ def _fitting_micro_batches(
                 yield candidate, memory
 
 
+@dataclass(frozen=True)
+class SearchSpace:
+    """What the search enumerates beyond the layout degrees: the ZeRO stages (None: the framework's,
+    FRAMEWORK_ZERO_STAGES), recompute modes, ZeRO-Offload, bounds on CP and the micro-batch, TP across nodes,
+    and how many plans come back (None: all)."""
+
+    zero_stages: tuple[int, ...] | None = None
+    recompute_modes: tuple[str, ...] = RECOMPUTE_MODES
+    allow_offload: bool = False
+    max_cp: int | None = None
+    max_micro_batch: int | None = None
+    cross_node_tp: bool = True
+    """Try TP wider than a node (whole nodes, its collectives on the network: comm.Links.layout) when no layout
+    with TP inside a node fits within the headroom. Megatron-core accepts any TP degree dividing the world
+    (TP 16 over two 8-GPU nodes runs, slowly); such a layout is slower than one that relieves memory with PP or CP
+    wherever one fits, so it is tried only where none does."""
+    top: int | None = None
+
+
+DEFAULT_SPACE = SearchSpace()
+
+
+def cross_node_tp_degrees(model: ModelSpec, fleet: Fleet) -> tuple[int, ...]:
+    """TP degrees spanning whole nodes (2, 3, ... nodes) that divide the heads: parallel.validate's rule."""
+    per_node = fleet.ranks_per_node
+    return tuple(per_node * k for k in divisors(fleet.nodes) if k > 1 and model.heads % (per_node * k) == 0)
+
+
 def search(
     model: ModelSpec,
     fleet: Fleet,
@@ -216,33 +248,60 @@ def search(
     top: int | None = None,
     unfused: tuple[str, ...] = (),
     tp_comm_overlap: bool | None = None,
+    software: Software | None = None,
+    cross_node_tp: bool = True,
 ) -> list[Plan]:
-    """All fitting plans, fastest first (ties: less memory first). Raises PlanError if none fits. ``unfused``:
-    the elementwise ops the stack runs as separate eager kernels (training.EAGER_PYTORCH); () = fused."""
-    framework = frameworks.cost_model(framework)  # any name of the one vocabulary (frameworks.py)
+    """The keyword form of :func:`search_specs` (the library's original call): builds the TrainingSpec and the
+    SearchSpace from the keywords. ``unfused``: the elementwise ops the stack runs as separate eager kernels
+    (training.EAGER_PYTORCH); () = fused. ``framework``: any name of frameworks.py."""
     training = TrainingSpec(
         global_batch,
         seq_len,
         precision=precision,
         lora_rank=lora_rank,
         flash_attention=flash_attention,
-        framework=framework,
+        framework=frameworks.cost_model(framework),  # any name of the one vocabulary (frameworks.py)
         unfused=unfused,
         tp_comm_overlap=tp_comm_overlap,
+        software=software or DEFAULT_SOFTWARE,
     )
+    space = SearchSpace(
+        zero_stages=None if zero_stages is None else tuple(zero_stages),
+        recompute_modes=tuple(recompute_modes),
+        allow_offload=allow_offload,
+        max_cp=max_cp,
+        max_micro_batch=max_micro_batch,
+        cross_node_tp=cross_node_tp,
+        top=top,
+    )
+    return search_specs(model, fleet, training, space, efficiency)
+
+
+def search_specs(
+    model: ModelSpec,
+    fleet: Fleet,
+    training: TrainingSpec,
+    space: SearchSpace = DEFAULT_SPACE,
+    efficiency: Efficiency | None = None,
+) -> list[Plan]:
+    """All fitting plans of ``model`` on ``fleet`` for ``training`` within ``space``, fastest first (ties: less
+    memory first). Raises PlanError if none fits."""
     # One object per distinct spec: the memory and time caches (lru_cache) then match it by identity instead of
     # comparing every field of an equal spec from an earlier search on every lookup.
     if len(_SPECS) > 256:
         _SPECS.clear()  # bounded: a long-lived process plans many shapes
     training = _SPECS.setdefault(training, training)
-    inputs.check_lora_rank(model, lora_rank)
+    framework = training.framework
+    inputs.check_lora_rank(model, training.lora_rank)
     neuron = fleet.family == catalog.TRAINIUM
+    zero_stages = space.zero_stages
     if zero_stages is None:
         zero_stages = NEURON_ZERO_STAGES if neuron else FRAMEWORK_ZERO_STAGES[framework]
+    max_cp = space.max_cp
     if max_cp is None:
         max_cp = 1 if neuron else fleet.ranks
-    fleet.rank_peak_flops(precision)  # fail fast on fp8 without an fp8 peak
-    plans = []
+    fleet.rank_peak_flops(training.precision)  # fail fast on fp8 without an fp8 peak
+    plans: list[Plan] = []
     eff = efficiency or efficiency_for(fleet)
     cache: dict[tuple[object, ...], Any] = {}
     flops = {mode: step_flops(model, training, mode) for mode in RECOMPUTE_MODES}
@@ -258,27 +317,34 @@ def search(
         last, before = best_at[(tp, tried[-1])], best_at[(tp, tried[-2])]
         return last > before and last > CP_HOPELESS * best_overall[0]
 
-    for parallel, memory in candidate_layouts(
-        model,
-        fleet,
-        training,
-        zero_stages=tuple(zero_stages),
-        recompute_modes=tuple(recompute_modes),
-        allow_offload=allow_offload,
-        max_cp=max_cp,
-        max_micro_batch=max_micro_batch,
-        cp_hopeless=cp_hopeless,
-    ):
-        time = step_time(model, fleet, training, parallel, eff, cache)
-        plans.append(Plan(model, fleet, training, parallel, memory, time, flops[parallel.recompute]))
-        if memory.total <= room:
-            key = (parallel.tp, parallel.cp)
-            best_at[key] = min(best_at.get(key, float("inf")), time.total)
-            best_overall[0] = min(best_overall[0], time.total)
+    passes: list[tuple[int, ...] | None] = [None]
+    if space.cross_node_tp and not neuron:
+        passes.append(cross_node_tp_degrees(model, fleet))
+    for tp_degrees in passes:
+        if tp_degrees is not None and (best_overall[0] < float("inf") or not tp_degrees):
+            break  # a layout with TP inside a node fits within the headroom: TP across nodes is only slower
+        for parallel, memory in candidate_layouts(
+            model,
+            fleet,
+            training,
+            zero_stages=tuple(zero_stages),
+            recompute_modes=space.recompute_modes,
+            allow_offload=space.allow_offload,
+            max_cp=max_cp,
+            max_micro_batch=space.max_micro_batch,
+            cp_hopeless=cp_hopeless,
+            tp_degrees=tp_degrees,
+        ):
+            time = step_time(model, fleet, training, parallel, eff, cache)
+            plans.append(Plan(model, fleet, training, parallel, memory, time, flops[parallel.recompute]))
+            if memory.total <= room:
+                key = (parallel.tp, parallel.cp)
+                best_at[key] = min(best_at.get(key, float("inf")), time.total)
+                best_overall[0] = min(best_overall[0], time.total)
     if not plans:
         raise PlanError(
             f"{model.name} does not fit on {fleet.nodes} x {fleet.name} "
             f"({fleet.ranks} ranks of {fleet.rank_memory_bytes / 2**30:.0f} GiB) at global batch "
-            f"{global_batch} x {seq_len} with any layout"
+            f"{training.global_batch} x {training.seq_len} with any layout"
         )
-    return rank(plans, top)
+    return rank(plans, space.top)
