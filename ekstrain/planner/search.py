@@ -11,6 +11,7 @@ would drop are never stored, so it only adds FLOPs).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -51,6 +52,11 @@ memory. Ring attention's exposed K/V traffic grows as each rank's chunk of the s
 (comm.ring_step against a chunk's attention, which falls with its square), so a larger CP degree does not
 win back a factor of two. A pruning rule of the search, not of the model (Mixtral on 16,384 GPUs at 4k
 tokens otherwise prices CP 2,048: two tokens a rank); ``max_cp`` still bounds CP outright."""
+TOP_MARGIN = 0.10
+"""With ``top`` plans asked for, a TP degree also stops raising CP once its best plan got slower with CP and is
+more than this beyond the ``top``-th fastest plan within the headroom so far: the ranking reorders plans only
+within ties (ranking.TIE, 2 %) and the CP-worth rule (ranking.CP_WORTH, 10 %), so a plan that far behind is not
+returned. ``test_cp_pruning_keeps_the_top_ten`` compares the result with the unpruned search."""
 _SPECS: dict[TrainingSpec, TrainingSpec] = {}
 NEURON_ZERO_STAGES = (0, 1)
 """neuronx-distributed shards the optimizer (ZeRO-1) and no further; it has no context parallelism."""
@@ -101,7 +107,7 @@ def candidate_layouts(
     zero_options = [(z, False) for z in zero_stages] + (
         [(z, True) for z in zero_stages if z >= 1] if allow_offload else []
     )
-    for tp in divisors(fleet.ranks_per_node) if tp_degrees is None else tp_degrees:
+    for tp in reversed(divisors(fleet.ranks_per_node)) if tp_degrees is None else tp_degrees:
         for cp in divisors(n // tp):
             if cp > max_cp or (cp > 1 and cp_hopeless is not None and cp_hopeless(tp, cp)):
                 break
@@ -310,12 +316,20 @@ def search_specs(
     best_at: dict[tuple[int, int], float] = {}
     room = HEADROOM * fleet.rank_memory_bytes
 
+    # The ``space.top`` fastest step times within the headroom so far (a max-heap of negatives): a TP degree whose
+    # best got slower with CP and lies past the slowest of them, a tie's width aside, has no later CP degree that
+    # ranks among the plans returned (CP_HOPELESS).
+    leaders: list[float] = []
+
     def cp_hopeless(tp: int, cp: int) -> bool:
         tried = sorted(c for (t, c) in best_at if t == tp and c < cp)
         if len(tried) < 2:
             return False
         last, before = best_at[(tp, tried[-1])], best_at[(tp, tried[-2])]
-        return last > before and last > CP_HOPELESS * best_overall[0]
+        bound = CP_HOPELESS * best_overall[0]
+        if space.top and len(leaders) >= space.top:
+            bound = min(bound, (1 + TOP_MARGIN) * -leaders[0])
+        return last > before and last > bound
 
     passes: list[tuple[int, ...] | None] = [None]
     if space.cross_node_tp and not neuron:
@@ -341,6 +355,11 @@ def search_specs(
                 key = (parallel.tp, parallel.cp)
                 best_at[key] = min(best_at.get(key, float("inf")), time.total)
                 best_overall[0] = min(best_overall[0], time.total)
+                if space.top:
+                    if len(leaders) < space.top:
+                        heapq.heappush(leaders, -time.total)
+                    elif time.total < -leaders[0]:
+                        heapq.heapreplace(leaders, -time.total)
     if not plans:
         raise PlanError(
             f"{model.name} does not fit on {fleet.nodes} x {fleet.name} "
