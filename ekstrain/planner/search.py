@@ -57,6 +57,25 @@ TOP_MARGIN = 0.10
 more than this beyond the ``top``-th fastest plan within the headroom so far: the ranking reorders plans only
 within ties (ranking.TIE, 2 %) and the CP-worth rule (ranking.CP_WORTH, 10 %), so a plan that far behind is not
 returned. ``test_cp_pruning_keeps_the_top_ten`` compares the result with the unpruned search."""
+PRUNE_OFF = False
+"""Tests switch the ``top`` pruning rules (TOP_MARGIN, MICRO_BATCH_HOPELESS) off to compare with the full search."""
+MICRO_BATCH_HOPELESS = "micro-batch"
+"""A layout's larger micro-batches (one recompute mode, ZeRO stage and degrees) stop once a micro-batch made the
+step slower than the one before and it is TOP_MARGIN past the ``top``-th fastest plan within the headroom: past
+the fastest micro-batch, a larger one only adds pipeline bubble (Narayanan's (p - 1) / m with fewer
+micro-batches m) and data-parallel traffic exposed behind a shorter backward, while its GEMMs are already as
+efficient as they get, so the step does not get faster again. ``test_cp_pruning_keeps_the_top_ten`` checks it."""
+
+
+@dataclass
+class Priced:
+    """What the search tells the enumeration about the layout it last yielded: its step time, and the bound past
+    which a slower one is not returned (inf while fewer than ``top`` plans are within the headroom)."""
+
+    bound: Callable[[], float]
+    last: float = float("inf")
+
+
 _SPECS: dict[TrainingSpec, TrainingSpec] = {}
 NEURON_ZERO_STAGES = (0, 1)
 """neuronx-distributed shards the optimizer (ZeRO-1) and no further; it has no context parallelism."""
@@ -97,10 +116,12 @@ def candidate_layouts(
     max_micro_batch: int | None,
     cp_hopeless: Callable[[int, int], bool] | None = None,
     tp_degrees: Iterable[int] | None = None,
+    priced: Priced | None = None,
 ) -> Iterator[tuple[ParallelConfig, MemoryBreakdown]]:
     """Every valid layout whose memory fits, with that memory, in no particular order. ``cp_hopeless(tp,
     cp)``, asked before each larger CP degree of a TP degree, ends that TP degree's CP degrees. ``tp_degrees``:
-    the TP degrees tried (default: those dividing a node)."""
+    the TP degrees tried (default: those dividing a node). ``priced``: the step time the caller gave the layout
+    last yielded, which ends a recompute mode's larger micro-batches (MICRO_BATCH_HOPELESS)."""
     n, capacity = fleet.ranks, fleet.rank_memory_bytes
     dominated_from = LOWER_STAGE_FIRST.get(training.framework, 3)
     modes = [r for r in recompute_modes if not (r == SELECTIVE and training.flash_attention)]
@@ -149,7 +170,7 @@ def candidate_layouts(
                                 continue  # model states alone do not fit: prune the branch
                             dominated = covered if (zero >= dominated_from or offload) else set()
                             for candidate, memory in _fitting_micro_batches(
-                                model, fleet, training, lean, modes, max_micro_batch, dominated, lean_memory
+                                model, fleet, training, lean, modes, max_micro_batch, dominated, lean_memory, priced
                             ):
                                 if zero < 3 and not offload and memory.total <= HEADROOM * capacity:
                                     # a stage below ZeRO-3 covering the pair makes ZeRO-3 (and Megatron's
@@ -167,6 +188,7 @@ def _fitting_micro_batches(
     max_micro_batch: int | None,
     dominated: set[tuple[int, str]],
     lean_memory: MemoryBreakdown | None = None,
+    priced: Priced | None = None,
 ) -> Iterator[tuple[ParallelConfig, MemoryBreakdown]]:
     """Fitting (recompute, micro-batch) variants of ``lean``, lightest recompute first. A heavier
     recompute mode is skipped for a micro-batch a lighter one already fits within the headroom:
@@ -175,6 +197,7 @@ def _fitting_micro_batches(
     capacity = fleet.rank_memory_bytes
     light_enough: set[int] = set()
     for recompute in modes:
+        previous = float("inf")
         for micro_batch in divisors(per_replica):
             if max_micro_batch is not None and micro_batch > max_micro_batch:
                 break
@@ -205,6 +228,10 @@ def _fitting_micro_batches(
             # interleaving's rule that micro-batches per step divide by pp.
             if lean.vpp == 1 or (per_replica // micro_batch) % lean.pp == 0:
                 yield candidate, memory
+                if priced is not None:  # the search has priced it (priced.last) before asking for the next
+                    if priced.last > previous and priced.last > priced.bound():
+                        break  # MICRO_BATCH_HOPELESS
+                    previous = priced.last
 
 
 @dataclass(frozen=True)
@@ -326,11 +353,14 @@ def search_specs(
         if len(tried) < 2:
             return False
         last, before = best_at[(tp, tried[-1])], best_at[(tp, tried[-2])]
-        bound = CP_HOPELESS * best_overall[0]
-        if space.top and len(leaders) >= space.top:
-            bound = min(bound, (1 + TOP_MARGIN) * -leaders[0])
-        return last > before and last > bound
+        return last > before and last > min(CP_HOPELESS * best_overall[0], top_bound())
 
+    def top_bound() -> float:
+        if space.top and len(leaders) >= space.top and not PRUNE_OFF:
+            return (1 + TOP_MARGIN) * -leaders[0]
+        return float("inf")
+
+    priced = Priced(top_bound)
     passes: list[tuple[int, ...] | None] = [None]
     if space.cross_node_tp and not neuron:
         passes.append(cross_node_tp_degrees(model, fleet))
@@ -348,8 +378,10 @@ def search_specs(
             max_micro_batch=space.max_micro_batch,
             cp_hopeless=cp_hopeless,
             tp_degrees=tp_degrees,
+            priced=priced,
         ):
             time = step_time(model, fleet, training, parallel, eff, cache)
+            priced.last = time.total
             plans.append(Plan(model, fleet, training, parallel, memory, time, flops[parallel.recompute]))
             if memory.total <= room:
                 key = (parallel.tp, parallel.cp)
