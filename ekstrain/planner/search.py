@@ -54,8 +54,9 @@ win back a factor of two. A pruning rule of the search, not of the model (Mixtra
 tokens otherwise prices CP 2,048: two tokens a rank); ``max_cp`` still bounds CP outright."""
 TOP_MARGIN = 0.10
 """With ``top`` plans asked for, a TP degree also stops raising CP once its best plan got slower with CP and is
-more than this beyond the ``top``-th fastest plan within the headroom so far: the ranking reorders plans only
-within ties (ranking.TIE, 2 %) and the CP-worth rule (ranking.CP_WORTH, 10 %), so a plan that far behind is not
+more than this beyond the ``top``-th fastest plan within the headroom so far (for a CP 1 plan, the ``top``-th
+fastest CP 1 plan: the CP-worth rule, ranking.CP_WORTH, may rank every CP 1 plan before faster CP plans); past
+that, the ranking's only reordering is within ties (ranking.TIE, 2 %), so a plan that far behind is not
 returned. ``test_cp_pruning_keeps_the_top_ten`` compares the result with the unpruned search."""
 PRUNE_OFF = False
 """Tests switch the ``top`` pruning rules (TOP_MARGIN, MICRO_BATCH_HOPELESS) off to compare with the full search."""
@@ -72,7 +73,8 @@ class Priced:
     """What the search tells the enumeration about the layout it last yielded: its step time, and the bound past
     which a slower one is not returned (inf while fewer than ``top`` plans are within the headroom)."""
 
-    bound: Callable[[], float]
+    bound: Callable[[bool], float]
+    """bound(cp_1): the bound for a plan of CP 1 (True) or of CP > 1 (False)."""
     last: float = float("inf")
 
 
@@ -229,7 +231,7 @@ def _fitting_micro_batches(
             if lean.vpp == 1 or (per_replica // micro_batch) % lean.pp == 0:
                 yield candidate, memory
                 if priced is not None:  # the search has priced it (priced.last) before asking for the next
-                    if priced.last > previous and priced.last > priced.bound():
+                    if priced.last > previous and priced.last > priced.bound(lean.cp == 1):
                         break  # MICRO_BATCH_HOPELESS
                     previous = priced.last
 
@@ -347,18 +349,29 @@ def search_specs(
     # best got slower with CP and lies past the slowest of them, a tie's width aside, has no later CP degree that
     # ranks among the plans returned (CP_HOPELESS).
     leaders: list[float] = []
+    # The same of CP 1 plans only: below ranking.CP_MIN_SEQ the ranking may put every CP 1 plan before faster CP
+    # plans (CP not needed), so a CP 1 plan is measured against the CP 1 plans (never looser than all plans'
+    # bound once CP is needed, since that top-th is then at least as fast).
+    leaders_cp1: list[float] = []
 
     def cp_hopeless(tp: int, cp: int) -> bool:
         tried = sorted(c for (t, c) in best_at if t == tp and c < cp)
         if len(tried) < 2:
             return False
         last, before = best_at[(tp, tried[-1])], best_at[(tp, tried[-2])]
-        return last > before and last > min(CP_HOPELESS * best_overall[0], top_bound())
+        return last > before and last > min(CP_HOPELESS * best_overall[0], top_bound(False))
 
-    def top_bound() -> float:
-        if space.top and len(leaders) >= space.top and not PRUNE_OFF:
-            return (1 + TOP_MARGIN) * -leaders[0]
+    def top_bound(cp_1: bool) -> float:
+        heap = leaders_cp1 if cp_1 else leaders
+        if space.top and len(heap) >= space.top and not PRUNE_OFF:
+            return (1 + TOP_MARGIN) * -heap[0]
         return float("inf")
+
+    def lead(heap: list[float], time: float, top: int) -> None:
+        if len(heap) < top:
+            heapq.heappush(heap, -time)
+        elif time < -heap[0]:
+            heapq.heapreplace(heap, -time)
 
     priced = Priced(top_bound)
     passes: list[tuple[int, ...] | None] = [None]
@@ -388,10 +401,9 @@ def search_specs(
                 best_at[key] = min(best_at.get(key, float("inf")), time.total)
                 best_overall[0] = min(best_overall[0], time.total)
                 if space.top:
-                    if len(leaders) < space.top:
-                        heapq.heappush(leaders, -time.total)
-                    elif time.total < -leaders[0]:
-                        heapq.heapreplace(leaders, -time.total)
+                    lead(leaders, time.total, space.top)
+                    if parallel.cp == 1:
+                        lead(leaders_cp1, time.total, space.top)
     if not plans:
         raise PlanError(
             f"{model.name} does not fit on {fleet.nodes} x {fleet.name} "
