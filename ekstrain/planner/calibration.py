@@ -172,7 +172,9 @@ class Measurement:
         if self.legacy:
             # 2021 software: Megatron-LM did not overlap DP traffic; DeepSpeed ZeRO-3 prefetched.
             fleet = selene(self.nodes)
-            efficiency = replace(efficiency or MEGATRON_2021, dp_overlap=self.framework == _DEEPSPEED)
+            efficiency = replace(
+                efficiency or MEGATRON_2021, dp_overlap=self.framework == _DEEPSPEED, deepspeed_2021=True
+            )
         elif self.instance == MOSAICML_A100:
             fleet = replace(selene(self.nodes), name=MOSAICML_A100)
         elif self.instance == IBM_H100:
