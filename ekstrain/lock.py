@@ -160,8 +160,10 @@ class Lock:
                 if set(before) != set(sizes):
                     continue
                 changed = sorted(k for k in sizes if before[k] != sizes[k])
-                if all(same_kind_of_size(before[k], sizes[k]) for k in changed) and (
-                    best is None or len(changed) < len(best[1])
+                if (
+                    changed
+                    and all(same_kind_of_size(before[k], sizes[k]) for k in changed)
+                    and (best is None or len(changed) < len(best[1]))
                 ):
                     best = (old, changed)
         return best
