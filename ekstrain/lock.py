@@ -23,20 +23,24 @@ stack's entry with the same key (the key is content).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import pathlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ekstrain import inputs_guard, outputs
-from ekstrain.paths import project_dir
+from ekstrain.paths import EXAMPLE_STACKS, in_checkout, project_dir
 
 LOCK_NAME = "ekstrain.lock.json"
 FORMAT = "ekstrain-lock-v1"
 MODES = ("use", "check", "write", "ignore")
 DEFAULT_MODE = "use"
+SHIPPED = EXAMPLE_STACKS / LOCK_NAME
+"""The example stacks' lock (package data): the answers are keyed by content, so they hold in any project."""
 MAX_BYTES = 64 * 1024 * 1024  # prod's lock is about 100 KiB; a file past this is not one
 
 
@@ -46,14 +50,68 @@ class LockError(ValueError):
 
 @dataclass(frozen=True)
 class Entry:
-    """One release's answer: the no-op values keys (dotted), plus what the key was made of, for a reviewer."""
+    """One release's answer: the no-op values keys (dotted), plus what the key was made of, for a reviewer and for
+    the answers a values edit can keep (:meth:`Lock.derivable`):
+
+    - ``tools``: the chart's files and helm's version (``charts.noop_key`` of the chart alone): when these differ
+      from every recorded entry of the release, a chart or helm changed (``--lock check`` fails);
+    - ``basis``: everything but the values (chart, helm, release name and namespace, Kubernetes and API versions);
+    - ``rest``: the values with their sizes and counts blanked (:func:`values_shape`);
+    - ``sizes``: each size or count leaf (dotted key) -> its value as JSON.
+    """
 
     release: str
     chart: str
     noop: tuple[str, ...]
+    tools: str = ""
+    basis: str = ""
+    rest: str = ""
+    sizes: tuple[tuple[str, str], ...] = ()
 
     def as_json(self) -> dict[str, Any]:
-        return {"release": self.release, "chart": self.chart, "noop": list(self.noop)}
+        body: dict[str, Any] = {"release": self.release, "chart": self.chart, "noop": list(self.noop)}
+        if self.tools:
+            body |= {"tools": self.tools, "basis": self.basis, "rest": self.rest, "sizes": dict(self.sizes)}
+        return body
+
+
+# A size or count: a number, or a string of a number and a unit (Kubernetes quantities "500Gi", "250m",
+# Prometheus's "85GiB" and "15d", Slurm's "MaxNodes: '16'").
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)([A-Za-z]{0,3})")
+
+
+def _size_kind(value: Any) -> tuple[str, str, bool] | None:
+    """(JSON type, unit, nonzero) of a size or count value; None: not one."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    if isinstance(value, str):
+        m = _SIZE.fullmatch(value)
+        return ("str", m.group(2), float(m.group(1)) != 0) if m else None
+    return ("num", "", value != 0)
+
+
+def values_shape(values: dict[str, Any]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """(digest of ``values`` with every size or count leaf blanked, the sizes as (dotted key, JSON value)). A leaf
+    whose key path holds a "." is not addressable by a dotted key: it stays in the digest."""
+    sizes: list[tuple[str, str]] = []
+
+    def blank(node: Any, path: tuple[str, ...]) -> Any:
+        if isinstance(node, dict):
+            return {k: blank(v, (*path, str(k))) for k, v in node.items()}
+        if path and _size_kind(node) is not None and not any("." in k for k in path):
+            sizes.append((".".join(path), json.dumps(node)))
+            return "<size>"
+        return node
+
+    rest = json.dumps(blank(values, ()), sort_keys=True, default=str)
+    return hashlib.sha256(rest.encode()).hexdigest()[:40], tuple(sorted(sizes))
+
+
+def same_kind_of_size(old: str, new: str) -> bool:
+    """Whether two sizes (JSON) are the same kind: the same type and unit, both zero or both not (a chart that
+    tests a count for zero, or truthiness, renders the same branch for both)."""
+    a, b = _size_kind(json.loads(old)), _size_kind(json.loads(new))
+    return a is not None and a == b
 
 
 @dataclass
@@ -78,10 +136,37 @@ class Lock:
                 out.append(f"{entry.release} ({entry.chart}): not recorded for these values")
             elif recorded[key].noop != entry.noop:
                 out.append(f"{entry.release}: recorded {list(recorded[key].noop)}, computed {list(entry.noop)}")
+            elif recorded[key] != entry:
+                out.append(f"{entry.release}: recorded without what its key is made of (tools, sizes)")
         for key, entry in sorted(recorded.items(), key=lambda kv: kv[1].release):
             if key not in answers:
                 out.append(f"{entry.release} ({entry.chart}): recorded for values this stack no longer has")
         return out
+
+    def derivable(self, entry: Entry) -> tuple[Entry, list[str]] | None:
+        """For a release the lock has no answer for: (a recorded entry of the same release, the size keys whose
+        value differs) when an entry differs from ``entry`` only in sizes or counts of the same kind
+        (:func:`same_kind_of_size`): the same chart, helm, name, namespace, Kubernetes and API versions, and every
+        other value. Of several, the one with the fewest changed sizes; None: no such entry."""
+        if not entry.tools:
+            return None
+        best: tuple[Entry, list[str]] | None = None
+        sizes = dict(entry.sizes)
+        for entries in self.stacks.values():
+            for old in entries.values():
+                if (old.release, old.basis, old.rest) != (entry.release, entry.basis, entry.rest):
+                    continue
+                before = dict(old.sizes)
+                if set(before) != set(sizes):
+                    continue
+                changed = sorted(k for k in sizes if before[k] != sizes[k])
+                if (
+                    changed
+                    and all(same_kind_of_size(before[k], sizes[k]) for k in changed)
+                    and (best is None or len(changed) < len(best[1]))
+                ):
+                    best = (old, changed)
+        return best
 
     def with_stack(self, stack: str, answers: dict[str, Entry]) -> Lock:
         return Lock(self.path, {**self.stacks, stack: dict(answers)}, self.changed | {stack})
@@ -91,7 +176,8 @@ class Lock:
             "format": FORMAT,
             "about": (
                 "Answers of `ekstrain render`'s no-op values check, keyed by content (ekstrain/lock.py). Commit it; "
-                "refresh with `make lock` (ekstrain render --stack S --lock write); CI runs --lock check."
+                "refresh with `ekstrain render --stack S --lock write`; CI runs --lock check, which fails only when "
+                "a chart, helm or the check changed (a stack's values edit is computed and said)."
             ),
             "stacks": {
                 stack: {k: e.as_json() for k, e in sorted(entries.items(), key=lambda ke: (ke[1].release, ke[0]))}
@@ -149,12 +235,25 @@ def lock_path() -> pathlib.Path:
     return project_dir() / LOCK_NAME
 
 
+def write_command(stack: str = "<stack>") -> str:
+    """The command that records a stack's answers, as the user can run it: ``ekstrain render ... --lock write``
+    (every install has it), and ``make lock`` beside it only when this package runs from a checkout (a wheel
+    user has no Makefile)."""
+    return f"`ekstrain render --stack {stack} --lock write`" + in_checkout(
+        "make lock" if stack == "<stack>" else f"make lock STACK={stack}"
+    )
+
+
 def load(path: pathlib.Path | None = None) -> Lock:
-    """The lock at ``path`` (default :func:`lock_path`); an absent file is an empty lock."""
-    path = path or lock_path()
+    """The lock at ``path`` (default :func:`lock_path`; a project without one starts from the answers shipped with
+    the example stacks, :data:`SHIPPED`, and writes its own); an absent file is an empty lock."""
+    if path is None:
+        path = lock_path()
+        if not path.exists() and SHIPPED.is_file() and SHIPPED.resolve() != path.resolve():
+            return Lock(path, load(SHIPPED).stacks)
     if not path.exists():
         return Lock(path)
-    fix = f"delete {path} and run `make lock` (ekstrain render --stack <stack> --lock write) to record it again"
+    fix = f"delete {path} and run {write_command()} to record it again"
     try:  # a regular file, bounded (ekstrain/inputs_guard.py): a FIFO in its place would block the render
         body = json.loads(inputs_guard.read_text(path, MAX_BYTES), parse_constant=_refuse_constant)
     except inputs_guard.NotARegularFile as exc:
@@ -181,5 +280,17 @@ def load(path: pathlib.Path | None = None) -> Lock:
             noop = entry.get("noop") if isinstance(entry, dict) else None
             if not isinstance(noop, list) or not all(isinstance(k, str) for k in noop):
                 raise LockError(f"{path}: stacks.{stack}.{key}.noop is not a list of values keys: {fix}")
-            stacks[stack][key] = Entry(str(entry.get("release", "")), str(entry.get("chart", "")), tuple(noop))
+            made_of = {k: entry.get(k, "") for k in ("tools", "basis", "rest")}
+            sizes = entry.get("sizes", {})
+            if not all(isinstance(v, str) for v in made_of.values()) or not (
+                isinstance(sizes, dict) and all(isinstance(v, str) for v in sizes.values())
+            ):
+                raise LockError(f"{path}: stacks.{stack}.{key}: tools, basis, rest or sizes is not text: {fix}")
+            stacks[stack][key] = Entry(
+                str(entry.get("release", "")),
+                str(entry.get("chart", "")),
+                tuple(noop),
+                **made_of,
+                sizes=tuple(sorted(sizes.items())),
+            )
     return Lock(path, stacks)

@@ -25,6 +25,11 @@ POLICY_PACK = PACKAGE / "policy_pack"
 REVIEWS = PACKAGE / "security"
 """Reviewed findings the render's checks accept (``iam-lint-accepted.yaml``, ``reviewed-runtime-objects.yaml``)."""
 
+EXAMPLE_STACKS = PACKAGE / "example_stacks"
+"""The shipped example stacks (``Pulumi.prod.yaml``, ``Pulumi.dev.yaml``) and their ``ekstrain.lock.json``
+(package data; symlinks to the checkout's own files): what ``ekstrain render --stack prod`` renders outside any
+Pulumi project (a wheel in an empty directory), and the no-op answers a project without a lock starts from."""
+
 CHECKOUT: pathlib.Path | None = PACKAGE.parent if (PACKAGE.parent / "pyproject.toml").is_file() else None
 """The source checkout this package runs from (its ``.tools/``, ``.upstream/``); None when installed."""
 
@@ -85,3 +90,18 @@ def helm_fix() -> str:
         "run `ekstrain upstream helm` (the pinned helm into .tools/helm of the project), put helm on PATH, or "
         "pass `ekstrain render --helm PATH` or set EKSTRAIN_HELM (docs/index.md)"
     )
+
+
+def in_checkout(command: str) -> str:
+    """`` (in this checkout: `make ...`)`` when this package runs from a source checkout, else nothing: a hint
+    names the ``ekstrain`` command every install has first, and a Makefile target only where there is one."""
+    return f" (in this checkout: `{command}`)" if CHECKOUT is not None else ""
+
+
+def example_stack(stack: str) -> pathlib.Path | None:
+    """The shipped example stack file of ``stack`` when the working directory is in no Pulumi project (nothing of
+    the user's to render), else None."""
+    shipped = EXAMPLE_STACKS / f"Pulumi.{stack}.yaml"
+    cwd = pathlib.Path.cwd()
+    in_project = any((d / "Pulumi.yaml").is_file() for d in (cwd, *cwd.parents))
+    return shipped if shipped.is_file() and not in_project and not os.environ.get(PROJECT_ENV) else None

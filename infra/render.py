@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
+import dataclasses
 import datetime as dt
 import functools
 import hashlib
@@ -46,6 +47,7 @@ from ekstrain.infra.verify import (
     iam,
     images,
     imports,
+    noop_edit,
     order,
     pins,
     policy,
@@ -263,16 +265,33 @@ class NoopLock:
 
     def __init__(self, the_lock: lock.Lock | None, mode: str) -> None:
         self.lock, self.mode = the_lock, mode
-        self.keys: dict[str, tuple[str, str]] = {}  # release key -> (answer key, "chart version")
+        self.keys: dict[str, tuple[str, lock.Entry]] = {}  # release key -> (answer key, entry without its answer)
         self.answered = 0
+        self.edited: list[str] = []  # releases answered from a recorded answer for other sizes (noop_edit.py)
 
     def start(self, release: charts.Release, kube_version: str, apis: set[str]) -> tuple[str, ...] | None:
         """The lock's answer for ``release`` when the mode takes answers from it; None: compute it."""
         key = charts.noop_key(release, kube_version, apis)
-        self.keys[release.key] = (key, f"{release.chart_name} {release.version}")
+        made_of = noop_edit.made_of(release, kube_version, apis)
+        self.keys[release.key] = (
+            key,
+            lock.Entry(release.key, f"{release.chart_name} {release.version}", (), **made_of),
+        )
         answer = self.lock.answer(key) if self.lock is not None and self.mode == "use" else None
         self.answered += answer is not None
         return answer
+
+    def edit_of(self, release: charts.Release) -> Callable[[charts.Release, str, set[str]], list[str]] | None:
+        """After :meth:`start` found no answer: how to answer ``release`` from a recorded answer for values that
+        differ only in sizes or counts (``--lock use`` only; infra/verify/noop_edit.py); None: no such answer."""
+        if self.lock is None or self.mode != "use":
+            return None
+        found = self.lock.derivable(self.keys[release.key][1])
+        if found is None:
+            return None
+        old, changed = found
+        self.edited.append(f"{release.key} ({', '.join(changed) or 'no size changed'})")
+        return lambda r, kv, apis: noop_edit.answer(r, kv, apis, old.noop, changed, dict(old.sizes))
 
     def finish(
         self, stack: str, checks: list[Check], results: dict[str, list[str]], progress: Callable[[str], None]
@@ -282,23 +301,21 @@ class NoopLock:
             return
         if set(self.keys) - set(results):  # a release did not render: its answer is unknown, the lock is left alone
             return
-        answers = {key: lock.Entry(rel, chart, tuple(results[rel])) for rel, (key, chart) in self.keys.items()}
+        answers = {key: dataclasses.replace(entry, noop=tuple(results[rel])) for rel, (key, entry) in self.keys.items()}
         name = self.lock.path.name
-        computed = len(answers) - self.answered
+        computed = len(answers) - self.answered - len(self.edited)
         if self.mode == "check":
-            # what fails CI: a contradicted answer or a chart bump, not a values edit (ekstrain/lock_policy.py)
+            # what fails CI: a contradicted answer, a chart or helm change, not a values edit (ekstrain/lock_policy.py)
             stale, notes = lock_policy.check(self.lock.stacks.get(stack, {}), answers)
-            for note in notes:
-                progress(f"[3/3] {name}: {note} (a values edit needs no lock commit)")
+            if notes:
+                progress(lock_policy.note_line(notes))
             noop_check.problems += [
-                f"{LOCK_STALE} for stack {stack}: {d}; run `ekstrain render --stack {stack} --lock write` "
-                f"(in a checkout: `make lock STACK={stack}`) and commit it"
-                for d in stale
+                f"{LOCK_STALE} for stack {stack}: {d}; run {lock.write_command(stack)} and commit it" for d in stale
             ]
             if not stale:
                 progress(f"[3/3] {name}: current for stack {stack} (every answer computed and compared)")
         elif self.mode == "write":
-            if self.lock.differences(stack, answers):
+            if self.lock.differences(stack, answers) or not self.lock.path.exists():
                 self.lock.with_stack(stack, answers).save()
                 progress(f"[3/3] {name}: recorded {len(answers)} answers for stack {stack} in {self.lock.path}")
             else:
@@ -307,11 +324,16 @@ class NoopLock:
         # a replay entry, infra/replay.py).
         if self.answered:
             progress(f"[3/3] {NOOP_CHECK}: {self.answered} of {len(answers)} releases answered by {name}")
-        if self.mode == "use" and computed and answers:
+        if self.edited:
+            progress(
+                f"[3/3] {NOOP_CHECK}: {len(self.edited)} release(s) whose sizes or counts changed: the changed keys "
+                f"checked again, the rest of {name}'s answer kept when they answer as before "
+                f"({'; '.join(self.edited)}); --lock check computes them whole"
+            )
+        if self.mode == "use" and computed > 0 and answers:
             progress(
                 f"[3/3] {name}: {computed} of {len(answers)} releases were checked now (not recorded for these "
-                f"values); `ekstrain render --stack {stack} --lock write` records them, so that the next fresh "
-                "clone skips their renders"
+                f"values); {lock.write_command(stack)} records them, so that the next fresh clone skips their renders"
             )
 
 
@@ -346,7 +368,7 @@ def run_checks(
                 noop[r.key] = concurrent.futures.Future()
                 noop[r.key].set_result(list(answer))
             else:
-                noop[r.key] = pool.submit(charts.noop_leaves, r, kv, apis)
+                noop[r.key] = pool.submit(locked.edit_of(r) or charts.noop_leaves, r, kv, apis)
             noop[r.key].add_done_callback(
                 lambda _f: progress(
                     f"[3/3] checks: {NOOP_CHECK}: {next(finished)}/{len(releases)} releases "

@@ -8,9 +8,11 @@ First a table, metric | target | before | now ("Speed a newcomer feels"):
   whose chart values all changed);
 - cold render, 64 EFA partitions: prod with 64 EFA partitions (:func:`efa_stack`), cold the same way; a new stack,
   so the lock answers only the releases that do not change with the partitions (target: 3x the cold render);
-- cold render after a one-value edit: prod with its first partition's maxNodes + 1, cold cache, the committed lock
-  (only the releases whose values the edit changed lose their lock answers and run the no-op check's renders);
-  the ratio to the unchanged cold render, wall and CPU (CPU holds still on a loaded machine; target <= 1.5);
+- cold render after a one-maxNodes edit: prod with its first partition's maxNodes + 1, cold cache, the committed lock
+  (the one release whose values the edit changed, Slurm, has no lock answer for them: the lock's answer for the
+  values before the edit is kept once its changed key answers as before, infra/verify/noop_edit.py); the ratio
+  to the unchanged cold render, wall and CPU (CPU holds still on a loaded machine; target <= 1.2), then
+  `--lock check` of the edit against the committed lock: its exit code (0: no lock commit needed) and note line;
 - warm render: the same again with the cache filled (best of 3);
 - cache across checkouts: the tree and its build/.cache copied to another directory, rendered there (the cache
   is keyed by content, so the copy is warm);
@@ -200,7 +202,7 @@ BASELINE = {
     "commit": "8299106",
     "cold render": "620.9 s wall, 205.7 s CPU (load 8-11)",
     "cold render, --lock ignore": "620.9 s wall, 205.7 s CPU (load 8-11; there was no lock)",
-    "cold render after a one-value edit": "79-80 s wall against 27 s unchanged: 2.9x (2026-12-04)",
+    "cold render after a one-maxNodes edit": "79-80 s wall against 27 s unchanged: 2.9x (2026-12-04)",
     "warm render": "28.1 s wall, 7.9 s CPU (load 10.7)",
     "cache across checkouts": "cold: keys held absolute paths and mtimes",
     "simulate prod render": "7.2 s wall, 1.1 s CPU (load 9.0; simulate is unchanged since)",
@@ -212,7 +214,7 @@ TARGETS = {
     "cold render": "< 30 s",
     EFA64: "< 3x cold render",
     "cold render, --lock ignore": "none (what the lock saves)",
-    "cold render after a one-value edit": "<= 1.5x the cold render",
+    "cold render after a one-maxNodes edit": "<= 1.2x the cold render; its --lock check exit 0",
     "warm render": "< 2.5 s",
     "cache across checkouts": "warm (< 2.5 s)",
     "simulate prod render": "< 5 s",
@@ -299,6 +301,37 @@ def time_diff(tmpdir: pathlib.Path) -> tuple[float, float, int, int]:
     return min(runs[1:])
 
 
+EDIT = "cold render after a one-maxNodes edit"
+
+
+def edit_ratio(tmpdir: pathlib.Path, env: dict[str, str]) -> str:
+    """A cold render of prod, then a cold render of prod with one maxNodes edited (each with an empty cache of its
+    own, back to back), and `--lock check` of the edit against the committed lock: the ratio and the exit code."""
+    cold_wall, cold_cpu = time_make_render(tmpdir / "cold-again", {**env, "EKSTRAIN_CACHE_DIR": str(tmpdir / "c2")})
+    edit_wall, edit_cpu = time_render_in(
+        REPO,
+        tmpdir / "edit",
+        {**env, "EKSTRAIN_CACHE_DIR": str(tmpdir / "c3")},
+        "--stack-file",
+        str(edited_prod(tmpdir)),
+    )
+    check = subprocess.run(
+        [sys.executable, "-m", "ekstrain.cli.render", "--stack", "prod", "--out", str(tmpdir / "edit-check")]
+        + ["--stack-file", str(edited_prod(tmpdir)), "--lock", "check"],
+        cwd=REPO,
+        env={**env, "EKSTRAIN_CACHE_DIR": str(tmpdir / "c3")},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    note = next((ln for ln in check.stderr.splitlines() if ln.startswith("note: ")), "no note")
+    return (
+        f"{cell(edit_wall, edit_cpu)}: {edit_wall / cold_wall:.2f}x wall, {edit_cpu / cold_cpu:.2f}x CPU of a cold "
+        f"render just before ({cold_wall:.1f} s wall, {cold_cpu:.1f} s CPU); --lock check of it: exit "
+        f"{check.returncode} ({note[:120]})"
+    )
+
+
 def load() -> str:
     return f"load {os.getloadavg()[0]:.1f}"
 
@@ -340,7 +373,18 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m scripts.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--tests", action="store_true", help="also time make test with empty caches (minutes)")
     parser.add_argument("--details", action="store_true", help="also the in-process, synthetic and refusal timings")
+    parser.add_argument("--edit-only", action="store_true", help=f"only the row {EDIT!r} (a few minutes)")
     args = parser.parse_args(argv)
+    if args.edit_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {
+                **os.environ,
+                "EKSTRAIN_UPSTREAM_DIR": os.environ.get("EKSTRAIN_UPSTREAM_DIR")
+                or str(validation.upstream_dir() or ""),
+                helm.HELM_ENV: os.environ.get(helm.HELM_ENV) or helm.helm_binary() or "",
+            }
+            print(f"{EDIT} (target {TARGETS[EDIT]}): {edit_ratio(pathlib.Path(tmp), env)}")
+        return
     rows: dict[str, str] = {}
     print(f"machine: {os.cpu_count()} cores, {load()} at the start (shared: read wall times with the load)")
     with tempfile.TemporaryDirectory() as tmp:
@@ -365,19 +409,8 @@ def main(argv: list[str] | None = None) -> None:
         shutil.rmtree(cache)
         rows["cold render, --lock ignore"] = cell(*time_make_render(tmpdir / "cold-nolock", env, "--lock", "ignore"))
         print(f"  cold render, --lock ignore: {rows['cold render, --lock ignore']}", flush=True)
-        cold_wall, cold_cpu = time_make_render(tmpdir / "cold-again", {**env, "EKSTRAIN_CACHE_DIR": str(tmpdir / "c2")})
-        edit_wall, edit_cpu = time_render_in(
-            REPO,
-            tmpdir / "edit",
-            {**env, "EKSTRAIN_CACHE_DIR": str(tmpdir / "c3")},
-            "--stack-file",
-            str(edited_prod(tmpdir)),
-        )
-        rows["cold render after a one-value edit"] = (
-            f"{cell(edit_wall, edit_cpu)}: {edit_wall / cold_wall:.2f}x wall, {edit_cpu / cold_cpu:.2f}x CPU of a cold "
-            f"render just before ({cold_wall:.1f} s wall, {cold_cpu:.1f} s CPU)"
-        )
-        print(f"  cold render after a one-value edit: {rows['cold render after a one-value edit']}", flush=True)
+        rows[EDIT] = edit_ratio(tmpdir, env)
+        print(f"  {EDIT}: {rows[EDIT]}", flush=True)
         rows["warm render"] = cell(*min(time_make_render(tmpdir / "warm", env) for _ in range(3)))
         print(f"  warm render: {rows['warm render']}", flush=True)
         # Another checkout of the same content, with the first one's cache in its own build/.cache.

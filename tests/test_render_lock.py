@@ -184,7 +184,7 @@ def test_a_recorded_answer_replaces_the_helm_runs_and_is_what_the_render_reports
     summary = (project / "out" / "SUMMARY.md").read_text()
     assert (
         f"ekstrain.lock.json is not current for stack dev: {nvidia['release']}: recorded ['planted.key'], "
-        "computed []; run `ekstrain render --stack dev --lock write` (in a checkout: `make lock STACK=dev`) and "
+        "computed []; run `ekstrain render --stack dev --lock write` (in this checkout: `make lock STACK=dev`) and "
         "commit it" in summary
     )
     assert key in json.loads(path.read_text())["stacks"]["dev"]
@@ -198,13 +198,14 @@ def test_a_recorded_answer_replaces_the_helm_runs_and_is_what_the_render_reports
 def test_values_the_lock_has_not_seen_are_checked_and_write_drops_the_old_entry(
     project: pathlib.Path, dev_lock: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # GIVEN a lock whose entry for one release was recorded for other values (its key is not today's)
+    # GIVEN a lock whose entry for one release was recorded for other values (its key is not today's, and not only
+    # its sizes differ: infra/verify/noop_edit.py would keep it after checking the changed sizes)
     (project / lock.LOCK_NAME).write_text(dev_lock)
     path = project / lock.LOCK_NAME
     current = lock.load(path).stacks["dev"]
     body = json.loads(path.read_text())
     key = next(k for k, e in body["stacks"]["dev"].items() if e["release"] == "storage-csi--aws-fsx-csi-driver")
-    body["stacks"]["dev"]["0" * 40] = body["stacks"]["dev"].pop(key)
+    body["stacks"]["dev"]["0" * 40] = body["stacks"]["dev"].pop(key) | {"rest": "0" * 40}
     path.write_text(json.dumps(body))
     asked = refuse_helm_variants(monkeypatch)
     capsys.readouterr()

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from ekstrain import inputs_guard
+from ekstrain.paths import in_checkout
 from ekstrain.simulate.quantity import parse
 from ekstrain.workloads import registry
 
@@ -390,7 +391,11 @@ def read_workloads(paths: list[pathlib.Path]) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = []
     for p in paths:
         if not p.exists():
-            raise InputError(str(p), "not found", "run `make examples` or pass workload files")
+            raise InputError(
+                str(p),
+                "not found",
+                f"pass workload files (`ekstrain job render ... --out FILE` writes one){in_checkout('make examples')}",
+            )
         files = (
             sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in (*YAML_SUFFIXES, ".sbatch"))
             if p.is_dir()

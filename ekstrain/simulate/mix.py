@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from ekstrain import catalog, health_gate, inputs_guard, storage_sizing, yaml12
+from ekstrain.paths import in_checkout
 from ekstrain.simulate import capacity_windows, upgrade
 from ekstrain.simulate.inputs import SAFE_LOADER, InputError, read_file
 from ekstrain.simulate.notebooks import START_TIMEOUT_KEY
@@ -203,8 +204,8 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
                 # the shipped mixes name workloads `make examples` / `make simulate` render into build/
                 made = job_file.parts[:1] == ("build",) and not job_file.exists()
                 fix = (
-                    f"render the example workloads first: `make examples` (build/examples) or `make simulate` "
-                    f"(build/examples-<stack>), which write {job_file}"
+                    "render the example workloads first: `examples/render-all.sh build/examples` of a checkout"
+                    f"{in_checkout('make examples')}, or `ekstrain job render ... --out {job_file}`"
                     if made
                     else "give the path of a workload file"
                 )

@@ -1,0 +1,180 @@
+"""An edit of sizes or counts is cheap and needs no lock commit (ekstrain/lock.py, ekstrain/lock_policy.py,
+infra/verify/noop_edit.py).
+
+- the lock records what each answer's key is made of (tools, basis, the values with their sizes blanked, the
+  sizes), so a render whose values differ only in sizes or counts of the same kind checks only the changed keys
+  again (two helm renders, not one per values key);
+- ``--lock check`` fails when a chart, helm or the check changed, and says in one ``note:`` line which releases
+  it computed because a stack's values changed.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+
+import pytest
+import yaml
+from conftest import REPO, needs_upstream
+
+from ekstrain import lock, lock_policy
+from ekstrain.cli import render as render_cli
+from ekstrain.infra.verify import charts
+
+# ---- the shape of values: sizes apart from the rest -------------------------------------------------------------
+
+
+def test_a_size_edit_keeps_the_rest_and_names_the_size() -> None:
+    before = {"nodesets": {"gpu": {"partition": {"config": {"MaxNodes": "16"}}, "image": "slurmd:25.05"}}, "n": 3}
+    after = json.loads(json.dumps(before))
+    after["nodesets"]["gpu"]["partition"]["config"]["MaxNodes"] = "17"
+    rest_before, sizes_before = lock.values_shape(before)
+    rest_after, sizes_after = lock.values_shape(after)
+    assert rest_before == rest_after
+    assert dict(sizes_before) == {"nodesets.gpu.partition.config.MaxNodes": '"16"', "n": "3"}
+    assert dict(sizes_after)["nodesets.gpu.partition.config.MaxNodes"] == '"17"'
+    # an image is not a size: changing it changes the rest
+    after["nodesets"]["gpu"]["image"] = "slurmd:25.11"
+    assert lock.values_shape(after)[0] != rest_before
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "same"),
+    [
+        ("16", "17", True),
+        ('"500Gi"', '"600Gi"', True),
+        ('"85GiB"', '"102GiB"', True),
+        ("0", "1", False),  # a chart testing the count for zero (or truthiness) takes another branch
+        ('"500Gi"', '"1Ti"', False),  # another unit
+        ('"16"', "16", False),  # another type
+        ("true", "false", False),  # a switch is not a size
+    ],
+)
+def test_sizes_of_the_same_kind(old: str, new: str, same: bool) -> None:
+    assert lock.same_kind_of_size(old, new) is same
+
+
+def entry(release: str, *noop: str, tools: str = "t1", basis: str = "b1", rest: str = "r1", **sizes: str) -> lock.Entry:
+    return lock.Entry(release, "slurm 1.0", tuple(noop), tools, basis, rest, tuple(sorted(sizes.items())))
+
+
+def test_the_lock_derives_only_from_the_same_release_basis_and_rest() -> None:
+    recorded = lock.Lock(pathlib.Path("x")).with_stack(
+        "prod", {"k1": entry("slurm--slurm", "a.b", MaxNodes='"16"', replicas="2")}
+    )
+    edited = entry("slurm--slurm", MaxNodes='"17"', replicas="2")
+    found = recorded.derivable(edited)
+    assert found is not None and found[0].noop == ("a.b",) and found[1] == ["MaxNodes"]
+    # another chart or helm (basis), another non-size value (rest), a size from 0, or an entry without tools: none
+    assert recorded.derivable(entry("slurm--slurm", basis="b2", MaxNodes='"17"', replicas="2")) is None
+    assert recorded.derivable(entry("slurm--slurm", rest="r2", MaxNodes='"17"', replicas="2")) is None
+    assert recorded.derivable(entry("slurm--slurm", MaxNodes='"17"', replicas="0")) is None
+    assert recorded.derivable(lock.Entry("slurm--slurm", "slurm 1.0", ())) is None
+
+
+def test_entries_round_trip_with_what_their_key_is_made_of(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / lock.LOCK_NAME
+    lock.Lock(path).with_stack("prod", {"k1": entry("slurm--slurm", MaxNodes='"16"')}).save()
+    assert lock.load(path).stacks["prod"]["k1"] == entry("slurm--slurm", MaxNodes='"16"')
+    # a lock recorded before these fields were: read, and --lock write records them (it differs)
+    old = lock.Lock(path).with_stack("prod", {"k1": lock.Entry("slurm--slurm", "slurm 1.0", ())})
+    assert old.differences("prod", {"k1": entry("slurm--slurm")}) == [
+        "slurm--slurm: recorded without what its key is made of (tools, sizes)"
+    ]
+
+
+# ---- --lock check: what fails CI ---------------------------------------------------------------------------------
+
+
+def test_a_chart_files_or_helm_change_is_stale_a_values_edit_is_one_note() -> None:
+    recorded = {"k1": entry("slurm--slurm"), "k2": entry("obs--kps", tools="t9")}
+    # the values changed (new keys), the chart and helm did not
+    stale, notes = lock_policy.check(recorded, {"k3": entry("slurm--slurm"), "k4": entry("obs--kps", tools="t9")})
+    assert stale == [] and notes == ["obs--kps (slurm 1.0)", "slurm--slurm (slurm 1.0)"]
+    line = lock_policy.note_line(notes)
+    assert line.startswith("note: 2 releases' answers computed (values changed") and "\n" not in line
+    assert line.endswith("obs--kps (slurm 1.0), slurm--slurm (slurm 1.0)")
+    # the same chart version with other files, or another helm: the tools differ, so the answers must be recorded
+    stale, notes = lock_policy.check(recorded, {"k5": entry("slurm--slurm", tools="t2")})
+    assert len(stale) == 1 and "the chart's files or helm changed" in stale[0] and notes == []
+
+
+# ---- the render --------------------------------------------------------------------------------------------------
+
+
+def edited_prod(into: pathlib.Path) -> pathlib.Path:
+    """Prod with its first partition's maxNodes + 1, in a directory of its own (no Pulumi.yaml: the render reads
+    the working directory's project, this checkout, and its committed lock)."""
+    doc = yaml.safe_load((REPO / "Pulumi.prod.yaml").read_text())
+    part = doc["config"]["ekstrain:partitions"][0]
+    part["maxNodes"] = int(part["maxNodes"]) + 1
+    path = into / "edited" / "Pulumi.prod.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def noop_warnings(out: pathlib.Path) -> list[str]:
+    return [w for w in (out / "SUMMARY.md").read_text().splitlines() if "changes nothing in the rendered" in w]
+
+
+@needs_upstream
+def test_a_maxnodes_edit_checks_only_the_changed_key_and_passes_the_lock_check_without_a_lock_commit(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if charts.helm_binary() is None:
+        pytest.skip("no helm: `ekstrain upstream helm`")
+    monkeypatch.chdir(REPO)  # the committed ekstrain.lock.json is the working directory's project's
+    monkeypatch.setenv("EKSTRAIN_REPLAY", "0")
+    # a cache of its own: no whole answer of another test's render is there to find
+    monkeypatch.setenv("EKSTRAIN_CACHE_DIR", str(tmp_path / "cache"))
+    before = (REPO / lock.LOCK_NAME).read_bytes()
+    stack_file = edited_prod(tmp_path)
+    variants: list[str] = []
+    template = charts.template
+
+    def counted(release: charts.Release, *args: object, **kwargs: object) -> str:
+        if kwargs.get("keep") is False:  # a no-op check's variant (a values key left out)
+            variants.append(release.key)
+        return template(release, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(charts, "template", counted)
+    # WHEN the edited stack renders (--lock use, a user's render)
+    argv = ["--stack", "prod", "--stack-file", str(stack_file)]
+    code = render_cli.main([*argv, "--out", str(tmp_path / "use")])
+    err = capsys.readouterr().err
+    assert code == 0, err[-3000:]
+    # THEN the lock answered every release but Slurm, and Slurm's one changed key was rendered without it once
+    # (the old code ran Slurm's whole check: ~140 variants)
+    assert "20 of 21 releases answered by ekstrain.lock.json" in err, err[-3000:]
+    assert "1 release(s) whose sizes or counts changed" in err and "MaxNodes" in err
+    assert variants == ["slurm--slurm"], variants
+    # WHEN CI's lock check renders it (every answer computed whole)
+    code = render_cli.main([*argv, "--out", str(tmp_path / "check"), "--lock", "check"])
+    err = capsys.readouterr().err
+    # THEN it passes, with one note naming Slurm, and the committed lock is untouched (nothing to commit)
+    assert code == 0, err[-3000:]
+    notes = [line for line in err.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1 and "answers computed (values changed" in notes[0] and "slurm--slurm" in notes[0], notes
+    assert "is not current" not in err
+    assert (REPO / lock.LOCK_NAME).read_bytes() == before
+    assert len(variants) > 50  # the whole check ran this time
+    # AND the kept answer is the whole check's
+    assert noop_warnings(tmp_path / "use") == noop_warnings(tmp_path / "check")
+
+
+def test_the_lock_of_a_project_without_one_starts_from_the_shipped_answers(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a project directory with a stack file and no lock
+    project = tmp_path / "acme"
+    project.mkdir()
+    (project / "Pulumi.yaml").write_text("name: acme\nruntime: python\n")
+    shutil.copy(REPO / "Pulumi.prod.yaml", project)
+    monkeypatch.chdir(project)
+    # WHEN the render loads the lock
+    loaded = lock.load()
+    # THEN it holds the shipped example stacks' answers, and writes (if asked) into the project
+    assert loaded.path == project / lock.LOCK_NAME and not loaded.path.exists()
+    assert loaded.stacks == lock.load(REPO / lock.LOCK_NAME).stacks

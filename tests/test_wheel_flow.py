@@ -1,0 +1,156 @@
+"""From the wheel, in an empty directory, offline: a user's first three commands.
+
+    ekstrain upstream helm --mirror URL       the pinned helm (helm's release archive, verified by the helm pin)
+    ekstrain upstream fetch --mirror URL      the pinned CRDs, chart archives and chart values, each verified
+    ekstrain render --stack prod              the shipped example stack (no Pulumi project here), every check run
+
+The wheel is built from this checkout and installed into a fresh virtualenv whose only ekstrain is the wheel's
+(its dependencies come from this interpreter's site-packages through a .pth, as there is no index offline). The
+mirrors are built in the test: helm's release archive around the pinned helm binary, and scripts/upstream_mirror.py
+over the pinned upstream files beside the checkout. Nothing of the checkout is on the commands' path, and no helm
+is on PATH.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import pathlib
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import time
+import venv
+from collections.abc import Iterator
+
+import pytest
+from conftest import REPO
+
+from ekstrain import helm, upstream, validation
+
+SHARED = REPO.parent / "shared" / "upstream"
+SRC = SHARED if SHARED.is_dir() else validation.upstream_dir()
+
+
+@pytest.fixture(scope="module")
+def env_bin(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """A fresh virtualenv with the wheel installed (no dependencies: they come from this interpreter's
+    site-packages, added by a .pth as plain directories, so no editable install of the checkout is on its path)."""
+    wheels = tmp_path_factory.mktemp("wheel")
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(wheels)] + [str(REPO)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = wheels.glob("ekstrain-*.whl")
+    root = tmp_path_factory.mktemp("venv") / "v"
+    venv.EnvBuilder(with_pip=False).create(root)
+    python = root / "bin" / "python"
+    site = pathlib.Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    deps = [p for p in sys.path if p.endswith("site-packages") and os.path.isdir(p)]
+    deps += [sysconfig.get_path("purelib")] if sysconfig.get_path("purelib") not in deps else []
+    (site / "zz-dependencies.pth").write_text("".join(f"{p}\n" for p in deps))
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet", "--target", str(site)]
+        + [str(wheel)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    # the console script as pip writes it for the wheel's entry point
+    script = root / "bin" / "ekstrain"
+    script.write_text(f"#!{python}\nimport sys\nfrom ekstrain.cli.main import main\nsys.exit(main())\n")
+    script.chmod(0o755)
+    return root / "bin"
+
+
+@pytest.fixture(scope="module")
+def helm_mirror(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A directory laid out as get.helm.sh with helm's release archive around the pinned binary."""
+    binary = helm.helm_binary()
+    if binary is None or hashlib.sha256(pathlib.Path(binary).read_bytes()).hexdigest() != upstream.HELM_SHA256:
+        pytest.skip("the pinned helm is not here to build the mirror from: run `ekstrain upstream helm`")
+    root = tmp_path_factory.mktemp("get.helm.sh")
+    data = pathlib.Path(binary).read_bytes()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tgz:
+        info = tarfile.TarInfo(upstream.HELM_TARBALL_MEMBER)
+        info.size, info.mode = len(data), 0o755
+        tgz.addfile(info, io.BytesIO(data))
+    (root / upstream.HELM_TARBALL).write_bytes(buf.getvalue())
+    return root.as_uri()
+
+
+@pytest.fixture(scope="module")
+def upstream_mirror_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if SRC is None:
+        pytest.skip("no pinned upstream files beside the checkout to build the mirror from")
+    from scripts import upstream_mirror
+
+    root = tmp_path_factory.mktemp("mirror")
+    upstream_mirror.build(SRC, root)
+    server, base = upstream_mirror.serve(root)
+    yield base
+    server.shutdown()
+
+
+def run(bin_dir: pathlib.Path, cwd: pathlib.Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``ekstrain *args`` of the installed wheel in ``cwd``: nothing of this checkout or its helm on the path."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "EKSTRAIN_", "PULUMI_", "UPSTREAM_"))}
+    env["PATH"] = f"{bin_dir}:/usr/bin:/bin"
+    started = time.perf_counter()
+    done = subprocess.run(
+        [str(bin_dir / "ekstrain"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800
+    )
+    return done, time.perf_counter() - started
+
+
+def test_the_wheel_fetches_helm_and_the_upstream_files_then_renders_prod_in_an_empty_directory(
+    env_bin: pathlib.Path, helm_mirror: str, upstream_mirror_url: str, tmp_path: pathlib.Path
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    where, _ = run(env_bin, empty, "--version")
+    assert where.returncode == 0, where.stderr
+    # the package is the wheel's, never this checkout's
+    probe = subprocess.run(
+        [str(env_bin / "python"), "-c", "import ekstrain, ekstrain.paths as p; print(ekstrain.__file__, p.CHECKOUT)"],
+        cwd=empty,
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert str(REPO) not in probe.stdout and probe.stdout.split()[1] == "None", probe.stdout
+    times = {}
+
+    got_helm, times["upstream helm"] = run(env_bin, empty, "upstream", "helm", "--mirror", helm_mirror)
+    assert got_helm.returncode == 0, got_helm.stderr[-3000:]
+    assert hashlib.sha256((empty / ".tools" / "helm").read_bytes()).hexdigest() == upstream.HELM_SHA256
+
+    fetched, times["upstream fetch"] = run(env_bin, empty, "upstream", "fetch", "--mirror", upstream_mirror_url)
+    assert fetched.returncode == 0, fetched.stdout[-3000:] + fetched.stderr[-3000:]
+    assert (empty / ".upstream" / "crds").is_dir() and list((empty / ".upstream" / "chart-src").glob("*.tgz"))
+
+    rendered, times["render --stack prod"] = run(env_bin, empty, "render", "--stack", "prod")
+    assert rendered.returncode == 0, rendered.stdout[-3000:] + rendered.stderr[-3000:]
+    assert "rendering the shipped example stack prod" in rendered.stderr
+    assert "0 did not run" in rendered.stdout and "0 problem(s)" in rendered.stdout, rendered.stdout
+    summary = (empty / "build" / "prod" / "SUMMARY.md").read_text()
+    assert "NOT VALIDATED" not in summary and "valid against the pinned upstream schemas" in summary
+    # the shipped lock answered the no-op check (a first render without ~340 helm runs); nothing written beside it
+    assert "21 of 21 releases answered by ekstrain.lock.json" in rendered.stderr, rendered.stderr[-3000:]
+    assert sorted(p.name for p in empty.iterdir()) == [".tools", ".upstream", "build"]
+    print("wheel flow (exit 0 each):", ", ".join(f"{k} {v:.1f} s" for k, v in times.items()))
