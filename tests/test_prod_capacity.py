@@ -19,14 +19,20 @@ import pytest
 import yaml
 from conftest import REPO, stack_config, stack_sections
 from test_jobs_support import FakePlanner
+from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 
+from ekstrain import validation
 from ekstrain.assembly.jobs import render as render_job
 from ekstrain.cli import job as job_cli
+from ekstrain.simulate.load import build_objects
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import parse
 from ekstrain.stacks.models import StackConfig
 
 BEFORE_THE_BLOCK = dt.date(2026, 12, 5)
+needs_build = pytest.mark.skipif(
+    HELM is None or validation.upstream_dir() is None, reason="needs a helm binary and the upstream chart archives"
+)
 
 
 def _load(change: Any = None) -> tuple[list[str], list[str]]:
@@ -124,3 +130,67 @@ def test_a_run_longer_than_prods_block_without_a_signal_is_refused_with_the_key(
     assert "warning: ekstrain job render: --hours: the job plans 400 h" in captured.err
     assert "checkpoint signal at 2027-01-18T10:30:00Z" in captured.err
     assert "EKSTRAIN_CHECKPOINT_AT" in captured.out
+
+
+# ---- a spare node over the gang: examples/mix-spare-prod.yaml played with and without spareNodes -----------------
+
+
+def _spare_mix(tmp_path: pathlib.Path, spare: bool) -> pathlib.Path:
+    from test_simulate_timeline import _job
+
+    gang = tmp_path / "gang.yaml"
+    gang.write_text(yaml.safe_dump(_job("gpu-h100", "volcano", 8, "llama3-70b-megatron")))
+    doc = yaml.safe_load((REPO / "examples" / "mix-spare-prod.yaml").read_text())
+    assert doc["spareNodes"] == {"gpu-h100": 1}
+    doc["jobs"][0]["file"] = str(gang)
+    if not spare:
+        del doc["spareNodes"]
+    out = tmp_path / f"mix-{spare}.yaml"
+    out.write_text(yaml.safe_dump(doc))
+    return out
+
+
+@needs_build
+def test_a_spare_node_shortens_the_gangs_restart_by_the_sick_nodes_deletion(
+    cluster: Any,  # noqa: F811
+    prod_build: pathlib.Path,  # noqa: F811
+    tmp_path: pathlib.Path,
+) -> None:
+    """GIVEN the 8-node gang on prod's 8-instance block and a GPU fault at 2 h WHEN played as shipped THEN the
+    restart waits for the sick node's deletion (its NodeClaim fills the pool's limit): ends 6:53, 22.4 GPU-hours
+    held; WHEN the block is one node over the gang (spareNodes) THEN the ninth launches at once: ends 6:48, 17.7
+    GPU-hours held. The work lost past the last checkpoint is the same (the checkpoint interval decides it)."""
+    from ekstrain.simulate.mix import platform_facts, read_mix
+    from ekstrain.simulate.timeline import simulate_timeline
+
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for o in build_objects(prod_build):
+        by_kind.setdefault(o["kind"], []).append(o)
+    runs = {}
+    for spare in (False, True):
+        mix = read_mix(_spare_mix(tmp_path, spare), prod_build)
+        platform_facts(prod_build, by_kind, mix)
+        report = simulate_timeline(cluster, mix)
+        assert report.problems == [], report.lines()
+        job = next(j for j in report.jobs if j.name == "Job/llama3-70b-megatron")
+        held = report.idle["gpu-h100"]["held while the job restarts or its other nodes launch"] / 60
+        runs[spare] = (job.ended_at, round(held, 1), round(job.lost_accelerator_hours, 1), job.all_waits)
+    assert runs[False][:3] == (413, 22.4, 17.1)
+    assert runs[True][:3] == (408, 17.7, 17.1)
+    assert any("full until NodeRepair" in w for w in runs[False][3])
+    assert not any("full until NodeRepair" in w for w in runs[True][3])
+
+
+def test_spare_nodes_name_a_nodepool_of_the_build(tmp_path: pathlib.Path) -> None:
+    from ekstrain.simulate.inputs import InputError
+    from ekstrain.simulate.mix import read_mix
+
+    build = tmp_path / "build"
+    (build / "manifests" / "gpu-h100").mkdir(parents=True)
+    (build / "manifests" / "gpu-h100" / "NodePool-gpu-h100.yaml").write_text("kind: NodePool\n")
+    mix = tmp_path / "mix.yaml"
+    for spare, key in (("{gpu-h200: 1}", "spareNodes.gpu-h200"), ("{gpu-h100: 0}", "spareNodes.gpu-h100")):
+        mix.write_text(f"hours: 1\nspareNodes: {spare}\njobs: [{{notebook: {{partition: gpu-h100}}}}]\n")
+        with pytest.raises(InputError) as exc:
+            read_mix(mix, build)
+        assert key in str(exc.value.report()), exc.value.report()
