@@ -49,8 +49,10 @@ def zone_id_prefix(region: str) -> str:
 
 
 def zones(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
-    """The training AZ by ID: its region, and each EFA partition's types offered there (when the stack lists the
-    offerings; offline nothing else can know them, ekstrain/offerings.py is by region)."""
+    """The training AZ by ID: its region, and every partition's types offered there (when the stack lists the
+    offerings; offline nothing else can know them, ekstrain/offerings.py is by region). Every partition, not only
+    the EFA ones: each NodePool requires the training AZ (ekstrain/karpenter_specs.py ``node_pool``, the
+    ``topology.kubernetes.io/zone`` requirement), so a type the zone does not offer never launches anywhere."""
     net = cfg.network
     errors: list[ConfigIssue] = []
     warnings: list[str] = []
@@ -77,9 +79,9 @@ def zones(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
         )
         return errors, warnings
     offered = set(net.training_zone_instance_types)
-    efa = [(i, p) for i, p in enumerate(cfg.partitions) if p.efa]
+    parts = list(enumerate(cfg.partitions))
     if not offered:
-        names = sorted({t for _, p in efa for t in p.instance_types})
+        names = sorted({t for _, p in parts for t in p.instance_types})
         warnings.append(
             f"ekstrain:network.trainingZoneInstanceTypes: the render cannot know whether {', '.join(names)} are "
             f"offered in {zone_id} (the offerings table is by region); list them from `aws ec2 "
@@ -87,7 +89,7 @@ def zones(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
             f"Name=location,Values={zone_id}`"
         )
         return errors, warnings
-    for i, part in efa:
+    for i, part in parts:
         missing = [t for t in part.instance_types if t not in offered]
         if missing:
             errors.append(

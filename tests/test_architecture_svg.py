@@ -28,7 +28,8 @@ def test_the_picture_shows_the_architecture(prod_recording: Recording) -> None:
     for zone in cfg.network.availability_zones:
         assert f"AZ {zone}" in words
     assert f"AZ {cfg.network.training_availability_zone} (training)" in words
-    assert "EFA subnet 10.40.0.0/18" in words and "ekstrain-prod-gpu-h100" in words
+    assert "EFA subnet 10.40.0.0/18" in words and "ekstrain-prod-gpu-a100" in words
+    assert "ekstrain-prod-gpu-h100" not in words  # gpu-h100 is a Capacity Block: no placement group (docs/capacity.md)
     assert "EKS control plane" in words and "system node group" in words and "m7i.2xlarge" in words
     for pool in ("gpu-a100", "gpu-h100", "trainium-trn1", "trainium-trn1n"):
         assert f"NodePool {pool}" in words

@@ -18,6 +18,7 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 PROD_PARTITIONS = {"gpu-a100", "gpu-h100", "trainium"}
 # NodePool/EC2NodeClass names per partition: trainium (trn1 8 EFA + trn1n 16 EFA) has one per layout.
 PROD_POOLS = {"gpu-a100": ["gpu-a100"], "gpu-h100": ["gpu-h100"], "trainium": ["trainium-trn1", "trainium-trn1n"]}
+BLOCK_POOLS = {"gpu-h100"}  # prod's 64-GPU partition runs on a Capacity Block (Pulumi.prod.yaml)
 
 
 def _releases(rec: Recording) -> dict[str, dict]:
@@ -45,16 +46,29 @@ def test_prod_nodeclasses_are_wired_to_network_cluster_and_karpenter(prod_record
     for name, pool_name in ((n, pn) for n, pns in PROD_POOLS.items() for pn in pns):
         nc = rec.one(NODECLASS, f"{pool_name}-nodeclass")
         pool = rec.one(NODEPOOL, f"{pool_name}-nodepool")
-        # one cluster placement group per NodePool: trainium-trn1 and trainium-trn1n each have their own
-        pg = rec.one("aws:ec2/placementGroup:PlacementGroup", f"network-pg-{pool_name}")
         spec = nc.inputs["spec"]
         assert nc.inputs["metadata"]["name"] == pool.inputs["metadata"]["name"] == pool_name
         assert pool.inputs["spec"]["template"]["spec"]["nodeClassRef"]["name"] == pool_name
         assert pool.inputs["spec"]["template"]["metadata"]["labels"][names.PARTITION_LABEL] == name
         assert spec["role"] == node_role == "KarpenterNodeRole-ekstrain-prod"
         assert spec["securityGroupSelectorTerms"][0] == {"id": cluster_sg}
-        assert spec["placementGroupSelector"] == {"name": pg.outputs["name"]}
-        assert pg.inputs["strategy"] == "cluster" and pg.inputs["name"] == f"ekstrain-prod-{pool_name}"
+        if pool_name in BLOCK_POOLS:
+            # a Capacity Block: EC2 co-locates its instances and it is bought without a placement group, so the
+            # pool has none (docs/capacity.md); it launches only into the block
+            assert "placementGroupSelector" not in spec
+            assert f"network-pg-{pool_name}" not in {
+                r.name for r in rec.of_type("aws:ec2/placementGroup:PlacementGroup")
+            }
+            assert spec["capacityReservationSelectorTerms"] == [{"id": "cr-0a1b2c3d4e5f60718"}]
+            reqs = {r["key"]: r["values"] for r in pool.inputs["spec"]["template"]["spec"]["requirements"]}
+            assert reqs["karpenter.sh/capacity-type"] == ["reserved"]
+            assert reqs["karpenter.k8s.aws/capacity-reservation-type"] == ["capacity-block"]
+        else:
+            # one cluster placement group per NodePool: trainium-trn1 and trainium-trn1n each have their own
+            pg = rec.one("aws:ec2/placementGroup:PlacementGroup", f"network-pg-{pool_name}")
+            assert spec["placementGroupSelector"] == {"name": pg.outputs["name"]}
+            assert pg.inputs["strategy"] == "cluster" and pg.inputs["name"] == f"ekstrain-prod-{pool_name}"
+            assert "capacityReservationSelectorTerms" not in spec
         assert karpenter.urn in nc.dependencies and karpenter.urn in pool.dependencies
         assert nc.urn in pool.dependencies
         assert nc.provider.startswith(provider.urn) and pool.provider.startswith(provider.urn)

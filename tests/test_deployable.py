@@ -203,6 +203,9 @@ def _in_region(region: str) -> Any:
         s["region"] = region
         s["network"]["availabilityZones"] = [region + x for x in letters[: len(s["network"]["availabilityZones"])]]
         s["network"]["trainingAvailabilityZone"] = region + letters[0]
+        # an AZ ID and what EC2 offers in it belong to one region of one account: moved, the stack names neither
+        s["network"].pop("trainingAvailabilityZoneId", None)
+        s["network"].pop("trainingZoneInstanceTypes", None)
         tls = s.get("jupyterhub", {}).get("tls") or {}
         if tls.get("certificateArn"):  # the hub's ACM certificate is regional too
             tls["certificateArn"] = tls["certificateArn"].replace(":us-west-2:", f":{region}:")
@@ -303,12 +306,19 @@ def test_a_region_newer_than_the_table_is_a_warning_not_a_refusal(monkeypatch: p
     assert "aws ec2 describe-instance-type-offerings --region ap-southeast-9" in warning
 
 
+def _offered_in_the_zone(s: dict[str, Any], name: str) -> None:
+    """The type is also offered in prod's training AZ ID (network.trainingZoneInstanceTypes), so only the region
+    table and the AMI rules under test speak."""
+    s["network"]["trainingZoneInstanceTypes"].append(name)
+
+
 def test_a_capacity_blocks_only_type_is_a_warning() -> None:
     """GIVEN a partition of p5e.48xlarge (no on-demand price anywhere: the table cannot know its regions) WHEN loaded
     THEN a warning, not a refusal."""
 
     def p5e(s: dict[str, Any]) -> None:
         s["partitions"][1]["instanceTypes"] = ["p5e.48xlarge"]
+        _offered_in_the_zone(s, "p5e.48xlarge")
 
     errors, warnings = _parsed(p5e)
     assert errors == []
@@ -322,6 +332,7 @@ def _b300_on(kubernetes: str, ami: str) -> Any:
         s["cluster"]["kubernetesVersion"] = kubernetes
         s["versions"]["amiAliasVersion"] = ami
         s["partitions"][1]["instanceTypes"] = ["p6-b300.48xlarge"]
+        _offered_in_the_zone(s, "p6-b300.48xlarge")
 
     return change
 

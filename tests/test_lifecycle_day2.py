@@ -68,8 +68,11 @@ PARTITION_OBJECTS = {
 SIZER = ("update", "Deployment", "slurm-gang-deployment-slurm-gang-sizer")
 
 
-def partition_objects(action: str, partition: str) -> set[Change]:
-    return {(action, t, n.format(p=partition)) for t, n in PARTITION_OBJECTS}
+def partition_objects(action: str, partition: str, placement_group: bool = True) -> set[Change]:
+    """``placement_group=False``: a Capacity Block partition (prod's gpu-h100), which has none (docs/capacity.md)."""
+    return {
+        (action, t, n.format(p=partition)) for t, n in PARTITION_OBJECTS if placement_group or t != "PlacementGroup"
+    }
 
 
 def test_no_edit_is_no_change(prod: list[Resource], prod_recording: Recording) -> None:
@@ -77,7 +80,12 @@ def test_no_edit_is_no_change(prod: list[Resource], prod_recording: Recording) -
 
 
 def test_resizing_a_partition_updates_its_limits_only(prod: list[Resource]) -> None:
-    d = diff_after(prod, lambda s: s["partitions"][1].update(maxNodes=12))
+    def edit(s: dict[str, Any]) -> None:
+        # gpu-h100 is a Capacity Block of 8: growing it past 8 nodes takes a larger block (16 instances)
+        s["partitions"][1].update(maxNodes=12)
+        s["partitions"][1]["capacityReservation"]["instanceCount"] = 16
+
+    d = diff_after(prod, edit)
     assert changes(d) == {
         ("update", "Queue", "volcano-queue-gpu-h100"),
         ("update", "Release", "slurm-cluster"),
@@ -91,7 +99,12 @@ def test_resizing_a_partition_updates_its_limits_only(prod: list[Resource]) -> N
 
 def test_adding_a_partition_creates_its_objects(prod: list[Resource]) -> None:
     part = {"name": "gpu-h200", "accelerator": "gpu", "instanceTypes": ["p5en.48xlarge"], "maxNodes": 4}
-    d = diff_after(prod, lambda s: s["partitions"].append(part))
+
+    def edit(s: dict[str, Any]) -> None:
+        s["partitions"].append(part)
+        s["network"]["trainingZoneInstanceTypes"].append("p5en.48xlarge")  # offered in the training AZ ID
+
+    d = diff_after(prod, edit)
     assert changes(d) == partition_objects("create", "gpu-h200") | {
         ("update", "Budget", "cost-budget"),  # the default limit is every partition at maxNodes for a month
         ("replace", "ConfigMap", "cost-node-prices"),  # OpenCost's prices cover the stack's instance types
@@ -111,7 +124,7 @@ def test_removing_a_partition_deletes_its_nodes_and_is_flagged(prod: list[Resour
         _rename_partition_keys(s, "gpu-h100", None)
 
     d = diff_after(prod, edit)
-    assert changes(d) == partition_objects("delete", "gpu-h100") | {
+    assert changes(d) == partition_objects("delete", "gpu-h100", placement_group=False) | {
         ("update", "Budget", "cost-budget"),  # the default limit is every partition at maxNodes for a month
         ("replace", "ConfigMap", "cost-node-prices"),  # OpenCost's prices cover the stack's instance types
         ("replace", "ConfigMap", "cost-dashboard-spend"),  # the Slurm idle panel sums each partition
@@ -133,8 +146,8 @@ def test_renaming_a_partition_is_a_new_partition(prod: list[Resource]) -> None:
 
     d = diff_after(prod, edit)
     assert changes(d) == (
-        partition_objects("delete", "gpu-h100")
-        | partition_objects("create", "gpu-hopper")
+        partition_objects("delete", "gpu-h100", placement_group=False)
+        | partition_objects("create", "gpu-hopper", placement_group=False)
         | {("update", "Release", "slurm-cluster"), ("update", "Release", "jupyterhub")}
         | {("replace", "ConfigMap", "cost-dashboard-spend")}  # the Slurm idle panel names each partition
         | {SIZER}

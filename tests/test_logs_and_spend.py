@@ -513,14 +513,15 @@ def test_the_spend_dashboard_shows_queue_team_job_and_idle_categories(prod_recor
     timeline = (REPO / "ekstrain" / "simulate" / "idle_accounting.py").read_text()
     simulator = set(re.findall(r'cat = "([^"]+)"', timeline))
     drawn = {t.removeprefix("Idle accelerators: ") for t in titles if t.startswith("Idle accelerators: ")}
-    assert drawn <= simulator and len(drawn) == 7
+    assert drawn <= simulator and len(drawn) == 8
     # Not drawn: why a job cannot start, or that EC2 refused the rest of its nodes, is the simulator's knowledge;
-    # the cluster sees those nodes' pods Pending ("held ..."). prod reserves nothing, so nothing is kept empty.
+    # the cluster sees those nodes' pods Pending ("held ..."). prod's gpu-h100 is a Capacity Block
+    # (consolidateAfter: Never), so its empty nodes are drawn as "kept empty".
+    assert "kept empty (consolidateAfter: Never, a reservation paid anyway)" in drawn
     assert simulator - drawn == {
         "stranded (held by a job that cannot start)",
         "stranded (launched for a job that cannot start)",
         "held while EC2 has no capacity for the rest (insufficient-capacity)",
-        "kept empty (consolidateAfter: Never, a reservation paid anyway)",
     }
 
 
@@ -537,7 +538,12 @@ def test_the_spend_dashboard_counts_empty_reserved_nodes_apart(tmp_path: pathlib
     for name in never:
         assert name in kept and name in window
     assert " and on (node) " in kept and " unless on (node) (max by (node) (kube_node_labels" in window
-    assert "kept empty (consolidateAfter: Never, a reservation paid anyway)" not in cost.idle_queries(PROD)
+    # a stack reserving nothing has no such panel; prod's is its Capacity Block partition alone
+    assert "kept empty (consolidateAfter: Never, a reservation paid anyway)" not in cost.idle_queries(
+        stack_config("dev")
+    )
+    prod_kept = cost.idle_queries(PROD)["kept empty (consolidateAfter: Never, a reservation paid anyway)"]
+    assert re.findall(r'label_ekstrain_io_partition=~"([^"]*)"', prod_kept) == ["gpu-h100"]
     promtool = shutil.which("promtool")
     assert promtool, "promtool not found: apt-get install -y prometheus (.ci/run installs it)"
     rules = {
@@ -559,7 +565,7 @@ def test_the_spend_dashboard_promql_parses(tmp_path: pathlib.Path) -> None:
     promtool = shutil.which("promtool")
     assert promtool, "promtool not found: apt-get install -y prometheus (.ci/run installs it)"
     exprs = cost.promql(PROD)
-    assert len(exprs) == 12
+    assert len(exprs) == 13  # with the "kept empty" panel of prod's Capacity Block partition
     rules = {
         "groups": [
             {"name": "spend", "rules": [{"record": f"ekstrain:spend_{i}", "expr": e} for i, e in enumerate(exprs)]}

@@ -218,6 +218,8 @@ def block_cases(rng: random.Random) -> Iterator[Case]:
                 capacityType="reserved",
                 capacityReservation={"ids": ["cr-0123456789abcdef0"], "type": "capacity-block"},
             )
+            # offered in prod's training AZ ID too: only the Capacity Block type rule speaks
+            s["network"]["trainingZoneInstanceTypes"].append(t)
 
         yield Case("capacity block types", t, "prod", change, t in BLOCK_TYPES)
 

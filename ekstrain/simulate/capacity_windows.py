@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ekstrain.capacity_windows import KARPENTER_DRAIN_MINUTES
 
 if TYPE_CHECKING:
+    from ekstrain.simulate.engine import Cluster
     from ekstrain.simulate.nodes import Node
     from ekstrain.simulate.timeline import Job, SimNode, Timeline
 
@@ -207,3 +208,23 @@ def parse(where: str, entries: Any, hours: float) -> list[CapacityBlock]:
             )
         out.append(CapacityBlock(part, times[0], times[1], sig))
     return out
+
+
+def with_spare(cluster: Cluster, spare: dict[str, int]) -> Cluster:
+    """The cluster with each named NodePool's ``spec.limits`` raised by ``spare[pool]`` nodes' worth: ``nodes`` by
+    the count, every other limited resource by that many of the candidate's capacity (a mix's ``spareNodes``: a
+    reservation one node over the gang, e.g. 9 p5 for the 8-node gang, played without re-rendering the stack)."""
+    if not spare:
+        return cluster
+    import dataclasses
+
+    nodes = []
+    for n in cluster.nodes:
+        extra = spare.get(n.pool, 0)
+        if extra and n.pool_limits:
+            limits = {
+                k: v + extra * (1.0 if k == "nodes" else n.capacity.get(k, 0.0)) for k, v in n.pool_limits.items()
+            }
+            n = dataclasses.replace(n, pool_limits=limits)
+        nodes.append(n)
+    return dataclasses.replace(cluster, nodes=nodes)

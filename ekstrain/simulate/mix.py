@@ -22,6 +22,8 @@ the build. The format (times in hours; docs/simulate.md):
       - {at: 3, kind: preflight-fails-pool, job: ..., windowHours: 3}   # every node of its pool fails for 3 h
       - {at: 4, kind: condition-flap, job: ..., minutes: 3}       # NetworkingReady=False for 3 minutes
     upgrade: {at: 6, to: "1.36"}    # optional: a Kubernetes minor upgrade while the jobs run (simulate/upgrade.py)
+    spareNodes: {gpu-h100: 1}       # optional: a NodePool's limits one node over the render's (a spare in the
+                                    # reservation, simulate/capacity_windows.py with_spare)
 
 Every mistake is an :class:`~ekstrain.simulate.inputs.InputError` naming the key and the fix (exit 2).
 """
@@ -170,6 +172,7 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
             "faults",
             "upgrade",
             "capacityBlocks",
+            "spareNodes",
         ),
     )
     mix = Mix(arrivals=[])
@@ -182,6 +185,8 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
         mix.capacity_blocks = capacity_windows.parse(
             f"{where}: capacityBlocks", doc["capacityBlocks"], mix.minutes / 60
         )
+    if "spareNodes" in doc:
+        mix.spare_nodes = _spare_nodes(f"{where}: spareNodes", doc["spareNodes"], build)
     launch = _mapping(f"{where}: launchMinutes", doc.get("launchMinutes") or {})
     _known(f"{where}: launchMinutes", launch, LAUNCH_FAMILIES)
     for family, minutes in launch.items():
@@ -317,6 +322,20 @@ def _go_minutes(text: Any) -> int:
         return 30
     h, mi, s = (int(x or 0) for x in m.groups())
     return h * 60 + mi + (1 if s else 0)
+
+
+def _spare_nodes(where: str, value: Any, build: pathlib.Path) -> dict[str, int]:
+    """``spareNodes: {<NodePool>: N}``: N nodes over the pool's rendered limits (simulate/capacity_windows.py)."""
+    entries = _mapping(where, value)
+    pools = sorted(p.name.removeprefix("NodePool-").removesuffix(".yaml") for p in build.glob("manifests/*/NodePool-*"))
+    out = {}
+    for pool, count in entries.items():
+        if str(pool) not in pools:
+            raise InputError(
+                f"{where}.{pool}", f"is not a NodePool of {build}", f"name one of {', '.join(pools) or '(none)'}"
+            )
+        out[str(pool)] = _whole(f"{where}.{pool}", count, 1, 64)
+    return out
 
 
 def platform_facts(build: pathlib.Path, objects_by_kind: dict[str, list[dict[str, Any]]], mix: Mix) -> None:

@@ -148,6 +148,9 @@ class Mix:
     """Condition -> minutes False before the guard taints the node (missing: at once)."""
     recover_minutes: int | None = None
     """Minutes a tainted node's conditions stay True before the guard returns it to service (None: never)."""
+    spare_nodes: dict[str, int] = field(default_factory=dict)
+    """NodePool -> nodes over its rendered limits (a mix's ``spareNodes``: the reservation one node over the gang,
+    without re-rendering; simulate/capacity_windows.py ``with_spare``)."""
     upgrade: Any = None
     """A Kubernetes minor upgrade played while jobs run (ekstrain/simulate/upgrade.py ``Upgrade``); None: none."""
     capacity_blocks: list[capacity_windows.CapacityBlock] = field(default_factory=list)
@@ -291,7 +294,7 @@ def resume_rule(obj: dict[str, Any]) -> tuple[bool, str]:
 
 class Timeline:
     def __init__(self, cluster: Cluster, mix: Mix) -> None:
-        self.cluster, self.mix = cluster, mix
+        self.cluster, self.mix = capacity_windows.with_spare(cluster, mix.spare_nodes), mix
         self.nodes: list[SimNode] = []
         self.jobs: list[Job] = []
         self.now = 0
@@ -300,7 +303,7 @@ class Timeline:
         self.problems: list[str] = []
         self._ident = 0
         self._free_cache: dict[int, dict[str, float]] = {}
-        self.karpenter = dataclasses.replace(cluster, nodes=[n for n in cluster.nodes if n.pool != "system"])
+        self.karpenter = dataclasses.replace(self.cluster, nodes=[n for n in self.cluster.nodes if n.pool != "system"])
         self.fault_outcomes: list[str] = []
         self._placed: dict[int, tuple[Node | None, str]] = {}
         self.doomed: set[str] = set()
