@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, NoReturn
+from typing import Any
 
 from ekstrain import outputs
 from ekstrain.cli import kit as cli_kit
+from ekstrain.cli.argtypes import OneLineParser
 from ekstrain.planner import calibration, frameworks, inputs, validation
 from ekstrain.planner.efficiency import Efficiency, efficiency_for
 from ekstrain.planner.errors import PlanError
@@ -27,16 +28,9 @@ table; the plans are ranked for that framework. Same names as ``--framework`` an
 (frameworks.py). The command line sets ``args.launch`` (ekstrain/assembly/plan_emit.py: the job templates' code)."""
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """Usage errors (bad type, bad choice, missing option) as one ``error:`` line and exit 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"error: {self.prog}: {message}\n")
-
-
 def add_plan_commands(subparsers: argparse._SubParsersAction) -> None:
     plan = subparsers.add_parser("plan", help="parallelism planner")
-    commands = plan.add_subparsers(dest="plan_command", required=True, parser_class=_OneLineParser)
+    commands = plan.add_subparsers(dest="plan_command", required=True, parser_class=OneLineParser)
 
     search_cmd = commands.add_parser("search", help="rank every layout that fits")
     _add_common(search_cmd)

@@ -21,8 +21,9 @@ from ekstrain.assembly.jobs.pod import (
     worker_template,
 )
 from ekstrain.assembly.jobs.resolve import MASTER_PORT, ResolvedRun
+from ekstrain.workloads.mpijob import KIND
 
-API_VERSION = "kubeflow.org/v2beta1"
+API_VERSION = KIND.api_version
 
 
 def master_addr(r: ResolvedRun) -> str:
@@ -73,7 +74,7 @@ def build(r: ResolvedRun, launcher_command: list[str] | None = None) -> list[dic
     worker = worker_container(r, name="worker", command=["/usr/sbin/sshd", "-De"], ssh=True)
     job = {
         "apiVersion": API_VERSION,
-        "kind": "MPIJob",
+        "kind": KIND.kind,
         "metadata": r.metadata(),
         "spec": {
             "slotsPerWorker": r.nproc_per_node,

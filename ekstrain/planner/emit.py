@@ -16,7 +16,7 @@ from ekstrain.planner.models import LAYERNORM, ModelSpec
 from ekstrain.planner.parallel import FULL, NONE, SELECTIVE
 
 if TYPE_CHECKING:
-    from ekstrain.planner.plan import Plan
+    from ekstrain.planner.plan_shape import PlanShape as Plan  # what emitters read; plan.py imports this module
 
 DEEPSPEED_BUCKET_BYTES = 500_000_000
 """reduce/allgather bucket elements: DeepSpeed's own default (5e8)."""
