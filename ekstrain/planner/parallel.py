@@ -120,7 +120,7 @@ class ParallelConfig:
             )
         if self.tp > fleet.ranks_per_node and self.tp % fleet.ranks_per_node:
             # TP wider than a node spans whole nodes (Megatron's rank order puts TP innermost), its collectives
-            # then cross the network (comm.Links.layout); the search keeps TP inside a node, evaluate prices both.
+            # then cross the network (comm.Links.layout); the search tries it only where no TP inside a node fits.
             raise PlanError(
                 f"tp {self.tp} exceeds the {fleet.ranks_per_node} ranks of one node and does not span whole nodes: "
                 f"use a tp that divides {fleet.ranks_per_node} or is a multiple of it"

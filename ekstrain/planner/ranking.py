@@ -14,7 +14,8 @@ Rules, in order:
 4. On ties, the simpler plan: the smaller CP, fewer parallel dimensions in use, less
    recomputation, lower ZeRO stage, smaller degrees, then the faster and the leaner.
 
-The search keeps TP inside a node (``search.candidate_layouts``); ``evaluate`` also prices TP over whole nodes.
+The search keeps TP inside a node unless no such layout fits within the headroom (``SearchSpace.cross_node_tp``);
+``evaluate`` also prices TP over whole nodes.
 """
 
 from __future__ import annotations

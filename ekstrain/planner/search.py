@@ -52,7 +52,7 @@ memory. Ring attention's exposed K/V traffic grows as each rank's chunk of the s
 (comm.ring_step against a chunk's attention, which falls with its square), so a larger CP degree does not
 win back a factor of two. A pruning rule of the search, not of the model (Mixtral on 16,384 GPUs at 4k
 tokens otherwise prices CP 2,048: two tokens a rank); ``max_cp`` still bounds CP outright."""
-TOP_MARGIN = 0.10
+TOP_MARGIN = 0.05
 """With ``top`` plans asked for, a TP degree also stops raising CP once its best plan got slower with CP and is
 more than this beyond the ``top``-th fastest plan within the headroom so far (for a CP 1 plan, the ``top``-th
 fastest CP 1 plan: the CP-worth rule, ranking.CP_WORTH, may rank every CP 1 plan before faster CP plans); past
@@ -66,6 +66,14 @@ step slower than the one before and it is TOP_MARGIN past the ``top``-th fastest
 the fastest micro-batch, a larger one only adds pipeline bubble (Narayanan's (p - 1) / m with fewer
 micro-batches m) and data-parallel traffic exposed behind a shorter backward, while its GEMMs are already as
 efficient as they get, so the step does not get faster again. ``test_cp_pruning_keeps_the_top_ten`` checks it."""
+
+
+FLOOR_RULE = "floor"
+"""Within one layout (degrees and ZeRO stage), a micro-batch is not priced under a heavier recompute mode when the
+same micro-batch under a lighter one (the same traffic, fewer FLOPs) was already past the ``top`` bound
+(TOP_MARGIN): its step time is a floor under the heavier one's. Not across ZeRO stages: Megatron's ZeRO-2
+reduce-scatters bf16 gradients where its distributed optimizer reduce-scatters fp32 ones, so with one or two
+micro-batches a step ZeRO-2 is the faster (DeepSeek-V3 on 16,384 GPUs: its best plan)."""
 
 
 @dataclass
@@ -172,7 +180,15 @@ def candidate_layouts(
                                 continue  # model states alone do not fit: prune the branch
                             dominated = covered if (zero >= dominated_from or offload) else set()
                             for candidate, memory in _fitting_micro_batches(
-                                model, fleet, training, lean, modes, max_micro_batch, dominated, lean_memory, priced
+                                model,
+                                fleet,
+                                training,
+                                lean,
+                                modes,
+                                max_micro_batch,
+                                dominated,
+                                lean_memory,
+                                priced,
                             ):
                                 if zero < 3 and not offload and memory.total <= HEADROOM * capacity:
                                     # a stage below ZeRO-3 covering the pair makes ZeRO-3 (and Megatron's
@@ -198,6 +214,7 @@ def _fitting_micro_batches(
     per_replica = training.global_batch // lean.dp
     capacity = fleet.rank_memory_bytes
     light_enough: set[int] = set()
+    floors: dict[int, float] = {}  # per micro-batch: the step time under the lighter recompute modes (FLOOR_RULE)
     for recompute in modes:
         previous = float("inf")
         for micro_batch in divisors(per_replica):
@@ -205,6 +222,9 @@ def _fitting_micro_batches(
                 break
             if micro_batch in light_enough or (micro_batch, recompute) in dominated:
                 continue
+            floor = floors.get(micro_batch, 0.0)
+            if priced is not None and floor > priced.bound(lean.cp == 1):
+                continue  # FLOOR_RULE: slower than the same micro-batch under a lighter recompute, past the bound
             candidate = ParallelConfig(
                 tp=lean.tp,
                 pp=lean.pp,
@@ -231,6 +251,7 @@ def _fitting_micro_batches(
             if lean.vpp == 1 or (per_replica // micro_batch) % lean.pp == 0:
                 yield candidate, memory
                 if priced is not None:  # the search has priced it (priced.last) before asking for the next
+                    floors[micro_batch] = max(floor, priced.last)
                     if priced.last > previous and priced.last > priced.bound(lean.cp == 1):
                         break  # MICRO_BATCH_HOPELESS
                     previous = priced.last

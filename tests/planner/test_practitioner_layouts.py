@@ -89,7 +89,7 @@ def test_evaluate_reports_a_plan_over_the_headroom(capsys):
     ],
 )
 def test_cp_pruning_keeps_the_top_ten(monkeypatch, name, nodes, batch, seq):
-    # the search stops raising CP for a TP degree once it got slower and is 2x off the best, or (with top) 10 %
+    # the search stops raising CP for a TP degree once it got slower and is 2x off the best, or (with top) 5 %
     # past the top-th, and a layout's micro-batch once it got slower and is that far behind: the ten best plans are
     # those of the unpruned search
     fleet = Fleet.from_instance("p5.48xlarge", nodes)
@@ -101,7 +101,8 @@ def test_cp_pruning_keeps_the_top_ten(monkeypatch, name, nodes, batch, seq):
 
 
 def test_tp_across_whole_nodes_is_priced_over_the_network_and_a_partial_node_refused():
-    # Llama 3 405B at TP16 over two p5 nodes (evaluate only; the search keeps TP inside a node)
+    # Llama 3 405B at TP16 over two p5 nodes (evaluated; the search tries TP over nodes only where no TP inside a
+    # node fits)
     fleet = Fleet.from_instance("p5.48xlarge", 128)
     layout = dict(pp=8, cp=1, micro_batch=1, recompute="none", sequence_parallel=True, zero=1)
     wide = evaluate(LLAMA_405B, fleet, 512, 8192, tp=16, dp=8, **layout)

@@ -45,6 +45,18 @@ def test_job_render_launches_the_tp_overlap_it_priced(capsys):
     assert "--tp-comm-overlap" not in off
 
 
+def test_job_render_writes_the_deepspeed_switches_and_the_megatron_lm_preset(capsys):
+    deepspeed = [*JOB[:-2], "--framework", "deepspeed", "--overlap-grad-reduce", "off", "--bucket-size", "200000000"]
+    deepspeed[deepspeed.index("llama3-70b")] = "llama3-8b"
+    assert main(deepspeed) == 0, capsys.readouterr().err
+    text = capsys.readouterr().out
+    assert '"overlap_comm": false' in text and '"reduce_bucket_size": 200000000' in text
+    plain = _render(capsys, "--framework", "megatron-lm")  # the last --framework wins: argparse
+    assert "--tp-comm-overlap" not in plain and "--overlap-grad-reduce" not in plain
+    assert main([*JOB, "--bucket-size", "0"]) == 2
+    assert "error: ekstrain job render: --bucket-size must be 1 to" in capsys.readouterr().err
+
+
 def test_a_preset_sets_the_switches_and_a_flag_overrides_one():
     plain = frameworks.software_for("megatron-lm")
     assert plain.tp_comm_overlap is False and plain.overlap_grad_reduce is False
