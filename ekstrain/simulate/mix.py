@@ -37,6 +37,7 @@ import yaml
 
 from ekstrain import catalog, health_gate, inputs_guard, storage_sizing, yaml12
 from ekstrain.simulate import capacity_windows, upgrade
+from ekstrain.simulate import topology as net_topology
 from ekstrain.simulate.inputs import SAFE_LOADER, InputError, read_file
 from ekstrain.simulate.notebooks import START_TIMEOUT_KEY
 from ekstrain.simulate.quantity import parse
@@ -167,6 +168,7 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
             "faults",
             "upgrade",
             "capacityBlocks",
+            "networkLayout",
         ),
     )
     mix = Mix(arrivals=[])
@@ -179,6 +181,8 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
         mix.capacity_blocks = capacity_windows.parse(
             f"{where}: capacityBlocks", doc["capacityBlocks"], mix.minutes / 60
         )
+    if "networkLayout" in doc:
+        mix.network_layout = net_topology.parse_layout(f"{where}: networkLayout", doc["networkLayout"])
     launch = _mapping(f"{where}: launchMinutes", doc.get("launchMinutes") or {})
     _known(f"{where}: launchMinutes", launch, LAUNCH_FAMILIES)
     for family, minutes in launch.items():
