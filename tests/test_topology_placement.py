@@ -15,6 +15,8 @@ import pathlib
 from typing import Any
 
 import pytest
+import yaml
+from conftest import REPO
 from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 from test_simulate_timeline import _arrival, _job, _mix
 
@@ -22,6 +24,7 @@ from ekstrain import topology, validation
 from ekstrain.simulate import engine, volcano
 from ekstrain.simulate import topology as net_topology
 from ekstrain.simulate.inputs import InputError
+from ekstrain.simulate.mix import read_mix
 from ekstrain.simulate.timeline import Report, simulate_timeline
 
 pytestmark = pytest.mark.skipif(
@@ -85,15 +88,41 @@ def test_without_the_plugin_a_hard_constraint_is_inert_and_a_problem(cluster: en
     assert any("wider than its hard networkTopology" in p for p in report.problems)
 
 
-def test_the_example_mix_places_each_gang_within_one_tier(cluster: engine.Cluster, prod_build: pathlib.Path) -> None:  # noqa: F811
-    """examples/mix-topology-prod.yaml's two gangs (rendered here as its render script does)."""
-    a = _job("gpu-a100", "volcano", 8, "pipeline-hard", model="llama3-70b", pp=4, tp=8, micro_batch=1)
-    b = _job("gpu-a100", "volcano", 8, "data-parallel-soft")
-    report = simulate_timeline(cluster, _mix(_arrival(a, 0, 8), _arrival(b, 0.5, 8), hours=12))
+def test_the_example_mix_places_each_gang_within_one_tier(
+    cluster: engine.Cluster,  # noqa: F811
+    prod_build: pathlib.Path,  # noqa: F811
+    tmp_path: pathlib.Path,
+) -> None:
+    """GIVEN examples/mix-topology-prod.yaml with its two gangs rendered for prod (as examples/topology/render.sh
+    does, with the test planner) WHEN played THEN each runs within tier 1 and its TOPOLOGY line says so; with the
+    narrow networkLayout its comment gives, the hard gang waits and the MPIJob spreads over tier 3, saying so."""
+    doc = yaml.safe_load((REPO / "examples" / "mix-topology-prod.yaml").read_text())
+    script = (REPO / "examples" / "topology" / "render.sh").read_text()
+    gangs = {
+        "llama3-70b-pipeline-volcano.yaml": _pipeline("llama3-70b-pipeline"),
+        "bert-large-dp-mpijob.yaml": _job("gpu-a100", "mpijob", 8, "bert-large-dp", model="bert-large"),
+    }
+    for entry in doc["jobs"]:
+        name = entry["file"].rsplit("/", 1)[1]
+        assert f'"$OUT/{name}"' in script, name
+        entry["file"] = str(tmp_path / name)
+        (tmp_path / name).write_text(yaml.safe_dump(gangs[name]))
+    played = tmp_path / "mix.yaml"
+    played.write_text(yaml.safe_dump(doc))
+    report = simulate_timeline(cluster, read_mix(played, prod_build))
     assert _topology(report) == [
-        "TOPOLOGY Job/data-parallel-soft: 8 nodes span tier 1 (soft)",
-        "TOPOLOGY Job/pipeline-hard: 8 nodes span tier 1 (hard: tier <= 2)",
+        "TOPOLOGY Job/llama3-70b-pipeline: 8 nodes span tier 1 (hard: tier <= 2)",
+        "TOPOLOGY MPIJob/bert-large-dp: 8 nodes span tier 1 (soft)",
     ], report.lines()
+    assert report.problems == [], report.lines()
+    doc["networkLayout"] = {"p4d.24xlarge": {"nodesPerLayer3": 4, "layer3PerLayer2": 1}}
+    played.write_text(yaml.safe_dump(doc))
+    report = simulate_timeline(cluster, read_mix(played, prod_build))
+    assert _topology(report) == [
+        "TOPOLOGY MPIJob/bert-large-dp: 8 nodes span tier 3 (soft; no tier-2 HyperNode had room for all its pods)"
+    ], report.lines()
+    [held] = [j for j in report.jobs if j.name == "Job/llama3-70b-pipeline"]
+    assert held.started_at is None and "no tier-2 HyperNode has room" in held.last_wait
 
 
 @pytest.mark.parametrize(
