@@ -162,3 +162,21 @@ def test_mpijob_workers_preferring_one_network_node_land_within_one_tier(cluster
     job = _job("gpu-a100", "mpijob", 8, "mpi", model="llama3-70b", pp=4, tp=8, micro_batch=1)
     report = simulate_timeline(cluster, _mix(_arrival(job, 0, 3), hours=6))
     assert _topology(report) == ["TOPOLOGY MPIJob/mpi: 8 nodes span tier 1 (soft)"], report.lines()
+
+
+def test_the_slurm_chart_renders_topology_for_every_nodeset(prod_build: pathlib.Path) -> None:  # noqa: F811
+    """helm template of the pinned slurm chart: topology.conf in the controller's config files, TopologyPlugin in
+    slurm.conf, and every NodeSet's slurmd registering under its switch (validated with the rest of the render)."""
+    charts = prod_build / "charts" / "slurm--slurm"
+    files = yaml.safe_load((charts / "ConfigMap-slurm-slurm-config-extra.yaml").read_text())["data"]
+    controller = yaml.safe_load((charts / "Controller-slurm-slurm.yaml").read_text())
+    assert "TopologyPlugin=topology/tree" in controller["spec"]["extraConf"]
+    nodesets = {
+        yaml.safe_load(p.read_text())["metadata"]["name"]: yaml.safe_load(p.read_text())
+        for p in charts.glob("NodeSet-*.yaml")
+    }
+    assert len(nodesets) == 3
+    for name, ns in nodesets.items():
+        part = name.removeprefix("slurm-worker-")
+        assert f"SwitchName=eks-{part} Nodes={part}-[0-" in files["topology.conf"]
+        assert f"Topology=default:eks-{part}" in ns["spec"]["extraConf"]
