@@ -22,6 +22,8 @@ the build. The format (times in hours; docs/simulate.md):
       - {at: 3, kind: preflight-fails-pool, job: ..., windowHours: 3}   # every node of its pool fails for 3 h
       - {at: 4, kind: condition-flap, job: ..., minutes: 3}       # NetworkingReady=False for 3 minutes
     upgrade: {at: 6, to: "1.36"}    # optional: a Kubernetes minor upgrade while the jobs run (simulate/upgrade.py)
+    networkLayout:                  # optional: instances under each network node, per type (simulate/topology.py)
+      p4d.24xlarge: {nodesPerLayer3: 16, layer3PerLayer2: 4}
 
 Every mistake is an :class:`~ekstrain.simulate.inputs.InputError` naming the key and the fix (exit 2).
 """
