@@ -29,10 +29,12 @@ Where each signal comes from:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ekstrain import catalog, efa, health_gate, names, training_metrics
-from ekstrain.stacks.models import StackConfig
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
 
 RULES_NAME = "ekstrain-training"
 """Key of ``additionalPrometheusRulesMap``; the chart names the PrometheusRule ``<release>-<key>``."""
@@ -41,7 +43,7 @@ RUNBOOK_DOC = "docs/alerts.md"
 CRITICAL = "critical"
 WARNING = "warning"
 
-PREFLIGHT_TAINT = health_gate.STARTUP_TAINT_KEY
+PREFLIGHT_TAINT = names.STARTUP_TAINT_KEY
 """The startup taint of accelerator NodePools that the pre-flight gate removes (ekstrain/health_gate.py)."""
 PREFLIGHT_ALERT_MINUTES = max(15, 3 * max(health_gate.gate_minutes(f) for f in (catalog.GPU, catalog.TRAINIUM)))
 """A node still carrying the startup taint this long: the gate hangs or its checks keep failing. Three times the

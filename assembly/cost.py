@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ekstrain import catalog, health_gate, kms_policy, names, spend
 from ekstrain.assembly import observability as obs
 from ekstrain.names import SYSTEM_NODE_SELECTOR
-from ekstrain.stacks.models import StackConfig
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
 
 NAMESPACE = "opencost"
 RELEASE = "opencost"
@@ -124,10 +126,11 @@ COST_PER_ACCELERATOR = f"(max by (node) (node_total_hourly_cost) / on (node) {AC
 
 
 def idle_queries(cfg: StackConfig) -> dict[str, str]:
-    """Idle accelerators now, in the simulator's categories (ekstrain/simulate/timeline.py ``account``), summed over
-    the stack's accelerator nodes. A category the cluster cannot see from metrics is not drawn: "stranded" (the
-    simulator knows why a job cannot start; the cluster only sees pods Pending on a node, counted with "held")."""
-    gated = f'max by (node) (kube_node_spec_taint{{key="{health_gate.STARTUP_TAINT_KEY}"}})'
+    """Idle accelerators now, in the simulator's categories (ekstrain/simulate/idle_accounting.py ``account``),
+    summed over the stack's accelerator nodes. A category the cluster cannot see from metrics is not drawn:
+    "stranded" (the simulator knows why a job cannot start; the cluster only sees pods Pending on a node, counted
+    with "held")."""
+    gated = f'max by (node) (kube_node_spec_taint{{key="{names.STARTUP_TAINT_KEY}"}})'
     healthy = (
         f"({ACCEL_ALLOCATABLE} unless on (node) ({NOT_READY}) unless on (node) ({UNHEALTHY})"
         f" unless on (node) ({gated}))"

@@ -22,16 +22,18 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ekstrain import catalog, cold_start, names, versions
+from ekstrain import catalog, cold_start, fsx_volume, names, versions
 from ekstrain.assembly.schedulers import teams
 from ekstrain.controller_resources import sized
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 from ekstrain.notebook_size import NOTEBOOK_CPU, NOTEBOOK_MEMORY_GIB
 from ekstrain.partitions import shape
-from ekstrain.stacks.models import StackConfig
-from ekstrain.stacks.models.partitions import PartitionConfig
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
+    from ekstrain.stacks.models.partitions import PartitionConfig
 
 NAMESPACE = "jupyterhub"
 RELEASE = "jupyterhub"
@@ -316,40 +318,13 @@ def oauth_secret(client_secret: Any) -> dict[str, Any]:
 
 def fsx_pv(file_system_id: Any, dns_name: Any, mount_name: Any, capacity_gib: int) -> dict[str, Any]:
     """The training FSx file system again, for the jupyterhub namespace, read-only."""
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": FSX_PV},
-        "spec": {
-            "capacity": {"storage": f"{capacity_gib}Gi"},
-            "volumeMode": "Filesystem",
-            "accessModes": ["ReadOnlyMany"],
-            "persistentVolumeReclaimPolicy": "Retain",
-            "storageClassName": "",
-            "mountOptions": ["flock", "ro"],
-            "csi": {
-                "driver": "fsx.csi.aws.com",
-                "volumeHandle": file_system_id,
-                "readOnly": True,
-                "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name},
-            },
-            "claimRef": {"namespace": NAMESPACE, "name": FSX_PVC},
-        },
-    }
+    return fsx_volume.pv(
+        FSX_PV, file_system_id, dns_name, mount_name, capacity_gib, read_only=True, claim=(NAMESPACE, FSX_PVC)
+    )
 
 
 def fsx_pvc(capacity_gib: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": FSX_PVC, "namespace": NAMESPACE},
-        "spec": {
-            "accessModes": ["ReadOnlyMany"],
-            "storageClassName": "",
-            "volumeName": FSX_PV,
-            "resources": {"requests": {"storage": f"{capacity_gib}Gi"}},
-        },
-    }
+    return fsx_volume.pvc(FSX_PVC, NAMESPACE, FSX_PV, capacity_gib, read_only=True)
 
 
 @dataclass(frozen=True, kw_only=True)

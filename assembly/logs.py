@@ -15,10 +15,13 @@ from __future__ import annotations
 import functools
 import textwrap
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ekstrain import kms_policy, names, versions
-from ekstrain.stacks.models import StackConfig
+from ekstrain.workloads import registry as workload_kinds
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
 
 NAMESPACE = "logging"
 RELEASE = "fluent-bit"
@@ -48,9 +51,9 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "queue": (f"label:{QUEUE_LABEL}", "annotation:scheduling.volcano.sh/queue-name"),
     "partition": (f"label:{names.PARTITION_LABEL}", "record:node_partition"),
     "rank": (
-        "label:training.kubeflow.org/replica-index",  # MPIJob workers, PyTorchJob replicas
-        "label:batch.kubernetes.io/job-completion-index",  # Indexed Job (Trainium), TrainJob's JobSet Jobs
-        "label:volcano.sh/task-index",  # Volcano Job
+        # each workload kind's rank labels (ekstrain/workloads: MPIJob/PyTorchJob replica index, Indexed Job and
+        # TrainJob completion index, Volcano Job task index)
+        *(f"label:{label}" for label in workload_kinds.rank_labels()),
         "log:^%[%d+,(%d+)%]<std",  # mpirun --tag-output: [1,<rank>]<stdout>:
         "log:^%s*(%d+): ",  # srun --label: <task>:
         "pod:%-(%d+)$",  # <job>-worker-<i>

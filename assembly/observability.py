@@ -15,14 +15,19 @@ import json
 import pathlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ekstrain import catalog, efa_exporter, health_gate, names, promql_names, training_metrics, versions
 from ekstrain.assembly import alerts
 from ekstrain.controller_resources import MEDIUM, SMALL, sized
 from ekstrain.names import SYSTEM_NODE_SELECTOR
-from ekstrain.prometheus_sizing import prometheus_memory_gib, prometheus_storage_gib  # shared with stacks/rules.py
-from ekstrain.stacks.models import StackConfig
+from ekstrain.prometheus_sizing import (
+    prometheus_memory_gib,
+    prometheus_storage_gib,
+)  # shared with stacks/rules/quotas.py
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
 
 NAMESPACE = "monitoring"
 RELEASE = "kube-prometheus-stack"

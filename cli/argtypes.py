@@ -1,8 +1,8 @@
 """argparse ``type=`` functions shared by ``ekstrain plan`` and ``ekstrain job``.
 
 Each turns one command-line string into a checked value or raises ``ArgumentTypeError`` with a
-one-line reason; :class:`OneLineParser` prints that as ``prog: error: argument --x: reason`` and
-exits 2 (no usage block, no traceback).
+one-line reason; :class:`OneLineParser` prints that as ``error: prog: argument --x: reason (see prog --help)``
+and exits 2 (no usage block, no traceback): the line the click front end prints (cli/kit.py ``one_line``).
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ import pathlib
 import re
 from typing import Any, NoReturn
 
-from ekstrain import inputs_guard, outputs
+from ekstrain import inputs_guard, names, outputs
 
-DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 # OCI distribution reference grammar (github.com/distribution/reference), anchored.
 _DOMAIN = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?/)"
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
@@ -28,10 +27,11 @@ QUANTITY = re.compile(r"[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?")
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """Bad arguments: one line on stderr and exit 2 (argparse's own code), without the usage block."""
+    """Bad arguments: one line on stderr and exit 2 (argparse's own code), without the usage block. The one parser
+    class of every argparse tree (subparsers inherit it)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def _int(text: str) -> int:
@@ -82,7 +82,7 @@ def positive_float(text: str) -> float:
 
 
 def namespace(text: str) -> str:
-    if not DNS_LABEL.fullmatch(text):
+    if not names.is_dns_label(text):
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a Kubernetes namespace (DNS-1123 label: at most 63 "
             "lowercase letters, digits and '-', starting and ending alphanumeric)"

@@ -24,8 +24,9 @@ from ekstrain.assembly.jobs.render import SCHEDULERS, render, render_sbatch, sch
 from ekstrain.assembly.jobs.spec import FRAMEWORK_CHOICES, JobRequestError, RunSpec
 from ekstrain.cli import argtypes as t
 from ekstrain.cli import kit as cli_kit
+from ekstrain.cli.plan import add_software_flags, software_from_args
 from ekstrain.planner import frameworks
-from ekstrain.planner.training import EAGER_PYTORCH
+from ekstrain.planner.errors import PlanError
 from ekstrain.stacks.errors import ConfigError
 
 EXIT_BAD_REQUEST = 2
@@ -67,6 +68,7 @@ def add_job_commands(subparsers: Any) -> None:
         help="the script runs its model in eager PyTorch without torch.compile: the plan is ranked with its "
         "elementwise kernels counted one by one (as `plan search --eager`); default: fused kernels",
     )
+    add_software_flags(r)
     r.add_argument("--instance-type", help="one of the partition's instance types (default: its first)")
     r.add_argument(
         "--team",
@@ -133,7 +135,14 @@ def spec_from_args(args: argparse.Namespace, cfg: Any) -> RunSpec:
     if framework is None:
         part = next((p for p in cfg.partitions if p.name == args.partition), None)
         framework = "neuronx-distributed" if part is not None and part.accelerator == "trainium" else "fsdp"
-    eager = getattr(args, "eager", False)
+    # The stack's switches (its --framework preset with the flags over it) rank the plan and go into the launch
+    # line the template writes (ekstrain/planner/emit.py), so the job runs what was priced.
+    try:
+        software = software_from_args(args, framework) if hasattr(args, "fp8_recipe") else None
+    except PlanError as exc:  # a switch out of range: the same one-line refusal as every bad flag
+        raise JobRequestError(str(exc)) from None
+    framework = frameworks.STACKS.get(framework, framework)
+    eager = getattr(args, "eager", False) or bool(software and software.eager)
     if eager and frameworks.canonical(framework) in (frameworks.MEGATRON, frameworks.NEURON):
         raise JobRequestError(
             f"--eager: {framework} runs its own model code with fused kernels, not the script's eager PyTorch; "
@@ -174,7 +183,7 @@ def spec_from_args(args: argparse.Namespace, cfg: Any) -> RunSpec:
         ep=args.ep,
         micro_batch=args.micro_batch,
         zero=args.zero,
-        planner_options={"unfused": EAGER_PYTORCH} if eager else {},
+        planner_options={"software": software} if software is not None else {},
     )
 
 

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, NoReturn
+from typing import Any
 
 from ekstrain import outputs
 from ekstrain.cli import kit as cli_kit
+from ekstrain.cli.argtypes import OneLineParser
 from ekstrain.planner import calibration, frameworks, inputs, validation
 from ekstrain.planner.efficiency import Efficiency, efficiency_for
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import BF16, FP8, Fleet
 from ekstrain.planner.models import MODELS, ModelSpec, get_model
-from ekstrain.planner.parallel import RECOMPUTE_MODES, ZERO_STAGES
-from ekstrain.planner.plan import Plan, evaluate
-from ekstrain.planner.search import search
-from ekstrain.planner.training import EAGER_PYTORCH, FRAMEWORKS
+from ekstrain.planner.parallel import RECOMPUTE_MODES, ZERO_STAGES, ParallelConfig
+from ekstrain.planner.plan import Plan, build_plan
+from ekstrain.planner.search import SearchSpace, search_specs
+from ekstrain.planner.software import FP8_RECIPES, MAX_BUCKET, Software
+from ekstrain.planner.training import FRAMEWORKS, TrainingSpec
 
 EXIT_USAGE = 2
 DEFAULT_TOP = 10
@@ -26,16 +28,9 @@ table; the plans are ranked for that framework. Same names as ``--framework`` an
 (frameworks.py). The command line sets ``args.launch`` (ekstrain/assembly/plan_emit.py: the job templates' code)."""
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """Usage errors (bad type, bad choice, missing option) as one ``error:`` line and exit 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"error: {self.prog}: {message}\n")
-
-
 def add_plan_commands(subparsers: argparse._SubParsersAction) -> None:
     plan = subparsers.add_parser("plan", help="parallelism planner")
-    commands = plan.add_subparsers(dest="plan_command", required=True, parser_class=_OneLineParser)
+    commands = plan.add_subparsers(dest="plan_command", required=True, parser_class=OneLineParser)
 
     search_cmd = commands.add_parser("search", help="rank every layout that fits")
     _add_common(search_cmd)
@@ -138,21 +133,93 @@ def _add_common(parser: argparse.ArgumentParser, required: bool = True) -> None:
         "fp32 RoPE, SwiGLU in two kernels): its elementwise kernels' HBM traffic counted one by one; default: fused "
         "kernels (Megatron, NeMo, torch.compile)",
     )
-    parser.add_argument(
-        "--tp-comm-overlap",
-        choices=("on", "off"),
-        default=None,
-        help="the stack overlaps TP collectives with GEMMs (Megatron-core --tp-comm-overlap); default: on for "
-        "megatron/nemo (NVIDIA's recipes), off for fsdp/hsdp/deepspeed",
-    )
+    add_software_flags(parser)
     parser.add_argument(
         "--framework",
         choices=frameworks.CHOICES,
         default=None,
-        help="the framework that runs the plan and ranks it (default megatron, or --emit's)",
+        help="the framework (or stack preset: megatron-lm = plain Megatron-LM, fsdp-eager) that runs the plan and "
+        "ranks it, with its switches (frameworks.PRESETS; each overridable by its flag); default megatron, or --emit's",
     )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--out", help="write the output to this file instead of stdout")
+
+
+ON_OFF = ("on", "off")
+
+
+def add_software_flags(parser: argparse.ArgumentParser) -> None:
+    """The stack's switches (ekstrain/planner/software.py), each over its --framework preset; `plan` and
+    `job render` take the same flags, so a rendered job launches with what the plan was priced with."""
+    parser.add_argument(
+        "--tp-comm-overlap",
+        choices=ON_OFF,
+        default=None,
+        help="the stack overlaps TP collectives with GEMMs (Megatron-core --tp-comm-overlap); default: the "
+        "preset's (on for megatron/nemo: NVIDIA's recipes; off for megatron-lm, fsdp, hsdp, deepspeed)",
+    )
+    parser.add_argument(
+        "--fp8-recipe",
+        choices=FP8_RECIPES,
+        default=None,
+        help="FP8 scaling recipe with --precision fp8 (Megatron-core --fp8-recipe; default delayed)",
+    )
+    parser.add_argument(
+        "--fp8-bf16-layers",
+        type=int,
+        default=None,
+        help="layers kept in BF16 at each end of the model under FP8 (Megatron-core --first-last-layers-bf16)",
+    )
+    parser.add_argument(
+        "--activation-offload-layers",
+        type=int,
+        default=None,
+        help="layers whose activations go to host memory (Megatron-core --cpu-offloading-num-layers)",
+    )
+    parser.add_argument(
+        "--overlap-grad-reduce",
+        choices=ON_OFF,
+        default=None,
+        help="gradient reduce overlapped with the backward (Megatron --overlap-grad-reduce, DeepSpeed overlap_comm)",
+    )
+    parser.add_argument(
+        "--overlap-param-gather",
+        choices=ON_OFF,
+        default=None,
+        help="distributed optimizer's parameter all-gather overlapped (Megatron --overlap-param-gather)",
+    )
+    parser.add_argument(
+        "--bucket-size",
+        type=int,
+        default=None,
+        help="gradient bucket in elements (Megatron --ddp-bucket-size, DeepSpeed reduce/allgather_bucket_size)",
+    )
+    parser.add_argument(
+        "--prefetch-bucket-size",
+        type=int,
+        default=None,
+        help="DeepSpeed ZeRO-3 stage3_prefetch_bucket_size in elements (default 5e7)",
+    )
+
+
+def software_from_args(args: argparse.Namespace, preset: str) -> Software:
+    """The preset's switches with each flag given on the command line put over them."""
+
+    def on(value: str | None) -> bool | None:
+        return None if value is None else value == "on"
+
+    return frameworks.software_for(
+        preset,
+        tp_comm_overlap=on(args.tp_comm_overlap),
+        fp8_recipe=args.fp8_recipe,
+        fp8_bf16_layers=args.fp8_bf16_layers,
+        activation_offload_layers=args.activation_offload_layers,
+        eager=True if getattr(args, "eager", False) else None,
+        overlap_grad_reduce=on(args.overlap_grad_reduce),
+        overlap_param_gather=on(args.overlap_param_gather),
+        bucket_params=args.bucket_size,
+        prefetch_bucket_params=args.prefetch_bucket_size,
+    )
 
 
 DEGREES = ("tp", "pp", "dp", "cp", "ep", "vpp")
@@ -163,6 +230,10 @@ FLAG_BOUNDS: dict[str, tuple[int, int, str]] = {
     "global_batch_tokens": (1, inputs.MAX_GLOBAL_BATCH_TOKENS, "global batches are counted in tokens"),
     "top": (0, 1 << 30, "0 prints every plan"),
     "lora_rank": (0, inputs.MAX_LORA_RANK, "LoRA ranks are 4-256 in practice"),
+    "fp8_bf16_layers": (0, 10_000, "a model has fewer layers"),
+    "activation_offload_layers": (0, 10_000, "a model has fewer layers"),
+    "bucket_size": (1, MAX_BUCKET, "buckets are counted in elements (Megatron's default is 40M)"),
+    "prefetch_bucket_size": (1, MAX_BUCKET, "buckets are counted in elements (DeepSpeed's default is 5e7)"),
     **{
         d: (1, inputs.MAX_DEGREE, "a degree cannot exceed the fleet's ranks")
         for d in ("tp", "pp", "dp", "cp", "ep", "vpp")
@@ -205,18 +276,34 @@ def _inputs(args: argparse.Namespace) -> tuple[ModelSpec, Fleet, int, dict[str, 
         inputs.check_count(
             "--global-batch-tokens / --seq-len", global_batch, 1, inputs.MAX_GLOBAL_BATCH, "use fewer tokens per step"
         )
+    preset = args.framework or getattr(args, "emit", None) or frameworks.MEGATRON
     framework, args.emit = frameworks.for_plan_command(args.framework, getattr(args, "emit", None))
     args.framework = frameworks.cost_model(framework)
+    software = software_from_args(args, preset)
+    args.eager = software.eager  # a preset (fsdp-eager) may imply it: the calibration check below reads it
     options = {
         "precision": args.precision,
         "lora_rank": args.lora_rank,
         "flash_attention": not args.no_flash_attention,
-        "unfused": EAGER_PYTORCH if args.eager else (),
-        "tp_comm_overlap": None if args.tp_comm_overlap is None else args.tp_comm_overlap == "on",
+        "software": software,
         "framework": args.framework,
         "efficiency": _efficiency(args, fleet),
     }
+    inputs.check_lora_rank(model, args.lora_rank)
     return model, fleet, global_batch, options
+
+
+def training_spec(global_batch: int, seq_len: int, options: dict[str, Any]) -> TrainingSpec:
+    """The TrainingSpec of a command's options (the keywords of ``evaluate``, efficiency aside)."""
+    return TrainingSpec(
+        global_batch,
+        seq_len,
+        precision=options["precision"],
+        lora_rank=options["lora_rank"],
+        flash_attention=options["flash_attention"],
+        framework=options["framework"],
+        software=options["software"],
+    )
 
 
 def _efficiency(args: argparse.Namespace, fleet: Fleet) -> Efficiency:
@@ -319,15 +406,11 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 def _search(args: argparse.Namespace) -> int:
     model, fleet, global_batch, options = _inputs(args)
-    plans = search(
-        model,
-        fleet,
-        global_batch,
-        args.seq_len,
+    space = SearchSpace(
         allow_offload=args.allow_offload,
         top=None if getattr(args, "html", None) else args.top or None,  # the page charts every candidate
-        **options,
     )
+    plans = search_specs(model, fleet, training_spec(global_batch, args.seq_len, options), space, options["efficiency"])
     _page(args, plans, model, fleet, global_batch, options)
     plans = plans[: args.top] if args.top else plans
     if getattr(args, "emit", None):
@@ -342,11 +425,7 @@ def _search(args: argparse.Namespace) -> int:
 def _evaluate_layout(
     args: argparse.Namespace, model: ModelSpec, fleet: Fleet, global_batch: int, options: dict[str, Any]
 ) -> Plan:
-    return evaluate(
-        model,
-        fleet,
-        global_batch,
-        args.seq_len,
+    parallel = ParallelConfig(
         tp=args.tp,
         pp=args.pp,
         dp=args.dp,
@@ -358,8 +437,8 @@ def _evaluate_layout(
         sequence_parallel=args.sequence_parallel,
         zero=args.zero,
         offload_optimizer=args.offload_optimizer,
-        **options,
     )
+    return build_plan(model, fleet, training_spec(global_batch, args.seq_len, options), parallel, options["efficiency"])
 
 
 def _evaluate(args: argparse.Namespace) -> int:

@@ -12,12 +12,11 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import re
 import sys
 
 from ekstrain import lock, outputs, validation
 from ekstrain.assembly.schedulers import mpi_operator
-from ekstrain.infra import render
+from ekstrain.infra import render, report
 from ekstrain.names import stack_name_problem
 from ekstrain.paths import project_of, use_project
 from ekstrain.stacks.errors import ConfigError
@@ -120,18 +119,18 @@ def _render(args: argparse.Namespace, stack_file: pathlib.Path) -> int:
     except outputs.OutputRefused as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    # stdout: a few lines from the render's structured result (checks.json); the whole report is SUMMARY.md.
+    try:
+        result = report.load(out)
+    except report.ReportError as exc:
+        print(f"error: ekstrain render: {exc}", file=sys.stderr)
+        print("fix: render again with EKSTRAIN_REPLAY=0 (the stored render predates checks.json)", file=sys.stderr)
+        return 1
     not_run = [p for p in problems if p.endswith(render.NOT_RUN_NOTES)]
-    # stdout: a few lines; the whole report (partitions, storage, order, every check) is SUMMARY.md. The check
-    # counts are read from SUMMARY.md's own "## Checks" table (a GitHub-flavoured Markdown table).
-    rows = checks_rows(summary)
-    skipped = len(not_run)  # one entry per check that could not run
-    failed = sum(1 for r in rows if r[2].isdigit() and int(r[2]) > 0)
-    check_warnings = sum(int(r[3]) for r in rows if r[3].isdigit())
-    lines = summary.splitlines()
-    kube = next((line[3:] for line in lines if line.startswith("## Kubernetes:")), "")
-    print(f"stack {args.stack}: {resources} resources registered; {kube.split(' (')[0]}")
+    check_warnings = sum(len(c.warnings) for c in result.checks)
+    print(f"stack {args.stack}: {resources} resources registered; {result.kubernetes}")
     print(
-        f"checks: {max(0, len(rows) - failed - skipped)} passed, {failed} failed, {skipped} did not run; "
+        f"checks: {len(result.passed)} passed, {len(result.failed)} failed, {len(result.not_run)} did not run; "
         f"{len(problems) - len(not_run)} problem(s), {check_warnings} check warning(s), {len(warnings)} config "
         "warning(s)"
     )
@@ -141,41 +140,22 @@ def _render(args: argparse.Namespace, stack_file: pathlib.Path) -> int:
     if len(shown) > 5:
         print(f"  ... {len(shown) - 5} more")
     print(f"full report: {out / 'SUMMARY.md'}")
-    if not_run:
-        why = sorted({n for n in render.NOT_RUN_NOTES if any(p.endswith(n) for p in not_run)})
-        reason = "; ".join(n.removesuffix(": NOT checked") for n in why)
-        names = "; ".join(
-            next(p.removesuffix(f": {n}") for n in render.NOT_RUN_NOTES if p.endswith(n)) for p in not_run
-        )
+    if result.not_run:
+        reason = "; ".join(sorted({c.note.removesuffix(": NOT checked") for c in result.not_run}))
+        names = "; ".join(c.name for c in result.not_run)
         if args.allow_unchecked:
             # asked for: a render headed NOT VALIDATED (SUMMARY.md), said as a note, not an error
             print(
-                f"note: NOT VALIDATED (--allow-unchecked): {len(not_run)} checks did not run: {names}; "
+                f"note: NOT VALIDATED (--allow-unchecked): {len(result.not_run)} checks did not run: {names}; "
                 f"to run them: {reason}",
                 file=sys.stderr,
             )
             if len(not_run) == len(problems):
                 return 0
         else:
-            print(f"error: ekstrain render: {len(not_run)} checks did not run: {names}", file=sys.stderr)
+            print(f"error: ekstrain render: {len(result.not_run)} checks did not run: {names}", file=sys.stderr)
             print(f"fix: {reason}; or pass --allow-unchecked to accept an unvalidated render", file=sys.stderr)
     return 1 if problems else 0
-
-
-def checks_rows(summary: str) -> list[list[str]]:
-    """The cells of SUMMARY.md's "## Checks" table (check, checked, problems, warnings, note), row by row."""
-    lines = summary.splitlines()
-    if "## Checks" not in lines:
-        return []
-    at = lines.index("## Checks") + 1
-    while at < len(lines) and not lines[at].startswith("|"):
-        at += 1
-    rows: list[list[str]] = []
-    for line in lines[at + 2 :]:  # the header row, its delimiter row, then one row per check
-        if not line.startswith("|"):
-            break
-        rows.append([c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]])
-    return rows
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ CLUSTER_NAME = re.compile(r"[0-9A-Za-z][A-Za-z0-9_-]{0,99}")
 REGION = re.compile(r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d")
 AWS_ID = {kind: re.compile(rf"{kind}-[0-9A-Za-z]+") for kind in ("vpc", "subnet", "sg")}
 """The id's prefix and a suffix: catches a name, a CIDR or an ARN where an id belongs (AWS checks the rest)."""
-DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 LOG_RETENTION_DAYS = RETENTION_DAYS
 """CloudWatch Logs' allowed retentions (days): the one table stack validation reads too."""
 

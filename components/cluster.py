@@ -229,16 +229,13 @@ class Cluster(pulumi.ComponentResource):
         keep = pulumi.ResourceOptions(parent=self, protect=args.protect, retain_on_delete=args.protect)
         if args.secrets_encryption:
             # Protected with the cluster: a scheduled key deletion makes every Secret of the cluster unreadable.
-            key = aws.kms.Key(
+            key, _ = iam.customer_key(
                 f"{name}-secrets",
-                description=f"EKS Secrets envelope encryption for {args.cluster_name}",
-                enable_key_rotation=True,
-                deletion_window_in_days=30,
-                tags=tags,
-                opts=keep,
-            )
-            aws.kms.Alias(
-                f"{name}-secrets", name=f"alias/{args.cluster_name}-eks-secrets", target_key_id=key.key_id, opts=child
+                f"EKS Secrets envelope encryption for {args.cluster_name}",
+                tags,
+                child,
+                alias=f"{args.cluster_name}-eks-secrets",
+                key_opts=keep,
             )
             key_arn = key.arn
 

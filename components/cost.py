@@ -5,7 +5,6 @@ OpenCost on the stack's Prometheus with node prices from ekstrain.catalog and th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +16,7 @@ import pulumi_kubernetes as k8s
 from ekstrain import spend
 from ekstrain.assembly import cost
 from ekstrain.assembly import observability as obs
+from ekstrain.components import iam
 from ekstrain.components.deps import dependencies
 from ekstrain.components.helm import release
 from ekstrain.components.manifest import resource
@@ -57,22 +57,13 @@ class Cost(pulumi.ComponentResource):
                 f"{name}-{tag_key.rsplit('/', 1)[-1]}", tag_key=tag_key, status="Active", opts=child
             )
 
-        key = aws.kms.Key(
+        key, key_policy = iam.customer_key(
             f"{name}-topic-key",
-            description=f"Budget notifications of {plan.cluster_name}",
-            enable_key_rotation=True,
-            deletion_window_in_days=30,
-            tags=tags,
-            opts=child,
-        )
-        aws.kms.Alias(
-            f"{name}-topic-key", name=f"alias/{plan.cluster_name}-budget", target_key_id=key.key_id, opts=child
-        )
-        key_policy = aws.kms.KeyPolicy(
-            f"{name}-topic-key",
-            key_id=key.key_id,
-            policy=key.arn.apply(lambda arn: json.dumps(cost.topic_key_policy(arn))),
-            opts=child,
+            f"Budget notifications of {plan.cluster_name}",
+            tags,
+            child,
+            alias=f"{plan.cluster_name}-budget",
+            policy=cost.topic_key_policy,
         )
         topic = aws.sns.Topic(
             f"{name}-budget", name=f"{plan.cluster_name}-budget", kms_master_key_id=key.arn, tags=tags, opts=child

@@ -187,19 +187,15 @@ class LustreStorage(pulumi.ComponentResource):
             if args.kms_key_arn:
                 kms_key_id = args.kms_key_arn
             else:
-                key = aws.kms.Key(
+                key, _ = iam.customer_key(
                     f"{name}-key",
-                    description=f"FSx for Lustre of {args.cluster_name}",
-                    enable_key_rotation=True,
-                    deletion_window_in_days=30,
-                    tags=tags,
-                    opts=kept,
+                    f"FSx for Lustre of {args.cluster_name}",
+                    tags,
+                    child,
+                    alias=f"{args.cluster_name}-fsx",
+                    policy=iam.account_key_document,
+                    key_opts=kept,
                 )
-                aws.kms.Alias(
-                    f"{name}-key", name=f"alias/{args.cluster_name}-fsx", target_key_id=key.key_id, opts=child
-                )
-                # An explicit, reviewable key policy (checkov CKV2_AWS_64); the same grants as AWS's default.
-                aws.kms.KeyPolicy(f"{name}-key", key_id=key.key_id, policy=iam.account_key_policy(key.arn), opts=child)
                 kms_key_id = key.arn
 
         # FSx only accepts log groups under /aws/fsx/.

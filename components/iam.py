@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, overload
 
 import pulumi
+import pulumi_aws as aws
 
 from ekstrain import kms_policy
 from ekstrain.regions import partition_of
@@ -35,12 +36,77 @@ def policy_document(statements: Sequence[dict[str, Any]]) -> pulumi.Output[str]:
     return pulumi.Output.json_dumps({"Version": "2012-10-17", "Statement": list(statements)})
 
 
+KEY_DELETION_WINDOW_DAYS = 30
+"""The longest window KMS allows (ScheduleKeyDeletion PendingWindowInDays, 7-30): a key deleted by mistake can
+still be cancelled for a month."""
+
+
+def account_key_document(key_arn: str) -> dict[str, Any]:
+    """The policy AWS applies to a key given none, made explicit (checkov CKV2_AWS_64)."""
+    return kms_policy.key_policy(key_arn, "account-administers-iam-grants-use")
+
+
+@overload
+def customer_key(
+    name: str,
+    description: str,
+    tags: Mapping[str, str],
+    opts: pulumi.ResourceOptions,
+    *,
+    alias: str | None = None,
+    policy: Callable[[str], dict[str, Any]],
+    key_opts: pulumi.ResourceOptions | None = None,
+) -> tuple[aws.kms.Key, aws.kms.KeyPolicy]: ...
+@overload
+def customer_key(
+    name: str,
+    description: str,
+    tags: Mapping[str, str],
+    opts: pulumi.ResourceOptions,
+    *,
+    alias: str | None = None,
+    policy: None = None,
+    key_opts: pulumi.ResourceOptions | None = None,
+) -> tuple[aws.kms.Key, None]: ...
+def customer_key(
+    name: str,
+    description: str,
+    tags: Mapping[str, str],
+    opts: pulumi.ResourceOptions,
+    *,
+    alias: str | None = None,
+    policy: Callable[[str], dict[str, Any]] | None = None,
+    key_opts: pulumi.ResourceOptions | None = None,
+) -> tuple[aws.kms.Key, aws.kms.KeyPolicy | None]:
+    """Every customer managed key the program creates, set up one way: rotated yearly (``enable_key_rotation``),
+    :data:`KEY_DELETION_WINDOW_DAYS`, ``alias/<alias>`` when given, and ``policy(key ARN)`` as its explicit key
+    policy when given. Key, alias and policy are all named ``name``; ``key_opts`` (else ``opts``) for the key itself
+    (a storage key is protected with its file system)."""
+    key = aws.kms.Key(
+        name,
+        description=description,
+        enable_key_rotation=True,
+        deletion_window_in_days=KEY_DELETION_WINDOW_DAYS,
+        tags=dict(tags),
+        opts=key_opts or opts,
+    )
+    if alias is not None:
+        aws.kms.Alias(name, name=f"alias/{alias}", target_key_id=key.key_id, opts=opts)
+    key_policy = None
+    if policy is not None:
+        document = policy
+        key_policy = aws.kms.KeyPolicy(
+            name, key_id=key.key_id, policy=key.arn.apply(lambda arn: json.dumps(document(arn))), opts=opts
+        )
+    return key, key_policy
+
+
 def account_key_policy(key_arn: pulumi.Input[str]) -> pulumi.Output[str]:
     """A KMS key's policy made explicit: the account administers it and IAM policies grant its use (what
     AWS applies when no policy is given). The account comes from the key's own ARN: no invoke."""
 
     def document(arn: str) -> str:
-        return json.dumps(kms_policy.key_policy(arn, "account-administers-iam-grants-use"))
+        return json.dumps(account_key_document(arn))
 
     return pulumi.Output.from_input(key_arn).apply(document)
 

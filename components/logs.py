@@ -42,19 +42,8 @@ def log_group_key(
     """A customer managed key (rotated, explicit policy) for one CloudWatch log group of another component (VPC
     flow logs, FSx logs): the group names the key's ARN and depends on the policy, which CloudWatch checks when
     the group is associated with the key."""
-    key = aws.kms.Key(
-        f"{name}-key",
-        description=description,
-        enable_key_rotation=True,
-        deletion_window_in_days=30,
-        tags=dict(tags),
-        opts=opts,
-    )
-    policy = aws.kms.KeyPolicy(
-        f"{name}-key",
-        key_id=key.key_id,
-        policy=key.arn.apply(lambda arn: json.dumps(iam.log_group_key_policy(arn, log_group_name))),
-        opts=opts,
+    key, policy = iam.customer_key(
+        f"{name}-key", description, tags, opts, policy=lambda arn: iam.log_group_key_policy(arn, log_group_name)
     )
     return key, policy
 
@@ -75,20 +64,13 @@ class Logs(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(args.tags)
 
-        key = aws.kms.Key(
+        key, key_policy = iam.customer_key(
             f"{name}-key",
-            description=f"CloudWatch log groups of {plan.cluster_name}",
-            enable_key_rotation=True,
-            deletion_window_in_days=30,
-            tags=tags,
-            opts=child,
-        )
-        aws.kms.Alias(f"{name}-key", name=f"alias/{plan.cluster_name}-logs", target_key_id=key.key_id, opts=child)
-        key_policy = aws.kms.KeyPolicy(
-            f"{name}-key",
-            key_id=key.key_id,
-            policy=key.arn.apply(lambda arn: json.dumps(logs.kms_key_policy(arn, plan.region, plan.cluster_name))),
-            opts=child,
+            f"CloudWatch log groups of {plan.cluster_name}",
+            tags,
+            child,
+            alias=f"{plan.cluster_name}-logs",
+            policy=lambda arn: logs.kms_key_policy(arn, plan.region, plan.cluster_name),
         )
         groups = {
             kind: aws.cloudwatch.LogGroup(

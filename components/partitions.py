@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import pulumi
 
-from ekstrain import catalog
+from ekstrain import catalog, names
 from ekstrain import karpenter_specs as specs
 from ekstrain.components import args as ac
 from ekstrain.components.deps import dependencies
@@ -32,7 +32,7 @@ MAX_ROOT_VOLUME_GIB = 16384
 def check_spec(spec: specs.PartitionSpec, a: str = "PartitionArgs.spec") -> None:
     """Refuse a partition Karpenter could not launch or that would not be what it says (facts: ekstrain/catalog.py)."""
     ac.check(
-        isinstance(spec.name, str) and bool(ac.DNS_LABEL.fullmatch(spec.name)) and len(spec.name) <= 50,
+        isinstance(spec.name, str) and names.is_dns_label(spec.name, 50),
         f"{a}.name",
         spec.name,
         "not a lowercase DNS label of at most 50 characters (it names the NodePool, EC2NodeClass and labels)",

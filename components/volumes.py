@@ -15,11 +15,11 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ekstrain import names
+from ekstrain import fsx_volume, names
 from ekstrain.components.deps import dependencies
 from ekstrain.components.manifest import resource
 
-FSX_DRIVER = "fsx.csi.aws.com"
+FSX_DRIVER = fsx_volume.DRIVER
 EFS_DRIVER = "efs.csi.aws.com"
 MODEL_STORE_PV = names.MODEL_STORE_PVC
 MODEL_STORE_NOMINAL_SIZE = "1Ti"
@@ -43,40 +43,11 @@ def namespace_manifest(name: str = names.TRAINING_NAMESPACE) -> dict[str, Any]:
 
 
 def fsx_pv_manifest(file_system_id: Any, dns_name: Any, mount_name: Any, capacity_gib: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": names.FSX_PV},
-        "spec": {
-            "capacity": {"storage": f"{capacity_gib}Gi"},
-            "volumeMode": "Filesystem",
-            "accessModes": ["ReadWriteMany"],
-            "persistentVolumeReclaimPolicy": "Retain",
-            "storageClassName": "",
-            # flock: frameworks lock checkpoint and cache files; Lustre refuses locks without it.
-            "mountOptions": ["flock"],
-            "csi": {
-                "driver": FSX_DRIVER,
-                "volumeHandle": file_system_id,
-                "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name},
-            },
-        },
-    }
+    return fsx_volume.pv(names.FSX_PV, file_system_id, dns_name, mount_name, capacity_gib)
 
 
 def fsx_pvc_manifest(capacity_gib: int, namespace: str = names.TRAINING_NAMESPACE) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": names.FSX_PVC, "namespace": namespace},
-        "spec": {
-            "accessModes": ["ReadWriteMany"],
-            # "" (not absent): otherwise the default gp3 class would provision an EBS volume.
-            "storageClassName": "",
-            "volumeName": names.FSX_PV,
-            "resources": {"requests": {"storage": f"{capacity_gib}Gi"}},
-        },
-    }
+    return fsx_volume.pvc(names.FSX_PVC, namespace, names.FSX_PV, capacity_gib)
 
 
 SCRATCH_TAG = "ekstrain.io/fsx-scratch"

@@ -38,14 +38,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ekstrain import catalog, health_guard, names, versions
+from ekstrain.names import STARTUP_TAINT_KEY
 
 if TYPE_CHECKING:
     from ekstrain.karpenter_specs import PartitionSpec
 
 NAMESPACE = "kube-system"
-STARTUP_TAINT_KEY = "ekstrain.io/health-gate"
-STARTUP_TAINT: dict[str, str] = {"key": STARTUP_TAINT_KEY, "value": "pending", "effect": "NoSchedule"}
-"""Karpenter startup taint of every accelerator NodePool; the gate's guard removes it once the pre-flight passed."""
 UNHEALTHY_TAINT_KEY = "ekstrain.io/unhealthy"
 UNHEALTHY_TAINT: dict[str, str] = {"key": UNHEALTHY_TAINT_KEY, "value": "true", "effect": "NoExecute"}
 """Set by the guard on a node that failed its pre-flight or that training must leave now: pods that do not

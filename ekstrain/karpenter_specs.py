@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ekstrain import health_gate, names
+from ekstrain import names
 from ekstrain.names import DISCOVERY_TAG, SG_ROLE_TAG, SUBNET_ROLE_TAG, placement_group_name
 from ekstrain.partitions import PartitionShape, layout_nodes
 
@@ -236,7 +236,7 @@ def node_pool(spec: PartitionSpec) -> dict[str, Any]:
                 "taints": node_taints(spec),
                 # No pod lands before the health gate's pre-flight passed and its guard removed this taint
                 # (ekstrain/health_gate.py; Karpenter does not count startup taints when it places pods).
-                "startupTaints": [dict(health_gate.STARTUP_TAINT)],
+                "startupTaints": [dict(names.STARTUP_TAINT)],
                 # Expiry is forceful and ignores budgets and do-not-disrupt: never for training.
                 "expireAfter": "Never",
                 # No terminationGracePeriod unless the stack opted in (DriftWindow.gang_grace): it lets drift evict

@@ -3,6 +3,21 @@
 import re
 from typing import Any
 
+DNS_LABEL_PATTERN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+"""An RFC 1123 label, as Kubernetes checks names of namespaces, queues and objects (k8s.io/apimachinery
+pkg/util/validation/validation.go ``IsDNS1123Label``): lowercase letters, digits and '-', alphanumeric at both ends,
+at most :data:`DNS_LABEL_MAX` characters. The one rule stack validation, the components and the CLI read."""
+DNS_LABEL_MAX = 63
+DNS_LABEL = re.compile(DNS_LABEL_PATTERN)
+DNS_SUBDOMAIN_PATTERN = rf"{DNS_LABEL_PATTERN}(\.{DNS_LABEL_PATTERN})*"
+"""Labels joined by dots (``IsDNS1123Subdomain``, at most 253 characters): label prefixes, Helm release names."""
+
+
+def is_dns_label(text: str, max_length: int = DNS_LABEL_MAX) -> bool:
+    """``text`` is a DNS-1123 label of at most ``max_length`` characters (a caller may bound it tighter)."""
+    return len(text) <= min(max_length, DNS_LABEL_MAX) and DNS_LABEL.fullmatch(text) is not None
+
+
 TRAINING_NAMESPACE = "training"
 """Namespace for training workloads (jobs, PVCs, queues' jobs)."""
 
@@ -17,6 +32,10 @@ TEAM_LABEL = "ekstrain.io/team"
 """The team a partition's nodes are charged to (``ekstrain:cost``); also the instances' cost-allocation tag."""
 TAINT_VALUE = "true"
 """Accelerator nodes are tainted ``<accelerator resource>=true:NoSchedule``."""
+STARTUP_TAINT_KEY = "ekstrain.io/health-gate"
+STARTUP_TAINT: dict[str, str] = {"key": STARTUP_TAINT_KEY, "value": "pending", "effect": "NoSchedule"}
+"""Karpenter startup taint of every accelerator NodePool (karpenter_specs writes it); the health gate's guard
+removes it once the pre-flight passed (health_gate). Here because both read it."""
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 GPU_RESOURCE = "nvidia.com/gpu"
 NEURON_RESOURCE = "aws.amazon.com/neuron"

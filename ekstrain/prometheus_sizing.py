@@ -1,7 +1,7 @@
 """Prometheus volume sizing from retention, scrape interval and node counts (pure).
 
 One source for the render's values (``assembly/observability.py``) and the stack rules that refuse a
-size beyond any EBS volume (``stacks/rules.py``).
+size beyond any EBS volume (``stacks/rules/quotas.py``).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from ekstrain import argocd, catalog, compat, lock, lock_policy, names, storage_
 from ekstrain.assembly import cost
 from ekstrain.assembly.schedulers.slurm import standing_nodes
 from ekstrain.contracts import kinds
-from ekstrain.infra import offline, replay, summary_md
+from ekstrain.infra import offline, replay, report, summary_md
 from ekstrain.infra.verify import (
     Check,
     aws_rules,
@@ -366,6 +366,21 @@ def run_checks(
                 fut.cancel()
 
 
+# The checks that read only the program's recording (no upstream files, no helm): they always run. Adding one is
+# a row here (CONTRIBUTING.md, "add a render check"); its Check lands in SUMMARY.md and checks.json.
+RECORDING_CHECKS: tuple[tuple[str, Callable[[offline.Recording, str], Check]], ...] = (
+    ("pulumi-eks children", lambda rec, stack: relations.eks_children(rec)),
+    ("SDK input types", lambda rec, stack: sdk_schema.check_recording(rec)),
+    ("IAM lint", lambda rec, stack: iam.check_recording(rec)),
+    ("AWS create-time rules", lambda rec, stack: aws_rules.check_recording(rec)),
+    ("policy pack", policy.check_recording),
+    ("credentials", lambda rec, stack: secrets.check_recording(rec)),
+    ("imports", lambda rec, stack: imports.check_recording(rec)),
+    ("protected data", lambda rec, stack: protected.check_recording(rec)),
+    ("pins", lambda rec, stack: pins.check_recording(rec)),
+)
+
+
 def _run_checks(
     out: pathlib.Path,
     objs: list[tuple[str, dict[str, Any]]],
@@ -394,19 +409,9 @@ def _run_checks(
             if charts.asks_capabilities(r) is False:
                 start_noop(r, set())
     aws_checks = []
-    for name, check_of in (
-        ("pulumi-eks children", lambda: relations.eks_children(rec)),
-        ("SDK input types", lambda: sdk_schema.check_recording(rec)),
-        ("IAM lint", lambda: iam.check_recording(rec)),
-        ("AWS create-time rules", lambda: aws_rules.check_recording(rec)),
-        ("policy pack", lambda: policy.check_recording(rec, stack)),
-        ("credentials", lambda: secrets.check_recording(rec)),
-        ("imports", lambda: imports.check_recording(rec)),
-        ("protected data", lambda: protected.check_recording(rec)),
-        ("pins", lambda: pins.check_recording(rec)),
-    ):
+    for name, check_of in RECORDING_CHECKS:
         with stages.stage(name):
-            aws_checks.append(check_of())
+            aws_checks.append(check_of(rec, stack))
     root = validation.upstream_dir()
     missing = validation.upstream_missing(root) if root is not None else []
     no_helm = charts.helm_binary() is None
@@ -665,6 +670,7 @@ def write(
     budget = cost.monthly_limit_usd(cfg) if cfg.cost.enabled else None
     kms_keys = sum(1 for r in rec.records if r.type == "aws:kms/key:Key")
     standing = [(p.name, standing_nodes(cfg, p.name), catalog.price_range(p.instance_types)[0]) for p in cfg.partitions]
+    kube_line = f"{len(objs)} manifests, {len(releases)} Helm releases rendering {chart_objects} objects"
     summary = "\n".join(
         [
             f"# {BANNER}",
@@ -708,8 +714,8 @@ def write(
             "## Cloud resources by type (custom resources)",
             "",
             table(aws_rows, summary_md.COUNT_LEGEND),
-            f"## Kubernetes: {len(objs)} manifests, {len(releases)} Helm releases rendering {chart_objects} objects "
-            "(charts/<component>--<release>/)" + (f", {len(apps)} Argo CD Applications in argocd/" if apps else ""),
+            f"## Kubernetes: {kube_line} (charts/<component>--<release>/)"
+            + (f", {len(apps)} Argo CD Applications in argocd/" if apps else ""),
             "",
             *(
                 f"- helm {rel.get('name')}: {rel.get('chart')} {rel.get('version')} (ns {rel.get('namespace')})"
@@ -750,6 +756,13 @@ def write(
         ]
     )
     (out / "SUMMARY.md").write_text(summary)
+    report.write(
+        out,
+        stack,
+        len(rec.records),
+        kube_line,
+        [c.as_json(ran=c.note not in NOT_RUN_NOTES) for c in checks],
+    )
     render_page.write(out, stack, cfg, rec, checks, order_rows, partition_rows(cfg))  # index.html (ekstrain/pages)
     notes = {c.name: c.note for c in checks}
     return summary, problems + [f"{name}: {notes[name]}" for name in unchecked]

@@ -23,6 +23,7 @@ CASES = (
     ("llama3-405b", "p5.48xlarge", 2048, 2048, 8192, 0.5),  # dense 405B on 16k GPUs: the tighter target
     ("mixtral-8x7b", "p5.48xlarge", 2048, 2048, 4096, 1.0),  # MoE on 16k GPUs
     ("deepseek-v3", "p5.48xlarge", 2048, 4096, 4096, 1.0),  # MoE with MLA, shared experts, dense-first layers
+    ("qwen3-235b-a22b", "p5.48xlarge", 2048, 4096, 4096, 1.0),  # MoE, 94 layers, 128 experts, head_dim apart
 )
 TOP = 10
 """What ``ekstrain plan search`` prints by default (runner-up reasons are built for these only)."""
@@ -43,6 +44,13 @@ def main() -> None:
         )
 
 
+SEARCH_TARGETS = (
+    # (model, sequences per step, sequence, target CPU seconds) on 2,048 p5.48xlarge (16,384 H100)
+    ("llama3-405b", 2048, 8192, 0.5),  # dense 405B: Llama 3 pre-training, 16M tokens a step
+    ("mixtral-8x7b", 2048, 4096, 1.0),  # MoE
+    ("deepseek-v3", 4096, 4096, 1.0),  # MoE with MLA, shared experts, dense-first layers
+    ("qwen3-235b-a22b", 4096, 4096, 1.0),  # MoE, 94 layers and 128 experts: the largest search of the catalog
+)
 META_405B = (
     # (GPUs, sequences per step, sequence, CP, published TFLOP/s per GPU): Llama 3 paper Table 4
     (8192, 2048, 8192, 1, 430),
@@ -57,14 +65,25 @@ def planner_targets() -> None:
         before = os.sched_getaffinity(0)
         os.sched_setaffinity(0, {min(before)})
     fleet = Fleet.from_instance("p5.48xlarge", 2048)
-    cpu = time.process_time()
-    plans = search(get_model("llama3-405b"), fleet, 2048, 8192, top=TOP)
-    cpu = time.process_time() - cpu
+    timed = {}
+    for name, global_batch, seq_len, target in SEARCH_TARGETS:
+        cpu = time.process_time()
+        found = search(get_model(name), fleet, global_batch, seq_len, top=TOP)
+        timed[name] = cpu = time.process_time() - cpu
+        print(
+            f"planner: {name} search on 16,384 GPUs (2,048 p5.48xlarge), seq {seq_len}: {cpu:.3f} s CPU (target "
+            f"< {target:g} s: {'met' if cpu < target else 'MISSED'}); best {found[0].summary()}"
+        )
+        if name == "llama3-405b":
+            plans = found
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, before)
+    metas = [i for i, p in enumerate(plans, 1) if (p.tp, p.pp, p.cp, p.zero, p.recompute) == (8, 16, 1, 2, "none")]
+    rank = f"#{metas[0]}" if metas else "not in the top ten"
+    meta = plans[metas[0] - 1] if metas else None
+    used = f", {meta.memory_used:.1%} of HBM (headroom rule <= 90 %)" if meta else ""
     print(
-        f"planner: llama3-405b search on 2,048 p5.48xlarge, seq 8192: {cpu:.3f} s CPU (target < 1 s: "
-        f"{'met' if cpu < 1 else 'MISSED'}); best {plans[0].summary()}"
+        f"planner: Meta's 405B layout (TP8/PP16/CP1, interleaved, ZeRO-2) in that search: {rank} (target top 5){used}"
     )
     left_out = {
         (r.row.gpus, r.row.seq_len): r.error
@@ -86,18 +105,23 @@ def planner_targets() -> None:
     covered, total = validation.coverage()
     print(
         f"planner: leave-one-source-out over {len(validation.sources())} sources, {total} runs: mean |err| "
-        f"{mean(errors):.1%} (target <= 8 %), max {max(errors):.1%} (target <= 25 %); bands cover "
+        f"{mean(errors):.1%} (target <= 12 %), max {max(errors):.1%} (target <= 50 %); bands cover "
         f"{covered}/{total} = {covered / total:.1%} of left-out runs (target >= 80 %)"
     )
     per_source = [mean(abs(r.error) for r in results if r.source == s) for s in validation.sources()]
-    print(f"  mean over sources (each source weighted once): {mean(per_source):.1%}")
+    print(f"  mean over sources (each source weighted once): {mean(per_source):.1%} (target <= 10 %)")
     for label, chosen in (
         (
             "the first round's sources",
-            [r for r in results if r.source not in calibration.ADDED_IN_V4 + calibration.ADDED_IN_ROUND4],
+            [
+                r
+                for r in results
+                if r.source not in calibration.ADDED_IN_V4 + calibration.ADDED_IN_ROUND4 + calibration.ADDED_IN_ROUND7
+            ],
         ),
         ("sources added in v4", [r for r in results if r.source in calibration.ADDED_IN_V4]),
         ("sources added in round 4 (fms-fsdp)", [r for r in results if r.source in calibration.ADDED_IN_ROUND4]),
+        ("sources added in round 7", [r for r in results if r.source in calibration.ADDED_IN_ROUND7]),
     ):
         mine = [abs(r.error) for r in chosen]
         print(f"  {label}: {len(mine)} runs, mean {mean(mine):.1%}, max {max(mine):.1%}")

@@ -1,26 +1,8 @@
-"""Config problems, each naming the key in ``Pulumi.<stack>.yaml`` and how to fix it."""
+"""Config problems: the stack layer's name for :mod:`ekstrain.config_errors` (one class, so ``except ConfigError``
+catches what a builder raises and what validation raises alike)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ekstrain.config_errors import ConfigError, ConfigIssue
 
-
-@dataclass(frozen=True)
-class ConfigIssue:
-    key: str
-    """Key path as written in the stack file, e.g. ``ekstrain:partitions[1] (gpu-h100).maxNodes``."""
-    problem: str
-    fix: str
-
-    def __str__(self) -> str:
-        return f"{self.key}: {self.problem}\n    fix: {self.fix}"
-
-
-class ConfigError(Exception):
-    """Raised before any resource registers; its text is the whole report (no traceback needed)."""
-
-    def __init__(self, issues: list[ConfigIssue], source: str = "stack config"):
-        self.issues = issues
-        self.source = source
-        lines = [f"{len(issues)} problem(s) in {source}:"] + [f"  - {i}" for i in issues]
-        super().__init__("\n".join(lines))
+__all__ = ["ConfigError", "ConfigIssue"]

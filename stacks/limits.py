@@ -1,6 +1,6 @@
 """Limits of the services a stack feeds, each with its source: what AWS, Karpenter, Volcano or Go would refuse.
 
-The rules in ``stacks/rules.py`` (``_limits``) compare the config with these; every number here is quoted
+The rules in ``stacks/rules/quotas.py`` (``_limits``) compare the config with these; every number here is quoted
 from the document or schema named next to it (versions as pinned in ``ekstrain/versions.py``).
 """
 

@@ -1,6 +1,6 @@
 """The Slurm login node's SSH keys as the stack config names them (inline keys plus a key file).
 
-Lives with the config so that both the rules (``stacks/rules.py``: the file must be a readable key file
+Lives with the config so that both the rules (``stacks/rules/schedulers.py``: the file must be a readable key file
 inside the project) and the values (``assembly/schedulers/slurm.py``: the keys go into the LoginSet) read
 it the same way.
 

@@ -94,8 +94,11 @@ def test_GIVEN_llama3_70b_on_8_p5_WHEN_a_deepspeed_job_is_rendered_THEN_it_runs_
     resolved = resolve_for(spec, PROD, "volcano")
     assert resolved.plan.summary() == best_deepspeed.summary()
     assert resolved.plan.training.framework == "deepspeed"
-    # The Megatron-ranked layout (tp 4, ZeRO-3) is a different plan, and a slow one under DeepSpeed's model.
-    assert (best_megatron.tp, best_megatron.zero) != (best_deepspeed.tp, best_deepspeed.zero)
+    # DeepSpeed's ZeRO-3 is priced from its code (asynchronous prefetch, reduce buckets), so the layout Megatron
+    # ranks first (tp 4, ZeRO-3) is DeepSpeed's best too (under the 2021 pricing it took 353.6 s and lost to tp 8
+    # ZeRO-1), but priced with DeepSpeed's own costs: no TP-communication overlap.
+    assert best_deepspeed.training.framework == "deepspeed" and best_megatron.training.framework == "megatron"
+    assert best_deepspeed.step_time_s > best_megatron.step_time_s
     assert resolved.deepspeed_config["zero_optimization"]["stage"] == best_deepspeed.zero
 
 

@@ -91,7 +91,7 @@ def _node(name: str, taints: list[dict[str, str]] | None = None) -> dict[str, An
         "spec": {
             "taints": taints
             if taints is not None
-            else [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}, health_gate.STARTUP_TAINT]
+            else [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}, names.STARTUP_TAINT]
         },
     }
 
@@ -147,7 +147,7 @@ def test_a_failed_node_is_tainted_then_deleted_by_its_own_gate_only() -> None:
     # Cordoned with Slinky's drain reason: the slurm-operator drains the node's Slurm node (syncCordon).
     new["metadata"]["annotations"][health_gate.SLURM_DRAIN_ANNOTATION] = "ekstrain health gate: pre-flight failed"
     new["spec"]["unschedulable"] = True
-    assert health_gate.STARTUP_TAINT in new["spec"]["taints"]  # it never takes a job
+    assert names.STARTUP_TAINT in new["spec"]["taints"]  # it never takes a job
     assert health_gate.UNHEALTHY_TAINT in new["spec"]["taints"]
     assert _admit("UPDATE", old, new, GATE, "n1") is None
     assert _admit("DELETE", new, None, GATE, "n1") is None
@@ -215,7 +215,7 @@ def test_every_accelerator_nodepool_starts_tainted_and_has_its_gate(spec: Partit
     """GIVEN prod's partitions WHEN their NodePools and gates are built THEN each NodePool carries the startup
     taint, and its DaemonSet selects exactly that pool, tolerates its taints and checks the catalog's counts."""
     pool = karpenter_specs.node_pool(spec)
-    assert pool["spec"]["template"]["spec"]["startupTaints"] == [health_gate.STARTUP_TAINT]
+    assert pool["spec"]["template"]["spec"]["startupTaints"] == [names.STARTUP_TAINT]
     assert health_gate.gated(pool)
     ds = health_gate.gate_daemonset(spec)
     pod = ds["spec"]["template"]["spec"]
@@ -223,7 +223,7 @@ def test_every_accelerator_nodepool_starts_tainted_and_has_its_gate(spec: Partit
     keys = {(t["key"], t["effect"]) for t in pod["tolerations"]}
     assert keys == {
         (spec.shape.accelerator_resource, "NoSchedule"),
-        (health_gate.STARTUP_TAINT_KEY, "NoSchedule"),
+        (names.STARTUP_TAINT_KEY, "NoSchedule"),
         (health_gate.UNHEALTHY_TAINT_KEY, "NoExecute"),
     }
     it = spec.shape.instance_types[0]
@@ -286,7 +286,7 @@ def test_the_agent_configuration_uses_chart_keys_and_tolerates_every_taint() -> 
     dcgm = {(t["key"], t["effect"]) for t in conf["dcgmAgent"]["tolerations"]}
     assert {
         (names.GPU_RESOURCE, "NoSchedule"),
-        (health_gate.STARTUP_TAINT_KEY, "NoSchedule"),
+        (names.STARTUP_TAINT_KEY, "NoSchedule"),
         (health_gate.UNHEALTHY_TAINT_KEY, "NoExecute"),
     } <= dcgm
     assert conf["dcgmAgent"]["resources"]["requests"]

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from ekstrain import catalog, health_gate, health_guard
+from ekstrain import catalog, health_gate, health_guard, names
 
 P5 = catalog.get("p5.48xlarge")
 TRN1 = catalog.get("trn1.32xlarge")
@@ -354,7 +354,7 @@ def _stamp(seconds_ago: float) -> str:
 
 
 def _node(name: str, startup: bool = True, registered_ago: float = 0, pool: str = "gpu-h100") -> dict[str, Any]:
-    taints = [dict(health_gate.STARTUP_TAINT)] if startup else []
+    taints = [dict(names.STARTUP_TAINT)] if startup else []
     return {
         "metadata": {
             "name": name,
@@ -432,10 +432,10 @@ def test_the_guard_passes_a_node_whose_checks_wrote_ok(api: tuple[Api, str], tmp
     proc = _guard(tmp_path, url, "n1")
     try:
         time.sleep(0.5)
-        assert health_gate.STARTUP_TAINT_KEY in _keys(state.nodes["n1"])  # waits while the checks run
+        assert names.STARTUP_TAINT_KEY in _keys(state.nodes["n1"])  # waits while the checks run
         for check in ("dcgm", "devices"):
             (tmp_path / "results" / check).write_text("ok\n")
-        _until(lambda: health_gate.STARTUP_TAINT_KEY not in _keys(state.nodes["n1"]))
+        _until(lambda: names.STARTUP_TAINT_KEY not in _keys(state.nodes["n1"]))
         assert state.nodes["n1"]["metadata"]["annotations"][health_gate.GATE_ANNOTATION].startswith("pre-flight passed")
     finally:
         _stop(proc)
@@ -467,7 +467,7 @@ def test_before_the_deadline_the_guard_waits(api: tuple[Api, str], tmp_path: pat
     proc = _guard(tmp_path, url, "n1", DEADLINE_SECONDS="30")
     try:
         time.sleep(1.0)
-        assert _keys(state.nodes["n1"]) == {health_gate.STARTUP_TAINT_KEY} and not state.deleted
+        assert _keys(state.nodes["n1"]) == {names.STARTUP_TAINT_KEY} and not state.deleted
     finally:
         _stop(proc)
 
@@ -661,7 +661,7 @@ def test_every_exporter_and_the_log_agent_tolerate_the_quarantine_taint() -> Non
     taint = health_gate.UNHEALTHY_TAINT
     values = obs.chart_values(stack_config("prod"))
     assert _tolerates(values["prometheus-node-exporter"]["tolerations"], taint)
-    assert _tolerates(values["prometheus-node-exporter"]["tolerations"], {**health_gate.STARTUP_TAINT})
+    assert _tolerates(values["prometheus-node-exporter"]["tolerations"], {**names.STARTUP_TAINT})
     assert _tolerates(obs.efa_exporter_daemonset()["spec"]["template"]["spec"]["tolerations"], taint)
     assert _tolerates(device_plugins.dcgm_values()["tolerations"], taint)
     neuron = device_plugins.neuron_monitor_daemonset()["spec"]["template"]["spec"]["tolerations"]
@@ -703,7 +703,7 @@ def _nodepool() -> dict[str, Any]:
         "metadata": {"name": "gpu-h100", "labels": {"a": "b"}, "annotations": {"karpenter.sh/nodepool-hash": "1"}},
         "spec": {
             "limits": {"nvidia.com/gpu": "64", "nodes": "8"},
-            "template": {"spec": {"startupTaints": [health_gate.STARTUP_TAINT]}},
+            "template": {"spec": {"startupTaints": [names.STARTUP_TAINT]}},
             "disruption": {"consolidateAfter": "10m"},
         },
     }

@@ -22,7 +22,7 @@ from conftest import REPO, cfg_with, releases, stack_config
 from test_jobs_support import FakePlanner
 from test_jobs_templates import pod_specs, spec_for
 
-from ekstrain import catalog, health_gate, spend
+from ekstrain import catalog, names, spend
 from ekstrain.assembly import cost, logs
 from ekstrain.assembly import observability as obs
 from ekstrain.assembly.jobs import logs as joblogs
@@ -102,7 +102,7 @@ def test_the_log_agent_has_a_pod_on_every_node_kind(prod_recording: offline.Reco
 # GIVEN the same check WHEN the agent tolerated only the GPU taint THEN the Trainium node kinds are reported.
 def test_the_node_kind_check_fails_for_an_agent_missing_a_toleration(prod_recording: offline.Recording) -> None:
     gpu_only = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
-    gated = [*gpu_only, {"key": health_gate.STARTUP_TAINT_KEY, "operator": "Exists"}]
+    gated = [*gpu_only, {"key": names.STARTUP_TAINT_KEY, "operator": "Exists"}]
     for tolerations, want in (
         # the health gate's startup taint is on every accelerator node while it checks it
         (gpu_only, {"gpu-a100", "gpu-h100", "trainium-trn1", "trainium-trn1n"}),
@@ -126,7 +126,7 @@ def test_the_render_check_reports_node_kinds_without_the_agent(prod_recording: o
     narrow = copy.deepcopy(ds)
     narrow["spec"]["template"]["spec"]["tolerations"] = [
         {"key": "nvidia.com/gpu", "operator": "Exists"},
-        {"key": health_gate.STARTUP_TAINT_KEY, "operator": "Exists"},
+        {"key": names.STARTUP_TAINT_KEY, "operator": "Exists"},
     ]
     (problem,) = everywhere.check(prod_recording, [narrow]).problems
     assert "logging/fluent-bit has no pod on trainium-trn1/trn1.32xlarge, trainium-trn1n/trn1n.32xlarge" in problem
@@ -510,7 +510,7 @@ def test_the_spend_dashboard_shows_queue_team_job_and_idle_categories(prod_recor
         "Spend by team ($/h)",
         "Accelerator spend by job ($/h)",
     } <= set(titles)
-    timeline = (REPO / "ekstrain" / "simulate" / "timeline.py").read_text()
+    timeline = (REPO / "ekstrain" / "simulate" / "idle_accounting.py").read_text()
     simulator = set(re.findall(r'cat = "([^"]+)"', timeline))
     drawn = {t.removeprefix("Idle accelerators: ") for t in titles if t.startswith("Idle accelerators: ")}
     assert drawn <= simulator and len(drawn) == 7

@@ -12,7 +12,7 @@ from conftest import REPO, STACK_NAMES, stack_config
 
 from ekstrain import validation, versions
 from ekstrain.cli import render as render_cli
-from ekstrain.infra import render
+from ekstrain.infra import render, report
 from ekstrain.infra.offline import Recording
 from ekstrain.stacks.loader import read_stack_file
 
@@ -27,6 +27,11 @@ def test_stack_renders_and_validates(stack: str, tmp_path: pathlib.Path, capsys:
     summary = (tmp_path / "SUMMARY.md").read_text()
     assert "not a cloud preview" in summary
     assert "OFFLINE RENDER" in out.err
+    # stdout's counts are checks.json's (infra/report.py), the same rows SUMMARY.md's Checks table shows
+    result = report.load(tmp_path)
+    assert result.failed == [] and result.not_run == [] and len(result.passed) == len(result.checks) > 20
+    assert f"checks: {len(result.checks)} passed, 0 failed, 0 did not run; 0 problem(s)" in out.out
+    assert all(f"| {c.name} |" in summary for c in result.checks if "|" not in c.name)
     manifests = list((tmp_path / "manifests").rglob("*.yaml"))
     assert manifests, "some Kubernetes objects are rendered"
     # The shipped seeds are warning-clean, so that a new warning stands out (and fails here).
@@ -231,8 +236,8 @@ def test_a_finding_of_any_check_fails_the_render(prod_recording: Recording, tmp_
         f"stateful-protected-in-prod ({fsx.name}): LustreFileSystem in environment 'prod' must be "
         "protect=True (and retain_on_delete)"
     ]
-    row = next(r for r in render_cli.checks_rows(summary) if r[0].startswith("policy pack: CrossGuard rules"))
-    assert row[1] == f"{len(records)} resources"
+    row = report.load(tmp_path).check("policy pack: CrossGuard rules")
+    assert (row.ran, row.checked, row.what) == (True, len(records), "resources")
     assert "- policy pack: CrossGuard rules (policy/ekstrain_policy): stateful-protected-in-prod" in summary
     # AND each credential is a problem under the credentials check
     credentials = [p for p in problems if p.startswith("observability-grafana-admin.")]
@@ -275,9 +280,9 @@ def test_render_runs_the_strict_slurm_values_check(
     # THEN both are problems (exit 1), counted in the Checks table: each NodeSet and the login set
     assert "helm release slurm: unknown key nodesets.gpu-h100.replica" in problems
     assert any(p.startswith("helm release slurm: nodesets.gpu-h100: ") and "efect" in p for p in problems)
-    row = next(r for r in render_cli.checks_rows(summary) if r[0].startswith("helm values: templated entries"))
+    row = report.load(tmp_path).check("helm values: templated entries")
     entries = len(slurm.inputs["values"]["nodesets"]) + len(slurm.inputs["values"]["loginsets"])
-    assert (entries, row[1], row[2]) == (4, "4 entries", "2")
+    assert (entries, row.checked, row.what, len(row.problems)) == (4, 4, "entries", 2)
 
 
 def test_warm_render_reuses_validation_answers(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:

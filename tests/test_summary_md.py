@@ -3,7 +3,6 @@ extension), every column has a legend, no secret is shown, and it says what the 
 
 from __future__ import annotations
 
-import pathlib
 import re
 
 import pytest
@@ -88,10 +87,3 @@ def test_mask_hides_marked_values_and_credential_names() -> None:
         "apiPassword": "[secret]",
         "nested": {"token": "[secret]", "url": "u", "list": ["[secret]", "ok"]},
     }
-
-
-def test_render_reads_its_check_counts_from_the_gfm_table(tmp_path: pathlib.Path) -> None:
-    text = "## Checks\n\n" + summary_md.table(
-        [{"check": "a: b", "checked": "3 objects", "problems": 2, "warnings": 1, "note": "x | y"}]
-    )
-    assert render_cli.checks_rows(text) == [["a: b", "3 objects", "2", "1", "x | y"]]

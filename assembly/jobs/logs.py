@@ -12,24 +12,36 @@ from __future__ import annotations
 
 import pathlib
 import shlex
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ekstrain import names
 from ekstrain.assembly import logs
-from ekstrain.stacks.models import StackConfig
+from ekstrain.workloads import registry
 
-JOB_KINDS: dict[str, str] = {
-    "mpijob": "MPIJob",
-    "pytorchjob": "PyTorchJob",
-    "trainjob": "TrainJob",
-    "volcano": "VolcanoJob",
-    "rayjob": "RayJob",
-    "raycluster": "RayCluster",
-    "trainium": "IndexedJob",
-    "slurm": "sbatch",
-    "nccl-test": "MPIJob",
-    "bionemo": "VolcanoJob",
-}
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
+
+
+class _JobKinds(Mapping[str, str]):
+    """Scheduler -> its workload kind's ``log_kind`` (ekstrain/workloads), read when asked, so a kind registered
+    later is found too."""
+
+    def __getitem__(self, scheduler: str) -> str:
+        try:
+            return registry.by_scheduler(scheduler).log_kind
+        except KeyError:
+            raise KeyError(scheduler) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in registry.schedulers())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in registry.schedulers())
+
+
+JOB_KINDS: Mapping[str, str] = _JobKinds()
 """Scheduler -> the ``ekstrain.io/job-kind`` value (and the record's ``job_kind``)."""
 LOOKBACK_DAYS = 7
 """The start-query line's default window (``--start-time``); CloudWatch keeps ``ekstrain:logging.retentionDays``."""
@@ -47,16 +59,16 @@ def quoted(value: str) -> str:
 
 
 def selector(scheduler: str, name: str, namespace: str) -> str:
-    """The ``filter`` of a job's records: namespace, job and kind for pods; kind and job for an sbatch."""
-    kind = quoted(JOB_KINDS[scheduler])
-    if scheduler == "slurm":
-        return f"job_kind = {kind} and job = {quoted(name)}"
-    return f"namespace = {quoted(namespace)} and job = {quoted(name)} and job_kind = {kind}"
+    """The ``filter`` of a job's records: the fields its workload kind's records carry (``log_fields``):
+    namespace, job and kind for pods; kind and job for an sbatch."""
+    kind = registry.by_scheduler(scheduler)
+    value = {"namespace": namespace, "job": name, "job_kind": kind.log_kind}
+    return " and ".join(f"{field} = {quoted(value[field])}" for field in kind.log_fields)
 
 
 def insights_query(scheduler: str, name: str, namespace: str) -> str:
     """Every line of the job, oldest first, with its rank."""
-    extra = ", slurm_job_id" if scheduler == "slurm" else ""
+    extra = "".join(f", {f}" for f in registry.by_scheduler(scheduler).log_extra_shown)
     return (
         f"fields {FIELDS_SHOWN}{extra}\n"
         f"| filter {selector(scheduler, name, namespace)}\n"

@@ -22,8 +22,9 @@ from ekstrain.assembly.jobs.pod import (
     worker_template,
 )
 from ekstrain.assembly.jobs.resolve import JOB_LABEL, MASTER_PORT, ResolvedRun
+from ekstrain.workloads.mpijob import KIND
 
-API_VERSION = "kubeflow.org/v2beta1"
+API_VERSION = KIND.api_version
 WORKER_ROLE_LABEL = "training.kubeflow.org/job-role"
 """The operator labels each worker pod ``<this>: worker`` (mpi-operator v0.8.2 ``defaultLabels``)."""
 
@@ -97,7 +98,7 @@ def build(r: ResolvedRun, launcher_command: list[str] | None = None) -> list[dic
     worker = worker_container(r, name="worker", command=["/usr/sbin/sshd", "-De"], ssh=True)
     job = {
         "apiVersion": API_VERSION,
-        "kind": "MPIJob",
+        "kind": KIND.kind,
         "metadata": r.metadata(),
         "spec": {
             "slotsPerWorker": r.nproc_per_node,

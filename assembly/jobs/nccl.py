@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ekstrain import catalog, versions
 from ekstrain.assembly.jobs import mpijob
 from ekstrain.assembly.jobs.resolve import ResolvedRun, resolve
 from ekstrain.assembly.jobs.spec import RunSpec
-from ekstrain.stacks.models import StackConfig
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
 
 GPU_IMAGE = versions.NCCL_TESTS_IMAGE
 """AWS's nccl-tests image with EFA, aws-ofi-nccl and Open MPI (override with --image)."""

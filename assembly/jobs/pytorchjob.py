@@ -12,8 +12,9 @@ from typing import Any
 from ekstrain import topology
 from ekstrain.assembly.jobs.pod import launch_configmap, queue, worker_container, worker_template
 from ekstrain.assembly.jobs.resolve import JOB_LABEL, PlatformWord, ResolvedRun
+from ekstrain.workloads.pytorchjob import KIND
 
-API_VERSION = "kubeflow.org/v1"
+API_VERSION = KIND.api_version
 CONTAINER = "pytorch"
 """The operator finds the training container by this exact name."""
 RENDEZVOUS: list[str] = [
@@ -48,7 +49,7 @@ def build(r: ResolvedRun) -> list[dict[str, Any]]:
         run_policy["schedulingPolicy"] = {"queue": queue(r), "minAvailable": r.nodes}
     job = {
         "apiVersion": API_VERSION,
-        "kind": "PyTorchJob",
+        "kind": KIND.kind,
         "metadata": r.metadata(),
         "spec": {
             "nprocPerNode": str(r.nproc_per_node),

@@ -17,8 +17,9 @@ from typing import Any
 
 from ekstrain.assembly.jobs.pod import launch_configmap, queue, small_container, worker_container, worker_template
 from ekstrain.assembly.jobs.resolve import FILES_DIR, ResolvedRun
+from ekstrain.workloads.ray import QUEUE_LABEL, RAYCLUSTER, RAYJOB, SCHEDULER_LABEL
 
-API_VERSION = "ray.io/v1"
+API_VERSION = RAYJOB.api_version
 LAUNCHER = "ray_train.py"
 
 LAUNCHER_TEMPLATE = '''"""Ray Train launcher rendered by ekstrain: the script once per worker under TorchTrainer."""
@@ -95,10 +96,6 @@ def cluster_spec(r: ResolvedRun) -> dict[str, Any]:
     }
 
 
-SCHEDULER_LABEL = "ray.io/scheduler-name"
-QUEUE_LABEL = "volcano.sh/queue-name"
-
-
 def metadata(r: ResolvedRun) -> dict[str, Any]:
     """KubeRay's Volcano integration (operator installed with ``batchScheduler.name: volcano``) reads these
     labels: one PodGroup per Ray cluster (head + workers, minMember = all) in the partition's queue, so a
@@ -123,7 +120,7 @@ def build(r: ResolvedRun) -> list[dict[str, Any]]:
     r = with_launcher(r)
     job = {
         "apiVersion": API_VERSION,
-        "kind": "RayJob",
+        "kind": RAYJOB.kind,
         "metadata": metadata(r),
         "spec": {
             "entrypoint": f"python {FILES_DIR}/{LAUNCHER}",
@@ -144,5 +141,5 @@ def build(r: ResolvedRun) -> list[dict[str, Any]]:
 def build_cluster(r: ResolvedRun) -> list[dict[str, Any]]:
     """A long-lived RayCluster of the same shape, for interactive ``ray job submit`` use."""
     r = with_launcher(r)
-    cluster = {"apiVersion": API_VERSION, "kind": "RayCluster", "metadata": metadata(r), "spec": cluster_spec(r)}
+    cluster = {"apiVersion": API_VERSION, "kind": RAYCLUSTER.kind, "metadata": metadata(r), "spec": cluster_spec(r)}
     return [*launch_configmap(r), cluster]

@@ -6,7 +6,7 @@ import dataclasses
 import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -29,7 +29,10 @@ from ekstrain.assembly.jobs import logs as joblogs
 from ekstrain.assembly.jobs.planning import PlannerBackend
 from ekstrain.assembly.jobs.resolve import ResolvedRun, resolve
 from ekstrain.assembly.jobs.spec import JobRequestError, RunSpec
-from ekstrain.stacks.models import StackConfig
+from ekstrain.workloads import registry
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
 
 
 @dataclass(frozen=True)
@@ -59,27 +62,14 @@ SCHEDULERS: dict[str, Scheduler] = {
 
 
 def _installed(cfg: StackConfig) -> dict[str, tuple[bool, str]]:
-    """Scheduler -> (its controller is installed, the stack-file setting that installs it)."""
-    s = cfg.schedulers
-    flavor = s.kubeflow.flavor
-    mpi = (s.mpi_operator.enabled, "set ekstrain:schedulers.mpiOperator.enabled: true")
-    volcano_ = (s.volcano.enabled, "set ekstrain:schedulers.volcano.enabled: true")
-    ray_ = (s.kuberay.enabled, "set ekstrain:schedulers.kuberay.enabled: true")
-    return {
-        "mpijob": mpi,
-        "nccl-test": mpi,
-        "pytorchjob": (
-            flavor == "training-operator",
-            f"set ekstrain:schedulers.kubeflow.flavor: training-operator (it is {flavor!r}; the training "
-            "operator cannot run beside the MPI operator)",
-        ),
-        "trainjob": (flavor == "trainer", f"set ekstrain:schedulers.kubeflow.flavor: trainer (it is {flavor!r})"),
-        "volcano": volcano_,
-        "bionemo": volcano_,
-        "rayjob": ray_,
-        "raycluster": ray_,
-        "slurm": (s.slurm.enabled, "set ekstrain:schedulers.slurm.enabled: true"),
-    }
+    """Scheduler -> (its controller is installed, the stack-file setting that installs it), from each workload
+    kind's ``installed`` (ekstrain/workloads); schedulers of built-in kinds need nothing installed."""
+    out = {}
+    for name, kind in registry.schedulers():
+        installed = kind.installed(cfg.schedulers)
+        if installed is not None:
+            out[name] = installed
+    return out
 
 
 def scheduler_problem(cfg: StackConfig, scheduler: str, family: str | None = None) -> str | None:

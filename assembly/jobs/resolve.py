@@ -13,7 +13,7 @@ import posixpath
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ekstrain import catalog, names
 from ekstrain.assembly.jobs import env as envtable
@@ -28,7 +28,9 @@ from ekstrain.assembly.jobs.spec import (
     hugepages_bytes,
 )
 from ekstrain.partitions import PartitionShape, layout_nodes, shape
-from ekstrain.stacks.models import StackConfig
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"

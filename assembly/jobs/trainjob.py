@@ -27,8 +27,9 @@ from ekstrain.assembly.jobs.pod import (
     worker_template,
 )
 from ekstrain.assembly.jobs.resolve import PlatformWord, ResolvedRun
+from ekstrain.workloads.trainjob import KIND
 
-API_VERSION = "trainer.kubeflow.org/v1alpha1"
+API_VERSION = KIND.api_version
 NODE_JOB = "node"
 """Replicated job and container name of upstream's torch runtimes."""
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
@@ -95,7 +96,7 @@ def training_runtime(r: ResolvedRun) -> dict[str, Any]:
 def build(r: ResolvedRun) -> list[dict[str, Any]]:
     job = {
         "apiVersion": API_VERSION,
-        "kind": "TrainJob",
+        "kind": KIND.kind,
         "metadata": r.metadata(),
         "spec": {
             "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime", "name": runtime_name(r)},

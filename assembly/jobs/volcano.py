@@ -13,8 +13,9 @@ from typing import Any
 from ekstrain import topology
 from ekstrain.assembly.jobs.pod import launch_configmap, queue, worker_container, worker_template
 from ekstrain.assembly.jobs.resolve import MASTER_PORT, ResolvedRun
+from ekstrain.workloads.volcano import KIND
 
-API_VERSION = "batch.volcano.sh/v1alpha1"
+API_VERSION = KIND.api_version
 SCHEDULER = "volcano"
 TASK = "worker"
 
@@ -27,7 +28,7 @@ def build(r: ResolvedRun) -> list[dict[str, Any]]:
     container = worker_container(r, name=TASK, command=["/bin/bash", "-c", r.shell(rendezvous(r))])
     job: dict[str, Any] = {
         "apiVersion": API_VERSION,
-        "kind": "Job",
+        "kind": KIND.kind,
         "metadata": r.metadata(),
         "spec": {
             "schedulerName": SCHEDULER,

@@ -12,10 +12,13 @@ block's window (ekstrain/capacity_windows.py has the EC2 and Karpenter sources).
 from __future__ import annotations
 
 import datetime as dt
+from typing import TYPE_CHECKING
 
 from ekstrain import capacity_windows
 from ekstrain.assembly.jobs.spec import JobRequestError, RunSpec
-from ekstrain.stacks.models import StackConfig
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
 
 
 def window_of(cfg: StackConfig, partition: str) -> tuple[int, capacity_windows.Window] | None:

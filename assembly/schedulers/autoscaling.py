@@ -27,12 +27,14 @@ Slurm node of a condemned pod and deletes it only once drained (internal/control
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ekstrain.assembly import observability
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain.names import SYSTEM_NODE_SELECTOR
-from ekstrain.stacks.models import StackConfig
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
 
 KEDA_NAMESPACE = "keda"
 KEDA_RELEASE = "keda"

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ekstrain import catalog, names
 from ekstrain.partitions import PartitionShape, shape
-from ekstrain.stacks.models import StackConfig
-from ekstrain.stacks.models.partitions import PartitionConfig
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
+    from ekstrain.stacks.models.partitions import PartitionConfig
 
 
 @dataclass(frozen=True)

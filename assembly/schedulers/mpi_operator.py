@@ -19,8 +19,8 @@ from typing import Any
 import yaml
 
 from ekstrain import versions
+from ekstrain.config_errors import ConfigError, ConfigIssue
 from ekstrain.paths import PACKAGE, upstream_fix
-from ekstrain.stacks.errors import ConfigError, ConfigIssue
 
 NAMESPACE = "mpi-operator"
 NAME = "mpi-operator"

@@ -6,13 +6,13 @@ runtime, not MPIJob). So the program writes the MPI operator's install objects i
 ``mpi_operator``: our own dicts, the CRD from the pinned upstream directory), gang flag applied at render time
 (:func:`mpi_operator_objects`); it coexists with Trainer v2 (different API group,
 ``trainer.kubeflow.org``) but not with the legacy training operator, which ships its own
-``mpijobs.kubeflow.org`` (rule in stacks/rules.py).
+``mpijobs.kubeflow.org`` (rule in stacks/rules/schedulers.py).
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ekstrain import names, versions
 from ekstrain.assembly.jobs import env as envtable
@@ -23,7 +23,9 @@ from ekstrain.assembly.schedulers import mpi_operator, teams
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain.controller_resources import MEDIUM
 from ekstrain.names import SYSTEM_NODE_SELECTOR
-from ekstrain.stacks.models import StackConfig
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
 
 KUBERAY_NAMESPACE = "kuberay-system"
 TRAINER_NAMESPACE = "kubeflow-system"

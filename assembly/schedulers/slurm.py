@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import json
 import pathlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ekstrain import names, slurm_gang, topology, versions
+from ekstrain import fsx_volume, names, slurm_gang, topology, versions
 from ekstrain.assembly import logs
 from ekstrain.assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
 from ekstrain.assembly.schedulers import autoscaling, teams
@@ -36,8 +36,18 @@ from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain.controller_resources import MEDIUM, SMALL, sized
 from ekstrain.names import SYSTEM_NODE_AFFINITY, SYSTEM_NODE_SELECTOR
 from ekstrain.simulate.nodes import allocatable, capacity
-from ekstrain.stacks.models import StackConfig
-from ekstrain.stacks.slurm_login import authorized_keys
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
+
+
+def _authorized_keys(cfg: StackConfig) -> list[str]:
+    # Read where the stack config is (the key file is a stack-config path), and only when values are built, so that
+    # importing this builder (components/slurm.py does) does not load the stack layer.
+    from ekstrain.stacks.slurm_login import authorized_keys
+
+    return authorized_keys(cfg)
+
 
 NAMESPACE = "slurm"
 OPERATOR_NAMESPACE = "slinky"
@@ -422,7 +432,7 @@ def slurm_values(cfg: StackConfig) -> dict[str, Any]:
                     "resources": SLURM_DAEMON_RESOURCES,
                 },
                 "initconf": {"image": dict(versions.ALPINE_IMAGE), "resources": INITCONF_RESOURCES},
-                "rootSshAuthorizedKeys": "\n".join(authorized_keys(cfg)) or None,
+                "rootSshAuthorizedKeys": "\n".join(_authorized_keys(cfg)) or None,
                 "podSpec": _system(
                     {"volumes": [{"name": SHARED_VOLUME, "persistentVolumeClaim": {"claimName": names.FSX_PVC}}]}
                 ),
@@ -483,39 +493,11 @@ CERT_MANAGER_KEYS = {
 
 def fsx_pv(name: str, file_system_id: Any, dns_name: Any, mount_name: Any, capacity_gib: int) -> dict[str, Any]:
     """Static PV for the stack's FSx for Lustre file system, bound only to the slurm namespace's PVC."""
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": name},
-        "spec": {
-            "capacity": {"storage": f"{capacity_gib}Gi"},
-            "volumeMode": "Filesystem",
-            "accessModes": ["ReadWriteMany"],
-            "persistentVolumeReclaimPolicy": "Retain",
-            "storageClassName": "",
-            "claimRef": {"namespace": NAMESPACE, "name": names.FSX_PVC},
-            "mountOptions": ["flock"],
-            "csi": {
-                "driver": "fsx.csi.aws.com",
-                "volumeHandle": file_system_id,
-                "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name},
-            },
-        },
-    }
+    return fsx_volume.pv(name, file_system_id, dns_name, mount_name, capacity_gib, claim=(NAMESPACE, names.FSX_PVC))
 
 
 def fsx_pvc(pv_name: str, capacity_gib: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": names.FSX_PVC, "namespace": NAMESPACE},
-        "spec": {
-            "accessModes": ["ReadWriteMany"],
-            "storageClassName": "",
-            "volumeName": pv_name,
-            "resources": {"requests": {"storage": f"{capacity_gib}Gi"}},
-        },
-    }
+    return fsx_volume.pvc(names.FSX_PVC, NAMESPACE, pv_name, capacity_gib)
 
 
 def mariadb_labels() -> dict[str, str]:

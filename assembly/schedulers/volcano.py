@@ -34,7 +34,7 @@ checkpoint) when one pod is evicted, so training queues must not be reclaimed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -43,7 +43,9 @@ from ekstrain.assembly.schedulers import teams
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
 from ekstrain.names import SYSTEM_NODE_SELECTOR
 from ekstrain.partitions import layout_nodes
-from ekstrain.stacks.models import StackConfig
+
+if TYPE_CHECKING:
+    from ekstrain.stacks.models import StackConfig
 
 NAMESPACE = "volcano-system"
 RELEASE = "volcano"

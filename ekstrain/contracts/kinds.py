@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ekstrain.spend import HOURS_PER_MONTH
+
 NAMESPACE = "namespace"
 ACCESS = "access"
 CRD = "crd"
@@ -398,14 +400,43 @@ def minutes(duration: str) -> float:
     return total if not number else 0.0
 
 
+EKS_CLUSTER_USD_PER_HOUR = 0.10
+"""aws.amazon.com/eks/pricing: $0.10 per cluster-hour (standard support)."""
+KMS_KEY_USD_PER_MONTH = 1.0
+"""aws.amazon.com/kms/pricing: $1 per customer managed key-month."""
+MONTHLY_USD: Mapping[str, tuple[float, str]] = {
+    # type -> (USD per month, source); list prices, us-east-1/us-west-2, as of 2025.
+    "aws:eks/cluster:Cluster": (
+        EKS_CLUSTER_USD_PER_HOUR * HOURS_PER_MONTH,
+        f"aws.amazon.com/eks/pricing: ${EKS_CLUSTER_USD_PER_HOUR:.2f} per cluster-hour",
+    ),
+    "aws:ec2/natGateway:NatGateway": (
+        0.045 * HOURS_PER_MONTH,
+        "aws.amazon.com/vpc/pricing: $0.045 per NAT gateway-hour, plus $0.045/GB processed",
+    ),
+    "aws:ec2/eip:Eip": (0.005 * HOURS_PER_MONTH, "aws.amazon.com/vpc/pricing: public IPv4 $0.005 per IP-hour"),
+    "aws:kms/key:Key": (
+        KMS_KEY_USD_PER_MONTH,
+        f"aws.amazon.com/kms/pricing: ${KMS_KEY_USD_PER_MONTH:g} per customer managed key-month",
+    ),
+}
+"""What the kinds billed by the hour or the month cost while they exist (the deploy simulator's monthly bill);
+:data:`BILLED_WHILE_KEPT` says the same prices of the kinds a destroy leaves behind."""
+FSX_PERSISTENT2_USD_PER_GB_MONTH = {125: 0.145, 250: 0.21, 500: 0.29, 1000: 0.42}
+"""FSx for Lustre PERSISTENT_2 SSD per GB-month by MB/s/TiB (aws.amazon.com/fsx/lustre/pricing, us-east-1)."""
+
 BILLED_WHILE_KEPT: Mapping[str, str] = {
-    "aws:eks/cluster:Cluster": "$0.10 per cluster-hour (https://aws.amazon.com/eks/pricing/)",
+    "aws:eks/cluster:Cluster": (
+        f"${EKS_CLUSTER_USD_PER_HOUR:.2f} per cluster-hour (https://aws.amazon.com/eks/pricing/)"
+    ),
     "aws:fsx/lustreFileSystem:LustreFileSystem": (
         "storage per GiB-month at its throughput tier (https://aws.amazon.com/fsx/lustre/pricing/)"
     ),
     "aws:s3/bucket:Bucket": "objects per GB-month, every version kept (https://aws.amazon.com/s3/pricing/)",
     "aws:efs/fileSystem:FileSystem": "storage per GB-month (https://aws.amazon.com/efs/pricing/)",
-    "aws:kms/key:Key": "$1 per key-month until its scheduled deletion ends (https://aws.amazon.com/kms/pricing/)",
+    "aws:kms/key:Key": (
+        f"${KMS_KEY_USD_PER_MONTH:g} per key-month until its scheduled deletion ends (https://aws.amazon.com/kms/pricing/)"
+    ),
     "aws:cloudwatch/logGroup:LogGroup": "log data stored per GB-month (https://aws.amazon.com/cloudwatch/pricing/)",
 }
 """What a resource left behind by `pulumi destroy` (protected or retained) keeps costing; kinds not listed cost

@@ -35,6 +35,8 @@ replacement. Sources (read for the versions the program pins):
 
 from __future__ import annotations
 
+from ekstrain.workloads import registry as workload_kinds
+
 REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
     # internal/service/ec2/vpc_.go
     "aws:ec2/vpc:Vpc": ("cidrBlock", "ipv4IpamPoolId", "ipv4NetmaskLength"),
@@ -211,7 +213,8 @@ REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
     "kubernetes:helm.sh/v3:Release": ("name", "namespace"),
     "kubernetes:yaml/v2:ConfigGroup": (),  # a component: its inline objects are the provider's children
     "kubernetes:core/v1:ServiceAccount": (),
-    "kubernetes:apps/v1:Deployment": ("spec.selector",),  # forcenew.go `deployment`
+    # the workload kinds the platform applies itself (a Deployment's selector: forcenew.go `deployment`)
+    **workload_kinds.replace_on_change(),
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": (),
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": ("roleRef",),  # forcenew.go `roleBinding`
     "kubernetes:rbac.authorization.k8s.io/v1:Role": (),

@@ -22,11 +22,11 @@ from ekstrain.planner.fleet import BF16
 
 ANY_FRAMEWORK = "*"
 ERROR_BANDS: dict[tuple[str, str], float] = {
-    ("a100", ANY_FRAMEWORK): 0.248,
-    ("a100", "deepspeed"): 0.292,
-    ("b200", ANY_FRAMEWORK): 0.088,
-    ("h100", ANY_FRAMEWORK): 0.207,
-    ("trainium1", ANY_FRAMEWORK): 0.118,
+    ("a100", ANY_FRAMEWORK): 0.276,
+    ("a100", "deepspeed"): 0.293,
+    ("b200", ANY_FRAMEWORK): 0.079,
+    ("h100", ANY_FRAMEWORK): 0.198,
+    ("trainium1", ANY_FRAMEWORK): 0.114,
 }
 """validation.bands(): the largest leave-one-source-out error per generation (DeepSpeed ZeRO-3 apart);
 tests recompute them."""

@@ -163,7 +163,9 @@ class Measurement:
     def nodes(self) -> int:
         per_node = (
             GPUS_PER_NODE
-            if self.instance in (SELENE, MOSAICML_A100, IBM_H100)
+            if self.instance in (SELENE, MOSAICML_A100, IBM_H100, META_H100)
+            else HF_A100_PER_NODE
+            if self.instance == HF_A100
             else catalog.get(self.instance).accelerator_count
         )
         return self.gpus // per_node
@@ -172,11 +174,24 @@ class Measurement:
         if self.legacy:
             # 2021 software: Megatron-LM did not overlap DP traffic; DeepSpeed ZeRO-3 prefetched.
             fleet = selene(self.nodes)
-            efficiency = replace(efficiency or MEGATRON_2021, dp_overlap=self.framework == _DEEPSPEED)
+            efficiency = replace(
+                efficiency or MEGATRON_2021, dp_overlap=self.framework == _DEEPSPEED, deepspeed_2021=True
+            )
         elif self.instance == MOSAICML_A100:
             fleet = replace(selene(self.nodes), name=MOSAICML_A100)
         elif self.instance == IBM_H100:
             fleet = replace(Fleet.from_instance("p5.48xlarge", self.nodes), name=IBM_H100, inter_node_gbits_per_s=800)
+        elif self.instance == META_H100:
+            fleet = replace(
+                Fleet.from_instance("p5.48xlarge", self.nodes),
+                name=META_H100,
+                peak_tflops_bf16=META_H100_PEAK,
+                peak_tflops_fp8=2 * META_H100_PEAK,
+                hbm_gib=94,
+                hbm_gbytes_per_s=2400,
+            )
+        elif self.instance == HF_A100:
+            fleet = replace(selene(1), name=HF_A100, accelerators_per_node=HF_A100_PER_NODE, nodes=self.nodes)
         else:
             fleet = Fleet.from_instance(self.instance, self.nodes)
         dp = fleet.ranks // (self.tp * self.pp * self.cp)
@@ -220,6 +235,8 @@ _FOUNDRY = "mosaicml/llm-foundry scripts/train/benchmarking/README.md"
 _FOUNDRY_A100 = _FOUNDRY + " A100 80GB (FSDP)"
 _FOUNDRY_H100 = _FOUNDRY + " H100 80GB BF16 (FSDP)"
 _FOUNDRY_H100_FP8 = _FOUNDRY + " H100 80GB FP8 (FSDP)"
+_TITAN_H100_2412 = "pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md (BF16 rows)"
+_HF_DS_FSDP = "huggingface/blog deepspeed-to-fsdp-and-back.md Table 3 (2024-06-13, 4 A100)"
 _FMS = "foundation-model-stack/fms-fsdp README.md"
 _FMS_MAR24 = _FMS + " (commit 5e522b4, 2024-03-13, eager)"
 _FMS_MAY24 = _FMS + " (commit ed74fd5, 2024-05-09, torch.compile)"
@@ -243,6 +260,9 @@ ADDED_IN_V4 = (_NEURON_220, _NEURON_224, _FOUNDRY_A100, _FOUNDRY_H100, _FOUNDRY_
 """Sources added by the second round of calibration (reports show the first round's sources apart)."""
 ADDED_IN_ROUND4 = (_FMS_MAR24, _FMS_MAY24)
 """Sources added by the fourth round of calibration."""
+ADDED_IN_ROUND7 = (_TITAN_H100_2412, _HF_DS_FSDP)
+"""Sources added by the seventh round (per-step cost, bucketed overlap, DeepSpeed ZeRO-3 from its code): both
+validation only, never fitted, roles decided before their errors were computed."""
 _MEGATRON = "megatron"
 _FSDP = "fsdp"
 _DEEPSPEED = "deepspeed"
@@ -259,6 +279,15 @@ SELENE = "selene"
 IBM_H100 = "ibm-h100-800g"
 """The fms-fsdp README's H100 cluster, "H100 96 GPUs with 800 Gbps": H100 SXM 80 GB nodes (p5's GPU figures)
 with 800 Gb/s per node between nodes, as printed (p5 has 3,200)."""
+META_H100 = "meta-grand-teton-h100-96gb"
+"""torchtitan's Dec 2024 benchmark cluster (benchmarks/llama3_h100_202412_torchtitan.md): Grand Teton hosts of 8 H100
+"96GB HBM2e with 2.4 TB/sec", NVLink, "400 Gb/s per GPU" RDMA, "default 500W power limit". The page says its
+"peak TFLOPs number is between SXM and NVL, and we don't know its exact value": META_H100_PEAK takes the middle
+of that range (SXM 989, NVL 835 dense BF16 TFLOP/s), an assumption; 94 GiB of the 96 GB usable."""
+META_H100_PEAK = (989 + 835) / 2
+HF_A100 = "hf-blog-4xa100-80gb"
+"""The Hugging Face blog's "four A100 GPUs" (IBM's, who ran it: A100 80GB SXM, one node, NVLink)."""
+HF_A100_PER_NODE = 4
 MOSAICML_A100 = "mosaicml-a100-80gb"
 """MosaicML's A100 80GB nodes (llm-foundry benchmark tables: 8 GPUs, "1600 Gbps node-node interconnect
 (RoCE)"): Selene's figures (8 x 200 Gb/s per node), modern software."""
@@ -535,6 +564,32 @@ MEASUREMENTS: tuple[Measurement, ...] = (
     # are recorded. Its 13B/34B/70B rows say "Selective AC" without the ratio, and the table's HFU/MFU columns
     # imply different ratios on A100 and H100 (13B: 0.69/0.61 vs 0.46/0.43; 70B: 0.74/0.55 vs 0.47/0.38) though
     # the README says both ran "the exact same scripts and configurations", so their layout is not known.
+    # torchtitan's Dec 2024 H100 page, its BF16 rows (Tables 1 and 3; the Float8 and async-TP rows are not recorded):
+    # Llama 3.1 8B, FSDP2, local batch 2, "Selective activation checkpointing" (llama3_8b.toml: selective_ac_option
+    # "op", parallel.SELECTIVE_OP), sequence 8192 (llama3_8b.toml's seq_len). Eager rows as torchtitan's model code
+    # runs them (calibration._TITAN_EAGER, its fused RMSNorm); the torch.compile rows fused.
+    *(
+        Measurement("h100", VALIDATION, _TITAN_H100_2412, "llama3-8b", META_H100, gpus, 2 * gpus, 8192, 1, 1, 1, 1,
+                    2, 3, SELECTIVE_OP, "bf16", _FSDP, tokens, note, unfused=unfused)
+        for gpus, tokens, note, unfused in (
+            (8, 5762, "Table 1, FSDP (eager); printed memory 82.4 GiB", _TITAN_EAGER),
+            (8, 6667, "Table 1, FSDP + torch.compile; printed memory 77.0 GiB", ()),
+            (128, 5605, "Table 3, FSDP (eager); printed memory 67.0 GiB", _TITAN_EAGER),
+            (128, 6514, "Table 3, FSDP + torch.compile; printed memory 62.0 GiB", ()),
+        )
+    ),
+    # Hugging Face's "From DeepSpeed to FSDP and Back Again" Table 3: IBM Granite 7B (Llama 2 7B's shape) on four A100,
+    # "Batch size of 8", bf16; DeepSpeed ZeRO-3 and FSDP FULL_SHARD. Sequence 4096 is derived, not printed: tokens/s per
+    # device x 4 x the printed step time = 131,200 = 4 x 8 x 4,096. Assumed: batch 8 is one micro-batch per device (no
+    # accumulation), with the Trainer's gradient checkpointing (8 x 4,096 tokens of a 7B model's activations do not fit
+    # 80 GB without it), transformers' eager Llama code (RMSNorm as tensor ops, rotate-half RoPE, SiLU and product
+    # apart, SDPA's layout copies) and DeepSpeed's defaults (overlap_comm, prefetch and reduce buckets).
+    *(
+        Measurement("a100", VALIDATION, _HF_DS_FSDP, "llama2-7b", HF_A100, 4, 32, 4096, 1, 1, 1, 1, 8, 3, "full",
+                    "bf16", framework, tokens, "batch 8 per device; sequence 4096 derived from the step time",
+                    unfused=_TITAN_EAGER_RMSNORM)
+        for framework, tokens in ((_DEEPSPEED, 3094.5), (_FSDP, 3158.7))
+    ),
     Measurement("a100", VALIDATION, _FMS_MAY24, "llama2-7b", "p4de.24xlarge", 128, 256, 4096, 1, 1, 1, 1, 2, 3,
                 NONE, "bf16", "hsdp", 4550, "HSDP, torch.compile, no AC, as printed"),
     Measurement("h100", VALIDATION, _FMS_MAY24, "llama2-7b", IBM_H100, 96, 192, 4096, 1, 1, 1, 1, 2, 3,

@@ -50,6 +50,17 @@ class Efficiency:
     """Fraction of TP collectives hidden behind GEMMs when the stack turns the overlap on
     (``TrainingSpec.tp_comm_overlap``, --tp-comm-overlap): fitted 0.8 on the NeMo/Megatron-Bridge Hopper and
     Blackwell recipes that turn it on; 0 on A100 and Trainium (their rows' TP traffic is priced in full)."""
+    deepspeed_2021: bool = False
+    """DeepSpeed's ZeRO-3 as Narayanan et al. 2021 Table 2 ran it (blocking gathers parameter by parameter): priced
+    with the fitted ``zero3_traffic`` / ``zero3_overlap`` and one collective latency per tensor. False (every plan
+    of today's DeepSpeed, 0.10+): priced from its code, asynchronous coalesced gathers on their own stream
+    prefetched ``stage3_prefetch_bucket_size`` ahead and gradients reduced in ``reduce_bucket_size`` buckets
+    under the backward (``overlap_comm``, on by default at stage 3), at NCCL's ring bandwidth (perf.py)."""
+    step_host_s: float = 0.0
+    """Seconds per step no device work hides: the optimizer step's host-device synchronisations (Megatron-core's
+    ``clip_grad_norm`` and found-inf ``.item()``, torchtitan's loss ``.item()``), its Python and kernel launches, the
+    data loader hand-off (perf.step_overhead). One value for every source, fitted with the GEMM efficiencies
+    (validation.fit_constants), not a constant per source."""
     host_link_gbytes_per_s: float = 25.0
     """Per-rank PCIe bandwidth for ZeRO-Offload (PCIe Gen4 x16 ~ 25 GB/s); uncalibrated."""
     host_adam_params_per_s: float = 1.0e9
@@ -85,11 +96,11 @@ def _lookup(entries: tuple[tuple[str, float], ...], framework: str) -> float:
     return dict(entries).get(framework, 1.0)
 
 
-FRAMEWORK_SOFTWARE = (("fsdp", 0.992),)
-"""PyTorch FSDP stacks: 0.992 of Megatron's GEMM throughput, fitted on torchtitan's Llama 2 13B row
-(FSDP2, eager, SDPA), llm-foundry's A100 80GB MPT table (Composer FSDP FULL_SHARD) and fms-fsdp's March 2024
-table (FSDP1 FULL_SHARD/HYBRID_SHARD, eager; A100 and H100) together
-(calibration.py); the same factor on every generation. The eager stacks' unfused elementwise kernels are priced
+FRAMEWORK_SOFTWARE = (("fsdp", 1.002),)
+"""PyTorch FSDP stacks: 1.002 of Megatron's GEMM throughput (0.992 before the per-step cost and the bucketed
+overlap), fitted on torchtitan's Llama 2 13B row (FSDP2, eager, SDPA), llm-foundry's A100 80GB MPT table
+(Composer FSDP FULL_SHARD) and fms-fsdp's March 2024 table (FSDP1 FULL_SHARD/HYBRID_SHARD, eager; A100 and H100)
+together (calibration.py); the same factor on every generation. The eager stacks' unfused elementwise kernels are priced
 apart (perf.elementwise_passes, the calibration's fifth round; 0.987 when the factor absorbed them)."""
 ZERO3_TRAFFIC = (("deepspeed", 0.48),)
 ZERO3_OVERLAP = (("deepspeed", 0.04),)
@@ -98,9 +109,18 @@ all-gathers and reduce-scatters reach 0.48 of NCCL's ring bandwidth and hide beh
 concurrent pass, on top of one collective latency per parameter tensor (perf.py; fitted together
 on a 0.04 grid, validation.fit_constants; the 530B rows held out). FSDP keeps 1.0/1.0 (prefetch of the next
 layer); only the first all-gather and last reduce-scatter stay exposed."""
-A100 = Efficiency(matmul=0.725, software=FRAMEWORK_SOFTWARE, zero3_traffic=ZERO3_TRAFFIC, zero3_overlap=ZERO3_OVERLAP)
+STEP_HOST_S = 0.04
+"""Efficiency.step_host_s as fitted on every fit row of every source together (validation.fit_constants: 0-0.2 s in
+10 ms steps; 40 ms). Its left-out refits per source are what docs/planner.md's leave-one-source-out table rests on."""
+A100 = Efficiency(
+    matmul=0.726,
+    software=FRAMEWORK_SOFTWARE,
+    zero3_traffic=ZERO3_TRAFFIC,
+    zero3_overlap=ZERO3_OVERLAP,
+    step_host_s=STEP_HOST_S,
+)
 """Fitted on Narayanan et al. 2021 Tables 1 and 2 (PTD-P) (docs/planner.md, Calibration)."""
-H100 = replace(A100, matmul=0.523, matmul_fp8=0.523, tp_overlap=0.8)
+H100 = replace(A100, matmul=0.525, matmul_fp8=0.525, tp_overlap=0.8)
 """One GEMM efficiency for BF16 and FP8, fitted on the Llama 3 405B runs (at Meta's memory-balanced vpp 8
 and ZeRO-2 sharding, section 3.3 of the paper) and NeMo 24.07's DGX-H100 FP8 table (7 rows since the calibration's
 fourth round recorded its Llama 2 rows: 0.516 before) together
@@ -113,11 +133,11 @@ held-out rows agreeing (8.2 -> 6.5 %)."""
 H200 = replace(H100)
 """Same SM as H100 (only HBM capacity and bandwidth differ, which the fleet carries): H100's
 constants; marked uncalibrated (bands.py)."""
-B200 = replace(A100, matmul=0.55, matmul_fp8=0.55, tp_overlap=0.8)
+B200 = replace(A100, matmul=0.538, matmul_fp8=0.538, tp_overlap=0.8)
 """FP8 fitted on Megatron-Bridge 25.09's DGX-B200 table. No public B200 BF16 dense-LLM run was
 found: BF16 takes the FP8 fraction (as on H100, where the two fits agree within 1 %; the rule every
 generation without rows of one precision follows, validation.fit_constants), unvalidated."""
-TRAINIUM1 = replace(A100, matmul=0.43, tp_overlap=0.0)
+TRAINIUM1 = replace(A100, matmul=0.432, tp_overlap=0.0)
 """Fitted on the Neuron SDK's trn1.32xlarge NxD tables (releases 2.15/2.16 and 2.20; 2.24 never
 fitted). tp_overlap 0: TP collectives over NeuronLink are priced in full, none hidden under compute.
 Chosen from {0, 0.25, 0.5, 0.8, 1} on the fit rows with the matmul efficiency refitted at each: fit MAE

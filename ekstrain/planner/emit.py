@@ -12,14 +12,17 @@ from typing import TYPE_CHECKING, Any
 from ekstrain import catalog
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import FP8
-from ekstrain.planner.models import LAYERNORM
-from ekstrain.planner.parallel import FULL, SELECTIVE
+from ekstrain.planner.models import LAYERNORM, ModelSpec
+from ekstrain.planner.parallel import FULL, NONE, SELECTIVE
 
 if TYPE_CHECKING:
-    from ekstrain.planner.plan import Plan
+    from ekstrain.planner.plan_shape import PlanShape as Plan  # what emitters read; plan.py imports this module
 
 DEEPSPEED_BUCKET_BYTES = 500_000_000
 """reduce/allgather bucket elements: DeepSpeed's own default (5e8)."""
+DEEPSPEED_PREFETCH_BUCKET = 50_000_000
+"""ZeRO-3 ``stage3_prefetch_bucket_size`` elements: DeepSpeed v0.19.5's default (5e7, ZeroConfig.prefetch_bucket_size,
+deepspeed/runtime/zero/config.py)."""
 
 
 @dataclass(frozen=True)
@@ -47,14 +50,25 @@ ROPE_BASE = 500_000
 def deepspeed_config(plan: Plan) -> dict[str, Any]:
     """A ``ds_config.json``. TP/PP/CP come from the model code (Megatron-DeepSpeed), not from here;
     DeepSpeed checks ``train_batch_size = micro * grad_accum * dp``."""
+    sw = plan.training.software
+    bucket = sw.bucket_params or DEEPSPEED_BUCKET_BYTES
     zero: dict[str, Any] = {
         "stage": plan.zero,
-        "overlap_comm": True,
+        # DeepSpeed v0.19.5 defaults overlap_comm to true at stage 3 only (ZeroConfig.overlap_comm_valid,
+        # deepspeed/runtime/zero/config.py); the plan states it at every stage, as priced.
+        "overlap_comm": sw.overlaps_grad_reduce,
         "contiguous_gradients": True,
-        "reduce_bucket_size": DEEPSPEED_BUCKET_BYTES,
+        "reduce_bucket_size": bucket,
     }
     if plan.zero >= 1:
-        zero["allgather_bucket_size"] = DEEPSPEED_BUCKET_BYTES
+        zero["allgather_bucket_size"] = bucket
+    if plan.zero >= 3:
+        zero["stage3_prefetch_bucket_size"] = sw.prefetch_bucket_params or DEEPSPEED_PREFETCH_BUCKET
+    if sw.activation_offload_layers and plan.recompute == "none":
+        raise PlanError(
+            "DeepSpeed offloads activations only as checkpoints (activation_checkpointing.cpu_checkpointing): "
+            "it needs recompute; drop --activation-offload-layers"
+        )
     if plan.parallel.offload_optimizer:
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
     config: dict[str, Any] = {
@@ -89,9 +103,13 @@ def deepspeed_config(plan: Plan) -> dict[str, Any]:
     }
     if plan.recompute != "none":
         config["activation_checkpointing"] = {
-            "partition_activations": plan.sequence_parallel,
+            "partition_activations": plan.sequence_parallel or bool(sw.activation_offload_layers),
             "contiguous_memory_optimization": False,
         }
+        if sw.activation_offload_layers:
+            # cpu_checkpointing moves the partitioned checkpoints to the host (DeepSpeed's activation
+            # checkpointing config: it requires partition_activations).
+            config["activation_checkpointing"]["cpu_checkpointing"] = True
     return config
 
 
@@ -147,10 +165,9 @@ def megatron_model_args(plan: Plan) -> list[str]:
         "--num-attention-heads",
         str(m.heads),
         "--ffn-hidden-size",
-        str(m.ffn_hidden),
+        str(m.dense_ffn_hidden or m.ffn_hidden),
     ]
-    if m.kv_heads != m.heads:
-        args += ["--group-query-attention", "--num-query-groups", str(m.kv_heads)]
+    args += _megatron_attention_args(m)
     if m.gated_mlp:
         args.append("--swiglu")
     if m.max_positions:
@@ -162,8 +179,7 @@ def megatron_model_args(plan: Plan) -> list[str]:
         args.append("--untie-embeddings-and-output-weights")
     if not m.biases:
         args.append("--disable-bias-linear")
-    if m.is_moe:
-        args += ["--num-experts", str(m.experts), "--moe-router-topk", str(m.top_k)]
+    args += _megatron_moe_args(m)
     args += [
         "--seq-length",
         str(t.seq_len),
@@ -206,6 +222,92 @@ def megatron_model_args(plan: Plan) -> list[str]:
         "--eval-iters",
         "10",
     ]
+    return args
+
+
+def _megatron_attention_args(m: ModelSpec) -> list[str]:
+    """Attention shape flags (Megatron-LM core_v0.15.0rc7-2333-gd98e8a64: ``TransformerConfig.kv_channels`` and
+    ``num_query_groups`` become ``--kv-channels``/``--num-query-groups``, megatron/training/argument_utils.py;
+    MLA's in ``_add_mla_args``, megatron/training/arguments.py). MLA excludes GQA there (``assert not
+    args.group_query_attention``): its keys and values come from the shared latent."""
+    if m.is_mla:
+        args = ["--multi-latent-attention"]
+        if m.q_lora_rank:
+            args += ["--q-lora-rank", str(m.q_lora_rank)]  # unset: queries projected straight from hidden
+        return args + [
+            "--kv-lora-rank",
+            str(m.kv_lora_rank),
+            "--qk-head-dim",
+            str(m.head_dim),
+            "--qk-pos-emb-head-dim",
+            str(m.qk_rope_head_dim),
+            "--v-head-dim",
+            str(m.v_head_dim or m.head_dim),
+        ]
+    args = []
+    if m.head_dim * m.heads != m.hidden:
+        args += ["--kv-channels", str(m.head_dim)]  # Qwen3, GPT-OSS: heads x head_dim is not hidden
+    if m.kv_heads != m.heads:
+        args += ["--group-query-attention", "--num-query-groups", str(m.kv_heads)]
+    return args
+
+
+def _megatron_moe_args(m: ModelSpec) -> list[str]:
+    """MoE flags (the same Megatron-LM version: ``_add_moe_args`` and TransformerConfig's ``moe_*`` fields): expert
+    width apart from the dense MLP's, shared experts as one MLP of their summed width (Megatron-core's
+    SharedExpertMLP), dense-first layers as a ``--moe-layer-freq`` pattern (1 = MoE layer), capacity padding;
+    grouped GEMMs and the all-to-all dispatcher, as NVIDIA's MoE recipes run them."""
+    if not m.is_moe:
+        return []
+    args = [
+        "--num-experts",
+        str(m.experts),
+        "--moe-router-topk",
+        str(m.top_k),
+        "--moe-ffn-hidden-size",
+        str(m.ffn_hidden),
+        "--moe-grouped-gemm",
+        "--moe-token-dispatcher-type",
+        "alltoall",
+    ]
+    if m.shared_experts:
+        args += ["--moe-shared-expert-intermediate-size", str(m.shared_experts * m.ffn_hidden)]
+    if m.dense_layers:
+        args += ["--moe-layer-freq", f"([0]*{m.dense_layers}+[1]*{m.moe_layers})"]
+    if m.capacity_factor:
+        args += ["--moe-expert-capacity-factor", f"{m.capacity_factor:g}", "--moe-pad-expert-input-to-capacity"]
+    return args
+
+
+def _megatron_software_args(p: Plan) -> list[str]:
+    """The switches the plan was priced with (software.Software), as Megatron-LM spells them: ``--tp-comm-overlap``
+    (ModelParallelConfig.tp_comm_overlap; Megatron asserts sequence parallelism with it), ``--overlap-grad-reduce``
+    / ``--overlap-param-gather`` / ``--ddp-bucket-size`` (arguments.py's distributed group), FP8 format and
+    recipe with the BF16 end layers (TransformerConfig.fp8 as ``--fp8-format``, ``fp8_recipe``,
+    ``first_last_layers_bf16``), activation offload (``--cpu-offloading-num-layers``; TransformerConfig refuses
+    it with pipeline parallelism or recompute)."""
+    sw, args = p.training.software, []
+    if p.training.overlaps_tp_comm and p.tp > 1 and p.sequence_parallel:
+        args.append("--tp-comm-overlap")
+    if p.parallel.grad_reduce_ranks > 1 and p.zero <= 2:
+        if sw.overlaps_grad_reduce:
+            args.append("--overlap-grad-reduce")
+        if sw.overlaps_param_gather and p.zero in (1, 2):
+            args.append("--overlap-param-gather")
+        if sw.bucket_params is not None:
+            args += ["--ddp-bucket-size", str(sw.bucket_params)]
+    if p.training.precision == FP8:
+        args += ["--fp8-format", "hybrid", "--fp8-recipe", sw.fp8_recipe]
+        if sw.fp8_bf16_layers:
+            n = str(sw.fp8_bf16_layers)
+            args += ["--first-last-layers-bf16", "--num-layers-at-start-in-bf16", n, "--num-layers-at-end-in-bf16", n]
+    if sw.activation_offload_layers:
+        if p.pp > 1 or p.recompute != NONE or sw.activation_offload_layers >= p.model.layers:
+            raise PlanError(
+                "Megatron-core offloads activations (--cpu-offloading-num-layers) only without pipeline parallelism "
+                "or recompute, and for fewer layers than the model has; drop --activation-offload-layers"
+            )
+        args += ["--cpu-offloading-num-layers", str(sw.activation_offload_layers)]
     return args
 
 
@@ -264,9 +366,7 @@ def megatron_args(plan: Plan) -> list[str]:
         args.append("--use-torch-fsdp2")
     if p.parallel.offload_optimizer:
         args += ["--optimizer-cpu-offload"]
-    if p.training.precision == FP8:
-        args += ["--fp8-format", "hybrid"]
-    return args + _recompute_megatron(plan)
+    return args + _megatron_software_args(p) + _recompute_megatron(plan)
 
 
 def nemo_overrides(plan: Plan) -> list[str]:
@@ -304,10 +404,33 @@ def nemo_overrides(plan: Plan) -> list[str]:
         f"model.optim.sched.min_lr={SCHEDULE.min_lr}",
         f"trainer.gradient_clip_val={SCHEDULE.clip_grad}",
     ]
-    if p.model.is_moe:
-        overrides += [f"model.num_moe_experts={p.model.experts}", f"model.moe_router_topk={p.model.top_k}"]
+    m, sw = p.model, p.training.software
+    if m.is_mla or m.shared_experts or m.dense_layers or m.capacity_factor:
+        raise PlanError(
+            f"{m.name}: NeMo's Hydra GPT config (megatron_gpt_config.yaml) has no keys for multi-head latent "
+            "attention, shared experts, dense-first layers or a capacity factor; use --emit megatron"
+        )
+    if m.head_dim * m.heads != m.hidden:
+        overrides.append(f"model.kv_channels={m.head_dim}")
+    if m.is_moe:
+        overrides += [f"model.num_moe_experts={m.experts}", f"model.moe_router_topk={m.top_k}"]
     if p.zero >= 1:
         overrides.append("model.optim.name=distributed_fused_adam")
+        # the distributed optimizer's overlap switches (megatron_gpt_config.yaml optim: overlap_grad_sync,
+        # overlap_param_sync)
+        overrides += [
+            f"model.optim.overlap_grad_sync={str(sw.overlaps_grad_reduce).lower()}",
+            f"model.optim.overlap_param_sync={str(sw.overlaps_param_gather).lower()}",
+        ]
+    # Transformer Engine userbuffers: ub_tp_comm_overlap (megatron_gpt_config.yaml), with sequence parallelism
+    overrides.append(f"model.ub_tp_comm_overlap={str(p.training.overlaps_tp_comm and p.sequence_parallel).lower()}")
+    if p.training.precision == FP8:
+        if sw.fp8_recipe != "delayed" or sw.fp8_bf16_layers:
+            raise PlanError(
+                "NeMo's Hydra GPT config scales FP8 with delayed scaling on every layer (fp8_amax_history_len); "
+                f"--fp8-recipe {sw.fp8_recipe} or --fp8-bf16-layers needs --emit megatron"
+            )
+        overrides += ["model.fp8=true", "model.fp8_hybrid=true"]
     if p.recompute == SELECTIVE:
         overrides.append("model.activations_checkpoint_granularity=selective")
     elif p.recompute == FULL:

@@ -43,12 +43,40 @@ ADAM_MOMENTS_BYTES = 8
 ACTIVATION_BYTES = 2
 LOGIT_BYTES = 4
 """Megatron computes the cross-entropy on fp32 logits (Korthikanti's 4sbv/t term)."""
-RUNTIME_RESERVE_GIB = 1.0
+CUDA_CONTEXT_GIB = 0.5
+"""Device memory the CUDA context, the CUDA libraries' handles and workspaces (cuBLAS, cuDNN) and the caching
+allocator's first segments take before any tensor: ~0.5 GiB on A100/H100 with CUDA's lazy module loading
+(``CUDA_MODULE_LOADING=LAZY``, the default PyTorch sets since 1.13 / CUDA 11.7; eager loading of every kernel took
+1-2 GiB). The Neuron runtime's reservation is taken as the same."""
+NCCL_BUFFSIZE = 4 * 2**20
+NCCL_LL128_BUFFSIZE = 120 * 640 * 8 * 8
+NCCL_LL_BUFFSIZE = 8 * 512 * 8 * 16
+"""NCCL's per-connection receive buffers, bytes, one per protocol (NVIDIA/nccl src/include/comm.h: DEFAULT_BUFFSIZE
+1 << 22 for Simple, overridable by ``NCCL_BUFFSIZE``; DEFAULT_LL128_BUFFSIZE = ELEMS_PER_THREAD 120 x 640 threads x
+NCCL_STEPS 8 x 8 bytes; DEFAULT_LL_BUFFSIZE = 8 lines x 512 threads x 8 steps x 16-byte lines)."""
+NCCL_CHANNELS = 16
+"""Channels a communicator connects (NCCL picks 2-32 by topology; 16 is what an 8-GPU NVLink node's rings use
+with InfiniBand/EFA between nodes): each channel has a receive buffer per protocol from its ring peer."""
 HEADROOM = 0.90
-"""The share of a rank's HBM a plan may use and still count as fitting with room to spare (allocator
-fragmentation, NCCL buffers, stragglers eat the rest in practice). One constant for search (pruning and
-ranking, ranking.py) and evaluate (``Plan.within_headroom``, the JSON's ``within_headroom``)."""
-"""CUDA/Neuron runtime context and allocator fragmentation a framework never gives back."""
+"""The share of a rank's HBM a plan may use and still count as fitting with room to spare: the caching
+allocator's fragmentation (reserved minus allocated: PyTorch rounds blocks and cannot return a segment with any
+live block in it), memory stragglers and spikes eat the rest in practice; the CUDA context and NCCL's buffers are
+itemised (``runtime_bytes``). One constant for search (pruning and ranking, ranking.py) and evaluate
+(``Plan.within_headroom``, the JSON's ``within_headroom``)."""
+
+
+def runtime_bytes(communicators: int) -> float:
+    """Device memory that is not a tensor of the model: the CUDA context (CUDA_CONTEXT_GIB) and NCCL's buffers,
+    NCCL_CHANNELS x (Simple + LL128 + LL) receive buffers for each communicator the rank is in (the layout's groups
+    of more than one rank and the world group; ``NCCL_RUNTIME_CONNECT``, on by default since NCCL 2.22, connects
+    only what is used, which these are)."""
+    per_communicator = NCCL_CHANNELS * (NCCL_BUFFSIZE + NCCL_LL128_BUFFSIZE + NCCL_LL_BUFFSIZE)
+    return CUDA_CONTEXT_GIB * GIB + communicators * per_communicator
+
+
+DEEPSPEED_REDUCE_BUCKET = 500_000_000
+DEEPSPEED_PREFETCH_BUCKET = 50_000_000
+"""DeepSpeed's ``reduce_bucket_size`` and ``stage3_prefetch_bucket_size`` defaults in elements (perf.py cites them)."""
 
 
 def state_bytes_per_param(framework: str, zero: int, shards: int) -> tuple[float, float, float]:
@@ -353,15 +381,26 @@ def _stage_states(
             p.offload_optimizer,
             framework,
         )
-    buffers = RUNTIME_RESERVE_GIB * GIB
+    communicators = 1 + sum(1 for degree in (tp, cp, pp, p.grad_reduce_ranks) if degree > 1) + (ep > 1)
+    buffers = runtime_bytes(communicators)
     if p.zero == 2 and framework == MEGATRON and p.grad_reduce_ranks > 1:
         # Megatron-FSDP optim_grads keeps only the gradient shard, but a layer's gradient exists whole (bf16)
         # from its backward until its reduce-scatter has run (megatron/core/distributed/fsdp/src: buckets per
         # FSDP unit, one transformer layer): one layer's unsharded gradient is in flight at least.
         buffers += GRAD_BYTES * model.layer_params / p.tp / (p.ep if model.is_moe else 1)
-    if p.zero >= 3 and p.grad_reduce_ranks > 1:
-        # Gathered weights of the layer being computed and of the prefetched next one.
-        buffers += 2 * WEIGHT_BYTES * model.layer_params / p.tp / (p.ep if model.is_moe else 1)
+    layer = model.layer_params / p.tp / (p.ep if model.is_moe else 1)
+    if p.zero >= 3 and p.grad_reduce_ranks > 1 and framework == DEEPSPEED:
+        # DeepSpeed ZeRO-3 as stage3.py allocates it (0.19): the gathered submodule being computed and the prefetch
+        # window (stage3_prefetch_bucket_size elements, bf16), the contiguous-gradient ipg bucket of
+        # reduce_bucket_size elements in the gradient dtype (bf16), and beside the bf16 gradient partition the
+        # model states count, the fp32 gradient buffer of the largest sub-group (sub_group_size 1e12: the whole
+        # partition) the optimizer steps on (``initialize_optimizer_states``: ``gradient_buffer``).
+        buffers += WEIGHT_BYTES * (layer + min(DEEPSPEED_PREFETCH_BUCKET, layer))
+        buffers += GRAD_BYTES * min(DEEPSPEED_REDUCE_BUCKET, params.trainable)
+        buffers += FP32_BYTES * params.trainable / shards
+    elif p.zero >= 3 and p.grad_reduce_ranks > 1:
+        # Gathered weights of the layer being computed and of the prefetched next one (FSDP2's next block).
+        buffers += 2 * WEIGHT_BYTES * layer
     return (dw + ew, dg + eg, do + eo), buffers
 
 

@@ -38,7 +38,8 @@ ACCEPTED_RECOMPUTE = (*RECOMPUTE_MODES, SELECTIVE_OP, EVERY_SECOND_BLOCK)
 ZERO_STAGES = (0, 1, 2, 3)
 MAX_SHORT_STAGES = 2
 """Layers that do not divide by pp are absorbed by making the first and last stage one layer
-shorter (Llama 3 405B: 126 layers on 16 stages of 8, 7 at both ends); never more than these two."""
+shorter (Llama 3 405B: 126 layers on 16 stages of 8, 7 at both ends); when more are short, the two end
+stages share what the full middle stages leave (ParallelConfig.stage_layers)."""
 
 
 @dataclass(frozen=True)
@@ -85,10 +86,27 @@ class ParallelConfig:
         return self.grad_reduce_ranks // self.ep
 
     def stage_layers(self, layers: int) -> tuple[int, int]:
-        """(layers on the first and last stage, layers on each full stage) of one pipeline rank."""
+        """(layers on the first and last stage, layers on each full stage) of one pipeline rank.
+
+        Up to MAX_SHORT_STAGES layers short, the two end stages are each one layer shorter. More short (DeepSeek-V3:
+        61 layers on 16 stages) and the middle stages hold ``full`` while the two ends share the rest, the first
+        taking the larger half: Megatron-core's ``--decoder-first-pipeline-num-layers`` and
+        ``--decoder-last-pipeline-num-layers`` (megatron/training/arguments.py, core_v0.15.0rc7-2333-gd98e8a64;
+        ``TransformerConfig.num_layers_in_first/last_pipeline_stage``). Both ends are then priced at the first's
+        count: at most one layer more than the last stage holds."""
         full = -(-layers // self.pp)
         short = full * self.pp - layers
-        return full - (1 if short else 0), full
+        if short <= MAX_SHORT_STAGES or self.pp < 3:
+            return full - (1 if short else 0), full
+        rest = layers - full * (self.pp - 2)
+        return -(-rest // 2), full
+
+    def end_stage_layers(self, layers: int) -> tuple[int, int]:
+        """(layers on the first stage, layers on the last stage) as launched (emit.py's first/last-stage flags)."""
+        edge, full = self.stage_layers(layers)
+        if self.pp == 1:
+            return full, full
+        return edge, layers - edge - full * (self.pp - 2)
 
     def validate(self, model: ModelSpec, fleet: Fleet, training: TrainingSpec) -> None:
         """Raise PlanError naming the first rule this layout breaks."""
@@ -128,10 +146,18 @@ class ParallelConfig:
             raise PlanError(f"pp {self.pp} exceeds the {model.layers} layers")
         edge, full = self.stage_layers(model.layers)
         short = full * self.pp - model.layers
-        if short > MAX_SHORT_STAGES or (short and self.pp < 2) or edge < 1:
+        first, last = self.end_stage_layers(model.layers)
+        if (short and self.pp < 2) or min(first, last) < 1 or (short > MAX_SHORT_STAGES and self.pp < 3):
             raise PlanError(
                 f"{model.layers} layers do not split into {self.pp} stages "
-                f"(at most the first and last stage may hold one layer less)"
+                f"(the middle stages hold {full} each, leaving the first and last stage {first} and {last})"
+            )
+        if short > MAX_SHORT_STAGES and self.vpp > 1:
+            # Uneven ends beyond one layer short are launched with --decoder-first/last-pipeline-num-layers, which
+            # the planner prices without interleaving (the chunks of the end stages would differ in size).
+            raise PlanError(
+                f"{model.layers} layers over {self.pp} stages leave the end stages {first} and {last} layers: "
+                "priced without interleaving; use vpp 1 or a pp whose stages are at most one layer short"
             )
         if self.vpp > 1 and (self.pp < 2 or full % self.vpp or (short == 1 and full == self.vpp)):
             # Uneven stages stay expressible: each rank runs vpp chunks of full/vpp layers and the

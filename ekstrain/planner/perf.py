@@ -99,6 +99,14 @@ grad zeroing (2) and fp32 scratch (2)."""
 MEGATRON_BUCKET_MIN = 40_000_000
 MEGATRON_BUCKET_PER_RANK = 1_000_000
 """Megatron-core DDP's default gradient bucket: max(40M, 1M x data-parallel ranks) parameters."""
+DEEPSPEED_REDUCE_BUCKET = 500_000_000
+"""DeepSpeed's ``reduce_bucket_size`` default, elements (deepspeed/runtime/zero/config.py, 0.19: ``pp_int(5e8)``):
+gradients are reduced a bucket at a time, on the reduce stream when ``overlap_comm`` is on (ZeRO-3's default:
+``overlap_comm_valid`` sets it for stage 3), as stage_1_and_2.py and stage3.py's ipg buckets do."""
+DEEPSPEED_PREFETCH_BUCKET = 50_000_000
+"""``stage3_prefetch_bucket_size`` default, elements: how far ahead of the submodule being computed ZeRO-3's
+PartitionedParameterCoordinator issues its asynchronous coalesced all-gathers (partitioned_param_coordinator.py,
+``fetch_sub_module``: at least one parameter, then until the window is full; 0.19)."""
 
 
 @dataclass(frozen=True)
@@ -476,6 +484,37 @@ def _attention_time(
 GRAD_WIRE_BYTES = {MEGATRON: 4, FSDP: 4, HSDP: 4, DEEPSPEED: 2}
 
 
+def bucketed(traffic: float, buckets: float, compute: float, latency: float = 0.0) -> float:
+    """Exposed seconds of ``buckets`` equal collectives (``traffic`` seconds in all, plus ``latency`` for each
+    bucket past the first) run one after another on a communication stream beside a pass of ``compute`` seconds
+    that produces (gradients) or consumes (gathered parameters) them evenly.
+
+    Bucket k of B is ready at k T / B and the stream is serial, so the last collective ends at
+    max_k (k T / B + (B - k + 1) c / B): the exposed time is ``max(c / B, c - T (1 - 1/B))``. A long pass hides
+    all but the last bucket (its gradients exist only when the backward ends; the first parameter bucket is
+    needed before the forward starts); a short one exposes the traffic it cannot cover. The mechanism of
+    PyTorch DDP's reducer (torch/csrc/distributed/c10d/reducer.cpp: a bucket's all-reduce is launched when its
+    last gradient is ready, buckets in reverse order of the parameters), Megatron-core's
+    ``param_and_grad_buffer.py`` buckets, FSDP2's per-module reduce-scatter and DeepSpeed's ipg buckets; a
+    pass shorter than its buckets' traffic is what NVIDIA's Nsight traces of small-model data-parallel runs show
+    as the exposed gradient sync after the last backward kernel."""
+    if traffic <= 0:
+        return 0.0
+    b = max(1.0, buckets)
+    c = traffic + (b - 1) * latency
+    return max(c / b, c - compute * (1 - 1 / b))
+
+
+def step_overhead(eff: Efficiency, links: Links, world: int) -> float:
+    """The per-step cost no layer has: the gradient-norm all-reduce over every rank (Megatron-core
+    ``get_grad_norm_fp32`` reduces the squared norms over the model- and data-parallel groups before
+    ``clip_grad_norm``; torch's ``clip_grad_norm_`` over DTensor shards does the same), a latency-bound collective
+    over the whole job, plus ``Efficiency.step_host_s``: the host-device synchronisations of the optimizer step
+    (``total_norm.item()``), its launches and the data loader hand-off, which a per-layer term misses (a cost
+    per step: the same for a 1B and a 9B model at the same layout)."""
+    return comm.all_reduce(links, 8.0, world, 1) + eff.step_host_s
+
+
 def zero3_tensors_per_layer(model: ModelSpec) -> int:
     """Parameter tensors of one transformer layer as a framework holds them: a fused QKV and an output
     projection, the MLP's two matrices (three gated), a bias with each when the model has biases, and two
@@ -551,56 +590,105 @@ def step_time(
         )
 
     overlap = 1.0 if eff.dp_overlap else 0.0
-    # The last gradient bucket fills only when the backward ends (buckets fill in backward order), and the
-    # first parameter bucket must be gathered before the forward starts: at least one bucket's collective is
-    # exposed however long the backward is. Megatron-core's default bucket holds max(40M, 1M x dp x cp)
-    # parameters (megatron/core/distributed/distributed_data_parallel.py, "larger DP sizes need larger buckets
-    # to ensure collectives do not become latency-bound"): at 512 ranks a bucket of 512M parameters holds all
-    # of a 1-9B model's stage, whose whole gradient sync then follows its backward.
-    # Megatron-core's buckets, so not neuronx-distributed's (Trainium), which shares Megatron's cost model.
-    if training.framework == MEGATRON and overlap and fleet.family != catalog.TRAINIUM:
+    # How many collectives the framework splits a stage's data-parallel traffic into, each issued when its
+    # share of the pass is done (``bucketed``): Megatron-core's DDP buckets of max(40M, 1M x dp x cp) parameters
+    # (megatron/core/distributed/distributed_data_parallel.py, "larger DP sizes need larger buckets to ensure
+    # collectives do not become latency-bound": at 512 ranks one bucket holds all of a 1-9B model's stage, whose
+    # whole sync then follows its backward); FSDP's one unit per transformer block (torchtitan and llm-foundry wrap
+    # each block with fully_shard / FSDP); DeepSpeed's ``reduce_bucket_size``. neuronx-distributed (Trainium)
+    # shares Megatron's cost model but not its buckets: its sync hides behind the backward as it is computed.
+    if training.framework == MEGATRON and p.zero < 2:
         bucket = max(MEGATRON_BUCKET_MIN, MEGATRON_BUCKET_PER_RANK * p.grad_reduce_ranks)
-        exposed_share = min(1.0, bucket / max(params.trainable, 1.0))
-    else:
-        exposed_share = 0.0
+        if fleet.family == catalog.TRAINIUM or bucket <= 0:
+            buckets = float("inf")
+        else:
+            buckets = float(ceil(params.trainable / bucket)) if params.trainable > 0 else 1.0
+    elif training.framework == DEEPSPEED:
+        buckets = float(ceil(params.trainable / DEEPSPEED_REDUCE_BUCKET)) if params.trainable > 0 else 1.0
+    else:  # FSDP, HSDP, Megatron-FSDP (zero 2) and FSDP2 under Megatron (zero 3): one unit per block
+        buckets = float(max(last_layers, 1))
+
+    def hidden(traffic: float, compute: float, latency: float) -> float:
+        """Exposed seconds of ``traffic`` split into ``buckets`` beside ``compute``; all of it without overlap."""
+        if not overlap:
+            return traffic
+        if buckets == float("inf"):
+            return max(0.0, traffic - compute)
+        return bucketed(traffic, buckets, compute, latency)
+
+    # The once-a-step collectives also hide behind the pipeline's warm-up (gathers) and cool-down (gradients):
+    # Megatron-core launches each model chunk's gradient sync when that chunk's last backward is done
+    # (``--overlap-grad-reduce`` with ``grad_sync_func`` per chunk in pipeline_parallel/schedules.py), so the
+    # stage's idle bubble after it is time the sync runs in.
+    bubble_half = bubble_micro_batches * slowest.total / 2
+    forward_window, backward_window = slowest.forward + bubble_half, slowest.backward + bubble_half
+
+    def ring_latency() -> float:
+        return comm.ring_latency(links, dense_n, dense_stride) if buckets > 1 else 0.0
+
     if p.zero == 0:
         # One all-reduce after the last micro-batch, bucketed under its backward pass.
-        dp = max(grads_all_reduce() * exposed_share, grads_all_reduce() - overlap * slowest.backward)
+        latency = comm.all_reduce(links, 1.0, dense_n, dense_stride) if buckets > 1 else 0.0
+        dp = hidden(grads_all_reduce(), backward_window, latency)
     elif p.zero == 1 or (p.zero == 2 and training.framework in (FSDP, HSDP)):
         # Distributed optimizer / ZeRO-1: gradients reduce-scattered once a step under the last
         # backward, updated weights all-gathered under the next step's first forward.
-        scatter, gather = grads_reduce_scatter(), weights_all_gather()
-        dp = max(scatter * exposed_share, scatter - overlap * slowest.backward)
-        dp += max(gather * exposed_share, gather - overlap * slowest.forward)
+        latency = ring_latency()
+        dp = hidden(grads_reduce_scatter(), backward_window, latency)
+        dp += hidden(weights_all_gather(), forward_window, latency)
     elif p.zero == 2:
         # DeepSpeed ZeRO-2 and Megatron-FSDP optim_grads reduce-scatter every micro-batch (that is what
         # frees the gradients). The reduce-scatter runs on its own stream (DeepSpeed overlap_comm,
         # Megatron-FSDP's gradient stream) while the next micro-batch computes, so it hides behind a whole
-        # micro-batch (forward and backward), not only the backward that produced it.
-        dp = m * max(0.0, grads_reduce_scatter() - overlap * (slowest.forward + slowest.backward))
-        dp += max(0.0, weights_all_gather() - overlap * slowest.forward)
-    else:
-        # ZeRO-3 / FSDP: weights gathered for every forward and backward, gradients scattered, per
-        # micro-batch. Prefetching hides a framework's share of them behind the pass that runs
-        # meanwhile (FSDP2: the next layer's all-gather; DeepSpeed: its prefetch bucket); the first
-        # layer's all-gather and the last layer's reduce-scatter have nothing to hide behind.
+        # micro-batch (forward and backward), not only the backward that produced it; the last micro-batch's
+        # has only its own backward.
+        scatter = grads_reduce_scatter()
+        dp = (m - 1) * max(0.0, scatter - overlap * (slowest.forward + slowest.backward))
+        dp += hidden(scatter, backward_window, ring_latency())
+        dp += max(0.0, weights_all_gather() - overlap * forward_window)
+    elif training.framework == DEEPSPEED and eff.deepspeed_2021:
+        # DeepSpeed ZeRO-3 as Narayanan 2021 Table 2 measured it: a share of its traffic hides behind the pass
+        # that runs meanwhile (fitted: zero3_traffic, zero3_overlap); the first layer's all-gather and the last
+        # layer's reduce-scatter have nothing to hide behind.
         traffic = eff.zero3_traffic_for(training.framework)
-        hidden = overlap * eff.zero3_overlap_for(training.framework)
+        share = overlap * eff.zero3_overlap_for(training.framework)
         gather, scatter = weights_all_gather() / traffic, grads_reduce_scatter() / traffic
         edge_units = (gather + scatter) / max(last_layers, 1)
         dp = m * (
-            max(0.0, gather - hidden * slowest.forward)
-            + max(0.0, gather + scatter - hidden * slowest.backward)
-            + min(edge_units, hidden * (slowest.forward + slowest.backward))
+            max(0.0, gather - share * slowest.forward)
+            + max(0.0, gather + scatter - share * slowest.backward)
+            + min(edge_units, share * (slowest.forward + slowest.backward))
         )
-        if training.framework == DEEPSPEED:
-            # DeepSpeed ZeRO-3 gathers and scatters parameter by parameter: `_allgather_params_coalesced`
-            # (deepspeedai/DeepSpeed deepspeed/runtime/zero/partition_parameters.py) launches one all-gather
-            # per parameter tensor and is, in its own docstring, a "blocking call"; so every tensor of every
-            # layer pays a collective's latency three times per micro-batch (gather for forward, gather for
-            # backward, reduce-scatter of its gradient) and nothing hides it.
-            tensors = zero3_tensors_per_layer(model) * last_layers
-            dp += m * 3 * tensors * comm.ring_latency(links, dense_n, dense_stride)
+        # It gathered and scattered parameter by parameter: `_allgather_params_coalesced`
+        # (deepspeedai/DeepSpeed deepspeed/runtime/zero/partition_parameters.py, 2021) launched one all-gather
+        # per parameter tensor and was, in its own docstring, a "blocking call"; so every tensor of every layer
+        # paid a collective's latency three times per micro-batch and nothing hid it.
+        tensors = zero3_tensors_per_layer(model) * last_layers
+        dp += m * 3 * tensors * comm.ring_latency(links, dense_n, dense_stride)
+    else:
+        # ZeRO-3 / FSDP: weights gathered for every forward and backward, gradients scattered, per micro-batch,
+        # each on its own stream beside the pass (``bucketed``). FSDP2: one all-gather and one reduce-scatter per
+        # block, the next block's gather prefetched. DeepSpeed 0.10+ (stage3.py, partitioned_param_coordinator.py,
+        # 0.19): one coalesced asynchronous all-gather per submodule fetched, issued ``stage3_prefetch_bucket_size``
+        # ahead on the all-gather stream (a window of at least one parameter: the stream never idles while
+        # compute waits), gradients reduce-scattered in ``reduce_bucket_size`` buckets on the reduce stream.
+        # The backward's gathers and scatters share the links; its last reduce bucket and the first
+        # gather of each pass are exposed whatever the pass's length.
+        gather, scatter = weights_all_gather(), grads_reduce_scatter()
+        if not overlap:
+            dp = m * (2 * gather + scatter)
+        else:
+            latency = comm.ring_latency(links, dense_n, dense_stride)
+            layers = max(last_layers, 1)
+            if training.framework == DEEPSPEED:
+                gathers = float(zero3_tensors_per_layer(model) * layers)
+                scatters = float(ceil(params.trainable / DEEPSPEED_REDUCE_BUCKET)) if params.trainable > 0 else 1.0
+            else:
+                gathers = scatters = float(layers)
+            forward = bucketed(gather, gathers, slowest.forward, latency)
+            both = gather + scatter + (gathers - 1 + scatters - 1) * latency
+            backward = max(gather / gathers + scatter / scatters, both - slowest.backward * (1 - 1 / scatters))
+            dp = m * (forward + backward)
         replicas = p.grad_reduce_ranks // dense_n
         if replicas > 1:  # HSDP: the gradient shards all-reduced across replicas under the last backward
             replica_sync = comm.all_reduce(links, wire * params.trainable_dense / dense_n, replicas, p.tp * dense_n)
@@ -612,6 +700,8 @@ def step_time(
         optimizer = (GRAD_BYTES + WEIGHT_BYTES) * trainable_shard / link + trainable_shard / eff.host_adam_params_per_s
     else:
         optimizer = ADAMW_HBM_BYTES_PER_PARAM * trainable_shard / (fleet.rank_hbm_bytes_per_s * eff.hbm)
+
+    optimizer += step_overhead(eff, links, p.tp * p.pp * p.grad_reduce_ranks)
 
     return StepTime(
         compute=m * slowest.busy,

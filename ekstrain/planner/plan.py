@@ -20,6 +20,7 @@ from ekstrain.planner.memory import (
 from ekstrain.planner.models import ModelSpec
 from ekstrain.planner.parallel import NONE, ParallelConfig
 from ekstrain.planner.perf import Efficiency, Flops, StepTime, step_flops, step_time
+from ekstrain.planner.software import DEFAULT_SOFTWARE, Software
 from ekstrain.planner.training import MEGATRON, TrainingSpec
 
 CHECKPOINT_BYTES_PER_PARAM = WEIGHT_BYTES + OPTIMIZER_BYTES
@@ -249,6 +250,7 @@ class Plan:
             "framework": self.training.framework,
             "unfused_kernels": list(self.training.unfused),
             "tp_comm_overlap": self.training.overlaps_tp_comm,
+            "software": {**self.training.software.to_json(), "tp_comm_overlap": self.training.overlaps_tp_comm},
             "memory_gib": {k: round(v, 3) for k, v in self.memory.gib().items()},
             "memory_stage": self.memory.stage,
             "activation_bytes_per_layer": round(self.memory.activation_bytes_per_layer),
@@ -340,8 +342,10 @@ def evaluate(
     attention_kernel: str | None = None,
     unfused: tuple[str, ...] = (),
     tp_comm_overlap: bool | None = None,
+    software: Software | None = None,
 ) -> Plan:
-    """Evaluate one fixed layout. The plan is returned even when it does not fit (``plan.fits``);
+    """Evaluate one fixed layout (the keyword form of :func:`build_plan`). The plan is returned even when it does
+    not fit (``plan.fits``);
     a layout that does not divide raises PlanError. ``framework`` is any name of frameworks.py."""
     training = TrainingSpec(
         global_batch,
@@ -353,6 +357,7 @@ def evaluate(
         attention_kernel=attention_kernel,
         unfused=unfused,
         tp_comm_overlap=tp_comm_overlap,
+        software=software or DEFAULT_SOFTWARE,
     )
     inputs.check_lora_rank(model, lora_rank)
     parallel = ParallelConfig(

@@ -19,6 +19,7 @@ The search keeps TP inside a node (``search.candidate_layouts``); ``evaluate`` a
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import replace
 from math import floor, log
 
@@ -53,21 +54,22 @@ def rank(plans: list[Plan], top: int | None = None) -> list[Plan]:
     cp_needed = _cp_needed(plans)
 
     def key(plan: Plan) -> tuple[float, ...]:
-        p = plan.parallel
+        p, step, total = plan.parallel, plan.step_time_s, plan.memory.total
         return (
-            float(_used(plan) > HEADROOM),
+            float(total / plan.fleet.rank_memory_bytes > HEADROOM),
             float(p.cp > 1 and not cp_needed),
-            float(floor(log(plan.step_time_s / fastest) / log(1 + TIE))),
+            float(floor(log(step / fastest) / log(1 + TIE))),
             float(p.cp),
             float(_dimensions(plan)),
             float(RECOMPUTE_COST[p.recompute]),
             float(p.zero),
             float(p.tp * p.pp * p.cp * p.ep * p.vpp),
-            plan.step_time_s,
-            plan.memory.total,
+            step,
+            total,
         )
 
-    ordered = sorted(plans, key=key)[:top] if top else sorted(plans, key=key)
+    # nsmallest: the first ``top`` in the same order, without sorting the tens of thousands the search priced
+    ordered = heapq.nsmallest(top, plans, key=key) if top else sorted(plans, key=key)
     best = ordered[0]
     return [best] + [replace(p, notes=tuple(_why_not_first(p, best, cp_needed))) for p in ordered[1:]]
 

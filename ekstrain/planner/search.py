@@ -11,7 +11,9 @@ would drop are never stored, so it only adds FLOPs).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from math import gcd, isqrt
 from typing import Any
@@ -26,6 +28,7 @@ from ekstrain.planner.parallel import FULL, RECOMPUTE_MODES, SELECTIVE, ZERO_STA
 from ekstrain.planner.perf import Efficiency, efficiency_for, step_flops, step_time
 from ekstrain.planner.plan import Plan
 from ekstrain.planner.ranking import rank
+from ekstrain.planner.software import DEFAULT_SOFTWARE, Software
 from ekstrain.planner.training import DEEPSPEED, FSDP, HSDP, MEGATRON, TrainingSpec
 
 FRAMEWORK_ZERO_STAGES = {MEGATRON: (1, 2, 3), DEEPSPEED: ZERO_STAGES, FSDP: (0, 2, 3), HSDP: (3,)}
@@ -49,6 +52,32 @@ memory. Ring attention's exposed K/V traffic grows as each rank's chunk of the s
 (comm.ring_step against a chunk's attention, which falls with its square), so a larger CP degree does not
 win back a factor of two. A pruning rule of the search, not of the model (Mixtral on 16,384 GPUs at 4k
 tokens otherwise prices CP 2,048: two tokens a rank); ``max_cp`` still bounds CP outright."""
+TOP_MARGIN = 0.10
+"""With ``top`` plans asked for, a TP degree also stops raising CP once its best plan got slower with CP and is
+more than this beyond the ``top``-th fastest plan within the headroom so far (for a CP 1 plan, the ``top``-th
+fastest CP 1 plan: the CP-worth rule, ranking.CP_WORTH, may rank every CP 1 plan before faster CP plans); past
+that, the ranking's only reordering is within ties (ranking.TIE, 2 %), so a plan that far behind is not
+returned. ``test_cp_pruning_keeps_the_top_ten`` compares the result with the unpruned search."""
+PRUNE_OFF = False
+"""Tests switch the ``top`` pruning rules (TOP_MARGIN, MICRO_BATCH_HOPELESS) off to compare with the full search."""
+MICRO_BATCH_HOPELESS = "micro-batch"
+"""A layout's larger micro-batches (one recompute mode, ZeRO stage and degrees) stop once a micro-batch made the
+step slower than the one before and it is TOP_MARGIN past the ``top``-th fastest plan within the headroom: past
+the fastest micro-batch, a larger one only adds pipeline bubble (Narayanan's (p - 1) / m with fewer
+micro-batches m) and data-parallel traffic exposed behind a shorter backward, while its GEMMs are already as
+efficient as they get, so the step does not get faster again. ``test_cp_pruning_keeps_the_top_ten`` checks it."""
+
+
+@dataclass
+class Priced:
+    """What the search tells the enumeration about the layout it last yielded: its step time, and the bound past
+    which a slower one is not returned (inf while fewer than ``top`` plans are within the headroom)."""
+
+    bound: Callable[[bool], float]
+    """bound(cp_1): the bound for a plan of CP 1 (True) or of CP > 1 (False)."""
+    last: float = float("inf")
+
+
 _SPECS: dict[TrainingSpec, TrainingSpec] = {}
 NEURON_ZERO_STAGES = (0, 1)
 """neuronx-distributed shards the optimizer (ZeRO-1) and no further; it has no context parallelism."""
@@ -88,16 +117,20 @@ def candidate_layouts(
     max_cp: int,
     max_micro_batch: int | None,
     cp_hopeless: Callable[[int, int], bool] | None = None,
+    tp_degrees: Iterable[int] | None = None,
+    priced: Priced | None = None,
 ) -> Iterator[tuple[ParallelConfig, MemoryBreakdown]]:
     """Every valid layout whose memory fits, with that memory, in no particular order. ``cp_hopeless(tp,
-    cp)``, asked before each larger CP degree of a TP degree, ends that TP degree's CP degrees."""
+    cp)``, asked before each larger CP degree of a TP degree, ends that TP degree's CP degrees. ``tp_degrees``:
+    the TP degrees tried (default: those dividing a node). ``priced``: the step time the caller gave the layout
+    last yielded, which ends a recompute mode's larger micro-batches (MICRO_BATCH_HOPELESS)."""
     n, capacity = fleet.ranks, fleet.rank_memory_bytes
     dominated_from = LOWER_STAGE_FIRST.get(training.framework, 3)
     modes = [r for r in recompute_modes if not (r == SELECTIVE and training.flash_attention)]
     zero_options = [(z, False) for z in zero_stages] + (
         [(z, True) for z in zero_stages if z >= 1] if allow_offload else []
     )
-    for tp in divisors(fleet.ranks_per_node):
+    for tp in reversed(divisors(fleet.ranks_per_node)) if tp_degrees is None else tp_degrees:
         for cp in divisors(n // tp):
             if cp > max_cp or (cp > 1 and cp_hopeless is not None and cp_hopeless(tp, cp)):
                 break
@@ -139,7 +172,7 @@ def candidate_layouts(
                                 continue  # model states alone do not fit: prune the branch
                             dominated = covered if (zero >= dominated_from or offload) else set()
                             for candidate, memory in _fitting_micro_batches(
-                                model, fleet, training, lean, modes, max_micro_batch, dominated, lean_memory
+                                model, fleet, training, lean, modes, max_micro_batch, dominated, lean_memory, priced
                             ):
                                 if zero < 3 and not offload and memory.total <= HEADROOM * capacity:
                                     # a stage below ZeRO-3 covering the pair makes ZeRO-3 (and Megatron's
@@ -157,6 +190,7 @@ def _fitting_micro_batches(
     max_micro_batch: int | None,
     dominated: set[tuple[int, str]],
     lean_memory: MemoryBreakdown | None = None,
+    priced: Priced | None = None,
 ) -> Iterator[tuple[ParallelConfig, MemoryBreakdown]]:
     """Fitting (recompute, micro-batch) variants of ``lean``, lightest recompute first. A heavier
     recompute mode is skipped for a micro-batch a lighter one already fits within the headroom:
@@ -165,6 +199,7 @@ def _fitting_micro_batches(
     capacity = fleet.rank_memory_bytes
     light_enough: set[int] = set()
     for recompute in modes:
+        previous = float("inf")
         for micro_batch in divisors(per_replica):
             if max_micro_batch is not None and micro_batch > max_micro_batch:
                 break
@@ -195,6 +230,38 @@ def _fitting_micro_batches(
             # interleaving's rule that micro-batches per step divide by pp.
             if lean.vpp == 1 or (per_replica // micro_batch) % lean.pp == 0:
                 yield candidate, memory
+                if priced is not None:  # the search has priced it (priced.last) before asking for the next
+                    if priced.last > previous and priced.last > priced.bound(lean.cp == 1):
+                        break  # MICRO_BATCH_HOPELESS
+                    previous = priced.last
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """What the search enumerates beyond the layout degrees: the ZeRO stages (None: the framework's,
+    FRAMEWORK_ZERO_STAGES), recompute modes, ZeRO-Offload, bounds on CP and the micro-batch, TP across nodes,
+    and how many plans come back (None: all)."""
+
+    zero_stages: tuple[int, ...] | None = None
+    recompute_modes: tuple[str, ...] = RECOMPUTE_MODES
+    allow_offload: bool = False
+    max_cp: int | None = None
+    max_micro_batch: int | None = None
+    cross_node_tp: bool = True
+    """Try TP wider than a node (whole nodes, its collectives on the network: comm.Links.layout) when no layout
+    with TP inside a node fits within the headroom. Megatron-core accepts any TP degree dividing the world
+    (TP 16 over two 8-GPU nodes runs, slowly); such a layout is slower than one that relieves memory with PP or CP
+    wherever one fits, so it is tried only where none does."""
+    top: int | None = None
+
+
+DEFAULT_SPACE = SearchSpace()
+
+
+def cross_node_tp_degrees(model: ModelSpec, fleet: Fleet) -> tuple[int, ...]:
+    """TP degrees spanning whole nodes (2, 3, ... nodes) that divide the heads: parallel.validate's rule."""
+    per_node = fleet.ranks_per_node
+    return tuple(per_node * k for k in divisors(fleet.nodes) if k > 1 and model.heads % (per_node * k) == 0)
 
 
 def search(
@@ -216,33 +283,60 @@ def search(
     top: int | None = None,
     unfused: tuple[str, ...] = (),
     tp_comm_overlap: bool | None = None,
+    software: Software | None = None,
+    cross_node_tp: bool = True,
 ) -> list[Plan]:
-    """All fitting plans, fastest first (ties: less memory first). Raises PlanError if none fits. ``unfused``:
-    the elementwise ops the stack runs as separate eager kernels (training.EAGER_PYTORCH); () = fused."""
-    framework = frameworks.cost_model(framework)  # any name of the one vocabulary (frameworks.py)
+    """The keyword form of :func:`search_specs` (the library's original call): builds the TrainingSpec and the
+    SearchSpace from the keywords. ``unfused``: the elementwise ops the stack runs as separate eager kernels
+    (training.EAGER_PYTORCH); () = fused. ``framework``: any name of frameworks.py."""
     training = TrainingSpec(
         global_batch,
         seq_len,
         precision=precision,
         lora_rank=lora_rank,
         flash_attention=flash_attention,
-        framework=framework,
+        framework=frameworks.cost_model(framework),  # any name of the one vocabulary (frameworks.py)
         unfused=unfused,
         tp_comm_overlap=tp_comm_overlap,
+        software=software or DEFAULT_SOFTWARE,
     )
+    space = SearchSpace(
+        zero_stages=None if zero_stages is None else tuple(zero_stages),
+        recompute_modes=tuple(recompute_modes),
+        allow_offload=allow_offload,
+        max_cp=max_cp,
+        max_micro_batch=max_micro_batch,
+        cross_node_tp=cross_node_tp,
+        top=top,
+    )
+    return search_specs(model, fleet, training, space, efficiency)
+
+
+def search_specs(
+    model: ModelSpec,
+    fleet: Fleet,
+    training: TrainingSpec,
+    space: SearchSpace = DEFAULT_SPACE,
+    efficiency: Efficiency | None = None,
+) -> list[Plan]:
+    """All fitting plans of ``model`` on ``fleet`` for ``training`` within ``space``, fastest first (ties: less
+    memory first). Raises PlanError if none fits."""
     # One object per distinct spec: the memory and time caches (lru_cache) then match it by identity instead of
     # comparing every field of an equal spec from an earlier search on every lookup.
     if len(_SPECS) > 256:
         _SPECS.clear()  # bounded: a long-lived process plans many shapes
     training = _SPECS.setdefault(training, training)
-    inputs.check_lora_rank(model, lora_rank)
+    framework = training.framework
+    inputs.check_lora_rank(model, training.lora_rank)
     neuron = fleet.family == catalog.TRAINIUM
+    zero_stages = space.zero_stages
     if zero_stages is None:
         zero_stages = NEURON_ZERO_STAGES if neuron else FRAMEWORK_ZERO_STAGES[framework]
+    max_cp = space.max_cp
     if max_cp is None:
         max_cp = 1 if neuron else fleet.ranks
-    fleet.rank_peak_flops(precision)  # fail fast on fp8 without an fp8 peak
-    plans = []
+    fleet.rank_peak_flops(training.precision)  # fail fast on fp8 without an fp8 peak
+    plans: list[Plan] = []
     eff = efficiency or efficiency_for(fleet)
     cache: dict[tuple[object, ...], Any] = {}
     flops = {mode: step_flops(model, training, mode) for mode in RECOMPUTE_MODES}
@@ -251,34 +345,69 @@ def search(
     best_at: dict[tuple[int, int], float] = {}
     room = HEADROOM * fleet.rank_memory_bytes
 
+    # The ``space.top`` fastest step times within the headroom so far (a max-heap of negatives): a TP degree whose
+    # best got slower with CP and lies past the slowest of them, a tie's width aside, has no later CP degree that
+    # ranks among the plans returned (CP_HOPELESS).
+    leaders: list[float] = []
+    # The same of CP 1 plans only: below ranking.CP_MIN_SEQ the ranking may put every CP 1 plan before faster CP
+    # plans (CP not needed), so a CP 1 plan is measured against the CP 1 plans (never looser than all plans'
+    # bound once CP is needed, since that top-th is then at least as fast).
+    leaders_cp1: list[float] = []
+
     def cp_hopeless(tp: int, cp: int) -> bool:
         tried = sorted(c for (t, c) in best_at if t == tp and c < cp)
         if len(tried) < 2:
             return False
         last, before = best_at[(tp, tried[-1])], best_at[(tp, tried[-2])]
-        return last > before and last > CP_HOPELESS * best_overall[0]
+        return last > before and last > min(CP_HOPELESS * best_overall[0], top_bound(False))
 
-    for parallel, memory in candidate_layouts(
-        model,
-        fleet,
-        training,
-        zero_stages=tuple(zero_stages),
-        recompute_modes=tuple(recompute_modes),
-        allow_offload=allow_offload,
-        max_cp=max_cp,
-        max_micro_batch=max_micro_batch,
-        cp_hopeless=cp_hopeless,
-    ):
-        time = step_time(model, fleet, training, parallel, eff, cache)
-        plans.append(Plan(model, fleet, training, parallel, memory, time, flops[parallel.recompute]))
-        if memory.total <= room:
-            key = (parallel.tp, parallel.cp)
-            best_at[key] = min(best_at.get(key, float("inf")), time.total)
-            best_overall[0] = min(best_overall[0], time.total)
+    def top_bound(cp_1: bool) -> float:
+        heap = leaders_cp1 if cp_1 else leaders
+        if space.top and len(heap) >= space.top and not PRUNE_OFF:
+            return (1 + TOP_MARGIN) * -heap[0]
+        return float("inf")
+
+    def lead(heap: list[float], time: float, top: int) -> None:
+        if len(heap) < top:
+            heapq.heappush(heap, -time)
+        elif time < -heap[0]:
+            heapq.heapreplace(heap, -time)
+
+    priced = Priced(top_bound)
+    passes: list[tuple[int, ...] | None] = [None]
+    if space.cross_node_tp and not neuron:
+        passes.append(cross_node_tp_degrees(model, fleet))
+    for tp_degrees in passes:
+        if tp_degrees is not None and (best_overall[0] < float("inf") or not tp_degrees):
+            break  # a layout with TP inside a node fits within the headroom: TP across nodes is only slower
+        for parallel, memory in candidate_layouts(
+            model,
+            fleet,
+            training,
+            zero_stages=tuple(zero_stages),
+            recompute_modes=space.recompute_modes,
+            allow_offload=space.allow_offload,
+            max_cp=max_cp,
+            max_micro_batch=space.max_micro_batch,
+            cp_hopeless=cp_hopeless,
+            tp_degrees=tp_degrees,
+            priced=priced,
+        ):
+            time = step_time(model, fleet, training, parallel, eff, cache)
+            priced.last = time.total
+            plans.append(Plan(model, fleet, training, parallel, memory, time, flops[parallel.recompute]))
+            if memory.total <= room:
+                key = (parallel.tp, parallel.cp)
+                best_at[key] = min(best_at.get(key, float("inf")), time.total)
+                best_overall[0] = min(best_overall[0], time.total)
+                if space.top:
+                    lead(leaders, time.total, space.top)
+                    if parallel.cp == 1:
+                        lead(leaders_cp1, time.total, space.top)
     if not plans:
         raise PlanError(
             f"{model.name} does not fit on {fleet.nodes} x {fleet.name} "
             f"({fleet.ranks} ranks of {fleet.rank_memory_bytes / 2**30:.0f} GiB) at global batch "
-            f"{global_batch} x {seq_len} with any layout"
+            f"{training.global_batch} x {training.seq_len} with any layout"
         )
-    return rank(plans, top)
+    return rank(plans, space.top)

@@ -8,6 +8,7 @@ from math import gcd
 from ekstrain.planner import inputs
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import BF16, FP8
+from ekstrain.planner.software import DEFAULT_SOFTWARE, Software
 
 ADAMW = "adamw"
 MEGATRON = "megatron"
@@ -70,6 +71,10 @@ class TrainingSpec:
     Megatron family (NeMo's and Megatron-Bridge's recipes set ``tp_comm_overlap``, and the H100/B200 constants
     are fitted on them; plain Megatron-LM leaves the flag off: pass False), off for FSDP, HSDP and DeepSpeed
     (no userbuffers). ``Efficiency.tp_overlap`` is the share it hides where it is on."""
+    software: Software = DEFAULT_SOFTWARE
+    """The stack's switches (software.py; presets per framework: frameworks.PRESETS), which the emitters write
+    into the launch line. Its ``tp_comm_overlap`` and ``eager`` fill ``tp_comm_overlap`` and ``unfused`` when
+    those are left at their defaults, so what is priced and what is launched are one setting."""
 
     @property
     def overlaps_tp_comm(self) -> bool:
@@ -84,6 +89,10 @@ class TrainingSpec:
         return cached
 
     def __post_init__(self) -> None:
+        if self.tp_comm_overlap is None and self.software.tp_comm_overlap is not None:
+            object.__setattr__(self, "tp_comm_overlap", self.software.tp_comm_overlap)  # frozen: resolved once
+        if self.software.eager and not self.unfused:
+            object.__setattr__(self, "unfused", EAGER_PYTORCH)
         if self.framework not in FRAMEWORKS:
             raise PlanError(f"framework must be one of {', '.join(FRAMEWORKS)}, got {self.framework!r}")
         if self.global_batch < 1 or self.seq_len < 1:

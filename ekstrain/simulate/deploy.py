@@ -35,22 +35,10 @@ from typing import Any
 import yaml
 
 from ekstrain.contracts import kinds, teardown, timing
+from ekstrain.contracts.kinds import FSX_PERSISTENT2_USD_PER_GB_MONTH, MONTHLY_USD
+from ekstrain.spend import HOURS_PER_MONTH
 
 COMPONENT_PREFIXES = ("ekstrain:", "eks:index:", "pulumi:pulumi:Stack", "kubernetes:yaml/v2:ConfigGroup")
-
-HOURS_PER_MONTH = 730
-MONTHLY_USD: dict[str, tuple[float, str]] = {
-    # type -> (USD per month, source); list prices, us-east-1/us-west-2, as of 2025.
-    "aws:eks/cluster:Cluster": (0.10 * HOURS_PER_MONTH, "aws.amazon.com/eks/pricing: $0.10 per cluster-hour"),
-    "aws:ec2/natGateway:NatGateway": (
-        0.045 * HOURS_PER_MONTH,
-        "aws.amazon.com/vpc/pricing: $0.045 per NAT gateway-hour, plus $0.045/GB processed",
-    ),
-    "aws:ec2/eip:Eip": (0.005 * HOURS_PER_MONTH, "aws.amazon.com/vpc/pricing: public IPv4 $0.005 per IP-hour"),
-    "aws:kms/key:Key": (1.0, "aws.amazon.com/kms/pricing: $1 per customer managed key-month"),
-}
-FSX_PERSISTENT2_USD_PER_GB_MONTH = {125: 0.145, 250: 0.21, 500: 0.29, 1000: 0.42}
-"""FSx for Lustre PERSISTENT_2 SSD per GB-month by MB/s/TiB (aws.amazon.com/fsx/lustre/pricing, us-east-1)."""
 
 
 @dataclass

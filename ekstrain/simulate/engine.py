@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ekstrain.simulate import match, volcano
-from ekstrain.simulate.nodes import Node
+from ekstrain.simulate.nodes import DEFAULT_MAX_PODS, Node
 from ekstrain.simulate.quantity import parse, show
 from ekstrain.simulate.workloads import QUEUE_ANNOTATION, PodGroup, Workload, expand
+from ekstrain.workloads import registry
 
 DEVICE_PLUGINS: dict[str, tuple[str, ...]] = {
     # container image fragment -> extended resources that DaemonSet's plugin advertises on its node
@@ -112,7 +113,7 @@ def free(cluster: Cluster, node: Node) -> dict[str, float]:
     for _, addon in ADDON_DAEMONSETS:
         for r, q in addon.items():
             out[r] -= parse(q)
-    out["pods"] = out.get("pods", 110.0) - len(landed) - len(ADDON_DAEMONSETS)
+    out["pods"] = out.get("pods", float(DEFAULT_MAX_PODS)) - len(landed) - len(ADDON_DAEMONSETS)
     return out
 
 
@@ -128,7 +129,8 @@ def _shortfall(req: dict[str, float], avail: dict[str, float], node: Node) -> st
 
 def per_node(req: dict[str, float], avail: dict[str, float]) -> int:
     counts = [math.floor(avail.get(r, 0.0) / v + 1e-9) for r, v in req.items() if v > 0]
-    return min([c for c in counts] + [int(avail.get("pods", 110))]) if counts else int(avail.get("pods", 110))
+    pods = int(avail.get("pods", DEFAULT_MAX_PODS))
+    return min([*counts, pods]) if counts else pods
 
 
 def place(cluster: Cluster, group: PodGroup) -> tuple[Node | None, str]:
@@ -277,21 +279,10 @@ def nodeset_workloads(cluster: Cluster) -> list[dict[str, Any]]:
     ]
 
 
-CRD_OF_KIND = {
-    ("kubeflow.org", "MPIJob"): "mpijobs.kubeflow.org",
-    ("kubeflow.org", "PyTorchJob"): "pytorchjobs.kubeflow.org",
-    ("trainer.kubeflow.org", "TrainJob"): "trainjobs.trainer.kubeflow.org",
-    ("ray.io", "RayJob"): "rayjobs.ray.io",
-    ("ray.io", "RayCluster"): "rayclusters.ray.io",
-    ("batch.volcano.sh", "Job"): "jobs.batch.volcano.sh",
-}
-
-
 def unserved(cluster: Cluster, obj: dict[str, Any]) -> str | None:
     """Why no controller acts on ``obj``: the stack installs no CRD for its kind (the API server would
     refuse the object, and nothing would create its pods)."""
-    group = str(obj.get("apiVersion", "")).split("/")[0]
-    crd = CRD_OF_KIND.get((group, str(obj.get("kind"))))
+    crd = registry.crd_of(obj)
     if cluster.crds is None or crd is None or crd in cluster.crds:
         return None
     return (

@@ -25,6 +25,7 @@ import yaml
 
 from ekstrain import inputs_guard
 from ekstrain.simulate.quantity import parse
+from ekstrain.workloads import registry
 
 SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's safe loader where PyYAML was built with it (about 6x faster than the pure-Python one)."""
@@ -249,7 +250,7 @@ class _Checker:
             self.template(g.get("template"), f"{gpath}.template")
 
     def check(self, obj: dict[str, Any]) -> None:
-        kind = self.text(obj.get("kind"), "kind", required=True)
+        self.text(obj.get("kind"), "kind", required=True)
         self.text(obj.get("apiVersion"), "apiVersion")
         meta = self.mapping(obj.get("metadata"), "metadata")
         self.text(meta.get("name"), "metadata.name")
@@ -257,49 +258,15 @@ class _Checker:
         self.strings(meta.get("labels"), "metadata.labels")
         self.strings(meta.get("annotations"), "metadata.annotations")
         spec = self.mapping(obj.get("spec"), "spec")
-        if kind == "ConfigMap":
-            for key, v in self.mapping(obj.get("data"), "data").items():
-                self.text(v, f"data.{key}")
-                if str(key).endswith(".sbatch"):
-                    try:
-                        sbatch_request(v)
-                    except ValueError as exc:
-                        raise self.fail(
-                            f"data.{key}", str(exc), "write the directive as sbatch(1) documents it"
-                        ) from None
-        elif kind == "Pod":
-            self.pod_spec(spec, "spec")
-        elif kind in ("Job", "Deployment", "StatefulSet", "ReplicaSet") and "tasks" not in spec:
-            self.count(spec.get("parallelism"), "spec.parallelism")
-            self.count(spec.get("completions"), "spec.completions")
-            self.count(spec.get("replicas"), "spec.replicas")
-            self.template(spec.get("template"), "spec.template")
-        elif kind == "Job":
-            self.text(spec.get("queue"), "spec.queue")
-            self.count(spec.get("minAvailable"), "spec.minAvailable")
-            for i, t in enumerate(self.sequence(spec.get("tasks"), "spec.tasks")):
-                t = self.mapping(t, f"spec.tasks[{i}]", required=True)
-                self.text(t.get("name"), f"spec.tasks[{i}].name")
-                self.count(t.get("replicas"), f"spec.tasks[{i}].replicas")
-                self.template(t.get("template"), f"spec.tasks[{i}].template")
-        elif kind == "MPIJob":
-            self.replica_specs(spec.get("mpiReplicaSpecs"), "spec.mpiReplicaSpecs")
-        elif kind == "PyTorchJob":
-            self.replica_specs(spec.get("pytorchReplicaSpecs"), "spec.pytorchReplicaSpecs")
-        elif kind == "RayJob":
-            self.ray_cluster(spec.get("rayClusterSpec"), "spec.rayClusterSpec")
-        elif kind == "RayCluster":
-            self.ray_cluster(spec, "spec")
-        elif kind == "TrainJob":
-            ref = self.mapping(spec.get("runtimeRef"), "spec.runtimeRef")
-            self.text(ref.get("name"), "spec.runtimeRef.name")
-            trainer = self.mapping(spec.get("trainer"), "spec.trainer")
-            self.count(trainer.get("numNodes"), "spec.trainer.numNodes")
-            per_node = self.mapping(trainer.get("resourcesPerNode"), "spec.trainer.resourcesPerNode")
-            self.quantities(per_node.get("requests"), "spec.trainer.resourcesPerNode.requests")
-            self.quantities(per_node.get("limits"), "spec.trainer.resourcesPerNode.limits")
-            for i, patch in enumerate(self.sequence(spec.get("runtimePatches"), "spec.runtimePatches")):
-                self.mapping(patch, f"spec.runtimePatches[{i}]", required=True)
+        described = registry.shape_of(obj)
+        if described is not None:
+            described.check_shape(self, spec, obj)
+
+    def sbatch_script(self, value: Any, path: str) -> None:
+        try:
+            sbatch_request(value)
+        except ValueError as exc:
+            raise self.fail(path, str(exc), "write the directive as sbatch(1) documents it") from None
 
 
 def _type(value: Any) -> str:

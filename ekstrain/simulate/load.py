@@ -11,9 +11,10 @@ import yaml
 from ekstrain import names
 from ekstrain.simulate import volcano
 from ekstrain.simulate.engine import Cluster
-from ekstrain.simulate.nodes import Node, allocatable, general_purpose, max_pods, nodes_of
+from ekstrain.simulate.nodes import Node, allocatable, capacity, general_purpose, nodes_of
 from ekstrain.simulate.quantity import parse
 from ekstrain.validation import KubeYamlLoader
+from ekstrain.workloads import registry
 
 KINDS_READ = frozenset(
     {
@@ -71,19 +72,13 @@ def installed_crds(build: pathlib.Path) -> set[str]:
     return crds
 
 
-GANG_FLAGS = {
-    # operator flag (in resources.yaml: the Operators component's gangScheduling input) -> the kind it gangs
-    "--gang-scheduling=volcano": "MPIJob",  # mpi-operator cmd/mpi-operator/app/options
-    "--gang-scheduler-name=volcano": "PyTorchJob",  # training-operator v1.9 cmd/training-operator.v1
-}
-
-
 def gang_kinds(build: pathlib.Path) -> frozenset[str]:
     """Kinds whose operator the stack runs with Volcano gang scheduling (components/operators.py patches the
     upstream manifests' Deployments; the render records the flags as the component's input)."""
     resources = build / "resources.yaml"
     text = resources.read_text() if resources.exists() else ""
-    return frozenset(kind for flag, kind in GANG_FLAGS.items() if flag in text)
+    # each kind's operator flag (in resources.yaml: the Operators component's gangScheduling input)
+    return frozenset(kind for flag, kind in registry.gang_flags().items() if flag in text)
 
 
 def build_objects(build: pathlib.Path) -> list[dict[str, Any]]:
@@ -97,8 +92,7 @@ def system_nodes(instance_types: list[str]) -> list[Node]:
         it = general_purpose(name)
         if it is None:
             continue
-        mib = it.memory_gib * 1024
-        cap = {"cpu": float(it.vcpus), "memory": float(mib * 2**20 * (1 - 0.075)), "pods": float(max_pods(name))}
+        cap = capacity(it, None)
         labels = {
             names.SYSTEM_NODE_LABEL: {"system"},
             "node.kubernetes.io/instance-type": {name},

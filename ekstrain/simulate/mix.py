@@ -44,6 +44,8 @@ from ekstrain.simulate.inputs import SAFE_LOADER, InputError, read_file
 from ekstrain.simulate.notebooks import START_TIMEOUT_KEY
 from ekstrain.simulate.quantity import parse
 from ekstrain.simulate.timeline import FAULT_KINDS, NEVER, Arrival, Fault, Mix
+from ekstrain.workloads import registry
+from ekstrain.workloads.base import WorkloadKind
 
 MAX_HOURS = 24 * 31
 MAX_MIX_BYTES = 1024 * 1024  # a mix file is a few KiB of YAML
@@ -233,11 +235,8 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
         objects = [o for o in objects if o.get("kind") != "TrainingRuntime"]
         for k in range(count):
             for obj in objects:
-                name = f"{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')}" + (
-                    f"#{k + 1}" if count > 1 else ""
-                )
-                if obj.get("kind") == "ConfigMap":
-                    name = f"sbatch/{(obj.get('metadata') or {}).get('name')}" + (f"#{k + 1}" if count > 1 else "")
+                described = registry.lookup(obj) or WorkloadKind()
+                name = described.arrival_name(obj) + (f"#{k + 1}" if count > 1 else "")
                 used = sum(1 for x in mix.arrivals if x.name == name or x.name.startswith(name + " (again"))
                 mix.arrivals.append(Arrival(name if not used else f"{name} (again {used})", obj, start, runs))
     if "upgrade" in doc:  # a Kubernetes minor upgrade while the jobs run (ekstrain/simulate/upgrade.py)

@@ -8,6 +8,7 @@ non-zero on any), warnings (reported, not failing: a new one should stand out) a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -19,3 +20,16 @@ class Check:
     warnings: list[str] = field(default_factory=list)
     reviewed: list[str] = field(default_factory=list)
     note: str = ""
+
+    def as_json(self, ran: bool) -> dict[str, Any]:
+        """The check as the render's checks.json row (what a CLI or CI tool reads instead of SUMMARY.md)."""
+        return {
+            "name": self.name,
+            "ran": ran,
+            "checked": self.checked,
+            "what": self.what,
+            "problems": list(self.problems),
+            "warnings": list(self.warnings),
+            "reviewed": list(self.reviewed),
+            "note": self.note,
+        }

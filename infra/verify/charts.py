@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from ekstrain import filememo, helm, paths, validation
+from ekstrain import filememo, helm, names, paths, validation
 from ekstrain.infra.verify.emitted import redact_secret_object
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
@@ -86,9 +86,8 @@ class HelmMissing(RuntimeError):
 helm_binary = helm.helm_binary  # the project's one lookup (ekstrain/helm.py)
 
 
-HELM_RELEASE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+HELM_RELEASE_NAME = re.compile(names.DNS_SUBDOMAIN_PATTERN)
 """helm's release-name rule (pkg/chartutil validateReleaseName; at most 53 characters)."""
-DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -178,7 +177,7 @@ def check_helm_arguments(release: Release) -> None:
             f"Helm release name {release.name[:80]!r} ({release.group}): helm takes lowercase letters, digits, '-' "
             "and '.', at most 53 characters, beginning and ending with a letter or digit"
         )
-    if len(release.namespace) > 63 or not DNS_LABEL.fullmatch(release.namespace):
+    if not names.is_dns_label(release.namespace):
         raise ValueError(
             f"namespace {release.namespace[:80]!r} of Helm release {release.name}: a namespace is a DNS-1123 label "
             "(lowercase letters, digits and '-', at most 63, beginning and ending with a letter or digit)"

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from ekstrain.paths import REVIEWS
+from ekstrain.workloads import registry as workload_kinds
 
 REVIEWED_FILE = REVIEWS / "reviewed-runtime-objects.yaml"
 
@@ -96,12 +97,16 @@ def _is_pod_spec(value: Any) -> bool:
 
 
 def pod_templates(obj: dict[str, Any], source: str, used_in: str = "default") -> list[PodTemplate]:
-    """Every pod spec inside ``obj`` (a Pod's own spec, or any ``template.spec`` below ``spec``). A cluster-scoped
-    template (ClusterTrainingRuntime) makes pods in the namespace of the job using it: ``used_in``."""
+    """Every pod spec inside ``obj`` (a Pod's own spec, or any ``template.spec`` below ``spec``), and for a workload
+    kind (ekstrain/workloads) every template where the kind says it keeps them. A cluster-scoped template
+    (ClusterTrainingRuntime) makes pods in the namespace of the job using it: ``used_in``."""
     kind, ns, name = ref(obj)
     owner = f"{kind}/{ns + '/' if ns else ''}{name}"
     if not ns:
         ns = used_in
+    described = workload_kinds.lookup(obj)
+    # Slinky NodeSets keep the slurmd container beside the template; it joins the pod at run time.
+    sidecars = described is not None and described.sidecar_pods
     found: list[PodTemplate] = []
     if kind == "Pod" and _is_pod_spec(obj.get("spec")):
         return [PodTemplate(owner, kind, ns, name, "spec", obj.get("metadata") or {}, obj["spec"], source)]
@@ -111,8 +116,7 @@ def pod_templates(obj: dict[str, Any], source: str, used_in: str = "default") ->
             template = value.get("template")
             if isinstance(template, dict) and isinstance(template.get("spec"), dict):
                 spec = template["spec"]
-                # Slinky NodeSets keep the slurmd container beside the template; it joins the pod at run time.
-                if _is_pod_spec(spec) or (kind in ("NodeSet", "LoginSet") and "volumes" in spec):
+                if _is_pod_spec(spec) or (sidecars and "volumes" in spec):
                     found.append(
                         PodTemplate(
                             owner, kind, ns, name, f"{path}.template.spec", template.get("metadata") or {}, spec, source
@@ -125,6 +129,13 @@ def pod_templates(obj: dict[str, Any], source: str, used_in: str = "default") ->
                 walk(v, f"{path}[{i}]")
 
     walk(obj.get("spec"), "spec")
+    if described is not None:
+        # A kind may keep a template where no ``template`` key leads (a toy kind's ``spec.members[*].pod``).
+        found += [
+            PodTemplate(owner, kind, ns, name, t.path, t.metadata, t.spec, source)
+            for t in described.templates(obj)
+            if _is_pod_spec(t.spec) or (sidecars and "volumes" in t.spec)
+        ]
     # A template.spec found inside another's walk is reported once: keep the distinct paths.
     seen: set[str] = set()
     unique = []

@@ -13,6 +13,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
+from ekstrain import names
 from ekstrain.stacks import limits
 
 
@@ -77,7 +78,8 @@ VpcId = Annotated[str, _ec2_id("VPC", limits.VPC_ID, "vpc-0123456789abcdef0")]
 SubnetId = Annotated[str, _ec2_id("subnet", limits.SUBNET_ID, "subnet-0123456789abcdef0")]
 SecurityGroupId = Annotated[str, _ec2_id("security group", limits.SECURITY_GROUP_ID, "sg-0123456789abcdef0")]
 
-DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS_LABEL = rf"^{names.DNS_LABEL_PATTERN}$"
+"""The DNS-1123 label rule (ekstrain/names.py) as a pydantic pattern."""
 
 
 def _fail(problem: str, fix: str) -> ValueError:

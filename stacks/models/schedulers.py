@@ -13,7 +13,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field
 
-from ekstrain.stacks.models.base import IPv4Cidr, Model, MountPath
+from ekstrain.stacks.models.base import DNS_LABEL, IPv4Cidr, Model, MountPath
 
 SSH_KEY_TYPES = (
     "ssh-ed25519",
@@ -110,7 +110,7 @@ class SlurmConfig(Model):
     """@default 20: gp3 volume of the MariaDB that backs slurmdbd."""
 
 
-TEAM_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+TEAM_NAME = DNS_LABEL
 
 
 class TeamConfig(Model):

@@ -1,7 +1,7 @@
 """``ekstrain:storage``: S3 buckets, FSx for Lustre, EFS. Stateful: protected by default.
 
 Layout and behaviour: docs/storage.md. Cross-field rules (capacity steps, throughput tiers,
-data repository paths and events, checkpoint save time): ``ekstrain.stacks.rules._storage``.
+data repository paths and events, checkpoint save time): ``ekstrain.stacks.rules.storage``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from ekstrain.cloudwatch import RETENTION_DAYS as LOG_RETENTION_DAYS
-from ekstrain.stacks.models.base import AbsolutePath, BucketName, KmsKeyArn, Model, MountPath
+from ekstrain.stacks.models.base import DNS_LABEL, AbsolutePath, BucketName, KmsKeyArn, Model, MountPath
 
 RepositoryEvent = Literal["NEW", "CHANGED", "DELETED"]
 
@@ -42,7 +42,7 @@ class ScratchConfig(Model):
     enabled: bool = False
     """@default false. Each PVC of class ``storageClassName`` creates (and, on delete, destroys) its own
     Lustre file system in the training AZ's EFA subnet: fast scratch that never outlives its job."""
-    storage_class_name: str = Field(default="fsx-scratch", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    storage_class_name: str = Field(default="fsx-scratch", pattern=DNS_LABEL)
     """@default fsx-scratch."""
     deployment_type: Literal["SCRATCH_2", "PERSISTENT_2"] = "SCRATCH_2"
     """@default SCRATCH_2 (no replication, 200 MB/s/TiB; the data is disposable)."""

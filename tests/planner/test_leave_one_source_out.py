@@ -34,12 +34,17 @@ def test_a_left_out_source_plays_no_part_in_its_own_fit():
 
 def test_one_neuron_release_left_out_is_fitted_on_the_other():
     # GIVEN the Neuron 2.15/2.16 page left out WHEN the constants are fitted THEN Trainium1's efficiency
-    # is the Neuron 2.20 page's fit alone (not the GPU prior): what its left-out error rests on
+    # is the Neuron 2.20 page's fit (not the GPU prior): what its left-out error rests on. The per-step host cost
+    # all sources share is fitted on different rows in the two fits, so the two agree to within its effect.
     first = next(s for s in validation.sources() if "2.15/2.16" in s)
     later = next(s for s in validation.sources() if "Neuron 2.20" in s)
     without = validation.fit_constants(m for m in validation.rows() if m.split == calibration.FIT and m.source != first)
     alone = validation.fit_constants(m for m in validation.rows() if m.split == calibration.FIT and m.source == later)
-    assert without["trainium1"].matmul == pytest.approx(alone["trainium1"].matmul, abs=1e-9)
+    assert without["trainium1"].matmul == pytest.approx(alone["trainium1"].matmul, abs=0.01)
+    prior = validation.fit_constants(
+        m for m in validation.rows() if m.split == calibration.FIT and "neuron" not in m.source
+    )
+    assert abs(without["trainium1"].matmul - prior["trainium1"].matmul) > 0.05
 
 
 def test_deepspeed_left_out_takes_the_physical_prior_not_fsdp_overlap():

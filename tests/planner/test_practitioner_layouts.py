@@ -78,14 +78,24 @@ def test_evaluate_reports_a_plan_over_the_headroom(capsys):
 
 @pytest.mark.parametrize(
     ("name", "nodes", "batch", "seq"),
-    [("mixtral-8x7b", 64, 1024, 4096), ("llama3-405b", 2048, 128, 131072), ("llama3-8b", 8, 512, 8192)],
+    [
+        ("mixtral-8x7b", 64, 1024, 4096),
+        ("llama3-405b", 2048, 128, 131072),
+        ("llama3-8b", 8, 512, 8192),
+        ("llama3-405b", 2048, 2048, 8192),
+        ("mixtral-8x7b", 2048, 2048, 4096),
+        ("deepseek-v3", 2048, 4096, 4096),
+        ("qwen3-235b-a22b", 32, 8192, 4096),
+    ],
 )
 def test_cp_pruning_keeps_the_top_ten(monkeypatch, name, nodes, batch, seq):
-    # the search stops raising CP for a TP degree once it got slower and is 2x off the best: the ten best plans
-    # are those of the unpruned search
+    # the search stops raising CP for a TP degree once it got slower and is 2x off the best, or (with top) 10 %
+    # past the top-th, and a layout's micro-batch once it got slower and is that far behind: the ten best plans are
+    # those of the unpruned search
     fleet = Fleet.from_instance("p5.48xlarge", nodes)
     pruned = [p.summary() for p in search(get_model(name), fleet, batch, seq, top=10)]
     monkeypatch.setattr(search_module, "CP_HOPELESS", float("inf"))
+    monkeypatch.setattr(search_module, "PRUNE_OFF", True)
     full = [p.summary() for p in search(get_model(name), fleet, batch, seq, top=10)]
     assert pruned == full
 

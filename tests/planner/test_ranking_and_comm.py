@@ -26,14 +26,15 @@ def test_405b_at_8k_ranks_published_layouts_at_the_top():
     # GIVEN Llama 3 405B on 2,048 p5 (16,384 H100) at 8k tokens, 16M tokens per step
     # THEN the first is Meta's TP8/PP16 CP1 with one layer per virtual stage (vpp 8, the memory-balanced split)
     # and Meta's gradient sharding (ZeRO-2, now searched under Megatron), no recompute. NVIDIA's published recipe
-    # (TP8/PP8/CP2/VPP8, Megatron-Bridge 25.09 DGX-H100) is within 3 % of the CP2 variant of Meta's layout that
+    # (TP8/PP8/CP2/VPP8, Megatron-Bridge 25.09 DGX-H100) is within 4 % of the CP2 variant of Meta's layout that
     # ranked first before ZeRO-2 was searched, and ranks after the CP1 plans: CP is not needed at 8k
     plans = search(get_model("llama3-405b"), Fleet.from_instance(P5, 2048), 2048, 8192)
     top = plans[:10]
     assert (top[0].tp, top[0].pp, top[0].cp, top[0].vpp, top[0].zero, top[0].recompute) == (8, 16, 1, 8, 2, "none")
     cp2 = [p for p in plans if (p.tp, p.pp, p.cp, p.vpp, p.zero, p.micro_batch) == (8, 16, 2, 8, 1, 1)][0]
     nvidia = [p for p in plans if (p.tp, p.pp, p.cp, p.vpp) == (8, 8, 2, 8)][0]
-    assert nvidia.step_time_s <= 1.03 * cp2.step_time_s
+    # (3.6 % since the once-a-step data-parallel collectives also hide in the pipeline bubble: pp 16 has more of it)
+    assert nvidia.step_time_s <= 1.04 * cp2.step_time_s
     assert any("CP2 not needed" in note for note in nvidia.notes)
     assert all(p.notes for p in top[1:]) and not top[0].notes
 
