@@ -105,6 +105,8 @@ simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of 
 	  if [ $$s = prod ]; then \
 	    EKSTRAIN=$(VENV)/bin/ekstrain examples/contention/render.sh build/examples-contention > /dev/null; \
 	    $(PY) -m ekstrain simulate --stack prod --timeline examples/mix-prod-contention.yaml; \
+	    EKSTRAIN=$(VENV)/bin/ekstrain examples/topology/render.sh build/examples-topology > /dev/null; \
+	    $(PY) -m ekstrain simulate --stack prod --timeline examples/mix-topology-prod.yaml; \
 	  fi; \
 	done; \
 	echo "== reserved (examples/stacks/Pulumi.reserved.yaml: reservations and team queues)"; \

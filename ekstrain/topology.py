@@ -66,6 +66,20 @@ def discovery_config() -> dict[str, Any]:
     }
 
 
+def scheduler_plugin_arguments() -> dict[str, Any]:
+    """Volcano's ``network-topology-aware`` plugin: HyperNode bin packing by accelerators (the resources a gang holds
+    whole nodes of), also for pods without a networkTopology, each tier up weighing 0.8 of the one below (the
+    plugin's defaults and keys; volcano v1.15.1 plugins/network-topology-aware/network_topology_aware.go)."""
+    return {
+        "weight": 10,
+        "hypernode.binpack.resources": "nvidia.com/gpu, aws.amazon.com/neuron",
+        "hypernode.binpack.resources.nvidia.com/gpu": 10,
+        "hypernode.binpack.resources.aws.amazon.com/neuron": 10,
+        "hypernode.binpack.normal-pod.enable": True,
+        "hypernode.binpack.normal-pod.fading": 0.8,
+    }
+
+
 def network_topology(instance_type: str, nodes: int, degrees: dict[str, Any]) -> dict[str, Any] | None:
     """The Volcano ``networkTopology`` for a gang, or None (one node, or a type EKS gives no layer labels: a hard
     constraint there would leave the gang pending, no HyperNode holds such nodes).
@@ -100,13 +114,102 @@ LAYOUT_LAYER3_PER_LAYER2 = 4
 """ASSUMPTION for the simulator's layout: 16 instances under one layer-3 network node, 4 layer-3 nodes under a
 layer-2 node (AWS publishes no counts; ``aws ec2 describe-capacity-reservation-topology`` shows yours)."""
 
+LAYOUTS: dict[str, tuple[int, int]] = dict.fromkeys(LAYERS, (LAYOUT_NODES_PER_LAYER3, LAYOUT_LAYER3_PER_LAYER2))
+"""Instance type -> (instances per layer-3 network node, layer-3 nodes per layer-2 node): the same stated assumption
+for every type EC2 reports a topology for, until measured per type; a mix file overrides it per type
+(``networkLayout``, docs/simulate.md)."""
 
-def layout(index: int, layers: int = 3) -> tuple[str, ...]:
+
+def layout(
+    index: int,
+    layers: int = 3,
+    per_layer3: int = LAYOUT_NODES_PER_LAYER3,
+    layer3_per_layer2: int = LAYOUT_LAYER3_PER_LAYER2,
+) -> tuple[str, ...]:
     """The position of the ``index``-th instance launched into one placement group / block, filled bottom-up."""
-    l3 = index // LAYOUT_NODES_PER_LAYER3
-    l2 = l3 // LAYOUT_LAYER3_PER_LAYER2
+    l3 = index // per_layer3
+    l2 = l3 // layer3_per_layer2
     top = ("nn-1",)
     mid = (f"nn-2-{l2}",)
     low = (f"nn-3-{l3}",)
     extra = (f"nn-4-{index // 4}",) if layers >= 4 else ()
     return top + mid + low + extra
+
+
+def tier_label(tier: int) -> str:
+    """The EKS label whose value names a gang's HyperNode of ``tier`` (tier 1 = layer 3, the bottom network node;
+    :func:`discovery_config`)."""
+    return f"{LABEL_PREFIX}{4 - tier}"
+
+
+def preferred_pod_affinity(selector: dict[str, str], constraint: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The pods' ``affinity`` for a gang whose controller builds its own PodGroup and cannot carry ``networkTopology``
+    (MPIJob, PyTorchJob): prefer the nodes under the network node that already holds the gang's other pods, tier 1
+    first (weight 100), then tier 2 (50), up to the tier the plan asks. Volcano v1.15.1 scores it (nodeorder plugin,
+    k8s InterPodAffinity, and predicates.go adds each pod the session allocates to the node snapshot, so the next
+    pod of the gang sees it). Preferred, never required: Karpenter v1.14.1 cannot give a new node a
+    network-node-layer domain (scheduling/topology.go ``AddRequirements`` fails a required term whose key no
+    NodePool offers, so it would never launch the gang's nodes) and relaxes preferred terms instead."""
+    if constraint is None:
+        return None
+    highest = int(constraint.get("highestTierAllowed", 2) or 2) if constraint.get("mode") == "hard" else 2
+    terms = [
+        {
+            "weight": 100 // 2 ** (tier - 1),
+            "podAffinityTerm": {"labelSelector": {"matchLabels": dict(selector)}, "topologyKey": tier_label(tier)},
+        }
+        for tier in range(1, min(highest, 3) + 1)
+    ]
+    return {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": terms}}
+
+
+def packed_tier(nodes: int, instance_type: str) -> int:
+    """The HyperNode tier ``nodes`` instances of ``instance_type`` span when packed into as few network nodes as the
+    stated layout allows (:data:`LAYOUTS`): 0 for one node, 1 within one layer-3 node, ... 3 across layer-2 nodes."""
+    if nodes <= 1:
+        return 0
+    per_l3, l3_per_l2 = LAYOUTS.get(instance_type, (LAYOUT_NODES_PER_LAYER3, LAYOUT_LAYER3_PER_LAYER2))
+    if nodes <= per_l3:
+        return 1
+    if nodes <= per_l3 * l3_per_l2:
+        return 2
+    return 3
+
+
+def ring_bandwidth_fraction(instance_type: str, nodes: int) -> tuple[int, float]:
+    """For the planner: (tier, share of a node's EFA bandwidth) a data-parallel ring over ``nodes`` nodes of
+    ``instance_type`` keeps, when they are packed (:func:`packed_tier`) and each wider tier halves it
+    (:data:`TIER_BANDWIDTH_FRACTION`, a stated assumption). A type without EC2 topology is priced at tier 1 (no
+    layer is known to narrow it)."""
+    if instance_type not in LAYERS:
+        return (1 if nodes > 1 else 0), 1.0
+    tier = packed_tier(nodes, instance_type)
+    return tier, TIER_BANDWIDTH_FRACTION.get(tier, 1.0) if tier else 1.0
+
+
+SLURM_TOPOLOGY_NAME = "default"
+"""The topology name of ``topology.conf`` (Slurm doc/html/dynamic_nodes.shtml "Dynamic Nodes + Topology": with
+topology.conf the name is ``default``)."""
+SLURM_ROOT_SWITCH = "eks"
+
+
+def slurm_switch(nodeset: str) -> str:
+    return f"{SLURM_ROOT_SWITCH}-{nodeset}"
+
+
+def slurm_topology_conf(nodesets: dict[str, int]) -> str:
+    """``topology.conf`` for ``TopologyPlugin=topology/tree`` (Slurm topology.conf(5), 24.05+): one leaf switch per
+    NodeSet holding its nodes ``<nodeset>-0..<n-1>`` (Slinky names a NodeSet's Slurm nodes by the pod ordinal), under
+    one top switch, so a job is placed within one NodeSet's switch (its partition's cluster placement group) first.
+    Slinky's slurmd pods register as dynamic nodes, which join a switch through their ``Topology=default:<switch>``
+    registration option (dynamic_nodes.shtml), set per NodeSet (assembly/schedulers/slurm.py). The network-node
+    layers inside a NodeSet are known only once its instances run: slurm-operator v1.2.1 copies a Kubernetes node's
+    ``topology.slinky.slurm.net/spec`` annotation onto its Slurm node (internal/controller/nodeset/nodeset_sync.go
+    ``syncSlurmTopology``)."""
+    lines = [
+        "# Generated by ekstrain (ekstrain/topology.py slurm_topology_conf): one switch per Slinky NodeSet.",
+        *(f"SwitchName={slurm_switch(name)} Nodes={name}-[0-{n - 1}]" for name, n in sorted(nodesets.items()) if n),
+        f"SwitchName={SLURM_ROOT_SWITCH} Switches="
+        + ",".join(slurm_switch(n) for n, c in sorted(nodesets.items()) if c),
+    ]
+    return "\n".join(lines) + "\n"

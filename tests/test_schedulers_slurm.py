@@ -9,7 +9,7 @@ import pulumi
 import pytest
 from conftest import cfg_with, needs_upstream, releases, run_program, run_stack, stack_config
 
-from ekstrain import validation
+from ekstrain import topology, validation
 from ekstrain.assembly.schedulers import slurm
 from ekstrain.components.slurm import Slurm, SlurmArgs
 from ekstrain.infra.offline import Recording
@@ -85,6 +85,7 @@ def test_exactly_one_default_partition_and_gres_types() -> None:
     assert values["configFiles"] == {
         "gres.conf": "AutoDetect=nvidia\n",
         "plugstack.conf": "include /usr/share/pyxis/*\n",
+        "topology.conf": topology.slurm_topology_conf({"gpu-a100": 16, "gpu-h100": 8, "trainium": 32}),
     }
     assert "partitions" not in values, "the chart's own partitions map stays at its default"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from ekstrain import topology
 from ekstrain.assembly.jobs import env as envtable
 from ekstrain.assembly.jobs.pod import (
     gang_min_resources,
@@ -20,10 +21,29 @@ from ekstrain.assembly.jobs.pod import (
     worker_container,
     worker_template,
 )
-from ekstrain.assembly.jobs.resolve import MASTER_PORT, ResolvedRun
+from ekstrain.assembly.jobs.resolve import JOB_LABEL, MASTER_PORT, ResolvedRun
 from ekstrain.workloads.mpijob import KIND
 
 API_VERSION = KIND.api_version
+WORKER_ROLE_LABEL = "training.kubeflow.org/job-role"
+"""The operator labels each worker pod ``<this>: worker`` (mpi-operator v0.8.2 ``defaultLabels``)."""
+
+
+def worker_affinity(r: ResolvedRun) -> dict[str, Any] | None:
+    """The network tier of the plan, as a preference of the worker pods (ekstrain/topology.py).
+
+    The MPIJob cannot carry ``networkTopology``: the operator builds the PodGroup itself from ``schedulingPolicy``
+    (queue, minAvailable, minResources, priorityClass; mpi-operator v0.8.2 pkg/controller/podgroup.go
+    ``newPodGroup``), rewrites its whole spec whenever it differs (``pgSpecsAreEqual``/``updatePodGroup``), refuses a
+    PodGroup of the job's name it does not own (mpi_job_controller.go ``getOrCreatePodGroups``), and names its own
+    on every pod (``decoratePodTemplateSpec``), so Volcano's pod-annotation route
+    (``volcano.sh/network-topology-mode``, volcano v1.15.1 pg_controller_handler.go) never runs: that controller
+    skips pods that name a PodGroup. What reaches Volcano is the pods' own affinity, scored by its nodeorder
+    plugin, plus the network-topology-aware plugin's HyperNode packing of every gang."""
+    return topology.preferred_pod_affinity(
+        {JOB_LABEL: r.name, WORKER_ROLE_LABEL: "worker"},
+        topology.network_topology(r.instance.name, r.nodes, r.degrees),
+    )
 
 
 def master_addr(r: ResolvedRun) -> str:
@@ -68,6 +88,10 @@ def run_policy(r: ResolvedRun) -> dict[str, Any]:
     return policy
 
 
+def _affinity(affinity: dict[str, Any] | None) -> dict[str, Any]:
+    return {"affinity": affinity} if affinity else {}
+
+
 def build(r: ResolvedRun, launcher_command: list[str] | None = None) -> list[dict[str, Any]]:
     command = launcher_command or mpirun(r, ["bash", "-c", rank_shell(r)], r.world_size, r.nproc_per_node, r.env)
     launcher = small_container(r, name="launcher", command=command, cpu=r.launcher_cpu, memory=r.launcher_memory)
@@ -91,7 +115,7 @@ def build(r: ResolvedRun, launcher_command: list[str] | None = None) -> list[dic
                     "replicas": r.nodes,
                     # sshd restarts in place; a pod lost with its node is recreated by the operator.
                     "restartPolicy": "OnFailure",
-                    "template": worker_template(r, worker),
+                    "template": worker_template(r, worker, **_affinity(worker_affinity(r))),
                 },
             },
         },

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ekstrain import topology
 from ekstrain.assembly.jobs.pod import launch_configmap, queue, worker_container, worker_template
-from ekstrain.assembly.jobs.resolve import PlatformWord, ResolvedRun
+from ekstrain.assembly.jobs.resolve import JOB_LABEL, PlatformWord, ResolvedRun
 from ekstrain.workloads.pytorchjob import KIND
 
 API_VERSION = KIND.api_version
@@ -26,7 +27,18 @@ RENDEZVOUS: list[str] = [
 def build(r: ResolvedRun) -> list[dict[str, Any]]:
     body = r.shell(RENDEZVOUS)
     container = worker_container(r, name=CONTAINER, command=["/bin/bash", "-c", body])
-    replica = {"restartPolicy": "OnFailure", "template": worker_template(r, container)}
+    # The plan's network tier as a preference of every replica (all hold GPU nodes): training-operator v1.9.4 fills
+    # the PodGroup's whole spec itself on every sync (pkg/controller.v1/common/job.go, the Volcano ``pgSpecFill``:
+    # minMember, queue, priorityClassName, minResources) and names it on every pod (control/podgroup_control.go
+    # ``DecoratePodTemplateSpec``), so a networkTopology set on it would be dropped and Volcano's pod-annotation
+    # route never runs (the same as assembly/jobs/mpijob.py ``worker_affinity``).
+    affinity = topology.preferred_pod_affinity(
+        {JOB_LABEL: r.name}, topology.network_topology(r.instance.name, r.nodes, r.degrees)
+    )
+    replica = {
+        "restartPolicy": "OnFailure",
+        "template": worker_template(r, container, **({"affinity": affinity} if affinity else {})),
+    }
     specs: dict[str, Any] = {"Master": {"replicas": 1, **replica}}
     if r.nodes > 1:
         specs["Worker"] = {"replicas": r.nodes - 1, **replica}

@@ -28,7 +28,7 @@ import json
 import pathlib
 from typing import TYPE_CHECKING, Any
 
-from ekstrain import fsx_volume, names, slurm_gang, versions
+from ekstrain import fsx_volume, names, slurm_gang, topology, versions
 from ekstrain.assembly import logs
 from ekstrain.assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
 from ekstrain.assembly.schedulers import autoscaling, teams
@@ -199,6 +199,9 @@ def nodeset(cfg: StackConfig, p: PartitionFacts, default: bool = False) -> dict[
         "extraConfMap": {
             "Gres": [f"{GRES_NAME[p.accelerator_resource]}:{p.shape.accelerators_per_node}"],
             "Features": [p.name],
+            # The NodeSet's switch of topology.conf: a dynamic node joins a switch only through this registration
+            # option (Slurm doc/html/dynamic_nodes.shtml "Dynamic Nodes + Topology"; ekstrain/topology.py).
+            "Topology": [f"{topology.SLURM_TOPOLOGY_NAME}:{topology.slurm_switch(p.name)}"],
         },
         "partition": slurm_partition(p, default),
         **_queue_metadata(cfg, p),
@@ -389,14 +392,23 @@ def slurm_values(cfg: StackConfig) -> dict[str, Any]:
         "configFiles": {
             "plugstack.conf": PLUGSTACK,
             **({"gres.conf": "AutoDetect=nvidia\n"} if any(p.is_gpu for p in parts) else {}),
+            # One switch per NodeSet under one top switch (ekstrain/topology.py slurm_topology_conf); a config file
+            # Slinky passes to Slurm (slurm-operator v1.2.1 internal/webhook/controller_webhook.go knownConfigFiles).
+            "topology.conf": topology.slurm_topology_conf({p.name: p.config.max_nodes for p in parts}),
         },
         "controller": {
             "slurmctld": {"resources": SLURM_DAEMON_RESOURCES},
             "reconfigure": {"resources": SLURM_SIDECAR_RESOURCES},
             "logfile": {"image": dict(versions.ALPINE_IMAGE), "resources": SLURM_SIDECAR_RESOURCES},
-            "extraConfMap": {"GresTypes": gres_types, "AccountingStorageTRES": [f"gres/{g}" for g in gres_types]}
-            if gres_types
-            else {},
+            "extraConfMap": {
+                **(
+                    {"GresTypes": gres_types, "AccountingStorageTRES": [f"gres/{g}" for g in gres_types]}
+                    if gres_types
+                    else {}
+                ),
+                # slurm.conf: place jobs by topology.conf's switches (Slurm topology.conf(5), topology/tree).
+                "TopologyPlugin": ["topology/tree"],
+            },
             "podSpec": _system(),
             **autoscaling.controller_metrics(cfg),
         },

@@ -63,6 +63,13 @@ SCHEDULER_TIERS: tuple[tuple[dict[str, Any], ...], ...] = (
         {"name": "capacity"},
         {"name": "nodeorder"},
         {"name": "binpack"},
+        # Without it a gang's networkTopology is inert: allocate.go tries a hard-mode job on the HyperNode gradients
+        # this plugin gives, and with none registered only the cluster's top HyperNode (framework/session_plugins.go
+        # HyperNodeGradientForJobFn), so any node would do. It also packs gangs that carry no constraint (the
+        # PodGroups the MPI and training operators build) into the fullest HyperNodes, tier 1 weighing most
+        # (``hypernode.binpack.normal-pod``; volcano v1.15.1 plugins/network-topology-aware,
+        # docs/user-guide/how_to_use_network_topology_aware_scheduling.md).
+        {"name": "network-topology-aware", "arguments": topology.scheduler_plugin_arguments()},
     ),
 )
 

@@ -24,6 +24,8 @@ the build. The format (times in hours; docs/simulate.md):
     upgrade: {at: 6, to: "1.36"}    # optional: a Kubernetes minor upgrade while the jobs run (simulate/upgrade.py)
     spareNodes: {gpu-h100: 1}       # optional: a NodePool's limits one node over the render's (a spare in the
                                     # reservation, simulate/capacity_windows.py with_spare)
+    networkLayout:                  # optional: instances under each network node, per type (simulate/topology.py)
+      p4d.24xlarge: {nodesPerLayer3: 16, layer3PerLayer2: 4}
 
 Every mistake is an :class:`~ekstrain.simulate.inputs.InputError` naming the key and the fix (exit 2).
 """
@@ -40,6 +42,7 @@ import yaml
 from ekstrain import catalog, health_gate, inputs_guard, storage_sizing, yaml12
 from ekstrain.paths import in_checkout
 from ekstrain.simulate import capacity_windows, upgrade
+from ekstrain.simulate import topology as net_topology
 from ekstrain.simulate.inputs import SAFE_LOADER, InputError, read_file
 from ekstrain.simulate.notebooks import START_TIMEOUT_KEY
 from ekstrain.simulate.quantity import parse
@@ -173,6 +176,7 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
             "upgrade",
             "capacityBlocks",
             "spareNodes",
+            "networkLayout",
         ),
     )
     mix = Mix(arrivals=[])
@@ -187,6 +191,8 @@ def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
         )
     if "spareNodes" in doc:
         mix.spare_nodes = _spare_nodes(f"{where}: spareNodes", doc["spareNodes"], build)
+    if "networkLayout" in doc:
+        mix.network_layout = net_topology.parse_layout(f"{where}: networkLayout", doc["networkLayout"])
     launch = _mapping(f"{where}: launchMinutes", doc.get("launchMinutes") or {})
     _known(f"{where}: launchMinutes", launch, LAUNCH_FAMILIES)
     for family, minutes in launch.items():

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ekstrain import health_gate
 from ekstrain.simulate import capacity_windows, match
+from ekstrain.simulate import topology as net_topology
 from ekstrain.simulate.engine import free, per_node
 from ekstrain.simulate.nodes import Node
 from ekstrain.simulate.timeline_base import _clock
@@ -136,6 +137,10 @@ def try_start(t: Timeline, job: Job, bind: bool = True) -> str | None:
                 placed += 1
         if placed < count:
             shortfall.append((candidate, g, req, count - placed))
+    if gang and not shortfall:  # the gang within its network tier, or it waits (simulate/topology.py)
+        plan, held = net_topology.place(t, job, needs, plan)
+        if held:
+            return held
     if bind and (not gang or not shortfall):
         for n, req, g in plan:
             t._take(n, req, job, g)

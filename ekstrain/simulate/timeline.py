@@ -154,6 +154,9 @@ class Mix:
     upgrade: Any = None
     """A Kubernetes minor upgrade played while jobs run (ekstrain/simulate/upgrade.py ``Upgrade``); None: none."""
     capacity_blocks: list[capacity_windows.CapacityBlock] = field(default_factory=list)
+    network_layout: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Instance type -> (instances per layer-3 network node, layer-3 nodes per layer-2 node), over
+    ekstrain/topology.py ``LAYOUTS`` (``networkLayout`` in a mix file; simulate/topology.py)."""
     """Capacity Block windows: their partitions have capacity only inside them (capacity_windows.py)."""
 
 
@@ -323,6 +326,8 @@ class Timeline:
         """(taint minute, start, minutes False, node) of ``condition-flap`` faults the guard acts on."""
         self.block_events: list[str] = []
         self.topology_lines: list[str] = []
+        self.topology_notes: dict[str, str] = {}
+        """Job -> how its placement missed its network tier (simulate/topology.py ``place``)."""
         self.signalled: dict[str, tuple[int, float]] = {}
         """Jobs writing their checkpoint after a Capacity Block's signal: name -> (minute done, progress saved)."""
 

@@ -159,11 +159,16 @@ def _partitions(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
                 )
             )
         if part.capacity_block and part.placement_group:
+            # EC2 User Guide, "Work with Capacity Blocks" (capacity-blocks-using.html): a block already gives its
+            # instances low-latency, high-throughput connectivity, "so there is no need to use a cluster placement
+            # group". A block is bought without one (PurchaseCapacityBlock has no placement parameter) and a
+            # reservation created outside a group cannot be moved into one ("Capacity Reservations in cluster
+            # placement groups", Limitations), so a group of ours would never hold the block's capacity.
             errors.append(
                 ConfigIssue(
                     _p(i, part, "placementGroup"),
-                    "a Capacity Block's instances cannot be launched into a placement group of this program: EC2 "
-                    "co-locates them itself",
+                    "a Capacity Block is never in a placement group of this program (it is bought without one and "
+                    "cannot be moved into one), and EC2 co-locates its instances itself",
                     "remove placementGroup (it defaults to false for capacity-block reservations)",
                 )
             )
