@@ -43,6 +43,13 @@ ADAM_MOMENTS_BYTES = 8
 ACTIVATION_BYTES = 2
 LOGIT_BYTES = 4
 """Megatron computes the cross-entropy on fp32 logits (Korthikanti's 4sbv/t term)."""
+EAGER_LOSS_LOGIT_BYTES = 10
+"""PyTorch stacks outside Megatron (torchtitan, transformers' ``LlamaForCausalLM`` under FSDP or DeepSpeed,
+fms-fsdp, Composer) upcast the bf16 logits and call ``F.cross_entropy``: log-softmax keeps its fp32 result for the
+backward (``_log_softmax_backward_data`` reads the output, torch autograd's derivatives.yaml), whose fp32 gradient
+and then its bf16 copy for the output GEMM exist at the backward's start: 4 + 4 + 2 bytes a logit at the peak (the
+forward's bf16 logits, fp32 copy and log-softmax result are the same 10). Megatron's fused vocab-parallel
+cross-entropy works in place on one fp32 tensor (LOGIT_BYTES)."""
 CUDA_CONTEXT_GIB = 0.5
 """Device memory the CUDA context, the CUDA libraries' handles and workspaces (cuBLAS, cuDNN) and the caching
 allocator's first segments take before any tensor: ~0.5 GiB on A100/H100 with CUDA's lazy module loading
@@ -364,7 +371,8 @@ def _stage_parts(
     in_flight_layers = held_layers(p, model.layers, p.grad_accum(training), index)
     buffers = static + recomputing
     if index == p.pp - 1:
-        buffers += LOGIT_BYTES * training.seq_len / p.cp * p.micro_batch * model.vocab / p.tp
+        per_logit = LOGIT_BYTES if training.framework == MEGATRON else EAGER_LOSS_LOGIT_BYTES
+        buffers += per_logit * training.seq_len / p.cp * p.micro_batch * model.vocab / p.tp
     return states, in_flight_layers, buffers
 
 

@@ -119,3 +119,14 @@ def test_per_op_selective_checkpointing_keeps_only_what_its_policy_saves():
     # with TP and SP everything a rank keeps is split
     split = memory.layer_activation_bytes(model, 8192, 2, 4, 1, True, SELECTIVE_OP, True)
     assert split == pytest.approx(kept / 4)
+
+
+def test_the_loss_outside_megatron_holds_fp32_log_softmax_and_its_gradient():
+    # GIVEN the same layout under Megatron (fused vocab-parallel cross-entropy, 4 B a logit) and FSDP
+    # (F.cross_entropy on upcast logits: 10 B a logit at the peak) THEN the last stage's buffers differ by 6 B a logit
+    model = get_model("llama3-8b")
+    layout = {"tp": 1, "pp": 1, "dp": 64, "micro_batch": 2, "recompute": "full", "zero": 3}
+    megatron = evaluate(model, P5, 128, 8192, framework="megatron", **layout).memory
+    fsdp = evaluate(model, P5, 128, 8192, framework="fsdp", **layout).memory
+    logits = 2 * 8192 * model.vocab
+    assert fsdp.buffers - megatron.buffers == pytest.approx(6 * logits, rel=1e-6)
