@@ -632,12 +632,17 @@ def _golden(error: Callable[[float], float], low: float, high: float) -> float:
     """The value in [low, high] minimising ``error`` (golden-section search, to 0.005)."""
     ratio = (5**0.5 - 1) / 2
     a, b = low, high
-    while b - a > 0.005:
-        c, d = b - ratio * (b - a), a + ratio * (b - a)
-        if error(c) <= error(d):
-            b = d
+    c, d = b - ratio * (b - a), a + ratio * (b - a)
+    at_c, at_d = error(c), error(d)
+    while b - a > 0.005:  # one new evaluation per step: the kept inner point is the next step's other one
+        if at_c <= at_d:
+            b, d, at_d = d, c, at_c
+            c = b - ratio * (b - a)
+            at_c = error(c)
         else:
-            a = c
+            a, c, at_c = c, d, at_d
+            d = a + ratio * (b - a)
+            at_d = error(d)
     return round((a + b) / 2, 3)
 
 

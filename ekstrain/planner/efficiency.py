@@ -96,8 +96,8 @@ def _lookup(entries: tuple[tuple[str, float], ...], framework: str) -> float:
     return dict(entries).get(framework, 1.0)
 
 
-FRAMEWORK_SOFTWARE = (("fsdp", 1.002),)
-"""PyTorch FSDP stacks: 1.002 of Megatron's GEMM throughput (0.992 before the per-step cost and the bucketed
+FRAMEWORK_SOFTWARE = (("fsdp", 1.001),)
+"""PyTorch FSDP stacks: 1.001 of Megatron's GEMM throughput (0.992 before the per-step cost and the bucketed
 overlap), fitted on torchtitan's Llama 2 13B row (FSDP2, eager, SDPA), llm-foundry's A100 80GB MPT table
 (Composer FSDP FULL_SHARD) and fms-fsdp's March 2024 table (FSDP1 FULL_SHARD/HYBRID_SHARD, eager; A100 and H100)
 together (calibration.py); the same factor on every generation. The eager stacks' unfused elementwise kernels are priced

@@ -29,7 +29,7 @@ from functools import lru_cache
 
 from ekstrain.planner.fleet import GIB, Fleet
 from ekstrain.planner.models import ModelSpec
-from ekstrain.planner.parallel import EVERY_SECOND_BLOCK, FULL, NONE, SELECTIVE, ParallelConfig
+from ekstrain.planner.parallel import EVERY_SECOND_BLOCK, FULL, NONE, SELECTIVE, SELECTIVE_OP, ParallelConfig
 from ekstrain.planner.training import DEEPSPEED, FSDP, HSDP, MEGATRON, TrainingSpec
 
 WEIGHT_BYTES = 2
@@ -43,6 +43,13 @@ ADAM_MOMENTS_BYTES = 8
 ACTIVATION_BYTES = 2
 LOGIT_BYTES = 4
 """Megatron computes the cross-entropy on fp32 logits (Korthikanti's 4sbv/t term)."""
+EAGER_LOSS_LOGIT_BYTES = 10
+"""PyTorch stacks outside Megatron (torchtitan, transformers' ``LlamaForCausalLM`` under FSDP or DeepSpeed,
+fms-fsdp, Composer) upcast the bf16 logits and call ``F.cross_entropy``: log-softmax keeps its fp32 result for the
+backward (``_log_softmax_backward_data`` reads the output, torch autograd's derivatives.yaml), whose fp32 gradient
+and then its bf16 copy for the output GEMM exist at the backward's start: 4 + 4 + 2 bytes a logit at the peak (the
+forward's bf16 logits, fp32 copy and log-softmax result are the same 10). Megatron's fused vocab-parallel
+cross-entropy works in place on one fp32 tensor (LOGIT_BYTES)."""
 CUDA_CONTEXT_GIB = 0.5
 """Device memory the CUDA context, the CUDA libraries' handles and workspaces (cuBLAS, cuDNN) and the caching
 allocator's first segments take before any tensor: ~0.5 GiB on A100/H100 with CUDA's lazy module loading
@@ -142,6 +149,8 @@ def layer_activation_bytes(
     sbh = seq_len / cp * micro_batch * model.hidden
     if recompute == FULL:
         return 2 * sbh / (tp if sequence_parallel else 1)
+    if recompute == SELECTIVE_OP:
+        return _op_sac_bytes(model, seq_len / cp * micro_batch, tp, sequence_parallel)
     f = model.ffn_ratio
     masks = 1.0 if model.dropout else 0.0
     # Replicated across TP ranks unless SP: 2 LayerNorm inputs (4), QKV and MLP inputs (2 + 2),
@@ -169,6 +178,25 @@ def layer_activation_bytes(
     if sequence_parallel:
         return sbh * (replicated + split + scores) / tp
     return sbh * (replicated + (split + scores) / tp)
+
+
+def _op_sac_bytes(model: ModelSpec, tokens: float, tp: int, sequence_parallel: bool) -> float:
+    """What torchtitan's per-op selective checkpointing keeps of a layer (parallel.SELECTIVE_OP): a checkpointed
+    block stores its input and the outputs its policy marks MUST_SAVE, and recomputes everything else in the
+    backward (torch.utils.checkpoint ``create_selective_checkpoint_contexts``). torchtitan's ``_custom_policy``
+    (torchtitan/models/llama3/infra/parallelize.py; parallelize_llama.py in 2024) saves the ops of its
+    ``_save_list`` (mm, the SDPA kernels, reduce-scatter) except every second mm: of a Llama layer's mms in call
+    order (wq, wk, wv, wo, w1, w3, w2) it keeps wq, wv, w1 and w2's outputs, plus SDPA's output; norms, RoPE, SiLU
+    and the products are recomputed. Column-parallel outputs are split by TP; the block input (and the row-parallel
+    outputs, reduce-scattered) by TP only with SP. bf16."""
+    f = model.ffn_hidden * (model.routed_per_token if model.is_moe else 1)
+    mlp = [f, f, model.hidden] if model.gated_mlp else [f, model.hidden]
+    outputs = [model.q_dim, model.kv_dim, model.kv_dim, model.hidden, *mlp]
+    saved = outputs[0::2]  # the 1st, 3rd, ... mm: "every second mm" is recomputed
+    row_parallel = sum(width for i, width in enumerate(outputs) if i % 2 == 0 and width == model.hidden and i > 0)
+    column = sum(saved) - row_parallel + model.v_dim  # + SDPA's output
+    replicated = model.hidden + row_parallel  # the block input and reduced outputs
+    return ACTIVATION_BYTES * tokens * (column / tp + replicated / (tp if sequence_parallel else 1))
 
 
 def interleaved_passes_in_flight(pp: int, vpp: int, micro_batches: int, stage: int) -> int:
@@ -312,7 +340,7 @@ def _per_layer(model: ModelSpec, p: ParallelConfig, training: TrainingSpec) -> t
     else:
         stored = layer_activation_bytes(*args, p.recompute, training.flash_attention)
     # Recomputing a layer materialises its full activations for the current micro-batch.
-    recomputing = everything if p.recompute in (FULL, EVERY_SECOND_BLOCK) else 0.0
+    recomputing = everything if p.recompute in (FULL, EVERY_SECOND_BLOCK, SELECTIVE_OP) else 0.0
     return stored, recomputing
 
 
@@ -343,7 +371,8 @@ def _stage_parts(
     in_flight_layers = held_layers(p, model.layers, p.grad_accum(training), index)
     buffers = static + recomputing
     if index == p.pp - 1:
-        buffers += LOGIT_BYTES * training.seq_len / p.cp * p.micro_batch * model.vocab / p.tp
+        per_logit = LOGIT_BYTES if training.framework == MEGATRON else EAGER_LOSS_LOGIT_BYTES
+        buffers += per_logit * training.seq_len / p.cp * p.micro_batch * model.vocab / p.tp
     return states, in_flight_layers, buffers
 
 

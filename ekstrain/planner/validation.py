@@ -92,7 +92,9 @@ def _fit_matmul(
     return _golden_fit(error, low, high)
 
 
-def _fit_software(fit_rows: Sequence[Measurement], gens: dict[str, Efficiency], framework: str) -> float | None:
+def _fit_software(
+    fit_rows: Sequence[Measurement], gens: dict[str, Efficiency], framework: str, low: float = 0.3, high: float = 1.3
+) -> float | None:
     """A framework's software factor on its fit rows (FSDP's: FSDP and HSDP rows; HSDP takes FSDP's factor)."""
     frameworks = (framework, HSDP) if framework == FSDP else (framework,)
     chosen = [m for m in fit_rows if m.framework in frameworks]
@@ -102,17 +104,24 @@ def _fit_software(fit_rows: Sequence[Measurement], gens: dict[str, Efficiency], 
     def error(value: float) -> float:
         return mean(abs(m.error(calibration.with_software(gens[m.generation], framework, value))) for m in chosen)
 
-    return _golden_fit(error, 0.3, 1.3)
+    return _golden_fit(error, low, high)
 
 
 def _fit_zero3(
-    fit_rows: Sequence[Measurement], gens: dict[str, Efficiency], framework: str
+    fit_rows: Sequence[Measurement],
+    gens: dict[str, Efficiency],
+    framework: str,
+    around: tuple[float, float] | None = None,
 ) -> tuple[float, float] | None:
     # Only DeepSpeed as of 2021 is priced with these (Efficiency.deepspeed_2021); today's is priced from its code.
     chosen = [m for m in fit_rows if m.framework == framework and m.zero == 3 and m.legacy]
     if not chosen:
         return None
     grid = [round(ZERO3_STEP * i, 2) for i in range(1, int(1 / ZERO3_STEP) + 1)]
+    traffics = overlaps = grid
+    if around is not None:  # the second pass: two grid steps either side of the first pass's pair
+        traffics = [v for v in grid if abs(v - around[0]) <= 2.5 * ZERO3_STEP]
+        overlaps = [v for v in grid if abs(v - around[1]) <= 2.5 * ZERO3_STEP]
 
     def error(traffic: float, overlap: float) -> float:
         total = 0.0
@@ -121,7 +130,7 @@ def _fit_zero3(
             total += abs(m.error(calibration._with_framework(eff, framework, "zero3_overlap", overlap)))
         return total / len(chosen)
 
-    best = min((error(t, o), t, o) for t in grid for o in grid)
+    best = min((error(t, o), t, o) for t in traffics for o in overlaps)
     return best[1], best[2]
 
 
@@ -160,22 +169,21 @@ def fit_constants(fit_rows: Iterable[Measurement]) -> dict[str, Efficiency]:
     gens = {generation: replace(eff, step_host_s=0.0) for generation, eff in GENERATIONS.items()}
     first = _fit_rates(fit_rows, gens)
     host = _fit_step_host(fit_rows, first)
-    # The second pass searches the GEMM efficiencies near the first's (a per-step cost moves them by ~0.01).
-    near = {g: first[g].matmul for g in FITTED_GENERATIONS}
-    return _fit_rates(fit_rows, {g: replace(eff, step_host_s=host) for g, eff in first.items()}, near)
+    # The second pass searches near the first's values (a per-step cost moves them by ~0.01).
+    return _fit_rates(fit_rows, {g: replace(eff, step_host_s=host) for g, eff in first.items()}, first)
 
 
 def _fit_rates(
-    fit_rows: list[Measurement], gens: dict[str, Efficiency], near: dict[str, float] | None = None
+    fit_rows: list[Measurement], gens: dict[str, Efficiency], near: dict[str, Efficiency] | None = None
 ) -> dict[str, Efficiency]:
-    """GEMM efficiencies, FSDP's software factor and DeepSpeed 2021's ZeRO-3 terms on ``fit_rows``; ``near``: the
-    GEMM efficiencies to search within 0.05 of."""
+    """GEMM efficiencies, FSDP's software factor and DeepSpeed 2021's ZeRO-3 terms on ``fit_rows``; ``near``: a first
+    pass's constants, searched within 0.05 (two grid steps for ZeRO-3) of."""
     gens = dict(gens)
 
     def bounds(generation: str) -> tuple[float, float]:
         if near is None:
             return 0.2, 0.98
-        return max(0.2, near[generation] - 0.05), min(0.98, near[generation] + 0.05)
+        return max(0.2, near[generation].matmul - 0.05), min(0.98, near[generation].matmul + 0.05)
 
     reached = {
         generation: _fit_matmul(
@@ -195,8 +203,15 @@ def _fit_rates(
     for generation, lender in BORROWED.items():
         gens[generation] = replace(gens[lender])
 
-    software = _fit_software(fit_rows, gens, FSDP)
-    zero3 = _fit_zero3(fit_rows, gens, DEEPSPEED)
+    if near is None:
+        software = _fit_software(fit_rows, gens, FSDP)
+        zero3 = _fit_zero3(fit_rows, gens, DEEPSPEED)
+    else:
+        first = near["a100"]
+        was = first.software_for(FSDP)
+        software = _fit_software(fit_rows, gens, FSDP, max(0.3, was - 0.05), min(1.3, was + 0.05))
+        pair = (first.zero3_traffic_for(DEEPSPEED), first.zero3_overlap_for(DEEPSPEED))
+        zero3 = _fit_zero3(fit_rows, gens, DEEPSPEED, pair)
     for generation, eff in gens.items():
         eff = calibration.with_software(eff, FSDP, software if software is not None else 1.0)
         traffic, overlap = zero3 if zero3 is not None else ZERO3_PRIOR
