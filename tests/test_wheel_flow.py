@@ -180,3 +180,20 @@ def test_a_helm_mirror_serving_another_binary_or_nothing_is_refused_and_nothing_
     assert "fix: point --mirror at a directory or server holding" in capsys.readouterr().err
     assert upstream.fetch_helm(dest, mirror="ftp://mirror") == 2
     assert not dest.exists()
+
+
+def test_the_shipped_example_is_rendered_only_from_an_installed_package_outside_a_project(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ekstrain import paths
+
+    monkeypatch.delenv(paths.PROJECT_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(paths, "CHECKOUT", None)  # installed
+    assert paths.example_stack("prod") == paths.EXAMPLE_STACKS / "Pulumi.prod.yaml"
+    assert paths.example_stack("staging") is None  # no such example
+    (tmp_path / "Pulumi.yaml").write_text("name: acme\n")  # the user's project: their stack files or an error
+    assert paths.example_stack("prod") is None
+    (tmp_path / "Pulumi.yaml").unlink()
+    monkeypatch.setattr(paths, "CHECKOUT", REPO)  # a checkout: its stack files are at hand
+    assert paths.example_stack("prod") is None
