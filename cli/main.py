@@ -99,7 +99,8 @@ ekstrain upstream fetch
 ekstrain upstream fetch --mirror http://127.0.0.1:8080 --dest .upstream""",
     "ekstrain upstream helm": """
 ekstrain upstream helm
-ekstrain upstream helm --dest .tools/helm""",
+ekstrain upstream helm --dest .tools/helm
+ekstrain upstream helm --mirror file:///srv/get.helm.sh""",
     "ekstrain catalog": """
 ekstrain catalog
 ekstrain catalog --family trainium --json""",

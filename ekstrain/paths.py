@@ -99,9 +99,9 @@ def in_checkout(command: str) -> str:
 
 
 def example_stack(stack: str) -> pathlib.Path | None:
-    """The shipped example stack file of ``stack`` when the working directory is in no Pulumi project (nothing of
-    the user's to render), else None."""
+    """The shipped example stack file of ``stack`` for an installed package (a checkout has its stack files at
+    hand) when the working directory is in no Pulumi project (nothing of the user's to render), else None."""
     shipped = EXAMPLE_STACKS / f"Pulumi.{stack}.yaml"
     cwd = pathlib.Path.cwd()
-    in_project = any((d / "Pulumi.yaml").is_file() for d in (cwd, *cwd.parents))
-    return shipped if shipped.is_file() and not in_project and not os.environ.get(PROJECT_ENV) else None
+    in_project = any((d / "Pulumi.yaml").is_file() for d in (cwd, *cwd.parents)) or bool(os.environ.get(PROJECT_ENV))
+    return shipped if CHECKOUT is None and shipped.is_file() and not in_project else None

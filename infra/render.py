@@ -268,6 +268,7 @@ class NoopLock:
         self.keys: dict[str, tuple[str, lock.Entry]] = {}  # release key -> (answer key, entry without its answer)
         self.answered = 0
         self.edited: list[str] = []  # releases answered from a recorded answer for other sizes (noop_edit.py)
+        self.whole: list[str] = []  # of those, the ones whose changed keys answered otherwise: computed whole
 
     def start(self, release: charts.Release, kube_version: str, apis: set[str]) -> tuple[str, ...] | None:
         """The lock's answer for ``release`` when the mode takes answers from it; None: compute it."""
@@ -290,8 +291,16 @@ class NoopLock:
         if found is None:
             return None
         old, changed = found
-        self.edited.append(f"{release.key} ({', '.join(changed) or 'no size changed'})")
-        return lambda r, kv, apis: noop_edit.answer(r, kv, apis, old.noop, changed, dict(old.sizes))
+        self.edited.append(f"{release.key} ({', '.join(changed)})")
+
+        def answer(r: charts.Release, kv: str, apis: set[str]) -> list[str]:
+            kept = noop_edit.kept_answer(r, kv, apis, old.noop, changed, dict(old.sizes))
+            if kept is not None:
+                return kept
+            self.whole.append(r.key)  # a changed key answered otherwise: the whole check
+            return charts.noop_leaves(r, kv, apis)
+
+        return answer
 
     def finish(
         self, stack: str, checks: list[Check], results: dict[str, list[str]], progress: Callable[[str], None]
@@ -325,10 +334,11 @@ class NoopLock:
         if self.answered:
             progress(f"[3/3] {NOOP_CHECK}: {self.answered} of {len(answers)} releases answered by {name}")
         if self.edited:
+            whole = f"; computed whole: {', '.join(sorted(self.whole))}" if self.whole else ""
             progress(
                 f"[3/3] {NOOP_CHECK}: {len(self.edited)} release(s) whose sizes or counts changed: the changed keys "
                 f"checked again, the rest of {name}'s answer kept when they answer as before "
-                f"({'; '.join(self.edited)}); --lock check computes them whole"
+                f"({'; '.join(self.edited)}){whole}; --lock check computes them whole"
             )
         if self.mode == "use" and computed > 0 and answers:
             progress(

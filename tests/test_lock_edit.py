@@ -178,3 +178,43 @@ def test_the_lock_of_a_project_without_one_starts_from_the_shipped_answers(
     # THEN it holds the shipped example stacks' answers, and writes (if asked) into the project
     assert loaded.path == project / lock.LOCK_NAME and not loaded.path.exists()
     assert loaded.stacks == lock.load(REPO / lock.LOCK_NAME).stacks
+
+
+# ---- what a sizes edit keeps (infra/verify/noop_edit.py), with helm replaced by a fake chart ----------------------
+
+
+@pytest.fixture
+def fake_chart(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
+    """A chart whose render prints ``replicas`` and ``size`` unless ``ignored`` is set; ``defaults`` its values.yaml."""
+    from ekstrain.infra.verify import noop_edit
+
+    chart: dict[str, object] = {"defaults": {"replicas": 1}, "ignored": set()}
+
+    def template(release: charts.Release, kv: str, apis: object, values: dict | None = None, **_: object) -> str:
+        v = release.values if values is None else values
+        return json.dumps({k: v.get(k) for k in ("replicas", "size") if k not in chart["ignored"]})  # type: ignore[operator]
+
+    monkeypatch.setattr(noop_edit.charts, "template", template)
+    monkeypatch.setattr(noop_edit.charts, "chart_defaults", lambda release: chart["defaults"])
+    monkeypatch.setattr(noop_edit.charts, "same_objects", lambda a, b, release: a == b)
+    return chart
+
+
+def test_a_sizes_edit_keeps_the_answer_only_when_the_changed_keys_answer_as_before(
+    fake_chart: dict[str, object],
+) -> None:
+    from ekstrain.infra.verify import noop_edit
+
+    release = charts.Release("g", "r", "c", "1.0", "ns", {"replicas": 5, "size": "600Gi", "extra": {"a": 1}})
+    old = {"replicas": "4", "size": '"500Gi"'}
+    # the changed keys still matter: the recorded answer is kept
+    assert noop_edit.kept_answer(release, "1.36", [], ("extra",), ["replicas", "size"], old) == ["extra"]
+    # the chart ignores a changed key now (it mattered before): the whole check
+    fake_chart["ignored"] = {"size"}
+    assert noop_edit.kept_answer(release, "1.36", [], ("extra",), ["replicas", "size"], old) is None
+    fake_chart["ignored"] = set()
+    # a changed key at the chart's default before or after: the whole check
+    assert noop_edit.kept_answer(release, "1.36", [], (), ["replicas"], {"replicas": "1"}) is None
+    # a changed key under a key the answer names as a whole: the whole check
+    nested = charts.Release("g", "r", "c", "1.0", "ns", {"extra": {"n": 3}})
+    assert noop_edit.kept_answer(nested, "1.36", [], ("extra",), ["extra.n"], {"extra.n": "2"}) is None

@@ -19,10 +19,12 @@ def test_a_values_edit_is_computed_and_said_not_stale() -> None:
     stale, notes = lock_policy.check(recorded, computed)
     # THEN nothing is stale (no lock commit needed) and both are named as computed now
     assert stale == []
-    assert notes == [
-        "obs--kps (chart 1.0): not recorded for these values: computed now",
-        "slurm--slurm (chart 1.0): not recorded for these values: computed now",
-    ]
+    assert notes == ["obs--kps (chart 1.0)", "slurm--slurm (chart 1.0)"]
+    # AND said on one line
+    assert lock_policy.note_line(notes) == (
+        "note: 2 releases' answers computed (values changed, not in the lock; no lock commit needed): "
+        "obs--kps (chart 1.0), slurm--slurm (chart 1.0)"
+    )
     # AND the old lock's strict comparison called both stale
     old = lock.Lock(pathlib.Path("x")).with_stack("prod", recorded)
     assert len(old.differences("prod", computed)) == 4
@@ -36,4 +38,4 @@ def test_a_contradicted_answer_or_a_chart_bump_is_stale() -> None:
         "a--a: recorded [], computed ['x.y']",
         "b--b: chart changed (chart 1.0 -> chart 2.0) and its answers are not recorded",
     ]
-    assert notes == ["new--release (chart 1.0): not recorded for these values: computed now"]
+    assert notes == ["new--release (chart 1.0)"]

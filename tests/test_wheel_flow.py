@@ -154,3 +154,46 @@ def test_the_wheel_fetches_helm_and_the_upstream_files_then_renders_prod_in_an_e
     assert "21 of 21 releases answered by ekstrain.lock.json" in rendered.stderr, rendered.stderr[-3000:]
     assert sorted(p.name for p in empty.iterdir()) == [".tools", ".upstream", "build"]
     print("wheel flow (exit 0 each):", ", ".join(f"{k} {v:.1f} s" for k, v in times.items()))
+
+
+def _tarball(into: pathlib.Path, binary: bytes) -> str:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tgz:
+        info = tarfile.TarInfo(upstream.HELM_TARBALL_MEMBER)
+        info.size = len(binary)
+        tgz.addfile(info, io.BytesIO(binary))
+    (into / upstream.HELM_TARBALL).write_bytes(buf.getvalue())
+    return into.as_uri()
+
+
+def test_a_helm_mirror_serving_another_binary_or_nothing_is_refused_and_nothing_is_written(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dest = tmp_path / "tools" / "helm"
+    # another binary under the pinned name: refused, naming both digests
+    assert upstream.fetch_helm(dest, mirror=_tarball(tmp_path, b"#!/bin/sh\necho not helm\n")) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ekstrain upstream helm: ") and upstream.HELM_SHA256 in err and "\nfix: " in err
+    assert not dest.exists()
+    # no archive there, or a URL that is not one: one error and its fix each
+    assert upstream.fetch_helm(dest, mirror=(tmp_path / "empty").as_uri()) == 1
+    assert "fix: point --mirror at a directory or server holding" in capsys.readouterr().err
+    assert upstream.fetch_helm(dest, mirror="ftp://mirror") == 2
+    assert not dest.exists()
+
+
+def test_the_shipped_example_is_rendered_only_from_an_installed_package_outside_a_project(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ekstrain import paths
+
+    monkeypatch.delenv(paths.PROJECT_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(paths, "CHECKOUT", None)  # installed
+    assert paths.example_stack("prod") == paths.EXAMPLE_STACKS / "Pulumi.prod.yaml"
+    assert paths.example_stack("staging") is None  # no such example
+    (tmp_path / "Pulumi.yaml").write_text("name: acme\n")  # the user's project: their stack files or an error
+    assert paths.example_stack("prod") is None
+    (tmp_path / "Pulumi.yaml").unlink()
+    monkeypatch.setattr(paths, "CHECKOUT", REPO)  # a checkout: its stack files are at hand
+    assert paths.example_stack("prod") is None

@@ -3,7 +3,7 @@
 A release's no-op answer (``charts.noop_leaves``: the values keys whose removal leaves every rendered object
 unchanged) costs one ``helm template`` per key the release sets: Slurm's 144 keys are ~140 renders, most of a
 render's time when its values changed. An edit of a partition's ``maxNodes`` changes one leaf of them
-(``nodesets.<p>.partition.config.MaxNodes: '16' -> '17'``). When ekstrain.lock.json records an answer for the same
+(``nodesets.<p>.partition.configMap.MaxNodes: '16' -> '17'``). When ekstrain.lock.json records an answer for the same
 release whose values differ only in such sizes or counts, each of the same kind (the same type and unit, zero or
 not on both sides: ``lock.same_kind_of_size``), this module checks the changed keys again (two renders: the new
 values with and without each key) and keeps the recorded answer when every changed key answers as it did; any
@@ -83,18 +83,3 @@ def kept_answer(
         if same != (dotted in noop):
             return None
     return sorted(recorded)
-
-
-def answer(
-    release: charts.Release,
-    kube_version: str,
-    api_versions: Iterable[str],
-    recorded: tuple[str, ...],
-    changed: list[str],
-    old_sizes: dict[str, str],
-) -> list[str]:
-    """The no-op answer of ``release`` after a sizes edit: the recorded one when :func:`kept_answer` keeps it,
-    else the whole check."""
-    apis = sorted(api_versions)
-    kept = kept_answer(release, kube_version, apis, recorded, changed, old_sizes)
-    return kept if kept is not None else charts.noop_leaves(release, kube_version, apis)

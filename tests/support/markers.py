@@ -39,8 +39,6 @@ SLOW = (
     "tests/planner/test_properties.py::test_search_degrees_multiply_to_the_fleet",
     "tests/planner/test_interleaved_405b.py::test_metas_layouts_land_within_15_percent_when_metas_source_is_left_out",
     "tests/test_verify_iam.py::test_every_policy_document_of_every_stack_lints_clean",
-    "tests/test_lock_edit.py::test_a_maxnodes_edit_checks_only_the_changed_key_and_passes_the_lock_check",
-    "tests/test_wheel_flow.py",
     "tests/planner/test_bad_input.py",
     "tests/planner/test_bands.py",
     "tests/test_alerts.py",
