@@ -115,6 +115,8 @@ def test_a_notebook_profile_must_fit_its_partition() -> None:
         s["partitions"].append(
             {"name": "small", "accelerator": "trainium", "instanceTypes": ["trn1.2xlarge"], "maxNodes": 2, "efa": False}
         )
+        # offered in prod's training AZ, so that the notebook's fit is the only finding
+        s["network"]["trainingZoneInstanceTypes"].append("trn1.2xlarge")
 
     [issue] = _issues(small)
     assert issue.startswith("ekstrain:partitions[3] (small).instanceTypes: a notebook of this partition asks 4 CPUs")
