@@ -110,6 +110,13 @@ def _add_common(parser: argparse.ArgumentParser, required: bool = True) -> None:
     fleet.add_argument("--instance", help="instance type from ekstrain.catalog")
     fleet.add_argument("--fleet-json", help="custom fleet JSON file; replaces --instance")
     parser.add_argument("--nodes", type=int, required=required)
+    parser.add_argument(
+        "--network-tiers",
+        action="store_true",
+        help="with --instance: price a group spanning many nodes with the bandwidth share of the EC2 network tier "
+        "its packed nodes reach (ekstrain/topology.py; a stated assumption, docs/planner.md); default: every node "
+        "pair at the full EFA figure",
+    )
     batch = parser.add_mutually_exclusive_group(required=required)
     batch.add_argument("--global-batch", type=int, help="global batch in sequences")
     batch.add_argument("--global-batch-tokens", type=int, help="global batch in tokens")
@@ -255,8 +262,10 @@ def _inputs(args: argparse.Namespace) -> tuple[ModelSpec, Fleet, int, dict[str, 
     if args.out:
         inputs.check_output_path("--out", args.out)
     model = get_model(args.model) if args.model else ModelSpec.from_json(args.model_json)
+    if getattr(args, "network_tiers", False) and not args.instance:
+        raise PlanError("--network-tiers needs --instance (a --fleet-json fleet has no EC2 network topology)")
     fleet = (
-        Fleet.from_instance(args.instance, args.nodes)
+        Fleet.from_instance(args.instance, args.nodes, network_tiers=getattr(args, "network_tiers", False))
         if args.instance
         else Fleet.from_json(args.fleet_json, args.nodes)
     )

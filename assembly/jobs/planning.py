@@ -52,7 +52,8 @@ class RealPlanner:
     def _fleet(self, instance_type: str, nodes: int) -> Any:
         from ekstrain.planner.fleet import Fleet
 
-        return Fleet.from_instance(instance_type, nodes)
+        # The stack's own nodes: their EC2 network tiers narrow a group that spans many of them (ekstrain/topology.py)
+        return Fleet.from_instance(instance_type, nodes, network_tiers=True)
 
     def search(
         self, model: str, instance_type: str, nodes: int, global_batch: int, seq_len: int, **options: Any

@@ -43,6 +43,8 @@ class Links:
     ranks_per_node: int
     intra: float
     network: float
+    fleet: Fleet | None = None
+    """Set when the fleet prices its network tiers (``Fleet.network_topology``): see :meth:`net`."""
 
     @classmethod
     def of(cls, fleet: Fleet, intra_efficiency: float, network_efficiency: float) -> Links:
@@ -50,7 +52,13 @@ class Links:
             fleet.ranks_per_node,
             fleet.rank_intra_node_bytes_per_s * intra_efficiency,
             fleet.rank_network_bytes_per_s * network_efficiency,
+            fleet if fleet.network_topology else None,
         )
+
+    def net(self, n: int, stride: int) -> float:
+        """The network bandwidth of a group of ``n`` ranks ``stride`` apart: the tier its span of ``n * stride``
+        consecutive ranks reaches keeps its share (ekstrain/topology.py), 1 without network tiers."""
+        return self.network if self.fleet is None else self.network * self.fleet.tier_share(n * stride)
 
     def layout(self, n: int, stride: int) -> tuple[int, int]:
         """(members per node, nodes) of a group of ``n`` ranks ``stride`` ranks apart (Megatron
@@ -76,8 +84,9 @@ def all_reduce(links: Links, bytes_: float, n: int, stride: int) -> float:
         return BASE_LATENCY_S + min(ring, tree)
     # Hierarchical: reduce-scatter and all-gather within the node, all-reduce of 1/k across nodes.
     intra = _ring(bytes_, k, links.intra, RING_STEP_NVLINK_S, 2) if k > 1 else 0.0
-    ring = _ring(bytes_ / k, nodes, links.network, RING_STEP_NETWORK_S, 2)
-    tree = 2 * log2(nodes) * TREE_STEP_NETWORK_S + 2 * bytes_ / k / links.network
+    network = links.net(n, stride)
+    ring = _ring(bytes_ / k, nodes, network, RING_STEP_NETWORK_S, 2)
+    tree = 2 * log2(nodes) * TREE_STEP_NETWORK_S + 2 * bytes_ / k / network
     return BASE_LATENCY_S + intra + min(ring, tree)
 
 
@@ -103,7 +112,7 @@ def reduce_scatter(links: Links, bytes_: float, n: int, stride: int) -> float:
     k, nodes = links.layout(n, stride)
     if nodes == 1:
         return BASE_LATENCY_S + _ring(bytes_, n, links.intra, RING_STEP_NVLINK_S, 1)
-    bandwidth = min(links.intra, k * links.network)
+    bandwidth = min(links.intra, k * links.net(n, stride))
     return BASE_LATENCY_S + _ring(bytes_, n, bandwidth, RING_STEP_NETWORK_S, 1)
 
 
@@ -119,7 +128,7 @@ def all_to_all(links: Links, bytes_: float, n: int, stride: int) -> float:
     intra = (k - 1) / n * bytes_ / links.intra
     if nodes == 1:
         return BASE_LATENCY_S + RING_STEP_NVLINK_S + intra
-    inter = (n - k) / n * bytes_ / links.network
+    inter = (n - k) / n * bytes_ / links.net(n, stride)
     return BASE_LATENCY_S + RING_STEP_NETWORK_S + max(intra, inter)
 
 
@@ -139,4 +148,4 @@ def ring_step(links: Links, bytes_: float, n: int, stride: int) -> float:
     _, nodes = links.layout(n, stride)
     if nodes == 1:
         return RING_STEP_NVLINK_S + bytes_ / links.intra
-    return RING_STEP_NETWORK_S + bytes_ / links.network
+    return RING_STEP_NETWORK_S + bytes_ / links.net(n, stride)

@@ -10,12 +10,13 @@ physical count the Kubernetes device plugin advertises (GPUs, or Neuron chips).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from math import log
 from pathlib import Path
 from typing import Any
 
-from ekstrain import catalog
+from ekstrain import catalog, topology
 from ekstrain.planner import inputs
 from ekstrain.planner.errors import PlanError
 
@@ -110,6 +111,11 @@ class Fleet:
     a100, h100, h200, b200, trainium1, trainium2); empty = none (uncalibrated: A100's constants)."""
     generation_inferred: bool = False
     """True when a fleet JSON gave no ``generation`` and it was inferred from the peak figures."""
+    network_topology: str = ""
+    """An instance type whose EC2 network topology narrows a group spanning many nodes (ekstrain/topology.py
+    ``ring_bandwidth_fraction``: the tier the nodes span when packed, and the share of the node's EFA bandwidth a
+    wider tier keeps, a stated assumption). Empty: every node pair at the full network figure, as the validation
+    runs are priced (their clusters' topology is not published)."""
 
     def __post_init__(self) -> None:
         for key in ("nodes", "accelerators_per_node", "ranks_per_accelerator"):
@@ -133,7 +139,7 @@ class Fleet:
             )
 
     @classmethod
-    def from_instance(cls, instance_type: str, nodes: int) -> Fleet:
+    def from_instance(cls, instance_type: str, nodes: int, network_tiers: bool = False) -> Fleet:
         try:
             it = catalog.get(instance_type)
         except catalog.UnknownInstanceType as error:
@@ -153,6 +159,7 @@ class Fleet:
             ranks_per_accelerator=it.workers_per_node // it.accelerator_count,
             family=it.family,
             generation=generation_of(acc.model),
+            network_topology=instance_type if network_tiers else "",
         )
 
     @classmethod
@@ -255,5 +262,20 @@ class Fleet:
 
     def group_bytes_per_s(self, span: int) -> float:
         """Bandwidth per rank of a process group whose ranks lie within ``span`` consecutive ranks:
-        the intra-node link if the span fits in one node, else the rank's network share."""
-        return self.rank_intra_node_bytes_per_s if span <= self.ranks_per_node else self.rank_network_bytes_per_s
+        the intra-node link if the span fits in one node, else the rank's network share, narrowed by the network
+        tier the span's nodes reach when ``network_topology`` is set."""
+        if span <= self.ranks_per_node:
+            return self.rank_intra_node_bytes_per_s
+        return self.rank_network_bytes_per_s * self.tier_share(span)
+
+    def tier_share(self, span: int) -> float:
+        """The share of the network figure a group over ``span`` consecutive ranks keeps: 1 without
+        ``network_topology``, else its packed nodes' tier's (ekstrain/topology.py ``ring_bandwidth_fraction``)."""
+        if not self.network_topology or span <= self.ranks_per_node:
+            return 1.0
+        return _tier_fraction(self.network_topology, min(self.nodes, -(-span // self.ranks_per_node)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _tier_fraction(instance_type: str, nodes: int) -> float:
+    return topology.ring_bandwidth_fraction(instance_type, nodes)[1]
