@@ -42,7 +42,8 @@ def stub_planner(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
             self.name, self.nodes = instance, nodes
 
         @classmethod
-        def from_instance(cls, name: str, nodes: int) -> Fleet:
+        def from_instance(cls, name: str, nodes: int, network_tiers: bool = False) -> Fleet:
+            calls.append(("fleet", name, nodes, network_tiers))
             return cls(name, nodes)
 
     def search(model: Any, fl: Fleet, global_batch: int, seq_len: int, **opts: Any) -> list[Any]:
@@ -69,7 +70,11 @@ def test_adapter_passes_model_fleet_batch_lora_and_the_jobs_framework(stub_plann
     # The job's framework ranks its plan: spec_for's torchrun-fsdp (an alias of fsdp) asks for FSDP's cost model.
     r = resolve_for(spec_for("gpu-a100", nodes=4, global_batch=512, lora_rank=16), PROD, "volcano", RealPlanner())
     options = {"lora_rank": 16, "framework": "fsdp"}
-    assert stub_planner == [("search", ("model", "llama3-8b"), "p4d.24xlarge", 4, 512, 4096, options)]
+    # the stack's own nodes: their network tiers priced (Fleet.from_instance network_tiers)
+    assert stub_planner == [
+        ("fleet", "p4d.24xlarge", 4, True),
+        ("search", ("model", "llama3-8b"), "p4d.24xlarge", 4, 512, 4096, options),
+    ]
     assert r.degrees["world_size"] == 32
 
 

@@ -2,6 +2,7 @@
 reads them and launched by what `job render` writes; Megatron-core flags for current shapes; TP across whole nodes
 and uneven end stages searched instead of refused; the planner's inputs as spec objects."""
 
+import dataclasses
 import json
 import pathlib
 
@@ -151,7 +152,7 @@ def test_megatron_flags_for_qwen3_and_gpt_oss_head_dim_and_capacity_factor():
     assert a["--kv-channels"] == "128" and a["--num-query-groups"] == "4" and a["--moe-ffn-hidden-size"] == "1536"
     assert "--moe-layer-freq" not in a and "--moe-shared-expert-intermediate-size" not in a
     oss = get_model("gpt-oss-120b")
-    padded = type(oss)(**{**oss.__dict__, "capacity_factor": 1.25})
+    padded = dataclasses.replace(oss, capacity_factor=1.25)
     plan = evaluate(padded, P5_8, 64, 4096, tp=8, pp=1, dp=8, ep=8, micro_batch=1, zero=1, sequence_parallel=True)
     b = _args(plan)
     assert b["--kv-channels"] == "64" and b["--moe-expert-capacity-factor"] == "1.25"
