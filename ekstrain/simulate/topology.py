@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from ekstrain import topology
 
 if TYPE_CHECKING:
-    from ekstrain.simulate.timeline import Job, SimNode, Timeline
+    from ekstrain.simulate.timeline_state import Job, SimNode, TimelineState
 
 
-def position(t: Timeline, node: SimNode) -> tuple[str, ...] | None:
+def position(t: TimelineState, node: SimNode) -> tuple[str, ...] | None:
     name = node.candidate.instance.name
     if name not in topology.LAYERS:
         return None
@@ -34,7 +34,7 @@ def constraint(job: Job) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
-def on_start(t: Timeline, job: Job) -> None:
+def on_start(t: TimelineState, job: Job) -> None:
     """Called when a job's pods all run: one TOPOLOGY line per start, a PROBLEM when a hard tier is exceeded."""
     nodes = {n.ident: n for _, n in job.bound if n.state != "gone"}
     positions = [p for p in (position(t, n) for n in nodes.values()) if p is not None]
