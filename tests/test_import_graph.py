@@ -35,23 +35,8 @@ ENTRY_POINTS = {"ekstrain/__main__.py", "ekstrain/testing.py"}
 ROOMS: tuple[str, ...] = ()
 """The named rooms of the ground floor (ekstrain/<room>/); once set, no module sits loose in ekstrain/ but the
 package's entry points. scripts/rooms_codemod.py sets it when it moves the modules in."""
-KNOWN_CIRCLES: list[set[str]] = [
-    # Type-only: the Timeline's collaborators annotate with Timeline, Job and SimNode, which timeline.py defines
-    # while it binds their functions as its methods. Listed so that no new circle gets in; the list only shrinks.
-    {
-        "ekstrain.simulate.capacity_windows",
-        "ekstrain.simulate.faults",
-        "ekstrain.simulate.health_loops",
-        "ekstrain.simulate.idle_accounting",
-        "ekstrain.simulate.notebooks",
-        "ekstrain.simulate.placement",
-        "ekstrain.simulate.slurm_gangs",
-        "ekstrain.simulate.timeline",
-        "ekstrain.simulate.timeline_report",
-        "ekstrain.simulate.topology",
-        "ekstrain.simulate.volcano_admission",
-    },
-]
+KNOWN_CIRCLES: list[set[str]] = []
+"""Circles allowed for now, so that no new one gets in; the list only shrinks (and is empty)."""
 
 
 def imports_of(path: pathlib.Path) -> list[tuple[int, str]]:

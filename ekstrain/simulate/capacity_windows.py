@@ -30,34 +30,15 @@ A partition with blocks has capacity only inside them (its NodePool selects only
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ekstrain.capacity_windows import KARPENTER_DRAIN_MINUTES
+from ekstrain.simulate.timeline_state import CapacityBlock as CapacityBlock
 
 if TYPE_CHECKING:
     from ekstrain.simulate.engine import Cluster
     from ekstrain.simulate.nodes import Node
-    from ekstrain.simulate.timeline import Job, SimNode, Timeline
-
-
-@dataclass(frozen=True)
-class CapacityBlock:
-    partition: str
-    start: int
-    """Minute the block becomes active."""
-    end: int
-    """Minute the block ends (EC2's end time)."""
-    signal_minutes: int | None = None
-    """Minutes before ``end`` the running jobs get the checkpoint signal; None: no signal."""
-
-    @property
-    def drain_at(self) -> int:
-        return max(self.start, self.end - KARPENTER_DRAIN_MINUTES)
-
-    @property
-    def signal_at(self) -> int | None:
-        return None if self.signal_minutes is None else max(self.start, self.end - self.signal_minutes)
+    from ekstrain.simulate.timeline_state import Job, SimNode, TimelineState
 
 
 def _clock(minute: int) -> str:
@@ -68,11 +49,11 @@ def partition_of(candidate: Node) -> str:
     return next(iter(candidate.labels.get("ekstrain.io/partition", {candidate.pool})))
 
 
-def blocks_of(t: Timeline, partition: str) -> list[CapacityBlock]:
+def blocks_of(t: TimelineState, partition: str) -> list[CapacityBlock]:
     return [b for b in t.mix.capacity_blocks if b.partition == partition]
 
 
-def closed(t: Timeline, candidate: Node) -> str | None:
+def closed(t: TimelineState, candidate: Node) -> str | None:
     """Why Karpenter cannot launch the candidate now: its partition has Capacity Blocks and none is active and
     before its drain (None when it can launch)."""
     blocks = blocks_of(t, partition_of(candidate))
@@ -83,7 +64,7 @@ def closed(t: Timeline, candidate: Node) -> str | None:
     return f"no active Capacity Block for partition {partition_of(candidate)}{when}"
 
 
-def _running_on(t: Timeline, block: CapacityBlock) -> list[tuple[Job, list[SimNode]]]:
+def _running_on(t: TimelineState, block: CapacityBlock) -> list[tuple[Job, list[SimNode]]]:
     out = []
     for job in t.jobs:
         if job.state != "running" or job.kind == "standing":
@@ -94,7 +75,7 @@ def _running_on(t: Timeline, block: CapacityBlock) -> list[tuple[Job, list[SimNo
     return out
 
 
-def tick(t: Timeline) -> None:
+def tick(t: TimelineState) -> None:
     """Called at the top of every timeline minute: the checkpoint signal, the clean exit after its save, and
     Karpenter's drain of the block's nodes."""
     save = max(1, math.ceil(t.mix.checkpoint_save_seconds / 60))
@@ -161,7 +142,7 @@ def tick(t: Timeline) -> None:
                 t.kill_node(n, f"Capacity Block for {b.partition} ends at {_clock(b.end)}: Karpenter drained", True)
 
 
-def lines(t: Timeline) -> list[str]:
+def lines(t: TimelineState) -> list[str]:
     """The report's BLOCK lines."""
     return [f"BLOCK {e}" for e in t.block_events]
 

@@ -16,10 +16,10 @@ from ekstrain.simulate.timeline_base import ACCELERATORS, LOOP_FAULTS, _clock
 from ekstrain.simulate.workloads import PodGroup
 
 if TYPE_CHECKING:
-    from ekstrain.simulate.timeline import Fault, Job, SimNode, Timeline
+    from ekstrain.simulate.timeline_state import Fault, Job, SimNode, TimelineState
 
 
-def fault(t: Timeline, f: Fault) -> None:
+def fault(t: TimelineState, f: Fault) -> None:
     job = next((j for j in t.jobs if j.name == f.job), None)
     if f.kind in LOOP_FAULTS:
         t.loop_fault(f, job)
@@ -79,19 +79,19 @@ def fault(t: Timeline, f: Fault) -> None:
             node.repair_at = t.now + f.window  # the instance is stopped at the window
 
 
-def standing_of(t: Timeline, job: Job) -> Job | None:
+def standing_of(t: TimelineState, job: Job) -> Job | None:
     part = str(job.workload.slurm.get("partition"))
     return next((j for j in t.jobs if j.kind == "standing" and j.name.endswith(f"-{part}")), None)
 
 
-def on_node(t: Timeline, node: SimNode) -> list[Job]:
+def on_node(t: TimelineState, node: SimNode) -> list[Job]:
     victims = [j for j in t.jobs if j.name in node.holders]
     for standing in [j for j in victims if j.kind == "standing"]:
         victims += [j for j in t.jobs if j.kind == "slurm" and j.state == "running" and t.standing_of(j) is standing]
     return victims
 
 
-def kill_node(t: Timeline, node: SimNode, why: str, drained: bool = False) -> None:
+def kill_node(t: TimelineState, node: SimNode, why: str, drained: bool = False) -> None:
     victims = t.on_node(node)
     node.state = "gone"
     grace = f"; pods got {t.mix.grace_seconds} s, a checkpoint takes {t.mix.checkpoint_save_seconds} s"
@@ -100,7 +100,7 @@ def kill_node(t: Timeline, node: SimNode, why: str, drained: bool = False) -> No
         t.fail(victim, why + (grace if short else ""))
 
 
-def fail(t: Timeline, job: Job, why: str) -> None:
+def fail(t: TimelineState, job: Job, why: str) -> None:
     lost = job.progress - (job.last_checkpoint if job.resumes else 0.0)
     held = sum(match.pod_requests(g.spec).get(r, 0.0) for g, _ in job.bound for r in ACCELERATORS)
     gone = job.progress if job.restarts_left <= 0 and job.kind not in ("standing", "notebook") else lost

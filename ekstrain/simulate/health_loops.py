@@ -14,10 +14,10 @@ from ekstrain import health_gate
 from ekstrain.simulate.timeline_base import ACCELERATORS, _clock
 
 if TYPE_CHECKING:
-    from ekstrain.simulate.timeline import Fault, Job, SimNode, Timeline
+    from ekstrain.simulate.timeline_state import Fault, Job, SimNode, TimelineState
 
 
-def loop_fault(t: Timeline, f: Fault, job: Job | None) -> None:
+def loop_fault(t: TimelineState, f: Fault, job: Job | None) -> None:
     """``preflight-hangs``, ``preflight-fails-pool`` and ``condition-flap`` (module docstring)."""
     if job is None:
         return
@@ -49,7 +49,7 @@ def loop_fault(t: Timeline, f: Fault, job: Job | None) -> None:
     t.flaps.append((t.now + leave, t.now, f.minutes, node))
 
 
-def loop_step(t: Timeline) -> None:
+def loop_step(t: TimelineState) -> None:
     """Flaps the guard acts on; pools whose failing window ended: the operator resumes a held one."""
     stated = health_gate.LEAVE_AFTER_SECONDS["NetworkingReady"] // 60
     for at, start, minutes, node in t.flaps:
@@ -80,7 +80,7 @@ def loop_step(t: Timeline) -> None:
                     n.repair_at, n.repair_by, n.retired = t.now, "guard", True
 
 
-def loop_node(t: Timeline, n: SimNode) -> bool:
+def loop_node(t: TimelineState, n: SimNode) -> bool:
     """A node's part of the loops this minute; True when the ordinary rules must skip it."""
     if n.recover_at is not None and t.now >= n.recover_at and n.state == "unhealthy":
         n.state, n.recover_at, n.empty_since = "ready", None, t.now  # the guard returned it to service
@@ -106,7 +106,7 @@ def loop_node(t: Timeline, n: SimNode) -> bool:
     return True
 
 
-def gate_failure(t: Timeline, n: SimNode) -> None:
+def gate_failure(t: TimelineState, n: SimNode) -> None:
     """One gate failure on the node's pool; the breaker holds the pool at its threshold."""
     n.gate_failed_at = t.now
     failures = t.gate_failures.setdefault(n.pool, [])
@@ -124,7 +124,7 @@ def gate_failure(t: Timeline, n: SimNode) -> None:
                 )
 
 
-def loop_recovering(t: Timeline, pool: str) -> str | None:
+def loop_recovering(t: TimelineState, pool: str) -> str | None:
     """A full pool whose node the guard took out for a flap: its restart waits for the node's recovery."""
     back = [n for n in t.nodes if n.pool == pool and n.state == "unhealthy" and n.recover_at is not None]
     if not back:
@@ -134,7 +134,7 @@ def loop_recovering(t: Timeline, pool: str) -> str | None:
     return f"NodePool {pool} full until the guard returns unhealthy node #{n.ident} to service at {when}"
 
 
-def loop_keeps(t: Timeline, n: SimNode) -> bool:
+def loop_keeps(t: TimelineState, n: SimNode) -> bool:
     """The guard keeps a failed node while its pool is held."""
     if n.pool in t.held and not n.retired:
         n.repair_at = None
@@ -142,7 +142,7 @@ def loop_keeps(t: Timeline, n: SimNode) -> bool:
     return False
 
 
-def loop_problems(t: Timeline) -> None:
+def loop_problems(t: TimelineState) -> None:
     """A node held in pre-flight past the gate's stated deadline; recycles past the breaker's threshold."""
     for n in t.nodes:
         if not n.hangs:

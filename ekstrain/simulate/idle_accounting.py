@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 from ekstrain.simulate.timeline_base import ACCELERATORS, NEVER
 
 if TYPE_CHECKING:
-    from ekstrain.simulate.timeline import Job, SimNode, Timeline
+    from ekstrain.simulate.timeline_state import Job, SimNode, TimelineState
 
 
-def transient(t: Timeline, jobs: list[Job]) -> bool:
+def transient(t: TimelineState, jobs: list[Job]) -> bool:
     """Every job is only restarting or waiting for nodes that are launching (not blocked for good)."""
     return bool(jobs) and all(
         j.not_before > t.now
@@ -26,7 +26,7 @@ def transient(t: Timeline, jobs: list[Job]) -> bool:
     )
 
 
-def consolidate(t: Timeline) -> None:
+def consolidate(t: TimelineState) -> None:
     nominated = t.pending_pools()
     for n in t.nodes:
         empty = n.state == "ready" and not n.holders and n.empty_since is not None and n.pool not in nominated
@@ -35,7 +35,7 @@ def consolidate(t: Timeline) -> None:
             n.state = "gone"
 
 
-def account(t: Timeline) -> None:
+def account(t: TimelineState) -> None:
     nominated = t.pending_pools()
     running = {j.name for j in t.jobs if j.state == "running"}
     for n in t.nodes:
@@ -86,6 +86,6 @@ def account(t: Timeline) -> None:
         usd[cat] = usd.get(cat, 0.0) + price / 60 * idle / accel
 
 
-def short_of_capacity(t: Timeline, n: SimNode, nominated: dict[str, list[Job]]) -> bool:
+def short_of_capacity(t: TimelineState, n: SimNode, nominated: dict[str, list[Job]]) -> bool:
     jobs = [j for j in t.jobs if j.name in n.holders] or nominated.get(n.pool, [])
     return bool(jobs) and any("InsufficientInstanceCapacity" in j.last_wait for j in jobs if j.state == "waiting")

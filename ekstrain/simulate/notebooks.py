@@ -17,7 +17,7 @@ from ekstrain import catalog, cold_start
 from ekstrain.simulate import match
 
 if TYPE_CHECKING:
-    from ekstrain.simulate.timeline import Job, Timeline
+    from ekstrain.simulate.timeline_state import Job, TimelineState
 
 START_TIMEOUT_KEY = "x-ekstrain-start-timeout-seconds"
 """Where a mix's notebook pod object carries its profile's KubeSpawner ``start_timeout`` (simulation only: a key
@@ -59,7 +59,7 @@ def start_minutes(job: Job) -> int | None:
     return job.first_started_at - job.admitted_at + pull + extra
 
 
-def timeouts(tl: Timeline) -> tuple[list[str], list[str]]:
+def timeouts(tl: TimelineState) -> tuple[list[str], list[str]]:
     """(PROBLEM lines, NOTEBOOK lines). A problem: a notebook whose cold start after admission (node launch + health
     gate + image pull) outlasts KubeSpawner's start_timeout, the defect a timeout below the partition's cold start
     causes (the hub deletes the pod while Karpenter's node comes up, and that node idles). A NOTEBOOK line: one that

@@ -20,17 +20,17 @@ from ekstrain.simulate.timeline_base import _clock
 from ekstrain.simulate.workloads import PodGroup
 
 if TYPE_CHECKING:
-    from ekstrain.simulate.timeline import Job, SimNode, Timeline
+    from ekstrain.simulate.timeline_state import Job, SimNode, TimelineState
 
 
-def node_free(t: Timeline, candidate: Node) -> dict[str, float]:
+def node_free(t: TimelineState, candidate: Node) -> dict[str, float]:
     key = id(candidate)
     if key not in t._free_cache:
         t._free_cache[key] = free(t.cluster, candidate)
     return dict(t._free_cache[key])
 
 
-def pool_use(t: Timeline, pool: str) -> dict[str, float]:
+def pool_use(t: TimelineState, pool: str) -> dict[str, float]:
     use: dict[str, float] = {}
     for n in t.nodes:
         if n.pool == pool and n.state != "gone":
@@ -40,7 +40,7 @@ def pool_use(t: Timeline, pool: str) -> dict[str, float]:
     return use
 
 
-def can_launch(t: Timeline, candidate: Node) -> str | None:
+def can_launch(t: TimelineState, candidate: Node) -> str | None:
     if candidate.pool in t.held:
         return (
             f"NodePool {candidate.pool} held by the health gate's breaker since {_clock(t.held[candidate.pool])}"
@@ -67,7 +67,7 @@ def can_launch(t: Timeline, candidate: Node) -> str | None:
     return None
 
 
-def holders_of(t: Timeline, pool: str) -> str:
+def holders_of(t: TimelineState, pool: str) -> str:
     held: Counter[str] = Counter()
     for n in t.nodes:
         if n.pool == pool and n.state != "gone":
@@ -76,16 +76,16 @@ def holders_of(t: Timeline, pool: str) -> str:
     return "nodes held by " + ", ".join(f"{k} {v}" for k, v in held.most_common())
 
 
-def _group_fit(t: Timeline, g: PodGroup) -> tuple[Node | None, str, dict[str, float]]:
+def _group_fit(t: TimelineState, g: PodGroup) -> tuple[Node | None, str, dict[str, float]]:
     candidate, why = t.place(g)
     return candidate, why, {**match.pod_requests(g.spec), "pods": 1.0}
 
 
-def _fits(t: Timeline, node: SimNode, req: dict[str, float]) -> bool:
+def _fits(t: TimelineState, node: SimNode, req: dict[str, float]) -> bool:
     return all(node.free.get(r, 0.0) + 1e-9 >= v for r, v in req.items() if v > 0)
 
 
-def _take(t: Timeline, node: SimNode, req: dict[str, float], job: Job, g: PodGroup) -> None:
+def _take(t: TimelineState, node: SimNode, req: dict[str, float], job: Job, g: PodGroup) -> None:
     for r, v in req.items():
         node.free[r] = node.free.get(r, 0.0) - v
     node.holders[job.name] += 1
@@ -93,7 +93,7 @@ def _take(t: Timeline, node: SimNode, req: dict[str, float], job: Job, g: PodGro
     job.bound.append((g, node))
 
 
-def release(t: Timeline, job: Job) -> None:
+def release(t: TimelineState, job: Job) -> None:
     for g, node in job.bound:
         req = {**match.pod_requests(g.spec), "pods": 1.0}
         for r, v in req.items():
@@ -106,7 +106,7 @@ def release(t: Timeline, job: Job) -> None:
     job.bound = []
 
 
-def try_start(t: Timeline, job: Job, bind: bool = True) -> str | None:
+def try_start(t: TimelineState, job: Job, bind: bool = True) -> str | None:
     """Bind the job's pods (gang: all or none; otherwise pod by pod) and launch nodes for the rest.
     Returns why it is not running, or None once every pod runs."""
     gang = job.kind in ("standing", "slurm", "notebook") or (job.kind == "volcano" and job.workload.gang)
@@ -169,7 +169,7 @@ def try_start(t: Timeline, job: Job, bind: bool = True) -> str | None:
     return reason
 
 
-def pool_repairable(t: Timeline, pool: str) -> bool:
+def pool_repairable(t: TimelineState, pool: str) -> bool:
     """Karpenter repairs a NodePool's node only while at most ``health_gate.REPAIR_UNHEALTHY_PERCENT`` of its
     nodes (rounded up) are unhealthy (kubernetes-sigs/karpenter v1.14.1 pkg/controllers/node/health/controller.go
     ``isNodePoolHealthy``, ``allowedUnhealthyPercent``); nodes still booting are no Node objects yet."""
@@ -178,12 +178,12 @@ def pool_repairable(t: Timeline, pool: str) -> bool:
     return sick <= math.ceil(len(nodes) * health_gate.REPAIR_UNHEALTHY_PERCENT / 100)
 
 
-def usable(t: Timeline, n: SimNode) -> bool:
+def usable(t: TimelineState, n: SimNode) -> bool:
     """Ready, or sick without the gate's NoExecute taint (then kube-scheduler still places pods there)."""
     return n.state == "ready" or (n.state == "unhealthy" and n.pool not in t.mix.gated_pools)
 
 
-def insufficient_capacity(t: Timeline, candidate: Node) -> str | None:
+def insufficient_capacity(t: TimelineState, candidate: Node) -> str | None:
     """An injected EC2 shortage of the candidate's type: CreateFleet fails with InsufficientInstanceCapacity once
     the window's spare instances are used; Karpenter deletes the NodeClaim, caches the offering as unavailable
     for 3 minutes and the provisioner tries again (karpenter-provider-aws v1.14.1 pkg/cache/cache.go
@@ -200,7 +200,7 @@ def insufficient_capacity(t: Timeline, candidate: Node) -> str | None:
     )
 
 
-def reserved(t: Timeline, n: SimNode, job: Job) -> bool:
+def reserved(t: TimelineState, n: SimNode, job: Job) -> bool:
     """Launched for another job that still waits for it (Karpenter nominated its pods to the node)."""
     if not n.nominated or n.nominated == job.name:
         return False
@@ -208,11 +208,11 @@ def reserved(t: Timeline, n: SimNode, job: Job) -> bool:
     return owner is not None and owner.state == "waiting"
 
 
-def _lands(t: Timeline, g: PodGroup, n: SimNode) -> bool:
+def _lands(t: TimelineState, g: PodGroup, n: SimNode) -> bool:
     return n.state != "gone" and match.lands(g.spec, n.candidate.labels, n.candidate.taints)
 
 
-def pending_pools(t: Timeline) -> dict[str, list[Job]]:
+def pending_pools(t: TimelineState) -> dict[str, list[Job]]:
     """NodePool -> the admitted, waiting jobs whose pending pods Karpenter nominates to its nodes."""
     pools: dict[str, list[Job]] = {}
     for j in t.jobs:

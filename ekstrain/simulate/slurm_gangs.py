@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ekstrain.simulate.workloads import PodGroup, Workload
 
 if TYPE_CHECKING:
-    from ekstrain.simulate.timeline import Job, Timeline
+    from ekstrain.simulate.timeline_state import Job, TimelineState
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 
@@ -27,7 +27,7 @@ def ganged(ns: dict[str, Any] | None) -> bool:
     return bool(((template.get("metadata") or {}).get("annotations") or {}).get(GROUP_ANNOTATION))
 
 
-def admit_all(tl: Timeline, job: Job, group: PodGroup, queue: str) -> str | None:
+def admit_all(tl: TimelineState, job: Job, group: PodGroup, queue: str) -> str | None:
     """Admit every slurmd pod still missing for ``job`` at once, or none; why not (None once admitted)."""
     missing = job.slurm_pods - group.count
     if missing <= 0:

@@ -15,10 +15,10 @@ from ekstrain.simulate.timeline_base import ACCELERATORS, _clock
 from ekstrain.simulate.workloads import PodGroup
 
 if TYPE_CHECKING:
-    from ekstrain.simulate.timeline import Job, Timeline
+    from ekstrain.simulate.timeline_state import Job, TimelineState
 
 
-def conclude(t: Timeline) -> None:
+def conclude(t: TimelineState) -> None:
     """Problems (exit 1): a job that failed or did not finish with no injected fault to blame, a starved
     queue, a gang admitted but unbindable, idle paid nodes beyond launch and consolidation. A job an
     injected fault hit gets one FAULT line: resumed from its checkpoint, or why not."""
@@ -90,7 +90,7 @@ def conclude(t: Timeline) -> None:
             )
 
 
-def launch_minutes_of(t: Timeline, j: Job) -> int:
+def launch_minutes_of(t: TimelineState, j: Job) -> int:
     """A node launch for the job: the longest launch time of the families its pods land on, with the health
     gate's pre-flight on a gated NodePool (the node takes work only after it)."""
     minutes = [0]
@@ -107,7 +107,7 @@ def launch_minutes_of(t: Timeline, j: Job) -> int:
     return max(minutes)
 
 
-def wait_after_admission(t: Timeline, j: Job) -> tuple[int, int] | None:
+def wait_after_admission(t: TimelineState, j: Job) -> tuple[int, int] | None:
     """(minutes from its queue's admission to its first start, a node launch) for a job in a Volcano queue."""
     if j.workload.volcano_queue is None or j.kind == "standing":
         return None
@@ -116,7 +116,7 @@ def wait_after_admission(t: Timeline, j: Job) -> tuple[int, int] | None:
     return j.first_started_at - j.admitted_at, t.launch_minutes_of(j)
 
 
-def waits(t: Timeline) -> list[str]:
+def waits(t: TimelineState) -> list[str]:
     """The summary of waits: the longest after admission (Volcano and sbatch) and from an sbatch's arrival."""
     after = [(w[0], w[1], j.name) for j in t.jobs if (w := t.wait_after_admission(j)) is not None]
     hit = sum(1 for j in t.jobs if j.hit_by_fault and (w := t.wait_after_admission(j)) is not None and w[0] > w[1])
@@ -142,7 +142,7 @@ def waits(t: Timeline) -> list[str]:
     return out
 
 
-def outside_queue(t: Timeline, j: Job) -> str | None:
+def outside_queue(t: TimelineState, j: Job) -> str | None:
     """A job whose accelerator pods bypass the Volcano queue of their partition: they take the NodePool's
     nodes while the queue's capability still counts them free, so the queue admits gangs that then stop
     at the NodePool limit. The timeline gives them nodes like any pod; this says so."""

@@ -31,7 +31,7 @@ from ekstrain.simulate.inputs import InputError
 
 if TYPE_CHECKING:
     from ekstrain.simulate.nodes import Node
-    from ekstrain.simulate.timeline import Job, SimNode, Timeline
+    from ekstrain.simulate.timeline_state import Job, SimNode, TimelineState
     from ekstrain.simulate.workloads import PodGroup
 
 PLUGIN = "network-topology-aware"
@@ -69,13 +69,13 @@ def parse_layout(where: str, value: Any) -> dict[str, tuple[int, int]]:
     return out
 
 
-def layout_of(t: Timeline, instance_type: str) -> tuple[int, int]:
+def layout_of(t: TimelineState, instance_type: str) -> tuple[int, int]:
     return t.mix.network_layout.get(instance_type) or topology.LAYOUTS.get(
         instance_type, (topology.LAYOUT_NODES_PER_LAYER3, topology.LAYOUT_LAYER3_PER_LAYER2)
     )
 
 
-def position(t: Timeline, node: SimNode) -> tuple[str, ...] | None:
+def position(t: TimelineState, node: SimNode) -> tuple[str, ...] | None:
     name = node.candidate.instance.name
     if name not in topology.LAYERS:
         return None
@@ -85,7 +85,7 @@ def position(t: Timeline, node: SimNode) -> tuple[str, ...] | None:
     return tuple(f"{node.pool}/{x}" for x in topology.layout(index, topology.LAYERS[name], per_l3, l3_per_l2))
 
 
-def aware(t: Timeline) -> bool:
+def aware(t: TimelineState) -> bool:
     """The scheduler config runs the network-topology-aware plugin (read from the build)."""
     return PLUGIN in volcano.plugins(t.cluster.scheduler_config)
 
@@ -122,7 +122,7 @@ def _hard(asked: dict[str, Any] | None) -> bool:
     return asked is not None and asked.get("mode", "hard") == "hard"
 
 
-def _pack(t: Timeline, job: Job, needs: list[Need], members: set[int], positioned: set[int]) -> Plan | None:
+def _pack(t: TimelineState, job: Job, needs: list[Need], members: set[int], positioned: set[int]) -> Plan | None:
     """``try_start``'s trial packing, with the ``positioned`` nodes limited to ``members`` (one HyperNode)."""
     plan: Plan = []
     trial = {n.ident: dict(n.free) for n in t.nodes}
@@ -143,7 +143,7 @@ def _pack(t: Timeline, job: Job, needs: list[Need], members: set[int], positione
     return plan
 
 
-def place(t: Timeline, job: Job, needs: list[Need], plan: Plan) -> tuple[Plan, str | None]:
+def place(t: TimelineState, job: Job, needs: list[Need], plan: Plan) -> tuple[Plan, str | None]:
     """Called by ``try_start`` when the nodes there are hold every pod of a gang (``plan``): the plan within the
     lowest tier that holds it (at most the hard ``highestTierAllowed``), or the reason the gang waits."""
     asked = constraint(job, t.mix.runtimes)
@@ -180,7 +180,7 @@ def place(t: Timeline, job: Job, needs: list[Need], plan: Plan) -> tuple[Plan, s
     return plan, None
 
 
-def on_start(t: Timeline, job: Job) -> None:
+def on_start(t: TimelineState, job: Job) -> None:
     """Called when a job's pods all run: one TOPOLOGY line per start, a PROBLEM when a hard tier is exceeded."""
     nodes = {n.ident: n for _, n in job.bound if n.state != "gone"}
     positions = [p for p in (position(t, n) for n in nodes.values()) if p is not None]

@@ -14,10 +14,10 @@ from ekstrain.simulate.engine import _min_resources
 from ekstrain.simulate.workloads import Workload
 
 if TYPE_CHECKING:
-    from ekstrain.simulate.timeline import Job, Timeline
+    from ekstrain.simulate.timeline_state import Job, TimelineState
 
 
-def queue_used(t: Timeline, queue: str) -> dict[str, float]:
+def queue_used(t: TimelineState, queue: str) -> dict[str, float]:
     """Allocated + inqueue of a queue: its admitted jobs, or with team queues every leaf's under it."""
     used: dict[str, float] = {}
     for j in t.jobs:
@@ -31,7 +31,7 @@ def queue_used(t: Timeline, queue: str) -> dict[str, float]:
     return used
 
 
-def cluster_total(t: Timeline) -> dict[str, float]:
+def cluster_total(t: TimelineState) -> dict[str, float]:
     total: dict[str, float] = {}
     for n in t.nodes:
         if n.state in ("ready", "unhealthy"):
@@ -40,7 +40,7 @@ def cluster_total(t: Timeline) -> dict[str, float]:
     return total
 
 
-def admit(t: Timeline, job: Job, workload: Workload | None = None) -> str | None:
+def admit(t: TimelineState, job: Job, workload: Workload | None = None) -> str | None:
     """Why Volcano keeps the job's PodGroup (or ``workload``'s: one slurmd pod of an sbatch) Pending, or None."""
     w = workload or job.workload
     queue = str(w.volcano_queue)
@@ -67,7 +67,7 @@ def admit(t: Timeline, job: Job, workload: Workload | None = None) -> str | None
     )
 
 
-def proportion_block(t: Timeline, job: Job) -> str | None:
+def proportion_block(t: TimelineState, job: Job) -> str | None:
     """proportion's overused check: the queue's cpu/memory deserved share of the ready nodes (by weight
     among queues with demand, capped at their request) must cover allocated + this gang."""
     if "proportion" not in volcano.plugins(t.cluster.scheduler_config):
