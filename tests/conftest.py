@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from support.renders import Renders, serialise_renders
 
 from ekstrain import validation
 from ekstrain.infra import offline
@@ -30,6 +31,8 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 # (infra/replay.py): the many tests that render prod or dev with the same inputs share one render. A test that
 # patches the program or a check (Python objects, which the replay key cannot see) and then calls render_cli.main()
 # sets EKSTRAIN_REPLAY=0 first.
+# the simulator's fixtures (prod_build, cluster), shared by every module that simulates against prod
+pytest_plugins = ["support.simulate"]
 STACK_FILES = sorted(p for p in REPO.glob("Pulumi.*.yaml"))
 STACK_NAMES = [p.name.split(".")[1] for p in STACK_FILES]
 
@@ -90,6 +93,16 @@ def prod_recording() -> offline.Recording:
 @pytest.fixture(scope="session")
 def dev_recording() -> offline.Recording:
     return run_stack(stack_config("dev"))
+
+
+serialise_renders()  # two workers rendering the same inputs: the second replays the first's render
+
+
+@pytest.fixture(scope="session")
+def renders(tmp_path_factory: pytest.TempPathFactory) -> Renders:
+    """The session's renders of the shipped stacks (tests/support/renders.py): ``renders("prod")`` is the
+    directory of one `ekstrain render --stack prod`, shared by every test that reads it."""
+    return Renders(tmp_path_factory.mktemp)
 
 
 def shipped_recording(request: pytest.FixtureRequest, stack: str) -> offline.Recording:

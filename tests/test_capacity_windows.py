@@ -15,9 +15,9 @@ import pathlib
 import pytest
 import yaml
 from conftest import stack_config, stack_sections
+from support.simulate import HELM
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
-from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 from test_simulate_timeline import _arrival, _gated, _job, _mix
 
 from ekstrain import capacity_windows as cw
@@ -42,13 +42,13 @@ def _blocks(signal: int | None) -> list[CapacityBlock]:
     return [CapacityBlock("gpu-h100", 0, 12 * 60, signal), CapacityBlock("gpu-h100", 13 * 60, 36 * 60, signal)]
 
 
-def _play(cluster: engine.Cluster, signal: int | None):  # noqa: F811
+def _play(cluster: engine.Cluster, signal: int | None):
     gang = _arrival(_job("gpu-h100", "volcano", 8, "pretrain"), 0, 20)
     return simulate_timeline(cluster, _mix(gang, hours=36, capacity_blocks=_blocks(signal)))
 
 
 @needs_build
-def test_the_signal_saves_before_the_drain_and_nothing_is_lost(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_the_signal_saves_before_the_drain_and_nothing_is_lost(cluster: engine.Cluster) -> None:
     report = _play(cluster, 60)
     text = "\n".join(report.lines())
     job = next(j for j in report.jobs if j.name == "Job/pretrain")
@@ -65,7 +65,7 @@ def test_the_signal_saves_before_the_drain_and_nothing_is_lost(cluster: engine.C
 
 
 @needs_build
-def test_without_the_signal_the_drain_is_a_problem(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_without_the_signal_the_drain_is_a_problem(cluster: engine.Cluster) -> None:
     report = _play(cluster, None)
     problems = [p for p in report.problems if "Job/pretrain" in p]
     assert problems and "no checkpoint signal" in problems[0] and "checkpointSignalMinutes" in problems[0]
@@ -74,7 +74,7 @@ def test_without_the_signal_the_drain_is_a_problem(cluster: engine.Cluster) -> N
 
 
 @needs_build
-def test_nothing_launches_before_a_block_starts(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_nothing_launches_before_a_block_starts(cluster: engine.Cluster) -> None:
     gang = _arrival(_job("gpu-h100", "volcano", 8, "early"), 0, 2)
     blocks = [CapacityBlock("gpu-h100", 4 * 60, 10 * 60, 60)]
     report = simulate_timeline(cluster, _mix(gang, hours=10, capacity_blocks=blocks))
@@ -124,8 +124,8 @@ def test_the_signal_leaves_room_for_one_save() -> None:
 
 @needs_build
 def test_the_example_mix_ends_a_block_under_the_gang_with_0_problems(
-    cluster: engine.Cluster,  # noqa: F811
-    prod_build: pathlib.Path,  # noqa: F811
+    cluster: engine.Cluster,
+    prod_build: pathlib.Path,
     tmp_path: pathlib.Path,
 ) -> None:
     """GIVEN examples/mix-capacity-prod.yaml with its gang file rendered for prod WHEN played THEN the signal, the
@@ -268,7 +268,7 @@ def test_summary_lists_the_window_and_what_runs_in_it() -> None:
     assert capacity_rules.summary_lines(stack_config("dev")) == []
 
 
-def _spare(cluster: engine.Cluster, pool: str, nodes: int, spare: int) -> engine.Cluster:  # noqa: F811
+def _spare(cluster: engine.Cluster, pool: str, nodes: int, spare: int) -> engine.Cluster:
     """The cluster with ``pool``'s NodePool limits raised from ``nodes`` to ``nodes + spare`` nodes' worth."""
     scale = (nodes + spare) / nodes
     out = [
@@ -280,8 +280,8 @@ def _spare(cluster: engine.Cluster, pool: str, nodes: int, spare: int) -> engine
 
 @needs_build
 def test_one_spare_node_shortens_the_restart_after_a_sick_node(
-    cluster: engine.Cluster,  # noqa: F811
-    prod_build: pathlib.Path,  # noqa: F811
+    cluster: engine.Cluster,
+    prod_build: pathlib.Path,
 ) -> None:
     """GIVEN the 8-node gang on gpu-h100 and one node turning sick at 2 h WHEN the NodePool holds exactly the gang
     THEN the restart waits for NodeRepair to delete the sick node (its NodeClaim counts against the limit); WHEN it

@@ -12,14 +12,15 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 from typing import Any
 
 import pytest
 import yaml
 from conftest import REPO, STACK_NAMES
+from support.renders import Renders
 
-from ekstrain.cli import render as render_cli
 from ekstrain.infra import offline
 from ekstrain.infra.verify import tfplan
 
@@ -169,7 +170,7 @@ def test_skip_matching() -> None:
 
 
 @pytest.fixture(scope="module")
-def scan(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
+def scan(tmp_path_factory: pytest.TempPathFactory, renders: Renders) -> dict[str, list[dict[str, Any]]]:
     if checkov_binary() is None:
         if os.environ.get("EKSTRAIN_REQUIRE_CHECKOV"):
             pytest.fail("checkov not found: `make test` installs it into .venv-checkov")
@@ -181,12 +182,10 @@ def scan(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, A
     plans = root / "plans"
     plans.mkdir()
     for stack in STACK_NAMES:
-        out = root / "render" / stack
-        stack_file = str(REPO / f"Pulumi.{stack}.yaml")
-        assert render_cli.main(["--stack", stack, "--stack-file", stack_file, "--out", str(out)]) == 0
-        (out / "manifests").rename(scanned / "stacks" / stack)
-        (out / "charts").rename(scanned / "charts" / stack)
-        (out / "aws-plan.json").rename(plans / f"{stack}.tfplan.json")
+        out = renders(stack)  # the session's render, copied: the scan leaves files out
+        shutil.copytree(out / "manifests", scanned / "stacks" / stack)
+        shutil.copytree(out / "charts", scanned / "charts" / stack)
+        shutil.copy(out / "aws-plan.json", plans / f"{stack}.tfplan.json")
     # No checkov Kubernetes check applies to a CRD (none names the kind; DefaultNamespace and the others list theirs):
     # its 16 MB of schemas per stack are 90% of checkov's time here (38 s -> 3.4 s CPU for prod, the same findings).
     binary = checkov_binary()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import cfg_with, stack_config
-from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
+from support.simulate import HELM
 
 from ekstrain import catalog, cold_start, health_gate, validation
 from ekstrain.assembly import jupyterhub as hub
@@ -96,7 +96,7 @@ def test_the_rule_passes_prod() -> None:
 # ---- the timeline -----------------------------------------------------------------------------------------------
 
 
-def _cold(prod_build: pathlib.Path, partition: str, timeout: int | None) -> Arrival:  # noqa: F811
+def _cold(prod_build: pathlib.Path, partition: str, timeout: int | None) -> Arrival:
     pod = notebook_pod(prod_build, partition, 1, "test")
     if timeout is not None:
         pod[START_TIMEOUT_KEY] = timeout
@@ -106,8 +106,8 @@ def _cold(prod_build: pathlib.Path, partition: str, timeout: int | None) -> Arri
 @needs_helm
 @pytest.mark.parametrize("partition", [p.name for p in PROD.partitions])
 def test_a_cold_notebook_times_out_on_the_default_and_starts_on_the_rendered_timeout(
-    cluster: engine.Cluster,  # noqa: F811
-    prod_build: pathlib.Path,  # noqa: F811
+    cluster: engine.Cluster,
+    prod_build: pathlib.Path,
     partition: str,
 ) -> None:
     """GIVEN a notebook spawned on an empty partition WHEN its profile has z2jh's 300 s (the old render) THEN the
@@ -120,7 +120,7 @@ def test_a_cold_notebook_times_out_on_the_default_and_starts_on_the_rendered_tim
 
 
 @needs_helm
-def test_the_notebook_mix_starts_every_notebook(prod_build: pathlib.Path) -> None:  # noqa: F811
+def test_the_notebook_mix_starts_every_notebook(prod_build: pathlib.Path) -> None:
     """GIVEN examples/mix-notebooks-prod.yaml (a cold notebook on every kind of prod partition) THEN 0 problems."""
     from test_simulate import PROD as _  # noqa: F401 - same stack
 
@@ -140,8 +140,8 @@ def engine_cluster(build: pathlib.Path) -> engine.Cluster:
 
 @needs_helm
 def test_a_notebook_queued_behind_a_full_partition_is_a_note_not_a_problem(
-    cluster: engine.Cluster,  # noqa: F811
-    prod_build: pathlib.Path,  # noqa: F811
+    cluster: engine.Cluster,
+    prod_build: pathlib.Path,
 ) -> None:
     """GIVEN gpu-h100's 8 nodes held by an 8-node gang for 3 h WHEN a whole-node notebook is spawned at 0:30 THEN it
     waits for its queue past start_timeout: KubeSpawner gives it up (a NOTEBOOK line), which no start timeout could

@@ -12,12 +12,12 @@ import urllib.parse
 
 import pytest
 import yaml
-from conftest import REPO, stack_config
+from conftest import stack_config
 from PIL import Image
+from support.renders import Renders
 
 from ekstrain import outputs
 from ekstrain.assembly.jobs import render as render_job
-from ekstrain.cli import render as render_cli
 from ekstrain.cli.main import main
 from ekstrain.pages import shell, timeline_page
 from ekstrain.simulate.load import load
@@ -124,11 +124,9 @@ def test_the_browser_check_sees_console_errors_and_blank_pages(tmp_path: pathlib
 
 
 @pytest.fixture(scope="module")
-def prod_render(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    """One prod render (replayed from the cache when nothing it reads changed, infra/replay.py)."""
-    out = tmp_path_factory.mktemp("prod-render")
-    assert render_cli.main(["--stack", "prod", "--stack-file", str(REPO / "Pulumi.prod.yaml"), "--out", str(out)]) == 0
-    return out
+def prod_render(renders: Renders) -> pathlib.Path:
+    """The session's prod render (tests/support/renders.py)."""
+    return renders("prod")
 
 
 def test_render_writes_its_page_beside_the_summary(prod_render: pathlib.Path, tmp_path: pathlib.Path) -> None:

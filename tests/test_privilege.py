@@ -18,11 +18,8 @@ import json
 import pathlib
 from typing import Any
 
-import pytest
 from conftest import stack_config
-from test_simulate import HELM, _build
 
-from ekstrain import validation
 from ekstrain.assembly import logs
 from ekstrain.assembly.schedulers import mpi_operator
 from ekstrain.cli import render as render_cli
@@ -85,13 +82,6 @@ def test_an_unlisted_grant_is_a_problem_and_a_listed_one_shows_its_reason() -> N
         "x--y: ClusterRole admin grants resources *",
         "x--y: ClusterRole admin grants verbs *",
     ]
-
-
-@pytest.fixture(scope="module")
-def prod_build(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    if HELM is None or validation.upstream_dir() is None:
-        pytest.fail("needs a helm binary and the upstream chart archives (make fetch-upstream)")
-    return _build(tmp_path_factory.mktemp("prod"))
 
 
 def test_prod_render_has_no_unreviewed_powerful_grant(

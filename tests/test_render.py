@@ -9,6 +9,7 @@ import re
 import pytest
 import yaml
 from conftest import REPO, STACK_NAMES, stack_config
+from support.renders import Renders
 
 from ekstrain import validation, versions
 from ekstrain.cli import render as render_cli
@@ -129,12 +130,8 @@ def test_render_reports_bad_config_without_traceback(
     assert not (tmp_path / "out").exists(), "nothing is rendered from a bad config"
 
 
-def test_prod_summary_lists_partitions_with_efa_and_cost(
-    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(REPO)
-    assert render_cli.main(["--stack", "prod", "--out", str(tmp_path)]) == 0
-    summary = (tmp_path / "SUMMARY.md").read_text()
+def test_prod_summary_lists_partitions_with_efa_and_cost(renders: Renders) -> None:
+    summary = (renders("prod") / "SUMMARY.md").read_text()
     lines = summary.splitlines()
     cells = lambda line: [c.strip() for c in line.strip().strip("|").split("|")]  # noqa: E731  (a GFM table row)
     header = next(cells(line) for line in lines if line.startswith("| partition |"))
@@ -168,9 +165,8 @@ def test_program_runs_in_preview_mode(prod_recording: Recording) -> None:
     assert len(rec.records) == len(prod_recording.records)
 
 
-def test_program_entry_point_exports_outputs(prod_recording: Recording) -> None:
-    flat, secrets = read_stack_file(REPO / "Pulumi.prod.yaml")
-    rec = render.run_program(flat, secrets, "prod")
+def test_program_entry_point_exports_outputs(renders: Renders) -> None:
+    rec = renders.program("prod")  # infra/__main__.py, as the render runs it
     assert rec.outputs["clusterName"] == "ekstrain-prod"
     assert set(rec.outputs["placementGroups"]) == {"gpu-a100", "gpu-h100", "trainium-trn1", "trainium-trn1n"}
 

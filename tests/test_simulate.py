@@ -15,44 +15,20 @@ from typing import Any
 
 import pytest
 from conftest import stack_config
+from support.simulate import HELM
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 
 from ekstrain import validation
 from ekstrain.assembly.jobs import render, render_sbatch
-from ekstrain.cli import render as render_cli
 from ekstrain.cli.main import main
-from ekstrain.simulate import charts, engine, volcano
-from ekstrain.simulate.load import load
+from ekstrain.simulate import engine, volcano
 from ekstrain.simulate.nodes import capacity, kube_reserved_cpu
 
 PROD = stack_config("prod")
-HELM = charts.helm_binary()
 pytestmark = pytest.mark.skipif(
     HELM is None or validation.upstream_dir() is None, reason="needs a helm binary and the upstream chart archives"
 )
-CHARTS = ("device-plugins--", "slurm--slurm", "volcano--")
-
-
-def _build(root: pathlib.Path, stack_file: pathlib.Path | None = None) -> pathlib.Path:
-    args = ["--stack", "prod", "--out", str(root)]
-    if stack_file is not None:
-        args += ["--stack-file", str(stack_file)]
-    assert render_cli.main(args) == 0
-    upstream = validation.upstream_dir()
-    assert upstream is not None and HELM is not None
-    assert charts.render_missing(root, pathlib.Path(upstream) / "chart-src", HELM, CHARTS) == []
-    return root
-
-
-@pytest.fixture(scope="module")
-def prod_build(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    return _build(tmp_path_factory.mktemp("prod"))
-
-
-@pytest.fixture(scope="module")
-def cluster(prod_build: pathlib.Path) -> engine.Cluster:
-    return load(prod_build, list(PROD.cluster.system_node_group.instance_types))
 
 
 def _lines(cluster: engine.Cluster, objects: list[dict[str, Any]]) -> list[str]:

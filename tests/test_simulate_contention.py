@@ -15,9 +15,9 @@ import re
 
 import pytest
 import yaml
+from support.simulate import HELM
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
-from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 from test_simulate_timeline import PROD, _arrival, _job, _mix
 
 from ekstrain import validation
@@ -39,7 +39,7 @@ def _sbatch(partition: str, nodes: int, name: str, at_h: float, hours: float) ->
     return Arrival(f"sbatch/{name}", obj, int(at_h * 60), int(hours * 60))
 
 
-def _outside_queue(cluster: engine.Cluster) -> engine.Cluster:  # noqa: F811
+def _outside_queue(cluster: engine.Cluster) -> engine.Cluster:
     """Main before one ledger: the NodeSet's slurmd pods scheduled by the default scheduler, outside every queue."""
     nodesets = {}
     for part, ns in cluster.nodesets.items():
@@ -49,7 +49,7 @@ def _outside_queue(cluster: engine.Cluster) -> engine.Cluster:  # noqa: F811
     return dataclasses.replace(cluster, nodesets=nodesets)
 
 
-def test_scaled_slurmd_pods_count_in_their_partition_queue(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_scaled_slurmd_pods_count_in_their_partition_queue(cluster: engine.Cluster) -> None:
     """GIVEN a 4-node sbatch on gpu-a100 (KEDA scales its NodeSet) and then a 14-node Volcano gang (16 nodes in
     the partition) WHEN the slurmd pods bypass the queue THEN the queue admits the gang, which stops at the
     NodePool limit: problems; WHEN they are in the queue (the render) THEN the gang waits before admission, starts
@@ -76,7 +76,7 @@ def test_scaled_slurmd_pods_count_in_their_partition_queue(cluster: engine.Clust
     assert slurm.startswith("WAITS sbatch arrival to start: longest 10 min"), slurm
 
 
-def test_an_sbatch_waits_in_the_queue_while_gangs_hold_the_partition(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_an_sbatch_waits_in_the_queue_while_gangs_hold_the_partition(cluster: engine.Cluster) -> None:
     """GIVEN an 8-node gang holding gpu-h100 WHEN a 2-node sbatch arrives THEN KEDA's slurmd pods wait for the
     queue (no node launched for them, nothing stranded) and start when the gang has finished."""
     gang = _arrival(_job("gpu-h100", "volcano", 8, "gang"), 0, 3)
@@ -92,7 +92,7 @@ def test_an_sbatch_waits_in_the_queue_while_gangs_hold_the_partition(cluster: en
     ), job.waited
 
 
-def test_insufficient_capacity_retries_and_the_gang_holds_what_launched(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_insufficient_capacity_retries_and_the_gang_holds_what_launched(cluster: engine.Cluster) -> None:
     """GIVEN a 4-node trn1 gang and EC2 with 2 more trn1.32xlarge, then none for an hour WHEN played THEN 2 nodes
     launch, the rest fail and are retried (Karpenter's 3-minute unavailable-offering cache) until capacity is
     back, the gang holds its 2 empty nodes meanwhile (their own idle category), starts a launch after the window,
@@ -112,7 +112,7 @@ def test_insufficient_capacity_retries_and_the_gang_holds_what_launched(cluster:
     assert "1 of 1 longer than a node launch (1 hit by an injected fault)" in report.waits[0]
 
 
-def test_standing_slurmd_nodes_idle_beyond_consolidation_are_a_problem(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_standing_slurmd_nodes_idle_beyond_consolidation_are_a_problem(cluster: engine.Cluster) -> None:
     """GIVEN gpu-a100's NodeSet with a floor of 2 slurmd pods (nodesetReplicas) and no Slurm job WHEN played THEN
     the two never-empty p4d nodes are idle beyond consolidateAfter: a problem naming nodesetReplicas."""
     nodesets = dict(cluster.nodesets)
@@ -156,7 +156,7 @@ def test_the_contention_mix_names_only_rendered_examples_and_every_scheduler_kin
         assert "$OUT/" + j["file"].split("/", 2)[2] in teams_script, j
 
 
-def test_a_mix_fault_reads_nodes(tmp_path: pathlib.Path, prod_build: pathlib.Path) -> None:  # noqa: F811
+def test_a_mix_fault_reads_nodes(tmp_path: pathlib.Path, prod_build: pathlib.Path) -> None:
     """GIVEN a mix with an insufficient-capacity fault WHEN read THEN its window and spare instances are kept."""
     job = tmp_path / "j.yaml"
     job.write_text(yaml.safe_dump(_job("gpu-h100", "volcano", 2, "g")))
@@ -169,7 +169,7 @@ def test_a_mix_fault_reads_nodes(tmp_path: pathlib.Path, prod_build: pathlib.Pat
     assert (fault.kind, fault.window, fault.nodes) == ("insufficient-capacity", 120, 1)
 
 
-def test_insufficient_capacity_delays_an_sbatch_before_its_nodeset_scales(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_insufficient_capacity_delays_an_sbatch_before_its_nodeset_scales(cluster: engine.Cluster) -> None:
     """GIVEN a 2-node sbatch on gpu-h100 and EC2 without p5.48xlarge for an hour from its arrival WHEN played THEN
     KEDA's slurmd pods wait for the launches (the fault is injected on the type its NodeSet's pods land on) and the
     job starts a launch after the window; a FAULT line, no problem."""
@@ -182,7 +182,7 @@ def test_insufficient_capacity_delays_an_sbatch_before_its_nodeset_scales(cluste
     assert report.faults[0].startswith("FAULT sbatch/ft: launch failed for lack of EC2 capacity, started 70 min")
 
 
-def test_consolidate_after_never_keeps_empty_reserved_nodes(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_consolidate_after_never_keeps_empty_reserved_nodes(cluster: engine.Cluster) -> None:
     """GIVEN a NodePool with consolidateAfter Never (a reserved partition) WHEN the build's facts are read THEN its
     empty nodes are never removed, and their idle time is its own category (the reservation is paid anyway)."""
     from ekstrain.simulate.mix import _go_minutes
@@ -199,7 +199,7 @@ def test_consolidate_after_never_keeps_empty_reserved_nodes(cluster: engine.Clus
     assert report.problems == []
 
 
-def test_an_sbatch_is_admitted_whole_not_partly(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_an_sbatch_is_admitted_whole_not_partly(cluster: engine.Cluster) -> None:
     """GIVEN a 6-node gang on gpu-h100 (8 nodes) WHEN a 4-node sbatch arrives THEN KEDA adds 4 slurmd pods in the
     partition's gang PodGroup: none is admitted while only 2 fit (before, each was its own PodGroup: 2 were admitted
     and held 2 launched p5 nodes idle for 2 hours, stranded), all 4 when the gang has finished, and nothing strands

@@ -5,12 +5,11 @@ from __future__ import annotations
 import pathlib
 
 import pytest
+from conftest import needs_upstream
 
 from ekstrain.contracts import timing
 from ekstrain.diff.sides import REPO, record
 from ekstrain.simulate import deploy
-from tests.conftest import needs_upstream
-from tests.test_simulate import prod_build  # noqa: F401 - module fixture (one prod render)
 
 URN = "urn:pulumi:prod::ekstrain::"
 
@@ -175,9 +174,9 @@ def test_seeded_object_bypassing_the_access_association_fails_even_when_it_happe
 
 
 @needs_upstream
-def test_prod_first_up_and_teardown(prod_build: pathlib.Path) -> None:  # noqa: F811
-    """On the render of prod (test_simulate's module fixture). With exact references in resources.yaml the first up
-    must complete with its times; with bare names (before they were exact) the rehearsal names the race of the
+def test_prod_first_up_and_teardown(prod_build: pathlib.Path) -> None:
+    """On the session's render of prod (tests/support/simulate.py). With exact references in resources.yaml the
+    first up must complete with its times; with bare names (before they were exact) the rehearsal names the race of the
     StorageClass gp3 with the deploy role's access association (it waited for neither through the graph)."""
     build = prod_build
     rows = deploy.load_rows(build)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
+from support.simulate import HELM
 from test_simulate_timeline import _arrival, _gated, _job, _mix
 
 from ekstrain import health_gate, validation
@@ -40,7 +40,7 @@ def _rendered(mix: Mix, build: pathlib.Path) -> Mix:
     return mix
 
 
-def test_the_build_gives_the_guards_deadline_breaker_and_thresholds(prod_build: pathlib.Path) -> None:  # noqa: F811
+def test_the_build_gives_the_guards_deadline_breaker_and_thresholds(prod_build: pathlib.Path) -> None:
     mix = _rendered(_mix(), prod_build)
     assert mix.gate_deadline["gpu-h100"] == health_gate.deadline_minutes("gpu") == 34
     assert mix.gate_deadline["trainium-trn1"] == health_gate.deadline_minutes("trainium") == 18
@@ -50,8 +50,8 @@ def test_the_build_gives_the_guards_deadline_breaker_and_thresholds(prod_build: 
 
 
 def test_a_hung_check_is_failed_at_the_deadline_not_held_for_ever(
-    cluster: engine.Cluster,  # noqa: F811
-    prod_build: pathlib.Path,  # noqa: F811
+    cluster: engine.Cluster,
+    prod_build: pathlib.Path,
 ) -> None:
     """GIVEN the first node of a 2-node gang whose check hangs WHEN the guard has its deadline THEN the node is
     failed 34 min after it registered, Karpenter launches another and the job runs, no problem; WHEN it has none
@@ -73,8 +73,8 @@ def test_a_hung_check_is_failed_at_the_deadline_not_held_for_ever(
 
 
 def test_a_pool_that_fails_every_gate_is_held_not_recycled(
-    cluster: engine.Cluster,  # noqa: F811
-    prod_build: pathlib.Path,  # noqa: F811
+    cluster: engine.Cluster,
+    prod_build: pathlib.Path,
 ) -> None:
     """GIVEN every trn1 node failing its pre-flight for 3 hours under a 4-node Trainium job WHEN the breaker is
     rendered THEN the third failure holds the pool, no failed node is deleted and relaunched (0 recycles), and the
@@ -99,8 +99,8 @@ def test_a_pool_that_fails_every_gate_is_held_not_recycled(
 @pytest.mark.parametrize("minutes", [3])
 def test_a_flap_shorter_than_the_threshold_restarts_nothing(
     minutes: int,
-    cluster: engine.Cluster,  # noqa: F811
-    prod_build: pathlib.Path,  # noqa: F811
+    cluster: engine.Cluster,
+    prod_build: pathlib.Path,
 ) -> None:
     """GIVEN NetworkingReady=False for 3 minutes on a running gang's node WHEN the guard waits 5 minutes THEN no
     restart; WHEN it taints at once (before) THEN the 16-GPU gang restarts and that is a PROBLEM."""
@@ -115,8 +115,8 @@ def test_a_flap_shorter_than_the_threshold_restarts_nothing(
 
 
 def test_a_real_loss_of_networking_takes_the_node_out_and_it_comes_back(
-    cluster: engine.Cluster,  # noqa: F811
-    prod_build: pathlib.Path,  # noqa: F811
+    cluster: engine.Cluster,
+    prod_build: pathlib.Path,
 ) -> None:
     """GIVEN NetworkingReady=False for 8 minutes on one node of an 8-node gang that fills gpu-h100 WHEN the guard's
     threshold (5 min) passes THEN the gang restarts once (not a problem: not transient), and the node returns to
@@ -161,8 +161,8 @@ def test_mix_files_take_the_new_kinds_and_refuse_bad_minutes(tmp_path: pathlib.P
 
 
 def test_networking_false_for_noderepairs_whole_window_gets_the_node_replaced(
-    cluster: engine.Cluster,  # noqa: F811
-    prod_build: pathlib.Path,  # noqa: F811
+    cluster: engine.Cluster,
+    prod_build: pathlib.Path,
 ) -> None:
     """GIVEN NetworkingReady=False for 40 minutes (past NodeRepair's 30) WHEN the guard took the node out at 5 THEN
     NodeRepair replaces it at 30 minutes, the gang restarts once on a new node: no problem."""

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import yaml
 from conftest import cfg_with, stack_config
+from support.simulate import HELM
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
-from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 
 from ekstrain import validation
 from ekstrain.assembly.jobs import render, render_sbatch
@@ -55,11 +55,11 @@ def _mix(*arrivals: Arrival, faults: list[Fault] | None = None, hours: int = 30,
     return Mix(list(arrivals), faults or [], minutes=hours * 60, repair=True, runtimes=dict(RUNTIMES), **kw)
 
 
-def _notebook(prod_build: pathlib.Path, partition: str, gpus: int) -> dict[str, Any]:  # noqa: F811
+def _notebook(prod_build: pathlib.Path, partition: str, gpus: int) -> dict[str, Any]:
     return notebook_pod(prod_build, partition, gpus, "test")
 
 
-def _old_volcano(cluster: engine.Cluster) -> engine.Cluster:  # noqa: F811
+def _old_volcano(cluster: engine.Cluster) -> engine.Cluster:
     """Main's scheduler config: allocate/backfill with proportion, queues without guarantees."""
     config = volcano.parse_config(
         "actions: allocate, backfill\ntiers:\n- plugins: [{name: priority}, {name: gang}, {name: conformance}]\n"
@@ -68,7 +68,7 @@ def _old_volcano(cluster: engine.Cluster) -> engine.Cluster:  # noqa: F811
     return dataclasses.replace(cluster, scheduler_config=config, guarantees={})
 
 
-def test_a_gang_is_starved_by_proportion_and_not_by_capacity(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_a_gang_is_starved_by_proportion_and_not_by_capacity(cluster: engine.Cluster) -> None:
     """GIVEN gangs queued on gpu-a100 and trainium beyond what runs, and an 8-node gpu-h100 gang, equal
     queue weights WHEN played on main's proportion config THEN the h100 gang waits for its cpu/memory share
     while its p5 nodes idle; on the rendered capacity config it starts once its nodes are up."""
@@ -91,8 +91,8 @@ def test_a_gang_is_starved_by_proportion_and_not_by_capacity(cluster: engine.Clu
 
 
 def test_notebooks_outside_volcano_make_an_admitted_gang_unbindable(
-    cluster: engine.Cluster,  # noqa: F811
-    prod_build: pathlib.Path,  # noqa: F811
+    cluster: engine.Cluster,
+    prod_build: pathlib.Path,
 ) -> None:
     """GIVEN one 1-GPU notebook on gpu-h100 and then an 8-node gang WHEN the notebook bypasses Volcano (main's
     profiles) THEN the queue admits the gang, Karpenter stops at the NodePool limit and the launched p5 nodes
@@ -118,7 +118,7 @@ NO_VOLCANO = cfg_with(lambda s: s["schedulers"]["volcano"].update(enabled=False,
 
 @pytest.mark.parametrize("scheduler", ["mpijob", "trainjob"])
 def test_operator_jobs_outside_volcano_make_an_admitted_gang_unbindable(
-    cluster: engine.Cluster,  # noqa: F811
+    cluster: engine.Cluster,
     scheduler: str,
 ) -> None:
     """GIVEN a 4-node MPIJob/TrainJob on gpu-h100 (8 nodes) and then an 8-node Volcano gang WHEN the job's
@@ -151,7 +151,7 @@ def test_the_rendered_profiles_put_notebooks_in_the_partition_queue() -> None:
     assert "scheduler_name" not in profile(p, True, volcano=False)["kubespawner_override"]
 
 
-def test_bad_hardware_gets_the_restarted_job_until_nodes_are_repaired(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_bad_hardware_gets_the_restarted_job_until_nodes_are_repaired(cluster: engine.Cluster) -> None:
     """GIVEN a GPU fault on a node of a running MPIJob WHEN NodeRepair is off THEN the restarted job lands on
     the same sick node until its restarts are gone; WHEN on THEN the node is replaced and the job resumes."""
     job = _arrival(_job("gpu-a100", "mpijob", 4, "bert"), 0, 6)
@@ -165,7 +165,7 @@ def test_bad_hardware_gets_the_restarted_job_until_nodes_are_repaired(cluster: e
     assert any(line.startswith("FAULT MPIJob/bert: resumed from its checkpoint; finished") for line in on.faults)
 
 
-def test_a_maintenance_notice_drains_only_with_the_health_rule(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_a_maintenance_notice_drains_only_with_the_health_rule(cluster: engine.Cluster) -> None:
     """GIVEN an AWS Health notice 3 days ahead for a node of a running gang WHEN the notice drains (main's
     EventBridge rule) THEN the gang dies at once, its pods' 120 s too short for an 843 s checkpoint; WHEN not
     (the rendered stack) THEN it runs on."""
@@ -179,7 +179,7 @@ def test_a_maintenance_notice_drains_only_with_the_health_rule(cluster: engine.C
     assert long.restarts == 0 and long.state == "finished" and "maintenance window at 75:00" in long.events[0]
 
 
-def test_every_scheduler_resumes_after_a_lost_node_or_says_why_not(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_every_scheduler_resumes_after_a_lost_node_or_says_why_not(cluster: engine.Cluster) -> None:
     """GIVEN a node lost under each scheduler's job WHEN played THEN each either resumes from its checkpoint or
     its FAULT line names the restart rule that ended it."""
     jobs = [
@@ -197,7 +197,7 @@ def test_every_scheduler_resumes_after_a_lost_node_or_says_why_not(cluster: engi
         assert "resumed from its checkpoint; finished" in line or "no restart left (" in line, line
 
 
-def test_a_fault_hits_the_nodes_an_sbatch_job_scaled_its_nodeset_to(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_a_fault_hits_the_nodes_an_sbatch_job_scaled_its_nodeset_to(cluster: engine.Cluster) -> None:
     """GIVEN prod's gpu-a100 NodeSet at 0 replicas and a 2-node sbatch job (its NodeSet scaled for it) WHEN one
     of its nodes is lost THEN the fault hits that node and Slurm requeues the job, which resumes."""
     assert cluster.nodesets["gpu-a100"]["spec"]["replicas"] == 0
@@ -211,7 +211,7 @@ def test_a_fault_hits_the_nodes_an_sbatch_job_scaled_its_nodeset_to(cluster: eng
     assert "standing slurmd nodes without a Slurm job" not in report.idle.get("gpu-a100", {})
 
 
-def test_a_spot_interruption_drains_and_the_job_resumes(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_a_spot_interruption_drains_and_the_job_resumes(cluster: engine.Cluster) -> None:
     job = _arrival(_job("gpu-h100", "volcano", 2, "s"), 0, 3)
     report = simulate_timeline(cluster, _mix(job, faults=[Fault(60, "spot-interruption", "Job/s")], hours=8))
     (line,) = report.faults
@@ -219,7 +219,7 @@ def test_a_spot_interruption_drains_and_the_job_resumes(cluster: engine.Cluster)
 
 
 def test_ray_heads_and_launchers_get_the_cpu_pool_when_system_nodes_are_full(
-    cluster: engine.Cluster,  # noqa: F811
+    cluster: engine.Cluster,
 ) -> None:
     """GIVEN six 1-node RayJobs at once (4-vCPU/16-GiB heads) beside the platform's controllers WHEN the
     cpu-helpers pool is absent (main) THEN heads wait for room on the fixed system nodes; WHEN present THEN
@@ -235,7 +235,7 @@ def test_ray_heads_and_launchers_get_the_cpu_pool_when_system_nodes_are_full(
 
 
 def test_cli_plays_a_mix_and_refuses_a_bad_one(
-    prod_build: pathlib.Path,  # noqa: F811
+    prod_build: pathlib.Path,
     tmp_path: pathlib.Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -279,7 +279,7 @@ def test_cli_plays_a_mix_and_refuses_a_bad_one(
 def test_bad_mix_files_name_the_key(
     doc: dict[str, Any],
     problem: str,
-    prod_build: pathlib.Path,  # noqa: F811
+    prod_build: pathlib.Path,
     tmp_path: pathlib.Path,
 ) -> None:
     path = tmp_path / "mix.yaml"
@@ -292,11 +292,11 @@ def test_bad_mix_files_name_the_key(
 # ---- the health gate ---------------------------------------------------------------------------------------
 
 
-def _gated(prod_build: pathlib.Path) -> set[str]:  # noqa: F811
+def _gated(prod_build: pathlib.Path) -> set[str]:
     return {o["metadata"]["name"] for o in build_objects(prod_build) if o["kind"] == "NodePool" and gated(o)}
 
 
-def test_the_gate_adds_its_minutes_to_a_launch(cluster: engine.Cluster, prod_build: pathlib.Path) -> None:  # noqa: F811
+def test_the_gate_adds_its_minutes_to_a_launch(cluster: engine.Cluster, prod_build: pathlib.Path) -> None:
     """GIVEN prod's NodePools with the startup taint WHEN a GPU and a Trainium job launch nodes THEN each starts
     after the launch plus its gate (DCGM diag level 2 + collective + counts: 4 min GPU, 2 min Trainium); without
     the gate after the launch alone."""
@@ -315,8 +315,8 @@ def test_the_gate_adds_its_minutes_to_a_launch(cluster: engine.Cluster, prod_bui
 
 
 def test_a_sick_node_leaves_service_at_once_and_the_restart_lands_elsewhere(
-    cluster: engine.Cluster,  # noqa: F811
-    prod_build: pathlib.Path,  # noqa: F811
+    cluster: engine.Cluster,
+    prod_build: pathlib.Path,
 ) -> None:
     """GIVEN a GPU fault under a running MPIJob WHEN the gate's guard taints the node NoExecute THEN the job restarts
     once, on healthy nodes only, and NodeRepair removes the sick node 10 minutes later; WHEN no taint keeps pods
@@ -340,8 +340,8 @@ def test_a_sick_node_leaves_service_at_once_and_the_restart_lands_elsewhere(
 
 
 def test_a_gang_that_fills_its_pool_waits_for_node_repair_not_stranded(
-    cluster: engine.Cluster,  # noqa: F811
-    prod_build: pathlib.Path,  # noqa: F811
+    cluster: engine.Cluster,
+    prod_build: pathlib.Path,
 ) -> None:
     """GIVEN an 8-node gang on gpu-h100 (maxNodes 8) WHEN one node turns sick THEN the restart waits until
     NodeRepair deletes it (the sick node's NodeClaim counts against the limit), then one launch and one gate, and
@@ -356,7 +356,7 @@ def test_a_gang_that_fills_its_pool_waits_for_node_repair_not_stranded(
 
 
 def test_checkpoint_save_time_comes_from_the_stack_fsx(
-    prod_build: pathlib.Path,  # noqa: F811
+    prod_build: pathlib.Path,
     tmp_path: pathlib.Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -371,8 +371,8 @@ def test_checkpoint_save_time_comes_from_the_stack_fsx(
 
 
 def test_a_node_that_fails_its_preflight_never_takes_the_job(
-    cluster: engine.Cluster,  # noqa: F811
-    prod_build: pathlib.Path,  # noqa: F811
+    cluster: engine.Cluster,
+    prod_build: pathlib.Path,
 ) -> None:
     """GIVEN the first node launched for a 2-node gang is sick WHEN the pool is gated THEN its pre-flight fails, the
     job never runs there (no restart, no problem), Karpenter launches another node and the guard deletes the sick
@@ -392,8 +392,8 @@ def test_a_node_that_fails_its_preflight_never_takes_the_job(
 
 
 def test_node_repair_waits_while_too_much_of_a_pool_is_unhealthy(
-    cluster: engine.Cluster,  # noqa: F811
-    prod_build: pathlib.Path,  # noqa: F811
+    cluster: engine.Cluster,
+    prod_build: pathlib.Path,
 ) -> None:
     """GIVEN two 2-node jobs on gpu-a100 (4 nodes: Karpenter tolerates ceil(20% x 4) = 1 unhealthy) WHEN both lose
     a node to a GPU fault at once THEN NodeRepair holds both sick nodes past its 10 minutes until the replacements

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 from conftest import stack_config
+from support.simulate import HELM
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
-from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 
 from ekstrain import argocd, slurm_gang, validation
 from ekstrain.assembly.jobs import render, render_sbatch
@@ -202,7 +202,7 @@ def _ungrouped(c: engine.Cluster) -> engine.Cluster:
 
 
 @needs_helm
-def test_a_slurm_job_is_admitted_whole_or_not_at_all(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_a_slurm_job_is_admitted_whole_or_not_at_all(cluster: engine.Cluster) -> None:
     """GIVEN a 14-node Volcano gang on gpu-a100 (16 nodes) for 6 h and, at 0:30, a 4-node sbatch job KEDA scales the
     NodeSet for WHEN slurmd pods are admitted one at a time (old) THEN 2 of them are admitted, their p4d nodes launch
     and idle until the gang ends (stranded); WHEN they are one gang (rendered) THEN none is admitted before all 4 fit,

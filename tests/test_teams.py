@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 import yaml
 from conftest import cfg_with, stack_config, stack_sections
+from support.simulate import HELM
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 from test_one_ledger import celpy, gpu_pod
-from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 
 from ekstrain import names, validation
 from ekstrain.assembly import jupyterhub
@@ -252,7 +252,7 @@ def test_guarantees_covering_a_partition_warn() -> None:
 # ---- the timeline on team queues --------------------------------------------------------------------------------
 
 
-def _team_cluster(cluster: Any) -> Any:  # noqa: F811
+def _team_cluster(cluster: Any) -> Any:
     """prod's rendered cluster with CFG's queues and hierarchical scheduler config (what rendering CFG gives)."""
     from ekstrain.simulate.quantity import parse
 
@@ -289,7 +289,7 @@ def _team_job(name: str, nodes: int, team: str | None, at_h: float, hours: float
 
 
 @pytest.mark.skipif(HELM is None or validation.upstream_dir() is None, reason="needs helm and the upstream charts")
-def test_a_team_guarantee_is_admitted_while_others_borrowed_the_rest(cluster: Any) -> None:  # noqa: F811
+def test_a_team_guarantee_is_admitted_while_others_borrowed_the_rest(cluster: Any) -> None:
     """GIVEN gpu-h100 (8 nodes) with llm guaranteed 4 WHEN a job of no team takes the 4 unguaranteed nodes, then llm
     asks for 4 THEN llm's gang is admitted on arrival and runs a node launch later; a second job of no team waits
     for its queue (-shared may only borrow the unguaranteed 4), and llm's second gang waits for the parent (the
@@ -320,7 +320,7 @@ def test_a_team_guarantee_is_admitted_while_others_borrowed_the_rest(cluster: An
 
 
 @pytest.mark.skipif(HELM is None or validation.upstream_dir() is None, reason="needs helm and the upstream charts")
-def test_a_job_in_the_parent_queue_is_refused(cluster: Any) -> None:  # noqa: F811
+def test_a_job_in_the_parent_queue_is_refused(cluster: Any) -> None:
     """GIVEN team queues under gpu-h100 WHEN a gang names gpu-h100 itself (bypassing the admission policy) THEN the
     simulator says Volcano refuses it: only leaf queues hold jobs."""
     from ekstrain.simulate import volcano as sim_volcano

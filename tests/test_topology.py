@@ -14,9 +14,9 @@ import pathlib
 import pytest
 import yaml
 from conftest import stack_config
+from support.simulate import HELM
 from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
-from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 from test_simulate_timeline import _arrival, _job, _mix
 
 from ekstrain import topology, validation
@@ -81,7 +81,7 @@ def test_a_64_gpu_pipeline_gang_carries_a_hard_tier_and_validates() -> None:
 
 
 @needs_build
-def test_the_chart_writes_the_discovery_as_a_mapping(prod_build: pathlib.Path) -> None:  # noqa: F811
+def test_the_chart_writes_the_discovery_as_a_mapping(prod_build: pathlib.Path) -> None:
     """templates/controllers.yaml writes the value with toYaml: a string value would reach volcano-controller.conf as
     one YAML block scalar, which the controller cannot read as its config."""
     path = prod_build / "charts" / "volcano--volcano" / "ConfigMap-volcano-system-volcano-controller-configmap.yaml"
@@ -99,7 +99,7 @@ def test_a_trainjob_runtime_gives_its_podgroup_the_same_tier() -> None:
 
 
 @needs_build
-def test_two_64_gpu_gangs_on_one_partition_each_span_one_tier(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_two_64_gpu_gangs_on_one_partition_each_span_one_tier(cluster: engine.Cluster) -> None:
     """GIVEN two 8-node (64-GPU) gangs on prod's gpu-a100 (16 x p4d) and the stated layout (16 instances under one
     layer-3 network node) WHEN played THEN each runs within tier 1 and the report says so."""
     one = _arrival(_job("gpu-a100", "volcano", 8, "gang-a"), 0, 3)

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from conftest import stack_sections
+from support.simulate import HELM
 from test_compute_specs import assert_valid, spec_for
-from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 from test_simulate_timeline import _arrival, _job, _mix
 
 from ekstrain import karpenter_specs as specs
@@ -57,14 +57,14 @@ def test_the_stack_key_sets_every_nodepool_window() -> None:
     assert any(i.key.startswith("ekstrain:maintenance.window.schedule") for i in caught.value.issues)
 
 
-def _pools(cluster: engine.Cluster, window: specs.DriftWindow | None) -> dict[str, upgrade.PoolDisruption]:  # noqa: F811
+def _pools(cluster: engine.Cluster, window: specs.DriftWindow | None) -> dict[str, upgrade.PoolDisruption]:
     pools = {n.pool for n in cluster.nodes if n.pool != "system"}
     return {
         p: upgrade.read_nodepool(specs.node_pool(spec_for(["p5.48xlarge"], name=p, drift_window=window))) for p in pools
     }
 
 
-def _play(cluster: engine.Cluster, window: specs.DriftWindow | None, *jobs: Any, hours: int = 40) -> Any:  # noqa: F811
+def _play(cluster: engine.Cluster, window: specs.DriftWindow | None, *jobs: Any, hours: int = 40) -> Any:
     mix = _mix(*jobs, hours=hours)
     mix.upgrade = upgrade.Upgrade(6 * 60, "1.36", _pools(cluster, window))
     return simulate_timeline(cluster, mix), mix.upgrade
@@ -81,7 +81,7 @@ pytestmark_helm = pytest.mark.skipif(
 
 
 @pytestmark_helm
-def test_a_window_rolls_the_busy_fleet_between_gangs(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_a_window_rolls_the_busy_fleet_between_gangs(cluster: engine.Cluster) -> None:
     report, up = _play(cluster, DAILY_8_TO_16, *_busy_h100())
     assert up.converged_at is not None and up.control_plane_at == 6 * 60 + 30
     assert up.gangs == [] and up.outside == [] and up.lost_hours == 0
@@ -93,7 +93,7 @@ def test_a_window_rolls_the_busy_fleet_between_gangs(cluster: engine.Cluster) ->
 
 
 @pytestmark_helm
-def test_no_window_and_a_zero_budget_never_converges(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_no_window_and_a_zero_budget_never_converges(cluster: engine.Cluster) -> None:
     report, up = _play(cluster, None, *_busy_h100(), hours=26)
     assert up.converged_at is None
     problems = [p for p in report.problems if "never converges" in p]
@@ -101,7 +101,7 @@ def test_no_window_and_a_zero_budget_never_converges(cluster: engine.Cluster) ->
 
 
 @pytestmark_helm
-def test_no_window_converging_only_because_the_pool_emptied_is_a_problem(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_no_window_converging_only_because_the_pool_emptied_is_a_problem(cluster: engine.Cluster) -> None:
     report, up = _play(cluster, None, *_busy_h100(), hours=40)
     assert up.converged_at is not None and up.drifted == 0
     (problem,) = [p for p in report.problems if "never converges on a busy cluster" in p]
@@ -109,7 +109,7 @@ def test_no_window_converging_only_because_the_pool_emptied_is_a_problem(cluster
 
 
 @pytestmark_helm
-def test_opted_in_gangs_are_disrupted_inside_the_window_only(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_opted_in_gangs_are_disrupted_inside_the_window_only(cluster: engine.Cluster) -> None:
     long_gang = _arrival(_job("gpu-h100", "volcano", 8, "long"), 0, 20)
     window = specs.DriftWindow("0 8 * * *", 8 * 60, "100%", gang_grace="30m")
     report, up = _play(cluster, window, long_gang, hours=40)
@@ -118,7 +118,7 @@ def test_opted_in_gangs_are_disrupted_inside_the_window_only(cluster: engine.Clu
 
 
 @pytestmark_helm
-def test_drift_without_a_window_disrupting_a_gang_is_a_problem(cluster: engine.Cluster) -> None:  # noqa: F811
+def test_drift_without_a_window_disrupting_a_gang_is_a_problem(cluster: engine.Cluster) -> None:
     long_gang = _arrival(_job("gpu-h100", "volcano", 8, "long"), 0, 20)
     pools = _pools(cluster, None)
     for d in pools.values():  # an operator lifted the Drifted budget and set a grace period: no window at all

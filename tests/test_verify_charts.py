@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO, needs_upstream, stack_config
+from support.renders import Renders
 
 from ekstrain import validation, versions
 from ekstrain.cli import render as render_cli
@@ -25,10 +26,8 @@ PROD = stack_config("prod")
 
 
 @pytest.fixture(scope="module")
-def prod_build(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    out = tmp_path_factory.mktemp("render") / "prod"
-    assert render_cli.main(["--stack", "prod", "--out", str(out)]) == 0
-    return out
+def prod_build(renders: Renders) -> pathlib.Path:
+    return renders("prod")
 
 
 @pytest.fixture(scope="module")
