@@ -14,10 +14,12 @@ import fnmatch
 import importlib.util
 import os
 import pathlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import settings
 from support.renders import Renders, serialise_renders
 
 from ekstrain import validation
@@ -27,10 +29,25 @@ from ekstrain.stacks.loader import load_flat, parse, read_stack_file, sections_f
 from ekstrain.stacks.models import StackConfig
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
+# Test modules live in folders mirroring the code (scripts/tests_layout.py) and import each other's helpers by module
+# name (`from test_jobs_templates import spec_for`): every folder is on sys.path, whichever module is collected first.
+for _folder in sorted(REPO.joinpath("tests").iterdir()):
+    if (
+        _folder.is_dir()
+        and _folder.name not in ("support", "data", "library_program", "__pycache__")
+        and (str(_folder) not in sys.path)
+    ):
+        sys.path.append(str(_folder))
 # render_cli.main() (ekstrain/cli/render.py) replays a stored render when nothing it reads has changed
 # (infra/replay.py): the many tests that render prod or dev with the same inputs share one render. A test that
 # patches the program or a check (Python objects, which the replay key cannot see) and then calls render_cli.main()
 # sets EKSTRAIN_REPLAY=0 first.
+# Property tests without settings of their own run 50 examples (hypothesis' default is 100) and no deadline (a loaded
+# machine misses any); a test's own @settings still wins, and HYPOTHESIS_PROFILE=deep runs each without the bound.
+settings.register_profile("suite", max_examples=50, deadline=None)
+settings.register_profile("deep", max_examples=500, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
+
 # the simulator's fixtures (prod_build, cluster), shared by every module that simulates against prod
 pytest_plugins = ["support.simulate"]
 STACK_FILES = sorted(p for p in REPO.glob("Pulumi.*.yaml"))
@@ -214,3 +231,6 @@ def _apply_markers(items: list[pytest.Item]) -> None:
         for name, entries in table.items():
             if module in entries or any(item.nodeid.startswith(e) for e in entries if "::" in e):
                 item.add_marker(getattr(pytest.mark, name))
+        # a test that reads a render (or the simulator's prod build) renders with helm, wherever it lives
+        if set(getattr(item, "fixturenames", ())) & markers.RENDER_FIXTURES:
+            item.add_marker(pytest.mark.needs_helm)

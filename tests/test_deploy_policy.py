@@ -10,6 +10,7 @@ import pathlib
 import re
 
 import pytest
+from conftest import needs_upstream
 
 from ekstrain.cli import deploy_policy as dp
 from ekstrain.cli.main import main
@@ -17,7 +18,6 @@ from ekstrain.contracts import iam as contracts
 from ekstrain.diff.model import Resource
 from ekstrain.diff.sides import REPO, record
 from ekstrain.infra.verify import iam as iam_db
-from tests.conftest import needs_upstream
 
 pytestmark = needs_upstream
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 BROWSER = ("tests/test_pages.py",)
 
+RENDER_FIXTURES = frozenset({"renders", "prod_build"})
+"""Fixtures that render a stack (tests/support/renders.py, simulate.py): a test using one needs helm, in any module."""
+
 NEEDS_HELM = (
     "tests/test_jupyterhub.py",
     "tests/test_logs_and_spend.py",
