@@ -220,11 +220,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _apply_markers(items: list[pytest.Item]) -> None:
     """slow, needs_helm and browser from tests/support/markers.py: what `make unit` leaves out."""
-    # loaded by path: a pytest started elsewhere with this conftest as a plugin has no `tests` package
-    spec = importlib.util.spec_from_file_location("ekstrain_test_markers", REPO / "tests" / "support" / "markers.py")
-    assert spec is not None and spec.loader is not None
-    markers = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(markers)
+    markers = _markers_module()
     table = {"browser": markers.BROWSER, "needs_helm": markers.NEEDS_HELM, "slow": markers.SLOW}
     for item in items:
         module = item.nodeid.split("::")[0]
@@ -234,3 +230,36 @@ def _apply_markers(items: list[pytest.Item]) -> None:
         # a test that reads a render (or the simulator's prod build) renders with helm, wherever it lives
         if set(getattr(item, "fixturenames", ())) & markers.RENDER_FIXTURES:
             item.add_marker(pytest.mark.needs_helm)
+
+
+def _markers_module() -> Any:
+    """tests/support/markers.py, loaded by path: a pytest started elsewhere with this conftest as a plugin has no
+    `tests` package."""
+    spec = importlib.util.spec_from_file_location("ekstrain_test_markers", REPO / "tests" / "support" / "markers.py")
+    assert spec is not None and spec.loader is not None
+    markers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(markers)
+    return markers
+
+
+def pytest_ignore_collect(collection_path: pathlib.Path, config: pytest.Config) -> bool | None:
+    """Under a -m that leaves out a whole module's marker (`make unit`: not slow, needs_helm, browser), the module is
+    not imported at all: every test of it would be deselected after collection, and importing the heavy modules is
+    most of what such a run would spend. Decided only when the expression is false whatever any other marker is."""
+    expression = config.getoption("markexpr", "")
+    if not expression or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    from _pytest.mark.expression import Expression
+
+    markers = _markers_module()
+    module = collection_path.resolve().relative_to(REPO).as_posix()
+    table = {"browser": markers.BROWSER, "needs_helm": markers.NEEDS_HELM, "slow": markers.SLOW}
+    own = {name for name, entries in table.items() if module in entries}
+    if not own:
+        return None
+    compiled = Expression.compile(expression)
+    if any(
+        compiled.evaluate(lambda name, d=default: name in own or (name not in table and d)) for default in (True, False)
+    ):
+        return None
+    return True

@@ -12,9 +12,11 @@ import json
 import pathlib
 import shutil
 import tarfile
+from collections.abc import Iterator
 
 import pytest
 from conftest import REPO, needs_upstream
+from support.renders import programs_run_once
 
 from ekstrain import lock, validation
 from ekstrain.cli import render as render_cli
@@ -106,6 +108,14 @@ def test_the_answer_key_changes_with_every_input_it_is_made_of() -> None:
 
 
 # ---- the render ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_program_run() -> Iterator[None]:
+    """Each test here renders dev several times with replays off (they patch the no-op check, not the program): the
+    dev program runs once for the module (tests/support/renders.py)."""
+    with programs_run_once():
+        yield
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import pathlib
 import shutil
 from collections.abc import Callable, Iterator
@@ -92,3 +93,24 @@ class Renders:
             flat, secrets = read_stack_file(REPO / f"Pulumi.{stack}.yaml")
             self._programs[stack] = render.run_program(flat, secrets, stack)
         return self._programs[stack]
+
+
+@contextlib.contextmanager
+def programs_run_once() -> Iterator[None]:
+    """Within the block, the render runs its program once per (stack config, secrets, stack, preview) and every later
+    render of the same config is handed that recording: for tests that render one stack many times with replays off
+    because they patch a check (the lock's no-op answers), not the program. The program is deterministic."""
+    real = render.run_program
+    ran: dict[str, offline.Recording] = {}
+
+    def run_program(flat: dict[str, str], secrets: list[str], stack: str, preview: bool = False) -> offline.Recording:
+        key = json.dumps([flat, sorted(secrets), stack, preview], sort_keys=True, default=str)
+        if key not in ran:
+            ran[key] = real(flat, secrets, stack, preview=preview)
+        return ran[key]
+
+    render.run_program = run_program  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        render.run_program = real  # type: ignore[assignment]
