@@ -128,7 +128,7 @@ fetch-upstream: $(VENV)/.installed $(HELM_TOOL)  ## fetch the pinned chart archi
 	$(PY) scripts/fetch_upstream.py .upstream
 
 # docs/architecture.svg: prod's architecture picture as the render draws it (ekstrain/pages/topology.py);
-# tests/test_architecture_svg.py fails when the committed file is not what the render draws now.
+# tests/pages/test_architecture_svg.py fails when the committed file is not what the render draws now.
 architecture: $(VENV)/.installed  ## regenerate docs/architecture.svg from a render of prod
 	$(VENV)/bin/ekstrain render --stack prod --out build/architecture-prod --allow-unchecked >/dev/null || true
 	cp build/architecture-prod/architecture.svg docs/architecture.svg

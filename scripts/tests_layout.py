@@ -6,7 +6,7 @@
 LAYOUT maps test-module name patterns (fnmatch, first match wins) to a folder of tests/; a module no pattern names
 stays in tests/ (the package's ground floor: facts, helpers, render tooling). It can be run again at any time: a
 module already in its folder stays, a new one matching a pattern moves. After a move, every text file git tracks
-that names ``tests/test_x.py`` (markers, LONGEST_FIRST, allowed skips, docs, comments) names its new place, and a
+that names ``tests/test_<name>.py`` (markers, LONGEST_FIRST, allowed skips, docs, comments) names its new place, and a
 moved module's paths built from ``__file__`` gain the level it went down. Test modules still import each other by
 module name (``from test_jobs_templates import spec_for``): tests/conftest.py puts every folder on sys.path.
 """
@@ -161,7 +161,7 @@ def rewrite_references(planned: dict[pathlib.Path, pathlib.Path]) -> list[pathli
     """Every tracked text file naming a moved module by its old path names the new one. Returns the files changed."""
     table = {
         str(old.relative_to(REPO)): str(new.relative_to(REPO)) for old, new in planned.items()
-    }  # tests/test_x.py -> tests/room/test_x.py
+    }  # tests/test_<name>.py -> tests/<room>/test_<name>.py
     if not table:
         return []
     pattern = re.compile(r"(?<![\w/])(" + "|".join(re.escape(k) for k in sorted(table, key=len, reverse=True)) + r")")
@@ -190,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         new.write_text(deeper(new.read_text()))
     changed = rewrite_references(planned)
     print(f"moved {len(planned)} test modules; rewrote references in {len(changed)} files", file=sys.stderr)
+    if changed:  # a longer path can push a comment past the line length: ruff names it, a person rewraps it
+        print("then: make ruff (a rewritten reference may have made a line too long)", file=sys.stderr)
     return 0
 
 

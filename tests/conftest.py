@@ -191,19 +191,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 LONGEST_FIRST = (
     # Tests that take 5 s or more from a clean clone (pytest --durations=0, 2 workers), started first: a long test
     # that starts last leaves the other worker idle for its length. Order only; every test still runs.
-    "tests/test_render.py::test_stack_renders_and_validates",
-    "tests/test_lifecycle_first_up.py",
-    "tests/test_gates_checkov.py",
-    "tests/test_render_lock.py",
-    "tests/test_render.py::test_render_runs_the_strict_slurm_values_check",
+    "tests/infra/test_render.py::test_stack_renders_and_validates",
+    "tests/infra/test_lifecycle_first_up.py",
+    "tests/infra/test_gates_checkov.py",
+    "tests/infra/test_render_lock.py",
+    "tests/infra/test_render.py::test_render_runs_the_strict_slurm_values_check",
     "tests/test_no_skips.py",
     "tests/test_fetch_upstream.py",
     "tests/test_upstream_lookup.py",
     "tests/test_bad_input_corpus.py",
-    "tests/test_cli.py::test_GIVEN_a_render",
-    "tests/test_verify_charts.py",
+    "tests/cli/test_cli.py::test_GIVEN_a_render",
+    "tests/infra/test_verify_charts.py",
     "tests/test_library_wheel.py",
-    "tests/test_fuzz_stack.py",
+    "tests/stacks/test_fuzz_stack.py",
     "tests/planner/test_bands.py",
 )
 

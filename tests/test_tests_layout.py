@@ -44,17 +44,15 @@ def test_a_moved_module_builds_its_paths_one_level_further_up() -> None:
 def test_references_follow_the_module_and_only_that_module(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # GIVEN a file naming a moved module, a module whose name starts the same, and an absolute path
+    # (paths put together here, so that no run of the script rewrites this test's own text)
+    old, near, new = "tests/" + "test_example.py", "tests/" + "test_example_more.py", "tests/infra/" + "test_example.py"
+    # GIVEN a file naming a module, a module whose name starts the same, and an absolute path ending alike
     note = tmp_path / "notes.md"
-    note.write_text("tests/test_render.py::test_x and tests/test_render_lock.py and /abs/tests/test_render.py\n")
+    note.write_text(f"{old}::test_x and {near} and /abs/{old}\n")
     monkeypatch.setattr(tests_layout, "REPO", tmp_path)
     monkeypatch.setattr(tests_layout, "tracked_text_files", lambda: [note])
-    # WHEN tests/test_render.py moves to tests/infra/
-    changed = tests_layout.rewrite_references(
-        {tmp_path / "tests/test_render.py": tmp_path / "tests/infra/test_render.py"}
-    )
+    # WHEN the module moves to tests/infra/
+    changed = tests_layout.rewrite_references({tmp_path / old: tmp_path / new})
     # THEN only its own references follow it
     assert changed == [note]
-    assert note.read_text() == (
-        "tests/infra/test_render.py::test_x and tests/test_render_lock.py and /abs/tests/test_render.py\n"
-    )
+    assert note.read_text() == f"{new}::test_x and {near} and /abs/{old}\n"

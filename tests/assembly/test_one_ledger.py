@@ -246,7 +246,7 @@ def test_slurmd_pods_join_their_partitions_queue() -> None:
     for p in partition_facts(cfg):
         ns = slurm.nodeset(cfg, p)
         assert ns["podSpec"]["schedulerName"] == "volcano"
-        # ... and the partition's gang PodGroup (tests/test_slurm_gangs.py)
+        # ... and the partition's gang PodGroup (tests/simulate/test_slurm_gangs.py)
         assert ns["metadata"] == {
             "annotations": {
                 "scheduling.volcano.sh/queue-name": p.name,

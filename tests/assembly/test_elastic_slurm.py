@@ -137,6 +137,7 @@ def test_autoscale_needs_prometheus() -> None:
         lambda s: (
             s["observability"].update(enabled=False),
             s["schedulers"]["slurm"].update(autoscale=False),
-            s["cost"].update(opencost=False),  # OpenCost reads the same Prometheus (tests/test_logs_and_spend.py)
+            # OpenCost reads the same Prometheus (tests/assembly/test_logs_and_spend.py)
+            s["cost"].update(opencost=False),
         )
     )

@@ -33,7 +33,7 @@ from ekstrain.assembly.schedulers.common import partition_facts
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import parse
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 TEAMS = [
     {"name": "llm", "guarantees": {"gpu-h100": 4, "gpu-a100": 8}, "priority": 10},
     {"name": "vision", "guarantees": {"gpu-a100": 4}},

@@ -220,7 +220,7 @@ def test_stack_warns_past_standard_support() -> None:
 
 def test_mixed_efa_layouts_are_accepted_without_a_warning(prod_sections: dict[str, Any]) -> None:
     # GIVEN prod's trainium partition (trn1 8 EFA + trn1n 16 EFA) WHEN parsed THEN no EFA warning:
-    # each layout gets its own NodePool (tests/test_compute_mixed.py)
+    # each layout gets its own NodePool (tests/components/test_compute_mixed.py)
     _, warnings = parse(prod_sections, today=dt.date(2026, 12, 3))
     assert not any("EFA" in w for w in warnings)
 

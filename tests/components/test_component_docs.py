@@ -13,7 +13,7 @@ import pytest
 
 from scripts import component_docs
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 DOC = (REPO / "docs" / "components.md").read_text()
 
 

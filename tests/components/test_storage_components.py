@@ -400,7 +400,7 @@ def test_fsx_controller_policy_is_scoped_to_the_file_system(prod_recording: Reco
 
     policy = json.loads(prod_recording.one("aws:iam/rolePolicy:RolePolicy", "storage-csi-fsx").inputs["policy"])
     fs_arn = prod_recording.one(FSX, "fsx").outputs["arn"]
-    # (prod also enables dynamic scratch: its statements follow, tests/test_storage_scratch.py)
+    # (prod also enables dynamic scratch: its statements follow, tests/components/test_storage_scratch.py)
     assert policy["Statement"][0] == {
         "Sid": "Describe",
         "Effect": "Allow",

@@ -32,7 +32,7 @@ from ekstrain.simulate.timeline import Fault, simulate_timeline
 from ekstrain.stacks import loader
 from ekstrain.stacks.errors import ConfigError
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 needs_build = pytest.mark.skipif(
     HELM is None or validation.upstream_dir() is None, reason="needs a helm binary and the upstream chart archives"
 )

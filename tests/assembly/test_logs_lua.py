@@ -4,7 +4,7 @@ Fluent Bit runs its `lua` filter on LuaJIT (fluent-bit CMakeLists.txt ``FLB_LUAJ
 ``luajit`` runs the very script the render puts in the chart's ``luaScripts`` (assembly/logs.py ``lua_script``).
 GIVEN every job kind's pods (as the job templates label them), sbatch output files, node journal lines and edge
 records WHEN LuaJIT calls ``ekstrain_record`` on each THEN the flat fields it returns equal what
-``logs.record_fields`` (which tests/test_logs_and_spend.py evaluates the CloudWatch queries on) computes.
+``logs.record_fields`` (which tests/assembly/test_logs_and_spend.py evaluates the CloudWatch queries on) computes.
 """
 
 from __future__ import annotations

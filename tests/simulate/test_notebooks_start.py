@@ -25,7 +25,7 @@ from ekstrain.stacks import loop_rules
 from ekstrain.stacks.errors import ConfigError
 
 PROD = stack_config("prod")
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 needs_helm = pytest.mark.skipif(
     HELM is None or validation.upstream_dir() is None, reason="needs a helm binary and the upstream chart archives"
 )

@@ -7,7 +7,8 @@ parse, negative extended-resource requests; plus valid files of the same shapes,
 forms, so 50 cases meet every one of them several times, and a file read and refused is what each costs. A
 bigger run, where rare cases turn up, prints the counts and the slowest refusal:
 
-    EKSTRAIN_FUZZ_EXAMPLES=3000 .venv/bin/python -m pytest tests/test_simulate_inputs.py -s -q -p no:cacheprovider
+    EKSTRAIN_FUZZ_EXAMPLES=3000 .venv/bin/python -m pytest tests/simulate/test_simulate_inputs.py -s -q \\
+        -p no:cacheprovider
 """
 
 from __future__ import annotations

@@ -128,7 +128,7 @@ def test_scrape_targets_select_what_the_exporters_run(rec: Recording) -> None:
 
 
 # GIVEN prod WHEN the component registers its release THEN the values carry the training alerts (the groups
-# tests/test_alerts.py runs through promtool), the heartbeat PodMonitor and the node labels the rules join on.
+# tests/assembly/test_alerts.py runs through promtool), the heartbeat PodMonitor and the node labels the rules join on.
 def test_release_installs_the_training_alerts_and_the_heartbeat_monitor(rec: Recording) -> None:
     from ekstrain import training_metrics
     from ekstrain.assembly import alerts

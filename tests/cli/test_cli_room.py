@@ -19,7 +19,7 @@ import sys
 import click
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "ekstrain"
 CLI = (ROOT / "cli").resolve()
 PARSERS = {"click", "argparse", "optparse", "getopt", "typer"}

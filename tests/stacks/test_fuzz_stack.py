@@ -15,8 +15,8 @@ cases additionally run the real program under the mock engine (up to ``EKSTRAIN_
 reached well within that (the test asserts it), and the program run per valid case is the slow part. Bigger runs,
 which is where rare crashes turn up, print how many cases fell in each class:
 
-    EKSTRAIN_FUZZ_EXAMPLES=3000 EKSTRAIN_FUZZ_RENDER=20 .venv/bin/python -m pytest tests/test_fuzz_stack.py -s -q \\
-        --hypothesis-seed=14
+    EKSTRAIN_FUZZ_EXAMPLES=3000 EKSTRAIN_FUZZ_RENDER=20 .venv/bin/python -m pytest tests/stacks/test_fuzz_stack.py \\
+        -s -q --hypothesis-seed=14
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 It implements the contract the jobs resolver relies on (``search``/``evaluate`` and the Plan
 fields and emitters) with deliberately simple arithmetic; the real planner's numbers are checked
-by the planner's own tests and by tests/test_jobs_planner.py.
+by the planner's own tests and by tests/assembly/test_jobs_planner.py.
 """
 
 from __future__ import annotations

@@ -276,7 +276,7 @@ def mount_of(rig: Rig, scheduler: str) -> str:
     return str(rig.work / ("shared" if scheduler == "slurm" else "fsx"))
 
 
-spec = spec_for  # the job-template tests' RunSpec for a partition (tests/test_jobs_templates.py)
+spec = spec_for  # the job-template tests' RunSpec for a partition (tests/assembly/test_jobs_templates.py)
 
 
 def expanded(argv: list[str], env: dict[str, str]) -> list[str]:

@@ -5,7 +5,8 @@ ConfigError naming the class's key otherwise, never a traceback, never slower th
 
 CI runs 60 examples per class; a fuzz run prints per-class counts and the slowest refusal:
 
-    EKSTRAIN_FUZZ_EXAMPLES=3000 .venv/bin/python -m pytest tests/test_fuzz_stack_limits.py -s -q -p no:cacheprovider
+    EKSTRAIN_FUZZ_EXAMPLES=3000 .venv/bin/python -m pytest tests/stacks/test_fuzz_stack_limits.py -s -q \\
+        -p no:cacheprovider
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def check(cls: str, base: str, change: Callable[[dict[str, Any]], None], valid: 
         assert any(i.key.startswith(key) for i in issues), [str(i) for i in issues]
 
 
-_set = set_path  # the stack-rule tests' dotted-path edit (tests/test_stack_rules.py)
+_set = set_path  # the stack-rule tests' dotted-path edit (tests/stacks/test_stack_rules.py)
 
 
 NASTY = ["\n", "\r", "\t", "\x00", "\x7f", " ", "é", "/", ".", "_", "-", "$", "\u202e"]

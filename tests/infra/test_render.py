@@ -53,7 +53,8 @@ def test_stack_renders_and_validates(stack: str, tmp_path: pathlib.Path, capsys:
 
 
 REVIEWED = "(accepted: security/iam-lint-accepted.yaml)"
-"""IAM lint findings reviewed and kept (security/iam-lint-accepted.yaml, which tests/test_verify_iam.py keeps short)."""
+"""IAM lint findings reviewed and kept (security/iam-lint-accepted.yaml, which tests/infra/test_verify_iam.py keeps
+short)."""
 
 
 def render_warnings(summary: str, stderr: str) -> list[str]:
@@ -258,7 +259,7 @@ def test_render_runs_the_strict_slurm_values_check(
     if validation.upstream_dir() is None:
         pytest.skip("upstream schemas absent: run `make fetch-upstream`")
     # The no-op values check (one helm run per slurm values key: these planted values are in no lock) asserts
-    # nothing here; tests/test_render_lock.py and the seed renders above run it.
+    # nothing here; tests/infra/test_render_lock.py and the seed renders above run it.
     monkeypatch.setattr(charts, "noop_leaves", lambda *_: [])
     records = copy.deepcopy(prod_recording.records)
     slurm = next(r for r in records if r.type == "kubernetes:helm.sh/v3:Release" and r.inputs["name"] == "slurm")

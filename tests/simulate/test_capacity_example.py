@@ -17,7 +17,7 @@ from test_compute_specs import assert_valid
 from ekstrain.infra import render
 from ekstrain.stacks.loader import load_stack_file, read_stack_file
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 STACK = REPO / "examples" / "stacks" / "Pulumi.reserved.yaml"
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"

@@ -30,7 +30,7 @@ from ekstrain.simulate.timeline import FAULT_KINDS, Arrival, Fault, simulate_tim
 pytestmark = pytest.mark.skipif(
     HELM is None or validation.upstream_dir() is None, reason="needs a helm binary and the upstream chart archives"
 )
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _sbatch(partition: str, nodes: int, name: str, at_h: float, hours: float) -> Arrival:
@@ -203,7 +203,7 @@ def test_an_sbatch_is_admitted_whole_not_partly(cluster: engine.Cluster) -> None
     """GIVEN a 6-node gang on gpu-h100 (8 nodes) WHEN a 4-node sbatch arrives THEN KEDA adds 4 slurmd pods in the
     partition's gang PodGroup: none is admitted while only 2 fit (before, each was its own PodGroup: 2 were admitted
     and held 2 launched p5 nodes idle for 2 hours, stranded), all 4 when the gang has finished, and nothing strands
-    (tests/test_slurm_gangs.py has the old render beside it)."""
+    (tests/simulate/test_slurm_gangs.py has the old render beside it)."""
     gang = _arrival(_job("gpu-h100", "volcano", 6, "gang"), 0, 3)
     sbatch = _sbatch("gpu-h100", 4, "ft", 1, 2)
     report = simulate_timeline(cluster, _mix(gang, sbatch, hours=8))
