@@ -96,6 +96,9 @@ LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 """Folder of tests/ -> patterns of the test modules it holds."""
 
+HELPERS = {"test_jobs_support": "support.jobs"}
+"""Helper modules moved out of test modules into tests/support/: an import of the old name is rewritten."""
+
 NOT_TESTS = {"support", "data", "library_program", "__pycache__"}
 """Folders of tests/ that hold no test modules of a room."""
 
@@ -175,6 +178,20 @@ def rewrite_references(planned: dict[pathlib.Path, pathlib.Path]) -> list[pathli
     return changed
 
 
+def rewrite_helper_imports() -> list[pathlib.Path]:
+    """``from test_jobs_support import X`` -> ``from support.jobs import X`` in every test module (HELPERS)."""
+    changed = []
+    for path in test_modules():
+        text = path.read_text()
+        new = text
+        for old, module in HELPERS.items():
+            new = re.sub(rf"^from {old} import", f"from {module} import", new, flags=re.M)
+        if new != text:
+            path.write_text(new)
+            changed.append(path)
+    return changed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only list the modules not where LAYOUT puts them")
@@ -188,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         new.parent.mkdir(exist_ok=True)
         subprocess.run(["git", "mv", str(old), str(new)], cwd=REPO, check=True)
         new.write_text(deeper(new.read_text()))
-    changed = rewrite_references(planned)
+    changed = rewrite_references(planned) + rewrite_helper_imports()
     print(f"moved {len(planned)} test modules; rewrote references in {len(changed)} files", file=sys.stderr)
     if changed:  # a longer path can push a comment past the line length: ruff names it, a person rewraps it
         print("then: make ruff (a rewritten reference may have made a line too long)", file=sys.stderr)

@@ -56,3 +56,13 @@ def test_references_follow_the_module_and_only_that_module(
     # THEN only its own references follow it
     assert changed == [note]
     assert note.read_text() == f"{new}::test_x and {near} and /abs/{old}\n"
+
+
+def test_an_import_of_a_moved_helper_module_names_its_place_in_support(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = tmp_path / "test_new.py"
+    module.write_text("from test_jobs_support import FakePlanner\nfrom test_jobs_templates import spec_for\n")
+    monkeypatch.setattr(tests_layout, "test_modules", lambda: [module])
+    assert tests_layout.rewrite_helper_imports() == [module]
+    assert module.read_text() == "from support.jobs import FakePlanner\nfrom test_jobs_templates import spec_for\n"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conftest import run_program, stack_config
-from test_jobs_support import FakePlanner
+from support.jobs import FakePlanner
 from test_jobs_templates import spec_for
 
 from ekstrain.assembly.jobs import health_check, render

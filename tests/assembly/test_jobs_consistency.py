@@ -16,7 +16,7 @@ import pytest
 from conftest import stack_config
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_jobs_support import FakePlanner
+from support.jobs import FakePlanner
 from test_jobs_templates import accelerator_containers, spec_for
 
 from ekstrain import catalog, names

@@ -13,7 +13,7 @@ import shlex
 import pytest
 import yaml
 from conftest import REPO
-from test_jobs_support import FakePlanner
+from support.jobs import FakePlanner
 
 from ekstrain import validation
 from ekstrain.assembly.jobs import planning

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO, stack_config
-from test_jobs_support import FakePlanner
+from support.jobs import FakePlanner
 from test_jobs_templates import CASES, spec_for
 
 from ekstrain import validation

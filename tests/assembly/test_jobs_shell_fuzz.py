@@ -37,7 +37,7 @@ import pytest
 from conftest import REPO, stack_config
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_jobs_support import FakePlanner, kubelet_expand
+from support.jobs import FakePlanner, kubelet_expand
 from test_jobs_templates import CASES, spec_for
 
 from ekstrain.assembly.jobs import (

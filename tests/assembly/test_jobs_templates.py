@@ -1,7 +1,7 @@
 """Every template renders for every prod partition it applies to, and validates against upstream schemas.
 
 GIVEN the prod stack and one run description per partition family
-WHEN each scheduler's template is rendered (planner: the test double of test_jobs_support)
+WHEN each scheduler's template is rendered (planner: the test double of tests/support/jobs.py)
 THEN every object validates (upstream CRDs, kubernetes-validate strict) and carries the
 platform's worker contract: accelerators + exact EFA count in requests and limits, memory,
 /dev/shm as memory emptyDir, the FSx PVC, node selector + toleration, do-not-disrupt, and a
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import stack_config
-from test_jobs_support import FakePlanner
+from support.jobs import FakePlanner
 
 from ekstrain import catalog, names, validation
 from ekstrain.assembly.jobs import SCHEDULERS, RunSpec, render, render_sbatch

@@ -16,7 +16,7 @@ from typing import Any
 import pulumi
 import pytest
 from conftest import cfg_with, stack_config
-from test_jobs_support import FakePlanner
+from support.jobs import FakePlanner
 from test_jobs_templates import CASES, accelerator_containers, pod_specs, spec_for
 
 from ekstrain.assembly.jobs import render

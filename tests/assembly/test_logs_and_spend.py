@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO, cfg_with, releases, stack_config
-from test_jobs_support import FakePlanner
+from support.jobs import FakePlanner
 from test_jobs_templates import pod_specs, spec_for
 
 from ekstrain import catalog, health_gate, spend

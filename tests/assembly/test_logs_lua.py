@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import stack_config
-from test_jobs_support import FakePlanner
+from support.jobs import FakePlanner
 from test_jobs_templates import pod_specs, spec_for
 from test_logs_and_spend import KINDS, _holder
 

@@ -15,7 +15,7 @@ import celpy
 import pytest
 import yaml
 from conftest import cfg_with, releases, stack_config
-from test_jobs_support import FakePlanner
+from support.jobs import FakePlanner
 from test_jobs_templates import CASES, spec_for
 
 from ekstrain import names

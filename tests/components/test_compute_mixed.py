@@ -11,8 +11,8 @@ import pytest
 from conftest import run_program, stack_config, stack_sections
 from hypothesis import given
 from hypothesis import strategies as st
+from support.jobs import FakePlanner
 from test_compute_specs import assert_valid, spec_for
-from test_jobs_support import FakePlanner
 
 from ekstrain import karpenter_specs as specs
 from ekstrain import names

@@ -148,7 +148,7 @@ def test_render_writes_its_page_beside_the_summary(prod_render: pathlib.Path, tm
 
 
 def _mix(prod_render: pathlib.Path, tmp_path: pathlib.Path) -> pathlib.Path:
-    from test_jobs_support import FakePlanner
+    from support.jobs import FakePlanner
     from test_jobs_templates import spec_for
 
     objects = render_job(

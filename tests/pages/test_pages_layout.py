@@ -108,7 +108,7 @@ FAULTS = [
 def test_the_timeline_page_lists_every_fault_and_is_laid_out(
     prod_render: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from test_jobs_support import FakePlanner
+    from support.jobs import FakePlanner
     from test_jobs_templates import spec_for
 
     from ekstrain.assembly.jobs import render as render_job

@@ -15,8 +15,8 @@ import pathlib
 import pytest
 import yaml
 from conftest import stack_config, stack_sections
+from support.jobs import FakePlanner
 from support.simulate import HELM
-from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 from test_simulate_timeline import _arrival, _gated, _job, _mix
 

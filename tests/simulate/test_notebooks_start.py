@@ -146,7 +146,7 @@ def test_a_notebook_queued_behind_a_full_partition_is_a_note_not_a_problem(
     """GIVEN gpu-h100's 8 nodes held by an 8-node gang for 3 h WHEN a whole-node notebook is spawned at 0:30 THEN it
     waits for its queue past start_timeout: KubeSpawner gives it up (a NOTEBOOK line), which no start timeout could
     cover and which launches no node, so it is not counted as a cold-start problem."""
-    from test_jobs_support import FakePlanner
+    from support.jobs import FakePlanner
     from test_jobs_templates import spec_for
 
     from ekstrain.assembly.jobs import render

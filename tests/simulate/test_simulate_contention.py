@@ -15,8 +15,8 @@ import re
 
 import pytest
 import yaml
+from support.jobs import FakePlanner
 from support.simulate import HELM
-from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 from test_simulate_timeline import PROD, _arrival, _job, _mix
 

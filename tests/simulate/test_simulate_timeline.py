@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 from conftest import cfg_with, stack_config
+from support.jobs import FakePlanner
 from support.simulate import HELM
-from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 
 from ekstrain import validation

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 from conftest import stack_config
+from support.jobs import FakePlanner
 from support.simulate import HELM
-from test_jobs_support import FakePlanner
 from test_jobs_templates import spec_for
 
 from ekstrain import argocd, slurm_gang, validation
