@@ -8,7 +8,7 @@ choose what `make unit` leaves out.
 
 from __future__ import annotations
 
-BROWSER = ("tests/pages/test_pages.py",)
+BROWSER = ("tests/pages/test_pages.py", "tests/pages/test_pages_layout.py")
 
 RENDER_FIXTURES = frozenset({"renders", "prod_build"})
 """Fixtures that render a stack (tests/support/renders.py, simulate.py): a test using one needs helm, in any module."""
@@ -37,6 +37,22 @@ NEEDS_HELM = (
 
 SLOW = (
     # single tests of otherwise fast modules (a node id prefix)
+    # (make unit's own --durations, 2026-12-06: 5 s or more under a load of 12-15)
+    "tests/infra/test_deploy_policy.py::test_every_recorded_type_has_an_entry_and_every_action_exists",
+    "tests/infra/test_deploy_policy.py::test_cli_prints_the_documents_and_writes_only_out",
+    "tests/planner/test_leave_one_source_out.py::test_deepspeed_left_out_takes_the_physical_prior_not_fsdp_overlap",
+    "tests/assembly/test_jobs_volcano_queue.py::test_the_render_records_the_operators_gang_flags",
+    "tests/cli/test_first_contact.py::test_a_later_up_with_the_flag_activates_the_tags_and_passes_its_contract",
+    "tests/cli/test_first_contact.py::test_no_cost_allocation_tag_in_the_first_up",
+    "tests/simulate/test_simulate_deploy.py::test_cli_plays_the_contracts_on_a_seeded_build",
+    "tests/infra/test_privilege.py",
+    "tests/pages/test_architecture_svg.py",
+    "tests/assembly/test_jobs_templates.py::test_hugepages_are_requested_only_when_asked",
+    "tests/assembly/test_jobs_bionemo.py::test_validates_against_the_volcano_crd",
+    "tests/planner/test_practitioner_layouts.py::test_cp_pruning_keeps_the_top_ten",
+    "tests/test_names_corpus.py::test_names_and_free_text_corpus",
+    "tests/test_supply_chain_io.py::test_simulate_on_a_damaged_build_says_so_in_one_line",
+    "tests/test_health_loops.py",
     "tests/planner/test_fms_fsdp.py::test_leave_one_source_out_figures_as_measured",
     "tests/planner/test_interleaved_405b.py::test_the_search_tries_interleaving_and_the_balanced_split_for_405b",
     "tests/planner/test_properties.py::test_search_degrees_multiply_to_the_fleet",
