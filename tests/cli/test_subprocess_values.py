@@ -130,6 +130,8 @@ CALL_SITES = {
     "ekstrain/upstream.py:fetch_helm": "test_fetch_helm_runs_pip_with_fixed_arguments",
     "scripts/upstream_mirror.py:build": "test_the_mirror_indexes_a_directory_that_looks_like_an_option",
     "ekstrain/upstream.py:fetch_chart": "test_fetch_upstream_mirror_urls_are_never_helm_options",
+    "scripts/tests_layout.py:tracked_text_files": "test_the_tests_layout_runs_git_on_its_own_paths_only",
+    "scripts/tests_layout.py:main": "test_the_tests_layout_runs_git_on_its_own_paths_only",
     "scripts/bench.py:_wall": "test_bench_commands_hold_no_user_value",
     "scripts/bench.py:time_render_in": "test_bench_commands_hold_no_user_value",
     "scripts/bench.py:time_make_test": "test_bench_commands_hold_no_user_value",
@@ -336,3 +338,22 @@ def test_lfs_gets_an_absolute_path_never_an_option(monkeypatch: pytest.MonkeyPat
             checkpoint_rotation.file_archived("lfs", name, 1.0)
         assert got.value.argv[:2] == ["lfs", "hsm_state"]
         assert got.value.argv[2].startswith("/") and got.value.argv[2].endswith(name)
+
+
+def test_the_tests_layout_runs_git_on_its_own_paths_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    """scripts/tests_layout.py lists tracked files with fixed arguments and moves a module from the path it found to
+    the folder LAYOUT names (no value from the command line reaches git)."""
+    from scripts import tests_layout
+
+    monkeypatch.setattr(tests_layout.subprocess, "run", _capture)
+    with pytest.raises(_Captured) as got:
+        tests_layout.tracked_text_files()
+    assert got.value.argv == ["git", "ls-files", "-z"]
+    old, new = tmp_path / "tests" / "test_simulate_x.py", tmp_path / "tests" / "simulate" / "test_simulate_x.py"
+    old.parent.mkdir()
+    monkeypatch.setattr(tests_layout, "moves", lambda: {old: new})
+    with pytest.raises(_Captured) as got:
+        tests_layout.main([])
+    assert got.value.argv == ["git", "mv", str(old), str(new)]
