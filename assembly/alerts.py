@@ -2,7 +2,7 @@
 
 :func:`rule_groups` is what the observability component installs (kube-prometheus-stack's
 ``additionalPrometheusRulesMap``, so the release that brings the Prometheus Operator CRDs creates the
-PrometheusRule) and what tests/test_alerts.py runs through the real ``promtool check rules`` and
+PrometheusRule) and what tests/assembly/test_alerts.py runs through the real ``promtool check rules`` and
 ``promtool test rules``. Each alert's runbook is the section of docs/alerts.md named after it.
 
 Where each signal comes from:

@@ -12,7 +12,7 @@
     kit.py       Click pieces every command shares (argparse declarations -> Click, one-line errors, tables)
     argtypes.py  argparse ``type=`` functions (positive numbers, images, namespaces, output files)
 
-The domain packages hold the logic and no argument parsing or printing (tests/test_cli_room.py). This package is
+The domain packages hold the logic and no argument parsing or printing (tests/cli/test_cli_room.py). This package is
 the top layer: it may import every other one and none imports it (tests/test_import_graph.py). Importing it loads
 nothing; ``ekstrain.cli.main`` loads Click.
 """

@@ -65,7 +65,7 @@ FAILED = "pre-flight failed"
 LEFT = "left service"
 
 
-# ---- pure decisions (tests/test_health_gate.py) ----------------------------------------------------------
+# ---- pure decisions (tests/components/test_health_gate.py) ----------------------------------------------------------
 
 
 def verdict(results: dict[str, str]) -> list[str]:

@@ -42,7 +42,7 @@ PODGROUP_PATH = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups/{
 PODS_PATH = "/api/v1/namespaces/{ns}/pods"
 
 
-# ---- pure decisions (tests/test_slurm_gangs.py) ------------------------------------------------------------
+# ---- pure decisions (tests/simulate/test_slurm_gangs.py) ------------------------------------------------------------
 
 
 def _quantity(value: str) -> float:

@@ -4,7 +4,7 @@ OpenCost CSV price file made from the same table.
 Every price comes from :mod:`ekstrain.catalog` (``price_per_hour_usd``, on-demand list prices as of
 ``catalog.PRICES_AS_OF``): SUMMARY.md's partition table (``catalog.price_range``), the simulator's idle dollars
 (``instance.price_per_hour_usd``) and OpenCost's node prices (:func:`opencost_pricing_csv`) read it, and
-tests/test_logs_and_spend.py keeps the three equal.
+tests/assembly/test_logs_and_spend.py keeps the three equal.
 """
 
 from __future__ import annotations

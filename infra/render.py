@@ -654,7 +654,8 @@ def write(
         for r in rec.records
     ]
     (out / "resources.yaml").write_text(yaml.dump(resources, Dumper=_DUMPER, sort_keys=False, default_flow_style=False))
-    # The AWS resources as a Terraform plan, for `checkov --framework terraform_plan` (tests/test_gates_checkov.py).
+    # The AWS resources as a Terraform plan, for `checkov --framework terraform_plan`
+    # (tests/infra/test_gates_checkov.py).
     (out / "aws-plan.json").write_text(json.dumps(tfplan.plan(rec), indent=1, default=str))
 
     counts = collections.Counter(r.type for r in rec.records if r.custom)

@@ -14,10 +14,13 @@ import fnmatch
 import importlib.util
 import os
 import pathlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import settings
+from support.renders import Renders, serialise_renders
 
 from ekstrain import validation
 from ekstrain.infra import offline
@@ -26,10 +29,27 @@ from ekstrain.stacks.loader import load_flat, parse, read_stack_file, sections_f
 from ekstrain.stacks.models import StackConfig
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
+# Test modules live in folders mirroring the code (scripts/tests_layout.py) and import each other's helpers by module
+# name (`from test_jobs_templates import spec_for`): every folder is on sys.path, whichever module is collected first.
+for _folder in sorted(REPO.joinpath("tests").iterdir()):
+    if (
+        _folder.is_dir()
+        and _folder.name not in ("support", "data", "library_program", "__pycache__")
+        and (str(_folder) not in sys.path)
+    ):
+        sys.path.append(str(_folder))
 # render_cli.main() (ekstrain/cli/render.py) replays a stored render when nothing it reads has changed
 # (infra/replay.py): the many tests that render prod or dev with the same inputs share one render. A test that
 # patches the program or a check (Python objects, which the replay key cannot see) and then calls render_cli.main()
 # sets EKSTRAIN_REPLAY=0 first.
+# Property tests without settings of their own run 50 examples (hypothesis' default is 100) and no deadline (a loaded
+# machine misses any); a test's own @settings still wins, and HYPOTHESIS_PROFILE=deep runs each without the bound.
+settings.register_profile("suite", max_examples=50, deadline=None)
+settings.register_profile("deep", max_examples=500, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
+
+# the simulator's fixtures (prod_build, cluster), shared by every module that simulates against prod
+pytest_plugins = ["support.simulate"]
 STACK_FILES = sorted(p for p in REPO.glob("Pulumi.*.yaml"))
 STACK_NAMES = [p.name.split(".")[1] for p in STACK_FILES]
 
@@ -90,6 +110,16 @@ def prod_recording() -> offline.Recording:
 @pytest.fixture(scope="session")
 def dev_recording() -> offline.Recording:
     return run_stack(stack_config("dev"))
+
+
+serialise_renders()  # two workers rendering the same inputs: the second replays the first's render
+
+
+@pytest.fixture(scope="session")
+def renders(tmp_path_factory: pytest.TempPathFactory) -> Renders:
+    """The session's renders of the shipped stacks (tests/support/renders.py): ``renders("prod")`` is the
+    directory of one `ekstrain render --stack prod`, shared by every test that reads it."""
+    return Renders(tmp_path_factory.mktemp)
 
 
 def shipped_recording(request: pytest.FixtureRequest, stack: str) -> offline.Recording:
@@ -161,19 +191,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 LONGEST_FIRST = (
     # Tests that take 5 s or more from a clean clone (pytest --durations=0, 2 workers), started first: a long test
     # that starts last leaves the other worker idle for its length. Order only; every test still runs.
-    "tests/test_render.py::test_stack_renders_and_validates",
-    "tests/test_lifecycle_first_up.py",
-    "tests/test_gates_checkov.py",
-    "tests/test_render_lock.py",
-    "tests/test_render.py::test_render_runs_the_strict_slurm_values_check",
+    "tests/infra/test_render.py::test_stack_renders_and_validates",
+    "tests/infra/test_lifecycle_first_up.py",
+    "tests/infra/test_gates_checkov.py",
+    "tests/infra/test_render_lock.py",
+    "tests/infra/test_render.py::test_render_runs_the_strict_slurm_values_check",
     "tests/test_no_skips.py",
     "tests/test_fetch_upstream.py",
     "tests/test_upstream_lookup.py",
     "tests/test_bad_input_corpus.py",
-    "tests/test_cli.py::test_GIVEN_a_render",
-    "tests/test_verify_charts.py",
+    "tests/cli/test_cli.py::test_GIVEN_a_render",
+    "tests/infra/test_verify_charts.py",
     "tests/test_library_wheel.py",
-    "tests/test_fuzz_stack.py",
+    "tests/stacks/test_fuzz_stack.py",
     "tests/planner/test_bands.py",
 )
 
@@ -190,14 +220,46 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _apply_markers(items: list[pytest.Item]) -> None:
     """slow, needs_helm and browser from tests/support/markers.py: what `make unit` leaves out."""
-    # loaded by path: a pytest started elsewhere with this conftest as a plugin has no `tests` package
-    spec = importlib.util.spec_from_file_location("ekstrain_test_markers", REPO / "tests" / "support" / "markers.py")
-    assert spec is not None and spec.loader is not None
-    markers = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(markers)
+    markers = _markers_module()
     table = {"browser": markers.BROWSER, "needs_helm": markers.NEEDS_HELM, "slow": markers.SLOW}
     for item in items:
         module = item.nodeid.split("::")[0]
         for name, entries in table.items():
             if module in entries or any(item.nodeid.startswith(e) for e in entries if "::" in e):
                 item.add_marker(getattr(pytest.mark, name))
+        # a test that reads a render (or the simulator's prod build) renders with helm, wherever it lives
+        if set(getattr(item, "fixturenames", ())) & markers.RENDER_FIXTURES:
+            item.add_marker(pytest.mark.needs_helm)
+
+
+def _markers_module() -> Any:
+    """tests/support/markers.py, loaded by path: a pytest started elsewhere with this conftest as a plugin has no
+    `tests` package."""
+    spec = importlib.util.spec_from_file_location("ekstrain_test_markers", REPO / "tests" / "support" / "markers.py")
+    assert spec is not None and spec.loader is not None
+    markers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(markers)
+    return markers
+
+
+def pytest_ignore_collect(collection_path: pathlib.Path, config: pytest.Config) -> bool | None:
+    """Under a -m that leaves out a whole module's marker (`make unit`: not slow, needs_helm, browser), the module is
+    not imported at all: every test of it would be deselected after collection, and importing the heavy modules is
+    most of what such a run would spend. Decided only when the expression is false whatever any other marker is."""
+    expression = config.getoption("markexpr", "")
+    if not expression or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    from _pytest.mark.expression import Expression
+
+    markers = _markers_module()
+    module = collection_path.resolve().relative_to(REPO).as_posix()
+    table = {"browser": markers.BROWSER, "needs_helm": markers.NEEDS_HELM, "slow": markers.SLOW}
+    own = {name for name, entries in table.items() if module in entries}
+    if not own:
+        return None
+    compiled = Expression.compile(expression)
+    if any(
+        compiled.evaluate(lambda name, d=default: name in own or (name not in table and d)) for default in (True, False)
+    ):
+        return None
+    return True

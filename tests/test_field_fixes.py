@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from conftest import stack_config
-from test_jobs_support import FakePlanner
+from support.jobs import FakePlanner
 from test_jobs_templates import spec_for
 
 from ekstrain import versions

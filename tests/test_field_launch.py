@@ -15,7 +15,7 @@ import stat
 import subprocess
 
 from conftest import stack_config
-from test_jobs_support import FakePlanner, kubelet_expand
+from support.jobs import FakePlanner, kubelet_expand
 from test_jobs_templates import spec_for
 
 from ekstrain.assembly.jobs import render, render_sbatch

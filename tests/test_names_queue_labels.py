@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import cfg_with
-from test_jobs_support import FakePlanner
+from support.jobs import FakePlanner
 from test_jobs_templates import spec_for
 
 from ekstrain.assembly import logs

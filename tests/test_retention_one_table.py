@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from conftest import cfg_with
 
 from ekstrain import cloudwatch
 from ekstrain.components import args as component_args
@@ -12,7 +13,6 @@ from ekstrain.components.args import ComponentArgsError
 from ekstrain.components.fsx import LustreArgs
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.models import platform, storage
-from tests.conftest import cfg_with
 
 
 def test_GIVEN_the_validators_and_the_components_WHEN_their_retention_tables_are_read_THEN_they_are_the_one_table() -> (

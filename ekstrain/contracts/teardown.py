@@ -1,5 +1,5 @@
 """What `pulumi destroy` stops at and what it leaves behind, from the recorded resources: the runbook's teardown
-table (docs/delivery.md "Teardown", tested by tests/test_lifecycle_teardown.py).
+table (docs/delivery.md "Teardown", tested by tests/infra/test_lifecycle_teardown.py).
 
 - ``protect``: the engine refuses to delete the resource ("resource ... cannot be deleted because it is protected");
   `pulumi destroy` fails there unless run with ``--exclude-protected`` (which skips the protected resources and

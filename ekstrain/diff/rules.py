@@ -375,7 +375,7 @@ UNIQUE_IDENTITY: dict[str, tuple[str, ...]] = {
 CRDS_DIR, TEMPLATED, TEMPLATED_KEPT = "crds/", "templates", "templates, kept"
 CHART_CRDS: dict[str, tuple[str, tuple[str, ...]]] = {
     # chart: (where its CRDs are, their API groups), from the pinned archives in ../shared/upstream/chart-src
-    # (tests/test_diff.py checks where). CRDS_DIR: installed once, never upgraded nor deleted by Helm.
+    # (tests/diff/test_diff.py checks where). CRDS_DIR: installed once, never upgraded nor deleted by Helm.
     # TEMPLATED: upgraded with the release and deleted with it, and with them every custom resource of their
     # kinds (components/helm.py protects these releases). TEMPLATED_KEPT: annotated helm.sh/resource-policy: keep
     # by the chart's defaults (cert-manager crds.keep, argo-cd crds.keep), so an uninstall leaves them.
@@ -399,7 +399,7 @@ def deletes_crds_with_release(chart: str) -> bool:
 
 def replace_paths(type_: str, custom: bool = True) -> tuple[str, ...]:
     """Replace-on-change inputs of ``type_``; our own components (not custom) have none. KeyError for a provider
-    type nobody has looked up (tests/test_diff.py keeps the table whole)."""
+    type nobody has looked up (tests/diff/test_diff.py keeps the table whole)."""
     if not custom and type_ not in REPLACE_ON_CHANGE:
         return ()
     own = REPLACE_ON_CHANGE[type_]

@@ -2,7 +2,7 @@
 every chart's objects) that grants ``nodes/proxy`` (the kubelet's API: exec, attach and logs of every pod on the
 node, Kubernetes RBAC good practices "nodes/proxy"), ``pods/exec`` (a shell in any pod of its scope) or a wildcard
 (``*`` verbs, resources or API groups) must be on security/reviewed-rbac-grants.yaml with the component's reason.
-An unlisted grant is a problem; a listed one is shown with its reason (tests/test_privilege.py fails on an entry
+An unlisted grant is a problem; a listed one is shown with its reason (tests/infra/test_privilege.py fails on an entry
 prod's render no longer needs).
 """
 

@@ -1,0 +1,116 @@
+"""One render per stack per test session, shared by every test that reads a shipped stack's render.
+
+A render of a shipped stack is the same files whichever test asks (infra/replay.py keys it by what it reads), so
+the session renders each (stack, flags) once and hands every test the same directory, read-only; a test that adds
+files to it (simulate renders more charts into it) takes ``copy``. Across pytest-xdist workers the replay store
+is what they share: ``serialise_renders`` makes a render wait while another process renders the same inputs, then
+replay it, instead of both missing the store and rendering twice (each worker starts with the costliest tests).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import pathlib
+import shutil
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ekstrain import lock, validation
+from ekstrain.cli import render as render_cli
+from ekstrain.infra import offline, render, replay
+from ekstrain.stacks.loader import read_stack_file
+
+REPO = pathlib.Path(__file__).resolve().parent.parent.parent
+
+
+@contextlib.contextmanager
+def held(name: str) -> Iterator[None]:
+    """An exclusive lock (flock) named ``name`` in the render cache, shared by every process of the session."""
+    path = validation.cache_root() / "test-locks" / f"{name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def serialise_renders() -> None:
+    """Wrap ``render.render_or_replay`` (what ``ekstrain render`` calls) so that two renders of the same replay key
+    run one after the other: the second replays the first's stored render. Renders with replays off (tests that
+    patch a check) are left alone. Idempotent."""
+    real = render.render_or_replay
+    if getattr(real, "serialised", False):
+        return
+
+    def render_or_replay(stack_file: pathlib.Path, stack: str, preview: bool, *args: Any, **kwargs: Any) -> Any:
+        if not replay.enabled():
+            return real(stack_file, stack, preview, *args, **kwargs)
+        mode = kwargs.get("lock_mode", args[6] if len(args) > 6 else lock.DEFAULT_MODE)
+        with held(f"render-{replay.key(stack, stack_file, preview, mode)}"):
+            return real(stack_file, stack, preview, *args, **kwargs)
+
+    render_or_replay.serialised = True  # type: ignore[attr-defined]
+    render.render_or_replay = render_or_replay  # type: ignore[assignment]
+
+
+class Renders:
+    """The session's renders of shipped stacks, by (stack, extra flags)."""
+
+    def __init__(self, root: Callable[[str], pathlib.Path]) -> None:
+        self._root = root
+        self._done: dict[tuple[str, tuple[str, ...]], tuple[pathlib.Path, int]] = {}
+        self._programs: dict[str, offline.Recording] = {}
+
+    def run(self, stack: str, *flags: str) -> tuple[pathlib.Path, int]:
+        """The output directory of ``ekstrain render --stack STACK FLAGS`` of the shipped stack file, and its exit
+        code (rendered on first use)."""
+        key = (stack, tuple(flags))
+        if key not in self._done:
+            out = self._root(f"render-{stack}") / stack
+            argv = ["--stack", stack, "--stack-file", str(REPO / f"Pulumi.{stack}.yaml"), "--out", str(out), *flags]
+            self._done[key] = (out, render_cli.main(argv))
+        return self._done[key]
+
+    def __call__(self, stack: str, *flags: str) -> pathlib.Path:
+        """The render's directory; the render passed every check. Read it, never write into it."""
+        out, code = self.run(stack, *flags)
+        assert code == 0, (out / "SUMMARY.md").read_text() if (out / "SUMMARY.md").exists() else code
+        return out
+
+    def copy(self, stack: str, dest: pathlib.Path, *flags: str) -> pathlib.Path:
+        """A copy of the render at ``dest``, for a test that writes into it."""
+        shutil.copytree(self(stack, *flags), dest)
+        return dest
+
+    def program(self, stack: str) -> offline.Recording:
+        """The shipped stack file's program as the render runs it (infra/__main__.py under fresh offline mocks),
+        run once for the session: read it, never mutate it."""
+        if stack not in self._programs:
+            flat, secrets = read_stack_file(REPO / f"Pulumi.{stack}.yaml")
+            self._programs[stack] = render.run_program(flat, secrets, stack)
+        return self._programs[stack]
+
+
+@contextlib.contextmanager
+def programs_run_once() -> Iterator[None]:
+    """Within the block, the render runs its program once per (stack config, secrets, stack, preview) and every later
+    render of the same config is handed that recording: for tests that render one stack many times with replays off
+    because they patch a check (the lock's no-op answers), not the program. The program is deterministic."""
+    real = render.run_program
+    ran: dict[str, offline.Recording] = {}
+
+    def run_program(flat: dict[str, str], secrets: list[str], stack: str, preview: bool = False) -> offline.Recording:
+        key = json.dumps([flat, sorted(secrets), stack, preview], sort_keys=True, default=str)
+        if key not in ran:
+            ran[key] = real(flat, secrets, stack, preview=preview)
+        return ran[key]
+
+    render.run_program = run_program  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        render.run_program = real  # type: ignore[assignment]
