@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO, stack_config, stack_sections
-from test_jobs_support import FakePlanner
+from support.jobs import FakePlanner
 from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 
 from ekstrain import validation

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import stack_config
-from test_jobs_support import FakePlanner
+from support.jobs import FakePlanner
 from test_jobs_templates import spec_for
 
 from ekstrain import topology, validation
