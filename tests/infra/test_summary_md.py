@@ -9,7 +9,6 @@ import pytest
 from markdown_it import MarkdownIt
 from support.renders import Renders
 
-from ekstrain.cli import render as render_cli
 from ekstrain.infra import summary_md
 
 
