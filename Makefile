@@ -39,7 +39,7 @@ render: $(VENV)/.installed $(HELM_TOOL)  ## offline render of one stack (mock en
 	$(VENV)/bin/ekstrain render --stack $(STACK) --out $(OUT) $$(if $(NO_UPSTREAM); then echo --allow-unchecked; fi)
 
 # ekstrain.lock.json: the no-op values check's answers for every stack (or STACK=...), keyed by content, so that a
-# fresh clone's render skips those ~340 helm runs (ekstrain/lock.py). Commit the file; `make test` fails when it is stale.
+# fresh clone's render skips those ~340 helm runs (ekstrain/tooling/lock.py). Commit the file; `make test` fails when it is stale.
 LOCK_STACKS ?= $(if $(filter command line,$(origin STACK)),$(STACK),$(SIMULATE_STACKS))
 lock: $(VENV)/.installed $(HELM_TOOL)  ## record the render's no-op values answers in ekstrain.lock.json
 	@set -e; for s in $(LOCK_STACKS); do $(VENV)/bin/ekstrain render --stack $$s --out build/$$s --lock write; done
@@ -123,7 +123,7 @@ simulate: $(VENV)/.installed $(HELM_TOOL) examples  ## scheduling simulation of 
 	$(PY) -m ekstrain simulate $$r --build build/reserved build/examples-reserved; \
 	$(PY) -m ekstrain simulate $$r --build build/reserved --timeline examples/mix-reserved-teams.yaml
 
-# Chart archives (helm pull from each chart's repository or OCI registry, ekstrain/versions.py), CRDs and chart
+# Chart archives (helm pull from each chart's repository or OCI registry, ekstrain/facts/versions.py), CRDs and chart
 # values, each sha256-checked against scripts/chart-pins.tsv / scripts/upstream-pins.tsv. Mirrors: UPSTREAM_RAW_BASE,
 # UPSTREAM_HELM_MIRROR, UPSTREAM_OCI_MIRROR (scripts/fetch_upstream.py; .ci/fresh-clone uses a local one).
 fetch-upstream: $(VENV)/.installed $(HELM_TOOL)  ## fetch the pinned chart archives, CRDs and chart values into .upstream/

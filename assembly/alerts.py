@@ -14,7 +14,7 @@ Where each signal comes from:
   remapped for it, which the defaults carry.
 - Neuron: neuron-monitor's Prometheus front end (aws-neuron-sdk, neuron-monitor-prometheus.py):
   ``hardware_ecc_events_total{event_type}`` and ``execution_errors_total{error_type}``.
-- EFA: the project's exporter (ekstrain/efa_exporter.py): ``efa_hw_counter_total{device,port,counter}`` with
+- EFA: the project's exporter (ekstrain/agents/efa_exporter.py): ``efa_hw_counter_total{device,port,counter}`` with
   the EFA driver's hw_counters (linux drivers/infiniband/hw/efa/efa_verbs.c: ``rdma_read_wr_err``,
   ``rdma_write_wr_err``, ``retrans_timeout_events``, ``unresponsive_remote_events``,
   ``impaired_remote_conn_events``, device-wide ``cmds_err``) and ``efa_devices``.
@@ -23,7 +23,7 @@ Where each signal comes from:
   ``kube_pod_container_status_restarts_total``, ``kube_job_status_failed``, and ``kube_pod_created`` /
   ``kube_job_created``, whose value changes when a controller recreates a pod or Job under the same name: how
   Volcano Job and JobSet restarts show without metrics of their own controllers, which nothing scrapes).
-- Job progress: the gauges of ekstrain/training_metrics.py, scraped by its PodMonitor.
+- Job progress: the gauges of ekstrain/facts/training_metrics.py, scraped by its PodMonitor.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ekstrain import catalog, efa, health_gate, names, training_metrics
+from ekstrain.facts import catalog, names, training_metrics
+from ekstrain.layout import efa
+from ekstrain.payloads import health_gate
 
 if TYPE_CHECKING:
     from ekstrain.stacks.models import StackConfig
@@ -44,7 +46,7 @@ CRITICAL = "critical"
 WARNING = "warning"
 
 PREFLIGHT_TAINT = names.STARTUP_TAINT_KEY
-"""The startup taint of accelerator NodePools that the pre-flight gate removes (ekstrain/health_gate.py)."""
+"""The startup taint of accelerator NodePools that the pre-flight gate removes (ekstrain/payloads/health_gate.py)."""
 PREFLIGHT_ALERT_MINUTES = max(15, 3 * max(health_gate.gate_minutes(f) for f in (catalog.GPU, catalog.TRAINIUM)))
 """A node still carrying the startup taint this long: the gate hangs or its checks keep failing. Three times the
 longest gate (GPU: DCGM diag level 2, the counts and a single-node collective), and at least 15 minutes, since a
@@ -52,7 +54,7 @@ new node first pulls the gate's images (the DCGM image is several GB)."""
 
 NODE_AGENT_CONDITIONS: dict[str, int] = health_gate.REPAIR_MINUTES
 """Node conditions the EKS node monitoring agent sets False on a fault -> minutes Karpenter's NodeRepair
-tolerates them before it replaces the node (one table: ekstrain/health_gate.py ``REPAIR_MINUTES``)."""
+tolerates them before it replaces the node (one table: ekstrain/payloads/health_gate.py ``REPAIR_MINUTES``)."""
 NOT_READY_MINUTES = 5
 """Ready not True this long on a partition node: the gang on it is stalled (Karpenter's own repair of a NotReady
 node waits 30 min, karpenter core pkg/controllers/node/health)."""

@@ -16,9 +16,10 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ekstrain import catalog, health_gate, kms_policy, names, spend
 from ekstrain.assembly import observability as obs
-from ekstrain.names import SYSTEM_NODE_SELECTOR
+from ekstrain.facts import catalog, names, spend
+from ekstrain.facts.names import SYSTEM_NODE_SELECTOR
+from ekstrain.payloads import health_gate, kms_policy
 
 if TYPE_CHECKING:
     from ekstrain.stacks.models import StackConfig
@@ -75,7 +76,7 @@ def chart_values(cfg: StackConfig) -> dict[str, Any]:
         "opencost": {
             "exporter": {
                 "defaultClusterId": cfg.cluster.name,
-                # The CSV provider: node prices from ekstrain.catalog, matched by the instance-type label.
+                # The CSV provider: node prices from ekstrain.facts.catalog, matched by the instance-type label.
                 "extraEnv": {"USE_CSV_PROVIDER": "true", "CSV_PATH": f"{PRICES_DIR}/{PRICES_FILE}"},
                 "extraVolumeMounts": [{"name": "node-prices", "mountPath": PRICES_DIR, "readOnly": True}],
                 "resources": {"requests": {"cpu": "50m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
@@ -140,7 +141,8 @@ def idle_queries(cfg: StackConfig) -> dict[str, str]:
             f"sum(({ACCEL_ALLOCATABLE} and on (node) ({NOT_READY})) unless on (node) ({UNHEALTHY})) or vector(0)"
         ),
         "unhealthy": f"sum({ACCEL_ALLOCATABLE} and on (node) ({UNHEALTHY})) or vector(0)",
-        # Ready, but the health gate's startup taint is still on (ekstrain/health_gate.py): checked, not yet usable
+        # Ready, but the health gate's startup taint is still on (ekstrain/payloads/health_gate.py): checked, not yet
+        # usable
         "health gate pre-flight": (
             f"sum(({ACCEL_ALLOCATABLE} and on (node) ({gated})) unless on (node) ({NOT_READY})"
             f" unless on (node) ({UNHEALTHY})) or vector(0)"

@@ -13,7 +13,7 @@
   only outside prod and only with a password; never an open hub;
 - the proxy behind an internal NLB restricted to ``allowedCidrs`` (default: the VPC), which terminates TLS on 443
   with the ACM certificate ``tls.certificateArn`` (the OAuth callback is https; the stack rules refuse one without);
-- a start timeout per profile from the partition's cold start (:mod:`ekstrain.cold_start`: launch + health gate +
+- a start timeout per profile from the partition's cold start (:mod:`ekstrain.layout.cold_start`: launch + health gate +
   image pull, the numbers the simulator plays), with KubeSpawner's pod events shown on the spawn page meanwhile.
 """
 
@@ -24,12 +24,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ekstrain import catalog, cold_start, fsx_volume, names, versions
 from ekstrain.assembly.schedulers import teams
-from ekstrain.controller_resources import sized
-from ekstrain.names import SYSTEM_NODE_SELECTOR
-from ekstrain.notebook_size import NOTEBOOK_CPU, NOTEBOOK_MEMORY_GIB
-from ekstrain.partitions import shape
+from ekstrain.facts import catalog, names, versions
+from ekstrain.facts.names import SYSTEM_NODE_SELECTOR
+from ekstrain.layout import cold_start
+from ekstrain.layout.controller_resources import sized
+from ekstrain.layout.notebook_size import NOTEBOOK_CPU, NOTEBOOK_MEMORY_GIB
+from ekstrain.layout.partitions import shape
+from ekstrain.payloads import fsx_volume
 
 if TYPE_CHECKING:
     from ekstrain.stacks.models import StackConfig
@@ -85,7 +87,7 @@ def _devices(p: PartitionConfig) -> tuple[int, ...]:
 def start_timeout(p: PartitionConfig) -> int:
     """KubeSpawner ``start_timeout`` (seconds) for a profile of ``p``: a notebook on a partition with no node yet
     waits for Karpenter's launch, the health gate's pre-flight (every accelerator NodePool carries its startup taint)
-    and the image pull (:mod:`ekstrain.cold_start`); z2jh's 300 s default gives up first and deletes the pod."""
+    and the image pull (:mod:`ekstrain.layout.cold_start`); z2jh's 300 s default gives up first and deletes the pod."""
     family = catalog.get(p.instance_types[0]).family
     return cold_start.notebook_start_timeout(family, gated=True)
 

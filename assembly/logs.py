@@ -17,7 +17,8 @@ import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ekstrain import kms_policy, names, versions
+from ekstrain.facts import names, versions
+from ekstrain.payloads import kms_policy
 from ekstrain.workloads import registry as workload_kinds
 
 if TYPE_CHECKING:

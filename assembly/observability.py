@@ -17,14 +17,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ekstrain import catalog, efa_exporter, health_gate, names, promql_names, training_metrics, versions
+from ekstrain.agents import efa_exporter
 from ekstrain.assembly import alerts
-from ekstrain.controller_resources import MEDIUM, SMALL, sized
-from ekstrain.names import SYSTEM_NODE_SELECTOR
-from ekstrain.prometheus_sizing import (
+from ekstrain.facts import catalog, names, promql_names, training_metrics, versions
+from ekstrain.facts.names import SYSTEM_NODE_SELECTOR
+from ekstrain.layout.controller_resources import MEDIUM, SMALL, sized
+from ekstrain.layout.prometheus_sizing import (
     prometheus_memory_gib,
     prometheus_storage_gib,
 )  # shared with stacks/rules/quotas.py
+from ekstrain.payloads import health_gate
 
 if TYPE_CHECKING:
     from ekstrain.stacks.models import StackConfig
@@ -64,7 +66,8 @@ def storage_gib(cfg: StackConfig) -> int:
 
 
 def prometheus_resources(cfg: StackConfig) -> dict[str, Any]:
-    """Prometheus's container: memory from the active series of the largest fleet (ekstrain/prometheus_sizing.py);
+    """Prometheus's container: memory from the active series of the largest fleet
+    (ekstrain/layout/prometheus_sizing.py);
     cpu 500m: a few hundred thousand series at a 30 s scrape are ~10-20k samples/s, a fraction of a core."""
     gib = prometheus_memory_gib(sum(p.max_nodes for p in cfg.partitions), cfg.cluster.system_node_group.max_size)
     return sized("500m", f"{gib}Gi", f"{2 * gib}Gi")
@@ -238,7 +241,7 @@ def remote_write_queries(cfg: StackConfig, values: dict[str, Any] | None = None)
 
 
 def remote_write_keep_list(cfg: StackConfig, values: dict[str, Any] | None = None) -> list[str]:
-    """The metric names remote write keeps (:func:`remote_write_queries`, ekstrain/promql_names.py)."""
+    """The metric names remote write keeps (:func:`remote_write_queries`, ekstrain/facts/promql_names.py)."""
     return promql_names.keep_list(remote_write_queries(cfg, values))
 
 

@@ -23,7 +23,6 @@ import posixpath
 import re
 from typing import Any
 
-from ekstrain import catalog
 from ekstrain.assembly.jobs.resolve import (
     FILES_DIR,
     ResolvedRun,
@@ -33,7 +32,8 @@ from ekstrain.assembly.jobs.resolve import (
     shell_join,
 )
 from ekstrain.assembly.jobs.spec import MAX_NAME, NAME_PATTERN, JobRequestError, RunSpec, check_text
-from ekstrain.partitions import shape
+from ekstrain.facts import catalog
+from ekstrain.layout.partitions import shape
 from ekstrain.planner import frameworks
 from ekstrain.planner.errors import PlanError
 from ekstrain.stacks.models.storage import FsxConfig

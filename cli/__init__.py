@@ -7,7 +7,7 @@
     simulate.py  ``ekstrain simulate`` and ``--timeline``      (the simulator: ekstrain/simulate)
     diff.py      ``ekstrain diff``                             (the comparison: ekstrain/diff)
     record.py    the process that records one side of a diff   (the recording: infra/diff.py)
-    storage.py   ``ekstrain storage``                          (the sizing model: ekstrain/storage_sizing.py)
+    storage.py   ``ekstrain storage``                          (the sizing model: ekstrain/layout/storage_sizing.py)
     reference.py ``python -m ekstrain.cli.reference catalog|configuration``: the generated docs/ pages
     kit.py       Click pieces every command shares (argparse declarations -> Click, one-line errors, tables)
     argtypes.py  argparse ``type=`` functions (positive numbers, images, namespaces, output files)

@@ -14,7 +14,8 @@ import pathlib
 import re
 from typing import Any, NoReturn
 
-from ekstrain import inputs_guard, names, outputs
+from ekstrain.facts import names
+from ekstrain.files import inputs_guard, outputs
 
 # OCI distribution reference grammar (github.com/distribution/reference), anchored.
 _DOMAIN = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?/)"
@@ -118,7 +119,7 @@ def quantity(text: str) -> str:
 
 def writable_out(text: str) -> pathlib.Path:
     """A file path whose file can be created or replaced, checked before any work is done by the write guard
-    (ekstrain/outputs.py: not a directory, not a stack or project file, in a writable directory that exists)."""
+    (ekstrain/files/outputs.py: not a directory, not a stack or project file, in a writable directory that exists)."""
     try:
         return outputs.check_file("--out", pathlib.Path(text))
     except outputs.OutputRefused as exc:

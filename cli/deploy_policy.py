@@ -25,10 +25,10 @@ from typing import Any
 
 import yaml
 
-from ekstrain import outputs
 from ekstrain.contracts import iam as contracts
-from ekstrain.names import stack_name_problem
-from ekstrain.regions import partition_of
+from ekstrain.facts.names import stack_name_problem
+from ekstrain.facts.regions import partition_of
+from ekstrain.files import outputs
 
 EXIT_PROBLEMS = 1
 EXIT_BAD_INPUT = 2

@@ -19,7 +19,6 @@ import sys
 import time
 from typing import Any
 
-from ekstrain import outputs
 from ekstrain.cli import kit as cli_kit
 from ekstrain.diff import compare, report
 from ekstrain.diff.sides import (
@@ -31,7 +30,8 @@ from ekstrain.diff.sides import (
     record,
     record_revision,
 )
-from ekstrain.names import stack_name_problem
+from ekstrain.facts.names import stack_name_problem
+from ekstrain.files import outputs
 
 
 def progress(line: str) -> None:

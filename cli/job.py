@@ -17,7 +17,6 @@ import pathlib
 import sys
 from typing import Any
 
-from ekstrain import outputs
 from ekstrain.assembly.jobs import logs as joblogs
 from ekstrain.assembly.jobs import nccl, windows
 from ekstrain.assembly.jobs.render import SCHEDULERS, render, render_sbatch, scheduler_problem, to_yaml
@@ -25,6 +24,7 @@ from ekstrain.assembly.jobs.spec import FRAMEWORK_CHOICES, JobRequestError, RunS
 from ekstrain.cli import argtypes as t
 from ekstrain.cli import kit as cli_kit
 from ekstrain.cli.plan import add_software_flags, software_from_args
+from ekstrain.files import outputs
 from ekstrain.planner import frameworks
 from ekstrain.planner.errors import PlanError
 from ekstrain.stacks.errors import ConfigError
@@ -188,7 +188,8 @@ def spec_from_args(args: argparse.Namespace, cfg: Any) -> RunSpec:
 
 
 def _validate(objects: list[dict[str, Any]], kubernetes_version: str) -> list[str]:
-    from ekstrain import paths, validation
+    from ekstrain.files import paths
+    from ekstrain.tooling import validation
 
     if validation.upstream_dir() is None:
         return [f"upstream schemas not found: {paths.upstream_fix()}"]
@@ -228,7 +229,7 @@ def cmd_render(args: argparse.Namespace) -> int:
             return EXIT_INVALID
     if args.out:
         try:
-            # every file or none (ekstrain/outputs.py write_files): each one checked like FILE, then written
+            # every file or none (ekstrain/files/outputs.py write_files): each one checked like FILE, then written
             beside = joblogs.files_beside(args.out, args.scheduler, job_name, args.namespace, cfg)
             files = {args.out: text, **{outputs.check_file("--out", pathlib.Path(p)): b for p, b in beside.items()}}
             outputs.write_files("--out", files)

@@ -26,7 +26,6 @@ from typing import Any
 
 import click
 
-from ekstrain import catalog, lock
 from ekstrain.cli import kit as cli_kit
 from ekstrain.cli import storage
 from ekstrain.cli.argtypes import OneLineParser
@@ -37,6 +36,8 @@ from ekstrain.cli.plan import add_plan_commands
 from ekstrain.cli.plan import run as run_plan
 from ekstrain.cli.simulate import add_simulate_command
 from ekstrain.cli.upstream import add_upstream_commands
+from ekstrain.facts import catalog
+from ekstrain.tooling import lock
 
 EXIT_BAD_INPUT = 2
 EXIT_BROKEN_PIPE = 141
@@ -167,7 +168,7 @@ def _catalog_json(t: catalog.InstanceType) -> dict[str, Any]:
 
 @click.command(
     "catalog",
-    help="The instance-type catalog (ekstrain/catalog.py): accelerators, HBM, EFA interfaces, network cards, "
+    help="The instance-type catalog (ekstrain/facts/catalog.py): accelerators, HBM, EFA interfaces, network cards, "
     f"on-demand price (us-east-1, as of {catalog.PRICES_AS_OF}).",
     epilog="\b\nExamples:\n" + "\n".join(f"  {line}" for line in EXAMPLES["ekstrain catalog"].strip().splitlines()),
 )
@@ -233,7 +234,8 @@ def render_command(
     helm_path: str | None = None,
 ) -> int:
     env = dict(os.environ)
-    # The flags set what the render reads (ekstrain/validation.py upstream_dir, ekstrain/helm.py helm_binary).
+    # The flags set what the render reads (ekstrain/tooling/validation.py upstream_dir, ekstrain/tooling/helm.py
+    # helm_binary).
     if upstream_dir is not None:
         if not (pathlib.Path(upstream_dir) / "crds").is_dir():
             print(

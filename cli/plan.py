@@ -6,9 +6,9 @@ import argparse
 import sys
 from typing import Any
 
-from ekstrain import outputs
 from ekstrain.cli import kit as cli_kit
 from ekstrain.cli.argtypes import OneLineParser
+from ekstrain.files import outputs
 from ekstrain.planner import calibration, frameworks, inputs, validation
 from ekstrain.planner.efficiency import Efficiency, efficiency_for
 from ekstrain.planner.errors import PlanError
@@ -107,14 +107,15 @@ def _add_common(parser: argparse.ArgumentParser, required: bool = True) -> None:
     model.add_argument("--model", help=f"built-in model: {', '.join(MODELS)}")
     model.add_argument("--model-json", help="model JSON file (keys: docs/planner.md)")
     fleet = parser.add_mutually_exclusive_group(required=required)
-    fleet.add_argument("--instance", help="instance type from ekstrain.catalog")
+    fleet.add_argument("--instance", help="instance type from ekstrain.facts.catalog")
     fleet.add_argument("--fleet-json", help="custom fleet JSON file; replaces --instance")
     parser.add_argument("--nodes", type=int, required=required)
     parser.add_argument(
         "--network-tiers",
         action="store_true",
         help="with --instance: price a group spanning many nodes with the bandwidth share of the EC2 network tier "
-        "its packed nodes reach (ekstrain/topology.py; a stated assumption, docs/planner.md); default: every node "
+        "its packed nodes reach (ekstrain/layout/topology.py; a stated assumption, docs/planner.md); default: "
+        "every node "
         "pair at the full EFA figure",
     )
     batch = parser.add_mutually_exclusive_group(required=required)

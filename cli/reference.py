@@ -1,6 +1,6 @@
 """The generated reference pages, one source of truth each (tests fail when a page is stale):
 
-python -m ekstrain.cli.reference catalog > docs/catalog.md                (ekstrain/catalog.py)
+python -m ekstrain.cli.reference catalog > docs/catalog.md                (ekstrain/facts/catalog.py)
 python -m ekstrain.cli.reference configuration > docs/configuration.md    (the stack config models)
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 
 def _catalog() -> str:
-    from ekstrain import catalog
+    from ekstrain.facts import catalog
 
     return catalog.markdown()
 

@@ -14,13 +14,14 @@ import os
 import pathlib
 import sys
 
-from ekstrain import lock, outputs, validation
 from ekstrain.assembly.schedulers import mpi_operator
+from ekstrain.facts.names import stack_name_problem
+from ekstrain.files import outputs
+from ekstrain.files.paths import example_stack, project_of, use_project
 from ekstrain.infra import render, report
-from ekstrain.names import stack_name_problem
-from ekstrain.paths import example_stack, project_of, use_project
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import load_flat, read_stack_file
+from ekstrain.tooling import lock, validation
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,10 +18,10 @@ from typing import Any
 
 import yaml
 
-from ekstrain import inputs_guard, outputs
 from ekstrain.cli import argtypes as cli_types
 from ekstrain.cli import kit as cli_kit
-from ekstrain.paths import in_checkout
+from ekstrain.files import inputs_guard, outputs
+from ekstrain.files.paths import in_checkout
 from ekstrain.simulate import charts
 from ekstrain.simulate.engine import nodeset_workloads, simulate
 from ekstrain.simulate.inputs import InputError, read_workloads
@@ -95,7 +95,7 @@ def _system_size(args: argparse.Namespace) -> int:
 
 
 def _upstream() -> pathlib.Path:
-    from ekstrain import validation
+    from ekstrain.tooling import validation
 
     root = validation.upstream_dir() or pathlib.Path(os.environ.get("EKSTRAIN_UPSTREAM_DIR", "../shared/upstream"))
     return pathlib.Path(root) / "chart-src"
@@ -236,7 +236,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 def cmd_rehearse(args: argparse.Namespace) -> int:
     """``--deploy`` / ``--destroy``: ekstrain/simulate/deploy.py on the render's resources.yaml."""
-    from ekstrain import health_gate, spend
+    from ekstrain.facts import spend
+    from ekstrain.payloads import health_gate
     from ekstrain.simulate import deploy
 
     flag = "--deploy" if args.deploy else "--destroy"

@@ -1,4 +1,4 @@
-"""``ekstrain storage``: FSx for Lustre checkpoint save time and sizing (the model: ekstrain/storage_sizing.py).
+"""``ekstrain storage``: FSx for Lustre checkpoint save time and sizing (the model: ekstrain/layout/storage_sizing.py).
 
     ekstrain storage --checkpoint-gib 1043 --target-seconds 300 \\
         --deployment-type PERSISTENT_2 --capacity-gib 4800 --throughput 250
@@ -13,7 +13,7 @@ import sys
 
 from ekstrain.cli.argtypes import finite_number
 from ekstrain.cli.kit import dumps, rounded
-from ekstrain.storage_sizing import (
+from ekstrain.layout.storage_sizing import (
     GIB,
     MAX_CHECKPOINT_GIB,
     MAX_RECOMMENDED_CAPACITY_GIB,

@@ -1,5 +1,5 @@
 """``ekstrain upstream fetch`` and ``ekstrain upstream helm``: what the render's checks read, for a wheel as for a
-checkout (ekstrain/upstream.py; the pins ship in the package)."""
+checkout (ekstrain/tooling/upstream.py; the pins ship in the package)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import pathlib
 from typing import Any
 
-from ekstrain import upstream
+from ekstrain.tooling import upstream
 
 
 def add_upstream_commands(subparsers: Any) -> None:

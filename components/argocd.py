@@ -1,7 +1,7 @@
 """Argo CD: the argo-cd chart and the ``ekstrain`` AppProject the emitted Applications belong to.
 
 The Applications themselves are emitted by the render (``build/<stack>/argocd/``) from the
-program's Helm releases, see :mod:`ekstrain.argocd`.
+program's Helm releases, see :mod:`ekstrain.payloads.argocd`.
 """
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ekstrain import argocd
 from ekstrain.components.deps import dependencies
 from ekstrain.components.helm import release
 from ekstrain.components.manifest import resource
-from ekstrain.versions import Chart
+from ekstrain.facts.versions import Chart
+from ekstrain.payloads import argocd
 
 
 @dataclass(frozen=True, kw_only=True)
 class ArgoCdArgs:
     chart: Chart
-    """Required. The argo-cd chart (pinned in ekstrain/versions.py)."""
+    """Required. The argo-cd chart (pinned in ekstrain/facts/versions.py)."""
     platform_charts: Sequence[Chart]
     """Required. Every chart the platform pins: their registries become repositories and project sources."""
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ekstrain.cloudwatch import RETENTION_DAYS
+from ekstrain.facts.cloudwatch import RETENTION_DAYS
 
 CLUSTER_NAME = re.compile(r"[0-9A-Za-z][A-Za-z0-9_-]{0,99}")
 """EKS cluster names (CreateCluster): 1-100 characters, alphanumeric first."""

@@ -1,6 +1,6 @@
 """Checkpoint rotation: a CronJob in the training namespace that keeps each job's last N checkpoints on FSx.
 
-The script and its objects are :mod:`ekstrain.checkpoint_rotation` (it deletes an older checkpoint only once
+The script and its objects are :mod:`ekstrain.agents.checkpoint_rotation` (it deletes an older checkpoint only once
 ``lfs hsm_state`` shows every file archived to the checkpoints bucket); this component registers the script's
 ConfigMap and the CronJob, after the training namespace and its FSx claim.
 """
@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import pulumi
 
-from ekstrain import checkpoint_rotation as rotation
-from ekstrain import names
+from ekstrain.agents import checkpoint_rotation as rotation
 from ekstrain.components.deps import dependencies
 from ekstrain.components.manifest import resource
+from ekstrain.facts import names
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,10 +18,10 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
-from ekstrain import catalog
 from ekstrain.components import args as ac
 from ekstrain.components import iam
-from ekstrain.names import SYSTEM_NODE_SELECTOR
+from ekstrain.facts import catalog
+from ekstrain.facts.names import SYSTEM_NODE_SELECTOR
 
 ACCESS_POLICIES = {
     "cluster-admin": "AmazonEKSClusterAdminPolicy",
@@ -109,7 +109,7 @@ class ClusterArgs:
     choose its default for the Kubernetes version (the render refuses it: infra/verify/pins.py)."""
     system_release_version: str | None = None
     """@default none: EKS picks the newest AMI release when the group is created. The system node group's AMI
-    release (``<kubelet>-<date>``, ekstrain/versions.py SYSTEM_NODE_RELEASE_VERSIONS); the render refuses none."""
+    release (``<kubelet>-<date>``, ekstrain/facts/versions.py SYSTEM_NODE_RELEASE_VERSIONS); the render refuses none."""
     tags: Mapping[str, str] = field(default_factory=dict)
     """@default none. Tags on every AWS resource the cluster creates."""
 

@@ -1,6 +1,7 @@
 """Spend by team, queue and job: the cost-allocation tags activated in Cost Explorer (only in a later `up` that sets
 ``ekstrain:cost.activateCostAllocationTags``), the stack's AWS Budget with its (KMS-encrypted) SNS topic, and
-OpenCost on the stack's Prometheus with node prices from ekstrain.catalog and the spend dashboard. Values come from
+OpenCost on the stack's Prometheus with node prices from ekstrain.facts.catalog and the spend dashboard. Values come
+from
 :mod:`ekstrain.assembly.cost`; this component registers them."""
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from ekstrain import spend
 from ekstrain.assembly import cost
 from ekstrain.assembly import observability as obs
 from ekstrain.components import iam
 from ekstrain.components.deps import dependencies
 from ekstrain.components.helm import release
 from ekstrain.components.manifest import resource
-from ekstrain.versions import Chart
+from ekstrain.facts import spend
+from ekstrain.facts.versions import Chart
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,7 +29,7 @@ class CostArgs:
     plan: cost.CostPlan
     """Required. From ``ekstrain.assembly.cost.plan(cfg, stack)``."""
     chart: Chart | None = None
-    """@default none: no OpenCost. The opencost chart (pinned in ekstrain/versions.py)."""
+    """@default none: no OpenCost. The opencost chart (pinned in ekstrain/facts/versions.py)."""
     tags: Mapping[str, str] = field(default_factory=dict)
     """@default none. Tags on the AWS resources (topic, key)."""
 

@@ -19,9 +19,9 @@ import pulumi_kubernetes as k8s
 from ekstrain.components import iam
 from ekstrain.components.deps import dependencies
 from ekstrain.components.helm import release
-from ekstrain.controller_resources import SMALL, sized
-from ekstrain.names import CRITICAL_ADDONS_TOLERATION, SYSTEM_NODE_SELECTOR
-from ekstrain.versions import Chart
+from ekstrain.facts.names import CRITICAL_ADDONS_TOLERATION, SYSTEM_NODE_SELECTOR
+from ekstrain.facts.versions import Chart
+from ekstrain.layout.controller_resources import SMALL, sized
 
 NAMESPACE = "kube-system"
 FSX_CONTROLLER_SA = "fsx-csi-controller-sa"

@@ -20,15 +20,15 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ekstrain import names
 from ekstrain.assembly import observability as obs
-from ekstrain.catalog import GPU, TRAINIUM
 from ekstrain.components.deps import dependencies
 from ekstrain.components.helm import release
 from ekstrain.components.manifest import resource
-from ekstrain.controller_resources import SMALL, sized
-from ekstrain.names import CRITICAL_ADDONS_TOLERATION, SYSTEM_NODE_LABEL
-from ekstrain.versions import NEURON_CUSTOM_SCHEDULER_TAGS, NEURON_MONITOR_IMAGE, Chart
+from ekstrain.facts import names
+from ekstrain.facts.catalog import GPU, TRAINIUM
+from ekstrain.facts.names import CRITICAL_ADDONS_TOLERATION, SYSTEM_NODE_LABEL
+from ekstrain.facts.versions import NEURON_CUSTOM_SCHEDULER_TAGS, NEURON_MONITOR_IMAGE, Chart
+from ekstrain.layout.controller_resources import SMALL, sized
 
 NAMESPACE = "kube-system"
 GPU_RESOURCE = "nvidia.com/gpu"

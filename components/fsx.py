@@ -22,11 +22,11 @@ from typing import Literal
 import pulumi
 import pulumi_aws as aws
 
-from ekstrain import storage_sizing
 from ekstrain.components import args as ac
 from ekstrain.components import iam
 from ekstrain.components.logs import log_group_key
 from ekstrain.contracts import kinds
+from ekstrain.layout import storage_sizing
 
 DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
 

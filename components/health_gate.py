@@ -1,6 +1,7 @@
 """HealthGate: the pre-flight of every accelerator NodePool and the guard that keeps sick nodes out of service.
 
-The objects come from :mod:`ekstrain.health_gate` (the one source of the taint keys and checks, which the NodePools'
+The objects come from :mod:`ekstrain.payloads.health_gate` (the one source of the taint keys and checks, which the
+NodePools'
 ``startupTaints`` and the simulator read too); this component only registers them: the guard's script, its service
 account and RBAC (nodes; NodePools for the breaker), the ValidatingAdmissionPolicies that keep it on its own node
 and, on NodePools, to the breaker's fields (``spec.limits.nodes`` and three annotations), and one DaemonSet per
@@ -15,16 +16,17 @@ from dataclasses import dataclass
 
 import pulumi
 
-from ekstrain import health_gate
 from ekstrain.components.deps import dependencies
 from ekstrain.components.manifest import resource
-from ekstrain.karpenter_specs import PartitionSpec, layout_specs
+from ekstrain.payloads import health_gate
+from ekstrain.payloads.karpenter_specs import PartitionSpec, layout_specs
 
 
 @dataclass(frozen=True, kw_only=True)
 class HealthGateArgs:
     partitions: Sequence[PartitionSpec]
-    """Required. The accelerator partitions (``ekstrain.karpenter_specs.PartitionSpec``, as given to ``Partition``):
+    """Required. The accelerator partitions (``ekstrain.payloads.karpenter_specs.PartitionSpec``, as given to
+    ``Partition``):
     one pre-flight DaemonSet per NodePool of each."""
 
 

@@ -13,7 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ekstrain.diff.rules import chart_name, deletes_crds_with_release
-from ekstrain.versions import Chart
+from ekstrain.facts.versions import Chart
 
 
 def release(

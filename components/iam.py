@@ -9,8 +9,8 @@ from typing import Any, overload
 import pulumi
 import pulumi_aws as aws
 
-from ekstrain import kms_policy
-from ekstrain.regions import partition_of
+from ekstrain.facts.regions import partition_of
+from ekstrain.payloads import kms_policy
 
 
 def managed_policy_arn(region: str, name: str) -> str:

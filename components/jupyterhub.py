@@ -17,7 +17,7 @@ from ekstrain.assembly import jupyterhub as hub
 from ekstrain.components.deps import dependencies
 from ekstrain.components.helm import release
 from ekstrain.components.manifest import resource
-from ekstrain.versions import Chart
+from ekstrain.facts.versions import Chart
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,7 +25,7 @@ class JupyterHubArgs:
     plan: hub.HubPlan
     """Required. From ``ekstrain.assembly.jupyterhub.plan(cfg)``."""
     chart: Chart
-    """Required. The jupyterhub chart (pinned in ekstrain/versions.py)."""
+    """Required. The jupyterhub chart (pinned in ekstrain/facts/versions.py)."""
     client_secret: pulumi.Input[str] | None = None
     """OAuth client secret (or the dummy password outside prod); kept secret in state. Required: the hub's pod
     reads it from the Secret ``jupyterhub-oauth`` this component creates (a release waiting on a Secret nobody

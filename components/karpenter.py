@@ -18,13 +18,13 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from ekstrain import karpenter_specs as specs
 from ekstrain.components import args as ac
 from ekstrain.components import iam
 from ekstrain.components.deps import dependencies
 from ekstrain.components.helm import release
-from ekstrain.names import SYSTEM_NODE_TERM
-from ekstrain.versions import Chart
+from ekstrain.facts.names import SYSTEM_NODE_TERM
+from ekstrain.facts.versions import Chart
+from ekstrain.payloads import karpenter_specs as specs
 
 NAMESPACE = "kube-system"
 RELEASE_NAME = "karpenter"

@@ -17,7 +17,7 @@ from ekstrain.assembly import logs
 from ekstrain.components import iam, manifest
 from ekstrain.components.deps import dependencies
 from ekstrain.components.helm import release
-from ekstrain.versions import Chart
+from ekstrain.facts.versions import Chart
 
 POD_SECURITY = {
     # hostPath mounts of /var/log and the agent's state directory, root to read them.
@@ -31,7 +31,7 @@ class LogsArgs:
     plan: logs.LogsPlan
     """Required. From ``ekstrain.assembly.logs.plan(cfg)``."""
     chart: Chart
-    """Required. The fluent-bit chart (pinned in ekstrain/versions.py)."""
+    """Required. The fluent-bit chart (pinned in ekstrain/facts/versions.py)."""
     tags: Mapping[str, str] = field(default_factory=dict)
     """@default none. Tags on the AWS resources (key, log groups, role)."""
 

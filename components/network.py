@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from ekstrain import names
 from ekstrain.components import args as ac
 from ekstrain.components import iam
 from ekstrain.components.logs import log_group_key
-from ekstrain.names import DISCOVERY_TAG, SG_ROLE_TAG, SUBNET_ROLE_TAG
-from ekstrain.subnets import MAX_ZONES, plan_subnets
+from ekstrain.facts import names
+from ekstrain.facts.names import DISCOVERY_TAG, SG_ROLE_TAG, SUBNET_ROLE_TAG
+from ekstrain.layout.subnets import MAX_ZONES, plan_subnets
 
 NAT_GATEWAYS = ("single", "perAz")
 
@@ -38,7 +38,7 @@ class NetworkArgs:
     """Required. AWS region code (``us-west-2``): every AZ must be in it; names the S3 gateway endpoint."""
     vpc_cidr: str | None = None
     """@default none; required unless ``existing_vpc_id``. The new VPC's IPv4 block, carved by
-    :func:`ekstrain.subnets.plan_subnets` (EFA subnet a quarter, private subnets, small public subnets)."""
+    :func:`ekstrain.layout.subnets.plan_subnets` (EFA subnet a quarter, private subnets, small public subnets)."""
     availability_zones: Sequence[str] = ()
     """@default none; required unless ``existing_vpc_id`` (then the keys of ``existing_private_subnet_ids``).
     Zones that get a public and a private subnet (at most four)."""

@@ -13,7 +13,7 @@ on the same sick node. EKS docs: "Detect node health issues and enable automatic
 The add-on needs no IAM role. Its node agent tolerates every taint (chart 1.7.0 default ``operator: Exists``), but
 its DCGM host engine (``dcgm-server``, which the agent reads GPU health from) tolerates none by default, so on the
 ``nvidia.com/gpu``-tainted GPU nodes it would not run and the DCGM checks would be blind: ``configuration_values``
-(``ekstrain.health_gate.agent_configuration``) states both tolerations (partition taints, the health gate's
+(``ekstrain.payloads.health_gate.agent_configuration``) states both tolerations (partition taints, the health gate's
 startup and unhealthy taints) and turns the NVIDIA, Neuron and networking monitors on. Version:
 ``ekstrain:versions.addons`` or EKS's default for the cluster version.
 """
@@ -41,7 +41,7 @@ class NodeHealthArgs:
     """@default None: EKS installs its default build for the cluster's Kubernetes version."""
     configuration_values: Mapping[str, Any] | None = None
     """@default None: the chart's defaults (its DCGM host engine then tolerates no taint). The add-on's
-    ``configurationValues`` (chart 1.7.0 values keys), e.g. ``ekstrain.health_gate.agent_configuration``."""
+    ``configurationValues`` (chart 1.7.0 values keys), e.g. ``ekstrain.payloads.health_gate.agent_configuration``."""
     tags: Mapping[str, str] = field(default_factory=dict)
     """@default none. Tags on the add-on."""
 

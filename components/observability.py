@@ -21,7 +21,7 @@ from ekstrain.components import iam
 from ekstrain.components.deps import dependencies
 from ekstrain.components.helm import release
 from ekstrain.components.manifest import resource
-from ekstrain.versions import Chart
+from ekstrain.facts.versions import Chart
 
 POD_SECURITY = {
     # node-exporter uses the host network, PID namespace and root file system.
@@ -35,7 +35,7 @@ class ObservabilityArgs:
     plan: obs.ObservabilityPlan
     """Required. From ``ekstrain.assembly.observability.plan(cfg)``."""
     chart: Chart
-    """Required. The kube-prometheus-stack chart (pinned in ekstrain/versions.py)."""
+    """Required. The kube-prometheus-stack chart (pinned in ekstrain/facts/versions.py)."""
     tags: Mapping[str, str] = field(default_factory=dict)
     """@default none. Tags on the AWS resources (workspace, roles)."""
 

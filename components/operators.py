@@ -18,12 +18,12 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ekstrain import versions
 from ekstrain.assembly.schedulers import operators as build
 from ekstrain.components.deps import dependencies
 from ekstrain.components.helm import release
 from ekstrain.components.manifest import resource
-from ekstrain.versions import Chart
+from ekstrain.facts import versions
+from ekstrain.facts.versions import Chart
 
 KUBEFLOW_FLAVORS = ("trainer", "training-operator", "none")
 """``OperatorsArgs.kubeflow_flavor``'s values."""

@@ -2,9 +2,9 @@
 
 A partition whose instance types share one EFA layout gets one pair named after the partition; a
 mixed one (trn1 + trn1n) gets one pair per layout (``trainium-trn1``, ``trainium-trn1n``), see
-:func:`ekstrain.karpenter_specs.layout_specs`.
+:func:`ekstrain.payloads.karpenter_specs.layout_specs`.
 
-The manifests come from :mod:`ekstrain.karpenter_specs`; this component only registers them as
+The manifests come from :mod:`ekstrain.payloads.karpenter_specs`; this component only registers them as
 CustomResources after the Karpenter release (which brings the CRDs and the controller).
 """
 
@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 
 import pulumi
 
-from ekstrain import catalog, names
-from ekstrain import karpenter_specs as specs
 from ekstrain.components import args as ac
 from ekstrain.components.deps import dependencies
 from ekstrain.components.manifest import resource
+from ekstrain.facts import catalog, names
+from ekstrain.payloads import karpenter_specs as specs
 
 CAPACITY_TYPES = ("on-demand", "spot", "reserved")
 CAPACITY_RESERVATION_TYPES = ("default", "capacity-block")
@@ -30,7 +30,8 @@ MAX_ROOT_VOLUME_GIB = 16384
 
 
 def check_spec(spec: specs.PartitionSpec, a: str = "PartitionArgs.spec") -> None:
-    """Refuse a partition Karpenter could not launch or that would not be what it says (facts: ekstrain/catalog.py)."""
+    """Refuse a partition Karpenter could not launch or that would not be what it says (facts:
+    ekstrain/facts/catalog.py)."""
     ac.check(
         isinstance(spec.name, str) and names.is_dns_label(spec.name, 50),
         f"{a}.name",
@@ -46,7 +47,7 @@ def check_spec(spec: specs.PartitionSpec, a: str = "PartitionArgs.spec") -> None
         f"{a}.shape.instance_types",
         [],
         "empty",
-        "list the partition's instance types (ekstrain.partitions.shape(name, family, [types], efa))",
+        "list the partition's instance types (ekstrain.layout.partitions.shape(name, family, [types], efa))",
     )
     same_family = ", ".join(n for n, c in sorted(catalog.CATALOG.items()) if c.family == shape.family)
     for t in shape.instance_types:
@@ -132,9 +133,10 @@ def check_spec(spec: specs.PartitionSpec, a: str = "PartitionArgs.spec") -> None
 @dataclass(frozen=True, kw_only=True)
 class PartitionArgs:
     spec: specs.PartitionSpec
-    """Required. Name, instance types (``ekstrain.partitions.shape``), training AZ, ``max_nodes``, capacity type,
-    placement group, reservations, root volume, labels, AMI pin (:class:`ekstrain.karpenter_specs.PartitionSpec`,
-    each field's default there); checked against ekstrain/catalog.py."""
+    """Required. Name, instance types (``ekstrain.layout.partitions.shape``), training AZ, ``max_nodes``, capacity type,
+    placement group, reservations, root volume, labels, AMI pin
+    (:class:`ekstrain.payloads.karpenter_specs.PartitionSpec`,
+    each field's default there); checked against ekstrain/facts/catalog.py."""
     node_role_name: pulumi.Input[str]
     """Required. ``EC2NodeClass.spec.role``: Karpenter creates the instance profile from it
     (``Karpenter.node_role_name``)."""
@@ -144,7 +146,8 @@ class PartitionArgs:
     """@default none: ``<cluster>-<NodePool>`` when ``spec.placement_group``; the network's placement group
     name (an Output, so the group exists first), for every layout that ``placement_group_names`` does not name."""
     placement_group_names: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
-    """@default none. Per NodePool (one per EFA layout, ``ekstrain.partitions.layout_name``) its own placement group
+    """@default none. Per NodePool (one per EFA layout, ``ekstrain.layout.partitions.layout_name``) its own placement
+    group
     (the network's ``placement_group_names``): one cluster placement group per NodePool layout, so trn1 and trn1n
     are never packed into one group (EC2 places a cluster group best with one instance type launched together)."""
     subnet_ids: pulumi.Input[Sequence[str]] | None = None
@@ -217,7 +220,7 @@ class Partition(pulumi.ComponentResource):
 class HelperPoolArgs:
     spec: specs.HelperPoolSpec
     """Required. Cluster name, training AZ, vCPU limit (@default 256), AMI pin, consolidation delay
-    (:class:`ekstrain.karpenter_specs.HelperPoolSpec`)."""
+    (:class:`ekstrain.payloads.karpenter_specs.HelperPoolSpec`)."""
     node_role_name: pulumi.Input[str]
     """Required. ``EC2NodeClass.spec.role`` (``Karpenter.node_role_name``)."""
     cluster_security_group_id: pulumi.Input[str]
@@ -237,7 +240,7 @@ class HelperPoolArgs:
 
 class HelperPool(pulumi.ComponentResource):
     """The untainted CPU NodePool + EC2NodeClass for MPI launchers and Ray heads
-    (:func:`ekstrain.karpenter_specs.helper_node_pool`)."""
+    (:func:`ekstrain.payloads.karpenter_specs.helper_node_pool`)."""
 
     node_pool_name: pulumi.Output[str]
     """The CPU pool's NodePool name (``cpu-helpers``)."""

@@ -24,13 +24,13 @@ from ekstrain.assembly.schedulers import slurm as build
 from ekstrain.components.deps import dependencies
 from ekstrain.components.helm import release
 from ekstrain.components.manifest import resource
-from ekstrain.versions import Chart
+from ekstrain.facts.versions import Chart
 
 
 @dataclass(frozen=True, kw_only=True)
 class SlurmArgs:
     crds_chart: Chart
-    """Required. The slurm-operator CRDs chart (pinned in ekstrain/versions.py)."""
+    """Required. The slurm-operator CRDs chart (pinned in ekstrain/facts/versions.py)."""
     operator_chart: Chart
     """Required. The slurm-operator chart."""
     slurm_chart: Chart

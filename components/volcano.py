@@ -13,13 +13,13 @@ from ekstrain.assembly.schedulers import volcano as build
 from ekstrain.components.deps import dependencies
 from ekstrain.components.helm import release
 from ekstrain.components.manifest import resource
-from ekstrain.versions import Chart
+from ekstrain.facts.versions import Chart
 
 
 @dataclass(frozen=True, kw_only=True)
 class VolcanoArgs:
     chart: Chart
-    """Required. The volcano chart (pinned in ekstrain/versions.py)."""
+    """Required. The volcano chart (pinned in ekstrain/facts/versions.py)."""
     values: Mapping[str, Any]
     """Required. Helm values (``ekstrain.assembly.schedulers.volcano``)."""
     queues: Sequence[Mapping[str, Any]]

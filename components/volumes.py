@@ -15,9 +15,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ekstrain import fsx_volume, names
 from ekstrain.components.deps import dependencies
 from ekstrain.components.manifest import resource
+from ekstrain.facts import names
+from ekstrain.payloads import fsx_volume
 
 FSX_DRIVER = fsx_volume.DRIVER
 EFS_DRIVER = "efs.csi.aws.com"

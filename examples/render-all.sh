@@ -13,7 +13,7 @@ EKSTRAIN="${EKSTRAIN:-.venv/bin/ekstrain}"
 GPU_IMAGE=763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.5.1-gpu-py311-cu124-ubuntu22.04-ec2
 NEURON_IMAGE=763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training-neuronx:2.5.1-neuronx-py310-sdk2.21.0-ubuntu22.04
 RAY_IMAGE=111122223333.dkr.ecr.us-west-2.amazonaws.com/ekstrain/ray-train:2.44.1-cu124-efa
-BIONEMO_IMAGE=nvcr.io/nvidia/clara/bionemo-framework:1.5  # = ekstrain/versions.py BIONEMO_IMAGE (a test checks)
+BIONEMO_IMAGE=nvcr.io/nvidia/clara/bionemo-framework:1.5  # = ekstrain/facts/versions.py BIONEMO_IMAGE (a test checks)
 mkdir -p "$OUT"
 
 # 1. Llama 3 70B fine-tune on 4 x p4d.24xlarge (32 x A100 40GB) via Slurm. A full fine-tune does not

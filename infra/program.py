@@ -6,7 +6,6 @@ from typing import Any
 
 import pulumi
 
-from ekstrain import catalog, health_gate, validation, versions
 from ekstrain.assembly import cost as cost_plan
 from ekstrain.assembly import logs as logs_plan
 from ekstrain.assembly.jupyterhub import plan as hub_plan
@@ -31,10 +30,13 @@ from ekstrain.components.operators import Operators, OperatorsArgs
 from ekstrain.components.partitions import HelperPool, HelperPoolArgs, Partition, PartitionArgs
 from ekstrain.components.slurm import Slurm, SlurmArgs
 from ekstrain.components.volcano import Volcano, VolcanoArgs
+from ekstrain.facts import catalog, versions
 from ekstrain.infra.storage import build_storage
-from ekstrain.karpenter_specs import HelperPoolSpec, PartitionSpec
-from ekstrain.partitions import shape
+from ekstrain.layout.partitions import shape
+from ekstrain.payloads import health_gate
+from ekstrain.payloads.karpenter_specs import HelperPoolSpec, PartitionSpec
 from ekstrain.stacks.models import StackConfig
+from ekstrain.tooling import validation
 
 
 def build(cfg: StackConfig) -> dict[str, Any]:
@@ -213,7 +215,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         node_pools.append(partition.node_pool_names)
         partitions.append(partition)
     # The health gate: every accelerator NodePool's pre-flight (its startup taint is in the NodePool) and the guard
-    # that takes a sick node out of service at once (ekstrain/health_gate.py, docs/health.md).
+    # that takes a sick node out of service at once (ekstrain/payloads/health_gate.py, docs/health.md).
     HealthGate(
         "health-gate",
         HealthGateArgs(partitions=gated),

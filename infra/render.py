@@ -32,10 +32,11 @@ from typing import Any
 
 import yaml
 
-from ekstrain import argocd, catalog, compat, lock, lock_policy, names, storage_sizing, validation, versions
 from ekstrain.assembly import cost
 from ekstrain.assembly.schedulers.slurm import standing_nodes
 from ekstrain.contracts import kinds
+from ekstrain.facts import catalog, compat, names, versions
+from ekstrain.files.paths import helm_fix, upstream_fix
 from ekstrain.infra import offline, replay, report, summary_md
 from ekstrain.infra.verify import (
     Check,
@@ -59,12 +60,14 @@ from ekstrain.infra.verify import (
     secrets,
     tfplan,
 )
+from ekstrain.layout import storage_sizing
+from ekstrain.layout.partitions import layout_nodes, shape
 from ekstrain.pages import render_page
-from ekstrain.partitions import layout_nodes, shape
-from ekstrain.paths import helm_fix, upstream_fix
+from ekstrain.payloads import argocd
 from ekstrain.stacks import capacity_rules, loop_rules, rules
 from ekstrain.stacks.loader import SECRET_PLACEHOLDER
 from ekstrain.stacks.models import StackConfig
+from ekstrain.tooling import lock, lock_policy, validation
 
 HERE = pathlib.Path(__file__).resolve().parent
 BANNER = "OFFLINE RENDER (Pulumi mock engine): not a cloud preview. Nothing was sent to AWS or Kubernetes."
@@ -182,7 +185,7 @@ def partition_rows(cfg: StackConfig) -> list[dict[str, Any]]:
 
 
 def storage_lines(cfg: StackConfig) -> list[str]:
-    """FSx/EFS at a glance and the checkpoint save time (ekstrain/storage_sizing.py model)."""
+    """FSx/EFS at a glance and the checkpoint save time (ekstrain/layout/storage_sizing.py model)."""
     st = cfg.storage
     fsx = st.fsx
     lines = [f"- protect: {st.protect} (protect + retainOnDelete on buckets, FSx, DRAs, EFS, KMS keys)"]
@@ -261,7 +264,7 @@ LOCK_STALE = f"{lock.LOCK_NAME} is not current"
 
 class NoopLock:
     """The no-op check's side of ekstrain.lock.json for one render: which releases the lock answered, and at the
-    end what ``check``/``write``/``use`` do with the answers (ekstrain/lock.py)."""
+    end what ``check``/``write``/``use`` do with the answers (ekstrain/tooling/lock.py)."""
 
     def __init__(self, the_lock: lock.Lock | None, mode: str) -> None:
         self.lock, self.mode = the_lock, mode
@@ -314,7 +317,8 @@ class NoopLock:
         name = self.lock.path.name
         computed = len(answers) - self.answered - len(self.edited)
         if self.mode == "check":
-            # what fails CI: a contradicted answer, a chart or helm change, not a values edit (ekstrain/lock_policy.py)
+            # what fails CI: a contradicted answer, a chart or helm change, not a values edit
+            # (ekstrain/tooling/lock_policy.py)
             stale, notes = lock_policy.check(self.lock.stacks.get(stack, {}), answers)
             if notes:
                 progress(lock_policy.note_line(notes))
@@ -360,7 +364,7 @@ def run_checks(
     """Every check of the render, and the number of chart-rendered objects written under out/charts.
     ``order_rows`` receives the creation stages (infra/verify/order.py) when the charts were rendered;
     ``progress`` a line per stage with its seconds; ``lock_mode`` how ekstrain.lock.json answers the no-op
-    values check (ekstrain/lock.py).
+    values check (ekstrain/tooling/lock.py).
 
     The no-op values check is mostly helm processes: it runs in threads beside every other check (helm takes a
     core of its own while Python checks on the other)."""
@@ -550,7 +554,7 @@ def cached_problems(name: str, inputs: Any, compute: Callable[[], list[str]], ca
     if not cacheable:
         return compute()
     key = hashlib.sha256(json.dumps([name, validation.schemas_digest(), inputs], sort_keys=True, default=str).encode())
-    return validation.cached(  # a cache entry of another shape is recomputed (ekstrain/validation.py)
+    return validation.cached(  # a cache entry of another shape is recomputed (ekstrain/tooling/validation.py)
         f"{name}-{key.hexdigest()[:40]}",
         compute,
         valid=lambda v: isinstance(v, list) and all(isinstance(p, str) for p in v),
@@ -608,9 +612,9 @@ def write(
     lock_mode: str = lock.DEFAULT_MODE,
 ) -> tuple[str, list[str]]:
     """Write the render into ``out`` and run every check; ``progress`` gets a line per stage (default: stderr);
-    ``lock_mode`` says how ekstrain.lock.json is used (ekstrain/lock.py)."""
+    ``lock_mode`` says how ekstrain.lock.json is used (ekstrain/tooling/lock.py)."""
     started = time.perf_counter()
-    (out / "manifests").mkdir(parents=True)  # out: a new, empty directory (ekstrain/outputs.py replace_dir)
+    (out / "manifests").mkdir(parents=True)  # out: a new, empty directory (ekstrain/files/outputs.py replace_dir)
     (out / "helm").mkdir()
     objs = manifests(rec)
     for group, obj in objs:
@@ -761,7 +765,7 @@ def write(
             table(order_rows, summary_md.ORDER_LEGEND)
             if order_rows
             else "(not computed: the charts were not rendered)\n",
-            "## Compatibility of the pinned components (ekstrain/compat.py: each bound with its source)",
+            "## Compatibility of the pinned components (ekstrain/facts/compat.py: each bound with its source)",
             "",
             table(compat.summary_rows(rules.compat_pins(cfg)), summary_md.COMPAT_LEGEND),
             "",

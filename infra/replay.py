@@ -10,7 +10,7 @@ before a replay. Nothing in the key or the record is an absolute path inside
 the checkout or an mtime, so a copied or moved checkout with its build/.cache replays too.
 
 The entry holds every file written under the output directory (each with its sha256), the summary and the
-problems, as JSON with a content hash (ekstrain/validation.py ``cached``: nothing read from the cache can run
+problems, as JSON with a content hash (ekstrain/tooling/validation.py ``cached``: nothing read from the cache can run
 code): a replay writes the same tree and exits the same way, and an entry that does not match its hashes is
 rendered again with one warning line. ``EKSTRAIN_REPLAY=0`` turns it off (the tests do: they patch the checks).
 """
@@ -28,8 +28,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from ekstrain import helm, outputs, validation
-from ekstrain.paths import project_dir
+from ekstrain.files import outputs
+from ekstrain.files.paths import project_dir
+from ekstrain.tooling import helm, validation
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 FORMAT = "render-replay-v1"
@@ -248,7 +249,7 @@ def load(cache_key: str, out: pathlib.Path, checked: bool = False) -> Replayed |
     except outputs.OutputRefused:
         validation.warn_damaged(path, "a file outside the output")
         return None
-    for target, data in files:  # out: a new, empty directory (ekstrain/outputs.py replace_dir)
+    for target, data in files:  # out: a new, empty directory (ekstrain/files/outputs.py replace_dir)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
     return Replayed(entry["summary"], entry["problems"], entry["resources"], float(entry["seconds"]))

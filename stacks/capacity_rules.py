@@ -1,13 +1,13 @@
 """Capacity Block windows in the stack (``capacityReservation.start``/``end``/``checkpointSignalMinutes``): the
 signal must leave room for one checkpoint before Karpenter's drain; a block without a window or without a signal
-is a warning (ekstrain/capacity_windows.py has the sources)."""
+is a warning (ekstrain/layout/capacity_windows.py has the sources)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import math
 
-from ekstrain import capacity_windows, storage_sizing
+from ekstrain.layout import capacity_windows, storage_sizing
 from ekstrain.stacks.errors import ConfigIssue
 from ekstrain.stacks.models import StackConfig
 
@@ -50,8 +50,8 @@ def zone_id_prefix(region: str) -> str:
 
 def zones(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:
     """The training AZ by ID: its region, and every partition's types offered there (when the stack lists the
-    offerings; offline nothing else can know them, ekstrain/offerings.py is by region). Every partition, not only
-    the EFA ones: each NodePool requires the training AZ (ekstrain/karpenter_specs.py ``node_pool``, the
+    offerings; offline nothing else can know them, ekstrain/facts/offerings.py is by region). Every partition, not only
+    the EFA ones: each NodePool requires the training AZ (ekstrain/payloads/karpenter_specs.py ``node_pool``, the
     ``topology.kubernetes.io/zone`` requirement), so a type the zone does not offer never launches anywhere."""
     net = cfg.network
     errors: list[ConfigIssue] = []

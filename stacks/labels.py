@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from ekstrain import names
+from ekstrain.facts import names
 
 LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 LABEL_PREFIX = re.compile(names.DNS_SUBDOMAIN_PATTERN)

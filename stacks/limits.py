@@ -1,7 +1,7 @@
 """Limits of the services a stack feeds, each with its source: what AWS, Karpenter, Volcano or Go would refuse.
 
 The rules in ``stacks/rules/quotas.py`` (``_limits``) compare the config with these; every number here is quoted
-from the document or schema named next to it (versions as pinned in ``ekstrain/versions.py``).
+from the document or schema named next to it (versions as pinned in ``ekstrain/facts/versions.py``).
 """
 
 from __future__ import annotations
@@ -69,5 +69,5 @@ EBS_GP3_MAX_GIB = 16384
 # case") and 50 user tags per resource (Tagging AWS resources, "Tag quotas").
 AWS_MAX_TAGS = 50
 
-# Add-on versions per Kubernetes version (kube-proxy's version skew, CoreDNS builds): ekstrain/versions.py
+# Add-on versions per Kubernetes version (kube-proxy's version skew, CoreDNS builds): ekstrain/facts/versions.py
 # ADDON_COMPATIBILITY, with the source of each bound in ADDON_SOURCES.

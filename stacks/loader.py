@@ -16,7 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ekstrain import catalog, yaml12
+from ekstrain.facts import catalog
+from ekstrain.files import yaml12
 from ekstrain.stacks import keys, rules, yaml_reader
 from ekstrain.stacks.errors import ConfigError, ConfigIssue
 from ekstrain.stacks.models import StackConfig

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ekstrain import checkpoint_rotation as rotation
+from ekstrain.agents import checkpoint_rotation as rotation
 from ekstrain.stacks.errors import ConfigIssue
 from ekstrain.stacks.models import StackConfig
 

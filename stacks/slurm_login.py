@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import pathlib
 
-from ekstrain.paths import project_dir
+from ekstrain.files.paths import project_dir
 from ekstrain.stacks.models import StackConfig
 from ekstrain.stacks.models.schedulers import ssh_public_key_problem
 
 PROJECT_DIR: pathlib.Path | None = None
-"""Where Pulumi.yaml is; key-file paths are relative to it. @default None: :func:`ekstrain.paths.project_dir`
+"""Where Pulumi.yaml is; key-file paths are relative to it. @default None: :func:`ekstrain.files.paths.project_dir`
 (the render's stack-file directory, or the nearest ``Pulumi.yaml`` from the working directory up), never the
 installed package."""
 MAX_KEY_FILE_BYTES = 64 * 1024

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from ekstrain import inputs_guard, yaml12
+from ekstrain.files import inputs_guard, yaml12
 from ekstrain.stacks.errors import ConfigError, ConfigIssue
 
 MAX_BYTES = 1 << 20
@@ -39,7 +39,7 @@ def _line(node_or_mark: Any) -> str:
 
 
 class _Loader(yaml12.Loader):
-    """YAML 1.2 as Pulumi reads it (:mod:`ekstrain.yaml12`); duplicate keys refused also where the scalar
+    """YAML 1.2 as Pulumi reads it (:mod:`ekstrain.files.yaml12`); duplicate keys refused also where the scalar
     texts differ but the keys are equal."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:

@@ -22,11 +22,11 @@ import pytest
 from hypothesis import settings
 from support.renders import Renders, serialise_renders
 
-from ekstrain import validation
 from ekstrain.infra import offline
 from ekstrain.infra.program import build
 from ekstrain.stacks.loader import load_flat, parse, read_stack_file, sections_from_flat
 from ekstrain.stacks.models import StackConfig
+from ekstrain.tooling import validation
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 # Test modules live in folders mirroring the code (scripts/tests_layout.py) and import each other's helpers by module

@@ -249,7 +249,7 @@ def _byo(prefixes: dict[str, int], public_id: str | None) -> Callable[[dict[str,
 
 def deploy_cases() -> list[tuple[str, Any, Callable[[list[str]], bool | None]]]:
     """(name, what to run, oracle on the issue texts: True = the rule's refusal must be there, False = absent)."""
-    from ekstrain import catalog
+    from ekstrain.facts import catalog
 
     out: list[tuple[str, Any, Callable[[list[str]], bool | None]]] = []
     for where in ("a", "b", "public"):
@@ -340,8 +340,8 @@ def deploy_cases() -> list[tuple[str, Any, Callable[[list[str]], bool | None]]]:
 def _moved(region: str, instance_type: str, regions: list[str] | None = None) -> Callable[[dict[str, Any]], None]:
     """dev in ``region`` (its first zones) with one partition of ``instance_type`` (and the type's regions under
     ekstrain:instanceTypes when given)."""
-    from ekstrain import catalog
-    from ekstrain.regions import AVAILABILITY_ZONES
+    from ekstrain.facts import catalog
+    from ekstrain.facts.regions import AVAILABILITY_ZONES
 
     def change(s: dict[str, Any]) -> None:
         letters = AVAILABILITY_ZONES[region]
@@ -370,11 +370,11 @@ def _moved(region: str, instance_type: str, regions: list[str] | None = None) ->
 
 
 def offering_cases() -> list[tuple[str, Any, Callable[[list[str]], bool | None]]]:
-    """Every accelerated catalog type in every region of ekstrain/regions.py (and, on a seeded sample, with the
+    """Every accelerated catalog type in every region of ekstrain/facts/regions.py (and, on a seeded sample, with the
     region listed under ekstrain:instanceTypes.<type>.regions). The oracle is the dated table read directly: a
     region it lists is never refused, one it does not list always is, a type it cannot place (None) never is."""
-    from ekstrain import offerings
-    from ekstrain.regions import AVAILABILITY_ZONES
+    from ekstrain.facts import offerings
+    from ekstrain.facts.regions import AVAILABILITY_ZONES
 
     out: list[tuple[str, Any, Callable[[list[str]], bool | None]]] = []
     rng = random.Random(f"{SEED}-offerings")
@@ -407,7 +407,7 @@ def ami_launch_cases() -> list[tuple[str, Any, Callable[[list[str]], bool | None
     Four more release days per pair are drawn (seeded) between the version's release and v20261119."""
     import datetime as dt
 
-    from ekstrain import offerings, versions
+    from ekstrain.facts import offerings, versions
 
     out: list[tuple[str, Any, Callable[[list[str]], bool | None]]] = []
     rng = random.Random(f"{SEED}-ami")

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ekstrain import catalog, efa
+from ekstrain.facts import catalog
+from ekstrain.layout import efa
 
 # Oracle from platform-anchors.md (d)1 (EC2 EfaInfo.MaximumEfaInterfaces).
 EXPECTED_EFA = {

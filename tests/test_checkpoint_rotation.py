@@ -1,7 +1,8 @@
 """Checkpoint rotation: the script runs as a real process against a stand-in ``lfs`` (archived, not archived, hangs).
 
 GIVEN a job's checkpoint directories on a file system and an ``lfs`` on PATH that answers ``hsm_state`` as FSx would
-WHEN ``python3 ekstrain/checkpoint_rotation.py`` runs THEN it keeps the newest N, deletes an older one only when every
+WHEN ``python3 ekstrain/agents/checkpoint_rotation.py`` runs THEN it keeps the newest N, deletes an older one only when
+every
 file is archived, and keeps one whose ``lfs`` says not archived, fails or hangs (bounded by its timeout).
 """
 
@@ -16,7 +17,7 @@ import time
 
 import pytest
 
-from ekstrain import checkpoint_rotation as rot
+from ekstrain.agents import checkpoint_rotation as rot
 
 SCRIPT = pathlib.Path(rot.__file__)
 

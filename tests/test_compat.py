@@ -1,4 +1,4 @@
-"""The compatibility table (ekstrain/compat.py): each seeded incompatible pair is refused with both versions, its
+"""The compatibility table (ekstrain/facts/compat.py): each seeded incompatible pair is refused with both versions, its
 source and the fix; the pinned stack at 1.35 and 1.36 has none."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import tarfile
 import pytest
 from conftest import stack_sections
 
-from ekstrain import compat, validation, versions
+from ekstrain.facts import compat, versions
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import parse
+from ekstrain.tooling import validation
 
 TODAY = dt.date(2026, 12, 6)
 
@@ -132,6 +133,6 @@ def test_the_calendar_names_what_blocks_the_newest_version() -> None:
     assert lines[1].startswith("- Moving to 1.36: ekstrain:versions.charts.karpenter: karpenter 1.10.0")
     assert "1.13.0 or later" in lines[1]
     assert compat.calendar_lines("1.35", TODAY, compat.Pins("1.35"))[1] == (
-        "- Moving to 1.36: no pinned component blocks it (ekstrain/compat.py)"
+        "- Moving to 1.36: no pinned component blocks it (ekstrain/facts/compat.py)"
     )
     assert len(compat.calendar_lines("1.36", TODAY, compat.Pins("1.36"))) == 1

@@ -18,10 +18,11 @@ import pytest
 import yaml
 from conftest import REPO, stack_config
 
-from ekstrain import catalog, efa, storage_sizing, versions
 from ekstrain.assembly import observability
 from ekstrain.cli.main import main
-from ekstrain.partitions import layout_nodes, shape
+from ekstrain.facts import catalog, versions
+from ekstrain.layout import efa, storage_sizing
+from ekstrain.layout.partitions import layout_nodes, shape
 
 GIB = storage_sizing.GIB
 
@@ -107,7 +108,7 @@ def _prometheus() -> str:
 
 
 FACTS: list[tuple[str, str, Callable[[], object]]] = [
-    # -- Kubernetes and pins (ekstrain/versions.py) --
+    # -- Kubernetes and pins (ekstrain/facts/versions.py) --
     ("docs/overview.md", "On 2026-12-03: {} is the default", lambda: versions.DEFAULT_KUBERNETES_VERSION),
     (
         "docs/overview.md",
@@ -116,13 +117,13 @@ FACTS: list[tuple[str, str, Callable[[], object]]] = [
     ),
     (
         "docs/overview.md",
-        ", {}; the others: `ekstrain/versions.py`",
+        ", {}; the others: `ekstrain/facts/versions.py`",
         lambda: versions.addon_version("kube-proxy", versions.DEFAULT_KUBERNETES_VERSION),
     ),
     ("docs/overview.md", "(`amiAliasVersion`, 1.35: {})", lambda: versions.AMI_ALIAS_VERSIONS["1.35"]),
     ("docs/overview.md", "installs zero-to-jupyterhub {} in", lambda: versions.DEFAULT_CHARTS["jupyterhub"].version),
     ("docs/overview.md", "(chart argo-cd {},", lambda: versions.DEFAULT_CHARTS["argo-cd"].version),
-    # -- partitions (ekstrain/catalog.py, EFA layouts) --
+    # -- partitions (ekstrain/facts/catalog.py, EFA layouts) --
     ("docs/overview.md", "prod's trainium:\n{}", _trainium_layouts),
     (
         "docs/overview.md",
@@ -134,7 +135,7 @@ FACTS: list[tuple[str, str, Callable[[], object]]] = [
         "{} efa-only interfaces on p5en",
         lambda: sum(i.interface_type == efa.EFA_ONLY for i in efa.efa_layout(catalog.CATALOG["p5en.48xlarge"])),
     ),
-    # -- checkpoint save time (planner + ekstrain/storage_sizing.py) --
+    # -- checkpoint save time (planner + ekstrain/layout/storage_sizing.py) --
     ("docs/overview.md", "a {} GiB checkpoint (the planner's", lambda: prod_checkpoint_section()["sizeGiB"]),
     (
         "docs/overview.md",

@@ -23,8 +23,9 @@ from collections.abc import Iterator
 import pytest
 from conftest import REPO
 
-from ekstrain import chartdigest, validation, versions
-from ekstrain.helm import helm_binary
+from ekstrain.facts import versions
+from ekstrain.tooling import chartdigest, validation
+from ekstrain.tooling.helm import helm_binary
 from scripts import fetch_upstream, upstream_mirror
 
 SHARED = REPO.parent / "shared" / "upstream"
@@ -321,7 +322,9 @@ def test_a_version_the_repository_does_not_have_is_a_clear_error(
 def test_a_pin_for_another_version_is_refused_before_any_download(tmp_path: pathlib.Path) -> None:
     chart = versions.DEFAULT_CHARTS["volcano"]
     pin = dataclasses.replace(fetch_upstream.read_chart_pins()["volcano"], version="0.0.1")
-    with pytest.raises(fetch_upstream.FetchError, match="chart-pins.tsv pins volcano 0.0.1 but ekstrain/versions.py"):
+    with pytest.raises(
+        fetch_upstream.FetchError, match="chart-pins.tsv pins volcano 0.0.1 but ekstrain/facts/versions.py"
+    ):
         fetch_upstream.fetch_chart("volcano", chart, pin, tmp_path, "/nonexistent/helm", {})
 
 

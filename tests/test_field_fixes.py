@@ -14,10 +14,10 @@ from conftest import stack_config
 from support.jobs import FakePlanner
 from test_jobs_templates import spec_for
 
-from ekstrain import versions
 from ekstrain.assembly.jobs import env as envtable
 from ekstrain.assembly.jobs import nccl, render
 from ekstrain.assembly.schedulers import operators
+from ekstrain.facts import versions
 from ekstrain.infra.offline import Recording
 
 PROD = stack_config("prod")

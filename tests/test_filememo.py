@@ -1,11 +1,11 @@
-"""ekstrain/filememo.py: one memo per file version, shared by the content digests and helm's version."""
+"""ekstrain/files/filememo.py: one memo per file version, shared by the content digests and helm's version."""
 
 from __future__ import annotations
 
 import os
 import pathlib
 
-from ekstrain import filememo
+from ekstrain.files import filememo
 
 
 def test_a_file_is_read_once_per_version_whatever_path_names_it(tmp_path: pathlib.Path) -> None:

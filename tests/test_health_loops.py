@@ -21,7 +21,9 @@ from typing import Any
 
 import pytest
 
-from ekstrain import catalog, health_gate, health_guard, names
+from ekstrain.agents import health_guard
+from ekstrain.facts import catalog, names
+from ekstrain.payloads import health_gate
 
 P5 = catalog.get("p5.48xlarge")
 TRN1 = catalog.get("trn1.32xlarge")

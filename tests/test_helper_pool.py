@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 from conftest import stack_config
 
-from ekstrain import karpenter_specs as specs
-from ekstrain import names, validation
+from ekstrain.facts import names
 from ekstrain.infra.offline import Recording
+from ekstrain.payloads import karpenter_specs as specs
 from ekstrain.simulate import match
 from ekstrain.simulate.nodes import nodes_of
+from ekstrain.tooling import validation
 
 SPEC = specs.HelperPoolSpec(cluster_name="ml-prod", availability_zone="us-west-2a", ami_alias_version="v20260818")
 

@@ -1,9 +1,9 @@
-"""ekstrain/kms_policy.py: every key the program creates has the account-administers statement plus its own."""
+"""ekstrain/payloads/kms_policy.py: every key the program creates has the account-administers statement plus its own."""
 
 from __future__ import annotations
 
-from ekstrain import kms_policy
 from ekstrain.assembly import cost, logs
+from ekstrain.payloads import kms_policy
 
 KEY = "arn:aws-us-gov:kms:us-gov-west-1:123456789012:key/abc"
 

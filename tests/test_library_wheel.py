@@ -236,7 +236,8 @@ def test_render_paths_resolve_in_the_package_or_the_users_project(
 ) -> None:
     probe = """
 import json, pathlib, sys
-from ekstrain import paths, validation
+from ekstrain.files import paths
+from ekstrain.tooling import validation
 from ekstrain.infra.verify import iam, pods, policy
 from ekstrain.stacks import slurm_login
 print(json.dumps({
@@ -283,7 +284,7 @@ def test_render_from_the_wheel_writes_into_the_users_project_only(
     """`python -m ekstrain.cli.render` from the installed wheel in a project holding only Pulumi.yaml and a
     stack file: output and cache land beside the stack file, the policy pack and the reviewed findings come
     from the package, and nothing is written into the installed package."""
-    from ekstrain import validation
+    from ekstrain.tooling import validation
 
     upstream = validation.upstream_dir()
     if upstream is None:
@@ -388,7 +389,7 @@ def test_the_installed_render_names_its_extra_and_its_flags(installed: pathlib.P
 
 
 def test_the_installed_errors_name_flags_not_make_targets(installed: pathlib.Path, tmp_path: pathlib.Path) -> None:
-    code = "from ekstrain import paths; print(paths.upstream_fix()); print(paths.helm_fix())"
+    code = "from ekstrain.files import paths; print(paths.upstream_fix()); print(paths.helm_fix())"
     done = run_installed(installed, tmp_path, "-c", code)
     assert done.returncode == 0, done.stderr
     upstream, helm = done.stdout.splitlines()
@@ -414,7 +415,7 @@ def test_the_wheel_fetches_and_verifies_with_its_own_pins(installed: pathlib.Pat
     """GIVEN the installed wheel in an empty directory WHEN `ekstrain upstream fetch|helm` are asked THEN both are
     commands of the wheel, reading the pins it ships, and a refusal names a command the user has."""
     code = (
-        "from ekstrain import upstream; from ekstrain.assembly.schedulers import mpi_operator as m; "
+        "from ekstrain.tooling import upstream; from ekstrain.assembly.schedulers import mpi_operator as m; "
         "print(len(upstream.read_file_pins()), len(upstream.read_chart_pins()), m.mpijob_crd(None)['kind'])"
     )
     done = run_installed(installed, tmp_path, "-c", code)

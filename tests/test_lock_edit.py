@@ -1,4 +1,5 @@
-"""An edit of sizes or counts is cheap and needs no lock commit (ekstrain/lock.py, ekstrain/lock_policy.py,
+"""An edit of sizes or counts is cheap and needs no lock commit (ekstrain/tooling/lock.py,
+ekstrain/tooling/lock_policy.py,
 infra/verify/noop_edit.py).
 
 - the lock records what each answer's key is made of (tools, basis, the values with their sizes blanked, the
@@ -18,9 +19,9 @@ import pytest
 import yaml
 from conftest import REPO, needs_upstream
 
-from ekstrain import lock, lock_policy
 from ekstrain.cli import render as render_cli
 from ekstrain.infra.verify import charts
+from ekstrain.tooling import lock, lock_policy
 
 # ---- the shape of values: sizes apart from the rest -------------------------------------------------------------
 

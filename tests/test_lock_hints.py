@@ -1,5 +1,5 @@
 """Every hint names a command the user has: ``ekstrain ...`` (every install), and a Makefile target only beside it
-and only when the package runs from a checkout (ekstrain/paths.py ``in_checkout``): a wheel user has no Makefile.
+and only when the package runs from a checkout (ekstrain/files/paths.py ``in_checkout``): a wheel user has no Makefile.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import re
 import pytest
 from conftest import REPO
 
-from ekstrain import lock, paths
 from ekstrain.cli import simulate as simulate_cli
+from ekstrain.files import paths
+from ekstrain.tooling import lock
 
 MAKE_TARGET = re.compile(
     r"\bmake (render|lock|examples|simulate|fetch-upstream|test|unit|lint|ruff|fmt|bench|architecture|clean|\.tools)\b"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pathlib
 
-from ekstrain import lock, lock_policy
+from ekstrain.tooling import lock, lock_policy
 
 
 def entry(release: str, *noop: str, chart: str = "chart 1.0") -> lock.Entry:

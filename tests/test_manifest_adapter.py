@@ -15,7 +15,7 @@ from ekstrain.assembly import observability as obs
 from ekstrain.components.helm import release
 from ekstrain.components.manifest import BUILTINS, resource
 from ekstrain.components.observability import Observability, ObservabilityArgs
-from ekstrain.versions import DEFAULT_CHARTS
+from ekstrain.facts.versions import DEFAULT_CHARTS
 
 META = {
     "name": "x",

@@ -206,7 +206,7 @@ NOT_BLOCK_TYPES = ["p3dn.24xlarge", "g6e.48xlarge", "g5.48xlarge", "p4d.24xlarge
 
 
 def block_cases(rng: random.Random) -> Iterator[Case]:
-    from ekstrain import catalog
+    from ekstrain.facts import catalog
 
     for t in BLOCK_TYPES + NOT_BLOCK_TYPES:
         if t in BLOCK_TYPES and t not in catalog.known():

@@ -13,12 +13,14 @@ import re
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
-from ekstrain import fsx_volume, names, spend, storage_sizing
 from ekstrain.assembly import jupyterhub as hub
 from ekstrain.assembly.schedulers import slurm
 from ekstrain.cli import argtypes
 from ekstrain.components import volumes
 from ekstrain.contracts import kinds
+from ekstrain.facts import names, spend
+from ekstrain.layout import storage_sizing
+from ekstrain.payloads import fsx_volume
 from ekstrain.simulate import deploy, engine, load, nodes
 from ekstrain.stacks import rules
 from ekstrain.stacks.models import base, schedulers
@@ -46,7 +48,7 @@ def sources_containing(pattern: str, under: str = "") -> list[str]:
 
 def test_GIVEN_the_sources_WHEN_searched_for_the_dns_label_expression_THEN_only_names_writes_it() -> None:
     # stacks/models (twice), stacks/rules, components/args, cli/argtypes and infra/verify each wrote their own.
-    assert sources_containing(re.escape("[a-z0-9]([-a-z0-9]")) == ["ekstrain/names.py"]
+    assert sources_containing(re.escape("[a-z0-9]([-a-z0-9]")) == ["ekstrain/facts/names.py"]
     assert f"^{names.DNS_LABEL_PATTERN}$" == base.DNS_LABEL and schedulers.TEAM_NAME is base.DNS_LABEL
 
 
@@ -77,8 +79,8 @@ def test_GIVEN_a_name_WHEN_validation_the_cli_and_the_rule_judge_it_THEN_they_ag
 
 
 def test_GIVEN_the_three_namespaces_that_mount_fsx_WHEN_their_volumes_are_built_THEN_one_builder_made_them() -> None:
-    assert sources_containing(r'"mountname"') == ["ekstrain/fsx_volume.py"]
-    assert sources_containing(r'"fsx\.csi\.aws\.com"') == ["ekstrain/fsx_volume.py"]
+    assert sources_containing(r'"mountname"') == ["ekstrain/payloads/fsx_volume.py"]
+    assert sources_containing(r'"fsx\.csi\.aws\.com"') == ["ekstrain/payloads/fsx_volume.py"]
     args = ("fs-0123", "fs-0123.fsx.us-west-2.amazonaws.com", "abcdef", 1200)
     training, in_slurm, in_hub = volumes.fsx_pv_manifest(*args), slurm.fsx_pv("slurm-fsx", *args), hub.fsx_pv(*args)
     # the same file system, the same driver and attributes; only access and binding differ
@@ -143,7 +145,7 @@ def test_GIVEN_the_price_tables_WHEN_read_THEN_the_deploy_bill_and_the_teardown_
     assert kinds.BILLED_WHILE_KEPT["aws:eks/cluster:Cluster"].startswith(f"${kinds.EKS_CLUSTER_USD_PER_HOUR:.2f} ")
     assert kinds.MONTHLY_USD["aws:kms/key:Key"][0] == kinds.KMS_KEY_USD_PER_MONTH
     assert kinds.BILLED_WHILE_KEPT["aws:kms/key:Key"].startswith(f"${kinds.KMS_KEY_USD_PER_MONTH:g} per key-month")
-    assert sources_containing(r"HOURS_PER_MONTH = ") == ["ekstrain/spend.py"]
+    assert sources_containing(r"HOURS_PER_MONTH = ") == ["ekstrain/facts/spend.py"]
 
 
 def test_GIVEN_the_fsx_throughput_tiers_WHEN_validation_sizing_and_pricing_read_them_THEN_they_are_one_tuple() -> None:

@@ -1,4 +1,4 @@
-"""ekstrain.paths: the user's project is the render's stack-file directory, $EKSTRAIN_PROJECT_DIR, or the nearest
+"""ekstrain.files.paths: the user's project is the render's stack-file directory, $EKSTRAIN_PROJECT_DIR, or the nearest
 Pulumi.yaml from the working directory up (``pulumi up`` of a ``main: infra/`` program runs in infra/); the
 Slurm login key file and the render's cache follow it, never the package directory."""
 
@@ -9,8 +9,9 @@ import pathlib
 import pytest
 from conftest import cfg_with
 
-from ekstrain import paths, validation
+from ekstrain.files import paths
 from ekstrain.stacks import slurm_login
+from ekstrain.tooling import validation
 
 
 @pytest.fixture

@@ -13,8 +13,9 @@ import sys
 import pytest
 from conftest import REPO
 
-from ekstrain import validation, versions
 from ekstrain.assembly.schedulers import mpi_operator
+from ekstrain.facts import versions
+from ekstrain.tooling import validation
 
 
 def _upstream() -> pathlib.Path | None:
@@ -87,7 +88,8 @@ def test_a_plain_clone_renders_the_shipped_stack_not_validated(stack: str, clone
         [
             sys.executable,
             "-c",
-            "from ekstrain import paths, validation; print(paths.CHECKOUT, validation.upstream_dir())",
+            "from ekstrain.files import paths; from ekstrain.tooling import validation; print(paths.CHECKOUT, "
+            "validation.upstream_dir())",
         ],
         cwd=clone,
         env=env,

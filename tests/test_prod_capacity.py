@@ -21,13 +21,13 @@ from conftest import REPO, stack_config, stack_sections
 from support.jobs import FakePlanner
 from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 
-from ekstrain import validation
 from ekstrain.assembly.jobs import render as render_job
 from ekstrain.cli import job as job_cli
 from ekstrain.simulate.load import build_objects
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import parse
 from ekstrain.stacks.models import StackConfig
+from ekstrain.tooling import validation
 
 BEFORE_THE_BLOCK = dt.date(2026, 12, 5)
 needs_build = pytest.mark.skipif(

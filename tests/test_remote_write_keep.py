@@ -1,5 +1,6 @@
 """Remote write to Amazon Managed Prometheus keeps only the series the dashboards and alert rules read: names taken
-from the PromQL itself (ekstrain/promql_names.py), so a dashboard or rule added later is kept with no second list."""
+from the PromQL itself (ekstrain/facts/promql_names.py), so a dashboard or rule added later is kept with no second
+list."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import re
 import pytest
 from conftest import stack_config
 
-from ekstrain import prometheus_sizing, promql_names
 from ekstrain.assembly import cost
 from ekstrain.assembly import observability as obs
+from ekstrain.facts import promql_names
+from ekstrain.layout import prometheus_sizing
 
 
 @pytest.mark.parametrize(

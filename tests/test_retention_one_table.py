@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from conftest import cfg_with
 
-from ekstrain import cloudwatch
 from ekstrain.components import args as component_args
 from ekstrain.components.args import ComponentArgsError
 from ekstrain.components.fsx import LustreArgs
+from ekstrain.facts import cloudwatch
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.models import platform, storage
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ekstrain import storage_sizing as sz
 from ekstrain.cli import storage as storage_cli
+from ekstrain.layout import storage_sizing as sz
 
 GIB = 2**30
 

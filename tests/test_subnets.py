@@ -8,7 +8,7 @@ import itertools
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ekstrain.subnets import plan_subnets
+from ekstrain.layout.subnets import plan_subnets
 
 
 @given(prefix=st.integers(16, 20), octet=st.integers(0, 15), azs=st.integers(2, 4))

@@ -42,12 +42,13 @@ import pytest
 import yaml
 from conftest import REPO
 
-from ekstrain import chartdigest, inputs_guard, lock, outputs, validation
-from ekstrain import upstream as fetch_upstream  # the fetcher (scripts/fetch_upstream.py is its wrapper)
 from ekstrain.cli import main as cli
 from ekstrain.cli import render as render_cli
+from ekstrain.files import inputs_guard, outputs
 from ekstrain.infra import replay
 from ekstrain.infra.verify import charts
+from ekstrain.tooling import chartdigest, lock, validation
+from ekstrain.tooling import upstream as fetch_upstream  # the fetcher (scripts/fetch_upstream.py is its wrapper)
 
 WATCHDOG_SECONDS = 30
 BUILD = pathlib.Path(__file__).parent / "data" / "supply_chain_build"

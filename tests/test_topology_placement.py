@@ -1,6 +1,6 @@
 """The simulator places gangs within the network tier their template asks for, or they wait.
 
-GIVEN prod's gpu-a100 (16 x p4d.24xlarge) and the stated layout (ekstrain/topology.py LAYOUTS), or a mix's
+GIVEN prod's gpu-a100 (16 x p4d.24xlarge) and the stated layout (ekstrain/layout/topology.py LAYOUTS), or a mix's
 networkLayout that leaves fewer instances under each network node
 WHEN 64-GPU gangs (8 nodes) are played
 THEN each lands within one tier when the layout allows and the report says which tier it spans; a hard gang that no
@@ -20,12 +20,13 @@ from conftest import REPO
 from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
 from test_simulate_timeline import _arrival, _job, _mix
 
-from ekstrain import topology, validation
+from ekstrain.layout import topology
 from ekstrain.simulate import engine, volcano
 from ekstrain.simulate import topology as net_topology
 from ekstrain.simulate.inputs import InputError
 from ekstrain.simulate.mix import read_mix
 from ekstrain.simulate.timeline import Report, simulate_timeline
+from ekstrain.tooling import validation
 
 pytestmark = pytest.mark.skipif(
     HELM is None or validation.upstream_dir() is None, reason="needs a helm binary and the upstream chart archives"

@@ -18,9 +18,10 @@ from conftest import stack_config
 from support.jobs import FakePlanner
 from test_jobs_templates import spec_for
 
-from ekstrain import topology, validation
 from ekstrain.assembly.jobs import render
 from ekstrain.assembly.schedulers import slurm, volcano
+from ekstrain.layout import topology
+from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
 needs_crds = pytest.mark.skipif(validation.upstream_dir() is None, reason="needs the pinned upstream CRDs")

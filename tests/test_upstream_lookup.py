@@ -1,4 +1,5 @@
-"""Where the render finds the pinned upstream files (ekstrain/validation.py upstream_dir): a partial ``.upstream/``
+"""Where the render finds the pinned upstream files (ekstrain/tooling/validation.py upstream_dir): a partial
+``.upstream/``
 (a fetch that failed midway, ``mkdir -p .upstream/crds``) never hides a complete directory after it, and a render
 whose only directory is partial names the missing files and exits 1, never with a traceback."""
 
@@ -13,7 +14,9 @@ import sys
 import pytest
 from conftest import REPO
 
-from ekstrain import paths, validation, versions
+from ekstrain.facts import versions
+from ekstrain.files import paths
+from ekstrain.tooling import validation
 
 COMPLETE = validation.upstream_dir()
 

@@ -8,7 +8,7 @@ import pathlib
 import pytest
 import yaml
 
-from ekstrain import validation
+from ekstrain.tooling import validation
 
 pytestmark = pytest.mark.skipif(
     validation.upstream_dir() is None, reason="upstream schemas absent: run `make fetch-upstream`"

@@ -1,4 +1,4 @@
-"""Everything pinned at apply time, and Kubernetes 1.36 on the calendar (ekstrain/versions.py)."""
+"""Everything pinned at apply time, and Kubernetes 1.36 on the calendar (ekstrain/facts/versions.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from ekstrain import versions
+from ekstrain.facts import versions
 from ekstrain.infra import offline
 from ekstrain.infra.verify import pins
 
@@ -113,5 +113,5 @@ def test_the_stack_warns_60_days_before_the_end_of_standard_support() -> None:
     assert (
         "ekstrain:cluster.kubernetesVersion: Kubernetes 1.36 leaves EKS standard support on 2027-08-02 (48 days); "
         "extended support then costs extra until 2028-08-02. Plan the upgrade to the next minor: add its row to "
-        "ekstrain/versions.py KUBERNETES_RELEASES with its pins (docs/runbook-upgrade.md)."
+        "ekstrain/facts/versions.py KUBERNETES_RELEASES with its pins (docs/runbook-upgrade.md)."
     ) in warnings

@@ -1,4 +1,4 @@
-"""The Kubernetes version window comes from EKS's dated calendar in ekstrain/versions.py."""
+"""The Kubernetes version window comes from EKS's dated calendar in ekstrain/facts/versions.py."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 from conftest import stack_sections
 
-from ekstrain import versions
+from ekstrain.facts import versions
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import parse
 

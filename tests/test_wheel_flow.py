@@ -28,7 +28,7 @@ from collections.abc import Iterator
 import pytest
 from conftest import REPO
 
-from ekstrain import helm, upstream, validation
+from ekstrain.tooling import helm, upstream, validation
 
 SHARED = REPO.parent / "shared" / "upstream"
 SRC = SHARED if SHARED.is_dir() else validation.upstream_dir()
@@ -126,7 +126,11 @@ def test_the_wheel_fetches_helm_and_the_upstream_files_then_renders_prod_in_an_e
     assert where.returncode == 0, where.stderr
     # the package is the wheel's, never this checkout's
     probe = subprocess.run(
-        [str(env_bin / "python"), "-c", "import ekstrain, ekstrain.paths as p; print(ekstrain.__file__, p.CHECKOUT)"],
+        [
+            str(env_bin / "python"),
+            "-c",
+            "import ekstrain, ekstrain.files.paths as p; print(ekstrain.__file__, p.CHECKOUT)",
+        ],
         cwd=empty,
         env={"PATH": "/usr/bin:/bin"},
         capture_output=True,
@@ -185,7 +189,7 @@ def test_a_helm_mirror_serving_another_binary_or_nothing_is_refused_and_nothing_
 def test_the_shipped_example_is_rendered_only_from_an_installed_package_outside_a_project(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ekstrain import paths
+    from ekstrain.files import paths
 
     monkeypatch.delenv(paths.PROJECT_ENV, raising=False)
     monkeypatch.chdir(tmp_path)

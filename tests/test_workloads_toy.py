@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from ekstrain import catalog, names
 from ekstrain.assembly import logs as platform_logs
 from ekstrain.assembly.jobs import logs as joblogs
 from ekstrain.assembly.jobs.pod import queue, worker_container, worker_template
 from ekstrain.assembly.jobs.render import SCHEDULERS, Scheduler, render, scheduler_problem
 from ekstrain.assembly.jobs.resolve import ResolvedRun
+from ekstrain.facts import catalog, names
 from ekstrain.infra.verify import admission, images, requests
 from ekstrain.infra.verify.pods import inventory, pod_templates
 from ekstrain.simulate import engine, timeline

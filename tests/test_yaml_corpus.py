@@ -3,7 +3,7 @@
 Classes, fixed seed, CI-sized (``python tests/test_yaml_corpus.py`` prints the counts; docs/validation.md):
 
 - ``scalar``: a table plus seeded random number-like and boolean-like scalars. The oracles are written from
-  the sources, not from ekstrain/yaml12.py: gopkg.in/yaml.v3 resolve.go ``resolve`` (v3 f6f7691; what
+  the sources, not from ekstrain/files/yaml12.py: gopkg.in/yaml.v3 resolve.go ``resolve`` (v3 f6f7691; what
   Pulumi reads), the YAML 1.2.2 core schema (yaml.org/spec/1.2.2 10.3.2) and YAML 1.1 (PyYAML's
   SafeLoader plus the y/n booleans of yaml.org/type/bool.html). A scalar is refused exactly when the three
   disagree (YAML 1.1 reading text aside: ``0o10``, ``1e3``); an accepted one equals yaml.v3's value.
@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ekstrain import yaml12
+from ekstrain.files import yaml12
 from ekstrain.simulate.inputs import InputError
 from ekstrain.simulate.mix import read_mix
 from ekstrain.stacks import loader

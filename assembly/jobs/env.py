@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ekstrain import catalog, training_metrics
+from ekstrain.facts import catalog, training_metrics
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ RULES: tuple[EnvRule, ...] = (
         str(training_metrics.PORT),
         _always,
         "the progress metrics (last step, last checkpoint) the training process serves for the PodMonitor and the "
-        "job-progress alerts (ekstrain/training_metrics.py, docs/alerts.md)",
+        "job-progress alerts (ekstrain/facts/training_metrics.py, docs/alerts.md)",
     ),
     EnvRule("PYTHONUNBUFFERED", "1", _always, "logs reach kubectl logs immediately"),
 )

@@ -16,8 +16,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ekstrain import names
 from ekstrain.assembly import logs
+from ekstrain.facts import names
 from ekstrain.workloads import registry
 
 if TYPE_CHECKING:

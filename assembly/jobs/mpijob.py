@@ -11,7 +11,6 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from ekstrain import topology
 from ekstrain.assembly.jobs import env as envtable
 from ekstrain.assembly.jobs.pod import (
     gang_min_resources,
@@ -22,6 +21,7 @@ from ekstrain.assembly.jobs.pod import (
     worker_template,
 )
 from ekstrain.assembly.jobs.resolve import JOB_LABEL, MASTER_PORT, ResolvedRun
+from ekstrain.layout import topology
 from ekstrain.workloads.mpijob import KIND
 
 API_VERSION = KIND.api_version
@@ -30,7 +30,7 @@ WORKER_ROLE_LABEL = "training.kubeflow.org/job-role"
 
 
 def worker_affinity(r: ResolvedRun) -> dict[str, Any] | None:
-    """The network tier of the plan, as a preference of the worker pods (ekstrain/topology.py).
+    """The network tier of the plan, as a preference of the worker pods (ekstrain/layout/topology.py).
 
     The MPIJob cannot carry ``networkTopology``: the operator builds the PodGroup itself from ``schedulingPolicy``
     (queue, minAvailable, minResources, priorityClass; mpi-operator v0.8.2 pkg/controller/podgroup.go

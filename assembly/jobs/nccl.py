@@ -13,10 +13,10 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ekstrain import catalog, versions
 from ekstrain.assembly.jobs import mpijob
 from ekstrain.assembly.jobs.resolve import ResolvedRun, resolve
 from ekstrain.assembly.jobs.spec import RunSpec
+from ekstrain.facts import catalog, versions
 
 if TYPE_CHECKING:
     from ekstrain.stacks.models import StackConfig

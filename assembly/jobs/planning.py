@@ -11,8 +11,8 @@ from __future__ import annotations
 import difflib
 from typing import Any, Protocol
 
-from ekstrain import catalog
 from ekstrain.assembly.jobs.spec import JobRequestError, RunSpec
+from ekstrain.facts import catalog
 
 
 class PlannerBackend(Protocol):
@@ -52,7 +52,8 @@ class RealPlanner:
     def _fleet(self, instance_type: str, nodes: int) -> Any:
         from ekstrain.planner.fleet import Fleet
 
-        # The stack's own nodes: their EC2 network tiers narrow a group that spans many of them (ekstrain/topology.py)
+        # The stack's own nodes: their EC2 network tiers narrow a group that spans many of them
+        # (ekstrain/layout/topology.py)
         return Fleet.from_instance(instance_type, nodes, network_tiers=True)
 
     def search(

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ekstrain import training_metrics
 from ekstrain.assembly.jobs.env import liveness_probe
 from ekstrain.assembly.jobs.resolve import ResolvedRun, kubelet_literal
+from ekstrain.facts import training_metrics
 
 TERMINATION_GRACE_SECONDS = 120
 """Time a worker gets after SIGTERM to finish writing a checkpoint shard."""
@@ -40,7 +40,7 @@ def worker_container(
     if with_env:
         c["env"] = r.env_list()
         c["livenessProbe"] = liveness_probe()  # hang detection (assembly/jobs/env.py PROGRESS_HEARTBEAT_FILE)
-        # The progress metrics port the PodMonitor scrapes (ekstrain/training_metrics.py; docs/alerts.md).
+        # The progress metrics port the PodMonitor scrapes (ekstrain/facts/training_metrics.py; docs/alerts.md).
         c["ports"] = [training_metrics.container_port()]
     c["resources"] = r.resources()
     c["volumeMounts"] = r.volume_mounts()

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ekstrain import topology
 from ekstrain.assembly.jobs.pod import launch_configmap, queue, worker_container, worker_template
 from ekstrain.assembly.jobs.resolve import JOB_LABEL, PlatformWord, ResolvedRun
+from ekstrain.layout import topology
 from ekstrain.workloads.pytorchjob import KIND
 
 API_VERSION = KIND.api_version

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from ekstrain import catalog
 from ekstrain.assembly import logs
 from ekstrain.assembly.jobs import (
     bionemo,
@@ -29,6 +28,7 @@ from ekstrain.assembly.jobs import logs as joblogs
 from ekstrain.assembly.jobs.planning import PlannerBackend
 from ekstrain.assembly.jobs.resolve import ResolvedRun, resolve
 from ekstrain.assembly.jobs.spec import JobRequestError, RunSpec
+from ekstrain.facts import catalog
 from ekstrain.workloads import registry
 
 if TYPE_CHECKING:

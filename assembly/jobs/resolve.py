@@ -15,7 +15,6 @@ import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ekstrain import catalog, names
 from ekstrain.assembly.jobs import env as envtable
 from ekstrain.assembly.jobs import planning
 from ekstrain.assembly.jobs.planning import PlannerBackend, choose_plan, plan_instance_type
@@ -27,7 +26,8 @@ from ekstrain.assembly.jobs.spec import (
     RunSpec,
     hugepages_bytes,
 )
-from ekstrain.partitions import PartitionShape, layout_nodes, shape
+from ekstrain.facts import catalog, names
+from ekstrain.layout.partitions import PartitionShape, layout_nodes, shape
 
 if TYPE_CHECKING:
     from ekstrain.stacks.models import StackConfig
@@ -557,7 +557,7 @@ def launcher_requests(system_instance_types: list[str]) -> tuple[str, str]:
 
 def _check_layout_share(spec: RunSpec, max_nodes: int, shp: PartitionShape, instance_type: str) -> None:
     """A mixed-layout partition (trn1 + trn1n) has one NodePool per EFA layout, each with its share of
-    maxNodes (ekstrain.partitions.layout_nodes, the NodePools' ``limits.nodes``): a job of one instance
+    maxNodes (ekstrain.layout.partitions.layout_nodes, the NodePools' ``limits.nodes``): a job of one instance
     type can use only its layout's share."""
     pools = layout_nodes(shp, max_nodes)
     if len(pools) == 1:

@@ -193,7 +193,7 @@ class RunSpec:
     checkpoint_path: str | None = None
     """@default ``<fsx mount><fsx checkpointPath>/<name>`` (``/fsx/checkpoints/<name>``)."""
     namespace: str | None = None
-    """@default ``training`` (``ekstrain.names.TRAINING_NAMESPACE``)."""
+    """@default ``training`` (``ekstrain.facts.names.TRAINING_NAMESPACE``)."""
     hugepages_2mi: str | None = None
     """@default none. Request ``hugepages-2Mi`` (e.g. ``5120Mi``) only on nodes that pre-allocate them:
     Karpenter does not model hugepages (aws/karpenter-provider-aws#3315), see docs/jobs.md."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ekstrain import topology
 from ekstrain.assembly.jobs.pod import (
     QUEUE_ANNOTATION,
     VOLCANO_SCHEDULER,
@@ -27,6 +26,7 @@ from ekstrain.assembly.jobs.pod import (
     worker_template,
 )
 from ekstrain.assembly.jobs.resolve import PlatformWord, ResolvedRun
+from ekstrain.layout import topology
 from ekstrain.workloads.trainjob import KIND
 
 API_VERSION = KIND.api_version
@@ -57,7 +57,7 @@ def training_runtime(r: ResolvedRun) -> dict[str, Any]:
     template: dict[str, Any] = {}
     if r.volcano:
         # Trainer v2.3 PodGroupPolicy.volcano.networkTopology (the pinned TrainingRuntime CRD) goes onto the PodGroup
-        # its Volcano plugin creates: the same tier a Volcano Job of this plan asks (ekstrain/topology.py).
+        # its Volcano plugin creates: the same tier a Volcano Job of this plan asks (ekstrain/layout/topology.py).
         constraint = topology.network_topology(r.instance.name, r.nodes, r.degrees)
         spec["podGroupPolicy"] = {"volcano": {"networkTopology": constraint} if constraint else {}}
         template["metadata"] = {"annotations": {QUEUE_ANNOTATION: queue(r)}}

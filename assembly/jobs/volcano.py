@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ekstrain import topology
 from ekstrain.assembly.jobs.pod import launch_configmap, queue, worker_container, worker_template
 from ekstrain.assembly.jobs.resolve import MASTER_PORT, ResolvedRun
+from ekstrain.layout import topology
 from ekstrain.workloads.volcano import KIND
 
 API_VERSION = KIND.api_version
@@ -50,7 +50,8 @@ def build(r: ResolvedRun) -> list[dict[str, Any]]:
             ],
         },
     }
-    # One network tier for the gang (ekstrain/topology.py): hard within tier 2 for pipeline/context-parallel plans,
+    # One network tier for the gang (ekstrain/layout/topology.py): hard within tier 2 for pipeline/context-parallel
+    # plans,
     # soft otherwise; only on types EKS labels with network-node layers (HyperNodes exist only for those nodes).
     constraint = topology.network_topology(r.instance.name, r.nodes, r.degrees)
     if constraint is not None:

@@ -1,5 +1,5 @@
 """A job on a Capacity Block partition: the checkpoint signal it carries and whether its planned run fits the
-block's window (ekstrain/capacity_windows.py has the EC2 and Karpenter sources).
+block's window (ekstrain/layout/capacity_windows.py has the EC2 and Karpenter sources).
 
 - Every job rendered for a partition whose block has ``checkpointSignalMinutes`` gets ``EKSTRAIN_CHECKPOINT_AT``
   (the block's end minus those minutes, UTC) and ``EKSTRAIN_CAPACITY_END``: the training loop saves and exits 0 at
@@ -14,8 +14,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING
 
-from ekstrain import capacity_windows
 from ekstrain.assembly.jobs.spec import JobRequestError, RunSpec
+from ekstrain.layout import capacity_windows
 
 if TYPE_CHECKING:
     from ekstrain.stacks.models import StackConfig

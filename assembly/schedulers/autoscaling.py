@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ekstrain.assembly import observability
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
-from ekstrain.names import SYSTEM_NODE_SELECTOR
+from ekstrain.facts.names import SYSTEM_NODE_SELECTOR
 
 if TYPE_CHECKING:
     from ekstrain.stacks.models import StackConfig

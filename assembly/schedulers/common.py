@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ekstrain import catalog, names
-from ekstrain.partitions import PartitionShape, shape
+from ekstrain.facts import catalog, names
+from ekstrain.layout.partitions import PartitionShape, shape
 
 if TYPE_CHECKING:
     from ekstrain.stacks.models import StackConfig

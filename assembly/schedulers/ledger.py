@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ekstrain import names
 from ekstrain.assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
+from ekstrain.facts import names
 
 if TYPE_CHECKING:
     from ekstrain.stacks.models import StackConfig

@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from ekstrain import versions
-from ekstrain.config_errors import ConfigError, ConfigIssue
-from ekstrain.paths import PACKAGE, upstream_fix
+from ekstrain.facts import versions
+from ekstrain.facts.config_errors import ConfigError, ConfigIssue
+from ekstrain.files.paths import PACKAGE, upstream_fix
 
 NAMESPACE = "mpi-operator"
 NAME = "mpi-operator"

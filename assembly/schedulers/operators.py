@@ -14,15 +14,15 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from ekstrain import names, versions
 from ekstrain.assembly.jobs import env as envtable
 from ekstrain.assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
 from ekstrain.assembly.jobs.resolve import worker_cpu_memory
 from ekstrain.assembly.jobs.spec import RunSpec
 from ekstrain.assembly.schedulers import mpi_operator, teams
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
-from ekstrain.controller_resources import MEDIUM
-from ekstrain.names import SYSTEM_NODE_SELECTOR
+from ekstrain.facts import names, versions
+from ekstrain.facts.names import SYSTEM_NODE_SELECTOR
+from ekstrain.layout.controller_resources import MEDIUM
 
 if TYPE_CHECKING:
     from ekstrain.stacks.models import StackConfig

@@ -18,7 +18,7 @@ Mapping (the seed's ``SlurmCluster``/``SlurmNodeSet`` were not real APIs; this i
 - login: one LoginSet behind an internal NLB restricted to ``loginAllowedCidrs``.
 - slurmrestd and slurmdbd (accounting) with MariaDB, all on system nodes.
 - with Volcano: one PodGroup per partition that its slurmd pods name (``scheduling.k8s.io/group-name``), kept at the
-  NodeSet's replicas by a small sizer (ekstrain/slurm_gang.py), so the nodes KEDA adds for a job are admitted
+  NodeSet's replicas by a small sizer (ekstrain/agents/slurm_gang.py), so the nodes KEDA adds for a job are admitted
   all-or-nothing instead of one pod at a time.
 """
 
@@ -28,13 +28,16 @@ import json
 import pathlib
 from typing import TYPE_CHECKING, Any
 
-from ekstrain import fsx_volume, names, slurm_gang, topology, versions
+from ekstrain.agents import slurm_gang
 from ekstrain.assembly import logs
 from ekstrain.assembly.jobs.pod import QUEUE_ANNOTATION, VOLCANO_SCHEDULER
 from ekstrain.assembly.schedulers import autoscaling, teams
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
-from ekstrain.controller_resources import MEDIUM, SMALL, sized
-from ekstrain.names import SYSTEM_NODE_AFFINITY, SYSTEM_NODE_SELECTOR
+from ekstrain.facts import names, versions
+from ekstrain.facts.names import SYSTEM_NODE_AFFINITY, SYSTEM_NODE_SELECTOR
+from ekstrain.layout import topology
+from ekstrain.layout.controller_resources import MEDIUM, SMALL, sized
+from ekstrain.payloads import fsx_volume
 from ekstrain.simulate.nodes import allocatable, capacity
 
 if TYPE_CHECKING:
@@ -200,7 +203,7 @@ def nodeset(cfg: StackConfig, p: PartitionFacts, default: bool = False) -> dict[
             "Gres": [f"{GRES_NAME[p.accelerator_resource]}:{p.shape.accelerators_per_node}"],
             "Features": [p.name],
             # The NodeSet's switch of topology.conf: a dynamic node joins a switch only through this registration
-            # option (Slurm doc/html/dynamic_nodes.shtml "Dynamic Nodes + Topology"; ekstrain/topology.py).
+            # option (Slurm doc/html/dynamic_nodes.shtml "Dynamic Nodes + Topology"; ekstrain/layout/topology.py).
             "Topology": [f"{topology.SLURM_TOPOLOGY_NAME}:{topology.slurm_switch(p.name)}"],
         },
         "partition": slurm_partition(p, default),
@@ -392,7 +395,8 @@ def slurm_values(cfg: StackConfig) -> dict[str, Any]:
         "configFiles": {
             "plugstack.conf": PLUGSTACK,
             **({"gres.conf": "AutoDetect=nvidia\n"} if any(p.is_gpu for p in parts) else {}),
-            # One switch per NodeSet under one top switch (ekstrain/topology.py slurm_topology_conf); a config file
+            # One switch per NodeSet under one top switch (ekstrain/layout/topology.py slurm_topology_conf); a config
+            # file
             # Slinky passes to Slurm (slurm-operator v1.2.1 internal/webhook/controller_webhook.go knownConfigFiles).
             "topology.conf": topology.slurm_topology_conf({p.name: p.config.max_nodes for p in parts}),
         },

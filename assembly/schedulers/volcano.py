@@ -38,11 +38,12 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from ekstrain import names, topology
 from ekstrain.assembly.schedulers import teams
 from ekstrain.assembly.schedulers.common import PartitionFacts, partition_facts
-from ekstrain.names import SYSTEM_NODE_SELECTOR
-from ekstrain.partitions import layout_nodes
+from ekstrain.facts import names
+from ekstrain.facts.names import SYSTEM_NODE_SELECTOR
+from ekstrain.layout import topology
+from ekstrain.layout.partitions import layout_nodes
 
 if TYPE_CHECKING:
     from ekstrain.stacks.models import StackConfig
@@ -106,7 +107,7 @@ def volcano_values(cfg: StackConfig | None = None) -> dict[str, Any]:
             "scheduler_config_override": yaml.safe_dump(
                 scheduler_config(cfg is not None and teams.hierarchy(cfg)), sort_keys=False
             ),
-            # HyperNodes from the EKS network-node-layer labels (ekstrain/topology.py; the chart's own
+            # HyperNodes from the EKS network-node-layer labels (ekstrain/layout/topology.py; the chart's own
             # controller_config_override example, label source): gangs' networkTopology is resolved against them.
             # A mapping, not a string: templates/controllers.yaml writes it with toYaml into volcano-controller.conf,
             # and a string would land there as one YAML block scalar.

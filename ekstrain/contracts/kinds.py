@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ekstrain.spend import HOURS_PER_MONTH
+from ekstrain.facts.spend import HOURS_PER_MONTH
 
 NAMESPACE = "namespace"
 ACCESS = "access"

@@ -4,14 +4,14 @@ Figures are documented or reported typical durations (not the provider's timeout
 cited beside them where they matter); where no one publishes a figure the entry says ``estimate`` and why. The
 first training step adds a node launch, the health gate's pre-flight and the image pull: the first two are the
 scheduling simulator's own figures (:data:`ekstrain.simulate.timeline.Mix` ``launch_minutes``,
-:func:`ekstrain.health_gate.gate_seconds`), read from there, never copied.
+:func:`ekstrain.payloads.health_gate.gate_seconds`), read from there, never copied.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ekstrain import cold_start
+from ekstrain.layout import cold_start
 
 PULUMI_PARALLEL = None
 """``pulumi up --parallel``: "Allow P resource operations to run in parallel at once (1 for no parallelism).
@@ -105,7 +105,8 @@ DURATIONS: dict[str, Duration] = {
 
 IMAGE_PULL_SECONDS = cold_start.pull_seconds(cold_start.TRAINING_IMAGE_GIB)
 """The first pull of a training image onto a fresh node, at the pull rate the notebooks' start timeout uses
-(ekstrain/cold_start.py: an estimate, not a published figure). A pre-pulled image (an AMI or a data volume snapshot
+(ekstrain/layout/cold_start.py: an estimate, not a published figure). A pre-pulled image (an AMI or a data volume
+snapshot
 that holds it) takes this to zero."""
 
 
@@ -133,8 +134,8 @@ def node_launch_seconds(family: str) -> int:
 
 
 def health_gate_seconds(family: str) -> int:
-    """The health gate's pre-flight on a new node (:func:`ekstrain.health_gate.gate_seconds`)."""
-    from ekstrain import health_gate
+    """The health gate's pre-flight on a new node (:func:`ekstrain.payloads.health_gate.gate_seconds`)."""
+    from ekstrain.payloads import health_gate
 
     return health_gate.gate_seconds(family)
 

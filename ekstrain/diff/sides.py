@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from ekstrain import validation
 from ekstrain.diff.model import Resource
-from ekstrain.paths import PACKAGE
+from ekstrain.files.paths import PACKAGE
+from ekstrain.tooling import validation
 
 Progress = Callable[[str], None]
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ekstrain import outputs
+from ekstrain.files import outputs
 
 if TYPE_CHECKING:  # matplotlib loads when a page is drawn, not when a module importing this one does
     from matplotlib.figure import Figure
@@ -116,7 +116,7 @@ def network_references(text: str) -> list[str]:
 
 
 def write(path: pathlib.Path, text: str, flag: str = "--html") -> pathlib.Path:
-    """Write a page through the write guard (ekstrain/outputs.py): never a stack file or a directory."""
+    """Write a page through the write guard (ekstrain/files/outputs.py): never a stack file or a directory."""
     target = outputs.check_file(flag, path)
     outputs.write_file(flag, target, text)
     return path

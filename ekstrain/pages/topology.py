@@ -5,7 +5,7 @@ associations, EFS, the buckets, the schedulers and platform charts, and what tal
 
 Every box is read from the recorded resources (subnets, NAT gateways, placement groups, node group, file systems,
 associations) or the stack config the program ran with (NodePools from the partitions' layouts, as the program
-builds them: ekstrain/partitions.py), never drawn from a fixed list. The component that registers each box is
+builds them: ekstrain/layout/partitions.py), never drawn from a fixed list. The component that registers each box is
 its grey caption.
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ekstrain import names
+from ekstrain.facts import names
+from ekstrain.layout.partitions import layout_nodes, shape
 from ekstrain.pages import shell
-from ekstrain.partitions import layout_nodes, shape
 
 W, H = 140.0, 92.0
 """Drawing units: the figure is 14 x 9.2 inches, one unit = 0.1 inch."""

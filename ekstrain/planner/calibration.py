@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from statistics import mean
 from typing import Any
 
-from ekstrain import catalog
+from ekstrain.facts import catalog
 from ekstrain.planner.attention import FA_TRITON
 from ekstrain.planner.efficiency import GENERATIONS, MEGATRON_2021, Efficiency
 from ekstrain.planner.errors import PlanError
@@ -36,7 +36,7 @@ GPUS_PER_NODE = 8
 
 
 def selene(nodes: int) -> Fleet:
-    """DGX A100 80 GB as in Narayanan 2021 section 5 (A100 figures as ekstrain.catalog.A100_80)."""
+    """DGX A100 80 GB as in Narayanan 2021 section 5 (A100 figures as ekstrain.facts.catalog.A100_80)."""
     return Fleet(
         "selene-dgx-a100",
         nodes,

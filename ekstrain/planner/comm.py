@@ -57,7 +57,7 @@ class Links:
 
     def net(self, n: int, stride: int) -> float:
         """The network bandwidth of a group of ``n`` ranks ``stride`` apart: the tier its span of ``n * stride``
-        consecutive ranks reaches keeps its share (ekstrain/topology.py), 1 without network tiers."""
+        consecutive ranks reaches keeps its share (ekstrain/layout/topology.py), 1 without network tiers."""
         return self.network if self.fleet is None else self.network * self.fleet.tier_share(n * stride)
 
     def layout(self, n: int, stride: int) -> tuple[int, int]:

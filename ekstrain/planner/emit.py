@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ekstrain import catalog
+from ekstrain.facts import catalog
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import FP8
 from ekstrain.planner.models import LAYERNORM, ModelSpec

@@ -1,4 +1,4 @@
-"""The accelerator fleet a plan runs on, read from ``ekstrain.catalog`` or from a fleet JSON.
+"""The accelerator fleet a plan runs on, read from ``ekstrain.facts.catalog`` or from a fleet JSON.
 
 What a planner *device* is: one launcher rank. On GPUs that is one GPU. On Trainium the Neuron
 launcher starts one rank per NeuronCore (catalog ``workers_per_node``), and neuronx-distributed
@@ -16,7 +16,8 @@ from math import log
 from pathlib import Path
 from typing import Any
 
-from ekstrain import catalog, topology
+from ekstrain.facts import catalog
+from ekstrain.layout import topology
 from ekstrain.planner import inputs
 from ekstrain.planner.errors import PlanError
 
@@ -51,7 +52,7 @@ GENERATION_PEAKS = {
     "trainium1": (190, 820),
     "trainium2": (667, 2900),
 }
-"""(dense BF16 TFLOP/s, HBM GB/s) per accelerator, as ekstrain.catalog and the datasheets give them
+"""(dense BF16 TFLOP/s, HBM GB/s) per accelerator, as ekstrain.facts.catalog and the datasheets give them
 (research notes, section 8): what a fleet JSON without ``generation`` is matched against."""
 
 FLEET_COUNTS: dict[str, tuple[int, int]] = {"accelerators_per_node": (1, 64), "ranks_per_accelerator": (1, 16)}
@@ -112,7 +113,7 @@ class Fleet:
     generation_inferred: bool = False
     """True when a fleet JSON gave no ``generation`` and it was inferred from the peak figures."""
     network_topology: str = ""
-    """An instance type whose EC2 network topology narrows a group spanning many nodes (ekstrain/topology.py
+    """An instance type whose EC2 network topology narrows a group spanning many nodes (ekstrain/layout/topology.py
     ``ring_bandwidth_fraction``: the tier the nodes span when packed, and the share of the node's EFA bandwidth a
     wider tier keeps, a stated assumption). Empty: every node pair at the full network figure, as the validation
     runs are priced (their clusters' topology is not published)."""
@@ -270,7 +271,8 @@ class Fleet:
 
     def tier_share(self, span: int) -> float:
         """The share of the network figure a group over ``span`` consecutive ranks keeps: 1 without
-        ``network_topology``, else its packed nodes' tier's (ekstrain/topology.py ``ring_bandwidth_fraction``)."""
+        ``network_topology``, else its packed nodes' tier's (ekstrain/layout/topology.py
+        ``ring_bandwidth_fraction``)."""
         if not self.network_topology or span <= self.ranks_per_node:
             return 1.0
         return _tier_fraction(self.network_topology, min(self.nodes, -(-span // self.ranks_per_node)))

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ekstrain import outputs
+from ekstrain.files import outputs
 from ekstrain.planner.errors import PlanError
 
 MAX_JSON_BYTES = 1 << 20
@@ -180,7 +180,7 @@ def _show(value: object) -> str:
 
 
 def check_output_path(flag: str, path: str) -> Path:
-    """Refuse an ``--out`` that cannot be written before any work is done (the write guard, ekstrain/outputs.py:
+    """Refuse an ``--out`` that cannot be written before any work is done (the write guard, ekstrain/files/outputs.py:
     not a directory, not a stack or project file, in a writable directory)."""
     if "\x00" in path or not path:
         raise PlanError(f"{flag} {path!r}: not a usable file path; pass a writable file path")

@@ -50,7 +50,7 @@ from functools import lru_cache
 from math import ceil
 from typing import Any
 
-from ekstrain import catalog
+from ekstrain.facts import catalog
 from ekstrain.planner import attention, comm
 from ekstrain.planner.comm import Links
 from ekstrain.planner.efficiency import DEFAULT_EFFICIENCY, MEGATRON_2021, Efficiency, efficiency_for

@@ -18,7 +18,7 @@ from functools import lru_cache
 from math import gcd, isqrt
 from typing import Any
 
-from ekstrain import catalog
+from ekstrain.facts import catalog
 from ekstrain.planner import frameworks, inputs
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import Fleet

@@ -5,13 +5,13 @@ The rules, each with the source it models:
 
 - EC2 Capacity Blocks for ML (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html): the
   instances are usable until 30 minutes before the block's end time; then EC2 terminates them
-  (:data:`ekstrain.capacity_windows.EC2_RECLAIM_MINUTES`).
+  (:data:`ekstrain.layout.capacity_windows.EC2_RECLAIM_MINUTES`).
 - Karpenter v1.6+ (aws/karpenter-provider-aws designs/capacity-block-support.md, "Interruption"; the
   capacity-block support Karpenter v1.14.1 ships): it does not wait for the EventBridge warning, it drains a
   block's nodes 10 minutes before EC2 begins reclaiming, 40 minutes before the end date
-  (:data:`ekstrain.capacity_windows.KARPENTER_DRAIN_MINUTES`), and launches into a reservation only while it is
+  (:data:`ekstrain.layout.capacity_windows.KARPENTER_DRAIN_MINUTES`), and launches into a reservation only while it is
   active (a block is ``scheduled`` before its start, so nothing launches before it).
-- The checkpoint signal (:mod:`ekstrain.capacity_windows`): ``checkpointSignalMinutes`` before the end the job
+- The checkpoint signal (:mod:`ekstrain.layout.capacity_windows`): ``checkpointSignalMinutes`` before the end the job
   templates' ``EKSTRAIN_CHECKPOINT_AT`` time is reached; the training loop saves a checkpoint and exits cleanly
   (the controller restarts it later without counting a failure). Modeled: at the signal every running job on the
   block's nodes stops progressing, writes one checkpoint (``Mix.checkpoint_save_seconds``) and leaves its nodes,
@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ekstrain.capacity_windows import KARPENTER_DRAIN_MINUTES
+from ekstrain.layout.capacity_windows import KARPENTER_DRAIN_MINUTES
 from ekstrain.simulate.timeline_state import CapacityBlock as CapacityBlock
 
 if TYPE_CHECKING:

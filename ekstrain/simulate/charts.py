@@ -14,10 +14,10 @@ from typing import Any
 
 import yaml
 
-from ekstrain import outputs
-from ekstrain.helm import helm_binary
+from ekstrain.files import outputs
+from ekstrain.tooling.helm import helm_binary
 
-__all__ = ["helm_binary", "render_missing"]  # helm_binary: the project's one lookup (ekstrain/helm.py)
+__all__ = ["helm_binary", "render_missing"]  # helm_binary: the project's one lookup (ekstrain/tooling/helm.py)
 
 
 def _archive(chart_src: pathlib.Path, chart: str, version: str) -> pathlib.Path | None:

@@ -36,7 +36,7 @@ import yaml
 
 from ekstrain.contracts import kinds, teardown, timing
 from ekstrain.contracts.kinds import FSX_PERSISTENT2_USD_PER_GB_MONTH, MONTHLY_USD
-from ekstrain.spend import HOURS_PER_MONTH
+from ekstrain.facts.spend import HOURS_PER_MONTH
 
 COMPONENT_PREFIXES = ("ekstrain:", "eks:index:", "pulumi:pulumi:Stack", "kubernetes:yaml/v2:ConfigGroup")
 
@@ -651,11 +651,11 @@ def up(
         parts = [
             ("node launch", timing.node_launch_seconds(family), "simulator: Mix.launch_minutes"),
             *(
-                [("health gate", timing.health_gate_seconds(family), "ekstrain/health_gate.py gate_seconds")]
+                [("health gate", timing.health_gate_seconds(family), "ekstrain/payloads/health_gate.py gate_seconds")]
                 if gated
                 else []
             ),
-            ("image pull", timing.IMAGE_PULL_SECONDS, "ekstrain/cold_start.py pull rate, TRAINING_IMAGE_GIB"),
+            ("image pull", timing.IMAGE_PULL_SECONDS, "ekstrain/layout/cold_start.py pull rate, TRAINING_IMAGE_GIB"),
         ]
         first = p.end + sum(s for _, s, _ in parts)
     return UpReport(p, nodes, max(clusters) if clusters else None, first, parts, family, steps_taken)
@@ -696,8 +696,8 @@ class DestroyReport:
             size = int((n.inputs.get("scalingConfig") or {}).get("desiredSize") or 0)
             price = max((self.prices[t] for t in types if t in self.prices), default=None)
             if price is not None and size:
-                return price * size * HOURS_PER_MONTH, f"{size} x {types} on-demand (ekstrain/catalog.py)"
-            return None, f"{size} x {', '.join(types)}: not in ekstrain/catalog.py's price table"
+                return price * size * HOURS_PER_MONTH, f"{size} x {types} on-demand (ekstrain/facts/catalog.py)"
+            return None, f"{size} x {', '.join(types)}: not in ekstrain/facts/catalog.py's price table"
         per_use = teardown.billed(n.type)
         return None, "" if per_use == "nothing" else per_use
 

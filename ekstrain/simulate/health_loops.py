@@ -1,4 +1,4 @@
-"""The platform's own loops under fault (ekstrain/health_gate.py): the pre-flight's deadline, the breaker that
+"""The platform's own loops under fault (ekstrain/payloads/health_gate.py): the pre-flight's deadline, the breaker that
 holds a NodePool, the guard's hysteresis on a flapping condition, and the problems they leave.
 
 Functions of a :class:`~ekstrain.simulate.timeline.Timeline` (its methods: the class binds them), split from
@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ekstrain import health_gate
+from ekstrain.payloads import health_gate
 from ekstrain.simulate.timeline_base import ACCELERATORS, _clock
 
 if TYPE_CHECKING:

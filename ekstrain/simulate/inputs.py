@@ -23,8 +23,8 @@ from typing import Any
 
 import yaml
 
-from ekstrain import inputs_guard
-from ekstrain.paths import in_checkout
+from ekstrain.files import inputs_guard
+from ekstrain.files.paths import in_checkout
 from ekstrain.simulate.quantity import parse
 from ekstrain.workloads import registry
 
@@ -305,7 +305,7 @@ def _flow_depth(text: str) -> int:
 
 
 def _decode(path: pathlib.Path) -> str:
-    try:  # a regular file, bounded (ekstrain/inputs_guard.py): a FIFO would block, /dev/zero never end
+    try:  # a regular file, bounded (ekstrain/files/inputs_guard.py): a FIFO would block, /dev/zero never end
         data = inputs_guard.read_bytes(path, MAX_BYTES)
     except inputs_guard.NotARegularFile as exc:
         raise InputError(

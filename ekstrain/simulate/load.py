@@ -8,12 +8,12 @@ from typing import Any
 
 import yaml
 
-from ekstrain import names
+from ekstrain.facts import names
 from ekstrain.simulate import volcano
 from ekstrain.simulate.engine import Cluster
 from ekstrain.simulate.nodes import Node, allocatable, capacity, general_purpose, nodes_of
 from ekstrain.simulate.quantity import parse
-from ekstrain.validation import KubeYamlLoader
+from ekstrain.tooling.validation import KubeYamlLoader
 from ekstrain.workloads import registry
 
 KINDS_READ = frozenset(

@@ -4,7 +4,7 @@ the build. The format (times in hours; docs/simulate.md):
     hours: 48                       # how long to play
     checkpointMinutes: 30           # every job's checkpoint interval
     checkpointSaveSeconds: 281      # optional: one checkpoint's write time; @default the stack's FSx at its
-                                    # ekstrain:storage.checkpoint.sizeGiB (ekstrain.storage_sizing)
+                                    # ekstrain:storage.checkpoint.sizeGiB (ekstrain.layout.storage_sizing)
     launchMinutes: {gpu: 10, trainium: 10, cpu: 3}
     jobs:
       - file: build/examples/llama3-70b-volcano.yaml   # YAML objects or an sbatch, relative to the cwd
@@ -39,8 +39,11 @@ from typing import Any
 
 import yaml
 
-from ekstrain import catalog, health_gate, inputs_guard, storage_sizing, yaml12
-from ekstrain.paths import in_checkout
+from ekstrain.facts import catalog
+from ekstrain.files import inputs_guard, yaml12
+from ekstrain.files.paths import in_checkout
+from ekstrain.layout import storage_sizing
+from ekstrain.payloads import health_gate
 from ekstrain.simulate import capacity_windows, upgrade
 from ekstrain.simulate import topology as net_topology
 from ekstrain.simulate.inputs import SAFE_LOADER, InputError, read_file
@@ -146,7 +149,7 @@ def notebook_pod(build: pathlib.Path, partition: str, accelerators: int, where: 
 def read_mix(path: pathlib.Path, build: pathlib.Path) -> Mix:
     where = str(path)
     try:
-        # Read like a stack file (ekstrain/yaml12.py): YAML 1.2, duplicate keys and ambiguous scalars refused.
+        # Read like a stack file (ekstrain/files/yaml12.py): YAML 1.2, duplicate keys and ambiguous scalars refused.
         doc = yaml12.load(inputs_guard.read_text(path, MAX_MIX_BYTES))
     except inputs_guard.NotARegularFile as exc:  # a FIFO would block the read forever
         raise InputError(where, str(exc.strerror), "pass a regular mix file as --timeline") from None
@@ -368,7 +371,7 @@ def platform_facts(build: pathlib.Path, objects_by_kind: dict[str, list[dict[str
 
 
 def stack_checkpoint_seconds(fsx: Any, checkpoint: Any, where: str) -> int:
-    """One checkpoint's save on the stack's FSx for Lustre (``ekstrain.storage_sizing``, the model ``ekstrain
+    """One checkpoint's save on the stack's FSx for Lustre (``ekstrain.layout.storage_sizing``, the model ``ekstrain
     storage`` and the render's SUMMARY use): ``ekstrain:storage.checkpoint.sizeGiB`` at the file system's baseline
     throughput, rounded up to a second."""
     if not fsx.enabled or checkpoint.size_gib is None:

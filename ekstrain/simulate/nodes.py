@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ekstrain import catalog
+from ekstrain.facts import catalog
 from ekstrain.simulate.quantity import parse
 
 VM_MEMORY_OVERHEAD_PERCENT = 0.075

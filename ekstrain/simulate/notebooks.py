@@ -4,7 +4,7 @@ KubeSpawner waits ``start_timeout`` seconds for the user's pod to run, pending a
 the server and deletes the pod (jupyterhub spawner.py ``Spawner.start_timeout``, kubespawner spawner.py ``start``:
 ``exponential_backoff(..., timeout=self.start_timeout)``); Karpenter's node for it is launched anyway and idles
 until consolidation. The timeline plays the node (launch + health gate); this adds the image pull on a node
-launched for the notebook (:mod:`ekstrain.cold_start`) and compares the sum with the timeout the render gave the
+launched for the notebook (:mod:`ekstrain.layout.cold_start`) and compares the sum with the timeout the render gave the
 profile (the mix file's notebook pod carries it: ekstrain/simulate/mix.py ``notebook_pod``).
 """
 
@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ekstrain import catalog, cold_start
+from ekstrain.facts import catalog
+from ekstrain.layout import cold_start
 from ekstrain.simulate import match
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from ekstrain import health_gate
+from ekstrain.payloads import health_gate
 from ekstrain.simulate import capacity_windows, match
 from ekstrain.simulate import topology as net_topology
 from ekstrain.simulate.engine import free, per_node

@@ -1,7 +1,8 @@
 """Slurm gangs in ``ekstrain simulate --timeline``: the slurmd pods KEDA adds for an sbatch job, admitted together.
 
 A NodeSet whose pod template names a PodGroup (``scheduling.k8s.io/group-name``, assembly/schedulers/slurm.py) puts
-its pods in that group, which ekstrain/slurm_gang.py keeps at ``minMember`` = the NodeSet's replicas: Volcano's gang
+its pods in that group, which ekstrain/agents/slurm_gang.py keeps at ``minMember`` = the NodeSet's replicas: Volcano's
+gang
 plugin binds the pods added for a job only when all of them can run, and the capacity plugin enqueues the group only
 when the pending pods' ``minResources`` fit the queue (volcano pkg/scheduler/plugins/gang, capacity.go
 ``jobEnqueueable``). Without it each pod is admitted on its own (the timeline's default, one pod at a time).

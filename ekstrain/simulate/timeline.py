@@ -26,7 +26,7 @@ sbatch job when asked). Rules, each with the upstream code it follows:
   RepairPolicies); interruption (pkg/controllers/interruption/controller.go) drains at once on a spot
   interruption warning, and on an AWS Health scheduled change only when the stack routes AWS Health
   events to the interruption queue.
-- The health gate (ekstrain/health_gate.py, read from the build: NodePools with its startup taint): a node of
+- The health gate (ekstrain/payloads/health_gate.py, read from the build: NodePools with its startup taint): a node of
   such a pool takes work only after its pre-flight, ``health_gate.gate_minutes`` after the launch; on a GPU/Neuron
   fault the guard taints the node NoExecute at once, so its pods leave now and no restart lands there (a restart
   that does is a PROBLEM); NodeRepair replaces it ``REPAIR_MINUTES['AcceleratedHardwareReady']`` later.
@@ -46,7 +46,7 @@ import dataclasses
 import math
 from typing import Any
 
-from ekstrain import health_gate
+from ekstrain.payloads import health_gate
 from ekstrain.simulate import (
     capacity_windows,
     faults,

@@ -15,7 +15,8 @@ FAULT_KINDS = (
     "preflight-fails-pool",
     "condition-flap",
 )
-"""``preflight-fails``: the next node Karpenter launches for the job is sick from the start (ekstrain/health_gate.py:
+"""``preflight-fails``: the next node Karpenter launches for the job is sick from the start
+(ekstrain/payloads/health_gate.py:
 its pre-flight fails, the guard taints it NoExecute and deletes it ``HOLD_SECONDS`` later). The platform's own loops
 (:meth:`Timeline.loop_fault`): ``preflight-hangs``: a check of the next node launched for the job never returns;
 ``preflight-fails-pool``: every node of the job's NodePool fails its pre-flight for ``windowHours`` (then the cause is

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ekstrain import health_gate
+from ekstrain.payloads import health_gate
 from ekstrain.simulate import match, notebooks
 from ekstrain.simulate.engine import nodeset_pod
 from ekstrain.simulate.timeline_base import ACCELERATORS, _clock

@@ -11,8 +11,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ekstrain import cold_start, health_gate
-from ekstrain.capacity_windows import KARPENTER_DRAIN_MINUTES
+from ekstrain.layout import cold_start
+from ekstrain.layout.capacity_windows import KARPENTER_DRAIN_MINUTES
+from ekstrain.payloads import health_gate
 from ekstrain.simulate.engine import Cluster
 from ekstrain.simulate.nodes import Node
 from ekstrain.simulate.timeline_base import _clock
@@ -83,7 +84,7 @@ class Mix:
     repair_minutes: int = health_gate.REPAIR_MINUTES["AcceleratedHardwareReady"]
     gated_pools: set[str] = field(default_factory=set)
     """NodePools whose nodes carry the health gate's startup taint (from the build): a launch takes the pre-flight
-    too, and the gate's guard taints a sick node NoExecute at once (ekstrain/health_gate.py)."""
+    too, and the gate's guard taints a sick node NoExecute at once (ekstrain/payloads/health_gate.py)."""
     consolidate_minutes: dict[str, int] = field(default_factory=dict)
     """NodePool -> consolidateAfter in minutes (from the build; 30 when unknown)."""
     weights: dict[str, float] = field(default_factory=dict)
@@ -117,7 +118,7 @@ class Mix:
     """Capacity Block windows: their partitions have capacity only inside them (capacity_windows.py)."""
     network_layout: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Instance type -> (instances per layer-3 network node, layer-3 nodes per layer-2 node), over
-    ekstrain/topology.py ``LAYOUTS`` (``networkLayout`` in a mix file; simulate/topology.py)."""
+    ekstrain/layout/topology.py ``LAYOUTS`` (``networkLayout`` in a mix file; simulate/topology.py)."""
 
 
 @dataclass

@@ -2,7 +2,7 @@
 position when it launches; a gang is placed within the tier its template asks for, or waits; every start of a gang
 reports the HyperNode tier its nodes span.
 
-The layout is a stated assumption (ekstrain/topology.py ``LAYOUTS``: 16 instances under one layer-3 network node,
+The layout is a stated assumption (ekstrain/layout/topology.py ``LAYOUTS``: 16 instances under one layer-3 network node,
 4 layer-3 nodes under a layer-2 node, filled in launch order per NodePool; AWS publishes no counts, your block's
 ``aws ec2 describe-capacity-reservation-topology`` shows the real one; a mix's ``networkLayout`` overrides it per
 instance type).
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ekstrain import topology
+from ekstrain.layout import topology
 from ekstrain.simulate import volcano
 from ekstrain.simulate.inputs import InputError
 
@@ -42,7 +42,7 @@ Plan = list[tuple["SimNode", dict[str, float], "PodGroup"]]
 
 def parse_layout(where: str, value: Any) -> dict[str, tuple[int, int]]:
     """A mix's ``networkLayout``: ``{<instance type>: {nodesPerLayer3: N, layer3PerLayer2: M}}`` for types EC2 reports
-    a topology for (ekstrain/topology.py ``LAYERS``)."""
+    a topology for (ekstrain/layout/topology.py ``LAYERS``)."""
     if not isinstance(value, dict) or not value:
         raise InputError(where, f"is {value!r}", "give `<instance type>: {nodesPerLayer3: 16, layer3PerLayer2: 4}`")
     out: dict[str, tuple[int, int]] = {}
@@ -92,7 +92,7 @@ def aware(t: TimelineState) -> bool:
 
 def constraint(job: Job, runtimes: dict[str, dict[str, Any]] | None = None) -> dict[str, Any] | None:
     """The gang's ``networkTopology`` (Volcano Job, or a TrainJob's runtime PodGroup policy), or ``{"mode": "soft"}``
-    for pods that prefer a network-node layer through podAffinity (MPIJob, PyTorchJob; ekstrain/topology.py
+    for pods that prefer a network-node layer through podAffinity (MPIJob, PyTorchJob; ekstrain/layout/topology.py
     ``preferred_pod_affinity``)."""
     spec = job.arrival.obj.get("spec") or {}
     found = spec.get("networkTopology")

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ekstrain import versions
+from ekstrain.facts import versions
 
 if TYPE_CHECKING:
     from ekstrain.simulate.timeline import SimNode, Timeline

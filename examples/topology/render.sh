@@ -6,7 +6,7 @@
 #
 # The Megatron plan sends pipeline traffic between nodes: its Volcano Job asks networkTopology hard within tier 2.
 # The DeepSpeed data-parallel MPIJob's workers prefer one network node (podAffinity on the EKS network-node-layer
-# labels; the MPI operator builds its own PodGroup, which cannot carry networkTopology). ekstrain/topology.py.
+# labels; the MPI operator builds its own PodGroup, which cannot carry networkTopology). ekstrain/layout/topology.py.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${1:-build/examples-topology}"

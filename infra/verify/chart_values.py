@@ -1,6 +1,6 @@
 """A stricter Helm values check for charts whose values hold maps of templated entries.
 
-``ekstrain.validation.unknown_value_keys`` accepts anything below a map that is empty upstream, and
+``ekstrain.tooling.validation.unknown_value_keys`` accepts anything below a map that is empty upstream, and
 the slurm chart's ``nodesets`` and ``loginsets`` are empty maps whose entries follow
 ``nodesetDefaults`` / ``loginsetDefaults``. This checks each entry against its template too, and
 validates the Kubernetes parts (``podSpec``: corev1.PodSpec, the slurmd/login container,
@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ekstrain import validation
+from ekstrain.tooling import validation
 
 TEMPLATED_MAPS: dict[str, dict[str, tuple[str, str]]] = {
     # chart dir -> values map -> (template key, container key inside an entry)

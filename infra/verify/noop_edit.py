@@ -22,8 +22,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ekstrain import lock
 from ekstrain.infra.verify import charts
+from ekstrain.tooling import lock
 
 
 def made_of(release: charts.Release, kube_version: str, api_versions: Iterable[str]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ def check_recording(rec: offline.Recording) -> Check:
             name = r.inputs.get("addonName", r.name)
             check.problems.append(
                 f"{ADDON} {r.name} ({name}) has no addonVersion: EKS would install its default of the day; "
-                f"fix: pin it in ekstrain/versions.py (ADDON_VERSIONS_BY_KUBERNETES / DEFAULT_ADDON_VERSIONS) or "
+                f"fix: pin it in ekstrain/facts/versions.py (ADDON_VERSIONS_BY_KUBERNETES / DEFAULT_ADDON_VERSIONS) or "
                 f"set ekstrain:versions.addons.{name}"
             )
     for r in rec.of_type(NODE_GROUP):
@@ -35,7 +35,7 @@ def check_recording(rec: offline.Recording) -> Check:
         if not r.inputs.get("releaseVersion"):
             check.problems.append(
                 f"{NODE_GROUP} {r.name} has no releaseVersion: EKS would pick the newest AMI release the day the "
-                "group is created; fix: add the Kubernetes version's row to ekstrain/versions.py "
+                "group is created; fix: add the Kubernetes version's row to ekstrain/facts/versions.py "
                 "SYSTEM_NODE_RELEASE_VERSIONS"
             )
     return check

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from ekstrain.paths import REVIEWS
+from ekstrain.files.paths import REVIEWS
 from ekstrain.workloads import registry as workload_kinds
 
 REVIEWED_FILE = REVIEWS / "reviewed-runtime-objects.yaml"

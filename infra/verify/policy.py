@@ -11,10 +11,10 @@ import json
 import sys
 from typing import Any
 
+from ekstrain.files.paths import POLICY_PACK as POLICY_DIR
+from ekstrain.files.paths import project_dir
 from ekstrain.infra import offline
 from ekstrain.infra.verify import Check
-from ekstrain.paths import POLICY_PACK as POLICY_DIR
-from ekstrain.paths import project_dir
 
 if str(POLICY_DIR) not in sys.path:  # the pack is package data (a directory), not a package of this program
     sys.path.append(str(POLICY_DIR))

@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
+from ekstrain.files.paths import REVIEWS
 from ekstrain.infra.verify import Check
-from ekstrain.paths import REVIEWS
 
 NAME = "RBAC: nodes/proxy, pods/exec and wildcard grants reviewed"
 REVIEWED_FILE = REVIEWS / "reviewed-rbac-grants.yaml"

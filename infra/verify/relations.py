@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ekstrain.facts.names import TRAINING_NAMESPACE
 from ekstrain.infra import offline
 from ekstrain.infra.verify import Check, admission, order, references
 from ekstrain.infra.verify.charts import Rendered
 from ekstrain.infra.verify.pods import PodTemplate, inventory, kubespawner_objects, kubespawner_pods, pod_templates
-from ekstrain.names import TRAINING_NAMESPACE
 
 JUPYTERHUB_CHART = "jupyterhub"
 CHECK_NAMES = (references.NAME, admission.NAME, order.NAME)

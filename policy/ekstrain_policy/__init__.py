@@ -1,6 +1,6 @@
 """ekstrain's CrossGuard policy pack: plain rules (``rules``) and their pulumi-policy adapters (``pack``).
 
-The rules read the program's shared names from ``ekstrain/names.py`` (standard library only), one
+The rules read the program's shared names from ``ekstrain/facts/names.py`` (standard library only), one
 directory above the pack: the CLI runs the pack from this checkout (``--policy-pack policy``) in
 policy/venv, which has pulumi-policy and nothing of the program.
 """

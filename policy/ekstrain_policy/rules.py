@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ekstrain import names  # stdlib-only: loads in the pack's own virtualenv (ekstrain_policy/__init__.py)
+from ekstrain.facts import names  # stdlib-only: loads in the pack's own virtualenv (ekstrain_policy/__init__.py)
 
 # -- resource type tokens ---------------------------------------------------------------------------------------------
 EKS_CLUSTER = "eks:index:Cluster"
@@ -85,7 +85,8 @@ DEFAULT_PRIVILEGED_ALLOW_LIST: tuple[dict[str, str], ...] = (
     {"match": "*/neuron-monitor", "reason": "reads the Neuron driver's sysfs and /dev/neuron* (no chart)"},
     {
         "match": "kube-system/health-gate-*",
-        "reason": "the health gate's pre-flight (ekstrain/health_gate.py) runs DCGM diagnostics, opens the EFA and "
+        "reason": "the health gate's pre-flight (ekstrain/payloads/health_gate.py) runs DCGM diagnostics, "
+        "opens the EFA and "
         "Neuron devices of its node without holding them (init containers only; its guard is unprivileged)",
     },
 )

@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
-from ekstrain import names
+from ekstrain.facts import names
 from ekstrain.stacks import limits
 
 
@@ -79,7 +79,7 @@ SubnetId = Annotated[str, _ec2_id("subnet", limits.SUBNET_ID, "subnet-0123456789
 SecurityGroupId = Annotated[str, _ec2_id("security group", limits.SECURITY_GROUP_ID, "sg-0123456789abcdef0")]
 
 DNS_LABEL = rf"^{names.DNS_LABEL_PATTERN}$"
-"""The DNS-1123 label rule (ekstrain/names.py) as a pydantic pattern."""
+"""The DNS-1123 label rule (ekstrain/facts/names.py) as a pydantic pattern."""
 
 
 def _fail(problem: str, fix: str) -> ValueError:

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from ekstrain import versions
+from ekstrain.facts import versions
 from ekstrain.stacks.models.base import IPv4Cidr, Model
 
 LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]

@@ -1,9 +1,9 @@
 """``ekstrain:instanceTypes``: instance types outside the built-in catalog, with their facts.
 
-The built-in types live in ``ekstrain/catalog.py`` (the one source of truth for them). A stack adds a type
+The built-in types live in ``ekstrain/facts/catalog.py`` (the one source of truth for them). A stack adds a type
 the catalog does not have (a new generation, a smaller size) under its name here, with the facts the
 program needs: accelerators, EFA interfaces and network cards, vCPU, memory, price, architecture. The
-loader merges them into the catalog the stack is built with (:func:`ekstrain.catalog.use_stack_types`),
+loader merges them into the catalog the stack is built with (:func:`ekstrain.facts.catalog.use_stack_types`),
 so partitions, EFA layouts, subnet sizing, job templates and the summary treat them like built-ins
 (``ekstrain simulate`` does not yet: ekstrain/simulate/nodes.py reads the built-in ``CATALOG`` and skips them).
 A built-in type is never replaced silently: ``override: true`` says the stack's facts win.
@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ekstrain import catalog
+from ekstrain.facts import catalog
 from ekstrain.stacks.models.base import Model, _fail
 
 INSTANCE_TYPE_NAME = re.compile(r"[a-z][a-z0-9-]*[0-9][a-z0-9-]*\.[a-z0-9]+")
@@ -144,7 +144,7 @@ class InstanceTypeFacts(Model):
     """Oldest Kubernetes version whose EKS AMIs support the type; @default 1.29."""
     regions: list[str] = Field(default_factory=list, max_length=64)
     """Regions where EC2 offers the type (``aws ec2 describe-instance-type-offerings``), added to the offerings
-    table of ``ekstrain/offerings.py`` for this stack; @default [] (a stack type without regions is not checked,
+    table of ``ekstrain/facts/offerings.py`` for this stack; @default [] (a stack type without regions is not checked,
     a built-in one keeps the table's)."""
     override: bool = False
     """The name is a built-in type and these facts replace the catalog's for this stack; @default false
@@ -182,7 +182,7 @@ def check_instance_types(value: dict[str, InstanceTypeFacts]) -> dict[str, Insta
             )
         if name in catalog.CATALOG and not facts.override:
             raise _fail(
-                f"{name} is a built-in type (ekstrain/catalog.py)",
+                f"{name} is a built-in type (ekstrain/facts/catalog.py)",
                 "remove the entry to use the catalog's facts, or set override: true to replace them for this stack",
             )
         bad = [r for r in facts.regions if not REGION_NAME.fullmatch(r)]

@@ -6,7 +6,7 @@ import re
 
 from pydantic import Field, field_validator
 
-from ekstrain.karpenter_specs import DriftWindow
+from ekstrain.payloads.karpenter_specs import DriftWindow
 from ekstrain.stacks.models.base import Model
 
 # NodePool CRD v1.14.1, spec.disruption.budgets[].duration and .nodes patterns.

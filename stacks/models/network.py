@@ -46,7 +46,7 @@ class ExistingVpc(Model):
 
 class NetworkConfig(Model):
     vpc_cidr: IPv4Cidr = "10.0.0.0/16"
-    """@default 10.0.0.0/16. Prefix /16 to /20; subnets are carved from it (``ekstrain.subnets``). Not with
+    """@default 10.0.0.0/16. Prefix /16 to /20; subnets are carved from it (``ekstrain.layout.subnets``). Not with
     ``existingVpc``."""
     availability_zones: list[str] = Field(min_length=2, max_length=4)
     """AZs for public and private subnets (EKS needs at least two). With ``existingVpc``: may be left out

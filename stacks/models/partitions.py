@@ -35,7 +35,7 @@ class CapacityReservation(Model):
     ``aws ec2 describe-capacity-reservations`` shows). Karpenter launches into it only from then."""
     end: dt.datetime | None = None
     """Capacity Block only: its EndDate, UTC. EC2 reclaims its instances from 30 min before; Karpenter drains
-    them 40 min before (ekstrain/capacity_windows.py). SUMMARY lists the window and what runs in it."""
+    them 40 min before (ekstrain/layout/capacity_windows.py). SUMMARY lists the window and what runs in it."""
     checkpoint_signal_minutes: int | None = Field(default=None, ge=41, le=24 * 60)
     """Capacity Block only: minutes before ``end`` the jobs on the partition are told to save and exit (their
     ``EKSTRAIN_CHECKPOINT_AT``); more than Karpenter's 40-min drain plus one checkpoint's save. @default none:

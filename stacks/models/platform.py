@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from ekstrain.cloudwatch import RETENTION_DAYS as CLOUDWATCH_RETENTION_DAYS
+from ekstrain.facts.cloudwatch import RETENTION_DAYS as CLOUDWATCH_RETENTION_DAYS
 from ekstrain.stacks.models.base import DNS_LABEL, IPv4Cidr, Model
 
 
@@ -32,7 +32,7 @@ class ObservabilityConfig(Model):
     """@default 30."""
     storage_gib: int | None = Field(default=None, ge=10, le=16384, alias="storageGiB")
     """Prometheus volume (gp3). @default sized from retentionDays, the scrape interval and the
-    partitions' maxNodes (``ekstrain/prometheus_sizing.py``); beyond 16 TiB (the gp3 maximum) is refused."""
+    partitions' maxNodes (``ekstrain/layout/prometheus_sizing.py``); beyond 16 TiB (the gp3 maximum) is refused."""
     amp: AmpConfig = Field(default_factory=AmpConfig)
     """Optional remote write to Amazon Managed Prometheus."""
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from ekstrain import catalog, regions
+from ekstrain.facts import catalog, regions
 from ekstrain.stacks.models.base import DNS_LABEL, Model
 from ekstrain.stacks.models.cluster import ClusterConfig
 from ekstrain.stacks.models.instance_types import InstanceTypeFacts, check_instance_types
@@ -55,7 +55,7 @@ class StackConfig(Model):
     schedulers: SchedulersConfig = Field(default_factory=SchedulersConfig)
     """Which schedulers and training operators run."""
     versions: VersionsConfig = Field(default_factory=VersionsConfig)
-    """Overrides of the pinned chart and add-on versions (defaults in ekstrain/versions.py)."""
+    """Overrides of the pinned chart and add-on versions (defaults in ekstrain/facts/versions.py)."""
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     """When drifted nodes roll (an AMI or Kubernetes upgrade): @default no window, they never roll under jobs."""
     observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
@@ -78,7 +78,8 @@ class StackConfig(Model):
         return check_instance_types(value)
 
     def catalog_types(self) -> dict[str, catalog.InstanceType]:
-        """The stack's own instance types as catalog entries (merged by :func:`ekstrain.catalog.use_stack_types`)."""
+        """The stack's own instance types as catalog entries (merged by
+        :func:`ekstrain.facts.catalog.use_stack_types`)."""
         return {name: facts.to_catalog(name) for name, facts in self.instance_types.items()}
 
     @field_validator("region")

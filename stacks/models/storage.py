@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from ekstrain.cloudwatch import RETENTION_DAYS as LOG_RETENTION_DAYS
+from ekstrain.facts.cloudwatch import RETENTION_DAYS as LOG_RETENTION_DAYS
 from ekstrain.stacks.models.base import DNS_LABEL, AbsolutePath, BucketName, KmsKeyArn, Model, MountPath
 
 RepositoryEvent = Literal["NEW", "CHANGED", "DELETED"]
@@ -28,7 +28,7 @@ class BucketsConfig(Model):
     noncurrent_version_days: int | None = Field(default=None, ge=1, le=36500)
     """Old checkpoint object versions (a rotated or overwritten checkpoint's S3 copy) are deleted after this many
     days. @default with checkpoint rotation: the window of saves FSx keeps (``keepLast`` x 30 min, at least 1 day:
-    ``ekstrain.checkpoint_rotation.noncurrent_days``), else 30."""
+    ``ekstrain.agents.checkpoint_rotation.noncurrent_days``), else 30."""
     abort_incomplete_multipart_days: int = Field(default=7, ge=1, le=36500)
     """@default 7: incomplete multipart uploads (both buckets) are aborted after this many days."""
     kms_key_arn: KmsKeyArn | None = None
@@ -116,7 +116,7 @@ class CheckpointConfig(Model):
     path and deletes an older one only once ``lfs hsm_state`` shows it exported to S3 (docs/storage.md)."""
     keep_last: int | None = Field(default=None, ge=1, le=10000, alias="keepLast")
     """Checkpoints kept per job on FSx. @default half the FSx capacity / ``sizeGiB`` (at least 2), or 3 without
-    ``sizeGiB`` (``ekstrain.checkpoint_rotation.default_keep``)."""
+    ``sizeGiB`` (``ekstrain.agents.checkpoint_rotation.default_keep``)."""
 
 
 class StorageConfig(Model):

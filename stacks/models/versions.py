@@ -1,4 +1,4 @@
-"""``ekstrain:versions``: per-stack overrides of the pinned versions in :mod:`ekstrain.versions`."""
+"""``ekstrain:versions``: per-stack overrides of the pinned versions in :mod:`ekstrain.facts.versions`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 from pydantic import Field, field_validator, model_validator
 
-from ekstrain import versions
+from ekstrain.facts import versions
 from ekstrain.stacks.models.base import Model
 
 CHART_VERSION = re.compile(r"v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?")
@@ -46,7 +46,7 @@ class VersionsConfig(Model):
                 raise ValueError(
                     f"{name} {version} is another major version than the {pinned} the program's values "
                     f"and schemas are written for; stay on {versions.parse_semver(pinned)[0]}.x or "
-                    "update ekstrain/versions.py and the upstream files together"
+                    "update ekstrain/facts/versions.py and the upstream files together"
                 )
         return value
 
@@ -90,7 +90,7 @@ class VersionsConfig(Model):
         return versions.Chart(base.chart, self.charts.get(name, base.version), base.repo, base.upstream_dir)
 
     def addon(self, name: str, kubernetes_version: str | None = None) -> str | None:
-        """The stack's pin, else the default for ``kubernetes_version`` (ekstrain/versions.py)."""
+        """The stack's pin, else the default for ``kubernetes_version`` (ekstrain/facts/versions.py)."""
         if name in self.addons:
             return self.addons[name]
         if kubernetes_version is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ekstrain import versions
+from ekstrain.facts import versions
 from ekstrain.stacks import capacity_rules, loop_rules
 from ekstrain.stacks.errors import ConfigIssue
 from ekstrain.stacks.models import StackConfig

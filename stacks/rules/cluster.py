@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from ekstrain import (
-    catalog,
-)
+from ekstrain.facts import catalog
 from ekstrain.stacks import limits
 from ekstrain.stacks.errors import ConfigIssue
 from ekstrain.stacks.models import StackConfig

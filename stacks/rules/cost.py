@@ -5,9 +5,7 @@ A section of :func:`ekstrain.stacks.rules.check` (pure, before any resource exis
 
 from __future__ import annotations
 
-from ekstrain import (
-    spend,
-)
+from ekstrain.facts import spend
 from ekstrain.stacks.errors import ConfigIssue
 from ekstrain.stacks.models import StackConfig
 

@@ -5,7 +5,7 @@ A section of :func:`ekstrain.stacks.rules.check` (pure, before any resource exis
 
 from __future__ import annotations
 
-from ekstrain import names
+from ekstrain.facts import names
 from ekstrain.stacks.errors import ConfigIssue
 from ekstrain.stacks.models import StackConfig
 from ekstrain.stacks.rules.common import _p

@@ -8,9 +8,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from ekstrain import (
-    catalog,
-)
+from ekstrain.facts import catalog
 from ekstrain.stacks.errors import ConfigIssue
 from ekstrain.stacks.models import StackConfig
 from ekstrain.stacks.rules.common import _p
@@ -20,7 +18,7 @@ def _notebook_fit(cfg: StackConfig, key: str) -> list[ConfigIssue]:
     """Each profile's notebook pod (assembly/jupyterhub.py: its cpu and memory guarantee, one accelerator) fits
     the allocatable of some instance type of its partition, as Karpenter computes it (ekstrain/simulate/nodes.py,
     karpenter-provider-aws types.go); else the server never schedules and the user waits for the spawn timeout."""
-    from ekstrain import notebook_size
+    from ekstrain.layout import notebook_size
     from ekstrain.simulate import nodes
 
     out = []

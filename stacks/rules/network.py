@@ -8,11 +8,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from ekstrain import (
-    catalog,
-    regions,
-    subnets,
-)
+from ekstrain.facts import catalog, regions
+from ekstrain.layout import subnets
 from ekstrain.stacks.errors import ConfigIssue
 from ekstrain.stacks.models import StackConfig
 from ekstrain.stacks.models.partitions import PartitionConfig

@@ -5,14 +5,9 @@ A section of :func:`ekstrain.stacks.rules.check` (pure, before any resource exis
 
 from __future__ import annotations
 
-from ekstrain import (
-    catalog,
-    efa,
-    karpenter_specs,
-    names,
-    partitions,
-    versions,
-)
+from ekstrain.facts import catalog, names, versions
+from ekstrain.layout import efa, partitions
+from ekstrain.payloads import karpenter_specs
 from ekstrain.stacks import labels
 from ekstrain.stacks.errors import ConfigIssue
 from ekstrain.stacks.models import StackConfig

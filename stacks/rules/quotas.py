@@ -8,11 +8,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from ekstrain import (
-    prometheus_sizing,
-    regions,
-    versions,
-)
+from ekstrain.facts import regions, versions
+from ekstrain.layout import prometheus_sizing
 from ekstrain.stacks import limits
 from ekstrain.stacks.errors import ConfigIssue
 from ekstrain.stacks.models import StackConfig

@@ -8,18 +8,14 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ekstrain import (
-    compat,
-    offerings,
-    versions,
-)
+from ekstrain.facts import compat, offerings, versions
 from ekstrain.stacks.errors import ConfigIssue
 from ekstrain.stacks.models import StackConfig
 from ekstrain.stacks.rules.common import _p
 
 
 def compat_pins(cfg: StackConfig) -> compat.Pins:
-    """The versions this stack applies, for the compatibility table (ekstrain/compat.py)."""
+    """The versions this stack applies, for the compatibility table (ekstrain/facts/compat.py)."""
     k8s = cfg.cluster.kubernetes_version
     return compat.Pins(
         k8s,
@@ -29,7 +25,7 @@ def compat_pins(cfg: StackConfig) -> compat.Pins:
 
 
 def _compat(cfg: StackConfig) -> list[ConfigIssue]:
-    """Every pinned component supports what it runs on (ekstrain/compat.py: each bound with its source)."""
+    """Every pinned component supports what it runs on (ekstrain/facts/compat.py: each bound with its source)."""
     return [ConfigIssue(key, problem, fix) for key, problem, fix in compat.problems(compat_pins(cfg))]
 
 
@@ -80,7 +76,7 @@ def _kubernetes_window(cfg: StackConfig, today: dt.date) -> list[ConfigIssue]:
 
 
 def _offerings(cfg: StackConfig, today: dt.date) -> tuple[list[ConfigIssue], list[str]]:
-    """Every partition type is offered in the stack's region (ekstrain/offerings.py: a dated table of EC2
+    """Every partition type is offered in the stack's region (ekstrain/facts/offerings.py: a dated table of EC2
     on-demand offerings by region, extended by ``ekstrain:instanceTypes.<type>.regions``); Karpenter would
     otherwise find no offering and the partition never gets a node. Where the table cannot know (a region
     newer than it, a Capacity-Blocks-only type, a table older than ``STALE_AFTER_DAYS``) a warning, never a refusal."""
@@ -104,7 +100,7 @@ def _offerings(cfg: StackConfig, today: dt.date) -> tuple[list[ConfigIssue], lis
 def _ami_against_launch(cfg: StackConfig) -> list[ConfigIssue]:
     """A pinned AMI release (``al2023@vYYYYMMDD``) dated before a partition type's launch was never built or
     tested for it (its NVIDIA/Neuron driver predates the generation): the dates and their AWS announcements are
-    ``ekstrain/offerings.py`` ``LAUNCHED``."""
+    ``ekstrain/facts/offerings.py`` ``LAUNCHED``."""
     ami = cfg.versions.ami_alias_version
     released = versions.ami_release_date(ami)
     if released is None:
@@ -132,7 +128,7 @@ def _ami_against_launch(cfg: StackConfig) -> list[ConfigIssue]:
 
 def _versions(cfg: StackConfig) -> list[ConfigIssue]:
     out = []
-    # Pinned add-ons against the cluster's Kubernetes version (ekstrain/versions.py ADDON_COMPATIBILITY and the
+    # Pinned add-ons against the cluster's Kubernetes version (ekstrain/facts/versions.py ADDON_COMPATIBILITY and the
     # source of each bound in ADDON_SOURCES; add-ons without a citable table are left to EKS).
     for name, pin in sorted(cfg.versions.addons.items()):
         problem = versions.addon_problem(name, pin, cfg.cluster.kubernetes_version)

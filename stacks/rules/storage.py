@@ -5,16 +5,14 @@ A section of :func:`ekstrain.stacks.rules.check` (pure, before any resource exis
 
 from __future__ import annotations
 
-from ekstrain import (
-    names,
-    storage_sizing,
-)
+from ekstrain.facts import names
+from ekstrain.layout import storage_sizing
 from ekstrain.stacks.errors import ConfigIssue
 from ekstrain.stacks.models import StackConfig
 from ekstrain.stacks.models.base import kms_key_region
 
 FSX_PERSISTENT_2_THROUGHPUTS = storage_sizing.PERSISTENT_2_TIERS
-"""The tiers the program sizes with (ekstrain/storage_sizing.py): validation offers no other."""
+"""The tiers the program sizes with (ekstrain/layout/storage_sizing.py): validation offers no other."""
 
 
 def _storage(cfg: StackConfig) -> tuple[list[ConfigIssue], list[str]]:

@@ -17,11 +17,13 @@ import pytest
 import yaml
 from conftest import REPO, needs_upstream, stack_config
 
-from ekstrain import efa_exporter, names, training_metrics, validation
+from ekstrain.agents import efa_exporter
 from ekstrain.assembly import alerts
 from ekstrain.assembly import observability as obs
 from ekstrain.assembly.jobs.resolve import JOB_LABEL
+from ekstrain.facts import names, training_metrics
 from ekstrain.infra.verify import charts
+from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
 HELM = charts.helm_binary() or "helm"
@@ -444,7 +446,7 @@ def test_the_heartbeat_contract_matches_the_job_templates_and_chart_values() -> 
     assert alerts.node_label(names.PARTITION_LABEL) == "label_ekstrain_io_partition"
     relabel = monitor["podMetricsEndpoints"][0]["relabelings"][1]
     assert relabel == {"sourceLabels": ["__meta_kubernetes_pod_label_ekstrain_io_job"], "targetLabel": "training_job"}
-    # the EFA rules read what ekstrain/efa_exporter.py serves
+    # the EFA rules read what ekstrain/agents/efa_exporter.py serves
     efa = {r["alert"]: r["expr"] for r in alerts.alerts(PROD) if r["alert"].startswith("Efa")}
     assert efa_exporter.METRIC in efa["EfaErrors"] and "efa_devices" in efa["EfaDeviceMissing"]
     assert not set(alerts.EFA_ERROR_COUNTERS) & efa_exporter.NOT_COUNTERS

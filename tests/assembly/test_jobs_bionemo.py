@@ -10,10 +10,12 @@ import subprocess
 import pytest
 from conftest import REPO, needs_upstream, stack_config
 
-from ekstrain import planner, validation, versions
+from ekstrain import planner
 from ekstrain.assembly.jobs import SCHEDULERS, RunSpec, bionemo, render
+from ekstrain.facts import versions
 from ekstrain.planner import models
 from ekstrain.planner.fleet import Fleet
+from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
 

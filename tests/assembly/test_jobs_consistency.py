@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from support.jobs import FakePlanner
 from test_jobs_templates import accelerator_containers, spec_for
 
-from ekstrain import catalog, names
 from ekstrain.assembly.jobs import RunSpec, render, render_sbatch, resolve_for
 from ekstrain.assembly.jobs.env import RULES, EnvContext, platform_env
+from ekstrain.facts import catalog, names
 
 PROD = stack_config("prod")
 GPU_SCHEDULERS = ("mpijob", "pytorchjob", "trainjob", "volcano", "rayjob", "slurm")

@@ -11,10 +11,10 @@ from conftest import REPO, stack_config
 from support.jobs import FakePlanner
 from test_jobs_templates import spec_for
 
-from ekstrain import validation
 from ekstrain.assembly.jobs import JobRequestError, RunSpec, render, resolve_for
 from ekstrain.assembly.jobs import planning as planning_module
 from ekstrain.cli import main as cli
+from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
 

@@ -15,9 +15,9 @@ import yaml
 from conftest import REPO
 from support.jobs import FakePlanner
 
-from ekstrain import validation
 from ekstrain.assembly.jobs import planning
 from ekstrain.cli import main as cli
+from ekstrain.tooling import validation
 
 SCRIPT = REPO / "examples" / "render-all.sh"
 REAL_PLANNER = importlib.util.find_spec("ekstrain.planner") is not None

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from conftest import stack_config
 
-from ekstrain import catalog, names, validation
 from ekstrain.assembly.jobs import health_check
+from ekstrain.facts import catalog, names
+from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
 

@@ -12,11 +12,11 @@ from conftest import REPO, stack_config
 from support.jobs import FakePlanner
 from test_jobs_templates import CASES, spec_for
 
-from ekstrain import validation
 from ekstrain.assembly.jobs import JobRequestError, health_check, render, render_sbatch, resolve_for
 from ekstrain.simulate.engine import ADDON_DAEMONSETS
 from ekstrain.simulate.load import system_nodes
 from ekstrain.simulate.quantity import parse
+from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
 

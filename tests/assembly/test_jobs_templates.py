@@ -16,10 +16,11 @@ import pytest
 from conftest import stack_config
 from support.jobs import FakePlanner
 
-from ekstrain import catalog, names, validation
 from ekstrain.assembly.jobs import SCHEDULERS, RunSpec, render, render_sbatch
 from ekstrain.assembly.jobs.resolve import DO_NOT_DISRUPT, INSTANCE_TYPE_LABEL
+from ekstrain.facts import catalog, names
 from ekstrain.infra.verify.admission import BASELINE_CAPABILITIES
+from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
 GPU_PARTITIONS = [p.name for p in PROD.partitions if p.accelerator == "gpu"]

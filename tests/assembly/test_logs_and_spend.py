@@ -22,12 +22,12 @@ from conftest import REPO, cfg_with, releases, stack_config
 from support.jobs import FakePlanner
 from test_jobs_templates import pod_specs, spec_for
 
-from ekstrain import catalog, names, spend
 from ekstrain.assembly import cost, logs
 from ekstrain.assembly import observability as obs
 from ekstrain.assembly.jobs import logs as joblogs
 from ekstrain.assembly.schedulers import slurm as slurm_values
 from ekstrain.cli import job as job_cli
+from ekstrain.facts import catalog, names, spend
 from ekstrain.infra import offline
 from ekstrain.infra.render import partition_rows
 from ekstrain.infra.verify import charts, everywhere

@@ -19,11 +19,12 @@ from conftest import needs_upstream, run_program, stack_config
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ekstrain import efa_exporter, validation
+from ekstrain.agents import efa_exporter
 from ekstrain.assembly import observability as obs
 from ekstrain.components.observability import Observability, ObservabilityArgs
 from ekstrain.infra.offline import Recording
 from ekstrain.infra.verify import charts
+from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
 # The project's one helm lookup ($EKSTRAIN_HELM, PATH, .tools/helm): `make test` fetches it, so these never skip.
@@ -130,8 +131,8 @@ def test_scrape_targets_select_what_the_exporters_run(rec: Recording) -> None:
 # GIVEN prod WHEN the component registers its release THEN the values carry the training alerts (the groups
 # tests/assembly/test_alerts.py runs through promtool), the heartbeat PodMonitor and the node labels the rules join on.
 def test_release_installs_the_training_alerts_and_the_heartbeat_monitor(rec: Recording) -> None:
-    from ekstrain import training_metrics
     from ekstrain.assembly import alerts
+    from ekstrain.facts import training_metrics
 
     values = rec.one(RELEASE, "observability").inputs["values"]
     assert values["additionalPrometheusRulesMap"] == {"ekstrain-training": {"groups": alerts.rule_groups(PROD)}}

@@ -18,11 +18,11 @@ from conftest import cfg_with, releases, stack_config
 from support.jobs import FakePlanner
 from test_jobs_templates import CASES, spec_for
 
-from ekstrain import names
 from ekstrain.assembly import jupyterhub
 from ekstrain.assembly.jobs import render
 from ekstrain.assembly.schedulers import ledger, slurm, volcano
 from ekstrain.assembly.schedulers.common import partition_facts
+from ekstrain.facts import names
 from ekstrain.infra import offline
 from ekstrain.infra.verify import charts
 

@@ -10,11 +10,13 @@ import pytest
 import yaml
 from conftest import REPO, cfg_with, needs_upstream, releases, run_program, run_stack, stack_config
 
-from ekstrain import paths, validation, versions
 from ekstrain.assembly.schedulers import mpi_operator, operators
 from ekstrain.components.operators import Operators, OperatorsArgs
+from ekstrain.facts import versions
+from ekstrain.files import paths
 from ekstrain.infra.offline import Recording
 from ekstrain.stacks.errors import ConfigError
+from ekstrain.tooling import validation
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 RUNTIME = "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime"

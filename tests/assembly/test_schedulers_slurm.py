@@ -9,14 +9,15 @@ import pulumi
 import pytest
 from conftest import cfg_with, needs_upstream, releases, run_program, run_stack, stack_config
 
-from ekstrain import topology, validation
 from ekstrain.assembly.schedulers import slurm
 from ekstrain.components.slurm import Slurm, SlurmArgs
+from ekstrain.facts.versions import DEFAULT_CHARTS
 from ekstrain.infra.offline import Recording
 from ekstrain.infra.verify import chart_values
+from ekstrain.layout import topology
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.models import StackConfig
-from ekstrain.versions import DEFAULT_CHARTS
+from ekstrain.tooling import validation
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 

@@ -8,9 +8,10 @@ from conftest import stack_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ekstrain import catalog, validation
 from ekstrain.assembly.schedulers import slurm, volcano
+from ekstrain.facts import catalog
 from ekstrain.infra.offline import Recording
+from ekstrain.tooling import validation
 
 QUEUE = "kubernetes:scheduling.volcano.sh/v1beta1:Queue"
 

@@ -81,7 +81,7 @@ def test_unwritable_out_is_refused_before_rendering(
     locked.mkdir(mode=0o500)
     if os.geteuid() == 0:
         # root passes every permission bit (CI runs as root): deny as the kernel would for another user
-        from ekstrain import outputs
+        from ekstrain.files import outputs
 
         real_access = os.access
         monkeypatch.setattr(outputs.os, "access", lambda p, mode: str(p) != str(locked) and real_access(p, mode))

@@ -28,13 +28,13 @@ NOT_COMMANDS = {
     # `python -m ekstrain`: two lines that start ekstrain.cli.main (nothing imports it).
     "ekstrain/__main__.py": "the package's entry point into cli/",
     # The exporter runs inside the cluster: observability mounts this file in a ConfigMap (python3 efa_exporter.py).
-    "ekstrain/efa_exporter.py": "a program the cluster runs, not a command of ekstrain",
+    "ekstrain/agents/efa_exporter.py": "a program the cluster runs, not a command of ekstrain",
     # The health gate's guard runs on every accelerator node: components/health_gate.py mounts it in a ConfigMap.
-    "ekstrain/health_guard.py": "a program the cluster runs, not a command of ekstrain",
+    "ekstrain/agents/health_guard.py": "a program the cluster runs, not a command of ekstrain",
     # Checkpoint rotation runs in a CronJob and the Slurm gang sizer in a Deployment: each mounts its file from a
     # ConfigMap (components/checkpoints.py, components/slurm.py).
-    "ekstrain/checkpoint_rotation.py": "a program the cluster runs, not a command of ekstrain",
-    "ekstrain/slurm_gang.py": "a program the cluster runs, not a command of ekstrain",
+    "ekstrain/agents/checkpoint_rotation.py": "a program the cluster runs, not a command of ekstrain",
+    "ekstrain/agents/slurm_gang.py": "a program the cluster runs, not a command of ekstrain",
     # The Pulumi programs: the engine runs them (Pulumi.yaml main: infra/; the CrossGuard pack).
     "infra/__main__.py": "the Pulumi program",
     "policy/__main__.py": "the CrossGuard policy pack",

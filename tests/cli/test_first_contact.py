@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 from conftest import REPO, STACK_NAMES, cfg_with, run_stack, shipped_recording, stack_config
 
-from ekstrain import catalog, karpenter_specs, spend
 from ekstrain.assembly import cost
 from ekstrain.cli import render as render_cli
 from ekstrain.contracts import kinds, quotas
+from ekstrain.facts import catalog, spend
 from ekstrain.infra import offline
 from ekstrain.infra.verify import order
+from ekstrain.payloads import karpenter_specs
 from ekstrain.simulate.nodes import general_purpose
 
 DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"

@@ -16,12 +16,12 @@ import pytest
 import yaml
 from conftest import REPO
 
-from ekstrain import validation
 from ekstrain.cli.main import main
 from ekstrain.diff import sides
-from ekstrain.helm import helm_binary
 from ekstrain.infra.verify import charts
 from ekstrain.simulate import charts as simulate_charts
+from ekstrain.tooling import validation
+from ekstrain.tooling.helm import helm_binary
 
 HOSTILE = [
     "--output={file}",
@@ -117,8 +117,8 @@ def test_simulate_hands_helm_a_renders_values_after_the_end_of_options(tmp_path:
 SCANNED = ["ekstrain", "infra", "assembly", "cli", "components", "scripts", "stacks", "policy", "security"]
 CALL_SITES = {
     # "<file>:<function>": the test that feeds that call values beginning with '-'
-    "ekstrain/helm.py:_version_of": "test_helm_version_runs_the_binary_it_was_given_with_fixed_arguments",
-    "ekstrain/validation.py:prewarm_crd_schemas": "test_the_crd_prewarm_process_gets_no_user_value",
+    "ekstrain/tooling/helm.py:_version_of": "test_helm_version_runs_the_binary_it_was_given_with_fixed_arguments",
+    "ekstrain/tooling/validation.py:prewarm_crd_schemas": "test_the_crd_prewarm_process_gets_no_user_value",
     "ekstrain/diff/sides.py:record": "test_the_diff_recorder_gets_every_value_as_flag_equals_value",
     "ekstrain/diff/sides.py:record_revision": "test_a_base_that_looks_like_an_option_is_no_git_option",
     "ekstrain/diff/sides.py:resolve_revision": "test_a_base_that_looks_like_an_option_is_no_git_option",
@@ -127,9 +127,9 @@ CALL_SITES = {
     "ekstrain/simulate/charts.py:_helm_template": "test_simulate_hands_helm_a_renders_values_after_the_end_of_options",
     "infra/verify/charts.py:template": "test_helm_template_never_runs_for_a_release_name_that_is_an_option",
     "cli/main.py:render_command": "test_render_passes_its_flags_as_values",
-    "ekstrain/upstream.py:fetch_helm": "test_fetch_helm_runs_pip_with_fixed_arguments",
+    "ekstrain/tooling/upstream.py:fetch_helm": "test_fetch_helm_runs_pip_with_fixed_arguments",
     "scripts/upstream_mirror.py:build": "test_the_mirror_indexes_a_directory_that_looks_like_an_option",
-    "ekstrain/upstream.py:fetch_chart": "test_fetch_upstream_mirror_urls_are_never_helm_options",
+    "ekstrain/tooling/upstream.py:fetch_chart": "test_fetch_upstream_mirror_urls_are_never_helm_options",
     "scripts/tests_layout.py:tracked_text_files": "test_the_tests_layout_runs_git_on_its_own_paths_only",
     "scripts/tests_layout.py:main": "test_the_tests_layout_runs_git_on_its_own_paths_only",
     "scripts/bench.py:_wall": "test_bench_commands_hold_no_user_value",
@@ -137,7 +137,7 @@ CALL_SITES = {
     "scripts/bench.py:time_make_test": "test_bench_commands_hold_no_user_value",
     "scripts/bench.py:time_diff": "test_bench_commands_hold_no_user_value",
     "scripts/bench.py:deploy_rehearsal": "test_bench_commands_hold_no_user_value",
-    "ekstrain/checkpoint_rotation.py:file_archived": "test_lfs_gets_an_absolute_path_never_an_option",
+    "ekstrain/agents/checkpoint_rotation.py:file_archived": "test_lfs_gets_an_absolute_path_never_an_option",
 }
 
 
@@ -185,7 +185,7 @@ def _capture(*args: Any, **kwargs: Any) -> Any:
 
 
 def test_helm_version_runs_the_binary_it_was_given_with_fixed_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ekstrain import helm
+    from ekstrain.tooling import helm
 
     assert helm.helm_version("-x") is None and helm.helm_version("--help") is None  # no such file: nothing runs
     monkeypatch.setattr(helm.subprocess, "run", _capture)
@@ -202,7 +202,7 @@ def test_the_crd_prewarm_process_gets_no_user_value(monkeypatch: pytest.MonkeyPa
         pytest.fail("run `make fetch-upstream`")
     with pytest.raises(_Captured) as got:
         validation.prewarm_crd_schemas()
-    assert got.value.argv == [sys.executable, "-c", "from ekstrain import validation; validation.crd_schemas()"]
+    assert got.value.argv == [sys.executable, "-c", "from ekstrain.tooling import validation; validation.crd_schemas()"]
 
 
 @pytest.mark.parametrize("value", ["-x", "--help", "--record=/tmp/x", "-"])
@@ -280,7 +280,7 @@ def test_fetch_upstream_mirror_urls_are_never_helm_options(
 ) -> None:
     """GIVEN UPSTREAM_HELM_MIRROR / UPSTREAM_OCI_MIRROR beginning with '-' WHEN helm pull runs THEN the URL is the
     value of --repo= or the argument after '--', never an option of its own."""
-    from ekstrain import versions
+    from ekstrain.facts import versions
     from scripts import fetch_upstream
 
     monkeypatch.setattr(fetch_upstream.subprocess, "run", _capture)
@@ -330,7 +330,7 @@ def test_bench_commands_hold_no_user_value(monkeypatch: pytest.MonkeyPatch, tmp_
 def test_lfs_gets_an_absolute_path_never_an_option(monkeypatch: pytest.MonkeyPatch) -> None:
     """The rotation asks ``lfs hsm_state`` about files whose names a training job chose: a checkpoint file named
     ``-v`` reaches lfs as an absolute path, never as an option."""
-    from ekstrain import checkpoint_rotation
+    from ekstrain.agents import checkpoint_rotation
 
     monkeypatch.setattr(checkpoint_rotation.subprocess, "run", _capture)
     for name in ("-v", "--help", "-"):

@@ -1,4 +1,4 @@
-"""The write guard (ekstrain/outputs.py): no command deletes or overwrites a file outside the output it was given.
+"""The write guard (ekstrain/files/outputs.py): no command deletes or overwrites a file outside the output it was given.
 
 GIVEN a project a user keeps (stack files, sources, a file of their own, symlinks in and out, an earlier render)
 WHEN an output path is any of the values a careless user or a hostile CI input would pass
@@ -19,8 +19,8 @@ from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ekstrain import outputs
 from ekstrain.cli import render as render_cli
+from ekstrain.files import outputs
 
 SEGMENTS = ["..", ".", "build", "dev", "link-in", "link-out", "notes", "new", "~", "proj", "Pulumi.dev.yaml", ""]
 NAMED = [".", "..", "/", "~", "~/", "proj", "build", "build/dev", "build/dev/", "link-in", "link-out", "notes", "new/a"]
@@ -301,7 +301,7 @@ def test_a_pins_row_naming_a_path_outside_the_directory_is_refused(tmp_path: pat
 
 
 def test_lock_write_refuses_a_directory_and_writes_only_its_file(world: pathlib.Path) -> None:
-    from ekstrain import lock
+    from ekstrain.tooling import lock
 
     proj = world / "home" / "proj"
     (proj / lock.LOCK_NAME).mkdir()
@@ -316,7 +316,7 @@ def test_lock_write_refuses_a_directory_and_writes_only_its_file(world: pathlib.
 def test_render_lock_write_into_a_directory_is_refused_before_it_runs(
     world: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from ekstrain import lock
+    from ekstrain.tooling import lock
 
     proj = world / "home" / "proj"
     (proj / "Pulumi.prod.yaml").write_text((REPO / "Pulumi.prod.yaml").read_text())

@@ -11,11 +11,13 @@ import pytest
 import yaml
 from conftest import needs_upstream, run_program, stack_config
 
-from ekstrain import argocd, validation, versions
 from ekstrain.components.argocd import ArgoCd, ArgoCdArgs
+from ekstrain.facts import versions
 from ekstrain.infra import render
 from ekstrain.infra.offline import Recording
 from ekstrain.infra.verify import charts
+from ekstrain.payloads import argocd
+from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
 RELEASE = "kubernetes:helm.sh/v3:Release"

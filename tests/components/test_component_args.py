@@ -18,9 +18,9 @@ from ekstrain.components.fsx import LustreArgs
 from ekstrain.components.karpenter import KarpenterArgs
 from ekstrain.components.network import Network, NetworkArgs
 from ekstrain.components.partitions import HelperPool, HelperPoolArgs, Partition, PartitionArgs
-from ekstrain.karpenter_specs import HelperPoolSpec, PartitionSpec
-from ekstrain.partitions import shape
-from ekstrain.versions import Chart
+from ekstrain.facts.versions import Chart
+from ekstrain.layout.partitions import shape
+from ekstrain.payloads.karpenter_specs import HelperPoolSpec, PartitionSpec
 
 H100 = PartitionSpec(
     name="gpu-h100",

@@ -8,10 +8,10 @@ import pulumi
 import pytest
 from conftest import run_program
 
-from ekstrain import validation
 from ekstrain.components.karpenter import INTERRUPTION_EVENTS, Karpenter, KarpenterArgs
+from ekstrain.facts.versions import DEFAULT_CHARTS
 from ekstrain.infra.offline import Recording
-from ekstrain.versions import DEFAULT_CHARTS
+from ekstrain.tooling import validation
 
 ARGS = KarpenterArgs(
     cluster_name="ml-prod",

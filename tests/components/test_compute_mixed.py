@@ -14,15 +14,15 @@ from hypothesis import strategies as st
 from support.jobs import FakePlanner
 from test_compute_specs import assert_valid, spec_for
 
-from ekstrain import karpenter_specs as specs
-from ekstrain import names
 from ekstrain.assembly.jobs import render as render_job
 from ekstrain.assembly.jobs.spec import RunSpec
 from ekstrain.assembly.schedulers import slurm, volcano
 from ekstrain.components.partitions import Partition, PartitionArgs
+from ekstrain.facts import names
 from ekstrain.infra.offline import Recording
 from ekstrain.infra.render import partition_rows
-from ekstrain.partitions import split_nodes
+from ekstrain.layout.partitions import split_nodes
+from ekstrain.payloads import karpenter_specs as specs
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import parse
 

@@ -12,9 +12,10 @@ from conftest import stack_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ekstrain import catalog, names, validation
-from ekstrain import karpenter_specs as specs
-from ekstrain.partitions import shape
+from ekstrain.facts import catalog, names
+from ekstrain.layout.partitions import shape
+from ekstrain.payloads import karpenter_specs as specs
+from ekstrain.tooling import validation
 
 try:  # cel-python (dev dependency) evaluates the CRDs' CEL rules; without it only those checks skip
     import celpy

@@ -7,10 +7,11 @@ import datetime as dt
 import pytest
 from conftest import run_stack, stack_sections
 
-from ekstrain import names, validation
 from ekstrain.components.device_plugins import neuron_monitor_daemonset
+from ekstrain.facts import names
 from ekstrain.infra.offline import Recording
 from ekstrain.stacks.loader import parse
+from ekstrain.tooling import validation
 
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
@@ -221,7 +222,7 @@ def test_stack_outputs_name_karpenter_pieces(prod_recording: Recording) -> None:
 
 
 def test_neuron_kube_scheduler_tag_for_every_supported_version_respects_skew() -> None:
-    from ekstrain import versions
+    from ekstrain.facts import versions
 
     assert set(versions.NEURON_CUSTOM_SCHEDULER_TAGS) == set(versions.SUPPORTED_KUBERNETES_VERSIONS)
     for k8s, tag in versions.NEURON_CUSTOM_SCHEDULER_TAGS.items():

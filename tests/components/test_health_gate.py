@@ -19,15 +19,18 @@ import pytest
 import yaml
 from conftest import stack_config
 
-from ekstrain import catalog, health_gate, health_guard, karpenter_specs, names, validation, versions
+from ekstrain.agents import health_guard
 from ekstrain.assembly.schedulers import operators
 from ekstrain.components.node_health import ADDON_NAME
-from ekstrain.efa import efa_count, efa_layout
+from ekstrain.facts import catalog, names, versions
 from ekstrain.infra import offline
-from ekstrain.karpenter_specs import PartitionSpec, layout_specs
-from ekstrain.partitions import shape
+from ekstrain.layout.efa import efa_count, efa_layout
+from ekstrain.layout.partitions import shape
+from ekstrain.payloads import health_gate, karpenter_specs
+from ekstrain.payloads.karpenter_specs import PartitionSpec, layout_specs
 from ekstrain.simulate.inputs import InputError
 from ekstrain.simulate.mix import stack_checkpoint_seconds
+from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
 CLAIM = health_gate.NODE_NAME_CLAIM
@@ -328,7 +331,7 @@ def test_the_guard_marks_a_sick_node_cordoned_with_slinkys_drain_reason(monkeypa
 
 
 def test_the_timeline_takes_the_checkpoint_save_from_the_stack_or_says_which_key() -> None:
-    """GIVEN prod's FSx and checkpoint size THEN 281 s (ekstrain.storage_sizing, as `ekstrain storage` prints);
+    """GIVEN prod's FSx and checkpoint size THEN 281 s (ekstrain.layout.storage_sizing, as `ekstrain storage` prints);
     GIVEN a stack without a checkpoint size THEN the refusal names both keys that would give it."""
     assert stack_checkpoint_seconds(PROD.storage.fsx, PROD.storage.checkpoint, "mix.yaml") == 281
     no_size = PROD.storage.checkpoint.model_copy(update={"size_gib": None})

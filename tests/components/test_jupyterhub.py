@@ -12,13 +12,13 @@ import pytest
 import yaml
 from conftest import needs_upstream, run_program, stack_config, stack_sections
 
-from ekstrain import validation
 from ekstrain.assembly import jupyterhub as hub
 from ekstrain.components.jupyterhub import JupyterHub, JupyterHubArgs
 from ekstrain.infra.offline import Recording
 from ekstrain.infra.verify import charts
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import parse
+from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -7,11 +7,12 @@ from typing import Any
 import pytest
 from conftest import run_program, run_stack, stack_config
 
-from ekstrain import names, validation
 from ekstrain.components import csi, volumes
 from ekstrain.components.buckets import BucketsArgs, TrainingBuckets, bucket_prefix
 from ekstrain.components.fsx import LustreArgs, LustreStorage
+from ekstrain.facts import names
 from ekstrain.infra.offline import Record, Recording
+from ekstrain.tooling import validation
 
 BUCKET = "aws:s3/bucket:Bucket"
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"

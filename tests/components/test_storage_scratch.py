@@ -10,12 +10,12 @@ import pulumi
 import pytest
 from conftest import needs_upstream, run_program, stack_sections
 
-from ekstrain import validation
 from ekstrain.components import csi, volumes
 from ekstrain.components.volumes import FsxScratch, TrainingVolumes, VolumesArgs
 from ekstrain.infra.offline import Recording
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import parse
+from ekstrain.tooling import validation
 
 SC = "kubernetes:storage.k8s.io/v1:StorageClass"
 

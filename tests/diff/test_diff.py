@@ -15,11 +15,11 @@ from conftest import REPO, needs_upstream, releases
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ekstrain import validation
 from ekstrain.cli.main import main
 from ekstrain.diff import compare, report, rules, sides
 from ekstrain.diff.model import Resource, alias_key
 from ekstrain.infra.offline import Recording
+from ekstrain.tooling import validation
 
 P = "urn:pulumi:prod::ekstrain::"
 

@@ -1,5 +1,5 @@
 """A Kubernetes minor upgrade under running jobs: the maintenance window's Karpenter budgets
-(ekstrain/karpenter_specs.py DriftWindow, ekstrain:maintenance) and the upgrade played on the timeline
+(ekstrain/payloads/karpenter_specs.py DriftWindow, ekstrain:maintenance) and the upgrade played on the timeline
 (ekstrain/simulate/upgrade.py)."""
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from support.simulate import HELM
 from test_compute_specs import assert_valid, spec_for
 from test_simulate_timeline import _arrival, _job, _mix
 
-from ekstrain import karpenter_specs as specs
-from ekstrain import validation
+from ekstrain.payloads import karpenter_specs as specs
 from ekstrain.simulate import engine, upgrade
 from ekstrain.simulate.inputs import InputError
 from ekstrain.simulate.mix import read_mix
 from ekstrain.simulate.timeline import simulate_timeline
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import parse
+from ekstrain.tooling import validation
 
 DAILY_8_TO_16 = specs.DriftWindow("0 8 * * *", 8 * 60, "100%")
 

@@ -193,12 +193,13 @@ def test_the_repo_stacks_pass_every_deployability_rule() -> None:
     assert yaml.safe_load((REPO / "Pulumi.prod.yaml").read_text())["config"]["ekstrain:jupyterhub"]["enabled"]
 
 
-# ---- region offerings and the AMI release against a type's launch (ekstrain/offerings.py) -----------------------
+# ---- region offerings and the AMI release against a type's launch (ekstrain/facts/offerings.py)
+# -----------------------
 
 
 def _in_region(region: str) -> Any:
     """The stack moved to ``region``: its zones become that region's first zones (every other key unchanged)."""
-    from ekstrain.regions import AVAILABILITY_ZONES
+    from ekstrain.facts.regions import AVAILABILITY_ZONES
 
     def change(s: dict[str, Any]) -> None:
         letters = AVAILABILITY_ZONES.get(region, "abc")
@@ -250,7 +251,7 @@ def test_one_type_not_offered_is_named_alone() -> None:
 
 
 def _override(name: str, regions: list[str]) -> Any:
-    from ekstrain import catalog
+    from ekstrain.facts import catalog
 
     it = catalog.CATALOG[name]
 
@@ -296,7 +297,7 @@ def test_a_region_name_in_instance_types_regions_is_checked() -> None:
 def test_a_region_newer_than_the_table_is_a_warning_not_a_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
     """GIVEN a region the regions table gained after the offerings table was written WHEN dev is loaded there THEN
     no refusal (the table cannot know), a warning naming the table's date and how to check."""
-    from ekstrain import regions
+    from ekstrain.facts import regions
 
     monkeypatch.setitem(regions.AVAILABILITY_ZONES, "ap-southeast-9", "abc")
     errors, warnings = _parsed(_in_region("ap-southeast-9"), "dev")
@@ -368,7 +369,7 @@ def test_a_stale_offerings_table_only_warns() -> None:
 
 def test_offerings_seen_after_the_table_are_merged_with_their_source() -> None:
     """GIVEN p6-b300 launched in Seoul on 2026-08-20 (after the table date) WHEN checked there THEN no problem."""
-    from ekstrain import offerings
+    from ekstrain.facts import offerings
 
     assert "ap-northeast-2" in offerings.ADDED_SINCE["p6-b300.48xlarge"]
     assert offerings.offering_problem("p6-b300.48xlarge", "ap-northeast-2", today=TODAY) is None

@@ -29,7 +29,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
-from ekstrain import names
+from ekstrain.facts import names
 from ekstrain.infra import offline
 from ekstrain.infra.verify import secrets
 
@@ -814,7 +814,7 @@ def test_rules_load_with_the_standard_library_and_ekstrain_names_only(tmp_path: 
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); import ekstrain_policy.rules as r; "
         "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names) - {'__main__'}), "
-        "'ekstrain.names' in sys.modules, r.ACCELERATOR_TAINTS)"
+        "'ekstrain.facts.names' in sys.modules, r.ACCELERATOR_TAINTS)"
     )
     # WHEN the rules are imported
     out = subprocess.run(
@@ -824,7 +824,7 @@ def test_rules_load_with_the_standard_library_and_ekstrain_names_only(tmp_path: 
         text=True,
         check=True,
     ).stdout
-    # THEN they load, and the shared names come from ekstrain.names (one copy, no third-party import)
+    # THEN they load, and the shared names come from ekstrain.facts.names (one copy, no third-party import)
     assert out.split() == [
         "['ekstrain',",
         "'ekstrain_policy']",

@@ -61,7 +61,7 @@ PARTITION_OBJECTS = {
     ("Partition", "{p}"),
     ("EC2NodeClass", "{p}-nodeclass"),
     ("NodePool", "{p}-nodepool"),
-    ("DaemonSet", "health-gate-{p}"),  # the NodePool's pre-flight (ekstrain/health_gate.py)
+    ("DaemonSet", "health-gate-{p}"),  # the NodePool's pre-flight (ekstrain/payloads/health_gate.py)
     ("PodGroup", "slurm-gang-podgroup-slurm-{p}"),  # the partition's slurmd pods admitted all or none
 }
 # The Slurm gang sizer lists every partition's NodeSet and PodGroup: a partition added or removed updates it.

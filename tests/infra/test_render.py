@@ -11,12 +11,13 @@ import yaml
 from conftest import REPO, STACK_NAMES, stack_config
 from support.renders import Renders
 
-from ekstrain import validation, versions
 from ekstrain.cli import render as render_cli
+from ekstrain.facts import versions
 from ekstrain.infra import render, report
 from ekstrain.infra.offline import Recording
 from ekstrain.stacks import capacity_rules
 from ekstrain.stacks.loader import read_stack_file
+from ekstrain.tooling import validation
 
 
 @pytest.mark.parametrize("stack", STACK_NAMES)
@@ -84,7 +85,7 @@ def render_warnings(summary: str, stderr: str) -> list[str]:
 def unexpected_warnings(stack: str, warnings: list[str], today: dt.date | None = None) -> list[str]:
     """The warnings a seed stack must not have: all of them, except the AMI pin's age
     while the pin is the newest AL2023 release the program knows for the stack's Kubernetes version
-    (ekstrain/versions.py AMI_ALIAS_VERSIONS): that one follows the calendar, and only a lookup in AWS
+    (ekstrain/facts/versions.py AMI_ALIAS_VERSIONS): that one follows the calendar, and only a lookup in AWS
     (docs/runbook-ami.md) finds a newer release to move to."""
     cfg = stack_config(stack)
     pin, k8s = cfg.versions.ami_alias_version, cfg.cluster.kubernetes_version

@@ -1,4 +1,4 @@
-"""ekstrain.lock.json (ekstrain/lock.py): the no-op values check's answers kept with the project.
+"""ekstrain.lock.json (ekstrain/tooling/lock.py): the no-op values check's answers kept with the project.
 
 What a fresh clone gains (a cold render without ~340 helm runs) must never cost a wrong answer: a lock entry is
 used only for the exact content it was computed from, `--lock check` fails on a stale lock, `--lock write`
@@ -18,10 +18,10 @@ import pytest
 from conftest import REPO, needs_upstream
 from support.renders import programs_run_once
 
-from ekstrain import lock, validation
 from ekstrain.cli import render as render_cli
 from ekstrain.infra import render, replay
 from ekstrain.infra.verify import charts
+from ekstrain.tooling import lock, validation
 
 
 def entry(release: str, *noop: str) -> lock.Entry:
@@ -373,4 +373,4 @@ def test_files_of_the_rendered_project_are_recorded_relative_to_it(
     assert replay._resolve(name).read_text() == "one"
     monkeypatch.chdir(two)
     assert replay._resolve(name).read_text() == "two"
-    assert replay._name(str(REPO / "ekstrain" / "lock.py")) == "checkout:ekstrain/lock.py"
+    assert replay._name(str(REPO / "ekstrain" / "tooling" / "lock.py")) == "checkout:ekstrain/tooling/lock.py"

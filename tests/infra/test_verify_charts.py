@@ -17,9 +17,10 @@ import yaml
 from conftest import REPO, needs_upstream, stack_config
 from support.renders import Renders
 
-from ekstrain import validation, versions
 from ekstrain.cli import render as render_cli
+from ekstrain.facts import versions
 from ekstrain.infra.verify import charts
+from ekstrain.tooling import validation
 
 needs_helm = pytest.mark.skipif(charts.helm_binary() is None, reason="no helm: run `make .tools/helm`")
 PROD = stack_config("prod")
@@ -355,8 +356,8 @@ def test_leaves_and_without() -> None:
 def test_one_helm_lookup_for_the_whole_project() -> None:
     # The render, the simulator and the tests find helm the same way: a path known on one machine only made
     # every simulation test skip on a fresh clone.
-    from ekstrain import helm
     from ekstrain.simulate import charts as simulate_charts
+    from ekstrain.tooling import helm
 
     assert charts.helm_binary is helm.helm_binary and simulate_charts.helm_binary is helm.helm_binary
     sources = "\n".join(p.read_text() for p in (REPO / "ekstrain").rglob("*.py"))

@@ -94,7 +94,7 @@ def test_a_seeded_defect_in_the_recording_fails_the_check(prod: offline.Recordin
 
 
 def _reference(prod: offline.Recording) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
-    from ekstrain import validation
+    from ekstrain.tooling import validation
 
     upstream = validation.upstream_dir()
     if upstream is None or not (upstream / CFN).exists():

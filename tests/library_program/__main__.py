@@ -8,8 +8,8 @@ from components import tags
 from ekstrain.components.cluster import Cluster, ClusterArgs
 from ekstrain.components.network import Network, NetworkArgs
 from ekstrain.components.partitions import Partition, PartitionArgs
-from ekstrain.karpenter_specs import PartitionSpec
-from ekstrain.partitions import shape
+from ekstrain.layout.partitions import shape
+from ekstrain.payloads.karpenter_specs import PartitionSpec
 
 CLUSTER = "acme-train"
 REGION = "us-east-2"

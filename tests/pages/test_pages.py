@@ -16,9 +16,9 @@ from conftest import stack_config
 from PIL import Image
 from support.renders import Renders
 
-from ekstrain import outputs
 from ekstrain.assembly.jobs import render as render_job
 from ekstrain.cli.main import main
+from ekstrain.files import outputs
 from ekstrain.pages import shell, timeline_page
 from ekstrain.simulate.load import load
 from ekstrain.simulate.mix import read_mix

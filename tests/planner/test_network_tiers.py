@@ -1,4 +1,5 @@
-"""A group spanning many nodes priced with its EC2 network tier's share of the EFA bandwidth (ekstrain/topology.py
+"""A group spanning many nodes priced with its EC2 network tier's share of the EFA bandwidth
+(ekstrain/layout/topology.py
 ``ring_bandwidth_fraction``), when the fleet is the stack's own (job render) or ``plan --network-tiers`` asks."""
 
 from __future__ import annotations
@@ -8,8 +9,8 @@ import pathlib
 
 import pytest
 
-from ekstrain import topology
 from ekstrain.cli import main as cli
+from ekstrain.layout import topology
 from ekstrain.planner import Fleet, ParallelConfig, build_plan, get_model
 from ekstrain.planner.training import TrainingSpec
 

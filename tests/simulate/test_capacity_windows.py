@@ -20,10 +20,9 @@ from support.simulate import HELM
 from test_jobs_templates import spec_for
 from test_simulate_timeline import _arrival, _gated, _job, _mix
 
-from ekstrain import capacity_windows as cw
-from ekstrain import validation
 from ekstrain.assembly.jobs import render, windows
 from ekstrain.assembly.jobs.spec import JobRequestError
+from ekstrain.layout import capacity_windows as cw
 from ekstrain.simulate import engine
 from ekstrain.simulate.capacity_windows import CapacityBlock, parse
 from ekstrain.simulate.inputs import InputError
@@ -31,6 +30,7 @@ from ekstrain.simulate.mix import read_mix
 from ekstrain.simulate.timeline import Fault, simulate_timeline
 from ekstrain.stacks import loader
 from ekstrain.stacks.errors import ConfigError
+from ekstrain.tooling import validation
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 needs_build = pytest.mark.skipif(

@@ -1,7 +1,8 @@
 """Notebooks that start on a cold partition, and TLS for the hub (issue: the platform's own loops).
 
 GIVEN prod's partitions WHEN the hub's profiles are built THEN each gives KubeSpawner a start_timeout covering the
-partition's cold start (launch + health gate + image pull: ekstrain/cold_start.py, the simulator's own numbers), the
+partition's cold start (launch + health gate + image pull: ekstrain/layout/cold_start.py, the simulator's own numbers),
+the
 NLB terminates TLS with the stack's ACM certificate, and a stack with an https callback and no certificate is refused.
 The timeline (prod rendered once, test_simulate's module fixture) counts a notebook KubeSpawner would give up on.
 """
@@ -15,14 +16,17 @@ import pytest
 from conftest import cfg_with, stack_config
 from support.simulate import HELM
 
-from ekstrain import catalog, cold_start, health_gate, validation
 from ekstrain.assembly import jupyterhub as hub
+from ekstrain.facts import catalog
+from ekstrain.layout import cold_start
+from ekstrain.payloads import health_gate
 from ekstrain.simulate import engine
 from ekstrain.simulate.mix import notebook_pod, read_mix
 from ekstrain.simulate.notebooks import START_TIMEOUT_KEY
 from ekstrain.simulate.timeline import Arrival, Mix, simulate_timeline
 from ekstrain.stacks import loop_rules
 from ekstrain.stacks.errors import ConfigError
+from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
 REPO = pathlib.Path(__file__).resolve().parents[2]

@@ -19,11 +19,11 @@ from support.jobs import FakePlanner
 from support.simulate import HELM
 from test_jobs_templates import spec_for
 
-from ekstrain import validation
 from ekstrain.assembly.jobs import render, render_sbatch
 from ekstrain.cli.main import main
 from ekstrain.simulate import engine, volcano
 from ekstrain.simulate.nodes import capacity, kube_reserved_cpu
+from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
 pytestmark = pytest.mark.skipif(
@@ -186,7 +186,7 @@ def test_chart_images_are_pinned(prod_build: pathlib.Path) -> None:
 
 
 def test_karpenter_allocatable_formulas() -> None:
-    from ekstrain import catalog
+    from ekstrain.facts import catalog
 
     # types.go KubeReservedResources: 60m + 10m + 2 x 5m + 188 x 2.5m = 550m for 192 vCPUs.
     assert kube_reserved_cpu(192) == pytest.approx(0.55)

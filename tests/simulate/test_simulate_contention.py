@@ -20,12 +20,12 @@ from support.simulate import HELM
 from test_jobs_templates import spec_for
 from test_simulate_timeline import PROD, _arrival, _job, _mix
 
-from ekstrain import validation
 from ekstrain.assembly.jobs import render_sbatch
 from ekstrain.simulate import engine
 from ekstrain.simulate.engine import nodeset_queue
 from ekstrain.simulate.mix import read_mix
 from ekstrain.simulate.timeline import FAULT_KINDS, Arrival, Fault, simulate_timeline
+from ekstrain.tooling import validation
 
 pytestmark = pytest.mark.skipif(
     HELM is None or validation.upstream_dir() is None, reason="needs a helm binary and the upstream chart archives"

@@ -215,7 +215,7 @@ def test_cli_bad_input_is_one_clean_line(capsys, tmp_path: pathlib.Path) -> None
 
 
 def test_timing_reads_the_simulators_figures_and_every_figure_has_a_source(monkeypatch) -> None:
-    from ekstrain import health_gate
+    from ekstrain.payloads import health_gate
     from ekstrain.simulate.timeline import Mix
 
     assert timing.node_launch_seconds("gpu") == 60 * Mix(arrivals=[]).launch_minutes["gpu"]

@@ -19,12 +19,13 @@ import yaml
 from support.simulate import HELM
 from test_simulate_timeline import _arrival, _gated, _job, _mix
 
-from ekstrain import health_gate, validation
+from ekstrain.payloads import health_gate
 from ekstrain.simulate import engine
 from ekstrain.simulate.inputs import InputError
 from ekstrain.simulate.load import build_objects
 from ekstrain.simulate.mix import gate_loop_facts, read_mix
 from ekstrain.simulate.timeline import Fault, Mix, Timeline
+from ekstrain.tooling import validation
 
 pytestmark = pytest.mark.skipif(
     HELM is None or validation.upstream_dir() is None, reason="needs a helm binary and the upstream chart archives"

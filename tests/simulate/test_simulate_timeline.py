@@ -19,16 +19,16 @@ from support.jobs import FakePlanner
 from support.simulate import HELM
 from test_jobs_templates import spec_for
 
-from ekstrain import validation
 from ekstrain.assembly.jobs import render, render_sbatch
 from ekstrain.assembly.jupyterhub import profile
 from ekstrain.cli.main import main
-from ekstrain.health_gate import gate_minutes, gated
+from ekstrain.payloads.health_gate import gate_minutes, gated
 from ekstrain.simulate import engine, volcano
 from ekstrain.simulate.inputs import InputError
 from ekstrain.simulate.load import build_objects
 from ekstrain.simulate.mix import notebook_pod, read_mix, stack_checkpoint_seconds
 from ekstrain.simulate.timeline import Arrival, Fault, Mix, Timeline, simulate_timeline
+from ekstrain.tooling import validation
 
 pytestmark = pytest.mark.skipif(
     HELM is None or validation.upstream_dir() is None, reason="needs a helm binary and the upstream chart archives"

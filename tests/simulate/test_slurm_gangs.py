@@ -26,12 +26,14 @@ from support.jobs import FakePlanner
 from support.simulate import HELM
 from test_jobs_templates import spec_for
 
-from ekstrain import argocd, slurm_gang, validation
+from ekstrain.agents import slurm_gang
 from ekstrain.assembly.jobs import render, render_sbatch
 from ekstrain.assembly.schedulers import slurm as slurm_values
 from ekstrain.assembly.schedulers import teams
+from ekstrain.payloads import argocd
 from ekstrain.simulate import engine
 from ekstrain.simulate.timeline import Arrival, Mix, simulate_timeline
+from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
 needs_helm = pytest.mark.skipif(

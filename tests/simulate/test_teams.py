@@ -24,14 +24,15 @@ from support.simulate import HELM
 from test_jobs_templates import spec_for
 from test_one_ledger import celpy, gpu_pod
 
-from ekstrain import names, validation
 from ekstrain.assembly import jupyterhub
 from ekstrain.assembly.jobs import render
 from ekstrain.assembly.jobs.spec import JobRequestError
 from ekstrain.assembly.schedulers import ledger, operators, slurm, teams, volcano
 from ekstrain.assembly.schedulers.common import partition_facts
+from ekstrain.facts import names
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import parse
+from ekstrain.tooling import validation
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 TEAMS = [

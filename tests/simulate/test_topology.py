@@ -19,11 +19,12 @@ from support.simulate import HELM
 from test_jobs_templates import spec_for
 from test_simulate_timeline import _arrival, _job, _mix
 
-from ekstrain import topology, validation
 from ekstrain.assembly.jobs import render
 from ekstrain.assembly.schedulers.volcano import volcano_values
+from ekstrain.layout import topology
 from ekstrain.simulate import engine
 from ekstrain.simulate.timeline import simulate_timeline
+from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
 needs_build = pytest.mark.skipif(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from conftest import REPO, STACK_NAMES, stack_sections
 
-from ekstrain import versions
+from ekstrain.facts import versions
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import load_stack_file, parse
 

@@ -36,7 +36,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from ekstrain import catalog
+from ekstrain.facts import catalog
 from ekstrain.infra import render
 from ekstrain.stacks import keys
 from ekstrain.stacks.errors import ConfigError

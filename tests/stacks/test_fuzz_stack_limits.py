@@ -28,7 +28,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_stack_rules import _set as set_path
 
-from ekstrain import catalog, prometheus_sizing, subnets, versions
+from ekstrain.facts import catalog, versions
+from ekstrain.layout import prometheus_sizing, subnets
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import parse
 from ekstrain.stacks.models.tags import program_tag_count
@@ -417,7 +418,8 @@ def test_kube_proxy_skew(minor: int, patch: int, build: int) -> None:
     )
 
 
-# ---- add-on pins per Kubernetes version (ekstrain/versions.py ADDON_COMPATIBILITY, sources in ADDON_SOURCES) ------
+# ---- add-on pins per Kubernetes version (ekstrain/facts/versions.py ADDON_COMPATIBILITY, sources in ADDON_SOURCES)
+# ------
 # Oracle, written from the sources rather than from the table: kube-proxy within 3 minors below the cluster (skew
 # policy); CoreDNS no newer than the minor of the newest EKS build listed for the version (EKS CoreDNS versions:
 # 1.31/1.32 v1.11, 1.33 v1.12, 1.34 v1.13, 1.35 v1.14); the other add-ons have no citable bound (left to EKS).

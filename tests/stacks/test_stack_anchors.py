@@ -36,8 +36,8 @@ def test_arn_patterns_are_matched_whole() -> None:
 
 def test_the_label_budget_counts_the_labels_the_platform_sets() -> None:
     """ekstrain.stacks.labels.PROGRAM_LABELS is what karpenter_specs.node_labels adds at most (an EFA partition)."""
-    from ekstrain import karpenter_specs
-    from ekstrain.partitions import shape
+    from ekstrain.layout.partitions import shape
+    from ekstrain.payloads import karpenter_specs
 
     spec = karpenter_specs.PartitionSpec(
         name="p",

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from conftest import run_stack, stack_sections
 
-from ekstrain import catalog, efa
+from ekstrain.facts import catalog
+from ekstrain.layout import efa
 from ekstrain.simulate.nodes import nodes_of
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import parse

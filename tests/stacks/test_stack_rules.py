@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from conftest import stack_sections
 
-from ekstrain import catalog, regions, subnets
+from ekstrain.facts import catalog, regions
+from ekstrain.layout import subnets
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import parse
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ekstrain import catalog
+from ekstrain.facts import catalog
 
 PARAMS = {"llama3-8b": 8.0e9, "llama3-70b": 70.6e9, "bert-large": 0.34e9, "gpt3-1.3b": 1.3e9}
 

@@ -17,10 +17,10 @@ import shutil
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ekstrain import lock, validation
 from ekstrain.cli import render as render_cli
 from ekstrain.infra import offline, render, replay
 from ekstrain.stacks.loader import read_stack_file
+from ekstrain.tooling import lock, validation
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
 

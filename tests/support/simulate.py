@@ -7,11 +7,11 @@ import pathlib
 
 import pytest
 
-from ekstrain import validation
 from ekstrain.cli import render as render_cli
 from ekstrain.simulate import charts, engine
 from ekstrain.simulate.load import load
 from ekstrain.stacks.loader import load_flat, read_stack_file
+from ekstrain.tooling import validation
 from support.renders import REPO, Renders
 
 HELM = charts.helm_binary()

@@ -1,6 +1,7 @@
 """The health gate: no accelerator node takes work before it passed a pre-flight, and a sick one leaves service at once.
 
-One source for the render (``components/health_gate.py``, the NodePools of ``ekstrain.karpenter_specs``, the node
+One source for the render (``components/health_gate.py``, the NodePools of ``ekstrain.payloads.karpenter_specs``, the
+node
 monitoring agent's configuration in ``components/node_health.py``) and the simulator (``ekstrain/simulate``): the
 taint keys, the checks and how long they take, the conditions training must leave at once and NodeRepair's window.
 
@@ -10,9 +11,10 @@ taint keys, the checks and how long they take, the conditions training must leav
   https://karpenter.sh/docs/concepts/nodepools/).
 - **Pre-flight.** A DaemonSet per accelerator NodePool (``gate_daemonset``) tolerates it and runs, as init
   containers: NVIDIA DCGM diagnostics at ``DCGM_DIAG_LEVEL`` (or the Neuron checks), the accelerator and EFA device
-  counts against the instance type (ekstrain/catalog.py, ekstrain/efa.py), and a single-node collective over every
+  counts against the instance type (ekstrain/facts/catalog.py, ekstrain/layout/efa.py), and a single-node collective
+  over every
   accelerator of the node (nccl-tests ``all_reduce_perf -g N``; Neuron ``nccom-test -N 1``). Its guard
-  (ekstrain/health_guard.py) then removes the startup taint, or taints the node ``UNHEALTHY_TAINT`` (NoExecute)
+  (ekstrain/agents/health_guard.py) then removes the startup taint, or taints the node ``UNHEALTHY_TAINT`` (NoExecute)
   and deletes it after ``HOLD_SECONDS``.
 - **Least privilege.** The gate's service account may get, patch and delete nodes (RBAC cannot name "its own"
   node); ``node_policy`` (a ValidatingAdmissionPolicy) refuses any change to another node than the one named in
@@ -37,11 +39,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ekstrain import catalog, health_guard, names, versions
-from ekstrain.names import STARTUP_TAINT_KEY
+from ekstrain.agents import health_guard
+from ekstrain.facts import catalog, names, versions
+from ekstrain.facts.names import STARTUP_TAINT_KEY
 
 if TYPE_CHECKING:
-    from ekstrain.karpenter_specs import PartitionSpec
+    from ekstrain.payloads.karpenter_specs import PartitionSpec
 
 NAMESPACE = "kube-system"
 UNHEALTHY_TAINT_KEY = "ekstrain.io/unhealthy"

@@ -19,7 +19,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from ekstrain.catalog import InstanceType
+from ekstrain.facts.catalog import InstanceType
 
 AWS_RESERVED_PER_SUBNET = 5
 """EC2 keeps the first four and the last address of every subnet."""
@@ -80,5 +80,5 @@ def usable_ips(cidr: str) -> int:
 def ips_per_node(instance_type: InstanceType) -> int:
     """Subnet IPs one training node holds with VPC CNI defaults: its pods (daemonsets and one worker
     pod) fit the primary ENI, and WARM_ENI_TARGET keeps one more ENI attached; each ENI is filled with
-    ``ipv4_per_eni`` addresses. ``efa-only`` interfaces take none (ekstrain/efa.py)."""
+    ``ipv4_per_eni`` addresses. ``efa-only`` interfaces take none (ekstrain/layout/efa.py)."""
     return (1 + VPC_CNI_WARM_ENI_TARGET) * instance_type.ipv4_per_eni

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ekstrain import names
+from ekstrain.facts import names
 
 PRICES_AS_OF = "2025-06-05"
 PRICES_SOURCE = (
@@ -245,8 +245,8 @@ def price_range(names: Iterable[str]) -> tuple[float | None, float | None]:
 
 
 def _offerings_markdown() -> list[str]:
-    """Where each type is offered and when it launched (``ekstrain/offerings.py``, the stack rules' table)."""
-    from ekstrain import offerings
+    """Where each type is offered and when it launched (``ekstrain/facts/offerings.py``, the stack rules' table)."""
+    from ekstrain.facts import offerings
 
     lines = [
         "",
@@ -274,7 +274,8 @@ def markdown() -> str:
     lines = [
         "# Instance catalog",
         "",
-        "Generated from `ekstrain/catalog.py` by `python -m ekstrain.cli.reference catalog`; do not edit by hand.",
+        "Generated from `ekstrain/facts/catalog.py` by `python -m ekstrain.cli.reference catalog`; do not "
+        "edit by hand.",
         "EFA = EC2 `EfaInfo.MaximumEfaInterfaces` (the count Karpenter advertises as `vpc.amazonaws.com/efa`).",
         f"Prices: {PRICES_SOURCE} As of {PRICES_AS_OF}.",
         "A type not listed here is added per stack under `ekstrain:instanceTypes` with its facts "

@@ -3,7 +3,7 @@
 Regions (``OFFERED_IN``): the regions with an EC2 on-demand Linux list price for the type, as of
 ``OFFERINGS_AS_OF``, read from the instances.vantage.sh data that github.com/tsaol/aws-gpu vendors
 (``data/<family>_instances.js``, "Last updated: 2026-01-21", field ``availability``; commit 77fcd9f),
-restricted to the regions of ``ekstrain/regions.py`` (GovCloud and Local Zones are not supported there).
+restricted to the regions of ``ekstrain/facts/regions.py`` (GovCloud and Local Zones are not supported there).
 An on-demand price implies an offering (``aws ec2 describe-instance-type-offerings --location-type region``
 is the authority an account can ask). Types sold only through Capacity Blocks (p5e, trn2) have no on-demand
 price anywhere, so the table cannot know their regions: ``None``, and the rule warns instead of refusing.
@@ -22,7 +22,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from ekstrain import regions
+from ekstrain.facts import regions
 
 OFFERINGS_AS_OF = "2026-01-21"
 OFFERINGS_SOURCE = (

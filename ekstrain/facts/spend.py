@@ -1,7 +1,7 @@
 """Spend as data: the one price table every reader of prices uses, the stack's default monthly budget, and the
 OpenCost CSV price file made from the same table.
 
-Every price comes from :mod:`ekstrain.catalog` (``price_per_hour_usd``, on-demand list prices as of
+Every price comes from :mod:`ekstrain.facts.catalog` (``price_per_hour_usd``, on-demand list prices as of
 ``catalog.PRICES_AS_OF``): SUMMARY.md's partition table (``catalog.price_range``), the simulator's idle dollars
 (``instance.price_per_hour_usd``) and OpenCost's node prices (:func:`opencost_pricing_csv`) read it, and
 tests/assembly/test_logs_and_spend.py keeps the three equal.
@@ -13,7 +13,7 @@ import csv
 import io
 from collections.abc import Iterable, Sequence
 
-from ekstrain import catalog
+from ekstrain.facts import catalog
 
 HOURS_PER_MONTH = 730
 """AWS's billing month (8,760 h / 12), as the AWS pricing calculator uses."""

@@ -1,5 +1,5 @@
 """What ``--lock check`` (CI) counts as stale in ekstrain.lock.json, apart from how the lock is read and written
-(ekstrain/lock.py).
+(ekstrain/tooling/lock.py).
 
 The lock only saves time: a missing answer is computed by the render either way. So an edit of a stack's values
 (a partition's maxNodes, which sizes Prometheus's volume and Slurm's NodeSets) must not turn CI red and ask for a
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ekstrain.lock import Entry
+from ekstrain.tooling.lock import Entry
 
 
 def check(recorded: Mapping[str, Entry], computed: Mapping[str, Entry]) -> tuple[list[str], list[str]]:

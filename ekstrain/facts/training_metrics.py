@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ekstrain import names
+from ekstrain.facts import names
 
 LAST_STEP = "ekstrain_training_last_step_timestamp_seconds"
 LAST_CHECKPOINT = "ekstrain_training_last_checkpoint_timestamp_seconds"

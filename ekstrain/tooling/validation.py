@@ -11,7 +11,7 @@
 
 The upstream files are not copied into this repository. They are read from ``$EKSTRAIN_UPSTREAM_DIR`` when
 set, else from the first *complete* directory (every file :func:`required_upstream_files` lists) of:
-``.upstream/`` of the project (:func:`ekstrain.paths.project_dir`), then, when running from a source checkout,
+``.upstream/`` of the project (:func:`ekstrain.files.paths.project_dir`), then, when running from a source checkout,
 ``../shared/upstream`` beside it and its ``.upstream/`` (filled by ``make fetch-upstream``) (:func:`upstream_dir`).
 """
 
@@ -34,7 +34,7 @@ from typing import Any, TypeVar, cast
 
 import yaml
 
-from ekstrain.paths import CHECKOUT, PACKAGE, project_dir, upstream_fix
+from ekstrain.files.paths import CHECKOUT, PACKAGE, project_dir, upstream_fix
 
 
 # The upstream CRDs are several MB of YAML: libyaml's loader parses them ~10x faster when present.
@@ -73,7 +73,7 @@ def required_upstream_files() -> list[str]:
     (``chart-src/<chart>-<version>.tgz``) and values.yaml, and every file of the upstream pins
     (``ekstrain/pins/upstream-pins.tsv``, package data: CRDs, values, reference files; what
     ``ekstrain upstream fetch`` writes)."""
-    from ekstrain import versions
+    from ekstrain.facts import versions
 
     out: list[str] = []
     for chart in versions.DEFAULT_CHARTS.values():
@@ -235,7 +235,7 @@ def prewarm_crd_schemas() -> None:
     }
     try:
         _PREWARM = subprocess.Popen(
-            [sys.executable, "-c", "from ekstrain import validation; validation.crd_schemas()"],
+            [sys.executable, "-c", "from ekstrain.tooling import validation; validation.crd_schemas()"],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

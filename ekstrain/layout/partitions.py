@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ekstrain import catalog, efa
+from ekstrain.facts import catalog
+from ekstrain.layout import efa
 
 
 @dataclass(frozen=True)

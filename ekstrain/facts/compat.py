@@ -4,7 +4,7 @@ One table (:func:`table`): every pinned component against what it runs on — Ka
 Kubernetes version, the CUDA builds of the GPU images, DCGM and the NVIDIA device plugin against the AMI's NVIDIA
 driver, NCCL against the aws-ofi-nccl plugin of the NCCL-tests image, the AMI's Neuron driver against its kernel.
 Each row names both versions, the bound and its source; a row that does not hold is a stack error
-(:func:`problems`) naming the fix. EKS add-ons are bounded in :mod:`ekstrain.versions` (``ADDON_COMPATIBILITY``)
+(:func:`problems`) naming the fix. EKS add-ons are bounded in :mod:`ekstrain.facts.versions` (``ADDON_COMPATIBILITY``)
 and listed here with their pins. Rows whose source gives no bound say so instead of inventing one.
 """
 
@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ekstrain import versions
+from ekstrain.facts import versions
 
 
 def _v(text: str) -> tuple[int, ...]:
@@ -230,7 +230,7 @@ def table(p: Pins) -> list[Row]:
                 versions.ADDON_SOURCES.get(name, ""),
                 (problem is None and bool(pin)) if bounded or not pin else None,
                 f"ekstrain:versions.addons.{name}",
-                problem[1] if problem else f"pin {name} in ekstrain/versions.py",
+                problem[1] if problem else f"pin {name} in ekstrain/facts/versions.py",
             )
         )
     ami = p.ami_contents()
@@ -251,7 +251,7 @@ def table(p: Pins) -> list[Row]:
                 None if floor is None else _v(driver) >= _v(floor),
                 "ekstrain:versions.amiAliasVersion",
                 f"pin an AMI release whose NVIDIA driver is {floor} or newer, or an image built for CUDA "
-                f"<= the driver's (ekstrain/versions.py {label})",
+                f"<= the driver's (ekstrain/facts/versions.py {label})",
             )
         )
     for label, floor, source in (
@@ -296,7 +296,7 @@ def table(p: Pins) -> list[Row]:
                 f"NCCL {known[0]} to {known[1]}" if known else "release not in the table",
                 OFI_SOURCE,
                 known is not None and _v(known[0]) <= _v(nccl.group(1)) <= _v(known[1]),
-                "ekstrain/versions.py NCCL_TESTS_IMAGE",
+                "ekstrain/facts/versions.py NCCL_TESTS_IMAGE",
                 "use an nccl-tests build whose NCCL the aws-ofi-nccl release lists (AWS publishes them together)",
             )
         )
@@ -310,7 +310,7 @@ def table(p: Pins) -> list[Row]:
                     f"libfabric >= {known[2]}",
                     f"{OFI_SOURCE}; {EFA_SOURCE}",
                     None if libfabric is None else _libfabric(libfabric) >= _libfabric(known[2]),
-                    "ekstrain/versions.py NCCL_TESTS_IMAGE",
+                    "ekstrain/facts/versions.py NCCL_TESTS_IMAGE",
                     f"use an image whose EFA installer ships libfabric {known[2]} or later",
                 )
             )
@@ -411,6 +411,6 @@ def calendar_lines(kubernetes: str, today: dt.date, pins: Pins | None = None) ->
         blocking = blockers(pins, newest)
         out.append(
             f"- Moving to {newest}: "
-            + ("; ".join(blocking) if blocking else "no pinned component blocks it (ekstrain/compat.py)")
+            + ("; ".join(blocking) if blocking else "no pinned component blocks it (ekstrain/facts/compat.py)")
         )
     return out

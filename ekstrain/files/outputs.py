@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from ekstrain.paths import PACKAGE
+from ekstrain.files.paths import PACKAGE
 
 MARKER = ".ekstrain-output"
 """File at the top of every directory output: JSON ``{"by": command, "files": [relative paths]}``."""

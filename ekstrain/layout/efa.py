@@ -8,14 +8,14 @@ Layout (AWS's current recommendation, terraform-aws-eks#3653):
   cards than EFA interfaces, eksctl#8685), and never a device index above 1 (eksctl#7520).
 
 ``efa-only`` interfaces carry no IP address, which saves up to 31 VPC IPs per p5 node; they need
-VPC CNI >= v1.18.4 (see ``ekstrain.versions.MIN_VPC_CNI_FOR_EFA_ONLY``).
+VPC CNI >= v1.18.4 (see ``ekstrain.facts.versions.MIN_VPC_CNI_FOR_EFA_ONLY``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ekstrain.catalog import InstanceType
+from ekstrain.facts.catalog import InstanceType
 
 PRIMARY = "interface"
 EFA_ONLY = "efa-only"

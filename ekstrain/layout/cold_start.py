@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 
-from ekstrain import catalog, health_gate
+from ekstrain.facts import catalog
+from ekstrain.payloads import health_gate
 
 LAUNCH_MINUTES: dict[str, int] = {catalog.GPU: 10, catalog.TRAINIUM: 10, "cpu": 3}
 """EC2 boot + kubelet join + device plugins and EFA/Neuron drivers ready, per instance family (an accelerator

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ekstrain import names
-from ekstrain.names import DISCOVERY_TAG, SG_ROLE_TAG, SUBNET_ROLE_TAG, placement_group_name
-from ekstrain.partitions import PartitionShape, layout_nodes
+from ekstrain.facts import names
+from ekstrain.facts.names import DISCOVERY_TAG, SG_ROLE_TAG, SUBNET_ROLE_TAG, placement_group_name
+from ekstrain.layout.partitions import PartitionShape, layout_nodes
 
 NODECLASS_API = "karpenter.k8s.aws/v1"
 NODEPOOL_API = "karpenter.sh/v1"
@@ -100,7 +100,7 @@ class PartitionSpec:
     name: str
     """Required. Partition name: NodePool, EC2NodeClass, ``ekstrain.io/partition`` label."""
     shape: PartitionShape
-    """Required. Instance types, family and EFA (``ekstrain.partitions.shape(name, family, types, efa)``)."""
+    """Required. Instance types, family and EFA (``ekstrain.layout.partitions.shape(name, family, types, efa)``)."""
     cluster_name: str
     """Required. The EKS cluster's name (discovery tags, placement group name)."""
     availability_zone: str
@@ -235,7 +235,7 @@ def node_pool(spec: PartitionSpec) -> dict[str, Any]:
                 "requirements": requirements(spec),
                 "taints": node_taints(spec),
                 # No pod lands before the health gate's pre-flight passed and its guard removed this taint
-                # (ekstrain/health_gate.py; Karpenter does not count startup taints when it places pods).
+                # (ekstrain/payloads/health_gate.py; Karpenter does not count startup taints when it places pods).
                 "startupTaints": [dict(names.STARTUP_TAINT)],
                 # Expiry is forceful and ignores budgets and do-not-disrupt: never for training.
                 "expireAfter": "Never",

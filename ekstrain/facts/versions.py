@@ -99,7 +99,7 @@ def support_warning(version: str, today: dt.date) -> str | None:
             + (
                 f"{newest_standard(today)} (docs/runbook-upgrade.md)."
                 if newest_standard(today) != version
-                else "the next minor: add its row to ekstrain/versions.py KUBERNETES_RELEASES with its pins "
+                else "the next minor: add its row to ekstrain/facts/versions.py KUBERNETES_RELEASES with its pins "
                 "(docs/runbook-upgrade.md)."
             )
         )
@@ -325,7 +325,7 @@ DEFAULT_CHARTS: dict[str, Chart] = {
     # Logs off every node (docs/observability.md): Fluent Bit's own chart (Fluent Bit 5.1.1: cloudwatch_logs output,
     # EKS Pod Identity credentials since fluent/fluent-bit#10115, filesystem buffering, systemd input).
     "fluent-bit": Chart("fluent-bit", "0.58.1", "https://fluent.github.io/helm-charts", upstream_dir="fluent-bit"),
-    # Spend by team, queue and job: OpenCost on the stack's Prometheus, node prices from ekstrain.catalog (CSV
+    # Spend by team, queue and job: OpenCost on the stack's Prometheus, node prices from ekstrain.facts.catalog (CSV
     # provider).
     "opencost": Chart("opencost", "2.5.17", "https://opencost.github.io/opencost-helm-chart", upstream_dir="opencost"),
 }
@@ -336,7 +336,7 @@ NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofi
 """AWS's nccl-tests build: CUDA, EFA installer, aws-ofi-nccl, NCCL, Open MPI and all_reduce_perf."""
 DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04"
 """NVIDIA's DCGM container (nv-hostengine, dcgmi and the diagnostic plugins) for the health gate's ``dcgmi diag``
-(ekstrain/health_gate.py): DCGM 4.5.2, the DCGM build of the pinned dcgm-exporter chart 4.8.1's image
+(ekstrain/payloads/health_gate.py): DCGM 4.5.2, the DCGM build of the pinned dcgm-exporter chart 4.8.1's image
 (``4.5.2-4.8.1-distroless``, which has no shell to run dcgmi from)."""
 GPU_TRAINING_IMAGE = (
     "public.ecr.aws/deep-learning-containers/pytorch-training:2.8.0-gpu-py312-cu129-ubuntu22.04-ec2-v1.0"
@@ -395,7 +395,7 @@ MPI_OPERATOR_SOURCE = (
 MPI_OPERATOR_IMAGE = f"mpioperator/mpi-operator:{MPI_OPERATOR_VERSION.removeprefix('v')}"
 """The operator's image, as that file's Deployment names it."""
 MPIJOB_CRD = "crds/kubeflow.org/mpijob.yaml"
-"""The MPIJob CRD the program applies, relative to the upstream directory (``ekstrain.validation.upstream_dir``;
+"""The MPIJob CRD the program applies, relative to the upstream directory (``ekstrain.tooling.validation.upstream_dir``;
 ``make fetch-upstream`` or ``--upstream-dir``): mpi-operator's ``manifests/base/kubeflow.org_mpijobs.yaml`` at
 :data:`MPI_OPERATOR_COMMIT`, the CRD the render validates MPIJobs with."""
 MPIJOB_CRD_SHA256 = "78b0131f931fcc8d99f6ce0407281f41b62527e443ec691d26d9634b390ad3bb"

@@ -1,8 +1,8 @@
 """The health gate's guard: a native sidecar of each accelerator node's pre-flight pod (standard library only).
 
-The platform ships this file in a ConfigMap (``ekstrain.health_gate.guard_configmap``) and runs
+The platform ships this file in a ConfigMap (``ekstrain.payloads.health_gate.guard_configmap``) and runs
 ``python3 health_guard.py`` as the first init container, ``restartPolicy: Always``, of the gate's DaemonSet
-(``ekstrain.health_gate.gate_daemonset``): it starts before the checks and runs beside them. Each check (DCGM
+(``ekstrain.payloads.health_gate.gate_daemonset``): it starts before the checks and runs beside them. Each check (DCGM
 diagnostics or the Neuron checks, the device, NVLink/NeuronLink and EFA counts, the single-node collective and its
 bus-bandwidth floor), every step under a ``timeout``, writes one file in ``RESULTS_DIR``: ``ok`` or the reason it
 failed. The guard then:
@@ -28,7 +28,7 @@ failed. The guard then:
    ``EFA_CONDITION`` (True/False) for alerts.
 
 It may change only its own node, and on NodePools only the breaker's fields: the ValidatingAdmissionPolicies of
-``ekstrain.health_gate`` (``node_policy``, ``breaker_policy``).
+``ekstrain.payloads.health_gate`` (``node_policy``, ``breaker_policy``).
 """
 
 from __future__ import annotations

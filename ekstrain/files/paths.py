@@ -17,11 +17,11 @@ import os
 import pathlib
 from collections.abc import Iterator
 
-PACKAGE = pathlib.Path(__file__).resolve().parent
+PACKAGE = pathlib.Path(__file__).resolve().parents[1]
 """``ekstrain/`` itself (site-packages/ekstrain when installed)."""
 POLICY_PACK = PACKAGE / "policy_pack"
 """The CrossGuard pack (``PulumiPolicy.yaml``, ``__main__.py``, ``ekstrain_policy/``, ``config/<stack>.json``):
-``pulumi preview --policy-pack "$(python -c 'from ekstrain.paths import POLICY_PACK; print(POLICY_PACK)')"``."""
+``pulumi preview --policy-pack "$(python -c 'from ekstrain.files.paths import POLICY_PACK; print(POLICY_PACK)')"``."""
 REVIEWS = PACKAGE / "security"
 """Reviewed findings the render's checks accept (``iam-lint-accepted.yaml``, ``reviewed-runtime-objects.yaml``)."""
 
@@ -77,7 +77,7 @@ def use_project(directory: pathlib.Path) -> Iterator[pathlib.Path]:
 
 def upstream_fix() -> str:
     """How to get the pinned upstream files: the one command every install has (``ekstrain upstream fetch``,
-    ekstrain/upstream.py), then the flag and variable that point the render at a copy elsewhere."""
+    ekstrain/tooling/upstream.py), then the flag and variable that point the render at a copy elsewhere."""
     return (
         "run `ekstrain upstream fetch` (fills .upstream/ of the project; --mirror URL for a mirror), or pass "
         "`ekstrain render --upstream-dir DIR` or set EKSTRAIN_UPSTREAM_DIR (docs/index.md)"

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ekstrain.controller_resources import LARGE, SMALL, sized
+from ekstrain.layout.controller_resources import LARGE, SMALL, sized
 
 NAMESPACE = "argocd"
 RELEASE = "argo-cd"
@@ -102,7 +102,7 @@ def chart_values(charts: Iterable[str]) -> dict[str, Any]:
         "notifications": {"enabled": False},
         "server": {"service": {"type": "ClusterIP"}, "resources": sized("50m", "128Mi", "256Mi")},
         "configs": {"repositories": oci_repositories(charts)},
-        # Requests for every component the chart runs (ekstrain/controller_resources.py).
+        # Requests for every component the chart runs (ekstrain/layout/controller_resources.py).
         "controller": {"resources": LARGE},
         "repoServer": {"resources": sized("50m", "256Mi", "1Gi")},
         "applicationSet": {"resources": sized("50m", "128Mi", "256Mi")},

@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ekstrain import inputs_guard, outputs
-from ekstrain.paths import EXAMPLE_STACKS, in_checkout, project_dir
+from ekstrain.files import inputs_guard, outputs
+from ekstrain.files.paths import EXAMPLE_STACKS, in_checkout, project_dir
 
 LOCK_NAME = "ekstrain.lock.json"
 FORMAT = "ekstrain-lock-v1"
@@ -175,7 +175,8 @@ class Lock:
         body = {
             "format": FORMAT,
             "about": (
-                "Answers of `ekstrain render`'s no-op values check, keyed by content (ekstrain/lock.py). Commit it; "
+                "Answers of `ekstrain render`'s no-op values check, keyed by content "
+                "(ekstrain/tooling/lock.py). Commit it; "
                 "refresh with `ekstrain render --stack S --lock write`; CI runs --lock check, which fails only when "
                 "a chart, helm or the check changed (a stack's values edit is computed and said)."
             ),
@@ -190,7 +191,7 @@ class Lock:
         """Write this lock's changed stacks into the file, keeping every other stack's entries as the file holds
         them now: two `--lock write` renders of different stacks at once both land. Under an exclusive
         ``flock(2)`` on the lock file's directory (the file itself is replaced, so its inode cannot carry the
-        lock), re-read, merged, then written through the write guard (ekstrain/outputs.py: a file beside it,
+        lock), re-read, merged, then written through the write guard (ekstrain/files/outputs.py: a file beside it,
         then a rename, so a reader never sees half a file). Returns what was written."""
         target = writable(self.path)
         with _directory_lock(target.parent):
@@ -226,7 +227,7 @@ def _refuse_constant(name: str) -> Any:
 
 
 def writable(path: pathlib.Path) -> pathlib.Path:
-    """``path`` resolved, when ``--lock write`` may replace it (a file, not a directory; ekstrain/outputs.py)."""
+    """``path`` resolved, when ``--lock write`` may replace it (a file, not a directory; ekstrain/files/outputs.py)."""
     return outputs.check_file("--lock write", path, make_parents=False)
 
 
@@ -254,7 +255,7 @@ def load(path: pathlib.Path | None = None) -> Lock:
     if not path.exists():
         return Lock(path)
     fix = f"delete {path} and run {write_command()} to record it again"
-    try:  # a regular file, bounded (ekstrain/inputs_guard.py): a FIFO in its place would block the render
+    try:  # a regular file, bounded (ekstrain/files/inputs_guard.py): a FIFO in its place would block the render
         body = json.loads(inputs_guard.read_text(path, MAX_BYTES), parse_constant=_refuse_constant)
     except inputs_guard.NotARegularFile as exc:
         raise LockError(

