@@ -45,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 import yaml
 
@@ -62,6 +63,18 @@ TYPES = [
 ]
 
 
+def _offered_in_training_az(doc: dict[str, Any], parts: list[dict[str, Any]]) -> None:
+    """A synthetic account whose training AZ ID offers every type the partitions use (prod's AZ ID lists only prod's:
+    the render refuses a type not offered there)."""
+    network = doc["config"].get("ekstrain:network") or {}
+    if "trainingZoneInstanceTypes" in network:
+        offered = list(network["trainingZoneInstanceTypes"])
+        for t in (t for part in parts for t in part["instanceTypes"]):
+            if t not in offered:
+                offered.append(t)
+        network["trainingZoneInstanceTypes"] = offered
+
+
 def synthetic_stack(partitions: int, into: pathlib.Path) -> pathlib.Path:
     doc = yaml.safe_load((REPO / "Pulumi.prod.yaml").read_text())
     parts = []
@@ -69,6 +82,7 @@ def synthetic_stack(partitions: int, into: pathlib.Path) -> pathlib.Path:
         accelerator, types = TYPES[i % len(TYPES)]
         parts.append({"name": f"part-{i:02d}", "accelerator": accelerator, "instanceTypes": types, "maxNodes": 4})
     doc["config"]["ekstrain:partitions"] = parts
+    _offered_in_training_az(doc, parts)
     doc["config"]["ekstrain:schedulers"] = copy.deepcopy(doc["config"].get("ekstrain:schedulers", {}))
     # Per-partition settings name prod's partitions: drop them.
     doc["config"]["ekstrain:schedulers"].setdefault("volcano", {})["queueWeights"] = {}
@@ -93,6 +107,7 @@ def efa_stack(partitions: int, into: pathlib.Path) -> pathlib.Path:
         accelerator = "trainium" if types[0].startswith("trn") else "gpu"
         parts.append({"name": f"efa-{i:02d}", "accelerator": accelerator, "instanceTypes": types, "maxNodes": 1})
     doc["config"]["ekstrain:partitions"] = parts
+    _offered_in_training_az(doc, parts)
     doc["config"]["ekstrain:schedulers"]["volcano"]["queueWeights"] = {}
     doc["config"]["ekstrain:schedulers"]["slurm"].pop("nodesetReplicas", None)
     path = into / f"Pulumi.efa{partitions}.yaml"

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from conftest import REPO, stack_config, stack_sections
 from support.jobs import FakePlanner
-from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
+from support.simulate import HELM
 
 from ekstrain.assembly.jobs import render as render_job
 from ekstrain.cli import job as job_cli

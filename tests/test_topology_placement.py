@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO
-from test_simulate import HELM, cluster, prod_build  # noqa: F401 - module fixtures (one prod render)
+from support.simulate import HELM
 from test_simulate_timeline import _arrival, _job, _mix
 
 from ekstrain.layout import topology

@@ -137,6 +137,9 @@ CALL_SITES = {
     "scripts/bench.py:time_make_test": "test_bench_commands_hold_no_user_value",
     "scripts/bench.py:time_diff": "test_bench_commands_hold_no_user_value",
     "scripts/bench.py:deploy_rehearsal": "test_bench_commands_hold_no_user_value",
+    "scripts/bench.py:edit_ratio": "test_the_edit_bench_runs_the_render_with_fixed_flags",
+    "scripts/rooms_codemod.py:git": "test_the_rooms_codemod_runs_git_and_ruff_on_absolute_paths_only",
+    "scripts/rooms_codemod.py:main": "test_the_rooms_codemod_runs_git_and_ruff_on_absolute_paths_only",
     "ekstrain/agents/checkpoint_rotation.py:file_archived": "test_lfs_gets_an_absolute_path_never_an_option",
 }
 
@@ -357,3 +360,56 @@ def test_the_tests_layout_runs_git_on_its_own_paths_only(
     with pytest.raises(_Captured) as got:
         tests_layout.main([])
     assert got.value.argv == ["git", "mv", str(old), str(new)]
+
+
+def test_the_edit_bench_runs_the_render_with_fixed_flags(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    """`make bench`'s maxNodes-edit row: its --lock check render gets paths it made and fixed flags only."""
+    from scripts import bench
+
+    monkeypatch.setattr(bench, "time_make_render", lambda *a, **k: (1.0, 1.0))
+    monkeypatch.setattr(bench, "time_render_in", lambda *a, **k: (1.0, 1.0))
+    monkeypatch.setattr(bench, "edited_prod", lambda tmpdir: tmpdir / "Pulumi.prod.yaml")
+    monkeypatch.setattr(bench.subprocess, "run", _capture)
+    with pytest.raises(_Captured) as got:
+        bench.edit_ratio(tmp_path, {})
+    argv = got.value.argv
+    assert argv[:3] == [sys.executable, "-m", "ekstrain.cli.render"]
+    flags = ("--stack", "--out", "--stack-file", "--lock")
+    assert all(not a.startswith("-") or a in flags for a in argv[3:]), argv
+    assert argv[argv.index("--lock") + 1] == "check"
+
+
+def test_the_rooms_codemod_runs_git_and_ruff_on_absolute_paths_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    """scripts/rooms_codemod.py: git with the arguments its table gives, ruff on files it found under an absolute
+    root (a file named like an option reaches ruff as an absolute path)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rooms_codemod_sub", REPO / "scripts" / "rooms_codemod.py")
+    assert spec is not None and spec.loader is not None
+    codemod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(codemod)
+    monkeypatch.setattr(codemod.subprocess, "run", _capture)
+    with pytest.raises(_Captured) as got:
+        codemod.git(tmp_path, "ls-files", "-z")
+    assert got.value.argv == ["git", "ls-files", "-z"]
+    (tmp_path / "ekstrain").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "ekstrain" / "__init__.py").write_text("")
+    (tmp_path / "ekstrain" / "catalog.py").write_text("X = 1\n")
+    (tmp_path / "-rf.py").write_text("from ekstrain import catalog\n")
+    (tmp_path / "tests" / "test_import_graph.py").write_text("ROOMS: tuple[str, ...] = ()\n")
+    monkeypatch.setattr(codemod, "ROOMS", {"facts": ("Facts.", ("catalog",))})
+    calls: list[list[str]] = []
+    monkeypatch.setattr(codemod.subprocess, "run", lambda argv, **kw: calls.append(list(argv)))
+    monkeypatch.setattr(codemod.shutil, "which", lambda name: sys.executable)  # any existing file as "ruff"
+    codemod.main(["--root", str(tmp_path)])
+    assert calls, "the codemod ran ruff on what it changed"
+    for argv in calls:
+        assert all(
+            not a.startswith("-") or a in ("check", "format", "--quiet", "--select", "--fix") for a in argv[1:]
+        ), argv
+        assert any(a.endswith("-rf.py") and a.startswith("/") for a in argv), argv
