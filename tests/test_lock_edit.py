@@ -50,10 +50,24 @@ def test_a_size_edit_keeps_the_rest_and_names_the_size() -> None:
         ('"500Gi"', '"1Ti"', False),  # another unit
         ('"16"', "16", False),  # another type
         ("true", "false", False),  # a switch is not a size
+        # a configuration file carried as text: of a kind when numbers alone differ
+        ('"SwitchName=s Nodes=a-[0-15]\\n"', '"SwitchName=s Nodes=a-[0-16]\\n"', True),
+        ('"SwitchName=s Nodes=a-[0-15]\\n"', '"SwitchName=t Nodes=a-[0-16]\\n"', False),
+        ('"Nodes=a-[0-15]"', '"Nodes=a-[0-16]"', False),  # one line: not a file, not a size
     ],
 )
 def test_sizes_of_the_same_kind(old: str, new: str, same: bool) -> None:
     assert lock.same_kind_of_size(old, new) is same
+
+
+def test_a_file_under_a_key_with_a_dot_is_a_size_addressed_by_an_escaped_key() -> None:
+    """Slurm's ``configFiles."topology.conf"`` (its node ranges sized by maxNodes): a size, its key escaped so the
+    no-op recheck finds the leaf again (lock.size_path)."""
+    values = {"configFiles": {"topology.conf": "SwitchName=s Nodes=a-[0-15]\n"}}
+    _, sizes = lock.values_shape(values)
+    [(key, _)] = sizes
+    assert key == "configFiles.topology\\.conf"
+    assert lock.size_path(key) == ("configFiles", "topology.conf")
 
 
 def entry(release: str, *noop: str, tools: str = "t1", basis: str = "b1", rest: str = "r1", **sizes: str) -> lock.Entry:
@@ -146,11 +160,12 @@ def test_a_maxnodes_edit_checks_only_the_changed_key_and_passes_the_lock_check_w
     code = render_cli.main([*argv, "--out", str(tmp_path / "use")])
     err = capsys.readouterr().err
     assert code == 0, err[-3000:]
-    # THEN the lock answered every release but Slurm, and Slurm's one changed key was rendered without it once
+    # THEN the lock answered every release but Slurm, and each of Slurm's changed keys was rendered without it once
     # (the old code ran Slurm's whole check: ~140 variants)
     assert "20 of 21 releases answered by ekstrain.lock.json" in err, err[-3000:]
     assert "1 release(s) whose sizes or counts changed" in err and "MaxNodes" in err
-    assert variants == ["slurm--slurm"], variants
+    # the two keys the edit changed: the NodeSet's MaxNodes and its switch's node range in topology.conf
+    assert variants == ["slurm--slurm", "slurm--slurm"], variants
     # WHEN CI's lock check renders it (every answer computed whole)
     code = render_cli.main([*argv, "--out", str(tmp_path / "check"), "--lock", "check"])
     err = capsys.readouterr().err

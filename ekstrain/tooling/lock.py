@@ -80,26 +80,57 @@ class Entry:
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)([A-Za-z]{0,3})")
 
 
+_NUMBERS = re.compile(r"\d+")
+
+
 def _size_kind(value: Any) -> tuple[str, str, bool] | None:
-    """(JSON type, unit, nonzero) of a size or count value; None: not one."""
+    """(JSON type, unit, nonzero) of a size or count value; None: not one. A configuration file carried as a
+    multi-line string (Slurm's topology.conf, its node range ``gpu-a100-[0-15]`` sized by maxNodes) is one when it
+    holds numbers: its kind is its text with every number blanked, so two such files are of a kind only when they
+    differ in numbers alone."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
     if isinstance(value, str):
         m = _SIZE.fullmatch(value)
-        return ("str", m.group(2), float(m.group(1)) != 0) if m else None
+        if m:
+            return ("str", m.group(2), float(m.group(1)) != 0)
+        if "\n" in value and _NUMBERS.search(value):
+            return ("text", _NUMBERS.sub("#", value), True)
+        return None
     return ("num", "", value != 0)
 
 
+def size_key(path: tuple[str, ...]) -> str:
+    """A leaf's key path as one dotted string; a "." inside a key (``configFiles."topology.conf"``) is escaped."""
+    return ".".join(k.replace("\\", "\\\\").replace(".", "\\.") for k in path)
+
+
+def size_path(key: str) -> tuple[str, ...]:
+    """The inverse of :func:`size_key`."""
+    parts, part, escaped = [], "", False
+    for ch in key:
+        if escaped:
+            part, escaped = part + ch, False
+        elif ch == "\\":
+            escaped = True
+        elif ch == ".":
+            parts.append(part)
+            part = ""
+        else:
+            part += ch
+    return (*parts, part)
+
+
 def values_shape(values: dict[str, Any]) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """(digest of ``values`` with every size or count leaf blanked, the sizes as (dotted key, JSON value)). A leaf
-    whose key path holds a "." is not addressable by a dotted key: it stays in the digest."""
+    """(digest of ``values`` with every size or count leaf blanked, the sizes as (key, JSON value)); the key is the
+    leaf's path as :func:`size_key` writes it."""
     sizes: list[tuple[str, str]] = []
 
     def blank(node: Any, path: tuple[str, ...]) -> Any:
         if isinstance(node, dict):
             return {k: blank(v, (*path, str(k))) for k, v in node.items()}
-        if path and _size_kind(node) is not None and not any("." in k for k in path):
-            sizes.append((".".join(path), json.dumps(node)))
+        if path and _size_kind(node) is not None:
+            sizes.append((size_key(path), json.dumps(node)))
             return "<size>"
         return node
 

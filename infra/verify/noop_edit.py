@@ -3,9 +3,10 @@
 A release's no-op answer (``charts.noop_leaves``: the values keys whose removal leaves every rendered object
 unchanged) costs one ``helm template`` per key the release sets: Slurm's 144 keys are ~140 renders, most of a
 render's time when its values changed. An edit of a partition's ``maxNodes`` changes one leaf of them
-(``nodesets.<p>.partition.configMap.MaxNodes: '16' -> '17'``). When ekstrain.lock.json records an answer for the same
-release whose values differ only in such sizes or counts, each of the same kind (the same type and unit, zero or
-not on both sides: ``lock.same_kind_of_size``), this module checks the changed keys again (two renders: the new
+(``nodesets.<p>.partition.configMap.MaxNodes: '16' -> '17'``) and the node range of its NodeSet's switch in
+``configFiles.topology.conf``, a file that differs in numbers alone. When ekstrain.lock.json records an answer for
+the same release whose values differ only in such sizes or counts, each of the same kind (the same type and unit,
+zero or not on both sides: ``lock.same_kind_of_size``), this module checks the changed keys again (two renders: the new
 values with and without each key) and keeps the recorded answer when every changed key answers as it did; any
 other outcome (a changed key that now changes nothing or now matters, or one at the chart's default, or under a
 key the answer names) computes the whole answer.
@@ -64,7 +65,7 @@ def kept_answer(
     apis = sorted(api_versions)
     defaults = charts.chart_defaults(release)
     noop = set(recorded)
-    paths = [tuple(c.split(".")) for c in changed]
+    paths = [lock.size_path(c) for c in changed]
     for path, dotted in zip(paths, changed, strict=True):
         default = _at(defaults, path)
         if default is not _MISSING and default in (_at(release.values, path), json.loads(old_sizes[dotted])):
