@@ -575,15 +575,16 @@ def leaves(values: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     return [path] if path else []
 
 
-def _get(tree: Any, path: tuple[str, ...]) -> Any:
+def value_at(tree: Any, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` of nested mappings, or :data:`MISSING`."""
     for k in path:
         if not isinstance(tree, dict) or k not in tree:
-            return _MISSING
+            return MISSING
         tree = tree[k]
     return tree
 
 
-_MISSING = object()
+MISSING = object()
 
 
 def without(values: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
@@ -737,18 +738,18 @@ def reduced(
     expand: dict[tuple[str, ...], list[str]] = {}
     singles: dict[tuple[str, ...], Release] = {}
     for path in PER_PARTITION_MAPS.get(release.chart_name, ()):
-        entries = _get(values, path)
+        entries = value_at(values, path)
         if not isinstance(entries, dict) or len(entries) < 2:
             continue
         classes = entry_classes(entries)
-        node = _get(values, path[:-1]) if len(path) > 1 else values
+        node = value_at(values, path[:-1]) if len(path) > 1 else values
         node[path[-1]] = {rep: entries[rep] for rep in classes}
         for rep, members in classes.items():
             expand[path + (rep,)] = members
     for prefix in expand:
         alone = copy.deepcopy(values)
-        node = _get(alone, prefix[:-2]) if len(prefix) > 2 else alone
-        node[prefix[-2]] = {prefix[-1]: _get(values, prefix)}
+        node = value_at(alone, prefix[:-2]) if len(prefix) > 2 else alone
+        node[prefix[-2]] = {prefix[-1]: value_at(values, prefix)}
         singles[prefix] = dataclasses.replace(release, values=alone)
 
     def answer(noop: list[str]) -> list[str]:
@@ -793,7 +794,9 @@ def _noop_leaves_of(
 ) -> list[str]:
     """The no-op keys of ``release`` among the key paths ``among`` admits."""
     defaults = chart_defaults(release)
-    candidates = [p for p in leaves(release.values) if among(p) and _get(defaults, p) != _get(release.values, p)]
+    candidates = [
+        p for p in leaves(release.values) if among(p) and value_at(defaults, p) != value_at(release.values, p)
+    ]
     if not candidates:
         return []
     base = template(release, kube_version, apis, crds=False)

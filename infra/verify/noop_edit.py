@@ -41,17 +41,6 @@ def made_of(release: charts.Release, kube_version: str, api_versions: Iterable[s
     }
 
 
-def _at(tree: Any, path: tuple[str, ...]) -> Any:
-    for k in path:
-        if not isinstance(tree, dict) or k not in tree:
-            return _MISSING
-        tree = tree[k]
-    return tree
-
-
-_MISSING = object()
-
-
 def kept_answer(
     release: charts.Release,
     kube_version: str,
@@ -67,8 +56,11 @@ def kept_answer(
     noop = set(recorded)
     paths = [lock.size_path(c) for c in changed]
     for path, dotted in zip(paths, changed, strict=True):
-        default = _at(defaults, path)
-        if default is not _MISSING and default in (_at(release.values, path), json.loads(old_sizes[dotted])):
+        default = charts.value_at(defaults, path)
+        if default is not charts.MISSING and default in (
+            charts.value_at(release.values, path),
+            json.loads(old_sizes[dotted]),
+        ):
             return None  # at the chart's default on one side: not a key the check looks at there
         if any(path[: len(n.split("."))] == tuple(n.split(".")) and n != dotted for n in noop):
             return None  # under a key the answer names as a whole
