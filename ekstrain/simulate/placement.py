@@ -122,21 +122,7 @@ def try_start(t: TimelineState, job: Job, bind: bool = True) -> str | None:
     if not needs:
         return None
     # What ready nodes can hold now (a trial for gangs), and what still needs a node.
-    plan: list[tuple[SimNode, dict[str, float], PodGroup]] = []
-    shortfall: list[tuple[Node | None, PodGroup, dict[str, float], int]] = []
-    trial = {n.ident: dict(n.free) for n in t.nodes}
-    for g, candidate, req, count in needs:
-        placed = 0
-        for n in t.nodes:
-            if not t.usable(n) or not t._lands(g, n) or t.reserved(n, job):
-                continue
-            while placed < count and all(trial[n.ident].get(r, 0.0) + 1e-9 >= v for r, v in req.items() if v > 0):
-                for r, v in req.items():
-                    trial[n.ident][r] = trial[n.ident].get(r, 0.0) - v
-                plan.append((n, req, g))
-                placed += 1
-        if placed < count:
-            shortfall.append((candidate, g, req, count - placed))
+    plan, shortfall = net_topology.fill(t, job, needs)
     if gang and not shortfall:  # the gang within its network tier, or it waits (simulate/topology.py)
         plan, held = net_topology.place(t, job, needs, plan)
         if held:
@@ -148,7 +134,7 @@ def try_start(t: TimelineState, job: Job, bind: bool = True) -> str | None:
         return None
     # Karpenter: nodes for the pods nothing fits, counting nodes already launching for this pool.
     reason = ""
-    for candidate, g, req, missing in shortfall:
+    for g, candidate, req, missing in shortfall:
         if candidate is None:
             reason = f"{g.role}: waits for room on the system nodes (a fixed node group, no autoscaler)"
             continue

@@ -23,6 +23,7 @@ cluster's top HyperNode): the gang lands anywhere and a span wider than it asked
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ekstrain.layout import topology
@@ -122,16 +123,20 @@ def _hard(asked: dict[str, Any] | None) -> bool:
     return asked is not None and asked.get("mode", "hard") == "hard"
 
 
-def _pack(t: TimelineState, job: Job, needs: list[Need], members: set[int], positioned: set[int]) -> Plan | None:
-    """``try_start``'s trial packing, with the ``positioned`` nodes limited to ``members`` (one HyperNode)."""
+def fill(
+    t: TimelineState, job: Job, needs: list[Need], allowed: Callable[[SimNode], bool] | None = None
+) -> tuple[Plan, list[Need]]:
+    """``try_start``'s trial packing of ``needs`` onto the ready nodes (first fit, in node order), on the nodes
+    ``allowed`` admits: the plan, and what is left of each need that did not fit (its count the pods short)."""
     plan: Plan = []
+    short: list[Need] = []
     trial = {n.ident: dict(n.free) for n in t.nodes}
-    for g, _candidate, req, count in needs:
+    for g, candidate, req, count in needs:
         placed = 0
         for n in t.nodes:
             if not t.usable(n) or not t._lands(g, n) or t.reserved(n, job):
                 continue
-            if n.ident in positioned and n.ident not in members:
+            if allowed is not None and not allowed(n):
                 continue
             while placed < count and all(trial[n.ident].get(r, 0.0) + 1e-9 >= v for r, v in req.items() if v > 0):
                 for r, v in req.items():
@@ -139,8 +144,14 @@ def _pack(t: TimelineState, job: Job, needs: list[Need], members: set[int], posi
                 plan.append((n, req, g))
                 placed += 1
         if placed < count:
-            return None
-    return plan
+            short.append((g, candidate, req, count - placed))
+    return plan, short
+
+
+def _pack(t: TimelineState, job: Job, needs: list[Need], members: set[int], positioned: set[int]) -> Plan | None:
+    """``try_start``'s trial packing, with the ``positioned`` nodes limited to ``members`` (one HyperNode)."""
+    plan, short = fill(t, job, needs, lambda n: n.ident not in positioned or n.ident in members)
+    return None if short else plan
 
 
 def place(t: TimelineState, job: Job, needs: list[Need], plan: Plan) -> tuple[Plan, str | None]:
