@@ -113,7 +113,7 @@ def _render(args: argparse.Namespace, stack_file: pathlib.Path) -> int:
         return 2
     print(f"[1/3] config {stack_file.name} valid: {len(cfg.partitions)} partition(s)", file=sys.stderr)
     try:
-        summary, problems, resources = outputs.replace_dir(
+        _summary, _problems, resources = outputs.replace_dir(
             out,
             lambda staging: render.render_or_replay(
                 stack_file,
@@ -139,15 +139,13 @@ def _render(args: argparse.Namespace, stack_file: pathlib.Path) -> int:
         print(f"error: ekstrain render: {exc}", file=sys.stderr)
         print("fix: render again with EKSTRAIN_REPLAY=0 (the stored render predates checks.json)", file=sys.stderr)
         return 1
-    not_run = [p for p in problems if p.endswith(render.NOT_RUN_NOTES)]
+    shown = [p for c in result.checks for p in c.problems]
     check_warnings = sum(len(c.warnings) for c in result.checks)
     print(f"stack {args.stack}: {resources} resources registered; {result.kubernetes}")
     print(
         f"checks: {len(result.passed)} passed, {len(result.failed)} failed, {len(result.not_run)} did not run; "
-        f"{len(problems) - len(not_run)} problem(s), {check_warnings} check warning(s), {len(warnings)} config "
-        "warning(s)"
+        f"{len(shown)} problem(s), {check_warnings} check warning(s), {len(warnings)} config warning(s)"
     )
-    shown = [p for p in problems if not p.endswith(render.NOT_RUN_NOTES)]
     for p in shown[:5]:
         print(f"  problem: {p[:200]}")
     if len(shown) > 5:
@@ -163,12 +161,12 @@ def _render(args: argparse.Namespace, stack_file: pathlib.Path) -> int:
                 f"to run them: {reason}",
                 file=sys.stderr,
             )
-            if len(not_run) == len(problems):
+            if not shown:
                 return 0
         else:
             print(f"error: ekstrain render: {len(result.not_run)} checks did not run: {names}", file=sys.stderr)
             print(f"fix: {reason}; or pass --allow-unchecked to accept an unvalidated render", file=sys.stderr)
-    return 1 if problems else 0
+    return 1 if shown or result.not_run else 0
 
 
 if __name__ == "__main__":
