@@ -17,6 +17,7 @@ from typing import Any
 
 from ekstrain.planner import inputs
 from ekstrain.planner.errors import PlanError
+from ekstrain.planner.spec_hash import cached_fields_hash
 
 LAYERNORM = "layernorm"
 RMSNORM = "rmsnorm"
@@ -77,13 +78,7 @@ class ModelSpec:
     dropout (Touvron et al. 2023, arXiv 2302.13971; the released configs' attention_dropout 0.0),
     so no masks are stored: Korthikanti's 34 becomes 32, the 5as/h scores term 2as/h."""
 
-    def __hash__(self) -> int:
-        """The fields' hash, computed once: the search's caches key on this object millions of times."""
-        cached: int | None = self.__dict__.get("_hash")
-        if cached is None:
-            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
-            object.__setattr__(self, "_hash", cached)
-        return cached
+    __hash__ = cached_fields_hash
 
     def __post_init__(self) -> None:
         positive = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "experts", "top_k")

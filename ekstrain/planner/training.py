@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from math import gcd
 
 from ekstrain.planner import inputs
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import BF16, FP8
 from ekstrain.planner.software import DEFAULT_SOFTWARE, Software
+from ekstrain.planner.spec_hash import cached_fields_hash
 
 ADAMW = "adamw"
 MEGATRON = "megatron"
@@ -80,13 +81,7 @@ class TrainingSpec:
     def overlaps_tp_comm(self) -> bool:
         return self.framework == MEGATRON if self.tp_comm_overlap is None else self.tp_comm_overlap
 
-    def __hash__(self) -> int:
-        """The fields' hash, computed once: the search's caches key on this object millions of times."""
-        cached: int | None = self.__dict__.get("_hash")
-        if cached is None:
-            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
-            object.__setattr__(self, "_hash", cached)
-        return cached
+    __hash__ = cached_fields_hash
 
     def __post_init__(self) -> None:
         if self.tp_comm_overlap is None and self.software.tp_comm_overlap is not None:
