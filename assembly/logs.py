@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ekstrain.facts import names, versions
-from ekstrain.payloads import kms_policy
+from ekstrain.payloads import kms_policy, pod_security
 from ekstrain.workloads import registry as workload_kinds
 
 if TYPE_CHECKING:
@@ -364,13 +364,7 @@ def chart_values(cfg: StackConfig) -> dict[str, Any]:
                 "command": ["python3", "-c", NODE_SCRIPT],
                 "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
                 "resources": INIT_RESOURCES,
-                "securityContext": {
-                    "runAsUser": 65534,
-                    "runAsNonRoot": True,
-                    "readOnlyRootFilesystem": True,
-                    "allowPrivilegeEscalation": False,
-                    "capabilities": {"drop": ["ALL"]},
-                },
+                "securityContext": pod_security.restricted_container(),
                 "volumeMounts": [{"name": "node-facts", "mountPath": NODE_CONF_DIR}],
             }
         ],

@@ -26,7 +26,7 @@ from ekstrain.layout.prometheus_sizing import (
     prometheus_memory_gib,
     prometheus_storage_gib,
 )  # shared with stacks/rules/quotas.py
-from ekstrain.payloads import health_gate
+from ekstrain.payloads import health_gate, pod_security
 
 if TYPE_CHECKING:
     from ekstrain.stacks.models import StackConfig
@@ -290,12 +290,7 @@ def efa_exporter_daemonset() -> dict[str, Any]:
                         QUARANTINE_TOLERATION,
                     ],
                     "automountServiceAccountToken": False,
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": 65534,
-                        "runAsGroup": 65534,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
+                    "securityContext": pod_security.restricted_pod(),
                     "containers": [
                         {
                             "name": "exporter",

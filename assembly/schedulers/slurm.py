@@ -37,7 +37,7 @@ from ekstrain.facts import names, versions
 from ekstrain.facts.names import SYSTEM_NODE_AFFINITY, SYSTEM_NODE_SELECTOR
 from ekstrain.layout import topology
 from ekstrain.layout.controller_resources import MEDIUM, SMALL, sized
-from ekstrain.payloads import fsx_volume
+from ekstrain.payloads import fsx_volume, pod_security
 from ekstrain.simulate.nodes import allocatable, capacity
 
 if TYPE_CHECKING:
@@ -325,12 +325,7 @@ def gang_objects(cfg: StackConfig) -> list[dict[str, Any]]:
                     "spec": {
                         "serviceAccountName": GANG_SIZER,
                         "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
-                        "securityContext": {
-                            "runAsNonRoot": True,
-                            "runAsUser": 65534,
-                            "runAsGroup": 65534,
-                            "seccompProfile": {"type": "RuntimeDefault"},
-                        },
+                        "securityContext": pod_security.restricted_pod(),
                         "containers": [
                             {
                                 "name": "sizer",
@@ -548,13 +543,7 @@ def mariadb_statefulset(volume_gib: int) -> dict[str, Any]:
                 "spec": {
                     "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
                     "automountServiceAccountToken": False,
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": MARIADB_UID,
-                        "runAsGroup": MARIADB_UID,
-                        "fsGroup": MARIADB_UID,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
+                    "securityContext": pod_security.restricted_pod(MARIADB_UID, fs_group=True),
                     "volumes": [
                         {"name": "secrets", "secret": {"secretName": MARIADB_SECRET, "defaultMode": 0o400}},
                         {"name": "tmp", "emptyDir": {}},

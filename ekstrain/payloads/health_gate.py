@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from ekstrain.agents import health_guard
 from ekstrain.facts import catalog, names, versions
 from ekstrain.facts.names import STARTUP_TAINT_KEY
+from ekstrain.payloads import pod_security
 
 if TYPE_CHECKING:
     from ekstrain.payloads.karpenter_specs import PartitionSpec
@@ -440,13 +441,7 @@ def tolerations(accelerator_resource: str) -> list[dict[str, str]]:
 CHECK_RESOURCES = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": "4", "memory": "8Gi"}}
 GUARD_RESOURCES = {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}}
 HOLD_RESOURCES = {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"cpu": "10m", "memory": "32Mi"}}
-_RESTRICTED: dict[str, Any] = {
-    "allowPrivilegeEscalation": False,
-    "readOnlyRootFilesystem": True,
-    "runAsNonRoot": True,
-    "runAsUser": 65534,
-    "capabilities": {"drop": ["ALL"]},
-}
+_RESTRICTED = pod_security.restricted_container()
 ALIVE = "/run/guard/alive"
 """The guard touches it every round (also while it holds a failed node): its liveness and readiness probes."""
 
