@@ -224,6 +224,8 @@ BASELINE = {
     "simulate prod render": "7.2 s wall, 1.1 s CPU (load 9.0; simulate is unchanged since)",
     "ekstrain diff (warm)": "10-12 s wall, no progress line (2026-12-04)",
     "make test": "11 min 44 s wall (pytest 558 s), 2.8 GB peak (2026-12-04)",
+    "of it: mypy alone, empty cache": "64 s CPU (2026-12-06, 66cbf16)",
+    "make unit": "67 s wall, 75 s CPU, 1411 tests (2026-12-06, 66cbf16, load 2.5)",
     EFA64: "not done after 858 s wall, 354 s CPU (killed; 2026-12-05, 0154b65, load 5-9)",
 }
 TARGETS = {
@@ -236,6 +238,8 @@ TARGETS = {
     "simulate prod render": "< 5 s",
     "ekstrain diff (warm)": "< 5 s",
     "make test": "<= 240 s CPU, empty caches",
+    "of it: mypy alone, empty cache": "none (the part of make test no test choice changes)",
+    "make unit": "< 30 s wall",
 }
 SKIP_IN_COPY = shutil.ignore_patterns(".git", ".venv*", "build", ".tools", ".pytest_cache", "__pycache__", ".upstream")
 
@@ -287,6 +291,36 @@ def time_make_test(tmpdir: pathlib.Path) -> tuple[float, float, int, int]:
     if proc.returncode != 0:
         print("\n".join(text.splitlines()[-20:]), file=sys.stderr)
     return wall, cpu, proc.returncode, tests_run(text)
+
+
+MYPY = REPO / ".venv" / "bin" / "mypy"
+
+
+def time_mypy(tmpdir: pathlib.Path) -> tuple[float, float, int]:
+    """mypy alone with an empty cache: the share of `make test` that runs beside pytest whatever the tests do."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [str(MYPY), "--cache-dir", str(tmpdir / "mypy-alone")],
+        cwd=REPO,
+        capture_output=True,
+        check=False,
+    )
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), proc.returncode
+
+
+def time_make_unit(tmpdir: pathlib.Path) -> tuple[float, float, int, int]:
+    """`make unit` (no helm, no render, no browser) with an empty bytecode directory, as after a clean clone."""
+    env = {**os.environ, "PYCACHE_DIR": str(tmpdir / "pycache-unit")}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.run(["make", "unit"], cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, proc.returncode, tests_run(proc.stdout)
 
 
 def tests_run(log: str) -> int:
@@ -447,7 +481,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.tests:
         with tempfile.TemporaryDirectory(prefix="ekstrain-bench-test-") as tmp:
             wall, cpu, rc, count = time_make_test(pathlib.Path(tmp))
-        rows["make test"] = cell(wall, cpu) + f", {count} tests" + ("" if rc == 0 else f" exit {rc}")
+            rows["make test"] = cell(wall, cpu) + f", {count} tests" + ("" if rc == 0 else f" exit {rc}")
+            wall, cpu, rc = time_mypy(pathlib.Path(tmp))
+            rows["of it: mypy alone, empty cache"] = cell(wall, cpu) + ("" if rc == 0 else f" exit {rc}")
+            wall, cpu, rc, count = time_make_unit(pathlib.Path(tmp))
+            rows["make unit"] = cell(wall, cpu) + f", {count} tests" + ("" if rc == 0 else f" exit {rc}")
     else:
         rows["make test"] = "not run (make bench BENCH_ARGS=--tests)"
     print()

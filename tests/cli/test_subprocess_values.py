@@ -135,6 +135,8 @@ CALL_SITES = {
     "scripts/bench.py:_wall": "test_bench_commands_hold_no_user_value",
     "scripts/bench.py:time_render_in": "test_bench_commands_hold_no_user_value",
     "scripts/bench.py:time_make_test": "test_bench_commands_hold_no_user_value",
+    "scripts/bench.py:time_mypy": "test_bench_commands_hold_no_user_value",
+    "scripts/bench.py:time_make_unit": "test_bench_commands_hold_no_user_value",
     "scripts/bench.py:time_diff": "test_bench_commands_hold_no_user_value",
     "scripts/bench.py:deploy_rehearsal": "test_bench_commands_hold_no_user_value",
     "scripts/bench.py:edit_ratio": "test_the_edit_bench_runs_the_render_with_fixed_flags",
@@ -315,17 +317,22 @@ def test_bench_commands_hold_no_user_value(monkeypatch: pytest.MonkeyPatch, tmp_
         lambda: bench._wall(["true"]),
         lambda: bench.time_render_in(REPO, tmp_path / "out", {}),
         lambda: bench.time_make_test(tmp_path),
+        lambda: bench.time_mypy(tmp_path),
+        lambda: bench.time_make_unit(tmp_path),
         lambda: bench.time_diff(tmp_path),
         lambda: bench.deploy_rehearsal(tmp_path / "build"),
     ):
         with pytest.raises(_Captured) as got:
             call()
         argv = got.value.argv
-        assert argv in (["true"], ["make", "test"]) or argv[0] == sys.executable
+        assert argv in (["true"], ["make", "test"], ["make", "unit"]) or argv[0] in (sys.executable, str(bench.MYPY))
         assert all(
             not a.startswith("-")
             or a
-            in ("-m", "-q", "-p", "-n", "--stack", "--out", "--stack-file", "--old-stack-file", "--build", "--deploy")
+            in (
+                *("-m", "-q", "-p", "-n", "--stack", "--out", "--stack-file", "--old-stack-file", "--build"),
+                *("--deploy", "--cache-dir"),
+            )
             for a in argv[1:]
         ), argv
 
