@@ -188,11 +188,15 @@ def _option(action: argparse.Action) -> click.Parameter:
     multiple = isinstance(action, argparse._AppendAction)
     default = action.default
     show = default is not None and default is not False and default != [] and default != ""  # 0 is a default
+    # Click 8.3+ takes an explicit default=None as a value given (its UNSET sentinel means "no default"), so a
+    # required option passed default=None was never reported missing: a required option gets no default.
+    given_default = tuple(default or ()) if multiple else default
+    unset: dict[str, Any] = {} if action.required and default is None else {"default": given_default}
     return click.Option(
         decls,
         type=ArgType(action.type, action.choices),  # type: ignore[arg-type]
         multiple=multiple,
-        default=tuple(default or ()) if multiple else default,
+        **unset,
         required=bool(action.required),
         help=help_text,
         metavar=action.metavar if isinstance(action.metavar, str) else None,
