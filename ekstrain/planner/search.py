@@ -22,7 +22,7 @@ from ekstrain.facts import catalog
 from ekstrain.planner import frameworks, inputs
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import Fleet
-from ekstrain.planner.memory import HEADROOM, MemoryBreakdown, worst_stage_memory
+from ekstrain.planner.memory import MemoryBreakdown, within_headroom, worst_stage_memory
 from ekstrain.planner.models import ModelSpec
 from ekstrain.planner.parallel import FULL, RECOMPUTE_MODES, SELECTIVE, ZERO_STAGES, ParallelConfig
 from ekstrain.planner.perf import Efficiency, efficiency_for, step_flops, step_time
@@ -190,7 +190,7 @@ def candidate_layouts(
                                 lean_memory,
                                 priced,
                             ):
-                                if zero < 3 and not offload and memory.total <= HEADROOM * capacity:
+                                if zero < 3 and not offload and within_headroom(memory.total, capacity):
                                     # a stage below ZeRO-3 covering the pair makes ZeRO-3 (and Megatron's
                                     # ZeRO-2 over its ZeRO-1) only more traffic
                                     covered.add((candidate.micro_batch, candidate.recompute))
@@ -244,7 +244,7 @@ def _fitting_micro_batches(
                 memory = worst_stage_memory(model, candidate, training)
             if memory.total > capacity:
                 break  # larger micro-batches need more memory still
-            if memory.total <= HEADROOM * capacity:
+            if within_headroom(memory.total, capacity):
                 light_enough.add(micro_batch)
             # The rest of validate() was checked on ``lean``; what the micro-batch changes is
             # interleaving's rule that micro-batches per step divide by pp.
@@ -364,7 +364,7 @@ def search_specs(
     # The best step time within the headroom so far, overall and per (tp, cp): CP_HOPELESS below.
     best_overall = [float("inf")]
     best_at: dict[tuple[int, int], float] = {}
-    room = HEADROOM * fleet.rank_memory_bytes
+    capacity = fleet.rank_memory_bytes
 
     # The ``space.top`` fastest step times within the headroom so far (a max-heap of negatives): a TP degree whose
     # best got slower with CP and lies past the slowest of them, a tie's width aside, has no later CP degree that
@@ -417,7 +417,7 @@ def search_specs(
             time = step_time(model, fleet, training, parallel, eff, cache)
             priced.last = time.total
             plans.append(Plan(model, fleet, training, parallel, memory, time, flops[parallel.recompute]))
-            if memory.total <= room:
+            if within_headroom(memory.total, capacity):
                 key = (parallel.tp, parallel.cp)
                 best_at[key] = min(best_at.get(key, float("inf")), time.total)
                 best_overall[0] = min(best_overall[0], time.total)
