@@ -482,22 +482,14 @@ def _micro_batch_time(
     c = costs or _layer_costs(model, fleet, training, p, eff, links)
     tokens, h = c.tokens, model.hidden
 
-    def recompute_of(costs: _LayerCosts) -> float:
-        return {
-            NONE: 0.0,
-            SELECTIVE: costs.attention_forward,
-            FULL: costs.forward,
-            SELECTIVE_OP: costs.op_sac_recompute,
-            EVERY_SECOND_BLOCK: costs.forward / 2,
-        }[p.recompute]
-
+    layers_forward, layers_backward = layers * c.forward, layers * c.backward
+    layers_recompute = layers * _recompute_of(c, p.recompute)
     k = min(bf16_layers, layers)
-    b = c
     if k:
         b = bf16_costs or _layer_costs(model, fleet, bf16_training(training), p, eff, links)
-    layers_forward = (layers - k) * c.forward + k * b.forward
-    layers_backward = (layers - k) * c.backward + k * b.backward
-    layers_recompute = (layers - k) * recompute_of(c) + k * recompute_of(b)
+        layers_forward += k * (b.forward - c.forward)
+        layers_backward += k * (b.backward - c.backward)
+        layers_recompute += k * (_recompute_of(b, p.recompute) - _recompute_of(c, p.recompute))
     logits_forward = c.logits_forward if logits else 0.0
     logits_backward = logits_forward * (1 if training.is_lora else 2)
 
@@ -524,7 +516,7 @@ def _micro_batch_time(
         same_node = p.tp * p.cp * p.dp * p.pp <= fleet.ranks_per_node
         p2p = 2 * p.vpp * comm.send_recv(links, ACT * tokens * h / p.tp, same_node)
     offload = 0.0
-    offloaded = offloaded_layers(training, layers)
+    offloaded = offloaded_layers(training, layers) if training.software.activation_offload_layers else 0
     if offloaded:
         copy = stored_per_layer(model, p, training) / (eff.host_link_gbytes_per_s * 1e9)
         offload = offload_exposed(offloaded, copy, layers_forward) + offload_exposed(offloaded, copy, layers_backward)
@@ -538,6 +530,19 @@ def _micro_batch_time(
         p2p,
         offload,
     )
+
+
+def _recompute_of(costs: _LayerCosts, recompute: str) -> float:
+    """Seconds one layer's recomputation repeats per micro-batch under ``recompute``."""
+    if recompute == NONE:
+        return 0.0
+    if recompute == SELECTIVE:
+        return costs.attention_forward
+    if recompute == FULL:
+        return costs.forward
+    if recompute == SELECTIVE_OP:
+        return costs.op_sac_recompute
+    return costs.forward / 2  # EVERY_SECOND_BLOCK
 
 
 def offload_exposed(layers: int, copy: float, passed: float) -> float:
