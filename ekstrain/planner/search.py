@@ -24,7 +24,7 @@ from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import Fleet
 from ekstrain.planner.memory import MemoryBreakdown, within_headroom, worst_stage_memory
 from ekstrain.planner.models import ModelSpec
-from ekstrain.planner.parallel import FULL, RECOMPUTE_MODES, SELECTIVE, ZERO_STAGES, ParallelConfig
+from ekstrain.planner.parallel import FULL, NONE, RECOMPUTE_MODES, SELECTIVE, ZERO_STAGES, ParallelConfig
 from ekstrain.planner.perf import Efficiency, efficiency_for, step_flops, step_time
 from ekstrain.planner.plan import Plan
 from ekstrain.planner.ranking import rank
@@ -110,8 +110,23 @@ def _valid(parallel: ParallelConfig, model: ModelSpec, fleet: Fleet, training: T
 def _unlaunchable(parallel: ParallelConfig, training: TrainingSpec) -> bool:
     """A layout the framework's launcher refuses: DeepSpeed's PipelineEngine asserts ZeRO stage < 2
     ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism", deepspeed/runtime/pipe/engine.py),
-    so its best plan must not be one."""
+    so its best plan must not be one. Megatron-core offloads activations (``--cpu-offloading-num-layers``) only
+    without pipeline parallelism (TransformerConfig's check; emit.py refuses it the same way)."""
+    if training.framework == MEGATRON and training.software.activation_offload_layers and parallel.pp > 1:
+        return True
     return training.framework == DEEPSPEED and parallel.pp > 1 and parallel.zero >= 2
+
+
+def _offload_launchable(recompute: str, training: TrainingSpec) -> bool:
+    """Recompute modes the launcher takes with activation offload: Megatron-core none (TransformerConfig refuses
+    offload with recompute), DeepSpeed any but none (it offloads checkpoints: ``cpu_checkpointing``)."""
+    if not training.software.activation_offload_layers:
+        return True
+    if training.framework == MEGATRON:
+        return recompute == NONE
+    if training.framework == DEEPSPEED:
+        return recompute != NONE
+    return True
 
 
 def candidate_layouts(
@@ -134,7 +149,11 @@ def candidate_layouts(
     last yielded, which ends a recompute mode's larger micro-batches (MICRO_BATCH_HOPELESS)."""
     n, capacity = fleet.ranks, fleet.rank_memory_bytes
     dominated_from = LOWER_STAGE_FIRST.get(training.framework, 3)
-    modes = [r for r in recompute_modes if not (r == SELECTIVE and training.flash_attention)]
+    modes = [
+        r
+        for r in recompute_modes
+        if not (r == SELECTIVE and training.flash_attention) and _offload_launchable(r, training)
+    ]
     zero_options = [(z, False) for z in zero_stages] + (
         [(z, True) for z in zero_stages if z >= 1] if allow_offload else []
     )

@@ -205,3 +205,23 @@ def test_every_searched_plan_evaluates_to_the_same_total_and_headroom_verdict():
         )
         assert again.memory.total == plan.memory.total
         assert again.within_headroom == plan.within_headroom
+
+
+def test_deepspeed_offloads_every_checkpoint_whatever_n_says():
+    layout = dict(tp=1, pp=1, dp=16, sequence_parallel=False, recompute="full", zero=3)
+    plain = _plan(precision=BF16, framework="deepspeed", **layout)
+    offload = _plan(precision=BF16, framework="deepspeed", software=Software(activation_offload_layers=1), **layout)
+    assert plain.memory.activations > 0 and offload.memory.activations == 0.0  # cpu_checkpointing: all of them
+
+
+def test_search_with_offload_returns_only_layouts_the_launcher_takes():
+    """Megatron-core offloads without PP or recompute, DeepSpeed only checkpoints: the search used to return a PP
+    plan that ``--emit megatron`` then refused."""
+    offload = Software(activation_offload_layers=4)
+    big = get_model("llama3-70b")
+    megatron = search(big, P5, 64, SEQ, precision="bf16", top=20, software=offload)
+    assert megatron and all(p.pp == 1 and p.recompute == "none" for p in megatron)
+    assert all("--cpu-offloading-num-layers" in " ".join(p.megatron_args()) for p in megatron[:3])
+    deepspeed = search(LLAMA_8B, P5, BATCH, SEQ, framework="deepspeed", top=20, software=offload)
+    assert deepspeed and all(p.recompute != "none" for p in deepspeed)
+    assert deepspeed[0].deepspeed_config()["activation_checkpointing"]["cpu_checkpointing"] is True
