@@ -408,7 +408,8 @@ def allocating_streams(p: ParallelConfig, training: TrainingSpec) -> int:
 
 def offloaded_layers(training: TrainingSpec, layers: int) -> int:
     """Layers of a stage whose stored activations live on the host (``Software.activation_offload_layers``):
-    Megatron-core hands ``cpu_offloading_num_layers`` to Transformer Engine's ``get_cpu_offload_context``, which
+    Megatron-core's TransformerBlock (megatron/core/transformer/transformer_block.py) hands
+    ``cpu_offloading_num_layers`` and ``num_layers`` to Transformer Engine's ``get_cpu_offload_context``, which
     offloads the tensors saved for backward of the first N layer groups (transformer_engine/pytorch/cpu_offload.py,
     ``tensor_push``: ``current_group < num_offload_group``); DeepSpeed's ``cpu_checkpointing`` moves every
     checkpoint to the host (deepspeed/runtime/activation_checkpointing/checkpointing.py), whatever N says."""
