@@ -506,7 +506,7 @@ def _table(plans: list[Plan], memory: bool = False) -> str:
         if p.notes:
             rows.append(f"    vs #1: {'; '.join(p.notes)}")
         if memory:
-            parts = ", ".join(f"{k} {v:.1f}" for k, v in p.memory.gib().items())
+            parts = ", ".join(f"{k} {v:.2f}" for k, v in p.memory.gib().items())  # the allocator term is ~0.04
             rows.append(f"    memory GiB ({p.memory.stage}): {parts}; capacity {p.fleet.rank_memory_bytes / 2**30:.1f}")
     return "\n".join(rows)
 

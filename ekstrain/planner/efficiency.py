@@ -62,7 +62,8 @@ class Efficiency:
     data loader hand-off (perf.step_overhead). One value for every source, fitted with the GEMM efficiencies
     (validation.fit_constants), not a constant per source."""
     host_link_gbytes_per_s: float = 25.0
-    """Per-rank PCIe bandwidth for ZeRO-Offload (PCIe Gen4 x16 ~ 25 GB/s); uncalibrated."""
+    """Per-rank PCIe bandwidth for ZeRO-Offload and activation offload (PCIe Gen4 x16 ~ 25 GB/s; p5's Gen5 links
+    are faster); uncalibrated."""
     host_adam_params_per_s: float = 1.0e9
     """DeepSpeed CPU-Adam throughput per rank (ZeRO-Offload order of magnitude); uncalibrated."""
 

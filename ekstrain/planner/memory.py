@@ -65,11 +65,42 @@ NCCL_CHANNELS = 16
 """Channels a communicator connects (NCCL picks 2-32 by topology; 16 is what an 8-GPU NVLink node's rings use
 with InfiniBand/EFA between nodes): each channel has a receive buffer per protocol from its ring peer."""
 HEADROOM = 0.90
-"""The share of a rank's HBM a plan may use and still count as fitting with room to spare: the caching
-allocator's fragmentation (reserved minus allocated: PyTorch rounds blocks and cannot return a segment with any
-live block in it), memory stragglers and spikes eat the rest in practice; the CUDA context and NCCL's buffers are
-itemised (``runtime_bytes``). One constant for search (pruning and ranking, ranking.py) and evaluate
-(``Plan.within_headroom``, the JSON's ``within_headroom``)."""
+"""The share of a rank's HBM a plan may use and still count as fitting with room to spare: the fragmentation
+allowance. What it covers is the caching allocator's fragmentation the mechanism does not fix in advance (free
+holes pinned between live blocks, which expandable segments do not merge either) and memory stragglers and spikes;
+the CUDA context and NCCL's buffers (``runtime_bytes``) and the allocator's page rounding (``allocator_bytes``) are
+itemised in the total it is applied to. One rule, ``within_headroom``, for search (pruning, ranking.py) and
+evaluate (``Plan.within_headroom``, the JSON's ``within_headroom``), on the same ``MemoryBreakdown.total``."""
+ALLOCATOR_LARGE_PAGE = 20 * 2**20
+ALLOCATOR_SMALL_PAGE = 2 * 2**20
+"""Physical page sizes PyTorch's CUDA caching allocator maps into an expandable segment: 20 MiB for the large pool
+(blocks > 1 MiB), 2 MiB for the small pool (c10/cuda/CUDACachingAllocator.cpp ``ExpandableSegment``,
+``kLargeBuffer`` and ``kSmallBuffer``; ``expandable_segments_page_size`` overrides them). ekstrain's GPU jobs run
+with ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` (assembly/jobs/env.py), under which a pool's free blocks
+in one segment always merge, so what the allocator reserves over what is allocated at the peak is the unfilled
+tail of the last page of each (pool, stream) segment (PyTorch devlog "When does fragmentation occur in the CUDA
+caching allocator?", E. Yang, 2026-06-01: 8 x 16 MiB map 7 pages, 140 MiB for 128 MiB). Block sizes round to 512
+bytes (``kMinBlockSize``): < 0.01 % of tensors this size, not itemised. Without expandable segments each
+``cudaMalloc`` segment is its own island (1-10 MiB requests take a 20 MiB segment, larger ones round to 2 MiB) and
+measured fragmentation of LLM training is 15 % of reserved memory on average, up to 33 % (GMLake, Guo et al.,
+ASPLOS 2024, arXiv 2401.08156, eight LLMs on A100 80GB): above the headroom, which is why the jobs set it."""
+ALLOCATOR_STREAMS_BASE = 1
+"""The compute stream's segments; a rank that overlaps data-parallel traffic allocates on its communication
+stream too (the gathered or reduced buckets: FSDP2's all-gather stream, DeepSpeed's reduce stream), one segment
+per (pool, stream) pair."""
+
+
+def allocator_bytes(streams: int) -> float:
+    """Reserved over allocated at the peak under expandable segments: at most one unfilled large and small page per
+    allocating stream (ALLOCATOR_LARGE_PAGE)."""
+    return streams * (ALLOCATOR_LARGE_PAGE + ALLOCATOR_SMALL_PAGE)
+
+
+def within_headroom(total: float, capacity: float) -> bool:
+    """The headroom rule (HEADROOM), in one form: search and evaluate both ask it, so a boundary plan is accepted by
+    both or by neither (``total / capacity <= 0.9`` and ``total <= 0.9 * capacity`` differ in the last bit for some
+    capacities)."""
+    return total <= HEADROOM * capacity
 
 
 def runtime_bytes(communicators: int) -> float:
@@ -309,11 +340,14 @@ class MemoryBreakdown:
     """Bytes one layer stores for one micro-batch (Korthikanti Table 2, generalised)."""
     layers_in_flight: float = 0.0
     """Layer-micro-batches whose activations are held at the peak (layers x in-flight micro-batches,
-    times the interleaving factor on the first stage): activations = the two multiplied."""
+    times the interleaving factor on the first stage, less the layers offloaded to the host): activations = the two
+    multiplied."""
+    allocator: float = 0.0
+    """What the caching allocator reserves over what the tensors take (allocator_bytes)."""
 
     @property
     def total(self) -> float:
-        return self.params + self.grads + self.optimizer + self.activations + self.buffers
+        return self.params + self.grads + self.optimizer + self.activations + self.buffers + self.allocator
 
     def gib(self) -> dict[str, float]:
         return {
@@ -322,6 +356,7 @@ class MemoryBreakdown:
             "optimizer": self.optimizer / GIB,
             "activations": self.activations / GIB,
             "buffers": self.buffers / GIB,
+            "allocator": self.allocator / GIB,
             "total": self.total / GIB,
         }
 
@@ -360,7 +395,33 @@ def _stage_memory(
         buffers,
         per_layer,
         in_flight_layers,
+        allocator_bytes(allocating_streams(p, training)),
     )
+
+
+def allocating_streams(p: ParallelConfig, training: TrainingSpec) -> int:
+    """Streams with their own allocator segments (ALLOCATOR_STREAMS_BASE): the compute stream, plus the
+    communication stream where data-parallel traffic overlaps the passes."""
+    overlapped = p.grad_reduce_ranks > 1 and training.software.overlaps_grad_reduce
+    return ALLOCATOR_STREAMS_BASE + (1 if overlapped else 0)
+
+
+def offloaded_layers(training: TrainingSpec, layers: int) -> int:
+    """Layers of a stage whose stored activations live on the host (``Software.activation_offload_layers``):
+    Megatron-core's TransformerBlock (megatron/core/transformer/transformer_block.py) hands
+    ``cpu_offloading_num_layers`` and ``num_layers`` to Transformer Engine's ``get_cpu_offload_context``, which
+    offloads the tensors saved for backward of the first N layer groups (transformer_engine/pytorch/cpu_offload.py,
+    ``tensor_push``: ``current_group < num_offload_group``); DeepSpeed's ``cpu_checkpointing`` moves every
+    checkpoint to the host (deepspeed/runtime/activation_checkpointing/checkpointing.py), whatever N says."""
+    n = training.software.activation_offload_layers
+    if not n:
+        return 0
+    return layers if training.framework == DEEPSPEED else min(n, layers)
+
+
+def stored_per_layer(model: ModelSpec, p: ParallelConfig, training: TrainingSpec) -> float:
+    """Activation bytes a layer keeps per micro-batch under the layout's recompute (what an offload moves)."""
+    return _per_layer(model, p, training)[0]
 
 
 def _stage_parts(
@@ -369,6 +430,14 @@ def _stage_parts(
     """(model states, layer-micro-batches in flight, buffers) of stage ``index``, before any dataclass is built."""
     states, static = _stage_states(model, training, p.tp, p.pp, p.cp, p.dp, p.ep, p.zero, p.offload_optimizer, index)
     in_flight_layers = held_layers(p, model.layers, p.grad_accum(training), index)
+    if training.software.activation_offload_layers:
+        # The offloaded layers' activations leave the device for every micro-batch the stage holds: of the stage's
+        # layer-micro-batches in flight, the share those layers are (exact at PP 1, the only layout Megatron-core
+        # offloads with; TE's double buffer reloads a layer while the next one's backward runs, past the peak).
+        edge, full = p.stage_layers(model.layers)
+        layers = edge if p.pp > 1 and index in (0, p.pp - 1) else full
+        if layers:
+            in_flight_layers *= 1 - offloaded_layers(training, layers) / layers
     buffers = static + recomputing
     if index == p.pp - 1:
         per_logit = LOGIT_BYTES if training.framework == MEGATRON else EAGER_LOSS_LOGIT_BYTES
@@ -454,11 +523,12 @@ def worst_stage_memory(model: ModelSpec, parallel: ParallelConfig, training: Tra
     worst, worst_total = -1, -1.0
     for index in candidate_stages(parallel, model.layers):  # totals first: one breakdown is built
         states, in_flight, buffers = _stage_parts(model, parallel, training, index, recomputing)
-        total = sum(states) + per_layer * in_flight + buffers
+        total = sum(states) + per_layer * in_flight + buffers  # the allocator term is the same on every stage
         if total > worst_total:
             worst, worst_total = index, total
     return _stage_memory(model, parallel, training, worst, per_layer, recomputing)
 
 
 def fits(memory: MemoryBreakdown, fleet: Fleet) -> bool:
+    """Fits at all (100 % of HBM); the headroom rule is ``within_headroom``."""
     return memory.total <= fleet.rank_memory_bytes

@@ -45,7 +45,7 @@ Time model (per micro-batch on the slowest pipeline stage, then the pipeline sch
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from math import ceil
 from typing import Any
@@ -54,16 +54,20 @@ from ekstrain.facts import catalog
 from ekstrain.planner import attention, comm
 from ekstrain.planner.comm import Links
 from ekstrain.planner.efficiency import DEFAULT_EFFICIENCY, MEGATRON_2021, Efficiency, efficiency_for
+from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import BF16, FP8, Fleet
 from ekstrain.planner.memory import (
     GRAD_BYTES,
     WEIGHT_BYTES,
     layer_activation_bytes,
     lora_params_per_layer,
+    offloaded_layers,
     stage_params,
+    stored_per_layer,
 )
 from ekstrain.planner.models import RMSNORM, ModelSpec
 from ekstrain.planner.parallel import EVERY_SECOND_BLOCK, FULL, NONE, SELECTIVE, SELECTIVE_OP, ParallelConfig
+from ekstrain.planner.software import FP8_BLOCKWISE, FP8_DELAYED, FP8_MXFP8, FP8_TENSORWISE
 from ekstrain.planner.training import (
     DEEPSPEED,
     FSDP,
@@ -173,6 +177,8 @@ class StepTime:
     pp_bubble: float
     dp_comm: float
     optimizer: float
+    offload: float = 0.0
+    """Host transfers of offloaded activations the passes do not hide (``offload_exposed``)."""
 
     @property
     def total(self) -> float:
@@ -185,6 +191,7 @@ class StepTime:
             + self.pp_bubble
             + self.dp_comm
             + self.optimizer
+            + self.offload
         )
 
     def parts(self) -> dict[str, float]:
@@ -197,6 +204,7 @@ class StepTime:
             "pp_bubble": self.pp_bubble,
             "dp_comm": self.dp_comm,
             "optimizer": self.optimizer,
+            "offload": self.offload,
         }
 
 
@@ -221,7 +229,37 @@ tensor (2), write its FP8 copy (1) and the transposed FP8 copy Hopper's FP8 GEMM
 other pass (1); amax and scale are fused into the same kernel (Transformer Engine docs, "Using FP8
 with Transformer Engine": per-tensor scaling, delayed/current scaling recipes). Forward casts the
 activation input of every GEMM, backward the output gradient; weights are cast once per step
-(``fp8_weight_caching`` across micro-batches), which is not itemised."""
+(``fp8_weight_caching`` across micro-batches), which is not itemised. This is the ``delayed`` recipe (the scale is
+last step's, so amax is a by-product of the cast); the other recipes move more (FP8_RECIPE_CAST_BYTES)."""
+FP8_RECIPE_CAST_BYTES: dict[str, float] = {
+    FP8_DELAYED: FP8_CAST_BYTES,
+    FP8_TENSORWISE: FP8_CAST_BYTES + ACT,
+    FP8_MXFP8: FP8_CAST_BYTES + 2 / 32,
+    FP8_BLOCKWISE: FP8_CAST_BYTES + 2 * 4 / 128,
+}
+"""HBM bytes per element of one FP8 operand cast, by Transformer Engine recipe (the quantizers of
+transformer_engine/pytorch/csrc/quantizer.cpp, TE 2.x):
+
+* ``delayed``: FP8_CAST_BYTES, amax fused into the cast.
+* ``tensorwise`` (current scaling): ``Float8CurrentScalingQuantizer::quantize_impl`` runs
+  ``nvte_compute_amax`` over the BF16 input first, then the scale, then ``nvte_quantize_v2`` ("compute scale cannot
+  be fused with quantize kernel"): the input is read twice, + 2 bytes an element.
+* ``mxfp8``: one kernel computes each 32-element block's E8M0 scale as it casts; the row-wise and column-wise copies
+  are quantized apart (MX scales run along one dimension), each with a 1-byte scale per 32 elements: + 2/32.
+* ``blockwise`` (``Float8BlockQuantizer``, 1 x 128 tiles): the same one kernel, an fp32 scale per 128 elements for
+  each of the two copies: + 8/128.
+
+Which GEMMs run in FP8 is the same for all four: every linear layer's, the attention core and the output layer in
+BF16 (Megatron-core's TE layers; perf._attention_time and ``logits_forward`` are priced at BF16). The block-scaled
+recipes' GEMMs are priced at the FP8 GEMM efficiency too: no published paired measurement of their GEMM speed
+against tensor scaling on one chip was found."""
+AMAX_REDUCTIONS_PER_PASS = 2
+"""Current scaling under sequence parallelism all-reduces each sequence-sharded operand's amax over the TP group
+before casting, and waits for it (quantize_impl: ``amax_reduction_group->allreduce(...)->wait()``): Transformer
+Engine sets ``with_amax_reduction`` on the input quantizer of the column-parallel GEMMs (QKV in ``Linear``, FC1 in
+``LayerNormMLP``) and on the output-gradient quantizer of the row-parallel ones (projection, FC2)
+(``_customize_quantizers_float8_current_scaling``, transformer_engine/pytorch/module/linear.py and
+layernorm_mlp.py): two latency-bound collectives a layer in each pass."""
 
 
 def _layer_shapes(model: ModelSpec, tokens: float, tp: int, ep: int) -> list[tuple[float, float, float, float]]:
@@ -256,16 +294,39 @@ def _layer_shapes(model: ModelSpec, tokens: float, tp: int, ep: int) -> list[tup
 
 @lru_cache(maxsize=65536)
 def _layer_gemms(
-    model: ModelSpec, tokens: float, tp: int, ep: int, peak: float, hbm: float, sms: int, fp8: bool
+    model: ModelSpec,
+    tokens: float,
+    tp: int,
+    ep: int,
+    peak: float,
+    hbm: float,
+    sms: int,
+    fp8: bool,
+    cast_bytes: float = FP8_CAST_BYTES,
 ) -> tuple[float, float]:
     """(GEMM seconds, FP8 cast seconds) of one layer's forward on one rank. The backward runs two
-    GEMMs per forward GEMM and casts each output gradient once (FP8_CAST_BYTES)."""
+    GEMMs per forward GEMM and casts each output gradient once (``cast_bytes``: FP8_RECIPE_CAST_BYTES)."""
     gemms = casts = 0.0
     for count, m, n, k in _layer_shapes(model, tokens, tp, ep):
         gemms += count * _gemm(m, n, k, peak, hbm, sms, 1 if fp8 else ACT)
         if fp8:
-            casts += count * FP8_CAST_BYTES * m * k / hbm
+            casts += count * cast_bytes * m * k / hbm
     return gemms, casts
+
+
+def check_fp8_recipe(fleet: Fleet, training: TrainingSpec) -> None:
+    """MXFP8 needs Blackwell's block-scaled tensor cores: Transformer Engine's ``MXFP8BlockScaling`` is refused
+    below compute capability 10.0 (``check_mxfp8_support``, transformer_engine/pytorch/fp8.py), and Megatron-core's
+    own tests skip ``fp8-mxfp8`` on Hopper."""
+    recipe = training.software.fp8_recipe
+    if training.precision == FP8 and recipe == FP8_MXFP8 and fleet.generation not in MXFP8_GENERATIONS:
+        raise PlanError(
+            f"--fp8-recipe {FP8_MXFP8} runs on Blackwell (b200) only, not {fleet.generation}; "
+            f"use --fp8-recipe {FP8_DELAYED} or {FP8_TENSORWISE}"
+        )
+
+
+MXFP8_GENERATIONS = ("b200",)
 
 
 @lru_cache(maxsize=1024)
@@ -331,6 +392,7 @@ class _MicroBatch:
     cp: float
     ep: float
     p2p: float
+    offload: float = 0.0
 
     @property
     def busy(self) -> float:
@@ -338,7 +400,7 @@ class _MicroBatch:
 
     @property
     def total(self) -> float:
-        return self.busy + self.tp + self.cp + self.ep + self.p2p
+        return self.busy + self.tp + self.cp + self.ep + self.p2p + self.offload
 
 
 @dataclass(frozen=True)
@@ -370,12 +432,15 @@ def _layer_costs(
     hbm = fleet.rank_hbm_bytes_per_s * eff.hbm
     sms = SMS.get(fleet.generation, 0)
 
-    gemms, casts = _layer_gemms(model, tokens, p.tp, p.ep, peak, hbm, sms, fp8)
+    cast_bytes = FP8_RECIPE_CAST_BYTES[training.software.fp8_recipe]
+    gemms, casts = _layer_gemms(model, tokens, p.tp, p.ep, peak, hbm, sms, fp8, cast_bytes)
     output_grad_casts = 0.0
     if fp8:  # the output gradient of each GEMM is cast once: n-wide where the input was k-wide
-        output_grad_casts = sum(
-            c * FP8_CAST_BYTES * m * n / hbm for c, m, n, _ in _layer_shapes(model, tokens, p.tp, p.ep)
-        )
+        output_grad_casts = sum(c * cast_bytes * m * n / hbm for c, m, n, _ in _layer_shapes(model, tokens, p.tp, p.ep))
+        if training.software.fp8_recipe == FP8_TENSORWISE and p.sequence_parallel and p.tp > 1:
+            amax = AMAX_REDUCTIONS_PER_PASS * comm.all_reduce(links, 4.0, p.tp, 1)  # one fp32 amax each
+            casts += amax
+            output_grad_casts += amax
     lora = 0.0
     if training.is_lora:
         lora = 2 * tokens * sum(lora_params_per_layer(model, training.lora_rank, model.top_k)) / p.tp / peak
@@ -409,16 +474,22 @@ def _micro_batch_time(
     layers: int,
     logits: bool,
     costs: _LayerCosts | None = None,
+    bf16_layers: int = 0,
+    bf16_costs: _LayerCosts | None = None,
 ) -> _MicroBatch:
+    """``bf16_layers`` of the ``layers`` run their GEMMs in BF16 under an FP8 plan (``Software.fp8_bf16_layers``):
+    priced with the BF16 layer costs (``bf16_costs``), the rest with ``costs``."""
     c = costs or _layer_costs(model, fleet, training, p, eff, links)
     tokens, h = c.tokens, model.hidden
-    layer_recompute = {
-        NONE: 0.0,
-        SELECTIVE: c.attention_forward,
-        FULL: c.forward,
-        SELECTIVE_OP: c.op_sac_recompute,
-        EVERY_SECOND_BLOCK: c.forward / 2,
-    }[p.recompute]
+
+    layers_forward, layers_backward = layers * c.forward, layers * c.backward
+    layers_recompute = layers * _recompute_of(c, p.recompute)
+    k = min(bf16_layers, layers)
+    if k:
+        b = bf16_costs or _layer_costs(model, fleet, bf16_training(training), p, eff, links)
+        layers_forward += k * (b.forward - c.forward)
+        layers_backward += k * (b.backward - c.backward)
+        layers_recompute += k * (_recompute_of(b, p.recompute) - _recompute_of(c, p.recompute))
     logits_forward = c.logits_forward if logits else 0.0
     logits_backward = logits_forward * (1 if training.is_lora else 2)
 
@@ -444,15 +515,64 @@ def _micro_batch_time(
     if p.pp > 1:
         same_node = p.tp * p.cp * p.dp * p.pp <= fleet.ranks_per_node
         p2p = 2 * p.vpp * comm.send_recv(links, ACT * tokens * h / p.tp, same_node)
+    offload = 0.0
+    offloaded = offloaded_layers(training, layers) if training.software.activation_offload_layers else 0
+    if offloaded:
+        copy = stored_per_layer(model, p, training) / (eff.host_link_gbytes_per_s * 1e9)
+        offload = offload_exposed(offloaded, copy, layers_forward) + offload_exposed(offloaded, copy, layers_backward)
     return _MicroBatch(
-        layers * c.forward + logits_forward,
-        layers * c.backward + logits_backward,
-        layers * layer_recompute,
+        layers_forward + logits_forward,
+        layers_backward + logits_backward,
+        layers_recompute,
         tp,
         cp,
         ep,
         p2p,
+        offload,
     )
+
+
+def _recompute_of(costs: _LayerCosts, recompute: str) -> float:
+    """Seconds one layer's recomputation repeats per micro-batch under ``recompute``."""
+    if recompute == NONE:
+        return 0.0
+    if recompute == SELECTIVE:
+        return costs.attention_forward
+    if recompute == FULL:
+        return costs.forward
+    if recompute == SELECTIVE_OP:
+        return costs.op_sac_recompute
+    return costs.forward / 2  # EVERY_SECOND_BLOCK
+
+
+def offload_exposed(layers: int, copy: float, passed: float) -> float:
+    """Seconds of ``layers`` offloaded layers' host copies (``copy`` seconds each, device-to-host in the forward,
+    back in the backward) that a pass of ``passed`` seconds over the stage does not hide: ``max(0, layers x copy -
+    passed)``. Transformer Engine's ``AsyncDoubleBufferGroupOffloadHandler`` (transformer_engine/pytorch/
+    cpu_offload.py) copies on its own d2h/h2d streams, spreads the offloaded groups' windows evenly over the model's
+    layers (``layer_window_map``) and prefetches the reload a group ahead; its docstring: "D2h and h2d copying are
+    completely hidden behind computation if computation time of a layer is longer than host-device communication
+    time". The copies queue on one stream, so the bound is the whole pass; what exceeds it waits on the stream.
+    PCIe at ``Efficiency.host_link_gbytes_per_s`` (uncalibrated)."""
+    return max(0.0, layers * copy - passed)
+
+
+def bf16_training(training: TrainingSpec) -> TrainingSpec:
+    """The same training in BF16: what a layer kept in BF16 under an FP8 plan costs."""
+    return replace(training, precision=BF16)
+
+
+def bf16_end_layers(training: TrainingSpec, p: ParallelConfig, layers: int, ends: int) -> int:
+    """Of a stage's ``layers``, those kept in BF16 (``Software.fp8_bf16_layers`` N at each end of the model, Megatron-
+    core ``--num-layers-at-start-in-bf16`` / ``--num-layers-at-end-in-bf16``): ``ends`` = the model's ends the stage
+    holds (both at PP 1, one on the first and last stage). With interleaving the end layers are in the stage's
+    first (last) chunk of layers / vpp; an N past a chunk spills to the next stages, which are not followed (NVIDIA's
+    recipes keep 1-2)."""
+    n = training.software.fp8_bf16_layers if training.precision == FP8 else 0
+    if not n or not ends:
+        return 0
+    chunk = layers if p.pp == 1 else max(layers // p.vpp, 1)
+    return min(ends * min(n, chunk), layers)
 
 
 def _attention_time(
@@ -539,30 +659,44 @@ def step_time(
     """``cache`` (one dict per model, fleet, training and efficiency, e.g. one search) reuses
     micro-batch times across layouts that differ only in ZeRO stage or offload."""
     eff = eff or efficiency_for(fleet)
+    check_fp8_recipe(fleet, training)
     links = comm.Links.of(fleet, eff.intra_node, eff.network)
     m = p.grad_accum(training)
     edge, full = p.stage_layers(model.layers)
     last_layers = full if p.pp == 1 else edge
 
-    def micro_batch(layers: int, logits: bool) -> _MicroBatch:
+    def micro_batch(layers: int, logits: bool, bf16: int = 0) -> _MicroBatch:
         if cache is None:
-            return _micro_batch_time(model, fleet, training, p, eff, links, layers, logits)
+            return _micro_batch_time(model, fleet, training, p, eff, links, layers, logits, None, bf16)
         # Everything _micro_batch_time reads: pp and dp only through "pipelined" and "same node".
         pipelined = p.pp > 1
         same_node = p.tp * p.cp * p.dp * p.pp <= fleet.ranks_per_node
         shape: tuple[object, ...] = (p.tp, p.cp, p.ep, p.micro_batch, p.sequence_parallel)
-        key = (*shape, p.vpp, p.recompute, layers, logits, pipelined, same_node)
+        key = (*shape, p.vpp, p.recompute, layers, logits, pipelined, same_node, bf16)
         found = cache.get(key)
         if found is None:
             costs = cache.get(shape)
             if costs is None:
                 costs = cache[shape] = _layer_costs(model, fleet, training, p, eff, links)
-            found = cache[key] = _micro_batch_time(model, fleet, training, p, eff, links, layers, logits, costs)
+            bf16_costs = None
+            if bf16:
+                bf16_shape = (*shape, BF16)
+                bf16_costs = cache.get(bf16_shape)
+                if bf16_costs is None:
+                    bf16_costs = cache[bf16_shape] = _layer_costs(model, fleet, bf16_training(training), p, eff, links)
+            found = cache[key] = _micro_batch_time(
+                model, fleet, training, p, eff, links, layers, logits, costs, bf16, bf16_costs
+            )
         return found
 
-    stages = [micro_batch(last_layers, True)]
+    # The stages that can be slowest: the last (logits), a full middle one, and under FP8 with BF16 end layers the
+    # first (its BF16 layers can outweigh the last stage's logits).
+    stages = [micro_batch(last_layers, True, bf16_end_layers(training, p, last_layers, 2 if p.pp == 1 else 1))]
     if p.pp > 1:
         stages.append(micro_batch(full, False))
+        first_bf16 = bf16_end_layers(training, p, edge, 1)
+        if first_bf16:
+            stages.append(micro_batch(edge, False, first_bf16))
     slowest = max(stages, key=lambda t: t.total)
     # 1F1B: p - 1 stage-times of warm-up and cool-down; interleaved: chunks of 1/v of a stage.
     bubble_micro_batches = (p.pp - 1) / p.vpp
@@ -712,4 +846,5 @@ def step_time(
         pp_bubble=bubble_micro_batches * slowest.total,
         dp_comm=dp,
         optimizer=optimizer,
+        offload=m * slowest.offload,
     )

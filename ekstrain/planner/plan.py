@@ -15,6 +15,7 @@ from ekstrain.planner.memory import (
     WEIGHT_BYTES,
     MemoryBreakdown,
     lora_params_per_layer,
+    within_headroom,
     worst_stage_memory,
 )
 from ekstrain.planner.models import ModelSpec
@@ -130,7 +131,7 @@ class Plan:
     @property
     def within_headroom(self) -> bool:
         """Fits with the headroom search ranks by (memory.HEADROOM): the same rule in search and evaluate."""
-        return self.memory_used <= HEADROOM
+        return within_headroom(self.memory.total, self.fleet.rank_memory_bytes)
 
     @property
     def step_time_s(self) -> float:
@@ -186,7 +187,7 @@ class Plan:
         share = {k: v / total for k, v in self.time.parts().items()}
         found: list[tuple[float, str]] = []
         used = self.memory_used
-        if used > MEMORY_LIMIT:
+        if not self.within_headroom:
             found.append(
                 (used, f"memory: {used:.0%} of HBM used ({self.memory.stage}), above the {HEADROOM:.0%} headroom")
             )

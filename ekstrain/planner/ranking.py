@@ -24,7 +24,7 @@ import heapq
 from dataclasses import replace
 from math import floor, log
 
-from ekstrain.planner.memory import HEADROOM
+from ekstrain.planner.memory import HEADROOM, within_headroom
 from ekstrain.planner.parallel import FULL, NONE, SELECTIVE
 from ekstrain.planner.plan import Plan
 
@@ -57,7 +57,7 @@ def rank(plans: list[Plan], top: int | None = None) -> list[Plan]:
     def key(plan: Plan) -> tuple[float, ...]:
         p, step, total = plan.parallel, plan.step_time_s, plan.memory.total
         return (
-            float(total / plan.fleet.rank_memory_bytes > HEADROOM),
+            float(not within_headroom(total, plan.fleet.rank_memory_bytes)),
             float(p.cp > 1 and not cp_needed),
             float(floor(log(step / fastest) / log(1 + TIE))),
             float(p.cp),
@@ -80,8 +80,8 @@ def _cp_needed(plans: list[Plan]) -> bool:
     when the best such plan is more than CP_WORTH slower than the best CP plan."""
     if plans[0].training.seq_len >= CP_MIN_SEQ:
         return True
-    without = [p.step_time_s for p in plans if p.cp == 1 and _used(p) <= HEADROOM]
-    with_cp = [p.step_time_s for p in plans if p.cp > 1 and _used(p) <= HEADROOM]
+    without = [p.step_time_s for p in plans if p.cp == 1 and p.within_headroom]
+    with_cp = [p.step_time_s for p in plans if p.cp > 1 and p.within_headroom]
     return not without or (bool(with_cp) and min(without) > (1 + CP_WORTH) * min(with_cp))
 
 
@@ -92,7 +92,7 @@ def _why_not_first(plan: Plan, best: Plan, cp_needed: bool) -> list[str]:
         reasons.append(f"+{slower:.1%} step time")
     elif slower <= -0.0005:
         reasons.append(f"{slower:.1%} step time")
-    if _used(plan) > HEADROOM:
+    if not plan.within_headroom:
         reasons.append(f"{_used(plan):.0%} of HBM (> {HEADROOM:.0%})")
     if plan.cp > 1 and not cp_needed:
         reasons.append(f"CP{plan.cp} not needed at {plan.training.seq_len} tokens")

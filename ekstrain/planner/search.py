@@ -22,9 +22,9 @@ from ekstrain.facts import catalog
 from ekstrain.planner import frameworks, inputs
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import Fleet
-from ekstrain.planner.memory import HEADROOM, MemoryBreakdown, worst_stage_memory
+from ekstrain.planner.memory import MemoryBreakdown, within_headroom, worst_stage_memory
 from ekstrain.planner.models import ModelSpec
-from ekstrain.planner.parallel import FULL, RECOMPUTE_MODES, SELECTIVE, ZERO_STAGES, ParallelConfig
+from ekstrain.planner.parallel import FULL, NONE, RECOMPUTE_MODES, SELECTIVE, ZERO_STAGES, ParallelConfig
 from ekstrain.planner.perf import Efficiency, efficiency_for, step_flops, step_time
 from ekstrain.planner.plan import Plan
 from ekstrain.planner.ranking import rank
@@ -110,8 +110,23 @@ def _valid(parallel: ParallelConfig, model: ModelSpec, fleet: Fleet, training: T
 def _unlaunchable(parallel: ParallelConfig, training: TrainingSpec) -> bool:
     """A layout the framework's launcher refuses: DeepSpeed's PipelineEngine asserts ZeRO stage < 2
     ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism", deepspeed/runtime/pipe/engine.py),
-    so its best plan must not be one."""
+    so its best plan must not be one. Megatron-core offloads activations (``--cpu-offloading-num-layers``) only
+    without pipeline parallelism (TransformerConfig's check; emit.py refuses it the same way)."""
+    if training.framework == MEGATRON and training.software.activation_offload_layers and parallel.pp > 1:
+        return True
     return training.framework == DEEPSPEED and parallel.pp > 1 and parallel.zero >= 2
+
+
+def _offload_launchable(recompute: str, training: TrainingSpec) -> bool:
+    """Recompute modes the launcher takes with activation offload: Megatron-core none (TransformerConfig refuses
+    offload with recompute), DeepSpeed any but none (it offloads checkpoints: ``cpu_checkpointing``)."""
+    if not training.software.activation_offload_layers:
+        return True
+    if training.framework == MEGATRON:
+        return recompute == NONE
+    if training.framework == DEEPSPEED:
+        return recompute != NONE
+    return True
 
 
 def candidate_layouts(
@@ -134,7 +149,11 @@ def candidate_layouts(
     last yielded, which ends a recompute mode's larger micro-batches (MICRO_BATCH_HOPELESS)."""
     n, capacity = fleet.ranks, fleet.rank_memory_bytes
     dominated_from = LOWER_STAGE_FIRST.get(training.framework, 3)
-    modes = [r for r in recompute_modes if not (r == SELECTIVE and training.flash_attention)]
+    modes = [
+        r
+        for r in recompute_modes
+        if not (r == SELECTIVE and training.flash_attention) and _offload_launchable(r, training)
+    ]
     zero_options = [(z, False) for z in zero_stages] + (
         [(z, True) for z in zero_stages if z >= 1] if allow_offload else []
     )
@@ -190,7 +209,7 @@ def candidate_layouts(
                                 lean_memory,
                                 priced,
                             ):
-                                if zero < 3 and not offload and memory.total <= HEADROOM * capacity:
+                                if zero < 3 and not offload and within_headroom(memory.total, capacity):
                                     # a stage below ZeRO-3 covering the pair makes ZeRO-3 (and Megatron's
                                     # ZeRO-2 over its ZeRO-1) only more traffic
                                     covered.add((candidate.micro_batch, candidate.recompute))
@@ -244,7 +263,7 @@ def _fitting_micro_batches(
                 memory = worst_stage_memory(model, candidate, training)
             if memory.total > capacity:
                 break  # larger micro-batches need more memory still
-            if memory.total <= HEADROOM * capacity:
+            if within_headroom(memory.total, capacity):
                 light_enough.add(micro_batch)
             # The rest of validate() was checked on ``lean``; what the micro-batch changes is
             # interleaving's rule that micro-batches per step divide by pp.
@@ -364,7 +383,7 @@ def search_specs(
     # The best step time within the headroom so far, overall and per (tp, cp): CP_HOPELESS below.
     best_overall = [float("inf")]
     best_at: dict[tuple[int, int], float] = {}
-    room = HEADROOM * fleet.rank_memory_bytes
+    capacity = fleet.rank_memory_bytes
 
     # The ``space.top`` fastest step times within the headroom so far (a max-heap of negatives): a TP degree whose
     # best got slower with CP and lies past the slowest of them, a tie's width aside, has no later CP degree that
@@ -417,7 +436,7 @@ def search_specs(
             time = step_time(model, fleet, training, parallel, eff, cache)
             priced.last = time.total
             plans.append(Plan(model, fleet, training, parallel, memory, time, flops[parallel.recompute]))
-            if memory.total <= room:
+            if within_headroom(memory.total, capacity):
                 key = (parallel.tp, parallel.cp)
                 best_at[key] = min(best_at.get(key, float("inf")), time.total)
                 best_overall[0] = min(best_overall[0], time.total)

@@ -33,12 +33,17 @@ class Software:
     """TP collectives overlapped with GEMMs (Megatron-core ``--tp-comm-overlap``, Transformer Engine userbuffers).
     None: on for the Megatron family (NVIDIA's recipes set it), off for FSDP, HSDP and DeepSpeed."""
     fp8_recipe: str = FP8_DELAYED
-    """Scaling recipe when the precision is FP8 (FP8_RECIPES; Megatron-core's default is ``delayed``)."""
+    """Scaling recipe when the precision is FP8 (FP8_RECIPES; Megatron-core's default is ``delayed``). Priced by
+    the HBM traffic of its casts and current scaling's TP amax all-reduces (perf.FP8_RECIPE_CAST_BYTES,
+    AMAX_REDUCTIONS_PER_PASS); ``mxfp8`` only on Blackwell (perf.check_fp8_recipe)."""
     fp8_bf16_layers: int = 0
     """Transformer layers kept in BF16 at each end of the model under FP8 (Megatron-core ``--first-last-layers-bf16
-    --num-layers-at-start-in-bf16 N --num-layers-at-end-in-bf16 N``); 0 = every layer's GEMMs in FP8."""
+    --num-layers-at-start-in-bf16 N --num-layers-at-end-in-bf16 N``); 0 = every layer's GEMMs in FP8. Priced with
+    the BF16 layer costs on the stages holding the ends (perf.bf16_end_layers)."""
     activation_offload_layers: int = 0
-    """Layers whose activations are offloaded to host memory (Megatron-core ``--cpu-offloading-num-layers``)."""
+    """Layers whose activations are offloaded to host memory (Megatron-core ``--cpu-offloading-num-layers``).
+    Priced: their stored activations leave the device (memory.offloaded_layers) and the host copies the pass cannot
+    hide are exposed (perf.offload_exposed)."""
     eager: bool = False
     """The model runs in eager PyTorch without torch.compile (training.EAGER_PYTORCH: its elementwise kernels
     counted one by one); FSDP, HSDP and DeepSpeed scripts only (Megatron and NxD run their own fused code)."""
