@@ -528,21 +528,18 @@ def zero3_tensors_per_layer(model: ModelSpec) -> int:
 --grad-reduce-in-bf16), FSDP2's reduce_dtype=fp32 likewise; DeepSpeed reduces bf16/fp16 gradients."""
 
 
-def step_time(
+def _slowest_stage(
     model: ModelSpec,
     fleet: Fleet,
     training: TrainingSpec,
     p: ParallelConfig,
-    eff: Efficiency | None = None,
-    cache: dict[tuple[object, ...], Any] | None = None,
-) -> StepTime:
-    """``cache`` (one dict per model, fleet, training and efficiency, e.g. one search) reuses
-    micro-batch times across layouts that differ only in ZeRO stage or offload."""
-    eff = eff or efficiency_for(fleet)
-    links = comm.Links.of(fleet, eff.intra_node, eff.network)
-    m = p.grad_accum(training)
+    eff: Efficiency,
+    links: Links,
+    cache: dict[tuple[object, ...], Any] | None,
+) -> _MicroBatch:
+    """One micro-batch of the slowest pipeline stage (the last, with the logits, or a full middle one). ``cache``
+    reuses micro-batch times across layouts that differ only in ZeRO stage or offload."""
     edge, full = p.stage_layers(model.layers)
-    last_layers = full if p.pp == 1 else edge
 
     def micro_batch(layers: int, logits: bool) -> _MicroBatch:
         if cache is None:
@@ -560,10 +557,44 @@ def step_time(
             found = cache[key] = _micro_batch_time(model, fleet, training, p, eff, links, layers, logits, costs)
         return found
 
-    stages = [micro_batch(last_layers, True)]
-    if p.pp > 1:
-        stages.append(micro_batch(full, False))
-    slowest = max(stages, key=lambda t: t.total)
+    last = micro_batch(full if p.pp == 1 else edge, True)
+    if p.pp == 1:
+        return last
+    middle = micro_batch(full, False)
+    return middle if middle.total > last.total else last
+
+
+def pipeline_floor(
+    model: ModelSpec,
+    fleet: Fleet,
+    training: TrainingSpec,
+    p: ParallelConfig,
+    eff: Efficiency,
+    cache: dict[tuple[object, ...], Any] | None = None,
+) -> float:
+    """A floor under ``step_time(...).total`` of ``p`` at every ZeRO stage and offload: the slowest stage's
+    micro-batches and the pipeline bubble, (m + (p - 1)/v) x its micro-batch time. The step adds data-parallel
+    traffic and the optimizer step, both >= 0, and neither enters a micro-batch. The search prunes with it."""
+    slowest = _slowest_stage(model, fleet, training, p, eff, comm.Links.of(fleet, eff.intra_node, eff.network), cache)
+    return (p.grad_accum(training) + (p.pp - 1) / p.vpp) * slowest.total
+
+
+def step_time(
+    model: ModelSpec,
+    fleet: Fleet,
+    training: TrainingSpec,
+    p: ParallelConfig,
+    eff: Efficiency | None = None,
+    cache: dict[tuple[object, ...], Any] | None = None,
+) -> StepTime:
+    """``cache`` (one dict per model, fleet, training and efficiency, e.g. one search) reuses
+    micro-batch times across layouts that differ only in ZeRO stage or offload."""
+    eff = eff or efficiency_for(fleet)
+    links = comm.Links.of(fleet, eff.intra_node, eff.network)
+    m = p.grad_accum(training)
+    edge, full = p.stage_layers(model.layers)
+    last_layers = full if p.pp == 1 else edge
+    slowest = _slowest_stage(model, fleet, training, p, eff, links, cache)
     # 1F1B: p - 1 stage-times of warm-up and cool-down; interleaved: chunks of 1/v of a stage.
     bubble_micro_batches = (p.pp - 1) / p.vpp
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from math import gcd, isqrt
 from typing import Any
@@ -24,8 +24,8 @@ from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import Fleet
 from ekstrain.planner.memory import HEADROOM, MemoryBreakdown, worst_stage_memory
 from ekstrain.planner.models import ModelSpec
-from ekstrain.planner.parallel import FULL, RECOMPUTE_MODES, SELECTIVE, ZERO_STAGES, ParallelConfig
-from ekstrain.planner.perf import Efficiency, efficiency_for, step_flops, step_time
+from ekstrain.planner.parallel import FULL, NONE, RECOMPUTE_MODES, SELECTIVE, ZERO_STAGES, ParallelConfig
+from ekstrain.planner.perf import Efficiency, efficiency_for, pipeline_floor, step_flops, step_time
 from ekstrain.planner.plan import Plan
 from ekstrain.planner.ranking import rank
 from ekstrain.planner.software import DEFAULT_SOFTWARE, Software
@@ -68,6 +68,19 @@ micro-batches m) and data-parallel traffic exposed behind a shorter backward, wh
 efficient as they get, so the step does not get faster again. ``test_cp_pruning_keeps_the_top_ten`` checks it."""
 
 
+FLOOR_BOUND = "floor bound"
+"""A layout block (tp, cp, pp, dp, ep, vpp) is skipped, every ZeRO stage, recompute mode and micro-batch of it, when
+perf.pipeline_floor (the slowest stage's micro-batches and bubble, a floor under the step at any ZeRO stage) of each
+of its (micro-batch, recompute) pairs is past the ``top`` bound of its CP class (TOP_MARGIN) and no lower than the
+best plan within the headroom of its (tp, cp) so far. Each of its plans would then be slower than ``top`` plans
+within the headroom by more than a tie (ranking.TIE) with a key no larger in the ranking's first two rules, so it
+is not returned; not the fastest plan, nor the fastest of its CP class (ranking._cp_needed unchanged); not among the
+leaders, nor the best of its (tp, cp) (CP_HOPELESS unchanged); and what the block's own micro-batch and ZeRO rules
+learn stays inside the block. So the result is that of pricing the block, exactly (``test_floor_bound``)."""
+FLOOR_SLACK = 1e-9
+"""The floor is a product where the step is a sum: rounding may put it an ulp above the step."""
+
+
 FLOOR_RULE = "floor"
 """Within one layout (degrees and ZeRO stage), a micro-batch is not priced under a heavier recompute mode when the
 same micro-batch under a lighter one (the same traffic, fewer FLOPs) was already past the ``top`` bound
@@ -84,6 +97,9 @@ class Priced:
     bound: Callable[[bool], float]
     """bound(cp_1): the bound for a plan of CP 1 (True) or of CP > 1 (False)."""
     last: float = float("inf")
+    hopeless: Callable[[ParallelConfig, list[str], list[int]], bool] | None = None
+    """hopeless(block, recompute modes, micro-batches): whether no plan of a layout block (its degrees, every ZeRO
+    stage, recompute mode and micro-batch) can change the search's result (FLOOR_BOUND); None: never."""
 
 
 _SPECS: dict[TrainingSpec, TrainingSpec] = {}
@@ -154,8 +170,19 @@ def candidate_layouts(
                     continue  # tp, cp or pp does not divide the model: no ep/vpp/zero variant will
                 _, full = base.stage_layers(model.layers)
                 vpp_options = divisors(full) if pp > 1 else (1,)
+                per_replica = training.global_batch // dp
                 for ep in ep_options:
                     for vpp in vpp_options:
+                        if priced is not None and priced.hopeless is not None:
+                            block = replace(base, ep=ep, vpp=vpp, recompute=NONE)
+                            micro_batches = [
+                                b
+                                for b in divisors(per_replica)
+                                if (max_micro_batch is None or b <= max_micro_batch)
+                                and (vpp == 1 or (per_replica // b) % pp == 0)
+                            ]
+                            if priced.hopeless(block, modes, micro_batches):
+                                continue  # FLOOR_BOUND: every plan of the block is slower than the bound
                         # (micro-batch, recompute) pairs that fit within the headroom at a lower,
                         # non-offloaded ZeRO stage: ZeRO-3 or offload there would only add traffic.
                         covered: set[tuple[int, str]] = set()
@@ -394,7 +421,22 @@ def search_specs(
         elif time < -heap[0]:
             heapq.heapreplace(heap, -time)
 
-    priced = Priced(top_bound)
+    def hopeless(block: ParallelConfig, modes: list[str], micro_batches: list[int]) -> bool:
+        # FLOOR_BOUND: every plan of the block (any ZeRO stage, offload, recompute mode, micro-batch) is past the
+        # bound of its CP class and no faster than the best plan within the headroom of its (tp, cp) so far.
+        bound = top_bound(block.cp == 1)
+        best = best_at.get((block.tp, block.cp))
+        if best is None or bound == float("inf"):
+            return False
+        for micro_batch in micro_batches:
+            for recompute in modes:
+                candidate = replace(block, micro_batch=micro_batch, recompute=recompute)
+                floor = pipeline_floor(model, fleet, training, candidate, eff, cache) * (1 - FLOOR_SLACK)
+                if floor <= bound or floor < best:
+                    return False
+        return True
+
+    priced = Priced(top_bound, hopeless=hopeless)
     passes: list[tuple[int, ...] | None] = [None]
     if space.cross_node_tp and not neuron:
         passes.append(cross_node_tp_degrees(model, fleet))
