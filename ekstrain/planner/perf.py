@@ -572,9 +572,11 @@ def pipeline_floor(
     eff: Efficiency,
     cache: dict[tuple[object, ...], Any] | None = None,
 ) -> float:
-    """A floor under ``step_time(...).total`` of ``p`` at every ZeRO stage and offload: the slowest stage's
-    micro-batches and the pipeline bubble, (m + (p - 1)/v) x its micro-batch time. The step adds data-parallel
-    traffic and the optimizer step, both >= 0, and neither enters a micro-batch. The search prunes with it."""
+    """A floor under ``step_time(...).total`` of ``p`` at every ZeRO stage and offload, and of the same layout under
+    any recompute mode when ``p`` recomputes nothing: the slowest stage's micro-batches and the pipeline bubble,
+    (m + (p - 1)/v) x its micro-batch time. The step adds data-parallel traffic and the optimizer step, both >= 0,
+    and neither enters a micro-batch; recomputation only adds to a micro-batch (the recomputed forward, a third
+    pass of TP, CP and EP traffic). The search prunes with it (search.FLOOR_BOUND); test_search_floor checks it."""
     slowest = _slowest_stage(model, fleet, training, p, eff, comm.Links.of(fleet, eff.intra_node, eff.network), cache)
     return (p.grad_accum(training) + (p.pp - 1) / p.vpp) * slowest.total
 

@@ -24,7 +24,7 @@ from ekstrain.planner.errors import PlanError
 from ekstrain.planner.fleet import Fleet
 from ekstrain.planner.memory import HEADROOM, MemoryBreakdown, worst_stage_memory
 from ekstrain.planner.models import ModelSpec
-from ekstrain.planner.parallel import FULL, NONE, RECOMPUTE_MODES, SELECTIVE, ZERO_STAGES, ParallelConfig
+from ekstrain.planner.parallel import FULL, RECOMPUTE_MODES, SELECTIVE, ZERO_STAGES, ParallelConfig
 from ekstrain.planner.perf import Efficiency, efficiency_for, pipeline_floor, step_flops, step_time
 from ekstrain.planner.plan import Plan
 from ekstrain.planner.ranking import rank
@@ -97,8 +97,8 @@ class Priced:
     bound: Callable[[bool], float]
     """bound(cp_1): the bound for a plan of CP 1 (True) or of CP > 1 (False)."""
     last: float = float("inf")
-    hopeless: Callable[[ParallelConfig, list[str], list[int]], bool] | None = None
-    """hopeless(block, recompute modes, micro-batches): whether no plan of a layout block (its degrees, every ZeRO
+    hopeless: Callable[[ParallelConfig, list[int]], bool] | None = None
+    """hopeless(block, micro-batches): whether no plan of a layout block (its degrees, every ZeRO
     stage, recompute mode and micro-batch) can change the search's result (FLOOR_BOUND); None: never."""
 
 
@@ -174,14 +174,14 @@ def candidate_layouts(
                 for ep in ep_options:
                     for vpp in vpp_options:
                         if priced is not None and priced.hopeless is not None:
-                            block = replace(base, ep=ep, vpp=vpp, recompute=NONE)
+                            block = replace(base, ep=ep, vpp=vpp)
                             micro_batches = [
                                 b
                                 for b in divisors(per_replica)
                                 if (max_micro_batch is None or b <= max_micro_batch)
                                 and (vpp == 1 or (per_replica // b) % pp == 0)
                             ]
-                            if priced.hopeless(block, modes, micro_batches):
+                            if priced.hopeless(block, micro_batches):
                                 continue  # FLOOR_BOUND: every plan of the block is slower than the bound
                         # (micro-batch, recompute) pairs that fit within the headroom at a lower,
                         # non-offloaded ZeRO stage: ZeRO-3 or offload there would only add traffic.
@@ -421,7 +421,7 @@ def search_specs(
         elif time < -heap[0]:
             heapq.heapreplace(heap, -time)
 
-    def hopeless(block: ParallelConfig, modes: list[str], micro_batches: list[int]) -> bool:
+    def hopeless(block: ParallelConfig, micro_batches: list[int]) -> bool:
         # FLOOR_BOUND: every plan of the block (any ZeRO stage, offload, recompute mode, micro-batch) is past the
         # bound of its CP class and no faster than the best plan within the headroom of its (tp, cp) so far.
         bound = top_bound(block.cp == 1)
@@ -429,11 +429,19 @@ def search_specs(
         if best is None or bound == float("inf"):
             return False
         for micro_batch in micro_batches:
-            for recompute in modes:
-                candidate = replace(block, micro_batch=micro_batch, recompute=recompute)
-                floor = pipeline_floor(model, fleet, training, candidate, eff, cache) * (1 - FLOOR_SLACK)
-                if floor <= bound or floor < best:
-                    return False
+            candidate = ParallelConfig(
+                tp=block.tp,
+                pp=block.pp,
+                dp=block.dp,
+                micro_batch=micro_batch,
+                cp=block.cp,
+                ep=block.ep,
+                vpp=block.vpp,
+                sequence_parallel=block.sequence_parallel,
+            )  # no recompute: the floor of every recompute mode (perf.pipeline_floor)
+            floor = pipeline_floor(model, fleet, training, candidate, eff, cache) * (1 - FLOOR_SLACK)
+            if floor <= bound or floor < best:
+                return False
         return True
 
     priced = Priced(top_bound, hopeless=hopeless)
