@@ -574,11 +574,13 @@ def pipeline_floor(
 ) -> float:
     """A floor under ``step_time(...).total`` of ``p`` at every ZeRO stage and offload, and of the same layout under
     any recompute mode when ``p`` recomputes nothing: the slowest stage's micro-batches and the pipeline bubble,
-    (m + (p - 1)/v) x its micro-batch time. The step adds data-parallel traffic and the optimizer step, both >= 0,
-    and neither enters a micro-batch; recomputation only adds to a micro-batch (the recomputed forward, a third
+    (m + (p - 1)/v) x its micro-batch time, plus the per-step cost (step_overhead). The step adds data-parallel
+    traffic and the optimizer's update, both >= 0, and neither enters a micro-batch; recomputation only adds to a micro-batch (the recomputed forward, a third
     pass of TP, CP and EP traffic). The search prunes with it (search.FLOOR_BOUND); test_search_floor checks it."""
-    slowest = _slowest_stage(model, fleet, training, p, eff, comm.Links.of(fleet, eff.intra_node, eff.network), cache)
-    return (p.grad_accum(training) + (p.pp - 1) / p.vpp) * slowest.total
+    links = comm.Links.of(fleet, eff.intra_node, eff.network)
+    slowest = _slowest_stage(model, fleet, training, p, eff, links, cache)
+    per_step = step_overhead(eff, links, p.tp * p.pp * p.grad_reduce_ranks)
+    return (p.grad_accum(training) + (p.pp - 1) / p.vpp) * slowest.total + per_step
 
 
 def step_time(
