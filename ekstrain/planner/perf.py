@@ -528,6 +528,61 @@ def zero3_tensors_per_layer(model: ModelSpec) -> int:
 --grad-reduce-in-bf16), FSDP2's reduce_dtype=fp32 likewise; DeepSpeed reduces bf16/fp16 gradients."""
 
 
+def _shape_costs(
+    model: ModelSpec,
+    fleet: Fleet,
+    training: TrainingSpec,
+    p: ParallelConfig,
+    eff: Efficiency,
+    links: Links,
+    cache: dict[tuple[object, ...], Any],
+) -> _LayerCosts:
+    """The per-layer costs of ``p``'s (tp, cp, ep, micro-batch, sequence parallelism), once per ``cache``."""
+    shape: tuple[object, ...] = (p.tp, p.cp, p.ep, p.micro_batch, p.sequence_parallel)
+    costs = cache.get(shape)
+    if costs is None:
+        costs = cache[shape] = _layer_costs(model, fleet, training, p, eff, links)
+    return costs
+
+
+def _stage_micro_batch(
+    model: ModelSpec,
+    fleet: Fleet,
+    training: TrainingSpec,
+    p: ParallelConfig,
+    eff: Efficiency,
+    links: Links,
+    cache: dict[tuple[object, ...], Any] | None,
+    layers: int,
+    logits: bool,
+) -> _MicroBatch:
+    """One micro-batch of a stage of ``layers`` layers (``logits``: with the output layer). ``cache`` reuses
+    micro-batch times across layouts that differ only in ZeRO stage or offload."""
+    if cache is None:
+        return _micro_batch_time(model, fleet, training, p, eff, links, layers, logits)
+    # Everything _micro_batch_time reads: pp and dp only through "pipelined" and "same node".
+    pipelined = p.pp > 1
+    same_node = p.tp * p.cp * p.dp * p.pp <= fleet.ranks_per_node
+    key = (
+        p.tp,
+        p.cp,
+        p.ep,
+        p.micro_batch,
+        p.sequence_parallel,
+        p.vpp,
+        p.recompute,
+        layers,
+        logits,
+        pipelined,
+        same_node,
+    )
+    found = cache.get(key)
+    if found is None:
+        costs = _shape_costs(model, fleet, training, p, eff, links, cache)
+        found = cache[key] = _micro_batch_time(model, fleet, training, p, eff, links, layers, logits, costs)
+    return found
+
+
 def _slowest_stage(
     model: ModelSpec,
     fleet: Fleet,
@@ -537,30 +592,12 @@ def _slowest_stage(
     links: Links,
     cache: dict[tuple[object, ...], Any] | None,
 ) -> _MicroBatch:
-    """One micro-batch of the slowest pipeline stage (the last, with the logits, or a full middle one). ``cache``
-    reuses micro-batch times across layouts that differ only in ZeRO stage or offload."""
+    """One micro-batch of the slowest pipeline stage: the last (output layer) or a full middle one."""
     edge, full = p.stage_layers(model.layers)
-
-    def micro_batch(layers: int, logits: bool) -> _MicroBatch:
-        if cache is None:
-            return _micro_batch_time(model, fleet, training, p, eff, links, layers, logits)
-        # Everything _micro_batch_time reads: pp and dp only through "pipelined" and "same node".
-        pipelined = p.pp > 1
-        same_node = p.tp * p.cp * p.dp * p.pp <= fleet.ranks_per_node
-        shape: tuple[object, ...] = (p.tp, p.cp, p.ep, p.micro_batch, p.sequence_parallel)
-        key = (*shape, p.vpp, p.recompute, layers, logits, pipelined, same_node)
-        found = cache.get(key)
-        if found is None:
-            costs = cache.get(shape)
-            if costs is None:
-                costs = cache[shape] = _layer_costs(model, fleet, training, p, eff, links)
-            found = cache[key] = _micro_batch_time(model, fleet, training, p, eff, links, layers, logits, costs)
-        return found
-
-    last = micro_batch(full if p.pp == 1 else edge, True)
+    last = _stage_micro_batch(model, fleet, training, p, eff, links, cache, full if p.pp == 1 else edge, True)
     if p.pp == 1:
         return last
-    middle = micro_batch(full, False)
+    middle = _stage_micro_batch(model, fleet, training, p, eff, links, cache, full, False)
     return middle if middle.total > last.total else last
 
 
@@ -571,16 +608,35 @@ def pipeline_floor(
     p: ParallelConfig,
     eff: Efficiency,
     cache: dict[tuple[object, ...], Any] | None = None,
+    enough: float = float("inf"),
 ) -> float:
     """A floor under ``step_time(...).total`` of ``p`` at every ZeRO stage and offload, and of the same layout under
-    any recompute mode when ``p`` recomputes nothing: the slowest stage's micro-batches and the pipeline bubble,
-    (m + (p - 1)/v) x its micro-batch time, plus the per-step cost (step_overhead). The step adds data-parallel
-    traffic and the optimizer's update, both >= 0, and neither enters a micro-batch; recomputation only adds to a micro-batch (the recomputed forward, a third
-    pass of TP, CP and EP traffic). The search prunes with it (search.FLOOR_BOUND); test_search_floor checks it."""
+    any recompute mode when ``p`` recomputes nothing: (m + (p - 1)/v) micro-batches of the slowest stage (the
+    micro-batches and the pipeline bubble) plus the per-step cost (step_overhead). The step adds data-parallel
+    traffic and the optimizer's update, both >= 0, neither of which enters a micro-batch; recomputation only adds
+    to a micro-batch (the recomputed forward, a third pass of TP, CP and EP traffic). With ``cache``, cheaper
+    floors come first and the first above ``enough`` is returned: a full stage's layer compute alone, then that
+    stage's whole micro-batch, then the slowest stage's. The search prunes with it (search.FLOOR_BOUND);
+    tests/planner/test_search_floor.py checks it against the step."""
     links = comm.Links.of(fleet, eff.intra_node, eff.network)
-    slowest = _slowest_stage(model, fleet, training, p, eff, links, cache)
-    per_step = step_overhead(eff, links, p.tp * p.pp * p.grad_reduce_ranks)
-    return (p.grad_accum(training) + (p.pp - 1) / p.vpp) * slowest.total + per_step
+    world = p.tp * p.pp * p.grad_reduce_ranks
+    per_step = None if cache is None else cache.get(("step_overhead", world))
+    if per_step is None:
+        per_step = step_overhead(eff, links, world)
+        if cache is not None:
+            cache[("step_overhead", world)] = per_step
+    scale = p.grad_accum(training) + (p.pp - 1) / p.vpp
+    if cache is not None:
+        _, full = p.stage_layers(model.layers)
+        costs = _shape_costs(model, fleet, training, p, eff, links, cache)
+        floor = scale * full * (costs.forward + costs.backward) + per_step
+        if floor > enough:
+            return floor
+        # a full middle stage (with one stage: the only one, output layer included)
+        floor = scale * _stage_micro_batch(model, fleet, training, p, eff, links, cache, full, p.pp == 1).total
+        if floor + per_step > enough or p.pp == 1:
+            return floor + per_step
+    return scale * _slowest_stage(model, fleet, training, p, eff, links, cache).total + per_step
 
 
 def step_time(

@@ -439,7 +439,8 @@ def search_specs(
                 vpp=block.vpp,
                 sequence_parallel=block.sequence_parallel,
             )  # no recompute: the floor of every recompute mode (perf.pipeline_floor)
-            floor = pipeline_floor(model, fleet, training, candidate, eff, cache) * (1 - FLOOR_SLACK)
+            enough = max(bound, best) / (1 - FLOOR_SLACK)
+            floor = pipeline_floor(model, fleet, training, candidate, eff, cache, enough) * (1 - FLOOR_SLACK)
             if floor <= bound or floor < best:
                 return False
         return True
