@@ -69,14 +69,19 @@ efficient as they get, so the step does not get faster again. ``test_cp_pruning_
 
 
 FLOOR_BOUND = "floor bound"
-"""A layout block (tp, cp, pp, dp, ep, vpp) is skipped, every ZeRO stage, recompute mode and micro-batch of it, when
-perf.pipeline_floor (the slowest stage's micro-batches and bubble, a floor under the step at any ZeRO stage) of each
-of its (micro-batch, recompute) pairs is past the ``top`` bound of its CP class (TOP_MARGIN) and no lower than the
-best plan within the headroom of its (tp, cp) so far. Each of its plans would then be slower than ``top`` plans
-within the headroom by more than a tie (ranking.TIE) with a key no larger in the ranking's first two rules, so it
-is not returned; not the fastest plan, nor the fastest of its CP class (ranking._cp_needed unchanged); not among the
-leaders, nor the best of its (tp, cp) (CP_HOPELESS unchanged); and what the block's own micro-batch and ZeRO rules
-learn stays inside the block. So the result is that of pricing the block, exactly (``test_floor_bound``)."""
+"""A layout block (tp, cp, pp, dp, ep, vpp: every ZeRO stage, offload, recompute mode and micro-batch of it) is not
+priced when, for each micro-batch it may run, perf.pipeline_floor (the slowest stage's micro-batches and bubble plus
+the per-step cost, without recompute: a floor under the step at any ZeRO stage and recompute mode) is past the ``top``
+bound of its CP class (TOP_MARGIN: 5 % past the ``top``-th fastest plan within the headroom so far, CP 1 plans
+against CP 1 plans) and no lower than the best plan within the headroom of its (tp, cp) so far. Then each of its
+plans, within the headroom or not, has ``top`` plans within the headroom ranked before it: their key is no larger in
+the ranking's first two rules and they lie more than a tie (ranking.TIE, 2 %) faster, whatever the fastest plan the
+ties are counted from. It is not the fastest plan and cannot change ranking._cp_needed (a faster plan of its CP class is
+there, or a faster CP 1 plan within the headroom); it would not enter the leaders, nor lower the best of its (tp, cp)
+(CP_HOPELESS decides as before); and what its micro-batch and ZeRO rules learn (MICRO_BATCH_HOPELESS, FLOOR_RULE,
+the covered pairs) stays inside the block. The bounds only tighten as the search goes on. So the search returns
+what it returns with the block priced, plan for plan; tests/planner/test_search_floor.py compares it with the
+unpruned search."""
 FLOOR_SLACK = 1e-9
 """The floor is a product where the step is a sum: rounding may put it an ulp above the step."""
 
@@ -424,6 +429,7 @@ def search_specs(
     def hopeless(block: ParallelConfig, micro_batches: list[int]) -> bool:
         # FLOOR_BOUND: every plan of the block (any ZeRO stage, offload, recompute mode, micro-batch) is past the
         # bound of its CP class and no faster than the best plan within the headroom of its (tp, cp) so far.
+        # The floor's cheaper forms are enough once they pass both (perf.pipeline_floor's ``enough``).
         bound = top_bound(block.cp == 1)
         best = best_at.get((block.tp, block.cp))
         if best is None or bound == float("inf"):
