@@ -81,7 +81,9 @@ there, or a faster CP 1 plan within the headroom); it would not enter the leader
 (CP_HOPELESS decides as before); and what its micro-batch and ZeRO rules learn (MICRO_BATCH_HOPELESS, FLOOR_RULE,
 the covered pairs) stays inside the block. The bounds only tighten as the search goes on. So the search returns
 what it returns with the block priced, plan for plan; tests/planner/test_search_floor.py compares it with the
-unpruned search."""
+unpruned search. The same holds for a block's micro-batches past the largest one that is not past both bounds: the
+block is priced up to that one. Its rules walk micro-batches in increasing order and what a larger one teaches them
+(a memory break, a covered pair, a recompute floor) only bears on that micro-batch or larger ones."""
 FLOOR_SLACK = 1e-9
 """The floor is a product where the step is a sum: rounding may put it an ulp above the step."""
 
@@ -102,9 +104,10 @@ class Priced:
     bound: Callable[[bool], float]
     """bound(cp_1): the bound for a plan of CP 1 (True) or of CP > 1 (False)."""
     last: float = float("inf")
-    hopeless: Callable[[ParallelConfig, list[int]], bool] | None = None
-    """hopeless(block, micro-batches): whether no plan of a layout block (its degrees, every ZeRO
-    stage, recompute mode and micro-batch) can change the search's result (FLOOR_BOUND); None: never."""
+    alive_up_to: Callable[[ParallelConfig, list[int]], int | None] | None = None
+    """alive_up_to(block, micro-batches): the largest of a layout block's micro-batches (its degrees, at every ZeRO
+    stage and recompute mode) whose plans may change the search's result, 0 if none may (FLOOR_BOUND); None: no
+    bound yet."""
 
 
 _SPECS: dict[TrainingSpec, TrainingSpec] = {}
@@ -178,7 +181,8 @@ def candidate_layouts(
                 per_replica = training.global_batch // dp
                 for ep in ep_options:
                     for vpp in vpp_options:
-                        if priced is not None and priced.hopeless is not None:
+                        limit = max_micro_batch
+                        if priced is not None and priced.alive_up_to is not None:
                             block = replace(base, ep=ep, vpp=vpp)
                             micro_batches = [
                                 b
@@ -186,8 +190,11 @@ def candidate_layouts(
                                 if (max_micro_batch is None or b <= max_micro_batch)
                                 and (vpp == 1 or (per_replica // b) % pp == 0)
                             ]
-                            if priced.hopeless(block, micro_batches):
+                            cap = priced.alive_up_to(block, micro_batches)
+                            if cap == 0:
                                 continue  # FLOOR_BOUND: every plan of the block is slower than the bound
+                            if cap is not None:
+                                limit = cap  # FLOOR_BOUND: every plan of a larger micro-batch is
                         # (micro-batch, recompute) pairs that fit within the headroom at a lower,
                         # non-offloaded ZeRO stage: ZeRO-3 or offload there would only add traffic.
                         covered: set[tuple[int, str]] = set()
@@ -217,7 +224,7 @@ def candidate_layouts(
                                 training,
                                 lean,
                                 modes,
-                                max_micro_batch,
+                                limit,
                                 dominated,
                                 lean_memory,
                                 priced,
@@ -426,15 +433,16 @@ def search_specs(
         elif time < -heap[0]:
             heapq.heapreplace(heap, -time)
 
-    def hopeless(block: ParallelConfig, micro_batches: list[int]) -> bool:
-        # FLOOR_BOUND: every plan of the block (any ZeRO stage, offload, recompute mode, micro-batch) is past the
-        # bound of its CP class and no faster than the best plan within the headroom of its (tp, cp) so far.
-        # The floor's cheaper forms are enough once they pass both (perf.pipeline_floor's ``enough``).
+    def alive_up_to(block: ParallelConfig, micro_batches: list[int]) -> int | None:
+        # FLOOR_BOUND: the plans of a micro-batch (any ZeRO stage, offload, recompute mode) are past the bound of
+        # their CP class and no faster than the best plan within the headroom of their (tp, cp) so far. Larger
+        # micro-batches first: all of them past the bound skip the block, the largest not past it caps the block.
         bound = top_bound(block.cp == 1)
         best = best_at.get((block.tp, block.cp))
         if best is None or bound == float("inf"):
-            return False
-        for micro_batch in micro_batches:
+            return None
+        enough = max(bound, best) / (1 - FLOOR_SLACK)  # the floor's cheaper forms are enough past this
+        for micro_batch in reversed(micro_batches):
             candidate = ParallelConfig(
                 tp=block.tp,
                 pp=block.pp,
@@ -445,13 +453,12 @@ def search_specs(
                 vpp=block.vpp,
                 sequence_parallel=block.sequence_parallel,
             )  # no recompute: the floor of every recompute mode (perf.pipeline_floor)
-            enough = max(bound, best) / (1 - FLOOR_SLACK)
             floor = pipeline_floor(model, fleet, training, candidate, eff, cache, enough) * (1 - FLOOR_SLACK)
             if floor <= bound or floor < best:
-                return False
-        return True
+                return micro_batch
+        return 0
 
-    priced = Priced(top_bound, hopeless=hopeless)
+    priced = Priced(top_bound, alive_up_to=alive_up_to)
     passes: list[tuple[int, ...] | None] = [None]
     if space.cross_node_tp and not neuron:
         passes.append(cross_node_tp_degrees(model, fleet))
