@@ -618,7 +618,11 @@ def pipeline_floor(
     floors come first and the first above ``enough`` is returned: a full stage's layer compute alone, then that
     stage's whole micro-batch, then the slowest stage's. The search prunes with it (search.FLOOR_BOUND);
     tests/planner/test_search_floor.py checks it against the step."""
-    links = comm.Links.of(fleet, eff.intra_node, eff.network)
+    links = None if cache is None else cache.get(("links",))  # ``cache`` is for one fleet and efficiency
+    if links is None:
+        links = comm.Links.of(fleet, eff.intra_node, eff.network)
+        if cache is not None:
+            cache[("links",)] = links
     world = p.tp * p.pp * p.grad_reduce_ranks
     per_step = None if cache is None else cache.get(("step_overhead", world))
     if per_step is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from math import gcd, isqrt
 from typing import Any
@@ -183,7 +183,9 @@ def candidate_layouts(
                     for vpp in vpp_options:
                         limit = max_micro_batch
                         if priced is not None and priced.alive_up_to is not None:
-                            block = replace(base, ep=ep, vpp=vpp)
+                            block = ParallelConfig(
+                                tp=tp, pp=pp, dp=dp, micro_batch=1, cp=cp, ep=ep, vpp=vpp, sequence_parallel=tp > 1
+                            )
                             micro_batches = [
                                 b
                                 for b in divisors(per_replica)
