@@ -610,14 +610,14 @@ def pipeline_floor(
     cache: dict[tuple[object, ...], Any] | None = None,
     enough: float = float("inf"),
 ) -> float:
-    """A floor under ``step_time(...).total`` of ``p`` at every ZeRO stage and offload, and of the same layout under
-    any recompute mode when ``p`` recomputes nothing: (m + (p - 1)/v) micro-batches of the slowest stage (the
-    micro-batches and the pipeline bubble) plus the per-step cost (step_overhead). The step adds data-parallel
-    traffic and the optimizer's update, both >= 0, neither of which enters a micro-batch; recomputation only adds
-    to a micro-batch (the recomputed forward, a third pass of TP, CP and EP traffic). With ``cache``, cheaper
-    floors come first and the first above ``enough`` is returned: a full stage's layer compute alone, then that
-    stage's whole micro-batch, then the slowest stage's. The search prunes with it (search.FLOOR_BOUND);
-    tests/planner/test_search_floor.py checks it against the step."""
+    """A floor under ``step_time(...).total`` of ``p`` at every ZeRO stage and offload: (m + (p - 1)/v)
+    micro-batches of the slowest stage (the micro-batches and the pipeline bubble) plus the per-step cost
+    (step_overhead). The step adds data-parallel traffic and the optimizer's update, both >= 0, neither of which
+    enters a micro-batch (whose time _micro_batch_time reads from neither the ZeRO stage nor the offload). With
+    ``cache``, cheaper floors come first and the first above ``enough`` is returned: a full stage's layer compute
+    alone (the same under every recompute mode), then that stage's whole micro-batch, then the slowest stage's.
+    The search prunes with it (search.FLOOR_BOUND); tests/planner/test_search_floor.py checks it against the
+    step."""
     links = None if cache is None else cache.get(("links",))  # ``cache`` is for one fleet and efficiency
     if links is None:
         links = comm.Links.of(fleet, eff.intra_node, eff.network)

@@ -70,20 +70,20 @@ efficient as they get, so the step does not get faster again. ``test_cp_pruning_
 
 FLOOR_BOUND = "floor bound"
 """A layout block (tp, cp, pp, dp, ep, vpp: every ZeRO stage, offload, recompute mode and micro-batch of it) is not
-priced when, for each micro-batch it may run, perf.pipeline_floor (the slowest stage's micro-batches and bubble plus
-the per-step cost, without recompute: a floor under the step at any ZeRO stage and recompute mode) is past the ``top``
-bound of its CP class (TOP_MARGIN: 5 % past the ``top``-th fastest plan within the headroom so far, CP 1 plans
-against CP 1 plans) and no lower than the best plan within the headroom of its (tp, cp) so far. Then each of its
-plans, within the headroom or not, has ``top`` plans within the headroom ranked before it: their key is no larger in
-the ranking's first two rules and they lie more than a tie (ranking.TIE, 2 %) faster, whatever the fastest plan the
-ties are counted from. It is not the fastest plan and cannot change ranking._cp_needed (a faster plan of its CP class is
-there, or a faster CP 1 plan within the headroom); it would not enter the leaders, nor lower the best of its (tp, cp)
-(CP_HOPELESS decides as before); and what its micro-batch and ZeRO rules learn (MICRO_BATCH_HOPELESS, FLOOR_RULE,
-the covered pairs) stays inside the block. The bounds only tighten as the search goes on. So the search returns
-what it returns with the block priced, plan for plan; tests/planner/test_search_floor.py compares it with the
-unpruned search. The same holds for a block's micro-batches past the largest one that is not past both bounds: the
-block is priced up to that one. Its rules walk micro-batches in increasing order and what a larger one teaches them
-(a memory break, a covered pair, a recompute floor) only bears on that micro-batch or larger ones."""
+priced when, for each micro-batch and recompute mode it may run, perf.pipeline_floor (the slowest stage's
+micro-batches and bubble plus the per-step cost: a floor under the step at any ZeRO stage) is past the ``top`` bound
+of its CP class (TOP_MARGIN: 5 % past the ``top``-th fastest plan within the headroom so far, CP 1 plans against CP
+1 plans) and no lower than the best plan within the headroom of its (tp, cp) so far. Then each of its plans, within
+the headroom or not, has ``top`` plans within the headroom ranked before it: their key is no larger in the ranking's
+first two rules and they lie more than a tie (ranking.TIE, 2 %) faster, whatever the fastest plan the ties are
+counted from. It is not the fastest plan and cannot change ranking._cp_needed (a faster plan of its CP class is
+there, or a faster CP 1 plan within the headroom); it would not enter the leaders, nor lower the best of its (tp,
+cp) (CP_HOPELESS decides as before); and what its micro-batch and ZeRO rules learn (MICRO_BATCH_HOPELESS,
+FLOOR_RULE, the covered pairs) stays inside the block. The bounds only tighten as the search goes on. So the search
+returns what it returns with the block priced, plan for plan; tests/planner/test_search_floor.py compares it with
+the unpruned search. The same holds for a block's micro-batches past the largest one that is not past both bounds:
+the block is priced up to that one. Its rules walk micro-batches in increasing order and what a larger one teaches
+them (a memory break, a covered pair, a recompute floor) only bears on that micro-batch or larger ones."""
 FLOOR_SLACK = 1e-9
 """The floor is a product where the step is a sum: rounding may put it an ulp above the step."""
 
@@ -104,10 +104,10 @@ class Priced:
     bound: Callable[[bool], float]
     """bound(cp_1): the bound for a plan of CP 1 (True) or of CP > 1 (False)."""
     last: float = float("inf")
-    alive_up_to: Callable[[ParallelConfig, list[int]], int | None] | None = None
-    """alive_up_to(block, micro-batches): the largest of a layout block's micro-batches (its degrees, at every ZeRO
-    stage and recompute mode) whose plans may change the search's result, 0 if none may (FLOOR_BOUND); None: no
-    bound yet."""
+    alive_up_to: Callable[[ParallelConfig, list[str], list[int]], int | None] | None = None
+    """alive_up_to(block, recompute modes, micro-batches): the largest of a layout block's micro-batches (its
+    degrees, at every ZeRO stage and recompute mode) whose plans may change the search's result, 0 if none may
+    (FLOOR_BOUND); None: no bound yet."""
 
 
 _SPECS: dict[TrainingSpec, TrainingSpec] = {}
@@ -192,7 +192,7 @@ def candidate_layouts(
                                 if (max_micro_batch is None or b <= max_micro_batch)
                                 and (vpp == 1 or (per_replica // b) % pp == 0)
                             ]
-                            cap = priced.alive_up_to(block, micro_batches)
+                            cap = priced.alive_up_to(block, modes, micro_batches)
                             if cap == 0:
                                 continue  # FLOOR_BOUND: every plan of the block is slower than the bound
                             if cap is not None:
@@ -435,7 +435,7 @@ def search_specs(
         elif time < -heap[0]:
             heapq.heapreplace(heap, -time)
 
-    def alive_up_to(block: ParallelConfig, micro_batches: list[int]) -> int | None:
+    def alive_up_to(block: ParallelConfig, modes: list[str], micro_batches: list[int]) -> int | None:
         # FLOOR_BOUND: the plans of a micro-batch (any ZeRO stage, offload, recompute mode) are past the bound of
         # their CP class and no faster than the best plan within the headroom of their (tp, cp) so far. Larger
         # micro-batches first: all of them past the bound skip the block, the largest not past it caps the block.
@@ -445,19 +445,21 @@ def search_specs(
             return None
         enough = max(bound, best) / (1 - FLOOR_SLACK)  # the floor's cheaper forms are enough past this
         for micro_batch in reversed(micro_batches):
-            candidate = ParallelConfig(
-                tp=block.tp,
-                pp=block.pp,
-                dp=block.dp,
-                micro_batch=micro_batch,
-                cp=block.cp,
-                ep=block.ep,
-                vpp=block.vpp,
-                sequence_parallel=block.sequence_parallel,
-            )  # no recompute: the floor of every recompute mode (perf.pipeline_floor)
-            floor = pipeline_floor(model, fleet, training, candidate, eff, cache, enough) * (1 - FLOOR_SLACK)
-            if floor <= bound or floor < best:
-                return micro_batch
+            for recompute in modes:
+                candidate = ParallelConfig(
+                    tp=block.tp,
+                    pp=block.pp,
+                    dp=block.dp,
+                    micro_batch=micro_batch,
+                    cp=block.cp,
+                    ep=block.ep,
+                    vpp=block.vpp,
+                    recompute=recompute,
+                    sequence_parallel=block.sequence_parallel,
+                )
+                floor = pipeline_floor(model, fleet, training, candidate, eff, cache, enough) * (1 - FLOOR_SLACK)
+                if floor <= bound or floor < best:
+                    return micro_batch
         return 0
 
     priced = Priced(top_bound, alive_up_to=alive_up_to)
