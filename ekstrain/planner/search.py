@@ -59,7 +59,8 @@ fastest CP 1 plan: the CP-worth rule, ranking.CP_WORTH, may rank every CP 1 plan
 that, the ranking's only reordering is within ties (ranking.TIE, 2 %), so a plan that far behind is not
 returned. ``test_cp_pruning_keeps_the_top_ten`` compares the result with the unpruned search."""
 PRUNE_OFF = False
-"""Tests switch the ``top`` pruning rules (TOP_MARGIN, MICRO_BATCH_HOPELESS) off to compare with the full search."""
+"""Tests switch the ``top`` pruning rules (TOP_MARGIN, MICRO_BATCH_HOPELESS, FLOOR_RULE, FLOOR_BOUND) off to compare
+with the full search."""
 MICRO_BATCH_HOPELESS = "micro-batch"
 """A layout's larger micro-batches (one recompute mode, ZeRO stage and degrees) stop once a micro-batch made the
 step slower than the one before and it is TOP_MARGIN past the ``top``-th fastest plan within the headroom: past

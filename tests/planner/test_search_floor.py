@@ -46,6 +46,19 @@ def test_the_top_ten_are_those_of_the_unpruned_search(monkeypatch, name, nodes, 
     assert pruned_count < len(priced) - pruned_count  # the pruned search priced fewer plans
 
 
+def test_the_floor_bound_alone_changes_nothing(monkeypatch):
+    # against the search with every other pruning rule on and the floor bound off (a floor of 0 is never past it):
+    # the same plans, to the last bit, from fewer priced
+    fleet = Fleet.from_instance("p5.48xlarge", 8)
+    priced = []
+    monkeypatch.setattr(search_module, "step_time", lambda *a: priced.append(1) or step_time(*a))
+    pruned = _result(search(get_model("qwen3-235b-a22b"), fleet, 256, 4096, top=10))
+    pruned_count = len(priced)
+    monkeypatch.setattr(search_module, "pipeline_floor", lambda *a: 0.0)
+    assert _result(search(get_model("qwen3-235b-a22b"), fleet, 256, 4096, top=10)) == pruned
+    assert pruned_count < len(priced) - pruned_count
+
+
 @pytest.mark.parametrize(
     ("name", "nodes", "training"),
     [
