@@ -8,6 +8,7 @@ what else the machine runs; CPU time (process_time) does not.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from statistics import mean
 
@@ -59,6 +60,20 @@ META_405B = (
 )
 
 
+REPEATS = 3
+"""Each 16k-GPU search is timed this many times, every time with the planner's caches emptied (cold_caches), and the
+least CPU time printed: the machine is shared, and other processes' load adds CPU time (caches, frequency) too."""
+
+
+def cold_caches() -> None:
+    """Empty every functools cache of the planner's modules, as in a fresh process."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith("ekstrain.planner"):
+            for value in vars(module).values():
+                if getattr(value, "__module__", None) == name and callable(getattr(value, "cache_clear", None)):
+                    value.cache_clear()
+
+
 def planner_targets() -> None:
     """the calibration's targets: 405B search time, Meta's layouts, leave-one-source-out error and coverage."""
     if hasattr(os, "sched_setaffinity"):
@@ -67,12 +82,16 @@ def planner_targets() -> None:
     fleet = Fleet.from_instance("p5.48xlarge", 2048)
     timed = {}
     for name, global_batch, seq_len, target in SEARCH_TARGETS:
-        cpu = time.process_time()
-        found = search(get_model(name), fleet, global_batch, seq_len, top=TOP)
-        timed[name] = cpu = time.process_time() - cpu
+        times = []
+        for _ in range(REPEATS):
+            cold_caches()
+            cpu = time.process_time()
+            found = search(get_model(name), fleet, global_batch, seq_len, top=TOP)
+            times.append(time.process_time() - cpu)
+        timed[name] = cpu = min(times)
         print(
-            f"planner: {name} search on 16,384 GPUs (2,048 p5.48xlarge), seq {seq_len}: {cpu:.3f} s CPU (target "
-            f"< {target:g} s: {'met' if cpu < target else 'MISSED'}); best {found[0].summary()}"
+            f"planner: {name} search on 16,384 GPUs (2,048 p5.48xlarge), seq {seq_len}: {cpu:.3f} s CPU, the least "
+            f"of {REPEATS} (target < {target:g} s: {'met' if cpu < target else 'MISSED'}); best {found[0].summary()}"
         )
         if name == "llama3-405b":
             plans = found

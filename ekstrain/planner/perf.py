@@ -648,6 +648,143 @@ def zero3_tensors_per_layer(model: ModelSpec) -> int:
 --grad-reduce-in-bf16), FSDP2's reduce_dtype=fp32 likewise; DeepSpeed reduces bf16/fp16 gradients."""
 
 
+def _shape_costs(
+    model: ModelSpec,
+    fleet: Fleet,
+    training: TrainingSpec,
+    p: ParallelConfig,
+    eff: Efficiency,
+    links: Links,
+    cache: dict[tuple[object, ...], Any],
+) -> _LayerCosts:
+    """The per-layer costs of ``p``'s (tp, cp, ep, micro-batch, sequence parallelism), once per ``cache``."""
+    shape: tuple[object, ...] = (p.tp, p.cp, p.ep, p.micro_batch, p.sequence_parallel)
+    costs = cache.get(shape)
+    if costs is None:
+        costs = cache[shape] = _layer_costs(model, fleet, training, p, eff, links)
+    return costs
+
+
+def _stage_micro_batch(
+    model: ModelSpec,
+    fleet: Fleet,
+    training: TrainingSpec,
+    p: ParallelConfig,
+    eff: Efficiency,
+    links: Links,
+    cache: dict[tuple[object, ...], Any] | None,
+    layers: int,
+    logits: bool,
+    bf16: int = 0,
+) -> _MicroBatch:
+    """One micro-batch of a stage of ``layers`` layers (``logits``: with the output layer; ``bf16`` of them kept in
+    BF16 under FP8, bf16_end_layers). ``cache`` reuses micro-batch times across layouts that differ only in ZeRO
+    stage or offload."""
+    if cache is None:
+        return _micro_batch_time(model, fleet, training, p, eff, links, layers, logits, None, bf16)
+    # Everything _micro_batch_time reads: pp and dp only through "pipelined" and "same node".
+    pipelined = p.pp > 1
+    same_node = p.tp * p.cp * p.dp * p.pp <= fleet.ranks_per_node
+    key = (
+        p.tp,
+        p.cp,
+        p.ep,
+        p.micro_batch,
+        p.sequence_parallel,
+        p.vpp,
+        p.recompute,
+        layers,
+        logits,
+        pipelined,
+        same_node,
+        bf16,
+    )
+    found = cache.get(key)
+    if found is None:
+        costs = _shape_costs(model, fleet, training, p, eff, links, cache)
+        bf16_costs = None
+        if bf16:
+            bf16_shape = (p.tp, p.cp, p.ep, p.micro_batch, p.sequence_parallel, BF16)
+            bf16_costs = cache.get(bf16_shape)
+            if bf16_costs is None:
+                bf16_costs = cache[bf16_shape] = _layer_costs(model, fleet, bf16_training(training), p, eff, links)
+        found = cache[key] = _micro_batch_time(
+            model, fleet, training, p, eff, links, layers, logits, costs, bf16, bf16_costs
+        )
+    return found
+
+
+def _slowest_stage(
+    model: ModelSpec,
+    fleet: Fleet,
+    training: TrainingSpec,
+    p: ParallelConfig,
+    eff: Efficiency,
+    links: Links,
+    cache: dict[tuple[object, ...], Any] | None,
+) -> _MicroBatch:
+    """One micro-batch of the slowest pipeline stage: the last (output layer), a full middle one, or under FP8 with
+    BF16 end layers the first (its BF16 layers can outweigh the last stage's logits)."""
+    edge, full = p.stage_layers(model.layers)
+    last_layers = full if p.pp == 1 else edge
+    last_bf16 = bf16_end_layers(training, p, last_layers, 2 if p.pp == 1 else 1)
+    slowest = _stage_micro_batch(model, fleet, training, p, eff, links, cache, last_layers, True, last_bf16)
+    if p.pp == 1:
+        return slowest
+    middle = _stage_micro_batch(model, fleet, training, p, eff, links, cache, full, False)
+    if middle.total > slowest.total:
+        slowest = middle
+    first_bf16 = bf16_end_layers(training, p, edge, 1)
+    if first_bf16:
+        first = _stage_micro_batch(model, fleet, training, p, eff, links, cache, edge, False, first_bf16)
+        if first.total > slowest.total:
+            slowest = first
+    return slowest
+
+
+def pipeline_floor(
+    model: ModelSpec,
+    fleet: Fleet,
+    training: TrainingSpec,
+    p: ParallelConfig,
+    eff: Efficiency,
+    cache: dict[tuple[object, ...], Any] | None = None,
+    enough: float = float("inf"),
+) -> float:
+    """A floor under ``step_time(...).total`` of ``p`` at every ZeRO stage and offload: (m + (p - 1)/v)
+    micro-batches of the slowest stage (the micro-batches and the pipeline bubble) plus the per-step cost
+    (step_overhead). The step adds data-parallel traffic and the optimizer's update, both >= 0, neither of which
+    enters a micro-batch (whose time _micro_batch_time reads from neither the ZeRO stage nor the offload). With
+    ``cache``, cheaper floors come first and the first above ``enough`` is returned: a full stage's layer compute
+    alone (the same under every recompute mode), then that stage's whole micro-batch, then the slowest stage's.
+    The search prunes with it (search.FLOOR_BOUND); tests/planner/test_search_floor.py checks it against the
+    step."""
+    links = None if cache is None else cache.get(("links",))  # ``cache`` is for one fleet and efficiency
+    if links is None:
+        links = comm.Links.of(fleet, eff.intra_node, eff.network)
+        if cache is not None:
+            cache[("links",)] = links
+    world = p.tp * p.pp * p.grad_reduce_ranks
+    per_step = None if cache is None else cache.get(("step_overhead", world))
+    if per_step is None:
+        per_step = step_overhead(eff, links, world)
+        if cache is not None:
+            cache[("step_overhead", world)] = per_step
+    scale = p.grad_accum(training) + (p.pp - 1) / p.vpp
+    # With one stage holding BF16 end layers there is no all-FP8 full stage to stand for the shortcuts' floors.
+    if cache is not None and not (p.pp == 1 and bf16_end_layers(training, p, model.layers, 2)):
+        _, full = p.stage_layers(model.layers)
+        costs = _shape_costs(model, fleet, training, p, eff, links, cache)
+        floor = scale * full * (costs.forward + costs.backward) + per_step
+        if floor > enough:
+            return floor
+        # a full middle stage (with one stage: the only one, output layer included)
+        floor = scale * _stage_micro_batch(model, fleet, training, p, eff, links, cache, full, p.pp == 1).total
+        if floor + per_step > enough or p.pp == 1:
+            return floor + per_step
+    return scale * _slowest_stage(model, fleet, training, p, eff, links, cache).total + per_step
+
+
 def step_time(
     model: ModelSpec,
     fleet: Fleet,
@@ -664,40 +801,7 @@ def step_time(
     m = p.grad_accum(training)
     edge, full = p.stage_layers(model.layers)
     last_layers = full if p.pp == 1 else edge
-
-    def micro_batch(layers: int, logits: bool, bf16: int = 0) -> _MicroBatch:
-        if cache is None:
-            return _micro_batch_time(model, fleet, training, p, eff, links, layers, logits, None, bf16)
-        # Everything _micro_batch_time reads: pp and dp only through "pipelined" and "same node".
-        pipelined = p.pp > 1
-        same_node = p.tp * p.cp * p.dp * p.pp <= fleet.ranks_per_node
-        shape: tuple[object, ...] = (p.tp, p.cp, p.ep, p.micro_batch, p.sequence_parallel)
-        key = (*shape, p.vpp, p.recompute, layers, logits, pipelined, same_node, bf16)
-        found = cache.get(key)
-        if found is None:
-            costs = cache.get(shape)
-            if costs is None:
-                costs = cache[shape] = _layer_costs(model, fleet, training, p, eff, links)
-            bf16_costs = None
-            if bf16:
-                bf16_shape = (*shape, BF16)
-                bf16_costs = cache.get(bf16_shape)
-                if bf16_costs is None:
-                    bf16_costs = cache[bf16_shape] = _layer_costs(model, fleet, bf16_training(training), p, eff, links)
-            found = cache[key] = _micro_batch_time(
-                model, fleet, training, p, eff, links, layers, logits, costs, bf16, bf16_costs
-            )
-        return found
-
-    # The stages that can be slowest: the last (logits), a full middle one, and under FP8 with BF16 end layers the
-    # first (its BF16 layers can outweigh the last stage's logits).
-    stages = [micro_batch(last_layers, True, bf16_end_layers(training, p, last_layers, 2 if p.pp == 1 else 1))]
-    if p.pp > 1:
-        stages.append(micro_batch(full, False))
-        first_bf16 = bf16_end_layers(training, p, edge, 1)
-        if first_bf16:
-            stages.append(micro_batch(edge, False, first_bf16))
-    slowest = max(stages, key=lambda t: t.total)
+    slowest = _slowest_stage(model, fleet, training, p, eff, links, cache)
     # 1F1B: p - 1 stage-times of warm-up and cool-down; interleaved: chunks of 1/v of a stage.
     bubble_micro_batches = (p.pp - 1) / p.vpp
 

@@ -25,7 +25,7 @@ from ekstrain.planner.fleet import Fleet
 from ekstrain.planner.memory import MemoryBreakdown, within_headroom, worst_stage_memory
 from ekstrain.planner.models import ModelSpec
 from ekstrain.planner.parallel import FULL, NONE, RECOMPUTE_MODES, SELECTIVE, ZERO_STAGES, ParallelConfig
-from ekstrain.planner.perf import Efficiency, efficiency_for, step_flops, step_time
+from ekstrain.planner.perf import Efficiency, efficiency_for, pipeline_floor, step_flops, step_time
 from ekstrain.planner.plan import Plan
 from ekstrain.planner.ranking import rank
 from ekstrain.planner.software import DEFAULT_SOFTWARE, Software
@@ -59,13 +59,34 @@ fastest CP 1 plan: the CP-worth rule, ranking.CP_WORTH, may rank every CP 1 plan
 that, the ranking's only reordering is within ties (ranking.TIE, 2 %), so a plan that far behind is not
 returned. ``test_cp_pruning_keeps_the_top_ten`` compares the result with the unpruned search."""
 PRUNE_OFF = False
-"""Tests switch the ``top`` pruning rules (TOP_MARGIN, MICRO_BATCH_HOPELESS) off to compare with the full search."""
+"""Tests switch the ``top`` pruning rules (TOP_MARGIN, MICRO_BATCH_HOPELESS, FLOOR_RULE, FLOOR_BOUND) off to compare
+with the full search."""
 MICRO_BATCH_HOPELESS = "micro-batch"
 """A layout's larger micro-batches (one recompute mode, ZeRO stage and degrees) stop once a micro-batch made the
 step slower than the one before and it is TOP_MARGIN past the ``top``-th fastest plan within the headroom: past
 the fastest micro-batch, a larger one only adds pipeline bubble (Narayanan's (p - 1) / m with fewer
 micro-batches m) and data-parallel traffic exposed behind a shorter backward, while its GEMMs are already as
 efficient as they get, so the step does not get faster again. ``test_cp_pruning_keeps_the_top_ten`` checks it."""
+
+
+FLOOR_BOUND = "floor bound"
+"""A layout block (tp, cp, pp, dp, ep, vpp: every ZeRO stage, offload, recompute mode and micro-batch of it) is not
+priced when, for each micro-batch and recompute mode it may run, perf.pipeline_floor (the slowest stage's
+micro-batches and bubble plus the per-step cost: a floor under the step at any ZeRO stage) is past the ``top`` bound
+of its CP class (TOP_MARGIN: 5 % past the ``top``-th fastest plan within the headroom so far, CP 1 plans against CP
+1 plans) and no lower than the best plan within the headroom of its (tp, cp) so far. Then each of its plans, within
+the headroom or not, has ``top`` plans within the headroom ranked before it: their key is no larger in the ranking's
+first two rules and they lie more than a tie (ranking.TIE, 2 %) faster, whatever the fastest plan the ties are
+counted from. It is not the fastest plan and cannot change ranking._cp_needed (a faster plan of its CP class is
+there, or a faster CP 1 plan within the headroom); it would not enter the leaders, nor lower the best of its (tp,
+cp) (CP_HOPELESS decides as before); and what its micro-batch and ZeRO rules learn (MICRO_BATCH_HOPELESS,
+FLOOR_RULE, the covered pairs) stays inside the block. The bounds only tighten as the search goes on. So the search
+returns what it returns with the block priced, plan for plan; tests/planner/test_search_floor.py compares it with
+the unpruned search. The same holds for a block's micro-batches past the largest one that is not past both bounds:
+the block is priced up to that one. Its rules walk micro-batches in increasing order and what a larger one teaches
+them (a memory break, a covered pair, a recompute floor) only bears on that micro-batch or larger ones."""
+FLOOR_SLACK = 1e-9
+"""The floor is a product where the step is a sum: rounding may put it an ulp above the step."""
 
 
 FLOOR_RULE = "floor"
@@ -84,6 +105,10 @@ class Priced:
     bound: Callable[[bool], float]
     """bound(cp_1): the bound for a plan of CP 1 (True) or of CP > 1 (False)."""
     last: float = float("inf")
+    alive_up_to: Callable[[ParallelConfig, list[str], list[int]], int | None] | None = None
+    """alive_up_to(block, recompute modes, micro-batches): the largest of a layout block's micro-batches (its
+    degrees, at every ZeRO stage and recompute mode) whose plans may change the search's result, 0 if none may
+    (FLOOR_BOUND); None: no bound yet."""
 
 
 _SPECS: dict[TrainingSpec, TrainingSpec] = {}
@@ -173,8 +198,25 @@ def candidate_layouts(
                     continue  # tp, cp or pp does not divide the model: no ep/vpp/zero variant will
                 _, full = base.stage_layers(model.layers)
                 vpp_options = divisors(full) if pp > 1 else (1,)
+                per_replica = training.global_batch // dp
                 for ep in ep_options:
                     for vpp in vpp_options:
+                        limit = max_micro_batch
+                        if priced is not None and priced.alive_up_to is not None:
+                            block = ParallelConfig(
+                                tp=tp, pp=pp, dp=dp, micro_batch=1, cp=cp, ep=ep, vpp=vpp, sequence_parallel=tp > 1
+                            )
+                            micro_batches = [
+                                b
+                                for b in divisors(per_replica)
+                                if (max_micro_batch is None or b <= max_micro_batch)
+                                and (vpp == 1 or (per_replica // b) % pp == 0)
+                            ]
+                            cap = priced.alive_up_to(block, modes, micro_batches)
+                            if cap == 0:
+                                continue  # FLOOR_BOUND: every plan of the block is slower than the bound
+                            if cap is not None:
+                                limit = cap  # FLOOR_BOUND: every plan of a larger micro-batch is
                         # (micro-batch, recompute) pairs that fit within the headroom at a lower,
                         # non-offloaded ZeRO stage: ZeRO-3 or offload there would only add traffic.
                         covered: set[tuple[int, str]] = set()
@@ -204,7 +246,7 @@ def candidate_layouts(
                                 training,
                                 lean,
                                 modes,
-                                max_micro_batch,
+                                limit,
                                 dominated,
                                 lean_memory,
                                 priced,
@@ -413,7 +455,34 @@ def search_specs(
         elif time < -heap[0]:
             heapq.heapreplace(heap, -time)
 
-    priced = Priced(top_bound)
+    def alive_up_to(block: ParallelConfig, modes: list[str], micro_batches: list[int]) -> int | None:
+        # FLOOR_BOUND: the plans of a micro-batch (any ZeRO stage, offload, recompute mode) are past the bound of
+        # their CP class and no faster than the best plan within the headroom of their (tp, cp) so far. Larger
+        # micro-batches first: all of them past the bound skip the block, the largest not past it caps the block.
+        bound = top_bound(block.cp == 1)
+        best = best_at.get((block.tp, block.cp))
+        if best is None or bound == float("inf"):
+            return None
+        enough = max(bound, best) / (1 - FLOOR_SLACK)  # the floor's cheaper forms are enough past this
+        for micro_batch in reversed(micro_batches):
+            for recompute in modes:
+                candidate = ParallelConfig(
+                    tp=block.tp,
+                    pp=block.pp,
+                    dp=block.dp,
+                    micro_batch=micro_batch,
+                    cp=block.cp,
+                    ep=block.ep,
+                    vpp=block.vpp,
+                    recompute=recompute,
+                    sequence_parallel=block.sequence_parallel,
+                )
+                floor = pipeline_floor(model, fleet, training, candidate, eff, cache, enough) * (1 - FLOOR_SLACK)
+                if floor <= bound or floor < best:
+                    return micro_batch
+        return 0
+
+    priced = Priced(top_bound, alive_up_to=alive_up_to)
     passes: list[tuple[int, ...] | None] = [None]
     if space.cross_node_tp and not neuron:
         passes.append(cross_node_tp_degrees(model, fleet))
