@@ -10,6 +10,7 @@ prints. Exit 0: every check passed; 1: problems (or checks that could not run); 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import pathlib
 import sys
@@ -170,6 +171,12 @@ def _render(args: argparse.Namespace, stack_file: pathlib.Path) -> int:
 
 
 if __name__ == "__main__":
+    # A batch process that builds a large object graph once and frees it at exit: the imported modules are moved out
+    # of the cyclic collector's generations (gc.freeze, https://docs.python.org/3/library/gc.html#gc.freeze) and it
+    # collects after 50,000 allocations instead of 2,000; the collector's walks were ~40 % of a program run under
+    # the mocks (perf), for ~10 MB more peak memory.
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
     exit_code = main()
     # Skip interpreter teardown (about a second of freeing the SDKs' module graph, as mypy's hard_exit does):
     # every file has been written and closed; only the standard streams need flushing.
