@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
+from support import shared
 from support.renders import Renders, serialise_renders
 
 from ekstrain.infra import offline
@@ -48,8 +49,9 @@ settings.register_profile("suite", max_examples=50, deadline=None)
 settings.register_profile("deep", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
-# the simulator's fixtures (prod_build, cluster), shared by every module that simulates against prod
-pytest_plugins = ["support.simulate"]
+# the simulator's fixtures (prod_build, cluster), shared by every module that simulates against prod; the planner's
+# leave-one-source-out validation (left_out)
+pytest_plugins = ["support.simulate", "support.planner"]
 STACK_FILES = sorted(p for p in REPO.glob("Pulumi.*.yaml"))
 STACK_NAMES = [p.name.split(".")[1] for p in STACK_FILES]
 
@@ -102,14 +104,14 @@ def dev_sections() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def prod_recording() -> offline.Recording:
-    """The prod stack run once offline; tests read it, never mutate it."""
-    return run_stack(stack_config("prod"))
+def prod_recording(tmp_path_factory: pytest.TempPathFactory) -> offline.Recording:
+    """The prod stack run once offline (once per session, its workers share it); tests read it, never mutate it."""
+    return shared.once(tmp_path_factory, "recording-prod", lambda: run_stack(stack_config("prod")))
 
 
 @pytest.fixture(scope="session")
-def dev_recording() -> offline.Recording:
-    return run_stack(stack_config("dev"))
+def dev_recording(tmp_path_factory: pytest.TempPathFactory) -> offline.Recording:
+    return shared.once(tmp_path_factory, "recording-dev", lambda: run_stack(stack_config("dev")))
 
 
 serialise_renders()  # two workers rendering the same inputs: the second replays the first's render
