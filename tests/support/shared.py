@@ -22,9 +22,12 @@ T = TypeVar("T")
 
 
 def session_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    """The directory every process of this session shares: a worker's basetemp sits inside the controller's."""
+    """The directory every process of this session shares: an xdist worker's basetemp is ``popen-<worker id>``
+    inside the controller's (pytest-xdist 3.8, workermanage.py WorkerController.setup). A pytest that a test starts
+    inherits PYTEST_XDIST_WORKER but has a basetemp of its own, whose parent is no session's: it keeps to its own."""
     base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return base.parent if worker and base.name == f"popen-{worker}" else base
 
 
 def once(tmp_path_factory: pytest.TempPathFactory, name: str, compute: Callable[[], T]) -> T:
