@@ -257,9 +257,10 @@ def _apply_markers(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.needs_helm)
 
 
+@functools.cache
 def _markers_module() -> Any:
-    """tests/support/markers.py, loaded by path: a pytest started elsewhere with this conftest as a plugin has no
-    `tests` package."""
+    """tests/support/markers.py, loaded by path (once: collection asks for every module): a pytest started elsewhere
+    with this conftest as a plugin has no `tests` package."""
     spec = importlib.util.spec_from_file_location("ekstrain_test_markers", REPO / "tests" / "support" / "markers.py")
     assert spec is not None and spec.loader is not None
     markers = importlib.util.module_from_spec(spec)
