@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import fnmatch
+import functools
+import gc
 import importlib.util
 import os
 import pathlib
@@ -20,6 +22,7 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
+from support import shared
 from support.renders import Renders, serialise_renders
 
 from ekstrain.infra import offline
@@ -48,8 +51,17 @@ settings.register_profile("suite", max_examples=50, deadline=None)
 settings.register_profile("deep", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
-# the simulator's fixtures (prod_build, cluster), shared by every module that simulates against prod
-pytest_plugins = ["support.simulate"]
+# The cyclic garbage collector took ~40 % of the CPU of a program run under the mocks (two prod runs: 1.7 of 4.1 s,
+# perf: gc_collect_main): with the default thresholds (700, 10, 10) it walks the ~350k objects of the SDK modules
+# imported above again and again. Those live for the whole session, so they are frozen out of its walks
+# (gc.freeze, https://docs.python.org/3/library/gc.html#gc.freeze), and it collects after 50k allocations instead of
+# 700: two prod runs take 2.5 s, the process ~10 MB more. Cycles are still collected; no test depends on when.
+gc.freeze()
+gc.set_threshold(50_000, 20, 20)
+
+# the simulator's fixtures (prod_build, cluster), shared by every module that simulates against prod; the planner's
+# leave-one-source-out validation (left_out)
+pytest_plugins = ["support.simulate", "support.planner"]
 STACK_FILES = sorted(p for p in REPO.glob("Pulumi.*.yaml"))
 STACK_NAMES = [p.name.split(".")[1] for p in STACK_FILES]
 
@@ -58,15 +70,28 @@ def run_program(program: Callable[[], Any], region: str = "us-west-2", preview: 
     return offline.run(program, {"aws:region": region}, preview=preview)
 
 
+@functools.cache
+def _shipped_stack_file(name: str, stamp: tuple[int, int]) -> tuple[dict[str, str], list[str]]:
+    return read_stack_file(REPO / f"Pulumi.{name}.yaml")
+
+
+def shipped_stack_file(name: str) -> tuple[dict[str, str], list[str]]:
+    """``read_stack_file`` of a shipped stack file, read once per process while the file is unchanged (~15 ms of YAML
+    a read; the config helpers below are called a few hundred times a run). A fresh copy each call: values are str."""
+    stat = (REPO / f"Pulumi.{name}.yaml").stat()
+    flat, secrets = _shipped_stack_file(name, (stat.st_mtime_ns, stat.st_size))
+    return dict(flat), list(secrets)
+
+
 def stack_sections(name: str) -> dict[str, Any]:
-    flat, _ = read_stack_file(REPO / f"Pulumi.{name}.yaml")
+    flat, _ = shipped_stack_file(name)
     sections, unknown = sections_from_flat(flat)
     assert not unknown
     return copy.deepcopy(sections)
 
 
 def stack_config(name: str) -> StackConfig:
-    flat, _ = read_stack_file(REPO / f"Pulumi.{name}.yaml")
+    flat, _ = shipped_stack_file(name)
     return load_flat(flat, name)[0]
 
 
@@ -102,14 +127,14 @@ def dev_sections() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def prod_recording() -> offline.Recording:
-    """The prod stack run once offline; tests read it, never mutate it."""
-    return run_stack(stack_config("prod"))
+def prod_recording(tmp_path_factory: pytest.TempPathFactory) -> offline.Recording:
+    """The prod stack run once offline (once per session, its workers share it); tests read it, never mutate it."""
+    return shared.once(tmp_path_factory, "recording-prod", lambda: run_stack(stack_config("prod")))
 
 
 @pytest.fixture(scope="session")
-def dev_recording() -> offline.Recording:
-    return run_stack(stack_config("dev"))
+def dev_recording(tmp_path_factory: pytest.TempPathFactory) -> offline.Recording:
+    return shared.once(tmp_path_factory, "recording-dev", lambda: run_stack(stack_config("dev")))
 
 
 serialise_renders()  # two workers rendering the same inputs: the second replays the first's render
@@ -232,9 +257,10 @@ def _apply_markers(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.needs_helm)
 
 
+@functools.cache
 def _markers_module() -> Any:
-    """tests/support/markers.py, loaded by path: a pytest started elsewhere with this conftest as a plugin has no
-    `tests` package."""
+    """tests/support/markers.py, loaded by path (once: collection asks for every module): a pytest started elsewhere
+    with this conftest as a plugin has no `tests` package."""
     spec = importlib.util.spec_from_file_location("ekstrain_test_markers", REPO / "tests" / "support" / "markers.py")
     assert spec is not None and spec.loader is not None
     markers = importlib.util.module_from_spec(spec)

@@ -16,6 +16,7 @@ import pathlib
 import sys
 
 import pytest
+from support import trees
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OURS = ("ekstrain", "stacks", "assembly", "components", "infra", "cli")
@@ -52,9 +53,14 @@ KNOWN_CIRCLES: list[set[str]] = []
 """Circles allowed for now, so that no new one gets in; the list only shrinks (and is empty)."""
 
 
+def parsed_nodes(path: pathlib.Path) -> tuple[ast.AST, ...]:
+    """The file's syntax tree, walked (tests/support/trees.py: parsed once per process)."""
+    return trees.nodes(trees.parsed(path))
+
+
 def imports_of(path: pathlib.Path) -> list[tuple[int, str]]:
     out = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in parsed_nodes(path):
         if isinstance(node, ast.Import):
             out += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -131,7 +137,7 @@ def import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in files.items():
         edges = set()
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in parsed_nodes(path):
             if isinstance(node, ast.Import):
                 edges |= {a.name for a in node.names if a.name in files}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pulumi
 import pulumi_aws as aws
-from conftest import run_program, run_stack, stack_config
+from conftest import run_program
 
+from ekstrain.infra import offline
 from ekstrain.infra.verify import imports
 
 
-def test_prod_and_dev_import_nothing() -> None:
-    for stack in ("prod", "dev"):
-        rec = run_stack(stack_config(stack))
+def test_prod_and_dev_import_nothing(prod_recording: offline.Recording, dev_recording: offline.Recording) -> None:
+    for stack, rec in (("prod", prod_recording), ("dev", dev_recording)):
         assert [r.name for r in rec.records if r.import_id] == [], stack
         check = imports.check_recording(rec)
         assert (check.checked, check.problems) == (0, [])

@@ -12,6 +12,7 @@ import re
 
 import pytest
 from conftest import REPO
+from support import trees
 
 from ekstrain.cli import simulate as simulate_cli
 from ekstrain.files import paths
@@ -25,16 +26,16 @@ ROOMS = ("ekstrain", "components", "infra", "stacks", "assembly", "cli")
 
 def make_hints_outside_in_checkout(source: str) -> list[tuple[int, str]]:
     """String literals (not docstrings) naming a make target, except inside an ``in_checkout(...)`` call."""
-    tree = ast.parse(source)
+    tree = trees.parse(source)
     skipped: set[int] = set()
-    for node in ast.walk(tree):
+    for node in trees.nodes(tree):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):  # docstrings, bare strings
             skipped.add(id(node.value))
         if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "in_checkout":
             skipped |= {id(sub) for sub in ast.walk(node)}
     return [
         (node.lineno, node.value)
-        for node in ast.walk(tree)
+        for node in trees.nodes(tree)
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
         and id(node) not in skipped

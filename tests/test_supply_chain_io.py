@@ -41,6 +41,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO
+from support import trees
 
 from ekstrain.cli import main as cli
 from ekstrain.cli import render as render_cli
@@ -530,8 +531,7 @@ def test_no_module_of_the_program_imports_a_deserialiser_that_can_run_code() -> 
             if real in seen:
                 continue
             seen.add(real)
-            tree = ast.parse(real.read_text(), str(path))
-            for node in ast.walk(tree):
+            for node in trees.nodes(trees.parse(real.read_text(), str(path))):
                 names = []
                 if isinstance(node, ast.Import):
                     names = [a.name.split(".")[0] for a in node.names]

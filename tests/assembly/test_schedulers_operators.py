@@ -118,10 +118,10 @@ def test_without_the_upstream_directory_the_program_applies_the_vendored_crd(
     assert "reinstall ekstrain" in str(e.value) and "set ekstrain:schedulers.mpiOperator.enabled: false" in str(e.value)
 
 
-def test_no_manifest_is_fetched_from_a_url_at_deploy_time(prod_recording: Recording) -> None:
+def test_no_manifest_is_fetched_from_a_url_at_deploy_time(prod_recording: Recording, dev_recording: Recording) -> None:
     # GIVEN prod and dev WHEN recorded THEN no yaml/v2 ConfigFile (a file or URL the provider reads at deploy
     # time) and every ConfigGroup holds its objects inline
-    for rec in (prod_recording, run_stack(stack_config("dev"))):
+    for rec in (prod_recording, dev_recording):
         assert rec.of_type("kubernetes:yaml/v2:ConfigFile") == []
         assert rec.of_type("kubernetes:yaml/v1:ConfigFile") == []
         for group in rec.of_type("kubernetes:yaml/v2:ConfigGroup"):

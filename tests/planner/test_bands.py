@@ -9,7 +9,7 @@ from ekstrain.planner import validation
 from ekstrain.planner.bands import ANY_FRAMEWORK, ERROR_BANDS, band_for
 
 
-def test_stored_bands_are_the_leave_one_source_out_percentiles():
+def test_stored_bands_are_the_leave_one_source_out_percentiles(left_out):
     # GIVEN every source predicted with constants fitted without it WHEN the bands are computed THEN the
     # stored ones are those values (no hand-set band)
     assert validation.bands() == pytest.approx(ERROR_BANDS, abs=0.002)

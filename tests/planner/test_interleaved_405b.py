@@ -3,8 +3,9 @@
 Meta's sharding (optimizer states and gradients over DP), and the published throughput."""
 
 import pytest
+from support.planner import searched
 
-from ekstrain.planner import Fleet, calibration, evaluate, get_model, search, validation
+from ekstrain.planner import Fleet, calibration, evaluate, get_model
 from ekstrain.planner.memory import held_layers
 from ekstrain.planner.parallel import ParallelConfig
 
@@ -46,9 +47,9 @@ def test_metas_layouts_fit_in_80_gb_and_land_within_15_percent(gpus, global_batc
     assert abs(plan.tokens_per_s / gpus / published - 1) <= 0.15
 
 
-def test_metas_layouts_land_within_15_percent_when_metas_source_is_left_out():
-    left_out = [r for r in validation.leave_one_source_out() if r.source == calibration._LLAMA3]
-    assert len(left_out) == 3 and all(abs(r.error) <= 0.15 for r in left_out)
+def test_metas_layouts_land_within_15_percent_when_metas_source_is_left_out(left_out):
+    llama3 = [r for r in left_out if r.source == calibration._LLAMA3]
+    assert len(llama3) == 3 and all(abs(r.error) <= 0.15 for r in llama3)
 
 
 def test_without_gradient_sharding_the_interleaved_layout_does_not_fit():
@@ -57,7 +58,7 @@ def test_without_gradient_sharding_the_interleaved_layout_does_not_fit():
 
 
 def test_the_search_tries_interleaving_and_the_balanced_split_for_405b():
-    plans = search(LLAMA_405B, Fleet.from_instance("p5.48xlarge", 2048), 2048, 8192, top=10)
+    plans = searched("llama3-405b", "p5.48xlarge", 2048, 2048, 8192, top=10)
     assert plans[0].vpp > 1 and plans[0].pp == 16 and plans[0].parallel.stage_layers(126) == (7, 8)
     assert plans[0].vpp == 8  # one layer per virtual stage: the end chunks hold no layer (Meta's split)
 

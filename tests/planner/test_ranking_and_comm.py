@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from support.planner import searched
 
 from ekstrain.planner import Fleet, PlanError, comm, get_model, search
 from ekstrain.planner.memory import state_bytes_per_param
@@ -19,7 +20,7 @@ def test_405b_at_16k_uses_cp_when_no_cp1_layout_comes_within_the_band():
 
 @pytest.fixture(scope="module")
 def llama3_405b_8k():
-    return search(get_model("llama3-405b"), Fleet.from_instance(P5, 2048), 2048, 8192, top=10)
+    return searched("llama3-405b", P5, 2048, 2048, 8192, top=10)
 
 
 def test_405b_at_8k_ranks_published_layouts_at_the_top():

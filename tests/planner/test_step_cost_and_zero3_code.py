@@ -4,6 +4,7 @@
 from dataclasses import replace
 
 import pytest
+from support.planner import shipped_fit
 
 from ekstrain.planner import Fleet, calibration, evaluate, get_model, memory, perf, validation
 from ekstrain.planner.efficiency import GENERATIONS, STEP_HOST_S
@@ -46,7 +47,7 @@ def test_every_step_pays_the_per_step_cost_once():
 
 
 def test_stored_step_cost_is_the_fit_on_every_fit_source():
-    fitted = validation.fit_constants(m for m in validation.rows() if m.split == calibration.FIT)
+    fitted = shipped_fit()
     assert {eff.step_host_s for eff in fitted.values()} == {STEP_HOST_S}
     assert {eff.step_host_s for eff in GENERATIONS.values()} == {STEP_HOST_S}
 

@@ -42,6 +42,22 @@ SLOW = (
     # (make unit's own --durations, 2026-12-06: 5 s or more under a load of 12-15)
     "tests/infra/test_deploy_policy.py::test_every_recorded_type_has_an_entry_and_every_action_exists",
     "tests/infra/test_deploy_policy.py::test_cli_prints_the_documents_and_writes_only_out",
+    # the module's `recorded` fixture runs `ekstrain diff`'s recorder on three stacks, each in a subprocess (12 s of
+    # CPU): every test that reads it
+    "tests/infra/test_deploy_policy.py::test_replay_every_recorded_resource_against_the_policy",
+    "tests/infra/test_deploy_policy.py::test_a_policy_missing_an_action_is_caught_by_the_replay",
+    "tests/infra/test_deploy_policy.py::test_the_policy_is_scoped_lint_clean_and_fits_managed_policies",
+    "tests/infra/test_deploy_policy.py::test_defect_the_old_role_list_lacked_logs_sns_budgets_ce_and_amp",
+    "tests/infra/test_deploy_policy.py::test_docs_table_equals_the_generated_one",
+    "tests/infra/test_deploy_policy.py::test_read_only_is_reads_only",
+    # every source left out in turn: 21 refits of every constant (validation.leave_one_source_out, 7-8 s of CPU)
+    "tests/planner/test_leave_one_source_out.py::test_never_fitted_sources_exist_and_are_predicted_with_the_shipped",
+    "tests/planner/test_leave_one_source_out.py::test_every_row_of_every_source_is_predicted_once",
+    "tests/planner/test_leave_one_source_out.py::test_coverage_is_measured_against_bands_that_exclude_the_source",
+    "tests/planner/test_leave_one_source_out.py::test_table1_left_out_lands_within_25_percent",
+    # a fresh interpreter that imports the program (python -m ekstrain, every component in turn)
+    "tests/components/test_component_imports.py",
+    "tests/cli/test_cli_inputs.py::test_real_process_prints_one_line_without_traceback",
     "tests/planner/test_leave_one_source_out.py::test_deepspeed_left_out_takes_the_physical_prior_not_fsdp_overlap",
     "tests/assembly/test_jobs_volcano_queue.py::test_the_render_records_the_operators_gang_flags",
     "tests/cli/test_first_contact.py::test_a_later_up_with_the_flag_activates_the_tags_and_passes_its_contract",
