@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import pathlib
 import re
@@ -21,21 +22,22 @@ from ekstrain.tooling import validation
 
 
 @pytest.mark.parametrize("stack", STACK_NAMES)
-def test_stack_renders_and_validates(stack: str, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # --lock check: every no-op answer is computed here, and the committed ekstrain.lock.json must hold them.
-    stack_file = str(REPO / f"Pulumi.{stack}.yaml")
-    code = render_cli.main(["--stack", stack, "--stack-file", stack_file, "--out", str(tmp_path), "--lock", "check"])
-    out = capsys.readouterr()
+def test_stack_renders_and_validates(stack: str, renders: Renders) -> None:
+    # --lock check: every no-op answer is computed here, and the committed ekstrain.lock.json must hold them. The
+    # session's render (tests/support/renders.py): a `renders(stack)` of the same inputs replays it (infra/replay.py:
+    # --lock use takes a passed check's stored render), and tests/test_lock_edit.py finds its answers in the cache.
+    rendered, code = renders.run(stack, "--lock", "check")
+    out = Printed(*renders.printed(stack, "--lock", "check"))
     assert code == 0, out.out
-    summary = (tmp_path / "SUMMARY.md").read_text()
+    summary = (rendered / "SUMMARY.md").read_text()
     assert "not a cloud preview" in summary
     assert "OFFLINE RENDER" in out.err
     # stdout's counts are checks.json's (infra/report.py), the same rows SUMMARY.md's Checks table shows
-    result = report.load(tmp_path)
+    result = report.load(rendered)
     assert result.failed == [] and result.not_run == [] and len(result.passed) == len(result.checks) > 20
     assert f"checks: {len(result.checks)} passed, 0 failed, 0 did not run; 0 problem(s)" in out.out
     assert all(f"| {c.name} |" in summary for c in result.checks if "|" not in c.name)
-    manifests = list((tmp_path / "manifests").rglob("*.yaml"))
+    manifests = list((rendered / "manifests").rglob("*.yaml"))
     assert manifests, "some Kubernetes objects are rendered"
     # The shipped seeds are warning-clean, so that a new warning stands out (and fails here).
     assert unexpected_warnings(stack, render_warnings(summary, out.err)) == []
@@ -52,11 +54,17 @@ def test_stack_renders_and_validates(stack: str, tmp_path: pathlib.Path, capsys:
     assert "docker.io/library/" not in summary
     # no secret value in what the render wrote; Applications reference Secrets (infra/verify/emitted.py)
     assert re.search(r"^\| emitted files: no secret values .* \| 0 \| 0 \|", summary, re.MULTILINE)
-    hub_app = tmp_path / "argocd" / "Application-argocd-jupyterhub.yaml"
+    hub_app = rendered / "argocd" / "Application-argocd-jupyterhub.yaml"
     if hub_app.exists():
         text = hub_app.read_text()
         assert "existingSecret: jupyterhub-keys" in text
         assert "cookieSecret" not in text and "secretToken" not in text and "CryptKeeper" not in text
+
+
+@dataclasses.dataclass(frozen=True)
+class Printed:
+    out: str
+    err: str
 
 
 REVIEWED = "(accepted: security/iam-lint-accepted.yaml)"
