@@ -15,6 +15,7 @@ import io
 import json
 import pathlib
 import shutil
+import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -86,6 +87,11 @@ class Renders:
             out = self._root(f"render-{stack}") / stack
             argv = ["--stack", stack, "--stack-file", str(REPO / f"Pulumi.{stack}.yaml"), "--out", str(out), *flags]
             stdout, stderr = io.StringIO(), io.StringIO()
+            # Pulumi reads the source of every frame on the stack as it registers a resource (pulumi/runtime/
+            # resource.py: traceback.extract_stack), and the stored render records each file opened while it runs:
+            # read this test's and pytest's frames now (linecache keeps them), so that the stored render names none
+            # and a render from another caller (a subprocess in another project) replays it too.
+            traceback.extract_stack()
             with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
                 code = render_cli.main(argv)
             self._done[key] = (out, code)
