@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 import pytest
 from conftest import REPO
+from support.mirror import built_mirror
 from support.renders import Renders
 
 from ekstrain.facts import versions
@@ -45,10 +46,8 @@ def _helm() -> str:
 
 
 @pytest.fixture(scope="module")
-def mirror(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    root = tmp_path_factory.mktemp("mirror")
-    upstream_mirror.build(_src(), root)
-    server, base = upstream_mirror.serve(root)
+def mirror() -> Iterator[dict[str, str]]:
+    server, base = upstream_mirror.serve(built_mirror(_src()))  # laid out once per session (tests/support/mirror.py)
     yield upstream_mirror.mirror_env(base)
     server.shutdown()
 

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 
 import pytest
 from conftest import REPO
+from support.mirror import built_mirror
 from support.wheel import built_wheel
 
 from ekstrain.tooling import helm, upstream, validation
@@ -87,14 +88,12 @@ def helm_mirror(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.fixture(scope="module")
-def upstream_mirror_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def upstream_mirror_url() -> Iterator[str]:
     if SRC is None:
         pytest.skip("no pinned upstream files beside the checkout to build the mirror from")
     from scripts import upstream_mirror
 
-    root = tmp_path_factory.mktemp("mirror")
-    upstream_mirror.build(SRC, root)
-    server, base = upstream_mirror.serve(root)
+    server, base = upstream_mirror.serve(built_mirror(SRC))  # laid out once per session (tests/support/mirror.py)
     yield base
     server.shutdown()
 
