@@ -6,7 +6,6 @@ import dataclasses
 import datetime as dt
 import pathlib
 import re
-from typing import Any
 
 import pytest
 import yaml
@@ -220,42 +219,32 @@ def test_render_without_a_stack_file_here_exits_2(
     assert "Pulumi.prod.yaml: does not exist" in err and "--stack-file" in err and "Traceback" not in err
 
 
-@dataclasses.dataclass(frozen=True)
-class Planted:
-    """The prod recording with a defect planted for each check, written and checked once as the render does."""
-
-    records: list[Any]
-    fsx: Any
-    slurm: Any | None  # the Slurm release with typos in a NodeSet (with the upstream files only: its chart check)
-    out: pathlib.Path
-    summary: str
-    problems: list[str]
-
-
-@pytest.fixture(scope="module")
-def planted(prod_recording: Recording, tmp_path_factory: pytest.TempPathFactory) -> Planted:
+def test_a_finding_of_any_check_fails_the_render(
+    prod_recording: Recording, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """One write and check of the prod recording with a planted defect per check (the checks read other records, so
-    each finds its own and nothing else; one render instead of one per check)."""
+    each finds its own and nothing else; one render instead of one per check). The strict Slurm values check's
+    typos are among them (with the upstream files: its chart check needs them)."""
+    # GIVEN the prod recording with an IAM role whose autoname AWS would reject and a misspelt input
     import copy
 
     from ekstrain.infra.verify import charts
 
     records = copy.deepcopy(prod_recording.records)
-    # an IAM role whose autoname AWS would reject and a misspelt input
     role = next(r for r in records if r.type == "aws:iam/role:Role" and "name" not in r.inputs)
     role.name = "r" * 60
     subnet = next(r for r in records if r.type == "aws:ec2/subnet:Subnet")
     subnet.inputs["availabilityZon"] = subnet.inputs.pop("availabilityZone")
-    # the FSx file system no longer protected (mandatory in prod: the policy pack)
+    # AND the FSx file system no longer protected (mandatory in prod: the policy pack)
     fsx = next(r for r in records if r.type == "aws:fsx/lustreFileSystem:LustreFileSystem")
     fsx.protect = False
-    # Grafana's admin Secret reaching the engine as plain inputs (the credentials check)
+    # AND Grafana's admin Secret reaching the engine as plain inputs (the credentials check)
     admin = next(
         r for r in records if r.type == "kubernetes:core/v1:Secret" and r.name == "observability-grafana-admin"
     )
     assert admin.secret_inputs == {"stringData"}
     admin.secret_inputs = set()
-    # the slurm release with a typo inside a NodeSet (below the chart's empty `nodesets` map, where a key check
+    # AND the slurm release with a typo inside a NodeSet (below the chart's empty `nodesets` map, where a key check
     # against values.yaml sees nothing) and in its pod spec
     slurm = None
     if validation.upstream_dir() is not None:
@@ -263,21 +252,12 @@ def planted(prod_recording: Recording, tmp_path_factory: pytest.TempPathFactory)
         nodeset = slurm.inputs["values"]["nodesets"]["gpu-h100"]
         nodeset["replica"] = 1
         nodeset["podSpec"]["tolerations"][0]["efect"] = "NoSchedule"
+    # The no-op values check (one helm run per slurm values key: these planted values are in no lock) asserts
+    # nothing here; tests/infra/test_render_lock.py and the seed renders above run it.
+    monkeypatch.setattr(charts, "noop_leaves", lambda *_: [])
     rec = Recording(records, prod_recording.outputs, prod_recording.invokes)
-    out = tmp_path_factory.mktemp("planted")
-    with pytest.MonkeyPatch.context() as patch:
-        # The no-op values check (one helm run per slurm values key: these planted values are in no lock) asserts
-        # nothing here; tests/infra/test_render_lock.py and the seed renders above run it.
-        patch.setattr(charts, "noop_leaves", lambda *_: [])
-        summary, problems = render.write(out, "prod", stack_config("prod"), [], rec, 0.0)
-    return Planted(records, fsx, slurm, out, summary, problems)
-
-
-def test_a_finding_of_any_check_fails_the_render(planted: Planted) -> None:
-    # GIVEN the prod recording with an IAM role whose autoname AWS would reject and a misspelt input
-    # AND the FSx file system no longer protected AND Grafana's admin Secret reaching the engine as plain inputs
-    # WHEN written and checked as the render does (``planted``)
-    records, fsx, summary, problems = planted.records, planted.fsx, planted.summary, planted.problems
+    # WHEN written and checked as the render does
+    summary, problems = render.write(tmp_path, "prod", stack_config("prod"), [], rec, 0.0)
     # THEN each is a problem (the render exits 1 on any), listed under its check in SUMMARY.md
     assert any("IAM CreateRole RoleName allows 1-64" in p for p in problems)
     assert any("availabilityZon: unknown property of Subnet" in p for p in problems)
@@ -288,7 +268,7 @@ def test_a_finding_of_any_check_fails_the_render(planted: Planted) -> None:
         f"stateful-protected-in-prod ({fsx.name}): LustreFileSystem in environment 'prod' must be "
         "protect=True (and retain_on_delete)"
     ]
-    row = report.load(planted.out).check("policy pack: CrossGuard rules")
+    row = report.load(tmp_path).check("policy pack: CrossGuard rules")
     assert (row.ran, row.checked, row.what) == (True, len(records), "resources")
     assert "- policy pack: CrossGuard rules (policy/ekstrain_policy): stateful-protected-in-prod" in summary
     # AND each credential is a problem under the credentials check
@@ -300,14 +280,22 @@ def test_a_finding_of_any_check_fails_the_render(planted: Planted) -> None:
     assert (
         "- credentials: Pulumi secrets in the state: observability-grafana-admin.stringData.admin-password" in summary
     )
-    # AND no check found anything but the planted defects (the Slurm typos: the next test's)
+    # AND the strict Slurm values check found both typos (exit 1), counted in the Checks table: each NodeSet and the
+    # login set
+    if slurm is not None:
+        assert "helm release slurm: unknown key nodesets.gpu-h100.replica" in problems
+        assert any(p.startswith("helm release slurm: nodesets.gpu-h100: ") and "efect" in p for p in problems)
+        row = report.load(tmp_path).check("helm values: templated entries")
+        entries = len(slurm.inputs["values"]["nodesets"]) + len(slurm.inputs["values"]["loginsets"])
+        assert (entries, row.checked, row.what, len(row.problems)) == (4, 4, "entries", 2)
+    # AND no check found anything but the planted defects
     others = [
         p
         for p in problems
         if p not in pack + credentials
         and "r" * 60 not in p
         and "availabilityZon" not in p
-        and not (planted.slurm is not None and from_slurm_typos(p))
+        and not (slurm is not None and from_slurm_typos(p))
     ]
     assert others == []
 
@@ -318,21 +306,6 @@ def from_slurm_typos(problem: str) -> bool:
     return problem.startswith(
         ("helm release slurm: unknown key nodesets.gpu-h100.replica", "helm release slurm: nodesets.gpu-h100: ")
     ) or (problem.startswith("slurm--slurm: NodeSet slurm/slurm-worker-gpu-h100: ") and "'efect'" in problem)
-
-
-def test_render_runs_the_strict_slurm_values_check(planted: Planted) -> None:
-    # GIVEN the prod recording whose slurm release has a typo inside a NodeSet (below the chart's empty
-    # `nodesets` map, where a key check against values.yaml sees nothing) and in its pod spec
-    if planted.slurm is None:
-        pytest.skip("upstream schemas absent: run `make fetch-upstream`")
-    # WHEN written and checked as the render does (``planted``: the other checks' planted defects are elsewhere)
-    problems, slurm = planted.problems, planted.slurm
-    # THEN both are problems (exit 1), counted in the Checks table: each NodeSet and the login set
-    assert "helm release slurm: unknown key nodesets.gpu-h100.replica" in problems
-    assert any(p.startswith("helm release slurm: nodesets.gpu-h100: ") and "efect" in p for p in problems)
-    row = report.load(planted.out).check("helm values: templated entries")
-    entries = len(slurm.inputs["values"]["nodesets"]) + len(slurm.inputs["values"]["loginsets"])
-    assert (entries, row.checked, row.what, len(row.problems)) == (4, 4, "entries", 2)
 
 
 def test_warm_render_reuses_validation_answers(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
