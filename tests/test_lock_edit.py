@@ -150,13 +150,13 @@ def test_a_maxnodes_edit_checks_only_the_changed_key_and_passes_the_lock_check_w
     before = (REPO / lock.LOCK_NAME).read_bytes()
     stack_file = edited_prod(tmp_path)
     variants: list[str] = []
-    slurm: list[tuple[charts.Release, str, list[str]]] = []
+    asked: list[tuple[charts.Release, str, list[str]]] = []  # each variant's release, Kubernetes and API versions
     template = charts.template
 
     def counted(release: charts.Release, *args: object, **kwargs: object) -> str:
         if kwargs.get("keep") is False:  # a no-op check's variant (a values key left out)
             variants.append(release.key)
-            slurm.append((release, str(args[0]), sorted(args[1])))  # type: ignore[call-overload]
+            asked.append((release, str(args[0]), sorted(args[1])))  # type: ignore[call-overload]
         return template(release, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(charts, "template", counted)
@@ -174,7 +174,7 @@ def test_a_maxnodes_edit_checks_only_the_changed_key_and_passes_the_lock_check_w
         assert variants == ["slurm--slurm", "slurm--slurm"], variants
         # The edited Slurm's whole answer is not in the cache (a render of these values elsewhere would have put
         # it there): the check below computes it whole, whichever test ran before.
-        release, kube_version, apis = slurm[0]
+        release, kube_version, apis = asked[0]
         validation.entry_path(f"helm/noop-{charts.noop_key(release, kube_version, apis)}").unlink(missing_ok=True)
         # WHEN CI's lock check renders it (every answer computed whole)
         code = render_cli.main([*argv, "--out", str(tmp_path / "check"), "--lock", "check"])
