@@ -220,7 +220,7 @@ LONGEST_FIRST = (
     "tests/infra/test_lifecycle_first_up.py",
     "tests/infra/test_gates_checkov.py",
     "tests/infra/test_render_lock.py",
-    "tests/infra/test_render.py::test_render_runs_the_strict_slurm_values_check",
+    "tests/infra/test_render.py::test_a_finding_of_any_check_fails_the_render",
     "tests/test_no_skips.py",
     "tests/test_fetch_upstream.py",
     "tests/test_upstream_lookup.py",

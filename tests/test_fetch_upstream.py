@@ -22,6 +22,8 @@ from collections.abc import Iterator
 
 import pytest
 from conftest import REPO
+from support.mirror import built_mirror
+from support.renders import Renders
 
 from ekstrain.facts import versions
 from ekstrain.tooling import chartdigest, validation
@@ -44,10 +46,8 @@ def _helm() -> str:
 
 
 @pytest.fixture(scope="module")
-def mirror(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    root = tmp_path_factory.mktemp("mirror")
-    upstream_mirror.build(_src(), root)
-    server, base = upstream_mirror.serve(root)
+def mirror() -> Iterator[dict[str, str]]:
+    server, base = upstream_mirror.serve(built_mirror(_src()))  # laid out once per session (tests/support/mirror.py)
     yield upstream_mirror.mirror_env(base)
     server.shutdown()
 
@@ -162,11 +162,15 @@ def test_a_second_run_downloads_nothing(
 
 
 def test_the_dev_stack_renders_from_the_fetched_directory(
-    fetched: tuple[pathlib.Path, subprocess.CompletedProcess[str]], tmp_path: pathlib.Path
+    fetched: tuple[pathlib.Path, subprocess.CompletedProcess[str]], tmp_path: pathlib.Path, renders: Renders
 ) -> None:
     dest, proc = fetched
     assert proc.returncode == 0, proc.stderr
-    env = {**os.environ, "EKSTRAIN_UPSTREAM_DIR": str(dest), "EKSTRAIN_CACHE_DIR": str(tmp_path / "cache")}
+    # The session's render cache, with its render of dev: what the render computes is keyed by the content it reads
+    # (helm output by chart archive, a stored render by every upstream file: infra/replay.py), so the fetched
+    # directory's files are what decide whether any of it serves this render.
+    renders("dev")
+    env = {**os.environ, "EKSTRAIN_UPSTREAM_DIR": str(dest), "EKSTRAIN_CACHE_DIR": str(validation.cache_root())}
     render = subprocess.run(
         [sys.executable, "-m", "ekstrain.cli.render", "--stack", "dev", "--out", str(tmp_path / "out")],
         cwd=REPO,

@@ -19,6 +19,7 @@ import zipfile
 from typing import Any
 
 import pytest
+from support.wheel import built_wheel
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PROGRAM = REPO / "tests" / "library_program"
@@ -26,17 +27,9 @@ RENDER_ONLY = ("kubernetes_validate", "policy_sentry", "jsonschema")
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    out = tmp_path_factory.mktemp("wheel")
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", str(REPO), "-w", str(out)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    (built,) = out.glob("ekstrain-*.whl")
-    return built
+def wheel() -> pathlib.Path:
+    """The checkout's wheel, built once for the session's wheel tests (tests/support/wheel.py)."""
+    return built_wheel()
 
 
 @pytest.fixture(scope="module")

@@ -77,13 +77,9 @@ def _env(clone: pathlib.Path, tmp: pathlib.Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    return _plain_clone(tmp_path_factory.mktemp("plain"))
-
-
-@pytest.mark.parametrize("stack", ["prod", "dev"])
-def test_a_plain_clone_renders_the_shipped_stack_not_validated(stack: str, clone: pathlib.Path) -> None:
-    # GIVEN a plain clone (no ../shared, no .upstream, no helm) WHEN `ekstrain render --allow-unchecked`
-    env = _env(clone, clone.parent)
+    clone = _plain_clone(tmp_path_factory.mktemp("plain"))
+    # the commands below run the clone's code, which finds no upstream files (once for the module: every test here
+    # starts from this clone)
     probe = subprocess.run(
         [
             sys.executable,
@@ -92,12 +88,19 @@ def test_a_plain_clone_renders_the_shipped_stack_not_validated(stack: str, clone
             "validation.upstream_dir())",
         ],
         cwd=clone,
-        env=env,
+        env=_env(clone, clone.parent),
         capture_output=True,
         text=True,
         check=True,
     )
     assert probe.stdout.split() == [str(clone), "None"], probe.stdout  # the clone's code, no upstream files
+    return clone
+
+
+@pytest.mark.parametrize("stack", ["prod", "dev"])
+def test_a_plain_clone_renders_the_shipped_stack_not_validated(stack: str, clone: pathlib.Path) -> None:
+    # GIVEN a plain clone (no ../shared, no .upstream, no helm) WHEN `ekstrain render --allow-unchecked`
+    env = _env(clone, clone.parent)  # the clone's code, no upstream files (``clone``)
     argv = [sys.executable, "-m", "ekstrain", "render", "--stack", stack, "--allow-unchecked"]
     proc = subprocess.run(argv, cwd=clone, env=env, capture_output=True, text=True, timeout=600)
     # THEN exit 0; a note (not an error) naming the checks that did not run and the command that fetches the files

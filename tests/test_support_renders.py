@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from typing import Any
@@ -59,3 +60,31 @@ def test_a_program_runs_once_per_config_inside_the_block(monkeypatch: pytest.Mon
     assert ran == ["dev", "dev"]  # the second call of the same config was handed the first's recording
     render.run_program({"a": "1"}, [], "dev")
     assert ran == ["dev", "dev", "dev"]  # outside the block every call runs
+
+
+def test_a_render_without_a_lock_flag_is_the_sessions_passed_check_render(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN render_cli.main replaced by one that records its flags, prints, and fails the check of dev only
+    from ekstrain.cli import render as render_cli
+
+    calls: list[list[str]] = []
+
+    def main(argv: list[str]) -> int:
+        calls.append(argv[argv.index("--out") + 2 :])
+        stack = argv[argv.index("--stack") + 1]
+        print(f"out {stack} {argv[-1]}")
+        print(f"err {stack}", file=sys.stderr)
+        return 1 if stack == "dev" and "check" in argv else 0
+
+    monkeypatch.setattr(render_cli, "main", main)
+    shared = renders.Renders(lambda name: tmp_path / name)
+    # WHEN prod is asked for with and without --lock check, in either order
+    assert shared.run("prod") == shared.run("prod", "--lock", "check")
+    # THEN one render ran (the check), and its output is what both read
+    assert calls == [["--lock", "check"]]
+    assert shared.printed("prod") == shared.printed("prod", "--lock", "check") == ("out prod check\n", "err prod\n")
+    # AND a failing check (a stale lock) is not handed out for a use render: that renders as asked
+    out, code = shared.run("dev")
+    assert code == 0 and calls[1:] == [["--lock", "check"], []]
+    assert shared.printed("dev") == ("out dev " + str(out) + "\n", "err dev\n")

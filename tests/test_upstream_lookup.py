@@ -13,6 +13,7 @@ import sys
 
 import pytest
 from conftest import REPO
+from support.renders import Renders
 
 from ekstrain.facts import versions
 from ekstrain.files import paths
@@ -88,11 +89,14 @@ def _render(
 
 
 def test_prod_renders_with_a_partial_upstream_directory_beside_a_complete_one(
-    partial_project: pathlib.Path, tmp_path: pathlib.Path
+    partial_project: pathlib.Path, tmp_path: pathlib.Path, renders: Renders
 ) -> None:
     # GIVEN a project whose .upstream/ is `mkdir -p .upstream/crds`, the complete files a later candidate (the
     # checkout's ../shared/upstream or .upstream/)
     _complete()
+    # AND the session's render of prod stored (infra/replay.py): the render below replays it only if it reads the
+    # same upstream files (the key holds their content), so a render that took the partial directory still fails
+    renders("prod")
     env = {k: v for k, v in os.environ.items() if k != "EKSTRAIN_UPSTREAM_DIR"}
     # WHEN prod renders
     proc = _render(partial_project, "prod", tmp_path / "out", env)

@@ -27,6 +27,8 @@ from collections.abc import Iterator
 
 import pytest
 from conftest import REPO
+from support.mirror import built_mirror
+from support.wheel import built_wheel
 
 from ekstrain.tooling import helm, upstream, validation
 
@@ -38,15 +40,7 @@ SRC = SHARED if SHARED.is_dir() else validation.upstream_dir()
 def env_bin(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     """A fresh virtualenv with the wheel installed (no dependencies: they come from this interpreter's
     site-packages, added by a .pth as plain directories, so no editable install of the checkout is on its path)."""
-    wheels = tmp_path_factory.mktemp("wheel")
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(wheels)] + [str(REPO)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert built.returncode == 0, built.stderr[-3000:]
-    (wheel,) = wheels.glob("ekstrain-*.whl")
+    wheel = built_wheel()  # built once for the session's wheel tests (tests/support/wheel.py)
     root = tmp_path_factory.mktemp("venv") / "v"
     venv.EnvBuilder(with_pip=False).create(root)
     python = root / "bin" / "python"
@@ -94,14 +88,12 @@ def helm_mirror(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.fixture(scope="module")
-def upstream_mirror_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def upstream_mirror_url() -> Iterator[str]:
     if SRC is None:
         pytest.skip("no pinned upstream files beside the checkout to build the mirror from")
     from scripts import upstream_mirror
 
-    root = tmp_path_factory.mktemp("mirror")
-    upstream_mirror.build(SRC, root)
-    server, base = upstream_mirror.serve(root)
+    server, base = upstream_mirror.serve(built_mirror(SRC))  # laid out once per session (tests/support/mirror.py)
     yield base
     server.shutdown()
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 from conftest import REPO, needs_upstream
-from support.renders import programs_run_once
+from support.renders import Renders, programs_run_once
 
 from ekstrain.cli import render as render_cli
 from ekstrain.infra import render, replay
@@ -131,9 +131,11 @@ def project(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.
 
 
 @pytest.fixture(scope="module")
-def dev_lock(tmp_path_factory: pytest.TempPathFactory) -> str:
+def dev_lock(tmp_path_factory: pytest.TempPathFactory, renders: Renders) -> str:
     """ekstrain.lock.json as `--lock write` writes it for the dev stack (the real check, computed once for the
-    module): the tests below start from it."""
+    module): the tests below start from it. After the session's --lock check render of dev, whose no-op answers
+    the cache holds (keyed by content): the write computes nothing that render did not."""
+    renders("dev", "--lock", "check")
     with pytest.MonkeyPatch.context() as patch:
         project = tmp_path_factory.mktemp("written") / "project"
         project.mkdir()

@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 from conftest import REPO, needs_upstream
+from support.renders import Renders
 
 from ekstrain.cli import render as render_cli
 from ekstrain.infra import render, replay
@@ -18,9 +19,11 @@ def _tree(root: pathlib.Path) -> dict[str, bytes]:
 
 @needs_upstream
 def test_an_unchanged_render_is_replayed(
-    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], renders: Renders
 ) -> None:
-    monkeypatch.setenv("EKSTRAIN_REPLAY", "1")
+    # replays on as by default (unset: a value of EKSTRAIN_REPLAY is part of the key, infra/replay.py)
+    monkeypatch.delenv("EKSTRAIN_REPLAY", raising=False)
+    renders("prod")  # the session's render of prod, stored: the first render below replays it
     argv = ["--stack", "prod", "--stack-file", str(REPO / "Pulumi.prod.yaml")]
     # GIVEN a render of prod (replayed or not: the cache may hold one already)
     assert render_cli.main([*argv, "--out", str(tmp_path / "first")]) == 0
