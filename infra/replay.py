@@ -40,8 +40,13 @@ SOURCE_DIRS = ("ekstrain", "policy", "security")
 BY_CONTENT = {"EKSTRAIN_CACHE_DIR", "EKSTRAIN_UPSTREAM_DIR", helm.HELM_ENV}
 
 
+REPLAY_ENV = "EKSTRAIN_REPLAY"
+"""Turns replays off (``0``); a switch of the store, not an input of the render: left out of the key, so a render
+with it unset and one with it at ``1`` share an entry."""
+
+
 def enabled() -> bool:
-    return os.environ.get("EKSTRAIN_REPLAY", "1") != "0"
+    return os.environ.get(REPLAY_ENV, "1") != "0"
 
 
 def _tree_digest(root: pathlib.Path) -> str:
@@ -85,7 +90,11 @@ def key(stack: str, stack_file: pathlib.Path, preview: bool, lock_mode: str = "u
         dt.datetime.now(dt.timezone.utc).date().isoformat(),
         sys.version,
         _distributions(),
-        sorted((k, v) for k, v in os.environ.items() if k.startswith("EKSTRAIN_") and k not in BY_CONTENT),
+        sorted(
+            (k, v)
+            for k, v in os.environ.items()
+            if k.startswith("EKSTRAIN_") and k not in BY_CONTENT and k != REPLAY_ENV
+        ),
         [_tree_digest(REPO / d) for d in SOURCE_DIRS],
         _tree_digest(upstream) if upstream else None,
         _helm_digest(helm_path),

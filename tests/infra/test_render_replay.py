@@ -68,3 +68,15 @@ def test_a_changed_file_read_besides_the_key_renders_again(
     # AND not once it changed
     extra.write_text("ssh-ed25519 AAAA two\n")
     assert replay.load("k" * 40, tmp_path / "third") is None
+
+
+def test_the_replay_switch_is_not_part_of_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    # EKSTRAIN_REPLAY switches the store, it is no input of the render: unset and "1" share an entry; another
+    # EKSTRAIN_ variable is an input and a key of its own
+    stack_file = REPO / "Pulumi.prod.yaml"
+    monkeypatch.delenv("EKSTRAIN_REPLAY", raising=False)
+    unset = replay.key("prod", stack_file, False)
+    monkeypatch.setenv("EKSTRAIN_REPLAY", "1")
+    assert replay.key("prod", stack_file, False) == unset
+    monkeypatch.setenv("EKSTRAIN_SOMETHING_ELSE", "x")
+    assert replay.key("prod", stack_file, False) != unset
