@@ -122,6 +122,16 @@ def renders(tmp_path_factory: pytest.TempPathFactory) -> Renders:
     return Renders(tmp_path_factory.mktemp)
 
 
+@pytest.fixture(scope="session")
+def prod_chart_objects(renders: Renders) -> list[tuple[str, Any]]:
+    """(``<component>--<release>``, object) of every chart object of the session's prod render
+    (``charts.read_rendered``), parsed once for the session: its 19 MB of YAML took ~5 CPU-s in each module that
+    read it. Read them, never mutate them."""
+    from ekstrain.infra.verify.charts import read_rendered
+
+    return read_rendered(renders("prod"))
+
+
 def shipped_recording(request: pytest.FixtureRequest, stack: str) -> offline.Recording:
     """A shipped stack's recording, read-only: the session's for prod and dev, else run now."""
     if stack in ("prod", "dev"):

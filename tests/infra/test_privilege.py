@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import pathlib
 from typing import Any
 
 from conftest import stack_config
+from support.renders import Renders
 
 from ekstrain.assembly import logs
 from ekstrain.assembly.schedulers import mpi_operator
@@ -26,7 +26,6 @@ from ekstrain.components import csi, iam
 from ekstrain.infra import offline, report
 from ekstrain.infra import render as render_mod
 from ekstrain.infra.verify import rbac
-from ekstrain.infra.verify.charts import read_rendered
 
 PROD = stack_config("prod")
 
@@ -84,12 +83,14 @@ def test_an_unlisted_grant_is_a_problem_and_a_listed_one_shows_its_reason() -> N
 
 
 def test_prod_render_has_no_unreviewed_powerful_grant(
-    prod_build: pathlib.Path, prod_recording: offline.Recording
+    renders: Renders, prod_chart_objects: list[tuple[str, dict[str, Any]]], prod_recording: offline.Recording
 ) -> None:
     """Every grant in prod's render has a reason, nothing grants nodes/proxy or pods/exec, and every reviewed entry
-    still matches a grant (a stale entry would hide a future one)."""
+    still matches a grant (a stale entry would hide a future one). The chart objects are ``read_rendered`` of the
+    session's prod render (tests/conftest.py), parsed once for every module that reads them."""
+    prod_build = renders("prod")
     chart_objects: dict[str, list[dict[str, Any]]] = {}
-    for key, obj in read_rendered(prod_build):
+    for key, obj in prod_chart_objects:
         chart_objects.setdefault(key, []).append(obj)
     own = render_mod.manifests(prod_recording)
     out = rbac.check(own, chart_objects)
