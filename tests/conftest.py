@@ -132,6 +132,19 @@ def prod_chart_objects(renders: Renders) -> list[tuple[str, Any]]:
     return read_rendered(renders("prod"))
 
 
+@pytest.fixture(scope="session")
+def prod_rendered(prod_recording: offline.Recording) -> Any:
+    """Every prod release rendered by the real `helm template` as the render renders them (its Kubernetes version,
+    the program's CRDs beside the charts': ekstrain/infra/render.py), so the render's cache entries serve it; built
+    once for the session. Read it, never mutate it."""
+    from ekstrain.infra import render
+    from ekstrain.infra.verify import charts
+
+    crds = [o for _, o in render.manifests(prod_recording) if o.get("kind") == "CustomResourceDefinition"]
+    kube_version = stack_config("prod").cluster.kubernetes_version
+    return charts.render_all(render.chart_releases(prod_recording), kube_version, crds)
+
+
 def shipped_recording(request: pytest.FixtureRequest, stack: str) -> offline.Recording:
     """A shipped stack's recording, read-only: the session's for prod and dev, else run now."""
     if stack in ("prod", "dev"):
