@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import fnmatch
+import functools
 import importlib.util
 import os
 import pathlib
@@ -59,10 +60,18 @@ def run_program(program: Callable[[], Any], region: str = "us-west-2", preview: 
 
 
 def stack_sections(name: str) -> dict[str, Any]:
+    """A shipped stack file's sections, a fresh copy to change."""
+    return copy.deepcopy(_shipped_sections(name))
+
+
+@functools.cache
+def _shipped_sections(name: str) -> dict[str, Any]:
+    """Read once per process: the corpora and the edit tests start hundreds of cases from the same file (reading and
+    checking its YAML each time was most of their time); every caller gets a deep copy."""
     flat, _ = read_stack_file(REPO / f"Pulumi.{name}.yaml")
     sections, unknown = sections_from_flat(flat)
     assert not unknown
-    return copy.deepcopy(sections)
+    return sections
 
 
 def stack_config(name: str) -> StackConfig:
