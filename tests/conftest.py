@@ -132,16 +132,6 @@ def renders(tmp_path_factory: pytest.TempPathFactory) -> Renders:
 
 
 @pytest.fixture(scope="session")
-def prod_chart_objects(renders: Renders) -> list[tuple[str, Any]]:
-    """(``<component>--<release>``, object) of every chart object of the session's prod render
-    (``charts.read_rendered``), parsed once for the session: its 19 MB of YAML took ~5 CPU-s in each module that
-    read it. Read them, never mutate them."""
-    from ekstrain.infra.verify.charts import read_rendered
-
-    return read_rendered(renders("prod"))
-
-
-@pytest.fixture(scope="session")
 def prod_rendered(prod_recording: offline.Recording) -> Any:
     """Every prod release rendered by the real `helm template` as the render renders them (its Kubernetes version,
     the program's CRDs beside the charts': ekstrain/infra/render.py), so the render's cache entries serve it; built

@@ -32,10 +32,9 @@ def prod_build(renders: Renders) -> pathlib.Path:
 
 
 @pytest.fixture(scope="module")
-def prod_objects(prod_chart_objects: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
-    """Every chart object of the prod render: ``charts.read_rendered`` of it, parsed once for the session
-    (tests/conftest.py; 16 MB of them are CRDs)."""
-    return prod_chart_objects
+def prod_objects(prod_build: pathlib.Path) -> list[tuple[str, dict[str, Any]]]:
+    """Every chart object of the prod render, parsed once for the module (16 MB of them are CRDs)."""
+    return charts.read_rendered(prod_build)
 
 
 def _release(name: str, build: pathlib.Path) -> charts.Release:
