@@ -22,6 +22,13 @@ def save_seconds(cfg: StackConfig) -> int:
     if not size:
         return 0
     fsx = cfg.storage.fsx
+    if (
+        fsx.deployment_type == "PERSISTENT_2"
+        and fsx.per_unit_storage_throughput not in storage_sizing.PERSISTENT_2_TIERS
+    ):
+        # A tier FSx does not offer has no write time: the storage rule (stacks/rules/storage.py) refuses it with its
+        # fix, in the same report, instead of this rule stopping the check with a traceback.
+        return 0
     seconds = storage_sizing.save_seconds(
         int(size * storage_sizing.GIB), fsx.deployment_type, fsx.storage_capacity_gib, fsx.per_unit_storage_throughput
     )

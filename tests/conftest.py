@@ -84,10 +84,18 @@ def shipped_stack_file(name: str) -> tuple[dict[str, str], list[str]]:
 
 
 def stack_sections(name: str) -> dict[str, Any]:
+    """A shipped stack file's sections, a fresh copy to change."""
+    return copy.deepcopy(_shipped_sections(name))
+
+
+@functools.cache
+def _shipped_sections(name: str) -> dict[str, Any]:
+    """Read once per process: the corpora and the edit tests start hundreds of cases from the same file (reading and
+    checking its YAML each time was most of their time); every caller gets a deep copy."""
     flat, _ = shipped_stack_file(name)
     sections, unknown = sections_from_flat(flat)
     assert not unknown
-    return copy.deepcopy(sections)
+    return sections
 
 
 def stack_config(name: str) -> StackConfig:
@@ -145,6 +153,19 @@ def renders(tmp_path_factory: pytest.TempPathFactory) -> Renders:
     """The session's renders of the shipped stacks (tests/support/renders.py): ``renders("prod")`` is the
     directory of one `ekstrain render --stack prod`, shared by every test that reads it."""
     return Renders(tmp_path_factory.mktemp)
+
+
+@pytest.fixture(scope="session")
+def prod_rendered(prod_recording: offline.Recording) -> Any:
+    """Every prod release rendered by the real `helm template` as the render renders them (its Kubernetes version,
+    the program's CRDs beside the charts': ekstrain/infra/render.py), so the render's cache entries serve it; built
+    once for the session. Read it, never mutate it."""
+    from ekstrain.infra import render
+    from ekstrain.infra.verify import charts
+
+    crds = [o for _, o in render.manifests(prod_recording) if o.get("kind") == "CustomResourceDefinition"]
+    kube_version = stack_config("prod").cluster.kubernetes_version
+    return charts.render_all(render.chart_releases(prod_recording), kube_version, crds)
 
 
 def shipped_recording(request: pytest.FixtureRequest, stack: str) -> offline.Recording:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 from typing import Any
@@ -29,6 +30,17 @@ FAKES = {"roleArn", "role", "url", "thumbprintLists", "kubeconfig", "nodeRoleArn
 pytestmark = pytest.mark.skipif(not TOOL.exists(), reason="needs ../shared/tools/real-eks beside the checkout")
 
 
+def real_eks_cache() -> pathlib.Path:
+    """Where run.sh installs pulumi-eks's npm dependencies (~220 MB, ~11 CPU-s and the npm registry on first use):
+    ``$REAL_EKS_CACHE`` when set, else the user's cache directory, so every checkout on the machine shares one
+    install (run.sh reinstalls when its stamp, a digest of the tool's package.json and archive, differs)."""
+    explicit = os.environ.get("REAL_EKS_CACHE")
+    if explicit:
+        return pathlib.Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(pathlib.Path.home() / ".cache")
+    return pathlib.Path(base) / "ekstrain" / "real-eks"
+
+
 @pytest.fixture(scope="module")
 def real(prod_recording: offline.Recording, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     missing = [t for t in ("node", "npm") if shutil.which(t) is None]
@@ -41,7 +53,7 @@ def real(prod_recording: offline.Recording, tmp_path_factory: pytest.TempPathFac
         if r.type in ("eks:index:Cluster", "eks:index:ManagedNodeGroup")
     ]
     (tmp / "resources.yaml").write_text(yaml.safe_dump(components))
-    env = {**os.environ, "REAL_EKS_CACHE": str(REPO / ".tools" / "real-eks")}
+    env = {**os.environ, "REAL_EKS_CACHE": str(real_eks_cache())}
     done = subprocess.run(
         ["bash", str(TOOL), str(tmp / "resources.yaml"), str(tmp / "out.json")],
         capture_output=True,

@@ -8,7 +8,8 @@ import pathlib
 import pulumi
 import pytest
 import yaml
-from conftest import REPO, cfg_with, needs_upstream, releases, run_program, run_stack, stack_config
+from conftest import REPO, cfg_with, needs_upstream, releases, run_program, stack_config
+from support.programs import shared_run
 
 from ekstrain.assembly.schedulers import mpi_operator, operators
 from ekstrain.components.operators import Operators, OperatorsArgs
@@ -151,7 +152,7 @@ def test_kuberay_uses_volcano_when_enabled(prod_recording: Recording) -> None:
 def test_kuberay_without_volcano_has_no_batch_scheduler() -> None:
     cfg = cfg_with(lambda s: s["schedulers"]["volcano"].update(enabled=False, queueWeights={}))
     assert "batchScheduler" not in operators.kuberay_values(cfg)
-    rec = run_stack(cfg)
+    rec = shared_run(cfg)  # test_schedulers_toggles runs the same config (tests/support/programs.py)
     ray = releases(rec)["kuberay-operator"]
     assert "batchScheduler" not in ray.inputs["values"]
     cluster = rec.one("ekstrain:cluster:Cluster", "cluster")

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import run_stack, stack_sections
+from conftest import stack_sections
+from support.programs import shared_run
 
 from ekstrain.infra.offline import Recording
 from ekstrain.stacks.loader import parse
@@ -32,9 +33,11 @@ def urns(rec: Recording) -> set[str]:
 
 
 def _run(change: Callable[[dict[str, Any]], None]) -> Recording:
+    """prod with ``change`` applied to its schedulers (a run another module makes of the same config, such as the
+    day-2 diff turning Slurm off, is shared: tests/support/programs.py)."""
     sections = stack_sections("prod")
     change(sections["schedulers"])
-    return run_stack(parse(sections, "test", today=dt.date(2026, 12, 3))[0])
+    return shared_run(parse(sections, "test", today=dt.date(2026, 12, 3))[0])
 
 
 def _named(rec: Recording, type_: str, names: set[str]) -> set[str]:

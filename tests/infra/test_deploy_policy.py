@@ -1,6 +1,9 @@
 """`ekstrain deploy-policy`: the deploy role's policy covers every action of every recorded type, and the docs say so.
 
-The stacks are recorded once per module (the program under the offline engine, as `ekstrain diff` records a side).
+The stacks' resources are the program's under the offline engine, as `ekstrain diff` records a side
+(ekstrain/infra/diff.py, the recording as rows): prod and dev from the session's one run of each (tests/conftest.py),
+the reserved example run once here. The CLI's own recording process runs in
+test_cli_prints_the_documents_and_writes_only_out.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from ekstrain.cli import deploy_policy as dp
 from ekstrain.cli.main import main
 from ekstrain.contracts import iam as contracts
 from ekstrain.diff.model import Resource
-from ekstrain.diff.sides import REPO, record
+from ekstrain.diff.sides import REPO
+from ekstrain.infra import offline
+from ekstrain.infra.diff import record_stack_file, snapshot_dicts
 from ekstrain.infra.verify import iam as iam_db
 
 pytestmark = needs_upstream
@@ -28,9 +33,17 @@ STACKS = {
 }
 
 
+def rows(recording: offline.Recording) -> list[Resource]:
+    """A recording as the rows `ekstrain diff` reads from its recording process (ekstrain/infra/diff.py)."""
+    return [Resource.from_dict(d) for d in snapshot_dicts(recording)]
+
+
 @pytest.fixture(scope="module")
-def recorded() -> dict[str, list[Resource]]:
-    return {name: record(REPO, name, path, "--stack-file") for name, path in STACKS.items()}
+def recorded(prod_recording: offline.Recording, dev_recording: offline.Recording) -> dict[str, list[Resource]]:
+    """Each stack's rows. The recording process (cli/record.py) runs the same program on the same stack file; here
+    prod and dev are the session's runs and only the reserved example runs (three processes took ~10 CPU-s)."""
+    reserved = [Resource.from_dict(d) for d in record_stack_file(STACKS["reserved"], "reserved")]
+    return {"prod": rows(prod_recording), "dev": rows(dev_recording), "reserved": reserved}
 
 
 def _policy(stack: str, rows: list[Resource], read_only: bool = False) -> tuple[list[dict], str, str]:

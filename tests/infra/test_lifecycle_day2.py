@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import cfg_with, needs_upstream, releases, run_stack
+from support.programs import shared_run
 
 from ekstrain.assembly.schedulers import ledger
 from ekstrain.diff import compare
@@ -35,7 +36,9 @@ def prod(prod_recording: Recording) -> list[Resource]:
 
 
 def diff_after(prod: list[Resource], edit: Callable[[dict[str, Any]], None]) -> compare.Diff:
-    return compare.compare(prod, snapshot(run_stack(cfg_with(edit))))
+    """prod against prod's stack file with ``edit`` applied (a run another module makes of the same config is
+    shared: tests/support/programs.py)."""
+    return compare.compare(prod, snapshot(shared_run(cfg_with(edit))))
 
 
 def changes(diff: compare.Diff) -> set[Change]:

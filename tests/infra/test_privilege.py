@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import pathlib
 from typing import Any
 
 from conftest import stack_config
+from support.renders import Renders
 
 from ekstrain.assembly import logs
 from ekstrain.assembly.schedulers import mpi_operator
 from ekstrain.components import csi, iam
 from ekstrain.infra import offline, report
 from ekstrain.infra import render as render_mod
-from ekstrain.infra.verify import rbac
-from ekstrain.infra.verify.charts import read_rendered
+from ekstrain.infra.verify import charts, rbac
 
 PROD = stack_config("prod")
 
@@ -84,13 +83,14 @@ def test_an_unlisted_grant_is_a_problem_and_a_listed_one_shows_its_reason() -> N
 
 
 def test_prod_render_has_no_unreviewed_powerful_grant(
-    prod_build: pathlib.Path, prod_recording: offline.Recording
+    renders: Renders, prod_rendered: charts.Rendered, prod_recording: offline.Recording
 ) -> None:
     """Every grant in prod's render has a reason, nothing grants nodes/proxy or pods/exec, and every reviewed entry
-    still matches a grant (a stale entry would hide a future one)."""
-    chart_objects: dict[str, list[dict[str, Any]]] = {}
-    for key, obj in read_rendered(prod_build):
-        chart_objects.setdefault(key, []).append(obj)
+    still matches a grant (a stale entry would hide a future one). The chart objects are those the render's RBAC check
+    reads (``charts.render_all`` of prod's releases, once for the session: tests/conftest.py), not its 19 MB of
+    charts/ parsed back (the same objects, Secrets' data masked)."""
+    prod_build = renders("prod")
+    chart_objects: dict[str, list[dict[str, Any]]] = prod_rendered.objects
     own = render_mod.manifests(prod_recording)
     out = rbac.check(own, chart_objects)
     assert out.problems == []

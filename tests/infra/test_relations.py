@@ -16,14 +16,8 @@ from ekstrain.infra import offline, render
 from ekstrain.infra.verify import admission, charts, order, references, relations
 from ekstrain.infra.verify.pods import Inventory, PodTemplate, inventory, pod_templates, reviewed
 
-PROD_KV = "1.36"
-
-
-@pytest.fixture(scope="module")
-def prod_rendered(prod_recording: offline.Recording) -> charts.Rendered:
-    """Every prod release rendered by the real `helm template` (cached by content under build/.cache)."""
-    crds = [o for _, o in render.manifests(prod_recording) if o.get("kind") == "CustomResourceDefinition"]
-    return charts.render_all(render.chart_releases(prod_recording), PROD_KV, crds)
+# prod_rendered (tests/conftest.py): every prod release rendered by the real `helm template` as the render does,
+# once for the session (cached by content under build/.cache)
 
 
 def _run(rec: offline.Recording, rendered: charts.Rendered) -> dict[str, Any]:

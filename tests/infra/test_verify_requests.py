@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import needs_upstream, stack_config
+from conftest import needs_upstream
 
 from ekstrain.infra import render
 from ekstrain.infra.verify import charts, requests
@@ -47,13 +47,19 @@ def test_a_container_without_requests_is_named() -> None:
     assert (result.checked, len(result.problems)) == (2, 1)
 
 
+@pytest.fixture(scope="module")
+def prod_objects(prod_recording: Any, prod_rendered: charts.Rendered) -> list[dict[str, Any]]:
+    """What the render applies for prod (its requests check reads the same list): the program's manifests, then every
+    chart object (prod_rendered: the session's `helm template` of every release, tests/conftest.py)."""
+    assert prod_rendered.problems == []
+    objects = [o for _, o in render.manifests(prod_recording)]
+    return objects + [o for objs in prod_rendered.objects.values() for o in objs]
+
+
 @needs_upstream
 @needs_helm
-def test_prod_controllers_request_cpu_and_memory(prod_recording: Any) -> None:
-    rendered = charts.render_all(render.chart_releases(prod_recording), stack_config("prod").cluster.kubernetes_version)
-    assert rendered.problems == []
-    objects = [o for _, o in render.manifests(prod_recording)]
-    objects += [o for objs in rendered.objects.values() for o in objs]
+def test_prod_controllers_request_cpu_and_memory(prod_objects: list[dict[str, Any]]) -> None:
+    objects = prod_objects
     result = requests.check(objects)
     assert result.checked >= 30
     assert result.problems == []
@@ -143,11 +149,9 @@ def test_containers_of_hook_jobs_custom_resources_and_operator_sidecars_are_chec
 
 @needs_upstream
 @needs_helm
-def test_prod_custom_resources_and_hooks_request_cpu_and_memory(prod_recording: Any) -> None:
+def test_prod_custom_resources_and_hooks_request_cpu_and_memory(prod_objects: list[dict[str, Any]]) -> None:
     """The containers once found without requests now have them, through chart values and manifests."""
-    rendered = charts.render_all(render.chart_releases(prod_recording), stack_config("prod").cluster.kubernetes_version)
-    objects = [o for _, o in render.manifests(prod_recording)]
-    objects += [o for objs in rendered.objects.values() for o in objs]
+    objects = prod_objects
     names = {
         f"{o['kind']}/{o['metadata']['name']} {c}"
         for o in objects

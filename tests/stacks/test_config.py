@@ -186,6 +186,19 @@ def test_bad_config_names_key_and_fix(case: str) -> None:
     assert any(k == key and fix_word in fix + problem for k, problem, fix in errors), errors
 
 
+def test_a_throughput_tier_fsx_does_not_offer_is_refused_with_a_checkpoint_size() -> None:
+    """prod sizes a checkpoint, so its capacity-window rule derives the checkpoint's write time from the FSx tier: a
+    tier FSx does not offer (found by tests/stacks/test_fuzz_stack.py: 500 nudged to 499) is the storage rule's one
+    refusal, not a ValueError from the sizing model."""
+    sections = stack_sections("prod")
+    assert sections["storage"]["checkpoint"]["sizeGiB"]
+    sections["storage"]["fsx"].update(deploymentType="PERSISTENT_2", perUnitStorageThroughput=499)
+    errors = _errors(sections)
+    assert [(k, fix) for k, _, fix in errors] == [
+        ("ekstrain:storage.fsx.perUnitStorageThroughput", "use one of 125, 250, 500, 1000")
+    ], errors
+
+
 def test_all_problems_are_reported_at_once() -> None:
     sections = stack_sections("dev")
     sections["cluster"]["nmae"] = "x"
