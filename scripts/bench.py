@@ -272,14 +272,17 @@ def time_render_in(
 
 
 def time_make_test(tmpdir: pathlib.Path) -> tuple[float, float, int, int]:
-    """`make test` as CI runs it (ruff, mypy beside pytest, checkov), with the render cache, mypy's cache and the
-    bytecode directory empty as in a clean clone (in ``tmpdir``); the virtualenvs and helm are installed beforehand,
-    as .ci/run's first step does. Its output goes to ``tmpdir``/make-test.log; the last lines print when it fails.
+    """`make test` as CI runs it (ruff, mypy beside pytest, checkov), with the render cache, mypy's cache, the
+    bytecode directory and pulumi-eks's npm install empty as in a clean clone on a new machine (in ``tmpdir``); the
+    virtualenvs and helm are installed beforehand, as .ci/run's first step does. Its output goes to
+    ``tmpdir``/make-test.log; the last lines print when it fails.
     Returns wall seconds, CPU seconds (user + system of every process it ran: what a loaded machine does not
     inflate), the exit code and how many tests pytest ran (its summary line)."""
     log = tmpdir / "make-test.log"
     env = {**os.environ, "EKSTRAIN_CACHE_DIR": str(tmpdir / "cache"), "MYPY_CACHE_DIR": str(tmpdir / "mypy")}
     env["PYCACHE_DIR"] = str(tmpdir / "pycache")  # the Makefile's bytecode directory, empty as in a clean clone
+    # pulumi-eks's npm dependencies (tests/test_real_eks.py) too, as on a machine that never installed them
+    env["REAL_EKS_CACHE"] = str(tmpdir / "real-eks")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     with log.open("w") as out:
