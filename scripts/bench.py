@@ -423,12 +423,30 @@ def details() -> None:
         bench_planner.main()
 
 
+def test_rows() -> dict[str, str]:
+    """make test, mypy alone and make unit, each from empty caches (minutes)."""
+    rows: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="ekstrain-bench-test-") as tmp:
+        wall, cpu, rc, count = time_make_test(pathlib.Path(tmp))
+        rows["make test"] = cell(wall, cpu) + f", {count} tests" + ("" if rc == 0 else f" exit {rc}")
+        wall, cpu, rc = time_mypy(pathlib.Path(tmp))
+        rows["of it: mypy alone, empty cache"] = cell(wall, cpu) + ("" if rc == 0 else f" exit {rc}")
+        wall, cpu, rc, count = time_make_unit(pathlib.Path(tmp))
+        rows["make unit"] = cell(wall, cpu) + f", {count} tests" + ("" if rc == 0 else f" exit {rc}")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m scripts.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--tests", action="store_true", help="also time make test with empty caches (minutes)")
     parser.add_argument("--details", action="store_true", help="also the in-process, synthetic and refusal timings")
     parser.add_argument("--edit-only", action="store_true", help=f"only the row {EDIT!r} (a few minutes)")
+    parser.add_argument("--tests-only", action="store_true", help="only the make test, mypy and make unit rows")
     args = parser.parse_args(argv)
+    if args.tests_only:
+        print(f"machine: {os.cpu_count()} cores, {load()} at the start (shared: read wall times with the load)")
+        print(targets_table(test_rows()))
+        return
     if args.edit_only:
         with tempfile.TemporaryDirectory() as tmp:
             env = {
@@ -482,13 +500,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         print(f"  ekstrain diff (warm): {rows['ekstrain diff (warm)']}", flush=True)
     if args.tests:
-        with tempfile.TemporaryDirectory(prefix="ekstrain-bench-test-") as tmp:
-            wall, cpu, rc, count = time_make_test(pathlib.Path(tmp))
-            rows["make test"] = cell(wall, cpu) + f", {count} tests" + ("" if rc == 0 else f" exit {rc}")
-            wall, cpu, rc = time_mypy(pathlib.Path(tmp))
-            rows["of it: mypy alone, empty cache"] = cell(wall, cpu) + ("" if rc == 0 else f" exit {rc}")
-            wall, cpu, rc, count = time_make_unit(pathlib.Path(tmp))
-            rows["make unit"] = cell(wall, cpu) + f", {count} tests" + ("" if rc == 0 else f" exit {rc}")
+        rows.update(test_rows())
     else:
         rows["make test"] = "not run (make bench BENCH_ARGS=--tests)"
     print()
