@@ -32,6 +32,7 @@ def _result(plans):
         ("deepseek-v3", 32, 512, 4096, {}),  # MLA, shared experts, dense-first layers
         ("qwen3-235b-a22b", 8, 256, 4096, {}),  # 94 layers, 128 experts
         ("llama3-8b", 4, 256, 8192, {"precision": "fp8", "software": Software(fp8_bf16_layers=1)}),  # BF16 ends
+        ("llama3-8b", 4, 256, 8192, {"software": Software(activation_offload_layers=4)}),  # offload: PP 1 only
     ],
 )
 def test_the_top_ten_are_those_of_the_unpruned_search(monkeypatch, name, nodes, batch, seq, options):
@@ -71,6 +72,9 @@ def test_the_floor_bound_alone_changes_nothing(monkeypatch):
         ("llama3-8b", 1, TrainingSpec(64, 4096, flash_attention=False, framework=HSDP)),
         # FP8 with BF16 end layers: the first stage can be the slowest, and one stage holds both ends
         ("llama3-8b", 2, TrainingSpec(64, 8192, precision="fp8", software=Software(fp8_bf16_layers=2))),
+        # activation offload: copies exposed beyond each pass, Megatron-core's and DeepSpeed's checkpoint offload
+        ("llama3-8b", 1, TrainingSpec(64, 8192, software=Software(activation_offload_layers=8))),
+        ("llama3-8b", 1, TrainingSpec(64, 8192, framework=DEEPSPEED, software=Software(activation_offload_layers=8))),
     ],
 )
 def test_the_floor_is_under_every_step_it_bounds(name, nodes, training):
