@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -39,3 +42,32 @@ def test_make_test_is_counted_from_pytests_summary_line() -> None:
     log = "....\n===== 1 failed, 2021 passed, 3 skipped, 2 deselected, 7 warnings in 310.20s (0:05:10) =====\n"
     assert bench.tests_run("6 passed in 1.0s\n" + log) == 2025
     assert bench.tests_run("make: *** [test] Error 2\n") == 0
+
+
+def test_the_cpu_profile_plugin_charges_a_tests_child_process_to_it(tmp_path: pathlib.Path) -> None:
+    """scripts/pytest_cpuprof.py: one row per test, a waited-for subprocess's CPU on the test that ran it."""
+    (tmp_path / "test_two.py").write_text(
+        "import subprocess, sys\n"
+        "def test_busy_child():\n"
+        "    subprocess.run([sys.executable, '-c', 'sum(range(3_000_000))'], check=True)\n"
+        "def test_idle():\n"
+        "    pass\n"
+    )
+    out = tmp_path / "prof"
+    env = {**os.environ, "CPUPROF_DIR": str(out), "PYTHONPATH": str(REPO)}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "scripts.pytest_cpuprof", "-p", "no:cacheprovider", "test_two.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    header, *rows = (out / "main.tsv").read_text().splitlines()
+    assert header.startswith("#session\t")
+    by_test = {row.split("\t")[0]: [float(v) for v in row.split("\t")[1:]] for row in rows}
+    assert set(by_test) == {"test_two.py::test_busy_child", "test_two.py::test_idle"}
+    assert by_test["test_two.py::test_busy_child"][1] > 0.02  # the child's CPU, charged to its test
+    assert by_test["test_two.py::test_idle"][1] == 0.0
