@@ -50,6 +50,7 @@ def _pytest(tmp_path: pathlib.Path, no_skips: str) -> subprocess.CompletedProces
     test = tmp_path / "test_sample.py"
     test.write_text("import pytest\n\ndef test_ok():\n    pass\n\ndef test_skipped():\n    pytest.skip('no tool')\n")
     env = {**os.environ, "EKSTRAIN_NO_SKIPS": no_skips, "PYTHONPATH": f"{REPO / 'tests'}:{REPO / 'policy'}"}
+    env.pop("PYTEST_ADDOPTS", None)  # the outer run's plugins (a profiler's -p) are not this sample's
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "conftest", "-p", "no:cacheprovider", str(test)],
         capture_output=True,
