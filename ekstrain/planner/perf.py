@@ -656,12 +656,14 @@ def _shape_costs(
     eff: Efficiency,
     links: Links,
     cache: dict[tuple[object, ...], Any],
+    bf16: bool = False,
 ) -> _LayerCosts:
-    """The per-layer costs of ``p``'s (tp, cp, ep, micro-batch, sequence parallelism), once per ``cache``."""
-    shape: tuple[object, ...] = (p.tp, p.cp, p.ep, p.micro_batch, p.sequence_parallel)
+    """The per-layer costs of ``p``'s (tp, cp, ep, micro-batch, sequence parallelism), once per ``cache``; ``bf16``:
+    those of a layer kept in BF16 under an FP8 plan (bf16_end_layers)."""
+    shape: tuple[object, ...] = (p.tp, p.cp, p.ep, p.micro_batch, p.sequence_parallel, bf16)
     costs = cache.get(shape)
     if costs is None:
-        costs = cache[shape] = _layer_costs(model, fleet, training, p, eff, links)
+        costs = cache[shape] = _layer_costs(model, fleet, bf16_training(training) if bf16 else training, p, eff, links)
     return costs
 
 
@@ -702,12 +704,7 @@ def _stage_micro_batch(
     found = cache.get(key)
     if found is None:
         costs = _shape_costs(model, fleet, training, p, eff, links, cache)
-        bf16_costs = None
-        if bf16:
-            bf16_shape = (p.tp, p.cp, p.ep, p.micro_batch, p.sequence_parallel, BF16)
-            bf16_costs = cache.get(bf16_shape)
-            if bf16_costs is None:
-                bf16_costs = cache[bf16_shape] = _layer_costs(model, fleet, bf16_training(training), p, eff, links)
+        bf16_costs = _shape_costs(model, fleet, training, p, eff, links, cache, bf16=True) if bf16 else None
         found = cache[key] = _micro_batch_time(
             model, fleet, training, p, eff, links, layers, logits, costs, bf16, bf16_costs
         )
