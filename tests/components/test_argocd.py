@@ -4,25 +4,21 @@ release, valid against the pinned Argo CD CRDs and identical in chart/version/va
 from __future__ import annotations
 
 import pathlib
-import subprocess
 
 import pulumi
 import pytest
-import yaml
 from conftest import needs_upstream, run_program, stack_config
+from support.helm import template_objects
 
 from ekstrain.components.argocd import ArgoCd, ArgoCdArgs
 from ekstrain.facts import versions
 from ekstrain.infra import render
 from ekstrain.infra.offline import Recording
-from ekstrain.infra.verify import charts
 from ekstrain.payloads import argocd
 from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
 RELEASE = "kubernetes:helm.sh/v3:Release"
-# The project's one helm lookup ($EKSTRAIN_HELM, PATH, .tools/helm): `make test` fetches it, so these never skip.
-HELM = charts.helm_binary() or "helm"
 PLATFORM = [PROD.versions.chart(n) for n in versions.DEFAULT_CHARTS if n != "argo-cd"]
 
 
@@ -111,16 +107,9 @@ def test_values_use_only_chart_keys(rec: Recording) -> None:
 
 @needs_upstream
 def test_chart_renders_one_repository_secret_per_registry(rec: Recording, tmp_path: pathlib.Path) -> None:
-    values = tmp_path / "values.yaml"
-    values.write_text(yaml.safe_dump(rec.one(RELEASE, "argocd").inputs["values"]))
-    chart = validation.upstream_dir() / "chart-src" / "argo-cd-10.1.1.tgz"  # type: ignore[operator]
-    out = subprocess.run(
-        [HELM, "template", "argo-cd", str(chart), "-n", "argocd", "-f", str(values), "--kube-version", "1.35.0"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    objs = [d for d in yaml.safe_load_all(out) if d]
+    objs = template_objects(
+        rec.one(RELEASE, "argocd").inputs["values"], "argo-cd-10.1.1.tgz", "argo-cd", "argocd", tmp_path
+    )
     for o in objs:
         if o["kind"] != "CustomResourceDefinition":
             assert validation.validate_object(o, "1.35") == [], (o["kind"], o["metadata"]["name"])

@@ -4,26 +4,22 @@ from __future__ import annotations
 
 import datetime as dt
 import pathlib
-import subprocess
 from typing import Any
 
 import pulumi
 import pytest
-import yaml
 from conftest import needs_upstream, run_program, stack_config, stack_sections
+from support.helm import template_objects
 
 from ekstrain.assembly import jupyterhub as hub
 from ekstrain.components.jupyterhub import JupyterHub, JupyterHubArgs
 from ekstrain.infra.offline import Recording
-from ekstrain.infra.verify import charts
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import parse
 from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
 RELEASE = "kubernetes:helm.sh/v3:Release"
-# The project's one helm lookup ($EKSTRAIN_HELM, PATH, .tools/helm): `make test` fetches it, so these never skip.
-HELM = charts.helm_binary() or "helm"
 
 
 def _run(cfg: Any, secret: str | None) -> Recording:
@@ -164,16 +160,9 @@ def test_values_keys_and_manifests_validate(rec: Recording) -> None:
 @needs_upstream
 def test_chart_accepts_the_values_and_renders_valid_objects(rec: Recording, tmp_path: pathlib.Path) -> None:
     # helm checks the values against the chart's values.schema.json, then renders
-    values = tmp_path / "values.yaml"
-    values.write_text(yaml.safe_dump(rec.one(RELEASE, "jupyterhub").inputs["values"]))
-    chart = validation.upstream_dir() / "chart-src" / "jupyterhub-4.4.0.tgz"  # type: ignore[operator]
-    out = subprocess.run(
-        [HELM, "template", "jupyterhub", str(chart), "-n", "jupyterhub", "-f", str(values), "--kube-version", "1.35.0"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    objs = [d for d in yaml.safe_load_all(out) if d]
+    objs = template_objects(
+        rec.one(RELEASE, "jupyterhub").inputs["values"], "jupyterhub-4.4.0.tgz", "jupyterhub", "jupyterhub", tmp_path
+    )
     for o in objs:
         assert validation.validate_object(o, "1.35") == [], (o["kind"], o["metadata"]["name"])
     (proxy,) = [o for o in objs if o["kind"] == "Service" and o["metadata"]["name"] == "proxy-public"]

@@ -1,0 +1,43 @@
+"""``helm template`` of one pinned chart with a recorded release's values, for tests that check what the chart makes
+of them (the render's own path, ekstrain/infra/verify/charts.py, caches and post-processes; these run helm bare).
+helm is the project's one lookup ($EKSTRAIN_HELM, PATH, .tools/helm): `make test` fetches it, so these never skip."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+from typing import Any
+
+import yaml
+
+from ekstrain.infra.verify import charts
+from ekstrain.tooling import validation
+
+
+def template_objects(
+    values: dict[str, Any], archive: str, release: str, namespace: str, workdir: pathlib.Path, kube: str = "1.35.0"
+) -> list[dict[str, Any]]:
+    """The objects ``helm template RELEASE chart-src/ARCHIVE -n NAMESPACE -f values.yaml`` renders (helm checks the
+    values against the chart's values.schema.json first; a failure raises CalledProcessError)."""
+    values_file = workdir / "values.yaml"
+    values_file.write_text(yaml.safe_dump(values))
+    upstream = validation.upstream_dir()
+    assert upstream is not None, "upstream files absent: `make fetch-upstream`"
+    out = subprocess.run(
+        [
+            charts.helm_binary() or "helm",
+            "template",
+            release,
+            str(upstream / "chart-src" / archive),
+            "-n",
+            namespace,
+            "-f",
+            str(values_file),
+            "--kube-version",
+            kube,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
