@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO, needs_upstream, stack_config
+from support import helm
 
 from ekstrain.agents import efa_exporter
 from ekstrain.assembly import alerts
@@ -26,7 +27,6 @@ from ekstrain.infra.verify import charts
 from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
-HELM = charts.helm_binary() or "helm"
 INSTALL = "apt-get install -y prometheus (Debian's package ships promtool; .ci/run installs it)"
 
 
@@ -456,16 +456,8 @@ def test_the_heartbeat_contract_matches_the_job_templates_and_chart_values() -> 
 def test_the_chart_renders_one_prometheus_rule_valid_against_its_crd(tmp_path: pathlib.Path) -> None:
     """GIVEN prod's values WHEN helm renders kube-prometheus-stack (CRDs included) THEN the PrometheusRule carries
     exactly rule_groups(prod) and validates against the chart's monitoring.coreos.com/v1 CRD."""
-    values = tmp_path / "values.yaml"
-    values.write_text(yaml.safe_dump(obs.chart_values(PROD)))
-    chart = validation.upstream_dir() / "chart-src" / "kube-prometheus-stack-88.5.3.tgz"  # type: ignore[operator]
-    out = subprocess.run(
-        [HELM, "template", obs.RELEASE, str(chart), "-n", obs.NAMESPACE, "-f", str(values)]
-        + ["--kube-version", "1.35.0", "--include-crds"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    archive = "kube-prometheus-stack-88.5.3.tgz"
+    out = helm.template(obs.chart_values(PROD), archive, obs.RELEASE, obs.NAMESPACE, tmp_path, "--include-crds")
     parsed = [d for _, d in charts.parse_documents(out) if isinstance(d, dict)]
     docs = [i for d in parsed for i in (d["items"] if d["kind"] == "List" else [d])]  # helm applies a List's items
     crds = validation.schemas_of([d for d in docs if d["kind"] == "CustomResourceDefinition"])

@@ -14,21 +14,18 @@ import urllib.request
 
 import pulumi
 import pytest
-import yaml
 from conftest import needs_upstream, run_program, stack_config
 from hypothesis import given
 from hypothesis import strategies as st
+from support.helm import template_objects
 
 from ekstrain.agents import efa_exporter
 from ekstrain.assembly import observability as obs
 from ekstrain.components.observability import Observability, ObservabilityArgs
 from ekstrain.infra.offline import Recording
-from ekstrain.infra.verify import charts
 from ekstrain.tooling import validation
 
 PROD = stack_config("prod")
-# The project's one helm lookup ($EKSTRAIN_HELM, PATH, .tools/helm): `make test` fetches it, so these never skip.
-HELM = charts.helm_binary() or "helm"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
@@ -153,28 +150,8 @@ def test_values_use_only_chart_keys_and_manifests_validate(rec: Recording) -> No
 
 @needs_upstream
 def test_chart_renders_the_service_monitors_and_remote_write(rec: Recording, tmp_path: pathlib.Path) -> None:
-    values = tmp_path / "values.yaml"
-    values.write_text(yaml.safe_dump(rec.one(RELEASE, "observability").inputs["values"]))
-    chart = validation.upstream_dir() / "chart-src" / "kube-prometheus-stack-88.5.3.tgz"  # type: ignore[operator]
-    out = subprocess.run(
-        [
-            HELM,
-            "template",
-            "kube-prometheus-stack",
-            str(chart),
-            "-n",
-            "monitoring",
-            "-f",
-            str(values),
-            "--kube-version",
-            "1.35.0",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    docs = [d for d in yaml.safe_load_all(out) if d]
-    objs = [i for d in docs for i in (d["items"] if d.get("kind") == "List" else [d])]
+    values = rec.one(RELEASE, "observability").inputs["values"]
+    objs = template_objects(values, "kube-prometheus-stack-88.5.3.tgz", "kube-prometheus-stack", "monitoring", tmp_path)
     for o in objs:  # built-in kinds strictly; the operator's CRs are checked below by content
         if "/" not in o["apiVersion"] or o["apiVersion"].rsplit("/", 1)[0] in validation.BUILTIN_GROUPS:
             assert validation.validate_object(o, "1.35") == [], (o["kind"], o["metadata"]["name"])

@@ -14,30 +14,28 @@ from ekstrain.infra.verify import charts
 from ekstrain.tooling import validation
 
 
-def template_objects(
-    values: dict[str, Any], archive: str, release: str, namespace: str, workdir: pathlib.Path, kube: str = "1.35.0"
-) -> list[dict[str, Any]]:
-    """The objects ``helm template RELEASE chart-src/ARCHIVE -n NAMESPACE -f values.yaml`` renders (helm checks the
-    values against the chart's values.schema.json first; a failure raises CalledProcessError)."""
+def template(
+    values: dict[str, Any], archive: str, release: str, namespace: str, workdir: pathlib.Path, *flags: str
+) -> str:
+    """What ``helm template RELEASE chart-src/ARCHIVE -n NAMESPACE -f values.yaml --kube-version 1.35.0 FLAGS`` prints
+    (helm checks the values against the chart's values.schema.json first; a failure raises CalledProcessError)."""
     values_file = workdir / "values.yaml"
     values_file.write_text(yaml.safe_dump(values))
     upstream = validation.upstream_dir()
     assert upstream is not None, "upstream files absent: `make fetch-upstream`"
-    out = subprocess.run(
-        [
-            charts.helm_binary() or "helm",
-            "template",
-            release,
-            str(upstream / "chart-src" / archive),
-            "-n",
-            namespace,
-            "-f",
-            str(values_file),
-            "--kube-version",
-            kube,
-        ],
+    chart = upstream / "chart-src" / archive
+    return subprocess.run(
+        [charts.helm_binary() or "helm", "template", release, str(chart), "-n", namespace, "-f", str(values_file)]
+        + ["--kube-version", "1.35.0", *flags],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def template_objects(
+    values: dict[str, Any], archive: str, release: str, namespace: str, workdir: pathlib.Path, *flags: str
+) -> list[dict[str, Any]]:
+    """The objects ``template`` renders, a List's items in its place (helm applies them one by one)."""
+    docs = [d for d in yaml.safe_load_all(template(values, archive, release, namespace, workdir, *flags)) if d]
+    return [i for d in docs for i in (d["items"] if d.get("kind") == "List" else [d])]
