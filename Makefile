@@ -73,7 +73,7 @@ test-needs:
 	  echo "make test needs the pinned upstream files: run \`make fetch-upstream\` first (or set EKSTRAIN_UPSTREAM_DIR=DIR); \`make render STACK=prod\` works without them" >&2; exit 2; fi
 
 test: test-needs ruff $(CHECKOV_VENV)/.installed $(HELM_TOOL)  ## lint + unit, component, config, schema, render, policy-pack and checkov tests
-	@# mypy (one core, ~45 s from a clean clone) runs beside pytest, which leaves a core idle about a fifth of the
+	@# mypy (one core, ~20 s from a clean clone) runs beside pytest, which leaves a core idle about a fifth of the
 	@# time; its report prints after the tests, and either failing fails the target. `make lint` runs it alone.
 	@log=$$(mktemp); $(VENV)/bin/mypy >"$$log" 2>&1 & mypy=$$!; \
 	EKSTRAIN_NO_SKIPS=1 EKSTRAIN_CHECKOV=$(CURDIR)/$(CHECKOV_VENV)/bin/checkov EKSTRAIN_REQUIRE_CHECKOV=1 \
