@@ -43,6 +43,11 @@ def components(rec: Any) -> list[dict[str, Any]]:
             entry["k8s"] += 1
         else:
             entry["aws"][r.type] += 1
+    # The engine registers resources concurrently, so the recording's order is not stable: the types and releases
+    # are put in name order, so that the figure (most_common keeps ties in insertion order) is the same each run.
+    for entry in tops.values():
+        entry["aws"] = collections.Counter(dict(sorted(entry["aws"].items())))
+        entry["helm"].sort()
     return sorted(tops.values(), key=lambda e: (-sum(e["aws"].values()) - len(e["helm"]), e["name"]))
 
 

@@ -61,3 +61,17 @@ def test_the_memo_keeps_only_the_latest_figures(monkeypatch: pytest.MonkeyPatch,
         render_page.stages_figure([{"stage": 0, "resources": n}], "s")
     assert counted == ["s"] * 4  # 1 was dropped when 3 was drawn
     assert len(shell._drawn) == 2
+
+
+def test_the_components_are_the_same_whatever_order_the_engine_registered_them(dev_recording: Recording) -> None:
+    """The engine registers resources concurrently: two runs of one program record them in other orders. The
+    components (and so their figure, and its memo key) are the same for any order."""
+    import random
+
+    records = list(dev_recording.records)
+    random.Random(7).shuffle(records)
+    shuffled = Recording(records, dev_recording.outputs, dev_recording.invokes)
+    assert repr(render_page.components(shuffled)) == repr(render_page.components(dev_recording))
+    assert repr(render_page.components(Recording(records[::-1], dev_recording.outputs, dev_recording.invokes))) == (
+        repr(render_page.components(dev_recording))
+    )
