@@ -20,6 +20,9 @@ from ekstrain.stacks import capacity_rules
 from ekstrain.stacks.loader import read_stack_file
 from ekstrain.tooling import validation
 
+SAFE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader where PyYAML has it: the same objects as yaml.safe_load, ~10x faster (MBs of output)."""
+
 
 @pytest.mark.parametrize("stack", STACK_NAMES)
 def test_stack_renders_and_validates(stack: str, renders: Renders) -> None:
@@ -47,7 +50,7 @@ def test_stack_renders_and_validates(stack: str, renders: Renders) -> None:
         "kubernetesVersion"
     ]
     for path in manifests:
-        assert validation.validate_object(yaml.safe_load(path.read_text()), kubernetes_version) == [], path
+        assert validation.validate_object(yaml.load(path.read_text(), Loader=SAFE), kubernetes_version) == [], path
     assert "valid against the pinned upstream schemas" in summary
     # every container image is listed with its registry, and the images check found nothing (infra/verify/images.py)
     assert re.search(r"^## Images: \d+ images from \d+ registries", summary, re.MULTILINE)
