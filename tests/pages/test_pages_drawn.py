@@ -75,3 +75,25 @@ def test_the_components_are_the_same_whatever_order_the_engine_registered_them(d
     assert repr(render_page.components(Recording(records[::-1], dev_recording.outputs, dev_recording.invokes))) == (
         repr(render_page.components(dev_recording))
     )
+
+
+def test_a_plan_page_drawn_again_for_the_same_plans_is_the_same_page(
+    tmp_path: Any, counted: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Plans are frozen dataclasses: their repr is every field, so two searches of the same inputs share the
+    figures (the write guard's tests write the same page to many paths), and another search draws its own."""
+    from test_pages import PLAN
+
+    from ekstrain.cli.main import main
+
+    pages = [tmp_path / "a.html", tmp_path / "b.html", tmp_path / "c.html"]
+    assert main(["plan", "search", *PLAN, "--html", str(pages[0])]) == 0
+    assert " at 0x" not in repr(shell._drawn)  # no key holds an object's address (which would never hit)
+    assert main(["plan", "search", *PLAN, "--html", str(pages[1])]) == 0
+    assert pages[0].read_text() == pages[1].read_text()
+    assert counted == ["plan-candidates", "plan-breakdown"]
+    seq = PLAN.index("--seq-len") + 1
+    other = [*PLAN[:seq], "4096", *PLAN[seq + 1 :]]
+    assert main(["plan", "search", *other, "--html", str(pages[2])]) == 0
+    assert counted == ["plan-candidates", "plan-breakdown"] * 2
+    capsys.readouterr()
