@@ -88,3 +88,39 @@ def test_a_render_without_a_lock_flag_is_the_sessions_passed_check_render(
     out, code = shared.run("dev")
     assert code == 0 and calls[1:] == [["--lock", "check"], []]
     assert shared.printed("dev") == ("out dev " + str(out) + "\n", "err dev\n")
+
+
+def test_the_program_a_render_ran_is_the_sessions_program(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN render_cli.main replaced by one that runs the program as the render does (the shipped stack file; a
+    # preview run and another config first), and run_program by a recorder
+    from ekstrain.cli import render as render_cli
+    from ekstrain.stacks.loader import read_stack_file
+
+    ran: list[tuple[str, bool, str]] = []
+
+    def run_program(flat: dict[str, str], secrets: list[str], stack: str, preview: bool = False) -> Any:
+        ran.append((stack, preview, flat.get("marker", "")))
+        return f"recording {len(ran)}"
+
+    monkeypatch.setattr(render, "run_program", run_program)
+
+    def main(argv: list[str]) -> int:
+        stack = argv[argv.index("--stack") + 1]
+        flat, secrets = read_stack_file(renders.REPO / f"Pulumi.{stack}.yaml")
+        render.run_program(flat, secrets, stack, preview=True)
+        render.run_program({**flat, "marker": "edited"}, secrets, stack)
+        render.run_program(flat, secrets, stack)
+        return 0
+
+    monkeypatch.setattr(render_cli, "main", main)
+    shared = renders.Renders(lambda name: tmp_path / name)
+    # WHEN dev renders, then its program is asked for
+    shared.run("dev")
+    # THEN it is the render's run of the shipped file (not the preview or the edited one), and nothing ran again
+    assert shared.program("dev") == "recording 3"
+    assert ran == [("dev", True, ""), ("dev", False, "edited"), ("dev", False, "")]
+    # AND outside a render the wrapper is gone; a stack whose render ran no program (replayed) runs it when asked
+    assert render.run_program is run_program
+    monkeypatch.setattr(render_cli, "main", lambda argv: 0)
+    shared.run("prod")
+    assert shared.program("prod") == "recording 4" and ran[-1] == ("prod", False, "")

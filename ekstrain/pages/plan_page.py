@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import pathlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ekstrain.pages import shell
 from ekstrain.planner.errors import PlanError
 from ekstrain.planner.parallel import NONE
 from ekstrain.planner.plan import Plan, evaluate
+
+if TYPE_CHECKING:  # matplotlib loads when a figure is drawn
+    from matplotlib.figure import Figure
 
 GIB = 2**30
 TABLE_ROWS = 20
@@ -69,7 +72,13 @@ def without_recompute(
 def candidates_figure(ranked: Sequence[Plan], extra: Sequence[Plan], chosen: Plan) -> str:
     """Every ranked plan (all fit) and the same layouts without recomputation, at memory and step time. The axes
     are clipped to the region of the ranked plans (and the device's capacity), so the fitting plans and the
-    chosen star are spread out; points outside it are counted in the legend, not drawn squeezed."""
+    chosen star are spread out; points outside it are counted in the legend, not drawn squeezed. Drawn once per
+    process for the same plans (shell.drawn: plans are frozen dataclasses, their repr is every field)."""
+    ranked, extra = list(ranked), list(extra)
+    return shell.drawn((ranked, extra, chosen), "plan-candidates", lambda: _candidates(ranked, extra, chosen))
+
+
+def _candidates(ranked: Sequence[Plan], extra: Sequence[Plan], chosen: Plan) -> Figure:
     fig = shell.figure(11, 5)
     ax = fig.add_subplot()
     mem = [p.memory.total / GIB for p in ranked]
@@ -127,10 +136,15 @@ def candidates_figure(ranked: Sequence[Plan], extra: Sequence[Plan], chosen: Pla
     ax.set_ylabel("predicted step time (s)")
     ax.grid(color="#eee")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False, ncol=2)
-    return shell.svg(fig, "plan-candidates")
+    return fig
 
 
 def breakdown_figure(plan: Plan) -> str:
+    """The chosen plan's memory and step time by part (drawn once per process for the same plan: shell.drawn)."""
+    return shell.drawn(plan, "plan-breakdown", lambda: _breakdown(plan))
+
+
+def _breakdown(plan: Plan) -> Figure:
     fig = shell.figure(11, 3.2)
     mem_ax, time_ax = fig.subplots(1, 2)
     memory = {k: v for k, v in plan.memory.gib().items() if k != "total"}
@@ -151,7 +165,7 @@ def breakdown_figure(plan: Plan) -> str:
     time_ax.set_yticks([])
     time_ax.set_xlabel("seconds per step")
     time_ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False)
-    return shell.svg(fig, "plan-breakdown")
+    return fig
 
 
 def _row(i: int, p: Plan) -> dict[str, Any]:

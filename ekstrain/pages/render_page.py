@@ -12,9 +12,12 @@ import collections
 import pathlib
 import urllib.parse
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ekstrain.pages import shell, topology
+
+if TYPE_CHECKING:  # matplotlib loads when a figure is drawn
+    from matplotlib.figure import Figure
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 PAGE_NAME = "index.html"
@@ -40,6 +43,11 @@ def components(rec: Any) -> list[dict[str, Any]]:
             entry["k8s"] += 1
         else:
             entry["aws"][r.type] += 1
+    # The engine registers resources concurrently, so the recording's order is not stable: the types and releases
+    # are put in name order, so that the figure (most_common keeps ties in insertion order) is the same each run.
+    for entry in tops.values():
+        entry["aws"] = collections.Counter(dict(sorted(entry["aws"].items())))
+        entry["helm"].sort()
     return sorted(tops.values(), key=lambda e: (-sum(e["aws"].values()) - len(e["helm"]), e["name"]))
 
 
@@ -54,6 +62,11 @@ def _short(type_token: str) -> str:
 
 
 def architecture_figure(comps: list[dict[str, Any]], salt: str) -> str:
+    """The components figure as inline SVG (drawn once per process for the same components: shell.drawn)."""
+    return shell.drawn(comps, salt, lambda: _architecture(comps))
+
+
+def _architecture(comps: list[dict[str, Any]]) -> Figure:
     from matplotlib.patches import FancyBboxPatch
 
     cols = 3
@@ -90,10 +103,15 @@ def architecture_figure(comps: list[dict[str, Any]], salt: str) -> str:
             ax.text(i + 0.06, y + 1.9, "\n".join(lines), fontsize=8, va="top", family="monospace", linespacing=1.35)
             ax.text(i + 0.94, y + 0.9, _short(c["type"]), fontsize=7, ha="right", va="center", color="#6b7280")
         y += h + 1
-    return shell.svg(fig, salt)
+    return fig
 
 
 def stages_figure(order_rows: Sequence[dict[str, Any]], salt: str) -> str:
+    """The creation stages as inline SVG (drawn once per process for the same rows: shell.drawn)."""
+    return shell.drawn(list(order_rows), salt, lambda: _stages(order_rows))
+
+
+def _stages(order_rows: Sequence[dict[str, Any]]) -> Figure:
     fig = shell.figure(10, 0.35 * max(3, len(order_rows)) + 0.8)
     ax = fig.add_subplot()
     stages = [int(r["stage"]) for r in order_rows]
@@ -106,7 +124,7 @@ def stages_figure(order_rows: Sequence[dict[str, Any]], salt: str) -> str:
     ax.invert_yaxis()
     ax.set_xlabel("resources the engine can create in parallel in this stage (first `pulumi up`)")
     ax.spines[["top", "right"]].set_visible(False)
-    return shell.svg(fig, salt)
+    return fig
 
 
 def _files(out: pathlib.Path) -> str:

@@ -11,7 +11,8 @@ import html
 import io
 import pathlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ekstrain.files import outputs
@@ -47,6 +48,28 @@ def svg(fig: Figure, salt: str) -> str:
         fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     text = buf.getvalue()
     return text[text.index("<svg") :]
+
+
+DRAWN_KEEP = 16
+"""Figures kept by :func:`drawn` (the latest used): a render draws four, a few kilobytes to some hundred each."""
+_drawn: OrderedDict[str, str] = OrderedDict()
+
+
+def drawn(inputs: Any, salt: str, draw: Callable[[], Figure]) -> str:
+    """``svg(draw(), salt)``, drawn once per process for the same ``inputs`` and ``salt``; ``draw`` must read
+    nothing but ``inputs`` and constants. Drawing is most of a render's CPU once the program has run and helm's
+    answers are cached (matplotlib lays out every label's glyphs twice for ``bbox_inches="tight"``: ~40 % of a warm
+    dev render), and a process that renders the same stack again (the tests, a script rendering twice) draws the
+    same pictures. The key is the inputs' ``repr``: their values, types and order (the drawings follow the order);
+    an input whose repr is not its value (``<object at 0x...>``) only misses."""
+    key = repr((inputs, salt))
+    if key in _drawn:
+        _drawn.move_to_end(key)
+        return _drawn[key]
+    text = _drawn[key] = svg(draw(), salt)
+    while len(_drawn) > DRAWN_KEEP:
+        _drawn.popitem(last=False)
+    return text
 
 
 def figure(width: float, height: float) -> Figure:

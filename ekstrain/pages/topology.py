@@ -11,11 +11,14 @@ its grey caption.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ekstrain.facts import names
 from ekstrain.layout.partitions import layout_nodes, shape
 from ekstrain.pages import shell
+
+if TYPE_CHECKING:  # matplotlib loads when the picture is drawn
+    from matplotlib.figure import Figure
 
 W, H = 140.0, 92.0
 """Drawing units: the figure is 14 x 9.2 inches, one unit = 0.1 inch."""
@@ -111,10 +114,14 @@ def facts(rec: Any, cfg: Any) -> dict[str, Any]:
 
 
 def figure(rec: Any, cfg: Any, salt: str) -> str:
-    """The picture as inline SVG."""
+    """The picture as inline SVG (drawn once per process for the same facts: shell.drawn)."""
+    f = facts(rec, cfg)
+    return shell.drawn(f, salt, lambda: _draw(f))
+
+
+def _draw(f: dict[str, Any]) -> Figure:
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-    f = facts(rec, cfg)
     fig = shell.figure(W / 10, H / 10)
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, W)
@@ -227,4 +234,4 @@ def figure(rec: Any, cfg: Any, salt: str) -> str:
         text(100, 86.2, "component: efs", 7, colour="#6b7280")
     arrow((23, 66.8), (23, 72.7))
     arrow((119.5, 66.8), (119.5, 72.7))
-    return shell.svg(fig, salt)
+    return fig

@@ -38,6 +38,7 @@ def consolidate(t: TimelineState) -> None:
 def account(t: TimelineState) -> None:
     nominated = t.pending_pools()
     running = {j.name for j in t.jobs if j.state == "running"}
+    standing_jobs = [j for j in t.jobs if j.kind == "standing"]  # once per step, not once per node
     for n in t.nodes:
         if n.state == "gone":
             continue
@@ -45,7 +46,7 @@ def account(t: TimelineState) -> None:
         if not accel:
             continue
         used = accel - sum(max(0.0, n.free.get(r, 0.0)) for r in ACCELERATORS)
-        standing = [j for j in t.jobs if j.kind == "standing" and j.name in n.holders]
+        standing = [j for j in standing_jobs if j.name in n.holders]
         if standing:  # slurmd pods hold the node; it computes only while a Slurm job runs there
             slurm_busy = any(
                 j.kind == "slurm" and j.state == "running" and t.standing_of(j) in standing for j in t.jobs

@@ -7,6 +7,7 @@ else is refused by the API server, so it is refused here with the same rule.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -29,7 +30,14 @@ def parse(value: object) -> float:
         return float(value)
     if not isinstance(value, str):
         raise ValueError(f"a {type(value).__name__} is not a quantity (a number or a string such as 500m, 16Gi, 8)")
-    text = value  # ParseQuantity does not trim: " 1Gi" is refused by the API server too
+    return _parse_text(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(text: str) -> float:
+    """A quantity's text -> its value, kept per text (the simulator reads the same few requests at every step; a
+    refused text raises each time: lru_cache keeps no exceptions). ParseQuantity does not trim: " 1Gi" is refused
+    by the API server too."""
     m = _QUANTITY.fullmatch(text) if len(text) <= MAX_TEXT else None
     if m is None:
         shown = text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "..."

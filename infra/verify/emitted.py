@@ -16,8 +16,10 @@ the program marked secret, appearing anywhere in plaintext.
 from __future__ import annotations
 
 import copy
+import hashlib
 import pathlib
 import re
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
@@ -141,11 +143,31 @@ def scan(out: pathlib.Path, secret_values: Iterable[str]) -> Check:
                 break
         if path.suffix not in (".yaml", ".yml") or path.name.startswith("CustomResourceDefinition-"):
             continue  # a CRD's schema holds no values (and is most of the bytes: text-scanned above only)
-        try:
-            docs = list(yaml.load_all(text, Loader=KubeYamlLoader))
-        except yaml.YAMLError:
-            continue
-        for doc in docs:
-            for where in literal_secrets(doc):
-                check.problems.append(f"{rel}: {where}: a literal value under a secret-named key; reference a Secret")
+        for where in _literals_of(text):
+            check.problems.append(f"{rel}: {where}: a literal value under a secret-named key; reference a Secret")
     return check
+
+
+LITERALS_KEEP = 8192
+"""Files' answers kept by :func:`_literals_of` (the latest used): a prod render writes ~600 YAML files."""
+_literals: OrderedDict[str, list[str]] = OrderedDict()
+
+
+def _literals_of(text: str) -> list[str]:
+    """:func:`literal_secrets` of every document of a YAML file's text (none when it is no YAML), kept per text
+    (sha256) for the process: the answer depends on nothing else, and a process that renders a stack again writes
+    the same files (parsing them again was a quarter of a warm render's CPU)."""
+    key = hashlib.sha256(text.encode()).hexdigest()
+    if key in _literals:
+        _literals.move_to_end(key)
+        return _literals[key]
+    try:
+        docs = list(yaml.load_all(text, Loader=KubeYamlLoader))
+    except yaml.YAMLError:
+        found: list[str] = []
+    else:
+        found = [where for doc in docs for where in literal_secrets(doc)]
+    _literals[key] = found
+    while len(_literals) > LITERALS_KEEP:
+        _literals.popitem(last=False)
+    return found

@@ -276,3 +276,24 @@ def test_operators_take_dependencies_through_opts() -> None:
         (RELEASE, "operators-kuberay"),
     ):
         assert rec.one(typ, name).dependencies == [dep], (typ, name)
+
+
+def test_the_pinned_crd_is_parsed_once_and_each_caller_gets_its_own_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN an empty parse memo and the vendored CRD's bytes
+    monkeypatch.setattr(mpi_operator, "_parsed", {})
+    data = mpi_operator.VENDORED.read_bytes()
+    loads: list[int] = []
+    real = mpi_operator.yaml.load
+    monkeypatch.setattr(mpi_operator.yaml, "load", lambda *a, **k: loads.append(1) or real(*a, **k))
+    # WHEN two callers read it
+    first = mpi_operator.crd_from_text(data, "vendored")
+    first["spec"]["names"]["kind"] = "changed by the first caller"
+    second = mpi_operator.crd_from_text(data, "vendored")
+    # THEN YAML was parsed once, the second copy is untouched by the first caller, and it is a fresh parse's result
+    assert loads == [1]
+    assert second["spec"]["names"]["kind"] == "MPIJob"
+    monkeypatch.setattr(mpi_operator, "_parsed", {})
+    assert mpi_operator.crd_from_text(data, "vendored") == second
+    # AND a changed file is still refused (the memo is keyed by the pinned digest it checked)
+    with pytest.raises(ConfigError, match="is not the pinned"):
+        mpi_operator.crd_from_text(data + b"\n# edited\n", "edited")

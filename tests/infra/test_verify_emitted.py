@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pathlib
 
+import pytest
 import yaml
 
 from ekstrain.infra.verify import emitted
@@ -99,3 +100,28 @@ def test_prod_render_writes_no_secret_and_its_hub_application_references_the_key
     assert keys.inputs["metadata"] == {"name": "jupyterhub-keys", "namespace": "jupyterhub"}
     assert sorted(keys.inputs["stringData"]) == ["hub.config.CryptKeeper.keys", "hub.config.JupyterHub.cookie_secret"]
     assert "stringData" in keys.secret_inputs
+
+
+def test_a_file_text_scanned_again_is_answered_from_the_first_scan(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same text (in any file, under any name) is parsed once per process and answers as it did; changed text is
+    parsed again; text that is no YAML answers nothing, as before."""
+    monkeypatch.setattr(emitted, "_literals", type(emitted._literals)())
+    parsed: list[str] = []
+    real = emitted.yaml.load_all
+    monkeypatch.setattr(emitted.yaml, "load_all", lambda text, **k: parsed.append(text) or real(text, **k))
+    leak = {"kind": "Secret", "apiVersion": "v1", "data": {"k": "c2VjcmV0"}}
+    _write(tmp_path, "charts/a--b/Secret-ns-s.yaml", leak)
+    _write(tmp_path, "charts/c--d/Secret-ns-t.yaml", leak)
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "manifests" / "broken.yaml").write_text("a: [\n")
+    first = emitted.scan(tmp_path, []).problems
+    assert first == [
+        "charts/a--b/Secret-ns-s.yaml: data.k: a literal value under a secret-named key; reference a Secret",
+        "charts/c--d/Secret-ns-t.yaml: data.k: a literal value under a secret-named key; reference a Secret",
+    ]
+    assert len(parsed) == 2  # the leak's text once, the broken file once
+    assert emitted.scan(tmp_path, []).problems == first and len(parsed) == 2
+    _write(tmp_path, "charts/c--d/Secret-ns-t.yaml", {**leak, "data": {}})
+    assert emitted.scan(tmp_path, []).problems == first[:1] and len(parsed) == 3

@@ -491,3 +491,20 @@ def test_destroy_plays_the_delete_timeout_the_program_sets() -> None:
     assert deploy.key_of(FSX, "fsx") in report.play.never_started  # the file system waits for its association
     rows[-1]["customTimeouts"] = {"create": "30m", "delete": "30m"}
     assert not deploy.destroy(deploy.read_graph(rows)).play.failed
+
+
+def test_the_rows_are_read_with_libyaml_and_are_what_the_render_wrote(tmp_path: pathlib.Path, monkeypatch) -> None:
+    """resources.yaml (1.6 MB for prod) is parsed by libyaml's safe loader where PyYAML has it: the same rows the
+    pure-Python safe loader reads, never the slow one."""
+    import yaml
+
+    rows = [
+        {"type": "aws:s3/bucket:Bucket", "name": "b", "inputs": {"n": 1, "on": True, "when": "2026-12-03", "x": None}},
+        {"type": "kubernetes:core/v1:Namespace", "name": "ns", "dependsOn": ["urn:a"], "inputs": {"v": 1.5}},
+    ]
+    text = yaml.dump(rows, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False)
+    (tmp_path / "resources.yaml").write_text(text)
+    expected = yaml.safe_load(text)
+    if hasattr(yaml, "CSafeLoader"):
+        monkeypatch.setattr(yaml, "safe_load", lambda *_: pytest.fail("the pure-Python loader read resources.yaml"))
+    assert deploy.load_rows(tmp_path) == expected == rows

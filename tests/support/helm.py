@@ -36,6 +36,9 @@ def template(
 def template_objects(
     values: dict[str, Any], archive: str, release: str, namespace: str, workdir: pathlib.Path, *flags: str
 ) -> list[dict[str, Any]]:
-    """The objects ``template`` renders, a List's items in its place (helm applies them one by one)."""
-    docs = [d for d in yaml.safe_load_all(template(values, archive, release, namespace, workdir, *flags)) if d]
+    """The objects ``template`` renders, a List's items in its place (helm applies them one by one). Parsed with
+    libyaml's safe loader where PyYAML has it: the same documents, and a chart's CRDs are megabytes (Argo CD's took
+    3 s in pure Python)."""
+    text = template(values, archive, release, namespace, workdir, *flags)
+    docs = [d for d in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]
     return [i for d in docs for i in (d["items"] if d.get("kind") == "List" else [d])]

@@ -92,7 +92,7 @@ class Renders:
             # read this test's and pytest's frames now (linecache keeps them), so that the stored render names none
             # and a render from another caller (a subprocess in another project) replays it too.
             traceback.extract_stack()
-            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr), self._keep_program(stack):
                 code = render_cli.main(argv)
             self._done[key] = (out, code)
             self._printed[key] = (stdout.getvalue(), stderr.getvalue())
@@ -114,9 +114,32 @@ class Renders:
         shutil.copytree(self(stack, *flags), dest)
         return dest
 
+    @contextlib.contextmanager
+    def _keep_program(self, stack: str) -> Iterator[None]:
+        """Within the block, the shipped stack file's program run by the render (not in preview) is kept as
+        :meth:`program`'s: the same call :meth:`program` would make (the render reads the same file; the
+        ``--lock`` flags change no input of the program), so the session runs it once, not once more. A replayed
+        render runs no program: then :meth:`program` runs it."""
+        real = render.run_program
+        flat, secrets = read_stack_file(REPO / f"Pulumi.{stack}.yaml")
+
+        def run_program(
+            given: dict[str, str], given_secrets: list[str], name: str, preview: bool = False
+        ) -> offline.Recording:
+            rec = real(given, given_secrets, name, preview=preview)
+            if (given, sorted(given_secrets), name, preview) == (flat, sorted(secrets), stack, False):
+                self._programs.setdefault(stack, rec)
+            return rec
+
+        render.run_program = run_program  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            render.run_program = real  # type: ignore[assignment]
+
     def program(self, stack: str) -> offline.Recording:
         """The shipped stack file's program as the render runs it (infra/__main__.py under fresh offline mocks),
-        run once for the session: read it, never mutate it."""
+        run once for the session (the session's render's run when it ran one): read it, never mutate it."""
         if stack not in self._programs:
             flat, secrets = read_stack_file(REPO / f"Pulumi.{stack}.yaml")
             self._programs[stack] = render.run_program(flat, secrets, stack)
