@@ -9,10 +9,10 @@ built), and the constructed document for plain JSON types only.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import math
 import pathlib
-import pickle
 from collections import OrderedDict
 from typing import Any
 
@@ -199,7 +199,7 @@ def _config_texts(root: yaml.Node | None) -> dict[str, str]:
 
 PARSED_KEEP = 32
 """Stack files kept parsed by :func:`load_stack_document` (the latest read), by their bytes' sha256."""
-_parsed: OrderedDict[str, bytes] = OrderedDict()
+_parsed: OrderedDict[str, tuple[dict[str, Any], dict[str, str]]] = OrderedDict()
 
 
 def load_stack_document(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, str]]:
@@ -241,8 +241,7 @@ def load_stack_document(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, s
     key = hashlib.sha256(data).hexdigest()
     if key in _parsed:
         _parsed.move_to_end(key)
-        kept: tuple[dict[str, Any], dict[str, str]] = pickle.loads(_parsed[key])  # a fresh copy for each caller
-        return kept
+        return copy.deepcopy(_parsed[key])  # a fresh copy for each caller
     try:
         _check_events(text)
         loader = _Loader(text)
@@ -274,7 +273,7 @@ def load_stack_document(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, s
         raise fail(
             "", f"cannot be read as a stack file ({type(exc).__name__}: {str(exc)[:200]})", "simplify the YAML"
         ) from None
-    _parsed[key] = pickle.dumps((doc, texts))
+    _parsed[key] = copy.deepcopy((doc, texts))
     while len(_parsed) > PARSED_KEEP:
         _parsed.popitem(last=False)
     return doc, texts
