@@ -836,10 +836,12 @@ def image_lines(checks: list[Check]) -> list[str]:
 
 
 def reads_crd_schemas(cfg: StackConfig) -> bool:
-    """Whether the render's checks read the upstream CRD schemas: those that need helm (manifests and chart objects,
-    :func:`_run_checks`) and the Argo CD Applications' (:func:`write`). Without helm and Argo CD none runs, so no
-    process parses the CRDs (a render before `ekstrain upstream helm` spared ~2 CPU-s)."""
-    return charts.helm_binary() is not None or cfg.delivery.argocd
+    """Whether the render's checks read the upstream CRD schemas: those that need helm and every pinned file
+    (manifests and chart objects, :func:`_run_checks`) and the Argo CD Applications' (:func:`write`). Without
+    either none runs, so no process parses the CRDs (a render before `ekstrain upstream helm` spared ~2 CPU-s)."""
+    root = validation.upstream_dir()
+    complete = root is not None and not validation.upstream_missing(root)
+    return (complete and charts.helm_binary() is not None) or cfg.delivery.argocd
 
 
 def render_or_replay(

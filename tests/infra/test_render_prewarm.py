@@ -1,5 +1,5 @@
 """The render parses the upstream CRDs ahead, in a process of its own, only when a check will read them: a render
-without helm (before `ekstrain upstream helm`) and without Argo CD starts none."""
+without helm (before `ekstrain upstream helm`) or every pinned file, and without Argo CD, starts none."""
 
 from __future__ import annotations
 
@@ -17,8 +17,12 @@ class ProgramStarted(Exception):
     """Raised where the program would run: what the render did before it is what this test looks at."""
 
 
-def _prewarms(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, helm: str | None, argocd: bool) -> bool:
+def _prewarms(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, helm: str | None, argocd: bool, missing: list[str]
+) -> bool:
     monkeypatch.setenv("EKSTRAIN_REPLAY", "0")
+    monkeypatch.setattr(validation, "upstream_dir", lambda: tmp_path)
+    monkeypatch.setattr(validation, "upstream_missing", lambda root: missing)
     started: list[bool] = []
     monkeypatch.setattr(validation, "prewarm_crd_schemas", lambda: started.append(True))
     monkeypatch.setattr(charts, "helm_binary", lambda: helm)
@@ -38,8 +42,10 @@ def _prewarms(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, helm: str
 def test_without_helm_or_argocd_no_process_parses_the_crds(
     monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
 ) -> None:
-    # GIVEN no helm and no Argo CD Applications: no check reads the CRD schemas, so none is parsed ahead
-    assert not _prewarms(monkeypatch, tmp_path, helm=None, argocd=False)
-    # AND with helm (the chart and manifest checks) or Argo CD (its Applications' check) they are
-    assert _prewarms(monkeypatch, tmp_path, helm="/usr/bin/helm", argocd=False)
-    assert _prewarms(monkeypatch, tmp_path, helm=None, argocd=True)
+    # GIVEN no helm, or a partial upstream directory, and no Argo CD Applications: no check reads the CRD schemas,
+    # so none is parsed ahead
+    assert not _prewarms(monkeypatch, tmp_path, helm=None, argocd=False, missing=[])
+    assert not _prewarms(monkeypatch, tmp_path, helm="/usr/bin/helm", argocd=False, missing=["crds/ray.io/rayjob.yaml"])
+    # AND with helm and every pinned file (the chart and manifest checks) or Argo CD (its Applications' check) they are
+    assert _prewarms(monkeypatch, tmp_path, helm="/usr/bin/helm", argocd=False, missing=[])
+    assert _prewarms(monkeypatch, tmp_path, helm=None, argocd=True, missing=[])
