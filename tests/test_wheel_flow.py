@@ -73,9 +73,10 @@ def helm_mirror(tmp_path_factory: pytest.TempPathFactory) -> str:
     root = tmp_path_factory.mktemp("get.helm.sh")
     data = pathlib.Path(binary).read_bytes()
     buf = io.BytesIO()
-    # gzip level 1: the ~60 MB binary at the default level 9 took ~6 CPU-s to pack (level 1: ~0.6 s), the archive
-    # just as valid; what the fetch verifies is the binary's sha256
-    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as tgz:
+    # gzip level 0 (stored blocks): the ~60 MB binary at the default level 9 took ~6 CPU-s to pack (level 0: ~0.1 s;
+    # unpacking it in `upstream helm` ~0.3 s less), the archive just as valid; what the fetch verifies is the
+    # binary's sha256
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=0) as tgz:
         info = tarfile.TarInfo(upstream.HELM_TARBALL_MEMBER)
         info.size, info.mode = len(data), 0o755
         tgz.addfile(info, io.BytesIO(data))
