@@ -835,6 +835,15 @@ def image_lines(checks: list[Check]) -> list[str]:
     ]
 
 
+def reads_crd_schemas(cfg: StackConfig) -> bool:
+    """Whether the render's checks read the upstream CRD schemas: those that need helm and every pinned file
+    (manifests and chart objects, :func:`_run_checks`) and the Argo CD Applications' (:func:`write`). Without
+    either none runs, so no process parses the CRDs (a render before `ekstrain upstream helm` spared ~2 CPU-s)."""
+    root = validation.upstream_dir()
+    complete = root is not None and not validation.upstream_missing(root)
+    return (complete and charts.helm_binary() is not None) or cfg.delivery.argocd
+
+
 def render_or_replay(
     stack_file: pathlib.Path,
     stack: str,
@@ -866,7 +875,8 @@ def render_or_replay(
             progress(f"[3/3] wrote {shown} in {time.perf_counter() - started:.2f}s")
             return replayed.summary, replayed.problems, replayed.resources
         reads = replay.start(out)
-    validation.prewarm_crd_schemas()  # on the other core while the program runs
+    if reads_crd_schemas(cfg):
+        validation.prewarm_crd_schemas()  # on the other core while the program runs
     rec = run_program(flat, secrets, stack, preview=preview)
     seconds = time.perf_counter() - started
     progress(f"[2/3] program ran offline: {len(rec.records)} resources registered in {seconds:.2f}s")

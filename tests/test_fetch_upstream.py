@@ -15,6 +15,7 @@ import io
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -22,6 +23,7 @@ from collections.abc import Iterator
 
 import pytest
 from conftest import REPO
+from support import shared
 from support.mirror import built_mirror
 from support.renders import Renders
 
@@ -56,15 +58,21 @@ def mirror() -> Iterator[dict[str, str]]:
 def fetched(
     mirror: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[pathlib.Path, subprocess.CompletedProcess[str]]:
-    dest = tmp_path_factory.mktemp("fetched") / ".upstream"
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "fetch_upstream.py"), str(dest)],
-        env={**os.environ, **mirror},
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    return dest, proc
+    """One `make fetch-upstream` for the session (~2.5 CPU-s; pytest-xdist may split this module over two workers):
+    the tests read the directory, never write it."""
+
+    def fetch() -> tuple[pathlib.Path, subprocess.CompletedProcess[str]]:
+        dest = tmp_path_factory.mktemp("fetched") / ".upstream"
+        proc = subprocess.run(
+            [sys.executable, str(REPO / "scripts" / "fetch_upstream.py"), str(dest)],
+            env={**os.environ, **mirror},
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        return dest, proc
+
+    return shared.once(tmp_path_factory, "fetched-upstream", fetch)
 
 
 def _repacked(archive: pathlib.Path) -> bytes:
@@ -152,9 +160,11 @@ def test_every_pin_verifies_by_content_and_its_file_list_is_the_reference_archiv
 
 
 def test_a_second_run_downloads_nothing(
-    fetched: tuple[pathlib.Path, subprocess.CompletedProcess[str]], mirror: dict[str, str]
+    fetched: tuple[pathlib.Path, subprocess.CompletedProcess[str]], mirror: dict[str, str], tmp_path: pathlib.Path
 ) -> None:
-    dest, _ = fetched
+    # the first run's directory as it left it, copied: a run writes its SHA256SUMS again, and the session's other
+    # workers read the fetched directory meanwhile
+    dest = shutil.copytree(fetched[0], tmp_path / ".upstream", symlinks=True)
     out = io.StringIO()
     assert fetch_upstream.fetch(dest, env=mirror, out=out) == []
     lines = [line for line in out.getvalue().splitlines() if line.startswith("  ")]

@@ -19,7 +19,8 @@ import zipfile
 from typing import Any
 
 import pytest
-from support.wheel import built_wheel
+from support import shared
+from support.wheel import built_wheel, installed_wheel
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PROGRAM = REPO / "tests" / "library_program"
@@ -33,24 +34,24 @@ def wheel() -> pathlib.Path:
 
 
 @pytest.fixture(scope="module")
-def installed(wheel: pathlib.Path, tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    """The wheel installed --no-deps into a target directory (its dependencies come from this venv)."""
-    target = tmp_path_factory.mktemp("site")
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--target", str(target), str(wheel)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return target
+def installed(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """The wheel installed --no-deps into a target directory (its dependencies come from this venv), once for the
+    session (tests/support/wheel.py)."""
+    return installed_wheel(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    root = tmp_path_factory.mktemp("user") / "acme-training"
-    shutil.copytree(PROGRAM, root, ignore=shutil.ignore_patterns("__pycache__"))
-    return root
+    """The user's project, one copy for the session: ``recording`` (one run of its program for every worker) names
+    the files it imported by their path."""
+
+    def copy() -> pathlib.Path:
+        root = shared.session_dir(tmp_path_factory) / "library-user" / "acme-training"
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.copytree(PROGRAM, root, ignore=shutil.ignore_patterns("__pycache__"))
+        return root
+
+    return shared.once(tmp_path_factory, "library-project", copy)
 
 
 def run_installed(site: pathlib.Path, cwd: pathlib.Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -61,12 +62,19 @@ def run_installed(site: pathlib.Path, cwd: pathlib.Path, *args: str) -> subproce
 
 
 @pytest.fixture(scope="module")
-def recording(installed: pathlib.Path, project: pathlib.Path) -> dict[str, Any]:
-    done = run_installed(installed, project, "mock_run.py")
-    assert done.returncode == 0, done.stderr[-4000:]
-    assert "Calling __str__ on an Output" not in done.stderr
-    data: dict[str, Any] = json.loads(done.stdout)
-    return data
+def recording(
+    installed: pathlib.Path, project: pathlib.Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """The user's program run once for the session (~3 CPU-s a run; pytest-xdist may split this module's tests)."""
+
+    def run() -> dict[str, Any]:
+        done = run_installed(installed, project, "mock_run.py")
+        assert done.returncode == 0, done.stderr[-4000:]
+        assert "Calling __str__ on an Output" not in done.stderr
+        data: dict[str, Any] = json.loads(done.stdout)
+        return data
+
+    return shared.once(tmp_path_factory, "library-recording", run)
 
 
 def children(rec: dict[str, Any], parent: str) -> list[tuple[str, str]]:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
@@ -46,25 +44,31 @@ def test_make_test_and_ci_turn_the_guard_on() -> None:
     assert "make test" in (REPO / ".ci" / "run").read_text()
 
 
-def _pytest(tmp_path: pathlib.Path, no_skips: str) -> subprocess.CompletedProcess[str]:
+def _pytest(
+    tmp_path: pathlib.Path, no_skips: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
+    """The sample suite run by pytest with this suite's conftest as its plugin, as `make test` runs the suite: its exit
+    code and what it printed. In this process (pytest.main): a pytest process of its own paid ~1.5 CPU-s a run
+    importing the conftest's dependencies again; the hook reads only the environment and the run's reports."""
     test = tmp_path / "test_sample.py"
     test.write_text("import pytest\n\ndef test_ok():\n    pass\n\ndef test_skipped():\n    pytest.skip('no tool')\n")
-    env = {**os.environ, "EKSTRAIN_NO_SKIPS": no_skips, "PYTHONPATH": f"{REPO / 'tests'}:{REPO / 'policy'}"}
-    env.pop("PYTEST_ADDOPTS", None)  # the outer run's plugins (a profiler's -p) are not this sample's
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "conftest", "-p", "no:cacheprovider", str(test)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=300,
-    )
+    with monkeypatch.context() as patch:
+        patch.setenv("EKSTRAIN_NO_SKIPS", no_skips)
+        patch.delenv("PYTEST_ADDOPTS", raising=False)  # the outer run's plugins (a profiler's -p) are not this sample's
+        patch.setattr(sys, "path", list(sys.path))
+        patch.chdir(tmp_path)
+        capsys.readouterr()
+        args = ["-q", "-p", "conftest", "-p", "no:cacheprovider", "--import-mode=importlib", str(test)]
+        code = int(pytest.main(args))
+        return code, capsys.readouterr().out
 
 
-def test_a_skip_fails_the_run_under_make_test(tmp_path: pathlib.Path) -> None:
+def test_a_skip_fails_the_run_under_make_test(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     # GIVEN a suite with one skip, WHEN run as `make test` runs it THEN it fails, naming the test
-    strict = _pytest(tmp_path, "1")
-    assert strict.returncode == 1, strict.stdout
-    assert "skipped that CI must run" in strict.stdout and "test_sample.py::test_skipped" in strict.stdout
+    code, out = _pytest(tmp_path, "1", monkeypatch, capsys)
+    assert code == 1, out
+    assert "skipped that CI must run" in out and "test_sample.py::test_skipped" in out
     # AND outside `make test` the same suite passes
-    assert _pytest(tmp_path, "0").returncode == 0
+    assert _pytest(tmp_path, "0", monkeypatch, capsys)[0] == 0

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO
+from support import shared
 
 from ekstrain.components import cluster
 from ekstrain.infra import offline
@@ -43,9 +44,16 @@ def real_eks_cache() -> pathlib.Path:
 
 @pytest.fixture(scope="module")
 def real(prod_recording: offline.Recording, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """pulumi-eks's registrations, run once for the session: when pytest-xdist split this module over two workers,
+    each ran run.sh, both installing the npm dependencies into the one cache directory at once (one removing what
+    the other was unpacking) or one after the other (~15 CPU-s each on a clean machine)."""
     missing = [t for t in ("node", "npm") if shutil.which(t) is None]
     if missing:
         pytest.fail(f"{missing} not on PATH: install Node.js 18+ (apt-get install nodejs npm) to run pulumi-eks")
+    return shared.once(tmp_path_factory, "real-eks", lambda: _run_real_eks(prod_recording, tmp_path_factory))
+
+
+def _run_real_eks(prod_recording: offline.Recording, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("real-eks")
     components = [
         {"type": r.type, "name": r.name, "inputs": offline.plain(r.inputs)}

@@ -16,6 +16,7 @@ import yaml
 from conftest import REPO, needs_upstream, releases
 from hypothesis import given
 from hypothesis import strategies as st
+from support import shared
 
 from ekstrain.cli.main import main
 from ekstrain.diff import compare, report, rules, sides
@@ -185,11 +186,12 @@ def test_crds_dir_charts_match_the_pinned_archives() -> None:
 
 
 @pytest.fixture(scope="module")
-def sides_recorded_once() -> Iterator[None]:
+def sides_recorded_once(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The CLI tests below diff the same two dev stack files (maxNodes 1 and 2), each its own way in (two files, a
-    revision of the project's repository): each side's program is recorded once for the module, by the program tree,
-    the stack and the stack file's content (the recording is a function of them: ekstrain/diff/sides.py), in its own
-    process as the CLI does; a later side of the same content is handed those rows."""
+    revision of the project's repository): each side's program is recorded once for the session (its pytest-xdist
+    workers share it: tests/support/shared.py), by the program tree, the stack and the stack file's content (the
+    recording is a function of them: ekstrain/diff/sides.py), in its own process as the CLI does; a later side of
+    the same content is handed those rows."""
     from ekstrain.cli import diff as diff_cli
 
     real = sides.record
@@ -200,7 +202,8 @@ def sides_recorded_once() -> Iterator[None]:
         if not key[2]:
             return real(tree, stack, stack_file, *args, **kwargs)
         if key not in done:
-            done[key] = real(tree, stack, stack_file, *args, **kwargs)
+            name = "diff-side-" + hashlib.sha256("\0".join(key).encode()).hexdigest()[:16]
+            done[key] = shared.once(tmp_path_factory, name, lambda: real(tree, stack, stack_file, *args, **kwargs))
         return done[key]
 
     with pytest.MonkeyPatch.context() as patch:

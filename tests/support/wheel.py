@@ -1,5 +1,5 @@
 """The wheel of this checkout, built once for every test that installs it (tests/test_library_wheel.py,
-tests/test_wheel_flow.py), in whichever pytest-xdist worker asks first.
+tests/test_wheel_flow.py), in whichever pytest-xdist worker asks first; and installed once for the session.
 
 A wheel is a function of what setuptools packages: pyproject.toml and the files beside it, and the ``ekstrain/``
 tree (its symlinked layers followed, as the build follows them), built by this interpreter's pip and setuptools. It
@@ -16,8 +16,11 @@ import subprocess
 import sys
 import sysconfig
 
+import pytest
+
 from ekstrain.infra import replay
 from ekstrain.tooling import validation
+from support import shared
 from support.renders import REPO, held
 
 
@@ -52,3 +55,26 @@ def built_wheel() -> pathlib.Path:
         building.rename(where)
         (wheel,) = where.glob("ekstrain-*.whl")
         return wheel
+
+
+def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """The wheel installed ``pip install --no-deps --target`` into a directory of this session (its dependencies come
+    from this interpreter's site-packages): the ``site`` of tests/test_library_wheel.py's user program and of
+    tests/test_wheel_flow.py's virtualenv, installed by the first process that asks (each pip run ~1 CPU-s, and a
+    module whose tests pytest-xdist splits over two workers ran its module fixture twice). Read it, never write it:
+    the tests assert that nothing they run writes into it."""
+
+    def install() -> pathlib.Path:
+        target = shared.session_dir(tmp_path_factory) / "installed-wheel"
+        shutil.rmtree(target, ignore_errors=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet", "--target", str(target)]
+            + [str(built_wheel())],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return target
+
+    return shared.once(tmp_path_factory, "installed-wheel", install)
