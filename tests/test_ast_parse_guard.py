@@ -22,7 +22,7 @@ def test_a_parse_inside_a_finalizer_does_not_break_the_parse_it_interrupts():
     thresholds = gc.get_threshold()
     gc.set_threshold(100, 10, 10)  # collect while the tree is built
     try:
-        for _ in range(10):
+        for _ in range(3):
             for _ in range(200):
                 _ParsesWhenCollected()
             assert isinstance(ast.parse(source), ast.Module)
