@@ -19,6 +19,7 @@ import pulumi_aws
 import pulumi_eks
 import pulumi_kubernetes
 import pytest
+from support import trees
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SDKS = ("pulumi_aws", "pulumi_kubernetes")
@@ -52,7 +53,7 @@ def sdk_units_used(source: str) -> set[str]:
     """The SDK units (``pulumi_aws.ec2``, ``pulumi_kubernetes.core``) a Python source reaches, through imports
     (``import pulumi_aws as aws``, ``from pulumi_aws import ec2``, ``import pulumi_aws.s3``) and the attributes of an
     imported name (``aws.ec2.Vpc``)."""
-    tree = ast.parse(source)
+    tree = trees.parse(source)
     aliases: dict[str, str] = {}
     used: set[str] = set()
 
@@ -117,8 +118,12 @@ def _units_needed() -> set[str]:
     for path in _sources():
         needed |= sdk_units_used(path.read_text())
     # the types our calls into pulumi-eks are checked against
+    # pulumi-eks names the SDKs' types in full (``pulumi_aws.ec2.SecurityGroup``): its text is enough
     for path in pathlib.Path(pulumi_eks.__file__).parent.glob("**/*.py"):
-        needed |= sdk_units_used(path.read_text())
+        for dotted in SDK_NAME.findall(path.read_text()):
+            parts = dotted.split(".")
+            if len(parts) >= 2 and _is_package(".".join(parts[:2])):
+                needed.add(".".join(parts[:2]))
     return needed
 
 
