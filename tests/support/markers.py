@@ -66,6 +66,7 @@ SLOW = (
     "tests/infra/test_privilege.py",
     "tests/pages/test_architecture_svg.py",
     "tests/pages/test_pages_drawn.py",
+    "tests/planner/test_search_floor.py",
     "tests/assembly/test_jobs_templates.py::test_hugepages_are_requested_only_when_asked",
     "tests/assembly/test_jobs_bionemo.py::test_validates_against_the_volcano_crd",
     "tests/planner/test_practitioner_layouts.py::test_cp_pruning_keeps_the_top_ten",
