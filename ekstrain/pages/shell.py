@@ -53,6 +53,7 @@ def svg(fig: Figure, salt: str) -> str:
 DRAWN_KEEP = 16
 """Figures kept by :func:`drawn` (the latest used): a render draws four, a few kilobytes to some hundred each."""
 _drawn: OrderedDict[str, str] = OrderedDict()
+_DEFAULT_REPR = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 
 def drawn(inputs: Any, salt: str, draw: Callable[[], Figure]) -> str:
@@ -61,8 +62,10 @@ def drawn(inputs: Any, salt: str, draw: Callable[[], Figure]) -> str:
     answers are cached (matplotlib lays out every label's glyphs twice for ``bbox_inches="tight"``: ~40 % of a warm
     dev render), and a process that renders the same stack again (the tests, a script rendering twice) draws the
     same pictures. The key is the inputs' ``repr``: their values, types and order (the drawings follow the order);
-    an input whose repr is not its value (``<object at 0x...>``) only misses."""
+    inputs whose repr is an address (``<... object at 0x...>``) are drawn every time, never kept."""
     key = repr((inputs, salt))
+    if _DEFAULT_REPR.search(key):  # an address can be reused by another object after this one is freed: no memo
+        return svg(draw(), salt)
     if key in _drawn:
         _drawn.move_to_end(key)
         return _drawn[key]

@@ -97,3 +97,16 @@ def test_a_plan_page_drawn_again_for_the_same_plans_is_the_same_page(
     assert main(["plan", "search", *other, "--html", str(pages[2])]) == 0
     assert counted == ["plan-candidates", "plan-breakdown"] * 2
     capsys.readouterr()
+
+
+def test_inputs_known_only_by_their_address_are_drawn_every_time(counted: list[str]) -> None:
+    """A default repr names an address, which another object can take once this one is freed: never a memo key."""
+
+    class Opaque:
+        pass
+
+    figure = render_page.stages_figure([{"stage": 0, "resources": 1}], "warm")
+    for _ in range(2):
+        assert shell.drawn(Opaque(), "opaque", lambda: shell.figure(1, 1)).startswith("<svg")
+    assert counted == ["warm", "opaque", "opaque"]
+    assert figure
