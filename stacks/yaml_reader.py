@@ -13,12 +13,11 @@ import copy
 import hashlib
 import math
 import pathlib
-from collections import OrderedDict
 from typing import Any
 
 import yaml
 
-from ekstrain.files import inputs_guard, yaml12
+from ekstrain.files import filememo, inputs_guard, yaml12
 from ekstrain.stacks.errors import ConfigError, ConfigIssue
 
 MAX_BYTES = 1 << 20
@@ -199,7 +198,7 @@ def _config_texts(root: yaml.Node | None) -> dict[str, str]:
 
 PARSED_KEEP = 32
 """Stack files kept parsed by :func:`load_stack_document` (the latest read), by their bytes' sha256."""
-_parsed: OrderedDict[str, tuple[dict[str, Any], dict[str, str]]] = OrderedDict()
+_parsed: filememo.Recent[tuple[dict[str, Any], dict[str, str]]] = filememo.Recent(PARSED_KEEP)
 
 
 def load_stack_document(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, str]]:
@@ -239,9 +238,9 @@ def load_stack_document(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, s
             f"line {line}", f"is not UTF-8 text (byte {data[exc.start]:#04x})", "save the file as UTF-8"
         ) from None
     key = hashlib.sha256(data).hexdigest()
-    if key in _parsed:
-        _parsed.move_to_end(key)
-        return copy.deepcopy(_parsed[key])  # a fresh copy for each caller
+    kept = _parsed.get(key)
+    if kept is not None:
+        return copy.deepcopy(kept)  # a fresh copy for each caller
     try:
         _check_events(text)
         loader = _Loader(text)
@@ -273,7 +272,5 @@ def load_stack_document(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, s
         raise fail(
             "", f"cannot be read as a stack file ({type(exc).__name__}: {str(exc)[:200]})", "simplify the YAML"
         ) from None
-    _parsed[key] = copy.deepcopy((doc, texts))
-    while len(_parsed) > PARSED_KEEP:
-        _parsed.popitem(last=False)
+    _parsed.put(key, copy.deepcopy((doc, texts)))
     return doc, texts

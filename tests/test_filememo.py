@@ -28,3 +28,16 @@ def test_a_file_is_read_once_per_version_whatever_path_names_it(tmp_path: pathli
     target.write_bytes(b"v1.1")
     os.utime(target, ns=(1, 1))
     assert size_of(link) == 4 and len(reads) == 2
+
+
+def test_recent_keeps_the_latest_used_and_drops_the_least_recently_used():
+    from ekstrain.files.filememo import Recent
+
+    memo: Recent[int] = Recent(2)
+    assert memo.put("a", 1) == 1 and memo.get("b") is None
+    memo.put("b", 2)
+    assert memo.get("a") == 1  # a is now the latest used
+    memo.put("c", 3)
+    assert memo.keys() == ["a", "c"] and len(memo) == 2 and memo.get("b") is None
+    memo.clear()
+    assert len(memo) == 0

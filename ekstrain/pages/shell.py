@@ -11,11 +11,10 @@ import html
 import io
 import pathlib
 import re
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ekstrain.files import outputs
+from ekstrain.files import filememo, outputs
 
 if TYPE_CHECKING:  # matplotlib loads when a page is drawn, not when a module importing this one does
     from matplotlib.figure import Figure
@@ -52,7 +51,7 @@ def svg(fig: Figure, salt: str) -> str:
 
 DRAWN_KEEP = 16
 """Figures kept by :func:`drawn` (the latest used): a render draws four, a few kilobytes to some hundred each."""
-_drawn: OrderedDict[str, str] = OrderedDict()
+_drawn: filememo.Recent[str] = filememo.Recent(DRAWN_KEEP)
 _DEFAULT_REPR = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 
@@ -66,13 +65,8 @@ def drawn(inputs: Any, salt: str, draw: Callable[[], Figure]) -> str:
     key = repr((inputs, salt))
     if _DEFAULT_REPR.search(key):  # an address can be reused by another object after this one is freed: no memo
         return svg(draw(), salt)
-    if key in _drawn:
-        _drawn.move_to_end(key)
-        return _drawn[key]
-    text = _drawn[key] = svg(draw(), salt)
-    while len(_drawn) > DRAWN_KEEP:
-        _drawn.popitem(last=False)
-    return text
+    kept = _drawn.get(key)
+    return kept if kept is not None else _drawn.put(key, svg(draw(), salt))
 
 
 def figure(width: float, height: float) -> Figure:

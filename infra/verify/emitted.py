@@ -19,12 +19,12 @@ import copy
 import hashlib
 import pathlib
 import re
-from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
 import yaml
 
+from ekstrain.files import filememo
 from ekstrain.infra.verify import Check
 from ekstrain.infra.verify.policy import rules
 from ekstrain.tooling.validation import KubeYamlLoader
@@ -150,7 +150,7 @@ def scan(out: pathlib.Path, secret_values: Iterable[str]) -> Check:
 
 LITERALS_KEEP = 8192
 """Files' answers kept by :func:`_literals_of` (the latest used): a prod render writes ~600 YAML files."""
-_literals: OrderedDict[str, list[str]] = OrderedDict()
+_literals: filememo.Recent[list[str]] = filememo.Recent(LITERALS_KEEP)
 
 
 def _literals_of(text: str) -> list[str]:
@@ -158,16 +158,13 @@ def _literals_of(text: str) -> list[str]:
     (sha256) for the process: the answer depends on nothing else, and a process that renders a stack again writes
     the same files (parsing them again was a quarter of a warm render's CPU)."""
     key = hashlib.sha256(text.encode()).hexdigest()
-    if key in _literals:
-        _literals.move_to_end(key)
-        return _literals[key]
+    kept = _literals.get(key)
+    if kept is not None:
+        return kept
     try:
         docs = list(yaml.load_all(text, Loader=KubeYamlLoader))
     except yaml.YAMLError:
         found: list[str] = []
     else:
         found = [where for doc in docs for where in literal_secrets(doc)]
-    _literals[key] = found
-    while len(_literals) > LITERALS_KEEP:
-        _literals.popitem(last=False)
-    return found
+    return _literals.put(key, found)

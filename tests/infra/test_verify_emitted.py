@@ -9,6 +9,7 @@ import pathlib
 import pytest
 import yaml
 
+from ekstrain.files import filememo
 from ekstrain.infra.verify import emitted
 
 
@@ -107,7 +108,7 @@ def test_a_file_text_scanned_again_is_answered_from_the_first_scan(
 ) -> None:
     """The same text (in any file, under any name) is parsed once per process and answers as it did; changed text is
     parsed again; text that is no YAML answers nothing, as before."""
-    monkeypatch.setattr(emitted, "_literals", type(emitted._literals)())
+    monkeypatch.setattr(emitted, "_literals", filememo.Recent(emitted.LITERALS_KEEP))
     parsed: list[str] = []
     real = emitted.yaml.load_all
     monkeypatch.setattr(emitted.yaml, "load_all", lambda text, **k: parsed.append(text) or real(text, **k))

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from conftest import stack_config
 
+from ekstrain.files import filememo
 from ekstrain.infra.offline import Recording
 from ekstrain.pages import render_page, shell, topology
 
@@ -16,7 +17,7 @@ from ekstrain.pages import render_page, shell, topology
 @pytest.fixture
 def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The salts of the figures drawn, with an empty memo (the test's own)."""
-    monkeypatch.setattr(shell, "_drawn", type(shell._drawn)())
+    monkeypatch.setattr(shell, "_drawn", filememo.Recent(shell.DRAWN_KEEP))
     salts: list[str] = []
     real = shell.svg
 
@@ -56,7 +57,7 @@ def test_the_components_and_stages_figures_follow_their_inputs(dev_recording: Re
 
 
 def test_the_memo_keeps_only_the_latest_figures(monkeypatch: pytest.MonkeyPatch, counted: list[str]) -> None:
-    monkeypatch.setattr(shell, "DRAWN_KEEP", 2)
+    monkeypatch.setattr(shell, "_drawn", filememo.Recent(2))
     for n in (1, 2, 3, 1):
         render_page.stages_figure([{"stage": 0, "resources": n}], "s")
     assert counted == ["s"] * 4  # 1 was dropped when 3 was drawn
@@ -88,7 +89,7 @@ def test_a_plan_page_drawn_again_for_the_same_plans_is_the_same_page(
 
     pages = [tmp_path / "a.html", tmp_path / "b.html", tmp_path / "c.html"]
     assert main(["plan", "search", *PLAN, "--html", str(pages[0])]) == 0
-    assert " at 0x" not in repr(shell._drawn)  # no key holds an object's address (which would never hit)
+    assert " at 0x" not in repr(shell._drawn.keys())  # no key holds an object's address (which would never hit)
     assert main(["plan", "search", *PLAN, "--html", str(pages[1])]) == 0
     assert pages[0].read_text() == pages[1].read_text()
     assert counted == ["plan-candidates", "plan-breakdown"]

@@ -8,6 +8,7 @@ import pathlib
 import pytest
 from conftest import REPO
 
+from ekstrain.files import filememo
 from ekstrain.stacks import yaml_reader
 from ekstrain.stacks.errors import ConfigError
 from ekstrain.stacks.loader import read_stack_file
@@ -16,7 +17,7 @@ from ekstrain.stacks.loader import read_stack_file
 @pytest.fixture
 def parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The checked parses run (an empty memo of the test's own)."""
-    monkeypatch.setattr(yaml_reader, "_parsed", type(yaml_reader._parsed)())
+    monkeypatch.setattr(yaml_reader, "_parsed", filememo.Recent(yaml_reader.PARSED_KEEP))
     runs: list[int] = []
     real = yaml_reader._check_events
 
@@ -66,7 +67,7 @@ def test_a_refused_file_is_refused_each_time_naming_its_path(tmp_path: pathlib.P
 def test_the_memo_keeps_only_the_latest_files(
     tmp_path: pathlib.Path, parses: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(yaml_reader, "PARSED_KEEP", 2)
+    monkeypatch.setattr(yaml_reader, "_parsed", filememo.Recent(2))
     path = tmp_path / "Pulumi.dev.yaml"
     for n in (1, 2, 3, 1):
         path.write_text(f"config:\n  ekstrain:region: us-west-{n}\n")
