@@ -94,8 +94,11 @@ def sdk_units_used(source: str) -> set[str]:
 
 def _is_package(dotted: str) -> bool:
     top, _, rest = dotted.partition(".")
-    root = pathlib.Path({"pulumi_aws": pulumi_aws, "pulumi_kubernetes": pulumi_kubernetes}[top].__file__).parent
-    return (root / rest / "__init__.py").is_file()
+    return (_root(top) / rest / "__init__.py").is_file()
+
+
+def _root(sdk: str) -> pathlib.Path:
+    return pathlib.Path({"pulumi_aws": pulumi_aws, "pulumi_kubernetes": pulumi_kubernetes}[sdk].__file__).parent
 
 
 def _sources() -> list[pathlib.Path]:
@@ -150,8 +153,7 @@ def test_each_packages_own_modules_listed_exist():
         top, _, rest = module.partition(".")
         if top not in SDKS or not rest or rest.endswith("*") or _is_package(module):
             continue
-        root = pathlib.Path({"pulumi_aws": pulumi_aws, "pulumi_kubernetes": pulumi_kubernetes}[top].__file__).parent
-        assert (root / f"{rest}.py").is_file(), module
+        assert (_root(top) / f"{rest}.py").is_file(), module
 
 
 @pytest.mark.parametrize(
