@@ -51,6 +51,7 @@ import yaml
 
 from ekstrain.cli import render as render_cli
 from ekstrain.tooling import helm, validation
+from scripts import bytecode
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 TYPES = [
@@ -272,17 +273,18 @@ def time_render_in(
 
 
 def time_make_test(tmpdir: pathlib.Path) -> tuple[float, float, int, int]:
-    """`make test` as CI runs it (ruff, mypy beside pytest, checkov), with the render cache, mypy's cache, the
-    bytecode directory and pulumi-eks's npm install empty as in a clean clone on a new machine (in ``tmpdir``); the
-    virtualenvs and helm are installed beforehand, as .ci/run's first step does. Its output goes to
+    """`make test` as CI runs it (ruff, mypy beside pytest, checkov), with the render cache, mypy's cache and
+    pulumi-eks's npm install empty (in ``tmpdir``) and the checkout's bytecode dropped (scripts/bytecode.py), as in a
+    clean clone on a new machine; the virtualenvs (their bytecode compiled by pip) and helm are installed
+    beforehand, as .ci/run's first step does. Its output goes to
     ``tmpdir``/make-test.log; the last lines print when it fails.
     Returns wall seconds, CPU seconds (user + system of every process it ran: what a loaded machine does not
     inflate), the exit code and how many tests pytest ran (its summary line)."""
     log = tmpdir / "make-test.log"
     env = {**os.environ, "EKSTRAIN_CACHE_DIR": str(tmpdir / "cache"), "MYPY_CACHE_DIR": str(tmpdir / "mypy")}
-    env["PYCACHE_DIR"] = str(tmpdir / "pycache")  # the Makefile's bytecode directory, empty as in a clean clone
     # pulumi-eks's npm dependencies (tests/test_real_eks.py) too, as on a machine that never installed them
     env["REAL_EKS_CACHE"] = str(tmpdir / "real-eks")
+    bytecode.drop()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     with log.open("w") as out:
@@ -314,12 +316,12 @@ def time_mypy(tmpdir: pathlib.Path) -> tuple[float, float, int]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), proc.returncode
 
 
-def time_make_unit(tmpdir: pathlib.Path) -> tuple[float, float, int, int]:
-    """`make unit` (no helm, no render, no browser) with an empty bytecode directory, as after a clean clone."""
-    env = {**os.environ, "PYCACHE_DIR": str(tmpdir / "pycache-unit")}
+def time_make_unit() -> tuple[float, float, int, int]:
+    """`make unit` (no helm, no render, no browser) with the checkout's bytecode dropped, as after a clean clone."""
+    bytecode.drop()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.run(["make", "unit"], cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    proc = subprocess.run(["make", "unit"], cwd=REPO, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -431,7 +433,7 @@ def test_rows() -> dict[str, str]:
         rows["make test"] = cell(wall, cpu) + f", {count} tests" + ("" if rc == 0 else f" exit {rc}")
         wall, cpu, rc = time_mypy(pathlib.Path(tmp))
         rows["of it: mypy alone, empty cache"] = cell(wall, cpu) + ("" if rc == 0 else f" exit {rc}")
-        wall, cpu, rc, count = time_make_unit(pathlib.Path(tmp))
+        wall, cpu, rc, count = time_make_unit()
         rows["make unit"] = cell(wall, cpu) + f", {count} tests" + ("" if rc == 0 else f" exit {rc}")
     return rows
 
