@@ -78,26 +78,24 @@ def test_the_checkouts_bytecode_is_dropped_and_nothing_a_clean_clone_has_after_m
 
     # GIVEN a checkout with bytecode beside its sources, a virtualenv (pip compiled its modules), helm's tools,
     # git's directory, an npm tree and a symlink into a folder outside it
-    def pyc(folder: str) -> pathlib.Path:
-        (tmp_path / folder / "__pycache__").mkdir(parents=True)
-        (tmp_path / folder / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"")
-        return tmp_path / folder / "__pycache__"
+    root = tmp_path / "checkout"
+
+    def pyc(folder: str, under: pathlib.Path = root) -> pathlib.Path:
+        (under / folder / "__pycache__").mkdir(parents=True)
+        (under / folder / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"")
+        return under / folder / "__pycache__"
 
     ours = [pyc("infra"), pyc("tests/cli"), pyc("ekstrain")]
-    (tmp_path / ".venv").mkdir()
-    (tmp_path / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    (tmp_path / "policy" / "venv").mkdir(parents=True)
-    (tmp_path / "policy" / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    for venv in (root / ".venv", root / "policy" / "venv"):
+        venv.mkdir(parents=True)
+        (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
     kept = [pyc(".venv/lib/site-packages/pulumi"), pyc("policy/venv/lib/x"), pyc(".git/hooks"), pyc(".tools/t")]
-    kept += [pyc("node_modules/n"), pyc("build/lib/ekstrain")]
-    outside = tmp_path.parent / f"{tmp_path.name}-outside"
-    outside.mkdir()
-    kept.append(pyc(f"../{outside.name}/lib"))
-    (tmp_path / "ekstrain" / "linked").symlink_to(outside / "lib")
+    kept += [pyc("node_modules/n"), pyc("build/lib/ekstrain"), pyc("lib", under=tmp_path / "outside")]
+    (root / "ekstrain" / "linked").symlink_to(tmp_path / "outside" / "lib")
     # WHEN listed, then dropped
-    assert bytecode.bytecode_dirs(tmp_path) == sorted(ours)
-    assert bytecode.drop(tmp_path) == 3
+    assert bytecode.bytecode_dirs(root) == sorted(ours)
+    assert bytecode.drop(root) == 3
     # THEN the checkout's are gone and nothing else was touched
     assert not any(path.exists() for path in ours)
     assert all((path / "m.cpython-311.pyc").exists() for path in kept)
-    assert (tmp_path / "infra").is_dir() and bytecode.bytecode_dirs(tmp_path) == []
+    assert (root / "infra").is_dir() and bytecode.bytecode_dirs(root) == []
