@@ -56,7 +56,7 @@ fmt: $(VENV)/.installed  ## ruff format, then ruff check --fix (what `make ruff`
 # write any (PYTHONDONTWRITEBYTECODE): each pytest worker and each `python -m ekstrain` a test runs would otherwise
 # compile the package and the test modules again (collecting the suite: 12.5 CPU-s cold, 5 warm). Not under a
 # PYTHONPYCACHEPREFIX: Python then looks for every module's bytecode there, so the virtualenvs' modules that pip
-# compiled at install (checkov's 2,262 among ~6,000) were compiled again, ~9 CPU-s of each clean-clone `make test`.
+# compiled at install (checkov's 2,262 among ~6,000) were compiled again (~9 CPU-s to compile them once).
 PYCACHE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=
 
 # The tests that need no helm, no render and no browser (markers set in tests/conftest.py): seconds, for each edit.
