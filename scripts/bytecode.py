@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drop", action="store_true", help="remove them (default: list them)")
     args = parser.parse_args(argv)
     if args.drop:
-        print(f"removed {drop()} __pycache__ directories of the checkout")
+        count = drop()
+        print(f"removed the checkout's bytecode: {count} __pycache__ director{'y' if count == 1 else 'ies'}")
     else:
         for path in bytecode_dirs():
             print(path.relative_to(REPO))
