@@ -21,6 +21,7 @@ import yaml
 from ekstrain.facts import versions
 from ekstrain.facts.config_errors import ConfigError, ConfigIssue
 from ekstrain.files.paths import PACKAGE, upstream_fix
+from ekstrain.files.yaml_safe import SAFE_LOADER
 
 NAMESPACE = "mpi-operator"
 NAME = "mpi-operator"
@@ -177,7 +178,7 @@ def crd_from_text(data: bytes, source: str) -> dict[str, Any]:
             source="the upstream directory",
         )
     if digest not in _parsed:
-        _parsed[digest] = yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        _parsed[digest] = yaml.load(data, Loader=SAFE_LOADER)
     crd = copy.deepcopy(_parsed[digest])  # a fresh copy for each caller
     meta = crd["metadata"]
     # the install file's key order: annotations, labels, name

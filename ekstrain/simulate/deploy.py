@@ -37,6 +37,7 @@ import yaml
 from ekstrain.contracts import kinds, teardown, timing
 from ekstrain.contracts.kinds import FSX_PERSISTENT2_USD_PER_GB_MONTH, MONTHLY_USD
 from ekstrain.facts.spend import HOURS_PER_MONTH
+from ekstrain.files.yaml_safe import SAFE_LOADER
 
 COMPONENT_PREFIXES = ("ekstrain:", "eks:index:", "pulumi:pulumi:Stack", "kubernetes:yaml/v2:ConfigGroup")
 
@@ -788,7 +789,7 @@ def with_exact_refs(rows: list[dict[str, Any]], recorded: Iterable[Mapping[str, 
 
 def load_rows(build: pathlib.Path) -> list[dict[str, Any]]:
     # libyaml's safe loader where PyYAML has it (the same rows; prod's 1.6 MB take 0.1 s instead of 1.2 s)
-    rows = yaml.load((build / "resources.yaml").read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    rows = yaml.load((build / "resources.yaml").read_text(), Loader=SAFE_LOADER)
     if not isinstance(rows, list):
         raise ValueError(f"{build}/resources.yaml is not a list of resources")
     return rows

@@ -25,11 +25,10 @@ import yaml
 
 from ekstrain.files import inputs_guard
 from ekstrain.files.paths import in_checkout
+from ekstrain.files.yaml_safe import SAFE_LOADER
 from ekstrain.simulate.quantity import parse
 from ekstrain.workloads import registry
 
-SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's safe loader where PyYAML was built with it (about 6x faster than the pure-Python one)."""
 MAX_BYTES = 8 * 2**20
 """Larger than any workload manifest; a bigger file is refused before it is parsed."""
 MAX_DEPTH = 48

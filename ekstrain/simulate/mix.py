@@ -42,11 +42,12 @@ import yaml
 from ekstrain.facts import catalog
 from ekstrain.files import inputs_guard, yaml12
 from ekstrain.files.paths import in_checkout
+from ekstrain.files.yaml_safe import SAFE_LOADER
 from ekstrain.layout import storage_sizing
 from ekstrain.payloads import health_gate
 from ekstrain.simulate import capacity_windows, upgrade
 from ekstrain.simulate import topology as net_topology
-from ekstrain.simulate.inputs import SAFE_LOADER, InputError, read_file
+from ekstrain.simulate.inputs import InputError, read_file
 from ekstrain.simulate.notebooks import START_TIMEOUT_KEY
 from ekstrain.simulate.quantity import parse
 from ekstrain.simulate.timeline import FAULT_KINDS, NEVER, Arrival, Fault, Mix

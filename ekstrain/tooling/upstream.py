@@ -51,6 +51,7 @@ import yaml
 from ekstrain.facts import versions
 from ekstrain.files import outputs
 from ekstrain.files.paths import PACKAGE, project_dir
+from ekstrain.files.yaml_safe import SAFE_LOADER
 from ekstrain.tooling import chartdigest
 from ekstrain.tooling.helm import helm_binary
 
@@ -213,7 +214,7 @@ def _index_digest(repo_url: str, name: str, version: str) -> str | None:
     url = f"{repo_url}/index.yaml"
     try:
         with urllib.request.urlopen(url, timeout=60) as r:
-            index = yaml.load(r.read(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            index = yaml.load(r.read(), Loader=SAFE_LOADER)
     except (urllib.error.URLError, OSError, yaml.YAMLError) as e:
         raise FetchError(f"cannot read the repository index {url}: {e}") from e
     # helm's repo.IndexFile (pkg/repo/v1/index.go, v4.1.4): entries maps a chart name to a list of ChartVersion

@@ -35,10 +35,11 @@ from typing import Any, TypeVar, cast
 import yaml
 
 from ekstrain.files.paths import CHECKOUT, PACKAGE, project_dir, upstream_fix
+from ekstrain.files.yaml_safe import SAFE_LOADER
 
 
 # The upstream CRDs are several MB of YAML: libyaml's loader parses them ~10x faster when present.
-class KubeYamlLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+class KubeYamlLoader(SAFE_LOADER):  # type: ignore[misc,valid-type]
     """Safe YAML as Kubernetes reads it: a bare ``=`` (YAML 1.1's value tag, e.g. in Prometheus operator CRD
     enums ``[=, !=, =~, !~]``) is the string "=", which PyYAML's safe loader refuses."""
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from ekstrain.files.yaml_safe import SAFE_LOADER
 from ekstrain.infra.verify import charts
 from ekstrain.tooling import validation
 
@@ -40,5 +41,5 @@ def template_objects(
     libyaml's safe loader where PyYAML has it: the same documents, and a chart's CRDs are megabytes (Argo CD's took
     3 s in pure Python)."""
     text = template(values, archive, release, namespace, workdir, *flags)
-    docs = [d for d in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]
+    docs = [d for d in yaml.load_all(text, Loader=SAFE_LOADER) if d]
     return [i for d in docs for i in (d["items"] if d.get("kind") == "List" else [d])]
