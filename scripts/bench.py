@@ -51,7 +51,7 @@ import yaml
 
 from ekstrain.cli import render as render_cli
 from ekstrain.tooling import helm, validation
-from scripts import bytecode
+from scripts import bytecode, cpu_by_program
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 TYPES = [
@@ -272,14 +272,15 @@ def time_render_in(
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def time_make_test(tmpdir: pathlib.Path) -> tuple[float, float, int, int]:
+def time_make_test(tmpdir: pathlib.Path, by_program: bool = False) -> tuple[float, float, int, int]:
     """`make test` as CI runs it (ruff, mypy beside pytest, checkov), with the render cache, mypy's cache and
     pulumi-eks's npm install empty (in ``tmpdir``) and the checkout's bytecode dropped (scripts/bytecode.py), as in a
     clean clone on a new machine; the virtualenvs (their bytecode compiled by pip) and helm are installed
     beforehand, as .ci/run's first step does. Its output goes to
     ``tmpdir``/make-test.log; the last lines print when it fails.
     Returns wall seconds, CPU seconds (user + system of every process it ran: what a loaded machine does not
-    inflate), the exit code and how many tests pytest ran (its summary line)."""
+    inflate), the exit code and how many tests pytest ran (its summary line). With ``by_program``, it runs under
+    process accounting (scripts/cpu_by_program.py) and prints its CPU seconds by program after."""
     log = tmpdir / "make-test.log"
     env = {**os.environ, "EKSTRAIN_CACHE_DIR": str(tmpdir / "cache"), "MYPY_CACHE_DIR": str(tmpdir / "mypy")}
     # pulumi-eks's npm dependencies (tests/test_real_eks.py) too, as on a machine that never installed them
@@ -287,15 +288,23 @@ def time_make_test(tmpdir: pathlib.Path) -> tuple[float, float, int, int]:
     bytecode.drop()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
+    programs: dict[str, tuple[int, float]] = {}
     with log.open("w") as out:
-        proc = subprocess.run(["make", "test"], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
+        if by_program:
+            code, programs = cpu_by_program.run(["make", "test"], cwd=REPO, env=env, stdout=out)
+        else:
+            code = subprocess.run(
+                ["make", "test"], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, check=False
+            ).returncode
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     text = log.read_text()
-    if proc.returncode != 0:
+    if code != 0:
         print("\n".join(text.splitlines()[-20:]), file=sys.stderr)
-    return wall, cpu, proc.returncode, tests_run(text)
+    if programs:
+        print(f"make test's CPU seconds by program (process accounting):\n{cpu_by_program.table(programs)}\n")
+    return wall, cpu, code, tests_run(text)
 
 
 MYPY = REPO / ".venv" / "bin" / "mypy"
@@ -425,11 +434,11 @@ def details() -> None:
         bench_planner.main()
 
 
-def test_rows() -> dict[str, str]:
-    """make test, mypy alone and make unit, each from empty caches (minutes)."""
+def test_rows(by_program: bool = False) -> dict[str, str]:
+    """make test, mypy alone and make unit, each from empty caches (minutes); ``by_program``: see time_make_test."""
     rows: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="ekstrain-bench-test-") as tmp:
-        wall, cpu, rc, count = time_make_test(pathlib.Path(tmp))
+        wall, cpu, rc, count = time_make_test(pathlib.Path(tmp), by_program)
         rows["make test"] = cell(wall, cpu) + f", {count} tests" + ("" if rc == 0 else f" exit {rc}")
         wall, cpu, rc = time_mypy(pathlib.Path(tmp))
         rows["of it: mypy alone, empty cache"] = cell(wall, cpu) + ("" if rc == 0 else f" exit {rc}")
@@ -444,10 +453,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--details", action="store_true", help="also the in-process, synthetic and refusal timings")
     parser.add_argument("--edit-only", action="store_true", help=f"only the row {EDIT!r} (a few minutes)")
     parser.add_argument("--tests-only", action="store_true", help="only the make test, mypy and make unit rows")
+    parser.add_argument(
+        "--by-program",
+        action="store_true",
+        help="with --tests or --tests-only: make test's CPU seconds by program too (process accounting: Linux, root)",
+    )
     args = parser.parse_args(argv)
+    if args.by_program:
+        if not (args.tests or args.tests_only):
+            parser.error("--by-program splits make test's CPU: add --tests or --tests-only")
+        try:
+            cpu_by_program.check_available()
+        except cpu_by_program.AccountingUnavailable as exc:
+            parser.error(f"--by-program: {exc}; run without it for the totals")
     if args.tests_only:
         print(f"machine: {os.cpu_count()} cores, {load()} at the start (shared: read wall times with the load)")
-        print(targets_table(test_rows()))
+        print(targets_table(test_rows(args.by_program)))
         return
     if args.edit_only:
         with tempfile.TemporaryDirectory() as tmp:
@@ -502,7 +523,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         print(f"  ekstrain diff (warm): {rows['ekstrain diff (warm)']}", flush=True)
     if args.tests:
-        rows.update(test_rows())
+        rows.update(test_rows(args.by_program))
     else:
         rows["make test"] = "not run (make bench BENCH_ARGS=--tests)"
     print()

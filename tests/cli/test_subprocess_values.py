@@ -140,6 +140,7 @@ CALL_SITES = {
     "scripts/bench.py:time_diff": "test_bench_commands_hold_no_user_value",
     "scripts/bench.py:deploy_rehearsal": "test_bench_commands_hold_no_user_value",
     "scripts/bench.py:edit_ratio": "test_the_edit_bench_runs_the_render_with_fixed_flags",
+    "scripts/cpu_by_program.py:run": "test_cpu_by_program_runs_the_command_it_was_given_as_given",
     "scripts/rooms_codemod.py:git": "test_the_rooms_codemod_runs_git_and_ruff_on_absolute_paths_only",
     "scripts/rooms_codemod.py:main": "test_the_rooms_codemod_runs_git_and_ruff_on_absolute_paths_only",
     "ekstrain/agents/checkpoint_rotation.py:file_archived": "test_lfs_gets_an_absolute_path_never_an_option",
@@ -336,6 +337,30 @@ def test_bench_commands_hold_no_user_value(monkeypatch: pytest.MonkeyPatch, tmp_
             )
             for a in argv[1:]
         ), argv
+
+
+def test_cpu_by_program_runs_the_command_it_was_given_as_given(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    """scripts/cpu_by_program.py runs the command after ``--`` like ``time`` does: as given, no option of its own
+    read from it or added to it; a command that cannot start is one error line, not a traceback."""
+    import contextlib
+
+    from scripts import cpu_by_program
+
+    monkeypatch.setattr(cpu_by_program, "check_available", lambda: None)
+    monkeypatch.setattr(cpu_by_program, "_become_subreaper", lambda: None)  # never this test process
+    monkeypatch.setattr(cpu_by_program, "accounting", lambda path: contextlib.nullcontext(path))
+    monkeypatch.setattr(cpu_by_program.subprocess, "Popen", _capture)
+    for command in (["make", "test"], ["-x", "--help"], ["git", "--upload-pack=touch x"]):
+        with pytest.raises(_Captured) as got:
+            cpu_by_program.main(["--", *command])
+        assert got.value.argv == command
+    monkeypatch.undo()
+    monkeypatch.setattr(cpu_by_program, "check_available", lambda: None)
+    monkeypatch.setattr(cpu_by_program, "_become_subreaper", lambda: None)
+    monkeypatch.setattr(cpu_by_program, "accounting", lambda path: contextlib.nullcontext(path))
+    assert cpu_by_program.main(["--", str(tmp_path / "-no-such-program")]) == 2
 
 
 def test_lfs_gets_an_absolute_path_never_an_option(monkeypatch: pytest.MonkeyPatch) -> None:
