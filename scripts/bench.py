@@ -303,7 +303,9 @@ def time_make_test(tmpdir: pathlib.Path, by_program: bool = False) -> tuple[floa
     if code != 0:
         print("\n".join(text.splitlines()[-20:]), file=sys.stderr)
     if programs:
-        print(f"make test's CPU seconds by program (process accounting):\n{cpu_by_program.table(programs)}\n")
+        recorded = sum(seconds for _, seconds in programs.values())
+        print(f"make test's CPU seconds by program (process accounting):\n{cpu_by_program.table(programs)}")
+        print(f"(the records sum to {recorded:.1f} of the {cpu:.1f} CPU-s the make test row counts)\n")
     return wall, cpu, code, tests_run(text)
 
 

@@ -26,6 +26,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from typing import IO
 
@@ -223,6 +224,20 @@ def accounting(path: pathlib.Path) -> Iterator[pathlib.Path]:
 PR_SET_CHILD_SUBREAPER = 36  # include/uapi/linux/prctl.h
 
 
+ORPHAN_WAIT = 10.0
+"""Seconds to wait, after the command, for the processes it left running (they are recorded when they exit)."""
+
+
+def _reap_orphans(seconds: float) -> None:
+    """Reap this process's children until none is left or ``seconds`` have passed (one left running longer is
+    not counted: its record is not written while accounting is on)."""
+    deadline = time.monotonic() + seconds
+    with contextlib.suppress(ChildProcessError):  # no child left
+        while time.monotonic() < deadline:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:  # children, none exited yet
+                time.sleep(0.05)
+
+
 def _become_subreaper() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
@@ -246,11 +261,17 @@ def run(
                 list(argv), cwd=cwd, env=env, stdout=stdout, stderr=subprocess.STDOUT if stdout else None
             )
             code = proc.wait()
-            with contextlib.suppress(ChildProcessError):
-                while os.waitpid(-1, os.WNOHANG)[0]:  # the orphans that have exited by now
-                    pass
-        records = parse(path.read_bytes())
-    return code, by_program(records, tree(records, proc.pid, adopter=os.getpid()))
+            _reap_orphans(ORPHAN_WAIT)
+        data = path.read_bytes()
+    return code, command_rows(data, proc.pid, os.getpid())
+
+
+def command_rows(data: bytes, command: int, runner: int) -> dict[str, tuple[int, float]]:
+    """By program, the records in ``data`` of the process ``command`` and its tree, with the orphans the
+    ``runner`` (a subreaper) adopted. Switching accounting off writes a record for the process that does it
+    (kernel/acct.c acct_pin_kill): the runner, still alive; it is no parent of the orphans that name it."""
+    records = [r for r in parse(data) if r.pid != runner]
+    return by_program(records, tree(records, command, adopter=runner))
 
 
 def main(argv: list[str] | None = None) -> int:

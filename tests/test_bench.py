@@ -44,6 +44,29 @@ def test_make_test_is_counted_from_pytests_summary_line() -> None:
     assert bench.tests_run("make: *** [test] Error 2\n") == 0
 
 
+def test_by_program_is_refused_before_any_work_without_the_make_test_rows_or_the_capability(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`make bench BENCH_ARGS=--by-program` splits make test's CPU: alone, or where process accounting cannot be
+    switched on, it exits 2 with one line naming the flag, before minutes of renders."""
+    from scripts import cpu_by_program
+
+    monkeypatch.setattr(bench, "test_rows", lambda *_: pytest.fail("ran the make test rows"))
+    monkeypatch.setattr(bench, "time_make_render", lambda *_: pytest.fail("ran a render"))
+    with pytest.raises(SystemExit) as done:
+        bench.main(["--by-program"])
+    assert done.value.code == 2 and "--by-program splits make test's CPU: add --tests" in capsys.readouterr().err
+
+    def unavailable() -> None:
+        raise cpu_by_program.AccountingUnavailable("no CAP_SYS_PACCT: process accounting needs root")
+
+    monkeypatch.setattr(cpu_by_program, "check_available", unavailable)
+    with pytest.raises(SystemExit) as done:
+        bench.main(["--tests-only", "--by-program"])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and "--by-program: no CAP_SYS_PACCT" in err and "run without it" in err
+
+
 def test_the_cpu_profile_plugin_charges_a_tests_child_process_to_it(tmp_path: pathlib.Path) -> None:
     """scripts/pytest_cpuprof.py: one row per test, a waited-for subprocess's CPU on the test that ran it."""
     (tmp_path / "test_two.py").write_text(

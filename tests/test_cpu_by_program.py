@@ -54,6 +54,19 @@ def test_the_tree_follows_each_pid_to_the_parent_alive_at_its_exit_and_adds_the_
     assert tree(records, 31) == []
 
 
+def test_the_runners_own_record_written_at_switch_off_does_not_hide_the_orphans_it_adopted() -> None:
+    # GIVEN an orphan of the command (40) with a child of its own, adopted by the runner 99, and the record the
+    # kernel writes for the runner when it switches accounting off (the last one)
+    data = (
+        packed(41, 40, "chromium", 30)
+        + packed(40, 99, "HangWatcher", 20)
+        + packed(30, 99, "make", 1)
+        + packed(99, 98, "python3", 0)
+    )
+    # THEN the orphan and its child are the command's; the runner is not
+    assert cpu_by_program.command_rows(data, 30, 99) == {"chromium": (2, 50 / TICKS), "make": (1, 1 / TICKS)}
+
+
 def test_unnamed_processes_take_a_named_child_or_a_named_ancestor_and_what_tests_ran_is_other() -> None:
     records = parse(
         packed(3, 2, "ThreadPoolForeg", 40)  # a renderer under Chromium's zygote
