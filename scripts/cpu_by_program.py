@@ -98,7 +98,8 @@ def parse(data: bytes) -> list[Record]:
 
 def _parents(records: Sequence[Record]) -> dict[int, int | None]:
     """Index of each record -> index of its parent's record. A process is recorded when it exits, and its parent
-    is alive then (the pid it names at exit is its parent's, or init's once orphaned), so the parent's record is the
+    is alive then (the pid it names at exit is its parent's, or a subreaper's or init's once orphaned), so the
+    parent's record is the
     first one of that pid after it: a pid is reused only after its process is gone. (Start times cannot decide:
     the kernel derives them at exit in whole seconds, and a child can come out a second before its parent.)"""
     later: dict[int, int] = {}
@@ -238,8 +239,8 @@ def _reap_orphans(seconds: float) -> None:
                 time.sleep(0.05)
 
 
-def _become_subreaper() -> None:
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+def _set_subreaper(on: bool) -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
 
 
 def run(
@@ -249,20 +250,23 @@ def run(
     stdout: IO[str] | None = None,
 ) -> tuple[int, dict[str, tuple[int, float]]]:
     """Run ``argv`` (in ``cwd``, with ``env``, its output and errors into ``stdout`` when given) with accounting on:
-    its exit code and its tree's CPU seconds by program. This process is made
-    a subreaper (prctl(2) PR_SET_CHILD_SUBREAPER) so that processes the command leaves running (Chromium's) are
-    counted as its own rather than init's, and reaped here."""
+    its exit code and its tree's CPU seconds by program. For the run this process is a subreaper (prctl(2)
+    PR_SET_CHILD_SUBREAPER) so that processes the command leaves running (Chromium's) are counted as its own
+    rather than init's, and reaped here."""
     check_available()  # before this process becomes a subreaper
-    _become_subreaper()
-    with tempfile.TemporaryDirectory(prefix="cpu-by-program-") as tmp:
-        path = pathlib.Path(tmp) / "acct"
-        with accounting(path):
-            proc = subprocess.Popen(  # noqa: S603  # the command the user gave
-                list(argv), cwd=cwd, env=env, stdout=stdout, stderr=subprocess.STDOUT if stdout else None
-            )
-            code = proc.wait()
-            _reap_orphans(ORPHAN_WAIT)
-        data = path.read_bytes()
+    _set_subreaper(True)
+    try:
+        with tempfile.TemporaryDirectory(prefix="cpu-by-program-") as tmp:
+            path = pathlib.Path(tmp) / "acct"
+            with accounting(path):
+                proc = subprocess.Popen(  # noqa: S603  # the command the user gave
+                    list(argv), cwd=cwd, env=env, stdout=stdout, stderr=subprocess.STDOUT if stdout else None
+                )
+                code = proc.wait()
+                _reap_orphans(ORPHAN_WAIT)
+            data = path.read_bytes()
+    finally:
+        _set_subreaper(False)  # what the caller runs next leaves its orphans to init again
     return code, command_rows(data, proc.pid, os.getpid())
 
 

@@ -5,7 +5,10 @@ test: it is machine-wide, and would cut off a bench that is using it."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import pathlib
+from collections.abc import Iterator
 
 import pytest
 
@@ -110,3 +113,43 @@ def test_without_the_capability_nothing_runs_and_one_error_names_the_fix(
     err = capsys.readouterr().err.splitlines()
     assert [line.split(":")[0] for line in err] == ["error", "fix"] and "root" in err[0]
     assert not marker.exists()
+
+
+def test_the_runner_is_a_subreaper_for_the_run_only_and_counts_the_commands_records(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN a command whose process 30 runs a helm (31) and leaves an orphan (40), and the record the kernel writes
+    # for the runner at switch-off (the test stands in for the kernel and the process)
+    subreaper: list[bool] = []
+
+    @contextlib.contextmanager
+    def accounting(path: pathlib.Path) -> Iterator[pathlib.Path]:
+        yield path
+        path.write_bytes(
+            packed(31, 30, "helm", 10)
+            + packed(30, os.getpid(), "make", 1)
+            + packed(40, os.getpid(), "chromium", 5)
+            + packed(os.getpid(), 1, "python3", 0)
+        )
+
+    class Command:
+        pid = 30
+
+        def __init__(self, argv: list[str], **_: object) -> None:
+            assert argv == ["make", "test"]
+
+        def wait(self) -> int:
+            assert subreaper == [True]  # orphans of the command come to the runner
+            return 3
+
+    monkeypatch.setattr(cpu_by_program, "check_available", lambda: None)
+    monkeypatch.setattr(cpu_by_program, "_set_subreaper", subreaper.append)
+    monkeypatch.setattr(cpu_by_program, "accounting", accounting)
+    monkeypatch.setattr(cpu_by_program, "_reap_orphans", lambda seconds: None)
+    monkeypatch.setattr(cpu_by_program.subprocess, "Popen", Command)
+    # WHEN it runs
+    code, rows = cpu_by_program.run(["make", "test"])
+    # THEN the command's exit code and its tree by program; and the runner is no subreaper after
+    assert code == 3
+    assert rows == {"helm": (1, 10 / TICKS), "make": (1, 1 / TICKS), "chromium": (1, 5 / TICKS)}
+    assert subreaper == [True, False]

@@ -349,7 +349,7 @@ def test_cpu_by_program_runs_the_command_it_was_given_as_given(
     from scripts import cpu_by_program
 
     monkeypatch.setattr(cpu_by_program, "check_available", lambda: None)
-    monkeypatch.setattr(cpu_by_program, "_become_subreaper", lambda: None)  # never this test process
+    monkeypatch.setattr(cpu_by_program, "_set_subreaper", lambda on: None)  # never this test process
     monkeypatch.setattr(cpu_by_program, "accounting", lambda path: contextlib.nullcontext(path))
     monkeypatch.setattr(cpu_by_program.subprocess, "Popen", _capture)
     for command in (["make", "test"], ["-x", "--help"], ["git", "--upload-pack=touch x"]):
@@ -358,7 +358,7 @@ def test_cpu_by_program_runs_the_command_it_was_given_as_given(
         assert got.value.argv == command
     monkeypatch.undo()
     monkeypatch.setattr(cpu_by_program, "check_available", lambda: None)
-    monkeypatch.setattr(cpu_by_program, "_become_subreaper", lambda: None)
+    monkeypatch.setattr(cpu_by_program, "_set_subreaper", lambda on: None)
     monkeypatch.setattr(cpu_by_program, "accounting", lambda path: contextlib.nullcontext(path))
     assert cpu_by_program.main(["--", str(tmp_path / "-no-such-program")]) == 2
 
