@@ -73,7 +73,6 @@ LAUNCHERS = {"python", "shell", "make"}
 class Record:
     pid: int
     ppid: int
-    started: int  # seconds since the epoch (ac_btime)
     cpu: float  # user + system seconds
     name: str
 
@@ -90,9 +89,9 @@ def parse(data: bytes) -> list[Record]:
         fields = RECORD.unpack_from(data, offset)
         if fields[1][0] != ACCT_VERSION:
             raise ValueError(f"accounting record at byte {offset}: version {fields[1][0]}, not {ACCT_VERSION}")
-        pid, ppid, started, utime, stime = fields[6], fields[7], fields[8], fields[10], fields[11]
+        pid, ppid, utime, stime = fields[6], fields[7], fields[10], fields[11]
         name = fields[-1].split(b"\0", 1)[0].decode("utf-8", "replace")
-        records.append(Record(pid, ppid, started, (comp_t(utime) + comp_t(stime)) / TICKS, name))
+        records.append(Record(pid, ppid, (comp_t(utime) + comp_t(stime)) / TICKS, name))
     return records
 
 
@@ -253,20 +252,19 @@ def run(
     its exit code and its tree's CPU seconds by program. For the run this process is a subreaper (prctl(2)
     PR_SET_CHILD_SUBREAPER) so that processes the command leaves running (Chromium's) are counted as its own
     rather than init's, and reaped here."""
-    check_available()  # before this process becomes a subreaper
-    _set_subreaper(True)
-    try:
-        with tempfile.TemporaryDirectory(prefix="cpu-by-program-") as tmp:
-            path = pathlib.Path(tmp) / "acct"
-            with accounting(path):
+    with tempfile.TemporaryDirectory(prefix="cpu-by-program-") as tmp:
+        path = pathlib.Path(tmp) / "acct"
+        with accounting(path):
+            _set_subreaper(True)
+            try:
                 proc = subprocess.Popen(  # noqa: S603  # the command the user gave
                     list(argv), cwd=cwd, env=env, stdout=stdout, stderr=subprocess.STDOUT if stdout else None
                 )
                 code = proc.wait()
                 _reap_orphans(ORPHAN_WAIT)
-            data = path.read_bytes()
-    finally:
-        _set_subreaper(False)  # what the caller runs next leaves its orphans to init again
+            finally:
+                _set_subreaper(False)  # what the caller runs next leaves its orphans to init again
+        data = path.read_bytes()
     return code, command_rows(data, proc.pid, os.getpid())
 
 

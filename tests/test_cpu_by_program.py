@@ -32,10 +32,7 @@ def test_comp_t_is_a_13_bit_mantissa_and_a_base_8_exponent() -> None:
 
 def test_records_are_read_back_with_their_cpu_in_seconds_and_another_version_is_refused() -> None:
     data = packed(10, 1, "helm", ticks=250) + packed(11, 10, "python3.11", ticks=TICKS)
-    assert parse(data) == [
-        Record(10, 1, 1_796_000_000, 250 / TICKS, "helm"),
-        Record(11, 10, 1_796_000_000, 1.0, "python3.11"),
-    ]
+    assert parse(data) == [Record(10, 1, 250 / TICKS, "helm"), Record(11, 10, 1.0, "python3.11")]
     with pytest.raises(ValueError, match="version 2, not 3"):
         parse(data + packed(12, 1, "x", version=2))
 
